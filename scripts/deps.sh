@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install the Debian packages warden builds, tests and demos with, but only
+# those that are missing: a machine that has them all runs no apt-get.
+set -euo pipefail
+
+pkgs=(
+	gcc clang make pkg-config meson ninja-build
+	libseccomp-dev libjansson-dev libssl-dev libldns-dev libcriterion-dev
+	python3 python3-pytest git iproute2 curl openssl bubblewrap procps
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+else
+	SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

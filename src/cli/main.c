@@ -1,0 +1,73 @@
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} commands[] = {
+	{"run", cli_run, "run a command in a fresh sandbox"},
+	{"check", cli_check, "print the policy decision for a command, run nothing"},
+	{"approve", cli_approve, "record a single-use approval for a paused command"},
+	{"audit", cli_audit, "verify an audit trail (audit verify FILE)"},
+	{"policy", cli_policy, "print the effective policy (policy show)"},
+	{"doctor", cli_doctor, "report which isolation levels this host can run"},
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: warden COMMAND [OPTIONS] ...\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n'warden COMMAND --help' describes each command's options.\n");
+}
+
+int
+cli_fail(const char *sub, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "warden: %s%s", sub ? sub : "", sub ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CLI_EXIT_FAILURE;
+}
+
+void
+cli_log_handler(int level, const char *func, const char *msg, void *data)
+{
+	static const char *names[] = {"error", "warning", "info", "debug", "trace"};
+	(void)data;
+	if (level >= WD_LOG_DEBUG)
+		fprintf(stderr, "warden: %s: %s: %s\n", names[level], func, msg);
+	else
+		fprintf(stderr, "warden: %s: %s\n", names[level], msg);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_EXIT_FAILURE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("warden 0.1.0\n");
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "warden: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return CLI_EXIT_FAILURE;
+}

@@ -1,0 +1,1 @@
+#include "util/util.h"

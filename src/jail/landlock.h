@@ -1,0 +1,31 @@
+/* jail/landlock: Landlock as a second fence behind the mounts.
+ *
+ * The ABI is negotiated (landlock_create_ruleset with
+ * LANDLOCK_CREATE_RULESET_VERSION) and every right that ABI offers is
+ * handled; rules then grant back what the jail needs.  Applied in the
+ * command's process after NoNewPrivs and before seccomp. */
+#ifndef WD_JAIL_LANDLOCK_H
+#define WD_JAIL_LANDLOCK_H
+
+#include "util/util.h"
+
+struct jail_landlock_rules {
+	const char *const *ro_paths;  /* read files, read dirs, execute (NULL-terminated) */
+	const char *const *rw_paths;  /* every filesystem right (NULL-terminated) */
+	const char *const *dev_paths; /* read/write files and ioctl on devices (NULL-terminated) */
+	const uint16_t *ports;        /* TCP ports allowed for bind and connect */
+	size_t nports;
+	bool handle_net;  /* fence TCP bind/connect (ABI >= 4) */
+	bool scope;       /* abstract unix sockets and signals (ABI >= 6) */
+};
+
+/* The host's Landlock ABI: > 0, or 0 when Landlock is unavailable/disabled. */
+int jail_landlock_abi(void);
+
+/* Restrict the calling thread.  abi is the value from jail_landlock_abi()
+ * (taken in the supervisor before clone).  Paths that do not exist are
+ * skipped.  No allocation, no formatting: safe between clone() and execve().
+ * Returns 0 or -errno; err gets only code, errno and step. */
+int jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_err *err);
+
+#endif

@@ -1,0 +1,25 @@
+/* jail/seccomp: the syscall filter loaded last in the command's process.
+ *
+ * The rule table lives in seccomp_rules.c and is compiled into BPF with
+ * libseccomp at build time (tools/gen-seccomp), so the run path neither
+ * links libseccomp nor spends time compiling the filter; the child loads the
+ * raw program with seccomp(2), which allocates nothing (STYLE.md §5). */
+#ifndef WD_JAIL_SECCOMP_H
+#define WD_JAIL_SECCOMP_H
+
+#include "util/util.h"
+
+#include <linux/filter.h>
+
+/* The prebuilt program for this build's native architecture. */
+extern const struct sock_fprog jail_seccomp_prog;
+
+/* Load prog on the calling thread (needs NoNewPrivs already set).  No
+ * allocation, no formatting: safe between clone() and execve().
+ * Returns 0 or -errno. */
+int jail_seccomp_load(const struct sock_fprog *prog);
+
+/* Number of refused syscalls/rules in the table (for --json and doctor). */
+extern const unsigned jail_seccomp_rule_count;
+
+#endif

@@ -1,0 +1,4 @@
+#ifndef WD_SUPERVISE_H
+#define WD_SUPERVISE_H
+#include "util/util.h"
+#endif

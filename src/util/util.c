@@ -1,0 +1,253 @@
+#include "util/util.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+void *
+wd_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void *
+wd_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void *
+wd_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		abort();
+	return q;
+}
+
+char *
+wd_xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		abort();
+	return p;
+}
+
+char *
+wd_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	return s;
+}
+
+int
+wd_err_set(struct wd_err *err, int code, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		err->code = code;
+		err->sys_errno = 0;
+		err->step = 0;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -(code == WD_E_INVAL ? EINVAL : EIO);
+}
+
+int
+wd_err_sys(struct wd_err *err, int sys_errno, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		char head[200];
+		err->code = WD_E_SYS;
+		err->sys_errno = sys_errno;
+		err->step = 0;
+		va_start(ap, fmt);
+		vsnprintf(head, sizeof(head), fmt, ap);
+		va_end(ap);
+		snprintf(err->msg, sizeof(err->msg), "%s: %s", head, strerror(sys_errno));
+	}
+	return -(sys_errno ? sys_errno : EIO);
+}
+
+int
+wd_err_prefix(struct wd_err *err, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		char head[256], old[256];
+		memcpy(old, err->msg, sizeof(old));
+		va_start(ap, fmt);
+		vsnprintf(head, sizeof(head), fmt, ap);
+		va_end(ap);
+		snprintf(err->msg, sizeof(err->msg), "%s: %s", head, old);
+	}
+	return -(err && err->sys_errno ? err->sys_errno : EIO);
+}
+
+int
+wd_parse_u64(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	uint64_t v = 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int
+wd_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	const char *p = s;
+	uint64_t v = 0;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	unsigned shift = 0;
+	switch (*p) {
+	case '\0':
+		break;
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	case 't': case 'T': shift = 40; p++; break;
+	case 'b': case 'B': break;
+	default:
+		return -EINVAL;
+	}
+	if (shift && (*p == 'i' || *p == 'I'))
+		p++;
+	if (*p == 'b' || *p == 'B')
+		p++;
+	if (*p)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+int
+wd_parse_fixed6(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	const char *p = s;
+	uint64_t whole = 0, frac = 0;
+	int digits = 0, fdigits = 0;
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		if (whole > 1000000000000ULL)
+			return -ERANGE;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		p++;
+		for (; *p >= '0' && *p <= '9'; p++, fdigits++) {
+			if (fdigits < 6)
+				frac = frac * 10 + (uint64_t)(*p - '0');
+		}
+		if (fdigits == 0)
+			return -EINVAL;
+	}
+	if (*p || digits == 0)
+		return -EINVAL;
+	for (int i = fdigits < 6 ? fdigits : 6; i < 6; i++)
+		frac *= 10;
+	*out = whole * 1000000ULL + frac;
+	return 0;
+}
+
+int
+wd_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t
+wd_read_file_at(int dirfd, const char *path, char *buf, size_t cap)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t off = 0;
+	while (off + 1 < cap) {
+		ssize_t n = read(fd, buf + off, cap - 1 - off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+	buf[off] = '\0';
+	return (ssize_t)off;
+}
+
+int
+wd_write_file_at(int dirfd, const char *path, const char *s)
+{
+	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = wd_write_all(fd, s, strlen(s));
+	close(fd);
+	return rc;
+}
+
+uint64_t
+wd_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,119 @@
+/* util: cleanup attributes, struct wd_err helpers, logging, small fd and
+ * string helpers shared by every module.  Nothing here touches the jail. */
+#ifndef WD_UTIL_H
+#define WD_UTIL_H
+
+#include "warden.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define WD_API __attribute__((visibility("default")))
+#define WD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define WD_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define WD_UNUSED __attribute__((unused))
+
+/* ---- cleanup attributes (bubblewrap's and crun's pattern) ---- */
+static inline void wd_freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void wd_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+#define wd_autofree __attribute__((cleanup(wd_freep)))
+#define wd_autoclose __attribute__((cleanup(wd_closep)))
+#define wd_autoptr(type) __attribute__((cleanup(type##_freep))) type *
+#define WD_DEFINE_AUTOPTR(type, fn)                                                                \
+	static inline void type##_freep(type **p)                                                  \
+	{                                                                                          \
+		if (*p)                                                                            \
+			fn(*p);                                                                    \
+	}
+
+static inline void *wd_steal_ptr_impl(void **p)
+{
+	void *v = *p;
+	*p = NULL;
+	return v;
+}
+#define wd_steal_ptr(pp) wd_steal_ptr_impl((void **)(pp))
+static inline int wd_steal_fd(int *fd)
+{
+	int v = *fd;
+	*fd = -1;
+	return v;
+}
+static inline void wd_close_reset(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* ---- allocation: abort on failure, never return NULL ---- */
+void *wd_xmalloc(size_t n);
+void *wd_xcalloc(size_t n, size_t size);
+void *wd_xrealloc(void *p, size_t n);
+char *wd_xstrdup(const char *s);
+char *wd_xasprintf(const char *fmt, ...) WD_PRINTF(1, 2);
+
+/* ---- errors (STYLE.md §3) ----
+ * Each returns -code (a negative errno value) so failing is one line:
+ *     return wd_err_sys(err, errno, "open %s", path);
+ * err may be NULL.  wd_err_step() formats nothing and is safe after clone(). */
+int wd_err_set(struct wd_err *err, int code, const char *fmt, ...) WD_PRINTF(3, 4);
+int wd_err_sys(struct wd_err *err, int sys_errno, const char *fmt, ...) WD_PRINTF(3, 4);
+int wd_err_prefix(struct wd_err *err, const char *fmt, ...) WD_PRINTF(2, 3);
+static inline int wd_err_step(struct wd_err *err, int step, int sys_errno)
+{
+	if (err) {
+		err->code = WD_E_SYS;
+		err->sys_errno = sys_errno;
+		err->step = step;
+		err->msg[0] = '\0';
+	}
+	return -(sys_errno ? sys_errno : EIO);
+}
+
+/* ---- logging (STYLE.md §6): the level is checked before formatting ---- */
+extern int wd_log_level;
+void wd_log_emit(int level, const char *func, const char *fmt, ...) WD_PRINTF(3, 4);
+#define wd_log(level, ...)                                                                         \
+	do {                                                                                       \
+		if ((level) <= wd_log_level)                                                       \
+			wd_log_emit((level), __func__, __VA_ARGS__);                               \
+	} while (0)
+
+/* ---- parsing helpers: strict, whole-string, overflow-checked ---- */
+/* "512M", "1G", "65536", "64k": binary suffixes K M G T (case-insensitive,
+ * optional trailing B or iB).  Returns 0 or -EINVAL/-ERANGE. */
+int wd_parse_size(const char *s, uint64_t *out);
+/* Decimal unsigned integer, no sign, no suffix. */
+int wd_parse_u64(const char *s, uint64_t *out);
+/* Non-negative decimal with optional fraction ("1.5", "0.25", "30"), in
+ * millionths.  Returns 0 or -EINVAL/-ERANGE. */
+int wd_parse_fixed6(const char *s, uint64_t *out_millionths);
+
+/* ---- fd helpers ---- */
+/* write all of buf, retrying on EINTR and short writes. 0 or -errno. */
+int wd_write_all(int fd, const void *buf, size_t len);
+/* read a small file at dirfd/path into buf (NUL-terminated); returns length or -errno. */
+ssize_t wd_read_file_at(int dirfd, const char *path, char *buf, size_t cap);
+/* write a string to dirfd/path (O_WRONLY, no create); 0 or -errno. */
+int wd_write_file_at(int dirfd, const char *path, const char *s);
+
+/* monotonic clock in nanoseconds */
+uint64_t wd_now_ns(void);
+
+#endif
