@@ -1,0 +1,401 @@
+/* net: the egress proxy and DNS filter that serve a sandbox's network
+ * namespace from the supervisor (DESIGN.md §6, issue 4).
+ *
+ * Shape
+ * -----
+ * The sandbox's network namespace has no route anywhere.  The supervisor
+ * creates three listening sockets *inside* it, moves the fds out, and hands
+ * them to a proxy object that serves them from outside the jail:
+ *
+ *     TCP 127.0.0.1:3128   HTTP/1.1 proxy: CONNECT and absolute-form requests
+ *     TCP 127.0.0.1:1080   SOCKS5 (no auth, CONNECT, domain and address requests)
+ *     UDP 127.0.0.1:53     DNS filter: A/AAAA for allowed names only
+ *
+ * Supervisor wiring, in order:
+ *
+ *     struct net_rules *r;  net_rules_new(&r);
+ *     net_rules_add_allow(r, "api.example.com:443", NULL, err);   // --allow-host
+ *     net_rules_add_deny(r, "*.evil.example", err);                // --deny-host
+ *     net_rules_add_host(r, "db.test=10.0.0.5", err);              // --add-host
+ *     struct net_config cfg;  net_config_init(&cfg);
+ *     cfg.sandbox_id = id;  cfg.rules = r;   (plus limits from policy network.*)
+ *     net_proxy_new(&cfg, audit_cb, audit_data, &p, err);
+ *     // in the netns: socket+bind+listen 3128, 1080; socket+bind 53/udp
+ *     net_proxy_serve(p, http_fd, socks_fd, dns_fd, err);         // takes the fds
+ *     net_proxy_start(p, err);                                     // own thread
+ *     ... sandbox runs, with HTTP_PROXY/HTTPS_PROXY/ALL_PROXY (both cases)
+ *         = http://127.0.0.1:3128 (ALL_PROXY = socks5h://127.0.0.1:1080)
+ *         and /etc/resolv.conf "nameserver 127.0.0.1" ...
+ *     net_proxy_stop(p);    // closes every listener, tunnel and connection
+ *     net_proxy_free(p);  net_rules_free(r);
+ *
+ * Rules (net_rules_add_allow) read HOST[:PORT][/PATH][=METHOD,...]:
+ *   HOST   exact name or "*.suffix" (matches strict subdomains only), case-
+ *          insensitive, one trailing dot ignored; or an address literal
+ *          (1.2.3.4, [::1]) or CIDR (10.0.0.0/8, [fd00::]/8, fd00::/8).
+ *          A bare "*", a single-label wildcard ("*.com") and a name on the
+ *          small built-in public-suffix list (NET_PUBLIC_SUFFIXES below) are
+ *          refused: such a rule opens the whole internet.
+ *   PORT   a number or "*"; absent means 80 and 443 only.
+ *   PATH   prefix of the request path, plain HTTP only ("/simple/").
+ *   METHOD upper-case HTTP method tokens, plain HTTP only.
+ * A deny rule (net_rules_add_deny) reads HOST[:PORT] and wins over any
+ * allow rule.  A hosts entry reads NAME=ADDRESS and is repeatable per name;
+ * it says where a name goes, not whether it may be reached.
+ *
+ * Threading: rules are built single-threaded, then read-only and shareable.
+ * A proxy runs one thread of its own (an epoll loop) plus a small resolver
+ * pool; the event callback is called on the proxy thread.
+ */
+#ifndef WD_NET_H
+#define WD_NET_H
+
+#include "util/util.h"
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* The built-in public-suffix list (not the full PSL: a rule naming any of
+ * these alone, or "*." of it, is refused).  Exposed for docs and tests. */
+extern const char *const NET_PUBLIC_SUFFIXES[];
+
+/* ------------------------------------------------------------------ rules */
+
+/* Why a request was refused.  net_reason_name() gives the short code that
+ * goes into X-Warden-Denied and the audit event. */
+enum net_reason {
+	NET_R_NONE = 0,
+	NET_R_DENY_RULE,   /* "deny-rule": a deny rule names the host or address */
+	NET_R_NO_RULE,     /* "no-rule": no allow rule names the host */
+	NET_R_PORT,        /* "port": the host is allowed, not on this port */
+	NET_R_METHOD,      /* "method": the host is allowed, not for this method */
+	NET_R_PATH,        /* "path": outside the rule's path prefix */
+	NET_R_TUNNEL,      /* "tunnel-hides-method": CONNECT/SOCKS to a method- or
+			    * path-restricted host without TLS interception */
+	NET_R_ADDR_RANGE,  /* "address-range": resolved into a refused range */
+	NET_R_RESOLVE,     /* "resolve-failed" */
+	NET_R_CONNECT,     /* "upstream-connect-failed" */
+	NET_R_BODY_LIMIT,  /* "max-request-bytes" */
+	NET_R_CONN_LIMIT,  /* "max-connections" */
+	NET_R_BYTE_LIMIT,  /* "max-total-bytes" */
+	NET_R_MALFORMED,   /* "malformed-request" */
+	NET_R_TIMEOUT,     /* "header-timeout" (or connect/idle timeout) */
+	NET_R_RATE_LIMIT,  /* "rate-limit" (DNS) */
+	NET_R_LABEL,       /* "oversized-label" (DNS) */
+	NET_R_QTYPE,       /* "query-type" (DNS: not A/AAAA) */
+	NET_R_BAD_HOST,    /* "bad-host": not a valid host name or address */
+	NET_R_NOT_PROXY,   /* "not-a-proxy-request": origin-form to the proxy */
+	NET_R_UPSTREAM,    /* "bad-upstream-response" */
+	NET_R__COUNT
+};
+const char *net_reason_name(enum net_reason r);
+
+typedef struct net_rules net_rules;
+struct net_rule;
+
+/* Options for an allow rule that a policy sets per rule (network.allow
+ * entries).  NULL means no options. */
+struct net_rule_opts {
+	uint64_t max_request_bytes; /* request body cap, 0 = none */
+};
+
+/* Returns a new, empty rule set; free with net_rules_free(). */
+int net_rules_new(struct net_rules **out);
+void net_rules_free(struct net_rules *rules);
+WD_DEFINE_AUTOPTR(net_rules, net_rules_free)
+
+/* Add one rule or entry; spec syntax above.  0 or -EINVAL with err set to
+ * a message naming the spec and what is wrong with it. */
+int net_rules_add_allow(struct net_rules *rules, const char *spec, const struct net_rule_opts *opts,
+			struct wd_err *err);
+int net_rules_add_deny(struct net_rules *rules, const char *spec, struct wd_err *err);
+int net_rules_add_host(struct net_rules *rules, const char *spec, struct wd_err *err);
+/* Number of allow rules (0 means "network off" to the caller). */
+size_t net_rules_count(const struct net_rules *rules);
+
+/* The i-th rule added (allow and deny, in order), or NULL past the end. */
+const struct net_rule *net_rules_at(const struct net_rules *rules, size_t i);
+/* Canonical text of a rule ("allow api.example.com:443=GET,HEAD"), valid
+ * as long as the rule set. */
+const char *net_rule_text(const struct net_rule *rule);
+
+/* What a request asks for.  host is as the client sent it (name or literal,
+ * IPv6 without brackets); method and path are NULL for a tunnel (CONNECT,
+ * SOCKS) and path is the origin-form target ("/a/b?q") for plain HTTP. */
+struct net_request {
+	const char *host;
+	uint16_t port;
+	const char *method;
+	const char *path;
+	bool tunnel;
+};
+
+struct net_decision {
+	bool allow;
+	enum net_reason reason;      /* NET_R_NONE when allowed */
+	const struct net_rule *rule; /* the allow rule used, or the deny rule hit */
+	uint64_t max_request_bytes;  /* from the allow rule, 0 = none */
+	char advice[256];            /* one line: why, and what to do instead */
+};
+
+/* Decide on a request by host, port, method and path (the name stage; the
+ * address stage is net_rules_check_addr()).  Never fails: a malformed host
+ * is a refusal with NET_R_BAD_HOST. */
+void net_rules_decide(const struct net_rules *rules, const struct net_request *req,
+		      struct net_decision *out);
+
+/* DNS stage: may this name be answered at all (any allow rule names it, no
+ * deny rule does)?  Ports and methods are ignored. */
+bool net_rules_name_allowed(const struct net_rules *rules, const char *name,
+			    enum net_reason *reason);
+
+/* Addresses a hosts entry gives for name (exact, case-insensitive, trailing
+ * dot ignored): copies up to max into out, returns how many (0 = none). */
+size_t net_rules_lookup_host(const struct net_rules *rules, const char *name,
+			     struct sockaddr_storage *out, size_t max);
+
+/* Address stage, after resolution and before connect: a destination in a
+ * special range (loopback, link-local, private, CGNAT, unspecified,
+ * multicast, broadcast, reserved; IPv4-mapped and NAT64 IPv6 are judged by
+ * their IPv4 address) is refused unless an allow rule names an address or
+ * CIDR containing it on this port; a deny rule naming it always refuses.
+ * Returns true if connecting to sa:port is allowed; on refusal fills d. */
+bool net_rules_check_addr(const struct net_rules *rules, const struct sockaddr *sa, uint16_t port,
+			  struct net_decision *d);
+
+/* Address classes, for the check above and for tests. */
+enum net_addr_class {
+	NET_ADDR_PUBLIC = 0,
+	NET_ADDR_LOOPBACK,
+	NET_ADDR_LINK_LOCAL,
+	NET_ADDR_PRIVATE,
+	NET_ADDR_CGNAT,
+	NET_ADDR_UNSPECIFIED,
+	NET_ADDR_MULTICAST,
+	NET_ADDR_BROADCAST,
+	NET_ADDR_RESERVED,
+};
+enum net_addr_class net_addr_classify(const struct sockaddr *sa);
+const char *net_addr_class_name(enum net_addr_class c);
+
+/* Host-name helpers.  net_host_normalize lowercases and drops one trailing
+ * dot into out (cap bytes); 0, or -EINVAL for anything but LDH labels of
+ * 1..63 bytes (underscore allowed), at most 253 bytes in all, or an address
+ * literal. */
+int net_host_normalize(const char *host, size_t len, char *out, size_t cap);
+/* Parse an address literal (IPv4 dotted quad, or IPv6 with or without
+ * brackets) into sa with port; true on success. */
+bool net_addr_parse(const char *s, size_t len, uint16_t port, struct sockaddr_storage *sa);
+
+/* ------------------------------------------------------------ HTTP parser */
+
+/* Limits of the strict request-head parser. */
+#define NET_HTTP_MAX_LINE 8192	  /* request line or one header line */
+#define NET_HTTP_MAX_HEAD 32768	  /* whole head */
+#define NET_HTTP_MAX_HEADERS 100
+
+struct net_span {
+	uint32_t off, len; /* into the parsed buffer */
+};
+struct net_http_header {
+	struct net_span name, value;
+};
+
+enum net_body_mode {
+	NET_BODY_NONE = 0,
+	NET_BODY_LENGTH,
+	NET_BODY_CHUNKED,
+	NET_BODY_CLOSE, /* responses only: until the connection closes */
+};
+
+/* A parsed request or response head.  Spans point into the buffer given to
+ * the parser, which must stay unchanged while they are used. */
+struct net_http_head {
+	uint32_t head_len; /* bytes of the head including the final CRLF */
+	struct net_span method, target;
+	int version; /* 10 or 11 */
+	int status;  /* responses */
+	enum net_body_mode body;
+	uint64_t content_length;
+	bool conn_close;      /* Connection: close, or HTTP/1.0 without keep-alive */
+	bool expect_continue; /* Expect: 100-continue */
+	unsigned n_headers;
+	struct net_http_header headers[NET_HTTP_MAX_HEADERS]; /* last: not cleared */
+};
+
+/* Parse a request head at the start of buf[0..len).  Returns 1 when a whole
+ * head was parsed (h filled), 0 when more bytes are needed, or a negative
+ * HTTP status to answer with: -400 malformed, -414 line too long, -431 head
+ * too large, -501 unsupported transfer coding, -505 version. */
+int net_http_parse_request(const char *buf, size_t len, struct net_http_head *h);
+/* Same for a response head; method_head tells whether the request was HEAD
+ * (no body).  Negative: -502 (malformed upstream response). */
+int net_http_parse_response(const char *buf, size_t len, bool method_head,
+			    struct net_http_head *h);
+
+/* The request target, split.  An absolute-form http URI gives host (IPv6
+ * without brackets), port (default 80) and path ("/" if empty); CONNECT's
+ * authority-form gives host and port.  Returns 0 or -EINVAL. */
+struct net_target {
+	char host[256];
+	uint16_t port;
+	char authority[262]; /* host[:port] as it goes into the Host header */
+	const char *path;    /* into the buffer */
+	size_t path_len;
+};
+int net_http_parse_absolute(const char *t, size_t len, struct net_target *out);
+int net_http_parse_authority(const char *t, size_t len, struct net_target *out);
+
+/* Incremental body framing: tells how many of the next bytes belong to the
+ * body (to be forwarded verbatim) and counts payload bytes. */
+struct net_body {
+	enum net_body_mode mode;
+	uint64_t remaining; /* LENGTH: bytes left; CHUNKED: bytes left in chunk */
+	uint64_t payload;   /* payload bytes seen so far (chunk data, not framing) */
+	int cstate;	    /* chunked decoder state */
+	unsigned cdigits, cline;
+	bool done;
+};
+void net_body_init(struct net_body *b, enum net_body_mode mode, uint64_t length);
+/* Consume up to n bytes of p; returns how many belong to the body (<= n),
+ * sets b->done at its end, or -1 on malformed chunked framing. */
+ssize_t net_body_feed(struct net_body *b, const char *p, size_t n);
+
+/* ---------------------------------------------------------------- SOCKS5 */
+
+/* Parse the client greeting (VER NMETHODS METHODS).  Returns bytes used,
+ * 0 if more are needed, -1 if malformed or not SOCKS5; *noauth tells
+ * whether method 0 (no authentication) was offered. */
+int net_socks_parse_greeting(const uint8_t *buf, size_t len, bool *noauth);
+
+struct net_socks_request {
+	uint8_t cmd;  /* 1 = CONNECT */
+	uint8_t atyp; /* 1 IPv4, 3 domain, 4 IPv6 */
+	char host[256];
+	uint16_t port;
+};
+/* Parse a request (VER CMD RSV ATYP DST.ADDR DST.PORT).  Returns bytes
+ * used, 0 if more are needed, or a negative SOCKS reply code: -1 general
+ * failure (malformed), -7 command not supported, -8 address type. */
+int net_socks_parse_request(const uint8_t *buf, size_t len, struct net_socks_request *req);
+#define NET_SOCKS_OK 0x00
+#define NET_SOCKS_FAIL 0x01
+#define NET_SOCKS_NOT_ALLOWED 0x02
+#define NET_SOCKS_HOST_UNREACH 0x04
+#define NET_SOCKS_REFUSED 0x05
+#define NET_SOCKS_TTL 0x06
+#define NET_SOCKS_CMD 0x07
+#define NET_SOCKS_ATYP 0x08
+
+/* ------------------------------------------------------------------- DNS */
+
+struct net_dns_query {
+	uint16_t id;
+	bool rd, edns;
+	uint16_t edns_size;
+	uint16_t qtype;
+	char name[256]; /* lowercase, no trailing dot */
+	uint8_t opcode;
+};
+/* Parse a query with ldns.  Returns 0, or a DNS rcode to answer with when
+ * the message is a query but unusable (FORMERR 1, NOTIMP 4, REFUSED 5), or
+ * -1 when it is not worth any answer (a response, too short to have an id).
+ * max_label bounds each label (oversized: returns REFUSED, *label_refused
+ * set).  q is filled as far as parsing got. */
+int net_dns_parse(const uint8_t *buf, size_t len, unsigned max_label, struct net_dns_query *q,
+		  bool *label_refused);
+/* Build a response to q with rcode and the addresses of the query's type
+ * among addrs (others skipped).  Returns the length written into out (cap
+ * bytes), or -1. */
+int net_dns_build(const struct net_dns_query *q, int rcode, const struct sockaddr_storage *addrs,
+		  size_t n_addrs, uint32_t ttl, uint8_t *out, size_t cap);
+#define NET_DNS_NOERROR 0
+#define NET_DNS_FORMERR 1
+#define NET_DNS_SERVFAIL 2
+#define NET_DNS_NXDOMAIN 3
+#define NET_DNS_NOTIMP 4
+#define NET_DNS_REFUSED 5
+
+/* ----------------------------------------------------------------- proxy */
+
+enum net_proto {
+	NET_PROTO_HTTP = 0, /* plain HTTP, absolute-form */
+	NET_PROTO_CONNECT,  /* HTTP CONNECT tunnel */
+	NET_PROTO_SOCKS,    /* SOCKS5 CONNECT tunnel */
+	NET_PROTO_DNS,
+};
+const char *net_proto_name(enum net_proto p);
+
+/* One decision, for the audit trail.  Every pointer is valid only during the
+ * callback.  For an allowed request or tunnel the event comes when it ends
+ * (so bytes and duration are known); a refusal comes at once; a DNS query
+ * comes when answered. */
+struct net_event {
+	const char *sandbox_id;
+	enum net_proto proto;
+	const char *host;   /* as requested, normalized; NULL if never parsed */
+	uint16_t port;      /* 0 if unknown; DNS: the query type */
+	const char *method; /* plain HTTP only, else NULL */
+	const char *path;   /* plain HTTP only, else NULL (truncated at 1 KiB) */
+	const char *rule;   /* rule text (allow rule used, or deny rule hit), or NULL */
+	bool allowed;
+	enum net_reason reason; /* NET_R_NONE when allowed and completed */
+	const char *advice;	/* one line, or "" */
+	const char *addr;	/* upstream address connected to, or NULL */
+	int status;		/* HTTP status to the client; SOCKS reply; DNS rcode */
+	uint64_t bytes_up;	/* client -> upstream (payload, for HTTP with head) */
+	uint64_t bytes_down;	/* upstream -> client */
+	uint64_t duration_us;
+};
+typedef void (*net_event_fn)(const struct net_event *ev, void *data);
+
+struct net_config {
+	const char *sandbox_id;	     /* copied; goes into every event */
+	const struct net_rules *rules; /* borrowed: must outlive the proxy */
+	unsigned max_conns;	     /* concurrent client connections (256) */
+	uint64_t max_total_bytes;    /* all traffic both ways over the proxy's
+				      * life, 0 = unlimited (default) */
+	unsigned header_timeout_ms;  /* a request head must arrive within (10 s) */
+	unsigned connect_timeout_ms; /* upstream connect (10 s) */
+	unsigned idle_timeout_ms;    /* a tunnel or request with no traffic (300 s) */
+	unsigned dns_rate;	     /* DNS queries per second (50) */
+	unsigned dns_burst;	     /* token bucket depth (100) */
+	unsigned dns_max_label;	     /* longest label answered (63) */
+	unsigned dns_ttl;	     /* TTL of answers (60) */
+};
+/* Fill cfg with the defaults shown above (0 fields in a config given to
+ * net_proxy_new also mean "default"). */
+void net_config_init(struct net_config *cfg);
+
+typedef struct net_proxy net_proxy;
+
+/* Returns a new proxy in *out (not serving yet); free with net_proxy_free().
+ * cb may be NULL.  -EINVAL if cfg->rules is NULL. */
+int net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data,
+		  struct net_proxy **out, struct wd_err *err);
+/* Give the proxy its listeners: http_fd and socks_fd listening TCP sockets,
+ * dns_fd a bound UDP socket; any may be -1.  Takes ownership of every fd
+ * passed (even on failure); sets them non-blocking and close-on-exec.
+ * Call once, before net_proxy_start(). */
+int net_proxy_serve(struct net_proxy *p, int http_fd, int socks_fd, int dns_fd,
+		    struct wd_err *err);
+/* Start the proxy thread.  0 or -errno. */
+int net_proxy_start(struct net_proxy *p, struct wd_err *err);
+/* Stop serving: the thread closes every listener, tunnel and connection
+ * (each still open gets its event) and exits; returns once it has.
+ * Idempotent; safe from any thread but the callback's. */
+void net_proxy_stop(struct net_proxy *p);
+/* Stops if needed, then frees. */
+void net_proxy_free(struct net_proxy *p);
+WD_DEFINE_AUTOPTR(net_proxy, net_proxy_free)
+
+/* Counters, readable from any thread while running. */
+struct net_stats {
+	uint64_t conns_total, conns_open, requests, refused, dns_queries, bytes_total;
+};
+void net_proxy_stats(struct net_proxy *p, struct net_stats *out);
+
+#endif

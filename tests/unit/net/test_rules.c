@@ -1,0 +1,374 @@
+/* Unit tests for net/rules.c and net/addr.c: table-driven decisions. */
+#include "net/net.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <string.h>
+
+static struct net_rules *
+mk(const char *const *allow, const char *const *deny, const char *const *hosts)
+{
+	struct net_rules *r;
+	struct wd_err err = {0};
+	cr_assert_eq(net_rules_new(&r), 0);
+	for (; allow && *allow; allow++)
+		cr_assert_eq(net_rules_add_allow(r, *allow, NULL, &err), 0, "%s: %s", *allow, err.msg);
+	for (; deny && *deny; deny++)
+		cr_assert_eq(net_rules_add_deny(r, *deny, &err), 0, "%s: %s", *deny, err.msg);
+	for (; hosts && *hosts; hosts++)
+		cr_assert_eq(net_rules_add_host(r, *hosts, &err), 0, "%s: %s", *hosts, err.msg);
+	return r;
+}
+
+struct parse_case {
+	const char *spec;
+	bool ok;
+	const char *text; /* canonical, when ok */
+};
+
+/* clang-format off */
+static const struct parse_case parse_cases[] = {
+	{"example.com", true, "allow example.com"},
+	{"Example.COM.", true, "allow example.com"},
+	{"api.example.com:8443", true, "allow api.example.com:8443"},
+	{"api.example.com:*", true, "allow api.example.com:*"},
+	{"api.example.com=get,HEAD", true, "allow api.example.com=GET,HEAD"},
+	{"api.example.com:80/v1/=GET", true, "allow api.example.com:80/v1/=GET"},
+	{"*.example.com", true, "allow *.example.com"},
+	{"pypi.org", true, "allow pypi.org"},
+	{"127.0.0.1:8080", true, "allow 127.0.0.1:8080"},
+	{"10.1.2.3/8", true, "allow 10.0.0.0/8"},
+	{"10.0.0.0/8:443", true, "allow 10.0.0.0/8:443"},
+	{"[::1]:8080", true, "allow [::1]:8080"},
+	{"fd00::/8", true, "allow [fd00::]/8"},
+	{"[fd00::]/8:443", true, "allow [fd00::]/8:443"},
+	{"[fd00::/8]", true, "allow [fd00::]/8"},
+	{"*", false, NULL},
+	{"*.com", false, NULL},
+	{"com", false, NULL},
+	{"co.uk", false, NULL},
+	{"*.co.uk", false, NULL},
+	{"*.github.io", false, NULL},
+	{"*.internal", false, NULL},
+	{"a.*.com", false, NULL},
+	{"*example.com", false, NULL},
+	{"", false, NULL},
+	{"exa mple.com", false, NULL},
+	{"example.com:0", false, NULL},
+	{"example.com:65536", false, NULL},
+	{"example.com:", false, NULL},
+	{"example.com:80x", false, NULL},
+	{"example.com=", false, NULL},
+	{"example.com=GET,", false, NULL},
+	{"example.com=G(ET", false, NULL},
+	{"example.com/a%2e", false, NULL},
+	{"0.0.0.0/0", false, NULL},
+	{"::/0", false, NULL},
+	{"10.0.0.0/33", false, NULL},
+	{"127.1", false, NULL},
+	{"0x7f.0.0.1", false, NULL},
+	{"a..b.com", false, NULL},
+	{"[::1", false, NULL},
+};
+/* clang-format on */
+
+Test(net_rules_add_allow, parses_and_refuses_table)
+{
+	for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++) {
+		const struct parse_case *c = &parse_cases[i];
+		struct net_rules *r;
+		struct wd_err err = {0};
+		net_rules_new(&r);
+		int rc = net_rules_add_allow(r, c->spec, NULL, &err);
+		cr_expect_eq(rc == 0, c->ok, "'%s': rc %d (%s)", c->spec, rc, err.msg);
+		if (rc == 0 && c->text)
+			cr_expect_str_eq(net_rule_text(net_rules_at(r, 0)), c->text, "'%s'", c->spec);
+		if (!c->ok)
+			cr_expect_neq(err.msg[0], '\0', "'%s' has a message", c->spec);
+		net_rules_free(r);
+	}
+}
+
+Test(net_rules_add_deny, refuses_methods_and_paths)
+{
+	struct net_rules *r;
+	struct wd_err err = {0};
+	net_rules_new(&r);
+	cr_expect_lt(net_rules_add_deny(r, "a.example.com=GET", &err), 0);
+	cr_expect_lt(net_rules_add_deny(r, "a.example.com/x", &err), 0);
+	cr_expect_eq(net_rules_add_deny(r, "*.evil.example", &err), 0);
+	cr_expect_eq(net_rules_count(r), 0);
+	net_rules_free(r);
+}
+
+Test(net_rules_add_host, parses_entries)
+{
+	struct net_rules *r;
+	struct wd_err err = {0};
+	struct sockaddr_storage ss[4];
+	net_rules_new(&r);
+	cr_assert_eq(net_rules_add_host(r, "db.test=10.0.0.5", &err), 0);
+	cr_assert_eq(net_rules_add_host(r, "DB.test.=::1", &err), 0);
+	cr_expect_lt(net_rules_add_host(r, "db.test", &err), 0);
+	cr_expect_lt(net_rules_add_host(r, "*.db.test=1.2.3.4", &err), 0);
+	cr_expect_lt(net_rules_add_host(r, "1.2.3.4=1.2.3.4", &err), 0);
+	cr_expect_lt(net_rules_add_host(r, "x.test=not-an-ip", &err), 0);
+	cr_expect_eq(net_rules_lookup_host(r, "db.TEST.", ss, 4), 2);
+	cr_expect_eq(ss[0].ss_family, AF_INET);
+	cr_expect_eq(ss[1].ss_family, AF_INET6);
+	cr_expect_eq(net_rules_lookup_host(r, "other.test", ss, 4), 0);
+	net_rules_free(r);
+}
+
+struct decide_case {
+	const char *host;
+	uint16_t port;
+	const char *method; /* NULL: tunnel */
+	const char *path;
+	bool allow;
+	enum net_reason reason;
+	const char *rule; /* text of the rule in the decision, or NULL */
+};
+
+static const char *const d_allow[] = {
+	"example.com",
+	"api.example.com:8443=GET,HEAD",
+	"*.cdn.example.net",
+	"files.example.org/pub/=GET",
+	"put.example.org=PUT",
+	"127.0.0.1:8080",
+	"10.0.0.0/8:*",
+	"[::1]:9000",
+	"*.example.io",
+	NULL,
+};
+static const char *const d_deny[] = {"evil.cdn.example.net", "bad.example.io:443", NULL};
+
+/* clang-format off */
+static const struct decide_case decide_cases[] = {
+	{"example.com", 443, NULL, NULL, true, NET_R_NONE, "allow example.com"},
+	{"EXAMPLE.com.", 80, "GET", "/", true, NET_R_NONE, "allow example.com"},
+	{"example.com", 8080, NULL, NULL, false, NET_R_PORT, "allow example.com"},
+	{"www.example.com", 443, NULL, NULL, false, NET_R_NO_RULE, NULL},
+	{"example.com.evil.test", 443, NULL, NULL, false, NET_R_NO_RULE, NULL},
+	{"api.example.com", 8443, "GET", "/x", true, NET_R_NONE, "allow api.example.com:8443=GET,HEAD"},
+	{"api.example.com", 8443, "PUT", "/x", false, NET_R_METHOD, "allow api.example.com:8443=GET,HEAD"},
+	{"api.example.com", 8443, "get", "/x", false, NET_R_METHOD, NULL},
+	{"api.example.com", 8443, NULL, NULL, false, NET_R_TUNNEL, "allow api.example.com:8443=GET,HEAD"},
+	{"a.cdn.example.net", 443, NULL, NULL, true, NET_R_NONE, "allow *.cdn.example.net"},
+	{"a.b.cdn.example.net", 80, "POST", "/", true, NET_R_NONE, "allow *.cdn.example.net"},
+	{"cdn.example.net", 443, NULL, NULL, false, NET_R_NO_RULE, NULL},
+	{"xcdn.example.net", 443, NULL, NULL, false, NET_R_NO_RULE, NULL},
+	{"evil.cdn.example.net", 443, NULL, NULL, false, NET_R_DENY_RULE, "deny evil.cdn.example.net"},
+	{"EVIL.cdn.example.net.", 80, "GET", "/", false, NET_R_DENY_RULE, "deny evil.cdn.example.net"},
+	{"bad.example.io", 443, NULL, NULL, false, NET_R_DENY_RULE, "deny bad.example.io:443"},
+	{"bad.example.io", 80, "GET", "/", true, NET_R_NONE, "allow *.example.io"},
+	{"files.example.org", 80, "GET", "/pub/a.tgz", true, NET_R_NONE, NULL},
+	{"files.example.org", 80, "GET", "/pub", false, NET_R_PATH, NULL},
+	{"files.example.org", 80, "GET", "/pub/../etc", false, NET_R_PATH, NULL},
+	{"files.example.org", 80, "GET", "/pub/%2e%2e/etc", false, NET_R_PATH, NULL},
+	{"files.example.org", 80, "GET", "/pub/a%2Fb", false, NET_R_PATH, NULL},
+	{"files.example.org", 80, "GET", "/pub/./a", false, NET_R_PATH, NULL},
+	{"files.example.org", 80, "GET", "/pub/a?x=/../", true, NET_R_NONE, NULL},
+	{"files.example.org", 80, "GET", "/pub/.hidden", true, NET_R_NONE, NULL},
+	{"files.example.org", 80, "POST", "/pub/a", false, NET_R_METHOD, NULL},
+	{"files.example.org", 443, NULL, NULL, false, NET_R_TUNNEL, NULL},
+	{"put.example.org", 80, "PUT", "/", true, NET_R_NONE, NULL},
+	{"put.example.org", 80, "GET", "/", false, NET_R_METHOD, NULL},
+	{"127.0.0.1", 8080, NULL, NULL, true, NET_R_NONE, "allow 127.0.0.1:8080"},
+	{"127.0.0.1", 8081, NULL, NULL, false, NET_R_PORT, NULL},
+	{"127.0.0.2", 8080, NULL, NULL, false, NET_R_NO_RULE, NULL},
+	{"10.9.8.7", 22, NULL, NULL, true, NET_R_NONE, "allow 10.0.0.0/8:*"},
+	{"::ffff:10.9.8.7", 22, NULL, NULL, true, NET_R_NONE, "allow 10.0.0.0/8:*"},
+	{"::1", 9000, NULL, NULL, true, NET_R_NONE, "allow [::1]:9000"},
+	{"localhost", 80, NULL, NULL, false, NET_R_NO_RULE, NULL},
+	{"127.1", 8080, NULL, NULL, false, NET_R_BAD_HOST, NULL},
+	{"2130706433", 8080, NULL, NULL, false, NET_R_BAD_HOST, NULL},
+	{"exa mple.com", 443, NULL, NULL, false, NET_R_BAD_HOST, NULL},
+	{"", 443, NULL, NULL, false, NET_R_BAD_HOST, NULL},
+};
+/* clang-format on */
+
+Test(net_rules_decide, decision_table)
+{
+	struct net_rules *r = mk(d_allow, d_deny, NULL);
+	for (size_t i = 0; i < sizeof(decide_cases) / sizeof(decide_cases[0]); i++) {
+		const struct decide_case *c = &decide_cases[i];
+		struct net_request q = {.host = c->host,
+					.port = c->port,
+					.method = c->method,
+					.path = c->path,
+					.tunnel = c->method == NULL};
+		struct net_decision d;
+		net_rules_decide(r, &q, &d);
+		cr_expect_eq(d.allow, c->allow, "%zu %s:%u %s %s: allow=%d reason=%s", i, c->host,
+			     c->port, c->method ? c->method : "tunnel", c->path ? c->path : "",
+			     d.allow, net_reason_name(d.reason));
+		cr_expect_eq(d.reason, c->reason, "%zu %s: reason %s, want %s", i, c->host,
+			     net_reason_name(d.reason), net_reason_name(c->reason));
+		if (c->rule)
+			cr_expect_str_eq(net_rule_text(d.rule) ? net_rule_text(d.rule) : "(null)",
+					 c->rule, "%zu %s", i, c->host);
+		if (!d.allow)
+			cr_expect_neq(d.advice[0], '\0', "%zu has advice", i);
+	}
+	net_rules_free(r);
+}
+
+Test(net_rules_decide, most_specific_rule_sets_body_cap)
+{
+	struct net_rules *r;
+	struct wd_err err = {0};
+	struct net_rule_opts o1 = {.max_request_bytes = 100}, o2 = {.max_request_bytes = 5};
+	net_rules_new(&r);
+	cr_assert_eq(net_rules_add_allow(r, "*.example.com", &o1, &err), 0);
+	cr_assert_eq(net_rules_add_allow(r, "up.example.com=POST", &o2, &err), 0);
+	struct net_request q = {.host = "up.example.com", .port = 80, .method = "POST", .path = "/"};
+	struct net_decision d;
+	net_rules_decide(r, &q, &d);
+	cr_expect(d.allow);
+	cr_expect_eq(d.max_request_bytes, 5);
+	cr_expect_str_eq(net_rule_text(d.rule), "allow up.example.com=POST max_request_bytes=5");
+	q.method = "GET";
+	net_rules_decide(r, &q, &d);
+	cr_expect(d.allow);
+	cr_expect_eq(d.max_request_bytes, 100);
+	net_rules_free(r);
+}
+
+Test(net_rules_name_allowed, dns_stage_ignores_ports_and_methods)
+{
+	struct net_rules *r = mk(d_allow, d_deny, NULL);
+	enum net_reason why;
+	cr_expect(net_rules_name_allowed(r, "api.example.com", &why));
+	cr_expect(net_rules_name_allowed(r, "x.cdn.example.net.", &why));
+	cr_expect_not(net_rules_name_allowed(r, "evil.cdn.example.net", &why));
+	cr_expect_eq(why, NET_R_DENY_RULE);
+	cr_expect_not(net_rules_name_allowed(r, "google.com", &why));
+	cr_expect_eq(why, NET_R_NO_RULE);
+	cr_expect_not(net_rules_name_allowed(r, "127.0.0.1", &why));
+	net_rules_free(r);
+}
+
+struct class_case {
+	const char *addr;
+	enum net_addr_class cls;
+};
+/* clang-format off */
+static const struct class_case class_cases[] = {
+	{"8.8.8.8", NET_ADDR_PUBLIC},
+	{"127.0.0.1", NET_ADDR_LOOPBACK},
+	{"127.255.0.9", NET_ADDR_LOOPBACK},
+	{"169.254.169.254", NET_ADDR_LINK_LOCAL},
+	{"10.1.1.1", NET_ADDR_PRIVATE},
+	{"172.16.0.1", NET_ADDR_PRIVATE},
+	{"172.31.255.255", NET_ADDR_PRIVATE},
+	{"172.32.0.1", NET_ADDR_PUBLIC},
+	{"192.168.1.1", NET_ADDR_PRIVATE},
+	{"100.64.0.1", NET_ADDR_CGNAT},
+	{"100.127.255.255", NET_ADDR_CGNAT},
+	{"100.128.0.1", NET_ADDR_PUBLIC},
+	{"0.0.0.0", NET_ADDR_UNSPECIFIED},
+	{"224.0.0.1", NET_ADDR_MULTICAST},
+	{"255.255.255.255", NET_ADDR_BROADCAST},
+	{"240.0.0.1", NET_ADDR_RESERVED},
+	{"192.0.2.1", NET_ADDR_RESERVED},
+	{"::", NET_ADDR_UNSPECIFIED},
+	{"::1", NET_ADDR_LOOPBACK},
+	{"fe80::1", NET_ADDR_LINK_LOCAL},
+	{"fd12::1", NET_ADDR_PRIVATE},
+	{"fc00::1", NET_ADDR_PRIVATE},
+	{"ff02::1", NET_ADDR_MULTICAST},
+	{"::ffff:127.0.0.1", NET_ADDR_LOOPBACK},
+	{"::ffff:169.254.169.254", NET_ADDR_LINK_LOCAL},
+	{"64:ff9b::a9fe:a9fe", NET_ADDR_LINK_LOCAL},
+	{"2002:7f00:1::", NET_ADDR_LOOPBACK},
+	{"2001:db8::1", NET_ADDR_RESERVED},
+	{"2606:4700::1111", NET_ADDR_PUBLIC},
+};
+/* clang-format on */
+
+Test(net_addr_classify, class_table)
+{
+	for (size_t i = 0; i < sizeof(class_cases) / sizeof(class_cases[0]); i++) {
+		struct sockaddr_storage ss;
+		cr_assert(net_addr_parse(class_cases[i].addr, strlen(class_cases[i].addr), 80, &ss),
+			  "%s parses", class_cases[i].addr);
+		cr_expect_eq(net_addr_classify((struct sockaddr *)&ss), class_cases[i].cls,
+			     "%s: %s", class_cases[i].addr,
+			     net_addr_class_name(net_addr_classify((struct sockaddr *)&ss)));
+	}
+}
+
+Test(net_addr_parse, strict_literals)
+{
+	struct sockaddr_storage ss;
+	cr_expect(net_addr_parse("[::1]", 5, 1, &ss));
+	cr_expect(net_addr_parse("1.2.3.4", 7, 1, &ss));
+	cr_expect_not(net_addr_parse("01.2.3.4", 8, 1, &ss));
+	cr_expect_not(net_addr_parse("1.2.3", 5, 1, &ss));
+	cr_expect_not(net_addr_parse("1.2.3.4.5", 9, 1, &ss));
+	cr_expect_not(net_addr_parse("256.1.1.1", 9, 1, &ss));
+	cr_expect_not(net_addr_parse("[1.2.3.4]", 9, 1, &ss));
+	cr_expect_not(net_addr_parse("fe80::1%eth0", 12, 1, &ss));
+}
+
+struct addr_case {
+	const char *addr;
+	uint16_t port;
+	bool allow;
+};
+
+Test(net_rules_check_addr, ranges_need_address_rules)
+{
+	static const char *const allow[] = {"127.0.0.1:8080", "192.168.0.0/16:*", "fd00::/8",
+					    "ok.test", NULL};
+	static const char *const deny[] = {"8.8.4.4", NULL};
+	/* clang-format off */
+	static const struct addr_case cases[] = {
+		{"127.0.0.1", 8080, true},
+		{"127.0.0.1", 8081, false},
+		{"127.0.0.2", 8080, false},
+		{"::ffff:127.0.0.1", 8080, true},
+		{"::1", 8080, false},
+		{"169.254.169.254", 80, false},
+		{"192.168.4.4", 5432, true},
+		{"10.0.0.1", 80, false},
+		{"100.64.1.1", 80, false},
+		{"fd00::5", 443, true},
+		{"fd00::5", 8443, false},
+		{"fe80::1", 443, false},
+		{"0.0.0.0", 80, false},
+		{"224.0.0.1", 80, false},
+		{"8.8.8.8", 443, true},
+		{"8.8.4.4", 443, false},
+	};
+	/* clang-format on */
+	struct net_rules *r = mk(allow, deny, NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sockaddr_storage ss;
+		struct net_decision d = {0};
+		cr_assert(net_addr_parse(cases[i].addr, strlen(cases[i].addr), cases[i].port, &ss));
+		bool ok = net_rules_check_addr(r, (struct sockaddr *)&ss, cases[i].port, &d);
+		cr_expect_eq(ok, cases[i].allow, "%s:%u", cases[i].addr, cases[i].port);
+		if (!ok)
+			cr_expect_neq(d.advice[0], '\0');
+	}
+	net_rules_free(r);
+}
+
+Test(net_host_normalize, lowercases_and_strips_dot)
+{
+	char out[256];
+	cr_expect_eq(net_host_normalize("WWW.Example.COM.", 16, out, sizeof(out)), 0);
+	cr_expect_str_eq(out, "www.example.com");
+	cr_expect_lt(net_host_normalize("a..b", 4, out, sizeof(out)), 0);
+	cr_expect_lt(net_host_normalize("example.com..", 13, out, sizeof(out)), 0);
+	cr_expect_lt(net_host_normalize(".", 1, out, sizeof(out)), 0);
+	char big[80];
+	memset(big, 'a', 64);
+	strcpy(big + 64, ".com");
+	cr_expect_lt(net_host_normalize(big, strlen(big), out, sizeof(out)), 0);
+	cr_expect_eq(net_host_normalize("[::FFFF:7f00:1]", 15, out, sizeof(out)), 0);
+	cr_expect_str_eq(out, "::ffff:127.0.0.1");
+}
