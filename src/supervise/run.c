@@ -1,1 +1,553 @@
+/* supervise/run: wd_run(), the supervisor of one sandbox (DESIGN.md §5
+ * steps 1, 2 and 7).  warden stays outside the jail; it owns the cgroup,
+ * the output pipes, the clock and the decision to kill. */
 #include "supervise/supervise.h"
+#include "cgroup/cgroup.h"
+#include "jail/jail.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+static int
+sys_clone3(struct clone_args *a)
+{
+	return (int)syscall(SYS_clone3, a, sizeof(*a));
+}
+
+static void
+make_id(char out[17])
+{
+	unsigned char r[8];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		uint64_t t = wd_now_ns() ^ ((uint64_t)getpid() << 32);
+		memcpy(r, &t, sizeof(r));
+	}
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+}
+
+/* ---- the janitor: removes the cgroup if warden dies mid-run ----
+ * pid 1 dies with warden (PDEATHSIG), and with it the whole pid namespace;
+ * mounts live only in the sandbox's mount namespace and vanish with it.
+ * The cgroup directories are the one thing on the host that would stay.
+ * A small forked process waits on a pipe: one byte means warden cleaned up
+ * itself, EOF means warden is gone and the janitor must. */
+static pid_t
+janitor_start(struct cgroup *cg, int *notify_fd)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t j = fork();
+	if (j < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (j == 0) {
+		/* Keep nothing of warden's but the pipe: holding the output
+		 * pipes or the sync socket would delay EOFs elsewhere. */
+		if (dup2(p[0], 3) < 0)
+			_exit(1);
+		syscall(SYS_close_range, 4U, ~0U, 0U);
+		/* Own session: a terminal's ^C to warden's group spares it. */
+		setsid();
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		char c;
+		ssize_t n;
+		while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 1)
+			_exit(0);
+		cgroup_kill(cg);
+		cgroup_destroy(cg);
+		_exit(0);
+	}
+	close(p[0]);
+	*notify_fd = p[1];
+	return j;
+}
+
+static void
+janitor_done(pid_t j, int notify_fd)
+{
+	if (j <= 0)
+		return;
+	(void)!write(notify_fd, "x", 1);
+	close(notify_fd);
+	while (waitpid(j, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* ---- process level: nothing may outlive the command ---- */
+
+/* Kill every descendant left behind (warden is their subreaper, so orphans
+ * come back to us): read our children lists and SIGKILL, until none. */
+static void
+kill_descendants(pid_t spare)
+{
+	char path[64], buf[4096];
+	for (int round = 0; round < 64; round++) {
+		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
+		ssize_t n = wd_read_file_at(AT_FDCWD, path, buf, sizeof(buf));
+		bool any = false;
+		if (n > 0) {
+			for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
+				pid_t p = (pid_t)atoi(t);
+				if (p <= 0 || p == spare)
+					continue;
+				kill(p, SIGKILL);
+				waitpid(p, NULL, 0);
+				any = true;
+			}
+		}
+		if (!any)
+			return;
+	}
+}
+
+struct sup {
+	const wd_spec *spec;
+	struct cgroup *cg;
+	int pidfd;
+	pid_t pid;
+	int out_r, err_r, sync_fd;
+	struct capture cap[3];
+	bool pid_done, timed_out, exec_failed;
+	int exec_errno;
+	int got_exit;      /* pid 1 reported the command's wait status */
+	int cmd_status;    /* raw wait status */
+	int setup_step, setup_errno;
+	int killed_by;     /* signal warden received and acted on */
+	siginfo_t info;
+	struct rusage ru;
+};
+
+static void
+sandbox_kill(struct sup *s)
+{
+	/* pid 1's death takes the whole pid namespace (grandchildren
+	 * included); the cgroup kill catches anything in process mode. */
+	syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+	if (s->cg)
+		cgroup_kill(s->cg);
+	else if (s->spec->isolation == WD_ISOLATION_PROCESS)
+		kill(-s->pid, SIGKILL);
+}
+
+static void
+drain(struct sup *s, int fd, int stream, char *buf, size_t cap, int *fdp, int ep)
+{
+	for (;;) {
+		ssize_t n = read(fd, buf, cap);
+		if (n > 0) {
+			capture_feed(&s->cap[stream], buf, (size_t)n);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		/* EOF or error: this stream is done */
+		epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+		close(fd);
+		*fdp = -1;
+		return;
+	}
+}
+
+static void
+read_sync(struct sup *s)
+{
+	struct jail_msg m;
+	for (;;) {
+		ssize_t n = recv(s->sync_fd, &m, sizeof(m), MSG_DONTWAIT);
+		if (n != (ssize_t)sizeof(m))
+			return;
+		switch (m.kind) {
+		case JAIL_MSG_EXIT:
+			s->got_exit = 1;
+			s->cmd_status = m.status;
+			break;
+		case JAIL_MSG_EXEC_FAILED:
+			s->exec_failed = true;
+			s->exec_errno = m.err;
+			break;
+		case JAIL_MSG_ERROR:
+			if (!s->setup_step) {
+				s->setup_step = m.step;
+				s->setup_errno = m.err;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static int
+event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *err)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return wd_err_sys(err, errno, "epoll_create1");
+	int sfd = signalfd(-1, sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	struct epoll_event ev = {.events = EPOLLIN};
+	int fds[] = {s->out_r, s->err_r, s->sync_fd, s->pidfd, sfd};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++) {
+		if (fds[i] < 0)
+			continue;
+		ev.data.fd = fds[i];
+		epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
+	}
+	size_t cap = 256 << 10;
+	char *buf = wd_xmalloc(cap);
+
+	while (!s->pid_done || s->out_r >= 0 || s->err_r >= 0) {
+		int timeout = -1;
+		if (!s->pid_done && !s->timed_out) {
+			uint64_t now = wd_now_ns();
+			timeout = now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
+		}
+		struct epoll_event evs[8];
+		int n = epoll_wait(ep, evs, 8, timeout);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 && !s->pid_done && !s->timed_out && wd_now_ns() >= deadline_ns) {
+			s->timed_out = true;
+			sandbox_kill(s);
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+			if (fd == s->out_r && s->out_r >= 0)
+				drain(s, fd, 1, buf, cap, &s->out_r, ep);
+			else if (fd == s->err_r && s->err_r >= 0)
+				drain(s, fd, 2, buf, cap, &s->err_r, ep);
+			else if (fd == s->sync_fd)
+				read_sync(s);
+			else if (fd == sfd) {
+				struct signalfd_siginfo si;
+				while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+					if (!s->killed_by)
+						s->killed_by = (int)si.ssi_signo;
+				sandbox_kill(s);
+			} else if (fd == s->pidfd && !s->pid_done) {
+				memset(&s->info, 0, sizeof(s->info));
+				if (syscall(SYS_waitid, P_PIDFD, s->pidfd, &s->info, WEXITED,
+					    &s->ru) == 0) {
+					s->pid_done = true;
+					epoll_ctl(ep, EPOLL_CTL_DEL, s->pidfd, NULL);
+					read_sync(s);
+					/* Nothing outlives the command: in a container
+					 * the namespace is already gone; in process mode
+					 * kill what it left behind so the pipes close. */
+					if (s->spec->isolation == WD_ISOLATION_PROCESS) {
+						if (s->cg)
+							cgroup_kill(s->cg);
+						kill(-s->pid, SIGKILL);
+					}
+				}
+			}
+		}
+	}
+	read_sync(s);
+	free(buf);
+	if (sfd >= 0)
+		close(sfd);
+	close(ep);
+	return 0;
+}
+
+static const char *const *
+env_list(const wd_spec *spec)
+{
+	return (const char *const *)(const void *)spec->env;
+}
+
+WD_API int
+wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
+{
+	int rc;
+	uint64_t t0 = wd_now_ns();
+	bool container = spec->isolation == WD_ISOLATION_CONTAINER;
+	struct sup s = {.spec = spec, .pidfd = -1, .out_r = -1, .err_r = -1, .sync_fd = -1};
+	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, sp[2] = {-1, -1};
+	struct jail_prep *prep = NULL;
+	int janitor_fd = -1;
+	pid_t janitor = 0;
+	sigset_t sigs, oldmask;
+	bool subreaper = false;
+	char id[17];
+
+	if (!spec->argv)
+		return wd_err_set(err, WD_E_INVAL, "no program given");
+	make_id(id);
+
+	/* 1. Pipes for output, the sync socket, then the plan. */
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		rc = wd_err_sys(err, errno, "create pipes");
+		goto out;
+	}
+	/* Bigger pipes: fewer wake-ups when a command floods its output. */
+	fcntl(outp[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(errp[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(outp[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+
+	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
+	for (size_t i = 0; i < spec->nbinds; i++)
+		binds[i] = (struct jail_bind){spec->binds[i].src, spec->binds[i].dst,
+					      spec->binds[i].rw};
+	char *cwd = NULL;
+	const char *ws = spec->workspace;
+	if (!ws)
+		ws = cwd = getcwd(NULL, 0);
+	struct jail_config cfg = {
+		.container = container,
+		.workspace = ws ? ws : ".",
+		.binds = binds,
+		.nbinds = spec->nbinds,
+		.argv = (const char *const *)(const void *)spec->argv,
+		.env = env_list(spec),
+		.nenv = spec->nenv,
+		.term = spec->term,
+		.tmp_bytes = spec->lim.tmp_bytes,
+		.nofile = spec->lim.nofile,
+		.fsize = spec->lim.fsize,
+		.ports = spec->ports,
+		.nports = spec->nports,
+		.stdin_fd = spec->stdin_fd,
+		.stdout_fd = outp[1],
+		.stderr_fd = errp[1],
+		.sync_fd = sp[1],
+	};
+	rc = jail_prep_new(&cfg, &prep, err);
+	free(binds);
+	free(cwd);
+	if (rc < 0)
+		goto out;
+
+	/* 1b. The sandbox's cgroup, limits applied before anything runs in
+	 * it.  Without one (an unprivileged caller on a v1 host) the run
+	 * goes on with rlimits only, and --json says cgroup "none". */
+	if (cgroup_host_version() > 0) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s", id);
+		struct cgroup_limits cl = {spec->lim.memory_bytes, spec->lim.pids,
+					   spec->lim.cpu_millionths};
+		rc = cgroup_create(name, &cl, &s.cg, err);
+		if (rc < 0) {
+			if (geteuid() == 0)
+				goto out;
+			wd_log(WD_LOG_WARN, "no cgroup for the sandbox (%s): limits not enforced",
+			       err ? err->msg : "");
+			s.cg = NULL;
+		}
+	}
+
+	/* Signals that end warden end the sandbox first (read via signalfd). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &sigs, &oldmask);
+
+	if (!container) {
+		/* Orphans of the command come back to warden, so none escapes
+		 * the end-of-run sweep even without a cgroup. */
+		subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+	}
+
+	/* 1c. clone3: new namespaces, a pidfd, and on cgroup v2 straight into
+	 * the sandbox's cgroup (no window where it runs outside).  The cgroup
+	 * namespace is unshared by pid 1 once it sits in its cgroup. */
+	struct clone_args ca;
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD;
+	if (container)
+		ca.flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+			    CLONE_NEWIPC | CLONE_NEWUTS;
+	ca.pidfd = (uint64_t)(uintptr_t)&s.pidfd;
+	ca.exit_signal = SIGCHLD;
+	if (s.cg && cgroup_dirfd(s.cg) >= 0) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)cgroup_dirfd(s.cg);
+	}
+	pid_t pid = sys_clone3(&ca);
+	if (pid < 0) {
+		rc = wd_err_sys(err, errno, "clone3 (step %s)", jail_step_name(JAIL_STEP_1_CLONE));
+		err->step = JAIL_STEP_1_CLONE;
+		goto out_unblock;
+	}
+	if (pid == 0) {
+		close(sp[0]);
+		if (container)
+			jail_pid1_main(&prep->plan);
+		jail_process_main(&prep->plan);
+	}
+	s.pid = pid;
+	s.sync_fd = sp[0];
+	sp[0] = -1;
+	close(sp[1]);
+	sp[1] = -1;
+	close(outp[1]);
+	close(errp[1]);
+	outp[1] = errp[1] = -1;
+	s.out_r = outp[0];
+	s.err_r = errp[0];
+	outp[0] = errp[0] = -1;
+
+	/* 2. Cgroup (v1: attach now; the child waits for GO), then the maps. */
+	if (s.cg && cgroup_dirfd(s.cg) < 0 && (rc = cgroup_attach(s.cg, pid, err)) < 0)
+		goto out_kill;
+	if (container && (rc = jail_write_maps(prep, pid, err)) < 0) {
+		err->step = JAIL_STEP_2_MAPS;
+		goto out_kill;
+	}
+	/* SYNC_MAPS_WRITTEN: the child may go on (jail_pid1_main step 2). */
+	struct jail_msg go = {.kind = JAIL_MSG_GO};
+	if (send(s.sync_fd, &go, sizeof(go), MSG_NOSIGNAL) != (ssize_t)sizeof(go)) {
+		rc = wd_err_sys(err, errno, "release the sandbox");
+		goto out_kill;
+	}
+	if (s.cg)
+		janitor = janitor_start(s.cg, &janitor_fd);
+
+	/* 7. Supervise: output, the clock, signals, pid 1's end. */
+	for (int i = 1; i <= 2; i++)
+		capture_init(&s.cap[i], spec->lim.output_limit, i, spec->stream_fd[i]);
+	rc = event_loop(&s, t0 + spec->lim.timeout_ms * 1000000ULL, &sigs, err);
+	if (rc < 0)
+		goto out_kill;
+
+	wd_result *r = wd_xcalloc(1, sizeof(*r));
+	memcpy(r->sandbox_id, id, sizeof(id));
+	r->isolation = spec->isolation;
+	r->seccomp = true;
+	r->landlock_abi = prep->plan.landlock_abi;
+	r->cgroup_version = s.cg ? cgroup_version(s.cg) : 0;
+	r->idmapped = prep->idmapped;
+	r->host_uid = prep->host_uid;
+	r->wall_ns = wd_now_ns() - t0;
+	r->cpu_ns = (uint64_t)(s.ru.ru_utime.tv_sec + s.ru.ru_stime.tv_sec) * 1000000000ULL +
+		    (uint64_t)(s.ru.ru_utime.tv_usec + s.ru.ru_stime.tv_usec) * 1000ULL;
+	r->peak_memory = (uint64_t)s.ru.ru_maxrss * 1024;
+	if (s.cg) {
+		struct cgroup_stats st = {0};
+		if (cgroup_stats(s.cg, &st) == 0) {
+			if (st.memory_peak)
+				r->peak_memory = st.memory_peak;
+			if (st.cpu_ns)
+				r->cpu_ns = st.cpu_ns;
+			r->oom_killed = st.oom_killed;
+		}
+	}
+	for (int i = 1; i <= 2; i++) {
+		r->out[i] = capture_window(&s.cap[i], &r->out_len[i]);
+		r->total[i] = s.cap[i].total;
+		r->omitted[i] = capture_omitted(&s.cap[i]);
+		capture_flush(&s.cap[i]);
+	}
+
+	/* The command's status: reported by pid 1 in a container, pid 1's
+	 * own in process mode. */
+	int st = 0;
+	bool have = false;
+	if (container && s.got_exit) {
+		st = s.cmd_status;
+		have = true;
+	} else if (!container && s.pid_done) {
+		if (s.info.si_code == CLD_EXITED)
+			st = (s.info.si_status & 0xff) << 8;
+		else
+			st = s.info.si_status & 0x7f;
+		have = true;
+	}
+	if (s.setup_step && !s.exec_failed) {
+		/* the jail could not be built: warden's own failure */
+		rc = wd_err_sys(err, s.setup_errno, "jail step %s", jail_step_name(s.setup_step));
+		err->step = s.setup_step;
+		wd_result_free(r);
+		goto out_cleanup;
+	}
+	if (s.timed_out) {
+		r->timed_out = true;
+		r->status = 124;
+		r->exit_code = -1;
+		r->signal = SIGKILL;
+	} else if (have && WIFEXITED(st)) {
+		r->exit_code = WEXITSTATUS(st);
+		r->status = r->exit_code;
+	} else if (have && WIFSIGNALED(st)) {
+		r->exit_code = -1;
+		r->signal = WTERMSIG(st);
+		r->status = 128 + r->signal;
+	} else {
+		/* pid 1 died without a report: killed by warden on a signal */
+		r->exit_code = -1;
+		r->signal = SIGKILL;
+		r->status = 128 + (s.killed_by ? s.killed_by : SIGKILL);
+	}
+	if (s.killed_by && !s.timed_out)
+		r->status = 128 + s.killed_by;
+	if (r->signal != SIGKILL)
+		r->oom_killed = false; /* only a SIGKILL is the OOM killer's */
+	if (s.exec_failed)
+		wd_log(WD_LOG_ERROR, "cannot execute '%s': %s", spec->argv[0],
+		       strerror(s.exec_errno));
+	*out = r;
+	rc = 0;
+	goto out_cleanup;
+
+out_kill:
+	if (s.pidfd >= 0) {
+		syscall(SYS_pidfd_send_signal, s.pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		syscall(SYS_waitid, P_PIDFD, s.pidfd, &si, WEXITED, NULL);
+	}
+out_cleanup:
+	for (int i = 1; i <= 2; i++)
+		capture_fini(&s.cap[i]);
+	if (!container)
+		kill_descendants(janitor);
+out_unblock:
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	if (subreaper)
+		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+out:
+	if (s.cg) {
+		cgroup_kill(s.cg);
+		cgroup_destroy(s.cg);
+		cgroup_free(s.cg);
+	}
+	janitor_done(janitor, janitor_fd);
+	jail_prep_free(prep);
+	int fds[] = {outp[0], outp[1], errp[0], errp[1], sp[0], sp[1],
+		     s.out_r, s.err_r, s.sync_fd, s.pidfd};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}

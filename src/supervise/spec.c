@@ -1,1 +1,192 @@
+/* supervise/spec: the run description and its setters. */
 #include "supervise/supervise.h"
+
+#include <string.h>
+
+WD_API wd_spec *
+wd_spec_new(void)
+{
+	wd_spec *s = wd_xcalloc(1, sizeof(*s));
+	s->stdin_fd = -1;
+	s->stream_fd[1] = s->stream_fd[2] = -1;
+	s->isolation = WD_ISOLATION_CONTAINER;
+	wd_spec_set_limits(s, NULL);
+	return s;
+}
+
+WD_API void
+wd_spec_free(wd_spec *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->argc; i++)
+		free(s->argv[i]);
+	free(s->argv);
+	free(s->workspace);
+	for (size_t i = 0; i < s->nbinds; i++) {
+		free(s->binds[i].src);
+		free(s->binds[i].dst);
+	}
+	free(s->binds);
+	for (size_t i = 0; i < s->nenv; i++)
+		free(s->env[i]);
+	free(s->env);
+	free(s->ports);
+	free(s->term);
+	free(s);
+}
+
+WD_API int
+wd_spec_set_argv(wd_spec *s, int argc, const char *const argv[], struct wd_err *err)
+{
+	if (argc < 1 || !argv[0] || !argv[0][0])
+		return wd_err_set(err, WD_E_INVAL, "no program given");
+	for (int i = 0; i < s->argc; i++)
+		free(s->argv[i]);
+	free(s->argv);
+	s->argv = wd_xcalloc((size_t)argc + 1, sizeof(char *));
+	for (int i = 0; i < argc; i++)
+		s->argv[i] = wd_xstrdup(argv[i]);
+	s->argc = argc;
+	return 0;
+}
+
+WD_API int
+wd_spec_set_workspace(wd_spec *s, const char *dir, struct wd_err *err)
+{
+	char *real = realpath(dir, NULL);
+	if (!real)
+		return wd_err_sys(err, errno, "workspace '%s'", dir);
+	free(s->workspace);
+	s->workspace = real;
+	return 0;
+}
+
+WD_API void
+wd_spec_set_isolation(wd_spec *s, enum wd_isolation level)
+{
+	s->isolation = level;
+}
+
+WD_API void
+wd_spec_set_limits(wd_spec *s, const struct wd_limits *l)
+{
+	static const struct wd_limits defaults = {
+		.memory_bytes = 512ULL << 20,
+		.pids = 128,
+		.cpu_millionths = 1000000,
+		.tmp_bytes = 128ULL << 20,
+		.timeout_ms = 30000,
+		.output_limit = 64 << 10,
+		.nofile = 1024,
+		.fsize = 1ULL << 30,
+	};
+	s->lim = defaults;
+	if (!l)
+		return;
+#define TAKE(f)                                                                                    \
+	if (l->f)                                                                                  \
+		s->lim.f = l->f;
+	TAKE(memory_bytes) TAKE(pids) TAKE(cpu_millionths) TAKE(tmp_bytes) TAKE(timeout_ms)
+	TAKE(output_limit) TAKE(nofile) TAKE(fsize)
+#undef TAKE
+}
+
+static bool
+bad_jail_path(const char *p)
+{
+	if (p[0] != '/' || !strcmp(p, "/"))
+		return true;
+	/* no .. or . components: the path names a place in the jail, and the
+	 * jail's own /proc, /dev and root layout are not for overlaying */
+	for (const char *c = p; (c = strchr(c, '/')); c++) {
+		if (!strncmp(c, "/..", 3) && (c[3] == '/' || !c[3]))
+			return true;
+		if (!strncmp(c, "/.", 2) && (c[2] == '/' || !c[2]))
+			return true;
+	}
+	static const char *const reserved[] = {"/proc", "/dev", "/workspace"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(reserved); i++) {
+		size_t n = strlen(reserved[i]);
+		if (!strncmp(p, reserved[i], n) && (p[n] == '\0' || (p[n] == '/' && i < 2)))
+			return true;
+	}
+	return false;
+}
+
+WD_API int
+wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct wd_err *err)
+{
+	const char *opt = rw ? "--bind" : "--ro-bind";
+	char *real = realpath(src, NULL);
+	if (!real) {
+		int rc = wd_err_sys(err, errno, "%s: source '%s'", opt, src);
+		if (err)
+			err->code = WD_E_INVAL;
+		return rc;
+	}
+	if (!dst)
+		dst = real;
+	if (bad_jail_path(dst)) {
+		free(real);
+		return wd_err_set(err, WD_E_INVAL,
+				  "%s: destination '%s' must be an absolute path without . or .. "
+				  "and not /, /proc, /dev or /workspace itself",
+				  opt, dst);
+	}
+	s->binds = wd_xrealloc(s->binds, (s->nbinds + 1) * sizeof(*s->binds));
+	s->binds[s->nbinds].src = real;
+	s->binds[s->nbinds].dst = wd_xstrdup(dst);
+	s->binds[s->nbinds].rw = rw;
+	s->nbinds++;
+	return 0;
+}
+
+WD_API int
+wd_spec_setenv(wd_spec *s, const char *name, const char *value, struct wd_err *err)
+{
+	if (!name[0] || strchr(name, '='))
+		return wd_err_set(err, WD_E_INVAL, "bad environment variable name '%s'", name);
+	size_t nl = strlen(name);
+	char *kv = wd_xasprintf("%s=%s", name, value);
+	for (size_t i = 0; i < s->nenv; i++) {
+		if (!strncmp(s->env[i], name, nl) && s->env[i][nl] == '=') {
+			free(s->env[i]);
+			s->env[i] = kv;
+			return 0;
+		}
+	}
+	s->env = wd_xrealloc(s->env, (s->nenv + 1) * sizeof(char *));
+	s->env[s->nenv++] = kv;
+	return 0;
+}
+
+WD_API int
+wd_spec_allow_port(wd_spec *s, unsigned port, struct wd_err *err)
+{
+	if (port == 0 || port > 65535)
+		return wd_err_set(err, WD_E_INVAL, "bad port %u", port);
+	s->ports = wd_xrealloc(s->ports, (s->nports + 1) * sizeof(uint16_t));
+	s->ports[s->nports++] = (uint16_t)port;
+	return 0;
+}
+
+WD_API void
+wd_spec_set_stdin(wd_spec *s, int fd)
+{
+	s->stdin_fd = fd;
+}
+
+WD_API void
+wd_spec_set_stream(wd_spec *s, int out_fd, int err_fd)
+{
+	s->stream_fd[1] = out_fd;
+	s->stream_fd[2] = err_fd;
+}
+
+WD_API void
+wd_spec_set_term(wd_spec *s, const char *term)
+{
+	free(s->term);
+	s->term = term ? wd_xstrdup(term) : NULL;
+}

@@ -1,0 +1,735 @@
+/* jail/plan: the supervisor's half of the jail.  Everything the child will
+ * need is decided, opened and formatted here, before clone(): host paths
+ * become O_PATH fds (so the child never walks host paths after it changed
+ * ids, and a bind source is checked once), strings are final, and the
+ * mount plan is a flat list of operations (bubblewrap's setup ops). */
+#include "jail/jail.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+
+/* Host id of the sandbox user when warden runs as root: nobody.  A
+ * process that escapes the user namespace lands as nobody, not as root (a
+ * sandbox uid that is host root could, e.g., write host sysctls such as
+ * /proc/sys/kernel/core_pattern through owner permissions). */
+#define WD_NOBODY 65534
+#define SANDBOX_ID 1000
+
+static const char *const jail_path_dirs[] = {
+	"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
+};
+#define JAIL_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+static const char *const step_names[JAIL_STEP_COUNT] = {
+	[JAIL_STEP_NONE] = "none",
+	[JAIL_STEP_1_CLONE] = "1 clone namespaces",
+	[JAIL_STEP_2_MAPS] = "2 uid/gid maps",
+	[JAIL_STEP_2B_IDS] = "2b drop groups and switch ids",
+	[JAIL_STEP_3A_ROOT] = "3a tmpfs root",
+	[JAIL_STEP_3B_MOUNTS] = "3b mounts",
+	[JAIL_STEP_3C_PIVOT] = "3c pivot_root",
+	[JAIL_STEP_3D_ROOT_RO] = "3d read-only root",
+	[JAIL_STEP_4_NET] = "4 loopback",
+	[JAIL_STEP_5_PID1] = "5 pid 1",
+	[JAIL_STEP_6A_SESSION] = "6a setsid",
+	[JAIL_STEP_6B_FDS] = "6b stdio",
+	[JAIL_STEP_6C_RLIMITS] = "6c rlimits",
+	[JAIL_STEP_6D_CAPS] = "6d drop capabilities",
+	[JAIL_STEP_6E_NNP] = "6e no_new_privs",
+	[JAIL_STEP_6F_LANDLOCK] = "6f landlock",
+	[JAIL_STEP_6G_CLOSE_FDS] = "6g close fds",
+	[JAIL_STEP_6H_SECCOMP] = "6h seccomp",
+	[JAIL_STEP_6I_EXEC] = "6i execve",
+};
+
+const char *
+jail_step_name(int step)
+{
+	if (step < 0 || step >= JAIL_STEP_COUNT || !step_names[step])
+		return "?";
+	return step_names[step];
+}
+
+/* ---- storage owned by the prep ---- */
+
+static const char *
+keep(struct jail_prep *p, char *s)
+{
+	if (p->nstrings == p->capstrings) {
+		p->capstrings = p->capstrings ? p->capstrings * 2 : 64;
+		p->strings = wd_xrealloc(p->strings, p->capstrings * sizeof(char *));
+	}
+	p->strings[p->nstrings++] = s;
+	return s;
+}
+
+#define fmt sdup
+
+static int
+keep_fd(struct jail_prep *p, int fd)
+{
+	if (fd >= 0) {
+		if (p->nfds >= (int)WD_ARRAY_SIZE(p->fds))
+			abort(); /* bounded by JAIL_MAX_OPS: a broken invariant */
+		p->fds[p->nfds++] = fd;
+	}
+	return fd;
+}
+
+/* A formatted string owned by the prep, writable (execve's argv type). */
+static char *
+sdup(struct jail_prep *p, const char *f, ...) WD_PRINTF(2, 3);
+static char *
+sdup(struct jail_prep *p, const char *f, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, f);
+	if (vasprintf(&s, f, ap) < 0)
+		abort();
+	va_end(ap);
+	keep(p, s);
+	return s;
+}
+
+/* Append an operation.  Past JAIL_MAX_OPS it returns a scratch slot and
+ * counts the overflow, which jail_prep_new() turns into an error. */
+static struct jail_op *
+add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
+{
+	static struct jail_op scratch;
+	struct jail_plan *pl = &p->plan;
+	struct jail_op *op = &scratch;
+	if (pl->nops < JAIL_MAX_OPS)
+		op = &pl->ops[pl->nops++];
+	else
+		p->overflow = true;
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	op->path = path;
+	op->fd = -1;
+	return op;
+}
+
+#define ADD_OP add_op
+
+/* ---- idmapped mounts (root mode) ---- */
+
+static char idmap_stack[16384] __attribute__((aligned(16)));
+
+static int
+idmap_child(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* A user namespace whose only mapping is host uid/gid (owner) -> nobody,
+ * used as the idmapping of a bind mount: on disk the workspace's owner,
+ * seen by the sandbox user (host nobody) as itself, so it reads and writes
+ * the workspace as uid 1000 while what it creates belongs on the host to
+ * the workspace's owner.  The namespace needs a process to hold it only
+ * until its fd is open; a CLONE_VM child costs no page-table copy. */
+static int
+idmap_userns(uid_t owner_uid, gid_t owner_gid, struct wd_err *err)
+{
+	pid_t pid = clone(idmap_child, idmap_stack + sizeof(idmap_stack),
+			  CLONE_VM | CLONE_NEWUSER | SIGCHLD, NULL);
+	if (pid < 0)
+		return wd_err_sys(err, errno, "clone user namespace for the idmapped workspace");
+	char path[64], map[64];
+	int rc = 0, nsfd = -1;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_uid, WD_NOBODY);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	if ((rc = wd_write_file_at(AT_FDCWD, path, map)) < 0) {
+		wd_err_sys(err, -rc, "write %s", path);
+		goto out;
+	}
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_gid, WD_NOBODY);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	if ((rc = wd_write_file_at(AT_FDCWD, path, map)) < 0) {
+		wd_err_sys(err, -rc, "write %s", path);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0)
+		rc = wd_err_sys(err, errno, "open %s", path);
+out:
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return rc < 0 ? rc : nsfd;
+}
+
+/* A detached, idmapped copy of the directory dirfd (root only: idmapping a
+ * host filesystem needs CAP_SYS_ADMIN over its superblock's namespace, the
+ * initial one).  Returns the tree fd, -EINVAL/-ENOSYS/... when the
+ * filesystem cannot be idmapped. */
+static int
+idmapped_tree(int dirfd, const struct stat *st, int *userns_cache, uid_t *cache_uid,
+	      gid_t *cache_gid, struct wd_err *err)
+{
+	if (*userns_cache < 0 || *cache_uid != st->st_uid || *cache_gid != st->st_gid) {
+		if (*userns_cache >= 0)
+			close(*userns_cache);
+		*userns_cache = idmap_userns(st->st_uid, st->st_gid, err);
+		if (*userns_cache < 0)
+			return *userns_cache;
+		*cache_uid = st->st_uid;
+		*cache_gid = st->st_gid;
+	}
+	int tree = (int)syscall(SYS_open_tree, dirfd, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0)
+		return -errno;
+	struct mount_attr a = {
+		.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+		.userns_fd = (uint64_t)*userns_cache,
+	};
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) <
+	    0) {
+		int e = errno;
+		close(tree);
+		return -e;
+	}
+	return tree;
+}
+
+/* ---- the container mount plan ---- */
+
+static const char passwd_text[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+				  "sandbox:x:1000:1000:sandbox:/workspace:/bin/sh\n"
+				  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char group_text[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
+static const char hosts_text[] = "127.0.0.1\tlocalhost sandbox\n"
+				 "::1\tlocalhost ip6-localhost ip6-loopback\n";
+/* No network: a resolver that fails at once rather than after timeouts. */
+static const char resolv_text[] = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+static const char nsswitch_text[] = "passwd: files\ngroup: files\nshadow: files\n"
+				    "hosts: files dns\nnetworks: files\nprotocols: files\n"
+				    "services: files\nethers: files\nrpc: files\n";
+static const char hostname_text[] = "sandbox\n";
+
+/* Small host files copied into the jail's /etc (a copy is cheaper than a
+ * mount and leaves no host inode reachable).  Not the host's shadow, not
+ * machine-id, not ssh keys: an allowlist, never a filter. */
+static const char *const etc_copies[] = {
+	"ld.so.cache", "protocols", "services", "debian_version", "ssl/openssl.cnf",
+	"mime.types", "inputrc", "bash.bashrc", "gitconfig",
+};
+/* Directories bound read-only. */
+static const char *const etc_dirs[] = {"ssl/certs", "alternatives", "ca-certificates"};
+
+static int
+host_open(const char *path, int flags)
+{
+	return open(path, flags | O_CLOEXEC);
+}
+
+/* /tmp: a size-limited tmpfs, the jail's only scratch space. */
+static int
+plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
+{
+	const char *R = p->plan.new_root;
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/tmp", R));
+	struct jail_op *op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/tmp", R));
+	op->src = "tmpfs";
+	op->mflags = MS_NOSUID | MS_NODEV;
+	op->data = fmt(p, "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
+	return 0;
+}
+
+static int
+plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
+{
+	struct jail_plan *pl = &p->plan;
+	struct jail_op *op;
+	const char *R = pl->new_root;
+	char buf[PATH_MAX];
+	int rc = 0;
+
+	/* 3a. A fresh tmpfs becomes the root: only mount points and the
+	 * curated /etc live there, and it turns read-only after the pivot. */
+	op = ADD_OP(p, JAIL_OP_MOUNT, R);
+	op->src = "tmpfs";
+	op->mflags = MS_NOSUID | MS_NODEV;
+	op->data = "mode=0755,size=16m";
+
+	/* /usr read-only; the usrmerge links (/bin -> usr/bin, ...) copied as
+	 * links, or bound read-only where the host has real directories. */
+	const char *top[] = {"usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(top); i++) {
+		char host[64];
+		snprintf(host, sizeof(host), "/%s", top[i]);
+		ssize_t n = readlink(host, buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = '\0';
+			op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/%s", R, top[i]));
+			op->data = fmt(p, "%s", buf);
+			continue;
+		}
+		int fd = host_open(host, O_PATH | O_DIRECTORY);
+		if (fd < 0)
+			continue; /* no /lib32 on this host: nothing to show */
+		keep_fd(p, fd);
+		ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/%s", R, top[i]));
+		op = ADD_OP(p, JAIL_OP_BIND, fmt(p, "%s/%s", R, top[i]));
+		op->src = fmt(p, "/proc/self/fd/%d", fd);
+		op->flags = JAIL_OPF_RECURSIVE;
+		op->mflags = MS_RDONLY;
+	}
+
+	/* A curated /etc: synthetic identity files, a few copies, two dirs. */
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/etc", R));
+	const struct {
+		const char *name, *text;
+		size_t len;
+	} synth[] = {
+		{"passwd", passwd_text, sizeof(passwd_text) - 1},
+		{"group", group_text, sizeof(group_text) - 1},
+		{"hosts", hosts_text, sizeof(hosts_text) - 1},
+		{"resolv.conf", resolv_text, sizeof(resolv_text) - 1},
+		{"nsswitch.conf", nsswitch_text, sizeof(nsswitch_text) - 1},
+		{"hostname", hostname_text, sizeof(hostname_text) - 1},
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(synth); i++) {
+		op = ADD_OP(p, JAIL_OP_WRITE, fmt(p, "%s/etc/%s", R, synth[i].name));
+		op->data = synth[i].text;
+		op->len = synth[i].len;
+	}
+	op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/etc/localtime", R));
+	op->data = "/usr/share/zoneinfo/Etc/UTC";
+	op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/etc/os-release", R));
+	op->data = "../usr/lib/os-release";
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/etc/ssl", R));
+	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_copies); i++) {
+		snprintf(buf, sizeof(buf), "/etc/%s", etc_copies[i]);
+		int fd = host_open(buf, O_RDONLY | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		op = ADD_OP(p, JAIL_OP_COPY, fmt(p, "%s/etc/%s", R, etc_copies[i]));
+		op->fd = fd; /* closed by the child after the copy, and by us */
+		keep_fd(p, fd);
+	}
+	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_dirs); i++) {
+		snprintf(buf, sizeof(buf), "/etc/%s", etc_dirs[i]);
+		int fd = host_open(buf, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		keep_fd(p, fd);
+		ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/etc/%s", R, etc_dirs[i]));
+		op = ADD_OP(p, JAIL_OP_BIND, fmt(p, "%s/etc/%s", R, etc_dirs[i]));
+		op->src = fmt(p, "/proc/self/fd/%d", fd);
+		op->mflags = MS_RDONLY;
+	}
+
+	/* The workspace, read-write.  As root, an idmapped mount so the
+	 * sandbox user (host nobody) owns it and its creations belong to the
+	 * workspace's owner on the host. */
+	int userns = -1;
+	uid_t cu = 0;
+	gid_t cg = 0;
+	struct {
+		const char *src, *dst;
+		bool rw;
+	} binds[1 + 64];
+	size_t nb = 0;
+	binds[nb].src = cfg->workspace;
+	binds[nb].dst = "/workspace";
+	binds[nb++].rw = true;
+	if (cfg->nbinds > 64)
+		return wd_err_set(err, WD_E_INVAL, "too many --bind/--ro-bind (limit 64)");
+	for (size_t i = 0; i < cfg->nbinds; i++) {
+		binds[nb].src = cfg->binds[i].src;
+		binds[nb].dst = cfg->binds[i].dst;
+		binds[nb++].rw = cfg->binds[i].rw;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		/* /tmp right after the workspace: before the extra binds, so
+		 * one may land in it. */
+		if (i == 1 && (rc = plan_tmp(p, cfg, err)) < 0)
+			goto fail;
+		const char *what = i == 0 ? "workspace" : (binds[i].rw ? "--bind" : "--ro-bind");
+		int fd = host_open(binds[i].src, O_PATH);
+		if (fd < 0) {
+			rc = wd_err_sys(err, errno, "%s source '%s'", what, binds[i].src);
+			if (err)
+				err->code = WD_E_INVAL;
+			goto fail;
+		}
+		keep_fd(p, fd);
+		struct stat st;
+		if (fstat(fd, &st) < 0) {
+			rc = wd_err_sys(err, errno, "%s source '%s'", what, binds[i].src);
+			goto fail;
+		}
+		if (i == 0 && !S_ISDIR(st.st_mode)) {
+			rc = wd_err_set(err, WD_E_INVAL, "workspace '%s' is not a directory",
+					binds[i].src);
+			goto fail;
+		}
+		/* mount points on the way to dst: mkdir -p on the tmpfs root */
+		char *dst = wd_xasprintf("%s%s", R, binds[i].dst);
+		keep(p, dst);
+		for (char *s = dst + strlen(R) + 1; (s = strchr(s, '/')); s++) {
+			*s = '\0';
+			ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s", dst));
+			*s = '/';
+		}
+		ADD_OP(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
+		if (binds[i].rw && pl->root_mode && S_ISDIR(st.st_mode)) {
+			int tree = idmapped_tree(fd, &st, &userns, &cu, &cg, err);
+			if (tree >= 0) {
+				op = ADD_OP(p, JAIL_OP_MOVE, dst);
+				op->fd = keep_fd(p, tree);
+				if (i == 0)
+					p->idmapped = true;
+				continue;
+			}
+			if (tree != -EINVAL && tree != -ENOSYS && tree != -EPERM) {
+				rc = wd_err_sys(err, -tree, "idmap %s '%s'", what, binds[i].src);
+				goto fail;
+			}
+			/* This filesystem cannot be idmapped (or the kernel
+			 * lacks it): bind it plainly.  The sandbox user then
+			 * sees files owned by nobody and may lack write access;
+			 * --json reports idmap false. */
+			wd_log(WD_LOG_WARN, "%s '%s' cannot be idmapped (%s); bound without",
+			       what, binds[i].src, strerror(-tree));
+		}
+		op = ADD_OP(p, JAIL_OP_BIND, dst);
+		op->src = fmt(p, "/proc/self/fd/%d", fd);
+		op->flags = JAIL_OPF_RECURSIVE;
+		op->mflags = binds[i].rw ? 0 : MS_RDONLY;
+	}
+	if (userns >= 0)
+		close(userns);
+	userns = -1;
+	if (nb == 1 && (rc = plan_tmp(p, cfg, err)) < 0)
+		return rc;
+
+	/* /proc: a fresh instance for the new pid namespace, then what Docker
+	 * and runc hide: kernel memory and keys, sysrq, scheduler and timer
+	 * internals masked; kernel tunables read-only. */
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/proc", R));
+	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/proc", R));
+	op->src = "proc";
+	op->mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	int devnull = keep_fd(p, host_open("/dev/null", O_PATH));
+	if (devnull < 0)
+		return wd_err_sys(err, errno, "open /dev/null");
+	const char *devnull_src = fmt(p, "/proc/self/fd/%d", devnull);
+	const char *masked_files[] = {"kcore",	 "sysrq-trigger", "timer_list", "sched_debug",
+				      "keys",	 "latency_stats", "kmsg",	"kallsyms",
+				      "kpageflags", "kpagecount", "kpagecgroup", "config.gz"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_files); i++) {
+		op = ADD_OP(p, JAIL_OP_MASK, fmt(p, "%s/proc/%s", R, masked_files[i]));
+		op->src = devnull_src;
+		op->flags = JAIL_OPF_OPTIONAL;
+	}
+	/* an empty, read-only directory to hide /proc/acpi and friends */
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/.empty", R));
+	const char *masked_dirs[] = {"acpi", "scsi", "asound", "firmware"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_dirs); i++) {
+		op = ADD_OP(p, JAIL_OP_MASK, fmt(p, "%s/proc/%s", R, masked_dirs[i]));
+		op->src = fmt(p, "%s/.empty", R);
+		op->flags = JAIL_OPF_OPTIONAL;
+	}
+	const char *ro_dirs[] = {"sys", "bus", "fs", "irq"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ro_dirs); i++) {
+		const char *d = fmt(p, "%s/proc/%s", R, ro_dirs[i]);
+		op = ADD_OP(p, JAIL_OP_MASK, d); /* bind onto itself, then read-only */
+		op->src = d;
+		op->flags = JAIL_OPF_OPTIONAL;
+	}
+
+	/* /dev: a small tmpfs with the six harmless devices bound from the
+	 * host, a private devpts instance, shm, and the fd links. */
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/dev", R));
+	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/dev", R));
+	op->src = "tmpfs";
+	op->mflags = MS_NOSUID | MS_NOEXEC;
+	op->data = "mode=0755,size=64k";
+	const char *devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(devs); i++) {
+		snprintf(buf, sizeof(buf), "/dev/%s", devs[i]);
+		int fd = keep_fd(p, host_open(buf, O_PATH));
+		if (fd < 0)
+			continue;
+		ADD_OP(p, JAIL_OP_MKFILE, fmt(p, "%s/dev/%s", R, devs[i]));
+		op = ADD_OP(p, JAIL_OP_BIND, fmt(p, "%s/dev/%s", R, devs[i]));
+		op->src = fmt(p, "/proc/self/fd/%d", fd);
+	}
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/dev/pts", R));
+	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/dev/pts", R));
+	op->src = "devpts";
+	op->mflags = MS_NOSUID | MS_NOEXEC;
+	op->data = "newinstance,ptmxmode=0666,mode=0620";
+	const struct {
+		const char *name, *target;
+	} links[] = {{"ptmx", "pts/ptmx"},	     {"fd", "/proc/self/fd"},
+		     {"stdin", "/proc/self/fd/0"},  {"stdout", "/proc/self/fd/1"},
+		     {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(links) - 1; i++) {
+		op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/dev/%s", R, links[i].name));
+		op->data = links[i].target;
+	}
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/dev/shm", R));
+	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/dev/shm", R));
+	op->src = "tmpfs";
+	op->mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	op->data = fmt(p, "mode=1777,size=%llu", (unsigned long long)(cfg->tmp_bytes / 2));
+	/* /dev itself read-only: nothing new can appear beside the devices */
+	op = ADD_OP(p, JAIL_OP_SETATTR, fmt(p, "%s/dev", R));
+	op->attr = MOUNT_ATTR_RDONLY;
+	/* the mount plan ends with the empty mask dir read-only via "/" */
+	return 0;
+fail:
+	if (userns >= 0)
+		close(userns);
+	return rc;
+}
+
+/* ---- uid/gid maps ---- */
+
+int
+jail_write_maps(const struct jail_prep *prep, pid_t pid, struct wd_err *err)
+{
+	char path[64], map[64];
+	int rc;
+	/* Unprivileged callers must deny setgroups before writing gid_map
+	 * (CVE-2014-8989: dropping groups could grant access that negative
+	 * group permissions denied).  As root we keep it allowed so pid 1 can
+	 * drop warden's own supplementary groups. */
+	if (!prep->plan.root_mode) {
+		snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+		rc = wd_write_file_at(AT_FDCWD, path, "deny");
+		if (rc < 0 && rc != -ENOENT) /* ENOENT: kernels before 3.19 */
+			return wd_err_sys(err, -rc, "write %s", path);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_ID, (unsigned)prep->host_uid);
+	if ((rc = wd_write_file_at(AT_FDCWD, path, map)) < 0)
+		return wd_err_sys(err, -rc, "write %s", path);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_ID, (unsigned)prep->host_gid);
+	if ((rc = wd_write_file_at(AT_FDCWD, path, map)) < 0)
+		return wd_err_sys(err, -rc, "write %s", path);
+	return 0;
+}
+
+/* ---- the whole plan ---- */
+
+static int
+read_wipe_range(struct jail_plan *pl)
+{
+	/* fields 48-51 of /proc/self/stat: arg_start arg_end env_start env_end */
+	char buf[1024];
+	ssize_t n = wd_read_file_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf));
+	if (n <= 0)
+		return -EIO;
+	char *s = strrchr(buf, ')');
+	if (!s)
+		return -EIO;
+	unsigned long long v[4];
+	int field = 2;
+	for (char *tok = strtok(s + 1, " "); tok; tok = strtok(NULL, " ")) {
+		field++;
+		if (field >= 48 && field <= 51)
+			v[field - 48] = strtoull(tok, NULL, 10);
+	}
+	if (field < 51)
+		return -EIO;
+	pl->wipe_start = (uintptr_t)v[0];
+	pl->wipe_end = (uintptr_t)v[3];
+	return 0;
+}
+
+int
+jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_err *err)
+{
+	struct jail_prep *p = wd_xcalloc(1, sizeof(*p));
+	struct jail_plan *pl = &p->plan;
+	int rc;
+
+	pl->container = cfg->container;
+	pl->root_mode = geteuid() == 0;
+	pl->sync_fd = cfg->sync_fd;
+	pl->stdin_fd = cfg->stdin_fd;
+	pl->stdout_fd = cfg->stdout_fd;
+	pl->stderr_fd = cfg->stderr_fd;
+	size_t argc = 0;
+	while (cfg->argv[argc])
+		argc++;
+	pl->argv = wd_xcalloc(argc + 1, sizeof(char *));
+	keep(p, (char *)pl->argv);
+	for (size_t i = 0; i < argc; i++)
+		pl->argv[i] = sdup(p, "%s", cfg->argv[i]);
+	pl->run_uid = (uid_t)-1;
+	pl->run_gid = (gid_t)-1;
+	p->host_uid = pl->root_mode ? WD_NOBODY : geteuid();
+	p->host_gid = pl->root_mode ? WD_NOBODY : getegid();
+
+	pl->devnull_fd = keep_fd(p, host_open("/dev/null", O_RDWR));
+	if (pl->devnull_fd < 0) {
+		rc = wd_err_sys(err, errno, "open /dev/null");
+		goto fail;
+	}
+
+	char lc[16];
+	pl->last_cap = 40;
+	if (wd_read_file_at(AT_FDCWD, "/proc/sys/kernel/cap_last_cap", lc, sizeof(lc)) > 0)
+		pl->last_cap = atoi(lc);
+
+	pl->rl_core = (struct rlimit){0, 0};
+	pl->rl_nofile = (struct rlimit){cfg->nofile, cfg->nofile};
+	pl->rl_fsize = (struct rlimit){cfg->fsize, cfg->fsize};
+
+	/* Environment: empty but for these (no host value leaks in). */
+	size_t ne = 0, cap = 6 + cfg->nenv + 1;
+	pl->envp = wd_xcalloc(cap, sizeof(char *));
+	keep(p, (char *)pl->envp);
+	const char *home = cfg->container ? "/workspace" : cfg->workspace;
+	pl->envp[ne++] = sdup(p, "PATH=" JAIL_PATH);
+	pl->envp[ne++] = sdup(p, "HOME=%s", home);
+	pl->envp[ne++] = sdup(p, "LANG=C.UTF-8");
+	pl->envp[ne++] = sdup(p, "TZ=UTC");
+	if (cfg->term)
+		pl->envp[ne++] = sdup(p, "TERM=%s", cfg->term);
+	for (size_t i = 0; i < cfg->nenv; i++) {
+		size_t nl = strcspn(cfg->env[i], "=");
+		size_t j;
+		for (j = 0; j < ne; j++) /* --setenv replaces a default */
+			if (!strncmp(pl->envp[j], cfg->env[i], nl + 1))
+				break;
+		pl->envp[j] = sdup(p, "%s", cfg->env[i]);
+		if (j == ne)
+			ne++;
+	}
+	pl->envp[ne] = NULL;
+
+	/* execve candidates along the jail's PATH (no shell, no execvp: its
+	 * PATH would be warden's, not the jail's). */
+	const char *prog = cfg->argv[0];
+	if (strchr(prog, '/')) {
+		pl->exec_paths[0] = prog;
+	} else {
+		for (size_t i = 0; i < WD_ARRAY_SIZE(jail_path_dirs); i++)
+			pl->exec_paths[i] = fmt(p, "%s/%s", jail_path_dirs[i], prog);
+	}
+
+	/* Landlock: read and execute everywhere in the jail's view, write
+	 * only where the jail is writable anyway; no TCP but the ports asked
+	 * for; no abstract sockets or signals across the sandbox boundary. */
+	pl->landlock_abi = jail_landlock_abi();
+	static const char *const ro_paths[] = {"/", NULL};
+	static const char *const dev_paths[] = {"/dev/null", "/dev/zero",   "/dev/full",
+						"/dev/tty",  "/dev/random", "/dev/urandom",
+						"/dev/pts",  NULL};
+	const char **rw = wd_xcalloc(cfg->nbinds + 5, sizeof(char *));
+	keep(p, (char *)rw);
+	size_t nrw = 0;
+	rw[nrw++] = cfg->container ? "/workspace" : cfg->workspace;
+	rw[nrw++] = "/tmp";
+	rw[nrw++] = "/dev/shm";
+	for (size_t i = 0; i < cfg->nbinds; i++)
+		if (cfg->binds[i].rw)
+			rw[nrw++] = cfg->binds[i].dst;
+	pl->landlock.ro_paths = ro_paths;
+	pl->landlock.rw_paths = rw;
+	pl->landlock.dev_paths = dev_paths;
+	pl->landlock.ports = cfg->ports;
+	pl->landlock.nports = cfg->nports;
+	pl->landlock.handle_net = true;
+	pl->landlock.scope = true;
+
+	if (cfg->container) {
+		pl->cwd = "/workspace";
+		/* The new root is mounted over a directory of the (private,
+		 * slave) copy of the host tree before the pivot. */
+		static const char *const bases[] = {"/tmp", "/mnt", "/run", "/var/tmp"};
+		struct stat st;
+		for (size_t i = 0; i < WD_ARRAY_SIZE(bases) && !pl->new_root; i++)
+			if (lstat(bases[i], &st) == 0 && S_ISDIR(st.st_mode))
+				pl->new_root = bases[i];
+		if (!pl->new_root) {
+			rc = wd_err_set(err, WD_E_UNSUPPORTED,
+					"no directory to build the jail root on (/tmp, /mnt)");
+			goto fail;
+		}
+		if ((rc = plan_container(p, cfg, err)) < 0)
+			goto fail;
+		if (p->overflow) {
+			rc = wd_err_set(err, WD_E_INVAL, "too many mounts (limit %d)",
+					JAIL_MAX_OPS);
+			goto fail;
+		}
+		if (read_wipe_range(pl) < 0)
+			pl->wipe_start = pl->wipe_end = 0;
+	} else {
+		int fd = host_open(cfg->workspace, O_PATH | O_DIRECTORY);
+		if (fd < 0) {
+			rc = wd_err_sys(err, errno, "workspace '%s'", cfg->workspace);
+			err->code = WD_E_INVAL;
+			goto fail;
+		}
+		struct stat st;
+		int src = fstat(fd, &st);
+		close(fd);
+		if (src < 0) {
+			rc = wd_err_sys(err, errno, "workspace '%s'", cfg->workspace);
+			goto fail;
+		}
+		pl->cwd = cfg->workspace;
+		if (pl->root_mode) {
+			/* No user namespace to hide root in: run as the
+			 * workspace's owner, or nobody when that is root. */
+			pl->run_uid = st.st_uid ? st.st_uid : WD_NOBODY;
+			pl->run_gid = st.st_uid ? st.st_gid : WD_NOBODY;
+			p->host_uid = pl->run_uid;
+			p->host_gid = pl->run_gid;
+		}
+		for (size_t i = 0; i < cfg->nbinds; i++) {
+			rc = wd_err_set(err, WD_E_INVAL,
+					"--bind/--ro-bind need --isolation container ('%s')",
+					cfg->binds[i].src);
+			goto fail;
+		}
+	}
+	*out = p;
+	return 0;
+fail:
+	jail_prep_free(p);
+	return rc;
+}
+
+void
+jail_prep_free(struct jail_prep *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->nfds; i++)
+		close(p->fds[i]);
+	for (size_t i = 0; i < p->nstrings; i++)
+		free(p->strings[i]);
+	free(p->strings);
+	free(p);
+}

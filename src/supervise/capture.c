@@ -1,0 +1,125 @@
+/* supervise/capture: head and tail windows over an output stream.
+ *
+ *   bytes:  [ head (cap/2) ][ ...... counted, dropped ...... ][ tail ring (cap/2) ]
+ *
+ * The head is streamed the moment it arrives; the tail can only be known
+ * at the end, so it is streamed then, after one marker line telling the
+ * reader (often a model) how much was cut and how to narrow the command.
+ * Memory is two fixed buffers, whatever the command prints. */
+#include "supervise/supervise.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void
+capture_init(struct capture *c, uint64_t limit, int stream, int stream_fd)
+{
+	memset(c, 0, sizeof(*c));
+	c->head_cap = (size_t)(limit / 2);
+	c->ring_cap = (size_t)(limit - limit / 2);
+	c->head = wd_xmalloc(c->head_cap);
+	c->ring = wd_xmalloc(c->ring_cap);
+	c->stream = stream;
+	c->stream_fd = stream_fd;
+}
+
+void
+capture_fini(struct capture *c)
+{
+	free(c->head);
+	free(c->ring);
+	c->head = c->ring = NULL;
+}
+
+void
+capture_feed(struct capture *c, const char *buf, size_t n)
+{
+	c->total += n;
+	if (c->head_len < c->head_cap) {
+		size_t k = c->head_cap - c->head_len;
+		if (k > n)
+			k = n;
+		memcpy(c->head + c->head_len, buf, k);
+		c->head_len += k;
+		if (c->stream_fd >= 0)
+			(void)wd_write_all(c->stream_fd, buf, k);
+		buf += k;
+		n -= k;
+	}
+	if (!n || !c->ring_cap)
+		return;
+	if (n >= c->ring_cap) { /* the chunk alone fills the ring */
+		memcpy(c->ring, buf + n - c->ring_cap, c->ring_cap);
+		c->ring_start = 0;
+		c->ring_len = c->ring_cap;
+		return;
+	}
+	size_t end = (c->ring_start + c->ring_len) % c->ring_cap;
+	size_t first = c->ring_cap - end < n ? c->ring_cap - end : n;
+	memcpy(c->ring + end, buf, first);
+	memcpy(c->ring, buf + first, n - first);
+	c->ring_len += n;
+	if (c->ring_len > c->ring_cap) {
+		c->ring_start = (c->ring_start + (c->ring_len - c->ring_cap)) % c->ring_cap;
+		c->ring_len = c->ring_cap;
+	}
+}
+
+uint64_t
+capture_omitted(const struct capture *c)
+{
+	return c->total - c->head_len - c->ring_len;
+}
+
+char *
+capture_marker(int stream, uint64_t omitted)
+{
+	return wd_xasprintf("\n[warden: %" PRIu64 " bytes omitted from %s; narrow the command: "
+			    "grep for what you need, use head or tail, or read a smaller file]\n",
+			    omitted, stream == 2 ? "stderr" : "stdout");
+}
+
+static size_t
+ring_copy(const struct capture *c, char *dst)
+{
+	size_t first = c->ring_cap - c->ring_start;
+	if (first > c->ring_len)
+		first = c->ring_len;
+	memcpy(dst, c->ring + c->ring_start, first);
+	memcpy(dst + first, c->ring, c->ring_len - first);
+	return c->ring_len;
+}
+
+char *
+capture_window(const struct capture *c, size_t *len)
+{
+	uint64_t om = capture_omitted(c);
+	char *marker = om ? capture_marker(c->stream, om) : NULL;
+	size_t ml = marker ? strlen(marker) : 0;
+	char *w = wd_xmalloc(c->head_len + ml + c->ring_len + 1);
+	memcpy(w, c->head, c->head_len);
+	if (ml)
+		memcpy(w + c->head_len, marker, ml);
+	size_t n = c->head_len + ml + ring_copy(c, w + c->head_len + ml);
+	w[n] = '\0';
+	free(marker);
+	*len = n;
+	return w;
+}
+
+void
+capture_flush(struct capture *c)
+{
+	if (c->stream_fd < 0)
+		return;
+	uint64_t om = capture_omitted(c);
+	if (om) {
+		char *m = capture_marker(c->stream, om);
+		(void)wd_write_all(c->stream_fd, m, strlen(m));
+		free(m);
+	}
+	char *t = wd_xmalloc(c->ring_len + 1);
+	size_t n = ring_copy(c, t);
+	(void)wd_write_all(c->stream_fd, t, n);
+	free(t);
+}
