@@ -162,7 +162,8 @@ size_t net_rules_lookup_host(const struct net_rules *rules, const char *name,
  * multicast, broadcast, reserved; IPv4-mapped and NAT64 IPv6 are judged by
  * their IPv4 address) is refused unless an allow rule names an address or
  * CIDR containing it on this port; a deny rule naming it always refuses.
- * Returns true if connecting to sa:port is allowed; on refusal fills d. */
+ * Returns true if connecting to sa:port is allowed; on refusal fills d.
+ * Port 0 means "on any port" (the DNS filter's question). */
 bool net_rules_check_addr(const struct net_rules *rules, const struct sockaddr *sa, uint16_t port,
 			  struct net_decision *d);
 
@@ -299,6 +300,9 @@ struct net_dns_query {
 	uint16_t qtype;
 	char name[256]; /* lowercase, no trailing dot */
 	uint8_t opcode;
+	bool has_question;
+	uint16_t wire_len;
+	uint8_t wire[255]; /* the question name as sent (case kept, for DNS 0x20) */
 };
 /* Parse a query with ldns.  Returns 0, or a DNS rcode to answer with when
  * the message is a query but unusable (FORMERR 1, NOTIMP 4, REFUSED 5), or

@@ -765,7 +765,7 @@ net_rules_check_addr(const struct net_rules *rules, const struct sockaddr *sa, u
 		return true;
 	for (size_t i = 0; i < rules->n_rules; i++) {
 		const struct net_rule *r = rules->rules[i];
-		if (!r->deny && addr_in_rule(r, fam, a) && port_match(r, port))
+		if (!r->deny && addr_in_rule(r, fam, a) && (port == 0 || port_match(r, port)))
 			return true;
 	}
 	d->allow = false;

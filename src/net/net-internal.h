@@ -1,0 +1,46 @@
+/* net-internal.h: shared by the files of src/net only. */
+#ifndef WD_NET_INTERNAL_H
+#define WD_NET_INTERNAL_H
+
+#include "net/net.h"
+
+/* ---- resolver pool (resolve.c) ----
+ * getaddrinfo() blocks, so names are resolved on a few detached worker
+ * threads and results come back to the proxy thread through an eventfd.
+ * The pool is reference-counted: net_resolver_release() lets the proxy
+ * stop at once even while a worker is stuck in a slow lookup; the last
+ * worker out frees the pool. */
+#define NET_JOB_MAX_ADDRS 8
+
+struct net_job {
+	struct net_job *next;
+	void *owner; /* proxy thread only: the connection, or NULL if it went away */
+	bool dns;    /* a DNS-filter lookup rather than a connection's */
+	char host[256];
+	int err; /* 0, or an EAI_* code */
+	size_t n_addrs;
+	struct sockaddr_storage addrs[NET_JOB_MAX_ADDRS];
+	/* DNS-filter lookups: what to answer and to whom */
+	struct net_dns_query q;
+	struct sockaddr_storage client;
+	socklen_t client_len;
+	uint64_t t0;
+	size_t qlen;
+};
+
+struct net_resolver;
+/* Returns a new pool with threads workers and the eventfd that becomes
+ * readable when jobs finish (owned by the pool). */
+int net_resolver_new(unsigned threads, struct net_resolver **out, int *event_fd,
+		     struct wd_err *err);
+/* Queue a job (ownership passes to the pool until it comes back through
+ * net_resolver_take_done()).  -EAGAIN if too many are queued: the caller
+ * keeps the job. */
+int net_resolver_submit(struct net_resolver *r, struct net_job *job);
+/* Detach and return the list of finished jobs (caller frees each). */
+struct net_job *net_resolver_take_done(struct net_resolver *r);
+/* Drop the proxy's reference; queued jobs are freed, running ones are
+ * freed by their worker. */
+void net_resolver_release(struct net_resolver *r);
+
+#endif
