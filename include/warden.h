@@ -131,6 +131,139 @@ uint64_t wd_result_output_omitted(const wd_result *r, int stream);
  * Returns a new string, free with free(). */
 char *wd_result_json(const wd_result *r);
 
+/* ---- policy ---- */
+
+/* The policy layer (docs/policy.md): decide allow / deny / pause for a
+ * command before anything runs, record approvals, and keep the audit trail.
+ * All objects are opaque; nothing here is thread-safe on a shared object
+ * except wd_policy_decide(), which only reads the policy. */
+
+typedef struct wd_policy wd_policy;
+typedef struct wd_request wd_request;
+typedef struct wd_decision wd_decision;
+typedef struct wd_audit wd_audit;
+
+enum wd_decision_kind {
+	WD_DECISION_ALLOW = 0,
+	WD_DECISION_DENY = 1,  /* refused: reason and advice say why and what instead */
+	WD_DECISION_PAUSE = 2, /* needs a human: approval_id names the exact request */
+};
+
+enum wd_tool_class {
+	WD_TOOL_BLOCKED = 0, /* never runs */
+	WD_TOOL_DIRECT = 1,  /* runs in warden itself (no jail) */
+	WD_TOOL_SANDBOX = 2, /* runs in a jail with the tool's profile */
+};
+
+/* Load a policy document (JSON, "version": 1), or the built-in default when
+ * path is NULL.  On bad input returns -EINVAL with err->msg
+ * "FILE:LINE:COLUMN: member: what"; -errno if the file cannot be read.
+ * *out is a new policy, free with wd_policy_free(). */
+int wd_policy_load(const char *path, wd_policy **out, struct wd_err *err);
+void wd_policy_free(wd_policy *p);
+/* The effective policy, defaults filled in, as indented JSON.  Returns a
+ * new string, free with free(). */
+char *wd_policy_json(const wd_policy *p);
+/* SHA-256 (hex) of the effective policy; part of every approval id.  Valid
+ * while p lives. */
+const char *wd_policy_digest(const wd_policy *p);
+/* The policy's audit.path, or NULL.  Valid while p lives. */
+const char *wd_policy_audit_path(const wd_policy *p);
+/* Seconds an approval stays valid unless `warden approve --ttl` says. */
+unsigned wd_policy_approval_ttl(const wd_policy *p);
+
+/* The static route of a tool: its class and, for sandbox tools, the
+ * resource limits of its profile (limits zeroed otherwise; *profile NULL
+ * when it has none; valid while p lives).  -ENOENT if the policy does not
+ * define the tool (such a tool is blocked). */
+int wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
+		    const char **profile, struct wd_limits *limits, struct wd_err *err);
+
+/* A request to judge.  Setters copy their arguments. */
+wd_request *wd_request_new(void);
+void wd_request_free(wd_request *req);
+/* The command as one string: split with POSIX quoting, never given to a
+ * shell; composition and expansion are refused by wd_policy_decide(). */
+int wd_request_set_command(wd_request *req, const char *command, struct wd_err *err);
+int wd_request_set_argv(wd_request *req, int argc, const char *const argv[], struct wd_err *err);
+/* The workspace on the host (must be a directory; default: the current
+ * directory).  Path arguments are resolved beneath it with openat2(). */
+int wd_request_set_workspace(wd_request *req, const char *dir, struct wd_err *err);
+/* Working directory relative to the workspace (default "."). */
+int wd_request_set_cwd(wd_request *req, const char *cwd, struct wd_err *err);
+/* NAME=VALUE passed to the command: covered by the approval id, never
+ * written to the audit log (names only). */
+int wd_request_setenv(wd_request *req, const char *name, const char *value, struct wd_err *err);
+
+/* Decide.  *out is a new decision (free with wd_decision_free()); a
+ * negative return means no decision could be made (bad request). */
+int wd_policy_decide(const wd_policy *p, const wd_request *req, wd_decision **out,
+		     struct wd_err *err);
+void wd_decision_free(wd_decision *d);
+enum wd_decision_kind wd_decision_kind(const wd_decision *d);
+/* The rule that decided ("shell.and", "programs.git.approve[0]",
+ * "workspace.containment"), the reason (one sentence), the advice for the
+ * model (one line, "" on allow) and, for a pause, the approval id (64 hex,
+ * "" otherwise).  Valid while d lives. */
+const char *wd_decision_rule(const wd_decision *d);
+const char *wd_decision_reason(const wd_decision *d);
+const char *wd_decision_advice(const wd_decision *d);
+const char *wd_decision_approval_id(const wd_decision *d);
+/* The argv that was judged (the tokenized string); NULL-terminated, valid
+ * while d lives.  Empty when a string was refused before splitting. */
+const char *const *wd_decision_argv(const wd_decision *d, int *argc);
+/* One JSON object describing the decision.  New string, free with free(). */
+char *wd_decision_json(const wd_decision *d);
+
+/* ---- approvals: single use, expiring, never widening ----
+ * State lives under $WARDEN_STATE_DIR, else $XDG_STATE_HOME/warden, else
+ * /var/lib/warden (root) or ~/.local/state/warden. */
+
+/* Record that d (a pause for req) is waiting for a human, so that
+ * `warden approve ID` can show what it approves.  Logs nothing. */
+int wd_approval_pending(const wd_policy *p, const wd_request *req, const wd_decision *d,
+			const char *audit_path, struct wd_err *err);
+/* Grant the paused request id (or a unique prefix of 8+ digits) for
+ * ttl_s seconds (0: the policy's default recorded with the pause).  On
+ * success *summary (if not NULL) is a new string describing the request,
+ * free with free(); an "approval.granted" event goes to audit if not NULL,
+ * else to the audit log recorded with the pause, if any. */
+int wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summary,
+		      struct wd_err *err);
+/* At execution: for a pause d, take (consume) a recorded approval.
+ * Returns 1 if a valid approval was consumed: the caller must then decide
+ * again with the policy as loaded now and run only if that decision is the
+ * same pause (same id).  Returns 0 when there is none (or it expired, or a
+ * near approval does not cover this request: those are audited as
+ * approval.expired / approval.mismatched).  Negative on error. */
+int wd_approval_consume(const wd_policy *p, const wd_request *req, const wd_decision *d,
+			wd_audit *audit, struct wd_err *err);
+/* Whether an unexpired approval is recorded for d, without consuming it. */
+bool wd_approval_recorded(const wd_decision *d);
+
+/* ---- audit trail: hash-chained JSON Lines ---- */
+
+/* Open (create, 0600, append-only) the log at path.  *out is new; close
+ * with wd_audit_close().  Each handle has a random sandbox id. */
+int wd_audit_open(const char *path, wd_audit **out, struct wd_err *err);
+void wd_audit_close(wd_audit *a);
+const char *wd_audit_sandbox_id(const wd_audit *a);
+/* Append a "decision" event (request without environment values, the
+ * decision, rule, reason, policy digest). */
+int wd_audit_decision(wd_audit *a, const wd_request *req, const wd_decision *d,
+		      struct wd_err *err);
+/* Append an "approval.granted|consumed|expired|mismatched" event. */
+int wd_audit_approval(wd_audit *a, const char *what, const char *id, const char *detail,
+		      struct wd_err *err);
+/* Append a "result" event; result_json is wd_result_json()'s output (or
+ * any JSON object), embedded as "result". */
+int wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json,
+		    struct wd_err *err);
+/* Verify the chain of the log at path (and path.head).  Returns 0 if
+ * intact, 1 if broken, negative if it cannot be read; *report (if not NULL)
+ * is a new one-line description, free with free(). */
+int wd_audit_verify(const char *path, char **report, struct wd_err *err);
+
 /* ------------------------------------------------------------------ doctor */
 
 /* Probe this host: which isolation levels can run and why not.  Returns a

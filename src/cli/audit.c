@@ -1,0 +1,33 @@
+/* cli/audit: warden audit verify FILE */
+#include "cli/policy_cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+	"usage: warden audit verify FILE\n"
+	"\n"
+	"Check the hash chain of an audit log (and FILE.head): report the first broken\n"
+	"line.  Exit status: 0 intact, 1 broken (edited, deleted, reordered or truncated\n"
+	"events), 125 the log cannot be read.\n";
+
+int
+cli_audit(int argc, char **argv)
+{
+	struct wd_err e = {0};
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (argc < 2 || strcmp(argv[1], "verify"))
+		return cli_fail("audit", "expected 'verify FILE' (usage: warden audit verify FILE)");
+	if (argc != 3)
+		return cli_fail("audit", "verify: expected one FILE");
+	char *report = NULL;
+	int rc = wd_audit_verify(argv[2], &report, &e);
+	if (rc < 0)
+		return cli_fail("audit", "verify: %s", e.msg);
+	printf("%s\n", report);
+	free(report);
+	return rc;
+}

@@ -1,0 +1,262 @@
+/* cli/check: warden check [OPTIONS] (-- PROG ARGS | --command STRING)
+ * Print the policy decision for a command without running anything. */
+#include "cli/policy_cli.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+	"usage: warden check [OPTIONS] (-- PROGRAM [ARGS...] | --command STRING)\n"
+	"       warden check [OPTIONS] --tool NAME\n"
+	"\n"
+	"Print the policy's decision for a command (or the route of a tool); run nothing.\n"
+	"\n"
+	"  -p, --policy FILE       policy document (default: the built-in policy)\n"
+	"  -w, --workspace DIR     workspace the paths are judged against (default: .)\n"
+	"  -c, --command STRING    the command as one string (split without a shell)\n"
+	"      --cwd DIR           working directory inside the workspace (default: .)\n"
+	"      --setenv NAME=VALUE environment passed to the command (part of the approval id)\n"
+	"      --tool NAME         print the tool's class and resource profile\n"
+	"      --audit FILE        also append the decision to this audit log\n"
+	"      --json              print one JSON object\n"
+	"\n"
+	"Exit status: 0 allow, 126 deny, 123 pause (needs `warden approve ID`),\n"
+	"125 bad input (the message names the option or FILE:LINE:COLUMN).\n";
+
+int
+cli_policy_load(const char *sub, const char *path, wd_policy **out)
+{
+	struct wd_err e = {0};
+	if (wd_policy_load(path, out, &e) < 0)
+		return cli_fail(sub, "%s", e.msg);
+	return 0;
+}
+
+static void
+print_argv(FILE *f, const wd_decision *d)
+{
+	int argc = 0;
+	const char *const *argv = wd_decision_argv(d, &argc);
+	for (int i = 0; i < argc; i++)
+		fprintf(f, "%s'%s'", i ? " " : "", argv[i]);
+}
+
+void
+cli_policy_print(FILE *f, const wd_decision *d, bool approved)
+{
+	static const char *names[] = {"allow", "deny", "pause"};
+	enum wd_decision_kind k = wd_decision_kind(d);
+	fprintf(f, "%s: %s\n", names[k], wd_decision_reason(d));
+	fprintf(f, "  rule:     %s\n", wd_decision_rule(d));
+	int argc = 0;
+	wd_decision_argv(d, &argc);
+	if (argc) {
+		fprintf(f, "  argv:     ");
+		print_argv(f, d);
+		fputc('\n', f);
+	}
+	if (k == WD_DECISION_PAUSE) {
+		fprintf(f, "  approval: %s%s\n", wd_decision_approval_id(d),
+			approved ? " (approved: the next run of this exact command consumes it)"
+				 : "");
+		if (!approved)
+			fprintf(f, "  approve:  warden approve %s\n", wd_decision_approval_id(d));
+	}
+	if (wd_decision_advice(d)[0] && !(k == WD_DECISION_PAUSE && approved))
+		fprintf(f, "  advice:   %s\n", wd_decision_advice(d));
+}
+
+static const char *
+class_name(enum wd_tool_class c)
+{
+	return c == WD_TOOL_SANDBOX ? "sandbox" : c == WD_TOOL_DIRECT ? "direct" : "blocked";
+}
+
+static int
+route(const wd_policy *pol, const char *tool, bool json)
+{
+	enum wd_tool_class k;
+	const char *profile = NULL;
+	struct wd_limits lim;
+	struct wd_err e = {0};
+	int rc = wd_policy_route(pol, tool, &k, &profile, &lim, &e);
+	if (json) {
+		json_t *o = json_pack("{s:s,s:s,s:b}", "tool", tool, "class", class_name(k),
+				      "defined", rc == 0);
+		if (profile)
+			json_object_update_new(
+				o, json_pack("{s:s,s:I,s:I,s:f,s:I}", "profile", profile, "timeout_ms",
+					     (json_int_t)lim.timeout_ms, "memory",
+					     (json_int_t)lim.memory_bytes, "cpu",
+					     (double)lim.cpu_millionths / 1e6, "output",
+					     (json_int_t)lim.output_limit));
+		char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		puts(s);
+		free(s);
+		json_decref(o);
+	} else if (rc < 0) {
+		printf("tool %s: blocked (the policy does not define it; undefined tools never "
+		       "run)\n",
+		       tool);
+	} else {
+		printf("tool %s: %s", tool, class_name(k));
+		if (profile)
+			printf(", profile %s (timeout %.3g s, memory %llu MiB, cpu %.2f, output %llu "
+			       "KiB)",
+			       profile, (double)lim.timeout_ms / 1000.0,
+			       (unsigned long long)(lim.memory_bytes >> 20),
+			       (double)lim.cpu_millionths / 1e6,
+			       (unsigned long long)(lim.output_limit >> 10));
+		else if (k == WD_TOOL_DIRECT)
+			printf(" (runs in warden itself, no jail)");
+		printf("\n");
+	}
+	return rc == 0 && k != WD_TOOL_BLOCKED ? CLI_EXIT_ALLOW : CLI_EXIT_DENY;
+}
+
+enum { OPT_CWD = 256, OPT_SETENV, OPT_TOOL, OPT_AUDIT, OPT_JSON, OPT_HELP };
+
+static const struct option long_opts[] = {
+	{"policy", required_argument, NULL, 'p'},
+	{"workspace", required_argument, NULL, 'w'},
+	{"command", required_argument, NULL, 'c'},
+	{"cwd", required_argument, NULL, OPT_CWD},
+	{"setenv", required_argument, NULL, OPT_SETENV},
+	{"tool", required_argument, NULL, OPT_TOOL},
+	{"audit", required_argument, NULL, OPT_AUDIT},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"help", no_argument, NULL, OPT_HELP},
+	{NULL, 0, NULL, 0},
+};
+
+int
+cli_check(int argc, char **argv)
+{
+	const char *policy = NULL, *workspace = NULL, *command = NULL, *cwd = NULL, *tool = NULL,
+		   *audit_path = NULL;
+	bool json = false;
+	struct wd_err e = {0};
+	int c, rc = 0;
+	wd_request *req = wd_request_new();
+	wd_policy *pol = NULL;
+	wd_decision *d = NULL;
+	wd_audit *audit = NULL;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:w:c:", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'w': workspace = optarg; break;
+		case 'c': command = optarg; break;
+		case OPT_CWD: cwd = optarg; break;
+		case OPT_TOOL: tool = optarg; break;
+		case OPT_AUDIT: audit_path = optarg; break;
+		case OPT_JSON: json = true; break;
+		case OPT_SETENV: {
+			const char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg) {
+				rc = cli_fail("check", "--setenv: invalid value '%s': expected "
+						       "NAME=VALUE",
+					      optarg);
+				goto out;
+			}
+			char *n = strndup(optarg, (size_t)(eq - optarg));
+			int r2 = wd_request_setenv(req, n, eq + 1, &e);
+			free(n);
+			if (r2 < 0) {
+				rc = cli_fail("check", "--setenv: %s", e.msg);
+				goto out;
+			}
+			break;
+		}
+		case OPT_HELP:
+			fputs(usage_text, stdout);
+			goto out;
+		case ':':
+			rc = cli_fail("check", "option '%s' needs a value", argv[optind - 1]);
+			goto out;
+		default:
+			rc = cli_fail("check", "unknown option '%s' (see warden check --help)",
+				      argv[optind - 1]);
+			goto out;
+		}
+	}
+	bool have_argv = optind < argc;
+	if (command && have_argv) {
+		rc = cli_fail("check", "--command and a program after -- are exclusive");
+		goto out;
+	}
+	if (!command && !have_argv && !tool) {
+		rc = cli_fail("check", "no command (usage: warden check [OPTIONS] -- PROGRAM "
+				       "[ARGS...] | --command STRING | --tool NAME)");
+		goto out;
+	}
+	if ((rc = cli_policy_load("check", policy, &pol)))
+		goto out;
+	if (tool && !command && !have_argv) {
+		rc = route(pol, tool, json);
+		goto out;
+	}
+	if (tool && (rc = route(pol, tool, json)) != CLI_EXIT_ALLOW)
+		goto out;
+	if (command ? wd_request_set_command(req, command, &e) < 0
+		    : wd_request_set_argv(req, argc - optind, (const char *const *)(argv + optind),
+					  &e) < 0) {
+		rc = cli_fail("check", "%s", e.msg);
+		goto out;
+	}
+	if (wd_request_set_workspace(req, workspace ? workspace : ".", &e) < 0) {
+		rc = cli_fail("check", "--workspace: %s", e.msg);
+		goto out;
+	}
+	if (cwd && wd_request_set_cwd(req, cwd, &e) < 0) {
+		rc = cli_fail("check", "--cwd: %s", e.msg);
+		goto out;
+	}
+	if (wd_policy_decide(pol, req, &d, &e) < 0) {
+		rc = cli_fail("check", "%s", e.msg);
+		goto out;
+	}
+	if (audit_path) {
+		if (wd_audit_open(audit_path, &audit, &e) < 0 ||
+		    wd_audit_decision(audit, req, d, &e) < 0) {
+			rc = cli_fail("check", "--audit: %s", e.msg);
+			goto out;
+		}
+	}
+	bool approved = false;
+	if (wd_decision_kind(d) == WD_DECISION_PAUSE) {
+		approved = wd_approval_recorded(d);
+		/* Record what is waiting, so `warden approve ID` can show it. */
+		if (!approved &&
+		    wd_approval_pending(pol, req, d, audit_path ? audit_path : wd_policy_audit_path(pol),
+					&e) < 0)
+			fprintf(stderr, "warden: check: cannot record the pending approval: %s\n",
+				e.msg);
+	}
+	if (json) {
+		char *j = wd_decision_json(d);
+		/* splice "approved" into the object */
+		size_t n = strlen(j);
+		if (n && j[n - 1] == '}')
+			j[n - 1] = '\0';
+		printf("%s,\"approved\":%s}\n", j, approved ? "true" : "false");
+		free(j);
+	} else {
+		cli_policy_print(stdout, d, approved);
+	}
+	switch (wd_decision_kind(d)) {
+	case WD_DECISION_ALLOW: rc = CLI_EXIT_ALLOW; break;
+	case WD_DECISION_DENY: rc = CLI_EXIT_DENY; break;
+	case WD_DECISION_PAUSE: rc = approved ? CLI_EXIT_ALLOW : CLI_EXIT_PAUSED; break;
+	}
+out:
+	wd_audit_close(audit);
+	wd_decision_free(d);
+	wd_policy_free(pol);
+	wd_request_free(req);
+	return rc;
+}

@@ -1,0 +1,352 @@
+/* cli/gate: the policy gate of `warden run`.
+ *
+ *   decide -> audit "decision" -> deny: reason + advice, exit 126
+ *                              -> pause: consume a recorded approval, or ask
+ *                                 at /dev/tty (--approve=tty), or print the
+ *                                 id and exit 123
+ *                              -> allow: run the judged argv, audit "result"
+ *
+ * After an approval is read the decision is made again, with the policy
+ * loaded again from its file: the approval covers one request under one
+ * policy, and if either changed in between, the id differs and the command
+ * pauses again.  The human is asked at the controlling terminal, never on
+ * the command's stdin (which may be the model's own pipe).
+ */
+#include "cli/policy_cli.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Options of `warden run` that take a value (to step over while scanning). */
+static const char *const run_value_opts[] = {
+	"--workspace", "--isolation", "--memory",  "--pids",     "--cpus",
+	"--tmp-size",  "--timeout",   "--output-limit", "--ro-bind", "--bind",
+	"--setenv",    "--pass-env",  "--allow-port",   "--net",     "--profile",
+	NULL,
+};
+
+static bool
+takes_value(const char *a)
+{
+	if (!strcmp(a, "-w"))
+		return true;
+	for (size_t i = 0; run_value_opts[i]; i++)
+		if (!strcmp(a, run_value_opts[i]))
+			return true;
+	return false;
+}
+
+/* --name VALUE or --name=VALUE at argv[*i]; returns the value or NULL. */
+static const char *
+opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	*matched = false;
+	if (strncmp(a, name, n))
+		return NULL;
+	if (a[n] == '=') {
+		*matched = true;
+		return a + n + 1;
+	}
+	if (a[n] == '\0') {
+		*matched = true;
+		if (*i + 1 < argc) {
+			(*i)++;
+			return argv[*i];
+		}
+	}
+	return NULL;
+}
+
+int
+cli_policy_extract(int *argcp, char **argv, struct cli_policy_opts *o)
+{
+	int argc = *argcp, out = 1, i;
+	bool matched;
+	memset(o, 0, sizeof(*o));
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		if (!strcmp(a, "--") || a[0] != '-')
+			break;
+		int start = i;
+		if ((v = opt_value(argc, argv, &i, "--policy", &matched)) || matched) {
+			if (!v)
+				return cli_fail("run", "option '--policy' needs a value");
+			o->policy = v;
+			continue;
+		}
+		if ((v = opt_value(argc, argv, &i, "--command", &matched)) || matched) {
+			if (!v)
+				return cli_fail("run", "option '--command' needs a value");
+			o->command = v;
+			continue;
+		}
+		if ((v = opt_value(argc, argv, &i, "--audit", &matched)) || matched) {
+			if (!v)
+				return cli_fail("run", "option '--audit' needs a value");
+			o->audit = v;
+			continue;
+		}
+		if (!strncmp(a, "--approve", 9) && (a[9] == '=' || a[9] == '\0')) {
+			if (strcmp(a, "--approve=tty"))
+				return cli_fail("run", "--approve: invalid value '%s': expected "
+						       "--approve=tty",
+						a[9] ? a + 10 : "");
+			o->approve_tty = true;
+			continue;
+		}
+		/* Peek at what the gate needs too, leaving it for the run. */
+		if (!strcmp(a, "--json"))
+			o->json = true;
+		if ((v = opt_value(argc, argv, &i, "--workspace", &matched)) ||
+		    (i = start, (v = opt_value(argc, argv, &i, "-w", &matched))))
+			o->workspace = v;
+		else if (!strncmp(a, "-w", 2) && a[2] && a[1] != '-')
+			o->workspace = a + 2;
+		i = start;
+		if ((v = opt_value(argc, argv, &i, "--setenv", &matched)) && o->nenv < 64)
+			o->env[o->nenv++] = v;
+		i = start;
+		argv[out++] = argv[i];
+		if (!strchr(a, '=') && takes_value(a) && i + 1 < argc)
+			argv[out++] = argv[++i];
+	}
+	bool program_follows = i < argc && (strcmp(argv[i], "--") || i + 1 < argc);
+	if (o->command && program_follows)
+		return cli_fail("run", "--command and a program after -- are exclusive");
+	for (; i < argc; i++)
+		argv[out++] = argv[i];
+	if (o->command) {
+		/* A placeholder program for the run's own parser; the gate
+		 * replaces the argv with the words it judged.  At least one
+		 * slot was freed by removing --command. */
+		o->synth[o->nsynth] = strdup("warden-policy-command");
+		if (!o->synth[o->nsynth])
+			abort();
+		argv[out++] = o->synth[o->nsynth++];
+	}
+	argv[out] = NULL;
+	*argcp = out;
+	return 0;
+}
+
+void
+cli_policy_opts_fini(struct cli_policy_opts *o)
+{
+	for (size_t i = 0; i < o->nsynth; i++)
+		free(o->synth[i]);
+	o->nsynth = 0;
+}
+
+static void
+print_refusal(const struct cli_policy_opts *o, const wd_decision *d)
+{
+	if (o->json) {
+		char *j = wd_decision_json(d);
+		puts(j);
+		free(j);
+		fflush(stdout);
+	}
+	fprintf(stderr, "warden: run: refused by the policy (%s): %s\n", wd_decision_rule(d),
+		wd_decision_reason(d));
+	if (wd_decision_advice(d)[0])
+		fprintf(stderr, "warden: advice: %s\n", wd_decision_advice(d));
+}
+
+/* Ask at /dev/tty.  1 yes, 0 no, -1 no terminal. */
+static int
+ask_tty(const wd_decision *d)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	FILE *f = fdopen(fd, "r+");
+	if (!f) {
+		close(fd);
+		return -1;
+	}
+	int argc = 0;
+	const char *const *argv = wd_decision_argv(d, &argc);
+	fprintf(f, "warden: approval needed: %s\n  rule:    %s\n  argv:   ", wd_decision_reason(d),
+		wd_decision_rule(d));
+	for (int i = 0; i < argc; i++)
+		fprintf(f, " '%s'", argv[i]);
+	fprintf(f, "\n  id:      %s\nRun this exact command once? [y/N] ",
+		wd_decision_approval_id(d));
+	fflush(f);
+	char line[64] = "";
+	int yes = 0;
+	if (fgets(line, sizeof(line), f))
+		yes = !strcmp(line, "y\n") || !strcmp(line, "yes\n") || !strcmp(line, "Y\n");
+	fclose(f);
+	return yes;
+}
+
+static int
+build_request(const struct cli_policy_opts *o, int argc, char **argv, wd_request **out)
+{
+	struct wd_err e = {0};
+	wd_request *req = wd_request_new();
+	int rc = 0;
+	if (o->command)
+		rc = wd_request_set_command(req, o->command, &e);
+	else
+		rc = wd_request_set_argv(req, argc, (const char *const *)argv, &e);
+	if (rc == 0 && (rc = wd_request_set_workspace(req, o->workspace ? o->workspace : ".", &e)) < 0) {
+		wd_request_free(req);
+		return cli_fail("run", "--workspace: %s", e.msg);
+	}
+	for (size_t i = 0; rc == 0 && i < o->nenv; i++) {
+		const char *eq = strchr(o->env[i], '=');
+		if (!eq)
+			continue;
+		char *n = strndup(o->env[i], (size_t)(eq - o->env[i]));
+		rc = wd_request_setenv(req, n, eq + 1, &e);
+		free(n);
+	}
+	if (rc < 0) {
+		wd_request_free(req);
+		return cli_fail("run", "%s", e.msg);
+	}
+	*out = req;
+	return 0;
+}
+
+int
+cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv, wd_audit **auditp,
+		wd_decision **decp)
+{
+	struct wd_err e = {0};
+	wd_policy *pol = NULL;
+	wd_request *req = NULL;
+	wd_decision *d = NULL;
+	wd_audit *audit = NULL;
+	int rc;
+
+	*auditp = NULL;
+	*decp = NULL;
+	if ((rc = cli_policy_load("run", o->policy, &pol)))
+		return rc;
+	if ((rc = build_request(o, argc, argv, &req)))
+		goto out;
+	if (wd_policy_decide(pol, req, &d, &e) < 0) {
+		rc = cli_fail("run", "%s", e.msg);
+		goto out;
+	}
+	/* The audit log is opened here, by warden, outside the jail; if it
+	 * cannot be written nothing runs (no unrecorded decisions). */
+	const char *ap = o->audit ? o->audit : wd_policy_audit_path(pol);
+	if (ap && wd_audit_open(ap, &audit, &e) < 0) {
+		rc = cli_fail("run", "--audit: %s", e.msg);
+		goto out;
+	}
+	if (wd_audit_decision(audit, req, d, &e) < 0) {
+		rc = cli_fail("run", "audit: %s", e.msg);
+		goto out;
+	}
+
+	if (wd_decision_kind(d) == WD_DECISION_PAUSE) {
+		int got = wd_approval_consume(pol, req, d, audit, &e);
+		if (got < 0) {
+			rc = cli_fail("run", "approval: %s", e.msg);
+			goto out;
+		}
+		if (got == 0 && o->approve_tty) {
+			int yes = ask_tty(d);
+			if (yes == 1) {
+				wd_audit_approval(audit, "granted", wd_decision_approval_id(d),
+						  "at the terminal", NULL);
+				wd_audit_approval(audit, "consumed", wd_decision_approval_id(d),
+						  NULL, NULL);
+				got = 1;
+			} else if (yes == 0) {
+				wd_audit_approval(audit, "refused", wd_decision_approval_id(d),
+						  "at the terminal", NULL);
+				fprintf(stderr, "warden: run: not approved; nothing ran\n");
+				rc = CLI_EXIT_DENY;
+				goto out;
+			}
+		}
+		if (got == 1) {
+			/* Decide again, under the policy as it is now. */
+			char id[65];
+			snprintf(id, sizeof(id), "%s", wd_decision_approval_id(d));
+			wd_decision_free(d);
+			d = NULL;
+			wd_policy_free(pol);
+			pol = NULL;
+			if ((rc = cli_policy_load("run", o->policy, &pol)))
+				goto out;
+			if (wd_policy_decide(pol, req, &d, &e) < 0) {
+				rc = cli_fail("run", "%s", e.msg);
+				goto out;
+			}
+			if (wd_decision_kind(d) == WD_DECISION_PAUSE &&
+			    !strcmp(wd_decision_approval_id(d), id)) {
+				/* approved: go on and run */
+			} else if (wd_decision_kind(d) == WD_DECISION_DENY) {
+				wd_audit_decision(audit, req, d, NULL);
+				print_refusal(o, d);
+				rc = CLI_EXIT_DENY;
+				goto out;
+			} else if (wd_decision_kind(d) == WD_DECISION_PAUSE) {
+				wd_audit_approval(audit, "mismatched", id,
+						  "the policy changed after the approval", NULL);
+				got = 0;
+			}
+		}
+		if (got == 0) {
+			if (wd_approval_pending(pol, req, d, ap, &e) < 0)
+				fprintf(stderr, "warden: run: cannot record the pending approval: %s\n",
+					e.msg);
+			if (o->json) {
+				char *j = wd_decision_json(d);
+				puts(j);
+				free(j);
+				fflush(stdout);
+			}
+			fprintf(stderr,
+				"warden: run: paused (%s): %s\nwarden: approve with: warden approve "
+				"%s\n",
+				wd_decision_rule(d), wd_decision_reason(d), wd_decision_approval_id(d));
+			rc = CLI_EXIT_PAUSED;
+			goto out;
+		}
+	} else if (wd_decision_kind(d) == WD_DECISION_DENY) {
+		print_refusal(o, d);
+		rc = CLI_EXIT_DENY;
+		goto out;
+	}
+
+	/* Allowed: run exactly the words that were judged. */
+	int n = 0;
+	const char *const *words = wd_decision_argv(d, &n);
+	if (wd_spec_set_argv(spec, n, words, &e) < 0) {
+		rc = cli_fail("run", "%s", e.msg);
+		goto out;
+	}
+	*auditp = audit;
+	*decp = d;
+	audit = NULL;
+	d = NULL;
+	rc = -1;
+out:
+	wd_audit_close(audit);
+	wd_decision_free(d);
+	wd_request_free(req);
+	wd_policy_free(pol);
+	return rc;
+}
+
+void
+cli_policy_after(wd_audit *audit, wd_decision *dec, const char *result_json)
+{
+	struct wd_err e = {0};
+	if (audit && wd_audit_result(audit, dec, result_json, &e) < 0)
+		fprintf(stderr, "warden: run: audit: %s\n", e.msg);
+	wd_audit_close(audit);
+	wd_decision_free(dec);
+}

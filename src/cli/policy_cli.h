@@ -1,0 +1,56 @@
+/* policy_cli.h - shared by the policy subcommands (check.c, approve.c,
+ * audit.c, policy.c) and the policy gate of `warden run` (gate.c). */
+#ifndef WD_CLI_POLICY_H
+#define WD_CLI_POLICY_H
+
+#include "cli/cli.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum {
+	CLI_EXIT_ALLOW = 0,
+	CLI_EXIT_DENY = 126, /* refused by the policy */
+};
+
+/* Load --policy FILE or the built-in default; on error prints
+ * "warden: SUB: FILE:LINE:COLUMN: ..." and returns CLI_EXIT_FAILURE. */
+int cli_policy_load(const char *sub, const char *path, wd_policy **out);
+
+/* Print a decision for a human (to f). */
+void cli_policy_print(FILE *f, const wd_decision *d, bool approved);
+
+/* Options of `warden run` that belong to the policy layer. */
+struct cli_policy_opts {
+	const char *policy;    /* --policy FILE */
+	const char *command;   /* --command STRING */
+	const char *audit;     /* --audit FILE */
+	bool approve_tty;      /* --approve=tty */
+	bool json;             /* --json (peeked, not removed) */
+	const char *workspace; /* -w/--workspace (peeked) */
+	const char *env[64];   /* --setenv NAME=VALUE (peeked) */
+	size_t nenv;
+	char *synth[64]; /* argv words synthesised for --command (owned) */
+	size_t nsynth;
+};
+
+/* Before `warden run` parses its options: remove --policy, --command,
+ * --audit and --approve=tty from argv (updating *argc), peek at the
+ * workspace, environment and --json, and, for --command, append
+ * "-- WORDS..." so the run's own parser sees a program.  Returns 0 or an
+ * exit status (125 with a message naming the option). */
+int cli_policy_extract(int *argc, char **argv, struct cli_policy_opts *o);
+void cli_policy_opts_fini(struct cli_policy_opts *o);
+
+/* The gate, after the run's options are parsed and before wd_run():
+ * decide, audit the decision, then deny (print reason and advice, 126),
+ * pause (ask at /dev/tty with --approve=tty, else print the id, 123) or
+ * allow (set the spec's argv to the judged argv and the profile's limits
+ * where the run gave none).  Returns -1 to go on and run, else an exit
+ * status.  *audit and *dec are set for cli_policy_after(). */
+int cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv,
+		    wd_audit **audit, wd_decision **dec);
+/* After the run: audit the result (result_json may be NULL) and free. */
+void cli_policy_after(wd_audit *audit, wd_decision *dec, const char *result_json);
+
+#endif

@@ -1,0 +1,138 @@
+/* config: the policy document.  Loads and validates policy JSON (jansson,
+ * JSON_REJECT_DUPLICATES) into plain structs, with every error reported as
+ * file:line:column; holds the built-in default policy and the built-in
+ * resource profiles.  No kernel, no decisions: src/policy/ decides. */
+#ifndef WD_CONFIG_H
+#define WD_CONFIG_H
+
+#include "util/util.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_VERSION 1
+#define CONFIG_MAX_FILE (1u << 20) /* a policy larger than 1 MiB is a mistake */
+
+/* A list of owned strings. */
+struct config_strv {
+	char **v;
+	size_t n;
+};
+
+/* Which arguments of a program name files (docs/policy.md "paths"). */
+enum config_paths {
+	CONFIG_PATHS_OPERANDS = 0,   /* every operand and every option value */
+	CONFIG_PATHS_NONE = 1,       /* nothing: the program's rules are all there is */
+	CONFIG_PATHS_SKIP_FIRST = 2, /* like operands, but the first operand is data (grep) */
+};
+
+/* An argument pattern that turns an allowed command into a pause. */
+struct config_approve {
+	struct config_strv match; /* words that must all appear, in order */
+	char *reason;             /* shown to the human; may be NULL */
+};
+
+struct config_program {
+	char *name; /* basename, no slash */
+	bool interpreter;
+	bool has_subcommands; /* "subcommands" present: first operand must be one */
+	struct config_strv subcommands;
+	bool options_listed; /* "allow_options" present: only those options */
+	struct config_strv allow_options;
+	struct config_strv deny_options;
+	struct config_strv value_options; /* options that consume the next word */
+	enum config_paths paths;
+	struct config_approve *approve;
+	size_t napprove;
+	char *advice; /* one line for the model when refused; may be NULL */
+};
+
+struct config_profile {
+	char *name;
+	bool builtin;
+	uint64_t timeout_ms;
+	uint64_t memory_bytes;
+	uint64_t cpu_millionths;
+	uint64_t output_bytes;
+	uint64_t pids; /* 0: warden's default */
+};
+
+enum config_tool_class {
+	CONFIG_TOOL_BLOCKED = 0, /* never runs */
+	CONFIG_TOOL_DIRECT = 1,  /* runs in the harness (e.g. a file read through openat2) */
+	CONFIG_TOOL_SANDBOX = 2, /* runs in a jail with its profile */
+};
+
+struct config_tool {
+	char *name;
+	enum config_tool_class klass;
+	char *profile; /* a profile name, NULL for blocked/direct without one */
+	char *description;
+};
+
+/* A loaded, validated policy.  Programs, tools and profiles are sorted by
+ * name (bsearch).  Free with config_policy_free(). */
+struct config_policy {
+	int version;
+	char *source; /* file name, or "<built-in>" */
+	char *mount;  /* where the workspace appears in the jail ("/workspace") */
+	struct config_program *programs;
+	size_t nprograms;
+	struct config_tool *tools;
+	size_t ntools;
+	struct config_profile *profiles; /* built-ins first, then the document's */
+	size_t nprofiles;
+	uint64_t approval_ttl_s;
+	char *audit_path; /* NULL: no audit unless --audit */
+	struct config_strv network_allow;
+	char *allowed_names; /* "cat, diff, find, ..." for advice */
+	char digest[65];     /* SHA-256 of the canonical effective policy */
+};
+
+/* Load from a file / a buffer (name is used in error messages).  On error
+ * err->msg is "NAME:LINE:COLUMN: what" and -EINVAL is returned (or -errno
+ * when the file cannot be read).  *out is a new policy on success. */
+int config_load_file(const char *path, struct config_policy **out, struct wd_err *err);
+int config_load_buffer(const char *buf, size_t len, const char *name, struct config_policy **out,
+		       struct wd_err *err);
+/* The built-in default policy (a coding allowlist), loaded through the same
+ * validator. */
+int config_load_default(struct config_policy **out, struct wd_err *err);
+extern const char config_default_json[];
+
+typedef struct config_policy config_policy;
+void config_policy_free(struct config_policy *p);
+WD_DEFINE_AUTOPTR(config_policy, config_policy_free)
+
+/* The effective policy (defaults filled in) as a new JSON object; the
+ * digest is SHA-256 over its compact, key-sorted serialisation. */
+json_t *config_policy_to_json(const struct config_policy *p);
+
+/* Lookups by name; NULL when absent.  len lets a caller look up a basename
+ * inside a longer string without copying. */
+const struct config_program *config_program_find(const struct config_policy *p, const char *name,
+						 size_t len);
+const struct config_tool *config_tool_find(const struct config_policy *p, const char *name);
+const struct config_profile *config_profile_find(const struct config_policy *p, const char *name);
+const char *config_tool_class_name(enum config_tool_class c);
+const char *config_paths_name(enum config_paths m);
+
+/* ---- position index (error path only) ----
+ * jansson keeps no position per value, so on an error the validator asks
+ * this small scanner where a member sits: path is a list of object keys and
+ * array indexes from the root; key selects the member's key rather than its
+ * value.  Returns 0 and sets line and col (1-based, characters), or -1 if the
+ * path is not in the text. */
+struct config_path_elem {
+	const char *key; /* NULL: index */
+	size_t index;
+};
+int config_json_locate(const char *text, size_t len, const struct config_path_elem *path,
+		       size_t depth, bool key, int *line, int *col);
+
+/* SHA-256 of buf as 64 lowercase hex digits + NUL. */
+void config_sha256_hex(const void *buf, size_t len, char out[65]);
+
+#endif

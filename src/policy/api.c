@@ -1,0 +1,586 @@
+/* api.c - the public policy functions of include/warden.h over policy/,
+ * config/ and audit/.  Copies in, plain structs inside, codes filtered to
+ * -EINVAL/-ENOENT/-errno at the boundary. */
+#include "policy/policy.h"
+#include "policy/store.h"
+
+#include "audit/audit.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct wd_policy {
+	struct config_policy *cfg;
+};
+
+struct wd_request {
+	char *command;
+	int argc;
+	char **argv;
+	char *workspace; /* realpath */
+	char *workspace_id;
+	int wfd;
+	char *cwd;
+	char **env;
+	size_t nenv;
+};
+
+struct wd_decision {
+	struct policy_decision d;
+	char digest[65];
+	char *command; /* the string form, for the audit */
+};
+
+/* ---- policy ---- */
+
+WD_API int
+wd_policy_load(const char *path, wd_policy **out, struct wd_err *err)
+{
+	struct config_policy *cfg = NULL;
+	int rc = path ? config_load_file(path, &cfg, err) : config_load_default(&cfg, err);
+	if (rc < 0)
+		return rc;
+	wd_policy *p = wd_xcalloc(1, sizeof(*p));
+	p->cfg = cfg;
+	*out = p;
+	return 0;
+}
+
+WD_API void
+wd_policy_free(wd_policy *p)
+{
+	if (!p)
+		return;
+	config_policy_free(p->cfg);
+	free(p);
+}
+
+WD_API char *
+wd_policy_json(const wd_policy *p)
+{
+	json_t *j = config_policy_to_json(p->cfg);
+	json_object_set_new(j, "digest", json_string(p->cfg->digest));
+	json_object_set_new(j, "source", json_string(p->cfg->source));
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	if (!s)
+		abort();
+	return s;
+}
+
+WD_API const char *
+wd_policy_digest(const wd_policy *p)
+{
+	return p->cfg->digest;
+}
+
+WD_API const char *
+wd_policy_audit_path(const wd_policy *p)
+{
+	return p->cfg->audit_path;
+}
+
+WD_API unsigned
+wd_policy_approval_ttl(const wd_policy *p)
+{
+	return (unsigned)p->cfg->approval_ttl_s;
+}
+
+WD_API int
+wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
+		const char **profile, struct wd_limits *limits, struct wd_err *err)
+{
+	const struct config_tool *t = tool ? config_tool_find(p->cfg, tool) : NULL;
+	if (limits)
+		memset(limits, 0, sizeof(*limits));
+	if (profile)
+		*profile = NULL;
+	if (!t) {
+		*klass = WD_TOOL_BLOCKED;
+		wd_err_set(err, WD_E_INVAL, "tool '%s' is not defined by the policy (blocked)",
+			   tool ? tool : "");
+		return -ENOENT;
+	}
+	*klass = (enum wd_tool_class)t->klass;
+	const struct config_profile *pr = t->profile ? config_profile_find(p->cfg, t->profile) : NULL;
+	if (pr) {
+		if (profile)
+			*profile = pr->name;
+		if (limits) {
+			limits->timeout_ms = pr->timeout_ms;
+			limits->memory_bytes = pr->memory_bytes;
+			limits->cpu_millionths = pr->cpu_millionths;
+			limits->output_limit = pr->output_bytes;
+			limits->pids = pr->pids;
+		}
+	}
+	return 0;
+}
+
+/* ---- requests ---- */
+
+WD_API wd_request *
+wd_request_new(void)
+{
+	wd_request *r = wd_xcalloc(1, sizeof(*r));
+	r->wfd = -1;
+	return r;
+}
+
+static void
+free_argv(wd_request *r)
+{
+	for (int i = 0; i < r->argc; i++)
+		free(r->argv[i]);
+	free(r->argv);
+	r->argv = NULL;
+	r->argc = 0;
+}
+
+WD_API void
+wd_request_free(wd_request *r)
+{
+	if (!r)
+		return;
+	free(r->command);
+	free_argv(r);
+	free(r->workspace);
+	free(r->workspace_id);
+	if (r->wfd >= 0)
+		close(r->wfd);
+	free(r->cwd);
+	for (size_t i = 0; i < r->nenv; i++)
+		free(r->env[i]);
+	free(r->env);
+	free(r);
+}
+
+WD_API int
+wd_request_set_command(wd_request *r, const char *command, struct wd_err *err)
+{
+	if (!command)
+		return wd_err_set(err, WD_E_INVAL, "--command: empty");
+	free(r->command);
+	r->command = wd_xstrdup(command);
+	free_argv(r);
+	return 0;
+}
+
+WD_API int
+wd_request_set_argv(wd_request *r, int argc, const char *const argv[], struct wd_err *err)
+{
+	if (argc < 1 || !argv)
+		return wd_err_set(err, WD_E_INVAL, "no command given");
+	free_argv(r);
+	free(r->command);
+	r->command = NULL;
+	r->argv = wd_xcalloc((size_t)argc + 1, sizeof(char *));
+	for (int i = 0; i < argc; i++)
+		r->argv[i] = wd_xstrdup(argv[i]);
+	r->argc = argc;
+	return 0;
+}
+
+WD_API int
+wd_request_set_workspace(wd_request *r, const char *dir, struct wd_err *err)
+{
+	char real[PATH_MAX];
+	if (!dir || !realpath(dir, real))
+		return wd_err_sys(err, dir ? errno : EINVAL, "workspace %s", dir ? dir : "");
+	int fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return wd_err_sys(err, errno, "workspace %s", real);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return wd_err_sys(err, errno, "workspace %s", real);
+	}
+	if (r->wfd >= 0)
+		close(r->wfd);
+	r->wfd = fd;
+	free(r->workspace);
+	r->workspace = wd_xstrdup(real);
+	free(r->workspace_id);
+	/* Identity: device, inode and path.  A different directory at the same
+	 * path (recreated workspace) is a different workspace. */
+	r->workspace_id = wd_xasprintf("%llu:%llu:%s", (unsigned long long)st.st_dev,
+				       (unsigned long long)st.st_ino, real);
+	return 0;
+}
+
+WD_API int
+wd_request_set_cwd(wd_request *r, const char *cwd, struct wd_err *err)
+{
+	if (!cwd || cwd[0] == '/')
+		return wd_err_set(err, WD_E_INVAL, "cwd must be relative to the workspace");
+	free(r->cwd);
+	r->cwd = wd_xstrdup(cwd);
+	return 0;
+}
+
+WD_API int
+wd_request_setenv(wd_request *r, const char *name, const char *value, struct wd_err *err)
+{
+	if (!name || !*name || strchr(name, '=') || !value)
+		return wd_err_set(err, WD_E_INVAL, "bad environment variable name '%s'",
+				  name ? name : "");
+	size_t nl = strlen(name);
+	char *entry = wd_xasprintf("%s=%s", name, value);
+	for (size_t i = 0; i < r->nenv; i++)
+		if (!strncmp(r->env[i], name, nl) && r->env[i][nl] == '=') {
+			free(r->env[i]);
+			r->env[i] = entry;
+			return 0;
+		}
+	r->env = wd_xrealloc(r->env, (r->nenv + 2) * sizeof(char *));
+	r->env[r->nenv++] = entry;
+	r->env[r->nenv] = NULL;
+	return 0;
+}
+
+static int
+ensure_workspace(const wd_request *r, struct wd_err *err)
+{
+	if (r->wfd >= 0)
+		return 0;
+	return wd_request_set_workspace((wd_request *)(uintptr_t)r, ".", err);
+}
+
+static void
+to_internal(const wd_request *r, struct policy_request *pr)
+{
+	*pr = (struct policy_request){
+		.command = r->command,
+		.argc = r->argc,
+		.argv = (const char *const *)r->argv,
+		.workspace_fd = r->wfd,
+		.workspace = r->workspace,
+		.cwd = r->cwd,
+		.env = (const char *const *)r->env,
+		.nenv = r->nenv,
+		.workspace_id = r->workspace_id,
+	};
+}
+
+/* ---- decisions ---- */
+
+WD_API int
+wd_policy_decide(const wd_policy *p, const wd_request *r, wd_decision **out, struct wd_err *err)
+{
+	if (!r->command && r->argc == 0)
+		return wd_err_set(err, WD_E_INVAL, "no command: give -- PROG ARGS or --command");
+	int rc = ensure_workspace(r, err);
+	if (rc < 0)
+		return rc;
+	struct policy_request pr;
+	to_internal(r, &pr);
+	wd_decision *d = wd_xcalloc(1, sizeof(*d));
+	policy_decision_init(&d->d);
+	rc = policy_decide(p->cfg, &pr, &d->d, err);
+	if (rc < 0) {
+		wd_decision_free(d);
+		return rc;
+	}
+	memcpy(d->digest, p->cfg->digest, sizeof(d->digest));
+	if (r->command)
+		d->command = wd_xstrdup(r->command);
+	*out = d;
+	return 0;
+}
+
+WD_API void
+wd_decision_free(wd_decision *d)
+{
+	if (!d)
+		return;
+	policy_decision_fini(&d->d);
+	free(d->command);
+	free(d);
+}
+
+WD_API enum wd_decision_kind
+wd_decision_kind(const wd_decision *d)
+{
+	return (enum wd_decision_kind)d->d.kind;
+}
+
+WD_API const char *
+wd_decision_rule(const wd_decision *d)
+{
+	return d->d.rule;
+}
+
+WD_API const char *
+wd_decision_reason(const wd_decision *d)
+{
+	return d->d.reason;
+}
+
+WD_API const char *
+wd_decision_advice(const wd_decision *d)
+{
+	return d->d.advice;
+}
+
+WD_API const char *
+wd_decision_approval_id(const wd_decision *d)
+{
+	return d->d.approval_id;
+}
+
+WD_API const char *const *
+wd_decision_argv(const wd_decision *d, int *argc)
+{
+	if (argc)
+		*argc = d->d.words.argc;
+	return (const char *const *)d->d.words.argv;
+}
+
+static json_t *
+argv_json(int argc, char *const *argv)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < argc; i++)
+		json_array_append_new(a, json_string(argv[i]));
+	return a;
+}
+
+static json_t *
+decision_object(const wd_decision *d)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "decision", json_string(policy_kind_name(d->d.kind)));
+	json_object_set_new(o, "rule", json_string(d->d.rule));
+	json_object_set_new(o, "reason", json_string(d->d.reason));
+	if (d->d.advice[0])
+		json_object_set_new(o, "advice", json_string(d->d.advice));
+	if (d->d.kind == POLICY_PAUSE)
+		json_object_set_new(o, "approval_id", json_string(d->d.approval_id));
+	json_object_set_new(o, "argv", argv_json(d->d.words.argc, d->d.words.argv));
+	json_object_set_new(o, "policy", json_string(d->digest));
+	return o;
+}
+
+WD_API char *
+wd_decision_json(const wd_decision *d)
+{
+	json_t *o = decision_object(d);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!s)
+		abort();
+	return s;
+}
+
+/* ---- approvals ---- */
+
+static json_t *
+pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, const char *audit)
+{
+	struct policy_request pr;
+	char id[65], fields[POLICY_ID_FIELDS][65];
+	to_internal(r, &pr);
+	policy_approval_id(p->cfg, &pr, d->d.words.argc, d->d.words.argv, id, fields);
+	json_t *o = json_object();
+	json_object_set_new(o, "id", json_string(id));
+	json_object_set_new(o, "created", json_integer((json_int_t)time(NULL)));
+	json_object_set_new(o, "argv", argv_json(d->d.words.argc, d->d.words.argv));
+	json_object_set_new(o, "cwd", json_string(r->cwd ? r->cwd : "."));
+	json_object_set_new(o, "workspace", json_string(r->workspace ? r->workspace : ""));
+	json_object_set_new(o, "rule", json_string(d->d.rule));
+	json_object_set_new(o, "reason", json_string(d->d.reason));
+	json_object_set_new(o, "policy", json_string(p->cfg->digest));
+	json_object_set_new(o, "policy_source", json_string(p->cfg->source));
+	json_object_set_new(o, "ttl", json_integer((json_int_t)p->cfg->approval_ttl_s));
+	if (audit)
+		json_object_set_new(o, "audit", json_string(audit));
+	json_t *f = json_object();
+	for (int i = 0; i < POLICY_ID_FIELDS; i++)
+		json_object_set_new(f, policy_id_field_names[i], json_string(fields[i]));
+	json_object_set_new(o, "fields", f);
+	return o;
+}
+
+WD_API int
+wd_approval_pending(const wd_policy *p, const wd_request *r, const wd_decision *d,
+		    const char *audit_path, struct wd_err *err)
+{
+	char state[PATH_MAX];
+	if (d->d.kind != POLICY_PAUSE)
+		return 0;
+	int rc = policy_state_dir(state, sizeof(state), err);
+	if (rc < 0)
+		return rc;
+	char abs_audit[PATH_MAX];
+	if (audit_path && audit_path[0] != '/' && getcwd(abs_audit, sizeof(abs_audit))) {
+		size_t n = strlen(abs_audit);
+		snprintf(abs_audit + n, sizeof(abs_audit) - n, "/%s", audit_path);
+		audit_path = abs_audit;
+	}
+	json_t *info = pending_info(p, r, d, audit_path);
+	rc = policy_pending_record(state, d->d.approval_id, info, err);
+	json_decref(info);
+	return rc;
+}
+
+WD_API int
+wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summary,
+		  struct wd_err *err)
+{
+	char state[PATH_MAX], full[65];
+	json_t *info = NULL;
+	int rc = policy_state_dir(state, sizeof(state), err);
+	if (rc < 0)
+		return rc;
+	if ((rc = policy_pending_find(state, id, full, &info, err)) < 0)
+		return rc;
+	uint64_t ttl = ttl_s;
+	if (!ttl) {
+		json_t *t = json_object_get(info, "ttl");
+		ttl = json_is_integer(t) && json_integer_value(t) > 0 ? (uint64_t)json_integer_value(t)
+								      : 600;
+	}
+	rc = policy_approval_grant(state, full, info, ttl, err);
+	if (rc == 0) {
+		wd_audit *own = NULL;
+		const char *ap = json_string_value(json_object_get(info, "audit"));
+		if (!audit && ap && wd_audit_open(ap, &own, err) == 0)
+			audit = own;
+		char detail[160];
+		snprintf(detail, sizeof(detail), "ttl %llu s", (unsigned long long)ttl);
+		if (audit)
+			rc = wd_audit_approval(audit, "granted", full, detail, err);
+		wd_audit_close(own);
+	}
+	if (rc == 0 && summary) {
+		json_t *argv = json_object_get(info, "argv");
+		size_t i;
+		json_t *v;
+		size_t cap = 256, o = 0;
+		char *line = wd_xmalloc(cap);
+		line[0] = '\0';
+		json_array_foreach(argv, i, v)
+		{
+			const char *s = json_string_value(v);
+			size_t n = strlen(s ? s : "") + 4;
+			if (o + n + 1 > cap)
+				line = wd_xrealloc(line, cap = (o + n) * 2);
+			o += (size_t)sprintf(line + o, "%s'%s'", i ? " " : "", s ? s : "");
+		}
+		*summary = wd_xasprintf(
+			"approved once, for %llu s: %s\n  id        %s\n  workspace %s\n  cwd       "
+			"%s\n  policy    %s (%s)\n  reason    %s",
+			(unsigned long long)ttl, line, full,
+			json_string_value(json_object_get(info, "workspace")),
+			json_string_value(json_object_get(info, "cwd")),
+			json_string_value(json_object_get(info, "policy_source")),
+			json_string_value(json_object_get(info, "policy")),
+			json_string_value(json_object_get(info, "reason")));
+		free(line);
+	}
+	json_decref(info);
+	return rc;
+}
+
+WD_API int
+wd_approval_consume(const wd_policy *p, const wd_request *r, const wd_decision *d,
+		    wd_audit *audit, struct wd_err *err)
+{
+	char state[PATH_MAX];
+	if (d->d.kind != POLICY_PAUSE)
+		return 0;
+	int rc = policy_state_dir(state, sizeof(state), err);
+	if (rc < 0)
+		return rc;
+	json_t *info = NULL;
+	rc = policy_approval_take(state, d->d.approval_id, &info, err);
+	json_decref(info);
+	if (rc < 0)
+		return rc;
+	if (rc == POLICY_APPROVAL_OK) {
+		rc = wd_audit_approval(audit, "consumed", d->d.approval_id, NULL, err);
+		return rc < 0 ? rc : 1;
+	}
+	if (rc == POLICY_APPROVAL_EXPIRED) {
+		rc = wd_audit_approval(audit, "expired", d->d.approval_id, NULL, err);
+		return rc < 0 ? rc : 0;
+	}
+	/* None for this exact request: is there one for a near request?  Say
+	 * so, so the human sees why the approval did not apply. */
+	struct policy_request pr;
+	char id[65], fields[POLICY_ID_FIELDS][65], near_id[65], differs[128];
+	to_internal(r, &pr);
+	policy_approval_id(p->cfg, &pr, d->d.words.argc, d->d.words.argv, id, fields);
+	if (policy_approval_near(state, fields, near_id, differs, sizeof(differs))) {
+		char detail[256];
+		snprintf(detail, sizeof(detail),
+			 "approval %s does not cover request %s: they differ in %s", near_id,
+			 d->d.approval_id, differs);
+		rc = wd_audit_approval(audit, "mismatched", near_id, detail, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+WD_API bool
+wd_approval_recorded(const wd_decision *d)
+{
+	char state[PATH_MAX];
+	if (d->d.kind != POLICY_PAUSE || policy_state_dir(state, sizeof(state), NULL) < 0)
+		return false;
+	return policy_approval_peek(state, d->d.approval_id) == POLICY_APPROVAL_OK;
+}
+
+/* ---- audit events that need the request and decision ---- */
+
+WD_API int
+wd_audit_decision(wd_audit *a, const wd_request *r, const wd_decision *d, struct wd_err *err)
+{
+	if (!a)
+		return 0;
+	json_t *ev = json_object();
+	json_object_set_new(ev, "event", json_string("decision"));
+	json_t *req = json_object();
+	if (r->command)
+		json_object_set_new(req, "command", json_string(r->command));
+	else
+		json_object_set_new(req, "argv", argv_json(r->argc, r->argv));
+	json_object_set_new(req, "workspace", json_string(r->workspace ? r->workspace : ""));
+	json_object_set_new(req, "cwd", json_string(r->cwd ? r->cwd : "."));
+	json_t *names = json_array();
+	for (size_t i = 0; i < r->nenv; i++) {
+		/* Names only: values can be secrets (DESIGN.md §9). */
+		const char *eq = strchr(r->env[i], '=');
+		json_array_append_new(names, json_stringn(r->env[i], (size_t)(eq - r->env[i])));
+	}
+	json_object_set_new(req, "env", names);
+	json_object_set_new(ev, "request", req);
+	json_t *dec = decision_object(d);
+	json_object_update(ev, dec);
+	json_decref(dec);
+	int rc = audit_append(a->log, ev, err);
+	json_decref(ev);
+	return rc < 0 ? rc : 0;
+}
+
+WD_API int
+wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json, struct wd_err *err)
+{
+	if (!a)
+		return 0;
+	json_t *ev = json_object();
+	json_object_set_new(ev, "event", json_string("result"));
+	if (d)
+		json_object_set_new(ev, "argv", argv_json(d->d.words.argc, d->d.words.argv));
+	json_error_t je;
+	json_t *res = result_json ? json_loads(result_json, 0, &je) : NULL;
+	json_object_set_new(ev, "result", res ? res : json_null());
+	int rc = audit_append(a->log, ev, err);
+	json_decref(ev);
+	return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,352 @@
+/* approval.c - approval ids and the single-use approval store.
+ *
+ * An escape (a "pause") never widens the policy: a human approves one exact
+ * request, once, for a while.  The id is a SHA-256 over five field digests:
+ *
+ *   id = SHA-256("warden-approval-v1" 0x00 || H(argv) || H(cwd) || H(env)
+ *                || H(workspace identity) || policy digest)
+ *
+ * Each H() is over length-prefixed items (8-byte little-endian length, then
+ * the bytes), so ["ab","c"] and ["a","bc"] differ.  Any change to one
+ * argument, the working directory, the environment passed in, the workspace
+ * (device, inode and path) or the effective policy gives another id, which
+ * the recorded approval does not cover.
+ *
+ * The store is a directory (0700) under $WARDEN_STATE_DIR, else
+ * $XDG_STATE_HOME/warden, else /var/lib/warden for root, else
+ * ~/.local/state/warden:
+ *   pending/<id>.json    written when a command pauses: what would run
+ *   approvals/<id>.json  written by `warden approve`: the pending record
+ *                        plus "granted" and "expires" (Unix seconds)
+ * Consumption is a rename() of approvals/<id>.json to a unique name, which
+ * exactly one of several concurrent runs can win; the winner then checks
+ * expiry and deletes it.  Single use holds without any lock.
+ */
+#include "policy/policy.h"
+#include "policy/store.h"
+
+#include "audit/audit.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+const char *const policy_id_field_names[POLICY_ID_FIELDS] = {"argv", "cwd", "env", "workspace",
+							     "policy"};
+
+static void
+hex32(const unsigned char md[32], char out[65])
+{
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < 32; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+static void
+feed_item(EVP_MD_CTX *c, const char *s)
+{
+	uint64_t n = strlen(s);
+	unsigned char le[8];
+	for (int i = 0; i < 8; i++)
+		le[i] = (unsigned char)(n >> (8 * i));
+	EVP_DigestUpdate(c, le, sizeof(le));
+	EVP_DigestUpdate(c, s, (size_t)n);
+}
+
+static void
+finish(EVP_MD_CTX *c, char out[65])
+{
+	unsigned char md[32];
+	unsigned int l = 0;
+	if (EVP_DigestFinal_ex(c, md, &l) != 1 || l != 32)
+		abort();
+	hex32(md, out);
+}
+
+void
+policy_approval_id(const struct config_policy *p, const struct policy_request *req, int argc,
+		   char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65])
+{
+	char f[POLICY_ID_FIELDS][65];
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	if (!c)
+		abort();
+
+	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	for (int i = 0; i < argc; i++)
+		feed_item(c, argv[i]);
+	finish(c, f[0]);
+
+	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	feed_item(c, req->cwd && *req->cwd ? req->cwd : ".");
+	finish(c, f[1]);
+
+	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	for (size_t i = 0; i < req->nenv; i++)
+		feed_item(c, req->env[i]);
+	finish(c, f[2]);
+
+	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	feed_item(c, req->workspace_id ? req->workspace_id
+		     : req->workspace  ? req->workspace
+				       : "");
+	finish(c, f[3]);
+
+	memcpy(f[4], p->digest, 65);
+
+	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	EVP_DigestUpdate(c, "warden-approval-v1", sizeof("warden-approval-v1"));
+	for (int i = 0; i < POLICY_ID_FIELDS; i++)
+		EVP_DigestUpdate(c, f[i], 64);
+	finish(c, id);
+	EVP_MD_CTX_free(c);
+	if (fields)
+		memcpy(fields, f, sizeof(f));
+}
+
+/* ---- the store ---- */
+
+int
+policy_state_dir(char *out, size_t cap, struct wd_err *err)
+{
+	const char *s = getenv("WARDEN_STATE_DIR");
+	int n;
+	if (s && *s)
+		n = snprintf(out, cap, "%s", s);
+	else if ((s = getenv("XDG_STATE_HOME")) && *s)
+		n = snprintf(out, cap, "%s/warden", s);
+	else if (geteuid() == 0)
+		n = snprintf(out, cap, "/var/lib/warden");
+	else if ((s = getenv("HOME")) && *s)
+		n = snprintf(out, cap, "%s/.local/state/warden", s);
+	else
+		return wd_err_set(err, WD_E_INVAL,
+				  "no state directory: set XDG_STATE_HOME or WARDEN_STATE_DIR");
+	if (n < 0 || (size_t)n >= cap)
+		return wd_err_set(err, WD_E_INVAL, "state directory path too long");
+	return 0;
+}
+
+static int
+mkdir_p(const char *dir, struct wd_err *err)
+{
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
+		return wd_err_set(err, WD_E_INVAL, "path too long: %s", dir);
+	for (char *p = tmp + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+				return wd_err_sys(err, errno, "mkdir %s", tmp);
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	return 0;
+}
+
+static bool
+valid_id(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static int
+write_json(const char *dir, const char *sub, const char *id, json_t *obj, struct wd_err *err)
+{
+	char d[PATH_MAX], path[PATH_MAX + 80], tmp[PATH_MAX + 100];
+	snprintf(d, sizeof(d), "%s/%s", dir, sub);
+	int rc = mkdir_p(d, err);
+	if (rc < 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s.json", d, id);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.%d.tmp", d, id, (int)getpid());
+	if (json_dump_file(obj, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+		return wd_err_sys(err, errno ? errno : EIO, "write %s", tmp);
+	chmod(tmp, 0600);
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return wd_err_sys(err, e, "rename %s", path);
+	}
+	return 0;
+}
+
+int
+policy_pending_record(const char *state, const char *id, json_t *info, struct wd_err *err)
+{
+	return write_json(state, "pending", id, info, err);
+}
+
+int
+policy_pending_find(const char *state, const char *prefix, char id[65], json_t **info,
+		    struct wd_err *err)
+{
+	char d[PATH_MAX];
+	if (!valid_id(prefix))
+		return wd_err_set(err, WD_E_INVAL,
+				  "'%s' is not an approval id (64 hex digits, or a unique prefix)",
+				  prefix);
+	if (strlen(prefix) < 8)
+		return wd_err_set(err, WD_E_INVAL, "approval id '%s' is too short (8 digits or more)",
+				  prefix);
+	snprintf(d, sizeof(d), "%s/pending", state);
+	DIR *dir = opendir(d);
+	if (!dir)
+		return wd_err_set(err, WD_E_INVAL, "no paused command with id %s", prefix);
+	size_t pl = strlen(prefix), found = 0;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		const char *n = de->d_name;
+		if (strlen(n) == 69 && !strcmp(n + 64, ".json") && !strncmp(n, prefix, pl)) {
+			if (found++ == 0) {
+				memcpy(id, n, 64);
+				id[64] = '\0';
+			}
+		}
+	}
+	closedir(dir);
+	if (found == 0)
+		return wd_err_set(err, WD_E_INVAL, "no paused command with id %s", prefix);
+	if (found > 1)
+		return wd_err_set(err, WD_E_INVAL, "approval id prefix %s is ambiguous", prefix);
+	char path[PATH_MAX + 80];
+	snprintf(path, sizeof(path), "%s/%s.json", d, id);
+	json_error_t je;
+	*info = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!*info || !json_is_object(*info)) {
+		json_decref(*info);
+		*info = NULL;
+		return wd_err_set(err, WD_E_INVAL, "%s: damaged pending record", path);
+	}
+	return 0;
+}
+
+int
+policy_approval_grant(const char *state, const char *id, json_t *info, uint64_t ttl_s,
+		      struct wd_err *err)
+{
+	time_t now = time(NULL);
+	json_t *o = json_deep_copy(info);
+	json_object_set_new(o, "granted", json_integer((json_int_t)now));
+	json_object_set_new(o, "expires", json_integer((json_int_t)now + (json_int_t)ttl_s));
+	int rc = write_json(state, "approvals", id, o, err);
+	json_decref(o);
+	return rc;
+}
+
+int
+policy_approval_take(const char *state, const char *id, json_t **info, struct wd_err *err)
+{
+	char path[PATH_MAX + 80], taken[PATH_MAX + 120];
+	*info = NULL;
+	if (!valid_id(id))
+		return POLICY_APPROVAL_NONE;
+	snprintf(path, sizeof(path), "%s/approvals/%s.json", state, id);
+	char rnd[33];
+	audit_random_id(rnd);
+	snprintf(taken, sizeof(taken), "%s/approvals/.%s.taken.%s", state, id, rnd);
+	/* rename() is the single-use gate: only one taker can move the file. */
+	if (rename(path, taken) < 0) {
+		if (errno == ENOENT)
+			return POLICY_APPROVAL_NONE;
+		return wd_err_sys(err, errno, "take approval %s", path);
+	}
+	json_error_t je;
+	json_t *o = json_load_file(taken, JSON_REJECT_DUPLICATES, &je);
+	unlink(taken);
+	if (!o || !json_is_integer(json_object_get(o, "expires"))) {
+		json_decref(o);
+		return wd_err_set(err, WD_E_INVAL, "%s: damaged approval record", path);
+	}
+	*info = o;
+	if ((json_int_t)time(NULL) > json_integer_value(json_object_get(o, "expires")))
+		return POLICY_APPROVAL_EXPIRED;
+	/* The pending record is done with: the approval covered it. */
+	snprintf(path, sizeof(path), "%s/pending/%s.json", state, id);
+	unlink(path);
+	return POLICY_APPROVAL_OK;
+}
+
+int
+policy_approval_peek(const char *state, const char *id)
+{
+	char path[PATH_MAX + 80];
+	if (!valid_id(id))
+		return POLICY_APPROVAL_NONE;
+	snprintf(path, sizeof(path), "%s/approvals/%s.json", state, id);
+	json_error_t je;
+	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return POLICY_APPROVAL_NONE;
+	json_t *e = json_object_get(o, "expires");
+	int rc = json_is_integer(e) && (json_int_t)time(NULL) <= json_integer_value(e)
+			 ? POLICY_APPROVAL_OK
+			 : POLICY_APPROVAL_EXPIRED;
+	json_decref(o);
+	return rc;
+}
+
+int
+policy_approval_near(const char *state, char fields[POLICY_ID_FIELDS][65], char near_id[65],
+		     char *differs, size_t cap)
+{
+	char d[PATH_MAX];
+	snprintf(d, sizeof(d), "%s/approvals", state);
+	DIR *dir = opendir(d);
+	if (!dir)
+		return 0;
+	int best = -1;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		const char *n = de->d_name;
+		if (strlen(n) != 69 || strcmp(n + 64, ".json"))
+			continue;
+		char path[PATH_MAX + 80];
+		snprintf(path, sizeof(path), "%s/%s", d, n);
+		json_error_t je;
+		json_t *o = json_load_file(path, 0, &je);
+		json_t *f = o ? json_object_get(o, "fields") : NULL;
+		if (!json_is_object(f)) {
+			json_decref(o);
+			continue;
+		}
+		int same = 0;
+		char diff[128] = "";
+		for (int i = 0; i < POLICY_ID_FIELDS; i++) {
+			const char *v = json_string_value(json_object_get(f, policy_id_field_names[i]));
+			if (v && !strcmp(v, fields[i]))
+				same++;
+			else
+				snprintf(diff + strlen(diff), sizeof(diff) - strlen(diff), "%s%s",
+					 diff[0] ? ", " : "", policy_id_field_names[i]);
+		}
+		json_decref(o);
+		/* "Near": all but one or two fields agree.  The argv must agree
+		 * unless it is the only difference (one argument changed). */
+		if (same >= POLICY_ID_FIELDS - 2 && same < POLICY_ID_FIELDS && same > best) {
+			best = same;
+			memcpy(near_id, n, 64);
+			near_id[64] = '\0';
+			snprintf(differs, cap, "%s", diff);
+		}
+	}
+	closedir(dir);
+	return best >= 0;
+}

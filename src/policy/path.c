@@ -1,0 +1,246 @@
+/* path.c - workspace containment of path arguments.
+ *
+ * Every argument that names a file must stay inside the workspace after
+ * resolution, symlinks and ".." included.  String prefixes cannot decide
+ * that ("sub/../../x", a symlink "link-out -> /etc"), so the kernel does it:
+ * openat2(workspace_fd, path, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+ * fails with EXDEV as soon as resolution would leave the directory tree
+ * under workspace_fd, by "..", by an absolute symlink or by a symlink whose
+ * target climbs out (kernel commit fddb5d430ad9, "open: introduce openat2(2)
+ * syscall", and Documentation/filesystems/path-lookup).
+ * RESOLVE_NO_MAGICLINKS refuses /proc/<pid>/fd/N and /proc/<pid>/root style
+ * links, which jump anywhere without being symlinks in the ordinary sense.
+ *
+ * A path that does not exist yet (an output file) is judged by its deepest
+ * existing ancestor, and the part that does not exist must not climb with
+ * ".." above that ancestor: "new/../../x" is outside even though "new" is
+ * not there yet, because the command could create it.
+ *
+ * Absolute arguments are read in the jail's view: below the mount point
+ * ("/workspace/x") or below the host path of the workspace they are taken
+ * relative to the workspace; anything else absolute ("/etc/passwd",
+ * "/proc/self/root") is outside.
+ *
+ * Time of check and time of use: a symlink swapped in after this check is
+ * not followed to the host, because the command runs in the jail, whose
+ * root holds nothing of the host but read-only system directories and the
+ * workspace at the mount point; a link to /etc/shadow resolves to the
+ * jail's curated /etc.  Direct file tools (run by warden itself) use
+ * policy_open_beneath(), the same openat2 call as the check, so the check
+ * and the use are one operation.  See docs/policy.md, "Containment".
+ */
+#include "policy/policy.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+static int
+sys_openat2(int dirfd, const char *path, struct open_how *how)
+{
+	return (int)syscall(SYS_openat2, dirfd, path, how, sizeof(*how));
+}
+
+int
+policy_open_beneath(int workspace_fd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	for (int tries = 0;; tries++) {
+		int fd = sys_openat2(workspace_fd, *path ? path : ".", &how);
+		if (fd >= 0)
+			return fd;
+		/* EAGAIN: a concurrent rename raced a ".." walk; the kernel asks us
+		 * to retry rather than risk a wrong answer. */
+		if (errno != EAGAIN || tries > 8)
+			return -errno;
+	}
+}
+
+/* Lexically apply rest ("a/../b") to base (absolute, no trailing slash). */
+static void
+apply_lexical(char *base, size_t cap, const char *rest)
+{
+	const char *p = rest;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 1 && p[0] == '.') {
+			/* nothing */
+		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
+			char *s = strrchr(base, '/');
+			if (s && s != base)
+				*s = '\0';
+			else
+				strcpy(base, "/");
+		} else {
+			size_t bl = strlen(base);
+			if (bl + n + 2 < cap) {
+				if (bl > 1)
+					base[bl++] = '/';
+				memcpy(base + bl, p, n);
+				base[bl + n] = '\0';
+			}
+		}
+		p += n;
+	}
+}
+
+/* Where abs resolves on the host, for the message only: realpath() of the
+ * deepest existing prefix plus the rest applied lexically. */
+static void
+host_resolve(const char *abs, char *out, size_t cap)
+{
+	char tmp[PATH_MAX];
+	char res[PATH_MAX];
+	if (strlen(abs) >= sizeof(tmp)) {
+		snprintf(out, cap, "%s", abs);
+		return;
+	}
+	strcpy(tmp, abs);
+	size_t n = strlen(tmp);
+	for (;;) {
+		if (realpath(n ? tmp : "/", res)) {
+			apply_lexical(res, sizeof(res), abs + n);
+			snprintf(out, cap, "%s", res);
+			return;
+		}
+		char *s = strrchr(tmp, '/');
+		if (!s) {
+			snprintf(out, cap, "%s", abs);
+			return;
+		}
+		*s = '\0';
+		n = (size_t)(s - tmp);
+	}
+}
+
+/* If arg is below prefix ("/workspace", "/workspace/x"), return the rest
+ * without leading slashes ("" or "x"), else NULL. */
+static const char *
+below(const char *arg, const char *prefix)
+{
+	if (!prefix || !*prefix)
+		return NULL;
+	size_t n = strlen(prefix);
+	while (n > 1 && prefix[n - 1] == '/')
+		n--;
+	if (strncmp(arg, prefix, n) || (arg[n] != '/' && arg[n] != '\0'))
+		return NULL;
+	arg += n;
+	while (*arg == '/')
+		arg++;
+	return arg;
+}
+
+int
+policy_path_check(int workspace_fd, const char *workspace, const char *mount, const char *cwd,
+		  const char *arg, char *reason, size_t cap)
+{
+	char rel[PATH_MAX], probe[PATH_MAX], where[PATH_MAX];
+	const char *ws = workspace ? workspace : ".";
+	if (!*arg)
+		return 0;
+	if (arg[0] == '/') {
+		const char *r = below(arg, mount);
+		if (!r)
+			r = below(arg, workspace);
+		if (!r) {
+			host_resolve(arg, where, sizeof(where));
+			snprintf(reason, cap, "path '%s' resolves to %s, outside the workspace %s",
+				 arg, where, ws);
+			return 1;
+		}
+		if (snprintf(rel, sizeof(rel), "%s", r) >= (int)sizeof(rel))
+			goto too_long;
+	} else if (cwd && *cwd && strcmp(cwd, ".")) {
+		if (snprintf(rel, sizeof(rel), "%s/%s", cwd, arg) >= (int)sizeof(rel))
+			goto too_long;
+	} else {
+		if (snprintf(rel, sizeof(rel), "%s", arg) >= (int)sizeof(rel))
+			goto too_long;
+	}
+
+	memcpy(probe, rel, sizeof(probe));
+	size_t plen = strlen(probe);
+	for (;;) {
+		int fd = policy_open_beneath(workspace_fd, probe, O_PATH, 0);
+		if (fd >= 0) {
+			close(fd);
+			break;
+		}
+		if (fd == -ENOENT || fd == -ENOTDIR) {
+			/* Judge a path that does not exist by its parent. */
+			while (plen > 0 && probe[plen - 1] == '/')
+				probe[--plen] = '\0';
+			char *s = strrchr(probe, '/');
+			if (!s) {
+				probe[0] = '\0';
+				plen = 0;
+			} else {
+				*s = '\0';
+				plen = (size_t)(s - probe);
+			}
+			continue;
+		}
+		if (fd == -EXDEV) {
+			char full[PATH_MAX * 2];
+			snprintf(full, sizeof(full), "%s/%s", ws, rel);
+			host_resolve(full, where, sizeof(where));
+			snprintf(reason, cap, "path '%s' resolves to %s, outside the workspace %s",
+				 arg, where, ws);
+			return 1;
+		}
+		if (fd == -ELOOP) {
+			snprintf(reason, cap,
+				 "path '%s' goes through too many symbolic links or a /proc magic "
+				 "link",
+				 arg);
+			return 2;
+		}
+		snprintf(reason, cap, "path '%s' cannot be checked: %s", arg, strerror(-fd));
+		return 2;
+	}
+
+	/* The part that does not exist yet must not climb above what does. */
+	int depth = 0;
+	const char *p = rel + plen;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			depth--;
+		else if (!(n == 1 && p[0] == '.'))
+			depth++;
+		if (depth < 0) {
+			char full[PATH_MAX * 2];
+			snprintf(full, sizeof(full), "%s/%s", ws, rel);
+			host_resolve(full, where, sizeof(where));
+			snprintf(reason, cap,
+				 "path '%s' resolves to %s, outside the workspace %s (through '..' "
+				 "after a component that does not exist)",
+				 arg, where, ws);
+			return 1;
+		}
+		p += n;
+	}
+	return 0;
+
+too_long:
+	snprintf(reason, cap, "path '%.64s...' is too long to check", arg);
+	return 2;
+}

@@ -1,0 +1,120 @@
+/* policy: pure decisions about what is even handed to the jail.
+ *
+ *   command string --policy_tokenize--> argv   (or a shell.* refusal)
+ *   argv --program rules--> allow | deny | pause
+ *   every file argument --policy_path_check (openat2 BENEATH)--> inside | outside
+ *   pause --policy_approval_id--> SHA-256 over argv, cwd, env, workspace, policy
+ *
+ * Nothing here allocates on the common path: words live in inline buffers
+ * of struct policy_words (the heap is used only for long commands), and the
+ * decision is caller storage.  The only system calls are the openat2()
+ * containment checks, one per path argument.
+ */
+#ifndef WD_POLICY_H
+#define WD_POLICY_H
+
+#include "config/config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- words: the result of tokenizing ---- */
+
+#define POLICY_WORDS_INLINE_ARGS 32
+#define POLICY_WORDS_INLINE_BYTES 1024
+
+struct policy_words {
+	int argc;
+	char **argv; /* argv[argc] == NULL; points into buf */
+	char *buf;
+	size_t cap_args;
+	size_t cap_bytes;
+	char *argv_inline[POLICY_WORDS_INLINE_ARGS];
+	char buf_inline[POLICY_WORDS_INLINE_BYTES];
+};
+
+void policy_words_init(struct policy_words *w);
+void policy_words_fini(struct policy_words *w);
+
+/* Why a string was refused.  rule is a static "shell.<kind>"; token is the
+ * offending text as written ("&&", "$HOME", "2>"); offset its byte offset. */
+struct policy_refusal {
+	const char *rule;
+	const char *what; /* static: what the shell would have done */
+	char token[40];
+	size_t offset;
+};
+
+/* Split s (len bytes, NUL bytes refused) into words with POSIX quoting and
+ * refuse any shell composition or expansion.  Returns 0 and fills w, or -1
+ * and fills r.  w must have been initialised; it is reset first. */
+int policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy_refusal *r);
+
+/* ---- decisions ---- */
+
+enum policy_kind {
+	POLICY_ALLOW = 0,
+	POLICY_DENY = 1,
+	POLICY_PAUSE = 2,
+};
+
+const char *policy_kind_name(enum policy_kind k);
+
+struct policy_request {
+	const char *command; /* the string form, or NULL when argv is given */
+	int argc;
+	const char *const *argv;
+	int workspace_fd;        /* O_PATH|O_DIRECTORY fd of the workspace, -1: no path checks */
+	const char *workspace;   /* host path of the workspace (messages, identity) */
+	const char *cwd;         /* relative to the workspace; NULL or "." for its root */
+	const char *const *env;  /* NAME=VALUE entries passed to the command; may be NULL */
+	size_t nenv;
+	const char *workspace_id; /* identity for approvals ("dev:ino:path"); NULL: workspace */
+};
+
+struct policy_decision {
+	enum policy_kind kind;
+	char rule[96];    /* the rule that decided: "shell.and", "programs.git.approve[0]" */
+	char reason[512]; /* one sentence for the log and the human */
+	char advice[256]; /* one line for the model: what to do instead ("" for allow) */
+	char approval_id[65];
+	const struct config_program *program; /* NULL when refused before lookup */
+	struct policy_words words;            /* the argv that was judged */
+};
+
+void policy_decision_init(struct policy_decision *d);
+void policy_decision_fini(struct policy_decision *d);
+
+/* Decide.  d must have been initialised (it may be reused without fini in
+ * between: words are reset).  Returns 0 with d filled, or a negative errno
+ * only when a decision could not be made at all (never for refusals). */
+int policy_decide(const struct config_policy *p, const struct policy_request *req,
+		  struct policy_decision *d, struct wd_err *err);
+
+/* ---- containment ----
+ * Judge one path argument: 0 inside, 1 outside (d->reason filled with what
+ * it resolves to), 2 refused for another reason (loop, magic link, error).
+ * mount is the workspace's path in the jail: absolute arguments below it
+ * (or below the host workspace path) are taken relative to the workspace. */
+int policy_path_check(int workspace_fd, const char *workspace, const char *mount,
+		      const char *cwd, const char *arg, char *reason, size_t reason_cap);
+
+/* Open path beneath the workspace with the same resolution the check uses
+ * (RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS): for direct file tools, so the
+ * check and the use are one operation.  Returns an fd or -errno. */
+int policy_open_beneath(int workspace_fd, const char *path, int flags, mode_t mode);
+
+/* ---- approvals ---- */
+
+/* The approval id of a request: SHA-256 (hex) over the length-prefixed
+ * argv, cwd, environment (names and values, in order), workspace identity
+ * and policy digest.  Also returns the per-field digests (each 64 hex +
+ * NUL) if fields is not NULL, in the order argv, cwd, env, workspace,
+ * policy, so a mismatch can say which field differs. */
+#define POLICY_ID_FIELDS 5
+extern const char *const policy_id_field_names[POLICY_ID_FIELDS];
+void policy_approval_id(const struct config_policy *p, const struct policy_request *req,
+			int argc, char *const *argv, char id[65],
+			char fields[POLICY_ID_FIELDS][65]);
+
+#endif
