@@ -1,5 +1,33 @@
 /* cgroup: one cgroup per sandbox, on cgroup v2 or v1, with memory (no
- * swap), pids and cpu limits, peak usage, OOM detection and kill-all. */
+ * swap), pids and cpu limits, peak usage, OOM detection and kill-all.
+ *
+ * Where: <base>/warden/<id>, per hierarchy on v1.  <base> is chosen once per
+ * process: as root the hierarchy root (v2: warden's own cgroup instead when
+ * it is already delegated: it distributes controllers, or is the root of a
+ * container's cgroup namespace); as another user warden's own cgroup if it
+ * is writable (a delegated v2 subtree), else cgroup_create() fails with
+ * -EPERM.  <base>/warden persists between runs; only <id> is removed.
+ *
+ * Typical use by the supervisor:
+ *
+ *     cgroup_sweep_stale();                          (optional, cheap)
+ *     rc = cgroup_create(id, &lim, &cg, &err);       -EPERM/-ENOTSUP: "cgroup: none"
+ *     v2: clone3 with CLONE_INTO_CGROUP, cgroup = cgroup_dirfd(cg)
+ *     v1: cgroup_attach(cg, pid, &err) before the child runs anything
+ *         (and before it unshares its cgroup namespace, so that namespace's
+ *         root is the sandbox cgroup)
+ *     ... wait ...
+ *     cgroup_kill(cg);                               (timeout, or always at the end)
+ *     cgroup_stats(cg, &st);                         (before destroy)
+ *     cgroup_destroy(cg); cgroup_free(cg);
+ *
+ * The fds held by a cgroup are O_CLOEXEC; a child must still close them
+ * before it runs sandboxed code (close_range).  A forked janitor can call
+ * cgroup_kill()/cgroup_destroy() on its inherited copy of cg, or rmdir the
+ * paths from cgroup_dirs().
+ *
+ * Thread safety: distinct objects may be used from distinct threads; the
+ * host discovery behind every call is done once, under pthread_once. */
 #ifndef WD_CGROUP_H
 #define WD_CGROUP_H
 
@@ -22,29 +50,75 @@ struct cgroup_stats {
 
 struct cgroup;
 
-/* 2 for a v2 (unified) host, 1 for v1 with the needed controllers mounted,
- * 0 if neither can be used by this process. */
+/* 2 on a pure unified host, 1 when the v1 memory, pids and cpu controllers
+ * are mounted (a hybrid host counts as 1: the controllers live in v1),
+ * 0 otherwise.  Found from /proc/self/mountinfo once per process.  Says
+ * nothing about permission: see cgroup_host_check(). */
 int cgroup_host_version(void);
 
-/* Create the sandbox's cgroup named id (e.g. "warden/<id>") and apply lim.
- * Returns 0 or -errno; *out is a new object, free with cgroup_free(). */
+/* 0 if this process can create sandbox cgroups, else -EPERM (not root and
+ * no writable delegated subtree) or -ENOTSUP (no usable hierarchy), with the
+ * reason in err (for `warden doctor`). */
+int cgroup_host_check(struct wd_err *err);
+
+/* The directory sandbox cgroups are created under (…/warden/<id> below
+ * it), for hierarchy i (v1: one per distinct hierarchy; v2: only 0), or
+ * NULL past the end.  Valid for the life of the process. */
+const char *cgroup_host_base(int i);
+
+/* Create the sandbox's cgroup <base>/warden/<id> (id: 1-128 characters of
+ * A-Z a-z 0-9 - _, unique per live sandbox) and apply lim (NULL: no
+ * limits).  Returns 0 or -errno: -EINVAL bad id, -EEXIST id in use,
+ * -EPERM/-ENOTSUP see cgroup_host_check() (also -ENOTSUP when a limit
+ * needs a v2 controller that is not available).  On failure nothing is
+ * left behind.  *out is a new object, free with cgroup_free(). */
 int cgroup_create(const char *id, const struct cgroup_limits *lim, struct cgroup **out,
 		  struct wd_err *err);
-/* v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP), else -1. */
+
+/* cgroup_create() with flags:
+ * CGROUP_NO_CPUACCT: v1 with cpuacct mounted apart from cpu: skip that
+ *   hierarchy.  Saves ~0.1 ms per sandbox (a mkdir, an attach, an rmdir);
+ *   cgroup_stats() then reports cpu_ns 0 and the supervisor takes cpu time
+ *   from pid 1's rusage.  No effect on v2 or a co-mounted "cpu,cpuacct". */
+#define CGROUP_NO_CPUACCT 0x1u
+int cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned flags,
+			struct cgroup **out, struct wd_err *err);
+/* v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP), else -1.  Owned by
+ * cg: do not close. */
 int cgroup_dirfd(const struct cgroup *cg);
 int cgroup_version(const struct cgroup *cg);
-/* Move pid into the cgroup (every v1 hierarchy; v2 when not cloned into). */
+/* Whether swap is capped at zero (v2 memory.swap.max, v1 memsw) rather
+ * than only discouraged (v1 swappiness 0) or unlimited (no swap accounting).
+ * False when no memory limit was asked for. */
+bool cgroup_swap_limited(const struct cgroup *cg);
+/* Move pid (its whole thread group) into the cgroup: every v1 hierarchy;
+ * on v2 only needed when the child was not cloned into it. */
 int cgroup_attach(struct cgroup *cg, pid_t pid, struct wd_err *err);
-/* SIGKILL every process in the cgroup (v2 cgroup.kill, else a loop). */
+/* SIGKILL every process in the cgroup, grandchildren and forking trees
+ * included.  v2: cgroup.kill, which returns once the signals are sent;
+ * otherwise freeze, kill, thaw, until cgroup.procs is empty.  0 or -errno
+ * (-EBUSY if something survived 5 s). */
 int cgroup_kill(struct cgroup *cg);
+/* Peak memory, cpu time, OOM kills; fields the host cannot tell stay 0.
+ * Read before cgroup_destroy(). */
 int cgroup_stats(struct cgroup *cg, struct cgroup_stats *out);
-/* Remove the cgroup directories (retrying while the kernel drains them). */
+/* Remove the cgroup directories, retrying on EBUSY while the kernel drains
+ * exiting tasks; processes still alive after 20 ms are killed.  0 or the
+ * first -errno (-EBUSY after 2 s).  Idempotent. */
 int cgroup_destroy(struct cgroup *cg);
+/* Close and free; does not remove the directories.  NULL is a no-op. */
 void cgroup_free(struct cgroup *cg);
-/* The directories of this cgroup, NULL-terminated, valid while cg lives
- * (the janitor removes them if warden is killed). */
+/* The directories of this cgroup, absolute, NULL-terminated, valid while
+ * cg lives (the janitor removes them if warden is killed). */
 const char *const *cgroup_dirs(const struct cgroup *cg);
-/* Remove leftover sandbox cgroups whose processes are all gone. */
+/* Remove leftover <base>/warden/<id> directories of killed runs: only
+ * empty ones, older than 5 s and not locked by a live warden. */
 void cgroup_sweep_stale(void);
+
+/* Tests only: use the cgroup2 hierarchy directory path as the v2 base
+ * (…/warden/<id> below it) instead of what discovery found, e.g. this
+ * hybrid host's controller-less /sys/fs/cgroup/unified.  Not thread-safe.
+ * 0, or -errno / -ENOTSUP if path is not a writable cgroup2 directory. */
+int cgroup_test_force_v2_root(const char *path);
 
 #endif

@@ -1,0 +1,90 @@
+/* cgroup internals shared by host.c (discovery), cgroup.c (lifecycle), v1.c
+ * and v2.c (limits, kill, stats).  Nothing outside src/cgroup includes this.
+ *
+ * Layout on the host (both versions):
+ *
+ *     <base>/warden/            persistent parent, never holds a process;
+ *                               on v2 it distributes memory/pids/cpu
+ *     <base>/warden/<id>/       one per sandbox, removed by cgroup_destroy()
+ *
+ * <base> is chosen once per process (host.c) and is per hierarchy on v1. */
+#ifndef WD_CGROUP_INTERNAL_H
+#define WD_CGROUP_INTERNAL_H
+
+#include "cgroup/cgroup.h"
+
+#include <pthread.h>
+
+/* The controllers warden uses.  On v1 each may be its own hierarchy or be
+ * co-mounted with others ("cpu,cpuacct"); on v2 they share one directory. */
+enum cg_ctrl {
+	CG_MEMORY,
+	CG_PIDS,
+	CG_CPU,
+	CG_CPUACCT, /* v1 only: cpu time (v2 has cpu.stat in every cgroup) */
+	CG_FREEZER, /* v1 only: stop a forking tree before killing it */
+	CG_NCTRL,
+};
+#define CG_BIT(c) (1u << (c))
+#define CG_V1_REQUIRED (CG_BIT(CG_MEMORY) | CG_BIT(CG_PIDS) | CG_BIT(CG_CPU))
+#define CG_V2_WANTED (CG_BIT(CG_MEMORY) | CG_BIT(CG_PIDS) | CG_BIT(CG_CPU))
+
+extern const char *const cg_ctrl_names[CG_NCTRL];
+
+/* One directory tree warden creates sandboxes in. */
+struct cg_hier {
+	char *base;     /* absolute; sandboxes are <base>/warden/<id> */
+	unsigned ctrls; /* v1: controllers of interest on this hierarchy */
+};
+
+/* Host facts, discovered once per process from /proc/self/mountinfo and
+ * /proc/self/cgroup (host.c).  Read-only after discovery except the v2
+ * fields under `lock`. */
+struct cg_host {
+	int version; /* 0, 1 or 2: what cgroup_create() will use */
+	int nhier;   /* v1: distinct hierarchies in use; v2: 1 */
+	struct cg_hier hier[CG_NCTRL];
+	/* 0, or the negative errno cgroup_create() fails with, and why */
+	int unusable;
+	char why[200];
+
+	/* v2 only */
+	bool v2_base_is_own; /* base is the cgroup warden started in */
+	pthread_mutex_t lock;
+	bool v2_probed;       /* v2_enabled is known (the slow path ran) */
+	unsigned v2_enabled;  /* CG_V2_WANTED bits usable in <base>/warden/<id> */
+};
+
+struct cgroup {
+	int version;
+	int ndirs;
+	int fd[CG_NCTRL];            /* O_DIRECTORY fds, one per hierarchy */
+	unsigned ctrls[CG_NCTRL];    /* controllers usable in dirs[i] */
+	char *dirs[CG_NCTRL + 1];    /* absolute paths, NULL-terminated */
+	bool swap_limited;           /* swap is capped (memsw / memory.swap.max) */
+};
+
+/* host.c */
+struct cg_host *cg_host_get(void);
+
+/* cgroup.c helpers used by v1.c and v2.c */
+int cg_dir_of(const struct cgroup *cg, enum cg_ctrl c); /* index into fd[] or -1 */
+int cg_write_u64(int dfd, const char *file, uint64_t v);
+int cg_read_u64(int dfd, const char *file, uint64_t *out);
+/* "key value" lines (memory.events, cpu.stat, memory.oom_control, pids.events) */
+int cg_read_keyed(int dfd, const char *file, const char *key, uint64_t *out);
+/* Freeze/kill/thaw loop over cgroup.procs of dfd (cgroup.c). freeze is
+ * called with true/false around each pass, or may be NULL. */
+int cg_kill_loop(struct cgroup *cg, int procs_dfd, int (*freeze)(struct cgroup *, bool));
+
+/* v1.c */
+int cg_v1_apply(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err);
+int cg_v1_kill(struct cgroup *cg);
+void cg_v1_stats(struct cgroup *cg, struct cgroup_stats *st);
+
+/* v2.c */
+int cg_v2_apply(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err);
+int cg_v2_kill(struct cgroup *cg);
+void cg_v2_stats(struct cgroup *cg, struct cgroup_stats *st);
+
+#endif
