@@ -13,8 +13,16 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <linux/capability.h>
 #include <linux/mount.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
 #include <net/if.h>
 #include <signal.h>
 #include <string.h>
@@ -119,6 +127,24 @@ do_op(const struct jail_op *op)
 		return 0;
 	}
 	case JAIL_OP_BIND:
+		if (op->flags & JAIL_OPF_HOSTPATH) {
+			/* a private copy of the host tree opened before the new
+			 * root, with its attributes, moved into place */
+			int tree = (int)syscall(SYS_open_tree, op->fd, "",
+						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+							((op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE
+											  : 0));
+			if (tree < 0)
+				return -errno;
+			struct mount_attr ta = {.attr_set = op->attr};
+			int rc = 0;
+			if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ta) < 0 ||
+			    syscall(SYS_move_mount, tree, "", AT_FDCWD, op->path,
+				    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				rc = -errno;
+			close(tree);
+			return rc;
+		}
 		if (mount(op->src, op->path, NULL,
 			  MS_BIND | ((op->flags & JAIL_OPF_RECURSIVE) ? MS_REC : 0), NULL) < 0)
 			return -errno;
@@ -276,9 +302,25 @@ exec_main(struct jail_plan *plan)
 	_exit(err == ENOENT ? 127 : 126);
 }
 
+/* 1b. Join the sandbox's cgroup on v1 by writing "0" (this thread) to
+ * each hierarchy's tasks file.  Moving oneself, single-threaded, skips the
+ * global cgroup_threadgroup_rwsem write lock (cgroup_procs_write_start's
+ * pid == 0 case), whose RCU grace period makes a supervisor-side write of
+ * the pid cost ~10 ms.  v2 needs none of this: clone3 CLONE_INTO_CGROUP. */
+static void
+join_cgroup(const struct jail_plan *plan)
+{
+	for (int i = 0; i < plan->ncgroup_fds; i++) {
+		if (write(plan->cgroup_fds[i], "0", 1) != 1)
+			fail(plan, JAIL_STEP_1B_CGROUP, errno);
+		close(plan->cgroup_fds[i]);
+	}
+}
+
 __attribute__((noreturn)) void
 jail_process_main(struct jail_plan *plan)
 {
+	join_cgroup(plan);
 	/* Die with warden: the supervisor holds the other end of sync_fd, so
 	 * a parent that died before the prctl is seen too (getppid changes). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -335,12 +377,19 @@ jail_pid1_main(struct jail_plan *plan)
 	if (plan->wipe_end > plan->wipe_start)
 		memset((void *)plan->wipe_start, 0, plan->wipe_end - plan->wipe_start);
 	prctl(PR_SET_NAME, "warden-init", 0, 0, 0);
+	join_cgroup(plan);
 
 	/* 2. Wait until the supervisor has written uid_map/gid_map
 	 * (SYNC_MAPS_WRITTEN).  EOF means warden died before that. */
 	struct jail_msg m;
 	if (recv(plan->sync_fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m) || m.kind != JAIL_MSG_GO)
 		_exit(125);
+
+	/* 2a. Now that we sit in the sandbox's cgroup, a cgroup namespace
+	 * rooted there: /proc/self/cgroup shows "/", not warden's layout.
+	 * (Not a clone flag: on v1 the cgroup is joined only after clone.) */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		fail(plan, JAIL_STEP_2_MAPS, errno);
 
 	/* 2b. Root mode: we are still host uid 0 (unmapped here) with the
 	 * namespace's capabilities.  Drop the caller's supplementary groups
@@ -362,11 +411,28 @@ jail_pid1_main(struct jail_plan *plan)
 	 * namespace, so the kernel already turned every shared mount into a
 	 * slave (CL_SHARED_TO_SLAVE): nothing below propagates to the host. */
 	for (int i = 0; i < plan->nops; i++) {
+		/* host sources first, while the host tree is still in view */
+		struct jail_op *op = &plan->ops[i];
+		if (op->kind == JAIL_OP_BIND && (op->flags & JAIL_OPF_HOSTPATH)) {
+			op->fd = open(op->src, O_PATH | O_CLOEXEC);
+			if (op->fd < 0) {
+				jail_report(plan->sync_fd, JAIL_MSG_ERROR, JAIL_STEP_3B_MOUNTS,
+					    errno, i + 1);
+				_exit(125);
+			}
+		}
+	}
+	for (int i = 0; i < plan->nops; i++) {
 		const struct jail_op *op = &plan->ops[i];
 		rc = do_op(op);
-		if (rc < 0 && !((op->flags & JAIL_OPF_OPTIONAL) && rc == -ENOENT))
-			fail(plan, i == 0 ? JAIL_STEP_3A_ROOT : JAIL_STEP_3B_MOUNTS, -rc);
-		if (op->kind == JAIL_OP_MOVE || op->kind == JAIL_OP_COPY)
+		if (rc < 0 && !((op->flags & JAIL_OPF_OPTIONAL) && rc == -ENOENT)) {
+			/* status carries the operation's index + 1, so the
+			 * supervisor can name the path */
+			jail_report(plan->sync_fd, JAIL_MSG_ERROR,
+				    i == 0 ? JAIL_STEP_3A_ROOT : JAIL_STEP_3B_MOUNTS, -rc, i + 1);
+			_exit(125);
+		}
+		if (op->fd >= 0)
 			close(op->fd);
 	}
 	if (sethostname("sandbox", 7) < 0)

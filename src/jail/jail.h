@@ -20,6 +20,7 @@
 enum jail_step {
 	JAIL_STEP_NONE = 0,
 	JAIL_STEP_1_CLONE,         /* 1: clone3 into new namespaces */
+	JAIL_STEP_1B_CGROUP,       /* 1b: join the sandbox's cgroup (v1) */
 	JAIL_STEP_2_MAPS,          /* 2: uid/gid maps written by the supervisor */
 	JAIL_STEP_2B_IDS,          /* 2b: drop supplementary groups, become uid 1000 */
 	JAIL_STEP_3A_ROOT,         /* 3a: fresh tmpfs root */
@@ -48,7 +49,7 @@ enum jail_op_kind {
 	JAIL_OP_SYMLINK,   /* data -> path */
 	JAIL_OP_WRITE,     /* write data (len) to new file path, mode 0644 */
 	JAIL_OP_COPY,      /* copy fd into new file path, mode 0644 */
-	JAIL_OP_BIND,      /* bind src (usually /proc/self/fd/N) on path */
+	JAIL_OP_BIND,      /* bind src on path (HOSTPATH: a host path, cloned with attr) */
 	JAIL_OP_MOVE,      /* move the detached mount tree fd onto path */
 	JAIL_OP_MOUNT,     /* mount fstype (src) on path with flags and data */
 	JAIL_OP_SETATTR,   /* mount_setattr(path, attr_set, recursive?) */
@@ -57,6 +58,7 @@ enum jail_op_kind {
 
 #define JAIL_OPF_RECURSIVE 0x1 /* AT_RECURSIVE / MS_REC */
 #define JAIL_OPF_OPTIONAL 0x2  /* skip when the path does not exist */
+#define JAIL_OPF_HOSTPATH 0x4  /* BIND: src is a host path, opened before the new root */
 
 struct jail_op {
 	enum jail_op_kind kind;
@@ -69,6 +71,8 @@ struct jail_op {
 	unsigned long mflags;  /* mount(2) flags */
 	uint64_t attr;         /* MOUNT_ATTR_* for SETATTR */
 };
+
+const char *jail_op_name(enum jail_op_kind kind);
 
 /* Records on the sync socket (SOCK_SEQPACKET, one record per message). */
 enum jail_msg_kind {
@@ -93,6 +97,8 @@ struct jail_plan {
 	int sync_fd;               /* child's end of the sync socket */
 	int stdin_fd, stdout_fd, stderr_fd; /* for the command; stdin -1: /dev/null */
 	int devnull_fd;            /* host /dev/null, read-write */
+	int cgroup_fds[8];         /* v1: each hierarchy's "tasks" file, write-only */
+	int ncgroup_fds;
 
 	/* container: the mount plan */
 	struct jail_op ops[JAIL_MAX_OPS];

@@ -38,6 +38,7 @@ static const char *const jail_path_dirs[] = {
 static const char *const step_names[JAIL_STEP_COUNT] = {
 	[JAIL_STEP_NONE] = "none",
 	[JAIL_STEP_1_CLONE] = "1 clone namespaces",
+	[JAIL_STEP_1B_CGROUP] = "1b join cgroup",
 	[JAIL_STEP_2_MAPS] = "2 uid/gid maps",
 	[JAIL_STEP_2B_IDS] = "2b drop groups and switch ids",
 	[JAIL_STEP_3A_ROOT] = "3a tmpfs root",
@@ -63,6 +64,18 @@ jail_step_name(int step)
 	if (step < 0 || step >= JAIL_STEP_COUNT || !step_names[step])
 		return "?";
 	return step_names[step];
+}
+
+const char *
+jail_op_name(enum jail_op_kind kind)
+{
+	static const char *const names[] = {
+		[JAIL_OP_MKDIR] = "mkdir", [JAIL_OP_MKFILE] = "create", [JAIL_OP_SYMLINK] = "symlink",
+		[JAIL_OP_WRITE] = "write", [JAIL_OP_COPY] = "copy",	[JAIL_OP_BIND] = "bind",
+		[JAIL_OP_MOVE] = "move mount", [JAIL_OP_MOUNT] = "mount", [JAIL_OP_SETATTR] = "setattr",
+		[JAIL_OP_MASK] = "mask",
+	};
+	return (unsigned)kind < WD_ARRAY_SIZE(names) ? names[kind] : "?";
 }
 
 /* ---- storage owned by the prep ---- */
@@ -257,6 +270,50 @@ plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 	return 0;
 }
 
+/* Bind host path src at dst (a path under the new root), read-only unless
+ * rw.  A bind source must be a mount of the namespace doing the bind
+ * (do_loopback's check_mnt), and an fd opened here points into the
+ * supervisor's namespace, not the child's copy, so:
+ *  - as root, the supervisor clones the tree itself (open_tree with
+ *    OPEN_TREE_CLONE), sets its attributes (read-only, nosuid, nodev, or an
+ *    idmapping for rw binds) and the child only moves it into place: the
+ *    kernel accepts a detached tree from another namespace;
+ *  - unprivileged, open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN over our
+ *    mount namespace, so the child opens src in its own copy of the host
+ *    tree (before the new root hides anything) and clones it there; its
+ *    access is the caller's own. */
+static int
+add_host_bind(struct jail_prep *p, const char *what, const char *src, const char *dst, bool rw,
+	      struct wd_err *err)
+{
+	struct jail_op *op;
+	if (!p->plan.root_mode) {
+		op = ADD_OP(p, JAIL_OP_BIND, dst);
+		op->src = src;
+		op->flags = JAIL_OPF_HOSTPATH | JAIL_OPF_RECURSIVE;
+		op->attr = rw ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+			      : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		return 0;
+	}
+	int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0) {
+		int rc = wd_err_sys(err, errno, "%s '%s'", what, src);
+		if (errno == ENOENT || errno == ENOTDIR || errno == EACCES)
+			err->code = WD_E_INVAL;
+		return rc;
+	}
+	keep_fd(p, tree);
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	if (!rw)
+		a.attr_set |= MOUNT_ATTR_RDONLY;
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
+		return wd_err_sys(err, errno, "%s '%s': mount_setattr", what, src);
+	op = ADD_OP(p, JAIL_OP_MOVE, dst);
+	op->fd = tree;
+	return 0;
+}
+
 static int
 plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 {
@@ -278,6 +335,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	const char *top[] = {"usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(top); i++) {
 		char host[64];
+		struct stat st;
 		snprintf(host, sizeof(host), "/%s", top[i]);
 		ssize_t n = readlink(host, buf, sizeof(buf) - 1);
 		if (n > 0) {
@@ -286,15 +344,13 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			op->data = fmt(p, "%s", buf);
 			continue;
 		}
-		int fd = host_open(host, O_PATH | O_DIRECTORY);
-		if (fd < 0)
+		if (stat(host, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue; /* no /lib32 on this host: nothing to show */
-		keep_fd(p, fd);
-		ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/%s", R, top[i]));
-		op = ADD_OP(p, JAIL_OP_BIND, fmt(p, "%s/%s", R, top[i]));
-		op->src = fmt(p, "/proc/self/fd/%d", fd);
-		op->flags = JAIL_OPF_RECURSIVE;
-		op->mflags = MS_RDONLY;
+		const char *dst = fmt(p, "%s/%s", R, top[i]);
+		ADD_OP(p, JAIL_OP_MKDIR, dst);
+		if ((rc = add_host_bind(p, "system directory", fmt(p, "%s", host), dst, false,
+					err)) < 0)
+			return rc;
 	}
 
 	/* A curated /etc: synthetic identity files, a few copies, two dirs. */
@@ -326,77 +382,61 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		if (fd < 0)
 			continue;
 		op = ADD_OP(p, JAIL_OP_COPY, fmt(p, "%s/etc/%s", R, etc_copies[i]));
-		op->fd = fd; /* closed by the child after the copy, and by us */
+		op->fd = fd; /* the child closes its copy after the copy, we ours */
 		keep_fd(p, fd);
 	}
 	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_dirs); i++) {
+		struct stat st;
 		snprintf(buf, sizeof(buf), "/etc/%s", etc_dirs[i]);
-		int fd = host_open(buf, O_PATH | O_DIRECTORY | O_NOFOLLOW);
-		if (fd < 0)
+		if (lstat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
-		keep_fd(p, fd);
-		ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/etc/%s", R, etc_dirs[i]));
-		op = ADD_OP(p, JAIL_OP_BIND, fmt(p, "%s/etc/%s", R, etc_dirs[i]));
-		op->src = fmt(p, "/proc/self/fd/%d", fd);
-		op->mflags = MS_RDONLY;
+		const char *dst = fmt(p, "%s/etc/%s", R, etc_dirs[i]);
+		ADD_OP(p, JAIL_OP_MKDIR, dst);
+		if ((rc = add_host_bind(p, "/etc directory", fmt(p, "%s", buf), dst, false, err)) <
+		    0)
+			return rc;
 	}
 
-	/* The workspace, read-write.  As root, an idmapped mount so the
-	 * sandbox user (host nobody) owns it and its creations belong to the
-	 * workspace's owner on the host. */
+	/* The workspace, read-write, then /tmp, then the extra binds.  As
+	 * root the workspace (and rw binds) are idmapped so the sandbox user
+	 * (host nobody) owns them and its creations belong to the owner on
+	 * the host. */
 	int userns = -1;
 	uid_t cu = 0;
 	gid_t cg = 0;
-	struct {
-		const char *src, *dst;
-		bool rw;
-	} binds[1 + 64];
-	size_t nb = 0;
-	binds[nb].src = cfg->workspace;
-	binds[nb].dst = "/workspace";
-	binds[nb++].rw = true;
-	if (cfg->nbinds > 64)
-		return wd_err_set(err, WD_E_INVAL, "too many --bind/--ro-bind (limit 64)");
-	for (size_t i = 0; i < cfg->nbinds; i++) {
-		binds[nb].src = cfg->binds[i].src;
-		binds[nb].dst = cfg->binds[i].dst;
-		binds[nb++].rw = cfg->binds[i].rw;
-	}
-	for (size_t i = 0; i < nb; i++) {
+	for (size_t i = 0; i <= cfg->nbinds; i++) {
+		const char *src = i == 0 ? cfg->workspace : cfg->binds[i - 1].src;
+		const char *jdst = i == 0 ? "/workspace" : cfg->binds[i - 1].dst;
+		bool rw = i == 0 ? true : cfg->binds[i - 1].rw;
+		const char *what = i == 0 ? "workspace" : (rw ? "--bind" : "--ro-bind");
+		struct stat st;
+		if (stat(src, &st) < 0) {
+			rc = wd_err_sys(err, errno, "%s source '%s'", what, src);
+			err->code = WD_E_INVAL;
+			goto fail;
+		}
+		if (i == 0 && !S_ISDIR(st.st_mode)) {
+			rc = wd_err_set(err, WD_E_INVAL, "workspace '%s' is not a directory", src);
+			goto fail;
+		}
 		/* /tmp right after the workspace: before the extra binds, so
 		 * one may land in it. */
 		if (i == 1 && (rc = plan_tmp(p, cfg, err)) < 0)
 			goto fail;
-		const char *what = i == 0 ? "workspace" : (binds[i].rw ? "--bind" : "--ro-bind");
-		int fd = host_open(binds[i].src, O_PATH);
-		if (fd < 0) {
-			rc = wd_err_sys(err, errno, "%s source '%s'", what, binds[i].src);
-			if (err)
-				err->code = WD_E_INVAL;
-			goto fail;
-		}
-		keep_fd(p, fd);
-		struct stat st;
-		if (fstat(fd, &st) < 0) {
-			rc = wd_err_sys(err, errno, "%s source '%s'", what, binds[i].src);
-			goto fail;
-		}
-		if (i == 0 && !S_ISDIR(st.st_mode)) {
-			rc = wd_err_set(err, WD_E_INVAL, "workspace '%s' is not a directory",
-					binds[i].src);
-			goto fail;
-		}
 		/* mount points on the way to dst: mkdir -p on the tmpfs root */
-		char *dst = wd_xasprintf("%s%s", R, binds[i].dst);
-		keep(p, dst);
-		for (char *s = dst + strlen(R) + 1; (s = strchr(s, '/')); s++) {
-			*s = '\0';
+		char *dst = sdup(p, "%s%s", R, jdst);
+		for (char *c = dst + strlen(R) + 1; (c = strchr(c, '/')); c++) {
+			*c = '\0';
 			ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s", dst));
-			*s = '/';
+			*c = '/';
 		}
 		ADD_OP(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
-		if (binds[i].rw && pl->root_mode && S_ISDIR(st.st_mode)) {
-			int tree = idmapped_tree(fd, &st, &userns, &cu, &cg, err);
+		if (rw && pl->root_mode && S_ISDIR(st.st_mode)) {
+			int dfd = host_open(src, O_PATH | O_DIRECTORY);
+			int tree = dfd < 0 ? -errno
+					   : idmapped_tree(dfd, &st, &userns, &cu, &cg, err);
+			if (dfd >= 0)
+				close(dfd);
 			if (tree >= 0) {
 				op = ADD_OP(p, JAIL_OP_MOVE, dst);
 				op->fd = keep_fd(p, tree);
@@ -405,61 +445,24 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 				continue;
 			}
 			if (tree != -EINVAL && tree != -ENOSYS && tree != -EPERM) {
-				rc = wd_err_sys(err, -tree, "idmap %s '%s'", what, binds[i].src);
+				rc = wd_err_sys(err, -tree, "idmap %s '%s'", what, src);
 				goto fail;
 			}
 			/* This filesystem cannot be idmapped (or the kernel
 			 * lacks it): bind it plainly.  The sandbox user then
 			 * sees files owned by nobody and may lack write access;
-			 * --json reports idmap false. */
-			wd_log(WD_LOG_WARN, "%s '%s' cannot be idmapped (%s); bound without",
-			       what, binds[i].src, strerror(-tree));
+			 * --json reports idmapped_workspace false. */
+			wd_log(WD_LOG_WARN, "%s '%s' cannot be idmapped (%s); bound without", what,
+			       src, strerror(-tree));
 		}
-		op = ADD_OP(p, JAIL_OP_BIND, dst);
-		op->src = fmt(p, "/proc/self/fd/%d", fd);
-		op->flags = JAIL_OPF_RECURSIVE;
-		op->mflags = binds[i].rw ? 0 : MS_RDONLY;
+		if ((rc = add_host_bind(p, what, src, dst, rw, err)) < 0)
+			goto fail;
 	}
 	if (userns >= 0)
 		close(userns);
 	userns = -1;
-	if (nb == 1 && (rc = plan_tmp(p, cfg, err)) < 0)
+	if (cfg->nbinds == 0 && (rc = plan_tmp(p, cfg, err)) < 0)
 		return rc;
-
-	/* /proc: a fresh instance for the new pid namespace, then what Docker
-	 * and runc hide: kernel memory and keys, sysrq, scheduler and timer
-	 * internals masked; kernel tunables read-only. */
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/proc", R));
-	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/proc", R));
-	op->src = "proc";
-	op->mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-	int devnull = keep_fd(p, host_open("/dev/null", O_PATH));
-	if (devnull < 0)
-		return wd_err_sys(err, errno, "open /dev/null");
-	const char *devnull_src = fmt(p, "/proc/self/fd/%d", devnull);
-	const char *masked_files[] = {"kcore",	 "sysrq-trigger", "timer_list", "sched_debug",
-				      "keys",	 "latency_stats", "kmsg",	"kallsyms",
-				      "kpageflags", "kpagecount", "kpagecgroup", "config.gz"};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_files); i++) {
-		op = ADD_OP(p, JAIL_OP_MASK, fmt(p, "%s/proc/%s", R, masked_files[i]));
-		op->src = devnull_src;
-		op->flags = JAIL_OPF_OPTIONAL;
-	}
-	/* an empty, read-only directory to hide /proc/acpi and friends */
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/.empty", R));
-	const char *masked_dirs[] = {"acpi", "scsi", "asound", "firmware"};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_dirs); i++) {
-		op = ADD_OP(p, JAIL_OP_MASK, fmt(p, "%s/proc/%s", R, masked_dirs[i]));
-		op->src = fmt(p, "%s/.empty", R);
-		op->flags = JAIL_OPF_OPTIONAL;
-	}
-	const char *ro_dirs[] = {"sys", "bus", "fs", "irq"};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(ro_dirs); i++) {
-		const char *d = fmt(p, "%s/proc/%s", R, ro_dirs[i]);
-		op = ADD_OP(p, JAIL_OP_MASK, d); /* bind onto itself, then read-only */
-		op->src = d;
-		op->flags = JAIL_OPF_OPTIONAL;
-	}
 
 	/* /dev: a small tmpfs with the six harmless devices bound from the
 	 * host, a private devpts instance, shm, and the fd links. */
@@ -470,13 +473,26 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op->data = "mode=0755,size=64k";
 	const char *devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(devs); i++) {
-		snprintf(buf, sizeof(buf), "/dev/%s", devs[i]);
-		int fd = keep_fd(p, host_open(buf, O_PATH));
-		if (fd < 0)
-			continue;
-		ADD_OP(p, JAIL_OP_MKFILE, fmt(p, "%s/dev/%s", R, devs[i]));
-		op = ADD_OP(p, JAIL_OP_BIND, fmt(p, "%s/dev/%s", R, devs[i]));
-		op->src = fmt(p, "/proc/self/fd/%d", fd);
+		const char *dst = fmt(p, "%s/dev/%s", R, devs[i]);
+		ADD_OP(p, JAIL_OP_MKFILE, dst);
+		/* device nodes keep working: the bind keeps the host mount's
+		 * (dev-allowing) flags; only nosuid is added */
+		op = ADD_OP(p, JAIL_OP_BIND, dst);
+		op->src = fmt(p, "/dev/%s", devs[i]);
+		op->flags = JAIL_OPF_HOSTPATH;
+		op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+		if (pl->root_mode) {
+			int tree = (int)syscall(SYS_open_tree, AT_FDCWD, op->src,
+						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+			if (tree < 0)
+				return wd_err_sys(err, errno, "open_tree %s", op->src);
+			keep_fd(p, tree);
+			struct mount_attr a = {.attr_set = op->attr};
+			if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+				return wd_err_sys(err, errno, "mount_setattr %s", op->src);
+			op->kind = JAIL_OP_MOVE;
+			op->fd = tree;
+		}
 	}
 	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/dev/pts", R));
 	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/dev/pts", R));
@@ -485,10 +501,12 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op->data = "newinstance,ptmxmode=0666,mode=0620";
 	const struct {
 		const char *name, *target;
-	} links[] = {{"ptmx", "pts/ptmx"},	     {"fd", "/proc/self/fd"},
-		     {"stdin", "/proc/self/fd/0"},  {"stdout", "/proc/self/fd/1"},
-		     {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"}};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(links) - 1; i++) {
+	} links[] = {{"ptmx", "pts/ptmx"},
+		     {"fd", "/proc/self/fd"},
+		     {"stdin", "/proc/self/fd/0"},
+		     {"stdout", "/proc/self/fd/1"},
+		     {"stderr", "/proc/self/fd/2"}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(links); i++) {
 		op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/dev/%s", R, links[i].name));
 		op->data = links[i].target;
 	}
@@ -497,10 +515,43 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op->src = "tmpfs";
 	op->mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
 	op->data = fmt(p, "mode=1777,size=%llu", (unsigned long long)(cfg->tmp_bytes / 2));
+
+	/* /proc: a fresh instance for the new pid namespace, then what Docker
+	 * and runc hide: kernel memory and keys, sysrq, scheduler and timer
+	 * internals masked with /dev/null; kernel tunables read-only. */
+	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/proc", R));
+	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/proc", R));
+	op->src = "proc";
+	op->mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	const char *devnull = fmt(p, "%s/dev/null", R);
+	const char *masked_files[] = {"kcore",	    "sysrq-trigger", "timer_list", "sched_debug",
+				      "keys",	    "latency_stats", "kmsg",	   "kallsyms",
+				      "kpageflags", "kpagecount",    "kpagecgroup", "config.gz"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_files); i++) {
+		op = ADD_OP(p, JAIL_OP_MASK, fmt(p, "%s/proc/%s", R, masked_files[i]));
+		op->src = devnull;
+		op->flags = JAIL_OPF_OPTIONAL;
+	}
+	/* an empty, read-only directory to hide /proc/acpi and friends */
+	const char *empty = fmt(p, "%s/.empty", R);
+	ADD_OP(p, JAIL_OP_MKDIR, empty);
+	const char *masked_dirs[] = {"acpi", "scsi", "asound", "firmware"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_dirs); i++) {
+		op = ADD_OP(p, JAIL_OP_MASK, fmt(p, "%s/proc/%s", R, masked_dirs[i]));
+		op->src = empty;
+		op->flags = JAIL_OPF_OPTIONAL;
+	}
+	const char *ro_dirs[] = {"sys", "bus", "fs", "irq"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ro_dirs); i++) {
+		const char *d = fmt(p, "%s/proc/%s", R, ro_dirs[i]);
+		op = ADD_OP(p, JAIL_OP_MASK, d); /* bind onto itself, then read-only */
+		op->src = d;
+		op->flags = JAIL_OPF_OPTIONAL;
+	}
+
 	/* /dev itself read-only: nothing new can appear beside the devices */
 	op = ADD_OP(p, JAIL_OP_SETATTR, fmt(p, "%s/dev", R));
 	op->attr = MOUNT_ATTR_RDONLY;
-	/* the mount plan ends with the empty mask dir read-only via "/" */
 	return 0;
 fail:
 	if (userns >= 0)
@@ -647,7 +698,7 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	const char **rw = wd_xcalloc(cfg->nbinds + 5, sizeof(char *));
 	keep(p, (char *)rw);
 	size_t nrw = 0;
-	rw[nrw++] = cfg->container ? "/workspace" : cfg->workspace;
+	rw[nrw++] = cfg->container ? "/workspace" : sdup(p, "%s", cfg->workspace);
 	rw[nrw++] = "/tmp";
 	rw[nrw++] = "/dev/shm";
 	for (size_t i = 0; i < cfg->nbinds; i++)
@@ -698,7 +749,7 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 			rc = wd_err_sys(err, errno, "workspace '%s'", cfg->workspace);
 			goto fail;
 		}
-		pl->cwd = cfg->workspace;
+		pl->cwd = sdup(p, "%s", cfg->workspace);
 		if (pl->root_mode) {
 			/* No user namespace to hide root in: run as the
 			 * workspace's owner, or nobody when that is root. */
@@ -728,6 +779,9 @@ jail_prep_free(struct jail_prep *p)
 		return;
 	for (int i = 0; i < p->nfds; i++)
 		close(p->fds[i]);
+	for (int i = 0; i < p->plan.ncgroup_fds; i++)
+		if (p->plan.cgroup_fds[i] >= 0)
+			close(p->plan.cgroup_fds[i]);
 	for (size_t i = 0; i < p->nstrings; i++)
 		free(p->strings[i]);
 	free(p->strings);

@@ -72,11 +72,17 @@ capture_omitted(const struct capture *c)
 }
 
 char *
-capture_marker(int stream, uint64_t omitted)
+capture_marker(int stream, uint64_t omitted, bool at_line_start)
 {
-	return wd_xasprintf("\n[warden: %" PRIu64 " bytes omitted from %s; narrow the command: "
+	return wd_xasprintf("%s[warden: %" PRIu64 " bytes omitted from %s; narrow the command: "
 			    "grep for what you need, use head or tail, or read a smaller file]\n",
-			    omitted, stream == 2 ? "stderr" : "stdout");
+			    at_line_start ? "" : "\n", omitted, stream == 2 ? "stderr" : "stdout");
+}
+
+static bool
+head_ends_line(const struct capture *c)
+{
+	return c->head_len == 0 || c->head[c->head_len - 1] == '\n';
 }
 
 static size_t
@@ -94,7 +100,7 @@ char *
 capture_window(const struct capture *c, size_t *len)
 {
 	uint64_t om = capture_omitted(c);
-	char *marker = om ? capture_marker(c->stream, om) : NULL;
+	char *marker = om ? capture_marker(c->stream, om, head_ends_line(c)) : NULL;
 	size_t ml = marker ? strlen(marker) : 0;
 	char *w = wd_xmalloc(c->head_len + ml + c->ring_len + 1);
 	memcpy(w, c->head, c->head_len);
@@ -114,7 +120,7 @@ capture_flush(struct capture *c)
 		return;
 	uint64_t om = capture_omitted(c);
 	if (om) {
-		char *m = capture_marker(c->stream, om);
+		char *m = capture_marker(c->stream, om, head_ends_line(c));
 		(void)wd_write_all(c->stream_fd, m, strlen(m));
 		free(m);
 	}

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -136,7 +137,7 @@ struct sup {
 	int exec_errno;
 	int got_exit;      /* pid 1 reported the command's wait status */
 	int cmd_status;    /* raw wait status */
-	int setup_step, setup_errno;
+	int setup_step, setup_errno, setup_op;
 	int killed_by;     /* signal warden received and acted on */
 	siginfo_t info;
 	struct rusage ru;
@@ -196,6 +197,7 @@ read_sync(struct sup *s)
 			if (!s->setup_step) {
 				s->setup_step = m.step;
 				s->setup_errno = m.err;
+				s->setup_op = m.status;
 			}
 			break;
 		default:
@@ -366,6 +368,23 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 		}
 	}
 
+	/* v1: the child joins its cgroup itself (see join_cgroup in
+	 * jail/child.c); it gets the tasks files open for writing. */
+	if (s.cg && cgroup_dirfd(s.cg) < 0) {
+		const char *const *dirs = cgroup_dirs(s.cg);
+		struct jail_plan *pl = &prep->plan;
+		for (int i = 0; dirs[i] && i < (int)WD_ARRAY_SIZE(pl->cgroup_fds); i++) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/tasks", dirs[i]);
+			int fd = open(path, O_WRONLY | O_CLOEXEC);
+			if (fd < 0) {
+				rc = wd_err_sys(err, errno, "open %s", path);
+				goto out;
+			}
+			pl->cgroup_fds[pl->ncgroup_fds++] = fd;
+		}
+	}
+
 	/* Signals that end warden end the sandbox first (read via signalfd). */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -419,9 +438,11 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	s.err_r = errp[0];
 	outp[0] = errp[0] = -1;
 
-	/* 2. Cgroup (v1: attach now; the child waits for GO), then the maps. */
-	if (s.cg && cgroup_dirfd(s.cg) < 0 && (rc = cgroup_attach(s.cg, pid, err)) < 0)
-		goto out_kill;
+	for (int i = 0; i < prep->plan.ncgroup_fds; i++)
+		wd_close_reset(&prep->plan.cgroup_fds[i]);
+	prep->plan.ncgroup_fds = 0;
+
+	/* 2. The maps, then SYNC_MAPS_WRITTEN. */
 	if (container && (rc = jail_write_maps(prep, pid, err)) < 0) {
 		err->step = JAIL_STEP_2_MAPS;
 		goto out_kill;
@@ -487,7 +508,15 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	}
 	if (s.setup_step && !s.exec_failed) {
 		/* the jail could not be built: warden's own failure */
-		rc = wd_err_sys(err, s.setup_errno, "jail step %s", jail_step_name(s.setup_step));
+		const struct jail_plan *pl = &prep->plan;
+		if (s.setup_op > 0 && s.setup_op <= pl->nops)
+			rc = wd_err_sys(err, s.setup_errno, "jail step %s: %s %s",
+					jail_step_name(s.setup_step),
+					jail_op_name(pl->ops[s.setup_op - 1].kind),
+					pl->ops[s.setup_op - 1].path);
+		else
+			rc = wd_err_sys(err, s.setup_errno, "jail step %s",
+					jail_step_name(s.setup_step));
 		err->step = s.setup_step;
 		wd_result_free(r);
 		goto out_cleanup;

@@ -48,8 +48,9 @@ uint64_t capture_omitted(const struct capture *c);
 char *capture_window(const struct capture *c, size_t *len);
 /* Stream what is still unstreamed (marker + tail) to stream_fd. */
 void capture_flush(struct capture *c);
-/* The marker line for n omitted bytes (a new string). */
-char *capture_marker(int stream, uint64_t omitted);
+/* The marker line for n omitted bytes (a new string), with a leading
+ * newline unless the kept head ends a line. */
+char *capture_marker(int stream, uint64_t omitted, bool at_line_start);
 
 struct wd_result {
 	int status;
