@@ -220,6 +220,18 @@ loopback_up(void)
 	return rc;
 }
 
+/* A change of uid or gid clears the parent-death signal (prctl(2)), so
+ * arm it again, then make sure the supervisor did not die in between: its
+ * end of the sync socket closing reads as EOF here. */
+static void
+rearm_pdeathsig(const struct jail_plan *plan)
+{
+	char c;
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (recv(plan->sync_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+		_exit(125);
+}
+
 /* The command's process, common to both levels.  Order matters: */
 __attribute__((noreturn)) static void
 exec_main(struct jail_plan *plan)
@@ -260,6 +272,7 @@ exec_main(struct jail_plan *plan)
 								 plan->run_gid) < 0 ||
 			    setresuid(plan->run_uid, plan->run_uid, plan->run_uid) < 0)
 				fail(plan, JAIL_STEP_2B_IDS, errno);
+			rearm_pdeathsig(plan);
 		}
 		if ((rc = drop_caps(plan->last_cap)) < 0)
 			fail(plan, JAIL_STEP_6D_CAPS, -rc);
@@ -404,6 +417,7 @@ jail_pid1_main(struct jail_plan *plan)
 			fail(plan, JAIL_STEP_2B_IDS, errno);
 		if (setresgid(1000, 1000, 1000) < 0 || setresuid(1000, 1000, 1000) < 0)
 			fail(plan, JAIL_STEP_2B_IDS, errno);
+		rearm_pdeathsig(plan);
 	}
 
 	/* 3. The mount plan: tmpfs root, binds, /etc, /workspace, /tmp,
