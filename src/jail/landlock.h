@@ -24,8 +24,14 @@ int jail_landlock_abi(void);
 
 /* Restrict the calling thread.  abi is the value from jail_landlock_abi()
  * (taken in the supervisor before clone).  Paths that do not exist are
- * skipped.  No allocation, no formatting: safe between clone() and execve().
- * Returns 0 or -errno; err gets only code, errno and step. */
+ * skipped; a path that is not a directory gets only the file rights of its
+ * list (execute, read, write, truncate, ioctl_dev).  handle_net takes
+ * effect from ABI 4 and scope from ABI 6; below that they are silently not
+ * enforced, so the caller reports the ABI (or refuses) as its policy says.
+ * Sets NoNewPrivs itself (landlock_restrict_self requires it).  No
+ * allocation, no formatting: safe between clone() and execve().
+ * Returns 0 or -errno (-EOPNOTSUPP when abi <= 0); err gets only code,
+ * errno and step (JAIL_STEP_6F_LANDLOCK). */
 int jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_err *err);
 
 #endif

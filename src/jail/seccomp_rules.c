@@ -213,15 +213,20 @@ resolve(const struct refusal *r)
  * ints included, at the price of refusing some the kernel would truncate to
  * an allowed family: no honest caller passes those).  EPERM like the rest;
  * glibc's one netlink user (getaddrinfo's interface check) treats any
- * failure as "no information" and carries on. */
+ * failure as "no information" and carries on.
+ *
+ * With JAIL_SECCOMP_NO_INET, AF_INET and AF_INET6 go too.  That variant is
+ * for the process level without network: there is no network namespace,
+ * and Landlock fences only TCP bind/connect, so UDP (DNS tunnelling), ping
+ * sockets and raw sockets would otherwise reach the host's network. */
 static int
-add_socket_rules(scmp_filter_ctx ctx, const char *name)
+add_socket_rules(scmp_filter_ctx ctx, const char *name, bool no_inet)
 {
 	int nr = seccomp_syscall_resolve_name(name);
 	if (nr < 0)
 		return 0; /* socketcall architectures: see the bad-arch note below */
 	for (unsigned long fam = 0; fam <= AF_INET6; fam++) {
-		if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6)
+		if (fam == AF_UNIX || (!no_inet && (fam == AF_INET || fam == AF_INET6)))
 			continue;
 		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, fam);
 		int rc = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &c);
@@ -233,8 +238,9 @@ add_socket_rules(scmp_filter_ctx ctx, const char *name)
 }
 
 int
-jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls)
+jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags)
 {
+	const bool no_inet = flags & JAIL_SECCOMP_NO_INET;
 	unsigned count = 0;
 	int rc;
 
@@ -296,9 +302,9 @@ jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls)
 	}
 	count++;
 
-	rc = add_socket_rules(ctx, "socket");
+	rc = add_socket_rules(ctx, "socket", no_inet);
 	if (rc == 0)
-		rc = add_socket_rules(ctx, "socketpair");
+		rc = add_socket_rules(ctx, "socketpair", no_inet);
 	if (rc < 0)
 		goto fail;
 	count += 2;

@@ -17,12 +17,15 @@
  * the prelude, so a syscall added later is off until someone reviews it. */
 #define JAIL_SECCOMP_MAX_NR 469
 
+/* jail_seccomp_build flags */
+#define JAIL_SECCOMP_NO_INET 0x1u /* socket()/socketpair(): AF_UNIX only */
+
 /* Build the libseccomp part of the filter for the native architecture:
  * default ALLOW, the refusals of seccomp_rules.c, bad-arch ERRNO(EPERM).
- * *out is a new context (seccomp_release() it); *nsyscalls gets the number
- * of distinct syscalls carrying a refusal (prelude included).
- * Returns 0 or -errno. */
-int jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls);
+ * flags: JAIL_SECCOMP_*.  *out is a new context (seccomp_release() it);
+ * *nsyscalls gets the number of distinct syscalls carrying a refusal
+ * (prelude included).  Returns 0 or -errno. */
+int jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags);
 
 /* Write the hand-written prelude (personality, the syscall-number ceiling)
  * into buf for audit architecture arch.  Its last instruction falls through

@@ -65,6 +65,8 @@ shared(size_t size)
 /* Fork; in the child, drop the controlling terminal (so vhangup or TIOCSTI
  * could not touch the runner's even if refused wrongly), set NoNewPrivs,
  * load the filter, run body, _exit.  Returns the child's wait status. */
+static const struct sock_fprog *filter = &jail_seccomp_prog;
+
 static int
 in_filtered_child(void (*body)(void *), void *arg)
 {
@@ -74,7 +76,7 @@ in_filtered_child(void (*body)(void *), void *arg)
 		setsid();
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 			_exit(90);
-		if (jail_seccomp_load(&jail_seccomp_prog) < 0)
+		if (jail_seccomp_load(filter) < 0)
 			_exit(91);
 		body(arg);
 		_exit(0);
@@ -253,6 +255,25 @@ Test(jail_seccomp_load, allows_ordinary_calls)
 	check_calls(v, sizeof(v) / sizeof(v[0]));
 }
 
+Test(jail_seccomp_load, nonet_variant_allows_only_unix_sockets)
+{
+	static int sv[2];
+	/* clang-format off */
+	struct call v[] = {
+		CALL(socket, 0, AF_UNIX, SOCK_STREAM, 0),
+		CALL(socketpair, 0, AF_UNIX, SOCK_DGRAM, 0, (long)sv),
+		CALL(socket, EPERM, AF_INET, SOCK_STREAM, 0),
+		CALL(socket, EPERM, AF_INET, SOCK_DGRAM, 0),
+		CALL(socket, EPERM, AF_INET6, SOCK_DGRAM, 0),
+		CALL(socket, EPERM, AF_NETLINK, SOCK_RAW, 0),
+		CALL(mount, EPERM, 0, 0, 0, 0, 0),    /* the rest of the table holds */
+		CALL(unshare, EPERM, 0),
+	};
+	/* clang-format on */
+	filter = &jail_seccomp_prog_nonet;
+	check_calls(v, sizeof(v) / sizeof(v[0]));
+}
+
 static void *
 thread_fn(void *arg)
 {
@@ -351,7 +372,7 @@ export_pfc(void)
 {
 	scmp_filter_ctx ctx;
 	unsigned n = 0;
-	cr_assert_eq(jail_seccomp_build(&ctx, &n), 0);
+	cr_assert_eq(jail_seccomp_build(&ctx, &n, 0), 0);
 	cr_assert_gt(n, 50u);
 	int fd = memfd_create("pfc", 0);
 	cr_assert_geq(fd, 0);
@@ -518,18 +539,44 @@ static const struct sim_case sim_cases[] = {
 };
 /* clang-format on */
 
+static void
+sim(const struct sock_fprog *prog, const struct sim_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_case *c = &cases[i];
+		struct seccomp_data d = { .nr = c->nr, .arch = c->arch };
+		d.args[0] = c->a0;
+		d.args[1] = c->a1;
+		uint32_t got = run_bpf(prog, &d);
+		cr_expect_eq(got, c->want, "%s: got 0x%08x, want 0x%08x", c->what, got, c->want);
+	}
+}
+
+/* clang-format off */
+static const struct sim_case nonet_cases[] = {
+	{ "socket unix", NATIVE_ARCH, SYS_socket, AF_UNIX, 0, ALLOW },
+	{ "socketpair unix", NATIVE_ARCH, SYS_socketpair, AF_UNIX, 0, ALLOW },
+	{ "socket inet", NATIVE_ARCH, SYS_socket, AF_INET, 0, DENY(EPERM) },
+	{ "socket inet6", NATIVE_ARCH, SYS_socket, AF_INET6, 0, DENY(EPERM) },
+	{ "socket netlink", NATIVE_ARCH, SYS_socket, AF_NETLINK, 0, DENY(EPERM) },
+	{ "mount", NATIVE_ARCH, SYS_mount, 0, 0, DENY(EPERM) },
+	{ "getpid", NATIVE_ARCH, SYS_getpid, 0, 0, ALLOW },
+	{ "personality 8", NATIVE_ARCH, SYS_personality, 8, 0, DENY(EPERM) },
+};
+/* clang-format on */
+
+Test(jail_seccomp_prog, nonet_variant_refuses_inet)
+{
+	cr_assert_leq(jail_seccomp_prog_nonet.len, BPF_MAXINSNS);
+	cr_expect_eq(jail_seccomp_nonet_rule_count, jail_seccomp_rule_count);
+	sim(&jail_seccomp_prog_nonet, nonet_cases, sizeof(nonet_cases) / sizeof(nonet_cases[0]));
+}
+
 Test(jail_seccomp_prog, decides_as_the_table_says)
 {
 	cr_assert_gt(jail_seccomp_prog.len, 20);
 	cr_assert_leq(jail_seccomp_prog.len, BPF_MAXINSNS);
 	cr_assert_gt(jail_seccomp_rule_count, 50u);
-	for (size_t i = 0; i < sizeof(sim_cases) / sizeof(sim_cases[0]); i++) {
-		const struct sim_case *c = &sim_cases[i];
-		struct seccomp_data d = { .nr = c->nr, .arch = c->arch };
-		d.args[0] = c->a0;
-		d.args[1] = c->a1;
-		uint32_t got = run_bpf(&jail_seccomp_prog, &d);
-		cr_expect_eq(got, c->want, "%s: got 0x%08x, want 0x%08x", c->what, got, c->want);
-	}
+	sim(&jail_seccomp_prog, sim_cases, sizeof(sim_cases) / sizeof(sim_cases[0]));
 }
 #endif
