@@ -49,8 +49,7 @@ slurp_fd(int fd, size_t *len)
 
 /* libseccomp 2.5.4 has no seccomp_export_bpf_mem (2.6 does): export to a
  * memfd and read it back. */
-static char *
-export(scmp_filter_ctx ctx, int pfc, size_t *len)
+static char *export(scmp_filter_ctx ctx, int pfc, size_t *len)
 {
 	int fd = memfd_create(pfc ? "seccomp-pfc" : "seccomp-bpf", MFD_CLOEXEC);
 	if (fd < 0)
@@ -103,9 +102,10 @@ emit(FILE *f, const char *name, const char *count_name, const char *what,
      const struct sock_filter *prog, size_t n, char *pfc, unsigned nsys)
 {
 	fprintf(f, "/* %s: %s.\n *\n", name, what);
-	fprintf(f, " * %zu instructions: the %zu-instruction prelude (personality,\n"
-		   " * syscalls above %d refused with ENOSYS), then libseccomp's program:\n *\n",
-		n, jail_seccomp_prelude((struct sock_filter[16]){ { 0 } }, 16, 0), JAIL_SECCOMP_MAX_NR);
+	fprintf(f,
+		" * %zu instructions: the %zu-instruction prelude (personality,\n"
+		" * syscalls above %d refused with ENOSYS), then libseccomp's program:\n *\n",
+		n, jail_seccomp_prelude((struct sock_filter[16]){{0}}, 16, 0), JAIL_SECCOMP_MAX_NR);
 	for (char *line = strtok(pfc, "\n"); line; line = strtok(NULL, "\n"))
 		fprintf(f, " *   %s\n", line);
 	fprintf(f, " */\nstatic const struct sock_filter %s_insns[%zu] = {\n", name, n);
@@ -115,11 +115,12 @@ emit(FILE *f, const char *name, const char *count_name, const char *what,
 	fprintf(f, "};\n\n");
 	/* sock_fprog's pointer is not const; the instructions stay in
 	 * read-only memory anyway, the cast goes through uintptr_t. */
-	fprintf(f, "const struct sock_fprog %s = {\n"
-		   "\t.len = %zu,\n"
-		   "\t.filter = (struct sock_filter *)(uintptr_t)%s_insns,\n"
-		   "};\n\n"
-		   "const unsigned %s = %u;\n\n",
+	fprintf(f,
+		"const struct sock_fprog %s = {\n"
+		"\t.len = %zu,\n"
+		"\t.filter = (struct sock_filter *)(uintptr_t)%s_insns,\n"
+		"};\n\n"
+		"const unsigned %s = %u;\n\n",
 		name, n, name, count_name, nsys);
 }
 
@@ -149,8 +150,8 @@ main(int argc, char **argv)
 	emit(f, "jail_seccomp_prog", "jail_seccomp_rule_count", "the jail's filter", prog, n, pfc,
 	     nsys);
 	emit(f, "jail_seccomp_prog_nonet", "jail_seccomp_nonet_rule_count",
-	     "the same, and socket()/socketpair() for AF_UNIX only", prog_nonet, n_nonet,
-	     pfc_nonet, nsys_nonet);
+	     "the same, and socket()/socketpair() for AF_UNIX only", prog_nonet, n_nonet, pfc_nonet,
+	     nsys_nonet);
 	free(pfc);
 	free(pfc_nonet);
 	if (fclose(f) != 0) {

@@ -158,12 +158,13 @@ add_paths(int ruleset, const char *const *list, __u64 rights, struct wd_err *err
 			return wd_err_step(err, JAIL_STEP_6F_LANDLOCK, e);
 		}
 		struct landlock_path_beneath_attr pb = {
-			.allowed_access = S_ISDIR(st.st_mode) ? rights : rights & ACCESS_FILE,
-			.parent_fd = fd,
+		    .allowed_access = S_ISDIR(st.st_mode) ? rights : rights & ACCESS_FILE,
+		    .parent_fd = fd,
 		};
 		long rc = 0;
 		if (pb.allowed_access)
-			rc = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+			rc = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH,
+				     &pb, 0);
 		int e = errno;
 		close(fd);
 		if (rc < 0)
@@ -178,14 +179,14 @@ jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_
 	if (abi <= 0)
 		return wd_err_step(err, JAIL_STEP_6F_LANDLOCK, EOPNOTSUPP);
 
-	struct ruleset_attr attr = { .handled_access_fs = fs_rights_for(abi) };
+	struct ruleset_attr attr = {.handled_access_fs = fs_rights_for(abi)};
 	size_t attr_size = sizeof(attr.handled_access_fs);
 	/* TCP bind and connect (ABI 4).  Handled means denied unless a port
 	 * rule allows it; UDP and other protocols are not covered by Landlock
 	 * (the network namespace and seccomp's family list fence those). */
 	if (rules->handle_net && abi >= 4) {
 		attr.handled_access_net =
-			LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+		    LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
 		attr_size = offsetof(struct ruleset_attr, scoped);
 	}
 	/* Scopes (ABI 6): the domain may not connect to an abstract unix
@@ -209,8 +210,8 @@ jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_
 		rc = add_paths(ruleset, rules->dev_paths, ACCESS_DEV & fs, err);
 	for (size_t i = 0; rc == 0 && attr.handled_access_net && i < rules->nports; i++) {
 		struct landlock_net_port_attr np = {
-			.allowed_access = attr.handled_access_net,
-			.port = rules->ports[i],
+		    .allowed_access = attr.handled_access_net,
+		    .port = rules->ports[i],
 		};
 		if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
 			rc = wd_err_step(err, JAIL_STEP_6F_LANDLOCK, errno);

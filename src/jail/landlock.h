@@ -13,10 +13,10 @@ struct jail_landlock_rules {
 	const char *const *ro_paths;  /* read files, read dirs, execute (NULL-terminated) */
 	const char *const *rw_paths;  /* every filesystem right (NULL-terminated) */
 	const char *const *dev_paths; /* read/write files and ioctl on devices (NULL-terminated) */
-	const uint16_t *ports;        /* TCP ports allowed for bind and connect */
+	const uint16_t *ports;	      /* TCP ports allowed for bind and connect */
 	size_t nports;
-	bool handle_net;  /* fence TCP bind/connect (ABI >= 4) */
-	bool scope;       /* abstract unix sockets and signals (ABI >= 6) */
+	bool handle_net; /* fence TCP bind/connect (ABI >= 4) */
+	bool scope;	 /* abstract unix sockets and signals (ABI >= 6) */
 };
 
 /* The host's Landlock ABI: > 0, or 0 when Landlock is unavailable/disabled. */

@@ -282,10 +282,10 @@ jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags)
 	 * compares (arg & mask) == datum and "any of these bits" is their OR. */
 	for (size_t i = 0; i < sizeof(clone_ns_flags) / sizeof(clone_ns_flags[0]); i++) {
 		struct scmp_arg_cmp c = {
-			.arg = CLONE_FLAGS_ARG,
-			.op = SCMP_CMP_MASKED_EQ,
-			.datum_a = clone_ns_flags[i],
-			.datum_b = clone_ns_flags[i],
+		    .arg = CLONE_FLAGS_ARG,
+		    .op = SCMP_CMP_MASKED_EQ,
+		    .datum_a = clone_ns_flags[i],
+		    .datum_b = clone_ns_flags[i],
 		};
 		rc = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, &c);
 		if (rc < 0)
@@ -295,7 +295,7 @@ jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags)
 
 	for (size_t i = 0; i < sizeof(ioctl_refusals) / sizeof(ioctl_refusals[0]); i++) {
 		struct scmp_arg_cmp c =
-			SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctl_refusals[i].cmd);
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctl_refusals[i].cmd);
 		rc = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &c);
 		if (rc < 0)
 			goto fail;
@@ -355,17 +355,17 @@ jail_seccomp_prelude(struct sock_filter *buf, size_t cap, uint32_t arch)
 				 0;
 #endif
 	const struct sock_filter p[N] = {
-		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, N - 1 - 1),
-		/* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, N - 3 - 1, 0),
-		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, JAIL_SECCOMP_MAX_NR, 10 - 4 - 1, 0),
-		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_personality, 0, N - 5 - 1),
-		/* 6 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg0_lo),
-		/* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PER_LINUX, N - 7 - 1, 0),
-		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, N - 8 - 1, 0),
-		/* 9 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-		/* 10 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+	    /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, N - 1 - 1),
+	    /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, N - 3 - 1, 0),
+	    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, JAIL_SECCOMP_MAX_NR, 10 - 4 - 1, 0),
+	    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_personality, 0, N - 5 - 1),
+	    /* 6 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg0_lo),
+	    /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PER_LINUX, N - 7 - 1, 0),
+	    /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, N - 8 - 1, 0),
+	    /* 9 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+	    /* 10 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
 	};
 	if (cap < N)
 		return 0;

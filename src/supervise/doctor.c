@@ -41,10 +41,8 @@
 #include <ftw.h>
 #include <time.h>
 
-extern char **environ;
-
 enum status { ST_OK, ST_WARN, ST_MISSING };
-static const char *const status_names[] = { "ok", "warn", "missing" };
+static const char *const status_names[] = {"ok", "warn", "missing"};
 
 struct probe {
 	const char *name;
@@ -53,7 +51,9 @@ struct probe {
 	json_t *data; /* structured fields for --json */
 };
 
-WD_PRINTF(2, 3) static void
+static void detail(struct probe *p, const char *fmt, ...) WD_PRINTF(2, 3);
+
+static void
 detail(struct probe *p, const char *fmt, ...)
 {
 	size_t len = strlen(p->detail);
@@ -86,7 +86,6 @@ errname(int e)
 /* A probe child reports through shared memory: fixed slots, no pipes to
  * frame, nothing to parse. */
 struct child_out {
-	int reached; /* last step reached */
 	int err[16]; /* errno per step, 0 = worked */
 	long val[4];
 };
@@ -96,8 +95,8 @@ struct child_out {
 static int
 run_child(void (*fn)(struct child_out *, void *), void *arg, struct child_out *out)
 {
-	struct child_out *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct child_out *sh =
+	    mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		return -1;
 	memset(sh, 0, sizeof(*sh));
@@ -129,7 +128,7 @@ run_child(void (*fn)(struct child_out *, void *), void *arg, struct child_out *o
 			waitpid(pid, &st, 0);
 			break;
 		}
-		nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
+		nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
 	}
 	*out = *sh;
 	munmap(sh, sizeof(*sh));
@@ -167,8 +166,8 @@ map_self(uid_t uid, gid_t gid)
 /* ---------------------------------------------------------- user namespaces */
 
 enum { NS_USER, NS_MAP, NS_MNT, NS_PID, NS_NET, NS_LO, NS_IPC, NS_UTS, NS_CGROUP, NS_COUNT };
-static const char *const ns_names[NS_COUNT] = { "user", "uid_map", "mount", "pid", "net",
-						"loopback", "ipc", "uts", "cgroup" };
+static const char *const ns_names[NS_COUNT] = {"user",	   "uid_map", "mount", "pid",	"net",
+					       "loopback", "ipc",     "uts",   "cgroup"};
 
 static void
 userns_child(struct child_out *o, void *arg)
@@ -187,7 +186,7 @@ userns_child(struct child_out *o, void *arg)
 	if (o->err[NS_NET] == 0) {
 		/* The jail brings loopback up with SIOCSIFFLAGS (step 4). */
 		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		struct ifreq ifr = { .ifr_name = "lo" };
+		struct ifreq ifr = {.ifr_name = "lo"};
 		if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
 			o->err[NS_LO] = errno;
 		} else {
@@ -239,7 +238,8 @@ probe_userns(struct probe *p, bool *container_ok)
 	bool all = true, need = true;
 	for (int i = 0; i < NS_COUNT; i++) {
 		int e = o.err[i];
-		json_object_set_new(ns, ns_names[i], e == 0 ? json_true() : json_string(errname(e)));
+		json_object_set_new(ns, ns_names[i],
+				    e == 0 ? json_true() : json_string(errname(e)));
 		if (e != 0)
 			all = false;
 		/* needed by the container level; ipc/uts/cgroup only harden it */
@@ -286,9 +286,9 @@ static void
 landlock_child(struct child_out *o, void *arg)
 {
 	int abi = *(int *)arg;
-	const char *const ro[] = { "/", NULL };
-	struct jail_landlock_rules rules = { .ro_paths = ro };
-	struct wd_err err = { 0 };
+	const char *const ro[] = {"/", NULL};
+	struct jail_landlock_rules rules = {.ro_paths = ro};
+	struct wd_err err = {0};
 	int rc = jail_landlock_apply(&rules, abi, &err);
 	o->err[0] = rc < 0 ? -rc : 0;
 	if (rc < 0)
@@ -434,7 +434,8 @@ probe_seccomp(struct probe *p, bool *ok)
 	} else {
 		p->st = ST_OK;
 		*ok = true;
-		detail(p, "filter loaded (%u instructions, %u syscalls refused), unshare() -> EPERM",
+		detail(p,
+		       "filter loaded (%u instructions, %u syscalls refused), unshare() -> EPERM",
 		       (unsigned)jail_seccomp_prog.len, jail_seccomp_rule_count);
 		if (o.val[0] != 2)
 			detail(p, "; /proc/self/status Seccomp: %ld", o.val[0]);
@@ -506,8 +507,8 @@ try_mkcgroup(const char *mnt, const char *controller)
 static void
 probe_cgroup(struct probe *p)
 {
-	static const char *const wanted[] = { "memory", "pids", "cpu", "freezer" };
-	char v1_mnt[WD_ARRAY_SIZE(wanted)][256] = { { 0 } };
+	static const char *const wanted[] = {"memory", "pids", "cpu", "freezer"};
+	char v1_mnt[WD_ARRAY_SIZE(wanted)][256] = {{0}};
 	char v2_mnt[256] = "";
 	p->name = "cgroup";
 
@@ -593,7 +594,8 @@ probe_cgroup(struct probe *p)
 		snprintf(path, sizeof(path), "%s/memory.memsw.limit_in_bytes", v1_mnt[0]);
 		swap = exists(path);
 	}
-	json_object_set_new(p->data, "swap_accounting", swap < 0 ? json_null() : json_boolean(swap));
+	json_object_set_new(p->data, "swap_accounting",
+			    swap < 0 ? json_null() : json_boolean(swap));
 
 	int version = v2_ok ? 2 : v1_ok ? 1 : 0;
 	/* Mounted is not usable: try to create (and at once remove) a cgroup
@@ -624,8 +626,7 @@ probe_cgroup(struct probe *p)
 			detail(p, " (no freezer: kill-all loops instead of freezing)");
 		}
 		if (v2_mnt[0])
-			detail(p, "; v2 at %s with %s", v2_mnt,
-			       ctrl[0] ? ctrl : "no controllers");
+			detail(p, "; v2 at %s with %s", v2_mnt, ctrl[0] ? ctrl : "no controllers");
 	} else {
 		p->st = ST_WARN;
 		detail(p, "no usable hierarchy with memory, pids and cpu: --memory, --pids and "
@@ -633,7 +634,8 @@ probe_cgroup(struct probe *p)
 		for (size_t i = 0; i < 3; i++)
 			if (!v1_mnt[i][0] && !(v2_mnt[0] && has_token(ctrl, wanted[i], ' ')))
 				detail(p, "; %s missing%s", wanted[i],
-				       has_token(enabled, wanted[i], '\t') ? "" : " from /proc/cgroups");
+				       has_token(enabled, wanted[i], '\t') ? ""
+									   : " from /proc/cgroups");
 	}
 	if (version && mk) {
 		worsen(p, ST_WARN);
@@ -713,7 +715,7 @@ make_tmp_tree(void)
 		tmp_root[0] = '\0';
 		return errno;
 	}
-	static const char *const sub[] = { "lower", "upper", "work", "merged" };
+	static const char *const sub[] = {"lower", "upper", "work", "merged"};
 	char path[128];
 	for (size_t i = 0; i < WD_ARRAY_SIZE(sub); i++) {
 		snprintf(path, sizeof(path), "%s/%s", tmp_root, sub[i]);
@@ -756,9 +758,9 @@ probe_overlay(struct probe *p, bool userns_ok)
 		return;
 	}
 	p->st = ST_WARN;
-	static const char *const step[] = { "unshare(CLONE_NEWUSER)", "uid map",
-					    "unshare(CLONE_NEWNS)", "making / private",
-					    "mount overlay", "write through the overlay" };
+	static const char *const step[] = {"unshare(CLONE_NEWUSER)", "uid map",
+					   "unshare(CLONE_NEWNS)",   "making / private",
+					   "mount overlay",	     "write through the overlay"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(step); i++)
 		if (rc == 0 && o.err[i] != 0) {
 			detail(p, "%s: %s", step[i], errname(o.err[i] > 0 ? o.err[i] : EIO));
@@ -766,7 +768,8 @@ probe_overlay(struct probe *p, bool userns_ok)
 		}
 	if (rc != 0)
 		detail(p, "probe child died");
-	detail(p, "%s; cow workspaces unavailable", listed ? "" : " (overlay not in /proc/filesystems)");
+	detail(p, "%s; cow workspaces unavailable",
+	       listed ? "" : " (overlay not in /proc/filesystems)");
 }
 
 /* ------------------------------------------------------- idmapped mounts */
@@ -775,15 +778,24 @@ static const char *
 fs_name(long type)
 {
 	switch ((unsigned long)type) {
-	case 0xEF53: return "ext4";
-	case 0x01021994: return "tmpfs";
-	case 0x58465342: return "xfs";
-	case 0x9123683E: return "btrfs";
-	case 0x794c7630: return "overlayfs";
-	case 0x2FC12FC1: return "zfs";
-	case 0x6969: return "nfs";
-	case 0xF2F52010: return "f2fs";
-	default: return "another filesystem";
+	case 0xEF53:
+		return "ext4";
+	case 0x01021994:
+		return "tmpfs";
+	case 0x58465342:
+		return "xfs";
+	case 0x9123683E:
+		return "btrfs";
+	case 0x794c7630:
+		return "overlayfs";
+	case 0x2FC12FC1:
+		return "zfs";
+	case 0x6969:
+		return "nfs";
+	case 0xF2F52010:
+		return "f2fs";
+	default:
+		return "another filesystem";
 	}
 }
 
@@ -795,7 +807,7 @@ try_idmap(const char *dir, int userns_fd)
 	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (fd < 0)
 		return errno;
-	struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
 	int e = syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) ? errno : 0;
 	close(fd);
 	return e;
@@ -852,10 +864,10 @@ probe_idmap(struct probe *p, bool *root_ok)
 				e = errno;
 			break;
 		}
-		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 	}
 	int e_cwd = -1, e_tmp = -1;
-	struct statfs sf_cwd = { 0 }, sf_tmp = { 0 };
+	struct statfs sf_cwd = {0}, sf_tmp = {0};
 	if (userns_fd >= 0) {
 		e_cwd = try_idmap(".", userns_fd);
 		e_tmp = try_idmap("/tmp", userns_fd);
@@ -890,12 +902,17 @@ probe_idmap(struct probe *p, bool *root_ok)
 
 /* tests/integration/kernel-config lists the same options (keep in step). */
 static const char *const kconfig[] = {
-	"CONFIG_NAMESPACES", "CONFIG_USER_NS", "CONFIG_PID_NS", "CONFIG_NET_NS",
-	"CONFIG_UTS_NS", "CONFIG_IPC_NS", "CONFIG_CGROUPS", "CONFIG_MEMCG",
-	"CONFIG_CGROUP_PIDS", "CONFIG_CGROUP_SCHED", "CONFIG_CFS_BANDWIDTH",
-	"CONFIG_SECCOMP", "CONFIG_SECCOMP_FILTER", "CONFIG_SECURITY_LANDLOCK",
-	"CONFIG_OVERLAY_FS", "CONFIG_TMPFS", "CONFIG_PROC_FS", "CONFIG_UNIX",
-	"CONFIG_INET", "CONFIG_EPOLL", "CONFIG_SIGNALFD", "CONFIG_TIMERFD",
+    "CONFIG_NAMESPACES",     "CONFIG_USER_NS",
+    "CONFIG_PID_NS",	     "CONFIG_NET_NS",
+    "CONFIG_UTS_NS",	     "CONFIG_IPC_NS",
+    "CONFIG_CGROUPS",	     "CONFIG_MEMCG",
+    "CONFIG_CGROUP_PIDS",    "CONFIG_CGROUP_SCHED",
+    "CONFIG_CFS_BANDWIDTH",  "CONFIG_SECCOMP",
+    "CONFIG_SECCOMP_FILTER", "CONFIG_SECURITY_LANDLOCK",
+    "CONFIG_OVERLAY_FS",     "CONFIG_TMPFS",
+    "CONFIG_PROC_FS",	     "CONFIG_UNIX",
+    "CONFIG_INET",	     "CONFIG_EPOLL",
+    "CONFIG_SIGNALFD",	     "CONFIG_TIMERFD",
 };
 
 /* The running kernel's config: /boot/config-RELEASE, else /proc/config.gz
@@ -935,8 +952,8 @@ read_kconfig(const char **from)
 	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	char a0[] = "gzip", a1[] = "-dc", a2[] = "/proc/config.gz";
-	char *const argv[] = { a0, a1, a2, NULL };
-	char *const envp[] = { NULL };
+	char *const argv[] = {a0, a1, a2, NULL};
+	char *const envp[] = {NULL};
 	pid_t pid;
 	int rc = posix_spawn(&pid, gz, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
@@ -1048,8 +1065,9 @@ wd_doctor(bool json, unsigned *ok_levels)
 		snprintf(why_p, sizeof(why_p), "seccomp unusable");
 	}
 	if (!ll_abi) {
-		snprintf(warn_p, sizeof(warn_p), "no Landlock: the filesystem is fenced by nothing "
-						 "but permissions");
+		snprintf(warn_p, sizeof(warn_p),
+			 "no Landlock: the filesystem is fenced by nothing "
+			 "but permissions");
 		snprintf(warn_c, sizeof(warn_c), "no Landlock second fence");
 	}
 	if (pr[P_CGROUP].st != ST_OK)
@@ -1074,16 +1092,17 @@ wd_doctor(bool json, unsigned *ok_levels)
 			bool ok;
 			const char *why, *warn;
 		} lv[] = {
-			{ "container", !why_c[0], why_c, warn_c },
-			{ "process", !why_p[0], why_p, warn_p },
+		    {"container", !why_c[0], why_c, warn_c},
+		    {"process", !why_p[0], why_p, warn_p},
 		};
 		json_t *oks = json_array();
 		for (size_t i = 0; i < WD_ARRAY_SIZE(lv); i++) {
 			json_t *l = json_object();
 			json_object_set_new(l, "ok", json_boolean(lv[i].ok));
-			json_object_set_new(l, "why_not", lv[i].ok ? json_null() : json_string(lv[i].why));
-			json_object_set_new(l, "warnings", lv[i].warn[0] ? json_string(lv[i].warn)
-									  : json_null());
+			json_object_set_new(l, "why_not",
+					    lv[i].ok ? json_null() : json_string(lv[i].why));
+			json_object_set_new(l, "warnings",
+					    lv[i].warn[0] ? json_string(lv[i].warn) : json_null());
 			json_object_set_new(levels, lv[i].name, l);
 			if (lv[i].ok)
 				json_array_append_new(oks, json_string(lv[i].name));
@@ -1092,7 +1111,8 @@ wd_doctor(bool json, unsigned *ok_levels)
 		json_object_set_new(root, "levels", levels);
 		json_t *probes = json_object();
 		for (int i = 0; i < P_N; i++) {
-			json_object_set_new(pr[i].data, "status", json_string(status_names[pr[i].st]));
+			json_object_set_new(pr[i].data, "status",
+					    json_string(status_names[pr[i].st]));
 			json_object_set_new(pr[i].data, "detail", json_string(pr[i].detail));
 			json_object_set_new(probes, pr[i].name, pr[i].data);
 			pr[i].data = NULL;

@@ -60,18 +60,18 @@ need_abi(int min, const char *what)
 
 /* Run body(R, arg) in a child restricted by rules; assert the results. */
 static void
-run_restricted(const struct jail_landlock_rules *rules,
-	       void (*body)(struct results *, void *), void *arg)
+run_restricted(const struct jail_landlock_rules *rules, void (*body)(struct results *, void *),
+	       void *arg)
 {
-	struct results *R = mmap(NULL, sizeof(*R), PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct results *R =
+	    mmap(NULL, sizeof(*R), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert(R != MAP_FAILED);
 	memset(R, 0, sizeof(*R));
 	int abi = jail_landlock_abi();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		struct wd_err err = { 0 };
+		struct wd_err err = {0};
 		R->apply_rc = jail_landlock_apply(rules, abi, &err);
 		if (R->apply_rc == 0)
 			body(R, arg);
@@ -102,8 +102,8 @@ Test(jail_landlock_abi, reports_the_kernel_abi)
 
 Test(jail_landlock_apply, refuses_abi_zero_without_formatting)
 {
-	struct jail_landlock_rules rules = { 0 };
-	struct wd_err err = { .msg = "x" };
+	struct jail_landlock_rules rules = {0};
+	struct wd_err err = {.msg = "x"};
 	cr_expect_eq(jail_landlock_apply(&rules, 0, &err), -EOPNOTSUPP);
 	cr_expect_eq(err.step, JAIL_STEP_6F_LANDLOCK);
 	cr_expect_eq(err.sys_errno, EOPNOTSUPP);
@@ -176,8 +176,8 @@ rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 Test(jail_landlock_apply, fences_the_filesystem)
 {
 	need_abi(1, "fence the filesystem");
-	struct fs_dirs *d = mmap(NULL, sizeof(*d), PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct fs_dirs *d =
+	    mmap(NULL, sizeof(*d), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert(d != MAP_FAILED);
 	strcpy(d->rw, "/tmp/wd-ll-rw-XXXXXX");
 	strcpy(d->out, "/tmp/wd-ll-out-XXXXXX");
@@ -188,12 +188,14 @@ Test(jail_landlock_apply, fences_the_filesystem)
 	path(single, sizeof(single), d->out, "single");
 	close(open(single, O_CREAT | O_WRONLY, 0600));
 
-	const char *ro[] = { "/", NULL };
+	const char *ro[] = {"/", NULL};
 	/* a missing path must be skipped, a file rule must not be EINVAL */
-	const char *rw[] = { d->rw, "/nonexistent/wd-landlock-test", single, NULL };
-	const char *dev[] = { "/dev/null", NULL };
+	const char *rw[] = {d->rw, "/nonexistent/wd-landlock-test", single, NULL};
+	const char *dev[] = {"/dev/null", NULL};
 	struct jail_landlock_rules rules = {
-		.ro_paths = ro, .rw_paths = rw, .dev_paths = dev,
+	    .ro_paths = ro,
+	    .rw_paths = rw,
+	    .dev_paths = dev,
 	};
 	run_restricted(&rules, fs_body, d);
 	nftw(d->rw, rm_one, 8, FTW_DEPTH | FTW_PHYS);
@@ -207,7 +209,7 @@ tcp_listener(uint16_t *port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	cr_assert_eq(listen(fd, 4), 0);
 	socklen_t len = sizeof(sa);
@@ -222,8 +224,9 @@ tcp_connect(uint16_t port)
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	long rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 	int e = errno;
 	close(fd);
@@ -238,8 +241,9 @@ tcp_body(struct results *R, void *arg)
 	rec(R, "connect to the allowed port", tcp_connect(ports[0]), 0);
 	rec(R, "connect to another port", tcp_connect(ports[1]), EACCES);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(ports[1]),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(ports[1]),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	rec(R, "bind another port", bind(fd, (struct sockaddr *)&sa, sizeof(sa)), EACCES);
 	close(fd);
 }
@@ -250,9 +254,12 @@ Test(jail_landlock_apply, fences_tcp_ports)
 	uint16_t ports[2];
 	int a = tcp_listener(&ports[0]);
 	int b = tcp_listener(&ports[1]);
-	const char *ro[] = { "/", NULL };
+	const char *ro[] = {"/", NULL};
 	struct jail_landlock_rules rules = {
-		.ro_paths = ro, .ports = ports, .nports = 1, .handle_net = true,
+	    .ro_paths = ro,
+	    .ports = ports,
+	    .nports = 1,
+	    .handle_net = true,
 	};
 	run_restricted(&rules, tcp_body, ports);
 	close(a);
@@ -288,8 +295,8 @@ abstract_connect(const char *tag, pid_t owner)
 	struct sockaddr_un sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "warden-ll-%s-%d", tag,
-			 (int)owner);
+	int n =
+	    snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "warden-ll-%s-%d", tag, (int)owner);
 	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -319,8 +326,8 @@ Test(jail_landlock_apply, scopes_abstract_unix_sockets)
 	pid_t me = getpid();
 	/* control: unrestricted, the connect works */
 	cr_assert_eq(abstract_connect("out", me), 0, "control connect: %s", strerror(errno));
-	const char *ro[] = { "/", NULL };
-	struct jail_landlock_rules rules = { .ro_paths = ro, .scope = true };
+	const char *ro[] = {"/", NULL};
+	struct jail_landlock_rules rules = {.ro_paths = ro, .scope = true};
 	run_restricted(&rules, unix_body, &me);
 	close(l);
 }
@@ -352,8 +359,8 @@ Test(jail_landlock_apply, scopes_signals)
 		pause();
 		_exit(0);
 	}
-	const char *ro[] = { "/", NULL };
-	struct jail_landlock_rules rules = { .ro_paths = ro, .scope = true };
+	const char *ro[] = {"/", NULL};
+	struct jail_landlock_rules rules = {.ro_paths = ro, .scope = true};
 	run_restricted(&rules, signal_body, &sleeper);
 	/* the sleeper must have survived the restricted child's SIGTERM */
 	int st = 0;

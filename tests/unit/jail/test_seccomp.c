@@ -52,7 +52,10 @@ struct call {
 	bool done;
 };
 
-#define CALL(nm, want, ...) { #nm, SYS_##nm, { __VA_ARGS__ }, want, 0, 0, false }
+#define CALL(nm, want, ...)                                                                        \
+	{                                                                                          \
+#nm, SYS_##nm, {__VA_ARGS__ }, want, 0, 0, false                                   \
+	}
 
 static void *
 shared(size_t size)
@@ -121,7 +124,7 @@ check_calls(const struct call *tmpl, size_t n)
 {
 	struct call *v = shared(n * sizeof(*v));
 	memcpy(v, tmpl, n * sizeof(*v));
-	struct calls c = { v, n };
+	struct calls c = {v, n};
 	int status = in_filtered_child(run_calls, &c);
 	cr_assert_eq(WEXITSTATUS(status), 0);
 	for (size_t i = 0; i < n; i++) {
@@ -388,15 +391,59 @@ export_pfc(void)
 
 /* The list, written out independently of the table. */
 static const char *const expected_names[] = {
-	"mount", "umount2", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
-	"open_tree", "mount_setattr", "pivot_root", "chroot", "unshare", "setns", "clone",
-	"clone3", "ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
-	"userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl",
-	"add_key", "request_key", "kexec_load", "kexec_file_load", "init_module",
-	"finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
-	"quotactl_fd", "syslog", "iopl", "ioperm", "settimeofday", "clock_settime",
-	"clock_adjtime", "adjtimex", "open_by_handle_at", "name_to_handle_at", "ioctl",
-	"socket", "socketpair", "lookup_dcookie", "vhangup", "nfsservctl",
+    "mount",
+    "umount2",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "clone",
+    "clone3",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "iopl",
+    "ioperm",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "ioctl",
+    "socket",
+    "socketpair",
+    "lookup_dcookie",
+    "vhangup",
+    "nfsservctl",
 };
 
 Test(jail_seccomp_build, names_every_listed_syscall)
@@ -421,7 +468,7 @@ static uint32_t
 run_bpf(const struct sock_fprog *prog, const struct seccomp_data *d)
 {
 	const unsigned char *data = (const unsigned char *)d;
-	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
 	for (unsigned pc = 0; pc < prog->len; pc++) {
 		const struct sock_filter *f = &prog->filter[pc];
 		switch (f->code) {
@@ -544,7 +591,7 @@ sim(const struct sock_fprog *prog, const struct sim_case *cases, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_case *c = &cases[i];
-		struct seccomp_data d = { .nr = c->nr, .arch = c->arch };
+		struct seccomp_data d = {.nr = c->nr, .arch = c->arch};
 		d.args[0] = c->a0;
 		d.args[1] = c->a1;
 		uint32_t got = run_bpf(prog, &d);
