@@ -32,6 +32,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -315,31 +316,79 @@ exec_main(struct jail_plan *plan)
 	_exit(err == ENOENT ? 127 : 126);
 }
 
-/* 1b. Join the sandbox's cgroup on v1 by writing "0" (this thread) to
- * each hierarchy's tasks file.  Moving oneself, single-threaded, skips the
+int
+jail_send_cgroup(int sync_fd, const int *fds, int nfds)
+{
+	struct jail_msg m = {.kind = JAIL_MSG_CGROUP, .status = nfds};
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * JAIL_MAX_CGROUP_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds > 0) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -errno;
+}
+
+/* 4b. Join the sandbox's cgroup.  The supervisor creates it while we build
+ * the mounts (it overlaps with our setup), then sends SYNC_CGROUP_READY.
+ * On v1 the message carries each hierarchy's tasks file and we move
+ * ourselves by writing "0": moving oneself, single-threaded, skips the
  * global cgroup_threadgroup_rwsem write lock (cgroup_procs_write_start's
  * pid == 0 case), whose RCU grace period makes a supervisor-side write of
- * the pid cost ~10 ms.  v2 needs none of this: clone3 CLONE_INTO_CGROUP. */
+ * our pid cost ~10 ms.  On v2 clone3 already put us there
+ * (CLONE_INTO_CGROUP).  Then a cgroup namespace rooted here, so
+ * /proc/self/cgroup shows "/" and nothing of the host's layout; it needs
+ * CAP_SYS_ADMIN, so it comes before the capabilities go. */
 static void
 join_cgroup(const struct jail_plan *plan)
 {
-	for (int i = 0; i < plan->ncgroup_fds; i++) {
-		if (write(plan->cgroup_fds[i], "0", 1) != 1)
-			fail(plan, JAIL_STEP_1B_CGROUP, errno);
-		close(plan->cgroup_fds[i]);
+	struct jail_msg m;
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * JAIL_MAX_CGROUP_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	ssize_t n;
+	while ((n = recvmsg(plan->sync_fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(m) || m.kind != JAIL_MSG_CGROUP)
+		_exit(125); /* the supervisor is gone or gave up on us */
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+		int nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int fds[JAIL_MAX_CGROUP_FDS];
+		memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)nfds);
+		for (int i = 0; i < nfds; i++) {
+			if (write(fds[i], "0", 1) != 1)
+				fail(plan, JAIL_STEP_4B_CGROUP, errno);
+			close(fds[i]);
+		}
 	}
+	if (plan->container && unshare(CLONE_NEWCGROUP) < 0)
+		fail(plan, JAIL_STEP_4B_CGROUP, errno);
 }
 
 __attribute__((noreturn)) void
 jail_process_main(struct jail_plan *plan)
 {
-	join_cgroup(plan);
 	/* Die with warden: the supervisor holds the other end of sync_fd, so
 	 * a parent that died before the prctl is seen too (getppid changes). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	struct jail_msg m;
 	if (recv(plan->sync_fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m) || m.kind != JAIL_MSG_GO)
 		_exit(125);
+	join_cgroup(plan);
 	exec_main(plan);
 }
 
@@ -390,19 +439,12 @@ jail_pid1_main(struct jail_plan *plan)
 	if (plan->wipe_end > plan->wipe_start)
 		memset((void *)plan->wipe_start, 0, plan->wipe_end - plan->wipe_start);
 	prctl(PR_SET_NAME, "warden-init", 0, 0, 0);
-	join_cgroup(plan);
 
 	/* 2. Wait until the supervisor has written uid_map/gid_map
 	 * (SYNC_MAPS_WRITTEN).  EOF means warden died before that. */
 	struct jail_msg m;
 	if (recv(plan->sync_fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m) || m.kind != JAIL_MSG_GO)
 		_exit(125);
-
-	/* 2a. Now that we sit in the sandbox's cgroup, a cgroup namespace
-	 * rooted there: /proc/self/cgroup shows "/", not warden's layout.
-	 * (Not a clone flag: on v1 the cgroup is joined only after clone.) */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		fail(plan, JAIL_STEP_2_MAPS, errno);
 
 	/* 2b. Root mode: we are still host uid 0 (unmapped here) with the
 	 * namespace's capabilities.  Drop the caller's supplementary groups
@@ -468,6 +510,8 @@ jail_pid1_main(struct jail_plan *plan)
 	/* 4. Network: loopback only. */
 	if ((rc = loopback_up()) < 0)
 		fail(plan, JAIL_STEP_4_NET, -rc);
+
+	join_cgroup(plan);
 
 	/* 6d-6e for pid 1 too: from here on it needs no privilege, so the
 	 * command inherits empty capability sets and NoNewPrivs. */

@@ -20,7 +20,6 @@
 enum jail_step {
 	JAIL_STEP_NONE = 0,
 	JAIL_STEP_1_CLONE,         /* 1: clone3 into new namespaces */
-	JAIL_STEP_1B_CGROUP,       /* 1b: join the sandbox's cgroup (v1) */
 	JAIL_STEP_2_MAPS,          /* 2: uid/gid maps written by the supervisor */
 	JAIL_STEP_2B_IDS,          /* 2b: drop supplementary groups, become uid 1000 */
 	JAIL_STEP_3A_ROOT,         /* 3a: fresh tmpfs root */
@@ -28,6 +27,7 @@ enum jail_step {
 	JAIL_STEP_3C_PIVOT,        /* 3c: pivot_root, detach the old root */
 	JAIL_STEP_3D_ROOT_RO,      /* 3d: root read-only */
 	JAIL_STEP_4_NET,           /* 4: loopback up */
+	JAIL_STEP_4B_CGROUP,       /* 4b: join the sandbox's cgroup, cgroup namespace */
 	JAIL_STEP_5_PID1,          /* 5: pid 1 reaper */
 	JAIL_STEP_6A_SESSION,      /* 6a: setsid */
 	JAIL_STEP_6B_FDS,          /* 6b: stdin/stdout/stderr */
@@ -80,7 +80,13 @@ enum jail_msg_kind {
 	JAIL_MSG_ERROR,       /* child -> supervisor: step failed with errno */
 	JAIL_MSG_EXEC_FAILED, /* exec child -> supervisor: execve failed with errno */
 	JAIL_MSG_EXIT,        /* pid 1 -> supervisor: the command's wait status */
+	JAIL_MSG_CGROUP,      /* supervisor -> child: SYNC_CGROUP_READY, with the
+			       * v1 tasks files as SCM_RIGHTS (none on v2/none) */
 };
+#define JAIL_MAX_CGROUP_FDS 8
+
+/* Supervisor side of SYNC_CGROUP_READY: send the (possibly empty) fds. */
+int jail_send_cgroup(int sync_fd, const int *fds, int nfds);
 struct jail_msg {
 	int kind;
 	int step;
@@ -97,8 +103,6 @@ struct jail_plan {
 	int sync_fd;               /* child's end of the sync socket */
 	int stdin_fd, stdout_fd, stderr_fd; /* for the command; stdin -1: /dev/null */
 	int devnull_fd;            /* host /dev/null, read-write */
-	int cgroup_fds[8];         /* v1: each hierarchy's "tasks" file, write-only */
-	int ncgroup_fds;
 
 	/* container: the mount plan */
 	struct jail_op ops[JAIL_MAX_OPS];

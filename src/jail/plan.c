@@ -38,7 +38,6 @@ static const char *const jail_path_dirs[] = {
 static const char *const step_names[JAIL_STEP_COUNT] = {
 	[JAIL_STEP_NONE] = "none",
 	[JAIL_STEP_1_CLONE] = "1 clone namespaces",
-	[JAIL_STEP_1B_CGROUP] = "1b join cgroup",
 	[JAIL_STEP_2_MAPS] = "2 uid/gid maps",
 	[JAIL_STEP_2B_IDS] = "2b drop groups and switch ids",
 	[JAIL_STEP_3A_ROOT] = "3a tmpfs root",
@@ -46,6 +45,7 @@ static const char *const step_names[JAIL_STEP_COUNT] = {
 	[JAIL_STEP_3C_PIVOT] = "3c pivot_root",
 	[JAIL_STEP_3D_ROOT_RO] = "3d read-only root",
 	[JAIL_STEP_4_NET] = "4 loopback",
+	[JAIL_STEP_4B_CGROUP] = "4b join cgroup",
 	[JAIL_STEP_5_PID1] = "5 pid 1",
 	[JAIL_STEP_6A_SESSION] = "6a setsid",
 	[JAIL_STEP_6B_FDS] = "6b stdio",
@@ -779,9 +779,7 @@ jail_prep_free(struct jail_prep *p)
 		return;
 	for (int i = 0; i < p->nfds; i++)
 		close(p->fds[i]);
-	for (int i = 0; i < p->plan.ncgroup_fds; i++)
-		if (p->plan.cgroup_fds[i] >= 0)
-			close(p->plan.cgroup_fds[i]);
+
 	for (size_t i = 0; i < p->nstrings; i++)
 		free(p->strings[i]);
 	free(p->strings);

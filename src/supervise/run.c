@@ -224,9 +224,11 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 	size_t cap = 256 << 10;
 	char *buf = wd_xmalloc(cap);
 
-	while (!s->pid_done || s->out_r >= 0 || s->err_r >= 0) {
+	/* Done when the command's end is known (pid 1's report in a
+	 * container, the process itself otherwise) and both pipes hit EOF. */
+	while (!(s->pid_done || s->got_exit) || s->out_r >= 0 || s->err_r >= 0) {
 		int timeout = -1;
-		if (!s->pid_done && !s->timed_out) {
+		if (!s->pid_done && !s->got_exit && !s->timed_out) {
 			uint64_t now = wd_now_ns();
 			timeout = now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
 		}
@@ -234,7 +236,8 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 		int n = epoll_wait(ep, evs, 8, timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0 && !s->pid_done && !s->timed_out && wd_now_ns() >= deadline_ns) {
+		if (n == 0 && !s->pid_done && !s->got_exit && !s->timed_out &&
+		    wd_now_ns() >= deadline_ns) {
 			s->timed_out = true;
 			sandbox_kill(s);
 			continue;
@@ -286,6 +289,73 @@ env_list(const wd_spec *spec)
 	return (const char *const *)(const void *)spec->env;
 }
 
+/* pid 1 processes whose namespaces the kernel is still tearing down when
+ * wd_run() returns (see "async teardown" below): reaped on the next call,
+ * or by init when the CLI exits. */
+static pid_t pending[64];
+
+static void
+reap_pending(void)
+{
+	for (size_t i = 0; i < WD_ARRAY_SIZE(pending); i++)
+		if (pending[i] > 0 && waitpid(pending[i], NULL, WNOHANG) != 0)
+			pending[i] = 0;
+}
+
+static void
+add_pending(pid_t pid)
+{
+	for (size_t i = 0; i < WD_ARRAY_SIZE(pending); i++)
+		if (pending[i] <= 0) {
+			pending[i] = pid;
+			return;
+		}
+	waitpid(pid, NULL, 0); /* full: reap now rather than leak */
+}
+
+static int
+make_cgroup(const wd_spec *spec, const char *id, struct cgroup **cg, struct wd_err *err)
+{
+	struct cgroup_limits cl = {spec->lim.memory_bytes, spec->lim.pids,
+				   spec->lim.cpu_millionths};
+	int rc = cgroup_create(id, &cl, cg, err);
+	if (rc < 0 && geteuid() != 0) {
+		/* An unprivileged caller on a host without a delegated
+		 * subtree: run with rlimits only; --json says cgroup "none". */
+		wd_log(WD_LOG_WARN, "no cgroup for the sandbox (%s): limits not enforced",
+		       err ? err->msg : "");
+		*cg = NULL;
+		return 0;
+	}
+	return rc;
+}
+
+/* SYNC_CGROUP_READY: v1 hands the child each hierarchy's tasks file so it
+ * moves itself (jail/child.c join_cgroup); v2 and "none" send no fds. */
+static int
+send_cgroup(struct sup *s, struct wd_err *err)
+{
+	int fds[JAIL_MAX_CGROUP_FDS], n = 0, rc = 0;
+	if (s->cg && cgroup_dirfd(s->cg) < 0) {
+		const char *const *dirs = cgroup_dirs(s->cg);
+		for (; dirs[n] && n < JAIL_MAX_CGROUP_FDS; n++) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/tasks", dirs[n]);
+			fds[n] = open(path, O_WRONLY | O_CLOEXEC);
+			if (fds[n] < 0) {
+				rc = wd_err_sys(err, errno, "open %s", path);
+				break;
+			}
+		}
+	}
+	if (rc == 0 && (rc = jail_send_cgroup(s->sync_fd, fds, n)) < 0)
+		wd_err_sys(err, -rc, "hand the cgroup to the sandbox");
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}
+
 WD_API int
 wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 {
@@ -298,11 +368,13 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	int janitor_fd = -1;
 	pid_t janitor = 0;
 	sigset_t sigs, oldmask;
-	bool subreaper = false;
+	bool subreaper = false, sigs_blocked = false, handed_off = false;
 	char id[17];
+	wd_result *r = NULL;
 
 	if (!spec->argv)
 		return wd_err_set(err, WD_E_INVAL, "no program given");
+	reap_pending();
 	make_id(id);
 
 	/* 1. Pipes for output, the sync socket, then the plan. */
@@ -350,40 +422,13 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	if (rc < 0)
 		goto out;
 
-	/* 1b. The sandbox's cgroup, limits applied before anything runs in
-	 * it.  Without one (an unprivileged caller on a v1 host) the run
-	 * goes on with rlimits only, and --json says cgroup "none". */
-	if (cgroup_host_version() > 0) {
-		char name[64];
-		snprintf(name, sizeof(name), "%s", id);
-		struct cgroup_limits cl = {spec->lim.memory_bytes, spec->lim.pids,
-					   spec->lim.cpu_millionths};
-		rc = cgroup_create(name, &cl, &s.cg, err);
-		if (rc < 0) {
-			if (geteuid() == 0)
-				goto out;
-			wd_log(WD_LOG_WARN, "no cgroup for the sandbox (%s): limits not enforced",
-			       err ? err->msg : "");
-			s.cg = NULL;
-		}
-	}
-
-	/* v1: the child joins its cgroup itself (see join_cgroup in
-	 * jail/child.c); it gets the tasks files open for writing. */
-	if (s.cg && cgroup_dirfd(s.cg) < 0) {
-		const char *const *dirs = cgroup_dirs(s.cg);
-		struct jail_plan *pl = &prep->plan;
-		for (int i = 0; dirs[i] && i < (int)WD_ARRAY_SIZE(pl->cgroup_fds); i++) {
-			char path[PATH_MAX];
-			snprintf(path, sizeof(path), "%s/tasks", dirs[i]);
-			int fd = open(path, O_WRONLY | O_CLOEXEC);
-			if (fd < 0) {
-				rc = wd_err_sys(err, errno, "open %s", path);
-				goto out;
-			}
-			pl->cgroup_fds[pl->ncgroup_fds++] = fd;
-		}
-	}
+	/* 1b. On cgroup v2 the cgroup exists before clone3 so the child is
+	 * born in it (CLONE_INTO_CGROUP).  On v1 it is made after clone3,
+	 * while the child builds its mounts, and the child joins it itself
+	 * before anything of the command runs (step 4b). */
+	int host_cg = cgroup_host_version();
+	if (host_cg == 2 && (rc = make_cgroup(spec, id, &s.cg, err)) < 0)
+		goto out;
 
 	/* Signals that end warden end the sandbox first (read via signalfd). */
 	sigemptyset(&sigs);
@@ -392,6 +437,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &sigs, &oldmask);
+	sigs_blocked = true;
 
 	if (!container) {
 		/* Orphans of the command come back to warden, so none escapes
@@ -399,9 +445,8 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 		subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
 	}
 
-	/* 1c. clone3: new namespaces, a pidfd, and on cgroup v2 straight into
-	 * the sandbox's cgroup (no window where it runs outside).  The cgroup
-	 * namespace is unshared by pid 1 once it sits in its cgroup. */
+	/* 1c. clone3: new namespaces and a pidfd.  The cgroup namespace is
+	 * unshared by pid 1 once it sits in its cgroup. */
 	struct clone_args ca;
 	memset(&ca, 0, sizeof(ca));
 	ca.flags = CLONE_PIDFD;
@@ -418,7 +463,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	if (pid < 0) {
 		rc = wd_err_sys(err, errno, "clone3 (step %s)", jail_step_name(JAIL_STEP_1_CLONE));
 		err->step = JAIL_STEP_1_CLONE;
-		goto out_unblock;
+		goto out;
 	}
 	if (pid == 0) {
 		close(sp[0]);
@@ -429,30 +474,29 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	s.pid = pid;
 	s.sync_fd = sp[0];
 	sp[0] = -1;
-	close(sp[1]);
-	sp[1] = -1;
-	close(outp[1]);
-	close(errp[1]);
-	outp[1] = errp[1] = -1;
+	wd_close_reset(&sp[1]);
+	wd_close_reset(&outp[1]);
+	wd_close_reset(&errp[1]);
 	s.out_r = outp[0];
 	s.err_r = errp[0];
 	outp[0] = errp[0] = -1;
 
-	for (int i = 0; i < prep->plan.ncgroup_fds; i++)
-		wd_close_reset(&prep->plan.cgroup_fds[i]);
-	prep->plan.ncgroup_fds = 0;
-
-	/* 2. The maps, then SYNC_MAPS_WRITTEN. */
+	/* 2. The maps, then SYNC_MAPS_WRITTEN: the child may go on. */
 	if (container && (rc = jail_write_maps(prep, pid, err)) < 0) {
 		err->step = JAIL_STEP_2_MAPS;
 		goto out_kill;
 	}
-	/* SYNC_MAPS_WRITTEN: the child may go on (jail_pid1_main step 2). */
 	struct jail_msg go = {.kind = JAIL_MSG_GO};
 	if (send(s.sync_fd, &go, sizeof(go), MSG_NOSIGNAL) != (ssize_t)sizeof(go)) {
 		rc = wd_err_sys(err, errno, "release the sandbox");
 		goto out_kill;
 	}
+	/* 2c. v1: the cgroup, overlapping the child's mount work, then
+	 * SYNC_CGROUP_READY; the janitor watches over it from now on. */
+	if (host_cg == 1 && (rc = make_cgroup(spec, id, &s.cg, err)) < 0)
+		goto out_kill;
+	if ((rc = send_cgroup(&s, err)) < 0)
+		goto out_kill;
 	if (s.cg)
 		janitor = janitor_start(s.cg, &janitor_fd);
 
@@ -463,7 +507,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	if (rc < 0)
 		goto out_kill;
 
-	wd_result *r = wd_xcalloc(1, sizeof(*r));
+	r = wd_xcalloc(1, sizeof(*r));
 	memcpy(r->sandbox_id, id, sizeof(id));
 	r->isolation = spec->isolation;
 	r->seccomp = true;
@@ -519,7 +563,8 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 					jail_step_name(s.setup_step));
 		err->step = s.setup_step;
 		wd_result_free(r);
-		goto out_cleanup;
+		r = NULL;
+		goto out_kill;
 	}
 	if (s.timed_out) {
 		r->timed_out = true;
@@ -546,37 +591,62 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	if (s.exec_failed)
 		wd_log(WD_LOG_ERROR, "cannot execute '%s': %s", spec->argv[0],
 		       strerror(s.exec_errno));
+
+	/* Async teardown: pid 1 reported the command's end and every pipe
+	 * is closed, so nothing of the sandbox can run any more; the kernel
+	 * is still dismantling its namespaces (the mount namespace's teardown
+	 * waits for an RCU grace period, several ms).  Nobody needs to wait
+	 * for that: pid 1 is reaped later, and the janitor removes the cgroup
+	 * once its last task is gone. */
+	if (container && !s.pid_done) {
+		syscall(SYS_pidfd_send_signal, s.pidfd, SIGKILL, NULL, 0);
+		if (janitor > 0) {
+			add_pending(s.pid);
+			wd_close_reset(&janitor_fd); /* EOF: the janitor cleans up */
+			handed_off = true;
+		} else {
+			siginfo_t si;
+			syscall(SYS_waitid, P_PIDFD, s.pidfd, &si, WEXITED, NULL);
+		}
+	}
 	*out = r;
+	r = NULL;
 	rc = 0;
-	goto out_cleanup;
+	goto out;
 
 out_kill:
 	if (s.pidfd >= 0) {
 		syscall(SYS_pidfd_send_signal, s.pidfd, SIGKILL, NULL, 0);
-		siginfo_t si;
-		syscall(SYS_waitid, P_PIDFD, s.pidfd, &si, WEXITED, NULL);
+		if (!s.pid_done) {
+			siginfo_t si;
+			syscall(SYS_waitid, P_PIDFD, s.pidfd, &si, WEXITED, NULL);
+		}
 	}
-out_cleanup:
+out:
 	for (int i = 1; i <= 2; i++)
 		capture_fini(&s.cap[i]);
-	if (!container)
+	if (!container && s.pid > 0)
 		kill_descendants(janitor);
-out_unblock:
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	if (sigs_blocked)
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	if (subreaper)
 		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
-out:
-	if (s.cg) {
+	if (s.cg && !handed_off) {
 		cgroup_kill(s.cg);
 		cgroup_destroy(s.cg);
-		cgroup_free(s.cg);
 	}
-	janitor_done(janitor, janitor_fd);
+	if (s.cg)
+		cgroup_free(s.cg);
+	if (handed_off)
+		add_pending(janitor);
+	else
+		janitor_done(janitor, janitor_fd);
 	jail_prep_free(prep);
 	int fds[] = {outp[0], outp[1], errp[0], errp[1], sp[0], sp[1],
 		     s.out_r, s.err_r, s.sync_fd, s.pidfd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	wd_result_free(r);
 	return rc;
 }
