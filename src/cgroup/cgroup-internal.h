@@ -73,9 +73,14 @@ int cg_write_u64(int dfd, const char *file, uint64_t v);
 int cg_read_u64(int dfd, const char *file, uint64_t *out);
 /* "key value" lines (memory.events, cpu.stat, memory.oom_control, pids.events) */
 int cg_read_keyed(int dfd, const char *file, const char *key, uint64_t *out);
-/* Freeze/kill/thaw loop over cgroup.procs of dfd (cgroup.c). freeze is
- * called with true/false around each pass, or may be NULL. */
-int cg_kill_loop(struct cgroup *cg, int procs_dfd, int (*freeze)(struct cgroup *, bool));
+/* Freeze/kill/thaw loop over cgroup.procs of dfd (cgroup.c).  freeze(dfd,
+ * true/false) brackets each pass; NULL without a freezer. */
+int cg_kill_loop(int dfd, int (*freeze)(int dfd, bool on));
+/* Wait for a freezer state file to read `want`, spinning briefly first. */
+void cg_wait_frozen(int dfd, bool (*frozen)(int dfd));
+/* An O_DIRECTORY fd for cg->dirs[i], opened afresh: kill and destroy work
+ * by path, so a forked janitor that closed its fds can still use them. */
+int cg_open_dir(const struct cgroup *cg, int i);
 
 /* v1.c */
 int cg_v1_apply(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err);

@@ -171,7 +171,7 @@ wait_pidfds(struct pollfd *pfd, int n, int timeout_ms)
  * 20 us nanosleep costs ~80 us on a VM), so a pass ends as soon as the
  * kernel is done.  pidfd_open is 5.3+; before, or out of fds, plain kill. */
 int
-cg_kill_loop(struct cgroup *cg, int dfd, int (*freeze)(struct cgroup *, bool))
+cg_kill_loop(int dfd, int (*freeze)(int dfd, bool on))
 {
 	uint64_t deadline = wd_now_ns() + KILL_TIMEOUT_NS;
 	for (;;) {
@@ -185,7 +185,7 @@ cg_kill_loop(struct cgroup *cg, int dfd, int (*freeze)(struct cgroup *, bool))
 			free(pids);
 			return -EBUSY;
 		}
-		bool frozen = freeze && freeze(cg, true) == 0;
+		bool frozen = freeze && freeze(dfd, true) == 0;
 		if (frozen) { /* the list of the frozen set, children included */
 			free(pids);
 			pids = NULL;
@@ -206,7 +206,7 @@ cg_kill_loop(struct cgroup *cg, int dfd, int (*freeze)(struct cgroup *, bool))
 		}
 		free(pids);
 		if (frozen)
-			freeze(cg, false);
+			freeze(dfd, false);
 		wait_pidfds(pfd, np, 100);
 		for (int i = 0; i < np; i++)
 			wd_close_reset(&pfd[i].fd);
@@ -215,6 +215,28 @@ cg_kill_loop(struct cgroup *cg, int dfd, int (*freeze)(struct cgroup *, bool))
 		 * not spin on it. */
 		sched_yield();
 	}
+}
+
+void
+cg_wait_frozen(int dfd, bool (*frozen)(int dfd))
+{
+	/* Freezing waits for each task to reach the refrigerator, usually
+	 * within microseconds; a task in uninterruptible sleep can hold it
+	 * up, then give up after ~50 ms: partially frozen beats not killing. */
+	uint64_t deadline = wd_now_ns() + 50000000ULL;
+	for (int i = 0; !frozen(dfd) && wd_now_ns() < deadline; i++) {
+		if (i < 64)
+			sched_yield();
+		else
+			sleep_ns(200000);
+	}
+}
+
+int
+cg_open_dir(const struct cgroup *cg, int i)
+{
+	int fd = open(cg->dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 /* Ids become directory names: no '/', no '.', so no traversal and no
@@ -294,6 +316,8 @@ cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned fl
 	int rc = 0;
 	for (int i = 0; i < h->nhier && rc == 0; i++) {
 		if (h->hier[i].ctrls == CG_BIT(CG_CPUACCT) && (flags & CGROUP_NO_CPUACCT))
+			continue;
+		if (h->hier[i].ctrls == CG_BIT(CG_FREEZER) && (flags & CGROUP_NO_FREEZER))
 			continue;
 		cg->ctrls[cg->ndirs] = h->hier[i].ctrls;
 		rc = make_dir(cg, cg->ndirs, h->hier[i].base, id, err);

@@ -81,6 +81,13 @@ int cgroup_create(const char *id, const struct cgroup_limits *lim, struct cgroup
  *   cgroup_stats() then reports cpu_ns 0 and the supervisor takes cpu time
  *   from pid 1's rusage.  No effect on v2 or a co-mounted "cpu,cpuacct". */
 #define CGROUP_NO_CPUACCT 0x1u
+/* CGROUP_NO_FREEZER: v1 with a freezer hierarchy: skip it (~0.06 ms per
+ *   sandbox).  Only for a sandbox in its own pid namespace, whose processes
+ *   all die with its pid 1 (the kernel refuses forks in a namespace whose
+ *   init is exiting), so cgroup_kill() needs no freezer to win against a
+ *   fork loop.  Without it, cgroup_kill() kills in passes, which the pids
+ *   limit bounds.  Keep the freezer for the process isolation level. */
+#define CGROUP_NO_FREEZER 0x2u
 int cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned flags,
 			struct cgroup **out, struct wd_err *err);
 /* v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP), else -1.  Owned by

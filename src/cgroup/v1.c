@@ -66,25 +66,23 @@ fail:
 	return wd_err_sys(err, -rc, "cgroup: write %s/%s", cg->dirs[i], file);
 }
 
-/* freezer.state: FROZEN freezes, and reads FREEZING until every task has
- * stopped (a task in uninterruptible sleep delays it). */
-static int
-v1_freeze(struct cgroup *cg, bool on)
+static bool
+v1_frozen(int dfd)
 {
-	int i = cg_dir_of(cg, CG_FREEZER);
-	if (i < 0)
-		return -ENOENT;
-	int rc = wd_write_file_at(cg->fd[i], "freezer.state", on ? "FROZEN" : "THAWED");
-	if (rc < 0 || !on)
-		return rc;
 	char buf[32];
-	for (int n = 0; n < 100; n++) {
-		if (wd_read_file_at(cg->fd[i], "freezer.state", buf, sizeof(buf)) > 0 &&
-		    strncmp(buf, "FROZEN", 6) == 0)
-			return 0;
-		usleep(500);
-	}
-	return 0; /* partially frozen is still better than not */
+	return wd_read_file_at(dfd, "freezer.state", buf, sizeof(buf)) > 0 &&
+	       strncmp(buf, "FROZEN", 6) == 0;
+}
+
+/* freezer.state: FROZEN freezes, and reads FREEZING until every task has
+ * stopped; THAWED lets them run (and die of their pending SIGKILL). */
+static int
+v1_freeze(int dfd, bool on)
+{
+	int rc = wd_write_file_at(dfd, "freezer.state", on ? "FROZEN" : "THAWED");
+	if (rc == 0 && on)
+		cg_wait_frozen(dfd, v1_frozen);
+	return rc;
 }
 
 int
@@ -94,7 +92,10 @@ cg_v1_kill(struct cgroup *cg)
 	int i = fz >= 0 ? fz : cg_dir_of(cg, CG_PIDS);
 	if (i < 0)
 		return -ENOENT;
-	return cg_kill_loop(cg, cg->fd[i], fz >= 0 ? v1_freeze : NULL);
+	wd_autoclose int dfd = cg_open_dir(cg, i);
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd; /* already removed */
+	return cg_kill_loop(dfd, fz >= 0 ? v1_freeze : NULL);
 }
 
 void

@@ -219,33 +219,37 @@ cg_v2_apply(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *e
 	return 0;
 }
 
+static bool
+v2_frozen(int dfd)
+{
+	uint64_t frozen = 0;
+	return cg_read_keyed(dfd, "cgroup.events", "frozen", &frozen) == 0 && frozen;
+}
+
 /* cgroup.freeze (5.2+): 1 freezes; the freeze is complete when
  * cgroup.events says "frozen 1". */
 static int
-v2_freeze(struct cgroup *cg, bool on)
+v2_freeze(int dfd, bool on)
 {
-	int rc = wd_write_file_at(cg->fd[0], "cgroup.freeze", on ? "1" : "0");
-	if (rc < 0 || !on)
-		return rc;
-	for (int i = 0; i < 100; i++) {
-		uint64_t frozen = 0;
-		if (cg_read_keyed(cg->fd[0], "cgroup.events", "frozen", &frozen) == 0 && frozen)
-			return 0;
-		usleep(500);
-	}
-	return 0; /* partially frozen is still better than not */
+	int rc = wd_write_file_at(dfd, "cgroup.freeze", on ? "1" : "0");
+	if (rc == 0 && on)
+		cg_wait_frozen(dfd, v2_frozen);
+	return rc;
 }
 
 int
 cg_v2_kill(struct cgroup *cg)
 {
+	wd_autoclose int dfd = cg_open_dir(cg, 0);
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd; /* already removed */
 	/* cgroup.kill (5.14+) kills every task atomically with respect to
 	 * fork: a task forked during the kill is killed too.  It returns once
 	 * the signals are sent; cgroup_destroy() waits for the exits. */
-	int rc = wd_write_file_at(cg->fd[0], "cgroup.kill", "1");
+	int rc = wd_write_file_at(dfd, "cgroup.kill", "1");
 	if (rc != -ENOENT)
 		return rc;
-	return cg_kill_loop(cg, cg->fd[0], v2_freeze);
+	return cg_kill_loop(dfd, v2_freeze);
 }
 
 void

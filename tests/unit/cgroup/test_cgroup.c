@@ -495,6 +495,31 @@ Test(cgroup, no_cpuacct_flag_skips_separate_hierarchy)
 		cr_expect_eq(with, without + 1, "separate cpuacct: one directory fewer with the flag");
 }
 
+/* Without the freezer (CGROUP_NO_FREEZER), kill still wins against a
+ * forking tree: passes, bounded by the pids limit. */
+Test(cgroup, kill_without_freezer_stops_a_forking_tree)
+{
+	need_root();
+	struct wd_err err = {0};
+	struct cgroup_limits lim = {128 * MiB, 64, 0};
+	cr_assert_eq(cgroup_create_flags(test_id("nofz"), &lim, CGROUP_NO_FREEZER, &cg, &err), 0,
+		     "%s", err.msg);
+	char buf[64];
+	cr_expect(!read_cg("freezer.state", buf, sizeof(buf)) || cgroup_version(cg) == 2,
+		  "freezer hierarchy used despite CGROUP_NO_FREEZER");
+	struct gate g = spawn(forking_tree);
+	cr_assert_eq(cgroup_attach(cg, g.pid, &err), 0, "%s", err.msg);
+	release(&g);
+	usleep(200000);
+	cr_expect_gt(count_procs(), 2, "the tree should be growing");
+	cr_expect_eq(cgroup_kill(cg), 0);
+	int st = wait_status(g.pid);
+	nkids = 0;
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status %#x", st);
+	cr_expect(wait_empty(2000), "%d processes survived", count_procs());
+	cr_expect_eq(cgroup_destroy(cg), 0);
+}
+
 Test(cgroup, fork_loop_hits_pids_limit)
 {
 	need_root();
