@@ -300,7 +300,7 @@ exec_main(struct jail_plan *plan)
 
 	/* 6h. Seccomp last: setrlimit, capset, landlock_restrict_self and
 	 * close_range above would otherwise have to be on the allow list. */
-	if ((rc = jail_seccomp_load(&jail_seccomp_prog)) < 0)
+	if ((rc = jail_seccomp_load(plan->seccomp)) < 0)
 		fail(plan, JAIL_STEP_6H_SECCOMP, -rc);
 
 	/* 6i. execve with an explicit argv and environment, never a shell.

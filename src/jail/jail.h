@@ -12,6 +12,8 @@
 #include "util/util.h"
 #include "jail/landlock.h"
 
+#include <linux/filter.h>
+
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -121,6 +123,7 @@ struct jail_plan {
 	int last_cap;
 
 	struct rlimit rl_core, rl_nofile, rl_fsize;
+	const struct sock_fprog *seccomp;
 	struct jail_landlock_rules landlock;
 	int landlock_abi;
 

@@ -4,6 +4,7 @@
  * ids, and a bind source is checked once), strings are final, and the
  * mount plan is a flat list of operations (bubblewrap's setup ops). */
 #include "jail/jail.h"
+#include "jail/seccomp.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -704,6 +705,11 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	for (size_t i = 0; i < cfg->nbinds; i++)
 		if (cfg->binds[i].rw)
 			rw[nrw++] = cfg->binds[i].dst;
+	/* Without a network namespace and no port asked for, sockets are
+	 * AF_UNIX only: Landlock fences TCP, but UDP, ICMP and raw sockets
+	 * would reach the host's network. */
+	pl->seccomp = (!cfg->container && cfg->nports == 0) ? &jail_seccomp_prog_nonet
+							    : &jail_seccomp_prog;
 	pl->landlock.ro_paths = ro_paths;
 	pl->landlock.rw_paths = rw;
 	pl->landlock.dev_paths = dev_paths;
