@@ -1,0 +1,1548 @@
+/*
+ * wd-probe: reports what a process sees from inside a warden jail.
+ *
+ *   wd-probe CHECK [ARGS...]      one check
+ *   wd-probe all [OPTIONS]        every check that applies, with parameters
+ *
+ * Each check prints one line per assertion, "ok NAME [detail]" or
+ * "FAIL NAME detail", and the probe exits 1 if any assertion failed, 2 on a
+ * usage error.  It is linked statically and built without sanitizers, since
+ * it runs under warden's seccomp filter with nothing of the host's libraries
+ * guaranteed inside (bubblewrap's tests/try-syscall.c, crun's tests/init.c).
+ *
+ * Syscall checks run in a forked child each, so that a call the filter
+ * wrongly lets through (personality, unshare, ptrace) cannot change the
+ * probe itself, and a filter that kills with SIGSYS is reported as such.
+ * Arguments are chosen so that, without the filter, the call either succeeds
+ * harmlessly or fails with an errno other than EPERM: a pass then means the
+ * filter refused it, not that the sandbox merely lacked a capability.  Where
+ * no such argument exists (reboot, kexec_load, iopl, ...) the check still
+ * asserts the call fails, which is what the jail must guarantee.
+ *
+ * A few subcommands are workloads rather than checks (forkbomb, memhog,
+ * fill, flood, stubborn): the limit tests run them inside the jail.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/keyctl.h>
+#include <linux/perf_event.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timex.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+#ifndef AF_PACKET
+#define AF_PACKET 17
+#endif
+
+extern char **environ;
+
+static int failures;
+
+static void say(bool ok, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+say(bool ok, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %s", ok ? "ok" : "FAIL", name);
+	if (fmt && *fmt) {
+		putchar(' ');
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+	}
+	putchar('\n');
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+/* ------------------------------------------------------------ /proc status */
+
+/* The value after "Key:" in /proc/self/status, or NULL. */
+static char *
+status_field(const char *key, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[512];
+	size_t klen = strlen(key);
+	char *res = NULL;
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			char *v = line + klen + 1;
+
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			snprintf(buf, len, "%s", v);
+			res = buf;
+			break;
+		}
+	}
+	fclose(f);
+	return res;
+}
+
+static void
+check_status_eq(const char *key, const char *want)
+{
+	char buf[256];
+	char name[64];
+	const char *v = status_field(key, buf, sizeof(buf));
+
+	snprintf(name, sizeof(name), "status-%s", key);
+	if (!v)
+		say(false, name, "field missing from /proc/self/status");
+	else
+		say(strcmp(v, want) == 0, name, "%s (want %s)", v, want);
+}
+
+static void
+check_caps(void)
+{
+	static const char *const keys[] = {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		check_status_eq(keys[i], "0000000000000000");
+}
+
+static void
+check_ids(unsigned want)
+{
+	uid_t r, e, s;
+	gid_t gr, ge, gs;
+	gid_t groups[64];
+	int n;
+
+	getresuid(&r, &e, &s);
+	getresgid(&gr, &ge, &gs);
+	say(r == want && e == want && s == want, "uid", "%u/%u/%u (want %u)", r, e, s, want);
+	say(gr == want && ge == want && gs == want, "gid", "%u/%u/%u (want %u)", gr, ge, gs, want);
+	n = getgroups(64, groups);
+	/* Supplementary groups: none, or only the primary group. */
+	say(n == 0 || (n == 1 && groups[0] == want), "groups", "%d supplementary", n);
+}
+
+/* ---------------------------------------------------------------- paths */
+
+static void
+check_absent(const char *path)
+{
+	struct stat st;
+	char name[PATH_MAX + 16];
+
+	snprintf(name, sizeof(name), "absent:%s", path);
+	if (lstat(path, &st) == 0)
+		say(false, name, "exists (mode %o, size %lld)", st.st_mode, (long long)st.st_size);
+	else
+		say(errno == ENOENT || errno == EACCES, name, "%s", strerror(errno));
+}
+
+/* Creating a file in dir must fail.  want_errno 0 accepts any error. */
+static void
+check_nowrite(const char *dir, int want_errno)
+{
+	char path[PATH_MAX];
+	char name[PATH_MAX + 16];
+	int fd;
+
+	snprintf(name, sizeof(name), "%s:%s", want_errno == EROFS ? "readonly" : "nowrite", dir);
+	snprintf(path, sizeof(path), "%s/.wd-probe-%d", dir, (int)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+		say(false, name, "created %s", path);
+		return;
+	}
+	if (want_errno && errno != want_errno)
+		say(false, name, "%s (want %s)", strerror(errno), strerror(want_errno));
+	else
+		say(true, name, "%s", strerror(errno));
+}
+
+static void
+check_writable(const char *dir)
+{
+	char path[PATH_MAX];
+	char name[PATH_MAX + 16];
+	char back[16] = {0};
+	int fd;
+
+	snprintf(name, sizeof(name), "writable:%s", dir);
+	snprintf(path, sizeof(path), "%s/.wd-probe-%d", dir, (int)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		say(false, name, "create: %s", strerror(errno));
+		return;
+	}
+	if (write(fd, "probe", 5) != 5 || pread(fd, back, 5, 0) != 5 || strcmp(back, "probe")) {
+		say(false, name, "write/read back: %s", strerror(errno));
+		close(fd);
+		unlink(path);
+		return;
+	}
+	close(fd);
+	if (unlink(path) < 0)
+		say(false, name, "unlink: %s", strerror(errno));
+	else
+		say(true, name, NULL);
+}
+
+/* Opening path must fail, or give content without token. */
+static bool
+reaches(const char *path, const char *token, char *why, size_t len)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(why, len, "open: %s", strerror(errno));
+		return false;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0) {
+		snprintf(why, len, "read: %s", strerror(errno));
+		return false;
+	}
+	buf[n] = '\0';
+	if (strstr(buf, token)) {
+		snprintf(why, len, "read the canary token through %s", path);
+		return true;
+	}
+	snprintf(why, len, "opened, but not the canary (%zd bytes)", n);
+	return false;
+}
+
+static void
+check_noreach(const char *path, const char *token)
+{
+	char why[PATH_MAX + 64];
+	char name[PATH_MAX + 16];
+
+	snprintf(name, sizeof(name), "noreach:%s", path);
+	say(!reaches(path, token, why, sizeof(why)), name, "%s", why);
+}
+
+/* Plant a symlink dir/link -> target from inside and try to read through it. */
+static void
+check_symlink(const char *dir, const char *target, const char *token)
+{
+	char link[PATH_MAX];
+	char why[PATH_MAX + 64];
+	char name[PATH_MAX + 16];
+
+	snprintf(name, sizeof(name), "symlink:%s", target);
+	snprintf(link, sizeof(link), "%s/.wd-probe-link-%d", dir, (int)getpid());
+	if (symlink(target, link) < 0) {
+		say(false, name, "symlink in %s: %s", dir, strerror(errno));
+		return;
+	}
+	say(!reaches(link, token, why, sizeof(why)), name, "%s", why);
+	unlink(link);
+}
+
+static void
+check_cwd(const char *want)
+{
+	char buf[PATH_MAX];
+
+	if (!getcwd(buf, sizeof(buf)))
+		say(false, "cwd", "%s", strerror(errno));
+	else
+		say(strcmp(buf, want) == 0, "cwd", "%s (want %s)", buf, want);
+}
+
+static void
+check_passwd(void)
+{
+	char line[1024];
+	bool user = false, group = false, root_shell = false;
+	FILE *f = fopen("/etc/passwd", "re");
+
+	if (!f) {
+		say(false, "passwd", "/etc/passwd: %s", strerror(errno));
+	} else {
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "sandbox:x:1000:1000:", 20) == 0)
+				user = true;
+			/* The host's accounts must not show through. */
+			if (strncmp(line, "root:", 5) == 0 && strstr(line, ":/root:"))
+				root_shell = true;
+		}
+		fclose(f);
+		say(user, "passwd", "%s",
+		    user ? "sandbox is uid 1000" : "no sandbox:x:1000:1000 line");
+		(void)root_shell;
+	}
+	f = fopen("/etc/group", "re");
+	if (!f) {
+		say(false, "group", "/etc/group: %s", strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "sandbox:x:1000:", 15) == 0)
+			group = true;
+	fclose(f);
+	say(group, "group", "%s", group ? "sandbox is gid 1000" : "no sandbox:x:1000 line");
+}
+
+/* /proc/sys, /proc/sysrq-trigger, /proc/kcore: masked or read-only. */
+static void
+check_procmask(void)
+{
+	static const struct {
+		const char *path;
+		int flags;
+	} paths[] = {
+	    {"/proc/sys/kernel/core_pattern", O_WRONLY},
+	    {"/proc/sys/kernel/hostname", O_WRONLY},
+	    {"/proc/sysrq-trigger", O_WRONLY},
+	    {"/proc/kcore", O_RDONLY},
+	    {"/proc/kmsg", O_RDONLY},
+	};
+	char name[128];
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		int fd = open(paths[i].path, paths[i].flags | O_CLOEXEC | O_NONBLOCK);
+
+		snprintf(name, sizeof(name), "procmask:%s", paths[i].path);
+		if (fd >= 0) {
+			close(fd);
+			say(false, name, "opened %s",
+			    paths[i].flags == O_WRONLY ? "for writing" : "");
+		} else {
+			say(true, name, "%s", strerror(errno));
+		}
+	}
+}
+
+/* Only a minimal /dev: no block devices, no memory, no kernel log. */
+static void
+check_dev(void)
+{
+	static const char *const want[] = {"/dev/null", "/dev/zero", "/dev/urandom"};
+	static const char *const gone[] = {"/dev/mem",	 "/dev/kmsg",  "/dev/sda", "/dev/vda",
+					   "/dev/nvme0", "/dev/loop0", "/dev/fuse"};
+	char name[64];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		snprintf(name, sizeof(name), "dev:%s", want[i]);
+		say(stat(want[i], &st) == 0 && S_ISCHR(st.st_mode), name, "present");
+	}
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+		snprintf(name, sizeof(name), "dev-absent:%s", gone[i]);
+		say(lstat(gone[i], &st) < 0, name, "%s", strerror(errno));
+	}
+}
+
+/* ----------------------------------------------------------- credentials */
+
+/* names: comma-separated NAME or NAME=VALUE; the environment must hold
+ * exactly those names (values checked where given).  Values never printed. */
+static void
+check_env(const char *spec)
+{
+	char *copy = strdup(spec);
+	char *want[128];
+	size_t nwant = 0;
+	bool seen[128] = {false};
+	char *save = NULL;
+
+	for (char *t = strtok_r(copy, ",", &save); t && nwant < 128; t = strtok_r(NULL, ",", &save))
+		want[nwant++] = t;
+	for (char **e = environ; *e; e++) {
+		size_t nlen = strcspn(*e, "=");
+		bool known = false;
+
+		for (size_t i = 0; i < nwant; i++) {
+			size_t wlen = strcspn(want[i], "=");
+
+			if (wlen != nlen || strncmp(want[i], *e, nlen) != 0)
+				continue;
+			known = true;
+			seen[i] = true;
+			if (want[i][wlen] == '=' && strcmp(want[i] + wlen + 1, *e + nlen + 1) != 0)
+				say(false, "env-value", "%.*s has another value", (int)nlen, *e);
+		}
+		if (!known)
+			say(false, "env-unexpected", "%.*s is set", (int)nlen, *e);
+	}
+	for (size_t i = 0; i < nwant; i++)
+		if (!seen[i])
+			say(false, "env-missing", "%.*s", (int)strcspn(want[i], "="), want[i]);
+	say(true, "env-checked", "%zu names", nwant);
+	free(copy);
+}
+
+/* Read a whole small file; returns bytes read or -errno. */
+static ssize_t
+slurp(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t off = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = read(fd, buf + off, len - off);
+
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+	return (ssize_t)off;
+}
+
+static bool
+memmem_str(const char *hay, size_t n, const char *needle)
+{
+	return memmem(hay, n, needle, strlen(needle)) != NULL;
+}
+
+/* The secret comes in hex so that it is not in our own argv. */
+static char *
+unhex(const char *hex)
+{
+	size_t n = strlen(hex) / 2;
+	char *out = calloc(1, n + 1);
+
+	for (size_t i = 0; out && i < n; i++) {
+		unsigned v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1) {
+			fprintf(stderr, "wd-probe: secret is not hex\n");
+			exit(2);
+		}
+		out[i] = (char)v;
+	}
+	return out;
+}
+
+/* The secret (a value set in warden's own environment) must be nowhere:
+ * not in our environment, not in any /proc/PID/environ or cmdline we can
+ * read, pid 1 included. */
+static void
+check_secret(const char *secret)
+{
+	static char buf[1 << 16];
+	DIR *d;
+	struct dirent *de;
+	int readable = 0, found = 0;
+	char where[128] = "";
+
+	for (char **e = environ; *e; e++)
+		if (strstr(*e, secret))
+			found++, snprintf(where, sizeof(where), "own environment");
+	d = opendir("/proc");
+	if (!d) {
+		say(false, "secret", "opendir /proc: %s", strerror(errno));
+		return;
+	}
+	while ((de = readdir(d))) {
+		static const char *const files[] = {"environ", "cmdline"};
+		char path[300];
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		for (size_t i = 0; i < 2; i++) {
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "/proc/%s/%s", de->d_name, files[i]);
+			n = slurp(path, buf, sizeof(buf));
+			if (n < 0)
+				continue;
+			readable++;
+			if (memmem_str(buf, (size_t)n, secret))
+				found++, snprintf(where, sizeof(where), "%s", path);
+		}
+	}
+	closedir(d);
+	if (found)
+		say(false, "secret", "found in %s", where);
+	else
+		say(true, "secret", "absent (%d proc files read)", readable);
+}
+
+static void
+check_proc1_environ(const char *secret)
+{
+	static char buf[1 << 16];
+	ssize_t n = slurp("/proc/1/environ", buf, sizeof(buf));
+
+	if (n < 0)
+		say(true, "proc1-environ", "unreadable: %s", strerror((int)-n));
+	else if (secret && memmem_str(buf, (size_t)n, secret))
+		say(false, "proc1-environ", "holds the secret");
+	else
+		say(true, "proc1-environ", "%zd bytes, no secret", n);
+}
+
+static void
+check_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int extra = 0;
+	char list[256] = "";
+
+	if (!d) {
+		say(false, "fds", "opendir /proc/self/fd: %s", strerror(errno));
+		return;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+
+		if (de->d_name[0] == '.' || *end || fd == dirfd(d) || fd <= 2)
+			continue;
+		extra++;
+		char target[PATH_MAX] = "";
+		char path[64];
+		size_t l = strlen(list);
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%ld", fd);
+		if (readlink(path, target, sizeof(target) - 1) < 0)
+			snprintf(target, sizeof(target), "?");
+		snprintf(list + l, sizeof(list) - l, " %ld->%s", fd, target);
+	}
+	closedir(d);
+	say(extra == 0, "fds", extra ? "open above 2:%s" : "only 0-2", list);
+}
+
+/* ------------------------------------------------------------ network */
+
+static void
+check_noconnect(const char *host, int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct timeval tv = {.tv_sec = 3};
+	char name[80];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(name, sizeof(name), "noconnect:%s:%d", host, port);
+	if (fd < 0) {
+		say(true, name, "socket: %s", strerror(errno));
+		return;
+	}
+	inet_pton(AF_INET, host, &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		say(false, name, "connected");
+	else
+		say(true, name, "%s", strerror(errno));
+	close(fd);
+}
+
+/* Only "lo" in /proc/net/dev, and it is up. */
+static void
+check_netif(void)
+{
+	char buf[8192];
+	ssize_t n = slurp("/proc/net/dev", buf, sizeof(buf) - 1);
+	int others = 0;
+	bool lo = false;
+	char names[256] = "";
+
+	if (n < 0) {
+		say(false, "netif", "/proc/net/dev: %s", strerror((int)-n));
+		return;
+	}
+	buf[n] = '\0';
+	for (char *line = buf, *next; line && *line; line = next) {
+		char *colon;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		colon = strchr(line, ':');
+		if (!colon || strchr(line, '|'))
+			continue;
+		*colon = '\0';
+		line += strspn(line, " ");
+		if (strcmp(line, "lo") == 0) {
+			lo = true;
+		} else {
+			size_t l = strlen(names);
+
+			others++;
+			snprintf(names + l, sizeof(names) - l, " %s", line);
+		}
+	}
+	if (others)
+		say(false, "netif", "other interfaces:%s", names);
+	else
+		say(lo, "netif", "%s", lo ? "lo only" : "no lo");
+
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		say(false, "lo-up", "SIOCGIFFLAGS: %s", strerror(errno));
+	else
+		say(ifr.ifr_flags & IFF_UP, "lo-up", "flags %#x", (unsigned)ifr.ifr_flags);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* ------------------------------------------------------------- syscalls */
+
+/* Which errnos count as "refused" for a call. */
+enum want {
+	W_EPERM,       /* EPERM only, as the issue asks */
+	W_EPERM_NOSYS, /* clone3: a filter cannot read its struct, ENOSYS makes glibc fall back */
+	W_EPERM_AFNO,  /* socket families: EPERM or EAFNOSUPPORT */
+	W_ANY,	       /* any failure or SIGSYS (foreign-architecture entry) */
+};
+
+struct sc {
+	const char *name;
+	enum want want;
+	long (*fn)(void);
+};
+
+static char scratch[64];
+
+static long
+sc_mount(void)
+{
+	return syscall(SYS_mount, "none", "/tmp", "tmpfs", 0L, NULL);
+}
+static long
+sc_umount2(void)
+{
+	/* Unfiltered: ENOENT (path lookup precedes the privilege check). */
+	return syscall(SYS_umount2, "/nonexistent-wd-probe", 0);
+}
+static long
+sc_pivot_root(void)
+{
+	return syscall(SYS_pivot_root, "/nonexistent-wd-probe", "/nonexistent-wd-probe");
+}
+static long
+sc_chroot(void)
+{
+	/* Unfiltered: ENOENT. */
+	return syscall(SYS_chroot, "/nonexistent-wd-probe");
+}
+static long
+sc_unshare(void)
+{
+	/* Unfiltered: succeeds (an unprivileged user namespace). */
+	return syscall(SYS_unshare, CLONE_NEWUSER);
+}
+static long
+sc_unshare_ns(void)
+{
+	return syscall(SYS_unshare, CLONE_NEWNS | CLONE_NEWNET);
+}
+static long
+sc_setns(void)
+{
+	/* Unfiltered: EBADF. */
+	return syscall(SYS_setns, 999, 0);
+}
+static long
+sc_clone_newuser(void)
+{
+	long pid = syscall(SYS_clone, (long)(CLONE_NEWUSER | SIGCHLD), 0L, NULL, NULL, 0L);
+
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0)
+		waitpid((pid_t)pid, NULL, 0);
+	return pid;
+}
+static long
+sc_clone_newns(void)
+{
+	long pid =
+	    syscall(SYS_clone, (long)(CLONE_NEWNS | CLONE_NEWPID | SIGCHLD), 0L, NULL, NULL, 0L);
+
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0)
+		waitpid((pid_t)pid, NULL, 0);
+	return pid;
+}
+static long
+sc_clone3_newuser(void)
+{
+	struct {
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	} args = {.flags = CLONE_NEWUSER, .exit_signal = SIGCHLD};
+	long pid = syscall(SYS_clone3, &args, sizeof(args));
+
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0)
+		waitpid((pid_t)pid, NULL, 0);
+	return pid;
+}
+static long
+sc_ptrace(void)
+{
+	/* Unfiltered: succeeds. */
+	return syscall(SYS_ptrace, 0L /* PTRACE_TRACEME */, 0L, NULL, NULL);
+}
+static long
+sc_ptrace_seize(void)
+{
+	/* Unfiltered: succeeds on our own child (SEIZE does not stop it). */
+	pid_t pid = fork();
+	long r;
+
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	if (pid < 0)
+		return -1;
+	r = syscall(SYS_ptrace, 0x4206L /* PTRACE_SEIZE */, (long)pid, NULL, NULL);
+	int saved = errno;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	errno = saved;
+	return r;
+}
+static long
+sc_process_vm_readv(void)
+{
+	/* Unfiltered: reads our own memory. */
+	struct iovec l = {scratch, 8}, r = {scratch + 8, 8};
+
+	return syscall(SYS_process_vm_readv, (long)getpid(), &l, 1L, &r, 1L, 0L);
+}
+static long
+sc_process_vm_writev(void)
+{
+	struct iovec l = {scratch, 8}, r = {scratch + 8, 8};
+
+	return syscall(SYS_process_vm_writev, (long)getpid(), &l, 1L, &r, 1L, 0L);
+}
+static long
+sc_bpf(void)
+{
+	return syscall(SYS_bpf, 5L /* BPF_PROG_LOAD */, NULL, 0L);
+}
+static long
+sc_perf_event_open(void)
+{
+	/* Unfiltered: EFAULT or EACCES. */
+	return syscall(SYS_perf_event_open, NULL, 0L, -1L, -1L, 0L);
+}
+static long
+sc_userfaultfd(void)
+{
+	/* Unfiltered: a user-mode-only uffd is allowed to anyone. */
+	return syscall(SYS_userfaultfd, (long)(O_CLOEXEC | 1 /* UFFD_USER_MODE_ONLY */));
+}
+static long
+sc_io_uring_setup(void)
+{
+	/* Unfiltered: EFAULT or EINVAL. */
+	return syscall(SYS_io_uring_setup, 0L, NULL);
+}
+static long
+sc_keyctl(void)
+{
+	/* Unfiltered: succeeds. */
+	return syscall(SYS_keyctl, (long)KEYCTL_GET_KEYRING_ID, (long)KEY_SPEC_SESSION_KEYRING, 0L);
+}
+static long
+sc_add_key(void)
+{
+	/* Unfiltered: ENODEV (no such key type). */
+	return syscall(SYS_add_key, "wd-probe-none", "d", "x", 1L, (long)KEY_SPEC_PROCESS_KEYRING);
+}
+static long
+sc_request_key(void)
+{
+	/* Unfiltered: ENOKEY. */
+	return syscall(SYS_request_key, "user", "wd-probe-none", NULL, 0L);
+}
+static long
+sc_kexec_load(void)
+{
+	return syscall(SYS_kexec_load, 0L, 0L, NULL, 0L);
+}
+static long
+sc_kexec_file_load(void)
+{
+	return syscall(SYS_kexec_file_load, -1L, -1L, 0L, "", 0L);
+}
+static long
+sc_init_module(void)
+{
+	return syscall(SYS_init_module, NULL, 0L, "");
+}
+static long
+sc_finit_module(void)
+{
+	return syscall(SYS_finit_module, -1L, "", 0L);
+}
+static long
+sc_delete_module(void)
+{
+	return syscall(SYS_delete_module, "wd_probe_none", 0L);
+}
+static long
+sc_reboot(void)
+{
+	/* Bad magic: harmless even if it reached the kernel's checks. */
+	return syscall(SYS_reboot, 0L, 0L, 0L, NULL);
+}
+static long
+sc_swapon(void)
+{
+	return syscall(SYS_swapon, "/nonexistent-wd-probe", 0L);
+}
+static long
+sc_swapoff(void)
+{
+	return syscall(SYS_swapoff, "/nonexistent-wd-probe");
+}
+static long
+sc_acct(void)
+{
+	return syscall(SYS_acct, NULL);
+}
+static long
+sc_quotactl(void)
+{
+	/* Unfiltered: ENOENT (Q_GETINFO needs no privilege). */
+	return syscall(SYS_quotactl, (long)((0x800005u << 8) | 0 /* QCMD(Q_GETINFO, USRQUOTA) */),
+		       "/nonexistent-wd-probe", 0L, scratch);
+}
+static long
+sc_syslog(void)
+{
+	/* SYSLOG_ACTION_SIZE_BUFFER. */
+	return syscall(SYS_syslog, 10L, NULL, 0L);
+}
+static long
+sc_iopl(void)
+{
+	return syscall(SYS_iopl, 3L);
+}
+static long
+sc_ioperm(void)
+{
+	return syscall(SYS_ioperm, 0x80L, 1L, 1L);
+}
+static long
+sc_settimeofday(void)
+{
+	/* Unfiltered: both NULL succeeds and changes nothing. */
+	return syscall(SYS_settimeofday, NULL, NULL);
+}
+static long
+sc_clock_settime(void)
+{
+	/* Unfiltered: EINVAL (the monotonic clock cannot be set). */
+	struct timespec ts = {0};
+
+	return syscall(SYS_clock_settime, (long)CLOCK_MONOTONIC, &ts);
+}
+static long
+sc_adjtimex(void)
+{
+	/* modes 0 only reads the clock state: unfiltered it succeeds. */
+	struct timex tx = {0};
+
+	return syscall(SYS_adjtimex, &tx);
+}
+static long
+sc_clock_adjtime(void)
+{
+	struct timex tx = {0};
+
+	return syscall(SYS_clock_adjtime, (long)CLOCK_REALTIME, &tx);
+}
+static long
+sc_open_by_handle_at(void)
+{
+	return syscall(SYS_open_by_handle_at, (long)AT_FDCWD, scratch, (long)O_RDONLY);
+}
+static long
+sc_name_to_handle_at(void)
+{
+	/* Unfiltered: succeeds on /usr (or EOVERFLOW asking for a bigger buffer). */
+	static struct {
+		unsigned int bytes;
+		int type;
+		unsigned char h[128];
+	} fh = {.bytes = 128};
+	int mnt;
+
+	return syscall(SYS_name_to_handle_at, (long)AT_FDCWD, "/usr", &fh, &mnt, 0L);
+}
+static long
+sc_personality(void)
+{
+	/* Unfiltered: succeeds. */
+	return syscall(SYS_personality, (long)PER_BSD);
+}
+static long
+sc_fsopen(void)
+{
+	return syscall(SYS_fsopen, "tmpfs", 0L);
+}
+static long
+sc_fspick(void)
+{
+	return syscall(SYS_fspick, (long)AT_FDCWD, "/tmp", 0L);
+}
+static long
+sc_fsmount(void)
+{
+	return syscall(SYS_fsmount, -1L, 0L, 0L);
+}
+static long
+sc_open_tree(void)
+{
+	/* Unfiltered: without OPEN_TREE_CLONE this is an O_PATH open and succeeds. */
+	return syscall(SYS_open_tree, (long)AT_FDCWD, "/tmp", (long)OPEN_TREE_CLOEXEC);
+}
+static long
+sc_move_mount(void)
+{
+	return syscall(SYS_move_mount, -1L, "", -1L, "", 0L);
+}
+static long
+sc_mount_setattr(void)
+{
+	return syscall(SYS_mount_setattr, (long)AT_FDCWD, "/nonexistent-wd-probe", 0L, scratch,
+		       32L);
+}
+static long
+sc_socket_netlink(void)
+{
+	/* Unfiltered: succeeds. */
+	return syscall(SYS_socket, (long)AF_NETLINK, (long)(SOCK_RAW | SOCK_CLOEXEC), 0L);
+}
+static long
+sc_socket_packet(void)
+{
+	return syscall(SYS_socket, (long)AF_PACKET, (long)(SOCK_RAW | SOCK_CLOEXEC), 0L);
+}
+static long
+sc_socket_vsock(void)
+{
+	return syscall(SYS_socket, 40L /* AF_VSOCK */, (long)(SOCK_STREAM | SOCK_CLOEXEC), 0L);
+}
+
+/* TIOCSTI on a terminal that is our controlling tty: unfiltered it succeeds
+ * when dev.tty.legacy_tiocsti is 1.  Uses a fresh pty pair, so nothing is
+ * ever pushed into the caller's terminal. */
+static long
+tty_ioctl(unsigned long req)
+{
+	int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	int s, unlock = 0, n;
+	char c = '\n';
+
+	if (m < 0 || ioctl(m, TIOCSPTLCK, &unlock) < 0 || ioctl(m, TIOCGPTN, &n) < 0) {
+		/* No pty inside: use whatever stdin is (the call must still fail). */
+		return ioctl(0, req, &c);
+	}
+	setsid();
+	s = ioctl(m, TIOCGPTPEER, O_RDWR | O_CLOEXEC);
+	if (s < 0)
+		return ioctl(0, req, &c);
+	ioctl(s, TIOCSCTTY, 0);
+	if (req == TIOCLINUX) {
+		char sub = 0; /* unknown subcode */
+
+		return ioctl(s, req, &sub);
+	}
+	return ioctl(s, req, &c);
+}
+static long
+sc_tiocsti(void)
+{
+	return tty_ioctl(TIOCSTI);
+}
+static long
+sc_tioclinux(void)
+{
+	return tty_ioctl(TIOCLINUX);
+}
+
+/* A syscall through the i386 entry point (int 0x80): getpid is 20 there.
+ * Unfiltered on a kernel with IA32 emulation it succeeds; the filter must
+ * refuse every non-native architecture. */
+static long
+sc_ia32(void)
+{
+	long ret = 20;
+
+	__asm__ volatile("int $0x80" : "+a"(ret) : : "memory");
+	if (ret < 0 && ret > -4096) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+static long
+sc_x32(void)
+{
+	return syscall(0x40000000L | SYS_getpid);
+}
+
+/* clang-format off */
+static const struct sc syscalls[] = {
+	{"mount",		W_EPERM,	sc_mount},
+	{"umount2",		W_EPERM,	sc_umount2},
+	{"pivot_root",		W_EPERM,	sc_pivot_root},
+	{"chroot",		W_EPERM,	sc_chroot},
+	{"unshare(NEWUSER)",	W_EPERM,	sc_unshare},
+	{"unshare(NEWNS|NEWNET)", W_EPERM,	sc_unshare_ns},
+	{"setns",		W_EPERM,	sc_setns},
+	{"clone(NEWUSER)",	W_EPERM,	sc_clone_newuser},
+	{"clone(NEWNS|NEWPID)",	W_EPERM,	sc_clone_newns},
+	{"clone3(NEWUSER)",	W_EPERM_NOSYS,	sc_clone3_newuser},
+	{"ptrace(TRACEME)",	W_EPERM,	sc_ptrace},
+	{"ptrace(SEIZE)",	W_EPERM,	sc_ptrace_seize},
+	{"process_vm_readv",	W_EPERM,	sc_process_vm_readv},
+	{"process_vm_writev",	W_EPERM,	sc_process_vm_writev},
+	{"bpf",			W_EPERM,	sc_bpf},
+	{"perf_event_open",	W_EPERM,	sc_perf_event_open},
+	{"userfaultfd",		W_EPERM,	sc_userfaultfd},
+	{"io_uring_setup",	W_EPERM,	sc_io_uring_setup},
+	{"keyctl",		W_EPERM,	sc_keyctl},
+	{"add_key",		W_EPERM,	sc_add_key},
+	{"request_key",		W_EPERM,	sc_request_key},
+	{"kexec_load",		W_EPERM,	sc_kexec_load},
+	{"kexec_file_load",	W_EPERM,	sc_kexec_file_load},
+	{"init_module",		W_EPERM,	sc_init_module},
+	{"finit_module",	W_EPERM,	sc_finit_module},
+	{"delete_module",	W_EPERM,	sc_delete_module},
+	{"reboot",		W_EPERM,	sc_reboot},
+	{"swapon",		W_EPERM,	sc_swapon},
+	{"swapoff",		W_EPERM,	sc_swapoff},
+	{"acct",		W_EPERM,	sc_acct},
+	{"quotactl",		W_EPERM,	sc_quotactl},
+	{"syslog",		W_EPERM,	sc_syslog},
+	{"iopl",		W_EPERM,	sc_iopl},
+	{"ioperm",		W_EPERM,	sc_ioperm},
+	{"settimeofday",	W_EPERM,	sc_settimeofday},
+	{"clock_settime",	W_EPERM,	sc_clock_settime},
+	{"adjtimex",		W_EPERM,	sc_adjtimex},
+	{"clock_adjtime",	W_EPERM,	sc_clock_adjtime},
+	{"open_by_handle_at",	W_EPERM,	sc_open_by_handle_at},
+	{"name_to_handle_at",	W_EPERM,	sc_name_to_handle_at},
+	{"personality(PER_BSD)", W_EPERM,	sc_personality},
+	{"fsopen",		W_EPERM,	sc_fsopen},
+	{"fspick",		W_EPERM,	sc_fspick},
+	{"fsmount",		W_EPERM,	sc_fsmount},
+	{"open_tree",		W_EPERM,	sc_open_tree},
+	{"move_mount",		W_EPERM,	sc_move_mount},
+	{"mount_setattr",	W_EPERM,	sc_mount_setattr},
+	{"socket(AF_NETLINK)",	W_EPERM_AFNO,	sc_socket_netlink},
+	{"socket(AF_PACKET)",	W_EPERM_AFNO,	sc_socket_packet},
+	{"socket(AF_VSOCK)",	W_EPERM_AFNO,	sc_socket_vsock},
+	{"ioctl(TIOCSTI)",	W_EPERM,	sc_tiocsti},
+	{"ioctl(TIOCLINUX)",	W_ANY,		sc_tioclinux},
+	{"i386-abi(getpid)",	W_ANY,		sc_ia32},
+	{"x32-abi(getpid)",	W_ANY,		sc_x32},
+};
+/* clang-format on */
+
+static bool
+want_ok(enum want w, int err)
+{
+	switch (w) {
+	case W_EPERM:
+		return err == EPERM;
+	case W_EPERM_NOSYS:
+		return err == EPERM || err == ENOSYS;
+	case W_EPERM_AFNO:
+		return err == EPERM || err == EAFNOSUPPORT;
+	case W_ANY:
+		return true;
+	}
+	return false;
+}
+
+/* Run one call in a child: exit 0 if it succeeded, else its errno. */
+static void
+try_syscall(const struct sc *s)
+{
+	char name[80];
+	int status;
+	pid_t pid;
+
+	snprintf(name, sizeof(name), "syscall:%s", s->name);
+	pid = fork();
+	if (pid < 0) {
+		say(false, name, "fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		long r;
+
+		errno = 0;
+		r = s->fn();
+		_exit(r >= 0 ? 0 : (errno > 0 && errno < 250 ? errno : 250));
+	}
+	if (waitpid(pid, &status, 0) < 0) {
+		say(false, name, "waitpid: %s", strerror(errno));
+		return;
+	}
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+
+		/* A filter that kills is a refusal, though the issue asks for EPERM. */
+		say(sig == SIGSYS && s->want == W_ANY, name, "killed by signal %d%s", sig,
+		    sig == SIGSYS ? " (SIGSYS)" : "");
+		return;
+	}
+	int e = WEXITSTATUS(status);
+
+	if (e == 0)
+		say(false, name, "succeeded");
+	else
+		say(want_ok(s->want, e), name, "%s", strerrorname_np(e) ? strerrorname_np(e) : "?");
+}
+
+static int
+check_syscalls(const char *only)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++) {
+		if (only && strncmp(syscalls[i].name, only, strlen(only)) != 0)
+			continue;
+		try_syscall(&syscalls[i]);
+		n++;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------- workloads */
+
+static char chunk[1 << 16];
+
+static void
+chunk_init(void)
+{
+	memset(chunk, 'x', sizeof(chunk) - 1);
+	chunk[sizeof(chunk) - 1] = '\n';
+}
+
+/* Write bytes of 'x' lines to stdout; the first line says HEAD, the last TAIL. */
+static int
+do_flood(unsigned long long bytes)
+{
+	static const char head[] = "WD-FLOOD-HEAD\n";
+	static const char tail[] = "WD-FLOOD-TAIL\n";
+	unsigned long long left = bytes;
+
+	if (bytes < sizeof(head) + sizeof(tail))
+		return 2;
+	if (write(1, head, sizeof(head) - 1) < 0)
+		return 1;
+	left -= (sizeof(head) - 1) + (sizeof(tail) - 1);
+	while (left) {
+		size_t n = left < sizeof(chunk) ? (size_t)left : sizeof(chunk);
+		ssize_t w = write(1, chunk, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		left -= (size_t)w;
+	}
+	return write(1, tail, sizeof(tail) - 1) < 0;
+}
+
+/* Touch memory until something stops us; report how far we got on stderr
+ * only if the allocator says no (the OOM killer will not let us print). */
+static int
+do_memhog(unsigned long mib)
+{
+	for (unsigned long i = 0; !mib || i < mib; i++) {
+		char *p =
+		    mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED) {
+			fprintf(stderr, "memhog: mmap failed after %lu MiB: %s\n", i,
+				strerror(errno));
+			return 3;
+		}
+		memset(p, (int)i | 1, 1 << 20);
+	}
+	printf("memhog: allocated %lu MiB\n", mib);
+	return 0;
+}
+
+/* Fork until fork fails; report the errno.  The children sleep, so the
+ * sandbox is full of processes until it ends. */
+static int
+do_forkbomb(unsigned long max)
+{
+	unsigned long n = 0;
+
+	for (;;) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			pause();
+			_exit(0);
+		}
+		if (pid < 0) {
+			printf("forkbomb: fork failed after %lu: %s\n", n, strerrorname_np(errno));
+			fflush(stdout);
+			return errno == EAGAIN ? 0 : 1;
+		}
+		if (++n >= max) {
+			printf("forkbomb: reached %lu processes without a limit\n", n);
+			fflush(stdout);
+			return 4;
+		}
+	}
+}
+
+/* Write to path until the write fails; print the errno. */
+static int
+do_fill(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	unsigned long long total = 0;
+
+	if (fd < 0) {
+		printf("fill: open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	for (;;) {
+		ssize_t w = write(fd, chunk, sizeof(chunk));
+
+		if (w < 0) {
+			printf("fill: %s after %llu bytes\n", strerrorname_np(errno), total);
+			fflush(stdout);
+			close(fd);
+			return errno == ENOSPC ? 0 : 1;
+		}
+		total += (unsigned long long)w;
+	}
+}
+
+/* Ignore SIGTERM, fork n children that do the same, and sleep forever.
+ * argv carries the caller's marker, so the test can look for survivors. */
+static int
+do_stubborn(unsigned long n)
+{
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	for (unsigned long i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			/* Grandchildren too, in a new session of their own. */
+			setsid();
+			if (fork() == 0)
+				for (;;)
+					pause();
+			for (;;)
+				pause();
+		}
+	}
+	printf("stubborn: %lu children forked\n", n);
+	fflush(stdout);
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* --------------------------------------------------------------- driver */
+
+static void
+usage(void)
+{
+	fputs("usage: wd-probe CHECK [ARGS]\n"
+	      "checks:\n"
+	      "  ids [UID]            real/effective/saved uid and gid are UID (1000)\n"
+	      "  caps                 every capability set in /proc/self/status is empty\n"
+	      "  nnp                  NoNewPrivs is 1\n"
+	      "  seccomp              Seccomp is 2 (filter)\n"
+	      "  absent PATH...       each PATH does not exist\n"
+	      "  readonly DIR...      creating a file in DIR fails with EROFS\n"
+	      "  nowrite DIR...       creating a file in DIR fails (any errno)\n"
+	      "  writable DIR...      a file can be created, written, read, removed in DIR\n"
+	      "  noreach PATH TOKEN   opening PATH fails or does not yield TOKEN\n"
+	      "  symlink DIR TARGET TOKEN  a link DIR/x -> TARGET does not yield TOKEN\n"
+	      "  cwd DIR              the working directory is DIR\n"
+	      "  noconnect PORT [IP]  TCP connect to IP (127.0.0.1):PORT fails\n"
+	      "  netif                only lo in /proc/net/dev, and lo is up\n"
+	      "  syscalls [PREFIX]    each refused syscall fails with EPERM\n"
+	      "  env NAME[=VAL],...   the environment holds exactly these names\n"
+	      "  secret HEX           the hex-encoded string is in no environment or\n"
+	      "                       cmdline we can read\n"
+	      "  proc1-environ [HEX]  /proc/1/environ unreadable or without the string\n"
+	      "  fds                  no descriptor above 2 is open\n"
+	      "  passwd               /etc/passwd and /etc/group name sandbox as 1000\n"
+	      "  procmask             /proc/sys, sysrq-trigger, kcore, kmsg masked\n"
+	      "  dev                  /dev is minimal\n"
+	      "  all [--uid N] [--canary PATH]... [--token T] [--link PATH]... [--port N]\n"
+	      "      [--env LIST] [--secret HEX] [--ro DIR]... [--rw DIR]... [--cwd DIR]\n"
+	      "      [--no-netif] [--no-passwd]\n"
+	      "workloads:\n"
+	      "  flood BYTES  memhog [MIB]  forkbomb [MAX]  fill PATH  stubborn [N] [MARKER]\n",
+	      stderr);
+}
+
+static unsigned long long
+num(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s) {
+		fprintf(stderr, "wd-probe: bad number '%s'\n", s);
+		exit(2);
+	}
+	switch (*end) {
+	case 'K':
+		return v << 10;
+	case 'M':
+		return v << 20;
+	case 'G':
+		return v << 30;
+	default:
+		return v;
+	}
+}
+
+#define MAXLIST 16
+
+struct all_opts {
+	unsigned uid;
+	const char *canary[MAXLIST];
+	int ncanary;
+	const char *link[MAXLIST];
+	int nlink;
+	const char *ro[MAXLIST];
+	int nro;
+	const char *rw[MAXLIST];
+	int nrw;
+	const char *token;
+	const char *env;
+	const char *secret;
+	const char *cwd;
+	int port;
+	bool netif, passwd;
+};
+
+static int
+run_all(int argc, char **argv)
+{
+	struct all_opts o = {.uid = 1000, .netif = true, .passwd = true, .port = -1};
+
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		bool flag = strcmp(a, "--no-netif") == 0 || strcmp(a, "--no-passwd") == 0;
+
+		if (!flag && !v) {
+			fprintf(stderr, "wd-probe all: %s needs a value\n", a);
+			return 2;
+		}
+		if (strcmp(a, "--uid") == 0)
+			o.uid = (unsigned)num(v);
+		else if (strcmp(a, "--canary") == 0 && o.ncanary < MAXLIST)
+			o.canary[o.ncanary++] = v;
+		else if (strcmp(a, "--link") == 0 && o.nlink < MAXLIST)
+			o.link[o.nlink++] = v;
+		else if (strcmp(a, "--ro") == 0 && o.nro < MAXLIST)
+			o.ro[o.nro++] = v;
+		else if (strcmp(a, "--rw") == 0 && o.nrw < MAXLIST)
+			o.rw[o.nrw++] = v;
+		else if (strcmp(a, "--token") == 0)
+			o.token = v;
+		else if (strcmp(a, "--env") == 0)
+			o.env = v;
+		else if (strcmp(a, "--secret") == 0)
+			o.secret = unhex(v);
+		else if (strcmp(a, "--cwd") == 0)
+			o.cwd = v;
+		else if (strcmp(a, "--port") == 0)
+			o.port = (int)num(v);
+		else if (strcmp(a, "--no-netif") == 0)
+			o.netif = false;
+		else if (strcmp(a, "--no-passwd") == 0)
+			o.passwd = false;
+		else {
+			fprintf(stderr, "wd-probe all: bad option '%s'\n", a);
+			usage();
+			return 2;
+		}
+		if (!flag)
+			i++;
+	}
+
+	check_ids(o.uid);
+	check_caps();
+	check_status_eq("NoNewPrivs", "1");
+	check_status_eq("Seccomp", "2");
+	for (int i = 0; i < o.ncanary; i++)
+		check_absent(o.canary[i]);
+	check_absent("/etc/shadow");
+	for (int i = 0; i < o.nro; i++)
+		check_nowrite(o.ro[i], EROFS);
+	for (int i = 0; i < o.nrw; i++)
+		check_writable(o.rw[i]);
+	if (o.token) {
+		for (int i = 0; i < o.nlink; i++)
+			check_noreach(o.link[i], o.token);
+		for (int i = 0; i < o.ncanary; i++)
+			if (o.nrw)
+				check_symlink(o.rw[0], o.canary[i], o.token);
+	}
+	if (o.cwd)
+		check_cwd(o.cwd);
+	if (o.port >= 0)
+		check_noconnect("127.0.0.1", o.port);
+	if (o.netif)
+		check_netif();
+	check_syscalls(NULL);
+	if (o.env)
+		check_env(o.env);
+	if (o.secret)
+		check_secret(o.secret);
+	check_proc1_environ(o.secret);
+	check_fds();
+	if (o.passwd)
+		check_passwd();
+	check_procmask();
+	check_dev();
+	return failures ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+	char **a = argv + 2;
+	int n = argc - 2;
+
+	/* Line-buffered so a test sees every line even if a workload is killed. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	chunk_init();
+	if (strcmp(cmd, "ids") == 0)
+		check_ids(n > 0 ? (unsigned)num(a[0]) : 1000);
+	else if (strcmp(cmd, "caps") == 0)
+		check_caps();
+	else if (strcmp(cmd, "nnp") == 0)
+		check_status_eq("NoNewPrivs", "1");
+	else if (strcmp(cmd, "seccomp") == 0)
+		check_status_eq("Seccomp", "2");
+	else if (strcmp(cmd, "absent") == 0 && n > 0)
+		for (int i = 0; i < n; i++)
+			check_absent(a[i]);
+	else if (strcmp(cmd, "readonly") == 0 && n > 0)
+		for (int i = 0; i < n; i++)
+			check_nowrite(a[i], EROFS);
+	else if (strcmp(cmd, "nowrite") == 0 && n > 0)
+		for (int i = 0; i < n; i++)
+			check_nowrite(a[i], 0);
+	else if (strcmp(cmd, "writable") == 0 && n > 0)
+		for (int i = 0; i < n; i++)
+			check_writable(a[i]);
+	else if (strcmp(cmd, "noreach") == 0 && n == 2)
+		check_noreach(a[0], a[1]);
+	else if (strcmp(cmd, "symlink") == 0 && n == 3)
+		check_symlink(a[0], a[1], a[2]);
+	else if (strcmp(cmd, "cwd") == 0 && n == 1)
+		check_cwd(a[0]);
+	else if (strcmp(cmd, "noconnect") == 0 && n >= 1)
+		check_noconnect(n > 1 ? a[1] : "127.0.0.1", (int)num(a[0]));
+	else if (strcmp(cmd, "netif") == 0)
+		check_netif();
+	else if (strcmp(cmd, "syscalls") == 0) {
+		if (check_syscalls(n > 0 ? a[0] : NULL) == 0) {
+			fprintf(stderr, "wd-probe: no syscall check matches '%s'\n", a[0]);
+			return 2;
+		}
+	} else if (strcmp(cmd, "env") == 0 && n == 1)
+		check_env(a[0]);
+	else if (strcmp(cmd, "secret") == 0 && n == 1)
+		check_secret(unhex(a[0]));
+	else if (strcmp(cmd, "proc1-environ") == 0)
+		check_proc1_environ(n > 0 ? unhex(a[0]) : NULL);
+	else if (strcmp(cmd, "fds") == 0)
+		check_fds();
+	else if (strcmp(cmd, "passwd") == 0)
+		check_passwd();
+	else if (strcmp(cmd, "procmask") == 0)
+		check_procmask();
+	else if (strcmp(cmd, "dev") == 0)
+		check_dev();
+	else if (strcmp(cmd, "all") == 0)
+		return run_all(n, a);
+	else if (strcmp(cmd, "flood") == 0 && n == 1)
+		return do_flood(num(a[0]));
+	else if (strcmp(cmd, "memhog") == 0)
+		return do_memhog(n > 0 ? (unsigned long)num(a[0]) : 0);
+	else if (strcmp(cmd, "forkbomb") == 0)
+		return do_forkbomb(n > 0 ? (unsigned long)num(a[0]) : 100000);
+	else if (strcmp(cmd, "fill") == 0 && n == 1)
+		return do_fill(a[0]);
+	else if (strcmp(cmd, "stubborn") == 0)
+		return do_stubborn(n > 0 ? (unsigned long)num(a[0]) : 4);
+	else {
+		usage();
+		return 2;
+	}
+	return failures ? 1 : 0;
+}
