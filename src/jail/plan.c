@@ -290,7 +290,7 @@ add_host_bind(struct jail_prep *p, const char *what, const char *src, const char
 	struct jail_op *op;
 	if (!p->plan.root_mode) {
 		op = ADD_OP(p, JAIL_OP_BIND, dst);
-		op->src = src;
+		op->src = sdup(p, "%s", src); /* src may not outlive this call */
 		op->flags = JAIL_OPF_HOSTPATH | JAIL_OPF_RECURSIVE;
 		op->attr = rw ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
 			      : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;

@@ -213,7 +213,8 @@ wd_result_json(const wd_result *r)
 		jputs(&b, "\"cgroup\":\"none\",");
 	jprintf(&b, "\"network\":\"%s\",\"idmapped_workspace\":%s,\"uid\":%d,\"host_uid\":%u,",
 		r->isolation == WD_ISOLATION_CONTAINER ? "loopback" : "host",
-		r->idmapped ? "true" : "false", r->isolation == WD_ISOLATION_CONTAINER ? 1000 : -1,
+		r->idmapped ? "true" : "false",
+		r->isolation == WD_ISOLATION_CONTAINER ? 1000 : (int)r->host_uid,
 		r->host_uid);
 	jputs(&b, "\"no_new_privs\":true,\"capabilities\":\"none\"}}");
 	return b.p;
