@@ -112,7 +112,12 @@ jail_landlock_abi(void)
 	return abi > 0 ? (int)abi : 0;
 }
 
-/* The filesystem rights ABI abi can handle (the sample's switch). */
+/* The filesystem rights ABI abi can handle (the sample's switch).
+ *
+ * ABI 1 cannot handle REFER, and the kernel then refuses every rename or
+ * link across directories with EXDEV, even inside rw_paths (landlock(7),
+ * "Previous limitations"): tools fall back to copy+unlink, as across
+ * filesystems.  From ABI 2, REFER is handled and granted on rw_paths. */
 static __u64
 fs_rights_for(int abi)
 {

@@ -342,7 +342,7 @@ fail:
  * personas change kernel behaviour for the process: READ_IMPLIES_EXEC makes
  * every readable mapping executable, ADDR_NO_RANDOMIZE switches off ASLR for
  * what it execs, MMAP_PAGE_ZERO maps page 0 (the kernel NULL-dereference
- * exploit primitive; CVE-2009-2692 used personality for it).  The kernel
+ * exploit primitive, cf. CVE-2009-1895: setuid exec kept it).  The kernel
  * reads an unsigned int, hence the low 32 bits. */
 size_t
 jail_seccomp_prelude(struct sock_filter *buf, size_t cap, uint32_t arch)
