@@ -48,9 +48,24 @@ slurp_fd(int fd, size_t *len)
 }
 
 /* libseccomp 2.5.4 has no seccomp_export_bpf_mem (2.6 does): export to a
- * memfd and read it back. */
-static char *export(scmp_filter_ctx ctx, int pfc, size_t *len)
+ * memfd and read it back.  The pseudo-code has no _mem form at all. */
+static char *
+export_filter(scmp_filter_ctx ctx, int pfc, size_t *len)
 {
+#if SCMP_VER_MAJOR > 2 || (SCMP_VER_MAJOR == 2 && SCMP_VER_MINOR >= 6)
+	if (!pfc) {
+		size_t n = 0;
+		if (seccomp_export_bpf_mem(ctx, NULL, &n) < 0 || n == 0)
+			return NULL;
+		char *buf = malloc(n);
+		if (buf && seccomp_export_bpf_mem(ctx, buf, &n) == 0) {
+			*len = n;
+			return buf;
+		}
+		free(buf);
+		return NULL;
+	}
+#endif
 	int fd = memfd_create(pfc ? "seccomp-pfc" : "seccomp-bpf", MFD_CLOEXEC);
 	if (fd < 0)
 		return NULL;
@@ -72,8 +87,8 @@ build(unsigned flags, struct sock_filter *prog, char **pfc, unsigned *nsys)
 		return 0;
 	}
 	size_t bpf_len = 0, pfc_len = 0;
-	char *bpf = export(ctx, 0, &bpf_len);
-	*pfc = export(ctx, 1, &pfc_len);
+	char *bpf = export_filter(ctx, 0, &bpf_len);
+	*pfc = export_filter(ctx, 1, &pfc_len);
 	seccomp_release(ctx);
 	if (!bpf || !*pfc || bpf_len == 0 || bpf_len % sizeof(struct sock_filter)) {
 		fprintf(stderr, "gen-seccomp: exporting the filter failed\n");
