@@ -10,7 +10,7 @@
  * buffer from its start on every call, which costs at most 32 KiB per call
  * and keeps it stateless and easy to fuzz.
  */
-#include "net/net.h"
+#include "net/net-internal.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -565,4 +565,35 @@ net_body_feed(struct net_body *b, const char *p, size_t n)
 		}
 	}
 	return (ssize_t)i;
+}
+
+/* Hop-by-hop fields (RFC 9110 §7.6.1) are dropped when a head is passed
+ * on, and so is every field a Connection header names.  On requests the
+ * proxy also drops Host (rewritten from the URI: a Host naming another
+ * site than the checked one would be domain fronting), Proxy-Authorization
+ * (never leaves the proxy) and Upgrade (tunnels only through CONNECT). */
+bool
+net_http_hop_by_hop(const char *buf, const struct net_http_head *h, unsigned i, bool request)
+{
+	static const char *const always[] = {"connection", "proxy-connection", "keep-alive",
+					     "te", "upgrade", "proxy-authenticate",
+					     "proxy-authorization", NULL};
+	struct net_span name = h->headers[i].name;
+	for (size_t k = 0; always[k]; k++)
+		if (span_eq(buf, name, always[k]))
+			return true;
+	if (request && span_eq(buf, name, "host"))
+		return true;
+	for (unsigned j = 0; j < h->n_headers; j++) {
+		if (!span_eq(buf, h->headers[j].name, "connection"))
+			continue;
+		char tok[64];
+		if (name.len >= sizeof(tok))
+			continue;
+		memcpy(tok, buf + name.off, name.len);
+		tok[name.len] = '\0';
+		if (list_has(buf, h->headers[j].value, tok))
+			return true;
+	}
+	return false;
 }

@@ -4,6 +4,8 @@
 
 #include "net/net.h"
 
+#include <sys/types.h>
+
 /* ---- resolver pool (resolve.c) ----
  * getaddrinfo() blocks, so names are resolved on a few detached worker
  * threads and results come back to the proxy thread through an eventfd.
@@ -42,5 +44,8 @@ struct net_job *net_resolver_take_done(struct net_resolver *r);
 /* Drop the proxy's reference; queued jobs are freed, running ones are
  * freed by their worker. */
 void net_resolver_release(struct net_resolver *r);
+
+/* True if header i of h must not be forwarded (http.c). */
+bool net_http_hop_by_hop(const char *buf, const struct net_http_head *h, unsigned i, bool request);
 
 #endif

@@ -323,6 +323,33 @@ int net_dns_build(const struct net_dns_query *q, int rcode, const struct sockadd
 #define NET_DNS_NOTIMP 4
 #define NET_DNS_REFUSED 5
 
+/* ------------------------------------------------------------- listeners */
+
+/* Where the sandbox finds the proxy: 127.0.0.1 on these ports inside its
+ * network namespace.  0 picks an ephemeral port (tests). */
+struct net_listen_addrs {
+	uint16_t http_port;  /* 3128 */
+	uint16_t socks_port; /* 1080 */
+	uint16_t dns_port;   /* 53 */
+};
+void net_listen_addrs_init(struct net_listen_addrs *a);
+
+struct net_listeners {
+	int http_fd, socks_fd, dns_fd; /* listening TCP, listening TCP, bound UDP */
+	uint16_t http_port, socks_port, dns_port;
+};
+
+/* Create the three sockets on 127.0.0.1 inside the network namespace
+ * netns_fd (an fd of /proc/PID/ns/net; -1 for the caller's own), bringing
+ * its loopback up first.  A short-lived thread does the setns(), so the
+ * caller's namespaces never change; it needs CAP_SYS_ADMIN over the
+ * namespace (root, or the owner of its user namespace) and, for ports
+ * below 1024, CAP_NET_BIND_SERVICE there.  A socket keeps the namespace it
+ * was created in, so the fds can be served from the host.  On success the
+ * caller owns the three fds (pass them to net_proxy_serve()). */
+int net_listeners_open(int netns_fd, const struct net_listen_addrs *a, struct net_listeners *out,
+		       struct wd_err *err);
+
 /* ----------------------------------------------------------------- proxy */
 
 enum net_proto {

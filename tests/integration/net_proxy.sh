@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Egress proxy with real clients on host loopback (issue 4): curl over the
+# HTTP proxy and SOCKS5 against a local upstream reached through hosts
+# entries.  Usage: net_proxy.sh NET_PROXYD SRCDIR.  Loopback only.
+set -uo pipefail
+PROXYD=$1
+HERE=$2
+TOOL="python3 $HERE/net_tool.py"
+command -v curl >/dev/null || { echo "skip: curl missing"; exit 77; }
+command -v python3 >/dev/null || { echo "skip: python3 missing"; exit 77; }
+
+T=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ $# -gt 1 ] && echo "# $2"; }
+check() { # check NAME EXPECTED ACTUAL
+	if [[ "$3" == *"$2"* ]]; then ok "$1"; else nok "$1" "want '$2', got '$3'"; fi
+}
+
+# upstream
+$TOOL serve "$T/up.log" >"$T/up.port" &
+pids+=($!)
+for _ in $(seq 50); do [ -s "$T/up.port" ] && break; sleep 0.1; done
+UP=$(cat "$T/up.port")
+[ -n "$UP" ] || { echo "upstream did not start"; exit 1; }
+
+# proxy: the proxy's stdin is a fifo kept open by this script; closing it
+# (or SIGTERM) stops the proxy.
+start_proxy() { # start_proxy NAME ARGS...
+	local name=$1
+	shift
+	mkfifo "$T/$name.in"
+	"$PROXYD" --events "$T/$name.events" "$@" <"$T/$name.in" >"$T/$name.ports" 2>"$T/$name.err" &
+	local pid=$!
+	pids+=($pid)
+	exec {fd}>"$T/$name.in"
+	eval "${name}_fd=$fd ${name}_pid=$pid"
+	for _ in $(seq 50); do [ -s "$T/$name.ports" ] && break; sleep 0.1; done
+	eval "$(tr ' ' '\n' <"$T/$name.ports" | sed "s/^/${name}_/")"
+}
+
+start_proxy p \
+	--allow "web.test:$UP=GET,HEAD" \
+	--allow "put.test:$UP=PUT,POST,GET@100" \
+	--allow "tun.test:$UP" \
+	--allow "internal.test:$UP" \
+	--allow "meta.test:80" \
+	--allow "127.0.0.1:$UP" \
+	--deny "evil.tun.test" \
+	--host web.test=127.0.0.1 --host put.test=127.0.0.1 --host tun.test=127.0.0.1 \
+	--host internal.test=127.0.0.2 --host meta.test=169.254.169.254 \
+	--header-timeout-ms 1000
+X="-s -m 10 -x http://127.0.0.1:$p_http"
+
+r=$(curl $X "http://web.test:$UP/hello")
+check "allowed GET through the HTTP proxy" "GET /hello host=web.test:$UP" "$r"
+
+r=$(curl $X -o /dev/null -w '%{http_code}' -I "http://web.test:$UP/hello")
+check "allowed HEAD" "200" "$r"
+
+r=$(curl $X -i -X PUT -d abc "http://web.test:$UP/x")
+check "PUT to a GET-only host is 403" "HTTP/1.1 403" "$r"
+check "... with X-Warden-Denied naming the reason and rule" \
+	"X-Warden-Denied: method; rule=\"allow web.test:$UP=GET,HEAD\"" "$r"
+check "... and a one-line body saying what to do" "use an allowed method" "$r"
+
+r=$(curl $X -i "http://other.test:$UP/")
+check "unlisted host is 403 no-rule" "X-Warden-Denied: no-rule" "$r"
+
+r=$(curl $X -i "http://evil.tun.test:$UP/")
+check "deny rule wins" "X-Warden-Denied: deny-rule" "$r"
+
+r=$(curl $X -p -o /dev/null -w '%{http_connect}' "http://web.test:$UP/" 2>&1)
+check "CONNECT to a method-restricted host without interception is 403" "403" "$r"
+r=$(curl $X -p -v "http://web.test:$UP/" 2>&1)
+check "... reason tunnel-hides-method" "X-Warden-Denied: tunnel-hides-method" "$r"
+
+r=$(curl $X -p "http://tun.test:$UP/tunnel")
+check "CONNECT tunnel to an unrestricted host works" "GET /tunnel host=tun.test:$UP" "$r"
+
+r=$(curl -s -m 10 --socks5-hostname "127.0.0.1:$p_socks" "http://tun.test:$UP/socks")
+check "SOCKS5 with a domain name works" "GET /socks host=tun.test:$UP" "$r"
+r=$(curl -s -m 10 --socks5 "127.0.0.1:$p_socks" "http://127.0.0.1:$UP/socksip")
+check "SOCKS5 with an address and an address rule works" "GET /socksip" "$r"
+curl -s -m 10 --socks5-hostname "127.0.0.1:$p_socks" "http://web.test:$UP/" >/dev/null 2>&1
+check "SOCKS5 to a method-restricted host is refused" "97" "$?"
+curl -s -m 10 --socks5-hostname "127.0.0.1:$p_socks" "http://other.test:$UP/" >/dev/null 2>&1
+check "SOCKS5 to an unlisted host is refused" "97" "$?"
+
+r=$(curl $X -i "http://internal.test:$UP/")
+check "hosts entry into a refused range without an address rule: 403" \
+	"X-Warden-Denied: address-range" "$r"
+r=$(curl $X -i "http://meta.test/latest/meta-data/")
+check "metadata address refused even when a hosts entry points at it" \
+	"X-Warden-Denied: address-range" "$r"
+check "... advice names the address class" "link-local" "$r"
+
+r=$(curl $X -X PUT --data-binary @<(head -c 50 /dev/zero) "http://put.test:$UP/small")
+check "body under max_request_bytes passes" "PUT 50" "$r"
+r=$(curl $X -i -X PUT --data-binary @<(head -c 500 /dev/zero) "http://put.test:$UP/big")
+check "Content-Length over max_request_bytes is 413" "X-Warden-Denied: max-request-bytes" "$r"
+r=$(curl $X -i -X POST -H 'Transfer-Encoding: chunked' --data-binary @<(head -c 5000 /dev/zero) \
+	"http://put.test:$UP/chunked")
+check "chunked body over max_request_bytes is cut with 413" "HTTP/1.1 413" "$r"
+if grep -q "/big\|/chunked" "$T/up.log" 2>/dev/null; then
+	nok "the upstream never saw an over-cap body" "$(cat "$T/up.log")"
+else
+	ok "the upstream never saw an over-cap body"
+fi
+
+r=$(curl $X "http://web.test:$UP/a" "http://web.test:$UP/b" -v 2>&1 | grep -c "Re-using existing connection")
+check "keep-alive: the second request reuses the proxy connection" "1" "$r"
+
+r=$($TOOL raw "$p_http" 'GET /relative HTTP/1.1\r\nHost: web.test\r\n\r\n')
+check "origin-form request to the proxy is 400 not-a-proxy-request" "not-a-proxy-request" "$r"
+r=$($TOOL raw "$p_http" 'GET http://web.test:'"$UP"'/ HTTP/1.1\nHost: x\n\n')
+check "bare-LF request head is 400" "HTTP/1.1 400" "$r"
+r=$($TOOL raw "$p_http" 'POST http://put.test:'"$UP"'/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n')
+check "Content-Length with Transfer-Encoding is 400" "HTTP/1.1 400" "$r"
+r=$($TOOL raw "$p_http" 'GET http://user@web.test:'"$UP"'/ HTTP/1.1\r\n\r\n')
+check "userinfo in the URL is 400" "HTTP/1.1 400" "$r"
+
+r=$($TOOL concurrent "$p_http" tun.test "$UP" 100)
+check "100 concurrent CONNECT tunnels from one sandbox" "tunnels=100 served=100" "$r"
+
+r=$($TOOL slow "$p_http")
+check "a slow client is cut at the header timeout with 408" "HTTP/1.1 408" "$r"
+case "$r" in *"after 0."* | *"after 1."*) ok "... within the 1 s timeout (+ sweep)" ;; *) nok "... promptly" "$r" ;; esac
+
+# Events: every decision is on the record with its fields.
+ev="$T/p.events"
+grep -q '"proto":"http","host":"web.test","port":'"$UP"',"method":"GET","path":"/hello","rule":"allow web.test:'"$UP"'=GET,HEAD","allowed":true' "$ev" &&
+	ok "allowed request event has method, path, rule" || nok "allowed request event" "$(head -3 "$ev")"
+grep -q '"method":"PUT".*"allowed":false,"reason":"method"' "$ev" &&
+	ok "refusal event has the reason" || nok "refusal event"
+grep -q '"proto":"socks5","host":"tun.test".*"allowed":true' "$ev" &&
+	ok "SOCKS5 tunnel event" || nok "SOCKS5 tunnel event"
+grep -q '"reason":"timeout"' "$ev" && ok "timeout event" || nok "timeout event"
+grep '"path":"/hello"' "$ev" | grep -q '"bytes_up":[1-9][0-9]*,"bytes_down":[1-9]' &&
+	ok "events count bytes each way" || nok "bytes in events"
+
+# Stop closes tunnels: hold one open, stop the proxy, see it end.
+$TOOL hold "$p_http" tun.test "$UP" >"$T/hold.out" &
+hold=$!
+pids+=($hold)
+for _ in $(seq 50); do grep -q open "$T/hold.out" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$p_pid"
+wait "$hold"
+r=$(cat "$T/hold.out")
+check "stopping the proxy closes open tunnels" "closed" "$r"
+wait "$p_pid" 2>/dev/null
+grep -q '"proto":"connect","host":"tun.test".*"allowed":true' "$T/p.events" &&
+	ok "the closed tunnel got its event" || nok "tunnel event at stop"
+grep -q "open=0" "$T/p.err" && ok "no connection left open after stop" || nok "open after stop" "$(cat "$T/p.err")"
+
+# Connection limit and byte budget, on a second proxy.
+start_proxy q --allow "tun.test:$UP" --host tun.test=127.0.0.1 --allow "127.0.0.1:$UP" \
+	--max-conns 5 --max-bytes 300000
+r=$($TOOL concurrent "$q_http" tun.test "$UP" 8 2>&1)
+check "max connections: the extra ones are refused" "tunnels=5" "$r"
+grep -q '"reason":"max-connections"' "$T/q.events" && ok "... with events" || nok "max-connections event"
+r=$(curl -s -m 10 -x "http://127.0.0.1:$q_http" -p -o /dev/null -w '%{size_download}' "http://tun.test:$UP/big/1000000")
+if [ "${r:-0}" -lt 300000 ]; then ok "byte budget cuts a tunnel ($r bytes)"; else nok "byte budget" "$r"; fi
+grep -q '"reason":"max-total-bytes"' "$T/q.events" && ok "... with a max-total-bytes event" || nok "budget event"
+
+echo "1..$n"
+[ $fails -eq 0 ]

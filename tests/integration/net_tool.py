@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Helpers for the net integration tests: a local upstream HTTP server and
+small clients that curl cannot play (a DNS client, many concurrent tunnels,
+a slow client, a tunnel held open across a proxy stop).  Loopback only."""
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Upstream(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, code, body):
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def do_GET(self):
+        if self.path.startswith("/big/"):
+            n = int(self.path[5:])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            chunk = b"x" * 65536
+            while n > 0:
+                k = min(n, len(chunk))
+                self.wfile.write(chunk[:k])
+                n -= k
+            return
+        self.reply(200, ("GET %s host=%s\n" % (self.path, self.headers.get("Host"))).encode())
+
+    do_HEAD = do_GET
+
+    def do_PUT(self):
+        data = self.read_body()
+        with open(self.server.log, "a") as f:
+            f.write("%s %s %d\n" % (self.command, self.path, len(data)))
+        self.reply(200, b"%s %d\n" % (self.command.encode(), len(data)))
+
+    do_POST = do_PUT
+
+
+def serve(log):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    srv.daemon_threads = True
+    srv.handle_error = lambda *a: None  # clients cut by the proxy's limits
+    srv.log = log
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+def dns_query(port, name, qtype, qid=0x4242):
+    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        q += bytes([len(label)]) + label.encode()
+    q += b"\0" + struct.pack(">HH", qtype, 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    s.sendto(q, ("127.0.0.1", port))
+    r, _ = s.recvfrom(4096)
+    rid, flags, qd, an = struct.unpack(">HHHH", r[:8])
+    assert rid == qid, "id mismatch"
+    rcode = flags & 0xF
+    # skip the question, then read A/AAAA answers (compressed or full names)
+    i = 12
+    while r[i] != 0:
+        i += 1 + r[i]
+    i += 5
+    addrs = []
+    for _ in range(an):
+        if r[i] & 0xC0 == 0xC0:
+            i += 2
+        else:
+            while r[i] != 0:
+                i += 1 + r[i]
+            i += 1
+        t, _c, _ttl, rdlen = struct.unpack(">HHIH", r[i:i + 10])
+        i += 10
+        rd = r[i:i + rdlen]
+        i += rdlen
+        if t == 1:
+            addrs.append(socket.inet_ntop(socket.AF_INET, rd))
+        elif t == 28:
+            addrs.append(socket.inet_ntop(socket.AF_INET6, rd))
+    return rcode, addrs
+
+
+def cmd_dns(port, name, qtype):
+    rcode, addrs = dns_query(int(port), name, int(qtype))
+    names = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+    print(names.get(rcode, str(rcode)), " ".join(addrs))
+
+
+def cmd_dns_burst(port, name, n):
+    out = {}
+    for k in range(int(n)):
+        try:
+            rcode, _ = dns_query(int(port), name, 1, qid=k + 1)
+        except socket.timeout:
+            rcode = -1
+        out[rcode] = out.get(rcode, 0) + 1
+    print(" ".join("%s=%d" % (k, v) for k, v in sorted(out.items())))
+
+
+def recv_head(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def cmd_concurrent(proxy_port, host, port, n):
+    """Open n CONNECT tunnels at once, keep them all open, then use each."""
+    n = int(n)
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", int(proxy_port)), timeout=10)
+        s.sendall(b"CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (
+            host.encode(), port.encode(), host.encode(), port.encode()))
+        socks.append(s)
+    ok = 0
+    for s in socks:
+        if recv_head(s).startswith(b"HTTP/1.1 200"):
+            ok += 1
+    served = 0
+    for i, s in enumerate(socks):
+        s.sendall(b"GET /c%d HTTP/1.1\r\nHost: %s\r\n\r\n" % (i, host.encode()))
+    for i, s in enumerate(socks):
+        data = recv_head(s)
+        while b"GET /c%d " % i not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        if b"GET /c%d " % i in data:
+            served += 1
+        s.close()
+    print("tunnels=%d served=%d" % (ok, served))
+
+
+def cmd_slow(proxy_port):
+    s = socket.create_connection(("127.0.0.1", int(proxy_port)), timeout=10)
+    s.sendall(b"GET http://web.test/ HTTP/1.1\r\nHost: web.test\r\n")
+    t0 = time.monotonic()
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        print("no answer")
+        return
+    status = data.split(b"\r\n", 1)[0].decode(errors="replace")
+    print("%s after %.1fs closed" % (status, time.monotonic() - t0))
+
+
+def cmd_hold(proxy_port, host, port):
+    """Open a CONNECT tunnel, say so, and report how it ends."""
+    s = socket.create_connection(("127.0.0.1", int(proxy_port)), timeout=15)
+    s.sendall(b"CONNECT %s:%s HTTP/1.1\r\n\r\n" % (host.encode(), port.encode()))
+    head = recv_head(s)
+    if not head.startswith(b"HTTP/1.1 200"):
+        print("not open", head[:40])
+        return
+    print("open", flush=True)
+    t0 = time.monotonic()
+    try:
+        data = s.recv(4096)
+        print("closed" if data == b"" else "data", "after %.1fs" % (time.monotonic() - t0))
+    except ConnectionResetError:
+        print("closed (reset) after %.1fs" % (time.monotonic() - t0))
+    except socket.timeout:
+        print("still open")
+
+
+def cmd_raw(proxy_port, payload):
+    """Send raw bytes (Python escapes allowed) and print the status line."""
+    s = socket.create_connection(("127.0.0.1", int(proxy_port)), timeout=5)
+    s.sendall(payload.encode().decode("unicode_escape").encode("latin-1"))
+    data = recv_head(s)
+    print(data.split(b"\r\n", 1)[0].decode(errors="replace"))
+    for line in data.split(b"\r\n"):
+        if line.lower().startswith(b"x-warden-denied"):
+            print(line.decode())
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"serve": serve, "dns": cmd_dns, "dns-burst": cmd_dns_burst, "concurrent": cmd_concurrent,
+     "slow": cmd_slow, "hold": cmd_hold, "raw": cmd_raw}[cmd](*args)
