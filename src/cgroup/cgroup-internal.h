@@ -33,7 +33,7 @@ extern const char *const cg_ctrl_names[CG_NCTRL];
 
 /* One directory tree warden creates sandboxes in. */
 struct cg_hier {
-	char *base;     /* absolute; sandboxes are <base>/warden/<id> */
+	char *base;	/* absolute; sandboxes are <base>/warden/<id> */
 	unsigned ctrls; /* v1: controllers of interest on this hierarchy */
 };
 
@@ -51,17 +51,17 @@ struct cg_host {
 	/* v2 only */
 	bool v2_base_is_own; /* base is the cgroup warden started in */
 	pthread_mutex_t lock;
-	bool v2_probed;       /* v2_enabled is known (the slow path ran) */
-	unsigned v2_enabled;  /* CG_V2_WANTED bits usable in <base>/warden/<id> */
+	bool v2_probed;	     /* v2_enabled is known (the slow path ran) */
+	unsigned v2_enabled; /* CG_V2_WANTED bits usable in <base>/warden/<id> */
 };
 
 struct cgroup {
 	int version;
 	int ndirs;
-	int fd[CG_NCTRL];            /* O_DIRECTORY fds, one per hierarchy */
-	unsigned ctrls[CG_NCTRL];    /* controllers usable in dirs[i] */
-	char *dirs[CG_NCTRL + 1];    /* absolute paths, NULL-terminated */
-	bool swap_limited;           /* swap is capped (memsw / memory.swap.max) */
+	int fd[CG_NCTRL];	  /* O_DIRECTORY fds, one per hierarchy */
+	unsigned ctrls[CG_NCTRL]; /* controllers usable in dirs[i] */
+	char *dirs[CG_NCTRL + 1]; /* absolute paths, NULL-terminated */
+	bool swap_limited;	  /* swap is capped (memsw / memory.swap.max) */
 };
 
 /* host.c */

@@ -200,7 +200,8 @@ cg_kill_loop(int dfd, int (*freeze)(int dfd, bool on))
 					kill(pids[i], SIGKILL);
 				continue;
 			}
-			if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+			if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) < 0 &&
+			    errno != ESRCH)
 				kill(pids[i], SIGKILL);
 			pfd[np++] = (struct pollfd){.fd = fd, .events = POLLIN};
 		}
@@ -253,6 +254,16 @@ valid_id(const char *id)
 	return n > 0 && n <= 128;
 }
 
+static int
+mkdir_failed(struct wd_err *err, const char *path)
+{
+	int e = errno;
+	wd_err_sys(err, e, "cgroup: mkdir %s", path);
+	/* Not ours to write (a user namespace's root, a read-only cgroupfs):
+	 * the same answer as cgroup_host_check()'s. */
+	return e == EACCES || e == EROFS ? -EPERM : -e;
+}
+
 /* mkdir <base>/warden/<id> and open it.  The dirfd takes a shared flock for
  * the cgroup's life: cgroup_sweep_stale() in another warden process takes
  * an exclusive one before removing a directory, so it never removes a live
@@ -268,15 +279,11 @@ make_dir(struct cgroup *cg, int i, const char *base, const char *id, struct wd_e
 		 * removed the empty parent; retry in case that races us. */
 		if (errno == ENOENT && attempt < 4) {
 			wd_autofree char *parent = wd_xasprintf("%s/warden", base);
-			if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-				return wd_err_sys(err, errno, "cgroup: mkdir %s", parent);
-			continue;
+			if (mkdir(parent, 0755) == 0 || errno == EEXIST)
+				continue;
+			return mkdir_failed(err, parent);
 		}
-		int e = errno;
-		wd_err_sys(err, e, "cgroup: mkdir %s", path);
-		/* Not ours to write (a user namespace's root, a read-only
-		 * cgroupfs): the same answer as cgroup_host_check()'s. */
-		return e == EACCES || e == EROFS ? -EPERM : -e;
+		return mkdir_failed(err, path);
 	}
 	cg->dirs[i] = wd_steal_ptr(&path);
 	cg->ndirs = i + 1;
@@ -302,7 +309,8 @@ cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned fl
 	static const struct cgroup_limits none;
 	struct cg_host *h = cg_host_get();
 	if (!valid_id(id))
-		return wd_err_set(err, WD_E_INVAL, "cgroup: invalid sandbox id '%s' (1-128 of A-Z a-z 0-9 - _)",
+		return wd_err_set(err, WD_E_INVAL,
+				  "cgroup: invalid sandbox id '%s' (1-128 of A-Z a-z 0-9 - _)",
 				  id ? id : "(null)");
 	if (h->unusable)
 		return cgroup_host_check(err);

@@ -252,16 +252,18 @@ setup_v1(struct found *f)
 		if (i == host.nhier) {
 			char *base = root ? wd_xstrdup(m->point) : own_dir(m, f->own_v1[c]);
 			if (!base) {
-				unusable(-EPERM, "cgroup v1 %s: this process's cgroup is not visible under %s",
-					 cg_ctrl_names[c], m->point);
+				unusable(
+				    -EPERM,
+				    "cgroup v1 %s: this process's cgroup is not visible under %s",
+				    cg_ctrl_names[c], m->point);
 				return;
 			}
 			host.hier[host.nhier].base = base;
 			host.nhier++;
 			int rc = writable(m, base, NULL);
 			if (rc < 0 && !host.unusable)
-				unusable(rc, "cgroup v1: %s is not writable by this user (%s)", base,
-					 "run warden as root or delegate the hierarchy");
+				unusable(rc, "cgroup v1: %s is not writable by this user (%s)",
+					 base, "run warden as root or delegate the hierarchy");
 		}
 		host.hier[i].ctrls |= CG_BIT(c);
 	}
@@ -299,7 +301,8 @@ setup_v2(struct found *f)
 	}
 	host.hier[0].base = wd_xstrdup(f->v2.point);
 	if (!root) {
-		unusable(-EPERM, "cgroup v2: no delegated subtree (%s is not writable by this user; %s)",
+		unusable(-EPERM,
+			 "cgroup v2: no delegated subtree (%s is not writable by this user; %s)",
 			 own ? own : f->v2.point, "try systemd-run --user -p Delegate=yes --scope");
 		return;
 	}
@@ -343,7 +346,8 @@ discover(void)
 	else if (f.v2.point)
 		setup_v2(&f);
 	else
-		unusable(-ENOTSUP, "cgroup: no cgroup2 mount and no v1 memory+pids+cpu hierarchies");
+		unusable(-ENOTSUP,
+			 "cgroup: no cgroup2 mount and no v1 memory+pids+cpu hierarchies");
 
 	for (int c = 0; c < CG_NCTRL; c++) {
 		free(f.v1[c].point);

@@ -64,8 +64,8 @@ enable_in(const char *dir, unsigned bits)
 	size_t len = 0;
 	for (int c = 0; c < CG_NCTRL; c++)
 		if (bits & CG_BIT(c))
-			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s+%s", len ? " " : "",
-						cg_ctrl_names[c]);
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s+%s",
+						len ? " " : "", cg_ctrl_names[c]);
 	wd_autofree char *p = wd_xasprintf("%s/cgroup.subtree_control", dir);
 	return wd_write_file_at(AT_FDCWD, p, buf);
 }
@@ -102,17 +102,20 @@ enable_controllers_locked(struct cg_host *h, struct wd_err *err)
 				rc = enable_in(base, want & ~on);
 		}
 		if (rc < 0)
-			return wd_err_sys(err, -rc, "cgroup: enable controllers in %s/cgroup.subtree_control%s",
-					  base,
-					  rc == -EBUSY ? " (it holds other processes; give warden a cgroup of its own)"
-						       : "");
+			return wd_err_sys(
+			    err, -rc, "cgroup: enable controllers in %s/cgroup.subtree_control%s",
+			    base,
+			    rc == -EBUSY
+				? " (it holds other processes; give warden a cgroup of its own)"
+				: "");
 	}
 	wd_autofree char *parent = wd_xasprintf("%s/warden", base);
 	on = 0;
 	if (read_ctrls(parent, "cgroup.subtree_control", &on) == 0 && (want & ~on)) {
 		rc = enable_in(parent, want & ~on);
 		if (rc < 0)
-			return wd_err_sys(err, -rc, "cgroup: enable controllers in %s/cgroup.subtree_control",
+			return wd_err_sys(err, -rc,
+					  "cgroup: enable controllers in %s/cgroup.subtree_control",
 					  parent);
 	}
 	h->v2_enabled = want;
@@ -132,8 +135,7 @@ enable_controllers(struct cg_host *h, struct wd_err *err)
 /* Write the limit files of the controllers in `have`.  -ENOENT on a
  * controller's first file means it is not enabled here. */
 static int
-write_limits(struct cgroup *cg, const struct cgroup_limits *lim, unsigned have,
-	     const char **failed)
+write_limits(struct cgroup *cg, const struct cgroup_limits *lim, unsigned have, const char **failed)
 {
 	int dfd = cg->fd[0];
 	int rc;
@@ -149,18 +151,18 @@ write_limits(struct cgroup *cg, const struct cgroup_limits *lim, unsigned have,
 			*failed = "memory.max";
 			if ((rc = cg_write_u64(dfd, "memory.max", lim->memory_bytes)) < 0)
 				return rc;
-			/* No swap: with swap the limit would only slow a
-			 * hog down.  memory.swap.max is absent without swap
-			 * accounting (CONFIG_SWAP off, or swapaccount=0 on old
-			 * kernels); then there is no knob and nothing to do,
-			 * which cgroup_swap_limited() reports. */
-			rc = wd_write_file_at(dfd, "memory.swap.max", "0");
-			if (rc < 0 && rc != -ENOENT) {
-				*failed = "memory.swap.max";
-				return rc;
-			}
-			cg->swap_limited = rc == 0;
 		}
+		/* No swap, limit or not: with swap a limit only slows a hog
+		 * down, and the sandbox's memory should not reach the disk.
+		 * memory.swap.max is absent without swap accounting
+		 * (CONFIG_SWAP off, cgroup.memory=noswap); then there is no
+		 * knob and nothing to do, which cgroup_swap_limited() reports. */
+		rc = wd_write_file_at(dfd, "memory.swap.max", "0");
+		if (rc < 0 && rc != -ENOENT) {
+			*failed = "memory.swap.max";
+			return rc;
+		}
+		cg->swap_limited = rc == 0;
 	}
 	if ((have & CG_BIT(CG_PIDS)) && lim->pids) {
 		*failed = "pids.max";

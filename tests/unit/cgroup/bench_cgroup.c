@@ -100,7 +100,8 @@ main(int argc, char **argv)
 		return 2;
 	struct cgroup_limits lim = {512ULL << 20, 128, 1000000};
 	uint64_t *tc = calloc((size_t)n, 8), *tj = calloc((size_t)n, 8), *ta = calloc((size_t)n, 8),
-		 *tk = calloc((size_t)n, 8), *td = calloc((size_t)n, 8), *tall = calloc((size_t)n, 8);
+		 *tk = calloc((size_t)n, 8), *td = calloc((size_t)n, 8),
+		 *tall = calloc((size_t)n, 8);
 	uint64_t t0 = wd_now_ns();
 	int v = cgroup_host_version();
 	uint64_t tdisc = wd_now_ns() - t0;

@@ -209,8 +209,8 @@ wait_status(pid_t pid)
 static void
 touch_memory(size_t bytes)
 {
-	char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
+	char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		_exit(2);
 	for (size_t off = 0; off < bytes; off += 4096)
@@ -221,7 +221,7 @@ static void
 hog(void)
 {
 	touch_memory(512 * MiB); /* far past the 32M limit */
-	_exit(3);                /* survived: no limit */
+	_exit(3);		 /* survived: no limit */
 }
 
 static void
@@ -492,7 +492,8 @@ Test(cgroup, no_cpuacct_flag_skips_separate_hierarchy)
 	if (acct_without)
 		cr_expect_eq(with, without, "co-mounted cpu,cpuacct: same directories");
 	else
-		cr_expect_eq(with, without + 1, "separate cpuacct: one directory fewer with the flag");
+		cr_expect_eq(with, without + 1,
+			     "separate cpuacct: one directory fewer with the flag");
 }
 
 /* Without the freezer (CGROUP_NO_FREEZER), kill still wins against a
@@ -729,9 +730,9 @@ Test(cgroup_v2, clone_into_cgroup)
 	int p[2];
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	struct clone_args args = {
-		.flags = CLONE_INTO_CGROUP,
-		.exit_signal = SIGCHLD,
-		.cgroup = (uint64_t)cgroup_dirfd(cg),
+	    .flags = CLONE_INTO_CGROUP,
+	    .exit_signal = SIGCHLD,
+	    .cgroup = (uint64_t)cgroup_dirfd(cg),
 	};
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
 	cr_assert_geq(pid, 0, "clone3: %s", strerror(errno));
