@@ -1,0 +1,208 @@
+# shellcheck shell=bash
+# Shared helpers for the integration tests: sourced, never run.
+#
+# Environment (set by tests/integration/meson.build):
+#   WARDEN      the built warden CLI
+#   WD_PROBE    the static wd-probe helper
+#   WD_MUST_WORK=1 turns a skip (exit 77) into a failure, as in CI.
+#
+# Each test prints "ok - ..." / "not ok - ..." lines (TAP-like, for the log)
+# and exits 0, 1 on any failure, or 77 when the host cannot run it.
+
+set -uo pipefail
+
+WARDEN=${WARDEN:?set WARDEN to the built warden}
+WD_PROBE=${WD_PROBE:?set WD_PROBE to the built wd-probe}
+WARDEN=$(readlink -f "$WARDEN")
+WD_PROBE=$(readlink -f "$WD_PROBE")
+
+# Where the probe appears inside the jail.
+PROBE=/opt/wd-probe
+PROBE_BIND=(--ro-bind "$WD_PROBE:$PROBE")
+
+# A private scratch directory; the workspace is $T/ws.  Its parent is $T, so
+# a canary in $T is "in the workspace's parent".
+T=$(mktemp -d /tmp/wd-it.XXXXXXXX)
+chmod 755 "$T"
+WS=$T/ws
+mkdir "$WS"
+chmod 755 "$WS"
+
+failures=0
+cleanup_hooks=()
+
+at_exit() {
+	cleanup_hooks+=("$1")
+}
+
+_cleanup() {
+	local h
+	for h in "${cleanup_hooks[@]}"; do
+		eval "$h" || true
+	done
+	rm -rf "$T"
+}
+trap _cleanup EXIT
+
+ok() {
+	echo "ok - $*"
+}
+
+not_ok() {
+	echo "not ok - $*"
+	failures=$((failures + 1))
+}
+
+# check DESCRIPTION COMMAND...: ok if COMMAND succeeds.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+	fi
+}
+
+skip() {
+	echo "SKIP: $*"
+	if [ "${WD_MUST_WORK:-0}" = 1 ]; then
+		echo "WD_MUST_WORK=1: a skip is a failure here"
+		exit 1
+	fi
+	exit 77
+}
+
+finish() {
+	if [ "$failures" -gt 0 ]; then
+		echo "# $failures failure(s)"
+		exit 1
+	fi
+	echo "# all passed"
+	exit 0
+}
+
+# wd ARGS...: warden run --workspace $WS ARGS, stdin /dev/null; stdout and
+# stderr in $OUT and $ERR, status in $RC.  Never fails itself.
+OUT=$T/out
+ERR=$T/err
+RC=0
+wd() {
+	"$WARDEN" run --workspace "$WS" "$@" >"$OUT" 2>"$ERR" </dev/null
+	RC=$?
+	return 0
+}
+
+# Show the tail of what the last wd printed, indented, for a failing check.
+show() {
+	echo "  --- status $RC; stdout (tail):"
+	tail -c 1500 "$OUT" | sed 's/^/  | /'
+	echo "  --- stderr (tail):"
+	tail -c 1500 "$ERR" | sed 's/^/  | /'
+}
+
+# expect_rc WANT DESCRIPTION: check the status of the last wd.
+expect_rc() {
+	if [ "$RC" = "$1" ]; then
+		ok "$2 (status $RC)"
+	else
+		not_ok "$2: status $RC, want $1"
+		show
+	fi
+}
+
+# expect_out REGEX DESCRIPTION [FILE]: the last wd's stdout (or FILE) matches.
+expect_out() {
+	local f=${3:-$OUT}
+	if grep -Eq -- "$1" "$f"; then
+		ok "$2"
+	else
+		not_ok "$2: no line matching /$1/"
+		show
+	fi
+}
+
+# probe_report: turn each probe "FAIL" line into a not_ok, each "ok" into ok.
+probe_report() {
+	local prefix=$1 line
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ok "$prefix: ${line#ok }" ;;
+		"FAIL "*) not_ok "$prefix: ${line#FAIL }" ;;
+		esac
+	done <"$OUT"
+	if ! grep -q '^ok ' "$OUT"; then
+		not_ok "$prefix: the probe reported nothing"
+		show
+	fi
+}
+
+# json_get EXPR [FILE]: evaluate a python expression over the JSON object j
+# read from FILE (default $OUT); prints the result.
+json_get() {
+	python3 -c 'import json,sys
+j = json.load(open(sys.argv[2]))
+r = eval(sys.argv[1])
+print(json.dumps(r) if not isinstance(r, str) else r)' "$1" "${2:-$OUT}"
+}
+
+# A free TCP port on 127.0.0.1 (racy by nature; good enough for a test).
+free_port() {
+	python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Processes whose command line holds MARKER (excluding this shell's pgrep).
+count_marked() {
+	pgrep -f -- "$1" | grep -vx "$$" | wc -l
+}
+
+# wait_until SECONDS COMMAND...: poll every 0.1 s until COMMAND succeeds.
+wait_until() {
+	local deadline=$((SECONDS + $1))
+	shift
+	while ! "$@"; do
+		[ "$SECONDS" -ge "$deadline" ] && return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+# Sandbox cgroups: one line per <hierarchy>/warden/<id> directory.
+sandbox_cgroups() {
+	find /sys/fs/cgroup -mindepth 2 -maxdepth 4 -type d -path '*/warden/*' 2>/dev/null | sort
+}
+
+# The host's mount table without the per-mount ids, which change.
+host_mounts() {
+	awk '{ $1 = ""; $2 = ""; print }' /proc/self/mountinfo | sort
+}
+
+# The host must give warden what it needs, or the test is skipped.
+require_root() {
+	[ "$(id -u)" = 0 ] || skip "needs root (the tests run as root here and in CI)"
+}
+
+require_userns() {
+	if ! unshare --user --map-root-user true 2>/dev/null; then
+		skip "user namespaces are not available on this host"
+	fi
+}
+
+require_cgroup_controller() {
+	local c=$1
+	if [ -d /sys/fs/cgroup/"$c" ] || grep -qw "$c" /sys/fs/cgroup/cgroup.controllers 2>/dev/null ||
+		grep -qw "$c" /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null; then
+		return 0
+	fi
+	skip "the cgroup $c controller is not available"
+}
+
+require_python() {
+	command -v python3 >/dev/null || skip "python3 is missing"
+}
+
+# hexstr STRING: the probe takes secrets in hex so they are not in its argv.
+hexstr() {
+	printf %s "$1" | od -An -tx1 | tr -d ' \n'
+}

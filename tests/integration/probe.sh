@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The jail as seen from inside: wd-probe checks one assertion per line
+# (ids, capability sets, NoNewPrivs, seccomp mode and each refused syscall,
+# canaries of the host, read-only system dirs, writable workspace and /tmp,
+# symlink escapes, network, environment, descriptors, /proc/1, /etc).
+. "$(dirname "$0")/lib.sh"
+require_root
+require_userns
+require_python
+
+token=wd-canary-token-$RANDOM$RANDOM
+
+# Canaries: one in the host's /tmp, one in the workspace's parent.
+host_canary=$(mktemp /tmp/wd-canary.XXXXXXXX)
+echo "$token" >"$host_canary"
+chmod 644 "$host_canary"
+at_exit "rm -f '$host_canary'"
+parent_canary=$T/canary
+echo "$token" >"$parent_canary"
+
+# Symlinks planted on the host side of the workspace, pointing out of it.
+ln -s "$host_canary" "$WS/escape-abs"
+ln -s ../canary "$WS/escape-rel"
+ln -s /etc/shadow "$WS/escape-shadow"
+
+# A secret-looking variable in warden's own environment.
+secret=sk-wd-$RANDOM$RANDOM$RANDOM-secret
+export WD_IT_API_KEY=$secret
+
+# A TCP listener on the host's loopback; it records any connection.
+port=$(free_port)
+hits=$T/listener-hits
+python3 - "$port" "$hits" <<'PY' &
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    with open(sys.argv[2], "a") as f:
+        f.write("hit\n")
+    c.close()
+PY
+listener=$!
+at_exit "kill $listener 2>/dev/null"
+if wait_until 5 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null; then
+	rm -f "$hits" # the host's own check connected once
+	ok "host listener on 127.0.0.1:$port reachable from the host"
+else
+	not_ok "host listener on 127.0.0.1:$port did not come up"
+fi
+
+env_list=PATH,HOME=/workspace,LANG=C.UTF-8,TZ=UTC
+
+wd "${PROBE_BIND[@]}" -- "$PROBE" all \
+	--uid 1000 \
+	--canary "$host_canary" --canary "$parent_canary" --canary /workspace/../canary \
+	--token "$token" \
+	--link /workspace/escape-abs --link /workspace/escape-rel --link /workspace/escape-shadow \
+	--ro / --ro /usr --ro /etc --ro /bin --ro /dev --ro /opt \
+	--rw /workspace --rw /tmp \
+	--cwd /workspace \
+	--port "$port" \
+	--env "$env_list" \
+	--secret "$(hexstr "$secret")"
+expect_rc 0 "wd-probe all passes in the default jail"
+probe_report "default jail"
+
+# The network namespace on its own: with --allow-port, Landlock permits the
+# connect, so only the empty namespace stands between the probe and the
+# host's listener.
+wd --allow-port "$port" "${PROBE_BIND[@]}" -- "$PROBE" noconnect "$port"
+expect_rc 0 "host listener unreachable even with --allow-port $port (network namespace)"
+probe_report "allow-port"
+wd "${PROBE_BIND[@]}" -- "$PROBE" netif
+expect_rc 0 "only lo, and up"
+
+if [ -s "$hits" ]; then
+	not_ok "the host listener saw $(wc -l <"$hits") connection(s) from the jail"
+else
+	ok "the host listener saw no connection from the jail"
+fi
+
+# The secret must not reach the jail by name either, and the environment is
+# exactly what was set: --setenv adds, --pass-env copies, nothing else.
+export WD_IT_PASSED=passed-value
+wd --setenv FOO=bar --setenv EMPTY= --pass-env WD_IT_PASSED "${PROBE_BIND[@]}" -- \
+	"$PROBE" env "$env_list,FOO=bar,EMPTY=,WD_IT_PASSED=passed-value"
+expect_rc 0 "environment is exactly PATH HOME LANG TZ + --setenv + --pass-env"
+probe_report "env"
+
+# The host's own /etc/passwd and shadow stay out; sandbox is uid 1000.
+wd "${PROBE_BIND[@]}" -- "$PROBE" passwd
+expect_rc 0 "/etc/passwd and /etc/group name sandbox"
+wd -- /bin/cat /etc/passwd
+if grep -q '^root:.*:/root:' "$OUT" && ! grep -q '^sandbox:' "$OUT"; then
+	not_ok "/etc/passwd in the jail is the host's"
+else
+	ok "/etc/passwd in the jail is synthetic"
+fi
+
+# Every entry of /etc in the jail is one the issue lists as curated.
+wd -- /bin/ls -A /etc
+for f in shadow gshadow sudoers ssh machine-id; do
+	if grep -qx "$f" "$OUT"; then
+		not_ok "/etc/$f is visible in the jail"
+	else
+		ok "/etc/$f is not visible in the jail"
+	fi
+done
+
+finish
