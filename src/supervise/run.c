@@ -356,6 +356,10 @@ send_cgroup(struct sup *s, struct wd_err *err)
 	return rc;
 }
 
+/* One debug line per supervisor step with the time since the start
+ * (warden run -v): the level is checked before anything is formatted. */
+#define STEP(what) wd_log(WD_LOG_DEBUG, "+%.3f ms %s", (double)(wd_now_ns() - t0) / 1e6, what)
+
 WD_API int
 wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 {
@@ -417,6 +421,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 		.sync_fd = sp[1],
 	};
 	rc = jail_prep_new(&cfg, &prep, err);
+	STEP("1 plan ready");
 	free(binds);
 	free(cwd);
 	if (rc < 0)
@@ -459,6 +464,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)cgroup_dirfd(s.cg);
 	}
+	STEP("1b cgroup (v2) and signals");
 	pid_t pid = sys_clone3(&ca);
 	if (pid < 0) {
 		rc = wd_err_sys(err, errno, "clone3 (step %s)", jail_step_name(JAIL_STEP_1_CLONE));
@@ -481,6 +487,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	s.err_r = errp[0];
 	outp[0] = errp[0] = -1;
 
+	STEP("1c clone3");
 	/* 2. The maps, then SYNC_MAPS_WRITTEN: the child may go on. */
 	if (container && (rc = jail_write_maps(prep, pid, err)) < 0) {
 		err->step = JAIL_STEP_2_MAPS;
@@ -495,10 +502,13 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	 * SYNC_CGROUP_READY; the janitor watches over it from now on. */
 	if (host_cg == 1 && (rc = make_cgroup(spec, id, &s.cg, err)) < 0)
 		goto out_kill;
+	STEP("2 maps written, child released");
 	if ((rc = send_cgroup(&s, err)) < 0)
 		goto out_kill;
+	STEP("2c cgroup (v1) sent");
 	if (s.cg)
 		janitor = janitor_start(s.cg, &janitor_fd);
+	STEP("2d janitor");
 
 	/* 7. Supervise: output, the clock, signals, pid 1's end. */
 	for (int i = 1; i <= 2; i++)
@@ -506,6 +516,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	rc = event_loop(&s, t0 + spec->lim.timeout_ms * 1000000ULL, &sigs, err);
 	if (rc < 0)
 		goto out_kill;
+	STEP("7 command done, output drained");
 
 	r = wd_xcalloc(1, sizeof(*r));
 	memcpy(r->sandbox_id, id, sizeof(id));
@@ -642,6 +653,7 @@ out:
 	else
 		janitor_done(janitor, janitor_fd);
 	jail_prep_free(prep);
+	STEP("cleanup done");
 	int fds[] = {outp[0], outp[1], errp[0], errp[1], sp[0], sp[1],
 		     s.out_r, s.err_r, s.sync_fd, s.pidfd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
