@@ -384,7 +384,7 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	struct policy_request pr;
 	char id[65], fields[POLICY_ID_FIELDS][65];
 	to_internal(r, &pr);
-	policy_approval_id(p->cfg, &pr, d->d.words.argc, d->d.words.argv, id, fields);
+	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id, fields);
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(id));
 	json_object_set_new(o, "created", json_integer((json_int_t)time(NULL)));
@@ -514,7 +514,7 @@ wd_approval_consume(const wd_policy *p, const wd_request *r, const wd_decision *
 	struct policy_request pr;
 	char id[65], fields[POLICY_ID_FIELDS][65], near_id[65], differs[128];
 	to_internal(r, &pr);
-	policy_approval_id(p->cfg, &pr, d->d.words.argc, d->d.words.argv, id, fields);
+	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id, fields);
 	if (policy_approval_near(state, fields, near_id, differs, sizeof(differs))) {
 		char detail[256];
 		snprintf(detail, sizeof(detail),

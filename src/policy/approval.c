@@ -73,7 +73,7 @@ finish(EVP_MD_CTX *c, char out[65])
 
 void
 policy_approval_id(const struct config_policy *p, const struct policy_request *req, int argc,
-		   char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65])
+		   const char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65])
 {
 	char f[POLICY_ID_FIELDS][65];
 	EVP_MD_CTX *c = EVP_MD_CTX_new();

@@ -280,7 +280,7 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 	d->program = pg;
 
 	/* 3. The program's rules, word by word. */
-	bool end_of_opts = false, sub_seen = false;
+	bool end_of_opts = false, sub_seen = false, value_opt_seen = false;
 	int operands = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -334,6 +334,8 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 				return 0;
 			if (attached && path_denied(p, req, pg, a + 2, d))
 				return 0;
+			if (is_value_opt || attached)
+				value_opt_seen = true;
 			if (is_value_opt && !eq && i + 1 < argc) {
 				i++;
 				if (path_denied(p, req, pg, argv[i], d))
@@ -358,7 +360,10 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 			continue;
 		}
 		operands++;
-		if (operands == 1 && pg->paths == CONFIG_PATHS_SKIP_FIRST)
+		/* skip_first: the first operand is data (grep's pattern), unless an
+		 * option with a value came first (grep -e PATTERN FILE...): then
+		 * every operand is judged, erring towards refusal. */
+		if (operands == 1 && pg->paths == CONFIG_PATHS_SKIP_FIRST && !value_opt_seen)
 			continue;
 		if (path_denied(p, req, pg, a, d))
 			return 0;
@@ -375,7 +380,7 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 		snprintf(d->rule, sizeof(d->rule), "programs.%s.approve[%zu]", pg->name, k);
 		snprintf(d->reason, sizeof(d->reason), "'%s' needs a human's approval%s%s", line,
 			 ap->reason ? ": " : "", ap->reason ? ap->reason : "");
-		policy_approval_id(p, req, argc, argv, d->approval_id, NULL);
+		policy_approval_id(p, req, argc, (const char *const *)argv, d->approval_id, NULL);
 		snprintf(d->advice, sizeof(d->advice),
 			 "ask the user to run 'warden approve %s', then retry the exact same "
 			 "command; do not work around it",

@@ -114,7 +114,7 @@ int policy_open_beneath(int workspace_fd, const char *path, int flags, mode_t mo
 #define POLICY_ID_FIELDS 5
 extern const char *const policy_id_field_names[POLICY_ID_FIELDS];
 void policy_approval_id(const struct config_policy *p, const struct policy_request *req,
-			int argc, char *const *argv, char id[65],
+			int argc, const char *const *argv, char id[65],
 			char fields[POLICY_ID_FIELDS][65]);
 
 #endif

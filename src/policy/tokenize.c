@@ -111,7 +111,7 @@ is_name_char(char c)
 /* s[i] == '$'.  Returns -1 (refused) or 0 when the '$' is literal (at the
  * end, before a space, '/', ... where no shell expands it). */
 static int
-dollar(const char *s, size_t len, size_t i, struct policy_refusal *r)
+dollar(const char *s, size_t len, size_t i, bool in_dq, struct policy_refusal *r)
 {
 	char n = i + 1 < len ? s[i + 1] : '\0';
 	if (n == '(') {
@@ -133,7 +133,7 @@ dollar(const char *s, size_t len, size_t i, struct policy_refusal *r)
 	if ((n >= '0' && n <= '9') || (n && strchr("@*#?-$!", n)))
 		return refuse(r, "shell.expansion", "would expand a special parameter", s + i, 2,
 			      i);
-	if (n == '\'' || n == '"')
+	if (!in_dq && (n == '\'' || n == '"'))
 		return refuse(r, "shell.expansion", "would apply bash's $'...' or $\"...\" quoting",
 			      s + i, 2, i);
 	return 0;
@@ -229,7 +229,7 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 				      "would run another command and paste its output into this one",
 				      s + i, 1, i);
 		case '$':
-			if (dollar(s, len, i, r) < 0)
+			if (dollar(s, len, i, false, r) < 0)
 				return -1;
 			ADD(c);
 			digits_only = false;
@@ -342,7 +342,7 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 						      "into this one (even inside double quotes)",
 						      s + j, 1, j);
 				if (d == '$') {
-					if (dollar(s, len, j, r) < 0)
+					if (dollar(s, len, j, true, r) < 0)
 						return -1;
 					out[o++] = d;
 					j++;

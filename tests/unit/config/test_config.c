@@ -1,0 +1,254 @@
+/* config_load_*: the policy document, its errors with file:line:column,
+ * the built-in default, profiles and the position index. */
+#include "config/config.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+struct bad_case {
+	const char *doc;
+	const char *want; /* substring of err.msg, including "doc:LINE:COL:" */
+};
+
+/* clang-format off */
+static const struct bad_case bad[] = {
+	/* syntax: jansson's own line:column */
+	{"", "doc:1:"},
+	{"{", "doc:1:"},
+	{"{\"version\": 1,}", "doc:1:"},
+	{"{\"version\": 1}\n{}", "doc:2:"},
+	{"[1,\n2,\n", "doc:3:"},
+	{"{\"version\": 1, \"version\": 1}", "duplicate object key"},
+	{"{\"version\":1,\"programs\":{\"ls\":{},\n \"ls\":{}}}", "doc:2:"},
+	/* root */
+	{"[]", "doc:1:1: the policy must be a JSON object"},
+	{"{}", "missing \"version\""},
+	{"{\"version\": \"1\"}", "doc:1:13: version: expected an integer, got a string"},
+	{"{\"version\": 2}", "doc:1:13: version: unsupported version 2"},
+	{"{\"version\": 1, \"progams\": {}}", "doc:1:16: progams: unknown key 'progams' (did you mean 'programs'?)"},
+	{"{\"version\": 1,\n  \"zzzzzzzz\": 1}", "doc:2:3: zzzzzzzz: unknown key 'zzzzzzzz' (known: version"},
+	/* programs */
+	{"{\"version\": 1, \"programs\": []}", "doc:1:28: programs: expected an object, got an array"},
+	{"{\"version\": 1, \"programs\": {\"ls\": 1}}", "programs.ls: expected an object, got an integer"},
+	{"{\"version\": 1, \"programs\": {\"/bin/ls\": {}}}", "programs./bin/ls: '/bin/ls' is not a program basename"},
+	{"{\"version\": 1, \"programs\": {\"\": {}}}", "is not a program basename"},
+	{"{\"version\": 1, \"programs\": {\"a b\": {}}}", "is not a program basename"},
+	{"{\"version\": 1,\n \"programs\": {\n  \"git\": {\"subcomands\": [\"status\"]}}}", "doc:3:11: programs.git.subcomands: unknown key 'subcomands' (did you mean 'subcommands'?)"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"subcommands\": \"status\"}}}", "programs.git.subcommands: expected an array of strings, got a string"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"subcommands\": []}}}", "programs.git.subcommands: must not be empty"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"subcommands\": [\"status\", 3]}}}", "doc:1:63: programs.git.subcommands[1]: expected a string, got an integer"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"subcommands\": [\"-x\"]}}}", "'-x' is an option, not a subcommand"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"subcommands\": [\"a b\"]}}}", "must be a single word"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"subcommands\": [\"\"]}}}", "must be a non-empty string"},
+	{"{\"version\": 1, \"programs\": {\"find\": {\"deny_options\": [\"exec\"]}}}", "programs.find.deny_options[0]: 'exec' is not an option"},
+	{"{\"version\": 1, \"programs\": {\"find\": {\"deny_options\": [\"-\"]}}}", "is not an option"},
+	{"{\"version\": 1, \"programs\": {\"find\": {\"allow_options\": [\"--x=1\"]}}}", "must name the option without '=value'"},
+	{"{\"version\": 1, \"programs\": {\"find\": {\"value_options\": {}}}}", "programs.find.value_options: expected an array of strings, got an object"},
+	{"{\"version\": 1, \"programs\": {\"ls\": {\"interpreter\": 1}}}", "programs.ls.interpreter: expected a boolean, got an integer"},
+	{"{\"version\": 1, \"programs\": {\"ls\": {\"paths\": \"all\"}}}", "programs.ls.paths: 'all' is not a paths mode"},
+	{"{\"version\": 1, \"programs\": {\"ls\": {\"paths\": true}}}", "programs.ls.paths: expected a string, got a boolean"},
+	{"{\"version\": 1, \"programs\": {\"ls\": {\"advice\": null}}}", "programs.ls.advice: expected a string, got null"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"approve\": {}}}}", "programs.git.approve: expected an array of approval rules"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"approve\": [\"push\"]}}}", "programs.git.approve[0]: expected an object"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"approve\": [[]]}}}", "programs.git.approve[0]: must not be empty"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"approve\": [{\"reason\": \"x\"}]}}}", "needs \"match\""},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"approve\": [{\"match\": [\"push\"], \"why\": 1}]}}}", "programs.git.approve[0].why: unknown key 'why'"},
+	{"{\"version\": 1, \"programs\": {\"git\": {\"approve\": [{\"match\": [\"push\"], \"reason\": 1}]}}}", "programs.git.approve[0].reason: expected a string"},
+	{"{\"version\": 1, \"programs\": {\"ls\": {\"advice\": \"a\\u0000b\"}}}", "NUL"},
+	/* tools and profiles */
+	{"{\"version\": 1, \"tools\": {\"t\": {}}}", "tools.t: tool 't' needs a \"class\""},
+	{"{\"version\": 1, \"tools\": {\"t\": {\"class\": \"jail\"}}}", "tools.t.class: 'jail' is not a tool class (blocked, direct, sandbox)"},
+	{"{\"version\": 1, \"tools\": {\"t\": {\"class\": \"sandbox\", \"profile\": \"huge\"}}}", "tools.t.profile: unknown profile 'huge'"},
+	{"{\"version\": 1, \"tools\": {\"t\": {\"class\": \"sandbox\", \"limits\": 1}}}", "tools.t.limits: unknown key"},
+	{"{\"version\": 1, \"profiles\": {\"shell_commands\": {}}}", "profiles.shell_commands: profile 'shell_commands' is built in"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"timeout\": 0}}}", "profiles.p.timeout: must be greater than 0"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"timeout\": \"15s\"}}}", "profiles.p.timeout: expected a number, got a string"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"memory\": \"lots\"}}}", "profiles.p.memory: 'lots' is not a size"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"memory\": -1}}}", "profiles.p.memory: must be positive"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"cpu\": 0}}}", "profiles.p.cpu: must be greater than 0"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"cpu\": 5000}}}", "profiles.p.cpu: must be greater than 0 and at most 1024"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"pids\": 0}}}", "profiles.p.pids: expected an integer from 1"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"disk\": 1}}}", "profiles.p.disk: unknown key 'disk'"},
+	/* approvals, audit, workspace, network */
+	{"{\"version\": 1, \"approvals\": {\"ttl\": 0}}", "approvals.ttl: expected whole seconds"},
+	{"{\"version\": 1, \"approvals\": {\"ttl\": 1.5}}", "approvals.ttl: expected whole seconds"},
+	{"{\"version\": 1, \"approvals\": {\"tll\": 5}}", "approvals.tll: unknown key 'tll' (did you mean 'ttl'?)"},
+	{"{\"version\": 1, \"audit\": {\"path\": \"\"}}", "audit.path: must not be empty"},
+	{"{\"version\": 1, \"audit\": {\"file\": \"x\"}}", "audit.file: unknown key"},
+	{"{\"version\": 1, \"workspace\": {\"mount\": \"rel\"}}", "workspace.mount: must be an absolute path"},
+	{"{\"version\": 1, \"workspace\": {\"mount\": \"/a/../b\"}}", "workspace.mount: must be an absolute path"},
+	{"{\"version\": 1, \"workspace\": {\"mount\": \"/\"}}", "workspace.mount: must be an absolute path"},
+	{"{\"version\": 1, \"network\": {\"allow\": \"x\"}}", "network.allow: expected an array of strings"},
+	{"{\"version\": 1, \"network\": {\"deny\": []}}", "network.deny: unknown key"},
+};
+/* clang-format on */
+
+Test(config_load_buffer, rejects_bad_documents)
+{
+	for (size_t i = 0; i < WD_ARRAY_SIZE(bad); i++) {
+		struct wd_err e = {0};
+		struct config_policy *p = NULL;
+		int rc = config_load_buffer(bad[i].doc, strlen(bad[i].doc), "doc", &p, &e);
+		cr_expect_eq(rc, -EINVAL, "case %zu accepted: %s", i, bad[i].doc);
+		cr_expect_null(p);
+		cr_expect_not_null(strstr(e.msg, bad[i].want), "case %zu: '%s' lacks '%s'", i,
+				   e.msg, bad[i].want);
+		cr_expect_eq(strncmp(e.msg, "doc:", 4), 0, "case %zu: no file name: %s", i, e.msg);
+		config_policy_free(p);
+	}
+}
+
+Test(config_load_default, loads_and_has_the_coding_allowlist)
+{
+	struct config_policy *p = NULL;
+	struct wd_err e = {0};
+	cr_assert_eq(config_load_default(&p, &e), 0, "%s", e.msg);
+	static const char *const names[] = {"pytest", "python3", "git", "ls",   "cat",
+					    "head",   "tail",    "grep", "find", "wc",
+					    "diff",   "sort",    "uniq"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(names); i++)
+		cr_expect_not_null(config_program_find(p, names[i], strlen(names[i])), "%s",
+				   names[i]);
+	cr_expect_null(config_program_find(p, "rm", 2));
+	cr_expect_null(config_program_find(p, "sh", 2));
+	cr_expect_null(config_program_find(p, "gi", 2));
+	cr_expect_null(config_program_find(p, "gitk", 4));
+	cr_expect_not_null(config_program_find(p, "git status", 3));
+	const struct config_program *git = config_program_find(p, "git", 3);
+	cr_expect(git->has_subcommands);
+	cr_expect_eq(git->napprove, 1);
+	cr_expect_str_eq(git->approve[0].match.v[0], "push");
+	cr_expect(config_program_find(p, "python3", 7)->interpreter);
+	cr_expect_str_eq(p->mount, "/workspace");
+	cr_expect_eq(p->approval_ttl_s, 600);
+	cr_expect_eq(strlen(p->digest), 64);
+	config_policy_free(p);
+}
+
+Test(config_profiles, builtins_follow_common_practice)
+{
+	struct config_policy *p = NULL;
+	cr_assert_eq(config_load_default(&p, NULL), 0);
+	const struct config_profile *s = config_profile_find(p, "shell_commands");
+	const struct config_profile *c = config_profile_find(p, "code_execution");
+	const struct config_profile *b = config_profile_find(p, "browser_automation");
+	cr_assert(s && c && b);
+	cr_expect_eq(s->timeout_ms, 15000);
+	cr_expect_eq(s->memory_bytes, 128ULL << 20);
+	cr_expect_eq(s->cpu_millionths, 250000);
+	cr_expect_eq(s->output_bytes, 512ULL << 10);
+	cr_expect_eq(c->timeout_ms, 30000);
+	cr_expect_eq(c->memory_bytes, 256ULL << 20);
+	cr_expect_eq(c->cpu_millionths, 500000);
+	cr_expect_eq(c->output_bytes, 1ULL << 20);
+	cr_expect_eq(b->timeout_ms, 60000);
+	cr_expect_eq(b->memory_bytes, 1ULL << 30);
+	cr_expect_eq(b->cpu_millionths, 1000000);
+	cr_expect_eq(b->output_bytes, 5ULL << 20);
+	const struct config_tool *t = config_tool_find(p, "shell");
+	cr_assert_not_null(t);
+	cr_expect_eq(t->klass, CONFIG_TOOL_SANDBOX);
+	cr_expect_str_eq(t->profile, "shell_commands");
+	cr_expect_eq(config_tool_find(p, "delete_workspace")->klass, CONFIG_TOOL_BLOCKED);
+	cr_expect_eq(config_tool_find(p, "read_file")->klass, CONFIG_TOOL_DIRECT);
+	cr_expect_null(config_tool_find(p, "nope"));
+	config_policy_free(p);
+}
+
+Test(config_load_buffer, custom_profiles_and_tools)
+{
+	static const char doc[] =
+		"{\"version\": 1,"
+		" \"profiles\": {\"tiny\": {\"timeout\": 2.5, \"memory\": \"64MiB\", \"cpu\": 0.1,"
+		"   \"output\": 4096, \"pids\": 16}},"
+		" \"tools\": {\"t\": {\"class\": \"sandbox\", \"profile\": \"tiny\"},"
+		"   \"u\": {\"class\": \"sandbox\"}, \"b\": {\"class\": \"blocked\"}},"
+		" \"audit\": {\"path\": \"/var/log/warden.jsonl\"},"
+		" \"network\": {\"allow\": [\"pypi.org\", \"*.github.com\"]},"
+		" \"approvals\": {\"ttl\": 30},"
+		" \"workspace\": {\"mount\": \"/work/\"}}";
+	struct config_policy *p = NULL;
+	struct wd_err e = {0};
+	cr_assert_eq(config_load_buffer(doc, strlen(doc), "doc", &p, &e), 0, "%s", e.msg);
+	const struct config_profile *t = config_profile_find(p, "tiny");
+	cr_assert_not_null(t);
+	cr_expect_eq(t->timeout_ms, 2500);
+	cr_expect_eq(t->memory_bytes, 64ULL << 20);
+	cr_expect_eq(t->cpu_millionths, 100000);
+	cr_expect_eq(t->output_bytes, 4096);
+	cr_expect_eq(t->pids, 16);
+	cr_expect_str_eq(config_tool_find(p, "u")->profile, "shell_commands");
+	cr_expect_str_eq(p->audit_path, "/var/log/warden.jsonl");
+	cr_expect_eq(p->network_allow.n, 2);
+	cr_expect_eq(p->approval_ttl_s, 30);
+	cr_expect_str_eq(p->mount, "/work");
+	cr_expect_eq(p->nprograms, 0);
+	config_policy_free(p);
+}
+
+Test(config_policy_to_json, round_trips)
+{
+	struct config_policy *p = NULL, *q = NULL;
+	cr_assert_eq(config_load_default(&p, NULL), 0);
+	json_t *j = config_policy_to_json(p);
+	/* the effective policy is itself a valid policy, except the
+	 * "builtin" marker on profiles, which is output only */
+	json_t *profs = json_object_get(j, "profiles");
+	json_object_clear(profs);
+	char *s = json_dumps(j, JSON_INDENT(2));
+	struct wd_err e = {0};
+	cr_expect_eq(config_load_buffer(s, strlen(s), "show", &q, &e), 0, "%s", e.msg);
+	if (q)
+		cr_expect_str_eq(q->digest, p->digest);
+	free(s);
+	json_decref(j);
+	config_policy_free(p);
+	config_policy_free(q);
+}
+
+Test(config_json_locate, finds_keys_and_values)
+{
+	static const char t[] = "{\n  \"a\": {\"b\": [1, {\"c\": \"x\"}]},\n  \"d\\u00e9\": true,\n"
+				"  \"é\": [ [], \"y\" ]\n}";
+	int line = 0, col = 0;
+	struct config_path_elem p1[] = {{.key = "a"}, {.key = "b"}, {.key = NULL, .index = 1},
+					{.key = "c"}};
+	cr_expect_eq(config_json_locate(t, strlen(t), p1, 4, true, &line, &col), 0);
+	cr_expect_eq(line, 2);
+	cr_expect_eq(col, 19);
+	cr_expect_eq(config_json_locate(t, strlen(t), p1, 4, false, &line, &col), 0);
+	cr_expect_eq(col, 24);
+	struct config_path_elem p2[] = {{.key = "dé"}};
+	cr_expect_eq(config_json_locate(t, strlen(t), p2, 1, true, &line, &col), 0);
+	cr_expect_eq(line, 3);
+	cr_expect_eq(col, 3);
+	struct config_path_elem p3[] = {{.key = "é"}, {.key = NULL, .index = 1}};
+	cr_expect_eq(config_json_locate(t, strlen(t), p3, 2, false, &line, &col), 0);
+	cr_expect_eq(line, 4);
+	cr_expect_eq(col, 14); /* characters, not bytes */
+	struct config_path_elem p4[] = {{.key = "zz"}};
+	cr_expect_eq(config_json_locate(t, strlen(t), p4, 1, true, &line, &col), -1);
+	struct config_path_elem p5[] = {{.key = "a"}, {.key = "b"}, {.key = NULL, .index = 7}};
+	cr_expect_eq(config_json_locate(t, strlen(t), p5, 3, false, &line, &col), -1);
+}
+
+Test(config_load_file, errors_name_the_file)
+{
+	struct wd_err e = {0};
+	struct config_policy *p = NULL;
+	cr_expect_lt(config_load_file("/nonexistent/policy.json", &p, &e), 0);
+	cr_expect_not_null(strstr(e.msg, "/nonexistent/policy.json"));
+	cr_expect_lt(config_load_file("/tmp", &p, &e), 0);
+	cr_expect_not_null(strstr(e.msg, "not a regular file"), "%s", e.msg);
+	char path[] = "/tmp/wd-config-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	const char doc[] = "{\"version\": 1,\n \"programs\": {\"ls\": {\"bogus\": 1}}}";
+	cr_assert_eq(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
+	close(fd);
+	cr_expect_lt(config_load_file(path, &p, &e), 0);
+	char want[64];
+	snprintf(want, sizeof(want), "%s:2:22:", path);
+	cr_expect_eq(strncmp(e.msg, want, strlen(want)), 0, "%s", e.msg);
+	unlink(path);
+}

@@ -1,0 +1,343 @@
+/* Approvals: id stability, mismatch on each field, single use, expiry,
+ * near-miss reporting, and the flow through the public API. */
+#include "policy/policy.h"
+#include "policy/store.h"
+
+#include "audit/audit.h"
+#include "fixture.h"
+
+#include <sys/wait.h>
+#include <time.h>
+
+static struct config_policy *pol;
+static char state[PATH_MAX];
+
+static void
+setup(void)
+{
+	struct wd_err e = {0};
+	fx_setup();
+	cr_assert_eq(config_load_default(&pol, &e), 0, "%s", e.msg);
+	snprintf(state, sizeof(state), "%s/state", fx_root);
+	setenv("WARDEN_STATE_DIR", state, 1);
+}
+
+static void
+teardown(void)
+{
+	config_policy_free(pol);
+	fx_teardown();
+}
+
+TestSuite(policy_approval_id, .init = setup, .fini = teardown);
+TestSuite(policy_approval_store, .init = setup, .fini = teardown);
+TestSuite(wd_approval, .init = setup, .fini = teardown);
+
+static const char *const env1[] = {"LANG=C", "TOKEN=abc"};
+
+static struct policy_request
+base_req(void)
+{
+	return (struct policy_request){
+		.command = "git push origin main",
+		.workspace_fd = fx_wfd,
+		.workspace = fx_ws,
+		.cwd = ".",
+		.env = env1,
+		.nenv = 2,
+		.workspace_id = "1:2:/ws",
+	};
+}
+
+static void
+id_of(const struct config_policy *p, struct policy_request r, int argc, const char *const *argv,
+      char id[65], char fields[POLICY_ID_FIELDS][65])
+{
+	policy_approval_id(p, &r, argc, argv, id, fields);
+}
+
+Test(policy_approval_id, stable_and_hex)
+{
+	const char *argv[] = {"git", "push", "origin", "main", NULL};
+	char a[65], b[65];
+	id_of(pol, base_req(), 4, argv, a, NULL);
+	id_of(pol, base_req(), 4, argv, b, NULL);
+	cr_expect_str_eq(a, b);
+	cr_expect_eq(strlen(a), 64);
+	cr_expect_eq(strspn(a, "0123456789abcdef"), 64);
+	/* the decision carries the same id */
+	struct policy_decision d;
+	policy_decision_init(&d);
+	struct policy_request r = base_req();
+	cr_assert_eq(policy_decide(pol, &r, &d, NULL), 0);
+	cr_assert_eq(d.kind, POLICY_PAUSE);
+	cr_expect_str_eq(d.approval_id, a);
+	policy_decision_fini(&d);
+}
+
+Test(policy_approval_id, each_field_changes_the_id)
+{
+	const char *argv[] = {"git", "push", "origin", "main", NULL};
+	const char *argv2[] = {"git", "push", "origin", "main2", NULL};
+	const char *argv3[] = {"git", "push", "originmain", "", NULL};
+	char base[65], id[65], f0[POLICY_ID_FIELDS][65], f[POLICY_ID_FIELDS][65];
+	id_of(pol, base_req(), 4, argv, base, f0);
+
+	/* argv: one argument differs; and the split between words matters */
+	id_of(pol, base_req(), 4, argv2, id, f);
+	cr_expect_str_neq(id, base);
+	cr_expect_str_neq(f[0], f0[0]);
+	cr_expect_str_eq(f[1], f0[1]);
+	id_of(pol, base_req(), 4, argv3, id, f);
+	cr_expect_str_neq(id, base);
+	id_of(pol, base_req(), 3, argv, id, f);
+	cr_expect_str_neq(id, base);
+
+	struct policy_request r = base_req();
+	r.cwd = "sub";
+	id_of(pol, r, 4, argv, id, f);
+	cr_expect_str_neq(id, base);
+	cr_expect_str_neq(f[1], f0[1]);
+	cr_expect_str_eq(f[0], f0[0]);
+
+	static const char *const env2[] = {"LANG=C", "TOKEN=abd"};
+	r = base_req();
+	r.env = env2;
+	id_of(pol, r, 4, argv, id, f);
+	cr_expect_str_neq(id, base);
+	cr_expect_str_neq(f[2], f0[2]);
+	r.nenv = 1;
+	r.env = env1;
+	id_of(pol, r, 4, argv, id, f);
+	cr_expect_str_neq(id, base);
+
+	r = base_req();
+	r.workspace_id = "1:3:/ws";
+	id_of(pol, r, 4, argv, id, f);
+	cr_expect_str_neq(id, base);
+	cr_expect_str_neq(f[3], f0[3]);
+
+	/* the policy: one more program changes its digest */
+	struct config_policy *p2 = NULL;
+	static const char j[] = "{\"version\":1,\"programs\":{\"git\":{\"subcommands\":[\"push\"],"
+				"\"approve\":[[\"push\"]]}}}";
+	cr_assert_eq(config_load_buffer(j, strlen(j), "p2", &p2, NULL), 0);
+	id_of(p2, base_req(), 4, argv, id, f);
+	cr_expect_str_neq(id, base);
+	cr_expect_str_neq(f[4], f0[4]);
+	cr_expect_str_eq(f[0], f0[0]);
+	config_policy_free(p2);
+}
+
+Test(policy_approval_id, policy_digest_ignores_formatting)
+{
+	static const char a[] = "{\"version\":1,\"programs\":{\"ls\":{},\"cat\":{}}}";
+	static const char b[] = "{\n  \"programs\": {\"cat\": {}, \"ls\": {\"paths\": \"operands\"}},\n"
+				"  \"version\": 1\n}\n";
+	static const char c[] = "{\"version\":1,\"programs\":{\"ls\":{},\"cat\":{},\"wc\":{}}}";
+	struct config_policy *pa = NULL, *pb = NULL, *pc = NULL;
+	cr_assert_eq(config_load_buffer(a, strlen(a), "a", &pa, NULL), 0);
+	cr_assert_eq(config_load_buffer(b, strlen(b), "b", &pb, NULL), 0);
+	cr_assert_eq(config_load_buffer(c, strlen(c), "c", &pc, NULL), 0);
+	cr_expect_str_eq(pa->digest, pb->digest);
+	cr_expect_str_neq(pa->digest, pc->digest);
+	config_policy_free(pa);
+	config_policy_free(pb);
+	config_policy_free(pc);
+}
+
+static json_t *
+info_for(const char *id, char fields[POLICY_ID_FIELDS][65])
+{
+	json_t *f = json_object();
+	for (int i = 0; i < POLICY_ID_FIELDS; i++)
+		json_object_set_new(f, policy_id_field_names[i], json_string(fields[i]));
+	return json_pack("{s:s,s:o,s:I}", "id", id, "fields", f, "ttl", (json_int_t)600);
+}
+
+Test(policy_approval_store, single_use)
+{
+	const char *argv[] = {"git", "push", NULL};
+	char id[65], f[POLICY_ID_FIELDS][65];
+	id_of(pol, base_req(), 2, argv, id, f);
+	json_t *info = info_for(id, f), *got = NULL;
+	cr_assert_eq(policy_pending_record(state, id, info, NULL), 0);
+	cr_expect_eq(policy_approval_peek(state, id), POLICY_APPROVAL_NONE);
+	cr_expect_eq(policy_approval_take(state, id, &got, NULL), POLICY_APPROVAL_NONE);
+	cr_assert_eq(policy_approval_grant(state, id, info, 600, NULL), 0);
+	cr_expect_eq(policy_approval_peek(state, id), POLICY_APPROVAL_OK);
+	cr_expect_eq(policy_approval_take(state, id, &got, NULL), POLICY_APPROVAL_OK);
+	cr_expect_not_null(got);
+	json_decref(got);
+	/* consumed: a second run pauses again */
+	cr_expect_eq(policy_approval_take(state, id, &got, NULL), POLICY_APPROVAL_NONE);
+	cr_expect_eq(policy_approval_peek(state, id), POLICY_APPROVAL_NONE);
+	json_decref(info);
+}
+
+Test(policy_approval_store, single_use_under_concurrency)
+{
+	const char *argv[] = {"git", "push", NULL};
+	char id[65], f[POLICY_ID_FIELDS][65];
+	id_of(pol, base_req(), 2, argv, id, f);
+	json_t *info = info_for(id, f);
+	cr_assert_eq(policy_approval_grant(state, id, info, 600, NULL), 0);
+	json_decref(info);
+	enum { N = 8 };
+	pid_t kids[N];
+	for (int i = 0; i < N; i++) {
+		kids[i] = fork();
+		cr_assert_geq(kids[i], 0);
+		if (kids[i] == 0) {
+			json_t *g = NULL;
+			int rc = policy_approval_take(state, id, &g, NULL);
+			_exit(rc == POLICY_APPROVAL_OK ? 1 : 0);
+		}
+	}
+	int winners = 0;
+	for (int i = 0; i < N; i++) {
+		int st;
+		waitpid(kids[i], &st, 0);
+		winners += WIFEXITED(st) && WEXITSTATUS(st) == 1;
+	}
+	cr_expect_eq(winners, 1, "%d runs consumed one approval", winners);
+}
+
+Test(policy_approval_store, expiry)
+{
+	const char *argv[] = {"git", "push", NULL};
+	char id[65], f[POLICY_ID_FIELDS][65], path[PATH_MAX + 100];
+	id_of(pol, base_req(), 2, argv, id, f);
+	json_t *info = info_for(id, f), *got = NULL;
+	cr_assert_eq(policy_approval_grant(state, id, info, 600, NULL), 0);
+	/* age the record: expires one second ago */
+	snprintf(path, sizeof(path), "%s/approvals/%s.json", state, id);
+	json_t *rec = json_load_file(path, 0, NULL);
+	cr_assert_not_null(rec);
+	json_object_set_new(rec, "expires", json_integer((json_int_t)time(NULL) - 1));
+	cr_assert_eq(json_dump_file(rec, path, 0), 0);
+	json_decref(rec);
+	cr_expect_eq(policy_approval_peek(state, id), POLICY_APPROVAL_EXPIRED);
+	cr_expect_eq(policy_approval_take(state, id, &got, NULL), POLICY_APPROVAL_EXPIRED);
+	json_decref(got);
+	/* an expired approval is gone, not reusable */
+	cr_expect_eq(policy_approval_take(state, id, &got, NULL), POLICY_APPROVAL_NONE);
+	json_decref(info);
+}
+
+Test(policy_approval_store, near_miss_names_the_field)
+{
+	const char *argv[] = {"git", "push", NULL};
+	char id[65], f[POLICY_ID_FIELDS][65], near[65], differs[128];
+	id_of(pol, base_req(), 2, argv, id, f);
+	json_t *info = info_for(id, f);
+	cr_assert_eq(policy_approval_grant(state, id, info, 600, NULL), 0);
+	json_decref(info);
+	/* the same command in another working directory */
+	struct policy_request r = base_req();
+	r.cwd = "sub";
+	char id2[65], f2[POLICY_ID_FIELDS][65];
+	id_of(pol, r, 2, argv, id2, f2);
+	cr_assert_str_neq(id, id2);
+	cr_expect_eq(policy_approval_near(state, f2, near, differs, sizeof(differs)), 1);
+	cr_expect_str_eq(near, id);
+	cr_expect_str_eq(differs, "cwd");
+	/* and it does not cover the other request */
+	json_t *got = NULL;
+	cr_expect_eq(policy_approval_take(state, id2, &got, NULL), POLICY_APPROVAL_NONE);
+	/* an unrelated request is not "near" */
+	const char *argv3[] = {"ls", NULL};
+	r.workspace_id = "9:9:/other";
+	id_of(pol, r, 1, argv3, id2, f2);
+	cr_expect_eq(policy_approval_near(state, f2, near, differs, sizeof(differs)), 0);
+}
+
+Test(policy_approval_store, pending_lookup_by_prefix)
+{
+	const char *argv[] = {"git", "push", NULL};
+	char id[65], f[POLICY_ID_FIELDS][65], full[65];
+	id_of(pol, base_req(), 2, argv, id, f);
+	json_t *info = info_for(id, f), *got = NULL;
+	cr_assert_eq(policy_pending_record(state, id, info, NULL), 0);
+	char prefix[13];
+	memcpy(prefix, id, 12);
+	prefix[12] = '\0';
+	cr_expect_eq(policy_pending_find(state, prefix, full, &got, NULL), 0);
+	cr_expect_str_eq(full, id);
+	json_decref(got);
+	got = NULL;
+	struct wd_err e = {0};
+	cr_expect_lt(policy_pending_find(state, "abc", full, &got, &e), 0);
+	cr_expect_lt(policy_pending_find(state, "not-hex!", full, &got, &e), 0);
+	cr_expect_lt(policy_pending_find(state, "0000000000000000", full, &got, &e), 0);
+	json_decref(info);
+}
+
+/* The whole flow through include/warden.h: pause, approve, consume once,
+ * pause again; a changed request is not covered. */
+Test(wd_approval, pause_approve_consume)
+{
+	struct wd_err e = {0};
+	wd_policy *p = NULL;
+	cr_assert_eq(wd_policy_load(NULL, &p, &e), 0, "%s", e.msg);
+	wd_request *r = wd_request_new();
+	cr_assert_eq(wd_request_set_command(r, "git push origin main", &e), 0);
+	cr_assert_eq(wd_request_set_workspace(r, fx_ws, &e), 0, "%s", e.msg);
+	wd_decision *d = NULL;
+	cr_assert_eq(wd_policy_decide(p, r, &d, &e), 0, "%s", e.msg);
+	cr_assert_eq(wd_decision_kind(d), WD_DECISION_PAUSE);
+	char logp[PATH_MAX];
+	fx_path(logp, "audit.log");
+	wd_audit *a = NULL;
+	cr_assert_eq(wd_audit_open(logp, &a, &e), 0, "%s", e.msg);
+	cr_expect_eq(wd_approval_consume(p, r, d, a, &e), 0);
+	cr_assert_eq(wd_approval_pending(p, r, d, logp, &e), 0, "%s", e.msg);
+	cr_expect_not(wd_approval_recorded(d));
+	char *summary = NULL;
+	char prefix[17];
+	memcpy(prefix, wd_decision_approval_id(d), 16);
+	prefix[16] = '\0';
+	cr_assert_eq(wd_approval_grant(prefix, 0, NULL, &summary, &e), 0, "%s", e.msg);
+	cr_expect_not_null(strstr(summary, "'git' 'push' 'origin' 'main'"), "%s", summary);
+	free(summary);
+	cr_expect(wd_approval_recorded(d));
+
+	/* a different argument: not covered, reported as a near miss */
+	wd_request *r2 = wd_request_new();
+	cr_assert_eq(wd_request_set_command(r2, "git push origin dev", &e), 0);
+	cr_assert_eq(wd_request_set_workspace(r2, fx_ws, &e), 0);
+	wd_decision *d2 = NULL;
+	cr_assert_eq(wd_policy_decide(p, r2, &d2, &e), 0);
+	cr_expect_eq(wd_approval_consume(p, r2, d2, a, &e), 0);
+
+	cr_expect_eq(wd_approval_consume(p, r, d, a, &e), 1);
+	cr_expect_eq(wd_approval_consume(p, r, d, a, &e), 0);
+	wd_audit_close(a);
+
+	/* the log tells the story: granted, mismatched, consumed */
+	char *report = NULL;
+	cr_expect_eq(wd_audit_verify(logp, &report, &e), 0, "%s", report);
+	free(report);
+	FILE *f = fopen(logp, "r");
+	cr_assert_not_null(f);
+	char line[4096];
+	const char *want[] = {"approval.granted", "approval.mismatched", "approval.consumed"};
+	size_t k = 0;
+	while (fgets(line, sizeof(line), f) && k < 3)
+		if (strstr(line, want[k]))
+			k++;
+	fclose(f);
+	cr_expect_eq(k, 3, "events in order: got %zu of 3", k);
+	wd_decision_free(d);
+	wd_decision_free(d2);
+	wd_request_free(r);
+	wd_request_free(r2);
+	wd_policy_free(p);
+}
+
+Test(wd_approval, unknown_id_is_bad_input)
+{
+	struct wd_err e = {0};
+	cr_expect_lt(wd_approval_grant("0123456789abcdef", 0, NULL, NULL, &e), 0);
+	cr_expect_not_null(strstr(e.msg, "no paused command"), "%s", e.msg);
+}
