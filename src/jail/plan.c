@@ -92,7 +92,6 @@ keep(struct jail_prep *p, char *s)
 	return s;
 }
 
-#define fmt sdup
 
 static int
 keep_fd(struct jail_prep *p, int fd)
@@ -140,7 +139,6 @@ add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
 	return op;
 }
 
-#define ADD_OP add_op
 
 /* ---- idmapped mounts (root mode) ---- */
 
@@ -263,11 +261,11 @@ static int
 plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 {
 	const char *R = p->plan.new_root;
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/tmp", R));
-	struct jail_op *op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/tmp", R));
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/tmp", R));
+	struct jail_op *op = add_op(p, JAIL_OP_MOUNT, sdup(p, "%s/tmp", R));
 	op->src = "tmpfs";
 	op->mflags = MS_NOSUID | MS_NODEV;
-	op->data = fmt(p, "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
+	op->data = sdup(p, "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
 	return 0;
 }
 
@@ -289,7 +287,7 @@ add_host_bind(struct jail_prep *p, const char *what, const char *src, const char
 {
 	struct jail_op *op;
 	if (!p->plan.root_mode) {
-		op = ADD_OP(p, JAIL_OP_BIND, dst);
+		op = add_op(p, JAIL_OP_BIND, dst);
 		op->src = sdup(p, "%s", src); /* src may not outlive this call */
 		op->flags = JAIL_OPF_HOSTPATH | JAIL_OPF_RECURSIVE;
 		op->attr = rw ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
@@ -310,7 +308,7 @@ add_host_bind(struct jail_prep *p, const char *what, const char *src, const char
 		a.attr_set |= MOUNT_ATTR_RDONLY;
 	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
 		return wd_err_sys(err, errno, "%s '%s': mount_setattr", what, src);
-	op = ADD_OP(p, JAIL_OP_MOVE, dst);
+	op = add_op(p, JAIL_OP_MOVE, dst);
 	op->fd = tree;
 	return 0;
 }
@@ -326,7 +324,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 
 	/* 3a. A fresh tmpfs becomes the root: only mount points and the
 	 * curated /etc live there, and it turns read-only after the pivot. */
-	op = ADD_OP(p, JAIL_OP_MOUNT, R);
+	op = add_op(p, JAIL_OP_MOUNT, R);
 	op->src = "tmpfs";
 	op->mflags = MS_NOSUID | MS_NODEV;
 	op->data = "mode=0755,size=16m";
@@ -341,21 +339,21 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		ssize_t n = readlink(host, buf, sizeof(buf) - 1);
 		if (n > 0) {
 			buf[n] = '\0';
-			op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/%s", R, top[i]));
-			op->data = fmt(p, "%s", buf);
+			op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/%s", R, top[i]));
+			op->data = sdup(p, "%s", buf);
 			continue;
 		}
 		if (stat(host, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue; /* no /lib32 on this host: nothing to show */
-		const char *dst = fmt(p, "%s/%s", R, top[i]);
-		ADD_OP(p, JAIL_OP_MKDIR, dst);
-		if ((rc = add_host_bind(p, "system directory", fmt(p, "%s", host), dst, false,
+		const char *dst = sdup(p, "%s/%s", R, top[i]);
+		add_op(p, JAIL_OP_MKDIR, dst);
+		if ((rc = add_host_bind(p, "system directory", sdup(p, "%s", host), dst, false,
 					err)) < 0)
 			return rc;
 	}
 
 	/* A curated /etc: synthetic identity files, a few copies, two dirs. */
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/etc", R));
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc", R));
 	const struct {
 		const char *name, *text;
 		size_t len;
@@ -368,21 +366,21 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		{"hostname", hostname_text, sizeof(hostname_text) - 1},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(synth); i++) {
-		op = ADD_OP(p, JAIL_OP_WRITE, fmt(p, "%s/etc/%s", R, synth[i].name));
+		op = add_op(p, JAIL_OP_WRITE, sdup(p, "%s/etc/%s", R, synth[i].name));
 		op->data = synth[i].text;
 		op->len = synth[i].len;
 	}
-	op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/etc/localtime", R));
+	op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/etc/localtime", R));
 	op->data = "/usr/share/zoneinfo/Etc/UTC";
-	op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/etc/os-release", R));
+	op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/etc/os-release", R));
 	op->data = "../usr/lib/os-release";
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/etc/ssl", R));
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc/ssl", R));
 	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_copies); i++) {
 		snprintf(buf, sizeof(buf), "/etc/%s", etc_copies[i]);
 		int fd = host_open(buf, O_RDONLY | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
-		op = ADD_OP(p, JAIL_OP_COPY, fmt(p, "%s/etc/%s", R, etc_copies[i]));
+		op = add_op(p, JAIL_OP_COPY, sdup(p, "%s/etc/%s", R, etc_copies[i]));
 		op->fd = fd; /* the child closes its copy after the copy, we ours */
 		keep_fd(p, fd);
 	}
@@ -391,9 +389,9 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		snprintf(buf, sizeof(buf), "/etc/%s", etc_dirs[i]);
 		if (lstat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
-		const char *dst = fmt(p, "%s/etc/%s", R, etc_dirs[i]);
-		ADD_OP(p, JAIL_OP_MKDIR, dst);
-		if ((rc = add_host_bind(p, "/etc directory", fmt(p, "%s", buf), dst, false, err)) <
+		const char *dst = sdup(p, "%s/etc/%s", R, etc_dirs[i]);
+		add_op(p, JAIL_OP_MKDIR, dst);
+		if ((rc = add_host_bind(p, "/etc directory", sdup(p, "%s", buf), dst, false, err)) <
 		    0)
 			return rc;
 	}
@@ -428,10 +426,10 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		char *dst = sdup(p, "%s%s", R, jdst);
 		for (char *c = dst + strlen(R) + 1; (c = strchr(c, '/')); c++) {
 			*c = '\0';
-			ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s", dst));
+			add_op(p, JAIL_OP_MKDIR, sdup(p, "%s", dst));
 			*c = '/';
 		}
-		ADD_OP(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
+		add_op(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
 		if (rw && pl->root_mode && S_ISDIR(st.st_mode)) {
 			int dfd = host_open(src, O_PATH | O_DIRECTORY);
 			int tree = dfd < 0 ? -errno
@@ -439,7 +437,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			if (dfd >= 0)
 				close(dfd);
 			if (tree >= 0) {
-				op = ADD_OP(p, JAIL_OP_MOVE, dst);
+				op = add_op(p, JAIL_OP_MOVE, dst);
 				op->fd = keep_fd(p, tree);
 				if (i == 0)
 					p->idmapped = true;
@@ -467,19 +465,19 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 
 	/* /dev: a small tmpfs with the six harmless devices bound from the
 	 * host, a private devpts instance, shm, and the fd links. */
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/dev", R));
-	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/dev", R));
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/dev", R));
+	op = add_op(p, JAIL_OP_MOUNT, sdup(p, "%s/dev", R));
 	op->src = "tmpfs";
 	op->mflags = MS_NOSUID | MS_NOEXEC;
 	op->data = "mode=0755,size=64k";
 	const char *devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(devs); i++) {
-		const char *dst = fmt(p, "%s/dev/%s", R, devs[i]);
-		ADD_OP(p, JAIL_OP_MKFILE, dst);
+		const char *dst = sdup(p, "%s/dev/%s", R, devs[i]);
+		add_op(p, JAIL_OP_MKFILE, dst);
 		/* device nodes keep working: the bind keeps the host mount's
 		 * (dev-allowing) flags; only nosuid is added */
-		op = ADD_OP(p, JAIL_OP_BIND, dst);
-		op->src = fmt(p, "/dev/%s", devs[i]);
+		op = add_op(p, JAIL_OP_BIND, dst);
+		op->src = sdup(p, "/dev/%s", devs[i]);
 		op->flags = JAIL_OPF_HOSTPATH;
 		op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
 		if (pl->root_mode) {
@@ -495,8 +493,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			op->fd = tree;
 		}
 	}
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/dev/pts", R));
-	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/dev/pts", R));
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/dev/pts", R));
+	op = add_op(p, JAIL_OP_MOUNT, sdup(p, "%s/dev/pts", R));
 	op->src = "devpts";
 	op->mflags = MS_NOSUID | MS_NOEXEC;
 	op->data = "newinstance,ptmxmode=0666,mode=0620";
@@ -508,50 +506,50 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		     {"stdout", "/proc/self/fd/1"},
 		     {"stderr", "/proc/self/fd/2"}};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(links); i++) {
-		op = ADD_OP(p, JAIL_OP_SYMLINK, fmt(p, "%s/dev/%s", R, links[i].name));
+		op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/dev/%s", R, links[i].name));
 		op->data = links[i].target;
 	}
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/dev/shm", R));
-	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/dev/shm", R));
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/dev/shm", R));
+	op = add_op(p, JAIL_OP_MOUNT, sdup(p, "%s/dev/shm", R));
 	op->src = "tmpfs";
 	op->mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-	op->data = fmt(p, "mode=1777,size=%llu", (unsigned long long)(cfg->tmp_bytes / 2));
+	op->data = sdup(p, "mode=1777,size=%llu", (unsigned long long)(cfg->tmp_bytes / 2));
 
 	/* /proc: a fresh instance for the new pid namespace, then what Docker
 	 * and runc hide: kernel memory and keys, sysrq, scheduler and timer
 	 * internals masked with /dev/null; kernel tunables read-only. */
-	ADD_OP(p, JAIL_OP_MKDIR, fmt(p, "%s/proc", R));
-	op = ADD_OP(p, JAIL_OP_MOUNT, fmt(p, "%s/proc", R));
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/proc", R));
+	op = add_op(p, JAIL_OP_MOUNT, sdup(p, "%s/proc", R));
 	op->src = "proc";
 	op->mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-	const char *devnull = fmt(p, "%s/dev/null", R);
+	const char *devnull = sdup(p, "%s/dev/null", R);
 	const char *masked_files[] = {"kcore",	    "sysrq-trigger", "timer_list", "sched_debug",
 				      "keys",	    "latency_stats", "kmsg",	   "kallsyms",
 				      "kpageflags", "kpagecount",    "kpagecgroup", "config.gz"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_files); i++) {
-		op = ADD_OP(p, JAIL_OP_MASK, fmt(p, "%s/proc/%s", R, masked_files[i]));
+		op = add_op(p, JAIL_OP_MASK, sdup(p, "%s/proc/%s", R, masked_files[i]));
 		op->src = devnull;
 		op->flags = JAIL_OPF_OPTIONAL;
 	}
 	/* an empty, read-only directory to hide /proc/acpi and friends */
-	const char *empty = fmt(p, "%s/.empty", R);
-	ADD_OP(p, JAIL_OP_MKDIR, empty);
+	const char *empty = sdup(p, "%s/.empty", R);
+	add_op(p, JAIL_OP_MKDIR, empty);
 	const char *masked_dirs[] = {"acpi", "scsi", "asound", "firmware"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_dirs); i++) {
-		op = ADD_OP(p, JAIL_OP_MASK, fmt(p, "%s/proc/%s", R, masked_dirs[i]));
+		op = add_op(p, JAIL_OP_MASK, sdup(p, "%s/proc/%s", R, masked_dirs[i]));
 		op->src = empty;
 		op->flags = JAIL_OPF_OPTIONAL;
 	}
 	const char *ro_dirs[] = {"sys", "bus", "fs", "irq"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(ro_dirs); i++) {
-		const char *d = fmt(p, "%s/proc/%s", R, ro_dirs[i]);
-		op = ADD_OP(p, JAIL_OP_MASK, d); /* bind onto itself, then read-only */
+		const char *d = sdup(p, "%s/proc/%s", R, ro_dirs[i]);
+		op = add_op(p, JAIL_OP_MASK, d); /* bind onto itself, then read-only */
 		op->src = d;
 		op->flags = JAIL_OPF_OPTIONAL;
 	}
 
 	/* /dev itself read-only: nothing new can appear beside the devices */
-	op = ADD_OP(p, JAIL_OP_SETATTR, fmt(p, "%s/dev", R));
+	op = add_op(p, JAIL_OP_SETATTR, sdup(p, "%s/dev", R));
 	op->attr = MOUNT_ATTR_RDONLY;
 	return 0;
 fail:
@@ -685,7 +683,7 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 		pl->exec_paths[0] = prog;
 	} else {
 		for (size_t i = 0; i < WD_ARRAY_SIZE(jail_path_dirs); i++)
-			pl->exec_paths[i] = fmt(p, "%s/%s", jail_path_dirs[i], prog);
+			pl->exec_paths[i] = sdup(p, "%s/%s", jail_path_dirs[i], prog);
 	}
 
 	/* Landlock: read and execute everywhere in the jail's view, write
