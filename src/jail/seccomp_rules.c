@@ -6,7 +6,7 @@
  * either reach kernel state shared with the host, widen the kernel attack
  * surface far beyond what a build needs, or undo the jail's other fences.
  * The refusal is ERRNO, not KILL: programs probe for features (glibc tries
- * clone3, Python probes personality and socket families) and must see a
+ * clone3 before clone, libuv tries io_uring before epoll) and must see a
  * clean failure, not die.  EPERM reads as "not allowed here"; ENOSYS is used
  * where the caller must take a fallback path.
  *
