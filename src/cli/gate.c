@@ -123,10 +123,8 @@ cli_policy_extract(int *argcp, char **argv, struct cli_policy_opts *o)
 		/* A placeholder program for the run's own parser; the gate
 		 * replaces the argv with the words it judged.  At least one
 		 * slot was freed by removing --command. */
-		o->synth[o->nsynth] = strdup("warden-policy-command");
-		if (!o->synth[o->nsynth])
-			abort();
-		argv[out++] = o->synth[o->nsynth++];
+		static char placeholder[] = "warden-policy-command";
+		argv[out++] = placeholder;
 	}
 	argv[out] = NULL;
 	*argcp = out;
@@ -136,9 +134,7 @@ cli_policy_extract(int *argcp, char **argv, struct cli_policy_opts *o)
 void
 cli_policy_opts_fini(struct cli_policy_opts *o)
 {
-	for (size_t i = 0; i < o->nsynth; i++)
-		free(o->synth[i]);
-	o->nsynth = 0;
+	(void)o; /* nothing owned today; kept for symmetry with extract */
 }
 
 static void
@@ -349,4 +345,43 @@ cli_policy_after(wd_audit *audit, wd_decision *dec, const char *result_json)
 		fprintf(stderr, "warden: run: audit: %s\n", e.msg);
 	wd_audit_close(audit);
 	wd_decision_free(dec);
+}
+
+bool
+cli_policy_active(const struct cli_policy_opts *o)
+{
+	return o->policy || o->command || o->audit || o->approve_tty;
+}
+
+int
+cli_policy_run(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv)
+{
+	struct wd_err e = {0};
+	wd_audit *audit = NULL;
+	wd_decision *dec = NULL;
+	int rc = cli_policy_gate(o, spec, argc, argv, &audit, &dec);
+	if (rc >= 0)
+		return rc;
+	wd_result *r = NULL;
+	fflush(stdout);
+	if (wd_run(spec, &r, &e) < 0) {
+		char *j = NULL;
+		if (asprintf(&j, "{\"error\":\"warden failed before or while running\"}") < 0)
+			j = NULL;
+		cli_policy_after(audit, dec, j);
+		free(j);
+		return cli_fail("run", "%s", e.msg);
+	}
+	int status = wd_result_status(r);
+	char *j = wd_result_json(r);
+	if (o->json)
+		puts(j);
+	else if (wd_result_timed_out(r))
+		fprintf(stderr, "warden: run: timed out; the sandbox was killed\n");
+	else if (wd_result_oom_killed(r))
+		fprintf(stderr, "warden: run: out of memory; the sandbox was killed\n");
+	cli_policy_after(audit, dec, j);
+	free(j);
+	wd_result_free(r);
+	return status;
 }

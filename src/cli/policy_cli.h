@@ -30,8 +30,6 @@ struct cli_policy_opts {
 	const char *workspace; /* -w/--workspace (peeked) */
 	const char *env[64];   /* --setenv NAME=VALUE (peeked) */
 	size_t nenv;
-	char *synth[64]; /* argv words synthesised for --command (owned) */
-	size_t nsynth;
 };
 
 /* Before `warden run` parses its options: remove --policy, --command,
@@ -52,5 +50,12 @@ int cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **a
 		    wd_audit **audit, wd_decision **dec);
 /* After the run: audit the result (result_json may be NULL) and free. */
 void cli_policy_after(wd_audit *audit, wd_decision *dec, const char *result_json);
+
+/* Whether any policy option was given: the gate is then on for this run. */
+bool cli_policy_active(const struct cli_policy_opts *o);
+/* The whole gated run, from the POLICY GATE marker of run.c: gate, then
+ * wd_run() of the judged argv, the same output as an ungated run, and the
+ * result event.  Returns the exit status; frees nothing of spec. */
+int cli_policy_run(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv);
 
 #endif

@@ -1,5 +1,6 @@
 /* cli/run: warden run [OPTIONS] -- PROGRAM [ARGS...] */
 #include "cli/cli.h"
+#include "cli/policy_cli.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -245,7 +246,12 @@ cli_run(int argc, char **argv)
 	struct wd_err e = {0};
 	int first = 0, rc;
 	wd_spec *spec = wd_spec_new();
+	struct cli_policy_opts pol; /* POLICY GATE: issue 3's options, taken out before parse() */
 
+	if ((rc = cli_policy_extract(&argc, argv, &pol))) {
+		wd_spec_free(spec);
+		return rc;
+	}
 	rc = parse(argc, argv, spec, &o, &first);
 	if (rc) {
 		wd_spec_free(spec);
@@ -272,6 +278,13 @@ cli_run(int argc, char **argv)
 		wd_spec_set_term(spec, term);
 
 	/* POLICY GATE */
+	if (cli_policy_active(&pol)) {
+		rc = cli_policy_run(&pol, spec, argc - first, argv + first);
+		cli_policy_opts_fini(&pol);
+		wd_spec_free(spec);
+		return rc;
+	}
+	cli_policy_opts_fini(&pol);
 
 	wd_result *r = NULL;
 	fflush(stdout);
