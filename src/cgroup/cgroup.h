@@ -137,5 +137,12 @@ void cgroup_sweep_stale(void);
  * hybrid host's controller-less /sys/fs/cgroup/unified.  Not thread-safe.
  * 0, or -errno / -ENOTSUP if path is not a writable cgroup2 directory. */
 int cgroup_test_force_v2_root(const char *path);
+/* Tests only: the same, with path taken as warden's own delegated cgroup
+ * (the base that may hold warden's process and get it moved aside). */
+int cgroup_test_force_v2_own(const char *path);
+/* Tests only: run the v2 slow path that enables controllers down to
+ * <base>/warden, with extra_controller (e.g. "hugetlb", which a hybrid
+ * host's v2 hierarchy offers) wanted besides memory/pids/cpu. */
+int cgroup_test_v2_enable(const char *extra_controller, struct wd_err *err);
 
 #endif

@@ -391,8 +391,8 @@ cgroup_host_base(int i)
 	return i >= 0 && i < h->nhier ? h->hier[i].base : NULL;
 }
 
-int
-cgroup_test_force_v2_root(const char *path)
+static int
+force_v2(const char *path, bool own)
 {
 	struct statfs sfs;
 	if (statfs(path, &sfs) < 0)
@@ -410,9 +410,21 @@ cgroup_test_force_v2_root(const char *path)
 	h->hier[0].base = wd_xstrdup(path);
 	h->unusable = 0;
 	h->why[0] = '\0';
-	h->v2_base_is_own = false;
+	h->v2_base_is_own = own;
 	h->v2_probed = false;
 	h->v2_enabled = 0;
 	pthread_mutex_unlock(&h->lock);
 	return access(path, W_OK) == 0 ? 0 : -errno;
+}
+
+int
+cgroup_test_force_v2_root(const char *path)
+{
+	return force_v2(path, false);
+}
+
+int
+cgroup_test_force_v2_own(const char *path)
+{
+	return force_v2(path, true);
 }

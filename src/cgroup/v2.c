@@ -29,6 +29,18 @@
 /* The kernel refuses a cpu.max quota under 1 ms. */
 #define CPU_MIN_QUOTA_US 1000
 
+/* Tests only (cgroup_test_v2_enable): one more controller to distribute,
+ * so the delegation path can run on a host whose v2 hierarchy has none of
+ * ours (a hybrid host's, which offers hugetlb).  Bit CG_NCTRL. */
+static const char *test_extra;
+#define CG_EXTRA_BIT CG_BIT(CG_NCTRL)
+
+static const char *
+bit_name(int c)
+{
+	return c < CG_NCTRL ? cg_ctrl_names[c] : test_extra;
+}
+
 /* Controller names in a space-separated list (cgroup.controllers). */
 static unsigned
 parse_ctrls(const char *list)
@@ -38,8 +50,8 @@ parse_ctrls(const char *list)
 	snprintf(buf, sizeof(buf), "%s", list);
 	char *save = NULL;
 	for (char *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
-		for (int c = 0; c < CG_NCTRL; c++)
-			if (strcmp(t, cg_ctrl_names[c]) == 0)
+		for (int c = 0; c <= CG_NCTRL; c++)
+			if (bit_name(c) && strcmp(t, bit_name(c)) == 0)
 				bits |= CG_BIT(c);
 	return bits;
 }
@@ -62,10 +74,10 @@ enable_in(const char *dir, unsigned bits)
 {
 	char buf[64] = "";
 	size_t len = 0;
-	for (int c = 0; c < CG_NCTRL; c++)
-		if (bits & CG_BIT(c))
+	for (int c = 0; c <= CG_NCTRL; c++)
+		if ((bits & CG_BIT(c)) && bit_name(c))
 			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s+%s",
-						len ? " " : "", cg_ctrl_names[c]);
+						len ? " " : "", bit_name(c));
 	wd_autofree char *p = wd_xasprintf("%s/cgroup.subtree_control", dir);
 	return wd_write_file_at(AT_FDCWD, p, buf);
 }
@@ -93,7 +105,7 @@ enable_controllers_locked(struct cg_host *h, struct wd_err *err)
 	int rc = read_ctrls(base, "cgroup.controllers", &avail);
 	if (rc < 0)
 		return wd_err_sys(err, -rc, "cgroup: read %s/cgroup.controllers", base);
-	unsigned want = avail & CG_V2_WANTED;
+	unsigned want = avail & (CG_V2_WANTED | (test_extra ? CG_EXTRA_BIT : 0));
 	if (read_ctrls(base, "cgroup.subtree_control", &on) == 0 && (want & ~on)) {
 		rc = enable_in(base, want & ~on);
 		if (rc == -EBUSY && h->v2_base_is_own) {
@@ -110,6 +122,8 @@ enable_controllers_locked(struct cg_host *h, struct wd_err *err)
 				: "");
 	}
 	wd_autofree char *parent = wd_xasprintf("%s/warden", base);
+	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+		return wd_err_sys(err, errno, "cgroup: mkdir %s", parent);
 	on = 0;
 	if (read_ctrls(parent, "cgroup.subtree_control", &on) == 0 && (want & ~on)) {
 		rc = enable_in(parent, want & ~on);
@@ -270,4 +284,14 @@ cg_v2_stats(struct cgroup *cg, struct cgroup_stats *st)
 		st->cpu_ns = v * 1000;
 	if ((cg->ctrls[0] & CG_BIT(CG_PIDS)) && cg_read_keyed(dfd, "pids.events", "max", &v) == 0)
 		st->pids_peak_hit = v;
+}
+
+int
+cgroup_test_v2_enable(const char *extra_controller, struct wd_err *err)
+{
+	struct cg_host *h = cg_host_get();
+	if (h->version != 2)
+		return -ENOTSUP;
+	test_extra = extra_controller;
+	return enable_controllers(h, err);
 }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -36,6 +37,41 @@ static int nkids;
 static char *extra_dirs[8]; /* directories made by hand (sweep test) */
 static int nextra;
 static char forced_parent[4096]; /* v2 suite: <forced root>/warden */
+/* delegation test: the cgroup2 root, our fake delegated base, whether we
+ * enabled hugetlb at the root (and must take it back), the lock fd */
+static char deleg_root[4096], deleg_base[4096];
+static bool deleg_restore;
+static int deleg_lock = -1;
+
+static int
+write_at(const char *dir, const char *file, const char *s)
+{
+	char path[8192];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return wd_write_file_at(AT_FDCWD, path, s);
+}
+
+static void
+deleg_cleanup(void)
+{
+	char pid[24], sub[8192];
+	if (deleg_base[0]) {
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		write_at(deleg_root, "cgroup.procs", pid); /* move ourselves back */
+		snprintf(sub, sizeof(sub), "%s/warden", deleg_base);
+		write_at(sub, "cgroup.subtree_control", "-hugetlb");
+		rmdir(sub);
+		write_at(deleg_base, "cgroup.subtree_control", "-hugetlb");
+		snprintf(sub, sizeof(sub), "%s/warden-supervisor", deleg_base);
+		rmdir(sub);
+		rmdir(deleg_base);
+		deleg_base[0] = '\0';
+	}
+	if (deleg_restore)
+		write_at(deleg_root, "cgroup.subtree_control", "-hugetlb");
+	deleg_restore = false;
+	wd_close_reset(&deleg_lock);
+}
 
 static void
 track(pid_t pid)
@@ -81,6 +117,7 @@ teardown(void)
 	nextra = 0;
 	reap_all();
 	nkids = 0;
+	deleg_cleanup();
 	/* The v2 suite's parent on a hierarchy warden does not otherwise use;
 	 * best effort (another test process may be using it right now). */
 	if (forced_parent[0])
@@ -789,4 +826,70 @@ Test(cgroup_v2, limit_without_controller_is_refused)
 	struct stat sb;
 	snprintf(path, sizeof(path), "%s/warden/%s", cgroup_host_base(0), test_id("v2nomem"));
 	cr_expect(stat(path, &sb) < 0 && errno == ENOENT, "%s left behind", path);
+}
+
+static bool
+list_has_word(const char *dir, const char *file, const char *word)
+{
+	char path[8192], buf[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (wd_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) < 0)
+		return false;
+	for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+		if (strcmp(t, word) == 0)
+			return true;
+	return false;
+}
+
+/* The delegated-subtree path: warden's own cgroup is the base and holds
+ * warden's process, so enabling a controller there hits the no-internal-
+ * process rule (EBUSY); warden moves itself into <base>/warden-supervisor
+ * and enables it in <base> and <base>/warden, and the sandbox gets it.
+ * Run with hugetlb, the one controller a hybrid host's v2 hierarchy has. */
+Test(cgroup_v2, delegated_base_holding_warden_moves_it_aside)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (cgroup creation)");
+	if (!find_cgroup2(deleg_root, sizeof(deleg_root)))
+		cr_skip_test("no cgroup2 mount");
+	if (!list_has_word(deleg_root, "cgroup.controllers", "hugetlb"))
+		cr_skip_test("no hugetlb controller in %s", deleg_root);
+	/* Serialise with a concurrent run of this test (the ASan build):
+	 * both touch the root's subtree_control. */
+	deleg_lock = open(deleg_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(deleg_lock, 0);
+	cr_assert_eq(flock(deleg_lock, LOCK_EX), 0);
+	if (!list_has_word(deleg_root, "cgroup.subtree_control", "hugetlb")) {
+		cr_assert_eq(write_at(deleg_root, "cgroup.subtree_control", "+hugetlb"), 0);
+		deleg_restore = true;
+	}
+	snprintf(deleg_base, sizeof(deleg_base), "%s/%s", deleg_root, test_id("deleg"));
+	cr_assert_eq(mkdir(deleg_base, 0755), 0, "%s: %s", deleg_base, strerror(errno));
+	/* we are "warden", living in our delegated cgroup */
+	cr_assert_eq(write_at(deleg_base, "cgroup.procs", "0"), 0);
+	cr_assert_eq(cgroup_test_force_v2_own(deleg_base), 0);
+
+	struct wd_err err = {0};
+	cr_assert_eq(cgroup_test_v2_enable("hugetlb", &err), 0, "%s", err.msg);
+	char self[4096], want[4096];
+	cr_assert_gt(wd_read_file_at(AT_FDCWD, "/proc/self/cgroup", self, sizeof(self)), 0);
+	snprintf(want, sizeof(want), "0::/%s/warden-supervisor\n", test_id("deleg"));
+	cr_expect(strstr(self, want), "not moved aside: %s", self);
+	cr_expect(list_has_word(deleg_base, "cgroup.subtree_control", "hugetlb"));
+	char parent[8192];
+	snprintf(parent, sizeof(parent), "%s/warden", deleg_base);
+	cr_expect(list_has_word(parent, "cgroup.subtree_control", "hugetlb"));
+
+	/* and a sandbox cgroup there has the controller's files */
+	cr_assert_eq(cgroup_create(test_id("delegleaf"), NULL, &cg, &err), 0, "%s", err.msg);
+	cr_expect(list_has_word(cgroup_dirs(cg)[0], "cgroup.controllers", "hugetlb"));
+	struct gate g = spawn(NULL);
+	cr_assert_eq(cgroup_attach(cg, g.pid, &err), 0, "%s", err.msg);
+	cr_expect(in_all_procs(g.pid));
+	cr_expect_eq(cgroup_kill(cg), 0);
+	int st = wait_status(g.pid);
+	nkids = 0;
+	close(g.go);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status %#x", st);
+	cr_expect_eq(cgroup_destroy(cg), 0);
 }
