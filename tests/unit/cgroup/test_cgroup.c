@@ -39,7 +39,7 @@ static int nextra;
 static char forced_parent[4096]; /* v2 suite: <forced root>/warden */
 /* delegation test: the cgroup2 root, our fake delegated base, whether we
  * enabled hugetlb at the root (and must take it back), the lock fd */
-static char deleg_root[4096], deleg_base[4096];
+static char deleg_root[4096], deleg_base[4096], deleg_home[4096];
 static bool deleg_restore;
 static int deleg_lock = -1;
 
@@ -57,7 +57,9 @@ deleg_cleanup(void)
 	char pid[24], sub[8192];
 	if (deleg_base[0]) {
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		write_at(deleg_root, "cgroup.procs", pid); /* move ourselves back */
+		/* move ourselves back where we were */
+		if (write_at(deleg_home, "cgroup.procs", pid) < 0)
+			write_at(deleg_root, "cgroup.procs", pid);
 		snprintf(sub, sizeof(sub), "%s/warden", deleg_base);
 		write_at(sub, "cgroup.subtree_control", "-hugetlb");
 		rmdir(sub);
@@ -863,6 +865,14 @@ Test(cgroup_v2, delegated_base_holding_warden_moves_it_aside)
 		cr_assert_eq(write_at(deleg_root, "cgroup.subtree_control", "+hugetlb"), 0);
 		deleg_restore = true;
 	}
+	/* where we are now, to come back to (assumes the mount shows the
+	 * hierarchy from its root, as on a host or in a cgroup namespace) */
+	char self0[4096];
+	cr_assert_gt(wd_read_file_at(AT_FDCWD, "/proc/self/cgroup", self0, sizeof(self0)), 0);
+	char *v2line = strstr(self0, "0::");
+	cr_assert_not_null(v2line);
+	v2line[strcspn(v2line, "\n")] = '\0';
+	snprintf(deleg_home, sizeof(deleg_home), "%s%s", deleg_root, v2line + 3);
 	snprintf(deleg_base, sizeof(deleg_base), "%s/%s", deleg_root, test_id("deleg"));
 	cr_assert_eq(mkdir(deleg_base, 0755), 0, "%s: %s", deleg_base, strerror(errno));
 	/* we are "warden", living in our delegated cgroup */
