@@ -10,7 +10,7 @@
  *
  * Typical use by the supervisor:
  *
- *     cgroup_sweep_stale();                          (optional, cheap)
+ *     cgroup_sweep_stale();   (~0.05-0.1 ms: off the hot path, e.g. janitor)
  *     rc = cgroup_create(id, &lim, &cg, &err);       -EPERM/-ENOTSUP: "cgroup: none"
  *     v2: clone3 with CLONE_INTO_CGROUP, cgroup = cgroup_dirfd(cg)
  *     v1: the child joins before it runs anything (and before it unshares
