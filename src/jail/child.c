@@ -415,7 +415,20 @@ reap_loop(struct jail_plan *plan, pid_t cmd)
 			if (p <= 0)
 				break;
 			if (p == cmd) {
-				jail_report(plan->sync_fd, JAIL_MSG_EXIT, JAIL_STEP_5_PID1, 0, st);
+				/* usage of everything pid 1 reaped, the command
+				 * included: the supervisor does not wait for us */
+				struct rusage ru;
+				getrusage(RUSAGE_CHILDREN, &ru);
+				struct jail_msg m = {
+					.kind = JAIL_MSG_EXIT,
+					.step = JAIL_STEP_5_PID1,
+					.status = st,
+					.cpu_us = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+							  1000000ULL +
+						  (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec),
+					.maxrss_kb = (uint64_t)ru.ru_maxrss,
+				};
+				(void)!send(plan->sync_fd, &m, sizeof(m), MSG_NOSIGNAL);
 				_exit(0);
 			}
 		}

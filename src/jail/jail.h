@@ -94,6 +94,9 @@ struct jail_msg {
 	int step;
 	int err;
 	int status;
+	/* JAIL_MSG_EXIT: the command's and its reaped descendants' usage */
+	uint64_t cpu_us;
+	uint64_t maxrss_kb;
 };
 
 #define JAIL_MAX_OPS 96

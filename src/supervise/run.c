@@ -81,6 +81,9 @@ janitor_start(struct cgroup *cg, int *notify_fd)
 			_exit(0);
 		cgroup_kill(cg);
 		cgroup_destroy(cg);
+		/* and what earlier, killed runs may have left (only empty,
+		 * unlocked directories go) */
+		cgroup_sweep_stale();
 		_exit(0);
 	}
 	close(p[0]);
@@ -137,6 +140,7 @@ struct sup {
 	int exec_errno;
 	int got_exit;      /* pid 1 reported the command's wait status */
 	int cmd_status;    /* raw wait status */
+	uint64_t cmd_cpu_us, cmd_maxrss_kb;
 	int setup_step, setup_errno, setup_op;
 	int killed_by;     /* signal warden received and acted on */
 	siginfo_t info;
@@ -188,6 +192,8 @@ read_sync(struct sup *s)
 		case JAIL_MSG_EXIT:
 			s->got_exit = 1;
 			s->cmd_status = m.status;
+			s->cmd_cpu_us = m.cpu_us;
+			s->cmd_maxrss_kb = m.maxrss_kb;
 			break;
 		case JAIL_MSG_EXEC_FAILED:
 			s->exec_failed = true;
@@ -318,7 +324,13 @@ make_cgroup(const wd_spec *spec, const char *id, struct cgroup **cg, struct wd_e
 {
 	struct cgroup_limits cl = {spec->lim.memory_bytes, spec->lim.pids,
 				   spec->lim.cpu_millionths};
-	int rc = cgroup_create(id, &cl, cg, err);
+	/* No cpuacct: cpu time comes from rusage (pid 1 reports it).  No
+	 * freezer in a container: pid 1's death takes the pid namespace with
+	 * it, so kill-all needs no freezing; fewer directories to make. */
+	unsigned flags = CGROUP_NO_CPUACCT;
+	if (spec->isolation == WD_ISOLATION_CONTAINER)
+		flags |= CGROUP_NO_FREEZER;
+	int rc = cgroup_create_flags(id, &cl, flags, cg, err);
 	if (rc < 0 && geteuid() != 0) {
 		/* An unprivileged caller on a host without a delegated
 		 * subtree: run with rlimits only; --json says cgroup "none". */
@@ -530,6 +542,10 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	r->cpu_ns = (uint64_t)(s.ru.ru_utime.tv_sec + s.ru.ru_stime.tv_sec) * 1000000000ULL +
 		    (uint64_t)(s.ru.ru_utime.tv_usec + s.ru.ru_stime.tv_usec) * 1000ULL;
 	r->peak_memory = (uint64_t)s.ru.ru_maxrss * 1024;
+	if (container && s.got_exit) {
+		r->cpu_ns = s.cmd_cpu_us * 1000ULL;
+		r->peak_memory = s.cmd_maxrss_kb * 1024;
+	}
 	if (s.cg) {
 		struct cgroup_stats st = {0};
 		if (cgroup_stats(s.cg, &st) == 0) {
