@@ -63,5 +63,11 @@ grep -q '"reason":"oversized-label"' "$T/events" && ok "label event" || nok "lab
 grep -q '"reason":"rate-limit"' "$T/events" && ok "rate-limit event" || nok "rate-limit event"
 grep -q '"reason":"query-type"' "$T/events" && ok "query-type event" || nok "query-type event"
 
+# the proxy ran clean (matters when it is built with sanitizers)
+exec 3>&-
+wait "$pid" 2>/dev/null
+pid=
+if grep -l "Sanitizer\|runtime error" "$T/err" 2>/dev/null; then nok "no sanitizer reports"; else ok "no sanitizer reports"; fi
+
 echo "1..$n"
 [ $fails -eq 0 ]

@@ -171,5 +171,10 @@ r=$(curl -s -m 10 -x "http://127.0.0.1:$q_http" -p -o /dev/null -w '%{size_downl
 if [ "${r:-0}" -lt 300000 ]; then ok "byte budget cuts a tunnel ($r bytes)"; else nok "byte budget" "$r"; fi
 grep -q '"reason":"max-total-bytes"' "$T/q.events" && ok "... with a max-total-bytes event" || nok "budget event"
 
+# the proxy ran clean (matters when it is built with sanitizers)
+eval "exec ${q_fd}>&-"
+wait "$q_pid" 2>/dev/null
+if grep -l "Sanitizer\|runtime error" "$T"/*.err 2>/dev/null; then nok "no sanitizer reports"; else ok "no sanitizer reports"; fi
+
 echo "1..$n"
 [ $fails -eq 0 ]

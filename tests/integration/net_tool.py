@@ -63,8 +63,12 @@ class Upstream(BaseHTTPRequestHandler):
     do_POST = do_PUT
 
 
+class Server(ThreadingHTTPServer):
+    request_queue_size = 512  # 100 tunnels connect at once
+
+
 def serve(log):
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    srv = Server(("127.0.0.1", 0), Upstream)
     srv.daemon_threads = True
     srv.handle_error = lambda *a: None  # clients cut by the proxy's limits
     srv.log = log

@@ -1,0 +1,487 @@
+/* Unit tests for the proxy engine (net/proxy.c, net/listen.c) over host
+ * loopback: a small in-process upstream, raw-socket clients.  These run
+ * under ASan+UBSan with the rest of the unit suite. */
+#include "net/net.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* ---- a tiny upstream: HTTP answers "<request line>" or echoes ---- */
+
+struct upstream {
+	int lfd;
+	uint16_t port;
+	bool echo;
+	pthread_t t;
+};
+
+static void *
+serve_one(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[65536];
+	bool echo = fd & 0x40000000;
+	fd &= ~0x40000000;
+	if (echo) {
+		ssize_t n;
+		while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+			send(fd, buf, (size_t)n, MSG_NOSIGNAL);
+		close(fd);
+		return NULL;
+	}
+	size_t len = 0;
+	for (;;) {
+		ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+		char *end = strstr(buf, "\r\n\r\n");
+		if (!end)
+			continue;
+		char *eol = strstr(buf, "\r\n");
+		char body[512];
+		int bl = snprintf(body, sizeof(body), "%.*s|%s", (int)(eol - buf), buf,
+				  strstr(buf, "\r\nHost: ") ? "host" : "nohost");
+		char resp[1024];
+		int rl = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s",
+				  bl, body);
+		send(fd, resp, (size_t)rl, MSG_NOSIGNAL);
+		size_t used = (size_t)(end + 4 - buf);
+		memmove(buf, buf + used, len - used);
+		len -= used;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void *
+upstream_main(void *arg)
+{
+	struct upstream *u = arg;
+	for (;;) {
+		int fd = accept(u->lfd, NULL, NULL);
+		if (fd < 0)
+			return NULL;
+		pthread_t t;
+		pthread_create(&t, NULL, serve_one, (void *)(intptr_t)(fd | (u->echo ? 0x40000000 : 0)));
+		pthread_detach(t);
+	}
+}
+
+static int
+listen_lo(int type, uint16_t *port)
+{
+	int fd = socket(AF_INET, type, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (type == SOCK_STREAM)
+		listen(fd, 256);
+	socklen_t sl = sizeof(sa);
+	getsockname(fd, (struct sockaddr *)&sa, &sl);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+static void
+upstream_start(struct upstream *u, bool echo)
+{
+	u->echo = echo;
+	u->lfd = listen_lo(SOCK_STREAM, &u->port);
+	pthread_create(&u->t, NULL, upstream_main, u);
+	pthread_detach(u->t);
+}
+
+/* ---- the proxy under test ---- */
+
+struct events {
+	pthread_mutex_t lock;
+	int n, refused;
+	char last_reason[64];
+	char last_host[256];
+	uint64_t last_up, last_down;
+};
+static struct events evs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void
+on_event(const struct net_event *ev, void *data)
+{
+	struct events *e = data;
+	pthread_mutex_lock(&e->lock);
+	e->n++;
+	e->refused += !ev->allowed;
+	snprintf(e->last_reason, sizeof(e->last_reason), "%s", net_reason_name(ev->reason));
+	snprintf(e->last_host, sizeof(e->last_host), "%s", ev->host ? ev->host : "");
+	e->last_up = ev->bytes_up;
+	e->last_down = ev->bytes_down;
+	pthread_mutex_unlock(&e->lock);
+}
+
+struct fixture {
+	struct net_rules *rules;
+	struct net_proxy *p;
+	struct upstream up, echo;
+	uint16_t http, socks, dns;
+};
+
+static void
+fixture_start(struct fixture *f, unsigned header_ms)
+{
+	struct wd_err err = {0};
+	char spec[128];
+	upstream_start(&f->up, false);
+	upstream_start(&f->echo, true);
+	net_rules_new(&f->rules);
+	snprintf(spec, sizeof(spec), "web.test:%u=GET", f->up.port);
+	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0, "%s", err.msg);
+	snprintf(spec, sizeof(spec), "echo.test:%u", f->echo.port);
+	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", f->up.port);
+	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", f->echo.port);
+	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
+	cr_assert_eq(net_rules_add_allow(f->rules, "lo.test:80", NULL, &err), 0);
+	cr_assert_eq(net_rules_add_host(f->rules, "web.test=127.0.0.1", &err), 0);
+	cr_assert_eq(net_rules_add_host(f->rules, "echo.test=127.0.0.1", &err), 0);
+	cr_assert_eq(net_rules_add_host(f->rules, "lo.test=127.0.0.1", &err), 0);
+	struct net_config cfg;
+	net_config_init(&cfg);
+	cfg.sandbox_id = "sb-1";
+	cfg.rules = f->rules;
+	cfg.header_timeout_ms = header_ms;
+	cr_assert_eq(net_proxy_new(&cfg, on_event, &evs, &f->p, &err), 0, "%s", err.msg);
+	int h = listen_lo(SOCK_STREAM, &f->http);
+	int s = listen_lo(SOCK_STREAM, &f->socks);
+	int d = listen_lo(SOCK_DGRAM, &f->dns);
+	cr_assert_eq(net_proxy_serve(f->p, h, s, d, &err), 0, "%s", err.msg);
+	cr_assert_eq(net_proxy_start(f->p, &err), 0, "%s", err.msg);
+}
+
+static void
+fixture_stop(struct fixture *f)
+{
+	net_proxy_free(f->p);
+	net_rules_free(f->rules);
+	close(f->up.lfd);
+	close(f->echo.lfd);
+}
+
+static int
+dial(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	struct timeval tv = {.tv_sec = 5};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Read until the text contains want (or EOF/timeout); returns bytes. */
+static size_t
+read_until(int fd, char *buf, size_t cap, const char *want)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	while (len + 1 < cap && !strstr(buf, want)) {
+		ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+	}
+	return len;
+}
+
+static void
+say(int fd, const char *s)
+{
+	cr_assert_eq(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
+}
+
+Test(net_proxy, forwards_allowed_get_and_refuses_the_rest)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[512], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req),
+		 "GET http://web.test:%u/a?b HTTP/1.1\r\nHost: evil.example\r\nProxy-Connection: "
+		 "keep-alive\r\n\r\n",
+		 f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "HTTP/1.1 200 OK"), "%s", buf);
+	cr_expect(strstr(buf, "GET /a?b HTTP/1.1|host"), "%s", buf);
+	cr_expect(strstr(buf, "Connection: keep-alive"), "%s", buf);
+	/* keep-alive: a second request, refused, on the same connection */
+	snprintf(req, sizeof(req), "PUT http://web.test:%u/x HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+		 f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "\n\n");
+	cr_expect(strstr(buf, "HTTP/1.1 403 Forbidden"), "%s", buf);
+	cr_expect(strstr(buf, "X-Warden-Denied: method"), "%s", buf);
+	close(fd);
+	fixture_stop(&f);
+	cr_expect_geq(evs.n, 2);
+}
+
+Test(net_proxy, upstream_gets_host_from_the_uri)
+{
+	/* Host is rewritten from the checked URI: a forged Host header must
+	 * never reach the upstream (domain fronting). */
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[512], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "GET http://web.test:%u/ HTTP/1.1\r\nHost: evil\r\n\r\n",
+		 f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "|host"), "%s", buf);
+	close(fd);
+	fixture_stop(&f);
+}
+
+Test(net_proxy, connect_tunnel_echoes_and_counts)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[256], buf[70000];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "CONNECT echo.test:%u HTTP/1.1\r\n\r\n", f.echo.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "\r\n\r\n");
+	cr_assert(strstr(buf, "200 Connection established"), "%s", buf);
+	static char big[60000];
+	memset(big, 'z', sizeof(big));
+	cr_assert_eq(send(fd, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	size_t got = 0;
+	while (got < sizeof(big)) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	cr_expect_eq(got, sizeof(big));
+	close(fd);
+	usleep(200000);
+	fixture_stop(&f);
+	cr_expect_geq(evs.last_up, sizeof(big));
+}
+
+Test(net_proxy, socks5_domain_and_refusal)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	uint8_t buf[256];
+	int fd = dial(f.socks);
+	uint8_t g[] = {5, 1, 0};
+	send(fd, g, 3, 0);
+	cr_assert_eq(recv(fd, buf, 2, MSG_WAITALL), 2);
+	cr_expect_eq(buf[1], 0);
+	uint8_t r[64] = {5, 1, 0, 3, 9};
+	memcpy(r + 5, "echo.test", 9);
+	r[14] = (uint8_t)(f.echo.port >> 8);
+	r[15] = (uint8_t)f.echo.port;
+	send(fd, r, 16, 0);
+	cr_assert_eq(recv(fd, buf, 10, MSG_WAITALL), 10);
+	cr_expect_eq(buf[1], 0);
+	send(fd, "ping", 4, 0);
+	cr_expect_eq(recv(fd, buf, 4, MSG_WAITALL), 4);
+	cr_expect_eq(memcmp(buf, "ping", 4), 0);
+	close(fd);
+
+	fd = dial(f.socks);
+	send(fd, g, 3, 0);
+	recv(fd, buf, 2, MSG_WAITALL);
+	memcpy(r + 5, "nope.test", 9);
+	send(fd, r, 16, 0);
+	cr_assert_eq(recv(fd, buf, 10, MSG_WAITALL), 10);
+	cr_expect_eq(buf[1], NET_SOCKS_NOT_ALLOWED);
+	close(fd);
+	fixture_stop(&f);
+}
+
+Test(net_proxy, malformed_head_is_400_and_slow_head_408)
+{
+	struct fixture f;
+	fixture_start(&f, 300);
+	char buf[4096];
+	int fd = dial(f.http);
+	say(fd, "GET http://web.test/ HTTP/1.1\nHost: x\n\n");
+	read_until(fd, buf, sizeof(buf), "\n\n");
+	cr_expect(strstr(buf, "HTTP/1.1 400"), "%s", buf);
+	close(fd);
+	fd = dial(f.http);
+	say(fd, "GET http://web.test/ HTTP/1.1\r\n");
+	uint64_t t0 = wd_now_ns();
+	read_until(fd, buf, sizeof(buf), "\n\n");
+	cr_expect(strstr(buf, "HTTP/1.1 408"), "%s", buf);
+	cr_expect_lt(wd_now_ns() - t0, 2000000000ull);
+	close(fd);
+	fixture_stop(&f);
+}
+
+Test(net_proxy, address_stage_refuses_unnamed_loopback)
+{
+	/* lo.test:80 is allowed by name, its hosts entry is 127.0.0.1, and no
+	 * address rule names 127.0.0.1:80. */
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char buf[4096];
+	int fd = dial(f.http);
+	say(fd, "GET http://lo.test/ HTTP/1.1\r\n\r\n");
+	read_until(fd, buf, sizeof(buf), "\n\n");
+	cr_expect(strstr(buf, "X-Warden-Denied: address-range"), "%s", buf);
+	close(fd);
+	fixture_stop(&f);
+}
+
+Test(net_proxy, stop_closes_open_tunnels)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[256], buf[1024];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "CONNECT echo.test:%u HTTP/1.1\r\n\r\n", f.echo.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "\r\n\r\n");
+	cr_assert(strstr(buf, "200"));
+	net_proxy_stop(f.p);
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	cr_assert_eq(poll(&pf, 1, 2000), 1);
+	cr_expect_leq(recv(fd, buf, sizeof(buf), 0), 0);
+	struct net_stats st;
+	net_proxy_stats(f.p, &st);
+	cr_expect_eq(st.conns_open, 0);
+	close(fd);
+	fixture_stop(&f);
+}
+
+Test(net_proxy, dns_answers_allowed_names_only)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(f.dns)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct timeval tv = {.tv_sec = 3};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	static const uint8_t q1[12] = {0, 7, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+	uint8_t q[64], r[512];
+	size_t n = 12;
+	memcpy(q, q1, 12);
+	q[n++] = 3;
+	memcpy(q + n, "web", 3);
+	n += 3;
+	q[n++] = 4;
+	memcpy(q + n, "test", 4);
+	n += 4;
+	q[n++] = 0;
+	q[n++] = 0;
+	q[n++] = 1;
+	q[n++] = 0;
+	q[n++] = 1;
+	sendto(fd, q, n, 0, (struct sockaddr *)&sa, sizeof(sa));
+	ssize_t rl = recv(fd, r, sizeof(r), 0);
+	cr_assert_gt(rl, 12);
+	cr_expect_eq(r[3] & 0xf, NET_DNS_NOERROR);
+	cr_expect_eq(r[7], 1); /* one answer: 127.0.0.1, named by an address rule */
+	q[13] = 'x';	       /* "wxb.test" */
+	sendto(fd, q, n, 0, (struct sockaddr *)&sa, sizeof(sa));
+	rl = recv(fd, r, sizeof(r), 0);
+	cr_assert_gt(rl, 12);
+	cr_expect_eq(r[3] & 0xf, NET_DNS_NXDOMAIN);
+	close(fd);
+	fixture_stop(&f);
+}
+
+/* The supervisor's path: listeners made inside a fresh network namespace
+ * (here one this test creates), served from the host side. */
+static int
+own_netns(void)
+{
+	int fd = -1;
+	if (unshare(CLONE_NEWNET) == 0)
+		fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	return fd;
+}
+
+struct ns_client {
+	int nsfd;
+	uint16_t port;
+	char out[2048];
+};
+
+static void *
+client_in_ns(void *arg)
+{
+	struct ns_client *c = arg;
+	if (setns(c->nsfd, CLONE_NEWNET) < 0)
+		return NULL;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c->port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		const char *r = "GET http://nowhere.test/ HTTP/1.1\r\n\r\n";
+		send(fd, r, strlen(r), 0);
+		size_t len = 0;
+		ssize_t n;
+		while (len + 1 < sizeof(c->out) &&
+		       (n = recv(fd, c->out + len, sizeof(c->out) - 1 - len, 0)) > 0)
+			len += (size_t)n;
+		c->out[len] = '\0';
+	}
+	close(fd);
+	return NULL;
+}
+
+static void *
+make_ns(void *arg)
+{
+	*(int *)arg = own_netns();
+	return NULL;
+}
+
+Test(net_listeners_open, inside_a_network_namespace)
+{
+	int nsfd = -1;
+	pthread_t t;
+	pthread_create(&t, NULL, make_ns, &nsfd);
+	pthread_join(t, NULL);
+	if (nsfd < 0)
+		cr_skip_test("cannot create a network namespace here (needs root)");
+	struct wd_err err = {0};
+	struct net_listen_addrs la;
+	net_listen_addrs_init(&la);
+	struct net_listeners ls;
+	cr_assert_eq(net_listeners_open(nsfd, &la, &ls, &err), 0, "%s", err.msg);
+	cr_expect_eq(ls.http_port, 3128);
+	cr_expect_eq(ls.dns_port, 53);
+	struct net_rules *rules;
+	net_rules_new(&rules);
+	struct net_config cfg;
+	net_config_init(&cfg);
+	cfg.rules = rules;
+	struct net_proxy *p;
+	cr_assert_eq(net_proxy_new(&cfg, NULL, NULL, &p, &err), 0);
+	cr_assert_eq(net_proxy_serve(p, ls.http_fd, ls.socks_fd, ls.dns_fd, &err), 0);
+	cr_assert_eq(net_proxy_start(p, &err), 0);
+	struct ns_client c = {.nsfd = nsfd, .port = 3128};
+	pthread_create(&t, NULL, client_in_ns, &c);
+	pthread_join(t, NULL);
+	cr_expect(strstr(c.out, "X-Warden-Denied: no-rule"), "%s", c.out);
+	net_proxy_free(p);
+	net_rules_free(rules);
+	close(nsfd);
+}
