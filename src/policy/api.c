@@ -579,6 +579,15 @@ wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json, stru
 		json_object_set_new(ev, "argv", argv_json(d->d.words.argc, d->d.words.argv));
 	json_error_t je;
 	json_t *res = result_json ? json_loads(result_json, 0, &je) : NULL;
+	/* The record is of what ran and how it ended, not of what it printed:
+	 * output can hold file contents and secrets, and is unbounded in
+	 * number of runs.  Keep the byte counts, drop the windows. */
+	static const char *const streams[] = {"stdout", "stderr"};
+	for (size_t i = 0; res && i < 2; i++) {
+		json_t *s = json_object_get(res, streams[i]);
+		if (json_is_object(s))
+			json_object_del(s, "data");
+	}
 	json_object_set_new(ev, "result", res ? res : json_null());
 	int rc = audit_append(a->log, ev, err);
 	json_decref(ev);

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,6 +49,28 @@ hex32(const unsigned char md[32], char out[65])
 		out[2 * i + 1] = hex[md[i] & 15];
 	}
 	out[64] = '\0';
+}
+
+/* The digest is fetched once (OpenSSL 3's implicit fetch in EVP_sha256()
+ * takes a lock and a name lookup on every use) and each thread keeps one
+ * context: a pause is on the decision path too. */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static _Thread_local EVP_MD_CTX *sha256_ctx;
+
+static void
+sha256_init(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (!sha256_md)
+		abort(); /* libcrypto without SHA-256 is a broken invariant */
+}
+
+static void
+begin(EVP_MD_CTX *c)
+{
+	if (EVP_DigestInit_ex(c, sha256_md, NULL) != 1)
+		abort();
 }
 
 static void
@@ -76,25 +99,26 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 		   const char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65])
 {
 	char f[POLICY_ID_FIELDS][65];
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	if (!c)
+	pthread_once(&sha256_once, sha256_init);
+	if (!sha256_ctx && !(sha256_ctx = EVP_MD_CTX_new()))
 		abort();
+	EVP_MD_CTX *c = sha256_ctx;
 
-	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	begin(c);
 	for (int i = 0; i < argc; i++)
 		feed_item(c, argv[i]);
 	finish(c, f[0]);
 
-	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	begin(c);
 	feed_item(c, req->cwd && *req->cwd ? req->cwd : ".");
 	finish(c, f[1]);
 
-	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	begin(c);
 	for (size_t i = 0; i < req->nenv; i++)
 		feed_item(c, req->env[i]);
 	finish(c, f[2]);
 
-	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	begin(c);
 	feed_item(c, req->workspace_id ? req->workspace_id
 		     : req->workspace  ? req->workspace
 				       : "");
@@ -102,12 +126,11 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 
 	memcpy(f[4], p->digest, 65);
 
-	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	begin(c);
 	EVP_DigestUpdate(c, "warden-approval-v1", sizeof("warden-approval-v1"));
 	for (int i = 0; i < POLICY_ID_FIELDS; i++)
 		EVP_DigestUpdate(c, f[i], 64);
 	finish(c, id);
-	EVP_MD_CTX_free(c);
 	if (fields)
 		memcpy(fields, f, sizeof(f));
 }

@@ -46,17 +46,37 @@ policy_decision_fini(struct policy_decision *d)
 	policy_words_fini(&d->words);
 }
 
+/* Concatenate the NULL-terminated list of strings into dst (truncating).
+ * The decision path formats with this instead of snprintf: a decision is
+ * a few hundred nanoseconds and printf's machinery would be half of it. */
+static void
+put(char *dst, size_t cap, ...)
+{
+	va_list ap;
+	size_t o = 0;
+	va_start(ap, cap);
+	for (const char *s; (s = va_arg(ap, const char *));) {
+		size_t n = strlen(s);
+		if (o + n >= cap)
+			n = cap - 1 - o;
+		memcpy(dst + o, s, n);
+		o += n;
+	}
+	va_end(ap);
+	dst[o] = '\0';
+}
+
 WD_PRINTF(4, 5)
 static void
 deny(struct policy_decision *d, const char *rule, const char *advice, const char *fmt, ...)
 {
 	va_list ap;
 	d->kind = POLICY_DENY;
-	snprintf(d->rule, sizeof(d->rule), "%s", rule);
+	put(d->rule, sizeof(d->rule), rule, (char *)NULL);
 	va_start(ap, fmt);
 	vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
 	va_end(ap);
-	snprintf(d->advice, sizeof(d->advice), "%s", advice ? advice : "");
+	put(d->advice, sizeof(d->advice), advice ? advice : "", (char *)NULL);
 }
 
 /* Advice for shell refusals: what to do instead, one line. */
@@ -221,12 +241,19 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 		if (policy_tokenize(req->command, strlen(req->command), &d->words, &r) < 0) {
 			d->words.argc = 0;
 			d->words.argv[0] = NULL;
-			if (r.token[0])
-				deny(d, r.rule, shell_advice(r.rule),
-				     "'%s' at offset %zu %s; warden runs one program without a shell",
-				     r.token, r.offset, r.what);
-			else
-				deny(d, r.rule, shell_advice(r.rule), "the command %s", r.what);
+			d->kind = POLICY_DENY;
+			put(d->rule, sizeof(d->rule), r.rule, (char *)NULL);
+			put(d->advice, sizeof(d->advice), shell_advice(r.rule), (char *)NULL);
+			if (r.token[0]) {
+				char off[24];
+				snprintf(off, sizeof(off), "%zu", r.offset);
+				put(d->reason, sizeof(d->reason), "'", r.token, "' at offset ", off,
+				    " ", r.what, "; warden runs one program without a shell",
+				    (char *)NULL);
+			} else {
+				put(d->reason, sizeof(d->reason), "the command ", r.what,
+				    (char *)NULL);
+			}
 			return 0;
 		}
 	} else {
@@ -272,9 +299,12 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 	size_t blen = strlen(base);
 	const struct config_program *pg = blen ? config_program_find(p, base, blen) : NULL;
 	if (!pg) {
-		char adv[sizeof(d->advice)];
-		snprintf(adv, sizeof(adv), "allowed programs: %s", p->allowed_names);
-		deny(d, "programs", adv, "program '%s' is not in the policy's allowlist", base);
+		d->kind = POLICY_DENY;
+		put(d->rule, sizeof(d->rule), "programs", (char *)NULL);
+		put(d->advice, sizeof(d->advice), "allowed programs: ", p->allowed_names,
+		    (char *)NULL);
+		put(d->reason, sizeof(d->reason), "program '", base,
+		    "' is not in the policy's allowlist", (char *)NULL);
 		return 0;
 	}
 	d->program = pg;
@@ -388,7 +418,7 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 		return 0;
 	}
 
-	snprintf(d->rule, sizeof(d->rule), "programs.%s", pg->name);
-	snprintf(d->reason, sizeof(d->reason), "%s is allowed by the policy", pg->name);
+	put(d->rule, sizeof(d->rule), "programs.", pg->name, (char *)NULL);
+	put(d->reason, sizeof(d->reason), pg->name, " is allowed by the policy", (char *)NULL);
 	return 0;
 }

@@ -87,11 +87,12 @@ refuse(struct policy_refusal *r, const char *rule, const char *what, const char 
 	r->rule = rule;
 	r->what = what;
 	r->offset = off;
-	if (toklen >= sizeof(r->token))
+	bool cut = toklen >= sizeof(r->token);
+	if (cut)
 		toklen = sizeof(r->token) - 4;
 	memcpy(r->token, tok, toklen);
 	r->token[toklen] = '\0';
-	if (tok[toklen] && toklen == sizeof(r->token) - 4)
+	if (cut)
 		memcpy(r->token + toklen, "...", 4);
 	return -1;
 }
