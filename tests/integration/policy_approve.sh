@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Approvals through warden run: pause (123, id), warden approve, single use,
+# mismatch, expiry, the policy changing after the approval, and the tty path
+# (--approve=tty asks on the controlling terminal, never on stdin).
+. "$(dirname "$0")/policy_lib.sh"
+need_run
+cd "$WS"
+cat >"$T/p.json" <<'J'
+{"version": 1, "programs": {"echo": {"approve": [["publish"]]}}}
+J
+P=(--policy "$T/p.json" --audit "$T/audit.jsonl")
+
+expect_rc 123 "pause without a terminal" "$WARDEN" run "${P[@]}" -- echo publish now </dev/null
+expect_in "$T/err" "warden approve " "prints how to approve"
+id=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
+[ ${#id} = 64 ] && ok "id is 64 hex digits" || not_ok "id is 64 hex digits: '$id'"
+expect_not_in "$T/out" "publish now" "nothing ran"
+
+expect_rc 123 "--json: a decision object on stdout" "$WARDEN" run "${P[@]}" --json -- echo publish now
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["decision"]=="pause" and len(d["approval_id"])==64' "$T/out" &&
+	ok "json pause object" || not_ok "json pause object"
+
+expect_rc 125 "approve: unknown id" "$WARDEN" approve 0123456789abcdef
+expect_rc 125 "approve: bad ttl" "$WARDEN" approve "$id" --ttl 0
+expect_rc 0 "approve the id" "$WARDEN" approve "${id:0:12}"
+expect_in "$T/out" "'echo' 'publish' 'now'" "shows the exact argv approved"
+
+expect_rc 123 "another argument is not covered" "$WARDEN" run "${P[@]}" -- echo publish later
+expect_rc 0 "the identical command runs" "$WARDEN" run "${P[@]}" -- echo publish now
+expect_in "$T/out" "publish now" "  ... and its output is there"
+expect_rc 123 "single use: it pauses again" "$WARDEN" run "${P[@]}" -- echo publish now
+
+# the policy changes after the approval: the digest differs, not covered
+"$WARDEN" approve "$id" >/dev/null 2>&1
+cat >"$T/p.json" <<'J'
+{"version": 1, "programs": {"echo": {"approve": [["publish"]]}, "true": {}}}
+J
+expect_rc 123 "policy changed: pauses again" "$WARDEN" run "${P[@]}" -- echo publish now
+
+# expiry
+id2=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
+expect_rc 0 "approve with --ttl 1" "$WARDEN" approve "$id2" --ttl 1
+sleep 2.2
+expect_rc 123 "expired approval pauses" "$WARDEN" run "${P[@]}" -- echo publish now
+
+# the audit trail tells it
+for ev in approval.granted approval.consumed approval.expired approval.mismatched; do
+	expect_in "$T/audit.jsonl" "\"$ev\"" "audit has $ev"
+done
+expect_rc 0 "audit chain intact" "$WARDEN" audit verify "$T/audit.jsonl"
+
+# --approve=tty: a pty is the controlling terminal; stdin is /dev/null
+tty_run() { # ANSWER: run under a pty, answer, print the transcript
+	python3 - "$1" "$WARDEN" run "${P[@]}" --approve=tty -- echo publish now <<'PY'
+import os, pty, sys, time, select
+answer = sys.argv[1].encode()
+pid, fd = pty.fork()
+if pid == 0:
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.execv(sys.argv[2], sys.argv[2:])
+out = b""
+sent = False
+deadline = time.time() + 20
+while time.time() < deadline:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    if not sent and b"[y/N]" in out:
+        os.write(fd, answer + b"\n")
+        sent = True
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(st))
+PY
+}
+tty_run y >"$T/tty" 2>&1
+rc=$?
+[ $rc = 0 ] && ok "tty: yes runs it (exit 0)" || not_ok "tty: yes runs it: exit $rc"
+expect_in "$T/tty" "'echo' 'publish' 'now'" "tty: shows the exact argv"
+expect_in "$T/tty" "publish now" "tty: the command ran"
+tty_run n >"$T/tty" 2>&1
+rc=$?
+[ $rc = 126 ] && ok "tty: no refuses (exit 126)" || not_ok "tty: no refuses: exit $rc"
+expect_in "$T/tty" "not approved" "tty: says nothing ran"
+expect_rc 123 "--approve=tty without a terminal falls back to the id" setsid "$WARDEN" run "${P[@]}" --approve=tty -- echo publish now
+expect_in "$T/audit.jsonl" '"approval.refused"' "audit has approval.refused"
+finish

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The audit trail of warden run: one event per decision and result, a
+# chain that `warden audit verify` checks, each kind of tampering detected,
+# no environment values, and the log invisible inside the jail.
+. "$(dirname "$0")/policy_lib.sh"
+need_run
+cd "$WS"
+A=$T/audit.jsonl
+cat >"$T/p.json" <<'J'
+{"version": 1, "programs": {"echo": {}, "cat": {}, "ls": {}}}
+J
+P=(--policy "$T/p.json" --audit "$A")
+
+echo "content-of-the-file" >"$WS/notes.txt"
+expect_rc 0 "allowed run" "$WARDEN" run "${P[@]}" --setenv API_TOKEN=s3cr3t-value -- cat notes.txt
+expect_rc 126 "denied run" "$WARDEN" run "${P[@]}" --command 'rm -rf x'
+expect_rc 126 "composition" "$WARDEN" run "${P[@]}" --command 'echo a; echo b'
+expect_rc 0 "string command" "$WARDEN" run "${P[@]}" --command 'echo "two words"'
+expect_in "$T/out" "two words" "  ... ran the tokenized words"
+# the log is outside the jail: by policy (outside the workspace) ...
+expect_rc 126 "the log is not a workspace path" "$WARDEN" run "${P[@]}" -- cat "$A"
+# ... and by the jail's view (even with no policy in the way)
+"$WARDEN" run -w "$WS" -- /bin/cat "$A" >"$T/out" 2>"$T/err"
+expect_not_in "$T/out" '"event"' "the jail cannot read the audit log"
+
+n=$(wc -l <"$A")
+[ "$n" = 7 ] && ok "7 events (4 decisions, 2 results... and the refusal)" || not_ok "event count: $n, expected 7"
+expect_in "$A" '"event":"decision"' "decision events"
+expect_in "$A" '"event":"result"' "result events"
+expect_in "$A" '"rule":"programs"' "the rule is recorded"
+expect_in "$A" '"API_TOKEN"' "environment names are recorded"
+expect_not_in "$A" 's3cr3t-value' "environment values are not"
+expect_not_in "$A" 'content-of-the-file' "output is not recorded"
+python3 - "$A" <<'PY' && ok "seq, time, sandbox, prev on every event" || not_ok "event fields"
+import json, sys, re
+for i, line in enumerate(open(sys.argv[1]), 1):
+    e = json.loads(line)
+    assert e["seq"] == i
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", e["time"])
+    assert len(e["sandbox"]) >= 16 and len(e["prev"]) == 64
+PY
+
+expect_rc 0 "verify: intact" "$WARDEN" audit verify "$A"
+expect_in "$T/out" "ok, 7 events, chain intact, head matches" "reports the count"
+
+tamper() { # DESC SED-SCRIPT
+	cp "$A" "$T/t.jsonl"
+	cp "$A.head" "$T/t.jsonl.head"
+	sed -i "$2" "$T/t.jsonl"
+	expect_rc 1 "verify detects: $1" "$WARDEN" audit verify "$T/t.jsonl"
+	expect_in "$T/out" "BROKEN" "  ... and says where: $(cut -c1-100 "$T/out")"
+}
+tamper "an edited decision" '3s/"deny"/"allow"/'
+tamper "a deleted event" '3d'
+tamper "reordered events" '2{h;d};3{G}'
+tamper "a removed last event" '$d'
+tamper "removed first events" '1d'
+tamper "a duplicated event" '2p'
+cp "$A" "$T/t.jsonl"
+cp "$A.head" "$T/t.jsonl.head"
+truncate -s -5 "$T/t.jsonl"
+expect_rc 1 "verify detects: a cut mid-line" "$WARDEN" audit verify "$T/t.jsonl"
+expect_rc 125 "verify: missing file" "$WARDEN" audit verify "$T/none.jsonl"
+expect_rc 125 "audit: usage" "$WARDEN" audit check "$A"
+# a torn log refuses further appends: nothing runs unrecorded
+expect_rc 125 "a damaged log stops the run" "$WARDEN" run --policy "$T/p.json" --audit "$T/t.jsonl" -- echo x
+expect_not_in "$T/out" "x" "  ... and nothing ran"
+finish
