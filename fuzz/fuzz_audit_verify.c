@@ -14,8 +14,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *nul = memchr(buf, '\0', size);
 	struct audit_verify r;
 	if (nul)
-		audit_verify_buffer(buf, (size_t)(nul - buf), nul + 1, size - (size_t)(nul - buf) - 1,
-				    &r);
+		audit_verify_buffer(buf, (size_t)(nul - buf), nul + 1,
+				    size - (size_t)(nul - buf) - 1, &r);
 	else
 		audit_verify_buffer(buf, size, NULL, 0, &r);
 	if (!r.ok && !r.message[0])

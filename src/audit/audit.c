@@ -58,8 +58,8 @@ audit_now(char out[32])
 int
 audit_open(const char *path, struct audit_log **out, struct wd_err *err)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW,
-		      0600);
+	int fd =
+	    open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return wd_err_sys(err, errno, "audit log %s", path);
 	struct stat st;
@@ -110,10 +110,11 @@ last_line(const char *path, long long *seq, char hash[65], struct wd_err *err)
 		if (got != (ssize_t)n)
 			return wd_err_sys(err, got < 0 ? errno : EIO, "read audit log %s", path);
 		if (buf[n - 1] != '\n')
-			return wd_err_set(err, WD_E_INVAL,
-					  "audit log %s ends with a partial line; run 'warden audit "
-					  "verify %s'",
-					  path, path);
+			return wd_err_set(
+			    err, WD_E_INVAL,
+			    "audit log %s ends with a partial line; run 'warden audit "
+			    "verify %s'",
+			    path, path);
 		size_t end = n - 1, start = end;
 		while (start > 0 && buf[start - 1] != '\n')
 			start--;
@@ -129,10 +130,11 @@ last_line(const char *path, long long *seq, char hash[65], struct wd_err *err)
 		json_t *js = ev ? json_object_get(ev, "seq") : NULL;
 		if (!js || !json_is_integer(js)) {
 			json_decref(ev);
-			return wd_err_set(err, WD_E_INVAL,
-					  "audit log %s: the last line is not an event; run 'warden "
-					  "audit verify %s'",
-					  path, path);
+			return wd_err_set(
+			    err, WD_E_INVAL,
+			    "audit log %s: the last line is not an event; run 'warden "
+			    "audit verify %s'",
+			    path, path);
 		}
 		*seq = json_integer_value(js);
 		json_decref(ev);
@@ -242,7 +244,8 @@ audit_verify_buffer(const char *buf, size_t len, const char *head, size_t head_l
 		const char *nl = memchr(buf + pos, '\n', len - pos);
 		if (!nl) {
 			broken(r, lineno,
-			       "line %zu: incomplete last line (the log was cut mid-event)", lineno);
+			       "line %zu: incomplete last line (the log was cut mid-event)",
+			       lineno);
 			return;
 		}
 		size_t ll = (size_t)(nl - (buf + pos));
@@ -277,10 +280,11 @@ audit_verify_buffer(const char *buf, size_t len, const char *head, size_t head_l
 				       "line 1: prev is not the zero hash (events before it were "
 				       "removed, or it was edited)");
 			else
-				broken(r, lineno,
-				       "line %zu: prev does not match the SHA-256 of line %zu (line "
-				       "%zu was edited, or events were removed or reordered)",
-				       lineno, lineno - 1, lineno - 1);
+				broken(
+				    r, lineno,
+				    "line %zu: prev does not match the SHA-256 of line %zu (line "
+				    "%zu was edited, or events were removed or reordered)",
+				    lineno, lineno - 1, lineno - 1);
 			return;
 		}
 		config_sha256_hex(ln, ll, prev);
@@ -292,7 +296,8 @@ audit_verify_buffer(const char *buf, size_t len, const char *head, size_t head_l
 	r->head_checked = true;
 	json_error_t je;
 	json_t *h = json_loadb(head, head_len, 0, &je);
-	json_t *hs = h ? json_object_get(h, "seq") : NULL, *hh = h ? json_object_get(h, "hash") : NULL;
+	json_t *hs = h ? json_object_get(h, "seq") : NULL,
+	       *hh = h ? json_object_get(h, "hash") : NULL;
 	if (!json_is_integer(hs) || !json_is_string(hh)) {
 		json_decref(h);
 		broken(r, 0, "the head file is damaged");
@@ -307,8 +312,9 @@ audit_verify_buffer(const char *buf, size_t len, const char *head, size_t head_l
 		       "were removed from the end)",
 		       want, last_seq);
 	else if (want < last_seq)
-		broken(r, 0, "the head records %lld events but the log has %lld (events appended "
-			     "without warden, or an old head)",
+		broken(r, 0,
+		       "the head records %lld events but the log has %lld (events appended "
+		       "without warden, or an old head)",
 		       want, last_seq);
 	else if (!same)
 		broken(r, (size_t)last_seq,

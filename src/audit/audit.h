@@ -47,7 +47,7 @@ int audit_append(struct audit_log *a, json_t *ev, struct wd_err *err);
 /* Verification of a whole log. */
 struct audit_verify {
 	bool ok;
-	size_t events;   /* intact events read */
+	size_t events;	 /* intact events read */
 	size_t bad_line; /* first broken line (1-based), 0 if none or if at the end */
 	bool head_checked;
 	char message[320];

@@ -8,23 +8,23 @@
 #include <string.h>
 
 static const char usage_text[] =
-	"usage: warden approve ID [--ttl SECONDS] [--audit FILE]\n"
-	"\n"
-	"Approve, once, the paused command with this id (or a unique prefix of 8+ digits).\n"
-	"The approval covers exactly that argv, working directory, environment, workspace\n"
-	"and policy; re-running the identical command consumes it.  It expires after\n"
-	"--ttl seconds (default: the policy's approvals.ttl, 600).\n"
-	"\n"
-	"  --ttl SECONDS   lifetime of the approval (1 to 604800)\n"
-	"  --audit FILE    log approval.granted here (default: the log of the pause)\n";
+    "usage: warden approve ID [--ttl SECONDS] [--audit FILE]\n"
+    "\n"
+    "Approve, once, the paused command with this id (or a unique prefix of 8+ digits).\n"
+    "The approval covers exactly that argv, working directory, environment, workspace\n"
+    "and policy; re-running the identical command consumes it.  It expires after\n"
+    "--ttl seconds (default: the policy's approvals.ttl, 600).\n"
+    "\n"
+    "  --ttl SECONDS   lifetime of the approval (1 to 604800)\n"
+    "  --audit FILE    log approval.granted here (default: the log of the pause)\n";
 
 enum { OPT_TTL = 256, OPT_AUDIT, OPT_HELP };
 
 static const struct option long_opts[] = {
-	{"ttl", required_argument, NULL, OPT_TTL},
-	{"audit", required_argument, NULL, OPT_AUDIT},
-	{"help", no_argument, NULL, OPT_HELP},
-	{NULL, 0, NULL, 0},
+    {"ttl", required_argument, NULL, OPT_TTL},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 int
@@ -41,10 +41,11 @@ cli_approve(int argc, char **argv)
 		switch (c) {
 		case OPT_TTL:
 			if (wd_parse_u64(optarg, &ttl) < 0 || ttl < 1 || ttl > 604800)
-				return cli_fail("approve",
-						"--ttl: invalid value '%s': expected seconds from 1 "
-						"to 604800",
-						optarg);
+				return cli_fail(
+				    "approve",
+				    "--ttl: invalid value '%s': expected seconds from 1 "
+				    "to 604800",
+				    optarg);
 			break;
 		case OPT_AUDIT:
 			audit_path = optarg;
@@ -55,7 +56,8 @@ cli_approve(int argc, char **argv)
 		case ':':
 			return cli_fail("approve", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return cli_fail("approve", "unknown option '%s' (see warden approve --help)",
+			return cli_fail("approve",
+					"unknown option '%s' (see warden approve --help)",
 					argv[optind - 1]);
 		}
 	}

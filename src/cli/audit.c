@@ -5,11 +5,11 @@
 #include <string.h>
 
 static const char usage_text[] =
-	"usage: warden audit verify FILE\n"
-	"\n"
-	"Check the hash chain of an audit log (and FILE.head): report the first broken\n"
-	"line.  Exit status: 0 intact, 1 broken (edited, deleted, reordered or truncated\n"
-	"events), 125 the log cannot be read.\n";
+    "usage: warden audit verify FILE\n"
+    "\n"
+    "Check the hash chain of an audit log (and FILE.head): report the first broken\n"
+    "line.  Exit status: 0 intact, 1 broken (edited, deleted, reordered or truncated\n"
+    "events), 125 the log cannot be read.\n";
 
 int
 cli_audit(int argc, char **argv)
@@ -20,7 +20,8 @@ cli_audit(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 2 || strcmp(argv[1], "verify"))
-		return cli_fail("audit", "expected 'verify FILE' (usage: warden audit verify FILE)");
+		return cli_fail("audit",
+				"expected 'verify FILE' (usage: warden audit verify FILE)");
 	if (argc != 3)
 		return cli_fail("audit", "verify: expected one FILE");
 	char *report = NULL;

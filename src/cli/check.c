@@ -8,22 +8,22 @@
 #include <string.h>
 
 static const char usage_text[] =
-	"usage: warden check [OPTIONS] (-- PROGRAM [ARGS...] | --command STRING)\n"
-	"       warden check [OPTIONS] --tool NAME\n"
-	"\n"
-	"Print the policy's decision for a command (or the route of a tool); run nothing.\n"
-	"\n"
-	"  -p, --policy FILE       policy document (default: the built-in policy)\n"
-	"  -w, --workspace DIR     workspace the paths are judged against (default: .)\n"
-	"  -c, --command STRING    the command as one string (split without a shell)\n"
-	"      --cwd DIR           working directory inside the workspace (default: .)\n"
-	"      --setenv NAME=VALUE environment passed to the command (part of the approval id)\n"
-	"      --tool NAME         print the tool's class and resource profile\n"
-	"      --audit FILE        also append the decision to this audit log\n"
-	"      --json              print one JSON object\n"
-	"\n"
-	"Exit status: 0 allow, 126 deny, 123 pause (needs `warden approve ID`),\n"
-	"125 bad input (the message names the option or FILE:LINE:COLUMN).\n";
+    "usage: warden check [OPTIONS] (-- PROGRAM [ARGS...] | --command STRING)\n"
+    "       warden check [OPTIONS] --tool NAME\n"
+    "\n"
+    "Print the policy's decision for a command (or the route of a tool); run nothing.\n"
+    "\n"
+    "  -p, --policy FILE       policy document (default: the built-in policy)\n"
+    "  -w, --workspace DIR     workspace the paths are judged against (default: .)\n"
+    "  -c, --command STRING    the command as one string (split without a shell)\n"
+    "      --cwd DIR           working directory inside the workspace (default: .)\n"
+    "      --setenv NAME=VALUE environment passed to the command (part of the approval id)\n"
+    "      --tool NAME         print the tool's class and resource profile\n"
+    "      --audit FILE        also append the decision to this audit log\n"
+    "      --json              print one JSON object\n"
+    "\n"
+    "Exit status: 0 allow, 126 deny, 123 pause (needs `warden approve ID`),\n"
+    "125 bad input (the message names the option or FILE:LINE:COLUMN).\n";
 
 int
 cli_policy_load(const char *sub, const char *path, wd_policy **out)
@@ -87,11 +87,11 @@ route(const wd_policy *pol, const char *tool, bool json)
 				      "defined", rc == 0);
 		if (profile)
 			json_object_update_new(
-				o, json_pack("{s:s,s:I,s:I,s:f,s:I}", "profile", profile, "timeout_ms",
-					     (json_int_t)lim.timeout_ms, "memory",
-					     (json_int_t)lim.memory_bytes, "cpu",
-					     (double)lim.cpu_millionths / 1e6, "output",
-					     (json_int_t)lim.output_limit));
+			    o, json_pack("{s:s,s:I,s:I,s:f,s:I}", "profile", profile, "timeout_ms",
+					 (json_int_t)lim.timeout_ms, "memory",
+					 (json_int_t)lim.memory_bytes, "cpu",
+					 (double)lim.cpu_millionths / 1e6, "output",
+					 (json_int_t)lim.output_limit));
 		char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		puts(s);
 		free(s);
@@ -103,12 +103,13 @@ route(const wd_policy *pol, const char *tool, bool json)
 	} else {
 		printf("tool %s: %s", tool, class_name(k));
 		if (profile)
-			printf(", profile %s (timeout %.3g s, memory %llu MiB, cpu %.2f, output %llu "
-			       "KiB)",
-			       profile, (double)lim.timeout_ms / 1000.0,
-			       (unsigned long long)(lim.memory_bytes >> 20),
-			       (double)lim.cpu_millionths / 1e6,
-			       (unsigned long long)(lim.output_limit >> 10));
+			printf(
+			    ", profile %s (timeout %.3g s, memory %llu MiB, cpu %.2f, output %llu "
+			    "KiB)",
+			    profile, (double)lim.timeout_ms / 1000.0,
+			    (unsigned long long)(lim.memory_bytes >> 20),
+			    (double)lim.cpu_millionths / 1e6,
+			    (unsigned long long)(lim.output_limit >> 10));
 		else if (k == WD_TOOL_DIRECT)
 			printf(" (runs in warden itself, no jail)");
 		printf("\n");
@@ -119,16 +120,11 @@ route(const wd_policy *pol, const char *tool, bool json)
 enum { OPT_CWD = 256, OPT_SETENV, OPT_TOOL, OPT_AUDIT, OPT_JSON, OPT_HELP };
 
 static const struct option long_opts[] = {
-	{"policy", required_argument, NULL, 'p'},
-	{"workspace", required_argument, NULL, 'w'},
-	{"command", required_argument, NULL, 'c'},
-	{"cwd", required_argument, NULL, OPT_CWD},
-	{"setenv", required_argument, NULL, OPT_SETENV},
-	{"tool", required_argument, NULL, OPT_TOOL},
-	{"audit", required_argument, NULL, OPT_AUDIT},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"help", no_argument, NULL, OPT_HELP},
-	{NULL, 0, NULL, 0},
+    {"policy", required_argument, NULL, 'p'},	     {"workspace", required_argument, NULL, 'w'},
+    {"command", required_argument, NULL, 'c'},	     {"cwd", required_argument, NULL, OPT_CWD},
+    {"setenv", required_argument, NULL, OPT_SETENV}, {"tool", required_argument, NULL, OPT_TOOL},
+    {"audit", required_argument, NULL, OPT_AUDIT},   {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, OPT_HELP},	     {NULL, 0, NULL, 0},
 };
 
 int
@@ -148,18 +144,33 @@ cli_check(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:w:c:", long_opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': policy = optarg; break;
-		case 'w': workspace = optarg; break;
-		case 'c': command = optarg; break;
-		case OPT_CWD: cwd = optarg; break;
-		case OPT_TOOL: tool = optarg; break;
-		case OPT_AUDIT: audit_path = optarg; break;
-		case OPT_JSON: json = true; break;
+		case 'p':
+			policy = optarg;
+			break;
+		case 'w':
+			workspace = optarg;
+			break;
+		case 'c':
+			command = optarg;
+			break;
+		case OPT_CWD:
+			cwd = optarg;
+			break;
+		case OPT_TOOL:
+			tool = optarg;
+			break;
+		case OPT_AUDIT:
+			audit_path = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
 		case OPT_SETENV: {
 			const char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg) {
-				rc = cli_fail("check", "--setenv: invalid value '%s': expected "
-						       "NAME=VALUE",
+				rc = cli_fail("check",
+					      "--setenv: invalid value '%s': expected "
+					      "NAME=VALUE",
 					      optarg);
 				goto out;
 			}
@@ -232,8 +243,8 @@ cli_check(int argc, char **argv)
 		approved = wd_approval_recorded(d);
 		/* Record what is waiting, so `warden approve ID` can show it. */
 		if (!approved &&
-		    wd_approval_pending(pol, req, d, audit_path ? audit_path : wd_policy_audit_path(pol),
-					&e) < 0)
+		    wd_approval_pending(
+			pol, req, d, audit_path ? audit_path : wd_policy_audit_path(pol), &e) < 0)
 			fprintf(stderr, "warden: check: cannot record the pending approval: %s\n",
 				e.msg);
 	}
@@ -249,9 +260,15 @@ cli_check(int argc, char **argv)
 		cli_policy_print(stdout, d, approved);
 	}
 	switch (wd_decision_kind(d)) {
-	case WD_DECISION_ALLOW: rc = CLI_EXIT_ALLOW; break;
-	case WD_DECISION_DENY: rc = CLI_EXIT_DENY; break;
-	case WD_DECISION_PAUSE: rc = approved ? CLI_EXIT_ALLOW : CLI_EXIT_PAUSED; break;
+	case WD_DECISION_ALLOW:
+		rc = CLI_EXIT_ALLOW;
+		break;
+	case WD_DECISION_DENY:
+		rc = CLI_EXIT_DENY;
+		break;
+	case WD_DECISION_PAUSE:
+		rc = approved ? CLI_EXIT_ALLOW : CLI_EXIT_PAUSED;
+		break;
 	}
 out:
 	wd_audit_close(audit);

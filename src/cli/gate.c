@@ -21,10 +21,9 @@
 
 /* Options of `warden run` that take a value (to step over while scanning). */
 static const char *const run_value_opts[] = {
-	"--workspace", "--isolation", "--memory",  "--pids",     "--cpus",
-	"--tmp-size",  "--timeout",   "--output-limit", "--ro-bind", "--bind",
-	"--setenv",    "--pass-env",  "--allow-port",   "--net",     "--profile",
-	NULL,
+    "--workspace",  "--isolation",    "--memory",  "--pids", "--cpus",	 "--tmp-size",
+    "--timeout",    "--output-limit", "--ro-bind", "--bind", "--setenv", "--pass-env",
+    "--allow-port", "--net",	      "--profile", NULL,
 };
 
 static bool
@@ -92,8 +91,9 @@ cli_policy_extract(int *argcp, char **argv, struct cli_policy_opts *o)
 		}
 		if (!strncmp(a, "--approve", 9) && (a[9] == '=' || a[9] == '\0')) {
 			if (strcmp(a, "--approve=tty"))
-				return cli_fail("run", "--approve: invalid value '%s': expected "
-						       "--approve=tty",
+				return cli_fail("run",
+						"--approve: invalid value '%s': expected "
+						"--approve=tty",
 						a[9] ? a + 10 : "");
 			o->approve_tty = true;
 			continue;
@@ -191,7 +191,8 @@ build_request(const struct cli_policy_opts *o, int argc, char **argv, wd_request
 		rc = wd_request_set_command(req, o->command, &e);
 	else
 		rc = wd_request_set_argv(req, argc, (const char *const *)argv, &e);
-	if (rc == 0 && (rc = wd_request_set_workspace(req, o->workspace ? o->workspace : ".", &e)) < 0) {
+	if (rc == 0 &&
+	    (rc = wd_request_set_workspace(req, o->workspace ? o->workspace : ".", &e)) < 0) {
 		wd_request_free(req);
 		return cli_fail("run", "--workspace: %s", e.msg);
 	}
@@ -296,7 +297,8 @@ cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv,
 		}
 		if (got == 0) {
 			if (wd_approval_pending(pol, req, d, ap, &e) < 0)
-				fprintf(stderr, "warden: run: cannot record the pending approval: %s\n",
+				fprintf(stderr,
+					"warden: run: cannot record the pending approval: %s\n",
 					e.msg);
 			if (o->json) {
 				char *j = wd_decision_json(d);
@@ -304,10 +306,11 @@ cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv,
 				free(j);
 				fflush(stdout);
 			}
-			fprintf(stderr,
-				"warden: run: paused (%s): %s\nwarden: approve with: warden approve "
-				"%s\n",
-				wd_decision_rule(d), wd_decision_reason(d), wd_decision_approval_id(d));
+			fprintf(
+			    stderr,
+			    "warden: run: paused (%s): %s\nwarden: approve with: warden approve "
+			    "%s\n",
+			    wd_decision_rule(d), wd_decision_reason(d), wd_decision_approval_id(d));
 			rc = CLI_EXIT_PAUSED;
 			goto out;
 		}

@@ -6,16 +6,16 @@
 #include <string.h>
 
 static const char usage_text[] =
-	"usage: warden policy show [--policy FILE]\n"
-	"\n"
-	"Print the effective policy (defaults filled in) as JSON, with its digest.\n"
-	"Without --policy, the built-in default.  A bad document exits 125 with\n"
-	"FILE:LINE:COLUMN.\n";
+    "usage: warden policy show [--policy FILE]\n"
+    "\n"
+    "Print the effective policy (defaults filled in) as JSON, with its digest.\n"
+    "Without --policy, the built-in default.  A bad document exits 125 with\n"
+    "FILE:LINE:COLUMN.\n";
 
 static const struct option long_opts[] = {
-	{"policy", required_argument, NULL, 'p'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+    {"policy", required_argument, NULL, 'p'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 int

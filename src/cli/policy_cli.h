@@ -26,7 +26,7 @@ struct cli_policy_opts {
 	const char *command;   /* --command STRING */
 	const char *audit;     /* --audit FILE */
 	bool approve_tty;      /* --approve=tty */
-	bool json;             /* --json (peeked, not removed) */
+	bool json;	       /* --json (peeked, not removed) */
 	const char *workspace; /* -w/--workspace (peeked) */
 	const char *env[64];   /* --setenv NAME=VALUE (peeked) */
 	size_t nenv;

@@ -84,8 +84,8 @@ fail(struct vctx *v, bool key, const char *fmt, ...)
 	if (config_json_locate(v->text, v->len, v->path, depth, key, &line, &col) < 0)
 		line = 1, col = 1;
 	if (where[0])
-		return wd_err_set(v->err, WD_E_INVAL, "%s:%d:%d: %s: %s", v->name, line, col,
-				  where, what);
+		return wd_err_set(v->err, WD_E_INVAL, "%s:%d:%d: %s: %s", v->name, line, col, where,
+				  what);
 	return wd_err_set(v->err, WD_E_INVAL, "%s:%d:%d: %s", v->name, line, col, what);
 }
 
@@ -93,14 +93,21 @@ static const char *
 type_name(json_t *j)
 {
 	switch (json_typeof(j)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number";
 	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	case JSON_NULL: return "null";
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
 	}
 	return "a value";
 }
@@ -303,11 +310,11 @@ load_profile(struct vctx *v, const char *name, json_t *j, struct config_profile 
 	static const char *const known[] = {"timeout", "memory", "cpu", "output", "pids", NULL};
 	/* A custom profile starts from shell_commands' values. */
 	*pr = (struct config_profile){
-		.name = wd_xstrdup(name),
-		.timeout_ms = builtin_profiles[2].timeout_ms,
-		.memory_bytes = builtin_profiles[2].memory_bytes,
-		.cpu_millionths = builtin_profiles[2].cpu_millionths,
-		.output_bytes = builtin_profiles[2].output_bytes,
+	    .name = wd_xstrdup(name),
+	    .timeout_ms = builtin_profiles[2].timeout_ms,
+	    .memory_bytes = builtin_profiles[2].memory_bytes,
+	    .cpu_millionths = builtin_profiles[2].cpu_millionths,
+	    .output_bytes = builtin_profiles[2].output_bytes,
 	};
 	int rc = want_type(v, j, JSON_OBJECT, "an object");
 	if (rc < 0)
@@ -348,9 +355,9 @@ load_profile(struct vctx *v, const char *name, json_t *j, struct config_profile 
 static int
 load_program(struct vctx *v, const char *name, json_t *j, struct config_program *pg)
 {
-	static const char *const known[] = {"interpreter",   "subcommands",   "allow_options",
-					    "deny_options",  "value_options", "paths",
-					    "approve",       "advice",        NULL};
+	static const char *const known[] = {"interpreter",  "subcommands",   "allow_options",
+					    "deny_options", "value_options", "paths",
+					    "approve",	    "advice",	     NULL};
 	int rc;
 	pg->name = wd_xstrdup(name);
 	if (!*name || strchr(name, '/') || check_word(name) || !strcmp(name, ".") ||
@@ -429,7 +436,8 @@ load_program(struct vctx *v, const char *name, json_t *j, struct config_program 
 						pop(v);
 					}
 					if (!have_match)
-						rc = fail(v, false, "an approval rule needs \"match\"");
+						rc = fail(v, false,
+							  "an approval rule needs \"match\"");
 				} else {
 					rc = fail(v, false,
 						  "expected an object {\"match\": [...]} or an "
@@ -495,7 +503,8 @@ load_tool(struct vctx *v, const char *name, json_t *j, struct config_tool *t)
 		pop(v);
 	}
 	if (!have_class)
-		return fail(v, true, "tool '%s' needs a \"class\" (blocked, direct, sandbox)", name);
+		return fail(v, true, "tool '%s' needs a \"class\" (blocked, direct, sandbox)",
+			    name);
 	return 0;
 }
 
@@ -508,8 +517,7 @@ cmp_program(const void *a, const void *b)
 static int
 cmp_tool(const void *a, const void *b)
 {
-	return strcmp(((const struct config_tool *)a)->name,
-		      ((const struct config_tool *)b)->name);
+	return strcmp(((const struct config_tool *)a)->name, ((const struct config_tool *)b)->name);
 }
 static int
 cmp_profile(const void *a, const void *b)
@@ -521,8 +529,9 @@ cmp_profile(const void *a, const void *b)
 static int
 load_root(struct vctx *v, json_t *root, struct config_policy *p)
 {
-	static const char *const known[] = {"version", "workspace", "programs", "tools",
-					    "profiles", "approvals", "audit", "network", NULL};
+	static const char *const known[] = {"version", "workspace", "programs",
+					    "tools",   "profiles",  "approvals",
+					    "audit",   "network",   NULL};
 	int rc;
 	if (!json_is_object(root))
 		return fail(v, false, "the policy must be a JSON object, got %s", type_name(root));
@@ -534,12 +543,12 @@ load_root(struct vctx *v, json_t *root, struct config_policy *p)
 	p->profiles = wd_xcalloc(WD_ARRAY_SIZE(builtin_profiles) + 1, sizeof(*p->profiles));
 	for (size_t i = 0; i < WD_ARRAY_SIZE(builtin_profiles); i++) {
 		p->profiles[i] = (struct config_profile){
-			.name = wd_xstrdup(builtin_profiles[i].name),
-			.builtin = true,
-			.timeout_ms = builtin_profiles[i].timeout_ms,
-			.memory_bytes = builtin_profiles[i].memory_bytes,
-			.cpu_millionths = builtin_profiles[i].cpu_millionths,
-			.output_bytes = builtin_profiles[i].output_bytes,
+		    .name = wd_xstrdup(builtin_profiles[i].name),
+		    .builtin = true,
+		    .timeout_ms = builtin_profiles[i].timeout_ms,
+		    .memory_bytes = builtin_profiles[i].memory_bytes,
+		    .cpu_millionths = builtin_profiles[i].cpu_millionths,
+		    .output_bytes = builtin_profiles[i].output_bytes,
 		};
 	}
 	p->nprofiles = WD_ARRAY_SIZE(builtin_profiles);
@@ -548,16 +557,17 @@ load_root(struct vctx *v, json_t *root, struct config_policy *p)
 		push_key(v, "profiles");
 		if ((rc = want_type(v, profiles, JSON_OBJECT, "an object")) < 0)
 			return rc;
-		p->profiles = wd_xrealloc(p->profiles, (p->nprofiles + json_object_size(profiles) +
-							1) * sizeof(*p->profiles));
+		p->profiles =
+		    wd_xrealloc(p->profiles, (p->nprofiles + json_object_size(profiles) + 1) *
+						 sizeof(*p->profiles));
 		const char *k;
 		json_t *val;
 		json_object_foreach(profiles, k, val)
 		{
 			push_key(v, k);
 			if (config_profile_find(p, k))
-				return fail(v, true, "profile '%s' is built in; choose another name",
-					    k);
+				return fail(v, true,
+					    "profile '%s' is built in; choose another name", k);
 			struct config_profile *pr = &p->profiles[p->nprofiles++];
 			memset(pr, 0, sizeof(*pr));
 			if ((rc = load_profile(v, k, val, pr)) < 0)
@@ -575,9 +585,11 @@ load_root(struct vctx *v, json_t *root, struct config_policy *p)
 		push_key(v, k);
 		if (!strcmp(k, "version")) {
 			if (!json_is_integer(val))
-				return fail(v, false, "expected an integer, got %s", type_name(val));
+				return fail(v, false, "expected an integer, got %s",
+					    type_name(val));
 			if (json_integer_value(val) != CONFIG_VERSION)
-				return fail(v, false, "unsupported version %lld (this warden reads 1)",
+				return fail(v, false,
+					    "unsupported version %lld (this warden reads 1)",
 					    (long long)json_integer_value(val));
 			p->version = CONFIG_VERSION;
 		} else if (!strcmp(k, "profiles")) {
@@ -596,8 +608,9 @@ load_root(struct vctx *v, json_t *root, struct config_policy *p)
 				if ((rc = get_string(v, v2, &p->mount)) < 0)
 					return rc;
 				if (p->mount[0] != '/' || strstr(p->mount, "..") || !p->mount[1])
-					return fail(v, false,
-						    "must be an absolute path below / without '..'");
+					return fail(
+					    v, false,
+					    "must be an absolute path below / without '..'");
 				size_t ml = strlen(p->mount);
 				while (ml > 1 && p->mount[ml - 1] == '/')
 					p->mount[--ml] = '\0';
@@ -849,9 +862,12 @@ const char *
 config_tool_class_name(enum config_tool_class c)
 {
 	switch (c) {
-	case CONFIG_TOOL_BLOCKED: return "blocked";
-	case CONFIG_TOOL_DIRECT: return "direct";
-	case CONFIG_TOOL_SANDBOX: return "sandbox";
+	case CONFIG_TOOL_BLOCKED:
+		return "blocked";
+	case CONFIG_TOOL_DIRECT:
+		return "direct";
+	case CONFIG_TOOL_SANDBOX:
+		return "sandbox";
 	}
 	return "blocked";
 }
@@ -860,9 +876,12 @@ const char *
 config_paths_name(enum config_paths m)
 {
 	switch (m) {
-	case CONFIG_PATHS_OPERANDS: return "operands";
-	case CONFIG_PATHS_NONE: return "none";
-	case CONFIG_PATHS_SKIP_FIRST: return "skip_first";
+	case CONFIG_PATHS_OPERANDS:
+		return "operands";
+	case CONFIG_PATHS_NONE:
+		return "none";
+	case CONFIG_PATHS_SKIP_FIRST:
+		return "skip_first";
 	}
 	return "operands";
 }
@@ -891,8 +910,8 @@ config_policy_to_json(const struct config_policy *p)
 		if (g->napprove) {
 			json_t *a = json_array();
 			for (size_t j = 0; j < g->napprove; j++) {
-				json_t *r = json_pack("{s:o}", "match",
-						      strv_json(&g->approve[j].match));
+				json_t *r =
+				    json_pack("{s:o}", "match", strv_json(&g->approve[j].match));
 				if (g->approve[j].reason)
 					json_object_set_new(r, "reason",
 							    json_string(g->approve[j].reason));
@@ -919,10 +938,10 @@ config_policy_to_json(const struct config_policy *p)
 	json_t *profs = json_object();
 	for (size_t i = 0; i < p->nprofiles; i++) {
 		const struct config_profile *pr = &p->profiles[i];
-		json_t *o = json_pack("{s:f,s:I,s:f,s:I}", "timeout", (double)pr->timeout_ms / 1000.0,
-				      "memory", (json_int_t)pr->memory_bytes, "cpu",
-				      (double)pr->cpu_millionths / 1e6, "output",
-				      (json_int_t)pr->output_bytes);
+		json_t *o = json_pack(
+		    "{s:f,s:I,s:f,s:I}", "timeout", (double)pr->timeout_ms / 1000.0, "memory",
+		    (json_int_t)pr->memory_bytes, "cpu", (double)pr->cpu_millionths / 1e6, "output",
+		    (json_int_t)pr->output_bytes);
 		if (pr->pids)
 			json_object_set_new(o, "pids", json_integer((json_int_t)pr->pids));
 		if (pr->builtin)

@@ -24,14 +24,14 @@ struct config_strv {
 /* Which arguments of a program name files (docs/policy.md "paths"). */
 enum config_paths {
 	CONFIG_PATHS_OPERANDS = 0,   /* every operand and every option value */
-	CONFIG_PATHS_NONE = 1,       /* nothing: the program's rules are all there is */
+	CONFIG_PATHS_NONE = 1,	     /* nothing: the program's rules are all there is */
 	CONFIG_PATHS_SKIP_FIRST = 2, /* like operands, but the first operand is data (grep) */
 };
 
 /* An argument pattern that turns an allowed command into a pause. */
 struct config_approve {
 	struct config_strv match; /* words that must all appear, in order */
-	char *reason;             /* shown to the human; may be NULL */
+	char *reason;		  /* shown to the human; may be NULL */
 };
 
 struct config_program {
@@ -61,7 +61,7 @@ struct config_profile {
 
 enum config_tool_class {
 	CONFIG_TOOL_BLOCKED = 0, /* never runs */
-	CONFIG_TOOL_DIRECT = 1,  /* runs in the harness (e.g. a file read through openat2) */
+	CONFIG_TOOL_DIRECT = 1,	 /* runs in the harness (e.g. a file read through openat2) */
 	CONFIG_TOOL_SANDBOX = 2, /* runs in a jail with its profile */
 };
 

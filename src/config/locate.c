@@ -128,11 +128,21 @@ scan_string(struct scan *sc, char *out, size_t cap)
 			adv(sc);
 			unsigned cp;
 			switch (e) {
-			case 'b': cp = '\b'; break;
-			case 'f': cp = '\f'; break;
-			case 'n': cp = '\n'; break;
-			case 'r': cp = '\r'; break;
-			case 't': cp = '\t'; break;
+			case 'b':
+				cp = '\b';
+				break;
+			case 'f':
+				cp = '\f';
+				break;
+			case 'n':
+				cp = '\n';
+				break;
+			case 'r':
+				cp = '\r';
+				break;
+			case 't':
+				cp = '\t';
+				break;
 			case 'u':
 				if (read4(sc, &cp) < 0)
 					return -1;
@@ -146,7 +156,9 @@ scan_string(struct scan *sc, char *out, size_t cap)
 					cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
 				}
 				break;
-			default: cp = (unsigned char)e; break;
+			default:
+				cp = (unsigned char)e;
+				break;
 			}
 			if (out)
 				o = put_utf8(out, cap, o, cp);
@@ -221,8 +233,8 @@ skip_value(struct scan *sc, int depth)
 }
 
 int
-config_json_locate(const char *text, size_t len, const struct config_path_elem *path,
-		   size_t depth, bool key, int *line, int *col)
+config_json_locate(const char *text, size_t len, const struct config_path_elem *path, size_t depth,
+		   bool key, int *line, int *col)
 {
 	struct scan sc = {.s = text, .n = len, .i = 0, .line = 1, .col = 1};
 	char buf[512];

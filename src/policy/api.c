@@ -106,7 +106,8 @@ wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 		return -ENOENT;
 	}
 	*klass = (enum wd_tool_class)t->klass;
-	const struct config_profile *pr = t->profile ? config_profile_find(p->cfg, t->profile) : NULL;
+	const struct config_profile *pr =
+	    t->profile ? config_profile_find(p->cfg, t->profile) : NULL;
 	if (pr) {
 		if (profile)
 			*profile = pr->name;
@@ -254,15 +255,15 @@ static void
 to_internal(const wd_request *r, struct policy_request *pr)
 {
 	*pr = (struct policy_request){
-		.command = r->command,
-		.argc = r->argc,
-		.argv = (const char *const *)r->argv,
-		.workspace_fd = r->wfd,
-		.workspace = r->workspace,
-		.cwd = r->cwd,
-		.env = (const char *const *)r->env,
-		.nenv = r->nenv,
-		.workspace_id = r->workspace_id,
+	    .command = r->command,
+	    .argc = r->argc,
+	    .argv = (const char *const *)r->argv,
+	    .workspace_fd = r->wfd,
+	    .workspace = r->workspace,
+	    .cwd = r->cwd,
+	    .env = (const char *const *)r->env,
+	    .nenv = r->nenv,
+	    .workspace_id = r->workspace_id,
 	};
 }
 
@@ -384,7 +385,8 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	struct policy_request pr;
 	char id[65], fields[POLICY_ID_FIELDS][65];
 	to_internal(r, &pr);
-	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id, fields);
+	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id,
+			   fields);
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(id));
 	json_object_set_new(o, "created", json_integer((json_int_t)time(NULL)));
@@ -441,8 +443,9 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 	uint64_t ttl = ttl_s;
 	if (!ttl) {
 		json_t *t = json_object_get(info, "ttl");
-		ttl = json_is_integer(t) && json_integer_value(t) > 0 ? (uint64_t)json_integer_value(t)
-								      : 600;
+		ttl = json_is_integer(t) && json_integer_value(t) > 0
+			  ? (uint64_t)json_integer_value(t)
+			  : 600;
 	}
 	rc = policy_approval_grant(state, full, info, ttl, err);
 	if (rc == 0) {
@@ -472,14 +475,14 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 			o += (size_t)sprintf(line + o, "%s'%s'", i ? " " : "", s ? s : "");
 		}
 		*summary = wd_xasprintf(
-			"approved once, for %llu s: %s\n  id        %s\n  workspace %s\n  cwd       "
-			"%s\n  policy    %s (%s)\n  reason    %s",
-			(unsigned long long)ttl, line, full,
-			json_string_value(json_object_get(info, "workspace")),
-			json_string_value(json_object_get(info, "cwd")),
-			json_string_value(json_object_get(info, "policy_source")),
-			json_string_value(json_object_get(info, "policy")),
-			json_string_value(json_object_get(info, "reason")));
+		    "approved once, for %llu s: %s\n  id        %s\n  workspace %s\n  cwd       "
+		    "%s\n  policy    %s (%s)\n  reason    %s",
+		    (unsigned long long)ttl, line, full,
+		    json_string_value(json_object_get(info, "workspace")),
+		    json_string_value(json_object_get(info, "cwd")),
+		    json_string_value(json_object_get(info, "policy_source")),
+		    json_string_value(json_object_get(info, "policy")),
+		    json_string_value(json_object_get(info, "reason")));
 		free(line);
 	}
 	json_decref(info);
@@ -487,8 +490,8 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 }
 
 WD_API int
-wd_approval_consume(const wd_policy *p, const wd_request *r, const wd_decision *d,
-		    wd_audit *audit, struct wd_err *err)
+wd_approval_consume(const wd_policy *p, const wd_request *r, const wd_decision *d, wd_audit *audit,
+		    struct wd_err *err)
 {
 	char state[PATH_MAX];
 	if (d->d.kind != POLICY_PAUSE)
@@ -514,7 +517,8 @@ wd_approval_consume(const wd_policy *p, const wd_request *r, const wd_decision *
 	struct policy_request pr;
 	char id[65], fields[POLICY_ID_FIELDS][65], near_id[65], differs[128];
 	to_internal(r, &pr);
-	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id, fields);
+	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id,
+			   fields);
 	if (policy_approval_near(state, fields, near_id, differs, sizeof(differs))) {
 		char detail[256];
 		snprintf(detail, sizeof(detail),

@@ -119,9 +119,7 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 	finish(c, f[2]);
 
 	begin(c);
-	feed_item(c, req->workspace_id ? req->workspace_id
-		     : req->workspace  ? req->workspace
-				       : "");
+	feed_item(c, req->workspace_id ? req->workspace_id : req->workspace ? req->workspace : "");
 	finish(c, f[3]);
 
 	memcpy(f[4], p->digest, 65);
@@ -227,8 +225,8 @@ policy_pending_find(const char *state, const char *prefix, char id[65], json_t *
 				  "'%s' is not an approval id (64 hex digits, or a unique prefix)",
 				  prefix);
 	if (strlen(prefix) < 8)
-		return wd_err_set(err, WD_E_INVAL, "approval id '%s' is too short (8 digits or more)",
-				  prefix);
+		return wd_err_set(err, WD_E_INVAL,
+				  "approval id '%s' is too short (8 digits or more)", prefix);
 	snprintf(d, sizeof(d), "%s/pending", state);
 	DIR *dir = opendir(d);
 	if (!dir)
@@ -320,8 +318,8 @@ policy_approval_peek(const char *state, const char *id)
 		return POLICY_APPROVAL_NONE;
 	json_t *e = json_object_get(o, "expires");
 	int rc = json_is_integer(e) && (json_int_t)time(NULL) <= json_integer_value(e)
-			 ? POLICY_APPROVAL_OK
-			 : POLICY_APPROVAL_EXPIRED;
+		     ? POLICY_APPROVAL_OK
+		     : POLICY_APPROVAL_EXPIRED;
 	json_decref(o);
 	return rc;
 }
@@ -353,7 +351,8 @@ policy_approval_near(const char *state, char fields[POLICY_ID_FIELDS][65], char 
 		int same = 0;
 		char diff[128] = "";
 		for (int i = 0; i < POLICY_ID_FIELDS; i++) {
-			const char *v = json_string_value(json_object_get(f, policy_id_field_names[i]));
+			const char *v =
+			    json_string_value(json_object_get(f, policy_id_field_names[i]));
 			if (v && !strcmp(v, fields[i]))
 				same++;
 			else

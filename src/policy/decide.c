@@ -26,9 +26,12 @@ const char *
 policy_kind_name(enum policy_kind k)
 {
 	switch (k) {
-	case POLICY_ALLOW: return "allow";
-	case POLICY_DENY: return "deny";
-	case POLICY_PAUSE: return "pause";
+	case POLICY_ALLOW:
+		return "allow";
+	case POLICY_DENY:
+		return "deny";
+	case POLICY_PAUSE:
+		return "pause";
 	}
 	return "deny";
 }
@@ -276,7 +279,8 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 			deny(d, "programs.path",
 			     "call the program by its name (e.g. pytest), not as a file of the "
 			     "workspace",
-			     "program '%s' is a relative path: it would run a file from the workspace, "
+			     "program '%s' is a relative path: it would run a file from the "
+			     "workspace, "
 			     "not an allowed program",
 			     prog);
 			return 0;
@@ -328,9 +332,11 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 				char adv[sizeof(d->advice)];
 				snprintf(adv, sizeof(adv), "%s", pg->advice ? pg->advice : "");
 				if (!pg->advice)
-					snprintf(adv, sizeof(adv), "run %s without %s", pg->name, bad);
-				deny(d, rule, adv, "option '%s' of %s is refused by the policy (%s)", a,
-				     pg->name, bad);
+					snprintf(adv, sizeof(adv), "run %s without %s", pg->name,
+						 bad);
+				deny(d, rule, adv,
+				     "option '%s' of %s is refused by the policy (%s)", a, pg->name,
+				     bad);
 				return 0;
 			}
 			bool is_value_opt = in_list(&pg->value_options, a, nlen);
@@ -380,8 +386,8 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 				char rule[96], list[200], adv[sizeof(d->advice)];
 				snprintf(rule, sizeof(rule), "programs.%s.subcommands", pg->name);
 				join(list, sizeof(list), &pg->subcommands);
-				snprintf(adv, sizeof(adv), "%s subcommands allowed here: %s", pg->name,
-					 list);
+				snprintf(adv, sizeof(adv), "%s subcommands allowed here: %s",
+					 pg->name, list);
 				deny(d, rule, adv,
 				     "'%s %s' is not allowed: %s allows only the subcommands %s",
 				     pg->name, a, pg->name, list);

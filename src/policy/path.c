@@ -48,9 +48,9 @@ int
 policy_open_beneath(int workspace_fd, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	    .flags = (uint64_t)(flags | O_CLOEXEC),
+	    .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 	};
 	for (int tries = 0;; tries++) {
 		int fd = sys_openat2(workspace_fd, *path ? path : ".", &how);

@@ -64,22 +64,22 @@ struct policy_request {
 	const char *command; /* the string form, or NULL when argv is given */
 	int argc;
 	const char *const *argv;
-	int workspace_fd;        /* O_PATH|O_DIRECTORY fd of the workspace, -1: no path checks */
-	const char *workspace;   /* host path of the workspace (messages, identity) */
-	const char *cwd;         /* relative to the workspace; NULL or "." for its root */
-	const char *const *env;  /* NAME=VALUE entries passed to the command; may be NULL */
+	int workspace_fd;	/* O_PATH|O_DIRECTORY fd of the workspace, -1: no path checks */
+	const char *workspace;	/* host path of the workspace (messages, identity) */
+	const char *cwd;	/* relative to the workspace; NULL or "." for its root */
+	const char *const *env; /* NAME=VALUE entries passed to the command; may be NULL */
 	size_t nenv;
 	const char *workspace_id; /* identity for approvals ("dev:ino:path"); NULL: workspace */
 };
 
 struct policy_decision {
 	enum policy_kind kind;
-	char rule[96];    /* the rule that decided: "shell.and", "programs.git.approve[0]" */
+	char rule[96];	  /* the rule that decided: "shell.and", "programs.git.approve[0]" */
 	char reason[512]; /* one sentence for the log and the human */
 	char advice[256]; /* one line for the model: what to do instead ("" for allow) */
 	char approval_id[65];
 	const struct config_program *program; /* NULL when refused before lookup */
-	struct policy_words words;            /* the argv that was judged */
+	struct policy_words words;	      /* the argv that was judged */
 };
 
 void policy_decision_init(struct policy_decision *d);
@@ -96,8 +96,8 @@ int policy_decide(const struct config_policy *p, const struct policy_request *re
  * it resolves to), 2 refused for another reason (loop, magic link, error).
  * mount is the workspace's path in the jail: absolute arguments below it
  * (or below the host workspace path) are taken relative to the workspace. */
-int policy_path_check(int workspace_fd, const char *workspace, const char *mount,
-		      const char *cwd, const char *arg, char *reason, size_t reason_cap);
+int policy_path_check(int workspace_fd, const char *workspace, const char *mount, const char *cwd,
+		      const char *arg, char *reason, size_t reason_cap);
 
 /* Open path beneath the workspace with the same resolution the check uses
  * (RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS): for direct file tools, so the
@@ -113,8 +113,7 @@ int policy_open_beneath(int workspace_fd, const char *path, int flags, mode_t mo
  * policy, so a mismatch can say which field differs. */
 #define POLICY_ID_FIELDS 5
 extern const char *const policy_id_field_names[POLICY_ID_FIELDS];
-void policy_approval_id(const struct config_policy *p, const struct policy_request *req,
-			int argc, const char *const *argv, char id[65],
-			char fields[POLICY_ID_FIELDS][65]);
+void policy_approval_id(const struct config_policy *p, const struct policy_request *req, int argc,
+			const char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65]);
 
 #endif

@@ -81,8 +81,8 @@ words_reserve(struct policy_words *w, size_t len)
 }
 
 static int
-refuse(struct policy_refusal *r, const char *rule, const char *what, const char *tok,
-       size_t toklen, size_t off)
+refuse(struct policy_refusal *r, const char *rule, const char *what, const char *tok, size_t toklen,
+       size_t off)
 {
 	r->rule = rule;
 	r->what = what;
@@ -120,8 +120,8 @@ dollar(const char *s, size_t len, size_t i, bool in_dq, struct policy_refusal *r
 			return refuse(r, "shell.expansion", "would evaluate arithmetic", s + i, 3,
 				      i);
 		return refuse(r, "shell.substitution",
-			      "would run another command and paste its output into this one",
-			      s + i, 2, i);
+			      "would run another command and paste its output into this one", s + i,
+			      2, i);
 	}
 	if (n == '{')
 		return refuse(r, "shell.expansion", "would expand a variable", s + i, 2, i);
@@ -181,11 +181,12 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 						while (j < len && is_name_char(s[j]))
 							j++;
 						if (j < len && s[j] == '=')
-							return refuse(r, "shell.assignment",
-								      "would set an environment variable "
-								      "for the command",
-								      s + raw_start, j + 1 - raw_start,
-								      raw_start);
+							return refuse(
+							    r, "shell.assignment",
+							    "would set an environment variable "
+							    "for the command",
+							    s + raw_start, j + 1 - raw_start,
+							    raw_start);
 					}
 				}
 				in_word = false;
@@ -196,7 +197,8 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 			continue;
 		}
 		if (c == '\n')
-			return refuse(r, "shell.newline", "would start a second command", "\\n", 2, i);
+			return refuse(r, "shell.newline", "would start a second command", "\\n", 2,
+				      i);
 		if (uc < 0x20 || uc == 0x7f) {
 			char tok[8];
 			snprintf(tok, sizeof(tok), "\\x%02x", uc);
@@ -206,8 +208,8 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 		START_WORD();
 		switch (c) {
 		case ';':
-			return refuse(r, "shell.sequence", "would run a second command after the first",
-				      s + i, 1, i);
+			return refuse(r, "shell.sequence",
+				      "would run a second command after the first", s + i, 1, i);
 		case '&':
 			if (i + 1 < len && s[i + 1] == '&')
 				return refuse(r, "shell.and",
@@ -216,19 +218,20 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 			if (i + 1 < len && s[i + 1] == '>')
 				return refuse(r, "shell.redirect",
 					      "would redirect the output into a file", s + i, 2, i);
-			return refuse(r, "shell.background", "would run the command in the background",
-				      s + i, 1, i);
+			return refuse(r, "shell.background",
+				      "would run the command in the background", s + i, 1, i);
 		case '|':
 			if (i + 1 < len && s[i + 1] == '|')
 				return refuse(r, "shell.or",
-					      "would run a second command if the first fails", s + i,
-					      2, i);
+					      "would run a second command if the first fails",
+					      s + i, 2, i);
 			return refuse(r, "shell.pipe", "would pipe the output into another program",
 				      s + i, i + 1 < len && s[i + 1] == '&' ? 2 : 1, i);
 		case '`':
-			return refuse(r, "shell.substitution",
-				      "would run another command and paste its output into this one",
-				      s + i, 1, i);
+			return refuse(
+			    r, "shell.substitution",
+			    "would run another command and paste its output into this one", s + i,
+			    1, i);
 		case '$':
 			if (dollar(s, len, i, false, r) < 0)
 				return -1;
@@ -242,13 +245,15 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 			if (in_word && digits_only && o > wstart) /* 2> 1>> */
 				from = raw_start;
 			if (c == '<' && to < len && s[to] == '(')
-				return refuse(r, "shell.substitution",
-					      "would run another command and pass its output as a file",
-					      s + i, 2, i);
+				return refuse(
+				    r, "shell.substitution",
+				    "would run another command and pass its output as a file",
+				    s + i, 2, i);
 			if (c == '>' && to < len && s[to] == '(')
-				return refuse(r, "shell.substitution",
-					      "would run another command and feed it through a file",
-					      s + i, 2, i);
+				return refuse(
+				    r, "shell.substitution",
+				    "would run another command and feed it through a file", s + i,
+				    2, i);
 			if (to < len && (s[to] == c || s[to] == '&' || s[to] == '|'))
 				to++;
 			const char *what = c == '<' ? "would read the input from a file"
@@ -263,15 +268,16 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 		}
 		case '(':
 		case ')':
-			return refuse(r, "shell.subshell", "would group commands in a subshell", s + i,
-				      1, i);
+			return refuse(r, "shell.subshell", "would group commands in a subshell",
+				      s + i, 1, i);
 		case '*':
 		case '?':
 		case '[':
-			return refuse(r, "shell.glob",
-				      "would expand to the names of matching files (nothing expands "
-				      "it here)",
-				      s + i, 1, i);
+			return refuse(
+			    r, "shell.glob",
+			    "would expand to the names of matching files (nothing expands "
+			    "it here)",
+			    s + i, 1, i);
 		case '{':
 			return refuse(r, "shell.brace", "would expand into several words", s + i, 1,
 				      i);
@@ -286,15 +292,16 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 		case '#':
 			if (o == wstart)
 				return refuse(r, "shell.comment",
-					      "would turn the rest of the line into a comment", s + i,
-					      1, i);
+					      "would turn the rest of the line into a comment",
+					      s + i, 1, i);
 			ADD(c);
 			digits_only = false;
 			i++;
 			continue;
 		case '\\':
 			if (i + 1 >= len)
-				return refuse(r, "shell.quote", "is a trailing backslash", s + i, 1, i);
+				return refuse(r, "shell.quote", "is a trailing backslash", s + i, 1,
+					      i);
 			if (s[i + 1] == '\n') { /* line continuation */
 				i += 2;
 				continue;
@@ -310,8 +317,8 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 		case '\'': {
 			const char *q = memchr(s + i + 1, '\'', len - i - 1);
 			if (!q)
-				return refuse(r, "shell.quote", "opens a quote that is never closed",
-					      s + i, 1, i);
+				return refuse(r, "shell.quote",
+					      "opens a quote that is never closed", s + i, 1, i);
 			size_t n = (size_t)(q - (s + i + 1));
 			if (memchr(s + i + 1, '\0', n))
 				return refuse(r, "shell.control",
@@ -328,8 +335,8 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 			for (;;) {
 				if (j >= len)
 					return refuse(r, "shell.quote",
-						      "opens a quote that is never closed", s + i, 1,
-						      i);
+						      "opens a quote that is never closed", s + i,
+						      1, i);
 				char d = s[j];
 				if (d == '"')
 					break;
@@ -338,10 +345,11 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 						      "is a control character no command needs",
 						      "\\x00", 4, j);
 				if (d == '`')
-					return refuse(r, "shell.substitution",
-						      "would run another command and paste its output "
-						      "into this one (even inside double quotes)",
-						      s + j, 1, j);
+					return refuse(
+					    r, "shell.substitution",
+					    "would run another command and paste its output "
+					    "into this one (even inside double quotes)",
+					    s + j, 1, j);
 				if (d == '$') {
 					if (dollar(s, len, j, true, r) < 0)
 						return -1;

@@ -103,9 +103,9 @@ Test(config_load_default, loads_and_has_the_coding_allowlist)
 	struct config_policy *p = NULL;
 	struct wd_err e = {0};
 	cr_assert_eq(config_load_default(&p, &e), 0, "%s", e.msg);
-	static const char *const names[] = {"pytest", "python3", "git", "ls",   "cat",
-					    "head",   "tail",    "grep", "find", "wc",
-					    "diff",   "sort",    "uniq"};
+	static const char *const names[] = {"pytest", "python3", "git",	 "ls",	 "cat",
+					    "head",   "tail",	 "grep", "find", "wc",
+					    "diff",   "sort",	 "uniq"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(names); i++)
 		cr_expect_not_null(config_program_find(p, names[i], strlen(names[i])), "%s",
 				   names[i]);
@@ -158,15 +158,15 @@ Test(config_profiles, builtins_follow_common_practice)
 Test(config_load_buffer, custom_profiles_and_tools)
 {
 	static const char doc[] =
-		"{\"version\": 1,"
-		" \"profiles\": {\"tiny\": {\"timeout\": 2.5, \"memory\": \"64MiB\", \"cpu\": 0.1,"
-		"   \"output\": 4096, \"pids\": 16}},"
-		" \"tools\": {\"t\": {\"class\": \"sandbox\", \"profile\": \"tiny\"},"
-		"   \"u\": {\"class\": \"sandbox\"}, \"b\": {\"class\": \"blocked\"}},"
-		" \"audit\": {\"path\": \"/var/log/warden.jsonl\"},"
-		" \"network\": {\"allow\": [\"pypi.org\", \"*.github.com\"]},"
-		" \"approvals\": {\"ttl\": 30},"
-		" \"workspace\": {\"mount\": \"/work/\"}}";
+	    "{\"version\": 1,"
+	    " \"profiles\": {\"tiny\": {\"timeout\": 2.5, \"memory\": \"64MiB\", \"cpu\": 0.1,"
+	    "   \"output\": 4096, \"pids\": 16}},"
+	    " \"tools\": {\"t\": {\"class\": \"sandbox\", \"profile\": \"tiny\"},"
+	    "   \"u\": {\"class\": \"sandbox\"}, \"b\": {\"class\": \"blocked\"}},"
+	    " \"audit\": {\"path\": \"/var/log/warden.jsonl\"},"
+	    " \"network\": {\"allow\": [\"pypi.org\", \"*.github.com\"]},"
+	    " \"approvals\": {\"ttl\": 30},"
+	    " \"workspace\": {\"mount\": \"/work/\"}}";
 	struct config_policy *p = NULL;
 	struct wd_err e = {0};
 	cr_assert_eq(config_load_buffer(doc, strlen(doc), "doc", &p, &e), 0, "%s", e.msg);
@@ -211,8 +211,8 @@ Test(config_json_locate, finds_keys_and_values)
 	static const char t[] = "{\n  \"a\": {\"b\": [1, {\"c\": \"x\"}]},\n  \"d\\u00e9\": true,\n"
 				"  \"é\": [ [], \"y\" ]\n}";
 	int line = 0, col = 0;
-	struct config_path_elem p1[] = {{.key = "a"}, {.key = "b"}, {.key = NULL, .index = 1},
-					{.key = "c"}};
+	struct config_path_elem p1[] = {
+	    {.key = "a"}, {.key = "b"}, {.key = NULL, .index = 1}, {.key = "c"}};
 	cr_expect_eq(config_json_locate(t, strlen(t), p1, 4, true, &line, &col), 0);
 	cr_expect_eq(line, 2);
 	cr_expect_eq(col, 19);

@@ -39,13 +39,13 @@ static struct policy_request
 base_req(void)
 {
 	return (struct policy_request){
-		.command = "git push origin main",
-		.workspace_fd = fx_wfd,
-		.workspace = fx_ws,
-		.cwd = ".",
-		.env = env1,
-		.nenv = 2,
-		.workspace_id = "1:2:/ws",
+	    .command = "git push origin main",
+	    .workspace_fd = fx_wfd,
+	    .workspace = fx_ws,
+	    .cwd = ".",
+	    .env = env1,
+	    .nenv = 2,
+	    .workspace_id = "1:2:/ws",
 	};
 }
 
@@ -132,8 +132,9 @@ Test(policy_approval_id, each_field_changes_the_id)
 Test(policy_approval_id, policy_digest_ignores_formatting)
 {
 	static const char a[] = "{\"version\":1,\"programs\":{\"ls\":{},\"cat\":{}}}";
-	static const char b[] = "{\n  \"programs\": {\"cat\": {}, \"ls\": {\"paths\": \"operands\"}},\n"
-				"  \"version\": 1\n}\n";
+	static const char b[] =
+	    "{\n  \"programs\": {\"cat\": {}, \"ls\": {\"paths\": \"operands\"}},\n"
+	    "  \"version\": 1\n}\n";
 	static const char c[] = "{\"version\":1,\"programs\":{\"ls\":{},\"cat\":{},\"wc\":{}}}";
 	struct config_policy *pa = NULL, *pb = NULL, *pc = NULL;
 	cr_assert_eq(config_load_buffer(a, strlen(a), "a", &pa, NULL), 0);

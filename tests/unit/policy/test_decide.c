@@ -6,21 +6,22 @@
 #include "fixture.h"
 
 static const char custom_json[] =
-	"{\"version\": 1, \"programs\": {"
-	" \"git\": {\"subcommands\": [\"status\", \"push\", \"log\"],"
-	"   \"deny_options\": [\"-c\", \"--exec-path\"], \"value_options\": [\"-n\"],"
-	"   \"approve\": [[\"push\"], {\"match\": [\"log\", \"--all\"], \"reason\": \"r\"}]},"
-	" \"pip\": {\"subcommands\": [\"install\", \"list\"],"
-	"   \"approve\": [{\"match\": [\"install\", \"--index-url\"], \"reason\": \"custom index\"}]},"
-	" \"npm\": {\"subcommands\": [\"test\", \"publish\"], \"approve\": [[\"publish\"]]},"
-	" \"grep\": {\"paths\": \"skip_first\", \"value_options\": [\"-e\"]},"
-	" \"curl\": {\"paths\": \"none\"},"
-	" \"find\": {\"allow_options\": [\"-name\", \"-type\"], \"value_options\": [\"-name\", \"-type\"],"
-	"   \"deny_options\": [\"-exec\", \"-delete\"]},"
-	" \"head\": {\"value_options\": [\"-n\"]},"
-	" \"python3\": {\"interpreter\": true},"
-	" \"sed\": {\"deny_options\": [\"-i\"]}"
-	"}}";
+    "{\"version\": 1, \"programs\": {"
+    " \"git\": {\"subcommands\": [\"status\", \"push\", \"log\"],"
+    "   \"deny_options\": [\"-c\", \"--exec-path\"], \"value_options\": [\"-n\"],"
+    "   \"approve\": [[\"push\"], {\"match\": [\"log\", \"--all\"], \"reason\": \"r\"}]},"
+    " \"pip\": {\"subcommands\": [\"install\", \"list\"],"
+    "   \"approve\": [{\"match\": [\"install\", \"--index-url\"], \"reason\": \"custom index\"}]},"
+    " \"npm\": {\"subcommands\": [\"test\", \"publish\"], \"approve\": [[\"publish\"]]},"
+    " \"grep\": {\"paths\": \"skip_first\", \"value_options\": [\"-e\"]},"
+    " \"curl\": {\"paths\": \"none\"},"
+    " \"find\": {\"allow_options\": [\"-name\", \"-type\"], \"value_options\": [\"-name\", "
+    "\"-type\"],"
+    "   \"deny_options\": [\"-exec\", \"-delete\"]},"
+    " \"head\": {\"value_options\": [\"-n\"]},"
+    " \"python3\": {\"interpreter\": true},"
+    " \"sed\": {\"deny_options\": [\"-i\"]}"
+    "}}";
 
 struct dcase {
 	char policy; /* 'D' built-in, 'C' custom */
@@ -209,8 +210,9 @@ setup(void)
 	struct wd_err e = {0};
 	fx_setup();
 	cr_assert_eq(config_load_default(&pol_default, &e), 0, "%s", e.msg);
-	cr_assert_eq(config_load_buffer(custom_json, strlen(custom_json), "custom", &pol_custom, &e),
-		     0, "%s", e.msg);
+	cr_assert_eq(
+	    config_load_buffer(custom_json, strlen(custom_json), "custom", &pol_custom, &e), 0,
+	    "%s", e.msg);
 }
 
 static void
@@ -227,9 +229,9 @@ static struct policy_request
 req_for(const char *cmd)
 {
 	return (struct policy_request){
-		.command = cmd,
-		.workspace_fd = fx_wfd,
-		.workspace = fx_ws,
+	    .command = cmd,
+	    .workspace_fd = fx_wfd,
+	    .workspace = fx_ws,
 	};
 }
 
@@ -300,8 +302,8 @@ Test(policy_decide, argv_form_equals_string_form)
 	static const char *const argv[] = {"/usr/bin/git", "status", NULL};
 	struct policy_decision d;
 	policy_decision_init(&d);
-	struct policy_request r = {.argv = argv, .argc = 2, .workspace_fd = fx_wfd,
-				   .workspace = fx_ws};
+	struct policy_request r = {
+	    .argv = argv, .argc = 2, .workspace_fd = fx_wfd, .workspace = fx_ws};
 	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
 	cr_expect_eq(d.kind, POLICY_ALLOW);
 	cr_expect_str_eq(d.rule, "programs.git");

@@ -88,13 +88,11 @@ Test(policy_path_check, host_workspace_path_counts_as_inside)
 {
 	char reason[512], arg[PATH_MAX + 32];
 	snprintf(arg, sizeof(arg), "%s/file.txt", fx_ws);
-	cr_expect_eq(policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, arg, reason,
-				       sizeof(reason)),
-		     0);
+	cr_expect_eq(
+	    policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, arg, reason, sizeof(reason)), 0);
 	snprintf(arg, sizeof(arg), "%s/../outside/secret", fx_ws);
-	cr_expect_eq(policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, arg, reason,
-				       sizeof(reason)),
-		     1);
+	cr_expect_eq(
+	    policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, arg, reason, sizeof(reason)), 1);
 }
 
 Test(policy_path_check, too_long)
@@ -103,9 +101,8 @@ Test(policy_path_check, too_long)
 	char *arg = malloc(PATH_MAX + 10);
 	memset(arg, 'a', PATH_MAX + 9);
 	arg[PATH_MAX + 9] = '\0';
-	cr_expect_eq(policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, arg, reason,
-				       sizeof(reason)),
-		     2);
+	cr_expect_eq(
+	    policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, arg, reason, sizeof(reason)), 2);
 	free(arg);
 }
 
@@ -123,16 +120,16 @@ Test(policy_path_check, symlink_swapped_after_check)
 {
 	char reason[512], p[PATH_MAX], outside[PATH_MAX];
 	fx_file("ws/data", "fine\n");
-	cr_assert_eq(policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, "data", reason,
-				       sizeof(reason)),
-		     0);
+	cr_assert_eq(
+	    policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, "data", reason, sizeof(reason)),
+	    0);
 	fx_path(p, "ws/data");
 	fx_path(outside, "outside/secret");
 	cr_assert_eq(unlink(p), 0);
 	cr_assert_eq(symlink(outside, p), 0);
-	cr_expect_eq(policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, "data", reason,
-				       sizeof(reason)),
-		     1);
+	cr_expect_eq(
+	    policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, "data", reason, sizeof(reason)),
+	    1);
 	int fd = policy_open_beneath(fx_wfd, "data", O_RDONLY, 0);
 	cr_expect_eq(fd, -EXDEV, "open_beneath followed the swapped link: %d", fd);
 	if (fd >= 0)

@@ -177,10 +177,11 @@ Test(policy_tokenize, table)
 			cr_expect_eq(rc, -1, "case %zu '%s': accepted, expected %s", i, c->in,
 				     want_rule);
 			if (rc == -1) {
-				cr_expect_str_eq(r.rule, want_rule, "case %zu '%s': rule", i, c->in);
+				cr_expect_str_eq(r.rule, want_rule, "case %zu '%s': rule", i,
+						 c->in);
 				if (c->token)
-					cr_expect_str_eq(r.token, c->token, "case %zu '%s': token", i,
-							 c->in);
+					cr_expect_str_eq(r.token, c->token, "case %zu '%s': token",
+							 i, c->in);
 				cr_expect(r.what && *r.what, "case %zu: no explanation", i);
 			}
 		} else {
