@@ -110,6 +110,17 @@ cli_policy_extract(int *argcp, char **argv, struct cli_policy_opts *o)
 		if ((v = opt_value(argc, argv, &i, "--setenv", &matched)) && o->nenv < 64)
 			o->env[o->nenv++] = v;
 		i = start;
+		/* --pass-env NAME hands warden's own value in: the approval id
+		 * must cover it like any other environment entry. */
+		if ((v = opt_value(argc, argv, &i, "--pass-env", &matched)) && getenv(v) &&
+		    o->nenv < 64 && o->nowned < 64) {
+			char *kv = NULL;
+			if (asprintf(&kv, "%s=%s", v, getenv(v)) < 0)
+				abort();
+			o->owned[o->nowned++] = kv;
+			o->env[o->nenv++] = kv;
+		}
+		i = start;
 		argv[out++] = argv[i];
 		if (!strchr(a, '=') && takes_value(a) && i + 1 < argc)
 			argv[out++] = argv[++i];
@@ -134,7 +145,9 @@ cli_policy_extract(int *argcp, char **argv, struct cli_policy_opts *o)
 void
 cli_policy_opts_fini(struct cli_policy_opts *o)
 {
-	(void)o; /* nothing owned today; kept for symmetry with extract */
+	for (size_t i = 0; i < o->nowned; i++)
+		free(o->owned[i]);
+	o->nowned = 0;
 }
 
 static void

@@ -28,8 +28,10 @@ struct cli_policy_opts {
 	bool approve_tty;      /* --approve=tty */
 	bool json;	       /* --json (peeked, not removed) */
 	const char *workspace; /* -w/--workspace (peeked) */
-	const char *env[64];   /* --setenv NAME=VALUE (peeked) */
+	const char *env[64];   /* --setenv NAME=VALUE and --pass-env NAME (peeked) */
 	size_t nenv;
+	char *owned[64]; /* NAME=VALUE built for --pass-env */
+	size_t nowned;
 };
 
 /* Before `warden run` parses its options: remove --policy, --command,
