@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# --timeout: a command that ignores SIGTERM and forks (children and
+# grandchildren in sessions of their own) is killed at the deadline with
+# everything it started; status 124.
+. "$(dirname "$0")/lib.sh"
+require_root
+require_userns
+require_python
+
+marker=wd-stubborn-$RANDOM$RANDOM
+start=$(date +%s%N)
+wd --timeout 2 --json "${PROBE_BIND[@]}" -- "$PROBE" stubborn 4 "$marker"
+end=$(date +%s%N)
+left=$(count_marked "$marker")
+elapsed=$(((end - start) / 1000000))
+expect_rc 124 "--timeout 2: stubborn process tree"
+check "--json: timed_out true, status 124" test "$(json_get '[j["timed_out"], j["status"]]')" = '[true, 124]'
+check "the tree had started (children forked)" grep -q 'children forked' <(json_data stdout)
+check "killed at the deadline: ${elapsed} ms in [2000, 5000)" test "$elapsed" -ge 2000 -a "$elapsed" -lt 5000
+check "no process of the tree survives warden ($left left)" test "$left" = 0
+if [ "$left" != 0 ]; then
+	pgrep -af -- "$marker" | sed 's/^/  | /'
+fi
+sleep 0.5
+check "still none half a second later" test "$(count_marked "$marker")" = 0
+
+# Without --json, same status, and a message on stderr.
+marker=wd-stubborn-$RANDOM$RANDOM
+wd --timeout 1 "${PROBE_BIND[@]}" -- "$PROBE" stubborn 2 "$marker"
+expect_rc 124 "--timeout 1 without --json"
+check "warden says it timed out" grep -qi 'timed out' "$ERR"
+check "no process of the tree survives warden" test "$(count_marked "$marker")" = 0
+
+# A command that ends before the deadline is not a timeout.
+wd --timeout 5 --json -- /bin/sleep 0.2
+expect_rc 0 "sleep 0.2 under --timeout 5"
+check "timed_out false" test "$(json_get 'j["timed_out"]')" = false
+
+# The default deadline is 30 s: not tested by waiting; a 1 s command passes.
+wd -- /bin/sleep 1
+expect_rc 0 "sleep 1 under the default timeout"
+
+finish
