@@ -34,13 +34,40 @@ cli_policy_load(const char *sub, const char *path, wd_policy **out)
 	return 0;
 }
 
+void
+cli_policy_word(FILE *f, const char *word)
+{
+	fputc('\'', f);
+	for (const unsigned char *p = (const unsigned char *)word; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f || *p == '\\' || *p == '\'')
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('\'', f);
+}
+
+void
+cli_policy_text(FILE *f, const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+}
+
 static void
 print_argv(FILE *f, const wd_decision *d)
 {
 	int argc = 0;
 	const char *const *argv = wd_decision_argv(d, &argc);
-	for (int i = 0; i < argc; i++)
-		fprintf(f, "%s'%s'", i ? " " : "", argv[i]);
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			fputc(' ', f);
+		cli_policy_word(f, argv[i]);
+	}
 }
 
 void
@@ -48,7 +75,9 @@ cli_policy_print(FILE *f, const wd_decision *d, bool approved)
 {
 	static const char *names[] = {"allow", "deny", "pause"};
 	enum wd_decision_kind k = wd_decision_kind(d);
-	fprintf(f, "%s: %s\n", names[k], wd_decision_reason(d));
+	fprintf(f, "%s: ", names[k]);
+	cli_policy_text(f, wd_decision_reason(d));
+	fputc('\n', f);
 	fprintf(f, "  rule:     %s\n", wd_decision_rule(d));
 	int argc = 0;
 	wd_decision_argv(d, &argc);

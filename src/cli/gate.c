@@ -159,8 +159,9 @@ print_refusal(const struct cli_policy_opts *o, const wd_decision *d)
 		free(j);
 		fflush(stdout);
 	}
-	fprintf(stderr, "warden: run: refused by the policy (%s): %s\n", wd_decision_rule(d),
-		wd_decision_reason(d));
+	fprintf(stderr, "warden: run: refused by the policy (%s): ", wd_decision_rule(d));
+	cli_policy_text(stderr, wd_decision_reason(d));
+	fputc('\n', stderr);
 	if (wd_decision_advice(d)[0])
 		fprintf(stderr, "warden: advice: %s\n", wd_decision_advice(d));
 }
@@ -179,10 +180,13 @@ ask_tty(const wd_decision *d)
 	}
 	int argc = 0;
 	const char *const *argv = wd_decision_argv(d, &argc);
-	fprintf(f, "warden: approval needed: %s\n  rule:    %s\n  argv:   ", wd_decision_reason(d),
-		wd_decision_rule(d));
-	for (int i = 0; i < argc; i++)
-		fprintf(f, " '%s'", argv[i]);
+	fprintf(f, "warden: approval needed: ");
+	cli_policy_text(f, wd_decision_reason(d));
+	fprintf(f, "\n  rule:    %s\n  argv:   ", wd_decision_rule(d));
+	for (int i = 0; i < argc; i++) {
+		fputc(' ', f);
+		cli_policy_word(f, argv[i]);
+	}
 	fprintf(f, "\n  id:      %s\nRun this exact command once? [y/N] ",
 		wd_decision_approval_id(d));
 	fflush(f);
@@ -319,11 +323,10 @@ cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv,
 				free(j);
 				fflush(stdout);
 			}
-			fprintf(
-			    stderr,
-			    "warden: run: paused (%s): %s\nwarden: approve with: warden approve "
-			    "%s\n",
-			    wd_decision_rule(d), wd_decision_reason(d), wd_decision_approval_id(d));
+			fprintf(stderr, "warden: run: paused (%s): ", wd_decision_rule(d));
+			cli_policy_text(stderr, wd_decision_reason(d));
+			fprintf(stderr, "\nwarden: approve with: warden approve %s\n",
+				wd_decision_approval_id(d));
 			rc = CLI_EXIT_PAUSED;
 			goto out;
 		}

@@ -17,6 +17,14 @@ enum {
  * "warden: SUB: FILE:LINE:COLUMN: ..." and returns CLI_EXIT_FAILURE. */
 int cli_policy_load(const char *sub, const char *path, wd_policy **out);
 
+/* Print one word for a human, quoted, with control characters and
+ * backslashes escaped: an argument must not be able to move the cursor or
+ * recolour the terminal of the person approving it. */
+void cli_policy_word(FILE *f, const char *word);
+/* Print text (a reason, which quotes arguments) with control characters
+ * escaped as \xNN, for the same reason. */
+void cli_policy_text(FILE *f, const char *text);
+
 /* Print a decision for a human (to f). */
 void cli_policy_print(FILE *f, const wd_decision *d, bool approved);
 

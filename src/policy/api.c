@@ -469,10 +469,21 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 		json_array_foreach(argv, i, v)
 		{
 			const char *s = json_string_value(v);
-			size_t n = strlen(s ? s : "") + 4;
+			size_t n = 4 * strlen(s ? s : "") + 4;
 			if (o + n + 1 > cap)
 				line = wd_xrealloc(line, cap = (o + n) * 2);
-			o += (size_t)sprintf(line + o, "%s'%s'", i ? " " : "", s ? s : "");
+			/* escaped: the human approving must see every byte, and no
+			 * argument may drive their terminal */
+			if (i)
+				line[o++] = ' ';
+			line[o++] = '\'';
+			for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++)
+				if (*c < 0x20 || *c == 0x7f || *c == '\\' || *c == '\'')
+					o += (size_t)sprintf(line + o, "\\x%02x", *c);
+				else
+					line[o++] = (char)*c;
+			line[o++] = '\'';
+			line[o] = '\0';
 		}
 		*summary = wd_xasprintf(
 		    "approved once, for %llu s: %s\n  id        %s\n  workspace %s\n  cwd       "

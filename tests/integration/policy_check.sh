@@ -72,4 +72,8 @@ expect_in "$T/out" '"digest"' "shows the digest"
 expect_rc 0 "policy show default" "$WARDEN" policy show
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "git" in d["programs"] and d["programs"]["git"]["approve"][0]["match"]==["push"]' "$T/out" &&
 	ok "default policy: git push needs approval" || not_ok "default policy: git push needs approval"
+# an argument cannot drive the terminal of the person reading the decision
+expect_rc 123 "escape sequences in an argument" "$WARDEN" check -- git push "$(printf 'x\033[2K\033[1Ay')"
+expect_in "$T/out" "'x\x1b[2K\x1b[1Ay'" "  ... are shown escaped"
+if grep -q "$(printf '\033')" "$T/out"; then not_ok "  ... and never raw"; else ok "  ... and never raw"; fi
 finish
