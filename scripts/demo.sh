@@ -85,15 +85,17 @@ show() { # show CMD: run it through the gate and report
 	126)
 		refused=$((refused + 1))
 		echo "  ${R}refused${N} (exit 126)"
-		sed -e 's/^warden: run: refused by the policy /  reason: /' -e 's/^warden: advice: /  advice: /' \
-			-e 's/^deny: /  reason: /' "$err" "$([ $mode = check ] && echo "$out" || echo /dev/null)" |
-			grep -E '^  (reason|advice|rule)' | sed 's/^  rule: */  rule:   /'
+		sed -E -e 's/^warden: run: refused by the policy \(([^)]*)\): /  rule:   \1\n  reason: /' \
+			-e 's/^warden: advice: /  advice: /' -e 's/^deny: /  reason: /' -e 's/^  rule: +/  rule:   /' \
+			"$err" "$([ $mode = check ] && echo "$out" || echo /dev/null)" |
+			grep -E '^  (reason|advice|rule)'
 		;;
 	123)
 		paused=$((paused + 1))
 		echo "  ${Y}paused for approval${N} (exit 123)"
-		sed -e 's/^warden: run: paused /  reason: /' -e 's/^warden: approve with: /  approve: /' "$err" |
-			grep -E '^  (reason|approve)'
+		sed -E -e 's/^warden: run: paused \(([^)]*)\): /  rule:    \1\n  reason:  /' \
+			-e 's/^warden: approve with: /  approve: /' "$err" |
+			grep -E '^  (rule|reason|approve)'
 		[ $mode = check ] && grep -E 'approval:' "$out" | sed 's/^ */  /'
 		;;
 	*)
@@ -127,6 +129,23 @@ show 'cat link-out/secret'
 show 'git push origin main'
 
 echo "${B}summary${N}: $ran ran, $refused refused, $paused paused for a human"
+echo
+
+if [ $mode = run ]; then
+	# The approval is for that exact command, once.
+	id=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$tmp/err" | head -n 1)
+	if [ -n "$id" ]; then
+		echo "${B}a human approves it:${N} warden approve ${id:0:16}"
+		"$W" approve "${id:0:16}" | head -n 1 | sed 's/^/  /'
+		echo
+		echo "${B}\$ git push origin main${N}   ${D}(again: consumes the approval and runs; the demo repo has no remote)${N}"
+		(cd "$repo" && "$W" run -w "$repo" --audit "$audit" --command 'git push origin main') >"$tmp/out" 2>"$tmp/err"
+		echo "  ran (exit $?): $(head -n 1 "$tmp/err")"
+		echo "${B}\$ git push origin main${N}   ${D}(a third time: single use, it pauses again)${N}"
+		(cd "$repo" && "$W" run -w "$repo" --audit "$audit" --command 'git push origin main') >"$tmp/out" 2>"$tmp/err"
+		echo "  exit $?: $(head -n 1 "$tmp/err" | cut -c1-60)..."
+	fi
+fi
 echo
 echo "${B}\$ warden audit verify $audit${N}"
 "$W" audit verify "$audit" | sed 's/^/  /'
