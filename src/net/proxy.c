@@ -100,6 +100,17 @@ struct conn {
 	bool c_eof, u_eof, c_shut;
 	struct net_http_head *h;
 
+	/* Plain HTTP keeps its upstream connection for the next request on the
+	 * same client connection when it goes to the same host and port (the
+	 * address was checked when it was made; rules never change). */
+	bool up_idle, reused;
+	char up_host[256];
+	uint16_t up_port;
+	char up_addr[INET6_ADDRSTRLEN + 8];
+	char *rehead; /* copy of a body-less request head, to retry once on a fresh
+		       * connection if a reused one turns out closed */
+	size_t rehead_len;
+
 	/* tunnel */
 	int pcu[2], puc[2];
 	size_t pend_cu, pend_uc;
@@ -327,6 +338,9 @@ ep_add(struct net_proxy *p, int fd, struct handle *h, uint32_t events)
 static void
 close_upstream(struct conn *c)
 {
+	c->up_idle = c->reused = false;
+	free(c->rehead);
+	c->rehead = NULL;
 	if (c->ufd >= 0) {
 		epoll_ctl(c->p->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
 		wd_close_reset(&c->ufd);
@@ -384,6 +398,7 @@ conn_free(struct conn *c)
 	buf_free(&c->uout);
 	free(c->path);
 	free(c->h);
+	free(c->rehead);
 	free(c);
 }
 
@@ -619,7 +634,7 @@ build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 		    !buf_put(o, buf + hd->value.off, hd->value.len) || !buf_put(o, "\r\n", 2))
 			return false;
 	}
-	int n = snprintf(line, sizeof(line), "Connection: close\r\n\r\n");
+	int n = snprintf(line, sizeof(line), "Connection: keep-alive\r\n\r\n");
 	return buf_put(o, line, (size_t)n);
 }
 
@@ -695,6 +710,30 @@ handle_http_request(struct conn *c)
 		c->head_req = strcmp(c->method, "HEAD") == 0;
 	}
 	buf_consume(&c->cin, h->head_len);
+	if (c->ufd >= 0 && c->up_idle && c->proto == NET_PROTO_HTTP &&
+	    strcmp(c->up_host, c->host) == 0 && c->up_port == c->port) {
+		c->up_idle = false;
+		c->reused = true;
+		snprintf(c->addr, sizeof(c->addr), "%s", c->up_addr);
+		if (c->qbody.mode == NET_BODY_NONE) {
+			c->rehead = wd_xmalloc(c->uout.len);
+			memcpy(c->rehead, c->uout.d + c->uout.off, c->uout.len);
+			c->rehead_len = c->uout.len;
+		}
+		c->st = ST_FORWARD;
+		c->u_eof = false;
+		c->deadline = p->now + ms(p->cfg.idle_timeout_ms);
+		return;
+	}
+	if (c->ufd >= 0) {
+		/* another destination: the idle upstream goes, but the head
+		 * just built in uout stays */
+		struct buf keep = c->uout;
+		c->uout.d = NULL;
+		close_upstream(c);
+		buf_free(&c->uout);
+		c->uout = keep;
+	}
 	start_resolve(c);
 }
 
@@ -704,6 +743,12 @@ static int
 st_head(struct conn *c)
 {
 	int prog = 0;
+	if (c->ufd >= 0 && c->up_idle) {
+		char b;
+		ssize_t n = recv(c->ufd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			close_upstream(c); /* closed, or talking out of turn */
+	}
 	if (!c->c_eof) {
 		ssize_t n = rd(c->cfd, &c->cin);
 		if (n > 0) {
@@ -928,6 +973,26 @@ upstream_failed(struct conn *c, const char *what)
 		conn_close(c, NET_R_UPSTREAM, adv);
 }
 
+/* A reused upstream connection failed before any answer: the server
+ * closed it while idle (the keep-alive race).  A body-less request is
+ * sent again, once, on a fresh connection. */
+static bool
+retry_fresh(struct conn *c)
+{
+	if (!c->reused || !c->rehead || c->resp_started || c->uin.len)
+		return false;
+	char *head = c->rehead;
+	size_t len = c->rehead_len;
+	c->rehead = NULL;
+	close_upstream(c);
+	buf_alloc(&c->uout);
+	buf_put(&c->uout, head, len);
+	free(head);
+	c->addr[0] = '\0';
+	start_resolve(c);
+	return true;
+}
+
 static int
 st_forward(struct conn *c)
 {
@@ -995,6 +1060,8 @@ st_forward(struct conn *c)
 			count(c, (size_t)n, true);
 			prog = 1;
 		} else if (n != -EAGAIN) {
+			if (retry_fresh(c))
+				return 1;
 			upstream_failed(c, "closed the connection");
 			return -1;
 		}
@@ -1008,6 +1075,8 @@ st_forward(struct conn *c)
 			c->u_eof = true;
 			prog = 1;
 		} else if (n != -EAGAIN) {
+			if (retry_fresh(c))
+				return 1;
 			upstream_failed(c, "reset the connection");
 			return -1;
 		}
@@ -1044,6 +1113,8 @@ st_forward(struct conn *c)
 		prog = 1;
 	}
 	if (!c->resp_head && c->u_eof && head_incomplete) {
+		if (retry_fresh(c))
+			return 1;
 		upstream_failed(c, "closed without a complete response");
 		return -1;
 	}
@@ -1090,7 +1161,19 @@ st_forward(struct conn *c)
 		 * requests are one event each).  What is left in cout drains in
 		 * the next state. */
 		bool keep = !c->client_close && c->qbody.done && !c->c_eof;
-		close_upstream(c);
+		bool up_keep = keep && !c->h->conn_close && c->rbody.mode != NET_BODY_CLOSE &&
+			       c->uin.len == 0 && c->uout.len == 0 && !c->u_eof;
+		if (up_keep) {
+			c->up_idle = true;
+			c->reused = false;
+			free(c->rehead);
+			c->rehead = NULL;
+			snprintf(c->up_host, sizeof(c->up_host), "%s", c->host);
+			c->up_port = c->port;
+			snprintf(c->up_addr, sizeof(c->up_addr), "%s", c->addr);
+		} else {
+			close_upstream(c);
+		}
 		emit(c, true, NET_R_NONE, NULL);
 		if (keep) {
 			c->st = ST_HEAD;

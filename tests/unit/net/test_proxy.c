@@ -21,6 +21,8 @@ struct upstream {
 	bool echo;
 	pthread_t t;
 };
+static int accepts;	       /* upstream connections accepted (HTTP upstream) */
+static bool close_after_one; /* HTTP upstream: close silently after one answer */
 
 static void *
 serve_one(void *arg)
@@ -57,6 +59,8 @@ serve_one(void *arg)
 		size_t used = (size_t)(end + 4 - buf);
 		memmove(buf, buf + used, len - used);
 		len -= used;
+		if (close_after_one)
+			break;
 	}
 	close(fd);
 	return NULL;
@@ -71,6 +75,8 @@ upstream_main(void *arg)
 		if (fd < 0)
 			return NULL;
 		pthread_t t;
+		if (!u->echo)
+			__atomic_add_fetch(&accepts, 1, __ATOMIC_SEQ_CST);
 		pthread_create(&t, NULL, serve_one, (void *)(intptr_t)(fd | (u->echo ? 0x40000000 : 0)));
 		pthread_detach(t);
 	}
@@ -484,4 +490,44 @@ Test(net_listeners_open, inside_a_network_namespace)
 	net_proxy_free(p);
 	net_rules_free(rules);
 	close(nsfd);
+}
+
+static void
+two_gets(struct fixture *f, char *out1, char *out2, size_t cap)
+{
+	char req[256];
+	int fd = dial(f->http);
+	snprintf(req, sizeof(req), "GET http://web.test:%u/one HTTP/1.1\r\n\r\n", f->up.port);
+	say(fd, req);
+	read_until(fd, out1, cap, "|host");
+	usleep(100000); /* let a closing upstream's FIN arrive first */
+	snprintf(req, sizeof(req), "GET http://web.test:%u/two HTTP/1.1\r\n\r\n", f->up.port);
+	say(fd, req);
+	read_until(fd, out2, cap, "|host");
+	close(fd);
+}
+
+Test(net_proxy, keeps_the_upstream_connection_between_requests)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char a[2048], b[2048];
+	two_gets(&f, a, b, sizeof(a));
+	cr_expect(strstr(a, "GET /one"), "%s", a);
+	cr_expect(strstr(b, "GET /two"), "%s", b);
+	cr_expect_eq(__atomic_load_n(&accepts, __ATOMIC_SEQ_CST), 1);
+	fixture_stop(&f);
+}
+
+Test(net_proxy, reconnects_when_an_idle_upstream_closed)
+{
+	struct fixture f;
+	close_after_one = true;
+	fixture_start(&f, 2000);
+	char a[2048], b[2048];
+	two_gets(&f, a, b, sizeof(a));
+	cr_expect(strstr(a, "GET /one"), "%s", a);
+	cr_expect(strstr(b, "GET /two"), "%s", b);
+	cr_expect_eq(__atomic_load_n(&accepts, __ATOMIC_SEQ_CST), 2);
+	fixture_stop(&f);
 }
