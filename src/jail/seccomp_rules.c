@@ -32,6 +32,8 @@
 #include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 /* clang-format off */
 /* Syscalls libseccomp 2.5.4 cannot name, by number.  Numbers from 424 up
@@ -237,6 +239,79 @@ add_socket_rules(scmp_filter_ctx ctx, const char *name, bool no_inet)
 	return add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &c);
 }
 
+/* No setuid or setgid bit may be set from inside the jail.  As root, a
+ * root-owned workspace is idmapped so that the sandbox user (host nobody)
+ * owns it and what it creates belongs to root on the host, as the
+ * workspace's owner: the jail's nosuid mount stops such a bit working
+ * inside, but on the host a "chmod 4755" file in the workspace would be a
+ * setuid-root binary for anyone who can reach it.  So every way of setting
+ * a mode carries a check of S_ISUID and S_ISGID: chmod, fchmod, fchmodat,
+ * fchmodat2 (mode), open/openat/creat when creating (O_CREAT or
+ * O_TMPFILE), mknod/mknodat.  openat2 hides its mode in a struct seccomp
+ * cannot read, so it is refused with ENOSYS and callers fall back to
+ * openat.  Directories inherit setgid from a setgid parent without any of
+ * these calls; the kernel does that, not the command. */
+#define NR_FCHMODAT2 452
+#ifndef __O_TMPFILE
+#define __O_TMPFILE 020000000
+#endif
+static int
+add_setid_rules(scmp_filter_ctx ctx, unsigned *count)
+{
+	static const struct {
+		const char *name;
+		int nr;
+		int mode_arg;  /* index of the mode argument */
+		int flags_arg; /* index of open flags, or -1 */
+	} calls[] = {
+		{"chmod", 0, 1, -1},  {"fchmod", 0, 1, -1},	  {"fchmodat", 0, 2, -1},
+		{"fchmodat2", NR_FCHMODAT2, 2, -1}, {"creat", 0, 1, -1},
+		{"mknod", 0, 1, -1},  {"mknodat", 0, 2, -1},	  {"open", 0, 2, 1},
+		{"openat", 0, 3, 2},
+	};
+	static const unsigned long bits[] = {S_ISUID, S_ISGID};
+	static const unsigned long creating[] = {O_CREAT, __O_TMPFILE};
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		struct refusal r = {calls[i].name, calls[i].nr, EPERM};
+		int nr = resolve(&r);
+		if (nr < 0)
+			continue;
+		for (size_t b = 0; b < 2; b++) {
+			struct scmp_arg_cmp c[2] = {{
+			    .arg = (unsigned)calls[i].mode_arg,
+			    .op = SCMP_CMP_MASKED_EQ,
+			    .datum_a = bits[b],
+			    .datum_b = bits[b],
+			}};
+			if (calls[i].flags_arg < 0) {
+				int rc = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, c);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
+			for (size_t f = 0; f < 2; f++) {
+				c[1] = (struct scmp_arg_cmp){
+				    .arg = (unsigned)calls[i].flags_arg,
+				    .op = SCMP_CMP_MASKED_EQ,
+				    .datum_a = creating[f],
+				    .datum_b = creating[f],
+				};
+				int rc = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, c);
+				if (rc < 0)
+					return rc;
+			}
+		}
+		(*count)++;
+	}
+	int nr = seccomp_syscall_resolve_name("openat2");
+	if (nr < 0)
+		nr = 437; /* the shared number, for libseccomp without the name */
+	int rc = add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL);
+	if (rc == 0)
+		(*count)++;
+	return rc;
+}
+
 int
 jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags)
 {
@@ -310,6 +385,10 @@ jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags)
 	count += 2;
 
 	count++; /* personality, in the prelude */
+
+	rc = add_setid_rules(ctx, &count);
+	if (rc < 0)
+		goto fail;
 
 	*out = ctx;
 	*nsyscalls = count;
