@@ -137,7 +137,7 @@ do_op(const struct jail_op *op)
 											  : 0));
 			if (tree < 0)
 				return -errno;
-			struct mount_attr ta = {.attr_set = op->attr};
+			struct mount_attr ta = {.attr_set = op->attr, .propagation = MS_PRIVATE};
 			int rc = 0;
 			if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ta) < 0 ||
 			    syscall(SYS_move_mount, tree, "", AT_FDCWD, op->path,

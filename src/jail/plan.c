@@ -214,6 +214,7 @@ idmapped_tree(int dirfd, const struct stat *st, int *userns_cache, uid_t *cache_
 		return -errno;
 	struct mount_attr a = {
 		.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+		.propagation = MS_PRIVATE, /* see add_host_bind */
 		.userns_fd = (uint64_t)*userns_cache,
 	};
 	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) <
@@ -303,7 +304,13 @@ add_host_bind(struct jail_prep *p, const char *what, const char *src, const char
 		return rc;
 	}
 	keep_fd(p, tree);
-	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	/* Private: a clone made here, in the host's mount namespace, joins the
+	 * source's peer group, and moving it into the child skips the
+	 * shared-to-slave conversion the child's own namespace got.  On a host
+	 * whose / is shared (systemd), whatever is later mounted under it
+	 * would propagate back to the host and stay there. */
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+			       .propagation = MS_PRIVATE};
 	if (!rw)
 		a.attr_set |= MOUNT_ATTR_RDONLY;
 	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
@@ -486,7 +493,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			if (tree < 0)
 				return wd_err_sys(err, errno, "open_tree %s", op->src);
 			keep_fd(p, tree);
-			struct mount_attr a = {.attr_set = op->attr};
+			struct mount_attr a = {.attr_set = op->attr, .propagation = MS_PRIVATE};
 			if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
 				return wd_err_sys(err, errno, "mount_setattr %s", op->src);
 			op->kind = JAIL_OP_MOVE;
