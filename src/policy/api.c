@@ -530,7 +530,9 @@ wd_approval_consume(const wd_policy *p, const wd_request *r, const wd_decision *
 	to_internal(r, &pr);
 	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id,
 			   fields);
-	if (policy_approval_near(state, fields, near_id, differs, sizeof(differs))) {
+	if (policy_approval_near(state, fields, d->d.words.argc,
+				 (const char *const *)d->d.words.argv, near_id, differs,
+				 sizeof(differs))) {
 		char detail[256];
 		snprintf(detail, sizeof(detail),
 			 "approval %s does not cover request %s: they differ in %s", near_id,

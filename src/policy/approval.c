@@ -324,9 +324,21 @@ policy_approval_peek(const char *state, const char *id)
 	return rc;
 }
 
+/* Whether the recorded argv is the same command with other arguments: same
+ * program, same number of words. */
+static bool
+same_shape(json_t *rec, int argc, const char *const *argv)
+{
+	json_t *a = json_object_get(rec, "argv");
+	if (!json_is_array(a) || json_array_size(a) != (size_t)argc || argc < 1)
+		return false;
+	const char *p0 = json_string_value(json_array_get(a, 0));
+	return p0 && !strcmp(p0, argv[0]);
+}
+
 int
-policy_approval_near(const char *state, char fields[POLICY_ID_FIELDS][65], char near_id[65],
-		     char *differs, size_t cap)
+policy_approval_near(const char *state, char fields[POLICY_ID_FIELDS][65], int argc,
+		     const char *const *argv, char near_id[65], char *differs, size_t cap)
 {
 	char d[PATH_MAX];
 	snprintf(d, sizeof(d), "%s/approvals", state);
@@ -359,10 +371,16 @@ policy_approval_near(const char *state, char fields[POLICY_ID_FIELDS][65], char 
 				snprintf(diff + strlen(diff), sizeof(diff) - strlen(diff), "%s%s",
 					 diff[0] ? ", " : "", policy_id_field_names[i]);
 		}
+		bool argv_same = !strncmp(diff, "argv", 4) ? false : true;
+		bool shape =
+		    argv_same || (same == POLICY_ID_FIELDS - 1 && same_shape(o, argc, argv));
 		json_decref(o);
 		/* "Near": all but one or two fields agree.  The argv must agree
-		 * unless it is the only difference (one argument changed). */
-		if (same >= POLICY_ID_FIELDS - 2 && same < POLICY_ID_FIELDS && same > best) {
+		 * unless it is the only difference and the command has the same
+		 * shape (one argument changed): an approval for `git push` is not
+		 * reported against every other paused command. */
+		if (shape && same >= POLICY_ID_FIELDS - 2 && same < POLICY_ID_FIELDS &&
+		    same > best) {
 			best = same;
 			memcpy(near_id, n, 64);
 			near_id[64] = '\0';

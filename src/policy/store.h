@@ -24,7 +24,7 @@ int policy_approval_take(const char *state, const char *id, json_t **info, struc
 int policy_approval_peek(const char *state, const char *id);
 /* An unconsumed approval that differs from fields in one or two fields:
  * returns 1 with its id and the differing field names ("policy, cwd"). */
-int policy_approval_near(const char *state, char fields[POLICY_ID_FIELDS][65], char near_id[65],
-			 char *differs, size_t cap);
+int policy_approval_near(const char *state, char fields[POLICY_ID_FIELDS][65], int argc,
+			 const char *const *argv, char near_id[65], char *differs, size_t cap);
 
 #endif

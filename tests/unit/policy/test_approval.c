@@ -153,7 +153,9 @@ info_for(const char *id, char fields[POLICY_ID_FIELDS][65])
 	json_t *f = json_object();
 	for (int i = 0; i < POLICY_ID_FIELDS; i++)
 		json_object_set_new(f, policy_id_field_names[i], json_string(fields[i]));
-	return json_pack("{s:s,s:o,s:I}", "id", id, "fields", f, "ttl", (json_int_t)600);
+	/* every store test approves `git push` */
+	return json_pack("{s:s,s:o,s:I,s:[s,s]}", "id", id, "fields", f, "ttl", (json_int_t)600,
+			 "argv", "git", "push");
 }
 
 Test(policy_approval_store, single_use)
@@ -240,7 +242,7 @@ Test(policy_approval_store, near_miss_names_the_field)
 	char id2[65], f2[POLICY_ID_FIELDS][65];
 	id_of(pol, r, 2, argv, id2, f2);
 	cr_assert_str_neq(id, id2);
-	cr_expect_eq(policy_approval_near(state, f2, near, differs, sizeof(differs)), 1);
+	cr_expect_eq(policy_approval_near(state, f2, 2, argv, near, differs, sizeof(differs)), 1);
 	cr_expect_str_eq(near, id);
 	cr_expect_str_eq(differs, "cwd");
 	/* and it does not cover the other request */
@@ -250,7 +252,16 @@ Test(policy_approval_store, near_miss_names_the_field)
 	const char *argv3[] = {"ls", NULL};
 	r.workspace_id = "9:9:/other";
 	id_of(pol, r, 1, argv3, id2, f2);
-	cr_expect_eq(policy_approval_near(state, f2, near, differs, sizeof(differs)), 0);
+	cr_expect_eq(policy_approval_near(state, f2, 1, argv3, near, differs, sizeof(differs)), 0);
+	/* one argument changed: near, naming argv */
+	const char *argv4[] = {"git", "pull", NULL};
+	id_of(pol, base_req(), 2, argv4, id2, f2);
+	cr_expect_eq(policy_approval_near(state, f2, 2, argv4, near, differs, sizeof(differs)), 1);
+	cr_expect_str_eq(differs, "argv");
+	/* another command in the same place is not */
+	const char *argv5[] = {"npm", "publish", NULL};
+	id_of(pol, base_req(), 2, argv5, id2, f2);
+	cr_expect_eq(policy_approval_near(state, f2, 2, argv5, near, differs, sizeof(differs)), 0);
 }
 
 Test(policy_approval_store, pending_lookup_by_prefix)
