@@ -259,6 +259,10 @@ int wd_audit_approval(wd_audit *a, const char *what, const char *id, const char 
  * any JSON object), embedded as "result". */
 int wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json,
 		    struct wd_err *err);
+/* Append an event of another kind: fields_json is a JSON object (or NULL)
+ * whose members are added after "event"; seq, time, sandbox and prev are
+ * warden's.  -EINVAL if fields_json is not an object. */
+int wd_audit_event(wd_audit *a, const char *event, const char *fields_json, struct wd_err *err);
 /* Verify the chain of the log at path (and path.head).  Returns 0 if
  * intact, 1 if broken, negative if it cannot be read; *report (if not NULL)
  * is a new one-line description, free with free(). */

@@ -52,6 +52,25 @@ wd_audit_approval(wd_audit *a, const char *what, const char *id, const char *det
 }
 
 WD_API int
+wd_audit_event(wd_audit *a, const char *event, const char *fields_json, struct wd_err *err)
+{
+	if (!a)
+		return 0;
+	json_error_t je;
+	json_t *f = fields_json ? json_loads(fields_json, 0, &je) : json_object();
+	if (!json_is_object(f)) {
+		json_decref(f);
+		return wd_err_set(err, WD_E_INVAL, "audit event fields are not a JSON object");
+	}
+	json_t *ev = json_pack("{s:s}", "event", event ? event : "event");
+	json_object_update_missing(ev, f);
+	json_decref(f);
+	int rc = audit_append(a->log, ev, err);
+	json_decref(ev);
+	return rc < 0 ? rc : 0;
+}
+
+WD_API int
 wd_audit_verify(const char *path, char **report, struct wd_err *err)
 {
 	struct audit_verify r;

@@ -13,8 +13,11 @@
  * the command's stdin (which may be the model's own pipe).
  */
 #include "cli/policy_cli.h"
+#include "util/util.h"
 
 #include <fcntl.h>
+#include <jansson.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,6 +92,12 @@ cli_policy_extract(int *argcp, char **argv, struct cli_policy_opts *o)
 			o->audit = v;
 			continue;
 		}
+		if ((v = opt_value(argc, argv, &i, "--tool", &matched)) || matched) {
+			if (!v)
+				return cli_fail("run", "option '--tool' needs a value");
+			o->tool = v;
+			continue;
+		}
 		if (!strncmp(a, "--approve", 9) && (a[9] == '=' || a[9] == '\0')) {
 			if (strcmp(a, "--approve=tty"))
 				return cli_fail("run",
@@ -101,6 +110,23 @@ cli_policy_extract(int *argcp, char **argv, struct cli_policy_opts *o)
 		/* Peek at what the gate needs too, leaving it for the run. */
 		if (!strcmp(a, "--json"))
 			o->json = true;
+		static const struct {
+			const char *name;
+			size_t off;
+		} lims[] = {
+		    {"--memory", offsetof(struct cli_policy_opts, lim_memory)},
+		    {"--pids", offsetof(struct cli_policy_opts, lim_pids)},
+		    {"--cpus", offsetof(struct cli_policy_opts, lim_cpus)},
+		    {"--tmp-size", offsetof(struct cli_policy_opts, lim_tmp)},
+		    {"--timeout", offsetof(struct cli_policy_opts, lim_timeout)},
+		    {"--output-limit", offsetof(struct cli_policy_opts, lim_output)},
+		};
+		for (size_t k = 0; k < WD_ARRAY_SIZE(lims); k++) {
+			i = start;
+			if ((v = opt_value(argc, argv, &i, lims[k].name, &matched)))
+				*(const char **)((char *)o + lims[k].off) = v;
+		}
+		i = start;
 		if ((v = opt_value(argc, argv, &i, "--workspace", &matched)) ||
 		    (i = start, (v = opt_value(argc, argv, &i, "-w", &matched))))
 			o->workspace = v;
@@ -229,6 +255,70 @@ build_request(const struct cli_policy_opts *o, int argc, char **argv, wd_request
 	return 0;
 }
 
+/* --tool NAME: the class comes from the policy's definition of the tool,
+ * never from the request.  blocked (or undefined) refuses; direct tools run
+ * in warden itself, not through `warden run`; a sandbox tool's profile
+ * gives the limits the run's own options did not set.  Returns -1 to go
+ * on, or an exit status. */
+static int
+route(const struct cli_policy_opts *o, const wd_policy *pol, wd_spec *spec, wd_audit *audit)
+{
+	enum wd_tool_class k;
+	const char *profile = NULL;
+	struct wd_limits pl, lim = {0};
+	struct wd_err e = {0};
+	int rc = wd_policy_route(pol, o->tool, &k, &profile, &pl, &e);
+	if (rc < 0 || k != WD_TOOL_SANDBOX) {
+		const char *why =
+		    rc < 0 ? "is not defined by the policy (undefined tools are blocked)"
+		    : k == WD_TOOL_BLOCKED
+			? "is blocked by the policy"
+			: "is a direct tool: it runs in warden itself, not through warden run";
+		json_t *f =
+		    json_pack("{s:s,s:s,s:s}", "tool", o->tool, "decision", "deny", "reason", why);
+		char *fj = json_dumps(f, JSON_COMPACT);
+		wd_audit_event(audit, "route", fj, NULL);
+		free(fj);
+		json_decref(f);
+		fprintf(stderr, "warden: run: refused: tool '%s' %s\n", o->tool, why);
+		return CLI_EXIT_DENY;
+	}
+	/* The run's parser has validated these already. */
+	uint64_t v;
+	if (o->lim_memory && wd_parse_size(o->lim_memory, &v) == 0)
+		lim.memory_bytes = v;
+	if (o->lim_pids && wd_parse_u64(o->lim_pids, &v) == 0)
+		lim.pids = v;
+	if (o->lim_cpus && wd_parse_fixed6(o->lim_cpus, &v) == 0)
+		lim.cpu_millionths = v;
+	if (o->lim_tmp && wd_parse_size(o->lim_tmp, &v) == 0)
+		lim.tmp_bytes = v;
+	if (o->lim_timeout && wd_parse_fixed6(o->lim_timeout, &v) == 0)
+		lim.timeout_ms = v / 1000;
+	if (o->lim_output && wd_parse_size(o->lim_output, &v) == 0)
+		lim.output_limit = v;
+	if (!lim.memory_bytes)
+		lim.memory_bytes = pl.memory_bytes;
+	if (!lim.pids)
+		lim.pids = pl.pids;
+	if (!lim.cpu_millionths)
+		lim.cpu_millionths = pl.cpu_millionths;
+	if (!lim.timeout_ms)
+		lim.timeout_ms = pl.timeout_ms;
+	if (!lim.output_limit)
+		lim.output_limit = pl.output_limit;
+	wd_spec_set_limits(spec, &lim);
+	json_t *f = json_pack(
+	    "{s:s,s:s,s:I,s:I,s:I,s:I}", "tool", o->tool, "profile", profile, "timeout_ms",
+	    (json_int_t)lim.timeout_ms, "memory", (json_int_t)lim.memory_bytes, "cpu_millionths",
+	    (json_int_t)lim.cpu_millionths, "output", (json_int_t)lim.output_limit);
+	char *fj = json_dumps(f, JSON_COMPACT);
+	wd_audit_event(audit, "route", fj, NULL);
+	free(fj);
+	json_decref(f);
+	return -1;
+}
+
 int
 cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv, wd_audit **auditp,
 		wd_decision **decp)
@@ -261,6 +351,8 @@ cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv,
 		rc = cli_fail("run", "audit: %s", e.msg);
 		goto out;
 	}
+	if (o->tool && (rc = route(o, pol, spec, audit)) >= 0)
+		goto out;
 
 	if (wd_decision_kind(d) == WD_DECISION_PAUSE) {
 		int got = wd_approval_consume(pol, req, d, audit, &e);
@@ -369,7 +461,7 @@ cli_policy_after(wd_audit *audit, wd_decision *dec, const char *result_json)
 bool
 cli_policy_active(const struct cli_policy_opts *o)
 {
-	return o->policy || o->command || o->audit || o->approve_tty;
+	return o->policy || o->command || o->audit || o->approve_tty || o->tool;
 }
 
 int

@@ -30,10 +30,13 @@ void cli_policy_print(FILE *f, const wd_decision *d, bool approved);
 
 /* Options of `warden run` that belong to the policy layer. */
 struct cli_policy_opts {
-	const char *policy;    /* --policy FILE */
-	const char *command;   /* --command STRING */
-	const char *audit;     /* --audit FILE */
-	bool approve_tty;      /* --approve=tty */
+	const char *policy;  /* --policy FILE */
+	const char *command; /* --command STRING */
+	const char *audit;   /* --audit FILE */
+	bool approve_tty;    /* --approve=tty */
+	const char *tool;    /* --tool NAME: route and resource profile */
+	/* the run's own limit options (peeked): they win over the profile */
+	const char *lim_memory, *lim_pids, *lim_cpus, *lim_tmp, *lim_timeout, *lim_output;
 	bool json;	       /* --json (peeked, not removed) */
 	const char *workspace; /* -w/--workspace (peeked) */
 	const char *env[64];   /* --setenv NAME=VALUE and --pass-env NAME (peeked) */

@@ -65,4 +65,20 @@ expect_rc 125 "audit: usage" "$WARDEN" audit check "$A"
 # a torn log refuses further appends: nothing runs unrecorded
 expect_rc 125 "a damaged log stops the run" "$WARDEN" run --policy "$T/p.json" --audit "$T/t.jsonl" -- echo x
 expect_not_in "$T/out" "x" "  ... and nothing ran"
+
+# tool routing in run: the class is the policy's, the profile gives limits
+B=$T/route.jsonl
+expect_rc 126 "run --tool: a blocked tool" "$WARDEN" run --tool delete_workspace --audit "$B" -- ls
+expect_rc 126 "run --tool: an undefined tool" "$WARDEN" run --tool nope --audit "$B" -- ls
+expect_rc 126 "run --tool: a direct tool does not run in a jail" "$WARDEN" run --tool read_file -- ls
+head -c 2000000 /dev/zero | tr '\0' x >"$WS/big.txt"
+expect_rc 0 "run --tool shell" "$WARDEN" run --tool shell --audit "$B" --json -- cat big.txt
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["stdout"]; assert s["total_bytes"]==2000000 and 500000 < len(s["data"]) < 530000, (s["total_bytes"], len(s["data"]))' "$T/out" &&
+	ok "  ... keeps shell_commands' 512 KiB of output" || not_ok "  ... keeps shell_commands' 512 KiB of output"
+expect_rc 0 "run --tool shell --output-limit 1K" "$WARDEN" run --tool shell --output-limit 1K --json -- cat big.txt
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["stdout"]["data"]) < 2000' "$T/out" &&
+	ok "  ... the run's own option wins" || not_ok "  ... the run's own option wins"
+expect_in "$B" '"event":"route","tool":"delete_workspace","decision":"deny"' "route refusals are audited"
+expect_in "$B" '"profile":"shell_commands","timeout_ms":15000' "the applied profile is audited"
+expect_rc 0 "route log verifies" "$WARDEN" audit verify "$B"
 finish
