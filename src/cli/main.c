@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,12 @@ cli_log_handler(int level, const char *func, const char *msg, void *data)
 int
 main(int argc, char **argv)
 {
+	/* A missing fd 0, 1 or 2 would be handed out by the next open or
+	 * pipe and mistaken for stdio later: fill the gaps with /dev/null. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+			return CLI_EXIT_FAILURE;
+
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_FAILURE;

@@ -165,8 +165,10 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 		case OPT_OUTPUT_LIMIT:
 			if ((rc = size_opt(name, optarg, 64, &o->lim.output_limit)))
 				return rc;
-			if (o->lim.output_limit > (1ULL << 30))
-				return bad_value(name, optarg, "at most 1G");
+			/* warden keeps up to this per stream, and --json copies
+			 * and escapes it: bounded so warden itself stays small */
+			if (o->lim.output_limit > (16ULL << 20))
+				return bad_value(name, optarg, "at most 16M");
 			break;
 		case OPT_PIDS:
 			if (wd_parse_u64(optarg, &v) < 0 || v < 1 || v > 4194304)

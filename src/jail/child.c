@@ -13,9 +13,11 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <linux/capability.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
@@ -190,11 +192,18 @@ do_op(const struct jail_op *op)
  * execve would clear permitted anyway, but the bounding set survives exec
  * and a later setuid binary (none exist: nosuid) or file caps could use it. */
 static int
-drop_caps(int last_cap)
+drop_bounding(int last_cap, bool must)
 {
 	for (int c = 0; c <= last_cap; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL &&
+		    (errno != EPERM || must))
 			return -errno;
+	return 0;
+}
+
+static int
+clear_caps(void)
+{
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -203,6 +212,18 @@ drop_caps(int last_cap)
 	if (syscall(SYS_capset, &h, d) < 0)
 		return -errno;
 	return 0;
+}
+
+/* 6d. Clear every capability set: bounding first (dropping it needs
+ * CAP_SETPCAP, which the capset removes), then ambient, then
+ * effective/permitted/inheritable.  The command runs as uid 1000, so
+ * execve would clear permitted anyway, but the bounding set survives exec
+ * and a later setuid binary (none work: nosuid) or file caps could use it. */
+static int
+drop_caps(int last_cap, bool need_bounding)
+{
+	int rc = drop_bounding(last_cap, need_bounding);
+	return rc < 0 ? rc : clear_caps();
 }
 
 /* Bring up lo in the new network namespace: the only interface there. */
@@ -227,9 +248,10 @@ loopback_up(void)
 static void
 rearm_pdeathsig(const struct jail_plan *plan)
 {
-	char c;
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (recv(plan->sync_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+	/* POLLRDHUP, not a peek: a queued message would hide the hang-up */
+	struct pollfd pfd = {.fd = plan->sync_fd, .events = POLLRDHUP};
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP)))
 		_exit(125);
 }
 
@@ -269,13 +291,20 @@ exec_main(struct jail_plan *plan)
 		/* process level: when warden is root, leave root behind.
 		 * setgroups first: supplementary groups survive setuid. */
 		if (plan->run_uid != (uid_t)-1) {
+			/* the bounding set first: dropping it needs CAP_SETPCAP,
+			 * which the uid change below takes away */
+			if ((rc = drop_bounding(plan->last_cap, true)) < 0)
+				fail(plan, JAIL_STEP_6D_CAPS, -rc);
 			if (setgroups(0, NULL) < 0 || setresgid(plan->run_gid, plan->run_gid,
 								 plan->run_gid) < 0 ||
 			    setresuid(plan->run_uid, plan->run_uid, plan->run_uid) < 0)
 				fail(plan, JAIL_STEP_2B_IDS, errno);
 			rearm_pdeathsig(plan);
 		}
-		if ((rc = drop_caps(plan->last_cap)) < 0)
+		/* an unprivileged caller cannot shrink its bounding set (no
+		 * CAP_SETPCAP); it holds no capability and NoNewPrivs keeps it
+		 * from gaining one */
+		if ((rc = drop_caps(plan->last_cap, false)) < 0)
 			fail(plan, JAIL_STEP_6D_CAPS, -rc);
 		/* 6e. NoNewPrivs: setuid binaries and file caps grant nothing,
 		 * and unprivileged seccomp and Landlock need it. */
@@ -483,7 +512,12 @@ jail_pid1_main(struct jail_plan *plan)
 		/* host sources first, while the host tree is still in view */
 		struct jail_op *op = &plan->ops[i];
 		if (op->kind == JAIL_OP_BIND && (op->flags & JAIL_OPF_HOSTPATH)) {
-			op->fd = open(op->src, O_PATH | O_CLOEXEC);
+			/* symlink-free by construction (jail/plan.c
+			 * safe_resolve): refuse one that appeared since */
+			struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+					       .resolve = RESOLVE_NO_SYMLINKS |
+							  RESOLVE_NO_MAGICLINKS};
+			op->fd = (int)syscall(SYS_openat2, AT_FDCWD, op->src, &how, sizeof(how));
 			if (op->fd < 0) {
 				jail_report(plan->sync_fd, JAIL_MSG_ERROR, JAIL_STEP_3B_MOUNTS,
 					    errno, i + 1);
@@ -528,7 +562,7 @@ jail_pid1_main(struct jail_plan *plan)
 
 	/* 6d-6e for pid 1 too: from here on it needs no privilege, so the
 	 * command inherits empty capability sets and NoNewPrivs. */
-	if ((rc = drop_caps(plan->last_cap)) < 0)
+	if ((rc = drop_caps(plan->last_cap, true)) < 0)
 		fail(plan, JAIL_STEP_6D_CAPS, -rc);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(plan, JAIL_STEP_6E_NNP, errno);

@@ -99,7 +99,7 @@ struct jail_msg {
 	uint64_t maxrss_kb;
 };
 
-#define JAIL_MAX_OPS 96
+#define JAIL_MAX_OPS 320 /* the default plan is ~90; 64 binds take 3 each */
 #define JAIL_MAX_PATH_CANDIDATES 8
 
 struct jail_plan {

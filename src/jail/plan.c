@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -270,6 +271,111 @@ plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 	return 0;
 }
 
+/* ---- bind sources: resolved without following the sandbox's symlinks ----
+ *
+ * As root, warden opens bind sources with root's privileges.  A source
+ * path that passes through a directory the sandbox could write in an
+ * earlier run (the workspace, an rw bind) may meet a symlink the sandbox
+ * planted there ("data/config -> /root/secret"), and root would follow it
+ * and hand the target to the jail: a confused deputy.  So sources are
+ * resolved here component by component, and a symlink met inside any of
+ * the writable roots is refused.  The result contains no symlink; it is
+ * opened with RESOLVE_NO_SYMLINKS so a swap after this check fails instead
+ * of being followed. */
+
+static bool
+path_within(const char *p, const char *root)
+{
+	size_t n = strlen(root);
+	if (n == 1)
+		return true; /* "/" */
+	return !strncmp(p, root, n) && (p[n] == '\0' || p[n] == '/');
+}
+
+static int
+safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,
+	     struct wd_err *err)
+{
+	char todo[PATH_MAX], link[PATH_MAX], tmp[PATH_MAX];
+	if (strlen(given) >= sizeof(todo))
+		return wd_err_sys(err, ENAMETOOLONG, "'%s'", given);
+	snprintf(todo, sizeof(todo), "%s", given);
+	strcpy(out, "/");
+	int links = 0;
+	char *rest = todo;
+	while (*rest) {
+		while (*rest == '/')
+			rest++;
+		if (!*rest)
+			break;
+		char *end = strchr(rest, '/');
+		size_t len = end ? (size_t)(end - rest) : strlen(rest);
+		char comp[NAME_MAX + 1];
+		if (len > NAME_MAX)
+			return wd_err_sys(err, ENAMETOOLONG, "'%s'", given);
+		memcpy(comp, rest, len);
+		comp[len] = '\0';
+		rest += len;
+		if (!strcmp(comp, "."))
+			continue;
+		if (!strcmp(comp, "..")) {
+			char *slash = strrchr(out, '/');
+			if (slash == out)
+				out[1] = '\0';
+			else
+				*slash = '\0';
+			continue;
+		}
+		size_t ol = strlen(out);
+		if (ol + 1 + len >= PATH_MAX)
+			return wd_err_sys(err, ENAMETOOLONG, "'%s'", given);
+		char cand[PATH_MAX];
+		snprintf(cand, sizeof(cand), "%s%s%s", out, ol > 1 ? "/" : "", comp);
+		struct stat st;
+		if (lstat(cand, &st) < 0)
+			return wd_err_sys(err, errno, "'%s'", given);
+		if (!S_ISLNK(st.st_mode)) {
+			snprintf(out, PATH_MAX, "%s", cand);
+			continue;
+		}
+		for (size_t i = 0; i < nroots; i++) {
+			if (path_within(out, roots[i])) {
+				int rc = wd_err_set(err, WD_E_INVAL,
+						    "'%s' goes through the symlink %s, which lies in "
+						    "%s where the sandbox can write; name the target "
+						    "directly",
+						    given, cand, roots[i]);
+				return rc;
+			}
+		}
+		if (++links > 40)
+			return wd_err_sys(err, ELOOP, "'%s'", given);
+		ssize_t n = readlink(cand, link, sizeof(link) - 1);
+		if (n < 0)
+			return wd_err_sys(err, errno, "'%s'", given);
+		link[n] = '\0';
+		if (strlen(link) + 1 + strlen(rest) >= sizeof(tmp))
+			return wd_err_sys(err, ENAMETOOLONG, "'%s'", given);
+		snprintf(tmp, sizeof(tmp), "%s%s", link, rest);
+		snprintf(todo, sizeof(todo), "%s", tmp);
+		rest = todo;
+		if (link[0] == '/')
+			strcpy(out, "/");
+	}
+	return 0;
+}
+
+/* Open a symlink-free absolute path as O_PATH, refusing any symlink that
+ * appeared since it was resolved. */
+static int
+open_nofollow(const char *path)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
 /* Bind host path src at dst (a path under the new root), read-only unless
  * rw.  A bind source must be a mount of the namespace doing the bind
  * (do_loopback's check_mnt), and an fd opened here points into the
@@ -295,14 +401,19 @@ add_host_bind(struct jail_prep *p, const char *what, const char *src, const char
 			      : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		return 0;
 	}
-	int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src,
-				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-	if (tree < 0) {
-		int rc = wd_err_sys(err, errno, "%s '%s'", what, src);
-		if (errno == ENOENT || errno == ENOTDIR || errno == EACCES)
+	int sfd = open_nofollow(src);
+	if (sfd < 0) {
+		int rc = wd_err_sys(err, -sfd, "%s '%s'", what, src);
+		if (err && sfd != -EIO)
 			err->code = WD_E_INVAL;
 		return rc;
 	}
+	int tree = (int)syscall(SYS_open_tree, sfd, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	int terr = errno;
+	close(sfd);
+	if (tree < 0)
+		return wd_err_sys(err, terr, "%s '%s'", what, src);
 	keep_fd(p, tree);
 	/* Private: a clone made here, in the host's mount namespace, joins the
 	 * source's peer group, and moving it into the child skips the
@@ -397,8 +508,11 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		if (lstat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		const char *dst = sdup(p, "%s/etc/%s", R, etc_dirs[i]);
+		char real[PATH_MAX];
+		if (!realpath(buf, real))
+			continue;
 		add_op(p, JAIL_OP_MKDIR, dst);
-		if ((rc = add_host_bind(p, "/etc directory", sdup(p, "%s", buf), dst, false, err)) <
+		if ((rc = add_host_bind(p, "/etc directory", sdup(p, "%s", real), dst, false, err)) <
 		    0)
 			return rc;
 	}
@@ -410,11 +524,40 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	int userns = -1;
 	uid_t cu = 0;
 	gid_t cg = 0;
+	const char *roots[65];       /* host trees the sandbox can write */
+	const char *rw_dsts[65];     /* and where they appear in the jail */
+	size_t nroots = 0;
 	for (size_t i = 0; i <= cfg->nbinds; i++) {
 		const char *src = i == 0 ? cfg->workspace : cfg->binds[i - 1].src;
 		const char *jdst = i == 0 ? "/workspace" : cfg->binds[i - 1].dst;
 		bool rw = i == 0 ? true : cfg->binds[i - 1].rw;
 		const char *what = i == 0 ? "workspace" : (rw ? "--bind" : "--ro-bind");
+		if (i > 0) {
+			char resolved[PATH_MAX];
+			if ((rc = safe_resolve(src, roots, nroots, resolved, err)) < 0) {
+				wd_err_prefix(err, "%s source", what);
+				if (err)
+					err->code = WD_E_INVAL;
+				goto fail;
+			}
+			src = sdup(p, "%s", resolved);
+			/* a mount point inside a writable bind would be made
+			 * (and the mount placed) through whatever the sandbox
+			 * left there: refuse, as for /workspace */
+			for (size_t k = 0; k < nroots; k++) {
+				if (path_within(jdst, rw_dsts[k])) {
+					rc = wd_err_set(err, WD_E_INVAL,
+							"%s: destination '%s' lies in the writable "
+							"bind '%s'",
+							what, jdst, rw_dsts[k]);
+					goto fail;
+				}
+			}
+		}
+		if (rw && nroots < WD_ARRAY_SIZE(roots)) {
+			roots[nroots] = src;
+			rw_dsts[nroots++] = jdst;
+		}
 		struct stat st;
 		if (stat(src, &st) < 0) {
 			rc = wd_err_sys(err, errno, "%s source '%s'", what, src);
@@ -438,9 +581,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		}
 		add_op(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
 		if (rw && pl->root_mode && S_ISDIR(st.st_mode)) {
-			int dfd = host_open(src, O_PATH | O_DIRECTORY);
-			int tree = dfd < 0 ? -errno
-					   : idmapped_tree(dfd, &st, &userns, &cu, &cg, err);
+			int dfd = open_nofollow(src);
+			int tree = dfd < 0 ? dfd : idmapped_tree(dfd, &st, &userns, &cu, &cg, err);
 			if (dfd >= 0)
 				close(dfd);
 			if (tree >= 0) {

@@ -9,12 +9,54 @@
 #include "supervise/supervise.h"
 
 #include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
 #include <string.h>
+
+/* Write to the caller's stream without blocking past the deadline or a
+ * pending signal: wait for room with poll, then write at most PIPE_BUF
+ * bytes, which a pipe with room takes whole.  If the reader stalls (a
+ * `| sleep`, a terminal on ^S) or the deadline passes with no room,
+ * streaming stops; the kept windows are unaffected. */
+static void
+stream_out(struct capture *c, const char *buf, size_t n)
+{
+	while (n && c->stream_fd >= 0) {
+		struct pollfd p[2] = {{.fd = c->stream_fd, .events = POLLOUT},
+				      {.fd = c->abort_fd, .events = POLLIN}};
+		int ms = 0;
+		if (c->deadline_ns) {
+			uint64_t now = wd_now_ns();
+			ms = now >= c->deadline_ns ? 0 : (int)((c->deadline_ns - now) / 1000000 + 1);
+		} else {
+			ms = -1;
+		}
+		int r = poll(p, c->abort_fd >= 0 ? 2 : 1, ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (p[1].revents & POLLIN) ||
+		    (p[0].revents & (POLLERR | POLLHUP | POLLNVAL))) {
+			c->stream_fd = -1;
+			return;
+		}
+		size_t k = n < PIPE_BUF ? n : PIPE_BUF;
+		ssize_t w = write(c->stream_fd, buf, k);
+		if (w < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			c->stream_fd = -1;
+			return;
+		}
+		buf += w;
+		n -= (size_t)w;
+	}
+}
 
 void
 capture_init(struct capture *c, uint64_t limit, int stream, int stream_fd)
 {
 	memset(c, 0, sizeof(*c));
+	c->abort_fd = -1;
 	c->head_cap = (size_t)(limit / 2);
 	c->ring_cap = (size_t)(limit - limit / 2);
 	c->head = wd_xmalloc(c->head_cap);
@@ -42,7 +84,7 @@ capture_feed(struct capture *c, const char *buf, size_t n)
 		memcpy(c->head + c->head_len, buf, k);
 		c->head_len += k;
 		if (c->stream_fd >= 0)
-			(void)wd_write_all(c->stream_fd, buf, k);
+			stream_out(c, buf, k);
 		buf += k;
 		n -= k;
 	}
@@ -121,11 +163,11 @@ capture_flush(struct capture *c)
 	uint64_t om = capture_omitted(c);
 	if (om) {
 		char *m = capture_marker(c->stream, om, head_ends_line(c));
-		(void)wd_write_all(c->stream_fd, m, strlen(m));
+		stream_out(c, m, strlen(m));
 		free(m);
 	}
 	char *t = wd_xmalloc(c->ring_len + 1);
 	size_t n = ring_copy(c, t);
-	(void)wd_write_all(c->stream_fd, t, n);
+	stream_out(c, t, n);
 	free(t);
 }

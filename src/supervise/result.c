@@ -216,6 +216,7 @@ wd_result_json(const wd_result *r)
 		r->idmapped ? "true" : "false",
 		r->isolation == WD_ISOLATION_CONTAINER ? 1000 : (int)r->host_uid,
 		r->host_uid);
-	jputs(&b, "\"no_new_privs\":true,\"capabilities\":\"none\"}}");
+	jprintf(&b, "\"no_new_privs\":true,\"capabilities\":\"%s\"}}",
+		r->bounding_dropped ? "none" : "none held; bounding set kept (unprivileged)");
 	return b.p;
 }

@@ -65,9 +65,15 @@ janitor_start(struct cgroup *cg, int *notify_fd)
 	if (j == 0) {
 		/* Keep nothing of warden's but the pipe: holding the output
 		 * pipes or the sync socket would delay EOFs elsewhere. */
-		if (dup2(p[0], 3) < 0)
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (dup2(p[0], 3) < 0 || null < 0)
 			_exit(1);
+		/* nor the caller's stdio: $(warden ...) must not wait for us */
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
 		syscall(SYS_close_range, 4U, ~0U, 0U);
+		(void)!chdir("/");
 		/* Own session: a terminal's ^C to warden's group spares it. */
 		setsid();
 		signal(SIGINT, SIG_IGN);
@@ -143,6 +149,8 @@ struct sup {
 	uint64_t cmd_cpu_us, cmd_maxrss_kb;
 	int setup_step, setup_errno, setup_op;
 	int killed_by;     /* signal warden received and acted on */
+	bool closed_late;
+	pid_t janitor;
 	siginfo_t info;
 	struct rusage ru;
 };
@@ -162,7 +170,9 @@ sandbox_kill(struct sup *s)
 static void
 drain(struct sup *s, int fd, int stream, char *buf, size_t cap, int *fdp, int ep)
 {
-	for (;;) {
+	/* a bounded number of reads per wake-up, so a command that writes
+	 * faster than we read cannot starve the deadline and signal checks */
+	for (int round = 0; round < 16; round++) {
 		ssize_t n = read(fd, buf, cap);
 		if (n > 0) {
 			capture_feed(&s->cap[stream], buf, (size_t)n);
@@ -219,6 +229,7 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 	if (ep < 0)
 		return wd_err_sys(err, errno, "epoll_create1");
 	int sfd = signalfd(-1, sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	s->cap[1].abort_fd = s->cap[2].abort_fd = sfd;
 	struct epoll_event ev = {.events = EPOLLIN};
 	int fds[] = {s->out_r, s->err_r, s->sync_fd, s->pidfd, sfd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++) {
@@ -237,16 +248,30 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 		if (!s->pid_done && !s->got_exit && !s->timed_out) {
 			uint64_t now = wd_now_ns();
 			timeout = now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
+		} else if (s->pid_done && !s->got_exit) {
+			timeout = 100; /* process level: watch for the late close */
 		}
 		struct epoll_event evs[8];
 		int n = epoll_wait(ep, evs, 8, timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0 && !s->pid_done && !s->got_exit && !s->timed_out &&
-		    wd_now_ns() >= deadline_ns) {
-			s->timed_out = true;
-			sandbox_kill(s);
-			continue;
+		if (wd_now_ns() >= deadline_ns) {
+			if (!s->pid_done && !s->got_exit && !s->timed_out) {
+				s->timed_out = true;
+				sandbox_kill(s);
+			} else if (s->pid_done && !s->closed_late &&
+				   wd_now_ns() >= deadline_ns + 1000000000ULL) {
+				/* process level, the command long gone and the pipes
+				 * still open a second past the deadline: whatever
+				 * holds them escaped every kill; stop reading */
+				s->closed_late = true;
+				if (s->out_r >= 0)
+					close(s->out_r);
+				if (s->err_r >= 0)
+					close(s->err_r);
+				s->out_r = s->err_r = -1;
+				break;
+			}
 		}
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
@@ -276,6 +301,7 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 						if (s->cg)
 							cgroup_kill(s->cg);
 						kill(-s->pid, SIGKILL);
+						kill_descendants(s->janitor);
 					}
 				}
 			}
@@ -283,6 +309,7 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 	}
 	read_sync(s);
 	free(buf);
+	s->cap[1].abort_fd = s->cap[2].abort_fd = -1;
 	if (sfd >= 0)
 		close(sfd);
 	close(ep);
@@ -520,11 +547,14 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	STEP("2c cgroup (v1) sent");
 	if (s.cg)
 		janitor = janitor_start(s.cg, &janitor_fd);
+	s.janitor = janitor;
 	STEP("2d janitor");
 
 	/* 7. Supervise: output, the clock, signals, pid 1's end. */
 	for (int i = 1; i <= 2; i++)
 		capture_init(&s.cap[i], spec->lim.output_limit, i, spec->stream_fd[i]);
+	for (int i = 1; i <= 2; i++)
+		s.cap[i].deadline_ns = t0 + spec->lim.timeout_ms * 1000000ULL;
 	rc = event_loop(&s, t0 + spec->lim.timeout_ms * 1000000ULL, &sigs, err);
 	if (rc < 0)
 		goto out_kill;
@@ -537,6 +567,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	r->landlock_abi = prep->plan.landlock_abi;
 	r->cgroup_version = s.cg ? cgroup_version(s.cg) : 0;
 	r->idmapped = prep->idmapped;
+	r->bounding_dropped = container || geteuid() == 0;
 	r->host_uid = prep->host_uid;
 	r->wall_ns = wd_now_ns() - t0;
 	r->cpu_ns = (uint64_t)(s.ru.ru_utime.tv_sec + s.ru.ru_stime.tv_sec) * 1000000000ULL +
@@ -613,8 +644,6 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	}
 	if (s.killed_by && !s.timed_out)
 		r->status = 128 + s.killed_by;
-	if (r->signal != SIGKILL)
-		r->oom_killed = false; /* only a SIGKILL is the OOM killer's */
 	if (s.exec_failed)
 		wd_log(WD_LOG_ERROR, "cannot execute '%s': %s", spec->argv[0],
 		       strerror(s.exec_errno));

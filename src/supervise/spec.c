@@ -2,6 +2,7 @@
 #include "supervise/supervise.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 WD_API wd_spec *
 wd_spec_new(void)
@@ -92,13 +93,33 @@ wd_spec_set_limits(wd_spec *s, const struct wd_limits *l)
 #undef TAKE
 }
 
+/* Collapse repeated slashes and drop a trailing one: "//proc/" -> "/proc"
+ * (so the checks below cannot be sidestepped by spelling). */
+static char *
+normalize(const char *p)
+{
+	char *n = wd_xmalloc(strlen(p) + 1), *o = n;
+	for (const char *c = p; *c; c++)
+		if (!(*c == '/' && o > n && o[-1] == '/'))
+			*o++ = *c;
+	if (o > n + 1 && o[-1] == '/')
+		o--;
+	*o = '\0';
+	return n;
+}
+
+/* A bind destination names a place in the jail's own tmpfs root: not the
+ * root itself, not under /proc or /dev (the jail's own), and not in
+ * /workspace, whose content the sandbox controlled in earlier runs: a
+ * symlink planted there would steer the mount point (and its mkdir) to
+ * wherever it points while the host tree is still in view.  Binds into
+ * another bind's destination are refused by jail_prep_new for the same
+ * reason. */
 static bool
 bad_jail_path(const char *p)
 {
 	if (p[0] != '/' || !strcmp(p, "/"))
 		return true;
-	/* no .. or . components: the path names a place in the jail, and the
-	 * jail's own /proc, /dev and root layout are not for overlaying */
 	for (const char *c = p; (c = strchr(c, '/')); c++) {
 		if (!strncmp(c, "/..", 3) && (c[3] == '/' || !c[3]))
 			return true;
@@ -108,35 +129,54 @@ bad_jail_path(const char *p)
 	static const char *const reserved[] = {"/proc", "/dev", "/workspace"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(reserved); i++) {
 		size_t n = strlen(reserved[i]);
-		if (!strncmp(p, reserved[i], n) && (p[n] == '\0' || (p[n] == '/' && i < 2)))
+		if (!strncmp(p, reserved[i], n) && (p[n] == '\0' || p[n] == '/'))
 			return true;
 	}
 	return false;
+}
+
+/* Lexically absolute: "rel/x" becomes "<cwd>/rel/x"; nothing is resolved
+ * here.  Symlinks are followed later, by jail/plan.c's safe_resolve(),
+ * which refuses to follow one inside a tree the sandbox can write. */
+static char *
+absolute(const char *p)
+{
+	if (p[0] == '/')
+		return wd_xstrdup(p);
+	char *cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return NULL;
+	char *a = wd_xasprintf("%s/%s", cwd, p);
+	free(cwd);
+	return a;
 }
 
 WD_API int
 wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct wd_err *err)
 {
 	const char *opt = rw ? "--bind" : "--ro-bind";
-	char *real = realpath(src, NULL);
-	if (!real) {
+	struct stat st;
+	if (stat(src, &st) < 0) {
 		int rc = wd_err_sys(err, errno, "%s: source '%s'", opt, src);
 		if (err)
 			err->code = WD_E_INVAL;
 		return rc;
 	}
-	if (!dst)
-		dst = real;
-	if (bad_jail_path(dst)) {
-		free(real);
+	char *abs = absolute(src);
+	if (!abs)
+		return wd_err_sys(err, errno, "%s: source '%s'", opt, src);
+	char *norm = normalize(dst ? dst : abs);
+	if (bad_jail_path(norm)) {
+		free(abs);
+		free(norm);
 		return wd_err_set(err, WD_E_INVAL,
 				  "%s: destination '%s' must be an absolute path without . or .. "
-				  "and not /, /proc, /dev or /workspace itself",
-				  opt, dst);
+				  "and not /, /proc, /dev or in /workspace",
+				  opt, dst ? dst : src);
 	}
 	s->binds = wd_xrealloc(s->binds, (s->nbinds + 1) * sizeof(*s->binds));
-	s->binds[s->nbinds].src = real;
-	s->binds[s->nbinds].dst = wd_xstrdup(dst);
+	s->binds[s->nbinds].src = abs;
+	s->binds[s->nbinds].dst = norm;
 	s->binds[s->nbinds].rw = rw;
 	s->nbinds++;
 	return 0;

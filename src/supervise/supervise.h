@@ -37,6 +37,10 @@ struct capture {
 	uint64_t total;
 	int stream_fd; /* -1: keep only */
 	int stream;    /* 1 or 2, for the marker text */
+	/* Streaming never blocks past the deadline or a signal (abort_fd
+	 * readable): a reader that stalls only loses the live copy. */
+	uint64_t deadline_ns;
+	int abort_fd;
 };
 
 void capture_init(struct capture *c, uint64_t limit, int stream, int stream_fd);
@@ -67,6 +71,7 @@ struct wd_result {
 	int landlock_abi;
 	int cgroup_version; /* 0 none */
 	bool idmapped;
+	bool bounding_dropped; /* false: unprivileged process level */
 	unsigned host_uid;
 	char sandbox_id[17];
 };
