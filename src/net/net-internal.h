@@ -45,6 +45,23 @@ struct net_job *net_resolver_take_done(struct net_resolver *r);
  * freed by their worker. */
 void net_resolver_release(struct net_resolver *r);
 
+/* ---- TLS interception (tls.c) ---- */
+typedef struct ssl_st SSL;
+struct net_tls;
+/* A new per-sandbox CA (key in memory only) and the two SSL_CTXs; upstream
+ * verification uses ca_file, or the host's default store when NULL. */
+int net_tls_new(const char *sandbox_id, const char *ca_file, struct net_tls **out,
+		struct wd_err *err);
+void net_tls_free(struct net_tls *t);
+/* The CA certificate in PEM, valid as long as t. */
+const char *net_tls_ca_pem(const struct net_tls *t);
+/* A server-side SSL on fd presenting a leaf for host, or NULL. */
+SSL *net_tls_server(struct net_tls *t, const char *host, int fd);
+/* A client-side SSL on fd verifying host (name or address), or NULL. */
+SSL *net_tls_client(struct net_tls *t, const char *host, int fd);
+/* Text of the calling thread's last OpenSSL error (static storage). */
+const char *net_tls_last_error(void);
+
 /* True if header i of h must not be forwarded (http.c). */
 bool net_http_hop_by_hop(const char *buf, const struct net_http_head *h, unsigned i, bool request);
 

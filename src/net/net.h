@@ -89,6 +89,10 @@ enum net_reason {
 	NET_R_BAD_HOST,    /* "bad-host": not a valid host name or address */
 	NET_R_NOT_PROXY,   /* "not-a-proxy-request": origin-form to the proxy */
 	NET_R_UPSTREAM,    /* "bad-upstream-response" */
+	NET_R_TLS,	   /* "tls-failed": a handshake or the upstream's
+			    * certificate failed (intercepted tunnels) */
+	NET_R_MISDIRECTED, /* "misdirected": inside an intercepted tunnel, SNI or
+			    * Host named another host than the CONNECT */
 	NET_R__COUNT
 };
 const char *net_reason_name(enum net_reason r);
@@ -357,6 +361,7 @@ enum net_proto {
 	NET_PROTO_CONNECT,  /* HTTP CONNECT tunnel */
 	NET_PROTO_SOCKS,    /* SOCKS5 CONNECT tunnel */
 	NET_PROTO_DNS,
+	NET_PROTO_HTTPS, /* a request inside an intercepted TLS tunnel */
 };
 const char *net_proto_name(enum net_proto p);
 
@@ -396,6 +401,15 @@ struct net_config {
 	unsigned dns_burst;	     /* token bucket depth (100) */
 	unsigned dns_max_label;	     /* longest label answered (63) */
 	unsigned dns_ttl;	     /* TTL of answers (60) */
+	/* TLS interception (network.tls_intercept, --tls-intercept): every
+	 * CONNECT or SOCKS tunnel whose first bytes are a TLS ClientHello is
+	 * terminated with a leaf certificate from a per-proxy CA, and each
+	 * request inside is decided like plain HTTP (method, path, body cap);
+	 * a tunnel to a method- or path-restricted host is admitted only so.
+	 * The upstream side is verified against upstream_ca_file, or the
+	 * host's default CA store when NULL. */
+	bool tls_intercept;
+	const char *upstream_ca_file; /* copied */
 };
 /* Fill cfg with the defaults shown above (0 fields in a config given to
  * net_proxy_new also mean "default"). */
@@ -422,6 +436,13 @@ void net_proxy_stop(struct net_proxy *p);
 /* Stops if needed, then frees. */
 void net_proxy_free(struct net_proxy *p);
 WD_DEFINE_AUTOPTR(net_proxy, net_proxy_free)
+
+/* The interception CA's certificate (PEM) to install in the jail's trust
+ * (ca-certificates.crt, SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
+ * NODE_EXTRA_CA_CERTS, PIP_CERT, GIT_SSL_CAINFO); NULL without
+ * tls_intercept.  Valid until net_proxy_free().  The CA's private key
+ * never leaves the proxy object. */
+const char *net_proxy_ca_pem(const struct net_proxy *p);
 
 /* Counters, readable from any thread while running. */
 struct net_stats {

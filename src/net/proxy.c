@@ -32,6 +32,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
@@ -65,6 +67,9 @@ enum cstate {
 	ST_CONNECT,
 	ST_FORWARD,
 	ST_TUNNEL,
+	ST_TLS_PEEK,	/* tunnel open: is the client starting TLS? */
+	ST_TLS_ACCEPT,	/* interception: handshake with the client */
+	ST_TLS_CONNECT, /* interception: handshake with the upstream */
 	ST_CLOSING,
 };
 
@@ -111,6 +116,17 @@ struct conn {
 		       * connection if a reused one turns out closed */
 	size_t rehead_len;
 
+	/* TLS interception: once intercept is set, the client connection
+	 * carries HTTP inside TLS, every request goes through ST_HEAD like
+	 * plain HTTP, and t_* keep what the CONNECT (or SOCKS) established. */
+	SSL *cssl, *ussl;
+	bool intercept, must_intercept, tls_then_forward;
+	enum net_proto t_proto;
+	char t_host[256], t_authority[262];
+	uint16_t t_port;
+	struct sockaddr_storage t_addrs[NET_JOB_MAX_ADDRS];
+	size_t t_naddrs;
+
 	/* tunnel */
 	int pcu[2], puc[2];
 	size_t pend_cu, pend_uc;
@@ -126,6 +142,8 @@ struct net_proxy {
 	int epfd, stopfd, lfd_http, lfd_socks, dns_fd, res_fd;
 	struct handle h_stop, h_http, h_socks, h_dns, h_res;
 	struct net_resolver *res;
+	struct net_tls *tls; /* tls_intercept only */
+	char *upstream_ca_file;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	bool served, started, joined;
@@ -152,6 +170,8 @@ net_proto_name(enum net_proto p)
 		return "socks5";
 	case NET_PROTO_DNS:
 		return "dns";
+	case NET_PROTO_HTTPS:
+		return "https";
 	}
 	return "?";
 }
@@ -258,6 +278,76 @@ wr(int fd, struct buf *b)
 	return n;
 }
 
+/* The same over TLS: WANT_READ/WANT_WRITE are EAGAIN (the edge-triggered
+ * step retries on any event of the fd, which covers both), a clean or
+ * unannounced close is EOF, anything else an error.  The OpenSSL error
+ * queue is per thread: cleared here so one connection's error never shows
+ * up as another's. */
+static ssize_t
+ssl_io_result(SSL *s, int r)
+{
+	int e = SSL_get_error(s, r);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return -EAGAIN;
+	ERR_clear_error();
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	return -EIO;
+}
+
+static ssize_t
+ssl_rd(SSL *s, struct buf *b)
+{
+	size_t space = buf_space(b), got = 0;
+	if (space == 0)
+		return -EAGAIN;
+	int r = SSL_read_ex(s, b->d + b->off + b->len, space, &got);
+	if (r == 1) {
+		b->len += got;
+		return (ssize_t)got;
+	}
+	return ssl_io_result(s, r);
+}
+
+static ssize_t
+ssl_wr(SSL *s, struct buf *b)
+{
+	size_t done = 0;
+	if (b->len == 0)
+		return -EAGAIN;
+	int r = SSL_write_ex(s, b->d + b->off, b->len, &done);
+	if (r == 1) {
+		buf_consume(b, done);
+		return (ssize_t)done;
+	}
+	ssize_t rc = ssl_io_result(s, r);
+	return rc == 0 ? -EPIPE : rc;
+}
+
+static ssize_t
+c_rd(struct conn *c)
+{
+	return c->cssl ? ssl_rd(c->cssl, &c->cin) : rd(c->cfd, &c->cin);
+}
+
+static ssize_t
+c_wr(struct conn *c)
+{
+	return c->cssl ? ssl_wr(c->cssl, &c->cout) : wr(c->cfd, &c->cout);
+}
+
+static ssize_t
+u_rd(struct conn *c)
+{
+	return c->ussl ? ssl_rd(c->ussl, &c->uin) : rd(c->ufd, &c->uin);
+}
+
+static ssize_t
+u_wr(struct conn *c)
+{
+	return c->ussl ? ssl_wr(c->ussl, &c->uout) : wr(c->ufd, &c->uout);
+}
+
 static void
 addr_text(const struct sockaddr_storage *ss, char *out, size_t cap)
 {
@@ -301,7 +391,7 @@ emit(struct conn *c, bool allowed, enum net_reason reason, const char *advice)
 		return;
 	char path[EVENT_PATH_MAX + 1];
 	const char *pp = NULL;
-	if (c->path && c->proto == NET_PROTO_HTTP) {
+	if (c->path && (c->proto == NET_PROTO_HTTP || c->proto == NET_PROTO_HTTPS)) {
 		snprintf(path, sizeof(path), "%s", c->path);
 		pp = path;
 	}
@@ -341,6 +431,10 @@ close_upstream(struct conn *c)
 	c->up_idle = c->reused = false;
 	free(c->rehead);
 	c->rehead = NULL;
+	if (c->ussl) {
+		SSL_free(c->ussl);
+		c->ussl = NULL;
+	}
 	if (c->ufd >= 0) {
 		epoll_ctl(c->p->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
 		wd_close_reset(&c->ufd);
@@ -373,6 +467,10 @@ conn_close(struct conn *c, enum net_reason reason, const char *advice)
 		c->job->owner = NULL; /* the result is dropped when it arrives */
 	close_upstream(c);
 	close_pipes(c);
+	if (c->cssl) {
+		SSL_free(c->cssl);
+		c->cssl = NULL;
+	}
 	if (c->cfd >= 0) {
 		epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->cfd, NULL);
 		wd_close_reset(&c->cfd);
@@ -470,7 +568,7 @@ refuse(struct conn *c, int status, enum net_reason reason, const struct net_rule
 		c->job->owner = NULL;
 		c->job = NULL;
 	}
-	if (c->socks) {
+	if (c->socks && !c->intercept) {
 		uint8_t r[10] = {5, socks_code(reason), 0, 1, 0, 0, 0, 0, 0, 0};
 		if (c->st != ST_SOCKS_GREET) {
 			c->status = r[1];
@@ -638,6 +736,49 @@ build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 	return buf_put(o, line, (size_t)n);
 }
 
+/* Host inside an intercepted tunnel: required (HTTP/1.1), and naming the
+ * CONNECT host, with the CONNECT port or none when that is 443. */
+static bool
+host_header_matches(const char *buf, const struct net_http_head *h, const char *host,
+		    uint16_t port)
+{
+	for (unsigned i = 0; i < h->n_headers; i++) {
+		const struct net_http_header *hd = &h->headers[i];
+		if (hd->name.len != 4 || strncasecmp(buf + hd->name.off, "host", 4) != 0)
+			continue;
+		struct net_target t;
+		char norm[256];
+		if (net_http_parse_authority(buf + hd->value.off, hd->value.len, &t) == 0) {
+			if (t.port != port)
+				return false;
+		} else {
+			char tmp[300];
+			snprintf(tmp, sizeof(tmp), "%.*s:443", (int)hd->value.len,
+				 buf + hd->value.off);
+			if (net_http_parse_authority(tmp, strlen(tmp), &t) < 0 || port != 443)
+				return false;
+		}
+		if (net_host_normalize(t.host, strlen(t.host), norm, sizeof(norm)) < 0)
+			return false;
+		return strcmp(norm, host) == 0;
+	}
+	return false;
+}
+
+static void
+start_upstream_tls(struct conn *c)
+{
+	struct net_proxy *p = c->p;
+	c->ussl = net_tls_client(p->tls, c->t_host, c->ufd);
+	if (!c->ussl) {
+		refuse(c, 502, NET_R_TLS, NULL, "could not start TLS to the upstream");
+		return;
+	}
+	snprintf(c->addr, sizeof(c->addr), "%s", c->up_addr);
+	c->st = ST_TLS_CONNECT;
+	c->deadline = p->now + ms(p->cfg.connect_timeout_ms);
+}
+
 static void
 handle_http_request(struct conn *c)
 {
@@ -650,8 +791,35 @@ handle_http_request(struct conn *c)
 	snprintf(c->method, sizeof(c->method), "%.*s", (int)h->method.len, buf + h->method.off);
 	const char *tg = buf + h->target.off;
 	size_t tl = h->target.len;
-	if (strcmp(c->method, "CONNECT") == 0) {
+	if (c->intercept) {
+		/* Inside an intercepted tunnel: origin-form requests for the
+		 * host the CONNECT named, and no other (a Host naming another
+		 * site behind the same address would be domain fronting). */
+		c->proto = NET_PROTO_HTTPS;
+		snprintf(c->host, sizeof(c->host), "%s", c->t_host);
+		c->port = c->t_port;
+		if (tl == 0 || tg[0] != '/') {
+			refuse(c, 400, NET_R_MALFORMED, NULL,
+			       "inside the tunnel send origin-form requests (GET /path)");
+			return;
+		}
+		if (!host_header_matches(buf, h, c->t_host, c->t_port)) {
+			char adv[300];
+			snprintf(adv, sizeof(adv),
+				 "this tunnel goes to %s only; open another CONNECT for another host",
+				 c->t_authority);
+			refuse(c, 421, NET_R_MISDIRECTED, NULL, adv);
+			return;
+		}
+		c->path = wd_xasprintf("%.*s", (int)tl, tg);
+		memset(&t, 0, sizeof(t));
+		snprintf(t.authority, sizeof(t.authority), "%s", c->t_authority);
+		struct net_request q = {
+			.host = c->t_host, .port = c->t_port, .method = c->method, .path = c->path};
+		net_rules_decide(p->rules, &q, &d);
+	} else if (strcmp(c->method, "CONNECT") == 0) {
 		c->proto = NET_PROTO_CONNECT;
+		c->must_intercept = false;
 		if (net_http_parse_authority(tg, tl, &t) < 0) {
 			snprintf(c->host, sizeof(c->host), "%.*s", (int)(tl < 200 ? tl : 200), tg);
 			refuse(c, 400, NET_R_BAD_HOST, NULL,
@@ -662,6 +830,12 @@ handle_http_request(struct conn *c)
 		c->port = t.port;
 		struct net_request q = {.host = t.host, .port = t.port, .tunnel = true};
 		net_rules_decide(p->rules, &q, &d);
+		if (!d.allow && d.reason == NET_R_TUNNEL && p->tls) {
+			/* methods or paths restricted: admitted only as TLS the
+			 * proxy terminates, so each request can be checked */
+			d.allow = true;
+			c->must_intercept = true;
+		}
 	} else {
 		c->proto = NET_PROTO_HTTP;
 		if (net_http_parse_absolute(tg, tl, &t) < 0) {
@@ -692,7 +866,7 @@ handle_http_request(struct conn *c)
 	c->rule = d.rule;
 	c->max_body = d.max_request_bytes;
 	c->client_close = h->conn_close;
-	if (c->proto == NET_PROTO_HTTP) {
+	if (c->proto == NET_PROTO_HTTP || c->proto == NET_PROTO_HTTPS) {
 		if (h->body == NET_BODY_LENGTH && c->max_body && h->content_length > c->max_body) {
 			char adv[256];
 			snprintf(adv, sizeof(adv),
@@ -710,7 +884,8 @@ handle_http_request(struct conn *c)
 		c->head_req = strcmp(c->method, "HEAD") == 0;
 	}
 	buf_consume(&c->cin, h->head_len);
-	if (c->ufd >= 0 && c->up_idle && c->proto == NET_PROTO_HTTP &&
+	if (c->ufd >= 0 && c->up_idle &&
+	    (c->proto == NET_PROTO_HTTP || c->proto == NET_PROTO_HTTPS) &&
 	    strcmp(c->up_host, c->host) == 0 && c->up_port == c->port) {
 		c->up_idle = false;
 		c->reused = true;
@@ -725,6 +900,11 @@ handle_http_request(struct conn *c)
 		c->deadline = p->now + ms(p->cfg.idle_timeout_ms);
 		return;
 	}
+	if (c->intercept && c->ufd >= 0 && !c->ussl) {
+		/* the TCP connection the CONNECT opened: TLS on it now */
+		start_upstream_tls(c);
+		return;
+	}
 	if (c->ufd >= 0) {
 		/* another destination: the idle upstream goes, but the head
 		 * just built in uout stays */
@@ -733,6 +913,14 @@ handle_http_request(struct conn *c)
 		close_upstream(c);
 		buf_free(&c->uout);
 		c->uout = keep;
+	}
+	if (c->intercept) {
+		/* a new connection to the address the CONNECT checked */
+		memcpy(c->addrs, c->t_addrs, sizeof(c->addrs));
+		c->n_addrs = c->t_naddrs;
+		c->next_addr = 0;
+		start_connect(c);
+		return;
 	}
 	start_resolve(c);
 }
@@ -745,12 +933,22 @@ st_head(struct conn *c)
 	int prog = 0;
 	if (c->ufd >= 0 && c->up_idle) {
 		char b;
-		ssize_t n = recv(c->ufd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+		bool gone;
+		if (c->ussl) {
+			/* SSL_read, not a peek: a TLS 1.3 session ticket may
+			 * arrive after the handshake and must be consumed */
+			size_t got;
+			int r = SSL_read_ex(c->ussl, &b, 1, &got);
+			gone = r == 1 || ssl_io_result(c->ussl, r) != -EAGAIN;
+		} else {
+			ssize_t n = recv(c->ufd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+			gone = n >= 0 || (errno != EAGAIN && errno != EINTR);
+		}
+		if (gone)
 			close_upstream(c); /* closed, or talking out of turn */
 	}
 	if (!c->c_eof) {
-		ssize_t n = rd(c->cfd, &c->cin);
+		ssize_t n = c_rd(c);
 		if (n > 0) {
 			prog = 1;
 		} else if (n == 0) {
@@ -774,7 +972,7 @@ st_head(struct conn *c)
 		return prog;
 	if (rc <= 0) {
 		request_reset(c);
-		c->proto = NET_PROTO_HTTP;
+		c->proto = c->intercept ? NET_PROTO_HTTPS : NET_PROTO_HTTP;
 		int status = rc == 0 ? 400 : -rc;
 		refuse(c, status, NET_R_MALFORMED, NULL,
 		       status == 414   ? "the request line is too long"
@@ -849,6 +1047,11 @@ st_socks_req(struct conn *c)
 	struct net_request r = {.host = q.host, .port = q.port, .tunnel = true};
 	struct net_decision d;
 	net_rules_decide(c->p->rules, &r, &d);
+	c->must_intercept = false;
+	if (!d.allow && d.reason == NET_R_TUNNEL && c->p->tls) {
+		d.allow = true; /* as for CONNECT: only as intercepted TLS */
+		c->must_intercept = true;
+	}
 	if (!d.allow) {
 		refuse(c, 0, d.reason, d.rule, d.advice);
 		return 1;
@@ -878,6 +1081,11 @@ st_connect(struct conn *c)
 	if (getpeername(c->ufd, (struct sockaddr *)&peer, &pl) < 0)
 		return 0; /* still in progress */
 	c->deadline = p->now + ms(p->cfg.idle_timeout_ms);
+	if (c->intercept) {
+		snprintf(c->up_addr, sizeof(c->up_addr), "%s", c->addr);
+		start_upstream_tls(c);
+		return 1;
+	}
 	if (c->proto == NET_PROTO_HTTP) {
 		c->st = ST_FORWARD;
 		c->u_eof = false;
@@ -892,10 +1100,19 @@ st_connect(struct conn *c)
 		buf_put(&c->cout, ok, sizeof(ok) - 1);
 	}
 	c->status = c->socks ? 0 : 200;
+	if (p->tls && c->cin.len == 0) {
+		c->st = ST_TLS_PEEK;
+		c->deadline = p->now + ms(p->cfg.header_timeout_ms);
+		return 1;
+	}
+	if (c->must_intercept) {
+		/* bytes before our answer: not a TLS client waiting for it */
+		conn_close(c, NET_R_TUNNEL, "a method-restricted host is reachable only by TLS");
+		return -1;
+	}
 	if (c->cin.len) {
 		buf_alloc(&c->uout);
 		buf_put(&c->uout, c->cin.d + c->cin.off, c->cin.len);
-		c->up += 0; /* counted when written */
 		buf_consume(&c->cin, c->cin.len);
 	}
 	c->st = ST_TUNNEL;
@@ -989,7 +1206,14 @@ retry_fresh(struct conn *c)
 	buf_put(&c->uout, head, len);
 	free(head);
 	c->addr[0] = '\0';
-	start_resolve(c);
+	if (c->intercept) {
+		memcpy(c->addrs, c->t_addrs, sizeof(c->addrs));
+		c->n_addrs = c->t_naddrs;
+		c->next_addr = 0;
+		start_connect(c);
+	} else {
+		start_resolve(c);
+	}
 	return true;
 }
 
@@ -1034,7 +1258,7 @@ st_forward(struct conn *c)
 			}
 		}
 		if (!c->qbody.done && !c->c_eof) {
-			n = rd(c->cfd, &c->cin);
+			n = c_rd(c);
 			if (n > 0) {
 				prog = 1;
 			} else if (n == 0) {
@@ -1055,7 +1279,7 @@ st_forward(struct conn *c)
 			byte_limit(c);
 			return -1;
 		}
-		n = wr(c->ufd, &c->uout);
+		n = u_wr(c);
 		if (n > 0) {
 			count(c, (size_t)n, true);
 			prog = 1;
@@ -1068,7 +1292,7 @@ st_forward(struct conn *c)
 	}
 	/* upstream -> uin */
 	if (!c->u_eof) {
-		n = rd(c->ufd, &c->uin);
+		n = u_rd(c);
 		if (n > 0) {
 			prog = 1;
 		} else if (n == 0) {
@@ -1147,7 +1371,7 @@ st_forward(struct conn *c)
 			byte_limit(c);
 			return -1;
 		}
-		n = wr(c->cfd, &c->cout);
+		n = c_wr(c);
 		if (n > 0) {
 			count(c, (size_t)n, false);
 			prog = 1;
@@ -1311,6 +1535,125 @@ st_tunnel(struct conn *c)
 	return a || b || prog;
 }
 
+static bool
+same_name(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la && a[la - 1] == '.')
+		la--;
+	return la == lb && strncasecmp(a, b, la) == 0;
+}
+
+/* The tunnel is open (our 200 or SOCKS reply is out): a TLS handshake
+ * record (0x16) from the client means interception; anything else is a
+ * plain tunnel, unless the host's rule restricts methods or paths. */
+static int
+st_tls_peek(struct conn *c)
+{
+	struct net_proxy *p = c->p;
+	if (c->cout.len)
+		return 0;
+	unsigned char b;
+	ssize_t n = recv(c->cfd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		conn_close(c, NET_R_NONE, NULL);
+		return -1;
+	}
+	if (b != 0x16) {
+		if (c->must_intercept) {
+			conn_close(c, NET_R_TUNNEL,
+				   "a method-restricted host is reachable only by TLS, which the "
+				   "proxy intercepts to check each request");
+			return -1;
+		}
+		c->st = ST_TUNNEL;
+		c->deadline = p->now + ms(p->cfg.idle_timeout_ms);
+		return 1;
+	}
+	c->cssl = net_tls_server(p->tls, c->host, c->cfd);
+	if (!c->cssl) {
+		conn_close(c, NET_R_TLS, "could not issue a certificate for the host");
+		return -1;
+	}
+	c->st = ST_TLS_ACCEPT;
+	return 1;
+}
+
+static int
+st_tls_accept(struct conn *c)
+{
+	struct net_proxy *p = c->p;
+	int r = SSL_do_handshake(c->cssl);
+	if (r != 1) {
+		int e = SSL_get_error(c->cssl, r);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+			return 0;
+		char adv[300];
+		snprintf(adv, sizeof(adv),
+			 "TLS with the client failed (%s); trust the sandbox CA (SSL_CERT_FILE) "
+			 "and offer http/1.1",
+			 net_tls_last_error());
+		ERR_clear_error();
+		conn_close(c, NET_R_TLS, adv);
+		return -1;
+	}
+	const char *sni = SSL_get_servername(c->cssl, TLSEXT_NAMETYPE_host_name);
+	if (sni && !same_name(sni, c->host)) {
+		conn_close(c, NET_R_MISDIRECTED,
+			   "the TLS server name differs from the host the tunnel was opened to");
+		return -1;
+	}
+	/* Intercepting from here: the tunnel's own event closes now, and
+	 * each request inside gets one of its own. */
+	c->intercept = true;
+	c->t_proto = c->proto;
+	snprintf(c->t_host, sizeof(c->t_host), "%s", c->host);
+	c->t_port = c->port;
+	bool v6 = strchr(c->host, ':') != NULL;
+	if (c->port == 443)
+		snprintf(c->t_authority, sizeof(c->t_authority), "%s%s%s", v6 ? "[" : "", c->host,
+			 v6 ? "]" : "");
+	else
+		snprintf(c->t_authority, sizeof(c->t_authority), "%s%s%s:%u", v6 ? "[" : "",
+			 c->host, v6 ? "]" : "", c->port);
+	memcpy(c->t_addrs, c->addrs, sizeof(c->t_addrs));
+	c->t_naddrs = c->n_addrs;
+	snprintf(c->up_addr, sizeof(c->up_addr), "%s", c->addr);
+	emit(c, true, NET_R_NONE, "TLS intercepted: each request inside is checked");
+	c->up_idle = false;
+	c->st = ST_HEAD;
+	c->deadline = p->now + ms(p->cfg.header_timeout_ms);
+	return 1;
+}
+
+static int
+st_tls_connect(struct conn *c)
+{
+	struct net_proxy *p = c->p;
+	int r = SSL_do_handshake(c->ussl);
+	if (r != 1) {
+		int e = SSL_get_error(c->ussl, r);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+			return 0;
+		long vr = SSL_get_verify_result(c->ussl);
+		char adv[400];
+		snprintf(adv, sizeof(adv),
+			 "TLS to %s failed (%s); the upstream is not trusted for this name, so "
+			 "nothing was sent",
+			 c->t_authority,
+			 vr != X509_V_OK ? X509_verify_cert_error_string(vr) : net_tls_last_error());
+		ERR_clear_error();
+		refuse(c, 502, NET_R_TLS, NULL, adv);
+		return 1;
+	}
+	c->st = ST_FORWARD;
+	c->u_eof = false;
+	c->deadline = p->now + ms(p->cfg.idle_timeout_ms);
+	return 1;
+}
+
 /* Flush the answer, half-close, then read and drop what the client still
  * sends until it closes or the linger time ends: closing with unread data
  * would send a RST that can destroy the answer in flight. */
@@ -1318,7 +1661,7 @@ static int
 st_closing(struct conn *c)
 {
 	if (c->cout.len) {
-		ssize_t n = wr(c->cfd, &c->cout);
+		ssize_t n = c_wr(c);
 		if (n > 0)
 			return 1;
 		if (n != -EAGAIN) {
@@ -1328,6 +1671,11 @@ st_closing(struct conn *c)
 		return 0;
 	}
 	if (!c->c_shut) {
+		if (c->cssl) {
+			/* close_notify, best effort: the peer may be gone */
+			(void)SSL_shutdown(c->cssl);
+			ERR_clear_error();
+		}
 		shutdown(c->cfd, SHUT_WR);
 		c->c_shut = true;
 		if (c->deadline > c->p->now + ms(CLOSE_LINGER_MS))
@@ -1352,7 +1700,7 @@ conn_once(struct conn *c)
 	/* responses queued in earlier states (a keep-alive response tail) */
 	int prog = 0;
 	if (c->cout.len && c->st != ST_TUNNEL && c->st != ST_CLOSING && c->st != ST_FORWARD) {
-		ssize_t n = wr(c->cfd, &c->cout);
+		ssize_t n = c_wr(c);
 		if (n > 0) {
 			count(c, (size_t)n, false);
 			prog = 1;
@@ -1383,6 +1731,15 @@ conn_once(struct conn *c)
 		break;
 	case ST_TUNNEL:
 		r = st_tunnel(c);
+		break;
+	case ST_TLS_PEEK:
+		r = st_tls_peek(c);
+		break;
+	case ST_TLS_ACCEPT:
+		r = st_tls_accept(c);
+		break;
+	case ST_TLS_CONNECT:
+		r = st_tls_connect(c);
 		break;
 	case ST_CLOSING:
 		r = st_closing(c);
@@ -1420,7 +1777,7 @@ timeout(struct conn *c)
 			return;
 		}
 		request_reset(c);
-		c->proto = NET_PROTO_HTTP;
+		c->proto = c->intercept ? NET_PROTO_HTTPS : NET_PROTO_HTTP;
 		snprintf(adv, sizeof(adv),
 			 "the request head did not arrive within %u ms; send it at once",
 			 p->cfg.header_timeout_ms);
@@ -1433,8 +1790,13 @@ timeout(struct conn *c)
 		c->proto = NET_PROTO_SOCKS;
 		conn_close(c, NET_R_TIMEOUT, "the SOCKS handshake did not finish in time");
 		return;
+	case ST_TLS_PEEK:
+	case ST_TLS_ACCEPT:
+		conn_close(c, NET_R_TIMEOUT, "the TLS handshake did not finish in time");
+		return;
 	case ST_RESOLVE:
 	case ST_CONNECT:
+	case ST_TLS_CONNECT:
 		snprintf(adv, sizeof(adv), "%s:%u did not answer within %u ms", c->host, c->port,
 			 p->cfg.connect_timeout_ms);
 		refuse(c, 504, NET_R_TIMEOUT, NULL, adv);
@@ -1810,6 +2172,9 @@ net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data, stru
 #undef DEF
 	p->sandbox_id = wd_xstrdup(cfg->sandbox_id ? cfg->sandbox_id : "");
 	p->cfg.sandbox_id = p->sandbox_id;
+	if (cfg->upstream_ca_file)
+		p->upstream_ca_file = wd_xstrdup(cfg->upstream_ca_file);
+	p->cfg.upstream_ca_file = p->upstream_ca_file;
 	p->rules = cfg->rules;
 	p->cb = cb;
 	p->cb_data = cb_data;
@@ -1836,6 +2201,13 @@ net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data, stru
 	}
 	p->h_res.kind = H_RESOLVER;
 	ep_add(p, p->res_fd, &p->h_res, EPOLLIN);
+	if (cfg->tls_intercept) {
+		rc = net_tls_new(p->sandbox_id, p->upstream_ca_file, &p->tls, err);
+		if (rc < 0) {
+			net_proxy_free(p);
+			return rc;
+		}
+	}
 	*out = p;
 	return 0;
 }
@@ -1935,8 +2307,16 @@ net_proxy_free(struct net_proxy *p)
 	wd_close_reset(&p->stopfd);
 	wd_close_reset(&p->epfd);
 	pthread_mutex_destroy(&p->lock);
+	net_tls_free(p->tls);
+	free(p->upstream_ca_file);
 	free(p->sandbox_id);
 	free(p);
+}
+
+const char *
+net_proxy_ca_pem(const struct net_proxy *p)
+{
+	return net_tls_ca_pem(p->tls);
 }
 
 void

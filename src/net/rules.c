@@ -96,6 +96,8 @@ static const char *const reason_names[NET_R__COUNT] = {
 	[NET_R_BAD_HOST] = "bad-host",
 	[NET_R_NOT_PROXY] = "not-a-proxy-request",
 	[NET_R_UPSTREAM] = "bad-upstream-response",
+	[NET_R_TLS] = "tls-failed",
+	[NET_R_MISDIRECTED] = "misdirected",
 };
 
 const char *

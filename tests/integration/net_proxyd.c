@@ -5,6 +5,7 @@
  *              [--max-conns N] [--max-bytes N] [--header-timeout-ms N]
  *              [--idle-timeout-ms N] [--dns-rate N] [--dns-burst N]
  *              [--dns-max-label N] [--events FILE] [--netns PATH]
+ *              [--tls-intercept] [--upstream-ca FILE] [--ca-out FILE]
  *
  * Binds TCP 127.0.0.1:0 (HTTP proxy), TCP 127.0.0.1:0 (SOCKS5) and UDP
  * 127.0.0.1:0 (DNS) — inside the network namespace at PATH if given,
@@ -96,12 +97,15 @@ main(int argc, char **argv)
 		{"dns-max-label", required_argument, NULL, 'l'},
 		{"events", required_argument, NULL, 'e'},
 		{"netns", required_argument, NULL, 'n'},
+		{"tls-intercept", no_argument, NULL, 'T'},
+		{"upstream-ca", required_argument, NULL, 'U'},
+		{"ca-out", required_argument, NULL, 'C'},
 		{NULL, 0, NULL, 0},
 	};
 	struct wd_err err = {0};
 	struct net_rules *rules;
 	struct net_config cfg;
-	const char *netns = NULL;
+	const char *netns = NULL, *ca_out = NULL;
 	net_rules_new(&rules);
 	net_config_init(&cfg);
 	cfg.sandbox_id = "test-sandbox";
@@ -159,6 +163,15 @@ main(int argc, char **argv)
 		case 'n':
 			netns = optarg;
 			break;
+		case 'T':
+			cfg.tls_intercept = true;
+			break;
+		case 'U':
+			cfg.upstream_ca_file = optarg;
+			break;
+		case 'C':
+			ca_out = optarg;
+			break;
 		default:
 			return 2;
 		}
@@ -183,6 +196,12 @@ main(int argc, char **argv)
 	struct net_proxy *p;
 	if (net_proxy_new(&cfg, on_event, NULL, &p, &err) < 0)
 		die("proxy", &err);
+	if (ca_out) {
+		FILE *f = fopen(ca_out, "w");
+		if (!f || !net_proxy_ca_pem(p) || fputs(net_proxy_ca_pem(p), f) < 0)
+			die("--ca-out", NULL);
+		fclose(f);
+	}
 	printf("http=%u socks=%u dns=%u\n", ls.http_port, ls.socks_port, ls.dns_port);
 	fflush(stdout);
 	if (net_proxy_serve(p, ls.http_fd, ls.socks_fd, ls.dns_fd, &err) < 0 ||

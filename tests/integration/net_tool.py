@@ -76,6 +76,36 @@ def serve(log):
     srv.serve_forever()
 
 
+def serve_tls(log, cert, key):
+    import ssl
+    srv = Server(("127.0.0.1", 0), Upstream)
+    srv.daemon_threads = True
+    srv.handle_error = lambda *a: None
+    srv.log = log
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+def cmd_urllib(proxy_port, url, method="GET"):
+    """python3 urllib through HTTPS_PROXY, trusting SSL_CERT_FILE."""
+    import os
+    import ssl
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    proxy = urllib.request.ProxyHandler({"https": "http://127.0.0.1:%s" % proxy_port,
+                                         "http": "http://127.0.0.1:%s" % proxy_port})
+    opener = urllib.request.build_opener(proxy, urllib.request.HTTPSHandler(context=ctx))
+    req = urllib.request.Request(url, method=method, data=b"x" if method != "GET" else None)
+    try:
+        with opener.open(req, timeout=10) as r:
+            print(r.status, r.read().decode().strip())
+    except urllib.error.HTTPError as e:
+        print(e.code, e.headers.get("X-Warden-Denied"))
+
+
 def dns_query(port, name, qtype, qid=0x4242):
     q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
     for label in name.split("."):
@@ -218,5 +248,5 @@ def cmd_raw(proxy_port, payload):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"serve": serve, "dns": cmd_dns, "dns-burst": cmd_dns_burst, "concurrent": cmd_concurrent,
+    {"serve": serve, "serve-tls": serve_tls, "urllib": cmd_urllib, "dns": cmd_dns, "dns-burst": cmd_dns_burst, "concurrent": cmd_concurrent,
      "slow": cmd_slow, "hold": cmd_hold, "raw": cmd_raw}[cmd](*args)
