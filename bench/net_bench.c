@@ -8,14 +8,22 @@
  *     and the same over an established CONNECT tunnel.  Target: < 0.2 ms added at the
  *     median.
  *
- * Everything runs in this process on 127.0.0.1: an epoll upstream thread,
- * the proxy's own thread, and the client on the main thread.
+ *  3. the same two with TLS interception: an HTTPS upstream (its CA made
+ *     here), a client trusting the proxy's CA, vs TLS straight to the
+ *     upstream.
+ *
+ * Everything runs in this process on 127.0.0.1: upstream threads, the
+ * proxy's own thread, and the client on the main thread.
  *   net_bench [bulk MiB (default 1024)] [requests (default 3000)]
  */
 #include "net/net.h"
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -233,6 +241,269 @@ median_request_ns(int fd, const char *req, int n)
 	return m;
 }
 
+/* ---- TLS: an upstream CA and server, and a client ---- */
+
+static EVP_PKEY *up_key;
+static X509 *up_ca, *up_leaf;
+static SSL_CTX *up_ctx;
+
+static X509 *
+mk_cert(const char *cn, X509 *issuer, EVP_PKEY *issuer_key, EVP_PKEY *key, bool ca)
+{
+	X509 *c = X509_new();
+	X509_set_version(c, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(c), ca ? 1 : 2);
+	X509_gmtime_adj(X509_getm_notBefore(c), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(c), 86400);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(c), "CN", MBSTRING_UTF8,
+				   (const unsigned char *)cn, -1, -1, 0);
+	X509_set_issuer_name(c, X509_get_subject_name(issuer ? issuer : c));
+	X509_set_pubkey(c, key);
+	X509V3_CTX v3;
+	X509V3_set_ctx_nodb(&v3);
+	X509V3_set_ctx(&v3, issuer ? issuer : c, c, NULL, NULL, 0);
+	X509_EXTENSION *ex = X509V3_EXT_conf_nid(NULL, &v3,
+						 ca ? NID_basic_constraints : NID_subject_alt_name,
+						 ca ? "critical,CA:TRUE" : "DNS:web.test");
+	X509_add_ext(c, ex, -1);
+	X509_EXTENSION_free(ex);
+	X509_sign(c, issuer_key, EVP_sha256());
+	return c;
+}
+
+static void *
+tls_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	SSL *s = SSL_new(up_ctx);
+	SSL_set_fd(s, fd);
+	if (SSL_accept(s) != 1)
+		goto out;
+	char buf[4096];
+	size_t len = 0;
+	for (;;) {
+		int n = SSL_read(s, buf + len, (int)(sizeof(buf) - 1 - len));
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+		char *end;
+		while ((end = strstr(buf, "\r\n\r\n"))) {
+			if (strncmp(buf, "GET /big", 8) == 0) {
+				char head[128];
+				int hl = snprintf(head, sizeof(head),
+						  "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n",
+						  bulk_bytes);
+				SSL_write(s, head, hl);
+				static char chunk[1 << 16];
+				for (size_t left = bulk_bytes; left;) {
+					int k = (int)(left < sizeof(chunk) ? left : sizeof(chunk));
+					if (SSL_write(s, chunk, k) <= 0)
+						goto out;
+					left -= (size_t)k;
+				}
+			} else {
+				static const char r[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+				SSL_write(s, r, sizeof(r) - 1);
+			}
+			size_t used = (size_t)(end + 4 - buf);
+			memmove(buf, buf + used, len - used + 1);
+			len -= used;
+		}
+	}
+out:
+	SSL_free(s);
+	close(fd);
+	return NULL;
+}
+
+static void *
+tls_main(void *arg)
+{
+	int lfd = (int)(intptr_t)arg;
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			return NULL;
+		pthread_t t;
+		pthread_create(&t, NULL, tls_conn, (void *)(intptr_t)fd);
+		pthread_detach(t);
+	}
+}
+
+/* TLS client on fd, trusting the PEM given, for web.test. */
+static SSL *
+tls_dial(int fd, const char *ca_pem)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	BIO *b = BIO_new_mem_buf(ca_pem, -1);
+	X509 *ca = PEM_read_bio_X509(b, NULL, NULL, NULL);
+	X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca);
+	X509_free(ca);
+	BIO_free(b);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL *s = SSL_new(ctx);
+	SSL_CTX_free(ctx); /* the SSL keeps a reference */
+	SSL_set_fd(s, fd);
+	SSL_set_tlsext_host_name(s, "web.test");
+	SSL_set1_host(s, "web.test");
+	if (SSL_connect(s) != 1) {
+		ERR_print_errors_fp(stderr);
+		exit(1);
+	}
+	return s;
+}
+
+static void
+tls_read_head(SSL *s)
+{
+	char b[512];
+	size_t len = 0;
+	while (!(len >= 4 && memcmp(b + len - 4, "\r\n\r\n", 4) == 0)) {
+		if (SSL_read(s, b + len, 1) != 1 || ++len >= sizeof(b)) {
+			fprintf(stderr, "net_bench: TLS head\n");
+			exit(1);
+		}
+	}
+}
+
+static uint64_t
+tls_median_ns(SSL *s, int n)
+{
+	static const char req[] = "GET /x HTTP/1.1\r\nHost: web.test\r\n\r\n";
+	uint64_t *t = calloc((size_t)n, sizeof(*t));
+	for (int i = 0; i < n; i++) {
+		uint64_t t0 = wd_now_ns();
+		SSL_write(s, req, sizeof(req) - 1);
+		tls_read_head(s);
+		char ok[2];
+		if (SSL_read(s, ok, 2) != 2)
+			exit(1);
+		t[i] = wd_now_ns() - t0;
+	}
+	qsort(t, (size_t)n, sizeof(*t), cmp_u64);
+	uint64_t m = t[n / 2];
+	free(t);
+	return m;
+}
+
+static double
+tls_bulk_gbps(SSL *s)
+{
+	static const char req[] = "GET /big HTTP/1.1\r\nHost: web.test\r\n\r\n";
+	static char buf[1 << 16];
+	uint64_t t0 = wd_now_ns();
+	SSL_write(s, req, sizeof(req) - 1);
+	tls_read_head(s);
+	size_t got = 0;
+	while (got < bulk_bytes) {
+		int n = SSL_read(s, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	uint64_t dt = wd_now_ns() - t0;
+	if (got != bulk_bytes) {
+		fprintf(stderr, "net_bench: TLS bulk got %zu: %.*s\n", got, (int)(got < 300 ? got : 300), buf);
+		exit(1);
+	}
+	return (double)got * 8 / (double)dt;
+}
+
+static SSL *
+tls_via_proxy(uint16_t pport, uint16_t up_port, const char *ca_pem)
+{
+	int fd = dial(pport);
+	char req[128];
+	int n = snprintf(req, sizeof(req), "CONNECT web.test:%u HTTP/1.1\r\n\r\n", up_port);
+	send(fd, req, (size_t)n, 0);
+	read_head(fd);
+	return tls_dial(fd, ca_pem);
+}
+
+static void
+tls_bench(struct net_rules *rules, int nreq)
+{
+	struct wd_err err = {0};
+	up_key = EVP_EC_gen("P-256");
+	up_ca = mk_cert("bench CA", NULL, up_key, up_key, true);
+	up_leaf = mk_cert("web.test", up_ca, up_key, up_key, false);
+	up_ctx = SSL_CTX_new(TLS_server_method());
+	SSL_CTX_use_certificate(up_ctx, up_leaf);
+	SSL_CTX_use_PrivateKey(up_ctx, up_key);
+	char ca_path[] = "/tmp/net_bench_ca_XXXXXX";
+	int cfd = mkstemp(ca_path);
+	FILE *f = fdopen(cfd, "w");
+	PEM_write_X509(f, up_ca);
+	fclose(f);
+	BIO *mb = BIO_new(BIO_s_mem());
+	PEM_write_bio_X509(mb, up_ca);
+	char *up_pem_data;
+	long up_pem_len = BIO_get_mem_data(mb, &up_pem_data);
+	char *up_pem = strndup(up_pem_data, (size_t)up_pem_len);
+	BIO_free(mb);
+
+	uint16_t tport;
+	int tl = listen_lo(&tport);
+	pthread_t th;
+	pthread_create(&th, NULL, tls_main, (void *)(intptr_t)tl);
+	char spec[64];
+	snprintf(spec, sizeof(spec), "web.test:%u", tport);
+	net_rules_add_allow(rules, spec, NULL, &err);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", tport);
+	net_rules_add_allow(rules, spec, NULL, &err);
+
+	struct net_config cfg;
+	net_config_init(&cfg);
+	cfg.rules = rules;
+	cfg.sandbox_id = "bench-tls";
+	cfg.tls_intercept = true;
+	cfg.upstream_ca_file = ca_path;
+	struct net_proxy *p;
+	uint16_t pport;
+	if (net_proxy_new(&cfg, NULL, NULL, &p, &err) < 0) {
+		fprintf(stderr, "net_bench: %s\n", err.msg);
+		exit(1);
+	}
+	int lfd = listen_lo(&pport);
+	net_proxy_serve(p, lfd, -1, -1, &err);
+	net_proxy_start(p, &err);
+	const char *proxy_ca = net_proxy_ca_pem(p);
+
+	double direct = 0, icpt = 0;
+	for (int r = 0; r < 3; r++) {
+		SSL *d = tls_dial(dial(tport), up_pem);
+		double gd = tls_bulk_gbps(d);
+		SSL *i = tls_via_proxy(pport, tport, proxy_ca);
+		double gi = tls_bulk_gbps(i);
+		direct = gd > direct ? gd : direct;
+		icpt = gi > icpt ? gi : icpt;
+		close(SSL_get_fd(d));
+		SSL_free(d);
+		close(SSL_get_fd(i));
+		SSL_free(i);
+	}
+	printf("TLS bulk %zu MiB: direct %.2f Gbit/s, intercepted %.2f Gbit/s = %.0f%% of direct\n",
+	       bulk_bytes >> 20, direct, icpt, 100 * icpt / direct);
+	SSL *d = tls_dial(dial(tport), up_pem);
+	SSL *i = tls_via_proxy(pport, tport, proxy_ca);
+	tls_median_ns(d, 200);
+	tls_median_ns(i, 200);
+	uint64_t md = tls_median_ns(d, nreq);
+	uint64_t mi = tls_median_ns(i, nreq);
+	printf("TLS latency, median of %d: direct %.1f us, intercepted %.1f us (+%.1f us)\n", nreq,
+	       md / 1e3, mi / 1e3, ((double)mi - (double)md) / 1e3);
+	close(SSL_get_fd(d));
+	SSL_free(d);
+	close(SSL_get_fd(i));
+	SSL_free(i);
+	net_proxy_free(p);
+	unlink(ca_path);
+	free(up_pem);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -318,6 +589,16 @@ main(int argc, char **argv)
 	close(fd_t);
 	net_proxy_free(p);
 	net_rules_free(rules);
+	/* 3. TLS interception (its own proxy, same rules plus the HTTPS host) */
+	size_t plain_bytes = bulk_bytes;
+	bulk_bytes = bulk_bytes / 4; /* TLS on loopback is CPU-bound: keep it short */
+	struct net_rules *trules;
+	net_rules_new(&trules);
+	net_rules_add_host(trules, "web.test=127.0.0.1", &err);
+	tls_bench(trules, nreq);
+	net_rules_free(trules);
+	bulk_bytes = plain_bytes;
+
 	bool ok = tunnel >= 0.8 * direct && (double)mp - (double)md < 200e3;
 	printf("net_bench: %s\n", ok ? "targets met" : "TARGETS MISSED");
 	return 0;

@@ -736,8 +736,8 @@ build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 	return buf_put(o, line, (size_t)n);
 }
 
-/* Host inside an intercepted tunnel: required (HTTP/1.1), and naming the
- * CONNECT host, with the CONNECT port or none when that is 443. */
+/* Host inside an intercepted tunnel: required, and naming the CONNECT
+ * host, with the CONNECT port or none. */
 static bool
 host_header_matches(const char *buf, const struct net_http_head *h, const char *host,
 		    uint16_t port)
@@ -752,10 +752,12 @@ host_header_matches(const char *buf, const struct net_http_head *h, const char *
 			if (t.port != port)
 				return false;
 		} else {
+			/* no port: the name decides (the connection goes to the
+			 * CONNECT's port whatever Host says) */
 			char tmp[300];
-			snprintf(tmp, sizeof(tmp), "%.*s:443", (int)hd->value.len,
-				 buf + hd->value.off);
-			if (net_http_parse_authority(tmp, strlen(tmp), &t) < 0 || port != 443)
+			snprintf(tmp, sizeof(tmp), "%.*s:%u", (int)hd->value.len,
+				 buf + hd->value.off, port);
+			if (net_http_parse_authority(tmp, strlen(tmp), &t) < 0)
 				return false;
 		}
 		if (net_host_normalize(t.host, strlen(t.host), norm, sizeof(norm)) < 0)
