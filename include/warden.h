@@ -105,6 +105,37 @@ void wd_spec_set_stream(wd_spec *spec, int out_fd, int err_fd);
 /* A terminal is attached: TERM is passed on. */
 void wd_spec_set_term(wd_spec *spec, const char *term);
 
+/* Network.  WD_NET_NONE (the default): a network namespace with loopback
+ * only.  WD_NET_PROXY: still no route anywhere, but warden serves an HTTP
+ * proxy (127.0.0.1:3128), SOCKS5 (127.0.0.1:1080) and a DNS filter
+ * (127.0.0.1:53) inside the namespace from outside the jail, allowing only
+ * what the rules name (docs/network.md).  Container isolation only. */
+enum wd_net_mode {
+	WD_NET_NONE = 0,
+	WD_NET_PROXY = 1,
+};
+enum wd_net_rule {
+	WD_NET_ALLOW = 0, /* HOST[:PORT][/PATH][=METHOD,...] */
+	WD_NET_DENY = 1,  /* HOST[:PORT] */
+	WD_NET_HOST = 2,  /* NAME=ADDRESS, a static name */
+};
+void wd_spec_set_net(wd_spec *spec, enum wd_net_mode mode);
+/* Add one rule; -EINVAL with a message naming the rule when it is bad (a
+ * bare "*", a public suffix alone, a malformed host or method). */
+int wd_spec_add_net_rule(wd_spec *spec, enum wd_net_rule kind, const char *rule,
+			 struct wd_err *err);
+/* TLS interception: an ephemeral CA per sandbox (its key stays in warden),
+ * installed into the jail's trust; every request in a tunnel is checked.
+ * upstream_ca_file (or NULL: the host's store) verifies the real servers. */
+void wd_spec_set_tls_intercept(wd_spec *spec, bool on, const char *upstream_ca_file);
+/* Called for every proxy and DNS decision with one JSON object (fields:
+ * sandbox_id, protocol, host, port, method, path, rule, allowed, reason,
+ * advice, address, status, bytes_up, bytes_down, duration_us).  Called on
+ * warden's proxy thread, never concurrently with itself; wd_run() returns
+ * only after the last call. */
+typedef void (*wd_event_fn)(const char *json, void *data);
+void wd_spec_set_event_handler(wd_spec *spec, wd_event_fn fn, void *data);
+
 /* ----------------------------------------------------------- run: result */
 
 typedef struct wd_result wd_result;

@@ -30,6 +30,13 @@ static const char usage_text[] =
 	"      --setenv NAME=VALUE  add to the command's environment\n"
 	"      --pass-env NAME      pass warden's own NAME into the sandbox\n"
 	"      --allow-port PORT    allow TCP bind/connect on PORT (loopback servers)\n"
+	"      --net MODE           none (default: loopback only) or allow (egress only\n"
+	"                           through warden's proxy, by the rules below)\n"
+	"      --allow-host RULE    HOST[:PORT][/PATH][=METHOD,...], HOST exact or *.suffix\n"
+	"      --deny-host RULE     HOST[:PORT]; wins over any allow rule\n"
+	"      --add-host NAME=ADDR a static name, like curl --resolve and docker --add-host\n"
+	"      --tls-intercept      check each request inside HTTPS tunnels (a per-sandbox CA)\n"
+	"      --upstream-ca FILE   CA bundle to verify real servers with (interception)\n"
 	"      --stdin              pass warden's stdin (default: /dev/null)\n"
 	"      --json               print one JSON object with the result\n"
 	"  -v, --verbose            log each step\n"
@@ -53,6 +60,12 @@ enum {
 	OPT_STDIN,
 	OPT_JSON,
 	OPT_HELP,
+	OPT_NET,
+	OPT_ALLOW_HOST,
+	OPT_DENY_HOST,
+	OPT_ADD_HOST,
+	OPT_TLS_INTERCEPT,
+	OPT_UPSTREAM_CA,
 };
 
 static const struct option long_opts[] = {
@@ -73,6 +86,12 @@ static const struct option long_opts[] = {
 	{"json", no_argument, NULL, OPT_JSON},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, OPT_HELP},
+	{"net", required_argument, NULL, OPT_NET},
+	{"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+	{"deny-host", required_argument, NULL, OPT_DENY_HOST},
+	{"add-host", required_argument, NULL, OPT_ADD_HOST},
+	{"tls-intercept", no_argument, NULL, OPT_TLS_INTERCEPT},
+	{"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
 	{NULL, 0, NULL, 0},
 };
 
@@ -122,6 +141,9 @@ bind_opt(wd_spec *spec, const char *val, bool rw)
 
 struct run_opts {
 	bool json, verbose, pass_stdin;
+	enum wd_net_mode net;
+	bool net_given, net_rules, tls;
+	const char *upstream_ca;
 	struct wd_limits lim;
 	enum wd_isolation isolation;
 };
@@ -221,6 +243,35 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 		case OPT_STDIN:
 			o->pass_stdin = true;
 			break;
+		case OPT_NET:
+			if (!strcmp(optarg, "none"))
+				o->net = WD_NET_NONE;
+			else if (!strcmp(optarg, "allow") || !strcmp(optarg, "proxy"))
+				o->net = WD_NET_PROXY;
+			else
+				return bad_value(name, optarg, "expected none or allow");
+			o->net_given = true;
+			break;
+		case OPT_ALLOW_HOST:
+		case OPT_DENY_HOST:
+		case OPT_ADD_HOST: {
+			enum wd_net_rule k = c == OPT_ALLOW_HOST  ? WD_NET_ALLOW
+					     : c == OPT_DENY_HOST ? WD_NET_DENY
+								  : WD_NET_HOST;
+			if (wd_spec_add_net_rule(spec, k, optarg, &e) < 0)
+				return bad_value(name, optarg, e.msg);
+			if (k == WD_NET_ALLOW)
+				o->net_rules = true;
+			break;
+		}
+		case OPT_TLS_INTERCEPT:
+			o->tls = true;
+			break;
+		case OPT_UPSTREAM_CA:
+			if (access(optarg, R_OK) < 0)
+				return bad_value(name, optarg, strerror(errno));
+			o->upstream_ca = optarg;
+			break;
 		case OPT_JSON:
 			o->json = true;
 			break;
@@ -271,6 +322,21 @@ cli_run(int argc, char **argv)
 	}
 	wd_spec_set_isolation(spec, o.isolation);
 	wd_spec_set_limits(spec, &o.lim);
+	/* --allow-host alone implies --net allow; --net none with rules or
+	 * interception is a contradiction, refused rather than guessed at */
+	if (!o.net_given && o.net_rules)
+		o.net = WD_NET_PROXY;
+	if (o.net == WD_NET_NONE && o.net_given && (o.net_rules || o.tls)) {
+		wd_spec_free(spec);
+		return cli_fail("run", "--net none contradicts --allow-host/--tls-intercept");
+	}
+	if (o.net == WD_NET_NONE && o.tls) {
+		wd_spec_free(spec);
+		return cli_fail("run", "--tls-intercept needs --net allow and --allow-host rules");
+	}
+	wd_spec_set_net(spec, o.net);
+	if (o.tls || o.upstream_ca)
+		wd_spec_set_tls_intercept(spec, o.tls, o.upstream_ca);
 	if (o.pass_stdin)
 		wd_spec_set_stdin(spec, 0);
 	if (!o.json)

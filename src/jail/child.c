@@ -25,7 +25,9 @@
 #ifndef OPEN_TREE_CLOEXEC
 #define OPEN_TREE_CLOEXEC O_CLOEXEC
 #endif
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -253,6 +255,64 @@ rearm_pdeathsig(const struct jail_plan *plan)
 	struct pollfd pfd = {.fd = plan->sync_fd, .events = POLLRDHUP};
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP)))
 		_exit(125);
+}
+
+/* 4a. Egress mode: the proxy's sockets, made here so they belong to the
+ * sandbox's network namespace (its loopback is the only interface), then
+ * handed to the supervisor, which serves them from outside the jail
+ * (SYNC_NET_READY).  Connections that arrive before it starts wait in the
+ * listen backlog, so the command need not wait for it.  Binding port 53
+ * needs CAP_NET_BIND_SERVICE, which we still hold over this namespace. */
+static int
+net_socket(int type, uint16_t port)
+{
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    (type == SOCK_STREAM && listen(fd, 256) < 0)) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int
+net_sockets(const struct jail_plan *plan)
+{
+	int fds[3] = {net_socket(SOCK_STREAM, JAIL_PROXY_HTTP_PORT),
+		      net_socket(SOCK_STREAM, JAIL_PROXY_SOCKS_PORT),
+		      net_socket(SOCK_DGRAM, JAIL_DNS_PORT)};
+	int rc = 0;
+	for (int i = 0; i < 3; i++)
+		if (fds[i] < 0 && rc == 0)
+			rc = fds[i];
+	if (rc == 0) {
+		struct jail_msg m = {.kind = JAIL_MSG_NET_READY, .status = 3};
+		struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+		union {
+			char buf[CMSG_SPACE(sizeof(fds))];
+			struct cmsghdr align;
+		} u;
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+				    .msg_controllen = sizeof(u.buf)};
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(fds));
+		memcpy(CMSG_DATA(c), fds, sizeof(fds));
+		if (sendmsg(plan->sync_fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+			rc = -errno;
+	}
+	for (int i = 0; i < 3; i++) /* the supervisor holds them now */
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
 }
 
 /* The command's process, common to both levels.  Order matters: */
@@ -556,6 +616,8 @@ jail_pid1_main(struct jail_plan *plan)
 
 	/* 4. Network: loopback only. */
 	if ((rc = loopback_up()) < 0)
+		fail(plan, JAIL_STEP_4_NET, -rc);
+	if (plan->net_proxy && (rc = net_sockets(plan)) < 0)
 		fail(plan, JAIL_STEP_4_NET, -rc);
 
 	join_cgroup(plan);

@@ -84,6 +84,9 @@ enum jail_msg_kind {
 	JAIL_MSG_EXIT,        /* pid 1 -> supervisor: the command's wait status */
 	JAIL_MSG_CGROUP,      /* supervisor -> child: SYNC_CGROUP_READY, with the
 			       * v1 tasks files as SCM_RIGHTS (none on v2/none) */
+	JAIL_MSG_NET_READY,   /* pid 1 -> supervisor: SYNC_NET_READY, with the
+			       * proxy's three sockets (HTTP, SOCKS, DNS) as
+			       * SCM_RIGHTS, made inside the network namespace */
 };
 #define JAIL_MAX_CGROUP_FDS 8
 
@@ -114,6 +117,8 @@ struct jail_plan {
 	int nops;
 	const char *new_root;      /* where the tmpfs root is mounted before pivot */
 	const char *cwd;           /* working directory of the command */
+
+	bool net_proxy;            /* step 4b: make the proxy's sockets */
 
 	/* process level: drop to these ids when root (else -1) */
 	uid_t run_uid;
@@ -156,7 +161,16 @@ struct jail_config {
 	size_t nports;
 	int stdin_fd, stdout_fd, stderr_fd;
 	int sync_fd;
+	/* egress through warden's proxy: proxy variables in the environment,
+	 * TCP to the proxy ports allowed; with interception, ca_pem joins the
+	 * jail's trust store */
+	bool net_proxy;
+	const char *ca_pem;
 };
+
+#define JAIL_PROXY_HTTP_PORT 3128
+#define JAIL_PROXY_SOCKS_PORT 1080
+#define JAIL_DNS_PORT 53
 
 /* The plan plus everything it points to (strings, fds).  Built in the
  * supervisor before clone(); free with jail_prep_free() after the child is

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -517,6 +518,39 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			return rc;
 	}
 
+	/* TLS interception: warden's per-sandbox CA joins the trust store.
+	 * The bundle (the host's plus the CA) is what the *_CA_* variables
+	 * name, and it also covers ca-certificates.crt for tools that read
+	 * the default path only. */
+	if (cfg->ca_pem) {
+		char *host_bundle = NULL;
+		size_t hl = 0;
+		FILE *f = fopen("/etc/ssl/certs/ca-certificates.crt", "re");
+		if (f) {
+			FILE *m = open_memstream(&host_bundle, &hl);
+			char chunk[8192];
+			size_t n;
+			while (m && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+				fwrite(chunk, 1, n, m);
+			if (m)
+				fclose(m);
+			fclose(f);
+		}
+		char *bundle = wd_xasprintf("%s%s", host_bundle ? host_bundle : "", cfg->ca_pem);
+		free(host_bundle);
+		keep(p, bundle);
+		op = add_op(p, JAIL_OP_WRITE, sdup(p, "%s/etc/ssl/warden-ca.pem", R));
+		op->data = cfg->ca_pem;
+		op->len = strlen(cfg->ca_pem);
+		const char *bpath = sdup(p, "%s/etc/ssl/warden-bundle.crt", R);
+		op = add_op(p, JAIL_OP_WRITE, bpath);
+		op->data = bundle;
+		op->len = strlen(bundle);
+		op = add_op(p, JAIL_OP_MASK, sdup(p, "%s/etc/ssl/certs/ca-certificates.crt", R));
+		op->src = bpath;
+		op->flags = JAIL_OPF_OPTIONAL;
+	}
+
 	/* The workspace, read-write, then /tmp, then the extra binds.  As
 	 * root the workspace (and rw binds) are idmapped so the sandbox user
 	 * (host nobody) owns them and its creations belong to the owner on
@@ -770,6 +804,7 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	int rc;
 
 	pl->container = cfg->container;
+	pl->net_proxy = cfg->net_proxy;
 	pl->root_mode = geteuid() == 0;
 	pl->sync_fd = cfg->sync_fd;
 	pl->stdin_fd = cfg->stdin_fd;
@@ -803,7 +838,7 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	pl->rl_fsize = (struct rlimit){cfg->fsize, cfg->fsize};
 
 	/* Environment: empty but for these (no host value leaks in). */
-	size_t ne = 0, cap = 6 + cfg->nenv + 1;
+	size_t ne = 0, cap = 6 + 16 + cfg->nenv + 1;
 	pl->envp = wd_xcalloc(cap, sizeof(char *));
 	keep(p, (char *)pl->envp);
 	const char *home = cfg->container ? "/workspace" : cfg->workspace;
@@ -813,6 +848,27 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	pl->envp[ne++] = sdup(p, "TZ=UTC");
 	if (cfg->term)
 		pl->envp[ne++] = sdup(p, "TERM=%s", cfg->term);
+	if (cfg->net_proxy) {
+		/* the only way out: warden's proxy in the jail's namespace
+		 * (both spellings: curl reads lower case, most others upper) */
+		static const char *const proxy_env[] = {
+			"HTTP_PROXY=http://127.0.0.1:3128",   "http_proxy=http://127.0.0.1:3128",
+			"HTTPS_PROXY=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
+			"ALL_PROXY=socks5h://127.0.0.1:1080", "all_proxy=socks5h://127.0.0.1:1080",
+			"NO_PROXY=localhost,127.0.0.1,::1",   "no_proxy=localhost,127.0.0.1,::1",
+		};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(proxy_env); i++)
+			pl->envp[ne++] = sdup(p, "%s", proxy_env[i]);
+		if (cfg->ca_pem) {
+			static const char *const ca_env[] = {
+				"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
+				"GIT_SSL_CAINFO",
+			};
+			for (size_t i = 0; i < WD_ARRAY_SIZE(ca_env); i++)
+				pl->envp[ne++] = sdup(p, "%s=/etc/ssl/warden-bundle.crt", ca_env[i]);
+			pl->envp[ne++] = sdup(p, "NODE_EXTRA_CA_CERTS=/etc/ssl/warden-ca.pem");
+		}
+	}
 	for (size_t i = 0; i < cfg->nenv; i++) {
 		size_t nl = strcspn(cfg->env[i], "=");
 		size_t j;
@@ -860,8 +916,16 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	pl->landlock.ro_paths = ro_paths;
 	pl->landlock.rw_paths = rw;
 	pl->landlock.dev_paths = dev_paths;
-	pl->landlock.ports = cfg->ports;
-	pl->landlock.nports = cfg->nports;
+	uint16_t *ports = wd_xcalloc(cfg->nports + 2, sizeof(uint16_t));
+	keep(p, (char *)ports);
+	memcpy(ports, cfg->ports, cfg->nports * sizeof(uint16_t));
+	size_t nports = cfg->nports;
+	if (cfg->net_proxy) {
+		ports[nports++] = JAIL_PROXY_HTTP_PORT;
+		ports[nports++] = JAIL_PROXY_SOCKS_PORT;
+	}
+	pl->landlock.ports = ports;
+	pl->landlock.nports = nports;
 	pl->landlock.handle_net = true;
 	pl->landlock.scope = true;
 

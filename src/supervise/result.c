@@ -1,5 +1,6 @@
 /* supervise/result: accessors and the --json object. */
 #include "supervise/supervise.h"
+#include "net/net.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -131,8 +132,7 @@ utf8_len(const unsigned char *s, size_t n)
 }
 
 /* A JSON string; bytes that are not valid UTF-8 become U+FFFD. */
-void wd_json_string(struct jbuf *b, const char *s, size_t n);
-void
+static void
 wd_json_string(struct jbuf *b, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -211,12 +211,51 @@ wd_result_json(const wd_result *r)
 		jprintf(&b, "\"cgroup\":\"v%d\",", r->cgroup_version);
 	else
 		jputs(&b, "\"cgroup\":\"none\",");
+	if (r->net_proxy)
+		jprintf(&b,
+			"\"egress\":{\"tls_intercept\":%s,\"requests\":%" PRIu64
+			",\"refused\":%" PRIu64 ",\"dns_queries\":%" PRIu64 ",\"bytes\":%" PRIu64 "},",
+			r->tls_intercept ? "true" : "false", r->net_requests, r->net_refused, r->net_dns,
+			r->net_bytes);
 	jprintf(&b, "\"network\":\"%s\",\"idmapped_workspace\":%s,\"uid\":%d,\"host_uid\":%u,",
-		r->isolation == WD_ISOLATION_CONTAINER ? "loopback" : "host",
+		r->net_proxy ? "proxy"
+			     : (r->isolation == WD_ISOLATION_CONTAINER ? "loopback" : "host"),
 		r->idmapped ? "true" : "false",
 		r->isolation == WD_ISOLATION_CONTAINER ? 1000 : (int)r->host_uid,
 		r->host_uid);
 	jprintf(&b, "\"no_new_privs\":true,\"capabilities\":\"%s\"}}",
 		r->bounding_dropped ? "none" : "none held; bounding set kept (unprivileged)");
+	return b.p;
+}
+
+static void
+jfield_str(struct jbuf *b, const char *name, const char *v)
+{
+	jprintf(b, ",\"%s\":", name);
+	if (v)
+		wd_json_string(b, v, strlen(v));
+	else
+		jputs(b, "null");
+}
+
+char *
+result_net_event_json(const struct net_event *ev)
+{
+	struct jbuf b = {0};
+	jputs(&b, "{\"sandbox_id\":");
+	wd_json_string(&b, ev->sandbox_id ? ev->sandbox_id : "", ev->sandbox_id ? strlen(ev->sandbox_id) : 0);
+	jfield_str(&b, "protocol", net_proto_name(ev->proto));
+	jfield_str(&b, "host", ev->host);
+	jprintf(&b, ",\"port\":%u", (unsigned)ev->port);
+	jfield_str(&b, "method", ev->method);
+	jfield_str(&b, "path", ev->path);
+	jfield_str(&b, "rule", ev->rule);
+	jprintf(&b, ",\"allowed\":%s", ev->allowed ? "true" : "false");
+	jfield_str(&b, "reason", ev->reason ? net_reason_name(ev->reason) : NULL);
+	jfield_str(&b, "advice", ev->advice && ev->advice[0] ? ev->advice : NULL);
+	jfield_str(&b, "address", ev->addr);
+	jprintf(&b, ",\"status\":%d,\"bytes_up\":%" PRIu64 ",\"bytes_down\":%" PRIu64
+		    ",\"duration_us\":%" PRIu64 "}",
+		ev->status, ev->bytes_up, ev->bytes_down, ev->duration_us);
 	return b.p;
 }

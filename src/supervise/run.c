@@ -4,6 +4,7 @@
 #include "supervise/supervise.h"
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
+#include "net/net.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -151,6 +152,8 @@ struct sup {
 	int killed_by;     /* signal warden received and acted on */
 	bool closed_late;
 	pid_t janitor;
+	struct net_proxy *proxy;
+	bool proxy_running;
 	siginfo_t info;
 	struct rusage ru;
 };
@@ -190,14 +193,50 @@ drain(struct sup *s, int fd, int stream, char *buf, size_t cap, int *fdp, int ep
 	}
 }
 
+/* SYNC_NET_READY: serve the sockets pid 1 made in the sandbox's network
+ * namespace from here, on the proxy's own thread. */
+static void
+net_ready(struct sup *s, const int *fds, int n)
+{
+	struct wd_err e = {0};
+	if (!s->proxy || n != 3 || net_proxy_serve(s->proxy, fds[0], fds[1], fds[2], &e) < 0 ||
+	    net_proxy_start(s->proxy, &e) < 0) {
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+		wd_log(WD_LOG_ERROR, "egress proxy: %s", e.msg);
+		if (!s->setup_step) {
+			s->setup_step = JAIL_STEP_4_NET;
+			s->setup_errno = e.sys_errno ? e.sys_errno : EIO;
+		}
+		sandbox_kill(s);
+		return;
+	}
+	s->proxy_running = true;
+}
+
 static void
 read_sync(struct sup *s)
 {
-	struct jail_msg m;
 	for (;;) {
-		ssize_t n = recv(s->sync_fd, &m, sizeof(m), MSG_DONTWAIT);
+		struct jail_msg m;
+		struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * 3)];
+			struct cmsghdr align;
+		} u;
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+				    .msg_controllen = sizeof(u.buf)};
+		ssize_t n = recvmsg(s->sync_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n != (ssize_t)sizeof(m))
 			return;
+		int fds[3], nfds = 0;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			if (nfds > 3)
+				nfds = 3;
+			memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)nfds);
+		}
 		switch (m.kind) {
 		case JAIL_MSG_EXIT:
 			s->got_exit = 1;
@@ -216,10 +255,30 @@ read_sync(struct sup *s)
 				s->setup_op = m.status;
 			}
 			break;
+		case JAIL_MSG_NET_READY:
+			net_ready(s, fds, nfds);
+			nfds = 0;
+			break;
 		default:
 			break;
 		}
+		for (int i = 0; i < nfds; i++) /* fds nobody asked for */
+			close(fds[i]);
 	}
+}
+
+/* Every proxy and DNS decision, as one JSON object, to the caller's
+ * handler (on the proxy thread; wd_run joins it before returning). */
+static void
+net_event_cb(const struct net_event *ev, void *data)
+{
+	const struct sup *s = data;
+	const wd_spec *spec = s->spec;
+	if (!spec->event_fn)
+		return;
+	char *j = result_net_event_json(ev);
+	spec->event_fn(j, spec->event_data);
+	free(j);
 }
 
 static int
@@ -414,6 +473,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	bool subreaper = false, sigs_blocked = false, handed_off = false;
 	char id[17];
 	wd_result *r = NULL;
+	struct net_rules *own_rules = NULL;
 
 	if (!spec->argv)
 		return wd_err_set(err, WD_E_INVAL, "no program given");
@@ -459,6 +519,30 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 		.stderr_fd = errp[1],
 		.sync_fd = sp[1],
 	};
+	/* Egress: the proxy exists before the plan, which needs its CA for
+	 * the jail's trust store; it starts serving at SYNC_NET_READY. */
+	if (spec->net == WD_NET_PROXY) {
+		if (!container) {
+			rc = wd_err_set(err, WD_E_INVAL,
+					"--net allow needs --isolation container (a network "
+					"namespace with warden's proxy as its only way out)");
+			goto out;
+		}
+		if (!spec->net_rules && net_rules_new(&own_rules) < 0) {
+			rc = wd_err_set(err, WD_E_INTERNAL, "out of memory");
+			goto out;
+		}
+		struct net_config nc;
+		net_config_init(&nc);
+		nc.sandbox_id = id;
+		nc.rules = spec->net_rules ? spec->net_rules : own_rules;
+		nc.tls_intercept = spec->tls_intercept;
+		nc.upstream_ca_file = spec->upstream_ca;
+		if ((rc = net_proxy_new(&nc, net_event_cb, &s, &s.proxy, err)) < 0)
+			goto out;
+		cfg.net_proxy = true;
+		cfg.ca_pem = spec->tls_intercept ? net_proxy_ca_pem(s.proxy) : NULL;
+	}
 	rc = jail_prep_new(&cfg, &prep, err);
 	STEP("1 plan ready");
 	free(binds);
@@ -560,8 +644,21 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 		goto out_kill;
 	STEP("7 command done, output drained");
 
+	/* The proxy ends with the command: listeners, tunnels, connections. */
+	struct net_stats ns = {0};
+	if (s.proxy) {
+		net_proxy_stop(s.proxy);
+		net_proxy_stats(s.proxy, &ns);
+	}
+
 	r = wd_xcalloc(1, sizeof(*r));
 	memcpy(r->sandbox_id, id, sizeof(id));
+	r->net_proxy = s.proxy != NULL;
+	r->tls_intercept = s.proxy && spec->tls_intercept;
+	r->net_requests = ns.requests;
+	r->net_refused = ns.refused;
+	r->net_dns = ns.dns_queries;
+	r->net_bytes = ns.bytes_total;
 	r->isolation = spec->isolation;
 	r->seccomp = true;
 	r->landlock_abi = prep->plan.landlock_abi;
@@ -697,6 +794,11 @@ out:
 		add_pending(janitor);
 	else
 		janitor_done(janitor, janitor_fd);
+	if (s.proxy) {
+		net_proxy_stop(s.proxy);
+		net_proxy_free(s.proxy);
+	}
+	net_rules_free(own_rules);
 	jail_prep_free(prep);
 	STEP("cleanup done");
 	int fds[] = {outp[0], outp[1], errp[0], errp[1], sp[0], sp[1],

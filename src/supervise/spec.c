@@ -1,5 +1,6 @@
 /* supervise/spec: the run description and its setters. */
 #include "supervise/supervise.h"
+#include "net/net.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -34,6 +35,8 @@ wd_spec_free(wd_spec *s)
 	free(s->env);
 	free(s->ports);
 	free(s->term);
+	net_rules_free(s->net_rules);
+	free(s->upstream_ca);
 	free(s);
 }
 
@@ -229,4 +232,41 @@ wd_spec_set_term(wd_spec *s, const char *term)
 {
 	free(s->term);
 	s->term = term ? wd_xstrdup(term) : NULL;
+}
+
+WD_API void
+wd_spec_set_net(wd_spec *s, enum wd_net_mode mode)
+{
+	s->net = mode;
+}
+
+WD_API int
+wd_spec_add_net_rule(wd_spec *s, enum wd_net_rule kind, const char *rule, struct wd_err *err)
+{
+	if (!s->net_rules && net_rules_new(&s->net_rules) < 0)
+		return wd_err_set(err, WD_E_INTERNAL, "out of memory");
+	switch (kind) {
+	case WD_NET_ALLOW:
+		return net_rules_add_allow(s->net_rules, rule, NULL, err);
+	case WD_NET_DENY:
+		return net_rules_add_deny(s->net_rules, rule, err);
+	case WD_NET_HOST:
+		return net_rules_add_host(s->net_rules, rule, err);
+	}
+	return wd_err_set(err, WD_E_INVAL, "unknown network rule kind %d", (int)kind);
+}
+
+WD_API void
+wd_spec_set_tls_intercept(wd_spec *s, bool on, const char *upstream_ca_file)
+{
+	s->tls_intercept = on;
+	free(s->upstream_ca);
+	s->upstream_ca = upstream_ca_file ? wd_xstrdup(upstream_ca_file) : NULL;
+}
+
+WD_API void
+wd_spec_set_event_handler(wd_spec *s, wd_event_fn fn, void *data)
+{
+	s->event_fn = fn;
+	s->event_data = data;
 }

@@ -4,6 +4,8 @@
 
 #include "util/util.h"
 
+struct net_rules;
+
 struct spec_bind {
 	char *src, *dst;
 	bool rw;
@@ -24,6 +26,13 @@ struct wd_spec {
 	int stdin_fd;
 	int stream_fd[3]; /* [1] stdout, [2] stderr */
 	char *term;
+	/* network: proxy mode, its rules (net/net.h), interception */
+	enum wd_net_mode net;
+	struct net_rules *net_rules;
+	bool tls_intercept;
+	char *upstream_ca;
+	wd_event_fn event_fn;
+	void *event_data;
 };
 
 /* ---- bounded capture: head + tail windows, constant memory ----
@@ -72,8 +81,15 @@ struct wd_result {
 	int cgroup_version; /* 0 none */
 	bool idmapped;
 	bool bounding_dropped; /* false: unprivileged process level */
+	bool net_proxy;
+	bool tls_intercept;
+	uint64_t net_requests, net_refused, net_dns, net_bytes;
 	unsigned host_uid;
 	char sandbox_id[17];
 };
+
+/* One JSON object for a proxy or DNS decision (a new string). */
+struct net_event;
+char *result_net_event_json(const struct net_event *ev);
 
 #endif
