@@ -118,7 +118,8 @@ http_main(void *arg)
 				epoll_ctl(ep, EPOLL_CTL_ADD, c, &e2);
 				continue;
 			}
-			ssize_t r = recv(fd, bufs[fd] + lens[fd], sizeof(bufs[fd]) - 1 - lens[fd], 0);
+			ssize_t r =
+			    recv(fd, bufs[fd] + lens[fd], sizeof(bufs[fd]) - 1 - lens[fd], 0);
 			if (r <= 0) {
 				close(fd);
 				continue;
@@ -262,9 +263,9 @@ mk_cert(const char *cn, X509 *issuer, EVP_PKEY *issuer_key, EVP_PKEY *key, bool 
 	X509V3_CTX v3;
 	X509V3_set_ctx_nodb(&v3);
 	X509V3_set_ctx(&v3, issuer ? issuer : c, c, NULL, NULL, 0);
-	X509_EXTENSION *ex = X509V3_EXT_conf_nid(NULL, &v3,
-						 ca ? NID_basic_constraints : NID_subject_alt_name,
-						 ca ? "critical,CA:TRUE" : "DNS:web.test");
+	X509_EXTENSION *ex =
+	    X509V3_EXT_conf_nid(NULL, &v3, ca ? NID_basic_constraints : NID_subject_alt_name,
+				ca ? "critical,CA:TRUE" : "DNS:web.test");
 	X509_add_ext(c, ex, -1);
 	X509_EXTENSION_free(ex);
 	X509_sign(c, issuer_key, EVP_sha256());
@@ -305,7 +306,8 @@ tls_conn(void *arg)
 					left -= (size_t)k;
 				}
 			} else {
-				static const char r[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+				static const char r[] =
+				    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 				SSL_write(s, r, sizeof(r) - 1);
 			}
 			size_t used = (size_t)(end + 4 - buf);
@@ -406,7 +408,8 @@ tls_bulk_gbps(SSL *s)
 	}
 	uint64_t dt = wd_now_ns() - t0;
 	if (got != bulk_bytes) {
-		fprintf(stderr, "net_bench: TLS bulk got %zu: %.*s\n", got, (int)(got < 300 ? got : 300), buf);
+		fprintf(stderr, "net_bench: TLS bulk got %zu: %.*s\n", got,
+			(int)(got < 300 ? got : 300), buf);
 		exit(1);
 	}
 	return (double)got * 8 / (double)dt;

@@ -28,7 +28,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t off = h->head_len;
 		while (off < size && !b.done) {
 			size_t step = 1 + (size - off) / 3;
-			ssize_t k = net_body_feed(&b, buf + off, step < size - off ? step : size - off);
+			ssize_t k =
+			    net_body_feed(&b, buf + off, step < size - off ? step : size - off);
 			if (k <= 0)
 				break;
 			off += (size_t)k;

@@ -49,8 +49,9 @@ classify4(uint32_t a /* host order */)
 		return NET_ADDR_RESERVED;
 	/* IETF protocol assignments, TEST-NETs and benchmarking: never a
 	 * legitimate public destination. */
-	if ((b0 == 192 && b1 == 0 && (b2 == 0 || b2 == 2)) || (b0 == 198 && b1 == 51 && b2 == 100) ||
-	    (b0 == 203 && b1 == 0 && b2 == 113) || (b0 == 198 && (b1 & 0xfe) == 18))
+	if ((b0 == 192 && b1 == 0 && (b2 == 0 || b2 == 2)) ||
+	    (b0 == 198 && b1 == 51 && b2 == 100) || (b0 == 203 && b1 == 0 && b2 == 113) ||
+	    (b0 == 198 && (b1 & 0xfe) == 18))
 		return NET_ADDR_RESERVED;
 	return NET_ADDR_PUBLIC;
 }
@@ -80,7 +81,8 @@ classify6(const struct in6_addr *a)
 	if (b[0] == 0x01 && b[1] == 0 && b[2] == 0 && b[3] == 0 && b[4] == 0 && b[5] == 0 &&
 	    b[6] == 0 && b[7] == 0)
 		return NET_ADDR_RESERVED;
-	if (b[0] == 0x20 && b[1] == 0x01 && ((b[2] == 0 && b[3] == 0) || (b[2] == 0x0d && b[3] == 0xb8)))
+	if (b[0] == 0x20 && b[1] == 0x01 &&
+	    ((b[2] == 0 && b[3] == 0) || (b[2] == 0x0d && b[3] == 0xb8)))
 		return NET_ADDR_RESERVED;
 	return NET_ADDR_PUBLIC;
 }
@@ -89,7 +91,8 @@ enum net_addr_class
 net_addr_classify(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
-		return classify4(ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr));
+		return classify4(
+		    ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr));
 	if (sa->sa_family == AF_INET6)
 		return classify6(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
 	return NET_ADDR_RESERVED;
@@ -192,9 +195,10 @@ net_host_normalize(const char *host, size_t len, char *out, size_t cap)
 	if (len == 0)
 		return -EINVAL;
 	if (net_addr_parse(host, len, 0, &ss)) {
-		const void *a = ss.ss_family == AF_INET
-					? (const void *)&((struct sockaddr_in *)(void *)&ss)->sin_addr
-					: (const void *)&((struct sockaddr_in6 *)(void *)&ss)->sin6_addr;
+		const void *a =
+		    ss.ss_family == AF_INET
+			? (const void *)&((struct sockaddr_in *)(void *)&ss)->sin_addr
+			: (const void *)&((struct sockaddr_in6 *)(void *)&ss)->sin6_addr;
 		char buf[INET6_ADDRSTRLEN];
 		if (!inet_ntop(ss.ss_family, a, buf, sizeof(buf)) || strlen(buf) >= cap)
 			return -EINVAL;
@@ -226,7 +230,8 @@ net_host_normalize(const char *host, size_t len, char *out, size_t cap)
 	const char *last = strrchr(out, '.');
 	last = last ? last + 1 : out;
 	if (strspn(last, "0123456789") == strlen(last) ||
-	    (last[0] == '0' && (last[1] == 'x') && strspn(last + 2, "0123456789abcdef") == strlen(last + 2)))
+	    (last[0] == '0' && (last[1] == 'x') &&
+	     strspn(last + 2, "0123456789abcdef") == strlen(last + 2)))
 		return -EINVAL;
 	return 0;
 }

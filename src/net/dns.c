@@ -119,13 +119,13 @@ answer_rr(const struct net_dns_query *q, const struct sockaddr_storage *a, uint3
 	ldns_rdf *data;
 	if (a->ss_family == AF_INET) {
 		ldns_rr_set_type(rr, LDNS_RR_TYPE_A);
-		data = ldns_rdf_new_frm_data(LDNS_RDF_TYPE_A, 4,
-					     &((const struct sockaddr_in *)(const void *)a)->sin_addr);
+		data = ldns_rdf_new_frm_data(
+		    LDNS_RDF_TYPE_A, 4, &((const struct sockaddr_in *)(const void *)a)->sin_addr);
 	} else {
 		ldns_rr_set_type(rr, LDNS_RR_TYPE_AAAA);
 		data = ldns_rdf_new_frm_data(
-			LDNS_RDF_TYPE_AAAA, 16,
-			&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr);
+		    LDNS_RDF_TYPE_AAAA, 16,
+		    &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr);
 	}
 	if (!rr || !owner || !data)
 		abort();
@@ -163,7 +163,7 @@ net_dns_build(const struct net_dns_query *q, int rcode, const struct sockaddr_st
 	/* Answers fit in 512 bytes: at most 8 of them, one name each. */
 	size_t used = 0;
 	if (rcode == NET_DNS_NOERROR && q->has_question) {
-		int want = q->qtype == LDNS_RR_TYPE_A ? AF_INET
+		int want = q->qtype == LDNS_RR_TYPE_A	   ? AF_INET
 			   : q->qtype == LDNS_RR_TYPE_AAAA ? AF_INET6
 							   : -1;
 		for (size_t i = 0; i < n_addrs && used < 8; i++) {

@@ -43,8 +43,8 @@ list_has(const char *buf, struct net_span v, const char *token)
 	size_t tl = strlen(token);
 	size_t i = 0;
 	while (i < v.len) {
-		while (i < v.len && (buf[v.off + i] == ' ' || buf[v.off + i] == '\t' ||
-				     buf[v.off + i] == ','))
+		while (i < v.len &&
+		       (buf[v.off + i] == ' ' || buf[v.off + i] == '\t' || buf[v.off + i] == ','))
 			i++;
 		size_t s = i;
 		while (i < v.len && buf[v.off + i] != ',')
@@ -575,9 +575,9 @@ net_body_feed(struct net_body *b, const char *p, size_t n)
 bool
 net_http_hop_by_hop(const char *buf, const struct net_http_head *h, unsigned i, bool request)
 {
-	static const char *const always[] = {"connection", "proxy-connection", "keep-alive",
-					     "te", "upgrade", "proxy-authenticate",
-					     "proxy-authorization", NULL};
+	static const char *const always[] = {
+	    "connection", "proxy-connection",	"keep-alive",	       "te",
+	    "upgrade",	  "proxy-authenticate", "proxy-authorization", NULL};
 	struct net_span name = h->headers[i].name;
 	for (size_t k = 0; always[k]; k++)
 		if (span_eq(buf, name, always[k]))

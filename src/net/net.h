@@ -69,26 +69,26 @@ extern const char *const NET_PUBLIC_SUFFIXES[];
 enum net_reason {
 	NET_R_NONE = 0,
 	NET_R_DENY_RULE,   /* "deny-rule": a deny rule names the host or address */
-	NET_R_NO_RULE,     /* "no-rule": no allow rule names the host */
-	NET_R_PORT,        /* "port": the host is allowed, not on this port */
-	NET_R_METHOD,      /* "method": the host is allowed, not for this method */
-	NET_R_PATH,        /* "path": outside the rule's path prefix */
-	NET_R_TUNNEL,      /* "tunnel-hides-method": CONNECT/SOCKS to a method- or
+	NET_R_NO_RULE,	   /* "no-rule": no allow rule names the host */
+	NET_R_PORT,	   /* "port": the host is allowed, not on this port */
+	NET_R_METHOD,	   /* "method": the host is allowed, not for this method */
+	NET_R_PATH,	   /* "path": outside the rule's path prefix */
+	NET_R_TUNNEL,	   /* "tunnel-hides-method": CONNECT/SOCKS to a method- or
 			    * path-restricted host without TLS interception */
 	NET_R_ADDR_RANGE,  /* "address-range": resolved into a refused range */
-	NET_R_RESOLVE,     /* "resolve-failed" */
-	NET_R_CONNECT,     /* "upstream-connect-failed" */
+	NET_R_RESOLVE,	   /* "resolve-failed" */
+	NET_R_CONNECT,	   /* "upstream-connect-failed" */
 	NET_R_BODY_LIMIT,  /* "max-request-bytes" */
 	NET_R_CONN_LIMIT,  /* "max-connections" */
 	NET_R_BYTE_LIMIT,  /* "max-total-bytes" */
 	NET_R_MALFORMED,   /* "malformed-request" */
-	NET_R_TIMEOUT,     /* "header-timeout" (or connect/idle timeout) */
+	NET_R_TIMEOUT,	   /* "header-timeout" (or connect/idle timeout) */
 	NET_R_RATE_LIMIT,  /* "rate-limit" (DNS) */
-	NET_R_LABEL,       /* "oversized-label" (DNS) */
-	NET_R_QTYPE,       /* "query-type" (DNS: not A/AAAA) */
-	NET_R_BAD_HOST,    /* "bad-host": not a valid host name or address */
+	NET_R_LABEL,	   /* "oversized-label" (DNS) */
+	NET_R_QTYPE,	   /* "query-type" (DNS: not A/AAAA) */
+	NET_R_BAD_HOST,	   /* "bad-host": not a valid host name or address */
 	NET_R_NOT_PROXY,   /* "not-a-proxy-request": origin-form to the proxy */
-	NET_R_UPSTREAM,    /* "bad-upstream-response" */
+	NET_R_UPSTREAM,	   /* "bad-upstream-response" */
 	NET_R_TLS,	   /* "tls-failed": a handshake or the upstream's
 			    * certificate failed (intercepted tunnels) */
 	NET_R_MISDIRECTED, /* "misdirected": inside an intercepted tunnel, SNI or
@@ -139,10 +139,10 @@ struct net_request {
 
 struct net_decision {
 	bool allow;
-	enum net_reason reason;      /* NET_R_NONE when allowed */
+	enum net_reason reason;	     /* NET_R_NONE when allowed */
 	const struct net_rule *rule; /* the allow rule used, or the deny rule hit */
 	uint64_t max_request_bytes;  /* from the allow rule, 0 = none */
-	char advice[256];            /* one line: why, and what to do instead */
+	char advice[256];	     /* one line: why, and what to do instead */
 };
 
 /* Decide on a request by host, port, method and path (the name stage; the
@@ -198,8 +198,8 @@ bool net_addr_parse(const char *s, size_t len, uint16_t port, struct sockaddr_st
 /* ------------------------------------------------------------ HTTP parser */
 
 /* Limits of the strict request-head parser. */
-#define NET_HTTP_MAX_LINE 8192	  /* request line or one header line */
-#define NET_HTTP_MAX_HEAD 32768	  /* whole head */
+#define NET_HTTP_MAX_LINE 8192	/* request line or one header line */
+#define NET_HTTP_MAX_HEAD 32768 /* whole head */
 #define NET_HTTP_MAX_HEADERS 100
 
 struct net_span {
@@ -238,8 +238,7 @@ struct net_http_head {
 int net_http_parse_request(const char *buf, size_t len, struct net_http_head *h);
 /* Same for a response head; method_head tells whether the request was HEAD
  * (no body).  Negative: -502 (malformed upstream response). */
-int net_http_parse_response(const char *buf, size_t len, bool method_head,
-			    struct net_http_head *h);
+int net_http_parse_response(const char *buf, size_t len, bool method_head, struct net_http_head *h);
 
 /* The request target, split.  An absolute-form http URI gives host (IPv6
  * without brackets), port (default 80) and path ("/" if empty); CONNECT's
@@ -373,7 +372,7 @@ struct net_event {
 	const char *sandbox_id;
 	enum net_proto proto;
 	const char *host;   /* as requested, normalized; NULL if never parsed */
-	uint16_t port;      /* 0 if unknown; DNS: the query type */
+	uint16_t port;	    /* 0 if unknown; DNS: the query type */
 	const char *method; /* plain HTTP only, else NULL */
 	const char *path;   /* plain HTTP only, else NULL (truncated at 1 KiB) */
 	const char *rule;   /* rule text (allow rule used, or deny rule hit), or NULL */
@@ -389,18 +388,18 @@ struct net_event {
 typedef void (*net_event_fn)(const struct net_event *ev, void *data);
 
 struct net_config {
-	const char *sandbox_id;	     /* copied; goes into every event */
+	const char *sandbox_id;	       /* copied; goes into every event */
 	const struct net_rules *rules; /* borrowed: must outlive the proxy */
-	unsigned max_conns;	     /* concurrent client connections (256) */
-	uint64_t max_total_bytes;    /* all traffic both ways over the proxy's
-				      * life, 0 = unlimited (default) */
-	unsigned header_timeout_ms;  /* a request head must arrive within (10 s) */
-	unsigned connect_timeout_ms; /* upstream connect (10 s) */
-	unsigned idle_timeout_ms;    /* a tunnel or request with no traffic (300 s) */
-	unsigned dns_rate;	     /* DNS queries per second (50) */
-	unsigned dns_burst;	     /* token bucket depth (100) */
-	unsigned dns_max_label;	     /* longest label answered (63) */
-	unsigned dns_ttl;	     /* TTL of answers (60) */
+	unsigned max_conns;	       /* concurrent client connections (256) */
+	uint64_t max_total_bytes;      /* all traffic both ways over the proxy's
+					* life, 0 = unlimited (default) */
+	unsigned header_timeout_ms;    /* a request head must arrive within (10 s) */
+	unsigned connect_timeout_ms;   /* upstream connect (10 s) */
+	unsigned idle_timeout_ms;      /* a tunnel or request with no traffic (300 s) */
+	unsigned dns_rate;	       /* DNS queries per second (50) */
+	unsigned dns_burst;	       /* token bucket depth (100) */
+	unsigned dns_max_label;	       /* longest label answered (63) */
+	unsigned dns_ttl;	       /* TTL of answers (60) */
 	/* TLS interception (network.tls_intercept, --tls-intercept): every
 	 * CONNECT or SOCKS tunnel whose first bytes are a TLS ClientHello is
 	 * terminated with a leaf certificate from a per-proxy CA, and each
@@ -425,8 +424,7 @@ int net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data,
  * dns_fd a bound UDP socket; any may be -1.  Takes ownership of every fd
  * passed (even on failure); sets them non-blocking and close-on-exec.
  * Call once, before net_proxy_start(). */
-int net_proxy_serve(struct net_proxy *p, int http_fd, int socks_fd, int dns_fd,
-		    struct wd_err *err);
+int net_proxy_serve(struct net_proxy *p, int http_fd, int socks_fd, int dns_fd, struct wd_err *err);
 /* Start the proxy thread.  0 or -errno. */
 int net_proxy_start(struct net_proxy *p, struct wd_err *err);
 /* Stop serving: the thread closes every listener, tunnel and connection

@@ -396,21 +396,21 @@ emit(struct conn *c, bool allowed, enum net_reason reason, const char *advice)
 		pp = path;
 	}
 	struct net_event ev = {
-		.sandbox_id = p->sandbox_id,
-		.proto = c->proto,
-		.host = c->host[0] ? c->host : NULL,
-		.port = c->port,
-		.method = c->method[0] ? c->method : NULL,
-		.path = pp,
-		.rule = net_rule_text(c->rule),
-		.allowed = allowed,
-		.reason = reason,
-		.advice = advice ? advice : "",
-		.addr = c->addr[0] ? c->addr : NULL,
-		.status = c->status,
-		.bytes_up = c->up,
-		.bytes_down = c->down,
-		.duration_us = (p->now - c->t0) / 1000,
+	    .sandbox_id = p->sandbox_id,
+	    .proto = c->proto,
+	    .host = c->host[0] ? c->host : NULL,
+	    .port = c->port,
+	    .method = c->method[0] ? c->method : NULL,
+	    .path = pp,
+	    .rule = net_rule_text(c->rule),
+	    .allowed = allowed,
+	    .reason = reason,
+	    .advice = advice ? advice : "",
+	    .addr = c->addr[0] ? c->addr : NULL,
+	    .status = c->status,
+	    .bytes_up = c->up,
+	    .bytes_down = c->down,
+	    .duration_us = (p->now - c->t0) / 1000,
 	};
 	p->cb(&ev, p->cb_data);
 }
@@ -739,8 +739,7 @@ build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 /* Host inside an intercepted tunnel: required, and naming the CONNECT
  * host, with the CONNECT port or none. */
 static bool
-host_header_matches(const char *buf, const struct net_http_head *h, const char *host,
-		    uint16_t port)
+host_header_matches(const char *buf, const struct net_http_head *h, const char *host, uint16_t port)
 {
 	for (unsigned i = 0; i < h->n_headers; i++) {
 		const struct net_http_header *hd = &h->headers[i];
@@ -807,9 +806,10 @@ handle_http_request(struct conn *c)
 		}
 		if (!host_header_matches(buf, h, c->t_host, c->t_port)) {
 			char adv[300];
-			snprintf(adv, sizeof(adv),
-				 "this tunnel goes to %s only; open another CONNECT for another host",
-				 c->t_authority);
+			snprintf(
+			    adv, sizeof(adv),
+			    "this tunnel goes to %s only; open another CONNECT for another host",
+			    c->t_authority);
 			refuse(c, 421, NET_R_MISDIRECTED, NULL, adv);
 			return;
 		}
@@ -817,7 +817,7 @@ handle_http_request(struct conn *c)
 		memset(&t, 0, sizeof(t));
 		snprintf(t.authority, sizeof(t.authority), "%s", c->t_authority);
 		struct net_request q = {
-			.host = c->t_host, .port = c->t_port, .method = c->method, .path = c->path};
+		    .host = c->t_host, .port = c->t_port, .method = c->method, .path = c->path};
 		net_rules_decide(p->rules, &q, &d);
 	} else if (strcmp(c->method, "CONNECT") == 0) {
 		c->proto = NET_PROTO_CONNECT;
@@ -858,7 +858,7 @@ handle_http_request(struct conn *c)
 		bool slash = t.path_len > 0 && t.path[0] == '/';
 		c->path = wd_xasprintf("%s%.*s", slash ? "" : "/", (int)t.path_len, t.path);
 		struct net_request q = {
-			.host = t.host, .port = t.port, .method = c->method, .path = c->path};
+		    .host = t.host, .port = t.port, .method = c->method, .path = c->path};
 		net_rules_decide(p->rules, &q, &d);
 	}
 	if (!d.allow) {
@@ -980,8 +980,9 @@ st_head(struct conn *c)
 		       status == 414   ? "the request line is too long"
 		       : status == 431 ? "the request head is too large"
 		       : status == 501 ? "only the chunked transfer coding is supported"
-		       : status == 505 ? "speak HTTP/1.1 to the proxy"
-				       : "malformed request head; send a standard HTTP/1.1 request");
+		       : status == 505
+			   ? "speak HTTP/1.1 to the proxy"
+			   : "malformed request head; send a standard HTTP/1.1 request");
 		return 1;
 	}
 	handle_http_request(c);
@@ -1184,8 +1185,8 @@ static void
 upstream_failed(struct conn *c, const char *what)
 {
 	char adv[256];
-	snprintf(adv, sizeof(adv), "%s:%u %s; retry later or use another source", c->host,
-		 c->port, what);
+	snprintf(adv, sizeof(adv), "%s:%u %s; retry later or use another source", c->host, c->port,
+		 what);
 	if (!c->resp_started)
 		refuse(c, 502, NET_R_UPSTREAM, NULL, adv);
 	else
@@ -1229,8 +1230,8 @@ st_forward(struct conn *c)
 	/* request body: client -> uout, through the framing and the cap */
 	if (!c->qbody.done) {
 		if (c->cin.len && buf_space(&c->uout)) {
-			size_t k = c->cin.len < buf_space(&c->uout) ? c->cin.len
-								    : buf_space(&c->uout);
+			size_t k =
+			    c->cin.len < buf_space(&c->uout) ? c->cin.len : buf_space(&c->uout);
 			ssize_t used = net_body_feed(&c->qbody, c->cin.d + c->cin.off, k);
 			if (used < 0) {
 				if (!c->resp_started)
@@ -1310,8 +1311,8 @@ st_forward(struct conn *c)
 	/* response head */
 	bool head_incomplete = !c->resp_head && c->uin.len == 0;
 	while (!c->resp_head && c->uin.len) {
-		int rc = net_http_parse_response(c->uin.d + c->uin.off, c->uin.len, c->head_req,
-						 c->h);
+		int rc =
+		    net_http_parse_response(c->uin.d + c->uin.off, c->uin.len, c->head_req, c->h);
 		if (rc == 0) {
 			head_incomplete = true;
 			break;
@@ -1457,8 +1458,8 @@ pump(struct conn *c, int from, int to, int pipefd[2], size_t *pend, bool *eof, b
 			if (left < want)
 				want = (size_t)left;
 		}
-		ssize_t n = splice(from, NULL, pipefd[1], NULL, want,
-				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		ssize_t n =
+		    splice(from, NULL, pipefd[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
 			*pend = (size_t)n;
 			prog = 1;
@@ -1518,8 +1519,9 @@ st_tunnel(struct conn *c)
 		buf_free(&c->uin);
 	}
 	int a = pump(c, c->cfd, c->ufd, c->pcu, &c->pend_cu, &c->eof_cu, &c->shut_u2, true);
-	int b = a < 0 ? 0
-		      : pump(c, c->ufd, c->cfd, c->puc, &c->pend_uc, &c->eof_uc, &c->shut_c2, false);
+	int b = a < 0
+		    ? 0
+		    : pump(c, c->ufd, c->cfd, c->puc, &c->pend_uc, &c->eof_uc, &c->shut_c2, false);
 	if (a == -2 || b == -2) {
 		byte_limit(c);
 		return -1;
@@ -1645,7 +1647,8 @@ st_tls_connect(struct conn *c)
 			 "TLS to %s failed (%s); the upstream is not trusted for this name, so "
 			 "nothing was sent",
 			 c->t_authority,
-			 vr != X509_V_OK ? X509_verify_cert_error_string(vr) : net_tls_last_error());
+			 vr != X509_V_OK ? X509_verify_cert_error_string(vr)
+					 : net_tls_last_error());
 		ERR_clear_error();
 		refuse(c, 502, NET_R_TLS, NULL, adv);
 		return 1;
@@ -1898,19 +1901,18 @@ dns_event(struct net_proxy *p, const struct net_dns_query *q, bool allowed, enum
 	if (!p->cb)
 		return;
 	struct net_event ev = {
-		.sandbox_id = p->sandbox_id,
-		.proto = NET_PROTO_DNS,
-		.host = q->name[0] ? q->name : NULL,
-		.port = q->qtype,
-		.allowed = allowed,
-		.reason = reason,
-		.advice = reason == NET_R_NO_RULE ? "no rule allows this name; work without it"
-						    : "",
-		.addr = addr,
-		.status = rcode,
-		.bytes_up = in,
-		.bytes_down = out,
-		.duration_us = (p->now - t0) / 1000,
+	    .sandbox_id = p->sandbox_id,
+	    .proto = NET_PROTO_DNS,
+	    .host = q->name[0] ? q->name : NULL,
+	    .port = q->qtype,
+	    .allowed = allowed,
+	    .reason = reason,
+	    .advice = reason == NET_R_NO_RULE ? "no rule allows this name; work without it" : "",
+	    .addr = addr,
+	    .status = rcode,
+	    .bytes_up = in,
+	    .bytes_down = out,
+	    .duration_us = (p->now - t0) / 1000,
 	};
 	p->cb(&ev, p->cb_data);
 }
@@ -1989,7 +1991,7 @@ dns_read(struct net_proxy *p)
 		}
 		if (rc > 0) {
 			dns_answer(p, &q, rc, NULL, 0, &from, fl, (size_t)n, false,
-				   label ? NET_R_LABEL
+				   label		    ? NET_R_LABEL
 				   : rc == NET_DNS_NXDOMAIN ? NET_R_BAD_HOST
 							    : NET_R_MALFORMED,
 				   t0);
@@ -2057,8 +2059,8 @@ resolver_done(struct net_proxy *p)
 			c->job = NULL;
 			if (j->err) {
 				char adv[200];
-				snprintf(adv, sizeof(adv),
-					 "%s does not resolve; check the name", c->host);
+				snprintf(adv, sizeof(adv), "%s does not resolve; check the name",
+					 c->host);
 				refuse(c, 502, NET_R_RESOLVE, NULL, adv);
 			} else {
 				memcpy(c->addrs, j->addrs, sizeof(c->addrs));

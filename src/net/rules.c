@@ -26,15 +26,81 @@
  * a different party.  A rule naming one of these alone (or "*." of it) is
  * refused; "*.x" with a single label x is refused for every x. */
 const char *const NET_PUBLIC_SUFFIXES[] = {
-	"com", "net", "org", "io", "dev", "app", "co", "uk", "co.uk", "org.uk", "ac.uk", "gov.uk",
-	"edu", "gov", "mil", "int", "info", "biz", "xyz", "ai", "me", "tv", "cc", "us", "eu", "de",
-	"fr", "nl", "jp", "co.jp", "cn", "com.cn", "ru", "br", "com.br", "in", "co.in", "au",
-	"com.au", "net.au", "org.au", "ca", "nz", "co.nz", "ch", "se", "es", "it", "pl", "kr",
-	"co.kr", "cloud", "online", "site", "tech", "page", "github.io", "githubusercontent.com",
-	"gitlab.io", "herokuapp.com", "appspot.com", "pages.dev", "workers.dev", "vercel.app",
-	"netlify.app", "cloudfront.net", "amazonaws.com", "s3.amazonaws.com", "azurewebsites.net",
-	"blob.core.windows.net", "web.app", "firebaseapp.com", "ngrok.io", "ngrok-free.app",
-	NULL,
+    "com",
+    "net",
+    "org",
+    "io",
+    "dev",
+    "app",
+    "co",
+    "uk",
+    "co.uk",
+    "org.uk",
+    "ac.uk",
+    "gov.uk",
+    "edu",
+    "gov",
+    "mil",
+    "int",
+    "info",
+    "biz",
+    "xyz",
+    "ai",
+    "me",
+    "tv",
+    "cc",
+    "us",
+    "eu",
+    "de",
+    "fr",
+    "nl",
+    "jp",
+    "co.jp",
+    "cn",
+    "com.cn",
+    "ru",
+    "br",
+    "com.br",
+    "in",
+    "co.in",
+    "au",
+    "com.au",
+    "net.au",
+    "org.au",
+    "ca",
+    "nz",
+    "co.nz",
+    "ch",
+    "se",
+    "es",
+    "it",
+    "pl",
+    "kr",
+    "co.kr",
+    "cloud",
+    "online",
+    "site",
+    "tech",
+    "page",
+    "github.io",
+    "githubusercontent.com",
+    "gitlab.io",
+    "herokuapp.com",
+    "appspot.com",
+    "pages.dev",
+    "workers.dev",
+    "vercel.app",
+    "netlify.app",
+    "cloudfront.net",
+    "amazonaws.com",
+    "s3.amazonaws.com",
+    "azurewebsites.net",
+    "blob.core.windows.net",
+    "web.app",
+    "firebaseapp.com",
+    "ngrok.io",
+    "ngrok-free.app",
+    NULL,
 };
 
 enum rule_kind {
@@ -75,29 +141,29 @@ struct net_rules {
 };
 
 static const char *const reason_names[NET_R__COUNT] = {
-	[NET_R_NONE] = "allowed",
-	[NET_R_DENY_RULE] = "deny-rule",
-	[NET_R_NO_RULE] = "no-rule",
-	[NET_R_PORT] = "port",
-	[NET_R_METHOD] = "method",
-	[NET_R_PATH] = "path",
-	[NET_R_TUNNEL] = "tunnel-hides-method",
-	[NET_R_ADDR_RANGE] = "address-range",
-	[NET_R_RESOLVE] = "resolve-failed",
-	[NET_R_CONNECT] = "upstream-connect-failed",
-	[NET_R_BODY_LIMIT] = "max-request-bytes",
-	[NET_R_CONN_LIMIT] = "max-connections",
-	[NET_R_BYTE_LIMIT] = "max-total-bytes",
-	[NET_R_MALFORMED] = "malformed-request",
-	[NET_R_TIMEOUT] = "timeout",
-	[NET_R_RATE_LIMIT] = "rate-limit",
-	[NET_R_LABEL] = "oversized-label",
-	[NET_R_QTYPE] = "query-type",
-	[NET_R_BAD_HOST] = "bad-host",
-	[NET_R_NOT_PROXY] = "not-a-proxy-request",
-	[NET_R_UPSTREAM] = "bad-upstream-response",
-	[NET_R_TLS] = "tls-failed",
-	[NET_R_MISDIRECTED] = "misdirected",
+    [NET_R_NONE] = "allowed",
+    [NET_R_DENY_RULE] = "deny-rule",
+    [NET_R_NO_RULE] = "no-rule",
+    [NET_R_PORT] = "port",
+    [NET_R_METHOD] = "method",
+    [NET_R_PATH] = "path",
+    [NET_R_TUNNEL] = "tunnel-hides-method",
+    [NET_R_ADDR_RANGE] = "address-range",
+    [NET_R_RESOLVE] = "resolve-failed",
+    [NET_R_CONNECT] = "upstream-connect-failed",
+    [NET_R_BODY_LIMIT] = "max-request-bytes",
+    [NET_R_CONN_LIMIT] = "max-connections",
+    [NET_R_BYTE_LIMIT] = "max-total-bytes",
+    [NET_R_MALFORMED] = "malformed-request",
+    [NET_R_TIMEOUT] = "timeout",
+    [NET_R_RATE_LIMIT] = "rate-limit",
+    [NET_R_LABEL] = "oversized-label",
+    [NET_R_QTYPE] = "query-type",
+    [NET_R_BAD_HOST] = "bad-host",
+    [NET_R_NOT_PROXY] = "not-a-proxy-request",
+    [NET_R_UPSTREAM] = "bad-upstream-response",
+    [NET_R_TLS] = "tls-failed",
+    [NET_R_MISDIRECTED] = "misdirected",
 };
 
 const char *
@@ -192,9 +258,9 @@ parse_cidr(struct net_rule *r, const char *s, size_t len, const char *spec, stru
 	}
 	/* "0.0.0.0/0" or "::/0" is "*" in disguise. */
 	if (r->prefix < 8)
-		return wd_err_set(err, WD_E_INVAL,
-				  "rule '%s': a prefix shorter than /8 opens too much; name the range",
-				  spec);
+		return wd_err_set(
+		    err, WD_E_INVAL,
+		    "rule '%s': a prefix shorter than /8 opens too much; name the range", spec);
 	/* Canonical: clear host bits so "10.1.2.3/8" matches like 10.0.0.0/8. */
 	unsigned bytes = max / 8;
 	for (unsigned i = 0; i < bytes; i++) {
@@ -221,7 +287,8 @@ rule_format(struct net_rule *r)
 		else
 			snprintf(host, sizeof(host), "%s", a);
 		if (r->prefix != max)
-			snprintf(host + strlen(host), sizeof(host) - strlen(host), "/%u", r->prefix);
+			snprintf(host + strlen(host), sizeof(host) - strlen(host), "/%u",
+				 r->prefix);
 	} else {
 		snprintf(host, sizeof(host), "%s%s", r->kind == RULE_SUFFIX ? "*." : "", r->host);
 	}
@@ -229,8 +296,8 @@ rule_format(struct net_rule *r)
 		snprintf(port, sizeof(port), ":*");
 	else if (r->port > 0)
 		snprintf(port, sizeof(port), ":%d", r->port);
-	size_t n = (size_t)snprintf(r->text, sizeof(r->text), "%s %s%s%s", r->deny ? "deny" : "allow",
-				    host, port, r->path ? r->path : "");
+	size_t n = (size_t)snprintf(r->text, sizeof(r->text), "%s %s%s%s",
+				    r->deny ? "deny" : "allow", host, port, r->path ? r->path : "");
 	for (unsigned i = 0; i < r->n_methods && n < sizeof(r->text); i++)
 		n += (size_t)snprintf(r->text + n, sizeof(r->text) - n, "%c%s", i ? ',' : '=',
 				      r->methods[i]);
@@ -323,9 +390,9 @@ rule_parse(const char *spec, bool deny, struct net_rule *r, struct wd_err *err)
 		const char *h = s;
 		size_t hl = host_len;
 		if (hl == 1 && h[0] == '*')
-			return wd_err_set(err, WD_E_INVAL,
-					  "rule '%s': a bare '*' would allow every host; name the hosts",
-					  spec);
+			return wd_err_set(
+			    err, WD_E_INVAL,
+			    "rule '%s': a bare '*' would allow every host; name the hosts", spec);
 		if (hl >= 2 && h[0] == '*' && h[1] == '.') {
 			r->kind = RULE_SUFFIX;
 			h += 2;
@@ -371,9 +438,10 @@ rule_parse(const char *spec, bool deny, struct net_rule *r, struct wd_err *err)
 					  "rule '%s': deny rules name hosts, not paths", spec);
 		size_t plen = hp_len - rest;
 		for (size_t i = rest; i < hp_len; i++)
-			if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f || s[i] == '%' ||
-			    s[i] == '\\' || s[i] == '?' || s[i] == '#')
-				return wd_err_set(err, WD_E_INVAL, "rule '%s': bad path prefix", spec);
+			if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f ||
+			    s[i] == '%' || s[i] == '\\' || s[i] == '?' || s[i] == '#')
+				return wd_err_set(err, WD_E_INVAL, "rule '%s': bad path prefix",
+						  spec);
 		r->path = wd_xmalloc(plen + 1);
 		memcpy(r->path, s + rest, plen);
 		r->path[plen] = '\0';
@@ -391,11 +459,12 @@ rule_parse(const char *spec, bool deny, struct net_rule *r, struct wd_err *err)
 		while (*m) {
 			size_t ml = strcspn(m, ",");
 			if (ml == 0 || ml >= sizeof(r->methods[0]) || r->n_methods == MAX_METHODS)
-				return wd_err_set(err, WD_E_INVAL, "rule '%s': bad method list", spec);
+				return wd_err_set(err, WD_E_INVAL, "rule '%s': bad method list",
+						  spec);
 			for (size_t i = 0; i < ml; i++)
 				if (!is_tchar((unsigned char)m[i]))
-					return wd_err_set(err, WD_E_INVAL,
-							  "rule '%s': bad method", spec);
+					return wd_err_set(err, WD_E_INVAL, "rule '%s': bad method",
+							  spec);
 			char *dst = r->methods[r->n_methods++];
 			for (size_t i = 0; i < ml; i++)
 				dst[i] = (char)toupper((unsigned char)m[i]);
@@ -531,7 +600,8 @@ host_match(const struct net_rule *r, const char *host, const struct sockaddr_sto
 		return strcmp(host, r->host) == 0;
 	case RULE_SUFFIX: {
 		size_t hl = strlen(host), sl = strlen(r->host);
-		return hl > sl + 1 && host[hl - sl - 1] == '.' && strcmp(host + hl - sl, r->host) == 0;
+		return hl > sl + 1 && host[hl - sl - 1] == '.' &&
+		       strcmp(host + hl - sl, r->host) == 0;
 	}
 	case RULE_CIDR:
 		return false;
@@ -623,7 +693,8 @@ net_rules_decide(const struct net_rules *rules, const struct net_request *req,
 	struct sockaddr_storage lit;
 	const struct sockaddr_storage *litp = NULL;
 	memset(d, 0, sizeof(*d));
-	if (!req->host || net_host_normalize(req->host, strlen(req->host), host, sizeof(host)) < 0) {
+	if (!req->host ||
+	    net_host_normalize(req->host, strlen(req->host), host, sizeof(host)) < 0) {
 		d->reason = NET_R_BAD_HOST;
 		snprintf(d->advice, sizeof(d->advice),
 			 "the host is not a valid name or address; use a plain DNS name");
@@ -634,7 +705,8 @@ net_rules_decide(const struct net_rules *rules, const struct net_request *req,
 
 	for (size_t i = 0; i < rules->n_rules; i++) {
 		const struct net_rule *r = rules->rules[i];
-		if (r->deny && host_match(r, host, litp) && (r->port == PORT_DEFAULT ? true : port_match(r, req->port))) {
+		if (r->deny && host_match(r, host, litp) &&
+		    (r->port == PORT_DEFAULT ? true : port_match(r, req->port))) {
 			d->reason = NET_R_DENY_RULE;
 			d->rule = r;
 			snprintf(d->advice, sizeof(d->advice),
@@ -687,7 +759,8 @@ net_rules_decide(const struct net_rules *rules, const struct net_request *req,
 			 "%s is allowed only for %s%s%s, which a CONNECT tunnel hides; use plain "
 			 "http:// or ask for --tls-intercept",
 			 host, tunnel_miss->n_methods ? m : "some paths",
-			 tunnel_miss->path ? " under " : "", tunnel_miss->path ? tunnel_miss->path : "");
+			 tunnel_miss->path ? " under " : "",
+			 tunnel_miss->path ? tunnel_miss->path : "");
 	} else if (method_miss) {
 		d->reason = NET_R_METHOD;
 		d->rule = method_miss;
@@ -695,7 +768,8 @@ net_rules_decide(const struct net_rules *rules, const struct net_request *req,
 		snprintf(d->advice, sizeof(d->advice),
 			 "%s allows only %s, not %s; use an allowed method or ask for a rule "
 			 "that permits %s",
-			 host, m, req->method ? req->method : "?", req->method ? req->method : "it");
+			 host, m, req->method ? req->method : "?",
+			 req->method ? req->method : "it");
 	} else if (path_miss) {
 		d->reason = NET_R_PATH;
 		d->rule = path_miss;

@@ -118,7 +118,8 @@ net_tls_new(const char *sandbox_id, const char *ca_file, struct net_tls **out, s
 	struct net_tls *t = wd_xcalloc(1, sizeof(*t));
 	char cn[128];
 	int rc;
-	snprintf(cn, sizeof(cn), "warden sandbox %s CA", sandbox_id && *sandbox_id ? sandbox_id : "-");
+	snprintf(cn, sizeof(cn), "warden sandbox %s CA",
+		 sandbox_id && *sandbox_id ? sandbox_id : "-");
 	t->ca_key = EVP_EC_gen("P-256");
 	t->leaf_key = EVP_EC_gen("P-256");
 	if (!t->ca_key || !t->leaf_key) {
@@ -160,10 +161,10 @@ net_tls_new(const char *sandbox_id, const char *ca_file, struct net_tls **out, s
 	 * EOF; HTTP framing, not TLS, says whether the message was whole. */
 	SSL_CTX_set_options(t->server, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
 	SSL_CTX_set_options(t->client, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
-	SSL_CTX_set_mode(t->server, SSL_MODE_ENABLE_PARTIAL_WRITE |
-					    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	SSL_CTX_set_mode(t->client, SSL_MODE_ENABLE_PARTIAL_WRITE |
-					    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_mode(t->server,
+			 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_mode(t->client,
+			 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_alpn_select_cb(t->server, alpn_select, NULL);
 	static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 	if (SSL_CTX_set_alpn_protos(t->client, h11, sizeof(h11)) != 0) {

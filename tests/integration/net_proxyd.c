@@ -50,7 +50,8 @@ static void
 on_event(const struct net_event *ev, void *data)
 {
 	FILE *f = events;
-	fprintf(f, "{\"sandbox\":\"%s\",\"proto\":\"%s\"", ev->sandbox_id, net_proto_name(ev->proto));
+	fprintf(f, "{\"sandbox\":\"%s\",\"proto\":\"%s\"", ev->sandbox_id,
+		net_proto_name(ev->proto));
 	json_str(f, "host", ev->host);
 	fprintf(f, ",\"port\":%u", ev->port);
 	json_str(f, "method", ev->method);
@@ -85,22 +86,22 @@ int
 main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"allow", required_argument, NULL, 'a'},
-		{"deny", required_argument, NULL, 'd'},
-		{"host", required_argument, NULL, 'H'},
-		{"max-conns", required_argument, NULL, 'c'},
-		{"max-bytes", required_argument, NULL, 'b'},
-		{"header-timeout-ms", required_argument, NULL, 't'},
-		{"idle-timeout-ms", required_argument, NULL, 'i'},
-		{"dns-rate", required_argument, NULL, 'r'},
-		{"dns-burst", required_argument, NULL, 'B'},
-		{"dns-max-label", required_argument, NULL, 'l'},
-		{"events", required_argument, NULL, 'e'},
-		{"netns", required_argument, NULL, 'n'},
-		{"tls-intercept", no_argument, NULL, 'T'},
-		{"upstream-ca", required_argument, NULL, 'U'},
-		{"ca-out", required_argument, NULL, 'C'},
-		{NULL, 0, NULL, 0},
+	    {"allow", required_argument, NULL, 'a'},
+	    {"deny", required_argument, NULL, 'd'},
+	    {"host", required_argument, NULL, 'H'},
+	    {"max-conns", required_argument, NULL, 'c'},
+	    {"max-bytes", required_argument, NULL, 'b'},
+	    {"header-timeout-ms", required_argument, NULL, 't'},
+	    {"idle-timeout-ms", required_argument, NULL, 'i'},
+	    {"dns-rate", required_argument, NULL, 'r'},
+	    {"dns-burst", required_argument, NULL, 'B'},
+	    {"dns-max-label", required_argument, NULL, 'l'},
+	    {"events", required_argument, NULL, 'e'},
+	    {"netns", required_argument, NULL, 'n'},
+	    {"tls-intercept", no_argument, NULL, 'T'},
+	    {"upstream-ca", required_argument, NULL, 'U'},
+	    {"ca-out", required_argument, NULL, 'C'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct wd_err err = {0};
 	struct net_rules *rules;

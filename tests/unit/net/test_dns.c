@@ -93,7 +93,11 @@ Test(net_dns_build, answers_round_trip)
 	cr_expect_eq(ldns_pkt_ancount(p), 2);
 	/* question echoed with the client's case */
 	ldns_rdf *owner = ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_question(p), 0));
-	cr_expect_eq(memcmp(ldns_rdf_data(owner), "\x03" "Api", 4), 0);
+	cr_expect_eq(memcmp(ldns_rdf_data(owner),
+			    "\x03"
+			    "Api",
+			    4),
+		     0);
 	ldns_pkt_free(p);
 
 	len = net_dns_build(&q, NET_DNS_NXDOMAIN, NULL, 0, 60, out, sizeof(out));

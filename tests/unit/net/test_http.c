@@ -141,9 +141,10 @@ Test(net_http_parse_response, responses)
 	const char *r5 = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
 	cr_assert_eq(net_http_parse_response(r5, strlen(r5), false, h), 1);
 	cr_expect_eq(h->body, NET_BODY_CHUNKED);
-	const char *bad[] = {"HTTP/1.1 20 OK\r\n\r\n", "HTTP/1.1 200OK\r\n\r\n",
-			     "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
-			     "ICY 200 OK\r\n\r\n", "HTTP/1.1 200 OK\n\n"};
+	const char *bad[] = {
+	    "HTTP/1.1 20 OK\r\n\r\n", "HTTP/1.1 200OK\r\n\r\n",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+	    "ICY 200 OK\r\n\r\n", "HTTP/1.1 200 OK\n\n"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_eq(net_http_parse_response(bad[i], strlen(bad[i]), false, h), -502, "%zu",
 			     i);
@@ -167,10 +168,11 @@ Test(net_http_parse_absolute, targets)
 	cr_assert_eq(net_http_parse_absolute(a, strlen(a), &t), 0);
 	cr_expect_str_eq(t.host, "::1");
 	cr_expect_eq(t.port, 81);
-	const char *bad[] = {"https://a.test/",      "http://user@evil.test/", "http://a.test:0/",
-			     "http://a.test:99999/", "http://a%2etest/",       "http://a.test/#x",
-			     "/relative",	     "http://:80/",	       "http://a.test:/",
-			     "http://[zz]/"};
+	const char *bad[] = {"https://a.test/",	 "http://user@evil.test/",
+			     "http://a.test:0/", "http://a.test:99999/",
+			     "http://a%2etest/", "http://a.test/#x",
+			     "/relative",	 "http://:80/",
+			     "http://a.test:/",	 "http://[zz]/"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_lt(net_http_parse_absolute(bad[i], strlen(bad[i]), &t), 0, "%s", bad[i]);
 }
@@ -214,7 +216,7 @@ Test(net_body_feed, chunked_framing)
 		cr_expect(b.done);
 		cr_expect_eq(b.payload, 15);
 	}
-	const char *bad[] = {"x\r\n", "5\nhello\r\n", "5\r\nhelloX\r\n", "1111111111111111\r\n",
+	const char *bad[] = {"x\r\n",  "5\nhello\r\n", "5\r\nhelloX\r\n", "1111111111111111\r\n",
 			     "5 \r\n", "0\r\n\x01\r\n"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct net_body b;

@@ -21,7 +21,7 @@ struct upstream {
 	bool echo;
 	pthread_t t;
 };
-static int accepts;	       /* upstream connections accepted (HTTP upstream) */
+static int accepts;	     /* upstream connections accepted (HTTP upstream) */
 static bool close_after_one; /* HTTP upstream: close silently after one answer */
 
 static void *
@@ -53,8 +53,8 @@ serve_one(void *arg)
 		int bl = snprintf(body, sizeof(body), "%.*s|%s", (int)(eol - buf), buf,
 				  strstr(buf, "\r\nHost: ") ? "host" : "nohost");
 		char resp[1024];
-		int rl = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s",
-				  bl, body);
+		int rl = snprintf(resp, sizeof(resp),
+				  "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", bl, body);
 		send(fd, resp, (size_t)rl, MSG_NOSIGNAL);
 		size_t used = (size_t)(end + 4 - buf);
 		memmove(buf, buf + used, len - used);
@@ -77,7 +77,8 @@ upstream_main(void *arg)
 		pthread_t t;
 		if (!u->echo)
 			__atomic_add_fetch(&accepts, 1, __ATOMIC_SEQ_CST);
-		pthread_create(&t, NULL, serve_one, (void *)(intptr_t)(fd | (u->echo ? 0x40000000 : 0)));
+		pthread_create(&t, NULL, serve_one,
+			       (void *)(intptr_t)(fd | (u->echo ? 0x40000000 : 0)));
 		pthread_detach(t);
 	}
 }

@@ -12,7 +12,8 @@ mk(const char *const *allow, const char *const *deny, const char *const *hosts)
 	struct wd_err err = {0};
 	cr_assert_eq(net_rules_new(&r), 0);
 	for (; allow && *allow; allow++)
-		cr_assert_eq(net_rules_add_allow(r, *allow, NULL, &err), 0, "%s: %s", *allow, err.msg);
+		cr_assert_eq(net_rules_add_allow(r, *allow, NULL, &err), 0, "%s: %s", *allow,
+			     err.msg);
 	for (; deny && *deny; deny++)
 		cr_assert_eq(net_rules_add_deny(r, *deny, &err), 0, "%s: %s", *deny, err.msg);
 	for (; hosts && *hosts; hosts++)
@@ -82,7 +83,8 @@ Test(net_rules_add_allow, parses_and_refuses_table)
 		int rc = net_rules_add_allow(r, c->spec, NULL, &err);
 		cr_expect_eq(rc == 0, c->ok, "'%s': rc %d (%s)", c->spec, rc, err.msg);
 		if (rc == 0 && c->text)
-			cr_expect_str_eq(net_rule_text(net_rules_at(r, 0)), c->text, "'%s'", c->spec);
+			cr_expect_str_eq(net_rule_text(net_rules_at(r, 0)), c->text, "'%s'",
+					 c->spec);
 		if (!c->ok)
 			cr_expect_neq(err.msg[0], '\0', "'%s' has a message", c->spec);
 		net_rules_free(r);
@@ -131,16 +133,11 @@ struct decide_case {
 };
 
 static const char *const d_allow[] = {
-	"example.com",
-	"api.example.com:8443=GET,HEAD",
-	"*.cdn.example.net",
-	"files.example.org/pub/=GET",
-	"put.example.org=PUT",
-	"127.0.0.1:8080",
-	"10.0.0.0/8:*",
-	"[::1]:9000",
-	"*.example.io",
-	NULL,
+    "example.com",	   "api.example.com:8443=GET,HEAD",
+    "*.cdn.example.net",   "files.example.org/pub/=GET",
+    "put.example.org=PUT", "127.0.0.1:8080",
+    "10.0.0.0/8:*",	   "[::1]:9000",
+    "*.example.io",	   NULL,
 };
 static const char *const d_deny[] = {"evil.cdn.example.net", "bad.example.io:443", NULL};
 
@@ -223,7 +220,8 @@ Test(net_rules_decide, most_specific_rule_sets_body_cap)
 	net_rules_new(&r);
 	cr_assert_eq(net_rules_add_allow(r, "*.example.com", &o1, &err), 0);
 	cr_assert_eq(net_rules_add_allow(r, "up.example.com=POST", &o2, &err), 0);
-	struct net_request q = {.host = "up.example.com", .port = 80, .method = "POST", .path = "/"};
+	struct net_request q = {
+	    .host = "up.example.com", .port = 80, .method = "POST", .path = "/"};
 	struct net_decision d;
 	net_rules_decide(r, &q, &d);
 	cr_expect(d.allow);
