@@ -202,6 +202,9 @@ const char *wd_policy_digest(const wd_policy *p);
 const char *wd_policy_audit_path(const wd_policy *p);
 /* Seconds an approval stays valid unless `warden approve --ttl` says. */
 unsigned wd_policy_approval_ttl(const wd_policy *p);
+/* The policy's network.allow host patterns ("pypi.org", "*.github.com"),
+ * for the egress layer; *n gets the count.  Valid while p lives. */
+const char *const *wd_policy_network_allow(const wd_policy *p, size_t *n);
 
 /* The static route of a tool: its class and, for sandbox tools, the
  * resource limits of its profile (limits zeroed otherwise; *profile NULL

@@ -90,6 +90,14 @@ wd_policy_approval_ttl(const wd_policy *p)
 	return (unsigned)p->cfg->approval_ttl_s;
 }
 
+WD_API const char *const *
+wd_policy_network_allow(const wd_policy *p, size_t *n)
+{
+	if (n)
+		*n = p->cfg->network_allow.n;
+	return (const char *const *)p->cfg->network_allow.v;
+}
+
 WD_API int
 wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 		const char **profile, struct wd_limits *limits, struct wd_err *err)

@@ -392,3 +392,24 @@ Test(audit, no_environment_values_in_decision_events)
 	wd_request_free(req);
 	wd_policy_free(p);
 }
+
+Test(audit, policy_accessors_for_front_ends)
+{
+	static const char doc[] = "{\"version\": 1, \"network\": {\"allow\": [\"pypi.org\", "
+				  "\"*.github.com\"]}, \"audit\": {\"path\": \"/x.jsonl\"}}";
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/p.json", dir);
+	spit(path, doc, strlen(doc));
+	wd_policy *p = NULL;
+	struct wd_err e = {0};
+	cr_assert_eq(wd_policy_load(path, &p, &e), 0, "%s", e.msg);
+	size_t n = 0;
+	const char *const *hosts = wd_policy_network_allow(p, &n);
+	cr_expect_eq(n, 2);
+	cr_expect_str_eq(hosts[0], "pypi.org");
+	cr_expect_str_eq(hosts[1], "*.github.com");
+	cr_expect_str_eq(wd_policy_audit_path(p), "/x.jsonl");
+	cr_expect_eq(wd_policy_approval_ttl(p), 600);
+	cr_expect_eq(strlen(wd_policy_digest(p)), 64);
+	wd_policy_free(p);
+}
