@@ -349,7 +349,8 @@ tls_dial(int fd, const char *ca_pem)
 	SSL *s = SSL_new(ctx);
 	SSL_CTX_free(ctx); /* the SSL keeps a reference */
 	SSL_set_fd(s, fd);
-	SSL_set_tlsext_host_name(s, "web.test");
+	char sni[] = "web.test";
+	SSL_set_tlsext_host_name(s, sni);
 	SSL_set1_host(s, "web.test");
 	if (SSL_connect(s) != 1) {
 		ERR_print_errors_fp(stderr);
@@ -430,7 +431,7 @@ static void
 tls_bench(struct net_rules *rules, int nreq)
 {
 	struct wd_err err = {0};
-	up_key = EVP_EC_gen("P-256");
+	up_key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	up_ca = mk_cert("bench CA", NULL, up_key, up_key, true);
 	up_leaf = mk_cert("web.test", up_ca, up_key, up_key, false);
 	up_ctx = SSL_CTX_new(TLS_server_method());

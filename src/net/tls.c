@@ -120,8 +120,8 @@ net_tls_new(const char *sandbox_id, const char *ca_file, struct net_tls **out, s
 	int rc;
 	snprintf(cn, sizeof(cn), "warden sandbox %s CA",
 		 sandbox_id && *sandbox_id ? sandbox_id : "-");
-	t->ca_key = EVP_EC_gen("P-256");
-	t->leaf_key = EVP_EC_gen("P-256");
+	t->ca_key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	t->leaf_key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	if (!t->ca_key || !t->leaf_key) {
 		rc = ossl_err(err, "key generation");
 		goto fail;
@@ -261,7 +261,9 @@ net_tls_client(struct net_tls *t, const char *host, int fd)
 	SSL *s = SSL_new(t->client);
 	struct sockaddr_storage ss;
 	bool ip = net_addr_parse(host, strlen(host), 0, &ss);
-	if (!s || SSL_set_fd(s, fd) != 1 || (!ip && SSL_set_tlsext_host_name(s, host) != 1) ||
+	char name[256]; /* the SNI macro wants a mutable string */
+	snprintf(name, sizeof(name), "%s", host);
+	if (!s || SSL_set_fd(s, fd) != 1 || (!ip && SSL_set_tlsext_host_name(s, name) != 1) ||
 	    (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), host) != 1
 		: SSL_set1_host(s, host) != 1)) {
 		SSL_free(s);
