@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Spawn-to-exit latency of `warden run` against bare execution and against
+# bubblewrap with the equivalent configuration, alternating, many runs.
+#
+#   bench/spawn.sh WARDEN SPAWN_BENCH        (or: bench/spawn.sh BUILD-DIR)
+#   SPAWN_RUNS=200 SPAWN_WARMUP=10           runs per command, warm-up rounds
+#
+# For /bin/true and for python3 -c pass it prints the medians, each one's
+# overhead over bare execution, and warden/bwrap ratios (of the medians and
+# of the overheads).  warden runs with its defaults: every namespace, the
+# cgroup limits, seccomp and Landlock; bwrap does namespaces and mounts only.
+set -euo pipefail
+
+if [ $# -eq 1 ]; then
+	set -- "$1/warden" "$1/bench/spawn_bench"
+fi
+WARDEN=$(readlink -f "${1:?usage: spawn.sh WARDEN SPAWN_BENCH | spawn.sh BUILD}")
+DRIVER=$(readlink -f "${2:?usage: spawn.sh WARDEN SPAWN_BENCH}")
+RUNS=${SPAWN_RUNS:-200}
+WARMUP=${SPAWN_WARMUP:-10}
+BWRAP=$(command -v bwrap || true)
+PY=/usr/bin/python3
+
+ws=$(mktemp -d /tmp/wd-bench.XXXXXXXX)
+trap 'rm -rf "$ws"' EXIT
+
+echo "# spawn latency: $RUNS runs each, alternating, after $WARMUP warm-up rounds"
+echo "# $(uname -sr), $(nproc) CPUs, $(id -un), cgroup $(if [ -d /sys/fs/cgroup/memory ]; then echo v1; else echo v2; fi)"
+"$WARDEN" run --workspace "$ws" --json -- /bin/true |
+	python3 -c 'import json,sys; p=json.load(sys.stdin)["protections"]; print("# warden protections:", json.dumps(p, separators=(",", ":")))' ||
+	true
+
+bwrap_args=(--unshare-all --die-with-parent --new-session
+	--ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib
+	--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin
+	--proc /proc --dev /dev --tmpfs /tmp --bind "$ws" /workspace --chdir /workspace
+	--clearenv --setenv PATH /usr/bin:/bin --cap-drop ALL)
+
+# bench NAME PROGRAM [ARGS...]: one alternating series; prints the table
+# and the ratios.
+bench() {
+	local name=$1
+	shift
+	local sets=(bare "$@" :: warden "$WARDEN" run --workspace "$ws" -- "$@")
+	if [ -n "$BWRAP" ]; then
+		sets+=(:: bwrap "$BWRAP" "${bwrap_args[@]}" -- "$@")
+	fi
+	echo
+	echo "## $name"
+	"$DRIVER" -n "$RUNS" -w "$WARMUP" -t -- "${sets[@]}" >"$ws/.out"
+	grep -v '^summary' "$ws/.out"
+	awk -F'\t' '
+		$1 == "summary" { m[$2] = $3 }
+		END {
+			if (!("warden" in m) || !("bare" in m)) exit
+			printf "warden overhead over bare: %.3f ms (target <= 2.0 ms)\n", (m["warden"] - m["bare"]) / 1000
+			if ("bwrap" in m) {
+				printf "bwrap overhead over bare:  %.3f ms\n", (m["bwrap"] - m["bare"]) / 1000
+				printf "ratio warden/bwrap: %.2f of the medians, %.2f of the overheads\n",
+					m["warden"] / m["bwrap"], (m["warden"] - m["bare"]) / (m["bwrap"] - m["bare"])
+			}
+		}' "$ws/.out"
+}
+
+bench "/bin/true" /bin/true
+bench "python3 -c pass" "$PY" -c pass
