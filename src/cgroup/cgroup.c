@@ -506,3 +506,36 @@ cgroup_sweep_stale(void)
 		sweep_dir(parent);
 	}
 }
+
+int
+cgroup_remove_id(const char *id)
+{
+	struct cg_host *h = cg_host_get();
+	if (h->unusable || !id[0] || strchr(id, '/') || id[0] == '.')
+		return 0;
+	int rc = 0;
+	for (int i = 0; i < h->nhier; i++) {
+		wd_autofree char *dir = wd_xasprintf("%s/warden/%s", h->hier[i].base, id);
+		uint64_t deadline = wd_now_ns() + 10000000000ULL;
+		for (;;) {
+			if (rmdir(dir) == 0 || errno == ENOENT)
+				break;
+			if (errno != EBUSY || wd_now_ns() > deadline) {
+				rc = -EBUSY;
+				break;
+			}
+			/* still has tasks: kill them, let them exit, retry */
+			wd_autofree char *procs = wd_xasprintf("%s/cgroup.procs", dir);
+			FILE *f = fopen(procs, "re");
+			if (f) {
+				int pid;
+				while (fscanf(f, "%d", &pid) == 1)
+					kill(pid, SIGKILL);
+				fclose(f);
+			}
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	return rc;
+}

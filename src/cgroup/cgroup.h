@@ -128,6 +128,13 @@ void cgroup_free(struct cgroup *cg);
 /* The directories of this cgroup, absolute, NULL-terminated, valid while
  * cg lives (the janitor removes them if warden is killed). */
 const char *const *cgroup_dirs(const struct cgroup *cg);
+/* Kill whatever is left in the sandbox cgroup named id and remove its
+ * directories, in every hierarchy where it exists (nothing to do where it
+ * does not).  For the janitor, which knows the id before the cgroup
+ * exists: warden can die between creating the cgroup and handing over the
+ * object.  Returns 0, or -EBUSY when a directory would not go within about
+ * ten seconds (exiting tasks can be slow to leave on a loaded host). */
+int cgroup_remove_id(const char *id);
 /* Remove leftover <base>/warden/<id> directories of killed runs: only
  * empty ones, older than 5 s and not locked by a live warden. */
 void cgroup_sweep_stale(void);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -146,10 +147,17 @@ add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
 
 static char idmap_stack[16384] __attribute__((aligned(16)));
 
+/* Holds the idmapping namespace for a moment.  It shares warden's memory
+ * (CLONE_VM), so it touches nothing but its stack and the syscalls below
+ * (none sets errno on success).  If warden dies meanwhile it must too:
+ * PDEATHSIG, and a check that the parent did not die before that. */
 static int
 idmap_child(void *arg)
 {
-	(void)arg;
+	pid_t parent = *(const pid_t *)arg;
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != parent)
+		_exit(0);
 	for (;;)
 		pause();
 	return 0;
@@ -164,8 +172,9 @@ idmap_child(void *arg)
 static int
 idmap_userns(uid_t owner_uid, gid_t owner_gid, struct wd_err *err)
 {
+	pid_t self = getpid();
 	pid_t pid = clone(idmap_child, idmap_stack + sizeof(idmap_stack),
-			  CLONE_VM | CLONE_NEWUSER | SIGCHLD, NULL);
+			  CLONE_VM | CLONE_NEWUSER | SIGCHLD, &self);
 	if (pid < 0)
 		return wd_err_sys(err, errno, "clone user namespace for the idmapped workspace");
 	char path[64], map[64];

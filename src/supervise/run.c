@@ -49,10 +49,12 @@ make_id(char out[17])
  * pid 1 dies with warden (PDEATHSIG), and with it the whole pid namespace;
  * mounts live only in the sandbox's mount namespace and vanish with it.
  * The cgroup directories are the one thing on the host that would stay.
- * A small forked process waits on a pipe: one byte means warden cleaned up
- * itself, EOF means warden is gone and the janitor must. */
+ * A small forked process, started before the cgroup exists and knowing
+ * only its id, waits on a pipe: one byte means warden cleaned up itself,
+ * EOF means warden is gone (or handed the clean-up over) and the janitor
+ * removes whatever exists of warden/<id>. */
 static pid_t
-janitor_start(struct cgroup *cg, int *notify_fd)
+janitor_start(const char *id, int *notify_fd)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -86,8 +88,7 @@ janitor_start(struct cgroup *cg, int *notify_fd)
 			;
 		if (n == 1)
 			_exit(0);
-		cgroup_kill(cg);
-		cgroup_destroy(cg);
+		cgroup_remove_id(id);
 		/* and what earlier, killed runs may have left (only empty,
 		 * unlocked directories go) */
 		cgroup_sweep_stale();
@@ -555,8 +556,11 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	 * while the child builds its mounts, and the child joins it itself
 	 * before anything of the command runs (step 4b). */
 	int host_cg = cgroup_host_version();
-	if (host_cg == 2 && (rc = make_cgroup(spec, id, &s.cg, err)) < 0)
-		goto out;
+	if (host_cg == 2) {
+		janitor = janitor_start(id, &janitor_fd);
+		if ((rc = make_cgroup(spec, id, &s.cg, err)) < 0)
+			goto out;
+	}
 
 	/* Signals that end warden end the sandbox first (read via signalfd). */
 	sigemptyset(&sigs);
@@ -623,16 +627,17 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	}
 	/* 2c. v1: the cgroup, overlapping the child's mount work, then
 	 * SYNC_CGROUP_READY; the janitor watches over it from now on. */
-	if (host_cg == 1 && (rc = make_cgroup(spec, id, &s.cg, err)) < 0)
-		goto out_kill;
 	STEP("2 maps written, child released");
+	if (host_cg == 1) {
+		janitor = janitor_start(id, &janitor_fd);
+		STEP("2b janitor");
+		if ((rc = make_cgroup(spec, id, &s.cg, err)) < 0)
+			goto out_kill;
+	}
+	s.janitor = janitor;
 	if ((rc = send_cgroup(&s, err)) < 0)
 		goto out_kill;
 	STEP("2c cgroup (v1) sent");
-	if (s.cg)
-		janitor = janitor_start(s.cg, &janitor_fd);
-	s.janitor = janitor;
-	STEP("2d janitor");
 
 	/* 7. Supervise: output, the clock, signals, pid 1's end. */
 	for (int i = 1; i <= 2; i++)
