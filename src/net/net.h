@@ -39,6 +39,8 @@
  *   PORT   a number or "*"; absent means 80 and 443 only.
  *   PATH   prefix of the request path, plain HTTP only ("/simple/").
  *   METHOD upper-case HTTP method tokens, plain HTTP only.
+ * An allow rule may end in ";max_request_bytes=SIZE" (65536, 64K, 1M): the
+ * request body cap, as struct net_rule_opts gives it.
  * A deny rule (net_rules_add_deny) reads HOST[:PORT] and wins over any
  * allow rule.  A hosts entry reads NAME=ADDRESS and is repeatable per name;
  * it says where a name goes, not whether it may be reached.

@@ -302,7 +302,7 @@ rule_format(struct net_rule *r)
 		n += (size_t)snprintf(r->text + n, sizeof(r->text) - n, "%c%s", i ? ',' : '=',
 				      r->methods[i]);
 	if (r->max_request_bytes && n < sizeof(r->text))
-		snprintf(r->text + n, sizeof(r->text) - n, " max_request_bytes=%llu",
+		snprintf(r->text + n, sizeof(r->text) - n, ";max_request_bytes=%llu",
 			 (unsigned long long)r->max_request_bytes);
 }
 
@@ -487,13 +487,30 @@ rules_add(struct net_rules *rules, const char *spec, bool deny, const struct net
 {
 	if (!spec)
 		return wd_err_set(err, WD_E_INVAL, "rule: missing");
+	/* An optional ";max_request_bytes=SIZE" suffix, so a rule given as one
+	 * string (command line, policy list) can carry its body cap. */
+	static const char cap_key[] = ";max_request_bytes=";
+	const char *cap = strstr(spec, cap_key);
+	uint64_t cap_bytes = 0;
+	wd_autofree char *head = NULL;
+	if (cap) {
+		if (deny)
+			return wd_err_set(err, WD_E_INVAL, "rule '%s': deny rules take no body cap",
+					  spec);
+		if (wd_parse_size(cap + sizeof(cap_key) - 1, &cap_bytes) < 0 || cap_bytes == 0)
+			return wd_err_set(err, WD_E_INVAL,
+					  "rule '%s': max_request_bytes wants a size (65536, 1M)",
+					  spec);
+		head = wd_xasprintf("%.*s", (int)(cap - spec), spec);
+	}
 	struct net_rule *r = wd_xcalloc(1, sizeof(*r));
-	if (rule_parse(spec, deny, r, err) < 0) {
+	if (rule_parse(head ? head : spec, deny, r, err) < 0) {
 		free(r->path);
 		free(r);
 		return -EINVAL;
 	}
-	if (opts)
+	r->max_request_bytes = cap_bytes;
+	if (opts && opts->max_request_bytes)
 		r->max_request_bytes = opts->max_request_bytes;
 	rule_format(r);
 	rules->rules = wd_xrealloc(rules->rules, (rules->n_rules + 1) * sizeof(*rules->rules));

@@ -49,7 +49,7 @@ start_proxy() { # start_proxy NAME ARGS...
 
 start_proxy p \
 	--allow "web.test:$UP=GET,HEAD" \
-	--allow "put.test:$UP=PUT,POST,GET@100" \
+	--allow "put.test:$UP=PUT,POST,GET;max_request_bytes=100" \
 	--allow "tun.test:$UP" \
 	--allow "internal.test:$UP" \
 	--allow "meta.test:80" \

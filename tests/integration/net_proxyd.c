@@ -1,7 +1,7 @@
 /* net-proxyd: run the egress proxy library on host loopback for the
  * integration tests and benchmarks (not installed).
  *
- *   net-proxyd [--allow SPEC[@MAXBODY]]... [--deny SPEC]... [--host NAME=ADDR]...
+ *   net-proxyd [--allow SPEC]... [--deny SPEC]... [--host NAME=ADDR]...
  *              [--max-conns N] [--max-bytes N] [--header-timeout-ms N]
  *              [--idle-timeout-ms N] [--dns-rate N] [--dns-burst N]
  *              [--dns-max-label N] [--events FILE] [--netns PATH]
@@ -114,19 +114,10 @@ main(int argc, char **argv)
 	int o;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
-		case 'a': {
-			char *spec = strdup(optarg);
-			char *at = strrchr(spec, '@');
-			struct net_rule_opts ro = {0};
-			if (at) {
-				*at = '\0';
-				ro.max_request_bytes = strtoull(at + 1, NULL, 10);
-			}
-			if (net_rules_add_allow(rules, spec, &ro, &err) < 0)
+		case 'a':
+			if (net_rules_add_allow(rules, optarg, NULL, &err) < 0)
 				die("--allow", &err);
-			free(spec);
 			break;
-		}
 		case 'd':
 			if (net_rules_add_deny(rules, optarg, &err) < 0)
 				die("--deny", &err);

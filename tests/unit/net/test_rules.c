@@ -44,6 +44,12 @@ static const struct parse_case parse_cases[] = {
 	{"fd00::/8", true, "allow [fd00::]/8"},
 	{"[fd00::]/8:443", true, "allow [fd00::]/8:443"},
 	{"[fd00::/8]", true, "allow [fd00::]/8"},
+	{"up.example.com=PUT;max_request_bytes=1K", true, "allow up.example.com=PUT;max_request_bytes=1024"},
+	{"up.example.com;max_request_bytes=64", true, "allow up.example.com;max_request_bytes=64"},
+	{"npm.example.com/@types/=GET", true, "allow npm.example.com/@types/=GET"},
+	{"up.example.com;max_request_bytes=", false, NULL},
+	{"up.example.com;max_request_bytes=0", false, NULL},
+	{"up.example.com;max_request_bytes=lots", false, NULL},
 	{"*", false, NULL},
 	{"*.com", false, NULL},
 	{"com", false, NULL},
@@ -226,7 +232,7 @@ Test(net_rules_decide, most_specific_rule_sets_body_cap)
 	net_rules_decide(r, &q, &d);
 	cr_expect(d.allow);
 	cr_expect_eq(d.max_request_bytes, 5);
-	cr_expect_str_eq(net_rule_text(d.rule), "allow up.example.com=POST max_request_bytes=5");
+	cr_expect_str_eq(net_rule_text(d.rule), "allow up.example.com=POST;max_request_bytes=5");
 	q.method = "GET";
 	net_rules_decide(r, &q, &d);
 	cr_expect(d.allow);
