@@ -349,6 +349,72 @@ check_procmask(void)
 	}
 }
 
+/* Mount flags of every mount in /proc/self/mountinfo: nosuid everywhere;
+ * nodev everywhere but the device nodes and devpts; read-only everywhere but
+ * the comma-separated rw list, /tmp-like scratch (/dev/shm), devpts, the
+ * device nodes and /proc itself (its sensitive parts are checked by
+ * procmask). */
+static bool
+in_list(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+
+	for (const char *p = list; p && *p;) {
+		size_t l = strcspn(p, ",");
+
+		if (l == n && strncmp(p, item, n) == 0)
+			return true;
+		p += l + (p[l] == ',');
+	}
+	return false;
+}
+
+static bool
+has_opt(const char *opts, const char *opt)
+{
+	return in_list(opts, opt);
+}
+
+static void
+check_mounts(const char *rw)
+{
+	static const char devnodes[] =
+	    "/dev/null,/dev/zero,/dev/full,/dev/random,/dev/urandom,/dev/tty,/dev/console";
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	int n = 0;
+
+	if (!f) {
+		say(false, "mounts", "/proc/self/mountinfo: %s", strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[1024], opts[512], name[1100];
+		bool dev, want_rw;
+
+		if (sscanf(line, "%*s %*s %*s %*s %1023s %511s", mnt, opts) != 2)
+			continue;
+		n++;
+		dev = in_list(devnodes, mnt) || strcmp(mnt, "/dev/pts") == 0;
+		want_rw = in_list(rw, mnt) || dev || strcmp(mnt, "/dev/shm") == 0 ||
+			  strcmp(mnt, "/proc") == 0;
+		snprintf(name, sizeof(name), "mount:%s", mnt);
+		if (!has_opt(opts, "nosuid"))
+			say(false, name, "%s: not nosuid", opts);
+		else if (!dev && !has_opt(opts, "nodev"))
+			say(false, name, "%s: not nodev", opts);
+		else if (!want_rw && !has_opt(opts, "ro"))
+			say(false, name, "%s: writable", opts);
+		else if (in_list(rw, mnt) && !has_opt(opts, "rw"))
+			say(false, name, "%s: read-only", opts);
+		else
+			say(true, name, "%s", opts);
+	}
+	fclose(f);
+	if (n == 0)
+		say(false, "mounts", "no mount listed");
+}
+
 /* Only a minimal /dev: no block devices, no memory, no kernel log. */
 static void
 check_dev(void)
@@ -1331,9 +1397,11 @@ usage(void)
 	      "  passwd               /etc/passwd and /etc/group name sandbox as 1000\n"
 	      "  procmask             /proc/sys, sysrq-trigger, kcore, kmsg masked\n"
 	      "  dev                  /dev is minimal\n"
+	      "  mounts [RW,...]      every mount nosuid, nodev and read-only but the\n"
+	      "                       listed ones (and devices, devpts, /dev/shm, /proc)\n"
 	      "  all [--uid N] [--canary PATH]... [--token T] [--link PATH]... [--port N]\n"
 	      "      [--env LIST] [--secret HEX] [--ro DIR]... [--rw DIR]... [--cwd DIR]\n"
-	      "      [--no-netif] [--no-passwd]\n"
+	      "      [--no-netif] [--no-passwd] [--no-mounts]\n"
 	      "workloads:\n"
 	      "  flood BYTES  memhog [MIB]  forkbomb [MAX]  fill PATH  stubborn [N] [MARKER]\n",
 	      stderr);
@@ -1380,18 +1448,20 @@ struct all_opts {
 	const char *secret;
 	const char *cwd;
 	int port;
-	bool netif, passwd;
+	bool netif, passwd, mounts;
 };
 
 static int
 run_all(int argc, char **argv)
 {
-	struct all_opts o = {.uid = 1000, .netif = true, .passwd = true, .port = -1};
+	struct all_opts o = {
+	    .uid = 1000, .netif = true, .passwd = true, .mounts = true, .port = -1};
 
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		bool flag = strcmp(a, "--no-netif") == 0 || strcmp(a, "--no-passwd") == 0;
+		bool flag = strcmp(a, "--no-netif") == 0 || strcmp(a, "--no-passwd") == 0 ||
+			    strcmp(a, "--no-mounts") == 0;
 
 		if (!flag && !v) {
 			fprintf(stderr, "wd-probe all: %s needs a value\n", a);
@@ -1421,6 +1491,8 @@ run_all(int argc, char **argv)
 			o.netif = false;
 		else if (strcmp(a, "--no-passwd") == 0)
 			o.passwd = false;
+		else if (strcmp(a, "--no-mounts") == 0)
+			o.mounts = false;
 		else {
 			fprintf(stderr, "wd-probe all: bad option '%s'\n", a);
 			usage();
@@ -1465,6 +1537,16 @@ run_all(int argc, char **argv)
 		check_passwd();
 	check_procmask();
 	check_dev();
+	if (o.mounts) {
+		char rw[1024] = "";
+
+		for (int i = 0; i < o.nrw; i++) {
+			size_t l = strlen(rw);
+
+			snprintf(rw + l, sizeof(rw) - l, "%s%s", l ? "," : "", o.rw[i]);
+		}
+		check_mounts(rw);
+	}
 	return failures ? 1 : 0;
 }
 
@@ -1527,6 +1609,8 @@ main(int argc, char **argv)
 		check_procmask();
 	else if (strcmp(cmd, "dev") == 0)
 		check_dev();
+	else if (strcmp(cmd, "mounts") == 0)
+		check_mounts(n > 0 ? a[0] : "");
 	else if (strcmp(cmd, "all") == 0)
 		return run_all(n, a);
 	else if (strcmp(cmd, "flood") == 0 && n == 1)

@@ -33,7 +33,7 @@ wait_until 5 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1
 wd --isolation process --json -- "$P" all --uid "$owner" \
 	--rw "$WS" --rw /tmp --port "$port" \
 	--env "PATH,HOME=$WS,LANG=C.UTF-8,TZ=UTC" --secret "$(hexstr "$secret")" \
-	--cwd "$WS" --no-netif --no-passwd
+	--cwd "$WS" --no-netif --no-passwd --no-mounts
 json_data stdout >"$T/probe"
 cgroup=$(json_get 'j["protections"]["cgroup"]')
 # Not expected at this level (no mount or pid namespace, no curated /etc):
