@@ -100,6 +100,51 @@ else
 	ok "/etc/passwd in the jail is synthetic"
 fi
 
+# --allow-port opens exactly that TCP port inside the jail (Landlock), on
+# the jail's own loopback.
+selfconn='import socket,sys
+p = int(sys.argv[1]); s = socket.socket()
+try:
+    s.bind(("127.0.0.1", p)); s.listen(1)
+except OSError as e:
+    print("bind-refused", e.errno); sys.exit(0)
+c = socket.create_connection(("127.0.0.1", p)); a, _ = s.accept(); c.send(b"hi")
+print("echo", a.recv(2).decode())'
+wd --allow-port 8080 -- /usr/bin/python3 -c "$selfconn" 8080
+check "--allow-port 8080: a server on 8080 inside is reachable inside" grep -qx 'echo hi' "$OUT"
+wd -- /usr/bin/python3 -c "$selfconn" 8080
+check "without --allow-port: bind on 8080 refused" grep -q '^bind-refused' "$OUT"
+wd --allow-port 8080 -- /usr/bin/python3 -c "$selfconn" 8081
+check "--allow-port 8080: bind on 8081 refused" grep -q '^bind-refused' "$OUT"
+
+# An abstract unix socket on the host is out of reach (it belongs to the
+# host's network namespace; Landlock's scoping is a second fence).
+abstract=wd-it-abstract-$RANDOM$RANDOM
+python3 -c 'import socket,sys,time
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + sys.argv[1]); s.listen(4); time.sleep(60)' "$abstract" &
+abs_pid=$!
+at_exit "kill $abs_pid 2>/dev/null"
+sleep 0.3
+wd -- /usr/bin/python3 -c 'import socket,sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0" + sys.argv[1])
+except OSError as e:
+    print("refused", e.errno)
+else:
+    print("connected")' "$abstract"
+check "the host's abstract unix socket is unreachable" grep -q '^refused' "$OUT"
+
+# SysV IPC: the host's segments are invisible (IPC namespace).
+if command -v ipcmk >/dev/null; then
+	shmid=$(ipcmk -M 4096 2>/dev/null | awk '{ print $NF }')
+	if [ -n "$shmid" ]; then
+		at_exit "ipcrm -m $shmid"
+		wd -- /bin/cat /proc/sysvipc/shm
+		check "the host's SysV shared memory is invisible" test "$(grep -c . "$OUT")" -le 1
+	fi
+fi
+
 # Every entry of /etc in the jail is one the issue lists as curated.
 wd -- /bin/ls -A /etc
 for f in shadow gshadow sudoers ssh machine-id; do
