@@ -736,6 +736,17 @@ build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 	return buf_put(o, line, (size_t)n);
 }
 
+/* From here on the host is the form the rules matched: lowercase, no
+ * trailing dot, canonical address text (it names the leaf certificate and
+ * goes into events). */
+static void
+canonical_host(struct conn *c)
+{
+	char norm[256];
+	if (net_host_normalize(c->host, strlen(c->host), norm, sizeof(norm)) == 0)
+		snprintf(c->host, sizeof(c->host), "%s", norm);
+}
+
 /* Host inside an intercepted tunnel: required, and naming the CONNECT
  * host, with the CONNECT port or none. */
 static bool
@@ -865,6 +876,7 @@ handle_http_request(struct conn *c)
 		refuse(c, 403, d.reason, d.rule, d.advice);
 		return;
 	}
+	canonical_host(c);
 	c->rule = d.rule;
 	c->max_body = d.max_request_bytes;
 	c->client_close = h->conn_close;
@@ -1059,6 +1071,7 @@ st_socks_req(struct conn *c)
 		refuse(c, 0, d.reason, d.rule, d.advice);
 		return 1;
 	}
+	canonical_host(c);
 	c->rule = d.rule;
 	start_resolve(c);
 	return 1;
