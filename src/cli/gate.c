@@ -26,7 +26,8 @@
 static const char *const run_value_opts[] = {
     "--workspace",  "--isolation",    "--memory",  "--pids", "--cpus",	 "--tmp-size",
     "--timeout",    "--output-limit", "--ro-bind", "--bind", "--setenv", "--pass-env",
-    "--allow-port", "--net",	      "--profile", NULL,
+    "--allow-port", "--net",	      "--profile", "--allow-host", "--deny-host", "--add-host",
+    "--upstream-ca", NULL,
 };
 
 static bool
@@ -435,6 +436,18 @@ cli_policy_gate(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv,
 		rc = cli_fail("run", "%s", e.msg);
 		goto out;
 	}
+	/* The policy's network.allow: egress through warden's proxy to those
+	 * hosts only (on 80/443); without it the network stays off. */
+	size_t nnet = 0;
+	const char *const *net = wd_policy_network_allow(pol, &nnet);
+	for (size_t i = 0; i < nnet; i++) {
+		if (wd_spec_add_net_rule(spec, WD_NET_ALLOW, net[i], &e) < 0) {
+			rc = cli_fail("run", "policy network.allow: %s", e.msg);
+			goto out;
+		}
+	}
+	if (nnet)
+		wd_spec_set_net(spec, WD_NET_PROXY);
 	*auditp = audit;
 	*decp = d;
 	audit = NULL;
@@ -464,6 +477,16 @@ cli_policy_active(const struct cli_policy_opts *o)
 	return o->policy || o->command || o->audit || o->approve_tty || o->tool;
 }
 
+/* On warden's proxy thread: the main thread writes no audit event while a
+ * run is in progress, so the handle is never used concurrently. */
+static void
+audit_net_event(const char *json, void *data)
+{
+	struct wd_err e = {0};
+	if (wd_audit_event(data, "network", json, &e) < 0)
+		fprintf(stderr, "warden: run: audit: %s\n", e.msg);
+}
+
 int
 cli_policy_run(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv)
 {
@@ -473,6 +496,9 @@ cli_policy_run(struct cli_policy_opts *o, wd_spec *spec, int argc, char **argv)
 	int rc = cli_policy_gate(o, spec, argc, argv, &audit, &dec);
 	if (rc >= 0)
 		return rc;
+	/* every proxy and DNS decision is an audit event too */
+	if (audit)
+		wd_spec_set_event_handler(spec, audit_net_event, audit);
 	wd_result *r = NULL;
 	fflush(stdout);
 	if (wd_run(spec, &r, &e) < 0) {
