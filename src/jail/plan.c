@@ -256,8 +256,7 @@ static const char hostname_text[] = "sandbox\n";
  * mount and leaves no host inode reachable).  Not the host's shadow, not
  * machine-id, not ssh keys: an allowlist, never a filter. */
 static const char *const etc_copies[] = {
-	"ld.so.cache", "protocols", "services", "debian_version", "ssl/openssl.cnf",
-	"mime.types", "inputrc", "bash.bashrc", "gitconfig",
+	"ld.so.cache", "protocols", "services", "ssl/openssl.cnf", "debian_version",
 };
 /* Directories bound read-only. */
 static const char *const etc_dirs[] = {"ssl/certs", "alternatives", "ca-certificates"};
