@@ -176,7 +176,19 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 
 # Processes whose command line holds MARKER (excluding this shell's pgrep).
 count_marked() {
-	pgrep -f -- "$1" | grep -vx "$$" | wc -l
+	pgrep -f -- "$1" | grep -cvx "$$"
+}
+
+# The same, but only the sandbox's own processes: warden's janitor carries
+# warden's argv (and so the marker) for a moment after warden returns.
+count_sandbox() {
+	local p n=0
+	for p in $(pgrep -f -- "$1"); do
+		[ "$p" = $$ ] && continue
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = warden ] && continue
+		n=$((n + 1))
+	done
+	echo "$n"
 }
 
 # wait_until SECONDS COMMAND...: poll every 0.1 s until COMMAND succeeds.

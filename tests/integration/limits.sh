@@ -23,7 +23,7 @@ wd --pids 32 --timeout 5 -- /bin/bash -c "b() { b | b & }; b; wait; : $marker"
 check "--pids 32: a bash fork bomb is contained (status $RC: its own or the timeout)" \
 	test "$RC" != 125 -a "$RC" != 126 -a "$RC" != 127
 check "--pids 32: the bomb hit the limit" grep -q 'fork' "$ERR"
-check "--pids 32: nothing of the bomb left" test "$(count_marked "$marker")" = 0
+check "--pids 32: nothing of the bomb left" test "$(count_sandbox "$marker")" = 0
 
 # ---- memory: touch 1 GiB under a 64 MiB limit.
 wd --memory 64M --json "${PROBE_BIND[@]}" -- "$PROBE" memhog 1024
