@@ -1080,6 +1080,23 @@ sc_tioclinux(void)
 	return tty_ioctl(TIOCLINUX);
 }
 
+/* TIOCSTI straight on fd 0: with --stdin on a terminal, fd 0 is the
+ * caller's terminal (CVE-2017-5226 in bubblewrap: push "rm -rf ~\n" into
+ * the shell that started the sandbox).  Must fail whatever fd 0 is. */
+static void
+check_tiocsti_stdin(void)
+{
+	char c = '#';
+	int r = ioctl(0, TIOCSTI, &c);
+
+	if (r == 0)
+		say(false, "tiocsti-stdin", "pushed a byte into fd 0's input (isatty %d)",
+		    isatty(0));
+	else
+		say(errno == EPERM, "tiocsti-stdin", "%s (isatty %d)", strerrorname_np(errno),
+		    isatty(0));
+}
+
 /* A syscall through the i386 entry point (int 0x80): getpid is 20 there.
  * Unfiltered on a kernel with IA32 emulation it succeeds; the filter must
  * refuse every non-native architecture. */
@@ -1397,6 +1414,7 @@ usage(void)
 	      "  passwd               /etc/passwd and /etc/group name sandbox as 1000\n"
 	      "  procmask             /proc/sys, sysrq-trigger, kcore, kmsg masked\n"
 	      "  dev                  /dev is minimal\n"
+	      "  tiocsti-stdin        ioctl(0, TIOCSTI) fails with EPERM\n"
 	      "  mounts [RW,...]      every mount nosuid, nodev and read-only but the\n"
 	      "                       listed ones (and devices, devpts, /dev/shm, /proc)\n"
 	      "  all [--uid N] [--canary PATH]... [--token T] [--link PATH]... [--port N]\n"
@@ -1609,6 +1627,8 @@ main(int argc, char **argv)
 		check_procmask();
 	else if (strcmp(cmd, "dev") == 0)
 		check_dev();
+	else if (strcmp(cmd, "tiocsti-stdin") == 0)
+		check_tiocsti_stdin();
 	else if (strcmp(cmd, "mounts") == 0)
 		check_mounts(n > 0 ? a[0] : "");
 	else if (strcmp(cmd, "all") == 0)

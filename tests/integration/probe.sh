@@ -90,6 +90,20 @@ wd --setenv FOO=bar --setenv EMPTY= --pass-env WD_IT_PASSED "${PROBE_BIND[@]}" -
 expect_rc 0 "environment is exactly PATH HOME LANG TZ + --setenv + --pass-env"
 probe_report "env"
 
+# With a terminal (script(1) gives warden a pty): TERM is passed on, and
+# with --stdin, where fd 0 is the caller's terminal itself, TIOCSTI into it
+# fails (CVE-2017-5226).
+if command -v script >/dev/null; then
+	TERM=xterm-256color script -qec "'$WARDEN' run --workspace '$WS' -- /usr/bin/env" /dev/null \
+		</dev/null >"$OUT" 2>"$ERR"
+	check "with a terminal: TERM is passed on" grep -q '^TERM=xterm-256color' "$OUT"
+	TERM=xterm script -qec "'$WARDEN' run --workspace '$WS' --stdin ${PROBE_BIND[*]} -- $PROBE tiocsti-stdin" \
+		/dev/null </dev/null >"$OUT" 2>"$ERR"
+	check "--stdin on a terminal: TIOCSTI on fd 0 refused" grep -q '^ok tiocsti-stdin EPERM (isatty 1)' "$OUT"
+fi
+wd -- /usr/bin/env
+check "without a terminal: no TERM" sh -c "! grep -q '^TERM=' '$OUT'"
+
 # The host's own /etc/passwd and shadow stay out; sandbox is uid 1000.
 wd "${PROBE_BIND[@]}" -- "$PROBE" passwd
 expect_rc 0 "/etc/passwd and /etc/group name sandbox"

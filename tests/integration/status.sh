@@ -50,6 +50,20 @@ chmod 755 "$WS/bad-elf"
 wd -- /workspace/bad-elf
 expect_rc 126 "a corrupt executable"
 
+# argv goes to the program verbatim: no shell, no expansion.
+wd -- /usr/bin/printf '[%s]\n' 'a;b' '$(id)' '*' 'x y' '' "\`id\`"
+check "argv passes verbatim (no shell)" \
+	test "$(cat "$OUT")" = "$(printf '[%s]\n' 'a;b' '$(id)' '*' 'x y' '' '`id`')"
+
+# A workspace path with a space and a colon, and a relative one.
+mkdir -p "$T/my ws:1"
+wd --workspace "$T/my ws:1" -- /usr/bin/touch /workspace/made
+check "a workspace path with a space and a colon" test -e "$T/my ws:1/made"
+(cd "$T" && "$WARDEN" run --workspace ws -- /usr/bin/touch /workspace/rel) >/dev/null 2>&1 </dev/null
+check "a relative --workspace" test -e "$WS/rel"
+(cd "$WS" && "$WARDEN" run -- /usr/bin/touch /workspace/default) >/dev/null 2>&1 </dev/null
+check "the default workspace is the current directory" test -e "$WS/default"
+
 # A relative program name with a slash resolves against /workspace.
 printf '#!/bin/sh\nexit 7\n' >"$WS/seven"
 chmod 755 "$WS/seven"

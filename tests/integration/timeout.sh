@@ -33,6 +33,13 @@ expect_rc 124 "--timeout 1 without --json"
 check "warden says it timed out" grep -qi 'timed out' "$ERR"
 check "no process of the tree survives warden" test "$(count_sandbox "$marker")" = 0
 
+# A command flooding its output is still stopped at the deadline, and the
+# windows kept up to then are reported.
+wd --timeout 1 --json -- /usr/bin/yes
+expect_rc 124 "--timeout 1 on yes(1)"
+check "the flood was captured up to the deadline" \
+	python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["stdout"]; sys.exit(not (o["total_bytes"] > 1 << 20 and o["data"].startswith("y\ny\n") and o["omitted_bytes"] == o["total_bytes"] - 65536))' "$OUT"
+
 # A command that ends before the deadline is not a timeout.
 wd --timeout 5 --json -- /bin/sleep 0.2
 expect_rc 0 "sleep 0.2 under --timeout 5"
