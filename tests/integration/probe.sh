@@ -104,6 +104,22 @@ fi
 wd -- /usr/bin/env
 check "without a terminal: no TERM" sh -c "! grep -q '^TERM=' '$OUT'"
 
+# pid namespace: only the jail's processes; cgroup namespace: the sandbox's
+# cgroup is its root; pid 1 (warden's reaper) keeps its memory and root to
+# itself and shows no argv.
+wd -- /bin/sh -c 'ls /proc | grep -c "^[0-9]"'
+check "pid namespace: a handful of processes in /proc ($(cat "$OUT"))" test "$(cat "$OUT")" -le 5
+wd -- /bin/cat /proc/self/cgroup
+check "cgroup namespace: every hierarchy shows /" sh -c "! grep -v ':/\$' '$OUT'"
+wd -- /bin/cat /proc/1/maps
+check "pid 1's /proc/1/maps is unreadable" test "$RC" != 0
+wd -- /bin/cat /proc/1/mem
+check "pid 1's /proc/1/mem is unreadable" test "$RC" != 0
+wd -- /bin/ls /proc/1/root/
+check "pid 1's /proc/1/root is unreachable" test "$RC" != 0
+wd -- /bin/sh -c 'tr -d "\000" </proc/1/cmdline'
+check "pid 1's cmdline shows nothing of warden's argv" test ! -s "$OUT"
+
 # The host's own /etc/passwd and shadow stay out; sandbox is uid 1000.
 wd "${PROBE_BIND[@]}" -- "$PROBE" passwd
 expect_rc 0 "/etc/passwd and /etc/group name sandbox"
