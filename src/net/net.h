@@ -419,7 +419,8 @@ void net_config_init(struct net_config *cfg);
 typedef struct net_proxy net_proxy;
 
 /* Returns a new proxy in *out (not serving yet); free with net_proxy_free().
- * cb may be NULL.  -EINVAL if cfg->rules is NULL. */
+ * cb may be NULL.  -EINVAL if cfg->rules is NULL.  Starts no thread (safe
+ * right before clone()/fork()); with tls_intercept the CA is made here. */
 int net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data,
 		  struct net_proxy **out, struct wd_err *err);
 /* Give the proxy its listeners: http_fd and socks_fd listening TCP sockets,
@@ -427,7 +428,7 @@ int net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data,
  * passed (even on failure); sets them non-blocking and close-on-exec.
  * Call once, before net_proxy_start(). */
 int net_proxy_serve(struct net_proxy *p, int http_fd, int socks_fd, int dns_fd, struct wd_err *err);
-/* Start the proxy thread.  0 or -errno. */
+/* Start the proxy thread and its resolver threads.  0 or -errno. */
 int net_proxy_start(struct net_proxy *p, struct wd_err *err);
 /* Stop serving: the thread closes every listener, tunnel and connection
  * (each still open gets its event) and exits; returns once it has.

@@ -2211,13 +2211,10 @@ net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data, stru
 	}
 	p->h_stop.kind = H_STOP;
 	ep_add(p, p->stopfd, &p->h_stop, EPOLLIN);
-	int rc = net_resolver_new(RESOLVER_THREADS, &p->res, &p->res_fd, err);
-	if (rc < 0) {
-		net_proxy_free(p);
-		return rc;
-	}
-	p->h_res.kind = H_RESOLVER;
-	ep_add(p, p->res_fd, &p->h_res, EPOLLIN);
+	int rc;
+	/* No thread starts here (the resolver pool starts with the proxy):
+	 * the supervisor creates the proxy before clone(), and a child of a
+	 * process with threads in flight can inherit a lock one of them held. */
 	if (cfg->tls_intercept) {
 		rc = net_tls_new(p->sandbox_id, p->upstream_ca_file, &p->tls, err);
 		if (rc < 0) {
@@ -2272,6 +2269,15 @@ net_proxy_start(struct net_proxy *p, struct wd_err *err)
 	if (p->started) {
 		pthread_mutex_unlock(&p->lock);
 		return wd_err_set(err, WD_E_INVAL, "net proxy: already started");
+	}
+	if (!p->res) {
+		int rc = net_resolver_new(RESOLVER_THREADS, &p->res, &p->res_fd, err);
+		if (rc < 0) {
+			pthread_mutex_unlock(&p->lock);
+			return rc;
+		}
+		p->h_res.kind = H_RESOLVER;
+		ep_add(p, p->res_fd, &p->h_res, EPOLLIN);
 	}
 	/* The proxy thread blocks every signal (SIGPIPE above all: splice to a
 	 * closed socket raises it); the host's handlers stay on its threads. */
