@@ -89,6 +89,80 @@ def serve_tls(log, cert, key):
     srv.serve_forever()
 
 
+def serve_dir(directory, cert=None, key=None):
+    """Static files from directory (a PEP 503 index, a dumb-HTTP git repo)."""
+    import functools
+    import ssl
+    from http.server import SimpleHTTPRequestHandler
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    srv = Server(("127.0.0.1", 0), functools.partial(Quiet, directory=directory))
+    srv.daemon_threads = True
+    srv.handle_error = lambda *a: None
+    if cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+def make_index(root):
+    """A PEP 503 simple index with one pure-Python wheel, wardendemo 1.0."""
+    import base64
+    import hashlib
+    import os
+    import zipfile
+    os.makedirs(root + "/simple/wardendemo", exist_ok=True)
+    os.makedirs(root + "/files", exist_ok=True)
+    name = "wardendemo-1.0-py3-none-any.whl"
+    files = {
+        "wardendemo/__init__.py": b"GREETING = 'hello from the local index'\n",
+        "wardendemo-1.0.dist-info/METADATA":
+            b"Metadata-Version: 2.1\nName: wardendemo\nVersion: 1.0\n",
+        "wardendemo-1.0.dist-info/WHEEL":
+            b"Wheel-Version: 1.0\nGenerator: warden-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = ""
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record += "%s,sha256=%s,%d\n" % (path, digest, len(data))
+    record += "wardendemo-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(root + "/files/" + name, "w") as z:
+        for path, data in files.items():
+            z.writestr(path, data)
+        z.writestr("wardendemo-1.0.dist-info/RECORD", record)
+    sha = hashlib.sha256(open(root + "/files/" + name, "rb").read()).hexdigest()
+    with open(root + "/simple/index.html", "w") as f:
+        f.write('<!DOCTYPE html><html><body><a href="wardendemo/">wardendemo</a></body></html>\n')
+    with open(root + "/simple/wardendemo/index.html", "w") as f:
+        f.write('<!DOCTYPE html><html><body><a href="../../files/%s#sha256=%s">%s</a>'
+                '</body></html>\n' % (name, sha, name))
+
+
+def serve_hold(log):
+    """Accept connections and log when each one is closed by its peer."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    print(srv.getsockname()[1], flush=True)
+
+    def hold(c):
+        with open(log, "a") as f:
+            f.write("open\n")
+        while c.recv(4096):
+            pass
+        with open(log, "a") as f:
+            f.write("closed\n")
+
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=hold, args=(c,), daemon=True).start()
+
+
 def cmd_urllib(proxy_port, url, method="GET"):
     """python3 urllib through HTTPS_PROXY, trusting SSL_CERT_FILE."""
     import os
@@ -248,5 +322,5 @@ def cmd_raw(proxy_port, payload):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"serve": serve, "serve-tls": serve_tls, "urllib": cmd_urllib, "dns": cmd_dns, "dns-burst": cmd_dns_burst, "concurrent": cmd_concurrent,
+    {"serve": serve, "serve-tls": serve_tls, "serve-dir": serve_dir, "serve-hold": serve_hold, "make-index": make_index, "urllib": cmd_urllib, "dns": cmd_dns, "dns-burst": cmd_dns_burst, "concurrent": cmd_concurrent,
      "slow": cmd_slow, "hold": cmd_hold, "raw": cmd_raw}[cmd](*args)

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Egress from inside a real sandbox (issue 4): `warden run --net allow`
+# with curl, python3 urllib, the resolver, git over HTTPS and pip from a
+# local PEP 503 index, against upstreams on host loopback reached through
+# --add-host names.  Usage: net_jail.sh WARDEN SRCDIR.  Loopback only.
+set -uo pipefail
+WARDEN=$1
+HERE=$2
+TOOL="python3 $HERE/net_tool.py"
+for c in curl python3 openssl git; do command -v $c >/dev/null || { echo "skip: $c missing"; exit 77; }; done
+if ! "$WARDEN" run --net allow --allow-host probe.test -- true >/dev/null 2>&1; then
+	echo "skip: warden run --net allow does not work here"
+	[ "${WD_MUST_WORK:-0}" = 1 ] && exit 1
+	exit 77
+fi
+
+T=$(mktemp -d)
+chmod 755 "$T"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ $# -gt 1 ] && echo "# $2"; }
+check() { if [[ "$3" == *"$2"* ]]; then ok "$1"; else nok "$1" "want '$2', got '$3'"; fi; }
+bg() { # bg PORTFILE CMD...: start a server that prints its port
+	local f=$1
+	shift
+	"$@" >"$f" &
+	pids+=($!)
+	for _ in $(seq 50); do [ -s "$f" ] && break; sleep 0.1; done
+}
+
+# Upstreams: plain HTTP; HTTPS (test CA) serving a PEP 503 index and a
+# dumb-HTTP git repository.
+bg "$T/up.port" $TOOL serve "$T/up.log"
+UP=$(cat "$T/up.port")
+(
+	cd "$T"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=warden test CA" -keyout ca.key -out ca.pem
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=files.test" \
+		-keyout srv.key -out srv.csr
+	printf 'subjectAltName=DNS:pypi.test,DNS:git.test\n' >srv.ext
+	openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+		-extfile srv.ext -out srv.pem
+) >/dev/null 2>&1
+mkdir -p "$T/www"
+$TOOL make-index "$T/www"
+git init -q --bare "$T/www/repo.git"
+git clone -q "$T/www/repo.git" "$T/work" 2>/dev/null
+(cd "$T/work" && echo "egress ok" >README && git add README &&
+	git -c user.email=t@t -c user.name=t commit -q -m init && git push -q origin HEAD:master) 2>/dev/null
+git -C "$T/www/repo.git" symbolic-ref HEAD refs/heads/master
+git -C "$T/www/repo.git" update-server-info
+chmod -R a+rX "$T"
+bg "$T/tls.port" $TOOL serve-dir "$T/www" "$T/srv.pem" "$T/srv.key"
+TLS=$(cat "$T/tls.port")
+bg "$T/hold.port" $TOOL serve-hold "$T/hold.log"
+HOLD=$(cat "$T/hold.port")
+cp "$HERE/net_tool.py" "$T/www/"
+
+NET=(--net allow
+	--allow-host "web.test:$UP=GET,HEAD" --allow-host "127.0.0.1:$UP"
+	--allow-host "pub.test" --add-host pub.test=93.184.216.34
+	--allow-host "pypi.test:$TLS=GET" --allow-host "git.test:$TLS=GET" --allow-host "127.0.0.1:$TLS"
+	--add-host web.test=127.0.0.1 --add-host pypi.test=127.0.0.1 --add-host git.test=127.0.0.1
+	--add-host internal.test=127.0.0.1 --allow-host "internal.test:9"
+	--allow-host "tun.test:$UP" --add-host tun.test=127.0.0.1
+	--allow-host "put.test:$UP=PUT;max_request_bytes=100" --add-host put.test=127.0.0.1
+	--allow-host "hold.test:$HOLD" --allow-host "127.0.0.1:$HOLD" --add-host hold.test=127.0.0.1)
+run() { "$WARDEN" run --timeout 60 "${NET[@]}" "$@"; }
+
+r=$(run -- curl -s -m 10 "http://web.test:$UP/hello")
+check "curl: allowed GET through the proxy" "GET /hello host=web.test:$UP" "$r"
+r=$(run -- curl -s -m 10 -i -X PUT -d x "http://web.test:$UP/hello")
+check "curl: PUT to a GET-only host is 403 with the reason" "X-Warden-Denied: method" "$r"
+r=$(run -- curl -s -m 10 -i "http://other.test:$UP/")
+check "curl: unlisted host is refused" "X-Warden-Denied: no-rule" "$r"
+r=$(run -- curl -s -m 10 -i "http://internal.test:9/")
+check "curl: a hosts entry into loopback without an address rule is refused" \
+	"X-Warden-Denied: address-range" "$r"
+run -- curl -s -m 5 --noproxy '*' "http://127.0.0.1:$UP/direct" >/dev/null 2>&1
+r=$?
+[ $r -ne 0 ] && ok "a direct connection that ignores the proxy fails (curl exit $r)" ||
+	nok "direct connection fails"
+grep -q "/direct" "$T/up.log" 2>/dev/null && nok "... and never arrives" || ok "... and never arrives"
+
+r=$(run -- python3 -c "import urllib.request; print(urllib.request.urlopen('http://web.test:$UP/py', timeout=10).read().decode().strip())")
+check "python3 urllib: allowed GET" "GET /py" "$r"
+r=$(run -- python3 -c "
+import socket
+print(socket.gethostbyname('pub.test'))
+try:
+    socket.gethostbyname('other.test'); print('resolved')
+except socket.gaierror as e:
+    print('refused', e.errno)")
+check "DNS inside the sandbox answers an allowed name" "93.184.216.34" "$r"
+check "... and refuses an unlisted one" "refused" "$r"
+
+r=$(run -- curl -s -m 10 -o /dev/null -w '%{http_connect}' "https://pypi.test:$TLS/simple/")
+check "HTTPS to a GET-only host without interception: CONNECT refused" "403" "$r"
+
+TI=(--tls-intercept --upstream-ca "$T/ca.pem")
+r=$(run "${TI[@]}" -- curl -s -m 10 "https://pypi.test:$TLS/simple/")
+check "curl over intercepted HTTPS trusts the sandbox CA" "wardendemo" "$r"
+r=$(run "${TI[@]}" -- curl -s -m 10 -i -X PUT -d x "https://pypi.test:$TLS/simple/")
+check "intercepted HTTPS: PUT to a GET-only host is 403" "X-Warden-Denied: method" "$r"
+r=$(run "${TI[@]}" -- sh -c "git clone -q https://git.test:$TLS/repo.git /tmp/repo && cat /tmp/repo/README" 2>&1)
+check "git clone over intercepted HTTPS" "egress ok" "$r"
+r=$(run "${TI[@]}" -- sh -c "python3 -m pip install -q --no-cache-dir --disable-pip-version-check \
+	--index-url https://pypi.test:$TLS/simple/ --target /tmp/site wardendemo &&
+	PYTHONPATH=/tmp/site python3 -c 'import wardendemo; print(wardendemo.GREETING)'" 2>&1)
+check "pip installs from a local PEP 503 index over intercepted HTTPS" "hello from the local index" "$r"
+
+r=$(run -- sh -c "head -c 50 /dev/zero | curl -s -m 10 -X PUT --data-binary @- http://put.test:$UP/ok")
+check "a body under the rule's cap passes" "PUT 50" "$r"
+r=$(run -- sh -c "head -c 500 /dev/zero | curl -s -m 10 -i -X PUT --data-binary @- http://put.test:$UP/big")
+check "a body over the rule's cap is 413" "X-Warden-Denied: max-request-bytes" "$r"
+
+r=$(run -w "$T/www" -- python3 /workspace/net_tool.py concurrent 3128 tun.test "$UP" 100 2>&1)
+check "100 concurrent tunnels from one sandbox" "tunnels=100 served=100" "$r"
+
+# The sandbox ending closes its tunnels: hold one open until the timeout.
+"$WARDEN" run --timeout 2 "${NET[@]}" -w "$T/www" -- \
+	python3 /workspace/net_tool.py hold 3128 hold.test "$HOLD" >/dev/null 2>&1
+for _ in $(seq 30); do grep -q closed "$T/hold.log" 2>/dev/null && break; sleep 0.1; done
+r=$(tr '\n' ' ' <"$T/hold.log" 2>/dev/null)
+check "the sandbox ending closes its tunnels" "open closed" "$r"
+
+j=$(run --json -- sh -c "curl -s -m 5 http://web.test:$UP/a; curl -s -m 5 http://other.test:$UP/b" 2>/dev/null)
+check "the run result counts egress requests" '"requests":2' "$j"
+check "... and refusals" '"refused":1' "$j"
+
+echo "1..$n"
+[ $fails -eq 0 ]
