@@ -411,10 +411,10 @@ make_cgroup(const wd_spec *spec, const char *id, struct cgroup **cg, struct wd_e
 {
 	struct cgroup_limits cl = {spec->lim.memory_bytes, spec->lim.pids,
 				   spec->lim.cpu_millionths};
-	/* No cpuacct: cpu time comes from rusage (pid 1 reports it).  No
-	 * freezer in a container: pid 1's death takes the pid namespace with
-	 * it, so kill-all needs no freezing; fewer directories to make. */
-	unsigned flags = CGROUP_NO_CPUACCT;
+	/* cpuacct stays: it counts the CPU of processes killed at a timeout,
+	 * which no rusage sees.  No freezer in a container: pid 1's death
+	 * takes the pid namespace with it, so kill-all needs no freezing. */
+	unsigned flags = 0;
 	if (spec->isolation == WD_ISOLATION_CONTAINER)
 		flags |= CGROUP_NO_FREEZER;
 	int rc = cgroup_create_flags(id, &cl, flags, cg, err);
