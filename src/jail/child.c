@@ -533,13 +533,6 @@ jail_pid1_main(struct jail_plan *plan)
 	/* The jail dies with warden: SIGKILL when the supervisor goes, and
 	 * pid 1's death takes the whole pid namespace with it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	/* Non-dumpable: /proc/1/{environ,mem,maps,...} need ptrace access,
-	 * which the sandbox user (no CAP_SYS_PTRACE over warden's mm) lacks. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	/* /proc/1/cmdline is readable by anyone regardless of dumpable: wipe
-	 * warden's argv and environment strings from this copy of memory. */
-	if (plan->wipe_end > plan->wipe_start)
-		memset((void *)plan->wipe_start, 0, plan->wipe_end - plan->wipe_start);
 	prctl(PR_SET_NAME, "warden-init", 0, 0, 0);
 
 	/* 2. Wait until the supervisor has written uid_map/gid_map
@@ -547,6 +540,16 @@ jail_pid1_main(struct jail_plan *plan)
 	struct jail_msg m;
 	if (recv(plan->sync_fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m) || m.kind != JAIL_MSG_GO)
 		_exit(125);
+
+	/* Non-dumpable: /proc/1/{environ,mem,maps,...} need ptrace access,
+	 * which the sandbox user (no CAP_SYS_PTRACE over warden's mm) lacks.
+	 * Only now: a non-dumpable process's /proc files belong to root, and
+	 * an unprivileged supervisor could no longer write our uid_map. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* /proc/1/cmdline is readable by anyone regardless of dumpable: wipe
+	 * warden's argv and environment strings from this copy of memory. */
+	if (plan->wipe_end > plan->wipe_start)
+		memset((void *)plan->wipe_start, 0, plan->wipe_end - plan->wipe_start);
 
 	/* 2b. Root mode: we are still host uid 0 (unmapped here) with the
 	 * namespace's capabilities.  Drop the caller's supplementary groups

@@ -61,6 +61,11 @@ wd_spec_set_workspace(wd_spec *s, const char *dir, struct wd_err *err)
 	char *real = realpath(dir, NULL);
 	if (!real)
 		return wd_err_sys(err, errno, "workspace '%s'", dir);
+	struct stat st;
+	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		free(real);
+		return wd_err_set(err, WD_E_INVAL, "workspace '%s' is not a directory", dir);
+	}
 	free(s->workspace);
 	s->workspace = real;
 	return 0;
