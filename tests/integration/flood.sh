@@ -47,11 +47,20 @@ check "warden printed only the windows (${size} bytes)" test "$size" -lt $((6553
 
 # Both streams at once, with --json, and the kernel's own max-RSS figure.
 OUT=$T/both.out ERR=$T/both.err
-/usr/bin/time -f '%M' -o "$T/maxrss" "$WARDEN" run --workspace "$WS" --timeout 300 --json \
+# (python's os.wait4 rather than /usr/bin/time, which Debian does not
+# install by default)
+python3 -c 'import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, st, ru = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(ru.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(st) & 255)' "$T/maxrss" \
+	"$WARDEN" run --workspace "$WS" --timeout 300 --json \
 	"${PROBE_BIND[@]}" -- /bin/sh -c "$PROBE flood 512M & $PROBE flood 512M >&2; wait" \
 	>"$OUT" 2>"$ERR" </dev/null
 RC=$?
-maxrss=$(tail -n1 "$T/maxrss")
+maxrss=$(cat "$T/maxrss")
 expect_rc 0 "512 MiB on each stream with --json"
 check "--json: exact totals on both streams" \
 	test "$(json_get '[j["stdout"]["total_bytes"], j["stderr"]["total_bytes"]]')" = "[$((512 << 20)), $((512 << 20))]"
