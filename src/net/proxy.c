@@ -152,6 +152,7 @@ struct net_proxy {
 	uint64_t now, total_bytes, next_sweep;
 	double dns_tokens;
 	uint64_t dns_refill;
+	uint64_t rl_window_end, rl_suppressed; /* rate-limit events, see dns_event */
 	unsigned dns_inflight;
 	_Atomic uint64_t st_conns_total, st_open, st_requests, st_refused, st_dns, st_bytes;
 };
@@ -1908,11 +1909,32 @@ static void
 dns_event(struct net_proxy *p, const struct net_dns_query *q, bool allowed, enum net_reason reason,
 	  int rcode, size_t in, size_t out, uint64_t t0, const char *addr)
 {
+	char advice[160] = "";
 	atomic_fetch_add(&p->st_dns, 1);
 	if (!allowed)
 		atomic_fetch_add(&p->st_refused, 1);
 	if (!p->cb)
 		return;
+	/* A flood past the rate limit must not become an audit flood: one
+	 * event per second of it, which counts the queries refused since. */
+	if (reason == NET_R_RATE_LIMIT) {
+		if (p->now < p->rl_window_end) {
+			p->rl_suppressed++;
+			return;
+		}
+		if (p->rl_suppressed)
+			snprintf(advice, sizeof(advice),
+				 "%llu more queries refused by the rate limit before this one; "
+				 "resolve less often",
+				 (unsigned long long)p->rl_suppressed);
+		else
+			snprintf(advice, sizeof(advice),
+				 "too many DNS queries; resolve less often");
+		p->rl_suppressed = 0;
+		p->rl_window_end = p->now + ms(1000);
+	} else if (reason == NET_R_NO_RULE) {
+		snprintf(advice, sizeof(advice), "no rule allows this name; work without it");
+	}
 	struct net_event ev = {
 	    .sandbox_id = p->sandbox_id,
 	    .proto = NET_PROTO_DNS,
@@ -1920,7 +1942,7 @@ dns_event(struct net_proxy *p, const struct net_dns_query *q, bool allowed, enum
 	    .port = q->qtype,
 	    .allowed = allowed,
 	    .reason = reason,
-	    .advice = reason == NET_R_NO_RULE ? "no rule allows this name; work without it" : "",
+	    .advice = advice,
 	    .addr = addr,
 	    .status = rcode,
 	    .bytes_up = in,
@@ -2160,6 +2182,18 @@ proxy_main(void *arg)
 	while (p->conns)
 		conn_close(p->conns, NET_R_NONE, NULL);
 	free_dead(p);
+	if (p->rl_suppressed && p->cb) {
+		char advice[160];
+		snprintf(advice, sizeof(advice),
+			 "%llu DNS queries refused by the rate limit were not reported one by one",
+			 (unsigned long long)p->rl_suppressed);
+		struct net_event ev = {.sandbox_id = p->sandbox_id,
+				       .proto = NET_PROTO_DNS,
+				       .reason = NET_R_RATE_LIMIT,
+				       .advice = advice,
+				       .status = NET_DNS_REFUSED};
+		p->cb(&ev, p->cb_data);
+	}
 	return NULL;
 }
 
