@@ -25,7 +25,7 @@ ws=$(mktemp -d /tmp/wd-bench.XXXXXXXX)
 trap 'rm -rf "$ws"' EXIT
 
 echo "# spawn latency: $RUNS runs each, alternating, after $WARMUP warm-up rounds"
-echo "# $(uname -sr), $(nproc) CPUs, $(id -un), cgroup $(if [ -d /sys/fs/cgroup/memory ]; then echo v1; else echo v2; fi)"
+echo "# $(uname -sr), $(nproc) CPUs, $(id -un), cgroup $(if [ -d /sys/fs/cgroup/memory ]; then echo v1; else echo v2; fi), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$WARDEN" run --workspace "$ws" --json -- /bin/true |
 	python3 -c 'import json,sys; p=json.load(sys.stdin)["protections"]; print("# warden protections:", json.dumps(p, separators=(",", ":")))' ||
 	true
@@ -50,7 +50,7 @@ bench() {
 	"$DRIVER" -n "$RUNS" -w "$WARMUP" -t -- "${sets[@]}" >"$ws/.out"
 	grep -v '^summary' "$ws/.out"
 	awk -F'\t' '
-		$1 == "summary" { m[$2] = $3 }
+		$1 == "summary" { m[$2] = $3; p10[$2] = $4 }
 		END {
 			if (!("warden" in m) || !("bare" in m)) exit
 			printf "warden overhead over bare: %.3f ms (target <= 2.0 ms)\n", (m["warden"] - m["bare"]) / 1000
@@ -58,6 +58,10 @@ bench() {
 				printf "bwrap overhead over bare:  %.3f ms\n", (m["bwrap"] - m["bare"]) / 1000
 				printf "ratio warden/bwrap: %.2f of the medians, %.2f of the overheads\n",
 					m["warden"] / m["bwrap"], (m["warden"] - m["bare"]) / (m["bwrap"] - m["bare"])
+				# The 10th percentiles move less when other work shares the CPUs.
+				printf "at p10: warden +%.3f ms, bwrap +%.3f ms over bare (ratio %.2f)\n",
+					(p10["warden"] - p10["bare"]) / 1000, (p10["bwrap"] - p10["bare"]) / 1000,
+					(p10["warden"] - p10["bare"]) / (p10["bwrap"] - p10["bare"])
 			}
 		}' "$ws/.out"
 }
