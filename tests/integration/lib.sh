@@ -82,6 +82,10 @@ todo() {
 
 skip() {
 	echo "SKIP: $*"
+	if [ "$failures" -gt 0 ]; then
+		echo "# but $failures check(s) failed before the skip"
+		exit 1
+	fi
 	if [ "${WD_MUST_WORK:-0}" = 1 ]; then
 		echo "WD_MUST_WORK=1: a skip is a failure here"
 		exit 1
