@@ -40,6 +40,29 @@ expect_rc 124 "--timeout 1 on yes(1)"
 check "the flood was captured up to the deadline" \
 	python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["stdout"]; sys.exit(not (o["total_bytes"] > 1 << 20 and o["data"].startswith("y\ny\n") and o["omitted_bytes"] == o["total_bytes"] - 65536))' "$OUT"
 
+# The command's end ends the sandbox: a background child holding stdout
+# open neither keeps warden waiting nor survives.
+for level in container process; do
+	marker=wd-bg-$RANDOM$RANDOM
+	probe=$PROBE bind=("${PROBE_BIND[@]}")
+	# (no binds at the process level: it sees the host's files)
+	[ "$level" = process ] && probe=$WD_PROBE bind=()
+	start=$(date +%s%N)
+	wd --isolation "$level" --timeout 20 "${bind[@]}" -- \
+		/bin/sh -c "$probe stubborn 1 $marker & sleep 0.2; exit 3"
+	ms=$((($(date +%s%N) - start) / 1000000))
+	expect_rc 3 "$level: the command exits 3 with a child in the background"
+	check "$level: warden returned at once (${ms} ms)" test "$ms" -lt 3000
+	none_bg() {
+		[ "$(count_marked "$marker")" = 0 ]
+	}
+	check "$level: the background child does not survive" wait_until 3 none_bg
+done
+
+# A command that stops itself (SIGSTOP) still meets the deadline.
+wd --timeout 1 -- /bin/sh -c 'kill -STOP $$'
+expect_rc 124 "a stopped command is killed at the timeout"
+
 # A command that ends before the deadline is not a timeout.
 wd --timeout 5 --json -- /bin/sleep 0.2
 expect_rc 0 "sleep 0.2 under --timeout 5"
