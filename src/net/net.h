@@ -75,8 +75,9 @@ enum net_reason {
 	NET_R_PORT,	   /* "port": the host is allowed, not on this port */
 	NET_R_METHOD,	   /* "method": the host is allowed, not for this method */
 	NET_R_PATH,	   /* "path": outside the rule's path prefix */
-	NET_R_TUNNEL,	   /* "tunnel-hides-method": CONNECT/SOCKS to a method- or
-			    * path-restricted host without TLS interception */
+	NET_R_TUNNEL,	   /* "tunnel-hides-method": CONNECT/SOCKS to a host whose
+			    * rule restricts methods or paths or caps bodies,
+			    * without TLS interception */
 	NET_R_ADDR_RANGE,  /* "address-range": resolved into a refused range */
 	NET_R_RESOLVE,	   /* "resolve-failed" */
 	NET_R_CONNECT,	   /* "upstream-connect-failed" */

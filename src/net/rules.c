@@ -744,7 +744,9 @@ net_rules_decide(const struct net_rules *rules, const struct net_request *req,
 			continue;
 		}
 		if (req->tunnel) {
-			if (r->n_methods || r->path) {
+			/* A tunnel hides methods, paths and bodies: a rule
+			 * that restricts any of them cannot admit one. */
+			if (r->n_methods || r->path || r->max_request_bytes) {
 				tunnel_miss = r;
 				continue;
 			}
@@ -772,12 +774,18 @@ net_rules_decide(const struct net_rules *rules, const struct net_request *req,
 		d->reason = NET_R_TUNNEL;
 		d->rule = tunnel_miss;
 		methods_text(tunnel_miss, m, sizeof(m));
-		snprintf(d->advice, sizeof(d->advice),
-			 "%s is allowed only for %s%s%s, which a CONNECT tunnel hides; use plain "
-			 "http:// or ask for --tls-intercept",
-			 host, tunnel_miss->n_methods ? m : "some paths",
-			 tunnel_miss->path ? " under " : "",
-			 tunnel_miss->path ? tunnel_miss->path : "");
+		if (!tunnel_miss->n_methods && !tunnel_miss->path)
+			snprintf(d->advice, sizeof(d->advice),
+				 "%s caps request bodies, which a CONNECT tunnel hides; use plain "
+				 "http:// or ask for --tls-intercept",
+				 host);
+		else
+			snprintf(d->advice, sizeof(d->advice),
+				 "%s is allowed only for %s%s%s, which a CONNECT tunnel hides; use "
+				 "plain http:// or ask for --tls-intercept",
+				 host, tunnel_miss->n_methods ? m : "some paths",
+				 tunnel_miss->path ? " under " : "",
+				 tunnel_miss->path ? tunnel_miss->path : "");
 	} else if (method_miss) {
 		d->reason = NET_R_METHOD;
 		d->rule = method_miss;

@@ -237,6 +237,12 @@ Test(net_rules_decide, most_specific_rule_sets_body_cap)
 	net_rules_decide(r, &q, &d);
 	cr_expect(d.allow);
 	cr_expect_eq(d.max_request_bytes, 100);
+	/* a tunnel would hide the body: a capped rule admits none */
+	struct net_request t = {.host = "x.example.com", .port = 443, .tunnel = true};
+	net_rules_decide(r, &t, &d);
+	cr_expect_not(d.allow);
+	cr_expect_eq(d.reason, NET_R_TUNNEL);
+	cr_expect(strstr(d.advice, "caps request bodies"), "%s", d.advice);
 	net_rules_free(r);
 }
 
