@@ -65,7 +65,7 @@ touch "$T/a-file"
 RC=$?
 expect_rc 125 "workspace is a file"
 check "workspace is a file: message names the value" grep -qF -- "$T/a-file" "$ERR"
-todo "workspace is a file: message names --workspace" grep -qF -- "--workspace" "$ERR"
+check "workspace is a file: message names --workspace" grep -qF -- "--workspace" "$ERR"
 
 # The unknown subcommand and a bad global option are bad input too.
 "$WARDEN" frobnicate >"$OUT" 2>"$ERR" </dev/null
