@@ -48,6 +48,8 @@ bad "ro-bind source missing" --ro-bind "$T/no-such-src" -- "${W[@]}" --ro-bind "
 bad "bind source missing" --bind "$T/no-such-src" -- "${W[@]}" --bind "$T/no-such-src:/mnt/x"
 bad "bind destination relative" --ro-bind relative/dst -- "${W[@]}" --ro-bind "/usr:relative/dst"
 bad "option missing its value" --memory '' -- "${W[@]}" --memory
+bad "output limit beyond its cap" --output-limit 1G -- "${W[@]}" --output-limit 1G
+bad "timeout beyond a day" --timeout 86401 -- "${W[@]}" --timeout 86401
 bad "binds at the process level" --ro-bind /usr -- "${W[@]}" --isolation process --ro-bind /usr:/opt/usr
 
 # No program: nothing to run at all.
