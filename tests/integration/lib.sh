@@ -43,6 +43,9 @@ _cleanup() {
 	rm -rf "$T"
 }
 trap _cleanup EXIT
+# meson's timeout sends SIGTERM: still clean up (listeners, canaries, files).
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 ok() {
 	echo "ok - $*"
