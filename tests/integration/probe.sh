@@ -104,6 +104,13 @@ fi
 wd -- /usr/bin/env
 check "without a terminal: no TERM" sh -c "! grep -q '^TERM=' '$OUT'"
 
+# Landlock is a second fence behind the mounts: /proc is a rw mount and a
+# process may write its own /proc/self/comm by permission, yet Landlock
+# allows writes only beneath the workspace, /tmp and the devices.
+wd -- /bin/sh -c 'echo renamed > /proc/self/comm'
+check "Landlock: a write the mounts and permissions allow is refused (/proc/self/comm)" \
+	grep -q 'Permission denied' "$ERR"
+
 # pid namespace: only the jail's processes; cgroup namespace: the sandbox's
 # cgroup is its root; pid 1 (warden's reaper) keeps its memory and root to
 # itself and shows no argv.
