@@ -153,6 +153,8 @@ struct net_proxy {
 	double dns_tokens;
 	uint64_t dns_refill;
 	uint64_t rl_window_end, rl_suppressed; /* rate-limit events, see dns_event */
+	bool accept_paused;		       /* out of descriptors, see accept_all */
+	uint64_t accept_resume;
 	unsigned dns_inflight;
 	_Atomic uint64_t st_conns_total, st_open, st_requests, st_refused, st_dns, st_bytes;
 };
@@ -1858,8 +1860,20 @@ accept_all(struct net_proxy *p, int lfd, bool socks)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* The listener stays readable while descriptors
+				 * are short: pause it for a moment rather than spin
+				 * on it; the backlog keeps the waiting clients. */
+				struct epoll_event ev = {
+				    .events = 0, .data.ptr = socks ? &p->h_socks : &p->h_http};
+				epoll_ctl(p->epfd, EPOLL_CTL_MOD, lfd, &ev);
+				p->accept_paused = true;
+				p->accept_resume = p->now + ms(100);
+				wd_log(WD_LOG_WARN, "accept: %s; pausing", strerror(errno));
+			} else if (errno != EAGAIN) {
 				wd_log(WD_LOG_WARN, "accept: %s", strerror(errno));
+			}
 			return;
 		}
 		atomic_fetch_add(&p->st_conns_total, 1);
@@ -2131,7 +2145,7 @@ proxy_main(void *arg)
 	p->dns_refill = p->now;
 	p->dns_tokens = p->cfg.dns_burst;
 	while (!stop) {
-		int tmo = p->ready ? 0 : p->conns ? 100 : -1;
+		int tmo = p->ready ? 0 : (p->conns || p->accept_paused) ? 100 : -1;
 		int n = epoll_wait(p->epfd, evs, 64, tmo);
 		if (n < 0 && errno != EINTR)
 			break;
@@ -2173,6 +2187,15 @@ proxy_main(void *arg)
 		if (p->now >= p->next_sweep) {
 			sweep(p);
 			p->next_sweep = p->now + ms(50);
+		}
+		if (p->accept_paused && p->now >= p->accept_resume) {
+			struct epoll_event e1 = {.events = EPOLLIN, .data.ptr = &p->h_http};
+			struct epoll_event e2 = {.events = EPOLLIN, .data.ptr = &p->h_socks};
+			if (p->lfd_http >= 0)
+				epoll_ctl(p->epfd, EPOLL_CTL_MOD, p->lfd_http, &e1);
+			if (p->lfd_socks >= 0)
+				epoll_ctl(p->epfd, EPOLL_CTL_MOD, p->lfd_socks, &e2);
+			p->accept_paused = false;
 		}
 		free_dead(p);
 	}

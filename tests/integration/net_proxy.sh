@@ -171,6 +171,23 @@ r=$(curl -s -m 10 -x "http://127.0.0.1:$q_http" -p -o /dev/null -w '%{size_downl
 if [ "${r:-0}" -lt 300000 ]; then ok "byte budget cuts a tunnel ($r bytes)"; else nok "byte budget" "$r"; fi
 grep -q '"reason":"max-total-bytes"' "$T/q.events" && ok "... with a max-total-bytes event" || nok "budget event"
 
+# Out of descriptors: refusals, no spinning, and service once they free up.
+mkfifo "$T/f.in"
+(ulimit -n 40 && exec "$PROXYD" --allow "tun.test:$UP" --host tun.test=127.0.0.1 \
+	--allow "127.0.0.1:$UP" --events "$T/f.events") <"$T/f.in" >"$T/f.ports" 2>"$T/f.err" &
+f_pid=$!
+pids+=($f_pid)
+exec {f_fd}>"$T/f.in"
+for _ in $(seq 50); do [ -s "$T/f.ports" ] && break; sleep 0.1; done
+f_http=$(tr ' ' '\n' <"$T/f.ports" | sed -n 's/^http=//p')
+$TOOL concurrent "$f_http" tun.test "$UP" 60 >/dev/null 2>&1
+r=$(curl -s -m 10 -x "http://127.0.0.1:$f_http" -p "http://tun.test:$UP/after")
+check "after running out of descriptors the proxy serves again" "GET /after" "$r"
+ticks=$(awk '{print $14 + $15}' "/proc/$f_pid/stat" 2>/dev/null || echo 0)
+[ "${ticks:-0}" -lt 200 ] && ok "... without spinning ($ticks ticks of CPU)" || nok "spinning" "$ticks ticks"
+eval "exec ${f_fd}>&-"
+wait "$f_pid" 2>/dev/null
+
 # the proxy ran clean (matters when it is built with sanitizers)
 eval "exec ${q_fd}>&-"
 wait "$q_pid" 2>/dev/null
