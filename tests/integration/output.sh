@@ -75,6 +75,12 @@ check "default --output-limit is 64 KiB" \
 wd --output-limit 1K --json -- /bin/sh -c 'seq 1 20000 >&2'
 check "the stderr marker says stderr" python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["stderr"]["data"]; sys.exit("stderr" not in [l for l in d.splitlines() if "bytes omitted" in l][0])' "$OUT"
 
+# A command that closes its stdout and stderr early is still waited for.
+start=$SECONDS
+wd --timeout 10 -- /bin/sh -c 'exec >&- 2>&-; sleep 1; exit 4'
+expect_rc 4 "stdout and stderr closed early: the command's own status"
+check "stdout and stderr closed early: not held to the timeout" test $((SECONDS - start)) -lt 5
+
 # ---- stdin
 echo "host-stdin-data" >"$T/in"
 "$WARDEN" run --workspace "$WS" -- /bin/cat <"$T/in" >"$OUT" 2>"$ERR"

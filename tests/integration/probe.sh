@@ -127,6 +127,14 @@ check "pid 1's /proc/1/root is unreachable" test "$RC" != 0
 wd -- /bin/sh -c 'tr -d "\000" </proc/1/cmdline'
 check "pid 1's cmdline shows nothing of warden's argv" test ! -s "$OUT"
 
+# pid 1 cannot be signalled from inside (it would take the jail down or
+# make the reaper misbehave).
+for sig in TERM KILL STOP INT SEGV; do
+	wd --timeout 10 -- /bin/sh -c "kill -$sig 1; sleep 0.2; echo alive"
+	check "kill -$sig 1 from inside: refused, the jail goes on" \
+		test "$RC" = 0 -a "$(cat "$OUT")" = alive
+done
+
 # The host's own /etc/passwd and shadow stay out; sandbox is uid 1000.
 wd "${PROBE_BIND[@]}" -- "$PROBE" passwd
 expect_rc 0 "/etc/passwd and /etc/group name sandbox"
