@@ -180,7 +180,7 @@ pids+=($f_pid)
 exec {f_fd}>"$T/f.in"
 for _ in $(seq 50); do [ -s "$T/f.ports" ] && break; sleep 0.1; done
 f_http=$(tr ' ' '\n' <"$T/f.ports" | sed -n 's/^http=//p')
-$TOOL concurrent "$f_http" tun.test "$UP" 60 >/dev/null 2>&1
+$TOOL concurrent "$f_http" tun.test "$UP" 30 >/dev/null 2>&1
 r=$(curl -s -m 10 -x "http://127.0.0.1:$f_http" -p "http://tun.test:$UP/after")
 check "after running out of descriptors the proxy serves again" "GET /after" "$r"
 ticks=$(awk '{print $14 + $15}' "/proc/$f_pid/stat" 2>/dev/null || echo 0)
