@@ -36,11 +36,19 @@ bwrap_args=(--unshare-all --die-with-parent --new-session
 	--proc /proc --dev /dev --tmpfs /tmp --bind "$ws" /workspace --chdir /workspace
 	--clearenv --setenv PATH /usr/bin:/bin --cap-drop ALL)
 
-# bench NAME PROGRAM [ARGS...]: one alternating series; prints the table
-# and the ratios.
+# The recorded baseline (bench/spawn.baseline: "SERIES COMMAND MEDIAN_US
+# P10_US" lines) is compared with each run; SPAWN_SAVE_BASELINE=1 rewrites it
+# from this run.
+baseline=$(dirname "$0")/spawn.baseline
+if [ "${SPAWN_SAVE_BASELINE:-0}" = 1 ]; then
+	echo "# spawn.sh baseline: $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)" >"$baseline.new"
+fi
+
+# bench NAME KEY PROGRAM [ARGS...]: one alternating series; prints the
+# table, the ratios and the comparison with the baseline.
 bench() {
-	local name=$1
-	shift
+	local name=$1 key=$2
+	shift 2
 	local sets=(bare "$@" :: warden "$WARDEN" run --workspace "$ws" -- "$@")
 	if [ -n "$BWRAP" ]; then
 		sets+=(:: bwrap "$BWRAP" "${bwrap_args[@]}" -- "$@")
@@ -64,7 +72,23 @@ bench() {
 					(p10["warden"] - p10["bare"]) / (p10["bwrap"] - p10["bare"])
 			}
 		}' "$ws/.out"
+	if [ -f "$baseline" ]; then
+		awk -F'\t' -v key="$key" '
+			FILENAME == ARGV[1] && $1 == key { base[$2] = $3; bp10[$2] = $4; next }
+			FILENAME == ARGV[2] && $1 == "summary" && ($2 in base) {
+				printf "vs baseline: %-6s median %.3f ms (was %.3f), p10 %.3f ms (was %.3f)\n",
+					$2, $3 / 1000, base[$2] / 1000, $4 / 1000, bp10[$2] / 1000
+			}' "$baseline" "$ws/.out"
+	fi
+	if [ "${SPAWN_SAVE_BASELINE:-0}" = 1 ]; then
+		awk -F'\t' -v key="$key" '$1 == "summary" { printf "%s\t%s\t%s\t%s\n", key, $2, $3, $4 }' \
+			"$ws/.out" >>"$baseline.new"
+	fi
 }
 
-bench "/bin/true" /bin/true
-bench "python3 -c pass" "$PY" -c pass
+bench "/bin/true" true /bin/true
+bench "python3 -c pass" python "$PY" -c pass
+if [ "${SPAWN_SAVE_BASELINE:-0}" = 1 ]; then
+	mv "$baseline.new" "$baseline"
+	echo "# baseline saved in $baseline"
+fi
