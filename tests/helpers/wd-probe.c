@@ -463,6 +463,8 @@ check_env(const char *spec)
 			if (wlen != nlen || strncmp(want[i], *e, nlen) != 0)
 				continue;
 			known = true;
+			if (seen[i])
+				say(false, "env-duplicate", "%.*s is set twice", (int)nlen, *e);
 			seen[i] = true;
 			if (want[i][wlen] == '=' && strcmp(want[i] + wlen + 1, *e + nlen + 1) != 0)
 				say(false, "env-value", "%.*s has another value", (int)nlen, *e);

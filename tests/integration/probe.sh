@@ -135,6 +135,11 @@ for sig in TERM KILL STOP INT SEGV; do
 		test "$RC" = 0 -a "$(cat "$OUT")" = alive
 done
 
+# --setenv replaces: the defaults and an earlier --setenv, never twice.
+wd --setenv PATH=/usr/bin --setenv HOME=/tmp --setenv A=1 --setenv A=2 "${PROBE_BIND[@]}" -- \
+	"$PROBE" env PATH=/usr/bin,HOME=/tmp,LANG=C.UTF-8,TZ=UTC,A=2
+expect_rc 0 "--setenv replaces PATH, HOME and an earlier --setenv"
+
 # The host's own /etc/passwd and shadow stay out; sandbox is uid 1000.
 wd "${PROBE_BIND[@]}" -- "$PROBE" passwd
 expect_rc 0 "/etc/passwd and /etc/group name sandbox"
