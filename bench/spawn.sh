@@ -7,7 +7,8 @@
 #
 # For /bin/true and for python3 -c pass it prints the medians, each one's
 # overhead over bare execution, and warden/bwrap ratios (of the medians and
-# of the overheads).  warden runs with its defaults: every namespace, the
+# of the overheads); ns-floor (bench/ns_floor.c) is the kernel's cost of the
+# same namespaces with no set-up at all.  warden runs with its defaults: every namespace, the
 # cgroup limits, seccomp and Landlock; bwrap does namespaces and mounts only.
 set -euo pipefail
 
@@ -19,6 +20,8 @@ DRIVER=$(readlink -f "${2:?usage: spawn.sh WARDEN SPAWN_BENCH}")
 RUNS=${SPAWN_RUNS:-200}
 WARMUP=${SPAWN_WARMUP:-10}
 BWRAP=$(command -v bwrap || true)
+# The namespaces alone (bench/ns_floor.c), next to the driver.
+FLOOR=$(dirname "$DRIVER")/ns_floor
 PY=/usr/bin/python3
 
 ws=$(mktemp -d /tmp/wd-bench.XXXXXXXX)
@@ -53,6 +56,9 @@ bench() {
 	if [ -n "$BWRAP" ]; then
 		sets+=(:: bwrap "$BWRAP" "${bwrap_args[@]}" -- "$@")
 	fi
+	if [ -x "$FLOOR" ]; then
+		sets+=(:: ns-floor "$FLOOR" "$@")
+	fi
 	echo
 	echo "## $name"
 	"$DRIVER" -n "$RUNS" -w "$WARMUP" -t -- "${sets[@]}" >"$ws/.out"
@@ -71,6 +77,9 @@ bench() {
 					(p10["warden"] - p10["bare"]) / 1000, (p10["bwrap"] - p10["bare"]) / 1000,
 					(p10["warden"] - p10["bare"]) / (p10["bwrap"] - p10["bare"])
 			}
+			if ("ns-floor" in m)
+				printf "namespace floor (clone with the same namespaces, maps, fork): +%.3f ms; warden above it: %.3f ms\n",
+					(m["ns-floor"] - m["bare"]) / 1000, (m["warden"] - m["ns-floor"]) / 1000
 		}' "$ws/.out"
 	if [ -f "$baseline" ]; then
 		awk -F'\t' -v key="$key" '
