@@ -153,6 +153,7 @@ struct net_proxy {
 	double dns_tokens;
 	uint64_t dns_refill;
 	uint64_t rl_window_end, rl_suppressed; /* rate-limit events, see dns_event */
+	uint64_t cl_window_end, cl_suppressed; /* max-connections events, see emit */
 	bool accept_paused;		       /* out of descriptors, see accept_all */
 	uint64_t accept_resume;
 	unsigned dns_inflight;
@@ -392,6 +393,23 @@ emit(struct conn *c, bool allowed, enum net_reason reason, const char *advice)
 		atomic_fetch_add(&p->st_refused, 1);
 	if (!p->cb)
 		return;
+	/* As for DNS floods: refusals at the connection limit make one event
+	 * per second, carrying how many others there were. */
+	char cl_advice[200];
+	if (reason == NET_R_CONN_LIMIT) {
+		if (p->now < p->cl_window_end) {
+			p->cl_suppressed++;
+			return;
+		}
+		if (p->cl_suppressed) {
+			snprintf(cl_advice, sizeof(cl_advice),
+				 "%llu more connections refused at the limit before this one; %s",
+				 (unsigned long long)p->cl_suppressed, advice ? advice : "");
+			advice = cl_advice;
+		}
+		p->cl_suppressed = 0;
+		p->cl_window_end = p->now + ms(1000);
+	}
 	char path[EVENT_PATH_MAX + 1];
 	const char *pp = NULL;
 	if (c->path && (c->proto == NET_PROTO_HTTP || c->proto == NET_PROTO_HTTPS)) {
@@ -2205,6 +2223,18 @@ proxy_main(void *arg)
 	while (p->conns)
 		conn_close(p->conns, NET_R_NONE, NULL);
 	free_dead(p);
+	if (p->cl_suppressed && p->cb) {
+		char advice[160];
+		snprintf(advice, sizeof(advice),
+			 "%llu connections refused at the limit were not reported one by one",
+			 (unsigned long long)p->cl_suppressed);
+		struct net_event ev = {.sandbox_id = p->sandbox_id,
+				       .proto = NET_PROTO_HTTP,
+				       .reason = NET_R_CONN_LIMIT,
+				       .advice = advice,
+				       .status = 503};
+		p->cb(&ev, p->cb_data);
+	}
 	if (p->rl_suppressed && p->cb) {
 		char advice[160];
 		snprintf(advice, sizeof(advice),
