@@ -12,11 +12,22 @@ our_mounts() {
 }
 mounts_before=$(our_mounts)
 
-# cgroups_of PID: the sandbox cgroup directories PID is in.
+# cgroups_of PID: the sandbox cgroup directories PID is in (v1: one per
+# hierarchy, mounted at /sys/fs/cgroup/<controllers>; v2: the unified tree,
+# at /sys/fs/cgroup or /sys/fs/cgroup/unified on hybrid hosts).
 cgroups_of() {
-	awk -F: '$3 ~ /\/warden\// { print $3 }' "/proc/$1/cgroup" 2>/dev/null | while read -r rel; do
-		find /sys/fs/cgroup -maxdepth 4 -type d -path "*$rel" 2>/dev/null
-	done | sort -u
+	local ctrl rel d
+	while IFS=: read -r _ ctrl rel; do
+		case $rel in */warden/*) ;; *) continue ;; esac
+		if [ -n "$ctrl" ]; then
+			d=/sys/fs/cgroup/${ctrl#name=}$rel
+		elif [ -d "/sys/fs/cgroup/unified$rel" ]; then
+			d=/sys/fs/cgroup/unified$rel
+		else
+			d=/sys/fs/cgroup$rel
+		fi
+		[ -d "$d" ] && echo "$d"
+	done <"/proc/$1/cgroup" 2>/dev/null | sort -u
 }
 
 none_marked() {
@@ -48,7 +59,7 @@ kill_case() {
 	if [ -n "$p" ]; then
 		mapfile -t cgs < <(cgroups_of "$p")
 	fi
-	check "SIG$sig: found the sandbox's cgroups (${#cgs[@]})" test "${#cgs[@]}" -gt 0
+	check "SIG$sig: found the sandbox's cgroups (${cgs[*]})" test "${#cgs[@]}" -gt 0
 	kill -"$sig" "$pid"
 	wait "$pid" 2>/dev/null
 	if wait_until 5 none_marked "$marker"; then

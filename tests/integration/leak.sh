@@ -54,7 +54,7 @@ fi
 cg_left() {
 	local id
 	while read -r id; do
-		find /sys/fs/cgroup -maxdepth 4 -type d -name "$id" 2>/dev/null
+		find /sys/fs/cgroup -maxdepth 8 -type d -name "$id" 2>/dev/null
 	done <"$ids"
 }
 if wait_until 10 test -z "$(cg_left)"; then

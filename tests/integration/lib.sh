@@ -211,7 +211,8 @@ wait_until() {
 
 # Sandbox cgroups: one line per <hierarchy>/warden/<id> directory.
 sandbox_cgroups() {
-	find /sys/fs/cgroup -mindepth 2 -maxdepth 4 -type d -path '*/warden/*' 2>/dev/null | sort
+	find /sys/fs/cgroup -mindepth 2 -maxdepth 8 -type d -path '*/warden/*' \
+		-not -path '*/warden/*/*' 2>/dev/null | sort
 }
 
 # The host's mount table without the per-mount ids, which change.
