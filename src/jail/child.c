@@ -18,13 +18,6 @@
 #include <linux/capability.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
-
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>

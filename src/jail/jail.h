@@ -12,7 +12,16 @@
 #include "util/util.h"
 #include "jail/landlock.h"
 
+#include <fcntl.h>
 #include <linux/filter.h>
+
+/* open_tree(2) flags, for C libraries whose headers predate them */
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
 
 #include <sys/resource.h>
 #include <sys/types.h>

@@ -20,12 +20,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
 
 /* Host id of the sandbox user when warden runs as root: nobody.  A
  * process that escapes the user namespace lands as nobody, not as root (a
