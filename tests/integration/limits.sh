@@ -79,14 +79,15 @@ check "--cpus 0.5: wall ${wall} ms >= 1.5 x cpu ${cpu} ms" \
 	python3 -c 'import sys; w, c = map(float, sys.argv[1:]); sys.exit(not (c > 200 and w >= 1.5 * c))' "$wall" "$cpu"
 
 # cpu_ms must count a command that was killed at the timeout too (five
-# runs: it was once right in some runs and ~2 ms in most).
+# runs: it was once right in some runs and ~2 ms in most).  100 ms leaves
+# room for a loaded host sharing its CPUs.
 cpus=()
 for i in 1 2 3 4 5; do
 	wd --timeout 1 --json -- /bin/sh -c 'while :; do :; done'
 	[ "$RC" = 124 ] || not_ok "a busy loop killed at --timeout 1: status $RC"
 	cpus+=("$(json_get 'j["cpu_ms"]')")
 done
-check "cpu_ms of a busy loop killed at --timeout 1 is >= 300 ms in 5 runs (got ${cpus[*]})" \
-	python3 -c 'import sys; sys.exit(not all(float(c) >= 300 for c in sys.argv[1:]))' "${cpus[@]}"
+check "cpu_ms of a busy loop killed at --timeout 1 is >= 100 ms in 5 runs (got ${cpus[*]})" \
+	python3 -c 'import sys; sys.exit(not all(float(c) >= 100 for c in sys.argv[1:]))' "${cpus[@]}"
 
 finish
