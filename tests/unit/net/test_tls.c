@@ -10,11 +10,22 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
+/* The client writes into connections the proxy refuses and closes:
+ * EPIPE, not SIGPIPE. */
+static void
+no_sigpipe(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+}
+TestSuite(net_tls, .init = no_sigpipe);
+
 static EVP_PKEY *key;
 static X509 *ca, *leaf;
+static int running; /* upstream threads still using srv_ctx */
 static SSL_CTX *srv_ctx;
 static char ca_path[64];
 
@@ -71,6 +82,7 @@ serve_conn(void *arg)
 	}
 	SSL_free(s);
 	close(fd);
+	__atomic_sub_fetch(&running, 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
@@ -80,8 +92,11 @@ serve(void *arg)
 	int lfd = (int)(intptr_t)arg;
 	for (;;) {
 		int fd = accept(lfd, NULL, NULL);
-		if (fd < 0)
+		if (fd < 0) {
+			__atomic_sub_fetch(&running, 1, __ATOMIC_SEQ_CST);
 			return NULL;
+		}
+		__atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST);
 		pthread_t t;
 		pthread_create(&t, NULL, serve_conn, (void *)(intptr_t)fd);
 		pthread_detach(t);
@@ -137,6 +152,7 @@ fx_start(struct fx *f, const char *upstream_ca)
 	PEM_write_X509(fp, ca);
 	fclose(fp);
 	f->ulfd = listen_lo(&f->up);
+	__atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST);
 	pthread_t t;
 	pthread_create(&t, NULL, serve, (void *)(intptr_t)f->ulfd);
 	pthread_detach(t);
@@ -163,8 +179,11 @@ fx_start(struct fx *f, const char *upstream_ca)
 static void
 fx_stop(struct fx *f)
 {
-	net_proxy_free(f->p);
+	net_proxy_free(f->p); /* closes the proxy's upstream connections */
 	net_rules_free(f->rules);
+	shutdown(f->ulfd, SHUT_RDWR); /* wakes the accept loop */
+	for (int i = 0; i < 500 && __atomic_load_n(&running, __ATOMIC_SEQ_CST); i++)
+		usleep(10000);
 	close(f->ulfd);
 	unlink(ca_path);
 	SSL_CTX_free(srv_ctx);
