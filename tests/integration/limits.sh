@@ -78,6 +78,21 @@ read -r wall cpu < <(json_get '"%s %s" % (j["wall_ms"], j["cpu_ms"])')
 check "--cpus 0.5: wall ${wall} ms >= 1.5 x cpu ${cpu} ms" \
 	python3 -c 'import sys; w, c = map(float, sys.argv[1:]); sys.exit(not (c > 200 and w >= 1.5 * c))' "$wall" "$cpu"
 
+# ---- the defaults: --pids 128, --memory 512M, --cpus 1.0
+wd "${PROBE_BIND[@]}" -- "$PROBE" forkbomb 1000
+n=$(sed -n 's/.*fork failed after \([0-9]*\).*/\1/p' "$OUT")
+check "default --pids 128 (the bomb made ${n:-?} children)" test "${n:-999}" -lt 128 -a "${n:-0}" -ge 100
+wd --json "${PROBE_BIND[@]}" -- "$PROBE" memhog 700
+check "default --memory 512M: 700 MiB is OOM-killed" test "$(json_get '[j["status"], j["oom_killed"]]')" = '[137, true]'
+check "default --memory 512M: peak at most 512 MiB" \
+	python3 -c 'import json,sys; sys.exit(not json.load(open(sys.argv[1]))["peak_memory_bytes"] <= (512 << 20) + (1 << 20))' "$OUT"
+# Two busy loops for 2 s on a 2-CPU host: at most ~1 CPU's worth by default
+# (a loaded host gives less anyway; an idle one shows a missing quota).
+wd --timeout 2 --json -- /bin/sh -c 'while :; do :; done & while :; do :; done'
+cpu=$(json_get 'j["cpu_ms"]')
+check "default --cpus 1.0: two busy loops get at most ~1 CPU (${cpu} ms in 2 s)" \
+	python3 -c 'import sys; sys.exit(not float(sys.argv[1]) <= 2500)' "$cpu"
+
 # cpu_ms must count a command that was killed at the timeout too (five
 # runs: it was once right in some runs and ~2 ms in most).  100 ms leaves
 # room for a loaded host sharing its CPUs.
