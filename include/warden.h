@@ -96,8 +96,8 @@ int wd_spec_add_bind(wd_spec *spec, const char *src, const char *dst, bool rw,
 int wd_spec_setenv(wd_spec *spec, const char *name, const char *value, struct wd_err *err);
 /* Allow TCP bind and connect on port inside the jail (Landlock). */
 int wd_spec_allow_port(wd_spec *spec, unsigned port, struct wd_err *err);
-/* stdin of the command: an fd warden reads from (not owned), or -1 for
- * /dev/null (the default). */
+/* stdin of the command: an fd handed to the command as its stdin (not
+ * owned; warden does not read it), or -1 for /dev/null (the default). */
 void wd_spec_set_stdin(wd_spec *spec, int fd);
 /* Where the kept windows stream while the command runs: fds (not owned) or
  * -1 to keep them only in the result (the default). */

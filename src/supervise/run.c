@@ -476,6 +476,9 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	wd_result *r = NULL;
 	struct net_rules *own_rules = NULL;
 
+	struct wd_err scratch;
+	if (!err)
+		err = &scratch; /* failure paths below fill err->step */
 	if (!spec->argv)
 		return wd_err_set(err, WD_E_INVAL, "no program given");
 	reap_pending();
