@@ -140,6 +140,15 @@ wd --setenv PATH=/usr/bin --setenv HOME=/tmp --setenv A=1 --setenv A=2 "${PROBE_
 	"$PROBE" env PATH=/usr/bin,HOME=/tmp,LANG=C.UTF-8,TZ=UTC,A=2
 expect_rc 0 "--setenv replaces PATH, HOME and an earlier --setenv"
 
+# Nothing inside can take pid 1's descriptors (its sync socket to warden).
+wd -- /usr/bin/python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+pfd = os.pidfd_open(1)
+got = [fd for fd in range(64) if libc.syscall(438, pfd, fd, 0) >= 0]  # pidfd_getfd
+print("got", got)'
+check "pidfd_getfd on pid 1 yields nothing" grep -qx 'got \[\]' "$OUT"
+
 # The host's own /etc/passwd and shadow stay out; sandbox is uid 1000.
 wd "${PROBE_BIND[@]}" -- "$PROBE" passwd
 expect_rc 0 "/etc/passwd and /etc/group name sandbox"
