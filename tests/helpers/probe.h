@@ -1,0 +1,19 @@
+/* wd-probe's shared parts: one line per assertion, and the syscall checks
+ * (probe-syscalls.c), which are the bulk of the probe. */
+#ifndef WD_PROBE_H
+#define WD_PROBE_H
+
+#include <stdbool.h>
+
+/* Print "ok NAME detail" or "FAIL NAME detail"; a FAIL makes the probe
+ * exit 1 at the end. */
+void say(bool ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Each refused syscall in turn (those whose name starts with only, or all
+ * when only is NULL), each in a forked child; returns how many ran. */
+int check_syscalls(const char *only);
+
+/* ioctl(0, TIOCSTI) must fail with EPERM, whatever fd 0 is. */
+void check_tiocsti_stdin(void);
+
+#endif
