@@ -10,9 +10,10 @@
  * it runs under warden's seccomp filter with nothing of the host's libraries
  * guaranteed inside (bubblewrap's tests/try-syscall.c, crun's tests/init.c).
  *
- * Syscall checks (probe-syscalls.c) run in a forked child each, so that a call the filter
- * wrongly lets through (personality, unshare, ptrace) cannot change the
- * probe itself, and a filter that kills with SIGSYS is reported as such.
+ * Syscall checks (probe-syscalls.c) run in a forked child each, so that a
+ * call the filter wrongly lets through (personality, unshare, ptrace)
+ * cannot change the probe itself, and a filter that kills with SIGSYS is
+ * reported as such.
  * Arguments are chosen so that, without the filter, the call either succeeds
  * harmlessly or fails with an errno other than EPERM: a pass then means the
  * filter refused it, not that the sandbox merely lacked a capability.  Where
