@@ -67,6 +67,16 @@ wd "${PROBE_BIND[@]}" -- "$PROBE" all \
 expect_rc 0 "wd-probe all passes in the default jail"
 probe_report "default jail"
 
+# Descriptors warden inherits (not close-on-exec) stay outside: a file, a
+# directory, a pipe, at low and high numbers.
+echo "$token" >"$T/fd-secret"
+exec 5<"$T/fd-secret" 6<"$T" 101<"$T/fd-secret"
+exec 7< <(sleep 30)
+wd "${PROBE_BIND[@]}" -- "$PROBE" fds
+exec 5<&- 6<&- 7<&- 101<&-
+expect_rc 0 "descriptors 5, 6, 7 and 101 of warden's caller are not in the jail"
+probe_report "inherited fds"
+
 # The network namespace on its own: with --allow-port, Landlock permits the
 # connect, so only the empty namespace stands between the probe and the
 # host's listener.

@@ -30,10 +30,13 @@ listener=$!
 at_exit "kill $listener 2>/dev/null"
 wait_until 5 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null
 
+# (with descriptors of the caller open that must not cross)
+exec 5<"$T" 101<"$T"
 wd --isolation process --json -- "$P" all --uid "$owner" \
 	--rw "$WS" --rw /tmp --port "$port" \
 	--env "PATH,HOME=$WS,LANG=C.UTF-8,TZ=UTC" --secret "$(hexstr "$secret")" \
 	--cwd "$WS" --no-netif --no-passwd --no-mounts
+exec 5<&- 101<&-
 json_data stdout >"$T/probe"
 cgroup=$(json_get 'j["protections"]["cgroup"]')
 # Not expected at this level (no mount or pid namespace, no curated /etc):
@@ -48,6 +51,7 @@ check "process level: runs as the workspace owner" grep -q "^ok uid $owner/$owne
 check "process level: every refused syscall fails" \
 	test "$(grep -c '^ok syscall:' "$T/probe")" -ge 50 -a "$(grep -c '^FAIL syscall:' "$T/probe")" = 0
 check "process level: the environment is exactly PATH HOME LANG TZ" grep -q '^ok env-checked' "$T/probe"
+check "process level: the caller's descriptors 5 and 101 are closed" grep -q '^ok fds only 0-2' "$T/probe"
 check "process level: no TCP to the host's listener" grep -q "^ok noconnect:127.0.0.1:$port" "$T/probe"
 check "--json: isolation process, no namespaces, seccomp, Landlock" \
 	test "$(json_get '[j["protections"]["isolation"], j["protections"]["namespaces"], j["protections"]["seccomp"], j["protections"]["landlock_abi"] > 0]')" = '["process", [], true, true]'
