@@ -45,6 +45,7 @@
 #define DNS_MAX_INFLIGHT 64
 #define RESOLVER_THREADS 2
 #define EVENT_PATH_MAX 1024
+#define ALIASES 256
 
 enum hkind { H_STOP, H_HTTP_LISTEN, H_SOCKS_LISTEN, H_DNS, H_RESOLVER, H_CLIENT, H_UPSTREAM };
 
@@ -127,6 +128,11 @@ struct conn {
 	struct sockaddr_storage t_addrs[NET_JOB_MAX_ADDRS];
 	size_t t_naddrs;
 
+	/* a tunnel to an address the DNS filter gave out, judged as the name
+	 * it was given out for (see try_alias) */
+	bool aliased;
+	struct sockaddr_storage alias_addr;
+
 	/* tunnel */
 	int pcu[2], puc[2];
 	size_t pend_cu, pend_uc;
@@ -155,6 +161,12 @@ struct net_proxy {
 	uint64_t rl_window_end, rl_suppressed; /* rate-limit events, see dns_event */
 	uint64_t cl_window_end, cl_suppressed; /* max-connections events, see emit */
 	bool accept_paused;		       /* out of descriptors, see accept_all */
+	struct alias {
+		struct sockaddr_storage a;
+		char name[256];
+		uint64_t expires;
+	} * aliases; /* ALIASES slots, made on first use */
+	unsigned alias_next;
 	uint64_t accept_resume;
 	unsigned dns_inflight;
 	_Atomic uint64_t st_conns_total, st_open, st_requests, st_refused, st_dns, st_bytes;
@@ -638,6 +650,75 @@ request_reset(struct conn *c)
 	c->n_addrs = c->next_addr = 0;
 	c->resp_head = c->resp_started = false;
 	c->head_req = c->client_close = false;
+	c->aliased = false;
+}
+
+static bool
+same_addr(const struct sockaddr_storage *x, const struct sockaddr_storage *y)
+{
+	if (x->ss_family != y->ss_family)
+		return false;
+	if (x->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)x)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)(const void *)y)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)(const void *)x)->sin6_addr,
+		      &((const struct sockaddr_in6 *)(const void *)y)->sin6_addr, 16) == 0;
+}
+
+/* Remember which allowed name the DNS filter answered an address for,
+ * for the answer's TTL and a minute more (the last answer wins when names
+ * share an address). */
+static void
+alias_add(struct net_proxy *p, const struct sockaddr_storage *a, const char *name)
+{
+	if (!p->aliases)
+		p->aliases = wd_xcalloc(ALIASES, sizeof(*p->aliases));
+	struct alias *slot = NULL;
+	for (unsigned i = 0; i < ALIASES && !slot; i++)
+		if (p->aliases[i].expires && same_addr(&p->aliases[i].a, a))
+			slot = &p->aliases[i];
+	if (!slot)
+		slot = &p->aliases[p->alias_next++ % ALIASES];
+	slot->a = *a;
+	snprintf(slot->name, sizeof(slot->name), "%s", name);
+	slot->expires = p->now + ms(p->cfg.dns_ttl * 1000u + 60000u);
+}
+
+static const char *
+alias_find(struct net_proxy *p, const struct sockaddr_storage *a)
+{
+	for (unsigned i = 0; p->aliases && i < ALIASES; i++)
+		if (p->aliases[i].expires > p->now && same_addr(&p->aliases[i].a, a))
+			return p->aliases[i].name;
+	return NULL;
+}
+
+/* A client that resolved a name through the DNS filter and then opens a
+ * tunnel to the address (socks5:// rather than socks5h://, runtimes that
+ * resolve first) is judged as that name: the rules name hosts, not the
+ * addresses behind them.  The connection still goes to the address the
+ * client asked for, and the address stage still applies.  A deny rule on
+ * the address itself is never overridden. */
+static void
+try_alias(struct conn *c, struct net_decision *d)
+{
+	struct net_proxy *p = c->p;
+	struct sockaddr_storage lit;
+	if (d->allow || d->reason == NET_R_DENY_RULE ||
+	    !net_addr_parse(c->host, strlen(c->host), c->port, &lit))
+		return;
+	const char *name = alias_find(p, &lit);
+	if (!name)
+		return;
+	struct net_request q = {.host = name, .port = c->port, .tunnel = true};
+	struct net_decision d2;
+	net_rules_decide(p->rules, &q, &d2);
+	if (!d2.allow && !(d2.reason == NET_R_TUNNEL && p->tls))
+		return;
+	*d = d2;
+	c->aliased = true;
+	c->alias_addr = lit;
+	snprintf(c->host, sizeof(c->host), "%s", name);
 }
 
 static void start_connect(struct conn *c);
@@ -675,7 +756,11 @@ static void
 start_resolve(struct conn *c)
 {
 	struct net_proxy *p = c->p;
-	size_t n = net_rules_lookup_host(p->rules, c->host, c->addrs, NET_JOB_MAX_ADDRS);
+	size_t n = 0;
+	if (c->aliased)
+		c->addrs[n++] = c->alias_addr;
+	if (n == 0)
+		n = net_rules_lookup_host(p->rules, c->host, c->addrs, NET_JOB_MAX_ADDRS);
 	if (n == 0 && net_addr_parse(c->host, strlen(c->host), c->port, &c->addrs[0]))
 		n = 1;
 	if (n) {
@@ -864,6 +949,7 @@ handle_http_request(struct conn *c)
 		c->port = t.port;
 		struct net_request q = {.host = t.host, .port = t.port, .tunnel = true};
 		net_rules_decide(p->rules, &q, &d);
+		try_alias(c, &d);
 		if (!d.allow && d.reason == NET_R_TUNNEL && p->tls) {
 			/* methods or paths restricted: admitted only as TLS the
 			 * proxy terminates, so each request can be checked */
@@ -1083,6 +1169,7 @@ st_socks_req(struct conn *c)
 	struct net_request r = {.host = q.host, .port = q.port, .tunnel = true};
 	struct net_decision d;
 	net_rules_decide(c->p->rules, &r, &d);
+	try_alias(c, &d);
 	c->must_intercept = false;
 	if (!d.allow && d.reason == NET_R_TUNNEL && c->p->tls) {
 		d.allow = true; /* as for CONNECT: only as intercepted TLS */
@@ -2004,6 +2091,9 @@ dns_answer(struct net_proxy *p, const struct net_dns_query *q, int rcode,
 		allowed = false;
 		reason = NET_R_ADDR_RANGE;
 	}
+	if (allowed && rcode == NET_DNS_NOERROR)
+		for (size_t i = 0; i < kept; i++)
+			alias_add(p, &keep[i], q->name);
 	for (size_t i = 0; i < kept && !first[0]; i++) {
 		uint16_t want = keep[i].ss_family == AF_INET ? 1 : 28;
 		if (want == q->qtype)
@@ -2418,6 +2508,7 @@ net_proxy_free(struct net_proxy *p)
 	wd_close_reset(&p->epfd);
 	pthread_mutex_destroy(&p->lock);
 	net_tls_free(p->tls);
+	free(p->aliases);
 	free(p->upstream_ca_file);
 	free(p->sandbox_id);
 	free(p);

@@ -532,3 +532,68 @@ Test(net_proxy, reconnects_when_an_idle_upstream_closed)
 	cr_expect_eq(__atomic_load_n(&accepts, __ATOMIC_SEQ_CST), 2);
 	fixture_stop(&f);
 }
+
+Test(net_proxy, socks_to_an_address_the_dns_filter_answered_is_judged_by_name)
+{
+	/* alias.test is allowed; 127.0.0.1 only by a GET-restricted address
+	 * rule, which admits no tunnel.  After the DNS filter answered
+	 * alias.test with 127.0.0.1, a tunnel to 127.0.0.1 is judged as
+	 * alias.test (a client using socks5:// resolves first). */
+	struct upstream echo;
+	upstream_start(&echo, true);
+	struct wd_err err = {0};
+	struct net_rules *rules;
+	char spec[64];
+	net_rules_new(&rules);
+	snprintf(spec, sizeof(spec), "alias.test:%u", echo.port);
+	cr_assert_eq(net_rules_add_allow(rules, spec, NULL, &err), 0);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u=GET", echo.port);
+	cr_assert_eq(net_rules_add_allow(rules, spec, NULL, &err), 0);
+	cr_assert_eq(net_rules_add_host(rules, "alias.test=127.0.0.1", &err), 0);
+	struct net_config cfg;
+	net_config_init(&cfg);
+	cfg.rules = rules;
+	struct net_proxy *p;
+	cr_assert_eq(net_proxy_new(&cfg, NULL, NULL, &p, &err), 0);
+	uint16_t sport, dport;
+	int s = listen_lo(SOCK_STREAM, &sport), d = listen_lo(SOCK_DGRAM, &dport);
+	cr_assert_eq(net_proxy_serve(p, -1, s, d, &err), 0);
+	cr_assert_eq(net_proxy_start(p, &err), 0);
+
+	uint8_t g[] = {5, 1, 0}, buf[64];
+	uint8_t r[10] = {5, 1, 0, 1, 127, 0, 0, 1, (uint8_t)(echo.port >> 8), (uint8_t)echo.port};
+	int fd = dial(sport);
+	send(fd, g, 3, 0);
+	recv(fd, buf, 2, MSG_WAITALL);
+	send(fd, r, sizeof(r), 0);
+	cr_assert_eq(recv(fd, buf, 10, MSG_WAITALL), 10);
+	cr_expect_eq(buf[1], NET_SOCKS_NOT_ALLOWED, "before any DNS answer: refused");
+	close(fd);
+
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(dport)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	static const uint8_t q[] = {0,	 9,   1,   0,	0, 1,	0,   0,	  0,   0, 0, 0, 5, 'a',
+				    'l', 'i', 'a', 's', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1};
+	struct timeval tv = {.tv_sec = 3};
+	setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	sendto(u, q, sizeof(q), 0, (struct sockaddr *)&sa, sizeof(sa));
+	uint8_t ans[512];
+	cr_assert_gt(recv(u, ans, sizeof(ans), 0), 12);
+	cr_expect_eq(ans[7], 1, "alias.test answered");
+	close(u);
+
+	fd = dial(sport);
+	send(fd, g, 3, 0);
+	recv(fd, buf, 2, MSG_WAITALL);
+	send(fd, r, sizeof(r), 0);
+	cr_assert_eq(recv(fd, buf, 10, MSG_WAITALL), 10);
+	cr_expect_eq(buf[1], 0, "after the answer: judged as alias.test");
+	send(fd, "ping", 4, 0);
+	cr_expect_eq(recv(fd, buf, 4, MSG_WAITALL), 4);
+	cr_expect_eq(memcmp(buf, "ping", 4), 0);
+	close(fd);
+	net_proxy_free(p);
+	net_rules_free(rules);
+	close(echo.lfd);
+}
