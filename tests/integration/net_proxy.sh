@@ -133,7 +133,7 @@ check "100 concurrent CONNECT tunnels from one sandbox" "tunnels=100 served=100"
 
 r=$($TOOL slow "$p_http")
 check "a slow client is cut at the header timeout with 408" "HTTP/1.1 408" "$r"
-case "$r" in *"after 0."* | *"after 1."* | *"after 2."*) ok "... at the 1 s timeout (+ sweep, + load)" ;; *) nok "... promptly" "$r" ;; esac
+case "$r" in *"after "[0-4]"."*) ok "... at the 1 s timeout (+ sweep, + load)" ;; *) nok "... promptly" "$r" ;; esac
 
 # Events: every decision is on the record with its fields.
 ev="$T/p.events"
