@@ -21,6 +21,7 @@
  *     cfg.sandbox_id = id;  cfg.rules = r;   (plus limits from policy network.*)
  *     net_proxy_new(&cfg, audit_cb, audit_data, &p, err);
  *     // in the netns: socket+bind+listen 3128, 1080; socket+bind 53/udp
+ *     // (or net_listeners_open(netns_fd, ...) from the supervisor)
  *     net_proxy_serve(p, http_fd, socks_fd, dns_fd, err);         // takes the fds
  *     net_proxy_start(p, err);                                     // own thread
  *     ... sandbox runs, with HTTP_PROXY/HTTPS_PROXY/ALL_PROXY (both cases)
@@ -37,8 +38,10 @@
  *          small built-in public-suffix list (NET_PUBLIC_SUFFIXES below) are
  *          refused: such a rule opens the whole internet.
  *   PORT   a number or "*"; absent means 80 and 443 only.
- *   PATH   prefix of the request path, plain HTTP only ("/simple/").
- *   METHOD upper-case HTTP method tokens, plain HTTP only.
+ *   PATH   prefix of the request path ("/simple/"),
+ *   METHOD upper-case HTTP method tokens: both checked on plain HTTP and,
+ *          with tls_intercept, inside HTTPS; a rule with either (or a body
+ *          cap) admits no tunnel the proxy cannot read.
  * An allow rule may end in ";max_request_bytes=SIZE" (65536, 64K, 1M): the
  * request body cap, as struct net_rule_opts gives it.
  * A deny rule (net_rules_add_deny) reads HOST[:PORT] and wins over any
