@@ -626,10 +626,14 @@ jail_pid1_main(struct jail_plan *plan)
 		fail(plan, JAIL_STEP_6E_NNP, errno);
 
 	/* 5. Fork the command with every signal blocked, so none is lost
-	 * between fork and sigwaitinfo; the child restores the mask. */
+	 * between fork and sigwaitinfo; the child restores the mask.  A raw
+	 * clone, not glibc's fork(): we are the child of a raw clone3 from a
+	 * possibly multithreaded supervisor (the proxy's threads, a server's
+	 * other sandboxes), so a malloc arena lock may have been copied held,
+	 * and fork() takes every one of them for its atfork handlers. */
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
-	pid_t cmd = fork();
+	pid_t cmd = (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
 	if (cmd < 0)
 		fail(plan, JAIL_STEP_5_PID1, errno);
 	if (cmd == 0)
