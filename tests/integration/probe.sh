@@ -71,9 +71,12 @@ probe_report "default jail"
 # directory, a pipe, at low and high numbers.
 echo "$token" >"$T/fd-secret"
 exec 5<"$T/fd-secret" 6<"$T" 101<"$T/fd-secret"
-exec 7< <(sleep 30)
+exec 7< <(exec sleep 30 >/dev/null 2>&1)
+fd7_pid=$!
+at_exit "kill $fd7_pid 2>/dev/null"
 wd "${PROBE_BIND[@]}" -- "$PROBE" fds
 exec 5<&- 6<&- 7<&- 101<&-
+kill "$fd7_pid" 2>/dev/null
 expect_rc 0 "descriptors 5, 6, 7 and 101 of warden's caller are not in the jail"
 probe_report "inherited fds"
 
