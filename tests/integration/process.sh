@@ -37,6 +37,7 @@ wd --isolation process --json -- "$P" all --uid "$owner" \
 	--env "PATH,HOME=$WS,LANG=C.UTF-8,TZ=UTC" --secret "$(hexstr "$secret")" \
 	--cwd "$WS" --no-netif --no-passwd --no-mounts
 exec 5<&- 101<&-
+cp "$OUT" "$T/probe.json"
 json_data stdout >"$T/probe"
 cgroup=$(json_get 'j["protections"]["cgroup"]')
 # Not expected at this level (no mount or pid namespace, no curated /etc):
@@ -65,6 +66,29 @@ check "refused by Landlock (EACCES), not by the mode" \
 check "nothing was created outside" test -z "$(ls -A "$outside")"
 wd --isolation process -- "$P" writable "$WS" /tmp
 expect_rc 0 "the workspace and /tmp are writable"
+
+# Landlock scoping (ABI 6+): no signal to a host process of the same user,
+# no connection to the host's abstract unix sockets.
+abi=$(json_get 'j["protections"]["landlock_abi"]' "$T/probe.json" 2>/dev/null || echo 0)
+if [ "${abi:-0}" -ge 6 ]; then
+	setpriv --reuid "$owner" --regid "$owner" --clear-groups sleep 60 >/dev/null 2>&1 &
+	victim=$!
+	at_exit "kill $victim 2>/dev/null"
+	abstract=wd-it-proc-abstract-$RANDOM$RANDOM
+	python3 -c 'import socket,sys,time
+s = socket.socket(socket.AF_UNIX); s.bind("\0" + sys.argv[1]); s.listen(4); time.sleep(60)' "$abstract" >/dev/null 2>&1 &
+	at_exit "kill $! 2>/dev/null"
+	sleep 0.3
+	wd --isolation process -- /bin/sh -c "kill -0 $victim"
+	check "process level: no signal to a host process of the same uid" test "$RC" != 0
+	wd --isolation process -- /usr/bin/python3 -c 'import socket,sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0" + sys.argv[1]); print("connected")
+except OSError as e:
+    print("refused", e.errno)' "$abstract"
+	check "process level: the host's abstract unix socket is refused" grep -q '^refused' "$OUT"
+fi
 
 # Files created belong to the workspace owner.
 wd --isolation process -- /usr/bin/touch "$WS/made-here"
