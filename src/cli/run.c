@@ -142,7 +142,7 @@ bind_opt(wd_spec *spec, const char *val, bool rw)
 struct run_opts {
 	bool json, verbose, pass_stdin;
 	enum wd_net_mode net;
-	bool net_given, net_rules, tls;
+	bool net_given, net_rules, tls, workspace_given;
 	const char *upstream_ca;
 	struct wd_limits lim;
 	enum wd_isolation isolation;
@@ -167,6 +167,7 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 		case 'w':
 			if (wd_spec_set_workspace(spec, optarg, &e) < 0)
 				return cli_fail("run", "--workspace: %s", e.msg);
+			o->workspace_given = true;
 			break;
 		case OPT_ISOLATION:
 			if (!strcmp(optarg, "container"))
@@ -319,6 +320,12 @@ cli_run(int argc, char **argv)
 	if (wd_spec_set_argv(spec, argc - first, (const char *const *)(argv + first), &e) < 0) {
 		wd_spec_free(spec);
 		return cli_fail("run", "%s", e.msg);
+	}
+	/* the default workspace, the current directory, is checked as an
+	 * explicit one would be */
+	if (!o.workspace_given && wd_spec_set_workspace(spec, ".", &e) < 0) {
+		wd_spec_free(spec);
+		return cli_fail("run", "workspace (the current directory): %s", e.msg);
 	}
 	wd_spec_set_isolation(spec, o.isolation);
 	wd_spec_set_limits(spec, &o.lim);

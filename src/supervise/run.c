@@ -155,6 +155,11 @@ struct sup {
 	pid_t janitor;
 	struct net_proxy *proxy;
 	bool proxy_running;
+	/* --stdin from a terminal: warden relays, the sandbox never gets the
+	 * terminal itself (see wd_run) */
+	int tty_in, relay_w;
+	char relay_buf[4096];
+	size_t relay_len, relay_off;
 	siginfo_t info;
 	struct rusage ru;
 };
@@ -282,6 +287,59 @@ net_event_cb(const struct net_event *ev, void *data)
 	free(j);
 }
 
+/* Move what the person types to the command: read the terminal only
+ * while nothing is pending, wait for room on the socket otherwise.  EOF
+ * (^D) or the command closing its stdin ends the relay. */
+static void
+relay_stop(struct sup *s, int ep)
+{
+	if (s->tty_in >= 0)
+		epoll_ctl(ep, EPOLL_CTL_DEL, s->tty_in, NULL);
+	if (s->relay_w >= 0) {
+		epoll_ctl(ep, EPOLL_CTL_DEL, s->relay_w, NULL);
+		close(s->relay_w);
+	}
+	s->tty_in = s->relay_w = -1;
+}
+
+static void
+relay(struct sup *s, int ep)
+{
+	if (s->relay_len == 0) {
+		ssize_t n = read(s->tty_in, s->relay_buf, sizeof(s->relay_buf));
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			relay_stop(s, ep);
+			return;
+		}
+		s->relay_len = (size_t)n;
+		s->relay_off = 0;
+	}
+	while (s->relay_off < s->relay_len) {
+		ssize_t w = send(s->relay_w, s->relay_buf + s->relay_off,
+				 s->relay_len - s->relay_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			/* full: stop reading the terminal, wait for room */
+			struct epoll_event out = {.events = EPOLLOUT, .data.fd = s->relay_w};
+			epoll_ctl(ep, EPOLL_CTL_DEL, s->tty_in, NULL);
+			epoll_ctl(ep, EPOLL_CTL_ADD, s->relay_w, &out);
+			return;
+		}
+		if (w < 0) {
+			relay_stop(s, ep); /* the command closed its stdin */
+			return;
+		}
+		s->relay_off += (size_t)w;
+	}
+	s->relay_len = 0;
+	struct epoll_event in = {.events = EPOLLIN, .data.fd = s->tty_in};
+	if (epoll_ctl(ep, EPOLL_CTL_DEL, s->relay_w, NULL) == 0)
+		epoll_ctl(ep, EPOLL_CTL_ADD, s->tty_in, &in);
+}
+
 static int
 event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *err)
 {
@@ -297,6 +355,10 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 			continue;
 		ev.data.fd = fds[i];
 		epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
+	}
+	if (s->tty_in >= 0) {
+		ev.data.fd = s->tty_in;
+		epoll_ctl(ep, EPOLL_CTL_ADD, s->tty_in, &ev);
 	}
 	size_t cap = 256 << 10;
 	char *buf = wd_xmalloc(cap);
@@ -335,7 +397,9 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 		}
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
-			if (fd == s->out_r && s->out_r >= 0)
+			if ((fd == s->tty_in && s->tty_in >= 0) || (fd == s->relay_w && s->relay_w >= 0))
+				relay(s, ep);
+			else if (fd == s->out_r && s->out_r >= 0)
 				drain(s, fd, 1, buf, cap, &s->out_r, ep);
 			else if (fd == s->err_r && s->err_r >= 0)
 				drain(s, fd, 2, buf, cap, &s->err_r, ep);
@@ -465,7 +529,9 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	int rc;
 	uint64_t t0 = wd_now_ns();
 	bool container = spec->isolation == WD_ISOLATION_CONTAINER;
-	struct sup s = {.spec = spec, .pidfd = -1, .out_r = -1, .err_r = -1, .sync_fd = -1};
+	struct sup s = {.spec = spec, .pidfd = -1, .out_r = -1, .err_r = -1, .sync_fd = -1,
+			.tty_in = -1, .relay_w = -1};
+	int relay_r = -1;
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, sp[2] = {-1, -1};
 	struct jail_prep *prep = NULL;
 	int janitor_fd = -1;
@@ -496,6 +562,23 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	fcntl(outp[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
 
+	/* stdin from a terminal is relayed, never handed over: with the
+	 * terminal itself the sandbox could change its modes (stty -echo
+	 * outlives the run), read what is typed after it, or push input
+	 * (TIOCSTI, refused by seccomp too). */
+	if (spec->stdin_fd >= 0 && isatty(spec->stdin_fd)) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+			rc = wd_err_sys(err, errno, "stdin relay");
+			goto out;
+		}
+		shutdown(sv[0], SHUT_WR);
+		shutdown(sv[1], SHUT_RD);
+		relay_r = sv[0];
+		s.relay_w = sv[1];
+		s.tty_in = spec->stdin_fd;
+	}
+
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
 	for (size_t i = 0; i < spec->nbinds; i++)
 		binds[i] = (struct jail_bind){spec->binds[i].src, spec->binds[i].dst,
@@ -518,7 +601,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 		.fsize = spec->lim.fsize,
 		.ports = spec->ports,
 		.nports = spec->nports,
-		.stdin_fd = spec->stdin_fd,
+		.stdin_fd = relay_r >= 0 ? relay_r : spec->stdin_fd,
 		.stdout_fd = outp[1],
 		.stderr_fd = errp[1],
 		.sync_fd = sp[1],
@@ -616,6 +699,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 	s.out_r = outp[0];
 	s.err_r = errp[0];
 	outp[0] = errp[0] = -1;
+	wd_close_reset(&relay_r);
 
 	STEP("1c clone3");
 	/* 2. The maps, then SYNC_MAPS_WRITTEN: the child may go on. */
@@ -809,8 +893,8 @@ out:
 	net_rules_free(own_rules);
 	jail_prep_free(prep);
 	STEP("cleanup done");
-	int fds[] = {outp[0], outp[1], errp[0], errp[1], sp[0], sp[1],
-		     s.out_r, s.err_r, s.sync_fd, s.pidfd};
+	int fds[] = {outp[0], outp[1], errp[0], errp[1], sp[0],	  sp[1],
+		     s.out_r, s.err_r, s.sync_fd, s.pidfd, relay_r, s.relay_w};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

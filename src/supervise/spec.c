@@ -59,8 +59,31 @@ WD_API int
 wd_spec_set_workspace(wd_spec *s, const char *dir, struct wd_err *err)
 {
 	char *real = realpath(dir, NULL);
-	if (!real)
-		return wd_err_sys(err, errno, "workspace '%s'", dir);
+	if (!real) {
+		int rc = wd_err_sys(err, errno, "workspace '%s'", dir);
+		if (err)
+			err->code = WD_E_INVAL;
+		return rc;
+	}
+	/* The workspace is writable by the sandbox, and as root it is
+	 * idmapped so the sandbox writes as its owner: a system directory
+	 * there would hand the sandbox the host (/etc/passwd, /usr/bin). */
+	static const char *const system_dirs[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32",
+						  "/lib64", "/libx32", "/boot", "/proc", "/sys",
+						  "/dev", "/run"};
+	bool system = !strcmp(real, "/") || !strcmp(real, "/root") || !strcmp(real, "/var");
+	for (size_t i = 0; i < WD_ARRAY_SIZE(system_dirs) && !system; i++) {
+		size_t n = strlen(system_dirs[i]);
+		system = !strncmp(real, system_dirs[i], n) && (real[n] == '\0' || real[n] == '/');
+	}
+	if (system) {
+		int rc = wd_err_set(err, WD_E_INVAL,
+				    "workspace '%s' is a system directory (%s); use a project "
+				    "directory",
+				    dir, real);
+		free(real);
+		return rc;
+	}
 	struct stat st;
 	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		free(real);
