@@ -24,6 +24,7 @@
 #endif
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Steps, numbered after DESIGN.md §5 (letters for sub-steps).  Used in
@@ -177,6 +178,12 @@ struct jail_config {
 	const char *ca_pem;
 };
 
+/* Host id of the sandbox user when warden runs as root: nobody.  A
+ * process that escapes the user namespace lands as nobody, not as root (a
+ * sandbox uid that is host root could, e.g., write host sysctls such as
+ * /proc/sys/kernel/core_pattern through owner permissions). */
+#define WD_NOBODY 65534
+
 #define JAIL_PROXY_HTTP_PORT 3128
 #define JAIL_PROXY_SOCKS_PORT 1080
 #define JAIL_DNS_PORT 53
@@ -200,6 +207,20 @@ int jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct 
 void jail_prep_free(struct jail_prep *prep);
 /* Write uid_map/gid_map (and setgroups) for the container child pid. */
 int jail_write_maps(const struct jail_prep *prep, pid_t pid, struct wd_err *err);
+
+/* ---- jail/hostpath.c (supervisor side) ---- */
+/* A detached, idmapped copy of directory dirfd (owner st) for the sandbox
+ * user (host nobody); *userns_cache holds the idmapping namespace between
+ * calls.  Returns the tree fd or -errno. */
+int jail_idmapped_tree(int dirfd, const struct stat *st, int *userns_cache, uid_t *cache_uid,
+		       gid_t *cache_gid, struct wd_err *err);
+/* Resolve given into out (PATH_MAX bytes) component by component,
+ * refusing a symlink inside any of roots (trees the sandbox can write). */
+int jail_safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,
+		      struct wd_err *err);
+/* O_PATH fd of a symlink-free path, refusing any symlink now on it. */
+int jail_open_nofollow(const char *path);
+bool jail_path_within(const char *path, const char *root);
 
 /* pid 1 of a container jail; never returns. */
 __attribute__((noreturn)) void jail_pid1_main(struct jail_plan *plan);

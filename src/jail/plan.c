@@ -21,11 +21,6 @@
 #include <sys/wait.h>
 
 
-/* Host id of the sandbox user when warden runs as root: nobody.  A
- * process that escapes the user namespace lands as nobody, not as root (a
- * sandbox uid that is host root could, e.g., write host sysctls such as
- * /proc/sys/kernel/core_pattern through owner permissions). */
-#define WD_NOBODY 65534
 #define SANDBOX_ID 1000
 
 static const char *const jail_path_dirs[] = {
@@ -137,100 +132,6 @@ add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
 }
 
 
-/* ---- idmapped mounts (root mode) ---- */
-
-static char idmap_stack[16384] __attribute__((aligned(16)));
-
-/* Holds the idmapping namespace for a moment.  It shares warden's memory
- * (CLONE_VM), so it touches nothing but its stack and the syscalls below
- * (none sets errno on success).  If warden dies meanwhile it must too:
- * PDEATHSIG, and a check that the parent did not die before that. */
-static int
-idmap_child(void *arg)
-{
-	pid_t parent = *(const pid_t *)arg;
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (getppid() != parent)
-		_exit(0);
-	for (;;)
-		pause();
-	return 0;
-}
-
-/* A user namespace whose only mapping is host uid/gid (owner) -> nobody,
- * used as the idmapping of a bind mount: on disk the workspace's owner,
- * seen by the sandbox user (host nobody) as itself, so it reads and writes
- * the workspace as uid 1000 while what it creates belongs on the host to
- * the workspace's owner.  The namespace needs a process to hold it only
- * until its fd is open; a CLONE_VM child costs no page-table copy. */
-static int
-idmap_userns(uid_t owner_uid, gid_t owner_gid, struct wd_err *err)
-{
-	pid_t self = getpid();
-	pid_t pid = clone(idmap_child, idmap_stack + sizeof(idmap_stack),
-			  CLONE_VM | CLONE_NEWUSER | SIGCHLD, &self);
-	if (pid < 0)
-		return wd_err_sys(err, errno, "clone user namespace for the idmapped workspace");
-	char path[64], map[64];
-	int rc = 0, nsfd = -1;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_uid, WD_NOBODY);
-	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-	if ((rc = wd_write_file_at(AT_FDCWD, path, map)) < 0) {
-		wd_err_sys(err, -rc, "write %s", path);
-		goto out;
-	}
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_gid, WD_NOBODY);
-	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-	if ((rc = wd_write_file_at(AT_FDCWD, path, map)) < 0) {
-		wd_err_sys(err, -rc, "write %s", path);
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	nsfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0)
-		rc = wd_err_sys(err, errno, "open %s", path);
-out:
-	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	return rc < 0 ? rc : nsfd;
-}
-
-/* A detached, idmapped copy of the directory dirfd (root only: idmapping a
- * host filesystem needs CAP_SYS_ADMIN over its superblock's namespace, the
- * initial one).  Returns the tree fd, -EINVAL/-ENOSYS/... when the
- * filesystem cannot be idmapped. */
-static int
-idmapped_tree(int dirfd, const struct stat *st, int *userns_cache, uid_t *cache_uid,
-	      gid_t *cache_gid, struct wd_err *err)
-{
-	if (*userns_cache < 0 || *cache_uid != st->st_uid || *cache_gid != st->st_gid) {
-		if (*userns_cache >= 0)
-			close(*userns_cache);
-		*userns_cache = idmap_userns(st->st_uid, st->st_gid, err);
-		if (*userns_cache < 0)
-			return *userns_cache;
-		*cache_uid = st->st_uid;
-		*cache_gid = st->st_gid;
-	}
-	int tree = (int)syscall(SYS_open_tree, dirfd, "",
-				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-	if (tree < 0)
-		return -errno;
-	struct mount_attr a = {
-		.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-		.propagation = MS_PRIVATE, /* see add_host_bind */
-		.userns_fd = (uint64_t)*userns_cache,
-	};
-	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) <
-	    0) {
-		int e = errno;
-		close(tree);
-		return -e;
-	}
-	return tree;
-}
-
 /* ---- the container mount plan ---- */
 
 static const char passwd_text[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
@@ -274,111 +175,6 @@ plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 	return 0;
 }
 
-/* ---- bind sources: resolved without following the sandbox's symlinks ----
- *
- * As root, warden opens bind sources with root's privileges.  A source
- * path that passes through a directory the sandbox could write in an
- * earlier run (the workspace, an rw bind) may meet a symlink the sandbox
- * planted there ("data/config -> /root/secret"), and root would follow it
- * and hand the target to the jail: a confused deputy.  So sources are
- * resolved here component by component, and a symlink met inside any of
- * the writable roots is refused.  The result contains no symlink; it is
- * opened with RESOLVE_NO_SYMLINKS so a swap after this check fails instead
- * of being followed. */
-
-static bool
-path_within(const char *p, const char *root)
-{
-	size_t n = strlen(root);
-	if (n == 1)
-		return true; /* "/" */
-	return !strncmp(p, root, n) && (p[n] == '\0' || p[n] == '/');
-}
-
-static int
-safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,
-	     struct wd_err *err)
-{
-	char todo[PATH_MAX], link[PATH_MAX], tmp[PATH_MAX];
-	if (strlen(given) >= sizeof(todo))
-		return wd_err_sys(err, ENAMETOOLONG, "'%s'", given);
-	snprintf(todo, sizeof(todo), "%s", given);
-	strcpy(out, "/");
-	int links = 0;
-	char *rest = todo;
-	while (*rest) {
-		while (*rest == '/')
-			rest++;
-		if (!*rest)
-			break;
-		char *end = strchr(rest, '/');
-		size_t len = end ? (size_t)(end - rest) : strlen(rest);
-		char comp[NAME_MAX + 1];
-		if (len > NAME_MAX)
-			return wd_err_sys(err, ENAMETOOLONG, "'%s'", given);
-		memcpy(comp, rest, len);
-		comp[len] = '\0';
-		rest += len;
-		if (!strcmp(comp, "."))
-			continue;
-		if (!strcmp(comp, "..")) {
-			char *slash = strrchr(out, '/');
-			if (slash == out)
-				out[1] = '\0';
-			else
-				*slash = '\0';
-			continue;
-		}
-		size_t ol = strlen(out);
-		if (ol + 1 + len >= PATH_MAX)
-			return wd_err_sys(err, ENAMETOOLONG, "'%s'", given);
-		char cand[PATH_MAX];
-		snprintf(cand, sizeof(cand), "%s%s%s", out, ol > 1 ? "/" : "", comp);
-		struct stat st;
-		if (lstat(cand, &st) < 0)
-			return wd_err_sys(err, errno, "'%s'", given);
-		if (!S_ISLNK(st.st_mode)) {
-			snprintf(out, PATH_MAX, "%s", cand);
-			continue;
-		}
-		for (size_t i = 0; i < nroots; i++) {
-			if (path_within(out, roots[i])) {
-				int rc = wd_err_set(err, WD_E_INVAL,
-						    "'%s' goes through the symlink %s, which lies in "
-						    "%s where the sandbox can write; name the target "
-						    "directly",
-						    given, cand, roots[i]);
-				return rc;
-			}
-		}
-		if (++links > 40)
-			return wd_err_sys(err, ELOOP, "'%s'", given);
-		ssize_t n = readlink(cand, link, sizeof(link) - 1);
-		if (n < 0)
-			return wd_err_sys(err, errno, "'%s'", given);
-		link[n] = '\0';
-		if (strlen(link) + 1 + strlen(rest) >= sizeof(tmp))
-			return wd_err_sys(err, ENAMETOOLONG, "'%s'", given);
-		snprintf(tmp, sizeof(tmp), "%s%s", link, rest);
-		snprintf(todo, sizeof(todo), "%s", tmp);
-		rest = todo;
-		if (link[0] == '/')
-			strcpy(out, "/");
-	}
-	return 0;
-}
-
-/* Open a symlink-free absolute path as O_PATH, refusing any symlink that
- * appeared since it was resolved. */
-static int
-open_nofollow(const char *path)
-{
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-	return fd < 0 ? -errno : fd;
-}
-
 /* Bind host path src at dst (a path under the new root), read-only unless
  * rw.  A bind source must be a mount of the namespace doing the bind
  * (do_loopback's check_mnt), and an fd opened here points into the
@@ -404,7 +200,7 @@ add_host_bind(struct jail_prep *p, const char *what, const char *src, const char
 			      : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		return 0;
 	}
-	int sfd = open_nofollow(src);
+	int sfd = jail_open_nofollow(src);
 	if (sfd < 0) {
 		int rc = wd_err_sys(err, -sfd, "%s '%s'", what, src);
 		if (err && sfd != -EIO)
@@ -570,7 +366,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		const char *what = i == 0 ? "workspace" : (rw ? "--bind" : "--ro-bind");
 		if (i > 0) {
 			char resolved[PATH_MAX];
-			if ((rc = safe_resolve(src, roots, nroots, resolved, err)) < 0) {
+			if ((rc = jail_safe_resolve(src, roots, nroots, resolved, err)) < 0) {
 				wd_err_prefix(err, "%s source", what);
 				if (err)
 					err->code = WD_E_INVAL;
@@ -581,7 +377,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			 * (and the mount placed) through whatever the sandbox
 			 * left there: refuse, as for /workspace */
 			for (size_t k = 0; k < nroots; k++) {
-				if (path_within(jdst, rw_dsts[k])) {
+				if (jail_path_within(jdst, rw_dsts[k])) {
 					rc = wd_err_set(err, WD_E_INVAL,
 							"%s: destination '%s' lies in the writable "
 							"bind '%s'",
@@ -617,8 +413,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		}
 		add_op(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
 		if (rw && pl->root_mode && S_ISDIR(st.st_mode)) {
-			int dfd = open_nofollow(src);
-			int tree = dfd < 0 ? dfd : idmapped_tree(dfd, &st, &userns, &cu, &cg, err);
+			int dfd = jail_open_nofollow(src);
+			int tree = dfd < 0 ? dfd : jail_idmapped_tree(dfd, &st, &userns, &cu, &cg, err);
 			if (dfd >= 0)
 				close(dfd);
 			if (tree >= 0) {
