@@ -112,10 +112,31 @@ janitor_done(pid_t j, int notify_fd)
 
 /* ---- process level: nothing may outlive the command ---- */
 
-/* Kill every descendant left behind (warden is their subreaper, so orphans
- * come back to us): read our children lists and SIGKILL, until none. */
+/* Children the calling process had before the run: an embedding program's
+ * own, never the sandbox's; kill_descendants spares them. */
+struct kids {
+	pid_t pid[256];
+	int n;
+};
+
 static void
-kill_descendants(pid_t spare)
+children_of_self(struct kids *k)
+{
+	char path[64], buf[4096];
+	k->n = 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
+	if (wd_read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
+		return;
+	for (char *t = strtok(buf, " \n"); t && k->n < (int)WD_ARRAY_SIZE(k->pid);
+	     t = strtok(NULL, " \n"))
+		k->pid[k->n++] = (pid_t)atoi(t);
+}
+
+/* Kill every descendant left behind (warden is their subreaper, so orphans
+ * come back to us): read our children lists and SIGKILL, until none.  The
+ * janitor and the children we had before the run are spared. */
+static void
+kill_descendants(pid_t spare, const struct kids *before)
 {
 	char path[64], buf[4096];
 	for (int round = 0; round < 64; round++) {
@@ -125,7 +146,10 @@ kill_descendants(pid_t spare)
 		if (n > 0) {
 			for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
 				pid_t p = (pid_t)atoi(t);
-				if (p <= 0 || p == spare)
+				bool old = false;
+				for (int i = 0; before && i < before->n && !old; i++)
+					old = before->pid[i] == p;
+				if (p <= 0 || p == spare || old)
 					continue;
 				kill(p, SIGKILL);
 				waitpid(p, NULL, 0);
@@ -153,6 +177,7 @@ struct sup {
 	int killed_by;     /* signal warden received and acted on */
 	bool closed_late;
 	pid_t janitor;
+	struct kids before; /* process level: children we must not touch */
 	struct net_proxy *proxy;
 	bool proxy_running;
 	/* --stdin from a terminal: warden relays, the sandbox never gets the
@@ -425,7 +450,7 @@ event_loop(struct sup *s, uint64_t deadline_ns, sigset_t *sigs, struct wd_err *e
 						if (s->cg)
 							cgroup_kill(s->cg);
 						kill(-s->pid, SIGKILL);
-						kill_descendants(s->janitor);
+						kill_descendants(s->janitor, &s->before);
 					}
 				}
 			}
@@ -661,6 +686,7 @@ wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err)
 		/* Orphans of the command come back to warden, so none escapes
 		 * the end-of-run sweep even without a cgroup. */
 		subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+		children_of_self(&s.before);
 	}
 
 	/* 1c. clone3: new namespaces and a pidfd.  The cgroup namespace is
@@ -871,7 +897,7 @@ out:
 	for (int i = 1; i <= 2; i++)
 		capture_fini(&s.cap[i]);
 	if (!container && s.pid > 0)
-		kill_descendants(janitor);
+		kill_descendants(janitor, &s.before);
 	if (sigs_blocked)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	if (subreaper)
