@@ -1,0 +1,47 @@
+/* supervise/doctor-internal: shared by doctor.c (namespaces, seccomp,
+ * Landlock, the report) and doctor-host.c (cgroups, overlayfs, idmapped
+ * mounts, kernel config).  Nothing else includes it. */
+#ifndef WD_SUPERVISE_DOCTOR_INTERNAL_H
+#define WD_SUPERVISE_DOCTOR_INTERNAL_H
+
+#include "util/util.h"
+
+#include <jansson.h>
+#include <sys/types.h>
+
+enum status { ST_OK, ST_WARN, ST_MISSING };
+
+struct probe {
+	const char *name;
+	enum status st;
+	char detail[768];
+	json_t *data; /* structured fields for --json */
+};
+
+
+/* A probe child reports through shared memory: fixed slots, no pipes to
+ * frame, nothing to parse. */
+struct child_out {
+	int err[16]; /* errno per step, 0 = worked */
+	long val[4];
+};
+
+/* Append to a probe's one-line detail. */
+void doctor_detail(struct probe *p, const char *fmt, ...) WD_PRINTF(2, 3);
+/* Lower a probe's status to st if st is worse. */
+void doctor_worsen(struct probe *p, enum status st);
+/* "EPERM" for EPERM, "ok" for 0. */
+const char *doctor_errname(int e);
+/* Run fn(out, arg) in a forked child and wait up to 10 s.  Returns 0 when
+ * the child exited normally (its results are in *out), else -1. */
+int doctor_run_child(void (*fn)(struct child_out *, void *), void *arg, struct child_out *out);
+int doctor_write_file(const char *path, const char *s);
+/* In a fresh user namespace: map uid/gid to themselves (0 or -errno). */
+int doctor_map_self(uid_t uid, gid_t gid);
+
+void doctor_probe_cgroup(struct probe *p);
+void doctor_probe_overlay(struct probe *p, bool userns_ok);
+void doctor_probe_idmap(struct probe *p, bool *root_ok);
+void doctor_probe_kconfig(struct probe *p);
+
+#endif
