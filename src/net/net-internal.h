@@ -4,6 +4,9 @@
 
 #include "net/net.h"
 
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 /* ---- resolver pool (resolve.c) ----
@@ -64,5 +67,193 @@ const char *net_tls_last_error(void);
 
 /* True if header i of h must not be forwarded (http.c). */
 bool net_http_hop_by_hop(const char *buf, const struct net_http_head *h, unsigned i, bool request);
+
+/* ---- proxy engine (proxy.c, proxy_http.c, proxy_tunnel.c, proxy_tls.c,
+ * proxy_dns.c) ---- */
+#define BUF_CAP (NET_HTTP_MAX_HEAD + 8192)
+#define PIPE_SIZE (256 * 1024)
+#define ROUNDS_PER_STEP 16
+#define SPLICE_CHUNK (256 * 1024)
+#define CLOSE_LINGER_MS 2000
+#define DNS_MAX_INFLIGHT 64
+#define RESOLVER_THREADS 2
+#define EVENT_PATH_MAX 1024
+#define ALIASES 256
+
+enum hkind { H_STOP, H_HTTP_LISTEN, H_SOCKS_LISTEN, H_DNS, H_RESOLVER, H_CLIENT, H_UPSTREAM };
+
+struct conn;
+struct handle {
+	enum hkind kind;
+	struct conn *c;
+};
+
+struct buf {
+	char *d;
+	size_t off, len;
+};
+
+enum cstate {
+	ST_HEAD,
+	ST_SOCKS_GREET,
+	ST_SOCKS_REQ,
+	ST_RESOLVE,
+	ST_CONNECT,
+	ST_FORWARD,
+	ST_TUNNEL,
+	ST_TLS_PEEK,	/* tunnel open: is the client starting TLS? */
+	ST_TLS_ACCEPT,	/* interception: handshake with the client */
+	ST_TLS_CONNECT, /* interception: handshake with the upstream */
+	ST_CLOSING,
+};
+
+struct conn {
+	struct net_proxy *p;
+	struct conn *prev, *next;
+	struct conn *ready_next, *dead_next;
+	bool on_ready, dead;
+	enum cstate st;
+	bool socks;
+	int cfd, ufd;
+	struct handle hc, hu;
+	struct buf cin, cout, uin, uout;
+	uint64_t deadline;
+	struct net_job *job;
+
+	/* the request or tunnel in progress */
+	bool active;
+	enum net_proto proto;
+	char host[256];
+	uint16_t port;
+	char method[24];
+	char *path; /* origin-form, for forwarding */
+	const struct net_rule *rule;
+	uint64_t max_body;
+	uint64_t t0, up, down;
+	int status;
+	struct sockaddr_storage addrs[NET_JOB_MAX_ADDRS];
+	size_t n_addrs, next_addr;
+	char addr[INET6_ADDRSTRLEN + 8];
+	struct net_body qbody, rbody;
+	bool head_req, client_close, resp_head, resp_started;
+	bool c_eof, u_eof, c_shut;
+	struct net_http_head *h;
+
+	/* Plain HTTP keeps its upstream connection for the next request on the
+	 * same client connection when it goes to the same host and port (the
+	 * address was checked when it was made; rules never change). */
+	bool up_idle, reused;
+	char up_host[256];
+	uint16_t up_port;
+	char up_addr[INET6_ADDRSTRLEN + 8];
+	char *rehead; /* copy of a body-less request head, to retry once on a fresh
+		       * connection if a reused one turns out closed */
+	size_t rehead_len;
+
+	/* TLS interception: once intercept is set, the client connection
+	 * carries HTTP inside TLS, every request goes through ST_HEAD like
+	 * plain HTTP, and t_* keep what the CONNECT (or SOCKS) established. */
+	SSL *cssl, *ussl;
+	bool intercept, must_intercept, tls_then_forward;
+	enum net_proto t_proto;
+	char t_host[256], t_authority[262];
+	uint16_t t_port;
+	struct sockaddr_storage t_addrs[NET_JOB_MAX_ADDRS];
+	size_t t_naddrs;
+
+	/* a tunnel to an address the DNS filter gave out, judged as the name
+	 * it was given out for (see try_alias) */
+	bool aliased;
+	struct sockaddr_storage alias_addr;
+
+	/* tunnel */
+	int pcu[2], puc[2];
+	size_t pend_cu, pend_uc;
+	bool eof_cu, eof_uc, shut_u2, shut_c2;
+};
+
+struct net_proxy {
+	struct net_config cfg;
+	char *sandbox_id;
+	const struct net_rules *rules;
+	net_event_fn cb;
+	void *cb_data;
+	int epfd, stopfd, lfd_http, lfd_socks, dns_fd, res_fd;
+	struct handle h_stop, h_http, h_socks, h_dns, h_res;
+	struct net_resolver *res;
+	struct net_tls *tls; /* tls_intercept only */
+	char *upstream_ca_file;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	bool served, started, joined;
+	struct conn *conns, *ready, *dead_list;
+	unsigned n_conns;
+	uint64_t now, total_bytes, next_sweep;
+	double dns_tokens;
+	uint64_t dns_refill;
+	uint64_t rl_window_end, rl_suppressed; /* rate-limit events, see dns_event */
+	uint64_t cl_window_end, cl_suppressed; /* max-connections events, see emit */
+	bool accept_paused;		       /* out of descriptors, see accept_all */
+	struct alias {
+		struct sockaddr_storage a;
+		char name[256];
+		uint64_t expires;
+	} * aliases; /* ALIASES slots, made on first use */
+	unsigned alias_next;
+	uint64_t accept_resume;
+	unsigned dns_inflight;
+	_Atomic uint64_t st_conns_total, st_open, st_requests, st_refused, st_dns, st_bytes;
+};
+
+/* proxy.c */
+uint64_t proxy_ms(unsigned v);
+void proxy_buf_alloc(struct buf *b);
+size_t proxy_buf_space(struct buf *b);
+void proxy_buf_consume(struct buf *b, size_t n);
+bool proxy_buf_put(struct buf *b, const void *data, size_t n);
+void proxy_buf_free(struct buf *b);
+ssize_t proxy_rd(int fd, struct buf *b);
+ssize_t proxy_wr(int fd, struct buf *b);
+ssize_t proxy_ssl_io_result(SSL *s, int r);
+ssize_t proxy_c_rd(struct conn *c);
+ssize_t proxy_c_wr(struct conn *c);
+ssize_t proxy_u_rd(struct conn *c);
+ssize_t proxy_u_wr(struct conn *c);
+void proxy_addr_text(const struct sockaddr_storage *ss, char *out, size_t cap);
+void proxy_set_port(struct sockaddr_storage *ss, uint16_t port);
+void proxy_emit(struct conn *c, bool allowed, enum net_reason reason, const char *advice);
+void proxy_ep_add(struct net_proxy *p, int fd, struct handle *h, uint32_t events);
+void proxy_close_upstream(struct conn *c);
+void proxy_conn_close(struct conn *c, enum net_reason reason, const char *advice);
+void proxy_refuse(struct conn *c, int status, enum net_reason reason, const struct net_rule *rule,
+		  const char *advice);
+void proxy_conn_step(struct conn *c);
+
+/* proxy_http.c */
+void proxy_request_reset(struct conn *c);
+void proxy_alias_add(struct net_proxy *p, const struct sockaddr_storage *a, const char *name);
+void proxy_try_alias(struct conn *c, struct net_decision *d);
+void proxy_addresses_ready(struct conn *c);
+void proxy_start_resolve(struct conn *c);
+void proxy_canonical_host(struct conn *c);
+int proxy_st_head(struct conn *c);
+int proxy_st_connect(struct conn *c);
+void proxy_count(struct conn *c, size_t n, bool upward);
+void proxy_byte_limit(struct conn *c);
+int proxy_st_forward(struct conn *c);
+
+/* proxy_tunnel.c */
+int proxy_st_socks_greet(struct conn *c);
+int proxy_st_socks_req(struct conn *c);
+int proxy_st_tunnel(struct conn *c);
+
+/* proxy_tls.c */
+int proxy_st_tls_peek(struct conn *c);
+int proxy_st_tls_accept(struct conn *c);
+int proxy_st_tls_connect(struct conn *c);
+
+/* proxy_dns.c */
+void proxy_dns_read(struct net_proxy *p);
+void proxy_resolver_done(struct net_proxy *p);
 
 #endif
