@@ -287,20 +287,7 @@ net_sockets(const struct jail_plan *plan)
 			rc = fds[i];
 	if (rc == 0) {
 		struct jail_msg m = {.kind = JAIL_MSG_NET_READY, .status = 3};
-		struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-		union {
-			char buf[CMSG_SPACE(sizeof(fds))];
-			struct cmsghdr align;
-		} u;
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-				    .msg_controllen = sizeof(u.buf)};
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(fds));
-		memcpy(CMSG_DATA(c), fds, sizeof(fds));
-		if (sendmsg(plan->sync_fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(m))
-			rc = -errno;
+		rc = jail_msg_send(plan->sync_fd, &m, fds, 3);
 	}
 	for (int i = 0; i < 3; i++) /* the supervisor holds them now */
 		if (fds[i] >= 0)
@@ -399,15 +386,16 @@ exec_main(struct jail_plan *plan)
 }
 
 int
-jail_send_cgroup(int sync_fd, const int *fds, int nfds)
+jail_msg_send(int sync_fd, const struct jail_msg *m, const int *fds, int nfds)
 {
-	struct jail_msg m = {.kind = JAIL_MSG_CGROUP, .status = nfds};
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	struct iovec iov = {.iov_base = (void *)(uintptr_t)m, .iov_len = sizeof(*m)};
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * JAIL_MAX_CGROUP_FDS)];
+		char buf[CMSG_SPACE(sizeof(int) * JAIL_MAX_MSG_FDS)];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds > JAIL_MAX_MSG_FDS)
+		return -EINVAL;
 	if (nfds > 0) {
 		mh.msg_control = u.buf;
 		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
@@ -417,7 +405,31 @@ jail_send_cgroup(int sync_fd, const int *fds, int nfds)
 		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
 	}
-	return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -errno;
+	return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*m) ? 0 : -errno;
+}
+
+int
+jail_msg_recv(int sync_fd, struct jail_msg *m, int *fds, int *nfds, int flags)
+{
+	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * JAIL_MAX_MSG_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	ssize_t n;
+	*nfds = 0;
+	while ((n = recvmsg(sync_fd, &mh, flags | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+		*nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)*nfds);
+	}
+	return n == (ssize_t)sizeof(*m) ? 0 : -EPIPE; /* EOF or a torn record */
 }
 
 /* 4b. Join the sandbox's cgroup.  The supervisor creates it while we build
@@ -434,28 +446,13 @@ static void
 join_cgroup(const struct jail_plan *plan)
 {
 	struct jail_msg m;
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * JAIL_MAX_CGROUP_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-	while ((n = recvmsg(plan->sync_fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	if (n != (ssize_t)sizeof(m) || m.kind != JAIL_MSG_CGROUP)
+	int fds[JAIL_MAX_MSG_FDS], nfds;
+	if (jail_msg_recv(plan->sync_fd, &m, fds, &nfds, 0) < 0 || m.kind != JAIL_MSG_CGROUP)
 		_exit(125); /* the supervisor is gone or gave up on us */
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-		int nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		int fds[JAIL_MAX_CGROUP_FDS];
-		memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)nfds);
-		for (int i = 0; i < nfds; i++) {
-			if (write(fds[i], "0", 1) != 1)
-				fail(plan, JAIL_STEP_4B_CGROUP, errno);
-			close(fds[i]);
-		}
+	for (int i = 0; i < nfds; i++) {
+		if (write(fds[i], "0", 1) != 1)
+			fail(plan, JAIL_STEP_4B_CGROUP, errno);
+		close(fds[i]);
 	}
 	if (plan->container && unshare(CLONE_NEWCGROUP) < 0)
 		fail(plan, JAIL_STEP_4B_CGROUP, errno);

@@ -98,10 +98,15 @@ enum jail_msg_kind {
 			       * proxy's three sockets (HTTP, SOCKS, DNS) as
 			       * SCM_RIGHTS, made inside the network namespace */
 };
-#define JAIL_MAX_CGROUP_FDS 8
+#define JAIL_MAX_MSG_FDS 8 /* the most descriptors a record carries */
+struct jail_msg;
 
-/* Supervisor side of SYNC_CGROUP_READY: send the (possibly empty) fds. */
-int jail_send_cgroup(int sync_fd, const int *fds, int nfds);
+/* One record on the sync socket, with up to JAIL_MAX_MSG_FDS descriptors
+ * as SCM_RIGHTS.  Both sides use these; they allocate nothing, so the
+ * child may too.  Returns 0 or -errno (-EPIPE: the other end is gone). */
+int jail_msg_send(int sync_fd, const struct jail_msg *m, const int *fds, int nfds);
+/* fds needs room for JAIL_MAX_MSG_FDS; received ones are close-on-exec. */
+int jail_msg_recv(int sync_fd, struct jail_msg *m, int *fds, int *nfds, int flags);
 struct jail_msg {
 	int kind;
 	int step;

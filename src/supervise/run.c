@@ -138,23 +138,20 @@ children_of_self(struct kids *k)
 static void
 kill_descendants(pid_t spare, const struct kids *before)
 {
-	char path[64], buf[4096];
 	for (int round = 0; round < 64; round++) {
-		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
-		ssize_t n = wd_read_file_at(AT_FDCWD, path, buf, sizeof(buf));
+		struct kids now;
+		children_of_self(&now);
 		bool any = false;
-		if (n > 0) {
-			for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
-				pid_t p = (pid_t)atoi(t);
-				bool old = false;
-				for (int i = 0; before && i < before->n && !old; i++)
-					old = before->pid[i] == p;
-				if (p <= 0 || p == spare || old)
-					continue;
-				kill(p, SIGKILL);
-				waitpid(p, NULL, 0);
-				any = true;
-			}
+		for (int k = 0; k < now.n; k++) {
+			pid_t p = now.pid[k];
+			bool old = false;
+			for (int i = 0; before && i < before->n && !old; i++)
+				old = before->pid[i] == p;
+			if (p <= 0 || p == spare || old)
+				continue;
+			kill(p, SIGKILL);
+			waitpid(p, NULL, 0);
+			any = true;
 		}
 		if (!any)
 			return;
@@ -250,24 +247,9 @@ read_sync(struct sup *s)
 {
 	for (;;) {
 		struct jail_msg m;
-		struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-		union {
-			char buf[CMSG_SPACE(sizeof(int) * 3)];
-			struct cmsghdr align;
-		} u;
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-				    .msg_controllen = sizeof(u.buf)};
-		ssize_t n = recvmsg(s->sync_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		if (n != (ssize_t)sizeof(m))
+		int fds[JAIL_MAX_MSG_FDS], nfds;
+		if (jail_msg_recv(s->sync_fd, &m, fds, &nfds, MSG_DONTWAIT) < 0)
 			return;
-		int fds[3], nfds = 0;
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			if (nfds > 3)
-				nfds = 3;
-			memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)nfds);
-		}
 		switch (m.kind) {
 		case JAIL_MSG_EXIT:
 			s->got_exit = 1;
@@ -288,7 +270,7 @@ read_sync(struct sup *s)
 			break;
 		case JAIL_MSG_NET_READY:
 			net_ready(s, fds, nfds);
-			nfds = 0;
+			nfds = 0; /* net_ready owns them */
 			break;
 		default:
 			break;
@@ -523,10 +505,10 @@ make_cgroup(const wd_spec *spec, const char *id, struct cgroup **cg, struct wd_e
 static int
 send_cgroup(struct sup *s, struct wd_err *err)
 {
-	int fds[JAIL_MAX_CGROUP_FDS], n = 0, rc = 0;
+	int fds[JAIL_MAX_MSG_FDS], n = 0, rc = 0;
 	if (s->cg && cgroup_dirfd(s->cg) < 0) {
 		const char *const *dirs = cgroup_dirs(s->cg);
-		for (; dirs[n] && n < JAIL_MAX_CGROUP_FDS; n++) {
+		for (; dirs[n] && n < JAIL_MAX_MSG_FDS; n++) {
 			char path[PATH_MAX];
 			snprintf(path, sizeof(path), "%s/tasks", dirs[n]);
 			fds[n] = open(path, O_WRONLY | O_CLOEXEC);
@@ -536,7 +518,8 @@ send_cgroup(struct sup *s, struct wd_err *err)
 			}
 		}
 	}
-	if (rc == 0 && (rc = jail_send_cgroup(s->sync_fd, fds, n)) < 0)
+	struct jail_msg m = {.kind = JAIL_MSG_CGROUP, .status = n};
+	if (rc == 0 && (rc = jail_msg_send(s->sync_fd, &m, fds, n)) < 0)
 		wd_err_sys(err, -rc, "hand the cgroup to the sandbox");
 	for (int i = 0; i < n; i++)
 		if (fds[i] >= 0)
