@@ -57,6 +57,13 @@ struct sc {
 
 static char scratch[64];
 
+/* What int 0x80 does on this host outside any sandbox (wd-probe ia32):
+ * a kernel built without IA-32 emulation, or booted with
+ * ia32_emulation=0, has no gate there and the instruction faults
+ * (SIGSEGV) before any filter could see it.  Only then is a fault inside
+ * the jail the host's refusal rather than a failure. */
+bool ia32_faults_on_host;
+
 static long
 sc_mount(void)
 {
@@ -565,6 +572,12 @@ try_syscall(const struct sc *s)
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 
+		if (sig == SIGSEGV && s->fn == sc_ia32 && ia32_faults_on_host) {
+			say(true, name, "faults (SIGSEGV) as on the host, which has no IA-32 "
+					"entry; the filter's arch check is covered by the unit "
+					"tests' sim layer");
+			return;
+		}
 		/* A filter that kills is a refusal, though the issue asks for EPERM. */
 		say(sig == SIGSYS && s->want == W_ANY, name, "killed by signal %d%s", sig,
 		    sig == SIGSYS ? " (SIGSYS)" : "");
@@ -576,6 +589,32 @@ try_syscall(const struct sc *s)
 		say(false, name, "succeeded");
 	else
 		say(want_ok(s->want, e), name, "%s", strerrorname_np(e) ? strerrorname_np(e) : "?");
+}
+
+/* Print what the i386 entry does here: "works" (getpid answered),
+ * "faults" (the instruction does not reach a syscall entry) or "refused"
+ * (an errno or SIGSYS: something filters this process already). */
+int
+probe_ia32_host(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 2;
+	if (pid == 0) {
+		long r = sc_ia32();
+		_exit(r == (long)getpid() ? 0 : 1);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return 2;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV)
+		puts("faults");
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		puts("works");
+	else
+		puts("refused");
+	return 0;
 }
 
 int

@@ -13,6 +13,11 @@ void say(bool ok, const char *name, const char *fmt, ...) __attribute__((format(
  * when only is NULL), each in a forked child; returns how many ran. */
 int check_syscalls(const char *only);
 
+/* Set from "all --host-ia32 faults": int 0x80 faults on the host itself. */
+extern bool ia32_faults_on_host;
+/* "wd-probe ia32": print works, faults or refused for int 0x80 getpid. */
+int probe_ia32_host(void);
+
 /* ioctl(0, TIOCSTI) must fail with EPERM, whatever fd 0 is. */
 void check_tiocsti_stdin(void);
 

@@ -849,7 +849,8 @@ usage(void)
 	      "                       listed ones (and devices, devpts, /dev/shm, /proc)\n"
 	      "  all [--uid N] [--canary PATH]... [--token T] [--link PATH]... [--port N]\n"
 	      "      [--env LIST] [--secret HEX] [--ro DIR]... [--rw DIR]... [--cwd DIR]\n"
-	      "      [--no-netif] [--no-passwd] [--no-mounts]\n"
+	      "      [--no-netif] [--no-passwd] [--no-mounts] [--host-ia32 works|faults]\n"
+	      "  ia32                 what int 0x80 does here: works, faults or refused\n"
 	      "workloads:\n"
 	      "  flood BYTES  memhog [MIB]  forkbomb [MAX]  fill PATH  stubborn [N] [MARKER]\n",
 	      stderr);
@@ -935,6 +936,8 @@ run_all(int argc, char **argv)
 			o.cwd = v;
 		else if (strcmp(a, "--port") == 0)
 			o.port = (int)num(v);
+		else if (strcmp(a, "--host-ia32") == 0)
+			ia32_faults_on_host = strcmp(v, "faults") == 0;
 		else if (strcmp(a, "--no-netif") == 0)
 			o.netif = false;
 		else if (strcmp(a, "--no-passwd") == 0)
@@ -1038,6 +1041,8 @@ main(int argc, char **argv)
 		check_noconnect(n > 1 ? a[1] : "127.0.0.1", (int)num(a[0]));
 	else if (strcmp(cmd, "netif") == 0)
 		check_netif();
+	else if (strcmp(cmd, "ia32") == 0)
+		return probe_ia32_host();
 	else if (strcmp(cmd, "syscalls") == 0) {
 		if (check_syscalls(n > 0 ? a[0] : NULL) == 0) {
 			fprintf(stderr, "wd-probe: no syscall check matches '%s'\n", a[0]);

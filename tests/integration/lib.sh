@@ -110,6 +110,13 @@ finish() {
 OUT=$T/out
 ERR=$T/err
 RC=0
+# What int 0x80 does on this host outside any sandbox: works, faults (no
+# IA-32 entry in this kernel) or refused.  The probe is told, so that a
+# fault in the jail counts as a refusal only where the host faults too.
+host_ia32() {
+	"$WD_PROBE" ia32 2>/dev/null || echo unknown
+}
+
 wd() {
 	"$WARDEN" run --workspace "$WS" "$@" >"$OUT" 2>"$ERR" </dev/null
 	RC=$?

@@ -62,6 +62,7 @@ wd "${PROBE_BIND[@]}" -- "$PROBE" all \
 	--rw /workspace --rw /tmp \
 	--cwd /workspace \
 	--port "$port" \
+	--host-ia32 "$(host_ia32)" \
 	--env "$env_list" \
 	--secret "$(hexstr "$secret")"
 expect_rc 0 "wd-probe all passes in the default jail"

@@ -33,7 +33,7 @@ wait_until 5 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1
 # (with descriptors of the caller open that must not cross)
 exec 5<"$T" 101<"$T"
 wd --isolation process --json -- "$P" all --uid "$owner" \
-	--rw "$WS" --rw /tmp --port "$port" \
+	--rw "$WS" --rw /tmp --port "$port" --host-ia32 "$(host_ia32)" \
 	--env "PATH,HOME=$WS,LANG=C.UTF-8,TZ=UTC" --secret "$(hexstr "$secret")" \
 	--cwd "$WS" --no-netif --no-passwd --no-mounts
 exec 5<&- 101<&-
