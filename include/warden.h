@@ -9,7 +9,29 @@
  *    negative errno value on failure, and fills the caller-owned struct wd_err;
  *  - objects come back through **out, set only on success; _new/_free pairs;
  *  - nothing here is thread-safe on a shared object unless said so; distinct
- *    objects may be used from distinct threads.
+ *    objects may be used from distinct threads.  A wd_ctx is the exception:
+ *    it is shared by design, and sandboxes of one context may be created,
+ *    used and destroyed from any number of threads at once.
+ *
+ * The objects:
+ *   wd_ctx      what outlives one sandbox: log, audit and event sinks, the
+ *               policy, the state directory, the cgroup keeper.  One per
+ *               program (or per tenant).
+ *   wd_spec     what a sandbox is: workspace, isolation level, limits,
+ *               binds, environment, network.
+ *   wd_sandbox  a built jail whose pid 1 stays up and runs commands.
+ *   wd_cmd      one command for a sandbox: argv or a command string, tool,
+ *               cwd, environment, timeout, output bound, stdio.
+ *   wd_result   what a command did: ran (status, output windows, usage,
+ *               protections), or was denied or paused by the policy.
+ *   wd_event    one typed event of the context's stream: decisions,
+ *               approvals, lifecycle, network, output, results.
+ *
+ * The pipeline (wd_ctx_run, wd_sandbox_exec): classify the tool -> decide
+ * -> audit -> create (ephemeral) -> exec -> audit.  A command given as a
+ * string, or with a tool name, always goes through the policy; an explicit
+ * argv does when wd_cmd_set_policy() says so, and its result says which
+ * ("policy": "off" or the policy's digest).
  */
 #ifndef WARDEN_H
 #define WARDEN_H
@@ -104,6 +126,18 @@ void wd_spec_set_stdin(wd_spec *spec, int fd);
 void wd_spec_set_stream(wd_spec *spec, int out_fd, int err_fd);
 /* A terminal is attached: TERM is passed on. */
 void wd_spec_set_term(wd_spec *spec, const char *term);
+/* Limits the host cannot enforce (no cgroup for an unprivileged caller on
+ * a cgroup v1 host) make creating the sandbox fail (-ENOTSUP) unless
+ * best effort is on: then it runs without them, and --json says
+ * "cgroup": "none". */
+void wd_spec_set_best_effort(wd_spec *spec, bool on);
+/* Reproducible runs: SOURCE_DATE_EPOCH=315532800 (1980-01-01, the zip
+ * epoch), PYTHONHASHSEED=0, LC_ALL=C.UTF-8 and TZ=UTC in the environment,
+ * on top of the time namespace. */
+void wd_spec_set_reproducible(wd_spec *spec, bool on);
+/* A time namespace whose monotonic and boot clocks start near zero, so
+ * the host's uptime does not show (container level; default on). */
+void wd_spec_set_time_namespace(wd_spec *spec, bool on);
 
 /* Network.  WD_NET_NONE (the default): a network namespace with loopback
  * only.  WD_NET_PROXY: still no route anywhere, but warden serves an HTTP
@@ -139,12 +173,33 @@ void wd_spec_set_event_handler(wd_spec *spec, wd_event_fn fn, void *data);
 /* ----------------------------------------------------------- run: result */
 
 typedef struct wd_result wd_result;
+typedef struct wd_decision wd_decision;
 
-/* Run the spec in a fresh jail and wait for it.  On success *out is a new
- * result (free with wd_result_free()), whatever the command did; a negative
- * return means warden itself failed and nothing, or nothing more, ran. */
+/* Run the spec's program in a fresh jail and wait for it: wd_ctx_run() in
+ * a context made for this one call, without the policy stage.  On success
+ * *out is a new result (free with wd_result_free()), whatever the command
+ * did; a negative return means warden itself failed and nothing, or
+ * nothing more, ran. */
 int wd_run(const wd_spec *spec, wd_result **out, struct wd_err *err);
 void wd_result_free(wd_result *r);
+
+enum wd_outcome {
+	WD_OUTCOME_RAN = 0,    /* the command ran; the fields below describe it */
+	WD_OUTCOME_DENIED = 1, /* refused by the policy: status 126, nothing ran */
+	WD_OUTCOME_PAUSED = 2, /* waits for a human approval: status 123, nothing ran */
+};
+enum wd_outcome wd_result_outcome(const wd_result *r);
+/* The decision that let it run, or refused or paused it; NULL when the
+ * policy stage was off.  Valid while r lives. */
+const wd_decision *wd_result_decision(const wd_result *r);
+/* "off", or the SHA-256 of the policy that decided. */
+const char *wd_result_policy(const wd_result *r);
+const char *wd_result_sandbox_id(const wd_result *r);
+/* For a denial or a pause: why, in one sentence (the decision's reason,
+ * or the tool route's or the approver's refusal).  NULL when it ran. */
+const char *wd_result_refusal(const wd_result *r);
+/* Why the command could not start (execve's or a set-up step's errno), or 0. */
+int wd_result_exec_errno(const wd_result *r);
 
 /* Exit status as a shell reports it: the command's own; 128+N for signal N;
  * 124 timed out; 126 could not execute; 127 not found. */
@@ -158,9 +213,156 @@ bool wd_result_oom_killed(const wd_result *r);
 const char *wd_result_output(const wd_result *r, int stream, size_t *len);
 uint64_t wd_result_output_total(const wd_result *r, int stream);
 uint64_t wd_result_output_omitted(const wd_result *r, int stream);
-/* One JSON object describing the result, including the protections in force.
- * Returns a new string, free with free(). */
+/* One JSON object describing the result, including the protections in
+ * force (for a denial or a pause: the decision).  Returns a new string,
+ * free with free(). */
 char *wd_result_json(const wd_result *r);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct wd_ctx wd_ctx;
+typedef struct wd_cmd wd_cmd;
+typedef struct wd_sandbox wd_sandbox;
+typedef struct wd_event wd_event;
+
+/* A new context (free with wd_ctx_free()).  Nothing is started yet: the
+ * cgroup keeper (a small process that removes a sandbox's cgroup should
+ * this program die mid-run) starts with the first sandbox that has a
+ * cgroup.  Thread-safe: every wd_ctx_* setter may be called at any time,
+ * and the context may serve many threads at once. */
+int wd_ctx_new(wd_ctx **out, struct wd_err *err);
+/* Free the context.  Every sandbox of it must have been destroyed.  Waits
+ * for the keeper to finish (a fraction of a millisecond). */
+void wd_ctx_free(wd_ctx *ctx);
+/* This context's log handler (instead of wd_set_log_handler()'s) for
+ * messages at or below level, from every thread working for it. */
+void wd_ctx_set_log_handler(wd_ctx *ctx, wd_log_fn fn, void *data, int level);
+/* Where approvals are kept (default: $WARDEN_STATE_DIR, else
+ * $XDG_STATE_HOME/warden, else /var/lib/warden as root or
+ * ~/.local/state/warden). */
+int wd_ctx_set_state_dir(wd_ctx *ctx, const char *dir, struct wd_err *err);
+/* The policy for commands: a file, or NULL for the built-in default.  The
+ * file is loaded now (-EINVAL with "FILE:LINE:COLUMN: ..." when bad) and
+ * again whenever an approval is consumed, so the decision that lets an
+ * approved command run is made under the policy as it is then. */
+int wd_ctx_set_policy_file(wd_ctx *ctx, const char *path, struct wd_err *err);
+/* Append every event but output to this hash-chained audit trail (created
+ * 0600).  Without it, the policy's audit.path is used when the policy
+ * stage runs. */
+int wd_ctx_set_audit_file(wd_ctx *ctx, const char *path, struct wd_err *err);
+
+/* ---- the event stream ---- */
+enum wd_event_kind {
+	WD_EVENT_DECISION = 0, /* the policy decided on a command */
+	WD_EVENT_APPROVAL = 1, /* approval.granted|consumed|expired|mismatched|refused */
+	WD_EVENT_ROUTE = 2,    /* a tool's route and resource profile */
+	WD_EVENT_SANDBOX = 3,  /* lifecycle: sandbox.created|ready|destroyed */
+	WD_EVENT_NETWORK = 4,  /* a proxy or DNS decision */
+	WD_EVENT_OUTPUT = 5,   /* a chunk of a command's kept output, as it arrives */
+	WD_EVENT_RESULT = 6,   /* a command's result (or warden's failure to run it) */
+};
+#define WD_EVENTS_ALL 0x7fu
+#define WD_EVENT_BIT(kind) (1u << (kind))
+/* Called for each event whose kind is in kinds (WD_EVENT_BIT()s), on the
+ * thread that caused it (a proxy thread for network events), possibly
+ * concurrently from several threads; ev is valid during the call only. */
+typedef void (*wd_event_cb)(const wd_event *ev, void *data);
+void wd_ctx_set_event_handler(wd_ctx *ctx, wd_event_cb fn, void *data, unsigned kinds);
+enum wd_event_kind wd_event_kind(const wd_event *ev);
+/* "decision", "approval.consumed", "route", "sandbox.created", "network",
+ * "output", "result", ... */
+const char *wd_event_name(const wd_event *ev);
+/* The sandbox the event belongs to: one id for a command's decision, its
+ * sandbox's lifecycle, its network traffic and its result. */
+const char *wd_event_sandbox_id(const wd_event *ev);
+/* DECISION and RESULT (when the policy stage ran): the decision. */
+const wd_decision *wd_event_decision(const wd_event *ev);
+/* RESULT: the result (NULL when warden failed before anything ran). */
+const wd_result *wd_event_result(const wd_event *ev);
+/* OUTPUT: the bytes (len), and the stream (1 stdout, 2 stderr). */
+const char *wd_event_output(const wd_event *ev, int *stream, size_t *len);
+/* One JSON object for the event, as the audit trail records it (output
+ * events: with the bytes, which the audit trail never records).  A new
+ * string, free with free(). */
+char *wd_event_json(const wd_event *ev);
+
+/* ---- commands ---- */
+
+wd_cmd *wd_cmd_new(void);
+void wd_cmd_free(wd_cmd *cmd);
+/* The program and its arguments, as given (never through a shell). */
+int wd_cmd_set_argv(wd_cmd *cmd, int argc, const char *const argv[], struct wd_err *err);
+/* The command as one string: split with POSIX quoting, never given to a
+ * shell, and always judged by the policy. */
+int wd_cmd_set_command(wd_cmd *cmd, const char *command, struct wd_err *err);
+/* The tool this command is for: its route (blocked, direct, sandbox) and
+ * resource profile come from the policy; implies the policy stage. */
+int wd_cmd_set_tool(wd_cmd *cmd, const char *tool, struct wd_err *err);
+/* Put an explicit argv through the policy too (strings and tools always
+ * are).  Default off: the harness's own argv. */
+void wd_cmd_set_policy(wd_cmd *cmd, bool on);
+/* Ask at the approver (wd_ctx_set_approver) when the policy pauses and no
+ * recorded approval covers the command. */
+void wd_cmd_set_interactive(wd_cmd *cmd, bool on);
+/* Working directory, relative to the workspace (default: its root). */
+int wd_cmd_set_cwd(wd_cmd *cmd, const char *cwd, struct wd_err *err);
+/* NAME=VALUE for this command only (on top of the sandbox's environment;
+ * covered by an approval id, never written to the audit trail). */
+int wd_cmd_setenv(wd_cmd *cmd, const char *name, const char *value, struct wd_err *err);
+/* 0 keeps the spec's (or the tool profile's) value. */
+void wd_cmd_set_timeout(wd_cmd *cmd, uint64_t timeout_ms);
+void wd_cmd_set_output_limit(wd_cmd *cmd, uint64_t bytes);
+/* stdin of the command (not owned; -1: /dev/null, the default).  A
+ * terminal is relayed, never handed over. */
+void wd_cmd_set_stdin(wd_cmd *cmd, int fd);
+/* Where the kept windows stream while the command runs (not owned; -1:
+ * keep them only in the result, the default). */
+void wd_cmd_set_stream(wd_cmd *cmd, int out_fd, int err_fd);
+
+/* Approvals asked for interactively: 1 yes (run it once), 0 no, -1
+ * cannot ask (the command stays paused).  Called on the thread running
+ * the command. */
+typedef int (*wd_approve_fn)(const wd_decision *d, void *data);
+void wd_ctx_set_approver(wd_ctx *ctx, wd_approve_fn fn, void *data);
+
+/* ---- sandboxes ---- */
+
+/* Build a sandbox from spec (copied) and wait until its pid 1 is ready
+ * for commands.  The spec's program, if any, is not run.  *out is new;
+ * end it with wd_sandbox_destroy().  -EINVAL bad input (nothing started),
+ * -ENOTSUP the host lacks what the level needs, else -errno with the jail
+ * step in err->step. */
+int wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct wd_err *err);
+/* Run one command in the sandbox and wait for it: the policy stage when
+ * the command asks for it, then the whole of step 6 in a fresh process
+ * of the sandbox, its own timeout (which ends the command's process
+ * group, not the sandbox), output windows and result.  Commands may run
+ * concurrently from several threads.  On success *out is a new result,
+ * whatever the command did (ran, denied, paused); a negative return means
+ * warden failed and the command did not run (or not to its end). */
+int wd_sandbox_exec(wd_sandbox *sb, const wd_cmd *cmd, wd_result **out, struct wd_err *err);
+/* End the sandbox: every process in it, its cgroup, its egress proxy.
+ * No process of it is left to the caller once this returns. */
+void wd_sandbox_destroy(wd_sandbox *sb);
+const char *wd_sandbox_id(const wd_sandbox *sb);
+/* Kill the sandbox because of signal signo (reported as 128+signo by
+ * every command it was running).  Async-signal-safe: a signal handler
+ * may call it. */
+void wd_sandbox_cancel(wd_sandbox *sb, int signo);
+
+/* The whole pipeline in a fresh sandbox: decide, and only if allowed
+ * create, run cmd, destroy.  The sandbox, the decision, the network
+ * events and the result share one id.  Returns as wd_sandbox_exec(). */
+int wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
+	       struct wd_err *err);
+/* End every command in progress in this context, and every later one,
+ * as killed by signo: for shutting down.  Async-signal-safe. */
+void wd_ctx_cancel(wd_ctx *ctx, int signo);
+
+/* The plan a spec gives (mount operations, environment names, Landlock,
+ * seccomp, limits), as text, without building anything: what
+ * `warden run --print-plan` prints.  *out is new, free with free(). */
+int wd_spec_plan(const wd_spec *spec, char **out, struct wd_err *err);
 
 /* ---- policy ---- */
 
@@ -171,7 +373,6 @@ char *wd_result_json(const wd_result *r);
 
 typedef struct wd_policy wd_policy;
 typedef struct wd_request wd_request;
-typedef struct wd_decision wd_decision;
 typedef struct wd_audit wd_audit;
 
 enum wd_decision_kind {
@@ -301,6 +502,21 @@ int wd_audit_event(wd_audit *a, const char *event, const char *fields_json, stru
  * intact, 1 if broken, negative if it cannot be read; *report (if not NULL)
  * is a new one-line description, free with free(). */
 int wd_audit_verify(const char *path, char **report, struct wd_err *err);
+
+/* ----------------------------------------------------------------- parsing */
+
+/* Strict, whole-string parsers for what front ends read from users (the
+ * CLI's options, a server's parameters).  Each returns 0, -EINVAL (not the
+ * form), -ERANGE (too large) or, for wd_parse_fixed6, -EDOM (more than six
+ * decimals: never rounded silently). */
+/* "512M", "1G", "64k", "1GiB", "65536": binary K M G T, optionally "iB";
+ * "MB" and the like are refused (decimal or binary?).  At most 2^63 - 1. */
+int wd_parse_size(const char *s, uint64_t *out);
+/* A decimal unsigned integer: no sign, no suffix. */
+int wd_parse_u64(const char *s, uint64_t *out);
+/* A non-negative decimal with up to six decimals ("1.5", "0.25", "30"),
+ * in millionths. */
+int wd_parse_fixed6(const char *s, uint64_t *out_millionths);
 
 /* ------------------------------------------------------------------ doctor */
 

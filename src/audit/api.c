@@ -40,6 +40,10 @@ wd_audit_approval(wd_audit *a, const char *what, const char *id, const char *det
 {
 	if (!a)
 		return 0;
+	if (a->hook) {
+		a->hook(a->hook_data, what, id, detail);
+		return 0;
+	}
 	json_t *ev = json_object();
 	wd_autofree char *name = wd_xasprintf("approval.%s", what);
 	json_object_set_new(ev, "event", json_string(name));

@@ -10,6 +10,7 @@
  * written), and it makes accidental damage obvious.
  */
 #include "audit/audit.h"
+#include "util/json.h"
 
 #include "config/config.h"
 
@@ -163,10 +164,9 @@ write_head(const char *path, long long seq, const char hash[65], struct wd_err *
 }
 
 int
-audit_append(struct audit_log *a, json_t *ev, struct wd_err *err)
+audit_append_text(struct audit_log *a, const char *sandbox, const char *members,
+		  struct wd_err *err)
 {
-	if (!json_is_object(ev))
-		return wd_err_set(err, WD_E_INVAL, "audit event is not an object");
 	while (flock(a->fd, LOCK_EX) < 0)
 		if (errno != EINTR)
 			return wd_err_sys(err, errno, "lock audit log %s", a->path);
@@ -176,35 +176,27 @@ audit_append(struct audit_log *a, json_t *ev, struct wd_err *err)
 	if (rc < 0)
 		goto out;
 	audit_now(now);
-	json_t *line = json_object();
-	json_object_set_new(line, "seq", json_integer(seq + 1));
-	json_object_set_new(line, "time", json_string(now));
-	json_t *sb = json_object_get(ev, "sandbox");
-	json_object_set_new(line, "sandbox",
-			    json_is_string(sb) ? json_copy(sb) : json_string(a->sandbox));
-	const char *k;
-	json_t *v;
-	json_object_foreach(ev, k, v)
-	{
-		if (strcmp(k, "seq") && strcmp(k, "time") && strcmp(k, "sandbox") &&
-		    strcmp(k, "prev"))
-			json_object_set(line, k, v);
+	/* {"seq":N,"time":"...","sandbox":"...",<members>,"prev":"..."}: one
+	 * ASCII line, whose bytes are what the next line's prev hashes */
+	struct jw w;
+	jw_init(&w, JW_ASCII);
+	jw_obj_begin(&w);
+	jw_kint(&w, "seq", seq + 1);
+	jw_kstr(&w, "time", now);
+	jw_kstr(&w, "sandbox", sandbox && sandbox[0] ? sandbox : a->sandbox);
+	if (members && members[0]) {
+		jw_raw(&w, ",", 1);
+		jw_raw(&w, members, strlen(members));
 	}
-	json_object_set_new(line, "prev", json_string(prev));
-	char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
-	json_decref(line);
-	if (!text)
-		abort();
-	size_t len = strlen(text);
+	jw_kstr(&w, "prev", prev);
+	jw_obj_end(&w);
 	char hash[65];
-	config_sha256_hex(text, len, hash);
-	text = wd_xrealloc(text, len + 2);
-	text[len] = '\n';
-	text[len + 1] = '\0';
+	config_sha256_hex(w.p, w.len, hash);
+	jw_raw(&w, "\n", 1);
 	/* One write(2) per event: with O_APPEND the kernel places it at the end
 	 * atomically with respect to other appenders. */
-	rc = wd_write_all(a->fd, text, len + 1);
-	free(text);
+	rc = wd_write_all(a->fd, w.p, w.len);
+	jw_fini(&w);
 	if (rc < 0) {
 		rc = wd_err_sys(err, -rc, "write audit log %s", a->path);
 		goto out;
@@ -214,6 +206,34 @@ audit_append(struct audit_log *a, json_t *ev, struct wd_err *err)
 		rc = (int)(seq + 1);
 out:
 	flock(a->fd, LOCK_UN);
+	return rc;
+}
+
+int
+audit_append(struct audit_log *a, json_t *ev, struct wd_err *err)
+{
+	if (!json_is_object(ev))
+		return wd_err_set(err, WD_E_INVAL, "audit event is not an object");
+	json_t *fields = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach(ev, k, v)
+	{
+		if (strcmp(k, "seq") && strcmp(k, "time") && strcmp(k, "sandbox") &&
+		    strcmp(k, "prev"))
+			json_object_set(fields, k, v);
+	}
+	char *text = json_dumps(fields, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	json_decref(fields);
+	if (!text)
+		abort();
+	/* the members without the object's braces */
+	size_t n = strlen(text);
+	text[n - 1] = '\0';
+	json_t *sb = json_object_get(ev, "sandbox");
+	int rc = audit_append_text(a, json_is_string(sb) ? json_string_value(sb) : NULL, text + 1,
+				   err);
+	free(text);
 	return rc;
 }
 

@@ -29,9 +29,13 @@ struct audit_log {
 	char sandbox[33]; /* random id of this warden invocation, 32 hex */
 };
 
-/* The public handle (include/warden.h) wraps one log. */
+/* The public handle (include/warden.h) wraps one log.  A context's handle
+ * (hook set) sends approval events into the context's event stream, which
+ * records them, instead of writing them itself. */
 struct wd_audit {
 	struct audit_log *log;
+	void (*hook)(void *data, const char *what, const char *id, const char *detail);
+	void *hook_data;
 };
 
 /* Open (creating, mode 0600) an audit log for appending.  *out is new;
@@ -43,6 +47,12 @@ void audit_close(struct audit_log *a);
  * modified); seq, time, sandbox and prev are added around it.  If ev has a
  * "sandbox" string it overrides the log's id.  Returns the event's seq. */
 int audit_append(struct audit_log *a, json_t *ev, struct wd_err *err);
+
+/* Append one event given as JSON members without braces ("\"event\":...,
+ * ..."), ASCII only; sandbox (or the log's own id when NULL) goes first.
+ * The one place an audit line is written. */
+int audit_append_text(struct audit_log *a, const char *sandbox, const char *members,
+		      struct wd_err *err);
 
 /* Verification of a whole log. */
 struct audit_verify {

@@ -342,6 +342,32 @@ cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned fl
 	return 0;
 }
 
+char **
+cgroup_planned_dirs(const char *id, unsigned flags)
+{
+	struct cg_host *h = cg_host_get();
+	if (!valid_id(id) || h->unusable)
+		return NULL;
+	char **dirs = wd_xcalloc((size_t)h->nhier + 1, sizeof(char *));
+	int n = 0;
+	for (int i = 0; i < h->nhier; i++) {
+		if (h->hier[i].ctrls == CG_BIT(CG_CPUACCT) && (flags & CGROUP_NO_CPUACCT))
+			continue;
+		if (h->hier[i].ctrls == CG_BIT(CG_FREEZER) && (flags & CGROUP_NO_FREEZER))
+			continue;
+		dirs[n++] = wd_xasprintf("%s/warden/%s", h->hier[i].base, id);
+	}
+	return dirs;
+}
+
+void
+cgroup_dirs_free(char **dirs)
+{
+	for (size_t i = 0; dirs && dirs[i]; i++)
+		free(dirs[i]);
+	free(dirs);
+}
+
 int
 cgroup_dirfd(const struct cgroup *cg)
 {

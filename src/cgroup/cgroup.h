@@ -100,6 +100,11 @@ int cgroup_create(const char *id, const struct cgroup_limits *lim, struct cgroup
 #define CGROUP_NO_FREEZER 0x2u
 int cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned flags,
 			struct cgroup **out, struct wd_err *err);
+/* The directories cgroup_create_flags(id, flags) would make, before it
+ * makes them (so a keeper can be told first): a new NULL-terminated list,
+ * free with cgroup_dirs_free(); NULL when no cgroup can be made here. */
+char **cgroup_planned_dirs(const char *id, unsigned flags);
+void cgroup_dirs_free(char **dirs);
 /* v2: an O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP), else -1.  Owned by
  * cg: do not close. */
 int cgroup_dirfd(const struct cgroup *cg);

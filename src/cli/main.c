@@ -27,18 +27,6 @@ usage(FILE *f)
 	fprintf(f, "\n'warden COMMAND --help' describes each command's options.\n");
 }
 
-int
-cli_fail(const char *sub, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "warden: %s%s", sub ? sub : "", sub ? ": " : "");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return CLI_EXIT_FAILURE;
-}
-
 void
 cli_log_handler(int level, const char *func, const char *msg, void *data)
 {

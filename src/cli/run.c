@@ -1,22 +1,28 @@
-/* cli/run: warden run [OPTIONS] -- PROGRAM [ARGS...] */
+/* cli/run: warden run [OPTIONS] (-- PROGRAM [ARGS...] | --command STRING)
+ *
+ * Parse and print: the options become a wd_spec (the sandbox), a wd_cmd
+ * (the command) and context settings (policy, audit, approver); the
+ * library's pipeline (wd_ctx_run) decides, runs and records. */
 #include "cli/cli.h"
 #include "cli/policy_cli.h"
-#include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-
 static const char usage_text[] =
 	"usage: warden run [OPTIONS] -- PROGRAM [ARGS...]\n"
+	"       warden run [OPTIONS] --command STRING\n"
 	"\n"
 	"Run PROGRAM (never through a shell) in a fresh sandbox destroyed when it ends.\n"
 	"\n"
+	"Sandbox:\n"
 	"  -w, --workspace DIR      directory bound read-write at /workspace (default: .)\n"
 	"      --isolation LEVEL    container (default) or process\n"
 	"      --memory SIZE        memory limit, no swap (default 512M)\n"
@@ -30,6 +36,9 @@ static const char usage_text[] =
 	"      --setenv NAME=VALUE  add to the command's environment\n"
 	"      --pass-env NAME      pass warden's own NAME into the sandbox\n"
 	"      --allow-port PORT    allow TCP bind/connect on PORT (loopback servers)\n"
+	"      --reproducible       SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, LC_ALL, TZ fixed\n"
+	"      --best-effort        run even where the limits cannot be enforced\n"
+	"Network:\n"
 	"      --net MODE           none (default: loopback only) or allow (egress only\n"
 	"                           through warden's proxy, by the rules below)\n"
 	"      --allow-host RULE    HOST[:PORT][/PATH][=METHOD,...], HOST exact or *.suffix\n"
@@ -37,12 +46,21 @@ static const char usage_text[] =
 	"      --add-host NAME=ADDR a static name, like curl --resolve and docker --add-host\n"
 	"      --tls-intercept      check each request inside HTTPS tunnels (a per-sandbox CA)\n"
 	"      --upstream-ca FILE   CA bundle to verify real servers with (interception)\n"
+	"Policy (any of these turns the policy stage on):\n"
+	"  -p, --policy FILE        policy document (default: the built-in policy)\n"
+	"  -c, --command STRING     the command as one string, split without a shell\n"
+	"      --tool NAME          the tool this command is for: its route and profile\n"
+	"      --audit FILE         append every decision, event and result to FILE\n"
+	"      --approve=tty        ask at the terminal when the policy pauses\n"
+	"Output:\n"
 	"      --stdin              pass warden's stdin (default: /dev/null)\n"
-	"      --json               print one JSON object with the result\n"
+	"      --json               print one JSON object with the result (every outcome)\n"
+	"      --print-plan         print what the sandbox would be, run nothing\n"
 	"  -v, --verbose            log each step\n"
 	"\n"
-	"Exit status: the command's own; 128+N if killed by signal N; 124 timed out;\n"
-	"125 warden failed (bad input included); 126 cannot execute; 127 not found.\n";
+	"Exit status: the command's own; 128+N if killed by signal N; 123 paused for an\n"
+	"approval; 124 timed out; 125 warden failed (bad input included); 126 refused\n"
+	"by the policy or cannot execute; 127 not found.\n";
 
 enum {
 	OPT_ISOLATION = 256,
@@ -66,6 +84,12 @@ enum {
 	OPT_ADD_HOST,
 	OPT_TLS_INTERCEPT,
 	OPT_UPSTREAM_CA,
+	OPT_TOOL,
+	OPT_AUDIT,
+	OPT_APPROVE,
+	OPT_PRINT_PLAN,
+	OPT_BEST_EFFORT,
+	OPT_REPRODUCIBLE,
 };
 
 static const struct option long_opts[] = {
@@ -92,13 +116,33 @@ static const struct option long_opts[] = {
 	{"add-host", required_argument, NULL, OPT_ADD_HOST},
 	{"tls-intercept", no_argument, NULL, OPT_TLS_INTERCEPT},
 	{"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
+	{"policy", required_argument, NULL, 'p'},
+	{"command", required_argument, NULL, 'c'},
+	{"tool", required_argument, NULL, OPT_TOOL},
+	{"audit", required_argument, NULL, OPT_AUDIT},
+	{"approve", required_argument, NULL, OPT_APPROVE},
+	{"print-plan", no_argument, NULL, OPT_PRINT_PLAN},
+	{"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
+	{"reproducible", no_argument, NULL, OPT_REPRODUCIBLE},
 	{NULL, 0, NULL, 0},
+};
+
+struct run_opts {
+	bool json, verbose, pass_stdin, print_plan;
+	enum wd_net_mode net;
+	bool net_given, net_rules, tls, workspace_given;
+	const char *upstream_ca;
+	struct wd_limits lim;
+	enum wd_isolation isolation;
+	/* the policy stage */
+	const char *policy, *command, *tool, *audit;
+	bool approve_tty;
 };
 
 static int
 bad_value(const char *opt, const char *val, const char *why)
 {
-	return cli_fail("run", "--%s: invalid value '%s': %s", opt, val, why);
+	return cli_fail("run", "--%s: invalid value %s: %s", opt, cli_quote(val), why);
 }
 
 static int
@@ -108,7 +152,9 @@ size_opt(const char *opt, const char *val, uint64_t min, uint64_t *out)
 	if (rc == -ERANGE)
 		return bad_value(opt, val, "too large");
 	if (rc < 0)
-		return bad_value(opt, val, "expected a size such as 512M, 1G or 65536");
+		return bad_value(opt, val,
+				 "expected a size such as 512M, 1G, 64KiB or 65536 (binary units; "
+				 "\"MB\" is ambiguous)");
 	if (*out < min) {
 		char why[64];
 		snprintf(why, sizeof(why), "must be at least %" PRIu64 " bytes", min);
@@ -121,6 +167,7 @@ static int
 bind_opt(wd_spec *spec, const char *val, bool rw)
 {
 	struct wd_err e = {0};
+	const char *name = rw ? "bind" : "ro-bind";
 	char *copy = strdup(val);
 	if (!copy)
 		abort();
@@ -131,165 +178,408 @@ bind_opt(wd_spec *spec, const char *val, bool rw)
 		dst = colon + 1;
 	}
 	int rc = 0;
-	if (!copy[0] || (dst && !dst[0]))
-		rc = bad_value(rw ? "bind" : "ro-bind", val, "expected SRC[:DST]");
+	if (!copy[0] || (dst && !dst[0]) || (dst && strchr(dst, ':')))
+		rc = bad_value(name, val, "expected SRC[:DST] (paths without ':')");
 	else if (wd_spec_add_bind(spec, copy, dst, rw, &e) < 0)
 		rc = cli_fail("run", "%s", e.msg);
 	free(copy);
 	return rc;
 }
 
-struct run_opts {
-	bool json, verbose, pass_stdin;
-	enum wd_net_mode net;
-	bool net_given, net_rules, tls, workspace_given;
-	const char *upstream_ca;
-	struct wd_limits lim;
-	enum wd_isolation isolation;
-};
-
-/* Parse options into spec and o.  Returns 0, or an exit status. */
 static int
-parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
+setenv_opt(wd_spec *spec, const char *name, const char *optval)
+{
+	struct wd_err e = {0};
+	const char *eq = strchr(optval, '=');
+	if (!eq || eq == optval)
+		return bad_value(name, optval, "expected NAME=VALUE");
+	char *n = strndup(optval, (size_t)(eq - optval));
+	int rc = wd_spec_setenv(spec, n, eq + 1, &e);
+	free(n);
+	return rc < 0 ? bad_value(name, optval, e.msg) : 0;
+}
+
+static int
+limit_opt(int c, const char *name, const char *val, struct run_opts *o)
+{
+	uint64_t v;
+	int rc;
+	switch (c) {
+	case OPT_MEMORY:
+		return size_opt(name, val, 4 << 20, &o->lim.memory_bytes);
+	case OPT_TMP_SIZE:
+		return size_opt(name, val, 64 << 10, &o->lim.tmp_bytes);
+	case OPT_OUTPUT_LIMIT:
+		if ((rc = size_opt(name, val, 64, &o->lim.output_limit)))
+			return rc;
+		/* warden keeps up to this per stream, and --json copies and
+		 * escapes it: bounded so warden itself stays small */
+		if (o->lim.output_limit > (16ULL << 20))
+			return bad_value(name, val, "at most 16M");
+		return 0;
+	case OPT_PIDS:
+		if (wd_parse_u64(val, &v) < 0 || v < 1 || v > 4194304)
+			return bad_value(name, val, "expected a whole number from 1 to 4194304");
+		o->lim.pids = v;
+		return 0;
+	case OPT_CPUS:
+		rc = wd_parse_fixed6(val, &v);
+		if (rc == -EDOM)
+			return bad_value(name, val, "at most six decimals");
+		if (rc < 0 || v < 10000 || v > 1024000000)
+			return bad_value(name, val,
+					 "expected a number of CPUs from 0.01 to 1024, such as 0.5");
+		o->lim.cpu_millionths = v;
+		return 0;
+	case OPT_TIMEOUT:
+		rc = wd_parse_fixed6(val, &v);
+		if (rc == 0 && v % 1000)
+			return bad_value(name, val, "at most millisecond precision (3 decimals)");
+		if (rc < 0 || v < 1000 || v > 86400ULL * 1000000)
+			return bad_value(name, val,
+					 "expected seconds such as 30 or 0.5 (1 ms to a day)");
+		o->lim.timeout_ms = v / 1000;
+		return 0;
+	}
+	return -1;
+}
+
+static int
+net_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts *o)
+{
+	struct wd_err e = {0};
+	switch (c) {
+	case OPT_NET:
+		if (!strcmp(val, "none"))
+			o->net = WD_NET_NONE;
+		else if (!strcmp(val, "allow") || !strcmp(val, "proxy"))
+			o->net = WD_NET_PROXY;
+		else
+			return bad_value(name, val, "expected none or allow");
+		o->net_given = true;
+		return 0;
+	case OPT_ALLOW_HOST:
+	case OPT_DENY_HOST:
+	case OPT_ADD_HOST: {
+		enum wd_net_rule k = c == OPT_ALLOW_HOST  ? WD_NET_ALLOW
+				     : c == OPT_DENY_HOST ? WD_NET_DENY
+							  : WD_NET_HOST;
+		if (wd_spec_add_net_rule(spec, k, val, &e) < 0)
+			return bad_value(name, val, e.msg);
+		if (k == WD_NET_ALLOW)
+			o->net_rules = true;
+		return 0;
+	}
+	case OPT_TLS_INTERCEPT:
+		o->tls = true;
+		return 0;
+	case OPT_UPSTREAM_CA:
+		if (access(val, R_OK) < 0)
+			return bad_value(name, val, strerror(errno));
+		o->upstream_ca = val;
+		return 0;
+	}
+	return -1;
+}
+
+static int
+policy_opt(int c, const char *val, struct run_opts *o)
+{
+	switch (c) {
+	case 'p':
+		o->policy = val;
+		return 0;
+	case 'c':
+		o->command = val;
+		return 0;
+	case OPT_TOOL:
+		o->tool = val;
+		return 0;
+	case OPT_AUDIT:
+		o->audit = val;
+		return 0;
+	case OPT_APPROVE:
+		if (strcmp(val, "tty"))
+			return bad_value("approve", val, "expected --approve=tty");
+		o->approve_tty = true;
+		return 0;
+	}
+	return -1;
+}
+
+/* One option into spec and o.  Returns 0, or an exit status. */
+static int
+one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts *o)
 {
 	struct wd_err e = {0};
 	uint64_t v;
+	int rc;
+	if ((rc = limit_opt(c, name, val, o)) >= 0 || (rc = net_opt(c, name, val, spec, o)) >= 0 ||
+	    (rc = policy_opt(c, val, o)) >= 0)
+		return rc;
+	switch (c) {
+	case 'w':
+		if (wd_spec_set_workspace(spec, val, &e) < 0)
+			return cli_fail("run", "--workspace: %s", e.msg);
+		o->workspace_given = true;
+		return 0;
+	case OPT_ISOLATION:
+		if (!strcmp(val, "container"))
+			o->isolation = WD_ISOLATION_CONTAINER;
+		else if (!strcmp(val, "process"))
+			o->isolation = WD_ISOLATION_PROCESS;
+		else
+			return bad_value(name, val, "expected container or process");
+		return 0;
+	case OPT_RO_BIND:
+	case OPT_BIND:
+		return bind_opt(spec, val, c == OPT_BIND);
+	case OPT_SETENV:
+		return setenv_opt(spec, name, val);
+	case OPT_PASS_ENV: {
+		const char *hv = getenv(val);
+		if (!val[0] || strchr(val, '='))
+			return bad_value(name, val, "expected a variable name");
+		if (!hv)
+			return bad_value(name, val, "not set in warden's environment");
+		if (wd_spec_setenv(spec, val, hv, &e) < 0)
+			return bad_value(name, val, e.msg);
+		return 0;
+	}
+	case OPT_ALLOW_PORT:
+		if (wd_parse_u64(val, &v) < 0 || v < 1 || v > 65535)
+			return bad_value(name, val, "expected a port from 1 to 65535");
+		wd_spec_allow_port(spec, (unsigned)v, NULL);
+		return 0;
+	case OPT_STDIN:
+		o->pass_stdin = true;
+		return 0;
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	case OPT_PRINT_PLAN:
+		o->print_plan = true;
+		return 0;
+	case OPT_BEST_EFFORT:
+		wd_spec_set_best_effort(spec, true);
+		return 0;
+	case OPT_REPRODUCIBLE:
+		wd_spec_set_reproducible(spec, true);
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	}
+	return -1;
+}
+
+/* Parse options into spec and o.  Returns 0, -1 after --help, or an exit
+ * status. */
+static int
+parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
+{
 	int c, rc;
 
+	if ((rc = cli_docker_hints("run", argc, argv)))
+		return rc;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+w:v", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:w:vp:c:", long_opts, NULL)) != -1) {
 		const char *name = NULL;
 		for (const struct option *lo = long_opts; lo->name; lo++)
 			if (lo->val == c)
 				name = lo->name;
-		switch (c) {
-		case 'w':
-			if (wd_spec_set_workspace(spec, optarg, &e) < 0)
-				return cli_fail("run", "--workspace: %s", e.msg);
-			o->workspace_given = true;
-			break;
-		case OPT_ISOLATION:
-			if (!strcmp(optarg, "container"))
-				o->isolation = WD_ISOLATION_CONTAINER;
-			else if (!strcmp(optarg, "process"))
-				o->isolation = WD_ISOLATION_PROCESS;
-			else
-				return bad_value(name, optarg, "expected container or process");
-			break;
-		case OPT_MEMORY:
-			if ((rc = size_opt(name, optarg, 4 << 20, &o->lim.memory_bytes)))
-				return rc;
-			break;
-		case OPT_TMP_SIZE:
-			if ((rc = size_opt(name, optarg, 64 << 10, &o->lim.tmp_bytes)))
-				return rc;
-			break;
-		case OPT_OUTPUT_LIMIT:
-			if ((rc = size_opt(name, optarg, 64, &o->lim.output_limit)))
-				return rc;
-			/* warden keeps up to this per stream, and --json copies
-			 * and escapes it: bounded so warden itself stays small */
-			if (o->lim.output_limit > (16ULL << 20))
-				return bad_value(name, optarg, "at most 16M");
-			break;
-		case OPT_PIDS:
-			if (wd_parse_u64(optarg, &v) < 0 || v < 1 || v > 4194304)
-				return bad_value(name, optarg, "expected a whole number from 1");
-			o->lim.pids = v;
-			break;
-		case OPT_CPUS:
-			if (wd_parse_fixed6(optarg, &v) < 0 || v < 10000 || v > 1024000000)
-				return bad_value(name, optarg, "expected a number such as 0.5 or 2");
-			o->lim.cpu_millionths = v;
-			break;
-		case OPT_TIMEOUT:
-			if (wd_parse_fixed6(optarg, &v) < 0 || v < 1000 || v > 86400ULL * 1000000)
-				return bad_value(name, optarg,
-						 "expected seconds such as 30 or 0.5 (up to a day)");
-			o->lim.timeout_ms = v / 1000;
-			break;
-		case OPT_RO_BIND:
-		case OPT_BIND:
-			if ((rc = bind_opt(spec, optarg, c == OPT_BIND)))
-				return rc;
-			break;
-		case OPT_SETENV: {
-			const char *eq = strchr(optarg, '=');
-			if (!eq || eq == optarg)
-				return bad_value(name, optarg, "expected NAME=VALUE");
-			char *n = strndup(optarg, (size_t)(eq - optarg));
-			rc = wd_spec_setenv(spec, n, eq + 1, &e);
-			free(n);
-			if (rc < 0)
-				return bad_value(name, optarg, e.msg);
-			break;
-		}
-		case OPT_PASS_ENV: {
-			const char *val = getenv(optarg);
-			if (!optarg[0] || strchr(optarg, '='))
-				return bad_value(name, optarg, "expected a variable name");
-			if (!val)
-				return bad_value(name, optarg,
-						 "not set in warden's environment");
-			if (wd_spec_setenv(spec, optarg, val, &e) < 0)
-				return bad_value(name, optarg, e.msg);
-			break;
-		}
-		case OPT_ALLOW_PORT:
-			if (wd_parse_u64(optarg, &v) < 0 || v < 1 || v > 65535)
-				return bad_value(name, optarg, "expected a port from 1 to 65535");
-			wd_spec_allow_port(spec, (unsigned)v, NULL);
-			break;
-		case OPT_STDIN:
-			o->pass_stdin = true;
-			break;
-		case OPT_NET:
-			if (!strcmp(optarg, "none"))
-				o->net = WD_NET_NONE;
-			else if (!strcmp(optarg, "allow") || !strcmp(optarg, "proxy"))
-				o->net = WD_NET_PROXY;
-			else
-				return bad_value(name, optarg, "expected none or allow");
-			o->net_given = true;
-			break;
-		case OPT_ALLOW_HOST:
-		case OPT_DENY_HOST:
-		case OPT_ADD_HOST: {
-			enum wd_net_rule k = c == OPT_ALLOW_HOST  ? WD_NET_ALLOW
-					     : c == OPT_DENY_HOST ? WD_NET_DENY
-								  : WD_NET_HOST;
-			if (wd_spec_add_net_rule(spec, k, optarg, &e) < 0)
-				return bad_value(name, optarg, e.msg);
-			if (k == WD_NET_ALLOW)
-				o->net_rules = true;
-			break;
-		}
-		case OPT_TLS_INTERCEPT:
-			o->tls = true;
-			break;
-		case OPT_UPSTREAM_CA:
-			if (access(optarg, R_OK) < 0)
-				return bad_value(name, optarg, strerror(errno));
-			o->upstream_ca = optarg;
-			break;
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case OPT_HELP:
+		if (c == OPT_HELP) {
 			fputs(usage_text, stdout);
 			return -1;
-		case ':':
-			return cli_fail("run", "option '%s' needs a value", argv[optind - 1]);
-		default:
-			return cli_fail("run", "unknown option '%s' (see warden run --help)",
-					argv[optind - 1]);
 		}
+		if (c == ':' || c == '?')
+			return cli_bad_option("run", argc, argv, long_opts);
+		if ((rc = one_opt(c, name, optarg, spec, o)))
+			return rc;
 	}
 	*first_arg = optind;
+	return 0;
+}
+
+/* ---- the policy stage's human side ---- */
+
+/* Ask at /dev/tty, never on the command's stdin (which may be the model's
+ * own pipe).  1 yes, 0 no, -1 no terminal. */
+static int
+ask_tty(const wd_decision *d, void *data)
+{
+	(void)data;
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	FILE *f = fdopen(fd, "r+");
+	if (!f) {
+		close(fd);
+		return -1;
+	}
+	int argc = 0;
+	const char *const *argv = wd_decision_argv(d, &argc);
+	fprintf(f, "warden: approval needed: ");
+	cli_policy_text(f, wd_decision_reason(d));
+	fprintf(f, "\n  rule:    %s\n  argv:   ", wd_decision_rule(d));
+	for (int i = 0; i < argc; i++) {
+		fputc(' ', f);
+		cli_policy_word(f, argv[i]);
+	}
+	fprintf(f, "\n  id:      %s\nRun this exact command once? [y/N] ",
+		wd_decision_approval_id(d));
+	fflush(f);
+	char line[64] = "";
+	int yes = 0;
+	if (fgets(line, sizeof(line), f))
+		yes = !strcmp(line, "y\n") || !strcmp(line, "yes\n") || !strcmp(line, "Y\n");
+	fclose(f);
+	return yes;
+}
+
+static void
+print_refusal(const wd_result *r)
+{
+	const wd_decision *d = wd_result_decision(r);
+	if (wd_result_outcome(r) == WD_OUTCOME_PAUSED) {
+		fprintf(stderr, "warden: run: paused (%s): ", wd_decision_rule(d));
+		cli_policy_text(stderr, wd_decision_reason(d));
+		fprintf(stderr, "\nwarden: approve with: warden approve %s\n",
+			wd_decision_approval_id(d));
+		return;
+	}
+	if (d && wd_decision_kind(d) == WD_DECISION_DENY) {
+		fprintf(stderr, "warden: run: refused by the policy (%s): ", wd_decision_rule(d));
+		cli_policy_text(stderr, wd_decision_reason(d));
+		fputc('\n', stderr);
+		if (wd_decision_advice(d)[0])
+			fprintf(stderr, "warden: advice: %s\n", wd_decision_advice(d));
+		return;
+	}
+	fprintf(stderr, "warden: run: refused: ");
+	cli_policy_text(stderr, wd_result_refusal(r));
+	fputc('\n', stderr);
+}
+
+static void
+print_result(const wd_result *r, const char *prog, const struct run_opts *o)
+{
+	if (o->json) {
+		char *j = wd_result_json(r);
+		puts(j);
+		free(j);
+	}
+	if (wd_result_outcome(r) != WD_OUTCOME_RAN) {
+		print_refusal(r);
+		return;
+	}
+	if (wd_result_exec_errno(r) && !o->json)
+		fprintf(stderr, "warden: run: cannot execute %s: %s\n", cli_quote(prog),
+			strerror(wd_result_exec_errno(r)));
+	if (o->json)
+		return;
+	if (wd_result_timed_out(r))
+		fprintf(stderr, "warden: run: timed out; the sandbox was killed\n");
+	else if (wd_result_oom_killed(r))
+		fprintf(stderr, "warden: run: out of memory; the sandbox was killed\n");
+}
+
+/* ---- signals: the sandbox ends first, and the result says why ---- */
+
+static wd_ctx *signal_ctx;
+
+static void
+on_signal(int sig)
+{
+	wd_ctx_cancel(signal_ctx, sig);
+}
+
+static void
+catch_signals(wd_ctx *ctx)
+{
+	signal_ctx = ctx;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* no SA_RESTART: a prompt at the terminal gives up on ^C */
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+/* Spec and command from the parsed options. */
+static int
+finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **argv, int first)
+{
+	struct wd_err e = {0};
+	bool program = first < argc;
+	if (o->command && program)
+		return cli_fail("run", "--command and a program after -- are exclusive");
+	if (!o->command && !program)
+		return cli_fail("run", "no program given (usage: warden run [OPTIONS] -- PROGRAM "
+				       "[ARGS...] | --command STRING)");
+	if (o->command ? wd_cmd_set_command(cmd, o->command, &e) < 0
+		       : wd_cmd_set_argv(cmd, argc - first, (const char *const *)(argv + first),
+					 &e) < 0)
+		return cli_fail("run", "%s", e.msg);
+	/* the default workspace, the current directory, is checked as an
+	 * explicit one would be */
+	if (!o->workspace_given && wd_spec_set_workspace(spec, ".", &e) < 0)
+		return cli_fail("run", "--workspace (the current directory): %s", e.msg);
+	wd_spec_set_isolation(spec, o->isolation);
+	wd_spec_set_limits(spec, &o->lim);
+	/* --allow-host alone implies --net allow; --net none with rules or
+	 * interception is a contradiction, refused rather than guessed at */
+	if (!o->net_given && o->net_rules)
+		o->net = WD_NET_PROXY;
+	if (o->net == WD_NET_NONE && o->net_given && (o->net_rules || o->tls))
+		return cli_fail("run", "--net none contradicts --allow-host/--tls-intercept");
+	if (o->net == WD_NET_NONE && o->tls)
+		return cli_fail("run", "--tls-intercept needs --net allow and --allow-host rules");
+	wd_spec_set_net(spec, o->net);
+	if (o->tls || o->upstream_ca)
+		wd_spec_set_tls_intercept(spec, o->tls, o->upstream_ca);
+	if (o->pass_stdin)
+		wd_cmd_set_stdin(cmd, 0);
+	if (!o->json)
+		wd_cmd_set_stream(cmd, 1, 2);
+	const char *term = getenv("TERM");
+	if (term && (isatty(0) || isatty(1) || isatty(2)))
+		wd_spec_set_term(spec, term);
+	if (o->tool && wd_cmd_set_tool(cmd, o->tool, &e) < 0)
+		return cli_fail("run", "--tool: %s", e.msg);
+	/* Any policy option turns the stage on for an explicit argv too. */
+	wd_cmd_set_policy(cmd, o->policy || o->audit || o->approve_tty);
+	wd_cmd_set_interactive(cmd, o->approve_tty);
+	return 0;
+}
+
+static int
+setup_ctx(wd_ctx *ctx, const struct run_opts *o)
+{
+	struct wd_err e = {0};
+	if (o->policy && wd_ctx_set_policy_file(ctx, o->policy, &e) < 0)
+		return cli_fail("run", "%s", e.msg);
+	if (o->audit && wd_ctx_set_audit_file(ctx, o->audit, &e) < 0)
+		return cli_fail("run", "--audit: %s", e.msg);
+	if (o->approve_tty)
+		wd_ctx_set_approver(ctx, ask_tty, NULL);
+	wd_ctx_set_log_handler(ctx, cli_log_handler, NULL,
+			       o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
+	return 0;
+}
+
+static int
+plan(const wd_spec *spec)
+{
+	struct wd_err e = {0};
+	char *text = NULL;
+	if (wd_spec_plan(spec, &text, &e) < 0)
+		return cli_fail("run", "%s", e.msg);
+	fputs(text, stdout);
+	free(text);
 	return 0;
 }
 
@@ -298,87 +588,46 @@ cli_run(int argc, char **argv)
 {
 	struct run_opts o = {.isolation = WD_ISOLATION_CONTAINER};
 	struct wd_err e = {0};
-	int first = 0, rc;
 	wd_spec *spec = wd_spec_new();
-	struct cli_policy_opts pol; /* POLICY GATE: issue 3's options, taken out before parse() */
-
-	if ((rc = cli_policy_extract(&argc, argv, &pol))) {
-		wd_spec_free(spec);
-		return rc;
-	}
-	rc = parse(argc, argv, spec, &o, &first);
-	if (rc) {
-		wd_spec_free(spec);
-		return rc < 0 ? 0 : rc;
-	}
-	wd_set_log_handler(cli_log_handler, NULL, o.verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
-	if (first >= argc) {
-		wd_spec_free(spec);
-		return cli_fail("run", "no program given (usage: warden run [OPTIONS] -- PROGRAM "
-				       "[ARGS...])");
-	}
-	if (wd_spec_set_argv(spec, argc - first, (const char *const *)(argv + first), &e) < 0) {
-		wd_spec_free(spec);
-		return cli_fail("run", "%s", e.msg);
-	}
-	/* the default workspace, the current directory, is checked as an
-	 * explicit one would be */
-	if (!o.workspace_given && wd_spec_set_workspace(spec, ".", &e) < 0) {
-		wd_spec_free(spec);
-		return cli_fail("run", "workspace (the current directory): %s", e.msg);
-	}
-	wd_spec_set_isolation(spec, o.isolation);
-	wd_spec_set_limits(spec, &o.lim);
-	/* --allow-host alone implies --net allow; --net none with rules or
-	 * interception is a contradiction, refused rather than guessed at */
-	if (!o.net_given && o.net_rules)
-		o.net = WD_NET_PROXY;
-	if (o.net == WD_NET_NONE && o.net_given && (o.net_rules || o.tls)) {
-		wd_spec_free(spec);
-		return cli_fail("run", "--net none contradicts --allow-host/--tls-intercept");
-	}
-	if (o.net == WD_NET_NONE && o.tls) {
-		wd_spec_free(spec);
-		return cli_fail("run", "--tls-intercept needs --net allow and --allow-host rules");
-	}
-	wd_spec_set_net(spec, o.net);
-	if (o.tls || o.upstream_ca)
-		wd_spec_set_tls_intercept(spec, o.tls, o.upstream_ca);
-	if (o.pass_stdin)
-		wd_spec_set_stdin(spec, 0);
-	if (!o.json)
-		wd_spec_set_stream(spec, 1, 2);
-	const char *term = getenv("TERM");
-	if (term && (isatty(0) || isatty(1) || isatty(2)))
-		wd_spec_set_term(spec, term);
-
-	/* POLICY GATE */
-	if (cli_policy_active(&pol)) {
-		rc = cli_policy_run(&pol, spec, argc - first, argv + first);
-		cli_policy_opts_fini(&pol);
-		wd_spec_free(spec);
-		return rc;
-	}
-	cli_policy_opts_fini(&pol);
-
+	wd_cmd *cmd = wd_cmd_new();
+	wd_ctx *ctx = NULL;
 	wd_result *r = NULL;
+	int first = 0, rc;
+
+	cli_json_errors(false);
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			cli_json_errors(true); /* bad input in JSON too */
+	rc = parse(argc, argv, spec, &o, &first);
+	if (rc == 0)
+		rc = finish_spec(spec, cmd, &o, argc, argv, first);
+	if (rc) {
+		rc = rc < 0 ? 0 : rc;
+		goto out;
+	}
+	if (o.print_plan) {
+		wd_set_log_handler(cli_log_handler, NULL, o.verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
+		rc = plan(spec);
+		goto out;
+	}
+	if (wd_ctx_new(&ctx, &e) < 0) {
+		rc = cli_fail("run", "%s", e.msg);
+		goto out;
+	}
+	if ((rc = setup_ctx(ctx, &o)))
+		goto out;
+	catch_signals(ctx);
 	fflush(stdout);
-	rc = wd_run(spec, &r, &e);
-	if (rc < 0) {
-		wd_spec_free(spec);
-		return cli_fail("run", "%s", e.msg);
+	if (wd_ctx_run(ctx, spec, cmd, &r, &e) < 0) {
+		rc = cli_fail("run", "%s", e.msg);
+		goto out;
 	}
-	int status = wd_result_status(r);
-	if (o.json) {
-		char *j = wd_result_json(r);
-		puts(j);
-		free(j);
-	} else if (wd_result_timed_out(r)) {
-		fprintf(stderr, "warden: run: timed out; the sandbox was killed\n");
-	} else if (wd_result_oom_killed(r)) {
-		fprintf(stderr, "warden: run: out of memory; the sandbox was killed\n");
-	}
+	print_result(r, first < argc ? argv[first] : o.command, &o);
+	rc = wd_result_status(r);
+out:
 	wd_result_free(r);
+	wd_ctx_free(ctx);
+	wd_cmd_free(cmd);
 	wd_spec_free(spec);
-	return status;
+	return rc;
 }

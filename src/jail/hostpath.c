@@ -19,8 +19,6 @@
 
 /* ---- idmapped mounts (root mode) ---- */
 
-static char idmap_stack[16384] __attribute__((aligned(16)));
-
 /* Holds the idmapping namespace for a moment.  It shares warden's memory
  * (CLONE_VM), so it touches nothing but its stack and the syscalls below
  * (none sets errno on success).  If warden dies meanwhile it must too:
@@ -47,7 +45,11 @@ static int
 idmap_userns(uid_t owner_uid, gid_t owner_gid, struct wd_err *err)
 {
 	pid_t self = getpid();
-	pid_t pid = clone(idmap_child, idmap_stack + sizeof(idmap_stack),
+	/* The holder's stack lives in this frame, which outlasts it (it is
+	 * killed and reaped before we return): no static, so concurrent
+	 * sandboxes from several threads each use their own. */
+	char stack[16384] __attribute__((aligned(16)));
+	pid_t pid = clone(idmap_child, stack + sizeof(stack),
 			  CLONE_VM | CLONE_NEWUSER | SIGCHLD, &self);
 	if (pid < 0)
 		return wd_err_sys(err, errno, "clone user namespace for the idmapped workspace");

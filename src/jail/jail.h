@@ -1,11 +1,17 @@
 /* jail: the privileged steps of DESIGN.md §5.
  *
- * The supervisor builds a struct jail_plan (jail_plan_build: opens every
- * host path the jail needs, formats every string, lists the mount
- * operations); after clone() the child only walks the plan with system
- * calls, allocating and formatting nothing (STYLE.md §3, §5).  Failures in
- * the child travel to the supervisor as struct jail_msg records over the
- * sync socket, which formats the text. */
+ * Which side of clone() each file runs on:
+ *   supervisor, before clone   plan.c (the plan), build.c (host side of the
+ *                              build), hostpath.c, cmdplan.c (building),
+ *                              sync.c;
+ *   pid 1, after clone         pid1.c (set-up and the command loop),
+ *                              mounts.c, sync.c;
+ *   a command's process        exec.c (step 6), cmdplan.c (mapping),
+ *                              landlock.c, seccomp.c, sync.c;
+ *   build time                 gen-seccomp.c.
+ * After clone() nothing allocates or formats (STYLE.md §3, §5): failures
+ * travel to the supervisor as struct sync_msg records (jail/sync.h), and
+ * the supervisor writes the text. */
 #ifndef WD_JAIL_H
 #define WD_JAIL_H
 
@@ -34,11 +40,12 @@ enum jail_step {
 	JAIL_STEP_1_CLONE,         /* 1: clone3 into new namespaces */
 	JAIL_STEP_2_MAPS,          /* 2: uid/gid maps written by the supervisor */
 	JAIL_STEP_2B_IDS,          /* 2b: drop supplementary groups, become uid 1000 */
+	JAIL_STEP_2C_TIME,         /* 2c: a time namespace, clocks near zero */
 	JAIL_STEP_3A_ROOT,         /* 3a: fresh tmpfs root */
 	JAIL_STEP_3B_MOUNTS,       /* 3b: binds, /etc, /workspace, /tmp, /proc, /dev */
 	JAIL_STEP_3C_PIVOT,        /* 3c: pivot_root, detach the old root */
 	JAIL_STEP_3D_ROOT_RO,      /* 3d: root read-only */
-	JAIL_STEP_4_NET,           /* 4: loopback up */
+	JAIL_STEP_4_NET,           /* 4: loopback up (4a: the proxy's sockets) */
 	JAIL_STEP_4B_CGROUP,       /* 4b: join the sandbox's cgroup, cgroup namespace */
 	JAIL_STEP_5_PID1,          /* 5: pid 1 reaper */
 	JAIL_STEP_6A_SESSION,      /* 6a: setsid */
@@ -71,6 +78,10 @@ enum jail_op_kind {
 #define JAIL_OPF_RECURSIVE 0x1 /* AT_RECURSIVE / MS_REC */
 #define JAIL_OPF_OPTIONAL 0x2  /* skip when the path does not exist */
 #define JAIL_OPF_HOSTPATH 0x4  /* BIND: src is a host path, opened before the new root */
+#define JAIL_OPF_IDMAP 0x8     /* BIND (root): a writable host tree, idmapped to the
+				* sandbox user by jail_build_host() */
+#define JAIL_OPF_WORKSPACE 0x10 /* BIND: this is the workspace (its idmapping is reported) */
+#define JAIL_OPF_HOSTFILE 0x20 /* COPY: src is a host file, opened by jail_build_host() */
 
 struct jail_op {
 	enum jail_op_kind kind;
@@ -86,63 +97,44 @@ struct jail_op {
 
 const char *jail_op_name(enum jail_op_kind kind);
 
-/* Records on the sync socket (SOCK_SEQPACKET, one record per message). */
-enum jail_msg_kind {
-	JAIL_MSG_GO = 1,      /* supervisor -> child: SYNC_MAPS_WRITTEN, go on */
-	JAIL_MSG_ERROR,       /* child -> supervisor: step failed with errno */
-	JAIL_MSG_EXEC_FAILED, /* exec child -> supervisor: execve failed with errno */
-	JAIL_MSG_EXIT,        /* pid 1 -> supervisor: the command's wait status */
-	JAIL_MSG_CGROUP,      /* supervisor -> child: SYNC_CGROUP_READY, with the
-			       * v1 tasks files as SCM_RIGHTS (none on v2/none) */
-	JAIL_MSG_NET_READY,   /* pid 1 -> supervisor: SYNC_NET_READY, with the
-			       * proxy's three sockets (HTTP, SOCKS, DNS) as
-			       * SCM_RIGHTS, made inside the network namespace */
-};
-#define JAIL_MAX_MSG_FDS 8 /* the most descriptors a record carries */
-struct jail_msg;
-
-/* One record on the sync socket, with up to JAIL_MAX_MSG_FDS descriptors
- * as SCM_RIGHTS.  Both sides use these; they allocate nothing, so the
- * child may too.  Returns 0 or -errno (-EPIPE: the other end is gone). */
-int jail_msg_send(int sync_fd, const struct jail_msg *m, const int *fds, int nfds);
-/* fds needs room for JAIL_MAX_MSG_FDS; received ones are close-on-exec. */
-int jail_msg_recv(int sync_fd, struct jail_msg *m, int *fds, int *nfds, int flags);
-struct jail_msg {
-	int kind;
-	int step;
-	int err;
-	int status;
-	/* JAIL_MSG_EXIT: the command's and its reaped descendants' usage */
-	uint64_t cpu_us;
-	uint64_t maxrss_kb;
-};
+#include "jail/sync.h"
 
 #define JAIL_MAX_OPS 320 /* the default plan is ~90; 64 binds take 3 each */
 #define JAIL_MAX_PATH_CANDIDATES 8
 
+/* ---- the plan: pure data, built before anything is cloned ----
+ *
+ * jail_plan_build() turns a struct jail_config into the operations pid 1
+ * will perform, the environment, the Landlock rules and the limits: strings
+ * and numbers only, no descriptor, nothing done to the kernel (it reads host
+ * paths to decide what to show: which usrmerge links exist, whether a bind
+ * source is a file).  `warden run --print-plan` prints it.
+ *
+ * jail_build_host() is the supervisor's part of building (step 1): it opens
+ * what the plan names on the host, and as root clones the host trees
+ * (open_tree) with their attributes and idmappings, turning those BIND
+ * operations into MOVE operations of detached trees. */
 struct jail_plan {
-	bool container;            /* namespaces; false for --isolation process */
-	bool root_mode;            /* warden runs as root: ids map to nobody */
-	int sync_fd;               /* child's end of the sync socket */
-	int stdin_fd, stdout_fd, stderr_fd; /* for the command; stdin -1: /dev/null */
-	int devnull_fd;            /* host /dev/null, read-write */
+	bool container;		   /* namespaces; false for --isolation process */
+	bool root_mode;		   /* warden runs as root: ids map to nobody */
+	bool net_proxy;		   /* step 4a: make the proxy's sockets */
+	bool time_ns;		   /* step 2c: clocks start near zero (container) */
+	int sync_fd;		   /* pid 1's end of the sandbox channel */
+	int devnull_fd;		   /* host /dev/null, read-write (build) */
 
 	/* container: the mount plan */
 	struct jail_op ops[JAIL_MAX_OPS];
 	int nops;
-	const char *new_root;      /* where the tmpfs root is mounted before pivot */
-	const char *cwd;           /* working directory of the command */
+	const char *new_root; /* where the tmpfs root is mounted before pivot */
+	const char *cwd;      /* default working directory of commands */
 
-	bool net_proxy;            /* step 4b: make the proxy's sockets */
-
-	/* process level: drop to these ids when root (else -1) */
+	/* process level: commands drop to these ids when root (else -1) */
 	uid_t run_uid;
 	gid_t run_gid;
 
-	/* command */
-	char **argv;
+	/* every command's base environment, NULL-terminated (the supervisor
+	 * merges a command's own variables into its cmdplan) */
 	char **envp;
-	const char *exec_paths[JAIL_MAX_PATH_CANDIDATES + 1]; /* tried in order */
 	int last_cap;
 
 	struct rlimit rl_core, rl_nofile, rl_fsize;
@@ -155,7 +147,7 @@ struct jail_plan {
 	uintptr_t wipe_start, wipe_end;
 };
 
-/* What the supervisor asks for; jail_prep_new() turns it into a plan. */
+/* What the supervisor asks for; jail_plan_build() turns it into a plan. */
 struct jail_bind {
 	const char *src; /* host path (must exist) */
 	const char *dst; /* path in the jail */
@@ -167,20 +159,19 @@ struct jail_config {
 	const char *workspace; /* host directory */
 	const struct jail_bind *binds;
 	size_t nbinds;
-	const char *const *argv;
 	const char *const *env; /* NAME=VALUE added after the defaults */
 	size_t nenv;
 	const char *term;       /* TERM value, or NULL */
 	uint64_t tmp_bytes, nofile, fsize;
 	const uint16_t *ports;
 	size_t nports;
-	int stdin_fd, stdout_fd, stderr_fd;
-	int sync_fd;
 	/* egress through warden's proxy: proxy variables in the environment,
 	 * TCP to the proxy ports allowed; with interception, ca_pem joins the
 	 * jail's trust store */
 	bool net_proxy;
 	const char *ca_pem;
+	bool time_ns;     /* give the sandbox its own monotonic and boot clocks */
+	bool reproducible; /* fixed build epoch and hash seeds in the environment */
 };
 
 /* Host id of the sandbox user when warden runs as root: nobody.  A
@@ -193,25 +184,52 @@ struct jail_config {
 #define JAIL_PROXY_SOCKS_PORT 1080
 #define JAIL_DNS_PORT 53
 
-/* The plan plus everything it points to (strings, fds).  Built in the
- * supervisor before clone(); free with jail_prep_free() after the child is
- * gone (or has its copy). */
+/* The plan plus everything it points to (strings; after jail_build_host,
+ * descriptors).  Free with jail_prep_free() once pid 1 has its copy. */
 struct jail_prep {
 	struct jail_plan plan;
 	char **strings;
 	size_t nstrings, capstrings;
 	int fds[JAIL_MAX_OPS + 8];
 	int nfds;
-	bool idmapped;      /* the workspace is an idmapped mount */
+	struct jail_op scratch; /* where operations past JAIL_MAX_OPS go */
+	bool idmapped;      /* the workspace is an idmapped mount (after build) */
 	bool overflow;      /* more than JAIL_MAX_OPS operations */
+	bool built;         /* jail_build_host() ran */
 	uid_t host_uid;     /* host id of the sandbox user */
 	gid_t host_gid;
 };
 
-int jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_err *err);
+/* Plan (pure: strings and numbers; reads host paths, opens nothing that
+ * stays open).  *out is new, free with jail_prep_free(). */
+int jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd_err *err);
+/* Host side of the build, before clone: open the plan's host sources and,
+ * as root, turn binds into detached (idmapped where writable) trees. */
+int jail_build_host(struct jail_prep *prep, struct wd_err *err);
 void jail_prep_free(struct jail_prep *prep);
+/* The plan as text, one operation per line, paths as the jail sees them:
+ * what `warden run --print-plan` shows.  A new string, free with free(). */
+char *jail_plan_text(const struct jail_prep *prep);
 /* Write uid_map/gid_map (and setgroups) for the container child pid. */
 int jail_write_maps(const struct jail_prep *prep, pid_t pid, struct wd_err *err);
+
+/* ---- one command (jail/cmdplan.c) ---- */
+struct jail_cmd_spec {
+	const char *const *argv;     /* NULL-terminated */
+	const char *const *env_base; /* the plan's envp */
+	const char *const *env_add;  /* the command's own NAME=VALUE, NULL-terminated or NULL */
+	const char *cwd;             /* in the jail's view */
+};
+/* Supervisor: the command's plan as a sealed memfd (returned), or -errno. */
+int jail_cmd_plan_build(const struct jail_cmd_spec *cs, struct wd_err *err);
+/* Command's process: map the plan from fd without malloc. */
+struct jail_cmd {
+	char **argv;
+	char **envp;
+	const char *paths[JAIL_MAX_PATH_CANDIDATES + 1]; /* execve candidates, in order */
+	const char *cwd;
+};
+int jail_cmd_plan_map(int fd, struct jail_cmd *out);
 
 /* ---- jail/hostpath.c (supervisor side) ---- */
 /* A detached, idmapped copy of directory dirfd (owner st) for the sandbox
@@ -227,13 +245,38 @@ int jail_safe_resolve(const char *given, const char *const *roots, size_t nroots
 int jail_open_nofollow(const char *path);
 bool jail_path_within(const char *path, const char *root);
 
-/* pid 1 of a container jail; never returns. */
-__attribute__((noreturn)) void jail_pid1_main(struct jail_plan *plan);
-/* The command's own process in process mode (a direct child of the
- * supervisor); never returns. */
-__attribute__((noreturn)) void jail_process_main(struct jail_plan *plan);
+/* ---- child side (after clone): pid 1 and the command's process ---- */
 
-/* Child-side report: send a JAIL_MSG_ERROR for step/err (no formatting). */
-void jail_report(int sync_fd, int kind, int step, int err, int status);
+/* pid 1 of a sandbox (container: in its new namespaces; process level: a
+ * monitor without namespaces): build the jail from the plan, report READY,
+ * then run each SYNC_EXEC's command until the sandbox channel closes or a
+ * command marked SYNC_EXEC_LAST has ended.  Never returns. */
+__attribute__((noreturn)) void jail_pid1_main(struct jail_plan *plan);
+
+/* The command's process (jail/exec.c): step 6 from setsid to execve, with
+ * its stdio, its plan and its channel from SYNC_EXEC.  Never returns. */
+struct jail_exec_fds {
+	int in, out, err; /* stdin (-1: /dev/null), stdout, stderr */
+	int plan;         /* the cmdplan memfd */
+	int chan;         /* the exec channel */
+};
+__attribute__((noreturn)) void jail_exec_main(const struct jail_plan *plan,
+					      const struct jail_exec_fds *fds);
+
+/* Capabilities (jail/exec.c, used by pid 1 too): drop the bounding set
+ * (must: fail on EPERM), then ambient and the other sets. */
+int jail_drop_bounding(int last_cap, bool must);
+int jail_drop_caps(int last_cap, bool need_bounding);
+/* Re-arm PDEATHSIG after an id change and exit if the peer of chan_fd
+ * (the parent's end) is gone already. */
+void jail_rearm_pdeathsig(int chan_fd);
+
+/* One mount-plan operation (jail/mounts.c).  0 or -errno. */
+int jail_op_do(const struct jail_op *op);
+/* mount_setattr read-only (and nosuid, nodev), or the bind-remount fallback. */
+int jail_make_readonly(const char *path, bool recursive);
+
+/* Child-side report of a failed step on the sandbox channel (no formatting). */
+void jail_report_error(struct sync_chan *c, int step, int err, int op_index);
 
 #endif

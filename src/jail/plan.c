@@ -1,8 +1,9 @@
-/* jail/plan: the supervisor's half of the jail.  Everything the child will
- * need is decided, opened and formatted here, before clone(): host paths
- * become O_PATH fds (so the child never walks host paths after it changed
- * ids, and a bind source is checked once), strings are final, and the
- * mount plan is a flat list of operations (bubblewrap's setup ops). */
+/* jail/plan: what a sandbox will be, decided before anything is cloned
+ * (supervisor side).  The result is data: a flat list of mount operations
+ * (bubblewrap's setup ops) with final strings, the environment, the
+ * Landlock rules and the limits.  Nothing here keeps a descriptor or
+ * changes the kernel's state; jail/build.c then opens and clones what the
+ * plan names on the host, and pid 1 walks it after clone(). */
 #include "jail/jail.h"
 #include "jail/seccomp.h"
 
@@ -23,9 +24,6 @@
 
 #define SANDBOX_ID 1000
 
-static const char *const jail_path_dirs[] = {
-	"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
-};
 #define JAIL_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 static const char *const step_names[JAIL_STEP_COUNT] = {
@@ -33,6 +31,7 @@ static const char *const step_names[JAIL_STEP_COUNT] = {
 	[JAIL_STEP_1_CLONE] = "1 clone namespaces",
 	[JAIL_STEP_2_MAPS] = "2 uid/gid maps",
 	[JAIL_STEP_2B_IDS] = "2b drop groups and switch ids",
+	[JAIL_STEP_2C_TIME] = "2c time namespace",
 	[JAIL_STEP_3A_ROOT] = "3a tmpfs root",
 	[JAIL_STEP_3B_MOUNTS] = "3b mounts",
 	[JAIL_STEP_3C_PIVOT] = "3c pivot_root",
@@ -85,17 +84,6 @@ keep(struct jail_prep *p, char *s)
 }
 
 
-static int
-keep_fd(struct jail_prep *p, int fd)
-{
-	if (fd >= 0) {
-		if (p->nfds >= (int)WD_ARRAY_SIZE(p->fds))
-			abort(); /* bounded by JAIL_MAX_OPS: a broken invariant */
-		p->fds[p->nfds++] = fd;
-	}
-	return fd;
-}
-
 /* A formatted string owned by the prep, writable (execve's argv type). */
 static char *
 sdup(struct jail_prep *p, const char *f, ...) WD_PRINTF(2, 3);
@@ -112,14 +100,14 @@ sdup(struct jail_prep *p, const char *f, ...)
 	return s;
 }
 
-/* Append an operation.  Past JAIL_MAX_OPS it returns a scratch slot and
- * counts the overflow, which jail_prep_new() turns into an error. */
+/* Append an operation.  Past JAIL_MAX_OPS it returns the prep's scratch
+ * slot and counts the overflow, which jail_plan_build() turns into an
+ * error. */
 static struct jail_op *
 add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
 {
-	static struct jail_op scratch;
 	struct jail_plan *pl = &p->plan;
-	struct jail_op *op = &scratch;
+	struct jail_op *op = &p->scratch;
 	if (pl->nops < JAIL_MAX_OPS)
 		op = &pl->ops[pl->nops++];
 	else
@@ -156,12 +144,6 @@ static const char *const etc_copies[] = {
 /* Directories bound read-only. */
 static const char *const etc_dirs[] = {"ssl/certs", "alternatives", "ca-certificates"};
 
-static int
-host_open(const char *path, int flags)
-{
-	return open(path, flags | O_CLOEXEC);
-}
-
 /* /tmp: a size-limited tmpfs, the jail's only scratch space. */
 static int
 plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
@@ -176,58 +158,19 @@ plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 }
 
 /* Bind host path src at dst (a path under the new root), read-only unless
- * rw.  A bind source must be a mount of the namespace doing the bind
- * (do_loopback's check_mnt), and an fd opened here points into the
- * supervisor's namespace, not the child's copy, so:
- *  - as root, the supervisor clones the tree itself (open_tree with
- *    OPEN_TREE_CLONE), sets its attributes (read-only, nosuid, nodev, or an
- *    idmapping for rw binds) and the child only moves it into place: the
- *    kernel accepts a detached tree from another namespace;
- *  - unprivileged, open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN over our
- *    mount namespace, so the child opens src in its own copy of the host
- *    tree (before the new root hides anything) and clones it there; its
- *    access is the caller's own. */
-static int
-add_host_bind(struct jail_prep *p, const char *what, const char *src, const char *dst, bool rw,
-	      struct wd_err *err)
+ * rw: one BIND operation naming the host path.  jail/build.c decides how
+ * it reaches the jail (a tree cloned by the supervisor as root, or opened
+ * by the child otherwise); what labels the source in messages. */
+static struct jail_op *
+add_host_bind(struct jail_prep *p, const char *what, const char *src, const char *dst, bool rw)
 {
-	struct jail_op *op;
-	if (!p->plan.root_mode) {
-		op = add_op(p, JAIL_OP_BIND, dst);
-		op->src = sdup(p, "%s", src); /* src may not outlive this call */
-		op->flags = JAIL_OPF_HOSTPATH | JAIL_OPF_RECURSIVE;
-		op->attr = rw ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
-			      : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-		return 0;
-	}
-	int sfd = jail_open_nofollow(src);
-	if (sfd < 0) {
-		int rc = wd_err_sys(err, -sfd, "%s '%s'", what, src);
-		if (err && sfd != -EIO)
-			err->code = WD_E_INVAL;
-		return rc;
-	}
-	int tree = (int)syscall(SYS_open_tree, sfd, "",
-				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-	int terr = errno;
-	close(sfd);
-	if (tree < 0)
-		return wd_err_sys(err, terr, "%s '%s'", what, src);
-	keep_fd(p, tree);
-	/* Private: a clone made here, in the host's mount namespace, joins the
-	 * source's peer group, and moving it into the child skips the
-	 * shared-to-slave conversion the child's own namespace got.  On a host
-	 * whose / is shared (systemd), whatever is later mounted under it
-	 * would propagate back to the host and stay there. */
-	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-			       .propagation = MS_PRIVATE};
-	if (!rw)
-		a.attr_set |= MOUNT_ATTR_RDONLY;
-	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
-		return wd_err_sys(err, errno, "%s '%s': mount_setattr", what, src);
-	op = add_op(p, JAIL_OP_MOVE, dst);
-	op->fd = tree;
-	return 0;
+	struct jail_op *op = add_op(p, JAIL_OP_BIND, dst);
+	op->src = sdup(p, "%s", src); /* src may not outlive this call */
+	op->data = what;
+	op->flags = JAIL_OPF_HOSTPATH | JAIL_OPF_RECURSIVE;
+	op->attr = rw ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+		      : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	return op;
 }
 
 static int
@@ -264,9 +207,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			continue; /* no /lib32 on this host: nothing to show */
 		const char *dst = sdup(p, "%s/%s", R, top[i]);
 		add_op(p, JAIL_OP_MKDIR, dst);
-		if ((rc = add_host_bind(p, "system directory", sdup(p, "%s", host), dst, false,
-					err)) < 0)
-			return rc;
+		add_host_bind(p, "system directory", host, dst, false);
 	}
 
 	/* A curated /etc: synthetic identity files, a few copies, two dirs. */
@@ -293,13 +234,13 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op->data = "../usr/lib/os-release";
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc/ssl", R));
 	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_copies); i++) {
+		struct stat st;
 		snprintf(buf, sizeof(buf), "/etc/%s", etc_copies[i]);
-		int fd = host_open(buf, O_RDONLY | O_NOFOLLOW);
-		if (fd < 0)
+		if (lstat(buf, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		op = add_op(p, JAIL_OP_COPY, sdup(p, "%s/etc/%s", R, etc_copies[i]));
-		op->fd = fd; /* the child closes its copy after the copy, we ours */
-		keep_fd(p, fd);
+		op->src = sdup(p, "%s", buf);
+		op->flags = JAIL_OPF_HOSTFILE; /* opened by jail_build_host() */
 	}
 	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_dirs); i++) {
 		struct stat st;
@@ -311,9 +252,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		if (!realpath(buf, real))
 			continue;
 		add_op(p, JAIL_OP_MKDIR, dst);
-		if ((rc = add_host_bind(p, "/etc directory", sdup(p, "%s", real), dst, false, err)) <
-		    0)
-			return rc;
+		add_host_bind(p, "/etc directory", real, dst, false);
 	}
 
 	/* TLS interception: warden's per-sandbox CA joins the trust store.
@@ -350,12 +289,9 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	}
 
 	/* The workspace, read-write, then /tmp, then the extra binds.  As
-	 * root the workspace (and rw binds) are idmapped so the sandbox user
-	 * (host nobody) owns them and its creations belong to the owner on
-	 * the host. */
-	int userns = -1;
-	uid_t cu = 0;
-	gid_t cg = 0;
+	 * root the workspace (and rw binds) get idmapped by the build, so the
+	 * sandbox user (host nobody) owns them and its creations belong to
+	 * the owner on the host. */
 	const char *roots[65];       /* host trees the sandbox can write */
 	const char *rw_dsts[65];     /* and where they appear in the jail */
 	size_t nroots = 0;
@@ -393,7 +329,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		struct stat st;
 		if (stat(src, &st) < 0) {
 			rc = wd_err_sys(err, errno, "%s source '%s'", what, src);
-			err->code = WD_E_INVAL;
+			if (err)
+				err->code = WD_E_INVAL;
 			goto fail;
 		}
 		if (i == 0 && !S_ISDIR(st.st_mode)) {
@@ -412,35 +349,12 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			*c = '/';
 		}
 		add_op(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
-		if (rw && pl->root_mode && S_ISDIR(st.st_mode)) {
-			int dfd = jail_open_nofollow(src);
-			int tree = dfd < 0 ? dfd : jail_idmapped_tree(dfd, &st, &userns, &cu, &cg, err);
-			if (dfd >= 0)
-				close(dfd);
-			if (tree >= 0) {
-				op = add_op(p, JAIL_OP_MOVE, dst);
-				op->fd = keep_fd(p, tree);
-				if (i == 0)
-					p->idmapped = true;
-				continue;
-			}
-			if (tree != -EINVAL && tree != -ENOSYS && tree != -EPERM) {
-				rc = wd_err_sys(err, -tree, "idmap %s '%s'", what, src);
-				goto fail;
-			}
-			/* This filesystem cannot be idmapped (or the kernel
-			 * lacks it): bind it plainly.  The sandbox user then
-			 * sees files owned by nobody and may lack write access;
-			 * --json reports idmapped_workspace false. */
-			wd_log(WD_LOG_WARN, "%s '%s' cannot be idmapped (%s); bound without", what,
-			       src, strerror(-tree));
-		}
-		if ((rc = add_host_bind(p, what, src, dst, rw, err)) < 0)
-			goto fail;
+		op = add_host_bind(p, what, src, dst, rw);
+		if (rw && pl->root_mode && S_ISDIR(st.st_mode))
+			op->flags |= JAIL_OPF_IDMAP;
+		if (i == 0)
+			op->flags |= JAIL_OPF_WORKSPACE;
 	}
-	if (userns >= 0)
-		close(userns);
-	userns = -1;
 	if (cfg->nbinds == 0 && (rc = plan_tmp(p, cfg, err)) < 0)
 		return rc;
 
@@ -460,19 +374,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		op = add_op(p, JAIL_OP_BIND, dst);
 		op->src = sdup(p, "/dev/%s", devs[i]);
 		op->flags = JAIL_OPF_HOSTPATH;
+		op->data = "device";
 		op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-		if (pl->root_mode) {
-			int tree = (int)syscall(SYS_open_tree, AT_FDCWD, op->src,
-						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-			if (tree < 0)
-				return wd_err_sys(err, errno, "open_tree %s", op->src);
-			keep_fd(p, tree);
-			struct mount_attr a = {.attr_set = op->attr, .propagation = MS_PRIVATE};
-			if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-				return wd_err_sys(err, errno, "mount_setattr %s", op->src);
-			op->kind = JAIL_OP_MOVE;
-			op->fd = tree;
-		}
 	}
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/dev/pts", R));
 	op = add_op(p, JAIL_OP_MOUNT, sdup(p, "%s/dev/pts", R));
@@ -534,8 +437,6 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op->attr = MOUNT_ATTR_RDONLY;
 	return 0;
 fail:
-	if (userns >= 0)
-		close(userns);
 	return rc;
 }
 
@@ -594,49 +495,13 @@ read_wipe_range(struct jail_plan *pl)
 	return 0;
 }
 
-int
-jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_err *err)
+/* The sandbox's base environment: empty but for these (no host value
+ * leaks in); a command's own variables are merged in its cmdplan. */
+static void
+plan_env(struct jail_prep *p, const struct jail_config *cfg)
 {
-	struct jail_prep *p = wd_xcalloc(1, sizeof(*p));
 	struct jail_plan *pl = &p->plan;
-	int rc;
-
-	pl->container = cfg->container;
-	pl->net_proxy = cfg->net_proxy;
-	pl->root_mode = geteuid() == 0;
-	pl->sync_fd = cfg->sync_fd;
-	pl->stdin_fd = cfg->stdin_fd;
-	pl->stdout_fd = cfg->stdout_fd;
-	pl->stderr_fd = cfg->stderr_fd;
-	size_t argc = 0;
-	while (cfg->argv[argc])
-		argc++;
-	pl->argv = wd_xcalloc(argc + 1, sizeof(char *));
-	keep(p, (char *)pl->argv);
-	for (size_t i = 0; i < argc; i++)
-		pl->argv[i] = sdup(p, "%s", cfg->argv[i]);
-	pl->run_uid = (uid_t)-1;
-	pl->run_gid = (gid_t)-1;
-	p->host_uid = pl->root_mode ? WD_NOBODY : geteuid();
-	p->host_gid = pl->root_mode ? WD_NOBODY : getegid();
-
-	pl->devnull_fd = keep_fd(p, host_open("/dev/null", O_RDWR));
-	if (pl->devnull_fd < 0) {
-		rc = wd_err_sys(err, errno, "open /dev/null");
-		goto fail;
-	}
-
-	char lc[16];
-	pl->last_cap = 40;
-	if (wd_read_file_at(AT_FDCWD, "/proc/sys/kernel/cap_last_cap", lc, sizeof(lc)) > 0)
-		pl->last_cap = atoi(lc);
-
-	pl->rl_core = (struct rlimit){0, 0};
-	pl->rl_nofile = (struct rlimit){cfg->nofile, cfg->nofile};
-	pl->rl_fsize = (struct rlimit){cfg->fsize, cfg->fsize};
-
-	/* Environment: empty but for these (no host value leaks in). */
-	size_t ne = 0, cap = 6 + 16 + cfg->nenv + 1;
+	size_t ne = 0, cap = 6 + 16 + 4 + cfg->nenv + 1;
 	pl->envp = wd_xcalloc(cap, sizeof(char *));
 	keep(p, (char *)pl->envp);
 	const char *home = cfg->container ? "/workspace" : cfg->workspace;
@@ -646,6 +511,14 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	pl->envp[ne++] = sdup(p, "TZ=UTC");
 	if (cfg->term)
 		pl->envp[ne++] = sdup(p, "TERM=%s", cfg->term);
+	if (cfg->reproducible) {
+		/* the same inputs give the same bytes: a fixed build date (the
+		 * zip format's epoch, which every archiver can represent), no
+		 * hash randomisation, one locale */
+		pl->envp[ne++] = sdup(p, "SOURCE_DATE_EPOCH=315532800");
+		pl->envp[ne++] = sdup(p, "PYTHONHASHSEED=0");
+		pl->envp[ne++] = sdup(p, "LC_ALL=C.UTF-8");
+	}
 	if (cfg->net_proxy) {
 		/* the only way out: warden's proxy in the jail's namespace
 		 * (both spellings: curl reads lower case, most others upper) */
@@ -678,20 +551,15 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 			ne++;
 	}
 	pl->envp[ne] = NULL;
+}
 
-	/* execve candidates along the jail's PATH (no shell, no execvp: its
-	 * PATH would be warden's, not the jail's). */
-	const char *prog = cfg->argv[0];
-	if (strchr(prog, '/')) {
-		pl->exec_paths[0] = prog;
-	} else {
-		for (size_t i = 0; i < WD_ARRAY_SIZE(jail_path_dirs); i++)
-			pl->exec_paths[i] = sdup(p, "%s/%s", jail_path_dirs[i], prog);
-	}
-
-	/* Landlock: read and execute everywhere in the jail's view, write
-	 * only where the jail is writable anyway; no TCP but the ports asked
-	 * for; no abstract sockets or signals across the sandbox boundary. */
+/* Landlock: read and execute everywhere in the jail's view, write only
+ * where the jail is writable anyway; no TCP but the ports asked for; no
+ * abstract sockets or signals across the sandbox boundary. */
+static void
+plan_landlock(struct jail_prep *p, const struct jail_config *cfg)
+{
+	struct jail_plan *pl = &p->plan;
 	pl->landlock_abi = jail_landlock_abi();
 	static const char *const ro_paths[] = {"/", NULL};
 	static const char *const dev_paths[] = {"/dev/null", "/dev/zero",   "/dev/full",
@@ -705,7 +573,7 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	rw[nrw++] = "/dev/shm";
 	for (size_t i = 0; i < cfg->nbinds; i++)
 		if (cfg->binds[i].rw)
-			rw[nrw++] = cfg->binds[i].dst;
+			rw[nrw++] = sdup(p, "%s", cfg->binds[i].dst);
 	/* Without a network namespace and no port asked for, sockets are
 	 * AF_UNIX only: Landlock fences TCP, but UDP, ICMP and raw sockets
 	 * would reach the host's network. */
@@ -716,7 +584,8 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	pl->landlock.dev_paths = dev_paths;
 	uint16_t *ports = wd_xcalloc(cfg->nports + 2, sizeof(uint16_t));
 	keep(p, (char *)ports);
-	memcpy(ports, cfg->ports, cfg->nports * sizeof(uint16_t));
+	if (cfg->nports) /* memcpy from a NULL source is undefined even for 0 bytes */
+		memcpy(ports, cfg->ports, cfg->nports * sizeof(uint16_t));
 	size_t nports = cfg->nports;
 	if (cfg->net_proxy) {
 		ports[nports++] = JAIL_PROXY_HTTP_PORT;
@@ -726,6 +595,39 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 	pl->landlock.nports = nports;
 	pl->landlock.handle_net = true;
 	pl->landlock.scope = true;
+}
+
+int
+jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd_err *err)
+{
+	struct jail_prep *p = wd_xcalloc(1, sizeof(*p));
+	struct jail_plan *pl = &p->plan;
+	int rc;
+
+	pl->container = cfg->container;
+	pl->net_proxy = cfg->net_proxy;
+	pl->time_ns = cfg->container && cfg->time_ns;
+	pl->root_mode = geteuid() == 0;
+	pl->sync_fd = -1;
+	pl->devnull_fd = -1;
+	pl->run_uid = (uid_t)-1;
+	pl->run_gid = (gid_t)-1;
+	p->host_uid = pl->root_mode ? WD_NOBODY : geteuid();
+	p->host_gid = pl->root_mode ? WD_NOBODY : getegid();
+	for (size_t i = 0; i < WD_ARRAY_SIZE(p->fds); i++)
+		p->fds[i] = -1;
+
+	char lc[16];
+	pl->last_cap = 40;
+	if (wd_read_file_at(AT_FDCWD, "/proc/sys/kernel/cap_last_cap", lc, sizeof(lc)) > 0)
+		pl->last_cap = atoi(lc);
+
+	pl->rl_core = (struct rlimit){0, 0};
+	pl->rl_nofile = (struct rlimit){cfg->nofile, cfg->nofile};
+	pl->rl_fsize = (struct rlimit){cfg->fsize, cfg->fsize};
+
+	plan_env(p, cfg);
+	plan_landlock(p, cfg);
 
 	if (cfg->container) {
 		pl->cwd = "/workspace";
@@ -751,17 +653,13 @@ jail_prep_new(const struct jail_config *cfg, struct jail_prep **out, struct wd_e
 		if (read_wipe_range(pl) < 0)
 			pl->wipe_start = pl->wipe_end = 0;
 	} else {
-		int fd = host_open(cfg->workspace, O_PATH | O_DIRECTORY);
-		if (fd < 0) {
-			rc = wd_err_sys(err, errno, "workspace '%s'", cfg->workspace);
-			err->code = WD_E_INVAL;
-			goto fail;
-		}
 		struct stat st;
-		int src = fstat(fd, &st);
-		close(fd);
-		if (src < 0) {
-			rc = wd_err_sys(err, errno, "workspace '%s'", cfg->workspace);
+		int serr = stat(cfg->workspace, &st) < 0 ? errno : 0;
+		if (serr || !S_ISDIR(st.st_mode)) {
+			rc = wd_err_sys(err, serr ? serr : ENOTDIR, "workspace '%s'",
+					cfg->workspace);
+			if (err)
+				err->code = WD_E_INVAL;
 			goto fail;
 		}
 		pl->cwd = sdup(p, "%s", cfg->workspace);
@@ -799,4 +697,118 @@ jail_prep_free(struct jail_prep *p)
 		free(p->strings[i]);
 	free(p->strings);
 	free(p);
+}
+
+/* ---- the plan as text (warden run --print-plan) ---- */
+
+static const char *
+jail_view(const struct jail_plan *pl, const char *path)
+{
+	size_t n = pl->new_root ? strlen(pl->new_root) : 0;
+	if (path && n && !strncmp(path, pl->new_root, n))
+		return path[n] ? path + n : "/";
+	return path ? path : "";
+}
+
+static void
+attr_text(FILE *f, uint64_t attr, unsigned flags)
+{
+	fputs((attr & MOUNT_ATTR_RDONLY) ? "ro" : "rw", f);
+	if (attr & MOUNT_ATTR_NOSUID)
+		fputs(",nosuid", f);
+	if (attr & MOUNT_ATTR_NODEV)
+		fputs(",nodev", f);
+	if (attr & MOUNT_ATTR_NOEXEC)
+		fputs(",noexec", f);
+	if (flags & JAIL_OPF_IDMAP)
+		fputs(",idmapped", f);
+	if (flags & JAIL_OPF_RECURSIVE)
+		fputs(",recursive", f);
+}
+
+char *
+jail_plan_text(const struct jail_prep *prep)
+{
+	const struct jail_plan *pl = &prep->plan;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
+	fprintf(f, "isolation %s%s\n", pl->container ? "container" : "process",
+		pl->root_mode ? " (as root: the sandbox user is host nobody)" : "");
+	for (int i = 0; i < pl->nops; i++) {
+		const struct jail_op *op = &pl->ops[i];
+		const char *path = jail_view(pl, op->path);
+		switch (op->kind) {
+		case JAIL_OP_MKDIR:
+			fprintf(f, "mkdir %s\n", path);
+			break;
+		case JAIL_OP_MKFILE:
+			fprintf(f, "create %s\n", path);
+			break;
+		case JAIL_OP_SYMLINK:
+			fprintf(f, "symlink %s -> %s\n", path, op->data);
+			break;
+		case JAIL_OP_WRITE:
+			fprintf(f, "write %s (%zu bytes)\n", path, op->len);
+			break;
+		case JAIL_OP_COPY:
+			fprintf(f, "copy %s from host %s\n", path, op->src ? op->src : "?");
+			break;
+		case JAIL_OP_BIND:
+		case JAIL_OP_MOVE:
+			fprintf(f, "bind %s%s on %s (", (op->flags & JAIL_OPF_HOSTPATH) ? "host " : "",
+				op->src ? jail_view(pl, op->src) : "(detached tree)", path);
+			attr_text(f, op->attr, op->flags);
+			fputs(")\n", f);
+			break;
+		case JAIL_OP_MOUNT:
+			fprintf(f, "mount %s on %s%s%s\n", op->src, path, op->data ? " " : "",
+				op->data ? op->data : "");
+			break;
+		case JAIL_OP_SETATTR:
+			fprintf(f, "setattr %s (", path);
+			attr_text(f, op->attr, op->flags);
+			fputs(")\n", f);
+			break;
+		case JAIL_OP_MASK:
+			fprintf(f, "mask %s with %s%s\n", path, jail_view(pl, op->src),
+				(op->flags & JAIL_OPF_OPTIONAL) ? " (if present)" : "");
+			break;
+		}
+	}
+	if (pl->container)
+		fprintf(f, "pivot_root to the new root; / read-only\n");
+	fprintf(f, "cwd %s\n", pl->cwd ? pl->cwd : "");
+	for (size_t i = 0; pl->envp && pl->envp[i]; i++) {
+		size_t nl = strcspn(pl->envp[i], "=");
+		/* names only: values can be secrets */
+		fprintf(f, "env %.*s\n", (int)nl, pl->envp[i]);
+	}
+	fprintf(f, "landlock abi %d: read everywhere, write", pl->landlock_abi);
+	for (size_t i = 0; pl->landlock.rw_paths && pl->landlock.rw_paths[i]; i++)
+		fprintf(f, " %s", pl->landlock.rw_paths[i]);
+	fprintf(f, "; tcp ports");
+	for (size_t i = 0; i < pl->landlock.nports; i++)
+		fprintf(f, " %u", (unsigned)pl->landlock.ports[i]);
+	fprintf(f, pl->landlock.nports ? "\n" : " none\n");
+	fprintf(f, "seccomp %s\n",
+		pl->seccomp == &jail_seccomp_prog_nonet ? "default, sockets AF_UNIX only"
+							: "default");
+	fprintf(f, "rlimits core 0, nofile %llu, fsize %llu\n",
+		(unsigned long long)pl->rl_nofile.rlim_cur,
+		(unsigned long long)pl->rl_fsize.rlim_cur);
+	if (pl->run_uid != (uid_t)-1)
+		fprintf(f, "commands run as uid %u gid %u\n", (unsigned)pl->run_uid,
+			(unsigned)pl->run_gid);
+	if (pl->time_ns)
+		fprintf(f, "time namespace: monotonic and boot clocks start near 1 s\n");
+	if (pl->net_proxy)
+		fprintf(f, "network: loopback, warden's proxy at 127.0.0.1:%d (SOCKS %d, DNS %d)\n",
+			JAIL_PROXY_HTTP_PORT, JAIL_PROXY_SOCKS_PORT, JAIL_DNS_PORT);
+	else if (pl->container)
+		fprintf(f, "network: loopback only\n");
+	fclose(f);
+	return text;
 }

@@ -563,11 +563,15 @@ wd_approval_recorded(const wd_decision *d)
 
 /* ---- audit events that need the request and decision ---- */
 
-WD_API int
-wd_audit_decision(wd_audit *a, const wd_request *r, const wd_decision *d, struct wd_err *err)
+json_t *
+policy_decision_argv_json(const wd_decision *d)
 {
-	if (!a)
-		return 0;
+	return argv_json(d->d.words.argc, d->d.words.argv);
+}
+
+json_t *
+policy_decision_event(const wd_request *r, const wd_decision *d)
+{
 	json_t *ev = json_object();
 	json_object_set_new(ev, "event", json_string("decision"));
 	json_t *req = json_object();
@@ -588,6 +592,15 @@ wd_audit_decision(wd_audit *a, const wd_request *r, const wd_decision *d, struct
 	json_t *dec = decision_object(d);
 	json_object_update(ev, dec);
 	json_decref(dec);
+	return ev;
+}
+
+WD_API int
+wd_audit_decision(wd_audit *a, const wd_request *r, const wd_decision *d, struct wd_err *err)
+{
+	if (!a)
+		return 0;
+	json_t *ev = policy_decision_event(r, d);
 	int rc = audit_append(a->log, ev, err);
 	json_decref(ev);
 	return rc < 0 ? rc : 0;

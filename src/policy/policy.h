@@ -116,4 +116,11 @@ extern const char *const policy_id_field_names[POLICY_ID_FIELDS];
 void policy_approval_id(const struct config_policy *p, const struct policy_request *req, int argc,
 			const char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65]);
 
+/* ---- for the context's event stream (src/core) ---- */
+/* The members of a "decision" event (the request without environment
+ * values, the decision, rule, reason, policy digest): a new object. */
+json_t *policy_decision_event(const struct wd_request *r, const struct wd_decision *d);
+/* The argv a decision judged as a JSON array (a new reference). */
+json_t *policy_decision_argv_json(const struct wd_decision *d);
+
 #endif

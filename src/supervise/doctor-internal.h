@@ -39,6 +39,11 @@ int doctor_write_file(const char *path, const char *s);
 /* In a fresh user namespace: map uid/gid to themselves (0 or -errno). */
 int doctor_map_self(uid_t uid, gid_t gid);
 
+struct backend_probe;
+/* The probes a level needs (namespaces for container, seccomp for both):
+ * ok, or why not.  For struct backend_ops.probe. */
+void doctor_level_probe(enum wd_isolation level, struct backend_probe *out);
+
 void doctor_probe_cgroup(struct probe *p);
 void doctor_probe_overlay(struct probe *p, bool userns_ok);
 void doctor_probe_idmap(struct probe *p, bool *root_ok);

@@ -19,6 +19,7 @@
 #include "jail/seccomp.h"
 #include "util/util.h"
 #include "supervise/doctor-internal.h"
+#include "supervise/supervise.h"
 
 #include <fcntl.h>
 #include <jansson.h>
@@ -425,6 +426,28 @@ probe_seccomp(struct probe *p, bool *ok)
 			doctor_detail(p, "; /proc/self/status Seccomp: %ld", o.val[0]);
 	}
 	json_object_set_new(p->data, "works", json_boolean(*ok));
+}
+
+/* ------------------------------------------------------- a level's probe */
+
+void
+doctor_level_probe(enum wd_isolation level, struct backend_probe *out)
+{
+	struct probe pu = {0}, ps = {0};
+	bool userns_ok = true, seccomp_ok = false;
+	pu.data = json_object();
+	ps.data = json_object();
+	if (level == WD_ISOLATION_CONTAINER)
+		probe_userns(&pu, &userns_ok);
+	probe_seccomp(&ps, &seccomp_ok);
+	out->ok = userns_ok && seccomp_ok;
+	out->why[0] = '\0';
+	if (!userns_ok)
+		snprintf(out->why, sizeof(out->why), "namespaces: %s", pu.detail);
+	else if (!seccomp_ok)
+		snprintf(out->why, sizeof(out->why), "seccomp: %s", ps.detail);
+	json_decref(pu.data);
+	json_decref(ps.data);
 }
 
 /* ------------------------------------------------------------------ report */

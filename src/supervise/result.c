@@ -1,10 +1,22 @@
 /* supervise/result: accessors and the --json object. */
 #include "supervise/supervise.h"
+#include "jail/jail.h"
 #include "net/net.h"
+#include "util/json.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+wd_result *
+result_new(const char *sandbox_id)
+{
+	wd_result *r = wd_xcalloc(1, sizeof(*r));
+	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", sandbox_id ? sandbox_id : "");
+	snprintf(r->policy, sizeof(r->policy), "off");
+	r->exit_code = -1;
+	return r;
+}
 
 WD_API void
 wd_result_free(wd_result *r)
@@ -13,7 +25,47 @@ wd_result_free(wd_result *r)
 		return;
 	free(r->out[1]);
 	free(r->out[2]);
+	wd_decision_free(r->decision);
+	free(r->refusal);
 	free(r);
+}
+
+WD_API enum wd_outcome
+wd_result_outcome(const wd_result *r)
+{
+	return r->outcome;
+}
+
+WD_API const wd_decision *
+wd_result_decision(const wd_result *r)
+{
+	return r->decision;
+}
+
+WD_API const char *
+wd_result_policy(const wd_result *r)
+{
+	return r->policy;
+}
+
+WD_API const char *
+wd_result_sandbox_id(const wd_result *r)
+{
+	return r->sandbox_id;
+}
+
+WD_API const char *
+wd_result_refusal(const wd_result *r)
+{
+	if (r->refusal)
+		return r->refusal;
+	return r->decision && r->outcome != WD_OUTCOME_RAN ? wd_decision_reason(r->decision) : NULL;
+}
+
+WD_API int
+wd_result_exec_errno(const wd_result *r)
+{
+	return r->exec_errno;
 }
 
 WD_API int
@@ -63,199 +115,154 @@ wd_result_output_omitted(const wd_result *r, int stream)
 	return (stream == 1 || stream == 2) ? r->omitted[stream] : 0;
 }
 
-/* ---- a small JSON writer into a growing buffer ---- */
-struct jbuf {
-	char *p;
-	size_t len, cap;
-};
-
-static void
-jput(struct jbuf *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		b->cap = (b->len + n + 1) * 2;
-		b->p = wd_xrealloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void
-jputs(struct jbuf *b, const char *s)
-{
-	jput(b, s, strlen(s));
-}
-
-static void jprintf(struct jbuf *b, const char *f, ...) WD_PRINTF(2, 3);
-static void
-jprintf(struct jbuf *b, const char *f, ...)
-{
-	char tmp[256];
-	va_list ap;
-	va_start(ap, f);
-	int n = vsnprintf(tmp, sizeof(tmp), f, ap);
-	va_end(ap);
-	jput(b, tmp, n < (int)sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-/* Length of a valid UTF-8 sequence at s (max n bytes), or 0. */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-	if (s[0] < 0x80)
-		return 1;
-	size_t len;
-	uint32_t cp;
-	if ((s[0] & 0xe0) == 0xc0) {
-		len = 2;
-		cp = s[0] & 0x1f;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = s[0] & 0x0f;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-	if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-/* A JSON string; bytes that are not valid UTF-8 become U+FFFD. */
-static void
-wd_json_string(struct jbuf *b, const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	jputs(b, "\"");
-	size_t run = 0; /* start of a run of bytes copied verbatim */
-	size_t i = 0;
-	while (i < n) {
-		unsigned char ch = u[i];
-		const char *esc = NULL;
-		char tmp[8];
-		size_t l = 1;
-		if (ch == '"')
-			esc = "\\\"";
-		else if (ch == '\\')
-			esc = "\\\\";
-		else if (ch == '\n')
-			esc = "\\n";
-		else if (ch == '\r')
-			esc = "\\r";
-		else if (ch == '\t')
-			esc = "\\t";
-		else if (ch < 0x20 || ch == 0x7f) {
-			snprintf(tmp, sizeof(tmp), "\\u%04x", ch);
-			esc = tmp;
-		} else if (ch >= 0x80) {
-			l = utf8_len(u + i, n - i);
-			if (!l) {
-				esc = "\\ufffd";
-				l = 1;
-			}
-		}
-		if (esc) {
-			jput(b, s + run, i - run);
-			jputs(b, esc);
-			run = i + l;
-		}
-		i += l;
-	}
-	jput(b, s + run, n - run);
-	jputs(b, "\"");
-}
-
 static const char *
 isolation_name(enum wd_isolation i)
 {
 	return i == WD_ISOLATION_PROCESS ? "process" : "container";
 }
 
+static void
+write_protections(struct jw *w, const wd_result *r)
+{
+	bool container = r->isolation == WD_ISOLATION_CONTAINER;
+	jw_key(w, "protections");
+	jw_obj_begin(w);
+	jw_kstr(w, "isolation", isolation_name(r->isolation));
+	jw_key(w, "namespaces");
+	jw_arr_begin(w);
+	if (container) {
+		static const char *const ns[] = {"user", "mount", "pid", "net",
+						 "ipc",	 "uts",	  "cgroup"};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(ns); i++)
+			jw_str(w, ns[i]);
+		if (r->time_ns)
+			jw_str(w, "time");
+	}
+	jw_arr_end(w);
+	jw_kbool(w, "seccomp", r->seccomp);
+	jw_kint(w, "landlock_abi", r->landlock_abi);
+	if (r->cgroup_version) {
+		char v[8];
+		snprintf(v, sizeof(v), "v%d", r->cgroup_version);
+		jw_kstr(w, "cgroup", v);
+	} else {
+		jw_kstr(w, "cgroup", "none");
+	}
+	if (r->net_proxy) {
+		jw_key(w, "egress");
+		jw_obj_begin(w);
+		jw_kbool(w, "tls_intercept", r->tls_intercept);
+		jw_kuint(w, "requests", r->net_requests);
+		jw_kuint(w, "refused", r->net_refused);
+		jw_kuint(w, "dns_queries", r->net_dns);
+		jw_kuint(w, "bytes", r->net_bytes);
+		jw_obj_end(w);
+	}
+	jw_kstr(w, "network", r->net_proxy ? "proxy" : (container ? "loopback" : "host"));
+	jw_kbool(w, "idmapped_workspace", r->idmapped);
+	jw_kint(w, "uid", container ? 1000 : (long long)r->host_uid);
+	jw_kuint(w, "host_uid", r->host_uid);
+	jw_kbool(w, "no_new_privs", true);
+	jw_kstr(w, "capabilities",
+		r->bounding_dropped ? "none" : "none held; bounding set kept (unprivileged)");
+	jw_obj_end(w);
+}
+
+void
+result_write(struct jw *w, const wd_result *r, bool with_data)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "sandbox_id", r->sandbox_id);
+	jw_kint(w, "status", r->status);
+	jw_key(w, "exit_code");
+	if (r->signal)
+		jw_null(w);
+	else
+		jw_int(w, r->exit_code);
+	jw_key(w, "signal");
+	if (r->signal)
+		jw_int(w, r->signal);
+	else
+		jw_null(w);
+	jw_kbool(w, "timed_out", r->timed_out);
+	jw_kbool(w, "oom_killed", r->oom_killed);
+	if (r->exec_errno) {
+		/* why the program did not start: not found, not executable, or
+		 * a step of the command's set-up */
+		jw_key(w, "error");
+		jw_obj_begin(w);
+		jw_kstr(w, "step", jail_step_name(r->exec_step));
+		jw_kstr(w, "errno", strerrorname_np(r->exec_errno));
+		jw_kstr(w, "message", strerror(r->exec_errno));
+		jw_obj_end(w);
+	}
+	static const char *const names[] = {NULL, "stdout", "stderr"};
+	for (int s = 1; s <= 2; s++) {
+		jw_key(w, names[s]);
+		jw_obj_begin(w);
+		if (with_data) {
+			jw_key(w, "data");
+			jw_strn(w, r->out[s] ? r->out[s] : "", r->out_len[s]);
+		}
+		jw_kuint(w, "total_bytes", r->total[s]);
+		jw_kuint(w, "omitted_bytes", r->omitted[s]);
+		jw_obj_end(w);
+	}
+	jw_key(w, "wall_ms");
+	jw_double(w, (double)r->wall_ns / 1e6, 3);
+	jw_key(w, "cpu_ms");
+	jw_double(w, (double)r->cpu_ns / 1e6, 3);
+	jw_kuint(w, "peak_memory_bytes", r->peak_memory);
+	jw_kstr(w, "policy", r->policy);
+	write_protections(w, r);
+	jw_obj_end(w);
+}
+
 WD_API char *
 wd_result_json(const wd_result *r)
 {
-	struct jbuf b = {0};
-	jprintf(&b, "{\"sandbox_id\":\"%s\",\"status\":%d,", r->sandbox_id, r->status);
-	if (r->signal)
-		jprintf(&b, "\"exit_code\":null,\"signal\":%d,", r->signal);
-	else
-		jprintf(&b, "\"exit_code\":%d,\"signal\":null,", r->exit_code);
-	jprintf(&b, "\"timed_out\":%s,\"oom_killed\":%s,", r->timed_out ? "true" : "false",
-		r->oom_killed ? "true" : "false");
-	static const char *const names[] = {NULL, "stdout", "stderr"};
-	for (int s = 1; s <= 2; s++) {
-		jprintf(&b, "\"%s\":{\"data\":", names[s]);
-		wd_json_string(&b, r->out[s] ? r->out[s] : "", r->out_len[s]);
-		jprintf(&b, ",\"total_bytes\":%" PRIu64 ",\"omitted_bytes\":%" PRIu64 "},",
-			r->total[s], r->omitted[s]);
+	if (r->outcome != WD_OUTCOME_RAN && r->decision && !r->refusal)
+		return wd_decision_json(r->decision);
+	struct jw w;
+	if (r->outcome != WD_OUTCOME_RAN) {
+		/* refused before a decision could say so: a tool's route, an
+		 * approval refused at the terminal */
+		jw_init(&w, 0);
+		jw_obj_begin(&w);
+		jw_kstr(&w, "sandbox_id", r->sandbox_id);
+		jw_kint(&w, "status", r->status);
+		jw_kstr(&w, "decision", r->outcome == WD_OUTCOME_PAUSED ? "pause" : "deny");
+		jw_kstr(&w, "reason", r->refusal ? r->refusal : "");
+		jw_kstr(&w, "policy", r->policy);
+		jw_obj_end(&w);
+		return jw_steal(&w);
 	}
-	jprintf(&b, "\"wall_ms\":%.3f,\"cpu_ms\":%.3f,\"peak_memory_bytes\":%" PRIu64 ",",
-		(double)r->wall_ns / 1e6, (double)r->cpu_ns / 1e6, r->peak_memory);
-	jprintf(&b, "\"protections\":{\"isolation\":\"%s\",\"namespaces\":[",
-		isolation_name(r->isolation));
-	if (r->isolation == WD_ISOLATION_CONTAINER)
-		jputs(&b, "\"user\",\"mount\",\"pid\",\"net\",\"ipc\",\"uts\",\"cgroup\"");
-	jprintf(&b, "],\"seccomp\":%s,\"landlock_abi\":%d,", r->seccomp ? "true" : "false",
-		r->landlock_abi);
-	if (r->cgroup_version)
-		jprintf(&b, "\"cgroup\":\"v%d\",", r->cgroup_version);
-	else
-		jputs(&b, "\"cgroup\":\"none\",");
-	if (r->net_proxy)
-		jprintf(&b,
-			"\"egress\":{\"tls_intercept\":%s,\"requests\":%" PRIu64
-			",\"refused\":%" PRIu64 ",\"dns_queries\":%" PRIu64 ",\"bytes\":%" PRIu64 "},",
-			r->tls_intercept ? "true" : "false", r->net_requests, r->net_refused, r->net_dns,
-			r->net_bytes);
-	jprintf(&b, "\"network\":\"%s\",\"idmapped_workspace\":%s,\"uid\":%d,\"host_uid\":%u,",
-		r->net_proxy ? "proxy"
-			     : (r->isolation == WD_ISOLATION_CONTAINER ? "loopback" : "host"),
-		r->idmapped ? "true" : "false",
-		r->isolation == WD_ISOLATION_CONTAINER ? 1000 : (int)r->host_uid,
-		r->host_uid);
-	jprintf(&b, "\"no_new_privs\":true,\"capabilities\":\"%s\"}}",
-		r->bounding_dropped ? "none" : "none held; bounding set kept (unprivileged)");
-	return b.p;
-}
-
-static void
-jfield_str(struct jbuf *b, const char *name, const char *v)
-{
-	jprintf(b, ",\"%s\":", name);
-	if (v)
-		wd_json_string(b, v, strlen(v));
-	else
-		jputs(b, "null");
+	jw_init(&w, 0);
+	result_write(&w, r, true);
+	return jw_steal(&w);
 }
 
 char *
 result_net_event_json(const struct net_event *ev)
 {
-	struct jbuf b = {0};
-	jputs(&b, "{\"sandbox_id\":");
-	wd_json_string(&b, ev->sandbox_id ? ev->sandbox_id : "", ev->sandbox_id ? strlen(ev->sandbox_id) : 0);
-	jfield_str(&b, "protocol", net_proto_name(ev->proto));
-	jfield_str(&b, "host", ev->host);
-	jprintf(&b, ",\"port\":%u", (unsigned)ev->port);
-	jfield_str(&b, "method", ev->method);
-	jfield_str(&b, "path", ev->path);
-	jfield_str(&b, "rule", ev->rule);
-	jprintf(&b, ",\"allowed\":%s", ev->allowed ? "true" : "false");
-	jfield_str(&b, "reason", ev->reason ? net_reason_name(ev->reason) : NULL);
-	jfield_str(&b, "advice", ev->advice && ev->advice[0] ? ev->advice : NULL);
-	jfield_str(&b, "address", ev->addr);
-	jprintf(&b, ",\"status\":%d,\"bytes_up\":%" PRIu64 ",\"bytes_down\":%" PRIu64
-		    ",\"duration_us\":%" PRIu64 "}",
-		ev->status, ev->bytes_up, ev->bytes_down, ev->duration_us);
-	return b.p;
+	struct jw w;
+	jw_init(&w, 0);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "sandbox_id", ev->sandbox_id ? ev->sandbox_id : "");
+	jw_kstr(&w, "protocol", net_proto_name(ev->proto));
+	jw_kstr(&w, "host", ev->host);
+	jw_kuint(&w, "port", ev->port);
+	jw_kstr(&w, "method", ev->method);
+	jw_kstr(&w, "path", ev->path);
+	jw_kstr(&w, "rule", ev->rule);
+	jw_kbool(&w, "allowed", ev->allowed);
+	jw_kstr(&w, "reason", ev->reason ? net_reason_name(ev->reason) : NULL);
+	jw_kstr(&w, "advice", ev->advice && ev->advice[0] ? ev->advice : NULL);
+	jw_kstr(&w, "address", ev->addr);
+	jw_kint(&w, "status", ev->status);
+	jw_kuint(&w, "bytes_up", ev->bytes_up);
+	jw_kuint(&w, "bytes_down", ev->bytes_down);
+	jw_kuint(&w, "duration_us", ev->duration_us);
+	jw_obj_end(&w);
+	return jw_steal(&w);
 }

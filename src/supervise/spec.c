@@ -12,6 +12,7 @@ wd_spec_new(void)
 	s->stdin_fd = -1;
 	s->stream_fd[1] = s->stream_fd[2] = -1;
 	s->isolation = WD_ISOLATION_CONTAINER;
+	s->time_ns = true;
 	wd_spec_set_limits(s, NULL);
 	return s;
 }
@@ -36,8 +37,49 @@ wd_spec_free(wd_spec *s)
 	free(s->ports);
 	free(s->term);
 	net_rules_free(s->net_rules);
+	for (size_t i = 0; i < s->nrules; i++)
+		free(s->rules[i].text);
+	free(s->rules);
 	free(s->upstream_ca);
 	free(s);
+}
+
+static char **
+copy_strv(char *const *v, size_t n, bool terminate)
+{
+	if (!v)
+		return NULL;
+	char **c = wd_xcalloc(n + (terminate ? 1 : 0) + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		c[i] = wd_xstrdup(v[i]);
+	return c;
+}
+
+wd_spec *
+spec_copy(const wd_spec *s)
+{
+	wd_spec *c = wd_xcalloc(1, sizeof(*c));
+	*c = *s;
+	c->argv = copy_strv(s->argv, (size_t)s->argc, true);
+	c->workspace = s->workspace ? wd_xstrdup(s->workspace) : NULL;
+	c->binds = s->nbinds ? wd_xcalloc(s->nbinds, sizeof(*c->binds)) : NULL;
+	for (size_t i = 0; i < s->nbinds; i++)
+		c->binds[i] = (struct spec_bind){wd_xstrdup(s->binds[i].src),
+						 wd_xstrdup(s->binds[i].dst), s->binds[i].rw};
+	c->env = copy_strv(s->env, s->nenv, false);
+	c->ports = s->nports ? wd_xcalloc(s->nports, sizeof(uint16_t)) : NULL;
+	if (s->nports)
+		memcpy(c->ports, s->ports, s->nports * sizeof(uint16_t));
+	c->term = s->term ? wd_xstrdup(s->term) : NULL;
+	c->upstream_ca = s->upstream_ca ? wd_xstrdup(s->upstream_ca) : NULL;
+	/* the rules were validated when added: rebuilding them cannot fail */
+	c->net_rules = NULL;
+	c->rules = NULL;
+	c->nrules = 0;
+	for (size_t i = 0; i < s->nrules; i++)
+		if (wd_spec_add_net_rule(c, s->rules[i].kind, s->rules[i].text, NULL) < 0)
+			abort();
+	return c;
 }
 
 WD_API int
@@ -55,6 +97,20 @@ wd_spec_set_argv(wd_spec *s, int argc, const char *const argv[], struct wd_err *
 	return 0;
 }
 
+bool
+spec_is_system_dir(const char *real)
+{
+	static const char *const system_dirs[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32",
+						  "/lib64", "/libx32", "/boot", "/proc", "/sys",
+						  "/dev", "/run"};
+	bool system = !strcmp(real, "/") || !strcmp(real, "/root") || !strcmp(real, "/var");
+	for (size_t i = 0; i < WD_ARRAY_SIZE(system_dirs) && !system; i++) {
+		size_t n = strlen(system_dirs[i]);
+		system = !strncmp(real, system_dirs[i], n) && (real[n] == '\0' || real[n] == '/');
+	}
+	return system;
+}
+
 WD_API int
 wd_spec_set_workspace(wd_spec *s, const char *dir, struct wd_err *err)
 {
@@ -68,15 +124,7 @@ wd_spec_set_workspace(wd_spec *s, const char *dir, struct wd_err *err)
 	/* The workspace is writable by the sandbox, and as root it is
 	 * idmapped so the sandbox writes as its owner: a system directory
 	 * there would hand the sandbox the host (/etc/passwd, /usr/bin). */
-	static const char *const system_dirs[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32",
-						  "/lib64", "/libx32", "/boot", "/proc", "/sys",
-						  "/dev", "/run"};
-	bool system = !strcmp(real, "/") || !strcmp(real, "/root") || !strcmp(real, "/var");
-	for (size_t i = 0; i < WD_ARRAY_SIZE(system_dirs) && !system; i++) {
-		size_t n = strlen(system_dirs[i]);
-		system = !strncmp(real, system_dirs[i], n) && (real[n] == '\0' || real[n] == '/');
-	}
-	if (system) {
+	if (spec_is_system_dir(real)) {
 		int rc = wd_err_set(err, WD_E_INVAL,
 				    "workspace '%s' is a system directory (%s); use a project "
 				    "directory",
@@ -114,8 +162,10 @@ wd_spec_set_limits(wd_spec *s, const struct wd_limits *l)
 		.fsize = 1ULL << 30,
 	};
 	s->lim = defaults;
+	memset(&s->lim_given, 0, sizeof(s->lim_given));
 	if (!l)
 		return;
+	s->lim_given = *l;
 #define TAKE(f)                                                                                    \
 	if (l->f)                                                                                  \
 		s->lim.f = l->f;
@@ -193,6 +243,24 @@ wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct w
 			err->code = WD_E_INVAL;
 		return rc;
 	}
+	/* Files and directories only: a FIFO would block whoever opens it in
+	 * the jail (or warden, were it ever read), a socket or device is a
+	 * door to a host service. */
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return wd_err_set(err, WD_E_INVAL,
+				  "%s: source '%s' is not a regular file or a directory", opt, src);
+	if (rw) {
+		/* The same rule as for the workspace: a writable system
+		 * directory (or /) is the host itself. */
+		char *real = realpath(src, NULL);
+		bool sys = real && spec_is_system_dir(real);
+		free(real);
+		if (sys)
+			return wd_err_set(err, WD_E_INVAL,
+					  "%s: source '%s' is a system directory; bind it read-only "
+					  "(--ro-bind)",
+					  opt, src);
+	}
 	char *abs = absolute(src);
 	if (!abs)
 		return wd_err_sys(err, errno, "%s: source '%s'", opt, src);
@@ -213,11 +281,31 @@ wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct w
 	return 0;
 }
 
+bool
+spec_env_name_ok(const char *name)
+{
+	/* POSIX's portable names: a letter or '_', then letters, digits and
+	 * '_'.  Anything else (spaces, '=', control bytes) is how a value
+	 * smuggles itself into another variable or a log line. */
+	size_t n = strlen(name);
+	if (n == 0 || n > 255 || (name[0] >= '0' && name[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '_'))
+			return false;
+	}
+	return true;
+}
+
 WD_API int
 wd_spec_setenv(wd_spec *s, const char *name, const char *value, struct wd_err *err)
 {
-	if (!name[0] || strchr(name, '='))
-		return wd_err_set(err, WD_E_INVAL, "bad environment variable name '%s'", name);
+	if (!name || !spec_env_name_ok(name) || !value)
+		return wd_err_set(err, WD_E_INVAL,
+				  "bad environment variable name (a letter or _, then letters, "
+				  "digits and _, at most 255)");
 	size_t nl = strlen(name);
 	char *kv = wd_xasprintf("%s=%s", name, value);
 	for (size_t i = 0; i < s->nenv; i++) {
@@ -273,15 +361,25 @@ wd_spec_add_net_rule(wd_spec *s, enum wd_net_rule kind, const char *rule, struct
 {
 	if (!s->net_rules && net_rules_new(&s->net_rules) < 0)
 		return wd_err_set(err, WD_E_INTERNAL, "out of memory");
+	int rc;
 	switch (kind) {
 	case WD_NET_ALLOW:
-		return net_rules_add_allow(s->net_rules, rule, NULL, err);
+		rc = net_rules_add_allow(s->net_rules, rule, NULL, err);
+		break;
 	case WD_NET_DENY:
-		return net_rules_add_deny(s->net_rules, rule, err);
+		rc = net_rules_add_deny(s->net_rules, rule, err);
+		break;
 	case WD_NET_HOST:
-		return net_rules_add_host(s->net_rules, rule, err);
+		rc = net_rules_add_host(s->net_rules, rule, err);
+		break;
+	default:
+		return wd_err_set(err, WD_E_INVAL, "unknown network rule kind %d", (int)kind);
 	}
-	return wd_err_set(err, WD_E_INVAL, "unknown network rule kind %d", (int)kind);
+	if (rc < 0)
+		return rc;
+	s->rules = wd_xrealloc(s->rules, (s->nrules + 1) * sizeof(*s->rules));
+	s->rules[s->nrules++] = (struct spec_rule){kind, wd_xstrdup(rule)};
+	return 0;
 }
 
 WD_API void
@@ -297,4 +395,22 @@ wd_spec_set_event_handler(wd_spec *s, wd_event_fn fn, void *data)
 {
 	s->event_fn = fn;
 	s->event_data = data;
+}
+
+WD_API void
+wd_spec_set_best_effort(wd_spec *s, bool on)
+{
+	s->best_effort = on;
+}
+
+WD_API void
+wd_spec_set_reproducible(wd_spec *s, bool on)
+{
+	s->reproducible = on;
+}
+
+WD_API void
+wd_spec_set_time_namespace(wd_spec *s, bool on)
+{
+	s->time_ns = on;
 }

@@ -1,10 +1,40 @@
-/* supervise: spawning, pipes, bounded capture, timeouts, the result. */
+/* supervise: sandboxes as objects the supervisor holds, behind one backend
+ * interface; commands run in them with pipes, bounded capture, timeouts
+ * and a result.
+ *
+ *   struct backend_ops    one table per isolation level (backend.c):
+ *                         probe, prepare, spawn, ready, exec, kill, destroy;
+ *                         container and process share the local monitor
+ *                         (local.c, local_exec.c), gvisor plugs in here.
+ *   struct sandbox        one built (or building) sandbox: its spec, plan,
+ *                         cgroup, egress proxy and pid 1 (sandbox.c).
+ *   struct exec_req       one command for a sandbox, already decided on.
+ *   struct keeper         per context: the process that removes sandbox
+ *                         cgroups if warden dies (keeper.c).
+ *   struct wd_event       the one event type (defined here, below core/,
+ *                         which serialises it); sandboxes emit lifecycle,
+ *                         network and output events through a hook.
+ *
+ * Thread safety: distinct sandboxes are independent; one sandbox may run
+ * commands from several threads at once (sandbox.lock guards its shared
+ * state).  Nothing here touches process-wide state (signal masks,
+ * subreaper flags, statics): the process level's subreaper is its own
+ * monitor process, and a signal for warden is the front end's business
+ * (wd_sandbox_cancel). */
 #ifndef WD_SUPERVISE_H
 #define WD_SUPERVISE_H
 
 #include "util/util.h"
+#include "jail/sync.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 struct net_rules;
+struct net_event;
+struct net_proxy;
+struct cgroup;
+struct jail_prep;
 
 struct spec_bind {
 	char *src, *dst;
@@ -12,11 +42,12 @@ struct spec_bind {
 };
 
 struct wd_spec {
-	char **argv; /* NULL-terminated */
+	char **argv; /* NULL-terminated; the program of wd_run() */
 	int argc;
 	char *workspace;
 	enum wd_isolation isolation;
-	struct wd_limits lim; /* defaults filled in */
+	struct wd_limits lim;       /* defaults filled in */
+	struct wd_limits lim_given; /* what the caller set (0: not set) */
 	struct spec_bind *binds;
 	size_t nbinds;
 	char **env; /* NAME=VALUE */
@@ -26,14 +57,68 @@ struct wd_spec {
 	int stdin_fd;
 	int stream_fd[3]; /* [1] stdout, [2] stderr */
 	char *term;
-	/* network: proxy mode, its rules (net/net.h), interception */
+	/* network: proxy mode, its rules (net/net.h), interception; the
+	 * rules' text is kept too, so a copy can build its own set */
 	enum wd_net_mode net;
 	struct net_rules *net_rules;
+	struct spec_rule {
+		enum wd_net_rule kind;
+		char *text;
+	} *rules;
+	size_t nrules;
 	bool tls_intercept;
 	char *upstream_ca;
-	wd_event_fn event_fn;
+	bool time_ns;
+	bool best_effort;  /* run without limits the host cannot enforce */
+	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
+	wd_event_fn event_fn; /* wd_spec_set_event_handler: network events as JSON */
 	void *event_data;
 };
+
+/* A deep copy (the sandbox keeps its own). */
+wd_spec *spec_copy(const wd_spec *s);
+/* "/", /root, /var and the system trees (/etc, /usr, /proc, ...), which
+ * must never be writable by a sandbox; real is a resolved path. */
+bool spec_is_system_dir(const char *real);
+/* A portable environment variable name. */
+bool spec_env_name_ok(const char *name);
+
+/* ---- events ---- */
+struct wd_event {
+	enum wd_event_kind kind;
+	const char *name;
+	const char *sandbox_id;
+	const wd_decision *decision;  /* DECISION, RESULT */
+	const struct wd_request *request; /* DECISION */
+	const wd_result *result;      /* RESULT */
+	const char *failure;          /* RESULT when warden failed: the message */
+	const struct net_event *net;  /* NETWORK */
+	const char *data;             /* OUTPUT: bytes; APPROVAL: approval id */
+	size_t len;                   /* OUTPUT */
+	int stream;                   /* OUTPUT */
+	const char *detail;           /* APPROVAL, SANDBOX: one line */
+	struct json_t *fields;        /* ROUTE: the route's members (a jansson object) */
+};
+
+/* Where a sandbox sends its events (the context's fan-out). */
+struct event_sink {
+	void (*emit)(void *data, const struct wd_event *ev);
+	void *data;
+	bool (*wants)(void *data, enum wd_event_kind kind);
+};
+
+static inline void
+event_emit(const struct event_sink *s, const struct wd_event *ev)
+{
+	if (s && s->emit)
+		s->emit(s->data, ev);
+}
+
+static inline bool
+event_wanted(const struct event_sink *s, enum wd_event_kind k)
+{
+	return s && s->wants && s->wants(s->data, k);
+}
 
 /* ---- bounded capture: head + tail windows, constant memory ----
  * The first cap/2 bytes are kept (and streamed as they arrive), the last
@@ -46,10 +131,13 @@ struct capture {
 	uint64_t total;
 	int stream_fd; /* -1: keep only */
 	int stream;    /* 1 or 2, for the marker text */
-	/* Streaming never blocks past the deadline or a signal (abort_fd
-	 * readable): a reader that stalls only loses the live copy. */
+	/* Streaming never blocks past the deadline or a cancellation
+	 * (abort_fd readable): a reader that stalls only loses the live copy. */
 	uint64_t deadline_ns;
 	int abort_fd;
+	/* called with each part of the head as it arrives (output events) */
+	void (*on_head)(void *data, int stream, const char *buf, size_t n);
+	void *on_head_data;
 };
 
 void capture_init(struct capture *c, uint64_t limit, int stream, int stream_fd);
@@ -65,11 +153,15 @@ void capture_flush(struct capture *c);
  * newline unless the kept head ends a line. */
 char *capture_marker(int stream, uint64_t omitted, bool at_line_start);
 
+/* ---- results ---- */
 struct wd_result {
+	enum wd_outcome outcome;
 	int status;
 	int exit_code; /* -1 when signalled */
 	int signal;
 	bool timed_out, oom_killed;
+	int exec_errno; /* execve or a step of the command's set-up failed */
+	int exec_step;
 	char *out[3];
 	size_t out_len[3];
 	uint64_t total[3], omitted[3];
@@ -81,15 +173,154 @@ struct wd_result {
 	int cgroup_version; /* 0 none */
 	bool idmapped;
 	bool bounding_dropped; /* false: unprivileged process level */
+	bool time_ns;
 	bool net_proxy;
 	bool tls_intercept;
 	uint64_t net_requests, net_refused, net_dns, net_bytes;
 	unsigned host_uid;
 	char sandbox_id[17];
+	/* the policy stage */
+	wd_decision *decision; /* owned; NULL: off */
+	char policy[65];       /* "off" or the digest */
+	char *refusal;         /* why nothing ran, when no decision says it */
 };
 
-/* One JSON object for a proxy or DNS decision (a new string). */
-struct net_event;
+wd_result *result_new(const char *sandbox_id);
+/* Write the result as one JSON object into w (with_data: the output
+ * windows; the audit trail keeps only the counts). */
+struct jw;
+void result_write(struct jw *w, const wd_result *r, bool with_data);
+
+/* ---- one command ---- */
+struct exec_req {
+	const char *const *argv;   /* NULL-terminated */
+	const char *const *env;    /* the command's own NAME=VALUE, NULL-terminated, or NULL */
+	const char *cwd;           /* relative to the workspace; NULL: its root */
+	uint64_t timeout_ms;       /* 0: the spec's */
+	uint64_t output_limit;     /* 0: the spec's */
+	int stdin_fd;              /* -1: /dev/null */
+	int stream_fd[3];          /* [1], [2]: live copies, or -1 */
+	unsigned flags;            /* SYNC_EXEC_LAST: the sandbox ends with it */
+	int cancel_fd;             /* readable: stop (the context's), or -1 */
+	const atomic_int *cancel_sig; /* the signal behind cancel_fd */
+};
+
+/* ---- the keeper (keeper.c) ---- */
+struct keeper;
+/* Start the keeper process: a raw clone that holds the read end of a pipe
+ * and knows the cgroups of live sandboxes.  EOF without a goodbye means
+ * warden died: it kills what is left in them and removes them. */
+int keeper_start(struct keeper **out, struct wd_err *err);
+/* Tell it about a sandbox's cgroup directories (watch) or that they are
+ * gone (release).  Thread-safe. */
+void keeper_watch(struct keeper *k, const char *const *dirs);
+void keeper_release(struct keeper *k, const char *const *dirs);
+/* Say goodbye, wait for it to exit, free. */
+void keeper_stop(struct keeper *k);
+
+/* ---- sandboxes and backends ---- */
+struct sandbox;
+
+struct backend_probe {
+	bool ok;
+	char why[256]; /* when not ok: what is missing */
+};
+
+struct backend_ops {
+	const char *name;
+	enum wd_isolation level;
+	/* Can this host run the level?  From real probes, cheap enough to
+	 * call once per context. */
+	void (*probe)(struct backend_probe *out);
+	/* Plan and build what needs no process: the jail plan, host trees,
+	 * the egress proxy.  Bad input fails here (-EINVAL), nothing started. */
+	int (*prepare)(struct sandbox *sb, struct wd_err *err);
+	/* Start the sandbox's processes; returns once they exist (the jail
+	 * may still be building: ready() or the first exec waits for it). */
+	int (*spawn)(struct sandbox *sb, struct wd_err *err);
+	/* Wait until the sandbox can run commands. */
+	int (*ready)(struct sandbox *sb, struct wd_err *err);
+	/* Run one command; fills *out (a new result) unless warden failed. */
+	int (*exec)(struct sandbox *sb, const struct exec_req *x, wd_result **out,
+		    struct wd_err *err);
+	/* Kill every process of the sandbox (async-signal-safe). */
+	void (*kill)(struct sandbox *sb);
+	/* Reap, remove, free what prepare and spawn made (not sb itself). */
+	void (*destroy)(struct sandbox *sb);
+};
+
+const struct backend_ops *backend_for(enum wd_isolation level);
+
+enum sandbox_state {
+	SB_NEW = 0,   /* prepared, nothing started */
+	SB_SPAWNED,   /* pid 1 exists and is building the jail */
+	SB_READY,     /* pid 1 waits for commands */
+	SB_DEAD,      /* pid 1 is gone (or set-up failed) */
+};
+
+struct sandbox {
+	char id[17];
+	const struct backend_ops *ops;
+	wd_spec *spec; /* own copy */
+	const struct event_sink *events;
+	struct keeper *(*get_keeper)(void *data, struct wd_err *err);
+	void *keeper_data;
+	struct keeper *keeper; /* when the cgroup is watched */
+
+	pthread_mutex_t lock; /* state, the sandbox channel, setup errors */
+	enum sandbox_state state;
+	uint64_t t0;
+	uint32_t seq;         /* commands sent */
+	int running;          /* commands in progress */
+
+	/* the local monitor (container and process levels) */
+	struct jail_prep *prep;
+	struct cgroup *cg;
+	struct net_proxy *proxy;
+	struct net_rules *own_rules;
+	int pidfd;
+	pid_t pid;
+	struct sync_chan chan; /* the sandbox channel (supervisor's end) */
+	int setup_step, setup_errno, setup_op;
+	bool time_ns_active; /* pid 1 made the time namespace (SYNC_READY) */
+	bool reaped;
+
+	/* cancellation: wd_sandbox_cancel() writes the eventfd */
+	int cancel_fd;
+	atomic_int cancel_sig;
+};
+
+/* Make a sandbox object for spec (copied) with a fresh id (or the given
+ * one), prepare it (no process yet).  events may be NULL. */
+int sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events,
+		struct sandbox **out, struct wd_err *err);
+int sandbox_start(struct sandbox *sb, struct wd_err *err); /* spawn */
+int sandbox_wait_ready(struct sandbox *sb, struct wd_err *err);
+int sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
+		 struct wd_err *err);
+void sandbox_cancel(struct sandbox *sb, int signo);
+void sandbox_free(struct sandbox *sb); /* destroys what is left first */
+/* Lifecycle event "sandbox.<what>" with an optional detail line. */
+void sandbox_event(struct sandbox *sb, const char *what, const char *detail);
+/* A new random 16-hex id. */
+void sandbox_make_id(char out[17]);
+
+/* ---- the local backend (container, process): local.c, local_exec.c ---- */
+int local_prepare(struct sandbox *sb, struct wd_err *err);
+int local_spawn(struct sandbox *sb, struct wd_err *err);
+int local_ready(struct sandbox *sb, struct wd_err *err);
+int local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
+	       struct wd_err *err);
+void local_kill(struct sandbox *sb);
+void local_destroy(struct sandbox *sb);
+/* Handle what pid 1 sent on the sandbox channel (under sb->lock). */
+void local_read_setup(struct sandbox *sb);
+/* The error a failed set-up reported, as err (returns -errno). */
+int local_setup_error(struct sandbox *sb, struct wd_err *err);
+/* Fill the protections of r from the sandbox. */
+void local_describe(struct sandbox *sb, wd_result *r);
+
+/* One JSON object for a proxy or DNS decision (compat: spec event handler). */
 char *result_net_event_json(const struct net_event *ev);
 
 #endif

@@ -104,7 +104,7 @@ wd_err_prefix(struct wd_err *err, const char *fmt, ...)
 	return -(err && err->sys_errno ? err->sys_errno : EIO);
 }
 
-int
+WD_API int
 wd_parse_u64(const char *s, uint64_t *out)
 {
 	if (!s || !*s)
@@ -122,7 +122,7 @@ wd_parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-int
+WD_API int
 wd_parse_size(const char *s, uint64_t *out)
 {
 	if (!s || !*s)
@@ -149,19 +149,27 @@ wd_parse_size(const char *s, uint64_t *out)
 	default:
 		return -EINVAL;
 	}
-	if (shift && (*p == 'i' || *p == 'I'))
+	/* "MiB" is binary and "M" is taken as binary; "MB" is refused: in SI
+	 * it means 10^6, and guessing either way would surprise someone. */
+	if (shift && (*p == 'i' || *p == 'I')) {
 		p++;
-	if (*p == 'b' || *p == 'B')
+		if (*p != 'b' && *p != 'B')
+			return -EINVAL;
 		p++;
+	} else if (!shift && (*p == 'b' || *p == 'B')) {
+		p++;
+	}
 	if (*p)
 		return -EINVAL;
-	if (shift && v > (UINT64_MAX >> shift))
+	/* within int64 (2^63 - 1): a size also lives in signed fields (JSON
+	 * integers, off_t), where more would turn negative */
+	if (v > ((uint64_t)INT64_MAX >> shift))
 		return -ERANGE;
 	*out = v << shift;
 	return 0;
 }
 
-int
+WD_API int
 wd_parse_fixed6(const char *s, uint64_t *out)
 {
 	if (!s || !*s)
@@ -179,6 +187,8 @@ wd_parse_fixed6(const char *s, uint64_t *out)
 		for (; *p >= '0' && *p <= '9'; p++, fdigits++) {
 			if (fdigits < 6)
 				frac = frac * 10 + (uint64_t)(*p - '0');
+			else if (*p != '0')
+				return -EDOM; /* finer than kept: never rounded silently */
 		}
 		if (fdigits == 0)
 			return -EINVAL;

@@ -86,24 +86,42 @@ static inline int wd_err_step(struct wd_err *err, int step, int sys_errno)
 	return -(sys_errno ? sys_errno : EIO);
 }
 
-/* ---- logging (STYLE.md §6): the level is checked before formatting ---- */
+/* ---- logging (STYLE.md §6): the level is checked before formatting ----
+ * Messages go to the sink of the context the calling thread works for
+ * (set by the public entry points of a wd_ctx, and by the threads a
+ * context starts), else to the process-wide handler of
+ * wd_set_log_handler(). */
+struct wd_log_sink {
+	wd_log_fn fn;
+	void *data;
+	int level;
+};
 extern int wd_log_level;
+extern __thread const struct wd_log_sink *wd_log_tls;
+static inline bool wd_log_enabled(int level)
+{
+	const struct wd_log_sink *s = wd_log_tls;
+	return level <= (s ? s->level : wd_log_level);
+}
+/* Make s this thread's sink; returns the previous one for wd_log_leave(). */
+static inline const struct wd_log_sink *wd_log_enter(const struct wd_log_sink *s)
+{
+	const struct wd_log_sink *prev = wd_log_tls;
+	wd_log_tls = s;
+	return prev;
+}
+static inline void wd_log_leave(const struct wd_log_sink *prev)
+{
+	wd_log_tls = prev;
+}
 void wd_log_emit(int level, const char *func, const char *fmt, ...) WD_PRINTF(3, 4);
 #define wd_log(level, ...)                                                                         \
 	do {                                                                                       \
-		if ((level) <= wd_log_level)                                                       \
+		if (wd_log_enabled(level))                                                         \
 			wd_log_emit((level), __func__, __VA_ARGS__);                               \
 	} while (0)
 
-/* ---- parsing helpers: strict, whole-string, overflow-checked ---- */
-/* "512M", "1G", "65536", "64k": binary suffixes K M G T (case-insensitive,
- * optional trailing B or iB).  Returns 0 or -EINVAL/-ERANGE. */
-int wd_parse_size(const char *s, uint64_t *out);
-/* Decimal unsigned integer, no sign, no suffix. */
-int wd_parse_u64(const char *s, uint64_t *out);
-/* Non-negative decimal with optional fraction ("1.5", "0.25", "30"), in
- * millionths.  Returns 0 or -EINVAL/-ERANGE. */
-int wd_parse_fixed6(const char *s, uint64_t *out_millionths);
+/* ---- parsing helpers: wd_parse_size/u64/fixed6 are public (warden.h) ---- */
 
 /* ---- fd helpers ---- */
 /* write all of buf, retrying on EINTR and short writes. 0 or -errno. */

@@ -1,0 +1,188 @@
+/* cli/messages: how the command line talks about bad input: one message
+ * naming the option and the value (quoted, escaped, cut), a missing value
+ * told apart from an unknown option, and Docker's spellings pointed at
+ * warden's own. */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool json_errors;
+
+void
+cli_json_errors(bool on)
+{
+	json_errors = on;
+}
+
+/* A JSON string of s (ASCII, control characters escaped). */
+static void
+json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+int
+cli_fail(const char *sub, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "warden: %s%s%s\n", sub ? sub : "", sub ? ": " : "", msg);
+	if (json_errors) {
+		/* --json holds for every outcome: bad input is an object too */
+		printf("{\"status\":%d,\"error\":", CLI_EXIT_FAILURE);
+		json_string(stdout, msg);
+		printf("}\n");
+		fflush(stdout);
+	}
+	return CLI_EXIT_FAILURE;
+}
+
+const char *
+cli_quote(const char *value)
+{
+	static char bufs[4][160];
+	static int next;
+	char *b = bufs[next++ % 4];
+	size_t len = value ? strlen(value) : 0, o = 0;
+	const size_t keep = 80;
+	b[o++] = '\'';
+	for (size_t i = 0; value && i < len && i < keep && o < sizeof(bufs[0]) - 40; i++) {
+		unsigned char c = (unsigned char)value[i];
+		/* an escape sequence in a value must not reach the terminal */
+		if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'')
+			o += (size_t)snprintf(b + o, sizeof(bufs[0]) - o, "\\x%02x", c);
+		else
+			b[o++] = (char)c;
+	}
+	b[o++] = '\'';
+	if (len > keep)
+		snprintf(b + o, sizeof(bufs[0]) - o, "... (%zu bytes)", len);
+	else
+		b[o] = '\0';
+	return b;
+}
+
+/* The element of argv that holds the short option c of a cluster. */
+static const char *
+cluster_of(int argc, char **argv, int c)
+{
+	for (int i = optind < argc ? optind : argc - 1; i > 0; i--)
+		if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i] + 1, c))
+			return argv[i];
+	return "";
+}
+
+int
+cli_bad_option(const char *sub, int argc, char **argv, const struct option *opts)
+{
+	const char *last = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	bool long_opt = !strncmp(last, "--", 2) || optopt > 255;
+	if (optopt && !long_opt) {
+		const char *in = cluster_of(argc, argv, optopt);
+		bool alone = in[0] && !in[2];
+		/* getopt returns ':' for a missing value when the option string
+		 * starts with ':'; else '?' with optopt set: tell them apart by
+		 * whether the option is known at all */
+		const char *known = strchr("w:vp:c:", optopt);
+		if (known && known[1] == ':')
+			return cli_fail(sub, "option '-%c' needs a value", optopt);
+		if (alone)
+			return cli_fail(sub, "unknown option '-%c' (see warden %s --help)", optopt,
+					sub);
+		return cli_fail(sub, "unknown option '-%c' in %s (see warden %s --help)", optopt,
+				cli_quote(in), sub);
+	}
+	const char *arg = argv[optind - 1];
+	const char *eq = strchr(arg, '=');
+	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+	for (const struct option *o = opts; o && o->name; o++) {
+		if (strlen(o->name) + 2 == n && !strncmp(arg + 2, o->name, n - 2)) {
+			if (o->has_arg == required_argument)
+				return cli_fail(sub, "option '--%s' needs a value", o->name);
+			return cli_fail(sub, "option '--%s' takes no value", o->name);
+		}
+	}
+	return cli_fail(sub, "unknown option %s (see warden %s --help)", cli_quote(arg), sub);
+}
+
+/* What Docker users type, and what warden calls it. */
+static const struct {
+	const char *docker;
+	const char *hint;
+} docker[] = {
+	{"-e", "--setenv NAME=VALUE (or --pass-env NAME)"},
+	{"--env", "--setenv NAME=VALUE (or --pass-env NAME)"},
+	{"--env-file", "--setenv NAME=VALUE for each variable"},
+	{"--volume", "--bind SRC:DST (or --ro-bind SRC:DST)"},
+	{"--mount", "--bind SRC:DST (or --ro-bind SRC:DST)"},
+	{"--network", "--net none|allow (with --allow-host RULE)"},
+	{"--net=host", "--net allow with --allow-host RULE (the host's network is never shared)"},
+	{"--pids-limit", "--pids N"},
+	{"-m", "--memory SIZE"},
+	{"--user", "nothing: commands always run as uid 1000 (sandbox), never root"},
+	{"-u", "nothing: commands always run as uid 1000 (sandbox), never root"},
+	{"--read-only", "nothing: the root is always read-only"},
+	{"--rm", "nothing: every sandbox is removed when it ends"},
+	{"-it", "--stdin (a terminal is relayed)"},
+	{"-i", "--stdin"},
+	{"--interactive", "--stdin"},
+	{"--workdir", "--workspace DIR"},
+	{"--privileged", "nothing: there is no privileged mode"},
+	{"--cap-add", "nothing: every capability is dropped"},
+	{"--stop-timeout", "--timeout SECONDS"},
+};
+
+int
+cli_docker_hints(const char *sub, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--") || a[0] != '-')
+			return 0; /* the program starts here */
+		/* -v SRC:DST: warden's -v is --verbose, Docker's a volume */
+		if (!strcmp(a, "-v") && i + 1 < argc && strchr(argv[i + 1], ':') &&
+		    argv[i + 1][0] != '-')
+			return cli_fail(sub,
+					"-v is --verbose here; did you mean --bind %s (or "
+					"--ro-bind)?",
+					cli_quote(argv[i + 1]));
+		for (size_t k = 0; k < sizeof(docker) / sizeof(docker[0]); k++) {
+			size_t n = strlen(docker[k].docker);
+			if (!strncmp(a, docker[k].docker, n) && (a[n] == '\0' || a[n] == '='))
+				return cli_fail(sub, "unknown option %s (Docker's); warden's: %s",
+						cli_quote(docker[k].docker), docker[k].hint);
+		}
+		/* options of ours that take a value: skip the value */
+		static const char *const takes[] = {"-w", "-p", "-c", NULL};
+		for (size_t k = 0; takes[k]; k++)
+			if (!strcmp(a, takes[k]))
+				i++;
+		if (!strncmp(a, "--", 2) && !strchr(a, '=') && i + 1 < argc) {
+			static const char *const flags[] = {
+				"--stdin", "--json", "--verbose", "--help", "--tls-intercept",
+				"--print-plan", "--best-effort", "--reproducible", NULL};
+			bool flag = false;
+			for (size_t k = 0; flags[k] && !flag; k++)
+				flag = !strcmp(a, flags[k]);
+			if (!flag)
+				i++;
+		}
+	}
+	return 0;
+}

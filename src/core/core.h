@@ -1,0 +1,128 @@
+/* core: the context and the one request pipeline of the library.
+ *
+ *   wd_ctx     log, audit and event sinks, the policy, the cgroup keeper,
+ *              cancellation (ctx.c)
+ *   events     the fan-out and the one writer of event JSON (event.c)
+ *   wd_cmd     one command (cmd.c)
+ *   pipeline   classify -> decide -> audit -> create -> exec -> audit
+ *              (pipeline.c, gate.c)
+ *   wd_sandbox the public sandbox over supervise/ (sandbox.c)
+ *
+ * Front ends (the CLI, the server, an embedding program) call only
+ * include/warden.h, which lands here.  Dependencies point down: core ->
+ * supervise, policy, audit, net. */
+#ifndef WD_CORE_H
+#define WD_CORE_H
+
+#include "supervise/supervise.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct audit_log;
+struct jw;
+
+struct wd_ctx {
+	pthread_mutex_t lock; /* everything below that changes after set-up */
+	struct wd_log_sink log;
+	bool log_set;
+	wd_event_cb ev_fn;
+	void *ev_data;
+	unsigned ev_kinds;
+	/* the audit trail: explicit (wd_ctx_set_audit_file), or the policy's
+	 * audit.path once the policy stage runs */
+	struct audit_log *audit;
+	pthread_mutex_t audit_lock; /* one event at a time into the chain */
+	char *audit_path;
+	/* the policy: a file (reloaded for re-decisions) or the default;
+	 * each run holds a reference to the one it decided under */
+	char *policy_path;
+	struct policy_ref *policy;
+	wd_approve_fn approver;
+	void *approver_data;
+	struct keeper *keeper;
+	struct event_sink sink; /* what sandboxes emit through */
+	int cancel_fd;          /* eventfd, readable once cancelled */
+	atomic_int cancel_sig;
+	atomic_int live;        /* sandboxes not yet destroyed */
+};
+
+struct wd_cmd {
+	char **argv;
+	int argc;
+	char *command;
+	char *tool;
+	char *cwd;
+	char **env; /* NAME=VALUE, NULL-terminated */
+	size_t nenv;
+	bool policy, interactive;
+	uint64_t timeout_ms, output_limit;
+	int stdin_fd;
+	int stream_fd[3];
+};
+
+struct wd_sandbox {
+	wd_ctx *ctx;
+	struct sandbox *sb;
+};
+
+/* Make this thread log to the context's sink (if it has one) for the
+ * duration of a public call: CTX_ENTER(ctx) ... CTX_LEAVE(). */
+#define CTX_ENTER(ctx) const struct wd_log_sink *ctx_prev_log_ = ctx_log_enter(ctx)
+#define CTX_LEAVE() wd_log_leave(ctx_prev_log_)
+const struct wd_log_sink *ctx_log_enter(wd_ctx *ctx);
+
+/* Fan an event out: the audit trail (all but output), the callback (if
+ * its kinds include it), the log (debug). */
+void ctx_emit(wd_ctx *ctx, const struct wd_event *ev);
+/* The same, failing when the audit trail cannot record it (a decision
+ * that cannot be recorded must not be acted on). */
+int ctx_emit_checked(wd_ctx *ctx, const struct wd_event *ev, struct wd_err *err);
+/* The policy for the pipeline (loaded on first use), referenced: release
+ * with ctx_policy_put().  NULL with err when it cannot be loaded. */
+struct policy_ref {
+	wd_policy *p;
+	atomic_int refs;
+};
+struct policy_ref *ctx_policy_get(wd_ctx *ctx, struct wd_err *err);
+void ctx_policy_put(struct policy_ref *ref);
+/* Load the policy file again (after an approval): later gets see the new
+ * one; holders of the old keep it until they put it. */
+int ctx_policy_reload(wd_ctx *ctx, struct wd_err *err);
+/* The audit log for events, opening the policy's audit.path if needed
+ * (-errno when it cannot be written: nothing runs unrecorded). */
+int ctx_audit_ready(wd_ctx *ctx, struct wd_err *err);
+const char *ctx_audit_path(wd_ctx *ctx);
+/* The cgroup keeper, started on first use (sandbox.get_keeper). */
+struct keeper *ctx_keeper(void *ctx, struct wd_err *err);
+
+/* event.c: the members of an event's JSON (without braces), ASCII when
+ * for the audit trail (which never records output bytes). */
+void event_write_members(struct jw *w, const struct wd_event *ev, bool for_audit);
+
+/* gate.c: the policy stage for one command.  On an allow, *argv is the
+ * judged argv (a new NULL-terminated copy) and spec (a copy made here,
+ * when the policy changes it) carries the tool profile's limits and the
+ * policy's network rules.  Returns 0 and sets *verdict; a refusal or pause
+ * comes back as a result in *out. */
+struct gate {
+	wd_decision *decision; /* owned until moved into the result */
+	char **argv;           /* judged argv to run */
+	wd_spec *spec;         /* NULL: the caller's spec is unchanged */
+	struct wd_limits profile; /* a sandbox tool's profile, 0s otherwise */
+	char digest[65];
+};
+void gate_fini(struct gate *g);
+int gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *cmd,
+	     const char *sandbox_id, struct gate *g, wd_result **refusal, struct wd_err *err);
+
+/* pipeline.c: an exec request from a command (argv: the judged one, or
+ * the command's own); free with exec_req_fini(). */
+bool cmd_needs_policy(const wd_cmd *cmd);
+void pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned flags,
+		       struct exec_req *x);
+/* Emit the RESULT event for a command (r NULL: warden failed with why). */
+void pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decision *d,
+			   const wd_result *r, const char *why);
+
+#endif

@@ -1,0 +1,307 @@
+/* core/gate: the policy stage of the pipeline, for one command.
+ *
+ *   decide -> "decision" event -> tool route (blocked, direct, sandbox + profile)
+ *          -> deny: a result with the reason and advice, status 126
+ *          -> pause: consume a recorded approval, or ask the approver, or
+ *             record the pause and return it (status 123)
+ *          -> allow: the judged argv, the profile's limits, the policy's
+ *             network.allow rules
+ *
+ * After an approval is taken the decision is made again, under the policy
+ * loaded again from its file: an approval covers one request under one
+ * policy, and if either changed in between the id differs and the command
+ * pauses again.  The decision, the approvals and the sandbox share the
+ * sandbox's id in the event stream. */
+#include "core/core.h"
+#include "audit/audit.h"
+#include "policy/policy.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+void
+gate_fini(struct gate *g)
+{
+	wd_decision_free(g->decision);
+	g->decision = NULL;
+	for (size_t i = 0; g->argv && g->argv[i]; i++)
+		free(g->argv[i]);
+	free(g->argv);
+	g->argv = NULL;
+	wd_spec_free(g->spec);
+	g->spec = NULL;
+}
+
+struct approval_hook {
+	wd_ctx *ctx;
+	const char *sandbox_id;
+};
+
+/* The policy module's approval events (consumed, expired, mismatched)
+ * enter the context's stream here instead of being written directly. */
+static void
+on_approval(void *data, const char *what, const char *id, const char *detail)
+{
+	const struct approval_hook *h = data;
+	char name[48];
+	snprintf(name, sizeof(name), "approval.%s", what);
+	struct wd_event e = {.kind = WD_EVENT_APPROVAL, .name = name, .sandbox_id = h->sandbox_id,
+			     .data = id, .detail = detail};
+	ctx_emit(h->ctx, &e);
+}
+
+static int
+build_request(const wd_spec *spec, const char *workspace, const wd_cmd *cmd, wd_request **out,
+	      struct wd_err *err)
+{
+	wd_request *req = wd_request_new();
+	int rc = cmd->command ? wd_request_set_command(req, cmd->command, err)
+			      : wd_request_set_argv(req, cmd->argc, (const char *const *)cmd->argv,
+						    err);
+	if (rc == 0 && (rc = wd_request_set_workspace(req, workspace, err)) < 0)
+		wd_err_prefix(err, "--workspace");
+	if (rc == 0 && cmd->cwd)
+		rc = wd_request_set_cwd(req, cmd->cwd, err);
+	/* the approval id covers the whole environment the command gets */
+	for (size_t i = 0; rc == 0 && i < spec->nenv + cmd->nenv; i++) {
+		const char *kv = i < spec->nenv ? spec->env[i] : cmd->env[i - spec->nenv];
+		const char *eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		char *n = strndup(kv, (size_t)(eq - kv));
+		rc = wd_request_setenv(req, n, eq + 1, err);
+		free(n);
+	}
+	if (rc < 0) {
+		wd_request_free(req);
+		return rc;
+	}
+	*out = req;
+	return 0;
+}
+
+/* A result that says nothing ran: refused (126) or paused (123). */
+static wd_result *
+refusal(const char *sandbox_id, enum wd_outcome o, wd_decision **d, const char *digest,
+	const char *reason)
+{
+	wd_result *r = result_new(sandbox_id);
+	r->outcome = o;
+	r->status = o == WD_OUTCOME_PAUSED ? 123 : 126;
+	r->decision = *d;
+	*d = NULL;
+	snprintf(r->policy, sizeof(r->policy), "%s", digest);
+	if (reason)
+		r->refusal = wd_xstrdup(reason);
+	return r;
+}
+
+/* The tool's route: the class comes from the policy's definition of the
+ * tool, never from the request.  Blocked (or undefined) refuses; direct
+ * tools run in warden itself, not in a sandbox; a sandbox tool's profile
+ * gives the limits the caller did not set.  Returns NULL to go on, or the
+ * reason for a refusal. */
+static const char *
+route(wd_ctx *ctx, const wd_policy *pol, const wd_cmd *cmd, const char *sandbox_id,
+      struct gate *g)
+{
+	enum wd_tool_class k;
+	const char *profile = NULL;
+	struct wd_err e = {0};
+	int rc = wd_policy_route(pol, cmd->tool, &k, &profile, &g->profile, &e);
+	const char *why = NULL;
+	if (rc < 0)
+		why = "is not defined by the policy (undefined tools are blocked)";
+	else if (k == WD_TOOL_BLOCKED)
+		why = "is blocked by the policy";
+	else if (k == WD_TOOL_DIRECT)
+		why = "is a direct tool: it runs in warden itself, not in a sandbox";
+	json_t *f;
+	if (why)
+		f = json_pack("{s:s,s:s,s:s}", "tool", cmd->tool, "decision", "deny", "reason", why);
+	else
+		f = json_pack("{s:s,s:s*,s:I,s:I,s:I,s:I}", "tool", cmd->tool, "profile", profile,
+			      "timeout_ms", (json_int_t)g->profile.timeout_ms, "memory",
+			      (json_int_t)g->profile.memory_bytes, "cpu_millionths",
+			      (json_int_t)g->profile.cpu_millionths, "output",
+			      (json_int_t)g->profile.output_limit);
+	struct wd_event ev = {.kind = WD_EVENT_ROUTE, .name = "route", .sandbox_id = sandbox_id,
+			      .fields = f};
+	ctx_emit(ctx, &ev);
+	json_decref(f);
+	return why;
+}
+
+/* Ask the approver (--approve=tty) for a pause no recorded approval
+ * covers.  1 approved (and consumed), 0 refused, -1 nobody to ask. */
+static int
+ask(wd_ctx *ctx, const wd_decision *d, const struct approval_hook *h)
+{
+	pthread_mutex_lock(&ctx->lock);
+	wd_approve_fn fn = ctx->approver;
+	void *data = ctx->approver_data;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!fn)
+		return -1;
+	int yes = fn(d, data);
+	const char *id = wd_decision_approval_id(d);
+	if (yes == 1) {
+		on_approval((void *)(uintptr_t)h, "granted", id, "at the terminal");
+		on_approval((void *)(uintptr_t)h, "consumed", id, NULL);
+	} else if (yes == 0) {
+		on_approval((void *)(uintptr_t)h, "refused", id, "at the terminal");
+	}
+	return yes;
+}
+
+/* A pause: 1 if an approval (recorded, or given now) lets it run and the
+ * policy as it is now still pauses it with the same id; 0 if it stays
+ * paused or was refused (*refused set); *d may be replaced by the new
+ * decision. */
+static int
+settle_pause(wd_ctx *ctx, struct policy_ref **pol, const wd_request *req, const wd_cmd *cmd,
+	     wd_decision **d, const struct approval_hook *h, bool *refused, struct wd_err *err)
+{
+	struct wd_audit ah = {.log = NULL, .hook = on_approval, .hook_data = (void *)(uintptr_t)h};
+	int got = wd_approval_consume((*pol)->p, req, *d, &ah, err);
+	if (got < 0)
+		return got;
+	if (got == 0 && cmd->interactive) {
+		int yes = ask(ctx, *d, h);
+		if (yes == 0) {
+			*refused = true;
+			return 0;
+		}
+		got = yes == 1;
+	}
+	if (got == 0)
+		return 0;
+	/* Decide again, under the policy as it is now. */
+	char id[65];
+	snprintf(id, sizeof(id), "%s", wd_decision_approval_id(*d));
+	int rc = ctx_policy_reload(ctx, err);
+	if (rc < 0)
+		return rc;
+	ctx_policy_put(*pol);
+	if (!(*pol = ctx_policy_get(ctx, err)))
+		return -EINVAL;
+	wd_decision *again = NULL;
+	if ((rc = wd_policy_decide((*pol)->p, req, &again, err)) < 0)
+		return rc;
+	wd_decision_free(*d);
+	*d = again;
+	if (wd_decision_kind(again) == WD_DECISION_PAUSE &&
+	    !strcmp(wd_decision_approval_id(again), id))
+		return 1;
+	if (wd_decision_kind(again) == WD_DECISION_DENY) {
+		struct wd_event ev = {.kind = WD_EVENT_DECISION, .name = "decision",
+				      .sandbox_id = h->sandbox_id, .decision = again,
+				      .request = req};
+		ctx_emit(ctx, &ev);
+	} else if (wd_decision_kind(again) == WD_DECISION_PAUSE) {
+		on_approval((void *)(uintptr_t)h, "mismatched", id,
+			    "the policy changed after the approval");
+	}
+	return 0;
+}
+
+/* Allowed: the judged words, and the policy's network.allow as egress
+ * through warden's proxy to those hosts only (on 80/443). */
+static int
+allow(const wd_policy *pol, const wd_spec *spec, const wd_decision *d, struct gate *g,
+      struct wd_err *err)
+{
+	int n = 0;
+	const char *const *words = wd_decision_argv(d, &n);
+	g->argv = wd_xcalloc((size_t)n + 1, sizeof(char *));
+	for (int i = 0; i < n; i++)
+		g->argv[i] = wd_xstrdup(words[i]);
+	size_t nnet = 0;
+	const char *const *net = wd_policy_network_allow(pol, &nnet);
+	if (!nnet)
+		return 0;
+	g->spec = spec_copy(spec);
+	for (size_t i = 0; i < nnet; i++)
+		if (wd_spec_add_net_rule(g->spec, WD_NET_ALLOW, net[i], err) < 0)
+			return wd_err_prefix(err, "policy network.allow");
+	wd_spec_set_net(g->spec, WD_NET_PROXY);
+	return 0;
+}
+
+int
+gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *cmd,
+	 const char *sandbox_id, struct gate *g, wd_result **out_refusal, struct wd_err *err)
+{
+	wd_request *req = NULL;
+	wd_decision *d = NULL;
+	struct approval_hook h = {ctx, sandbox_id};
+	int rc;
+
+	*out_refusal = NULL;
+	struct policy_ref *pol = ctx_policy_get(ctx, err);
+	if (!pol)
+		return -EINVAL;
+	if ((rc = build_request(spec, workspace, cmd, &req, err)) < 0)
+		goto out;
+	if ((rc = wd_policy_decide(pol->p, req, &d, err)) < 0)
+		goto out;
+	/* The audit log is opened here, by warden, outside the jail; if it
+	 * cannot be written nothing runs (no unrecorded decisions). */
+	if ((rc = ctx_audit_ready(ctx, err)) < 0) {
+		wd_err_prefix(err, "--audit");
+		goto out;
+	}
+	struct wd_event ev = {.kind = WD_EVENT_DECISION, .name = "decision",
+			      .sandbox_id = sandbox_id, .decision = d, .request = req};
+	if ((rc = ctx_emit_checked(ctx, &ev, err)) < 0) {
+		wd_err_prefix(err, "audit");
+		goto out;
+	}
+	snprintf(g->digest, sizeof(g->digest), "%s", wd_policy_digest(pol->p));
+
+	const char *why;
+	if (cmd->tool && (why = route(ctx, pol->p, cmd, sandbox_id, g))) {
+		char reason[256];
+		snprintf(reason, sizeof(reason), "tool '%s' %s", cmd->tool, why);
+		*out_refusal = refusal(sandbox_id, WD_OUTCOME_DENIED, &d, g->digest, reason);
+		rc = 0;
+		goto out;
+	}
+	if (wd_decision_kind(d) == WD_DECISION_PAUSE) {
+		bool refused = false;
+		rc = settle_pause(ctx, &pol, req, cmd, &d, &h, &refused, err);
+		if (rc < 0)
+			goto out;
+		snprintf(g->digest, sizeof(g->digest), "%s", wd_policy_digest(pol->p));
+		if (refused) {
+			*out_refusal = refusal(sandbox_id, WD_OUTCOME_DENIED, &d, g->digest,
+					       "not approved at the terminal; nothing ran");
+			rc = 0;
+			goto out;
+		}
+		if (rc == 0 && wd_decision_kind(d) == WD_DECISION_PAUSE) {
+			struct wd_err pe = {0};
+			if (wd_approval_pending(pol->p, req, d, ctx_audit_path(ctx), &pe) < 0)
+				wd_log(WD_LOG_WARN, "cannot record the pending approval: %s",
+				       pe.msg);
+			*out_refusal = refusal(sandbox_id, WD_OUTCOME_PAUSED, &d, g->digest, NULL);
+			goto out;
+		}
+	}
+	if (wd_decision_kind(d) == WD_DECISION_DENY) {
+		*out_refusal = refusal(sandbox_id, WD_OUTCOME_DENIED, &d, g->digest, NULL);
+		rc = 0;
+		goto out;
+	}
+	if ((rc = allow(pol->p, spec, d, g, err)) < 0)
+		goto out;
+	g->decision = d;
+	d = NULL;
+	rc = 0;
+out:
+	wd_decision_free(d);
+	wd_request_free(req);
+	ctx_policy_put(pol);
+	return rc;
+}

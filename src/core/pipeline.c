@@ -1,0 +1,160 @@
+/* core/pipeline: one request from a front end to execve and back.
+ *
+ *   wd_ctx_run(ctx, spec, cmd)       (ephemeral: warden run)
+ *     id <- a fresh sandbox id (the decision, the sandbox, its traffic and
+ *           the result all carry it)
+ *     policy stage when the command asks for it (gate.c)
+ *       -> denied / paused: a result saying so, nothing started
+ *     sandbox_new (plan, host build, proxy) -> sandbox_start (clone, maps,
+ *     cgroup) -> sandbox_exec with SYNC_EXEC_LAST (pipelined behind the
+ *     set-up) -> "result" event -> sandbox_free (reaped, cgroup removed)
+ *
+ *   wd_sandbox_exec(sb, cmd)         (a live sandbox: sandbox.c)
+ *     the same policy stage and result event, then sandbox_exec. */
+#include "core/core.h"
+#include "policy/policy.h"
+
+#include <string.h>
+
+bool
+cmd_needs_policy(const wd_cmd *cmd)
+{
+	/* Every command that arrives as a string, or for a tool, is judged;
+	 * an explicit argv when the caller asks. */
+	return cmd->command || cmd->tool || cmd->policy;
+}
+
+void
+pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned flags,
+		  struct exec_req *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->argv = (const char *const *)argv;
+	x->env = (const char *const *)cmd->env;
+	x->cwd = cmd->cwd;
+	x->timeout_ms = cmd->timeout_ms;
+	x->output_limit = cmd->output_limit;
+	x->stdin_fd = cmd->stdin_fd;
+	x->stream_fd[0] = -1;
+	x->stream_fd[1] = cmd->stream_fd[1];
+	x->stream_fd[2] = cmd->stream_fd[2];
+	x->flags = flags;
+	x->cancel_fd = ctx->cancel_fd;
+	x->cancel_sig = &ctx->cancel_sig;
+}
+
+void
+pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decision *d,
+		      const wd_result *r, const char *why)
+{
+	struct wd_event e = {.kind = WD_EVENT_RESULT, .name = "result", .sandbox_id = sandbox_id,
+			     .decision = d, .result = r, .failure = why};
+	ctx_emit(ctx, &e);
+}
+
+/* A sandbox tool's profile gives the limits the caller did not set
+ * itself: the sandbox's (in a spec copy) and the command's. */
+static const wd_spec *
+profile_spec(const wd_spec *spec, struct gate *g)
+{
+	const struct wd_limits *p = &g->profile, *given = &spec->lim_given;
+	bool sandbox_level = (p->memory_bytes && !given->memory_bytes) ||
+			     (p->pids && !given->pids) ||
+			     (p->cpu_millionths && !given->cpu_millionths);
+	if (!sandbox_level)
+		return g->spec ? g->spec : spec;
+	if (!g->spec)
+		g->spec = spec_copy(spec);
+	struct wd_limits l = *given;
+	if (!l.memory_bytes)
+		l.memory_bytes = p->memory_bytes;
+	if (!l.pids)
+		l.pids = p->pids;
+	if (!l.cpu_millionths)
+		l.cpu_millionths = p->cpu_millionths;
+	wd_spec_set_limits(g->spec, &l);
+	return g->spec;
+}
+
+static void
+profile_cmd(const wd_spec *spec, const struct gate *g, struct exec_req *x)
+{
+	if (!x->timeout_ms && !spec->lim_given.timeout_ms && g->profile.timeout_ms)
+		x->timeout_ms = g->profile.timeout_ms;
+	if (!x->output_limit && !spec->lim_given.output_limit && g->profile.output_limit)
+		x->output_limit = g->profile.output_limit;
+}
+
+/* The result carries the decision that let it run and the policy's
+ * digest ("off" when there was no policy stage). */
+static void
+attach_decision(wd_result *r, struct gate *g, bool policy)
+{
+	if (!policy)
+		return;
+	r->decision = g->decision;
+	g->decision = NULL;
+	snprintf(r->policy, sizeof(r->policy), "%s", g->digest);
+}
+
+WD_API int
+wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
+	   struct wd_err *err)
+{
+	struct wd_err scratch = {0};
+	if (!err)
+		err = &scratch;
+	CTX_ENTER(ctx);
+	char id[17];
+	sandbox_make_id(id);
+	struct gate g = {0};
+	struct sandbox *sb = NULL;
+	wd_result *r = NULL;
+	bool policy = cmd_needs_policy(cmd);
+	const wd_spec *eff = spec;
+	char *const *argv = cmd->argv;
+	int rc;
+
+	if (!cmd->command && cmd->argc == 0) {
+		rc = wd_err_set(err, WD_E_INVAL, "no program given");
+		goto out;
+	}
+	if (policy) {
+		wd_autofree char *cwd = spec->workspace ? NULL : getcwd(NULL, 0);
+		rc = gate_run(ctx, spec, spec->workspace ? spec->workspace : cwd, cmd, id, &g, &r,
+			      err);
+		if (rc < 0 || r)
+			goto out; /* bad input, or denied or paused: nothing starts */
+		argv = g.argv;
+		eff = profile_spec(spec, &g);
+	}
+	struct exec_req x;
+	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
+	if (policy)
+		profile_cmd(spec, &g, &x);
+	if ((rc = sandbox_new(eff, id, &ctx->sink, &sb, err)) < 0)
+		goto fail;
+	sb->get_keeper = ctx_keeper;
+	sb->keeper_data = ctx;
+	/* The command goes out right behind the set-up messages; pid 1 reads
+	 * it once the jail is built, so no round trip is spent waiting for
+	 * SYNC_READY. */
+	if ((rc = sandbox_start(sb, err)) < 0 || (rc = sandbox_exec(sb, &x, &r, err)) < 0)
+		goto fail;
+	attach_decision(r, &g, policy);
+	pipeline_result_event(ctx, id, r->decision, r, NULL);
+	rc = 0;
+	goto out;
+fail:
+	if (policy)
+		pipeline_result_event(ctx, id, g.decision, NULL, err->msg);
+out:
+	sandbox_free(sb);
+	gate_fini(&g);
+	if (rc == 0)
+		*out = r;
+	else
+		wd_result_free(r);
+	CTX_LEAVE();
+	return rc;
+}

@@ -1,0 +1,179 @@
+/* jail/exec: the command's own process, from pid 1's clone to execve
+ * (DESIGN.md §5 step 6).  Runs after clone(): system calls only, no
+ * allocation, no formatting.  A failed step is reported on the command's
+ * exec channel as SYNC_EXEC_FAILED (step and errno); the supervisor writes
+ * the text. */
+#include "jail/jail.h"
+#include "jail/seccomp.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+__attribute__((noreturn)) static void
+fail(struct sync_chan *c, int step, int err)
+{
+	struct sync_msg m = {.kind = SYNC_EXEC_FAILED, .step = step, .err = err};
+	sync_send(c, &m, NULL, 0);
+	_exit(err == ENOENT && step == JAIL_STEP_6I_EXEC ? 127 : 126);
+}
+
+/* 6d. Clear every capability set: bounding first (dropping it needs
+ * CAP_SETPCAP, which the capset removes), then ambient, then
+ * effective/permitted/inheritable.  The command runs as uid 1000, so
+ * execve would clear permitted anyway, but the bounding set survives exec
+ * and a later setuid binary (none work: nosuid) or file caps could use it. */
+int
+jail_drop_bounding(int last_cap, bool must)
+{
+	for (int c = 0; c <= last_cap; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL &&
+		    (errno != EPERM || must))
+			return -errno;
+	return 0;
+}
+
+int
+jail_drop_caps(int last_cap, bool need_bounding)
+{
+	int rc = jail_drop_bounding(last_cap, need_bounding);
+	if (rc < 0)
+		return rc;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	return 0;
+}
+
+/* A change of uid or gid clears the parent-death signal (prctl(2)), so
+ * arm it again, then make sure the parent did not die in between: its
+ * end of chan closing reads as EOF here. */
+void
+jail_rearm_pdeathsig(int chan_fd)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* POLLRDHUP, not a peek: a queued message would hide the hang-up */
+	struct pollfd pfd = {.fd = chan_fd, .events = POLLRDHUP};
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP)))
+		_exit(125);
+}
+
+/* Process level only: leave root behind, and the capabilities. */
+static void
+drop_privileges(const struct jail_plan *plan, struct sync_chan *c)
+{
+	int rc;
+	if (plan->run_uid != (uid_t)-1) {
+		/* the bounding set first: dropping it needs CAP_SETPCAP, which
+		 * the uid change below takes away; setgroups before setuid:
+		 * supplementary groups survive it */
+		if ((rc = jail_drop_bounding(plan->last_cap, true)) < 0)
+			fail(c, JAIL_STEP_6D_CAPS, -rc);
+		if (setgroups(0, NULL) < 0 ||
+		    setresgid(plan->run_gid, plan->run_gid, plan->run_gid) < 0 ||
+		    setresuid(plan->run_uid, plan->run_uid, plan->run_uid) < 0)
+			fail(c, JAIL_STEP_2B_IDS, errno);
+		jail_rearm_pdeathsig(c->fd);
+	}
+	/* an unprivileged caller cannot shrink its bounding set (no
+	 * CAP_SETPCAP); it holds no capability and NoNewPrivs keeps it from
+	 * gaining one */
+	if ((rc = jail_drop_caps(plan->last_cap, false)) < 0)
+		fail(c, JAIL_STEP_6D_CAPS, -rc);
+	/* 6e. NoNewPrivs: setuid binaries and file caps grant nothing, and
+	 * unprivileged seccomp and Landlock need it.  (In a container pid 1
+	 * did 6d and 6e for every command already.) */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail(c, JAIL_STEP_6E_NNP, errno);
+}
+
+__attribute__((noreturn)) void
+jail_exec_main(const struct jail_plan *plan, const struct jail_exec_fds *fds)
+{
+	struct sync_chan chan;
+	struct jail_cmd cmd;
+	int rc;
+
+	sync_chan_init(&chan, fds->chan, SYNC_COMMAND, SYNC_S_SENT);
+	/* The command dies with pid 1 (and, at the process level, pid 1 with
+	 * warden): nothing of a sandbox outlives its monitor. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+
+	/* 6a. A new session: no controlling terminal, so TIOCSTI cannot push
+	 * keystrokes into the caller's terminal (CVE-2017-5226); seccomp
+	 * refuses TIOCSTI too.  It also makes the command a process group
+	 * that pid 1 can end as a whole. */
+	if (setsid() < 0)
+		fail(&chan, JAIL_STEP_6A_SESSION, errno);
+
+	/* Signals start clean: pid 1's blocked mask and ignored signals
+	 * (SIG_IGN survives execve) are not the command's business. */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+
+	if ((rc = jail_cmd_plan_map(fds->plan, &cmd)) < 0)
+		fail(&chan, JAIL_STEP_6B_FDS, -rc);
+
+	/* 6b. stdin is /dev/null unless the caller passed one. */
+	int in = fds->in >= 0 ? fds->in : plan->devnull_fd;
+	if (dup2(in, 0) < 0 || dup2(fds->out, 1) < 0 || dup2(fds->err, 2) < 0)
+		fail(&chan, JAIL_STEP_6B_FDS, errno);
+
+	/* 6c. rlimits: no core dumps (they would land in the workspace),
+	 * bounded fds and file size. */
+	if (setrlimit(RLIMIT_CORE, &plan->rl_core) < 0 ||
+	    setrlimit(RLIMIT_NOFILE, &plan->rl_nofile) < 0 ||
+	    setrlimit(RLIMIT_FSIZE, &plan->rl_fsize) < 0)
+		fail(&chan, JAIL_STEP_6C_RLIMITS, errno);
+
+	if (!plan->container)
+		drop_privileges(plan, &chan);
+	if (chdir(cmd.cwd) < 0)
+		fail(&chan, JAIL_STEP_6B_FDS, errno);
+
+	/* 6f. Landlock, a second fence behind the mounts. */
+	if (plan->landlock_abi > 0) {
+		struct wd_err e = {0};
+		if (jail_landlock_apply(&plan->landlock, plan->landlock_abi, &e) < 0)
+			fail(&chan, JAIL_STEP_6F_LANDLOCK, e.sys_errno ? e.sys_errno : EPERM);
+	}
+
+	/* 6g. Nothing of warden's crosses into the command: every fd above 2
+	 * closes at execve (CLOEXEC rather than close, so the channel can
+	 * still report an execve failure). */
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		fail(&chan, JAIL_STEP_6G_CLOSE_FDS, errno);
+
+	/* 6h. Seccomp last: setrlimit, capset, landlock_restrict_self and
+	 * close_range above would otherwise have to be on the allow list. */
+	if ((rc = jail_seccomp_load(plan->seccomp)) < 0)
+		fail(&chan, JAIL_STEP_6H_SECCOMP, -rc);
+
+	/* 6i. execve with an explicit argv and environment, never a shell.
+	 * ENOENT moves on to the next candidate, any other error is
+	 * remembered (execvp's rule). */
+	int err = ENOENT;
+	for (int i = 0; cmd.paths[i]; i++) {
+		execve(cmd.paths[i], cmd.argv, cmd.envp);
+		if (errno != ENOENT && errno != ENOTDIR)
+			err = errno;
+	}
+	fail(&chan, JAIL_STEP_6I_EXEC, err);
+}

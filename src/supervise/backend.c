@@ -1,0 +1,54 @@
+/* supervise/backend: the isolation levels behind one interface
+ * (struct backend_ops, supervise.h).  The caller never asks which level
+ * it has: it calls the table.  container and process share the local
+ * monitor (local.c); a level with another way of running commands (gVisor's
+ * runsc) gets its own functions here. */
+#include "supervise/supervise.h"
+#include "supervise/doctor-internal.h"
+
+static void
+probe_container(struct backend_probe *out)
+{
+	doctor_level_probe(WD_ISOLATION_CONTAINER, out);
+}
+
+static void
+probe_process(struct backend_probe *out)
+{
+	doctor_level_probe(WD_ISOLATION_PROCESS, out);
+}
+
+static const struct backend_ops container_ops = {
+	.name = "container",
+	.level = WD_ISOLATION_CONTAINER,
+	.probe = probe_container,
+	.prepare = local_prepare,
+	.spawn = local_spawn,
+	.ready = local_ready,
+	.exec = local_exec,
+	.kill = local_kill,
+	.destroy = local_destroy,
+};
+
+static const struct backend_ops process_ops = {
+	.name = "process",
+	.level = WD_ISOLATION_PROCESS,
+	.probe = probe_process,
+	.prepare = local_prepare,
+	.spawn = local_spawn,
+	.ready = local_ready,
+	.exec = local_exec,
+	.kill = local_kill,
+	.destroy = local_destroy,
+};
+
+static const struct backend_ops *const backends[] = {
+	[WD_ISOLATION_CONTAINER] = &container_ops,
+	[WD_ISOLATION_PROCESS] = &process_ops,
+};
+
+const struct backend_ops *
+backend_for(enum wd_isolation level)
+{
+	return (unsigned)level < WD_ARRAY_SIZE(backends) ? backends[level] : NULL;
+}

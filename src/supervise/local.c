@@ -1,0 +1,485 @@
+/* supervise/local: the backend of the container and process levels: a
+ * sandbox is a pid 1 of our own (jail/pid1.c) cloned from this process,
+ * with its cgroup and egress proxy held here (DESIGN.md §5 steps 1, 2, 7).
+ *
+ * The two levels differ in the plan (namespaces and mounts or none) and in
+ * three places below, each marked: the clone flags and the uid maps, when
+ * the cgroup is made, and how the sandbox is ended.  Everything else, the
+ * protocol and the command loop (local_exec.c), is one code path. */
+#include "supervise/supervise.h"
+#include "cgroup/cgroup.h"
+#include "jail/jail.h"
+#include "net/net.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+static bool
+is_container(const struct sandbox *sb)
+{
+	return sb->ops->level == WD_ISOLATION_CONTAINER;
+}
+
+/* ---- prepare: plan, host build, egress proxy (no process yet) ---- */
+
+/* Every proxy and DNS decision: an event of this sandbox, and the spec's
+ * JSON handler (wd_spec_set_event_handler) if one is set.  Called on the
+ * proxy's thread. */
+static void
+net_event_cb(const struct net_event *ev, void *data)
+{
+	struct sandbox *sb = data;
+	struct wd_event e = {.kind = WD_EVENT_NETWORK, .name = "network", .sandbox_id = sb->id,
+			     .net = ev};
+	event_emit(sb->events, &e);
+	if (sb->spec->event_fn) {
+		char *j = result_net_event_json(ev);
+		sb->spec->event_fn(j, sb->spec->event_data);
+		free(j);
+	}
+}
+
+static int
+prepare_proxy(struct sandbox *sb, struct wd_err *err)
+{
+	const wd_spec *spec = sb->spec;
+	if (!is_container(sb))
+		return wd_err_set(err, WD_E_INVAL,
+				  "--net allow needs --isolation container (a network namespace "
+				  "with warden's proxy as its only way out)");
+	if (!spec->net_rules && net_rules_new(&sb->own_rules) < 0)
+		return wd_err_set(err, WD_E_INTERNAL, "out of memory");
+	struct net_config nc;
+	net_config_init(&nc);
+	nc.sandbox_id = sb->id;
+	nc.rules = spec->net_rules ? spec->net_rules : sb->own_rules;
+	nc.tls_intercept = spec->tls_intercept;
+	nc.upstream_ca_file = spec->upstream_ca;
+	return net_proxy_new(&nc, net_event_cb, sb, &sb->proxy, err);
+}
+
+int
+local_prepare(struct sandbox *sb, struct wd_err *err)
+{
+	const wd_spec *spec = sb->spec;
+	int rc;
+	/* Egress: the proxy exists before the plan, which needs its CA for
+	 * the jail's trust store; it serves once pid 1 sends its sockets. */
+	if (spec->net == WD_NET_PROXY && (rc = prepare_proxy(sb, err)) < 0)
+		return rc;
+	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
+	for (size_t i = 0; i < spec->nbinds; i++)
+		binds[i] = (struct jail_bind){spec->binds[i].src, spec->binds[i].dst,
+					      spec->binds[i].rw};
+	wd_autofree char *cwd = NULL;
+	const char *ws = spec->workspace;
+	if (!ws)
+		ws = cwd = getcwd(NULL, 0);
+	struct jail_config cfg = {
+		.container = is_container(sb),
+		.workspace = ws ? ws : ".",
+		.binds = binds,
+		.nbinds = spec->nbinds,
+		.env = (const char *const *)(const void *)spec->env,
+		.nenv = spec->nenv,
+		.term = spec->term,
+		.tmp_bytes = spec->lim.tmp_bytes,
+		.nofile = spec->lim.nofile,
+		.fsize = spec->lim.fsize,
+		.ports = spec->ports,
+		.nports = spec->nports,
+		.net_proxy = sb->proxy != NULL,
+		.ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
+		.time_ns = spec->time_ns,
+		.reproducible = spec->reproducible,
+	};
+	rc = jail_plan_build(&cfg, &sb->prep, err);
+	free(binds);
+	return rc;
+}
+
+/* ---- spawn ---- */
+
+static int
+make_cgroup(struct sandbox *sb, struct wd_err *err)
+{
+	const wd_spec *spec = sb->spec;
+	struct cgroup_limits cl = {spec->lim.memory_bytes, spec->lim.pids,
+				   spec->lim.cpu_millionths};
+	/* cpuacct stays: it counts the CPU of processes killed at a timeout,
+	 * which no rusage sees.  No freezer in a container: pid 1's death
+	 * takes the pid namespace with it, so kill-all needs no freezing.
+	 * (level difference 2 of 3) */
+	unsigned flags = is_container(sb) ? CGROUP_NO_FREEZER : 0;
+	/* The keeper hears of the directories before they exist: warden may
+	 * die between the mkdir and the next line. */
+	char **dirs = cgroup_planned_dirs(sb->id, flags);
+	if (dirs && sb->get_keeper && !sb->keeper) {
+		struct wd_err ke = {0};
+		sb->keeper = sb->get_keeper(sb->keeper_data, &ke);
+		if (!sb->keeper)
+			wd_log(WD_LOG_WARN, "no cgroup keeper (%s): a killed warden may leave "
+					    "the sandbox's cgroup behind", ke.msg);
+	}
+	keeper_watch(sb->keeper, (const char *const *)dirs);
+	int rc = cgroup_create_flags(sb->id, &cl, flags, &sb->cg, err);
+	if (rc < 0) {
+		keeper_release(sb->keeper, (const char *const *)dirs);
+		sb->cg = NULL;
+	}
+	cgroup_dirs_free(dirs);
+	if (rc < 0 && geteuid() != 0 && (rc == -EPERM || rc == -ENOTSUP)) {
+		/* An unprivileged caller on a host without a delegated
+		 * subtree cannot have memory, pids or CPU limits.  Fail closed:
+		 * a limit asked for and not enforced is worse than an error,
+		 * unless the caller said best effort will do. */
+		if (!spec->best_effort) {
+			wd_err_prefix(err, "the memory, pids and CPU limits cannot be enforced "
+					   "here (run as root, or with a delegated cgroup v2 "
+					   "subtree; --best-effort runs without them)");
+			if (err)
+				err->code = WD_E_UNSUPPORTED;
+			return -ENOTSUP;
+		}
+		wd_log(WD_LOG_WARN, "no cgroup for the sandbox (%s): limits not enforced "
+				    "(--best-effort)",
+		       err ? err->msg : "");
+		return 0;
+	}
+	return rc;
+}
+
+/* SYNC_CGROUP: v1 hands pid 1 each hierarchy's tasks file so it moves
+ * itself (jail/pid1.c join_cgroup); v2 and "none" send no descriptors. */
+static int
+send_cgroup(struct sandbox *sb, struct wd_err *err)
+{
+	int fds[SYNC_MAX_FDS], n = 0, rc = 0;
+	if (sb->cg && cgroup_dirfd(sb->cg) < 0) {
+		const char *const *dirs = cgroup_dirs(sb->cg);
+		for (; dirs[n] && n < SYNC_MAX_FDS; n++) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/tasks", dirs[n]);
+			fds[n] = open(path, O_WRONLY | O_CLOEXEC);
+			if (fds[n] < 0) {
+				rc = wd_err_sys(err, errno, "open %s", path);
+				break;
+			}
+		}
+	}
+	struct sync_msg m = {.kind = SYNC_CGROUP, .status = n};
+	if (rc == 0 && (rc = sync_send(&sb->chan, &m, fds, n)) < 0)
+		wd_err_sys(err, -rc, "hand the cgroup to the sandbox");
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}
+
+#define STEP(what)                                                                                 \
+	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms %s", sb->id,                                     \
+	       (double)(wd_now_ns() - sb->t0) / 1e6, what)
+
+int
+local_spawn(struct sandbox *sb, struct wd_err *err)
+{
+	struct jail_plan *plan = &sb->prep->plan;
+	int sp[2] = {-1, -1}, rc;
+	bool container = is_container(sb);
+
+	STEP("1 planned");
+	/* 1a. The host side of the build: what the plan names on the host,
+	 * opened and, as root, cloned into detached trees. */
+	if ((rc = jail_build_host(sb->prep, err)) < 0)
+		return rc;
+	STEP("1a host trees");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return wd_err_sys(err, errno, "sandbox channel");
+	/* 1b. On cgroup v2 the cgroup exists before clone3 so pid 1 is born
+	 * in it (CLONE_INTO_CGROUP).  On v1 it is made after clone3, while
+	 * pid 1 builds its mounts, and pid 1 joins it itself before anything
+	 * of a command runs (step 4b).  (level difference 2 of 3) */
+	int host_cg = cgroup_host_version();
+	if (host_cg == 2 && (rc = make_cgroup(sb, err)) < 0)
+		goto fail;
+	STEP("1b cgroup (v2)");
+
+	/* 1c. clone3: new namespaces (container) and a pidfd.  exit_signal 0:
+	 * pid 1 is none of the caller's waitpid(-1) business, and sends it
+	 * no SIGCHLD; it is reaped through the pidfd.  No PDEATHSIG: that
+	 * fires when the creating *thread* exits, and a sandbox may outlive
+	 * the thread that made it; pid 1 ends on EOF of the sandbox channel
+	 * instead, which only the process's death (or destroy) closes.
+	 * (level difference 1 of 3) */
+	struct clone_args ca;
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_PIDFD;
+	if (container)
+		ca.flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+			    CLONE_NEWIPC | CLONE_NEWUTS;
+	ca.pidfd = (uint64_t)(uintptr_t)&sb->pidfd;
+	ca.exit_signal = 0;
+	if (sb->cg && cgroup_dirfd(sb->cg) >= 0) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)cgroup_dirfd(sb->cg);
+	}
+	plan->sync_fd = sp[1];
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0) {
+		rc = wd_err_sys(err, errno, "clone3 (step %s)", jail_step_name(JAIL_STEP_1_CLONE));
+		if (err)
+			err->step = JAIL_STEP_1_CLONE;
+		goto fail;
+	}
+	if (pid == 0) {
+		close(sp[0]);
+		jail_pid1_main(plan);
+	}
+	sb->pid = pid;
+	close(sp[1]);
+	sp[1] = -1;
+	plan->sync_fd = -1;
+	sync_chan_init(&sb->chan, sp[0], SYNC_SUPERVISOR, SYNC_S_CLONED);
+	sp[0] = -1;
+	sb->state = SB_SPAWNED;
+	STEP("1c clone3");
+
+	/* 2. The maps, then SYNC_GO: pid 1 may go on. */
+	if (container && (rc = jail_write_maps(sb->prep, pid, err)) < 0) {
+		if (err)
+			err->step = JAIL_STEP_2_MAPS;
+		return rc;
+	}
+	struct sync_msg go = {.kind = SYNC_GO};
+	if ((rc = sync_send(&sb->chan, &go, NULL, 0)) < 0)
+		return wd_err_sys(err, -rc, "release the sandbox");
+	STEP("2 maps written, pid 1 released");
+	/* 2c. v1: the cgroup, overlapping pid 1's mount work, then
+	 * SYNC_CGROUP. */
+	if (host_cg != 2 && (rc = make_cgroup(sb, err)) < 0)
+		return rc;
+	if ((rc = send_cgroup(sb, err)) < 0)
+		return rc;
+	STEP("2c cgroup sent");
+	return 0;
+fail:
+	if (sp[0] >= 0)
+		close(sp[0]);
+	if (sp[1] >= 0)
+		close(sp[1]);
+	return rc;
+}
+
+/* ---- set-up messages and readiness ---- */
+
+/* SYNC_NET_READY: serve the sockets pid 1 made in the sandbox's network
+ * namespace from here, on the proxy's own thread. */
+static void
+net_ready(struct sandbox *sb, const int *fds, int n)
+{
+	struct wd_err e = {0};
+	if (!sb->proxy || n != 3 || net_proxy_serve(sb->proxy, fds[0], fds[1], fds[2], &e) < 0 ||
+	    net_proxy_start(sb->proxy, &e) < 0) {
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+		wd_log(WD_LOG_ERROR, "egress proxy: %s", e.msg);
+		if (!sb->setup_step) {
+			sb->setup_step = JAIL_STEP_4_NET;
+			sb->setup_errno = e.sys_errno ? e.sys_errno : EIO;
+		}
+		sb->state = SB_DEAD;
+		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	}
+}
+
+void
+local_read_setup(struct sandbox *sb)
+{
+	while (sb->state == SB_SPAWNED) {
+		struct sync_msg m;
+		int fds[SYNC_MAX_FDS], nfds;
+		int rc = sync_recv(&sb->chan, &m, fds, &nfds, MSG_DONTWAIT);
+		if (rc == -EAGAIN)
+			return;
+		if (rc == -EPROTO) {
+			wd_log(WD_LOG_ERROR, "sandbox %s: pid 1 sent a message the protocol "
+					     "refuses in state %s",
+			       sb->id, sync_state_name(sb->chan.state));
+			continue;
+		}
+		if (rc < 0) {
+			sb->state = SB_DEAD; /* EOF: pid 1 is gone */
+			return;
+		}
+		switch (m.kind) {
+		case SYNC_NET_READY:
+			net_ready(sb, fds, nfds);
+			break;
+		case SYNC_READY:
+			sb->state = SB_READY;
+			sb->time_ns_active = m.status & SYNC_READY_TIME_NS;
+			STEP("3-4 jail ready");
+			break;
+		case SYNC_ERROR:
+			sb->setup_step = m.step;
+			sb->setup_errno = m.err;
+			sb->setup_op = m.status;
+			sb->state = SB_DEAD;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+int
+local_setup_error(struct sandbox *sb, struct wd_err *err)
+{
+	const struct jail_plan *pl = &sb->prep->plan;
+	int rc;
+	if (!sb->setup_step)
+		return wd_err_set(err, WD_E_SYS, "the sandbox ended before it was ready");
+	if (sb->setup_op > 0 && sb->setup_op <= pl->nops)
+		rc = wd_err_sys(err, sb->setup_errno, "jail step %s: %s %s",
+				jail_step_name(sb->setup_step),
+				jail_op_name(pl->ops[sb->setup_op - 1].kind),
+				pl->ops[sb->setup_op - 1].path);
+	else
+		rc = wd_err_sys(err, sb->setup_errno, "jail step %s",
+				jail_step_name(sb->setup_step));
+	if (err)
+		err->step = sb->setup_step;
+	return rc;
+}
+
+int
+local_ready(struct sandbox *sb, struct wd_err *err)
+{
+	for (;;) {
+		pthread_mutex_lock(&sb->lock);
+		local_read_setup(sb);
+		enum sandbox_state st = sb->state;
+		pthread_mutex_unlock(&sb->lock);
+		if (st == SB_READY)
+			return 0;
+		if (st == SB_DEAD)
+			return local_setup_error(sb, err);
+		struct pollfd p[2] = {{.fd = sb->chan.fd, .events = POLLIN},
+				      {.fd = sb->pidfd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			return wd_err_sys(err, errno, "poll");
+		if (p[1].revents) {
+			/* pid 1 exited: read what it said before it went */
+			pthread_mutex_lock(&sb->lock);
+			local_read_setup(sb);
+			if (sb->state != SB_READY)
+				sb->state = SB_DEAD;
+			pthread_mutex_unlock(&sb->lock);
+		}
+	}
+}
+
+/* ---- kill, destroy, describe ---- */
+
+void
+local_kill(struct sandbox *sb)
+{
+	/* pid 1's death takes the whole pid namespace (grandchildren
+	 * included); the cgroup kill catches anything at the process level. */
+	if (sb->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	if (sb->cg)
+		cgroup_kill(sb->cg);
+}
+
+static void
+reap(struct sandbox *sb, int timeout_ms)
+{
+	if (sb->pidfd < 0 || sb->reaped)
+		return;
+	struct pollfd p = {.fd = sb->pidfd, .events = POLLIN};
+	if (timeout_ms >= 0 && poll(&p, 1, timeout_ms) == 0)
+		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	siginfo_t si;
+	while (syscall(SYS_waitid, P_PIDFD, sb->pidfd, &si, WEXITED | __WALL, NULL) < 0 &&
+	       errno == EINTR)
+		;
+	sb->reaped = true;
+}
+
+void
+local_destroy(struct sandbox *sb)
+{
+	/* How the sandbox ends (level difference 3 of 3): a container's pid 1
+	 * is killed, and the kernel kills the rest of its pid namespace;
+	 * the process level's monitor is asked to go (EOF on its channel), so
+	 * it kills its commands' descendants, which have no namespace to die
+	 * with, before it exits. */
+	if (sb->pidfd >= 0 && !sb->reaped) {
+		if (is_container(sb)) {
+			syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+			reap(sb, -1);
+		} else {
+			shutdown(sb->chan.fd, SHUT_RDWR);
+			reap(sb, 2000);
+		}
+	}
+	if (sb->chan.fd >= 0)
+		close(sb->chan.fd);
+	sb->chan.fd = -1;
+	if (sb->proxy) {
+		net_proxy_stop(sb->proxy);
+		net_proxy_free(sb->proxy);
+		sb->proxy = NULL;
+	}
+	net_rules_free(sb->own_rules);
+	sb->own_rules = NULL;
+	if (sb->cg) {
+		cgroup_kill(sb->cg);
+		cgroup_destroy(sb->cg);
+		keeper_release(sb->keeper, cgroup_dirs(sb->cg));
+		cgroup_free(sb->cg);
+		sb->cg = NULL;
+	}
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = -1;
+	jail_prep_free(sb->prep);
+	sb->prep = NULL;
+	sb->state = SB_DEAD;
+}
+
+void
+local_describe(struct sandbox *sb, wd_result *r)
+{
+	const struct jail_prep *prep = sb->prep;
+	struct net_stats ns = {0};
+	if (sb->proxy)
+		net_proxy_stats(sb->proxy, &ns);
+	r->net_proxy = sb->proxy != NULL;
+	r->tls_intercept = sb->proxy && sb->spec->tls_intercept;
+	r->net_requests = ns.requests;
+	r->net_refused = ns.refused;
+	r->net_dns = ns.dns_queries;
+	r->net_bytes = ns.bytes_total;
+	r->isolation = sb->ops->level;
+	r->seccomp = true;
+	r->landlock_abi = prep ? prep->plan.landlock_abi : 0;
+	r->cgroup_version = sb->cg ? cgroup_version(sb->cg) : 0;
+	r->idmapped = prep && prep->idmapped;
+	r->bounding_dropped = is_container(sb) || geteuid() == 0;
+	r->time_ns = sb->time_ns_active;
+	r->host_uid = prep ? prep->host_uid : 0;
+}

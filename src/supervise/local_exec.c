@@ -1,0 +1,544 @@
+/* supervise/local_exec: one command in a local sandbox (DESIGN.md §5 step
+ * 7): its pipes, its plan and its channel go to pid 1 in SYNC_EXEC; then
+ * one epoll loop over the output pipes, the command's channel, pid 1's
+ * pidfd, the cancellation descriptors and the clock, until the command has
+ * ended and its output is drained.  Each command has its own state here
+ * (struct xrun), so any number run at once, from any threads. */
+#include "supervise/supervise.h"
+#include "cgroup/cgroup.h"
+#include "jail/jail.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* After a command's end, how long its output pipes may stay open (held by
+ * something it started that escaped its process group) before we stop
+ * reading them.  A one-shot run's sandbox ends with the command, so there
+ * EOF comes at once. */
+#define DRAIN_GRACE_NS (200ULL * 1000000ULL)
+
+struct xrun {
+	struct sandbox *sb;
+	const struct exec_req *x;
+	int out_r, err_r;
+	struct sync_chan chan; /* the command's channel */
+	struct capture cap[3];
+	int ep;
+	bool got_exit, exec_failed, sandbox_dead, timed_out, closed_late;
+	int exec_errno, exec_step, status, start_err;
+	uint64_t cpu_us, maxrss_kb;
+	int killed_by; /* the signal of a cancellation */
+	uint64_t exit_ns;
+	/* stdin from a terminal: relayed, never handed over */
+	int tty_in, relay_w;
+	char relay_buf[4096];
+	size_t relay_len, relay_off;
+};
+
+static bool
+last(const struct xrun *r)
+{
+	return r->x->flags & SYNC_EXEC_LAST;
+}
+
+static void
+on_head(void *data, int stream, const char *buf, size_t n)
+{
+	struct xrun *r = data;
+	struct wd_event e = {.kind = WD_EVENT_OUTPUT, .name = "output",
+			     .sandbox_id = r->sb->id, .data = buf, .len = n, .stream = stream};
+	event_emit(r->sb->events, &e);
+}
+
+static void
+drain(struct xrun *r, int stream, char *buf, size_t cap)
+{
+	int *fdp = stream == 1 ? &r->out_r : &r->err_r;
+	/* a bounded number of reads per wake-up, so a command that writes
+	 * faster than we read cannot starve the deadline and signal checks */
+	for (int round = 0; round < 16; round++) {
+		ssize_t n = read(*fdp, buf, cap);
+		if (n > 0) {
+			capture_feed(&r->cap[stream], buf, (size_t)n);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		/* EOF or error: this stream is done */
+		epoll_ctl(r->ep, EPOLL_CTL_DEL, *fdp, NULL);
+		close(*fdp);
+		*fdp = -1;
+		return;
+	}
+}
+
+/* Move what the person types to the command: read the terminal only
+ * while nothing is pending, wait for room on the socket otherwise.  EOF
+ * (^D) or the command closing its stdin ends the relay. */
+static void
+relay_stop(struct xrun *r)
+{
+	if (r->tty_in >= 0)
+		epoll_ctl(r->ep, EPOLL_CTL_DEL, r->tty_in, NULL);
+	if (r->relay_w >= 0) {
+		epoll_ctl(r->ep, EPOLL_CTL_DEL, r->relay_w, NULL);
+		close(r->relay_w);
+	}
+	r->tty_in = r->relay_w = -1;
+}
+
+static void
+relay(struct xrun *r)
+{
+	if (r->relay_len == 0) {
+		ssize_t n = read(r->tty_in, r->relay_buf, sizeof(r->relay_buf));
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			relay_stop(r);
+			return;
+		}
+		r->relay_len = (size_t)n;
+		r->relay_off = 0;
+	}
+	while (r->relay_off < r->relay_len) {
+		ssize_t w = send(r->relay_w, r->relay_buf + r->relay_off,
+				 r->relay_len - r->relay_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			/* full: stop reading the terminal, wait for room */
+			struct epoll_event out = {.events = EPOLLOUT, .data.fd = r->relay_w};
+			epoll_ctl(r->ep, EPOLL_CTL_DEL, r->tty_in, NULL);
+			epoll_ctl(r->ep, EPOLL_CTL_ADD, r->relay_w, &out);
+			return;
+		}
+		if (w < 0) {
+			relay_stop(r); /* the command closed its stdin */
+			return;
+		}
+		r->relay_off += (size_t)w;
+	}
+	r->relay_len = 0;
+	struct epoll_event in = {.events = EPOLLIN, .data.fd = r->tty_in};
+	if (epoll_ctl(r->ep, EPOLL_CTL_DEL, r->relay_w, NULL) == 0)
+		epoll_ctl(r->ep, EPOLL_CTL_ADD, r->tty_in, &in);
+}
+
+/* End the command: a one-shot run's whole sandbox (pid 1's death takes
+ * the pid namespace; the cgroup kill the rest), else the command's
+ * process group, through pid 1. */
+static void
+stop_command(struct xrun *r)
+{
+	if (last(r) || r->sandbox_dead) {
+		local_kill(r->sb);
+		return;
+	}
+	struct sync_msg k = {.kind = SYNC_KILL, .status = SIGKILL};
+	if (sync_send(&r->chan, &k, NULL, 0) < 0)
+		local_kill(r->sb);
+}
+
+static void
+on_channel(struct xrun *r)
+{
+	for (;;) {
+		struct sync_msg m;
+		int fds[SYNC_MAX_FDS], nfds;
+		int rc = sync_recv(&r->chan, &m, fds, &nfds, MSG_DONTWAIT);
+		if (rc == -EAGAIN)
+			return;
+		if (rc == -EPROTO)
+			continue; /* refused and dropped by the protocol */
+		if (rc < 0) {
+			/* EOF before EXIT: pid 1 is gone */
+			epoll_ctl(r->ep, EPOLL_CTL_DEL, r->chan.fd, NULL);
+			if (!r->got_exit)
+				r->sandbox_dead = true;
+			return;
+		}
+		if (m.kind == SYNC_EXEC_FAILED) {
+			r->exec_failed = true;
+			r->exec_errno = m.err;
+			r->exec_step = m.step;
+		} else if (m.kind == SYNC_EXIT) {
+			r->got_exit = true;
+			r->exit_ns = wd_now_ns();
+			r->status = m.status;
+			r->start_err = m.err;
+			r->cpu_us = m.cpu_us;
+			r->maxrss_kb = m.maxrss_kb;
+			epoll_ctl(r->ep, EPOLL_CTL_DEL, r->chan.fd, NULL);
+		}
+	}
+}
+
+/* pid 1's pidfd is readable: it exited.  In a one-shot run that is the
+ * expected end; otherwise the sandbox died under the command. */
+static void
+on_pid1_exit(struct xrun *r)
+{
+	struct sandbox *sb = r->sb;
+	epoll_ctl(r->ep, EPOLL_CTL_DEL, sb->pidfd, NULL);
+	pthread_mutex_lock(&sb->lock);
+	local_read_setup(sb);
+	if (sb->state != SB_DEAD)
+		sb->state = SB_DEAD;
+	pthread_mutex_unlock(&sb->lock);
+	on_channel(r); /* what pid 1 said before it went */
+	if (!r->got_exit)
+		r->sandbox_dead = true;
+}
+
+static void
+on_cancel(struct xrun *r, int sig)
+{
+	if (!r->killed_by)
+		r->killed_by = sig > 0 ? sig : SIGKILL;
+	if (!r->got_exit)
+		stop_command(r);
+}
+
+static int
+loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
+{
+	struct sandbox *sb = r->sb;
+	size_t cap = 256 << 10;
+	char *buf = wd_xmalloc(cap);
+	bool setup_watched = false;
+
+	/* Done when the command's end is known and both pipes are drained;
+	 * or the sandbox died (then its pipes close by themselves). */
+	while (!((r->got_exit || r->sandbox_dead) && r->out_r < 0 && r->err_r < 0)) {
+		uint64_t now = wd_now_ns();
+		int timeout = -1;
+		if (!r->got_exit && !r->sandbox_dead && !r->timed_out)
+			timeout = now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
+		else if (r->got_exit && !last(r))
+			timeout = 20; /* watch the drain grace */
+		/* Set-up messages: whoever runs a command while the sandbox is
+		 * still being built reads them (under the sandbox's lock). */
+		if (!setup_watched && sb->state == SB_SPAWNED) {
+			struct epoll_event ev = {.events = EPOLLIN, .data.fd = sb->chan.fd};
+			if (epoll_ctl(r->ep, EPOLL_CTL_ADD, sb->chan.fd, &ev) == 0)
+				setup_watched = true;
+		}
+		struct epoll_event evs[8];
+		int n = epoll_wait(r->ep, evs, 8, timeout);
+		if (n < 0 && errno != EINTR) {
+			free(buf);
+			return wd_err_sys(err, errno, "epoll_wait");
+		}
+		now = wd_now_ns();
+		if (!r->got_exit && !r->sandbox_dead && !r->timed_out && now >= deadline_ns) {
+			r->timed_out = true;
+			stop_command(r);
+		}
+		if (r->got_exit && !last(r) && now >= r->exit_ns + DRAIN_GRACE_NS &&
+		    (r->out_r >= 0 || r->err_r >= 0)) {
+			/* something the command started outside its process group
+			 * still holds the pipes: stop reading them */
+			r->closed_late = true;
+			for (int s = 1; s <= 2; s++) {
+				int *fdp = s == 1 ? &r->out_r : &r->err_r;
+				if (*fdp >= 0)
+					close(*fdp);
+				*fdp = -1;
+			}
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+			if ((fd == r->tty_in && r->tty_in >= 0) ||
+			    (fd == r->relay_w && r->relay_w >= 0))
+				relay(r);
+			else if (fd == r->out_r && r->out_r >= 0)
+				drain(r, 1, buf, cap);
+			else if (fd == r->err_r && r->err_r >= 0)
+				drain(r, 2, buf, cap);
+			else if (fd == r->chan.fd)
+				on_channel(r);
+			else if (fd == sb->pidfd)
+				on_pid1_exit(r);
+			else if (fd == sb->chan.fd) {
+				pthread_mutex_lock(&sb->lock);
+				local_read_setup(sb);
+				bool done = sb->state != SB_SPAWNED;
+				pthread_mutex_unlock(&sb->lock);
+				if (done) {
+					epoll_ctl(r->ep, EPOLL_CTL_DEL, sb->chan.fd, NULL);
+					setup_watched = false;
+				}
+				if (sb->state == SB_DEAD && !r->got_exit)
+					r->sandbox_dead = true;
+			} else if (fd == sb->cancel_fd) {
+				on_cancel(r, atomic_load(&sb->cancel_sig));
+			} else if (fd == r->x->cancel_fd) {
+				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
+			}
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+/* The working directory in the jail's view: the workspace (at /workspace
+ * in a container, its host path at the process level) and cwd below it. */
+static char *
+jail_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err)
+{
+	const char *base = sb->prep->plan.cwd;
+	if (!cwd || !cwd[0] || !strcmp(cwd, "."))
+		return wd_xstrdup(base);
+	if (cwd[0] == '/')
+		goto bad;
+	for (const char *c = cwd; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			goto bad;
+		c += n;
+		c += strspn(c, "/");
+	}
+	return wd_xasprintf("%s/%s", base, cwd);
+bad:
+	wd_err_set(err, WD_E_INVAL,
+		   "working directory '%s': give a path relative to the workspace, without ..",
+		   cwd);
+	return NULL;
+}
+
+/* Pipes, the plan and the channel; then SYNC_EXEC.  The descriptors the
+ * command gets are closed here once pid 1 has its copies. */
+static int
+send_exec(struct xrun *r, struct wd_err *err)
+{
+	struct sandbox *sb = r->sb;
+	const struct exec_req *x = r->x;
+	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, cp[2] = {-1, -1}, plan = -1, relay_r = -1;
+	wd_autofree char *cwd = NULL;
+	int rc;
+
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) < 0) {
+		rc = wd_err_sys(err, errno, "create pipes");
+		goto out;
+	}
+	/* Bigger pipes: fewer wake-ups when a command floods its output. */
+	fcntl(outp[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(errp[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(outp[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	/* stdin from a terminal is relayed, never handed over: with the
+	 * terminal itself the sandbox could change its modes (stty -echo
+	 * outlives the run), read what is typed after it, or push input
+	 * (TIOCSTI, refused by seccomp too). */
+	if (x->stdin_fd >= 0 && isatty(x->stdin_fd)) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+			rc = wd_err_sys(err, errno, "stdin relay");
+			goto out;
+		}
+		shutdown(sv[0], SHUT_WR);
+		shutdown(sv[1], SHUT_RD);
+		relay_r = sv[0];
+		r->relay_w = sv[1];
+		r->tty_in = x->stdin_fd;
+	}
+	if (!(cwd = jail_cwd(sb, x->cwd, err))) {
+		rc = -EINVAL;
+		goto out;
+	}
+	struct jail_cmd_spec cs = {x->argv, (const char *const *)sb->prep->plan.envp, x->env, cwd};
+	if ((plan = jail_cmd_plan_build(&cs, err)) < 0) {
+		rc = plan;
+		goto out;
+	}
+	int in = relay_r >= 0 ? relay_r : x->stdin_fd >= 0 ? x->stdin_fd : sb->prep->plan.devnull_fd;
+	int fds[SYNC_EXEC_NFDS] = {in, outp[1], errp[1], plan, cp[1]};
+
+	pthread_mutex_lock(&sb->lock);
+	struct sync_msg m = {.kind = SYNC_EXEC, .flags = x->flags, .seq = ++sb->seq};
+	if (sb->state == SB_DEAD)
+		rc = sb->setup_step ? local_setup_error(sb, err)
+				    : wd_err_set(err, WD_E_INVAL, "the sandbox has ended");
+	else if ((rc = sync_send(&sb->chan, &m, fds, SYNC_EXEC_NFDS)) < 0)
+		rc = rc == -EPROTO ? wd_err_set(err, WD_E_INVAL, "the sandbox takes no command now")
+				   : wd_err_sys(err, -rc, "send the command to the sandbox");
+	else
+		sb->running++;
+	pthread_mutex_unlock(&sb->lock);
+	if (rc < 0)
+		goto out;
+	r->out_r = outp[0];
+	r->err_r = errp[0];
+	outp[0] = errp[0] = -1;
+	sync_chan_init(&r->chan, cp[0], SYNC_SUPERVISOR, SYNC_S_SENT);
+	cp[0] = -1;
+	rc = 0;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (outp[i] >= 0)
+			close(outp[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+		if (cp[i] >= 0)
+			close(cp[i]);
+	}
+	if (plan >= 0)
+		close(plan);
+	if (relay_r >= 0)
+		close(relay_r);
+	return rc;
+}
+
+static void
+watch(struct xrun *r, int fd)
+{
+	if (fd < 0)
+		return;
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+	epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* The command's status as a shell reports it. */
+static void
+set_status(struct xrun *r, wd_result *res)
+{
+	int st = r->status;
+	if (r->timed_out) {
+		res->timed_out = true;
+		res->status = 124;
+		res->exit_code = -1;
+		res->signal = SIGKILL;
+	} else if (r->got_exit && WIFEXITED(st)) {
+		res->exit_code = WEXITSTATUS(st);
+		res->status = res->exit_code;
+	} else if (r->got_exit && WIFSIGNALED(st)) {
+		res->exit_code = -1;
+		res->signal = WTERMSIG(st);
+		res->status = 128 + res->signal;
+	} else {
+		/* the sandbox died without a report: killed by warden */
+		res->exit_code = -1;
+		res->signal = r->killed_by ? r->killed_by : SIGKILL;
+		res->status = 128 + res->signal;
+	}
+	if (r->killed_by && !r->timed_out) {
+		res->status = 128 + r->killed_by;
+		res->signal = r->killed_by;
+		res->exit_code = -1;
+	}
+	if (r->exec_failed) {
+		res->exec_errno = r->exec_errno;
+		res->exec_step = r->exec_step;
+	}
+}
+
+static wd_result *
+collect(struct xrun *r, uint64_t t0)
+{
+	struct sandbox *sb = r->sb;
+	wd_result *res = result_new(sb->id);
+	local_describe(sb, res);
+	res->wall_ns = wd_now_ns() - t0;
+	res->cpu_ns = r->cpu_us * 1000ULL;
+	res->peak_memory = r->maxrss_kb * 1024;
+	if (sb->cg) {
+		/* The cgroup's figures cover the whole sandbox: for a one-shot
+		 * run that is the command and everything it started. */
+		struct cgroup_stats st = {0};
+		if (cgroup_stats(sb->cg, &st) == 0) {
+			if (st.memory_peak)
+				res->peak_memory = st.memory_peak;
+			if (st.cpu_ns && last(r))
+				res->cpu_ns = st.cpu_ns;
+			res->oom_killed = st.oom_killed;
+		}
+	}
+	for (int i = 1; i <= 2; i++) {
+		res->out[i] = capture_window(&r->cap[i], &res->out_len[i]);
+		res->total[i] = r->cap[i].total;
+		res->omitted[i] = capture_omitted(&r->cap[i]);
+		capture_flush(&r->cap[i]);
+	}
+	set_status(r, res);
+	return res;
+}
+
+int
+local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
+{
+	struct xrun r = {.sb = sb, .x = x, .out_r = -1, .err_r = -1, .tty_in = -1, .relay_w = -1,
+			 .ep = -1};
+	bool sent = false;
+	uint64_t t0 = wd_now_ns();
+	uint64_t timeout_ms = x->timeout_ms ? x->timeout_ms : sb->spec->lim.timeout_ms;
+	uint64_t limit = x->output_limit ? x->output_limit : sb->spec->lim.output_limit;
+	uint64_t deadline = t0 + timeout_ms * 1000000ULL;
+	sync_chan_init(&r.chan, -1, SYNC_SUPERVISOR, SYNC_S_SENT);
+	int rc = send_exec(&r, err);
+	if (rc < 0)
+		goto out;
+	sent = true;
+	bool outputs = event_wanted(sb->events, WD_EVENT_OUTPUT);
+	for (int i = 1; i <= 2; i++) {
+		capture_init(&r.cap[i], limit, i, x->stream_fd[i]);
+		r.cap[i].deadline_ns = deadline;
+		r.cap[i].abort_fd = sb->cancel_fd;
+		if (outputs) {
+			r.cap[i].on_head = on_head;
+			r.cap[i].on_head_data = &r;
+		}
+	}
+	r.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (r.ep < 0) {
+		rc = wd_err_sys(err, errno, "epoll_create1");
+		goto out;
+	}
+	int fds[] = {r.out_r, r.err_r, r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd, r.tty_in};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
+		watch(&r, fds[i]);
+	/* a cancellation that came before the command was sent */
+	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
+		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
+							  : atomic_load(x->cancel_sig));
+	if ((rc = loop(&r, deadline, err)) < 0)
+		goto out;
+
+	if (r.sandbox_dead && !r.got_exit && sb->setup_step && !r.killed_by && !r.timed_out) {
+		/* the jail could not be built: warden's own failure */
+		rc = local_setup_error(sb, err);
+		goto out;
+	}
+	if (r.got_exit && r.start_err) {
+		rc = wd_err_sys(err, r.start_err, "start the command in the sandbox");
+		goto out;
+	}
+	*out = collect(&r, t0);
+	if (r.closed_late)
+		wd_log(WD_LOG_WARN, "sandbox %s: a process the command started still held its "
+				    "output %.0f ms after it ended; stopped reading",
+		       sb->id, DRAIN_GRACE_NS / 1e6);
+	rc = 0;
+out:
+	for (int i = 1; i <= 2; i++)
+		capture_fini(&r.cap[i]);
+	int own[] = {r.out_r, r.err_r, r.chan.fd, r.relay_w, r.ep};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++)
+		if (own[i] >= 0)
+			close(own[i]);
+	if (sent) {
+		pthread_mutex_lock(&sb->lock);
+		sb->running--;
+		pthread_mutex_unlock(&sb->lock);
+	}
+	return rc;
+}

@@ -1,0 +1,123 @@
+/* supervise/sandbox: the sandbox object over its backend: create (prepare
+ * + spawn), wait until ready, run commands, cancel, destroy. */
+#include "supervise/supervise.h"
+#include "jail/jail.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+
+void
+sandbox_make_id(char out[17])
+{
+	unsigned char r[8];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		uint64_t t = wd_now_ns() ^ ((uint64_t)getpid() << 32);
+		memcpy(r, &t, sizeof(r));
+	}
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+}
+
+void
+sandbox_event(struct sandbox *sb, const char *what, const char *detail)
+{
+	char name[48];
+	snprintf(name, sizeof(name), "sandbox.%s", what);
+	struct wd_event e = {.kind = WD_EVENT_SANDBOX, .name = name, .sandbox_id = sb->id,
+			     .detail = detail};
+	event_emit(sb->events, &e);
+}
+
+int
+sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events,
+	    struct sandbox **out, struct wd_err *err)
+{
+	const struct backend_ops *ops = backend_for(spec->isolation);
+	if (!ops)
+		return wd_err_set(err, WD_E_INVAL, "unknown isolation level %d",
+				  (int)spec->isolation);
+	struct sandbox *sb = wd_xcalloc(1, sizeof(*sb));
+	sb->t0 = wd_now_ns();
+	if (id)
+		snprintf(sb->id, sizeof(sb->id), "%s", id);
+	else
+		sandbox_make_id(sb->id);
+	sb->ops = ops;
+	sb->spec = spec_copy(spec);
+	sb->events = events;
+	sb->pidfd = -1;
+	sb->chan.fd = -1;
+	pthread_mutex_init(&sb->lock, NULL);
+	atomic_init(&sb->cancel_sig, 0);
+	/* level-triggered and never read: once cancelled, every loop that
+	 * watches it sees it */
+	sb->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (sb->cancel_fd < 0) {
+		int rc = wd_err_sys(err, errno, "eventfd");
+		sandbox_free(sb);
+		return rc;
+	}
+	int rc = ops->prepare(sb, err);
+	if (rc < 0) {
+		sandbox_free(sb);
+		return rc;
+	}
+	*out = sb;
+	return 0;
+}
+
+int
+sandbox_start(struct sandbox *sb, struct wd_err *err)
+{
+	int rc = sb->ops->spawn(sb, err);
+	if (rc < 0)
+		return rc;
+	sandbox_event(sb, "created", sb->ops->name);
+	return 0;
+}
+
+int
+sandbox_wait_ready(struct sandbox *sb, struct wd_err *err)
+{
+	int rc = sb->ops->ready(sb, err);
+	if (rc == 0)
+		sandbox_event(sb, "ready", NULL);
+	return rc;
+}
+
+int
+sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
+{
+	return sb->ops->exec(sb, x, out, err);
+}
+
+void
+sandbox_cancel(struct sandbox *sb, int signo)
+{
+	/* async-signal-safe: an atomic store and a write */
+	int expected = 0;
+	atomic_compare_exchange_strong(&sb->cancel_sig, &expected, signo > 0 ? signo : SIGKILL);
+	uint64_t one = 1;
+	if (sb->cancel_fd >= 0)
+		(void)!write(sb->cancel_fd, &one, sizeof(one));
+}
+
+void
+sandbox_free(struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	bool started = sb->state != SB_NEW;
+	if (sb->ops)
+		sb->ops->destroy(sb);
+	if (started)
+		sandbox_event(sb, "destroyed", NULL);
+	if (sb->cancel_fd >= 0)
+		close(sb->cancel_fd);
+	pthread_mutex_destroy(&sb->lock);
+	wd_spec_free(sb->spec);
+	free(sb);
+}

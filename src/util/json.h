@@ -1,0 +1,59 @@
+/* util/json: the one JSON writer of the library's output.  Results,
+ * events and the audit trail's lines are written with it, never parsed
+ * back.  It appends to a growing buffer; strings are escaped so that the
+ * text is valid JSON whatever bytes they hold:
+ *
+ *  - control characters, '"' and '\' as JSON escapes;
+ *  - bytes that are not valid UTF-8 as "\udcXX" (a lone low surrogate, the
+ *    "surrogateescape" of Python's os.fsdecode): visible, reversible, and
+ *    distinct from a real U+FFFD in the output, which a replacement char
+ *    would hide;
+ *  - with JW_ASCII, every other non-ASCII character as \uXXXX (surrogate
+ *    pairs above the BMP), for the audit trail's ASCII-only lines. */
+#ifndef WD_UTIL_JSON_H
+#define WD_UTIL_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JW_ASCII 0x1u
+
+struct jw {
+	char *p;
+	size_t len, cap;
+	unsigned flags;
+	bool first; /* no member/element written yet at this level */
+};
+
+void jw_init(struct jw *w, unsigned flags);
+/* The text so far (NUL-terminated; "" if nothing); ownership moves to the
+ * caller (free with free()) and w is reset. */
+char *jw_steal(struct jw *w);
+void jw_fini(struct jw *w);
+
+void jw_raw(struct jw *w, const char *s, size_t n);
+void jw_obj_begin(struct jw *w);
+void jw_obj_end(struct jw *w);
+void jw_arr_begin(struct jw *w);
+void jw_arr_end(struct jw *w);
+/* A member name (in an object); the value follows with one of below. */
+void jw_key(struct jw *w, const char *name);
+void jw_str(struct jw *w, const char *s);               /* NULL: null */
+void jw_strn(struct jw *w, const char *s, size_t n);
+void jw_int(struct jw *w, long long v);
+void jw_uint(struct jw *w, uint64_t v);
+void jw_double(struct jw *w, double v, int decimals);
+void jw_bool(struct jw *w, bool v);
+void jw_null(struct jw *w);
+/* A value already in JSON (an object or array made elsewhere, e.g. by
+ * jansson's json_dumps): inserted as it is. */
+void jw_json(struct jw *w, const char *json);
+
+/* key + value shorthands */
+static inline void jw_kstr(struct jw *w, const char *k, const char *v) { jw_key(w, k); jw_str(w, v); }
+static inline void jw_kint(struct jw *w, const char *k, long long v) { jw_key(w, k); jw_int(w, v); }
+static inline void jw_kuint(struct jw *w, const char *k, uint64_t v) { jw_key(w, k); jw_uint(w, v); }
+static inline void jw_kbool(struct jw *w, const char *k, bool v) { jw_key(w, k); jw_bool(w, v); }
+
+#endif
