@@ -237,10 +237,6 @@ void wd_ctx_free(wd_ctx *ctx);
 /* This context's log handler (instead of wd_set_log_handler()'s) for
  * messages at or below level, from every thread working for it. */
 void wd_ctx_set_log_handler(wd_ctx *ctx, wd_log_fn fn, void *data, int level);
-/* Where approvals are kept (default: $WARDEN_STATE_DIR, else
- * $XDG_STATE_HOME/warden, else /var/lib/warden as root or
- * ~/.local/state/warden). */
-int wd_ctx_set_state_dir(wd_ctx *ctx, const char *dir, struct wd_err *err);
 /* The policy for commands: a file, or NULL for the built-in default.  The
  * file is loaded now (-EINVAL with "FILE:LINE:COLUMN: ..." when bad) and
  * again whenever an approval is consumed, so the decision that lets an

@@ -7,7 +7,6 @@
 #include "jail/seccomp.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +25,16 @@ fail(struct sync_chan *c, int step, int err)
 	struct sync_msg m = {.kind = SYNC_EXEC_FAILED, .step = step, .err = err};
 	sync_send(c, &m, NULL, 0);
 	_exit(err == ENOENT && step == JAIL_STEP_6I_EXEC ? 127 : 126);
+}
+
+int
+jail_set_ids(uid_t uid, gid_t gid)
+{
+	/* setgroups first: supplementary groups survive setuid */
+	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+	    syscall(SYS_setresuid, uid, uid, uid) < 0)
+		return -errno;
+	return 0;
 }
 
 /* 6d. Clear every capability set: bounding first (dropping it needs
@@ -83,10 +92,8 @@ drop_privileges(const struct jail_plan *plan, struct sync_chan *c)
 		 * supplementary groups survive it */
 		if ((rc = jail_drop_bounding(plan->last_cap, true)) < 0)
 			fail(c, JAIL_STEP_6D_CAPS, -rc);
-		if (setgroups(0, NULL) < 0 ||
-		    setresgid(plan->run_gid, plan->run_gid, plan->run_gid) < 0 ||
-		    setresuid(plan->run_uid, plan->run_uid, plan->run_uid) < 0)
-			fail(c, JAIL_STEP_2B_IDS, errno);
+		if ((rc = jail_set_ids(plan->run_uid, plan->run_gid)) < 0)
+			fail(c, JAIL_STEP_2B_IDS, -rc);
 		jail_rearm_pdeathsig(c->fd);
 	}
 	/* an unprivileged caller cannot shrink its bounding set (no

@@ -263,6 +263,14 @@ struct jail_exec_fds {
 __attribute__((noreturn)) void jail_exec_main(const struct jail_plan *plan,
 					      const struct jail_exec_fds *fds);
 
+/* Ids after clone, as raw system calls (jail/exec.c).  glibc's setgroups,
+ * setresuid and setresgid apply the change to every thread of the
+ * process (POSIX), signalling each one it knows of and waiting: in a raw
+ * clone of a multithreaded supervisor those threads do not exist, and the
+ * wait never ends.  The kernel's calls change only the calling thread,
+ * which here is the whole process. */
+int jail_set_ids(uid_t uid, gid_t gid);
+
 /* Capabilities (jail/exec.c, used by pid 1 too): drop the bounding set
  * (must: fail on EPERM), then ambient and the other sets. */
 int jail_drop_bounding(int last_cap, bool must);

@@ -20,7 +20,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/openat2.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -220,10 +219,8 @@ build_root(struct jail_plan *plan, struct sync_chan *c)
 	 * namespace's root (0 is unmapped), so the setuid fixup does not
 	 * clear them.  Files we create below need a mapped fsuid anyway. */
 	if (plan->root_mode) {
-		if (setgroups(0, NULL) < 0)
-			fail(c, JAIL_STEP_2B_IDS, errno);
-		if (setresgid(1000, 1000, 1000) < 0 || setresuid(1000, 1000, 1000) < 0)
-			fail(c, JAIL_STEP_2B_IDS, errno);
+		if ((rc = jail_set_ids(1000, 1000)) < 0)
+			fail(c, JAIL_STEP_2B_IDS, -rc);
 		jail_rearm_pdeathsig(c->fd);
 	}
 

@@ -758,8 +758,12 @@ jail_plan_text(const struct jail_prep *prep)
 			break;
 		case JAIL_OP_BIND:
 		case JAIL_OP_MOVE:
+			/* a host source is a host path: shown as it is */
 			fprintf(f, "bind %s%s on %s (", (op->flags & JAIL_OPF_HOSTPATH) ? "host " : "",
-				op->src ? jail_view(pl, op->src) : "(detached tree)", path);
+				op->src ? ((op->flags & JAIL_OPF_HOSTPATH) ? op->src
+									   : jail_view(pl, op->src))
+					: "(detached tree)",
+				path);
 			attr_text(f, op->attr, op->flags);
 			fputs(")\n", f);
 			break;

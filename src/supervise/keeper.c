@@ -1,8 +1,9 @@
 /* supervise/keeper: removes the cgroups of a context's sandboxes if the
  * program holding the context dies.
  *
- * pid 1 of a container dies with warden (PDEATHSIG) and takes its pid
- * namespace along; mounts live only in the sandbox's mount namespace.  The
+ * pid 1 of a container ends when warden does (EOF on its sandbox channel)
+ * and takes its pid namespace along; mounts live only in the sandbox's
+ * mount namespace.  The
  * cgroup directories are the one thing on the host that would stay.  So
  * each context starts one small process, once (not per sandbox), that
  * holds the read end of a pipe and hears of every cgroup made and removed:
