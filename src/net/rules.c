@@ -164,6 +164,7 @@ static const char *const reason_names[NET_R__COUNT] = {
     [NET_R_UPSTREAM] = "bad-upstream-response",
     [NET_R_TLS] = "tls-failed",
     [NET_R_MISDIRECTED] = "misdirected",
+    [NET_R_FRAMING] = "ambiguous-framing",
 };
 
 const char *

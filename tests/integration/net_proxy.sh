@@ -128,6 +128,46 @@ check "Content-Length with Transfer-Encoding is 400" "HTTP/1.1 400" "$r"
 r=$($TOOL raw "$p_http" 'GET http://user@web.test:'"$UP"'/ HTTP/1.1\r\n\r\n')
 check "userinfo in the URL is 400" "HTTP/1.1 400" "$r"
 
+# Request smuggling (issue 8).  A Connection header naming the framing
+# field: obeyed, it strips the Content-Length (or Transfer-Encoding) while
+# the body is still forwarded, and the upstream reads the body as a PUT
+# that no rule checked, on a GET-only host.
+r=$($TOOL smuggle "$p_http" web.test "$UP" Content-Length)
+check "Connection: Content-Length is 400" "HTTP/1.1 400" "$r"
+check "... reason ambiguous-framing" "X-Warden-Denied: ambiguous-framing" "$r"
+r=$($TOOL smuggle "$p_http" web.test "$UP" Transfer-Encoding)
+check "Connection: Transfer-Encoding is 400 ambiguous-framing" "X-Warden-Denied: ambiguous-framing" "$r"
+sleep 0.2
+if grep -q "/smuggled" "$T/up.log" 2>/dev/null; then
+	nok "no smuggled PUT reached the GET-only upstream" "$(cat "$T/up.log")"
+else
+	ok "no smuggled PUT reached the GET-only upstream"
+fi
+r=$($TOOL raw "$p_http" 'GET http://web.test:'"$UP"'/ HTTP/1.1\r\nConnection: Host\r\n\r\n')
+check "Connection: Host is 400 ambiguous-framing" "X-Warden-Denied: ambiguous-framing" "$r"
+r=$(curl $X -H 'Connection: TE' -H 'TE: trailers' "http://web.test:$UP/te")
+check "Connection: TE (a field the proxy always drops) still passes" "GET /te" "$r"
+r=$(curl $X -i -m 5 "http://web.test:$UP/conn-cl" 2>&1)
+check "a response whose Connection names Content-Length is 502" "HTTP/1.1 502" "$r"
+check "... bad-upstream-response" "X-Warden-Denied: bad-upstream-response" "$r"
+# the other smuggling shapes, each refused with its reason
+P="POST http://put.test:$UP/s HTTP/1.1"'\r\n'
+for c in \
+	'Content-Length: 3\r\nContent-Length: 4|duplicate Content-Length' \
+	'Content-Length: 3, 4|Content-Length list' \
+	'Transfer-Encoding: chunked, identity|Transfer-Encoding: chunked, identity' \
+	'Transfer-Encoding: xchunked|obfuscated Transfer-Encoding' \
+	'Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked|two Transfer-Encoding fields' \
+	'Transfer_Encoding: chunked|Transfer_Encoding with an underscore' \
+	'X: y\r\n Transfer-Encoding: chunked|obs-fold continuation line' \
+	'Transfer-Encoding : chunked|whitespace before the colon' \
+	'Content-Length: 3\nX: y|bare LF line ending'; do
+	r=$($TOOL raw "$p_http" "$P${c%%|*}"'\r\n\r\nabc')
+	check "${c#*|} is 400 ambiguous-framing" "X-Warden-Denied: ambiguous-framing" "$r"
+done
+r=$($TOOL raw "$p_http" "$P"'Transfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n')
+check "chunk-size overflow is 400" "HTTP/1.1 400" "$r"
+
 r=$($TOOL concurrent "$p_http" tun.test "$UP" 100)
 check "100 concurrent CONNECT tunnels from one sandbox" "tunnels=100 served=100" "$r"
 

@@ -24,6 +24,31 @@ struct upstream {
 static int accepts;	     /* upstream connections accepted (HTTP upstream) */
 static bool close_after_one; /* HTTP upstream: close silently after one answer */
 
+/* Every request head the HTTP upstream received, in order. */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char seen[16384];
+
+static void
+seen_add(const char *head, size_t len)
+{
+	pthread_mutex_lock(&seen_lock);
+	size_t have = strlen(seen);
+	if (have + len + 1 < sizeof(seen)) {
+		memcpy(seen + have, head, len);
+		seen[have + len] = '\0';
+	}
+	pthread_mutex_unlock(&seen_lock);
+}
+
+static bool
+seen_has(const char *s)
+{
+	pthread_mutex_lock(&seen_lock);
+	bool r = strstr(seen, s) != NULL;
+	pthread_mutex_unlock(&seen_lock);
+	return r;
+}
+
 static void *
 serve_one(void *arg)
 {
@@ -39,26 +64,40 @@ serve_one(void *arg)
 		return NULL;
 	}
 	size_t len = 0;
+	buf[0] = '\0';
 	for (;;) {
-		ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = '\0';
+		/* answer every whole head already here (pipelined, or smuggled
+		 * in a body) before reading more */
 		char *end = strstr(buf, "\r\n\r\n");
-		if (!end)
+		if (!end) {
+			ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+			if (n <= 0)
+				break;
+			len += (size_t)n;
+			buf[len] = '\0';
 			continue;
+		}
 		char *eol = strstr(buf, "\r\n");
+		seen_add(buf, (size_t)(end + 4 - buf));
 		char body[512];
 		int bl = snprintf(body, sizeof(body), "%.*s|%s", (int)(eol - buf), buf,
 				  strstr(buf, "\r\nHost: ") ? "host" : "nohost");
 		char resp[1024];
-		int rl = snprintf(resp, sizeof(resp),
-				  "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", bl, body);
+		/* "/conn-cl": a response whose Connection names its own framing */
+		const char *extra =
+		    strstr(buf, " /conn-cl ") ? "Connection: Content-Length\r\n" : "";
+		int rl =
+		    snprintf(resp, sizeof(resp),
+			     "HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s", extra, bl, body);
 		send(fd, resp, (size_t)rl, MSG_NOSIGNAL);
 		size_t used = (size_t)(end + 4 - buf);
+		/* a Content-Length body is skipped (when it is all here) */
+		const char *cl = strstr(buf, "\r\nContent-Length: ");
+		if (cl && cl < end && used + (size_t)atoi(cl + 18) <= len)
+			used += (size_t)atoi(cl + 18);
 		memmove(buf, buf + used, len - used);
 		len -= used;
+		buf[len] = '\0';
 		if (close_after_one)
 			break;
 	}
@@ -596,4 +635,90 @@ Test(net_proxy, socks_to_an_address_the_dns_filter_answered_is_judged_by_name)
 	net_proxy_free(p);
 	net_rules_free(rules);
 	close(echo.lfd);
+}
+
+/* Issue 8: "Connection: Content-Length" on a request with a body.  Obeyed,
+ * it strips the framing the proxy used while the proxy still forwards the
+ * body, and the upstream reads the body as a second request no rule
+ * checked: here a PUT behind an allowed GET to a GET-only host.  Refused
+ * with 400 ambiguous-framing; the upstream sees nothing. */
+Test(net_proxy, connection_naming_content_length_is_refused)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[512], smuggled[128], buf[4096];
+	int sl = snprintf(smuggled, sizeof(smuggled),
+			  "PUT /smuggled HTTP/1.1\r\nHost: web.test:%u\r\n\r\n", f.up.port);
+	const char *conn[] = {"Content-Length", "close, content-length", "Transfer-Encoding",
+			      "Host"};
+	for (size_t i = 0; i < sizeof(conn) / sizeof(conn[0]); i++) {
+		int fd = dial(f.http);
+		snprintf(req, sizeof(req),
+			 "GET http://web.test:%u/front HTTP/1.1\r\nConnection: %s\r\n"
+			 "Content-Length: %d\r\n\r\n%s",
+			 f.up.port, conn[i], sl, smuggled);
+		say(fd, req);
+		read_until(fd, buf, sizeof(buf), "\n\n");
+		cr_expect(strstr(buf, "HTTP/1.1 400"), "Connection: %s: %s", conn[i], buf);
+		cr_expect(strstr(buf, "X-Warden-Denied: ambiguous-framing"), "%s", buf);
+		close(fd);
+	}
+	usleep(100000);
+	cr_expect_not(seen_has("PUT /smuggled"), "the upstream read a smuggled request: %s", seen);
+	cr_expect_not(seen_has("/front"), "nothing of a refused head reaches the upstream");
+	fixture_stop(&f);
+	cr_expect_eq(evs.refused, (int)(sizeof(conn) / sizeof(conn[0])));
+	cr_expect_str_eq(evs.last_reason, "ambiguous-framing");
+	cr_expect_str_eq(evs.last_host, "web.test", "the event names the host");
+}
+
+/* The same on the way back: a response whose Connection names its own
+ * Content-Length would reach the client unframed on a kept-alive
+ * connection, so the client would read what follows as this body. */
+Test(net_proxy, response_connection_naming_content_length_is_502)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[256], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "GET http://web.test:%u/conn-cl HTTP/1.1\r\n\r\n", f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "\n\n");
+	cr_expect(strstr(buf, "HTTP/1.1 502"), "%s", buf);
+	cr_expect(strstr(buf, "X-Warden-Denied: bad-upstream-response"), "%s", buf);
+	cr_expect(strstr(buf, "Connection header naming Content-Length"), "%s", buf);
+	close(fd);
+	fixture_stop(&f);
+}
+
+/* The proxy sends the framing it used, in one spelling: a Content-Length
+ * with leading zeros or a "Chunked" in another case reaches the upstream
+ * as "Content-Length: 5" and "Transfer-Encoding: chunked". */
+Test(net_proxy, forwards_canonical_framing)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[512], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req),
+		 "GET http://web.test:%u/cl HTTP/1.1\r\nContent-Length:  005\r\n\r\nhello",
+		 f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "200 OK"), "%s", buf);
+	close(fd);
+	fd = dial(f.http);
+	snprintf(req, sizeof(req),
+		 "GET http://web.test:%u/te HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n"
+		 "5\r\nhello\r\n0\r\n\r\n",
+		 f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "200 OK"), "%s", buf);
+	close(fd);
+	cr_expect(seen_has("GET /cl HTTP/1.1\r\n"), "%s", seen);
+	cr_expect(seen_has("\r\nContent-Length: 5\r\n"), "%s", seen);
+	cr_expect_not(seen_has("005"), "%s", seen);
+	cr_expect(seen_has("\r\nTransfer-Encoding: chunked\r\n"), "%s", seen);
+	fixture_stop(&f);
 }
