@@ -46,7 +46,9 @@
  * request body cap, as struct net_rule_opts gives it.
  * A deny rule (net_rules_add_deny) reads HOST[:PORT] and wins over any
  * allow rule.  A hosts entry reads NAME=ADDRESS and is repeatable per name;
- * it says where a name goes, not whether it may be reached.
+ * it says where a name goes, not whether it may be reached.  A range
+ * (net_rules_add_range) reads CIDR and only says that destinations in it
+ * are not refused for being loopback or private: it admits nothing.
  *
  * Threading: rules are built single-threaded, then read-only and shareable.
  * A proxy runs one thread of its own (an epoll loop) plus a small resolver
@@ -126,6 +128,16 @@ int net_rules_add_allow(struct net_rules *rules, const char *spec, const struct 
 			struct wd_err *err);
 int net_rules_add_deny(struct net_rules *rules, const char *spec, struct wd_err *err);
 int net_rules_add_host(struct net_rules *rules, const char *spec, struct wd_err *err);
+/* A range (--allow-range CIDR): an address or prefix ("127.0.0.0/8",
+ * "10.0.0.0/8", "fd00::/8", "127.0.0.2"), nothing else.  It only lifts the
+ * address stage's refusal of special ranges (loopback, private, link-local,
+ * ...) for destinations inside it, on any port; it admits no request by
+ * itself: a request still needs an allow rule for the host it names, with
+ * that rule's ports, methods and paths, and a request naming an address in
+ * the range is decided like any other (no-rule without an allow rule).
+ * Compare an address allow rule ("127.0.0.2:8080"), which lifts the
+ * refusal and also admits requests to the literal with its methods. */
+int net_rules_add_range(struct net_rules *rules, const char *spec, struct wd_err *err);
 /* Number of allow rules (0 means "network off" to the caller). */
 size_t net_rules_count(const struct net_rules *rules);
 
@@ -173,8 +185,9 @@ size_t net_rules_lookup_host(const struct net_rules *rules, const char *name,
 /* Address stage, after resolution and before connect: a destination in a
  * special range (loopback, link-local, private, CGNAT, unspecified,
  * multicast, broadcast, reserved; IPv4-mapped and NAT64 IPv6 are judged by
- * their IPv4 address) is refused unless an allow rule names an address or
- * CIDR containing it on this port; a deny rule naming it always refuses.
+ * their IPv4 address) is refused unless a range contains it, or an allow
+ * rule names an address or CIDR containing it on this port; a deny rule
+ * naming it always refuses.
  * Returns true if connecting to sa:port is allowed; on refusal fills d.
  * Port 0 means "on any port" (the DNS filter's question). */
 bool net_rules_check_addr(const struct net_rules *rules, const struct sockaddr *sa, uint16_t port,

@@ -280,6 +280,8 @@ wd_spec_add_net_rule(wd_spec *s, enum wd_net_rule kind, const char *rule, struct
 		return net_rules_add_deny(s->net_rules, rule, err);
 	case WD_NET_HOST:
 		return net_rules_add_host(s->net_rules, rule, err);
+	case WD_NET_RANGE:
+		return net_rules_add_range(s->net_rules, rule, err);
 	}
 	return wd_err_set(err, WD_E_INVAL, "unknown network rule kind %d", (int)kind);
 }

@@ -201,6 +201,37 @@ grep -q '"proto":"connect","host":"tun.test".*"allowed":true' "$T/p.events" &&
 	ok "the closed tunnel got its event" || nok "tunnel event at stop"
 grep -q "open=0" "$T/p.err" && ok "no connection left open after stop" || nok "open after stop" "$(cat "$T/p.err")"
 
+# Ranges (issue 8): an address allow rule written so that web.test may reach
+# a loopback upstream also admits the address itself with every method;
+# --range lifts only the loopback refusal, and the name's rule decides.
+$TOOL serve "$T/up2.log" 127.0.0.2 >"$T/up2.port" &
+pids+=($!)
+for _ in $(seq 50); do [ -s "$T/up2.port" ] && break; sleep 0.1; done
+UP2=$(cat "$T/up2.port")
+start_proxy g --allow "web.test:$UP2=GET,HEAD" --allow "lo.test:$UP2" --range 127.0.0.2/32 \
+	--host web.test=127.0.0.2 --host lo.test=127.0.0.3
+Y="-s -m 10 -x http://127.0.0.1:$g_http"
+r=$(curl $Y "http://web.test:$UP2/ranged")
+check "--range: a GET-only name reaches its loopback upstream" "GET /ranged host=web.test:$UP2" "$r"
+r=$(curl $Y -i -X PUT -d abc "http://127.0.0.2:$UP2/x")
+check "--range: PUT to the address itself is 403 no-rule" "X-Warden-Denied: no-rule" "$r"
+r=$(curl $Y -i "http://127.0.0.2:$UP2/x")
+check "--range: GET to the address itself is 403 too" "X-Warden-Denied: no-rule" "$r"
+r=$(curl $Y -i -X PUT -d abc "http://web.test:$UP2/x")
+check "--range: PUT to the GET-only name is 403 method" "X-Warden-Denied: method" "$r"
+r=$(curl $Y -p -o /dev/null -w '%{http_connect}' "http://127.0.0.2:$UP2/" 2>&1)
+check "--range: CONNECT to the address is 403" "403" "$r"
+r=$(curl -s -m 10 --socks5 "127.0.0.1:$g_socks" "http://127.0.0.2:$UP2/" 2>&1; echo "rc=$?")
+check "--range: SOCKS5 to the address is refused" "rc=97" "$r"
+r=$(curl $Y -i "http://lo.test:$UP2/")
+check "--range: a name resolving outside the range is still 403 address-range" \
+	"X-Warden-Denied: address-range" "$r"
+check "... and the advice suggests a range, not an allow rule" "--allow-range 127.0.0.3/32" "$r"
+grep -q "/x" "$T/up2.log" 2>/dev/null && nok "no PUT reached the ranged upstream" "$(cat "$T/up2.log")" ||
+	ok "no PUT reached the ranged upstream"
+eval "exec ${g_fd}>&-"
+wait "$g_pid" 2>/dev/null
+
 # Connection limit and byte budget, on a second proxy.
 start_proxy q --allow "tun.test:$UP" --host tun.test=127.0.0.1 --allow "127.0.0.1:$UP" \
 	--max-conns 5 --max-bytes 300000

@@ -190,14 +190,13 @@ fixture_start(struct fixture *f, unsigned header_ms)
 	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0, "%s", err.msg);
 	snprintf(spec, sizeof(spec), "echo.test:%u", f->echo.port);
 	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", f->up.port);
-	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", f->echo.port);
-	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
+	/* the upstreams listen on 127.0.0.1: a range lets the names reach it
+	 * without admitting the address itself */
+	cr_assert_eq(net_rules_add_range(f->rules, "127.0.0.1", &err), 0, "%s", err.msg);
 	cr_assert_eq(net_rules_add_allow(f->rules, "lo.test:80", NULL, &err), 0);
 	cr_assert_eq(net_rules_add_host(f->rules, "web.test=127.0.0.1", &err), 0);
 	cr_assert_eq(net_rules_add_host(f->rules, "echo.test=127.0.0.1", &err), 0);
-	cr_assert_eq(net_rules_add_host(f->rules, "lo.test=127.0.0.1", &err), 0);
+	cr_assert_eq(net_rules_add_host(f->rules, "lo.test=127.0.0.2", &err), 0);
 	struct net_config cfg;
 	net_config_init(&cfg);
 	cfg.sandbox_id = "sb-1";
@@ -380,8 +379,8 @@ Test(net_proxy, malformed_head_is_400_and_slow_head_408)
 
 Test(net_proxy, address_stage_refuses_unnamed_loopback)
 {
-	/* lo.test:80 is allowed by name, its hosts entry is 127.0.0.1, and no
-	 * address rule names 127.0.0.1:80. */
+	/* lo.test:80 is allowed by name, its hosts entry is 127.0.0.2, and no
+	 * range or address rule contains 127.0.0.2. */
 	struct fixture f;
 	fixture_start(&f, 2000);
 	char buf[4096];
@@ -720,5 +719,47 @@ Test(net_proxy, forwards_canonical_framing)
 	cr_expect(seen_has("\r\nContent-Length: 5\r\n"), "%s", seen);
 	cr_expect_not(seen_has("005"), "%s", seen);
 	cr_expect(seen_has("\r\nTransfer-Encoding: chunked\r\n"), "%s", seen);
+	fixture_stop(&f);
+}
+
+/* Issue 8: with a range instead of an address rule, the names reach the
+ * loopback upstream under their own rules, and the address itself admits
+ * nothing: PUT http://127.0.0.1:PORT/ is no-rule while web.test is
+ * GET-only. */
+Test(net_proxy, a_range_admits_names_not_the_address)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[256], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "GET http://web.test:%u/r HTTP/1.1\r\n\r\n", f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "GET /r HTTP/1.1|host"), "%s", buf);
+	close(fd);
+	const char *refused[][2] = {
+	    {"PUT", "127.0.0.1"}, {"GET", "127.0.0.1"}, {"PUT", "web.test"}};
+	const char *why[] = {"no-rule", "no-rule", "method"};
+	for (size_t i = 0; i < 3; i++) {
+		fd = dial(f.http);
+		snprintf(req, sizeof(req),
+			 "%s http://%s:%u/r HTTP/1.1\r\nContent-Length: 0\r\n\r\n", refused[i][0],
+			 refused[i][1], f.up.port);
+		say(fd, req);
+		read_until(fd, buf, sizeof(buf), "\n\n");
+		cr_expect(strstr(buf, "HTTP/1.1 403"), "%s %s: %s", refused[i][0], refused[i][1],
+			  buf);
+		char want[64];
+		snprintf(want, sizeof(want), "X-Warden-Denied: %s", why[i]);
+		cr_expect(strstr(buf, want), "%s %s: %s", refused[i][0], refused[i][1], buf);
+		close(fd);
+	}
+	/* a tunnel to the address is refused as well */
+	fd = dial(f.http);
+	snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", f.echo.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "\n\n");
+	cr_expect(strstr(buf, "X-Warden-Denied: no-rule"), "%s", buf);
+	close(fd);
 	fixture_stop(&f);
 }
