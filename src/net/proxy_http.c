@@ -647,9 +647,15 @@ proxy_byte_limit(struct conn *c)
 		proxy_conn_close(c, NET_R_BYTE_LIMIT, adv);
 }
 
-/* Rewrite and queue a response head for the client. */
+/* Rewrite and queue a response head for the client.  A response that
+ * cannot have content (1xx, 204: RFC 9110 §8.6, §15.2) goes out without
+ * Content-Length or Transfer-Encoding: the client connection carries
+ * responses from every host the client asks for, and a lenient client that
+ * read such a field as framing would take the next response, perhaps
+ * another host's, as this body.  An interim (1xx) head gets no Connection
+ * field: the final response that follows carries it. */
 static bool
-put_response_head(struct conn *c, bool keep)
+put_response_head(struct conn *c, bool keep, bool interim)
 {
 	const char *buf = c->uin.d + c->uin.off;
 	struct net_http_head *h = c->h;
@@ -660,10 +666,19 @@ put_response_head(struct conn *c, bool keep)
 	const char *eol = memchr(buf, '\n', h->head_len);
 	size_t sl = (size_t)(eol - buf) + 1;
 	proxy_buf_put(o, buf, sl);
-	for (unsigned i = 0; i < h->n_headers; i++)
+	bool no_content = h->status < 200 || h->status == 204;
+	for (unsigned i = 0; i < h->n_headers; i++) {
+		const struct net_span n = h->headers[i].name;
+		if (no_content &&
+		    ((n.len == 14 && strncasecmp(buf + n.off, "content-length", 14) == 0) ||
+		     (n.len == 17 && strncasecmp(buf + n.off, "transfer-encoding", 17) == 0)))
+			continue;
 		if (!net_http_hop_by_hop(buf, h, i, false))
 			put_field(o, buf, h, i);
-	const char *ch = keep ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+	}
+	const char *ch = interim ? "\r\n"
+			 : keep	 ? "Connection: keep-alive\r\n\r\n"
+				 : "Connection: close\r\n\r\n";
 	proxy_buf_put(o, ch, strlen(ch));
 	return true;
 }
@@ -821,15 +836,15 @@ proxy_st_forward(struct conn *c)
 			return -1;
 		}
 		if (c->h->status < 200) {
-			/* interim (100 Continue): pass on verbatim */
-			if (!proxy_buf_put(&c->cout, c->uin.d + c->uin.off, c->h->head_len))
+			/* interim (100 Continue, 103 Early Hints): passed on */
+			if (!put_response_head(c, true, true))
 				break;
 			proxy_buf_consume(&c->uin, c->h->head_len);
 			prog = 1;
 			continue;
 		}
 		bool keep = !c->client_close && c->h->body != NET_BODY_CLOSE;
-		if (!put_response_head(c, keep))
+		if (!put_response_head(c, keep, false))
 			break;
 		c->status = c->h->status;
 		c->client_close = !keep;

@@ -89,6 +89,14 @@ serve_one(void *arg)
 		int rl =
 		    snprintf(resp, sizeof(resp),
 			     "HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s", extra, bl, body);
+		/* "/no-content": an early hint and a 204, both with framing
+		 * fields they cannot have */
+		if (strstr(buf, " /no-content "))
+			rl = snprintf(
+			    resp, sizeof(resp),
+			    "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n"
+			    "Transfer-Encoding: chunked\r\n\r\n"
+			    "HTTP/1.1 204 No Content\r\nContent-Length: 7\r\nX-Kept: yes\r\n\r\n");
 		send(fd, resp, (size_t)rl, MSG_NOSIGNAL);
 		size_t used = (size_t)(end + 4 - buf);
 		/* a Content-Length body is skipped (when it is all here) */
@@ -760,6 +768,32 @@ Test(net_proxy, a_range_admits_names_not_the_address)
 	say(fd, req);
 	read_until(fd, buf, sizeof(buf), "\n\n");
 	cr_expect(strstr(buf, "X-Warden-Denied: no-rule"), "%s", buf);
+	close(fd);
+	fixture_stop(&f);
+}
+
+/* 1xx and 204 responses cannot have content (RFC 9110 §8.6, §15.2): they
+ * reach the client without Content-Length or Transfer-Encoding, so a
+ * lenient client cannot take the next response on its connection (maybe
+ * another host's) as their body. */
+Test(net_proxy, no_content_responses_lose_their_framing_fields)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[256], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "GET http://web.test:%u/no-content HTTP/1.1\r\n\r\n", f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "X-Kept: yes\r\nConnection: keep-alive\r\n\r\n");
+	cr_expect(strstr(buf, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"), "%s", buf);
+	cr_expect(strstr(buf, "HTTP/1.1 204 No Content\r\nX-Kept: yes\r\n"), "%s", buf);
+	cr_expect_null(strstr(buf, "Content-Length"), "%s", buf);
+	cr_expect_null(strstr(buf, "Transfer-Encoding"), "%s", buf);
+	/* and the connection still serves the next request */
+	snprintf(req, sizeof(req), "GET http://web.test:%u/next HTTP/1.1\r\n\r\n", f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "GET /next HTTP/1.1|host"), "%s", buf);
 	close(fd);
 	fixture_stop(&f);
 }
