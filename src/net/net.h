@@ -17,6 +17,7 @@
  *     net_rules_add_allow(r, "api.example.com:443", NULL, err);   // --allow-host
  *     net_rules_add_deny(r, "*.evil.example", err);                // --deny-host
  *     net_rules_add_host(r, "db.test=10.0.0.5", err);              // --add-host
+ *     net_rules_add_range(r, "10.0.0.5/32", err);                  // --allow-range
  *     struct net_config cfg;  net_config_init(&cfg);
  *     cfg.sandbox_id = id;  cfg.rules = r;   (plus limits from policy network.*)
  *     net_proxy_new(&cfg, audit_cb, audit_data, &p, err);
