@@ -152,6 +152,8 @@ enum wd_net_rule {
 	WD_NET_ALLOW = 0, /* HOST[:PORT][/PATH][=METHOD,...] */
 	WD_NET_DENY = 1,  /* HOST[:PORT] */
 	WD_NET_HOST = 2,  /* NAME=ADDRESS, a static name */
+	WD_NET_RANGE = 3, /* CIDR: destinations in it are not refused for being
+			   * loopback/private; admits no host by itself */
 };
 void wd_spec_set_net(wd_spec *spec, enum wd_net_mode mode);
 /* Add one rule; -EINVAL with a message naming the rule when it is bad (a

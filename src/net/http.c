@@ -2,13 +2,31 @@
  * proxy (RFC 9110, 9112).
  *
  * Strict where leniency has a security cost, after the request-smuggling
- * literature: CRLF only (no bare LF), no obs-fold, no whitespace between a
- * header name and its colon, a single numeric Content-Length, and no
- * request with both Content-Length and Transfer-Encoding (RFC 9112 §6.1
- * allows a proxy to reject it; forwarding both is CL.TE smuggling).  Only
- * "chunked" is accepted as a transfer coding.  The parser re-reads the
- * buffer from its start on every call, which costs at most 32 KiB per call
- * and keeps it stateless and easy to fuzz.
+ * literature (the CL.TE / TE.CL / TE.TE shapes; CVE-2019-20444 and
+ * CVE-2019-20445 in Netty are the classic cases of a front end accepting
+ * what the back end reads differently).  Whatever two parsers could read
+ * two ways is refused, never repaired, and the refusal says which rule the
+ * head broke (enum net_http_flaw):
+ *
+ *  - CRLF only: no bare LF, no lone CR (RFC 9112 §2.2);
+ *  - no obs-fold continuation lines (§5.2), no whitespace between a field
+ *    name and its colon (§5.1);
+ *  - Content-Length: one field, one plain decimal number (§6.3 item 5);
+ *  - Transfer-Encoding: in a request exactly "chunked", once (§6.1, §7;
+ *    chunked not final is 400 by §6.3 item 4, another coding 501); never
+ *    with Content-Length (§6.1: a proxy may reject it, and forwarding both
+ *    is CL.TE smuggling), never in HTTP/1.0 (§6.1);
+ *  - Connection may not name a field that frames or routes the message
+ *    (see conn_refused below), and lists tokens only (RFC 9110 §7.6.1);
+ *  - a field named like Content-Length or Transfer-Encoding with '_' for
+ *    '-' is refused: CGI/WSGI environments map both spellings to one
+ *    variable (HTTP_TRANSFER_ENCODING), so a server behind us can read
+ *    framing we did not see;
+ *  - chunk sizes of at most 15 hex digits (no overflow), CRLF after every
+ *    chunk, trailer lines "name: value" (§7.1, §7.1.2).
+ *
+ * The parser re-reads the buffer from its start on every call, which costs
+ * at most 32 KiB per call and keeps it stateless and easy to fuzz.
  */
 #include "net/net-internal.h"
 
@@ -34,6 +52,25 @@ span_eq(const char *buf, struct net_span s, const char *lit)
 {
 	size_t n = strlen(lit);
 	return s.len == n && strncasecmp(buf + s.off, lit, n) == 0;
+}
+
+/* A field name spelled like lit (lower case, with '-') but with at least
+ * one '_' where lit has '-': "Transfer_Encoding", "content_length". */
+static bool
+span_alias(const char *buf, struct net_span s, const char *lit)
+{
+	size_t n = strlen(lit);
+	bool underscore = false;
+	if (s.len != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = (char)tolower((unsigned char)buf[s.off + i]);
+		if (c == '_' && lit[i] == '-')
+			underscore = true;
+		else if (c != lit[i])
+			return false;
+	}
+	return underscore;
 }
 
 /* Is token among the comma-separated list in value?  (Connection: a, b) */
@@ -81,10 +118,17 @@ parse_header(const char *buf, size_t p, size_t e, struct net_http_head *h)
 	size_t i = p;
 	while (i < e && tchar((unsigned char)buf[i]))
 		i++;
-	if (i == p || i >= e || buf[i] != ':')
+	if (i == p || i >= e || buf[i] != ':') {
+		/* "Name : v" is refused outright, not trimmed (RFC 9112 §5.1:
+		 * a server MUST reject it; some read "Name " as another field) */
+		h->flaw = i > p && i < e && (buf[i] == ' ' || buf[i] == '\t') ? NET_HTTP_WS_COLON
+									      : NET_HTTP_SYNTAX;
 		return -1;
-	if (h->n_headers >= NET_HTTP_MAX_HEADERS)
+	}
+	if (h->n_headers >= NET_HTTP_MAX_HEADERS) {
+		h->flaw = NET_HTTP_TOO_LONG;
 		return -2;
+	}
 	struct net_http_header *hd = &h->headers[h->n_headers++];
 	hd->name.off = (uint32_t)p;
 	hd->name.len = (uint32_t)(i - p);
@@ -93,8 +137,10 @@ parse_header(const char *buf, size_t p, size_t e, struct net_http_head *h)
 		i++;
 	size_t vs = i;
 	for (; i < e; i++)
-		if (!vchar((unsigned char)buf[i]))
+		if (!vchar((unsigned char)buf[i])) {
+			h->flaw = NET_HTTP_SYNTAX;
 			return -1;
+		}
 	size_t ve = e;
 	while (ve > vs && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t'))
 		ve--;
@@ -167,7 +213,7 @@ parse_status_line(const char *buf, size_t p, size_t e, struct net_http_head *h)
 
 /* Shared scanner.  Returns 1 done, 0 need more, -1 malformed, -2 too
  * many headers, -3 line too long, -4 head too large, or the (negative)
- * code of the first line parser. */
+ * code of the first line parser; h->flaw says why on failure. */
 static int
 scan_head(const char *buf, size_t len, bool request, struct net_http_head *h)
 {
@@ -179,39 +225,61 @@ scan_head(const char *buf, size_t len, bool request, struct net_http_head *h)
 		size_t avail = len - pos;
 		const char *nl = memchr(buf + pos, '\n', avail);
 		if (!nl) {
+			h->flaw = NET_HTTP_TOO_LONG;
 			if (avail > NET_HTTP_MAX_LINE)
 				return first ? -3 : -4;
 			if (len > NET_HTTP_MAX_HEAD)
 				return -4;
+			h->flaw = NET_HTTP_OK;
 			/* A NUL or bare CR mid-line can be refused already. */
-			for (size_t i = pos; i < len; i++)
-				if (buf[i] == '\0' || (buf[i] == '\r' && i + 1 < len))
+			for (size_t i = pos; i < len; i++) {
+				if (buf[i] == '\0') {
+					h->flaw = NET_HTTP_SYNTAX;
 					return -1;
+				}
+				if (buf[i] == '\r' && i + 1 < len) {
+					h->flaw = NET_HTTP_LINE_END;
+					return -1;
+				}
+			}
 			return 0;
 		}
 		size_t e = (size_t)(nl - buf);
+		h->flaw = NET_HTTP_TOO_LONG;
 		if (e - pos > NET_HTTP_MAX_LINE)
 			return first ? -3 : -4;
 		if (e + 1 > NET_HTTP_MAX_HEAD)
 			return -4;
+		/* bare LF: RFC 9112 §2.2 lets a recipient accept it; a proxy that
+		 * did would split lines where a strict server does not */
+		h->flaw = NET_HTTP_LINE_END;
 		if (e == pos || buf[e - 1] != '\r')
-			return -1; /* bare LF */
+			return -1;
 		size_t le = e - 1;
 		for (size_t i = pos; i < le; i++)
-			if (buf[i] == '\r' || buf[i] == '\0')
+			if (buf[i] == '\r' || buf[i] == '\0') {
+				h->flaw = buf[i] ? NET_HTTP_LINE_END : NET_HTTP_SYNTAX;
 				return -1;
+			}
+		h->flaw = NET_HTTP_OK;
 		if (first) {
 			int rc = request ? parse_request_line(buf, pos, le, h)
 					 : parse_status_line(buf, pos, le, h);
-			if (rc < 0)
+			if (rc < 0) {
+				h->flaw = rc == -505 ? NET_HTTP_VERSION : NET_HTTP_SYNTAX;
 				return rc;
+			}
 			first = false;
 		} else if (le == pos) {
 			h->head_len = (uint32_t)(e + 1);
 			return 1;
 		} else {
-			if (buf[pos] == ' ' || buf[pos] == '\t')
-				return -1; /* obs-fold */
+			/* obs-fold (RFC 9112 §5.2): a server may unfold it, another
+			 * reads the line as a field of its own; refused */
+			if (buf[pos] == ' ' || buf[pos] == '\t') {
+				h->flaw = NET_HTTP_OBS_FOLD;
+				return -1;
+			}
 			int rc = parse_header(buf, pos, le, h);
 			if (rc < 0)
 				return rc;
@@ -220,48 +288,171 @@ scan_head(const char *buf, size_t len, bool request, struct net_http_head *h)
 	}
 }
 
+/* Connection options refused rather than obeyed.  RFC 9110 §7.6.1 says an
+ * intermediary removes every field a Connection option names; for these
+ * fields that changes how the next hop frames or routes the message:
+ * "Connection: Content-Length" on a request whose body the proxy framed by
+ * its Content-Length would reach the upstream without it, and the body
+ * would be read as a second request no rule checked (a PUT behind an
+ * allowed GET); on a response, the client would lose the framing and read
+ * the rest of the connection as this body.  Transfer-Encoding is the same
+ * with chunked framing, Host names the site, Expect and Trailer change how
+ * the message is delivered.  The alternative, keeping the framing the proxy
+ * used and ignoring the option, would forward a message its own sender
+ * declared different, so the proxy and a peer that obeys the option would
+ * disagree again.  Refusing is the one reading both ends share.
+ *
+ * Options naming fields the proxy always drops (TE, Upgrade, Keep-Alive,
+ * Proxy-*, Connection itself) are allowed: RFC 9110 §10.1.4 and §7.8 even
+ * require "Connection: TE" and "Connection: Upgrade" next to those fields,
+ * and a field removed on every reading cannot be read two ways. */
+static const char *const conn_refused[] = {
+    "content-length", "transfer-encoding", "host", "expect", "trailer", NULL,
+};
+
+/* Connection: a list of tokens (empty elements allowed, RFC 9110 §5.6.1);
+ * sets conn_close / *keep_alive.  0, or -1 with h->flaw set. */
+static int
+connection_options(const char *buf, struct net_span v, struct net_http_head *h, bool *keep_alive)
+{
+	size_t i = 0;
+	while (i <= v.len) {
+		size_t s = i;
+		while (i < v.len && buf[v.off + i] != ',')
+			i++;
+		size_t e = i++;
+		while (s < e && (buf[v.off + s] == ' ' || buf[v.off + s] == '\t'))
+			s++;
+		while (e > s && (buf[v.off + e - 1] == ' ' || buf[v.off + e - 1] == '\t'))
+			e--;
+		struct net_span t = {v.off + (uint32_t)s, (uint32_t)(e - s)};
+		for (size_t k = s; k < e; k++)
+			if (!tchar((unsigned char)buf[v.off + k])) {
+				h->flaw = NET_HTTP_CONN_SYNTAX;
+				return -1;
+			}
+		for (size_t k = 0; conn_refused[k]; k++)
+			if (span_eq(buf, t, conn_refused[k])) {
+				h->flaw = NET_HTTP_CONN_FRAMING;
+				return -1;
+			}
+		if (span_eq(buf, t, "close"))
+			h->conn_close = true;
+		else if (span_eq(buf, t, "keep-alive"))
+			*keep_alive = true;
+	}
+	return 0;
+}
+
+/* Transfer-Encoding: a list of transfer codings, each a bare token here
+ * (no parameters, no empty elements: nothing real sends them, and each is
+ * a way to make two parsers disagree, the "TE.TE" obfuscations such as
+ * "chunked, identity", "xchunked" or a quoted "chunked").  Sets *chunked
+ * when the list is exactly "chunked", *final_chunked when chunked is the
+ * last coding, *other when another coding is present.  0, or -1 (not a
+ * token list, or chunked twice). */
+static int
+te_codings(const char *buf, struct net_span v, bool *chunked, bool *final_chunked, bool *other)
+{
+	unsigned n = 0, n_chunked = 0;
+	bool last_chunked = false;
+	size_t i = 0;
+	while (i <= v.len) {
+		size_t s = i;
+		while (i < v.len && buf[v.off + i] != ',')
+			i++;
+		size_t e = i++;
+		while (s < e && (buf[v.off + s] == ' ' || buf[v.off + s] == '\t'))
+			s++;
+		while (e > s && (buf[v.off + e - 1] == ' ' || buf[v.off + e - 1] == '\t'))
+			e--;
+		if (s == e)
+			return -1;
+		for (size_t k = s; k < e; k++)
+			if (!tchar((unsigned char)buf[v.off + k]))
+				return -1;
+		struct net_span t = {v.off + (uint32_t)s, (uint32_t)(e - s)};
+		last_chunked = span_eq(buf, t, "chunked");
+		n_chunked += last_chunked;
+		*other |= !last_chunked;
+		n++;
+	}
+	/* RFC 9112 §7: chunked at most once (whether it must be last is the
+	 * caller's question: a request is refused, a response runs to the
+	 * close, §6.3 item 4) */
+	if (n_chunked > 1)
+		return -1;
+	*final_chunked = last_chunked;
+	*chunked = n == 1 && last_chunked;
+	return 0;
+}
+
 /* Framing and connection headers; common to requests and responses.
- * Returns 0 or -1 (malformed) or -2 (unsupported coding). */
+ * Returns 0, -1 (refused, 400 / 502) or -2 (a request's unsupported
+ * coding, 501); h->flaw says why. */
 static int
 framing(const char *buf, struct net_http_head *h, bool request)
 {
 	unsigned n_cl = 0, n_te = 0, n_host = 0;
-	bool te_chunked = false, keep_alive = false;
+	bool chunked = false, final_chunked = false, other = false, keep_alive = false;
 	for (unsigned i = 0; i < h->n_headers; i++) {
 		const struct net_http_header *hd = &h->headers[i];
 		if (span_eq(buf, hd->name, "content-length")) {
 			uint64_t v;
-			if (n_cl++ || !parse_u64_span(buf, hd->value, &v))
+			h->flaw = n_cl++ ? NET_HTTP_CL_DUP : NET_HTTP_CL_INVALID;
+			if (n_cl > 1 || !parse_u64_span(buf, hd->value, &v))
 				return -1;
 			h->content_length = v;
 		} else if (span_eq(buf, hd->name, "transfer-encoding")) {
-			if (n_te++)
+			h->flaw = NET_HTTP_TE_INVALID;
+			if (n_te++ ||
+			    te_codings(buf, hd->value, &chunked, &final_chunked, &other) < 0)
 				return -1;
-			if (span_eq(buf, hd->value, "chunked"))
-				te_chunked = true;
-			else if (request)
-				return -2;
 		} else if (span_eq(buf, hd->name, "connection")) {
-			if (list_has(buf, hd->value, "close"))
-				h->conn_close = true;
-			if (list_has(buf, hd->value, "keep-alive"))
-				keep_alive = true;
+			if (connection_options(buf, hd->value, h, &keep_alive) < 0)
+				return -1;
 		} else if (span_eq(buf, hd->name, "host")) {
+			h->flaw = NET_HTTP_HOST_DUP;
 			if (n_host++)
 				return -1;
 		} else if (span_eq(buf, hd->name, "expect")) {
 			if (span_eq(buf, hd->value, "100-continue"))
 				h->expect_continue = true;
+		} else if (span_alias(buf, hd->name, "content-length") ||
+			   span_alias(buf, hd->name, "transfer-encoding")) {
+			h->flaw = NET_HTTP_NAME_ALIAS;
+			return -1;
 		}
 	}
+	h->flaw = NET_HTTP_OK;
 	if (h->version == 10 && !keep_alive)
 		h->conn_close = true;
-	if (n_te && n_cl)
+	if (n_te && n_cl) {
+		h->flaw = NET_HTTP_CL_TE;
 		return -1;
-	if (n_te && request && h->version == 10)
-		return -1;
+	}
+	if (n_te && request) {
+		/* RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 is faulty framing;
+		 * §6.3 item 4: chunked not final in a request is 400 */
+		h->flaw = h->version == 10 ? NET_HTTP_TE_HTTP10 : NET_HTTP_TE_INVALID;
+		if (h->version == 10 || !final_chunked)
+			return -1;
+		if (other) {
+			h->flaw = NET_HTTP_TE_UNSUPPORTED;
+			return -2;
+		}
+		h->flaw = NET_HTTP_OK;
+	}
+	if (n_te && !request && h->version == 10) {
+		/* RFC 9112 §6.1: faulty framing; read to the close, keep nothing */
+		h->conn_close = true;
+		chunked = false;
+	}
+	/* A response whose codings are not exactly "chunked" runs to the close
+	 * (§6.3 item 4 when chunked is not final; otherwise a coding the proxy
+	 * does not decode), and the client connection closes after it. */
 	if (n_te)
-		h->body = te_chunked ? NET_BODY_CHUNKED : NET_BODY_CLOSE;
+		h->body = chunked ? NET_BODY_CHUNKED : NET_BODY_CLOSE;
 	else if (n_cl)
 		h->body = h->content_length ? NET_BODY_LENGTH : NET_BODY_NONE;
 	else
@@ -309,6 +500,77 @@ net_http_parse_response(const char *buf, size_t len, bool method_head, struct ne
 	if (method_head || h->status < 200 || h->status == 204 || h->status == 304)
 		h->body = NET_BODY_NONE;
 	return 1;
+}
+
+const char *
+net_http_flaw_text(enum net_http_flaw f)
+{
+	switch (f) {
+	case NET_HTTP_OK:
+		return "no flaw";
+	case NET_HTTP_SYNTAX:
+		return "a malformed head";
+	case NET_HTTP_TOO_LONG:
+		return "a head over the size limits";
+	case NET_HTTP_VERSION:
+		return "an HTTP version other than 1.0 or 1.1";
+	case NET_HTTP_LINE_END:
+		return "a line not ending in CRLF (bare LF or lone CR)";
+	case NET_HTTP_OBS_FOLD:
+		return "a header line folded onto the next (obs-fold)";
+	case NET_HTTP_WS_COLON:
+		return "whitespace between a header name and its colon";
+	case NET_HTTP_CL_INVALID:
+		return "a Content-Length that is not one decimal number";
+	case NET_HTTP_CL_DUP:
+		return "more than one Content-Length";
+	case NET_HTTP_CL_TE:
+		return "both Content-Length and Transfer-Encoding";
+	case NET_HTTP_TE_INVALID:
+		return "a Transfer-Encoding other than one final 'chunked'";
+	case NET_HTTP_TE_UNSUPPORTED:
+		return "a transfer coding other than chunked";
+	case NET_HTTP_TE_HTTP10:
+		return "Transfer-Encoding in an HTTP/1.0 message";
+	case NET_HTTP_HOST_DUP:
+		return "more than one Host";
+	case NET_HTTP_CONN_FRAMING:
+		return "a Connection header naming Content-Length, Transfer-Encoding, Host, "
+		       "Expect or Trailer";
+	case NET_HTTP_CONN_SYNTAX:
+		return "a Connection header listing something other than field names";
+	case NET_HTTP_NAME_ALIAS:
+		return "a header named like Content-Length or Transfer-Encoding with '_' for "
+		       "'-'";
+	}
+	return "a malformed head";
+}
+
+enum net_reason
+net_http_flaw_reason(enum net_http_flaw f)
+{
+	switch (f) {
+	case NET_HTTP_LINE_END:
+	case NET_HTTP_OBS_FOLD:
+	case NET_HTTP_WS_COLON:
+	case NET_HTTP_CL_INVALID:
+	case NET_HTTP_CL_DUP:
+	case NET_HTTP_CL_TE:
+	case NET_HTTP_TE_INVALID:
+	case NET_HTTP_TE_HTTP10:
+	case NET_HTTP_HOST_DUP:
+	case NET_HTTP_CONN_FRAMING:
+	case NET_HTTP_CONN_SYNTAX:
+	case NET_HTTP_NAME_ALIAS:
+		return NET_R_FRAMING;
+	case NET_HTTP_OK:
+	case NET_HTTP_SYNTAX:
+	case NET_HTTP_TOO_LONG:
+	case NET_HTTP_VERSION:
+	case NET_HTTP_TE_UNSUPPORTED:
+		return NET_R_MALFORMED;
+	}
+	return NET_R_MALFORMED;
 }
 
 /* host [":" port], host a reg-name of LDH/underscore/dot characters or a
@@ -415,6 +677,7 @@ enum {
 	CS_DATA_CR,
 	CS_DATA_LF,
 	CS_TRAILER_START,
+	CS_TRAILER_NAME,
 	CS_TRAILER,
 	CS_TRAILER_LF,
 	CS_END_LF,
@@ -533,12 +796,20 @@ net_body_feed(struct net_body *b, const char *p, size_t n)
 			if (c == '\r') {
 				b->cstate = CS_END_LF;
 			} else if (tchar(c)) {
-				b->cstate = CS_TRAILER;
+				b->cstate = CS_TRAILER_NAME;
 				if (++b->cline > 8192)
 					return -1;
 			} else {
-				return -1;
+				return -1; /* obs-fold or junk in the trailer section */
 			}
+			i++;
+			break;
+		case CS_TRAILER_NAME:
+			/* "name:" as in the head: no whitespace before the colon */
+			if (c == ':')
+				b->cstate = CS_TRAILER;
+			else if (!tchar(c) || ++b->cline > 8192)
+				return -1;
 			i++;
 			break;
 		case CS_TRAILER:

@@ -17,6 +17,7 @@
  *     net_rules_add_allow(r, "api.example.com:443", NULL, err);   // --allow-host
  *     net_rules_add_deny(r, "*.evil.example", err);                // --deny-host
  *     net_rules_add_host(r, "db.test=10.0.0.5", err);              // --add-host
+ *     net_rules_add_range(r, "10.0.0.5/32", err);                  // --allow-range
  *     struct net_config cfg;  net_config_init(&cfg);
  *     cfg.sandbox_id = id;  cfg.rules = r;   (plus limits from policy network.*)
  *     net_proxy_new(&cfg, audit_cb, audit_data, &p, err);
@@ -46,7 +47,9 @@
  * request body cap, as struct net_rule_opts gives it.
  * A deny rule (net_rules_add_deny) reads HOST[:PORT] and wins over any
  * allow rule.  A hosts entry reads NAME=ADDRESS and is repeatable per name;
- * it says where a name goes, not whether it may be reached.
+ * it says where a name goes, not whether it may be reached.  A range
+ * (net_rules_add_range) reads CIDR and only says that destinations in it
+ * are not refused for being loopback or private: it admits nothing.
  *
  * Threading: rules are built single-threaded, then read-only and shareable.
  * A proxy runs one thread of its own (an epoll loop) plus a small resolver
@@ -99,6 +102,9 @@ enum net_reason {
 			    * certificate failed (intercepted tunnels) */
 	NET_R_MISDIRECTED, /* "misdirected": inside an intercepted tunnel, SNI or
 			    * Host named another host than the CONNECT */
+	NET_R_FRAMING,	   /* "ambiguous-framing": a head that a server could frame
+			    * or route differently from the proxy (request
+			    * smuggling; enum net_http_flaw says which shape) */
 	NET_R__COUNT
 };
 const char *net_reason_name(enum net_reason r);
@@ -123,6 +129,16 @@ int net_rules_add_allow(struct net_rules *rules, const char *spec, const struct 
 			struct wd_err *err);
 int net_rules_add_deny(struct net_rules *rules, const char *spec, struct wd_err *err);
 int net_rules_add_host(struct net_rules *rules, const char *spec, struct wd_err *err);
+/* A range (--allow-range CIDR): an address or prefix ("127.0.0.0/8",
+ * "10.0.0.0/8", "fd00::/8", "127.0.0.2"), nothing else.  It only lifts the
+ * address stage's refusal of special ranges (loopback, private, link-local,
+ * ...) for destinations inside it, on any port; it admits no request by
+ * itself: a request still needs an allow rule for the host it names, with
+ * that rule's ports, methods and paths, and a request naming an address in
+ * the range is decided like any other (no-rule without an allow rule).
+ * Compare an address allow rule ("127.0.0.2:8080"), which lifts the
+ * refusal and also admits requests to the literal with its methods. */
+int net_rules_add_range(struct net_rules *rules, const char *spec, struct wd_err *err);
 /* Number of allow rules (0 means "network off" to the caller). */
 size_t net_rules_count(const struct net_rules *rules);
 
@@ -170,8 +186,9 @@ size_t net_rules_lookup_host(const struct net_rules *rules, const char *name,
 /* Address stage, after resolution and before connect: a destination in a
  * special range (loopback, link-local, private, CGNAT, unspecified,
  * multicast, broadcast, reserved; IPv4-mapped and NAT64 IPv6 are judged by
- * their IPv4 address) is refused unless an allow rule names an address or
- * CIDR containing it on this port; a deny rule naming it always refuses.
+ * their IPv4 address) is refused unless a range contains it, or an allow
+ * rule names an address or CIDR containing it on this port; a deny rule
+ * naming it always refuses.
  * Returns true if connecting to sa:port is allowed; on refusal fills d.
  * Port 0 means "on any port" (the DNS filter's question). */
 bool net_rules_check_addr(const struct net_rules *rules, const struct sockaddr *sa, uint16_t port,
@@ -222,6 +239,37 @@ enum net_body_mode {
 	NET_BODY_CLOSE, /* responses only: until the connection closes */
 };
 
+/* Why a head was refused (set whenever a parser returns < 0; see http.c
+ * for the RFC 9112 rule behind each).  net_http_flaw_text() describes it,
+ * net_http_flaw_reason() gives the refusal's reason code. */
+enum net_http_flaw {
+	NET_HTTP_OK = 0,
+	NET_HTTP_SYNTAX,	 /* request/status line, a field line, a NUL or CTL */
+	NET_HTTP_TOO_LONG,	 /* a line, the head or the field count over the limits */
+	NET_HTTP_VERSION,	 /* not HTTP/1.0 or 1.1 */
+	NET_HTTP_LINE_END,	 /* a bare LF or lone CR (RFC 9112 §2.2) */
+	NET_HTTP_OBS_FOLD,	 /* a field line continued on the next (§5.2) */
+	NET_HTTP_WS_COLON,	 /* whitespace between a field name and its colon (§5.1) */
+	NET_HTTP_CL_INVALID,	 /* Content-Length not one decimal number (§6.3) */
+	NET_HTTP_CL_DUP,	 /* more than one Content-Length field */
+	NET_HTTP_CL_TE,		 /* Content-Length with Transfer-Encoding (§6.1) */
+	NET_HTTP_TE_INVALID,	 /* Transfer-Encoding not a token list, chunked twice,
+				  * or (requests) chunked not last; or two such fields */
+	NET_HTTP_TE_UNSUPPORTED, /* a request coding other than chunked (501) */
+	NET_HTTP_TE_HTTP10,	 /* Transfer-Encoding in an HTTP/1.0 request (§6.1) */
+	NET_HTTP_HOST_DUP,	 /* more than one Host field */
+	NET_HTTP_CONN_FRAMING,	 /* Connection names Content-Length, Transfer-Encoding,
+				  * Host, Expect or Trailer */
+	NET_HTTP_CONN_SYNTAX,	 /* a Connection option that is not a token */
+	NET_HTTP_NAME_ALIAS,	 /* Content_Length, Transfer_Encoding: '_' for '-' */
+};
+/* A short phrase ("more than one Content-Length field"), static storage. */
+const char *net_http_flaw_text(enum net_http_flaw f);
+/* NET_R_FRAMING ("ambiguous-framing") for the flaws that let two parsers
+ * disagree on where a message or a field ends, or on its target
+ * (request smuggling), NET_R_MALFORMED for the rest. */
+enum net_reason net_http_flaw_reason(enum net_http_flaw f);
+
 /* A parsed request or response head.  Spans point into the buffer given to
  * the parser, which must stay unchanged while they are used. */
 struct net_http_head {
@@ -231,19 +279,22 @@ struct net_http_head {
 	int status;  /* responses */
 	enum net_body_mode body;
 	uint64_t content_length;
-	bool conn_close;      /* Connection: close, or HTTP/1.0 without keep-alive */
-	bool expect_continue; /* Expect: 100-continue */
+	bool conn_close;	 /* Connection: close, or HTTP/1.0 without keep-alive */
+	bool expect_continue;	 /* Expect: 100-continue */
+	enum net_http_flaw flaw; /* why a parse failed; NET_HTTP_OK otherwise */
 	unsigned n_headers;
 	struct net_http_header headers[NET_HTTP_MAX_HEADERS]; /* last: not cleared */
 };
 
 /* Parse a request head at the start of buf[0..len).  Returns 1 when a whole
  * head was parsed (h filled), 0 when more bytes are needed, or a negative
- * HTTP status to answer with: -400 malformed, -414 line too long, -431 head
- * too large, -501 unsupported transfer coding, -505 version. */
+ * HTTP status to answer with: -400 malformed or ambiguous, -414 line too
+ * long, -431 head too large, -501 unsupported transfer coding, -505
+ * version; h->flaw says why. */
 int net_http_parse_request(const char *buf, size_t len, struct net_http_head *h);
 /* Same for a response head; method_head tells whether the request was HEAD
- * (no body).  Negative: -502 (malformed upstream response). */
+ * (no body).  Negative: -502 (malformed or ambiguous upstream response,
+ * h->flaw says why). */
 int net_http_parse_response(const char *buf, size_t len, bool method_head, struct net_http_head *h);
 
 /* The request target, split.  An absolute-form http URI gives host (IPv6

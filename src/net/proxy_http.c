@@ -202,8 +202,35 @@ start_connect(struct conn *c)
 	proxy_refuse(c, 502, NET_R_CONNECT, NULL, adv);
 }
 
+/* Put field i of h into o.  The framing field goes out as the proxy framed
+ * the body, spelled one way ("Content-Length: 42", "Transfer-Encoding:
+ * chunked"), never as the sender's bytes: the next hop reads exactly the
+ * framing the proxy used, with no leading zeros or case variant that the
+ * proxy accepted and a server behind it might read otherwise (the TE.TE
+ * obfuscations).  Other fields are copied as parsed. */
+static bool
+put_field(struct buf *o, const char *buf, const struct net_http_head *h, unsigned i)
+{
+	const struct net_http_header *hd = &h->headers[i];
+	const char *name = buf + hd->name.off;
+	if (h->body == NET_BODY_LENGTH && hd->name.len == 14 &&
+	    strncasecmp(name, "content-length", 14) == 0) {
+		char f[48];
+		int n = snprintf(f, sizeof(f), "Content-Length: %llu\r\n",
+				 (unsigned long long)h->content_length);
+		return proxy_buf_put(o, f, (size_t)n);
+	}
+	if (h->body == NET_BODY_CHUNKED && hd->name.len == 17 &&
+	    strncasecmp(name, "transfer-encoding", 17) == 0) {
+		static const char f[] = "Transfer-Encoding: chunked\r\n";
+		return proxy_buf_put(o, f, sizeof(f) - 1);
+	}
+	return proxy_buf_put(o, name, hd->name.len) && proxy_buf_put(o, ": ", 2) &&
+	       proxy_buf_put(o, buf + hd->value.off, hd->value.len) && proxy_buf_put(o, "\r\n", 2);
+}
+
 /* Build the upstream request head: origin-form request line, Host from
- * the URI, the client's end-to-end fields, "Connection: close". */
+ * the URI, the client's end-to-end fields, "Connection: keep-alive". */
 static bool
 build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 {
@@ -217,16 +244,9 @@ build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 	    !proxy_buf_put(o, " HTTP/1.1\r\nHost: ", 17) ||
 	    !proxy_buf_put(o, t->authority, strlen(t->authority)) || !proxy_buf_put(o, "\r\n", 2))
 		return false;
-	for (unsigned i = 0; i < h->n_headers; i++) {
-		if (net_http_hop_by_hop(buf, h, i, true))
-			continue;
-		const struct net_http_header *hd = &h->headers[i];
-		if (!proxy_buf_put(o, buf + hd->name.off, hd->name.len) ||
-		    !proxy_buf_put(o, ": ", 2) ||
-		    !proxy_buf_put(o, buf + hd->value.off, hd->value.len) ||
-		    !proxy_buf_put(o, "\r\n", 2))
+	for (unsigned i = 0; i < h->n_headers; i++)
+		if (!net_http_hop_by_hop(buf, h, i, true) && !put_field(o, buf, h, i))
 			return false;
-	}
 	int n = snprintf(line, sizeof(line), "Connection: keep-alive\r\n\r\n");
 	return proxy_buf_put(o, line, (size_t)n);
 }
@@ -440,6 +460,51 @@ handle_http_request(struct conn *c)
 
 /* ----------------------------------------------------------- the states */
 
+/* A request head the parser refused (rc < 0, or 0 at EOF): 4xx/5xx with
+ * the parser's flaw as the reason, and the method and host when the
+ * request line got that far, so the event says what was refused. */
+static void
+refuse_head(struct conn *c, int rc)
+{
+	const char *buf = c->cin.d + c->cin.off;
+	const struct net_http_head *h = c->h;
+	enum net_http_flaw flaw = rc == 0 ? NET_HTTP_SYNTAX : h->flaw;
+	int status = rc == 0 ? 400 : -rc;
+	struct net_target t;
+	char adv[256];
+	proxy_request_reset(c);
+	c->proto = c->intercept ? NET_PROTO_HTTPS : NET_PROTO_HTTP;
+	if (rc < 0 && h->method.len && h->target.len) {
+		snprintf(c->method, sizeof(c->method), "%.*s", (int)h->method.len,
+			 buf + h->method.off);
+		if (c->intercept) {
+			snprintf(c->host, sizeof(c->host), "%s", c->t_host);
+			c->port = c->t_port;
+		} else if (net_http_parse_absolute(buf + h->target.off, h->target.len, &t) == 0 ||
+			   net_http_parse_authority(buf + h->target.off, h->target.len, &t) == 0) {
+			snprintf(c->host, sizeof(c->host), "%s", t.host);
+			c->port = t.port;
+		}
+	}
+	if (status == 414)
+		snprintf(adv, sizeof(adv), "the request line is too long");
+	else if (status == 431)
+		snprintf(adv, sizeof(adv), "the request head is too large");
+	else if (status == 501)
+		snprintf(adv, sizeof(adv), "only the chunked transfer coding is supported");
+	else if (status == 505)
+		snprintf(adv, sizeof(adv), "speak HTTP/1.1 to the proxy");
+	else if (net_http_flaw_reason(flaw) == NET_R_FRAMING)
+		snprintf(adv, sizeof(adv),
+			 "the head has %s, which a server could frame differently from the "
+			 "proxy (request smuggling); send a plain HTTP/1.1 request without it",
+			 net_http_flaw_text(flaw));
+	else
+		snprintf(adv, sizeof(adv),
+			 "malformed request head; send a standard HTTP/1.1 request");
+	proxy_refuse(c, status, net_http_flaw_reason(flaw), NULL, adv);
+}
+
 int
 proxy_st_head(struct conn *c)
 {
@@ -484,16 +549,7 @@ proxy_st_head(struct conn *c)
 	if (rc == 0 && !c->c_eof)
 		return prog;
 	if (rc <= 0) {
-		proxy_request_reset(c);
-		c->proto = c->intercept ? NET_PROTO_HTTPS : NET_PROTO_HTTP;
-		int status = rc == 0 ? 400 : -rc;
-		proxy_refuse(c, status, NET_R_MALFORMED, NULL,
-			     status == 414   ? "the request line is too long"
-			     : status == 431 ? "the request head is too large"
-			     : status == 501 ? "only the chunked transfer coding is supported"
-			     : status == 505
-				 ? "speak HTTP/1.1 to the proxy"
-				 : "malformed request head; send a standard HTTP/1.1 request");
+		refuse_head(c, rc);
 		return 1;
 	}
 	handle_http_request(c);
@@ -591,9 +647,15 @@ proxy_byte_limit(struct conn *c)
 		proxy_conn_close(c, NET_R_BYTE_LIMIT, adv);
 }
 
-/* Rewrite and queue a response head for the client. */
+/* Rewrite and queue a response head for the client.  A response that
+ * cannot have content (1xx, 204: RFC 9110 §8.6, §15.2) goes out without
+ * Content-Length or Transfer-Encoding: the client connection carries
+ * responses from every host the client asks for, and a lenient client that
+ * read such a field as framing would take the next response, perhaps
+ * another host's, as this body.  An interim (1xx) head gets no Connection
+ * field: the final response that follows carries it. */
 static bool
-put_response_head(struct conn *c, bool keep)
+put_response_head(struct conn *c, bool keep, bool interim)
 {
 	const char *buf = c->uin.d + c->uin.off;
 	struct net_http_head *h = c->h;
@@ -604,16 +666,19 @@ put_response_head(struct conn *c, bool keep)
 	const char *eol = memchr(buf, '\n', h->head_len);
 	size_t sl = (size_t)(eol - buf) + 1;
 	proxy_buf_put(o, buf, sl);
+	bool no_content = h->status < 200 || h->status == 204;
 	for (unsigned i = 0; i < h->n_headers; i++) {
-		if (net_http_hop_by_hop(buf, h, i, false))
+		const struct net_span n = h->headers[i].name;
+		if (no_content &&
+		    ((n.len == 14 && strncasecmp(buf + n.off, "content-length", 14) == 0) ||
+		     (n.len == 17 && strncasecmp(buf + n.off, "transfer-encoding", 17) == 0)))
 			continue;
-		const struct net_http_header *hd = &h->headers[i];
-		proxy_buf_put(o, buf + hd->name.off, hd->name.len);
-		proxy_buf_put(o, ": ", 2);
-		proxy_buf_put(o, buf + hd->value.off, hd->value.len);
-		proxy_buf_put(o, "\r\n", 2);
+		if (!net_http_hop_by_hop(buf, h, i, false))
+			put_field(o, buf, h, i);
 	}
-	const char *ch = keep ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+	const char *ch = interim ? "\r\n"
+			 : keep	 ? "Connection: keep-alive\r\n\r\n"
+				 : "Connection: close\r\n\r\n";
 	proxy_buf_put(o, ch, strlen(ch));
 	return true;
 }
@@ -756,20 +821,30 @@ proxy_st_forward(struct conn *c)
 			head_incomplete = true;
 			break;
 		}
-		if (rc < 0 || c->h->status == 101) {
-			upstream_failed(c, "sent a malformed response");
+		if (rc < 0) {
+			/* the same rules as for requests (http.c): a response
+			 * the client could frame differently from the proxy
+			 * would desync the client's connection */
+			char what[200];
+			snprintf(what, sizeof(what), "sent a response with %s",
+				 net_http_flaw_text(c->h->flaw));
+			upstream_failed(c, what);
+			return -1;
+		}
+		if (c->h->status == 101) {
+			upstream_failed(c, "switched protocols, which the proxy does not pass on");
 			return -1;
 		}
 		if (c->h->status < 200) {
-			/* interim (100 Continue): pass on verbatim */
-			if (!proxy_buf_put(&c->cout, c->uin.d + c->uin.off, c->h->head_len))
+			/* interim (100 Continue, 103 Early Hints): passed on */
+			if (!put_response_head(c, true, true))
 				break;
 			proxy_buf_consume(&c->uin, c->h->head_len);
 			prog = 1;
 			continue;
 		}
 		bool keep = !c->client_close && c->h->body != NET_BODY_CLOSE;
-		if (!put_response_head(c, keep))
+		if (!put_response_head(c, keep, false))
 			break;
 		c->status = c->h->status;
 		c->client_close = !keep;

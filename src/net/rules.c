@@ -11,6 +11,15 @@
  *     rule named host and port, port if one named the host, else no-rule.
  * A tunnel (CONNECT, SOCKS) hides method and path, so a rule restricting
  * either does not admit a tunnel (reason tunnel-hides-method).
+ *
+ * Ranges (net_rules_add_range, --allow-range CIDR) take no part in that
+ * decision: they only lift the address stage's refusal of special ranges
+ * (loopback, private, ...) for destinations inside them.  An address allow
+ * rule does both, and so admits the literal address with its own (often
+ * unrestricted) methods: "127.0.0.2:8080" written to let web.test reach a
+ * local upstream also passed "PUT http://127.0.0.2:8080/" while web.test's
+ * rule allowed GET only (issue 8).  A range widens nothing: every request
+ * still needs an allow rule for what it names.
  */
 #include "net/net.h"
 
@@ -115,6 +124,7 @@ enum rule_kind {
 
 struct net_rule {
 	bool deny;
+	bool range; /* RULE_CIDR from net_rules_add_range(): address stage only */
 	enum rule_kind kind;
 	char host[256]; /* name, or suffix without "*." */
 	int family;	/* RULE_CIDR */
@@ -164,6 +174,7 @@ static const char *const reason_names[NET_R__COUNT] = {
     [NET_R_UPSTREAM] = "bad-upstream-response",
     [NET_R_TLS] = "tls-failed",
     [NET_R_MISDIRECTED] = "misdirected",
+    [NET_R_FRAMING] = "ambiguous-framing",
 };
 
 const char *
@@ -297,7 +308,10 @@ rule_format(struct net_rule *r)
 	else if (r->port > 0)
 		snprintf(port, sizeof(port), ":%d", r->port);
 	size_t n = (size_t)snprintf(r->text, sizeof(r->text), "%s %s%s%s",
-				    r->deny ? "deny" : "allow", host, port, r->path ? r->path : "");
+				    r->deny    ? "deny"
+				    : r->range ? "range"
+					       : "allow",
+				    host, port, r->path ? r->path : "");
 	for (unsigned i = 0; i < r->n_methods && n < sizeof(r->text); i++)
 		n += (size_t)snprintf(r->text + n, sizeof(r->text) - n, "%c%s", i ? ',' : '=',
 				      r->methods[i]);
@@ -534,6 +548,39 @@ net_rules_add_deny(struct net_rules *rules, const char *spec, struct wd_err *err
 }
 
 int
+net_rules_add_range(struct net_rules *rules, const char *spec, struct wd_err *err)
+{
+	if (!spec)
+		return wd_err_set(err, WD_E_INVAL, "range: missing");
+	struct net_rule *r = wd_xcalloc(1, sizeof(*r));
+	/* Parsed as an allow rule, then held to what a range may say: an
+	 * address or prefix and nothing else.  Ports, paths, methods and body
+	 * caps belong to the allow rule for the name; a range that carried
+	 * them would suggest it admits something. */
+	int rc = rule_parse(spec, false, r, err);
+	if (rc == 0 && r->kind != RULE_CIDR)
+		rc = wd_err_set(err, WD_E_INVAL,
+				"range '%s': not an address or CIDR (a range lifts the refusal "
+				"of loopback and private addresses; names go in --allow-host)",
+				spec);
+	else if (rc == 0 && (r->port != PORT_DEFAULT || r->path || r->n_methods))
+		rc = wd_err_set(err, WD_E_INVAL,
+				"range '%s': a range is an address or CIDR only; ports, paths "
+				"and methods belong to the --allow-host rule for the name",
+				spec);
+	if (rc < 0) {
+		free(r->path);
+		free(r);
+		return -EINVAL;
+	}
+	r->range = true;
+	rule_format(r);
+	rules->rules = wd_xrealloc(rules->rules, (rules->n_rules + 1) * sizeof(*rules->rules));
+	rules->rules[rules->n_rules++] = r;
+	return 0;
+}
+
+int
 net_rules_add_host(struct net_rules *rules, const char *spec, struct wd_err *err)
 {
 	const char *eq = spec ? strchr(spec, '=') : NULL;
@@ -737,7 +784,8 @@ net_rules_decide(const struct net_rules *rules, const struct net_request *req,
 			      *path_miss = NULL, *tunnel_miss = NULL;
 	for (size_t i = 0; i < rules->n_rules; i++) {
 		const struct net_rule *r = rules->rules[i];
-		if (r->deny || !host_match(r, host, litp))
+		/* a range admits no request, not even one naming its address */
+		if (r->deny || r->range || !host_match(r, host, litp))
 			continue;
 		if (!port_match(r, req->port)) {
 			port_miss = r;
@@ -864,18 +912,21 @@ net_rules_check_addr(const struct net_rules *rules, const struct sockaddr *sa, u
 	enum net_addr_class c = net_addr_classify(sa);
 	if (c == NET_ADDR_PUBLIC)
 		return true;
+	/* A special range is lifted by a range containing the address (any
+	 * port: the name's rule already chose the port), or by an address
+	 * allow rule naming it on this port. */
 	for (size_t i = 0; i < rules->n_rules; i++) {
 		const struct net_rule *r = rules->rules[i];
-		if (!r->deny && addr_in_rule(r, fam, a) && (port == 0 || port_match(r, port)))
+		if (!r->deny && addr_in_rule(r, fam, a) &&
+		    (r->range || port == 0 || port_match(r, port)))
 			return true;
 	}
 	d->allow = false;
 	d->reason = NET_R_ADDR_RANGE;
 	d->rule = NULL;
 	snprintf(d->advice, sizeof(d->advice),
-		 "the destination resolves to %s, a %s address, which needs its own rule; ask for "
-		 "--allow-host %s%s%s:%u only if that is intended",
-		 text, net_addr_class_name(c), fam == AF_INET6 ? "[" : "", text,
-		 fam == AF_INET6 ? "]" : "", port);
+		 "the destination resolves to %s, a %s address, refused unless a range allows it; "
+		 "ask for --allow-range %s/%u only if that is intended",
+		 text, net_addr_class_name(c), text, fam == AF_INET6 ? 128 : 32);
 	return false;
 }

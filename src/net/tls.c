@@ -21,11 +21,14 @@
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define LEAF_CACHE 64
 #define CA_DAYS 7
 #define LEAF_DAYS 2
+#define CA_FILE_MAX (16u << 20) /* the Debian bundle is ~200 KiB */
 
 struct leaf {
 	char host[256];
@@ -94,6 +97,88 @@ new_cert(const char *cn, long days)
 				   -1, 0);
 	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0);
 	return c;
+}
+
+static const char *
+file_kind(mode_t m)
+{
+	return S_ISFIFO(m)   ? "FIFO"
+	       : S_ISDIR(m)  ? "directory"
+	       : S_ISCHR(m)  ? "character device"
+	       : S_ISBLK(m)  ? "block device"
+	       : S_ISSOCK(m) ? "socket"
+			     : "special file";
+}
+
+/* The upstream CA bundle (--upstream-ca, network.upstream_ca).  OpenSSL's
+ * loader opens the name itself and blocks for ever on a FIFO (issue 8), so
+ * the file is opened here with O_NONBLOCK (a FIFO's open would wait for a
+ * writer) and O_NOCTTY, checked with fstat on that descriptor (no window
+ * between the check and the read for the name to change), required to be
+ * a regular file of bounded size, read whole, and parsed from memory.
+ * Every certificate (and CRL) in it goes into ctx's store; none is an
+ * error.  Everything allocated here is freed on every path. */
+static int
+load_ca_file(SSL_CTX *ctx, const char *path, struct wd_err *err)
+{
+	wd_autoclose int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return wd_err_sys(err, errno, "upstream CA file '%s'", path);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return wd_err_sys(err, errno, "upstream CA file '%s'", path);
+	if (!S_ISREG(st.st_mode))
+		return wd_err_set(err, WD_E_INVAL,
+				  "upstream CA file '%s' is a %s, not a regular file; give a PEM "
+				  "bundle",
+				  path, file_kind(st.st_mode));
+	if (st.st_size > (off_t)CA_FILE_MAX)
+		return wd_err_set(err, WD_E_INVAL, "upstream CA file '%s' is over %u MiB", path,
+				  CA_FILE_MAX >> 20);
+	size_t cap = (size_t)st.st_size; /* a file growing meanwhile is read this far */
+	wd_autofree char *data = wd_xmalloc(cap + 1);
+	size_t len = 0;
+	while (len < cap) {
+		ssize_t n = read(fd, data + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return wd_err_sys(err, errno, "upstream CA file '%s': read", path);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	BIO *mem = BIO_new_mem_buf(data, (int)len);
+	STACK_OF(X509_INFO) *infos = mem ? PEM_X509_INFO_read_bio(mem, NULL, NULL, NULL) : NULL;
+	BIO_free(mem);
+	if (!infos) {
+		char why[160];
+		ERR_error_string_n(ERR_get_error(), why, sizeof(why));
+		ERR_clear_error();
+		return wd_err_set(err, WD_E_INVAL, "upstream CA file '%s' is not a PEM bundle (%s)",
+				  path, why);
+	}
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	int added = 0, bad = 0;
+	for (int i = 0; i < sk_X509_INFO_num(infos); i++) {
+		X509_INFO *xi = sk_X509_INFO_value(infos, i);
+		if (xi->x509 && X509_STORE_add_cert(store, xi->x509) == 1)
+			added++;
+		else if (xi->x509)
+			bad++;
+		if (xi->crl && X509_STORE_add_crl(store, xi->crl) != 1)
+			bad++;
+	}
+	sk_X509_INFO_pop_free(infos, X509_INFO_free);
+	ERR_clear_error();
+	if (bad)
+		return wd_err_set(err, WD_E_INVAL,
+				  "upstream CA file '%s': %d entries could not be added", path,
+				  bad);
+	if (added == 0)
+		return wd_err_set(err, WD_E_INVAL, "upstream CA file '%s' holds no certificate",
+				  path);
+	return 0;
 }
 
 static int
@@ -173,11 +258,8 @@ net_tls_new(const char *sandbox_id, const char *ca_file, struct net_tls **out, s
 	}
 	SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
 	if (ca_file && *ca_file) {
-		if (SSL_CTX_load_verify_locations(t->client, ca_file, NULL) != 1) {
-			rc = ossl_err(err, "load upstream CA file");
-			wd_err_prefix(err, "%s", ca_file);
+		if ((rc = load_ca_file(t->client, ca_file, err)) < 0)
 			goto fail;
-		}
 	} else if (SSL_CTX_set_default_verify_paths(t->client) != 1) {
 		rc = ossl_err(err, "host CA store");
 		goto fail;

@@ -372,6 +372,9 @@ wd_spec_add_net_rule(wd_spec *s, enum wd_net_rule kind, const char *rule, struct
 	case WD_NET_HOST:
 		rc = net_rules_add_host(s->net_rules, rule, err);
 		break;
+	case WD_NET_RANGE:
+		rc = net_rules_add_range(s->net_rules, rule, err);
+		break;
 	default:
 		return wd_err_set(err, WD_E_INVAL, "unknown network rule kind %d", (int)kind);
 	}

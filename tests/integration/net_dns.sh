@@ -26,9 +26,10 @@ check() { if [[ "$3" == *"$2"* ]]; then ok "$1"; else nok "$1" "want '$2', got '
 mkfifo "$T/in"
 "$PROXYD" --events "$T/events" \
 	--allow "pub.test" --allow "*.wild.test" --allow "lo.test" --allow "127.0.0.1" \
-	--allow "dark.test" --deny "no.wild.test" \
+	--allow "dark.test" --deny "no.wild.test" --allow "rng.test" --range 10.9.0.0/16 \
 	--host pub.test=93.184.216.34 --host pub.test=2606:2800:220:1::1 \
 	--host a.wild.test=93.184.216.35 --host lo.test=127.0.0.1 --host dark.test=10.1.2.3 \
+	--host rng.test=10.9.9.9 --host norule.test=10.9.9.8 \
 	--dns-max-label 20 --dns-rate 1 --dns-burst 20 \
 	<"$T/in" >"$T/ports" 2>"$T/err" &
 pid=$!
@@ -49,6 +50,9 @@ check "loopback answer with an address rule" "NOERROR 127.0.0.1" "$($TOOL dns "$
 r=$($TOOL dns "$dns" dark.test 1)
 check "private answer without an address rule is withheld" "NOERROR" "$r"
 [[ "$r" == *10.1.2.3* ]] && nok "... no address shown" "$r" || ok "... no address shown"
+check "private answer inside an --allow-range range is given out" "NOERROR 10.9.9.9" \
+	"$($TOOL dns "$dns" rng.test 1)"
+check "a range admits no name by itself" "NXDOMAIN" "$($TOOL dns "$dns" norule.test 1)"
 
 sleep 1.1 # a token more
 r=$($TOOL dns-burst "$dns" pub.test 60)
@@ -81,7 +85,7 @@ for line in open(sys.argv[1]):
 print(total)
 PY
 )
-check "every query is accounted for in the events (70 sent)" "70" "$total"
+check "every query is accounted for in the events (72 sent)" "72" "$total"
 [ "$(grep -c '"reason":"rate-limit"' "$T/events")" -le 6 ] &&
 	ok "a flood past the rate limit is a few events, not one per query" ||
 	nok "rate-limit events aggregated" "$(grep -c rate-limit "$T/events")"

@@ -128,6 +128,46 @@ check "Content-Length with Transfer-Encoding is 400" "HTTP/1.1 400" "$r"
 r=$($TOOL raw "$p_http" 'GET http://user@web.test:'"$UP"'/ HTTP/1.1\r\n\r\n')
 check "userinfo in the URL is 400" "HTTP/1.1 400" "$r"
 
+# Request smuggling (issue 8).  A Connection header naming the framing
+# field: obeyed, it strips the Content-Length (or Transfer-Encoding) while
+# the body is still forwarded, and the upstream reads the body as a PUT
+# that no rule checked, on a GET-only host.
+r=$($TOOL smuggle "$p_http" web.test "$UP" Content-Length)
+check "Connection: Content-Length is 400" "HTTP/1.1 400" "$r"
+check "... reason ambiguous-framing" "X-Warden-Denied: ambiguous-framing" "$r"
+r=$($TOOL smuggle "$p_http" web.test "$UP" Transfer-Encoding)
+check "Connection: Transfer-Encoding is 400 ambiguous-framing" "X-Warden-Denied: ambiguous-framing" "$r"
+sleep 0.2
+if grep -q "/smuggled" "$T/up.log" 2>/dev/null; then
+	nok "no smuggled PUT reached the GET-only upstream" "$(cat "$T/up.log")"
+else
+	ok "no smuggled PUT reached the GET-only upstream"
+fi
+r=$($TOOL raw "$p_http" 'GET http://web.test:'"$UP"'/ HTTP/1.1\r\nConnection: Host\r\n\r\n')
+check "Connection: Host is 400 ambiguous-framing" "X-Warden-Denied: ambiguous-framing" "$r"
+r=$(curl $X -H 'Connection: TE' -H 'TE: trailers' "http://web.test:$UP/te")
+check "Connection: TE (a field the proxy always drops) still passes" "GET /te" "$r"
+r=$(curl $X -i -m 5 "http://web.test:$UP/conn-cl" 2>&1)
+check "a response whose Connection names Content-Length is 502" "HTTP/1.1 502" "$r"
+check "... bad-upstream-response" "X-Warden-Denied: bad-upstream-response" "$r"
+# the other smuggling shapes, each refused with its reason
+P="POST http://put.test:$UP/s HTTP/1.1"'\r\n'
+for c in \
+	'Content-Length: 3\r\nContent-Length: 4|duplicate Content-Length' \
+	'Content-Length: 3, 4|Content-Length list' \
+	'Transfer-Encoding: chunked, identity|Transfer-Encoding: chunked, identity' \
+	'Transfer-Encoding: xchunked|obfuscated Transfer-Encoding' \
+	'Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked|two Transfer-Encoding fields' \
+	'Transfer_Encoding: chunked|Transfer_Encoding with an underscore' \
+	'X: y\r\n Transfer-Encoding: chunked|obs-fold continuation line' \
+	'Transfer-Encoding : chunked|whitespace before the colon' \
+	'Content-Length: 3\nX: y|bare LF line ending'; do
+	r=$($TOOL raw "$p_http" "$P${c%%|*}"'\r\n\r\nabc')
+	check "${c#*|} is 400 ambiguous-framing" "X-Warden-Denied: ambiguous-framing" "$r"
+done
+r=$($TOOL raw "$p_http" "$P"'Transfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n')
+check "chunk-size overflow is 400" "HTTP/1.1 400" "$r"
+
 r=$($TOOL concurrent "$p_http" tun.test "$UP" 100)
 check "100 concurrent CONNECT tunnels from one sandbox" "tunnels=100 served=100" "$r"
 
@@ -160,6 +200,37 @@ wait "$p_pid" 2>/dev/null
 grep -q '"proto":"connect","host":"tun.test".*"allowed":true' "$T/p.events" &&
 	ok "the closed tunnel got its event" || nok "tunnel event at stop"
 grep -q "open=0" "$T/p.err" && ok "no connection left open after stop" || nok "open after stop" "$(cat "$T/p.err")"
+
+# Ranges (issue 8): an address allow rule written so that web.test may reach
+# a loopback upstream also admits the address itself with every method;
+# --range lifts only the loopback refusal, and the name's rule decides.
+$TOOL serve "$T/up2.log" 127.0.0.2 >"$T/up2.port" &
+pids+=($!)
+for _ in $(seq 50); do [ -s "$T/up2.port" ] && break; sleep 0.1; done
+UP2=$(cat "$T/up2.port")
+start_proxy g --allow "web.test:$UP2=GET,HEAD" --allow "lo.test:$UP2" --range 127.0.0.2/32 \
+	--host web.test=127.0.0.2 --host lo.test=127.0.0.3
+Y="-s -m 10 -x http://127.0.0.1:$g_http"
+r=$(curl $Y "http://web.test:$UP2/ranged")
+check "--range: a GET-only name reaches its loopback upstream" "GET /ranged host=web.test:$UP2" "$r"
+r=$(curl $Y -i -X PUT -d abc "http://127.0.0.2:$UP2/x")
+check "--range: PUT to the address itself is 403 no-rule" "X-Warden-Denied: no-rule" "$r"
+r=$(curl $Y -i "http://127.0.0.2:$UP2/x")
+check "--range: GET to the address itself is 403 too" "X-Warden-Denied: no-rule" "$r"
+r=$(curl $Y -i -X PUT -d abc "http://web.test:$UP2/x")
+check "--range: PUT to the GET-only name is 403 method" "X-Warden-Denied: method" "$r"
+r=$(curl $Y -p -o /dev/null -w '%{http_connect}' "http://127.0.0.2:$UP2/" 2>&1)
+check "--range: CONNECT to the address is 403" "403" "$r"
+r=$(curl -s -m 10 --socks5 "127.0.0.1:$g_socks" "http://127.0.0.2:$UP2/" 2>&1; echo "rc=$?")
+check "--range: SOCKS5 to the address is refused" "rc=97" "$r"
+r=$(curl $Y -i "http://lo.test:$UP2/")
+check "--range: a name resolving outside the range is still 403 address-range" \
+	"X-Warden-Denied: address-range" "$r"
+check "... and the advice suggests a range, not an allow rule" "--allow-range 127.0.0.3/32" "$r"
+grep -q "/x" "$T/up2.log" 2>/dev/null && nok "no PUT reached the ranged upstream" "$(cat "$T/up2.log")" ||
+	ok "no PUT reached the ranged upstream"
+eval "exec ${g_fd}>&-"
+wait "$g_pid" 2>/dev/null
 
 # Connection limit and byte budget, on a second proxy.
 start_proxy q --allow "tun.test:$UP" --host tun.test=127.0.0.1 --allow "127.0.0.1:$UP" \

@@ -2,6 +2,7 @@
  * integration tests and benchmarks (not installed).
  *
  *   net-proxyd [--allow SPEC]... [--deny SPEC]... [--host NAME=ADDR]...
+ *              [--range CIDR]...
  *              [--max-conns N] [--max-bytes N] [--header-timeout-ms N]
  *              [--idle-timeout-ms N] [--dns-rate N] [--dns-burst N]
  *              [--dns-max-label N] [--events FILE] [--netns PATH]
@@ -89,6 +90,7 @@ main(int argc, char **argv)
 	    {"allow", required_argument, NULL, 'a'},
 	    {"deny", required_argument, NULL, 'd'},
 	    {"host", required_argument, NULL, 'H'},
+	    {"range", required_argument, NULL, 'R'},
 	    {"max-conns", required_argument, NULL, 'c'},
 	    {"max-bytes", required_argument, NULL, 'b'},
 	    {"header-timeout-ms", required_argument, NULL, 't'},
@@ -125,6 +127,10 @@ main(int argc, char **argv)
 		case 'H':
 			if (net_rules_add_host(rules, optarg, &err) < 0)
 				die("--host", &err);
+			break;
+		case 'R':
+			if (net_rules_add_range(rules, optarg, &err) < 0)
+				die("--range", &err);
 			break;
 		case 'c':
 			cfg.max_conns = (unsigned)atoi(optarg);

@@ -88,6 +88,21 @@ check "python3 urllib with HTTPS_PROXY and SSL_CERT_FILE" "200 GET /py" "$r"
 r=$(SSL_CERT_FILE="$T/sandbox-ca.pem" $TOOL urllib "$http" "https://secure.test:$UP/py" PUT)
 check "python3 urllib PUT refused" "403 method" "$r"
 
+# Request smuggling inside the intercepted tunnel (issue 8): a GET whose
+# Connection names its framing field and whose body is a PUT.
+r=$(SSL_CERT_FILE="$T/sandbox-ca.pem" $TOOL smuggle "$http" secure.test "$UP" Content-Length tls)
+check "inside TLS: Connection: Content-Length is 400 ambiguous-framing" \
+	"X-Warden-Denied: ambiguous-framing" "$r"
+r=$(SSL_CERT_FILE="$T/sandbox-ca.pem" $TOOL smuggle "$http" secure.test "$UP" Transfer-Encoding tls)
+check "inside TLS: Connection: Transfer-Encoding is 400 ambiguous-framing" \
+	"X-Warden-Denied: ambiguous-framing" "$r"
+sleep 0.2
+grep -q "/smuggled" "$T/up.log" 2>/dev/null && nok "... no smuggled PUT reached the GET-only upstream" "$(cat "$T/up.log")" ||
+	ok "... no smuggled PUT reached the GET-only upstream"
+r=$(curl $X -i -m 5 "https://secure.test:$UP/conn-cl" 2>&1)
+check "inside TLS: a response whose Connection names Content-Length is 502" \
+	"X-Warden-Denied: bad-upstream-response" "$r"
+
 grep -q '"proto":"https","host":"secure.test","port":'"$UP"',"method":"GET","path":"/hello".*"allowed":true' "$T/events" &&
 	ok "intercepted request event has method and path" || nok "https event" "$(head -3 "$T/events")"
 grep -q '"proto":"connect","host":"secure.test".*"advice":"TLS intercepted' "$T/events" &&

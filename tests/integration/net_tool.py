@@ -39,6 +39,15 @@ class Upstream(BaseHTTPRequestHandler):
         return self.rfile.read(n) if n else b""
 
     def do_GET(self):
+        if self.path == "/conn-cl":
+            # a response whose Connection names its own framing (issue 8)
+            body = b"hello"
+            self.send_response(200)
+            self.send_header("Connection", "Content-Length")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path.startswith("/big/"):
             n = int(self.path[5:])
             self.send_response(200)
@@ -67,8 +76,8 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 512  # 100 tunnels connect at once
 
 
-def serve(log):
-    srv = Server(("127.0.0.1", 0), Upstream)
+def serve(log, addr="127.0.0.1"):
+    srv = Server((addr, 0), Upstream)
     srv.daemon_threads = True
     srv.handle_error = lambda *a: None  # clients cut by the proxy's limits
     srv.log = log
@@ -320,7 +329,47 @@ def cmd_raw(proxy_port, payload):
             print(line.decode())
 
 
+def cmd_smuggle(proxy_port, host, port, conn, mode="plain"):
+    """A GET whose Connection header names its own framing field (conn:
+    Content-Length or Transfer-Encoding) and whose body is a PUT: a proxy
+    that obeys the Connection option strips the framing but forwards the
+    body, and the upstream reads the PUT as a request of its own (issue 8).
+    mode "plain": absolute-form to the proxy; "tls": CONNECT, then TLS
+    trusting SSL_CERT_FILE, then origin-form.  Prints the status line and
+    X-Warden-Denied."""
+    put = b"PUT /smuggled HTTP/1.1\r\nHost: %s:%s\r\nContent-Length: 3\r\n\r\nabc" % (
+        host.encode(), port.encode())
+    if conn.lower() == "transfer-encoding":
+        framing = b"Transfer-Encoding: chunked\r\n"
+        body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(put), put)
+    else:
+        framing = b"Content-Length: %d\r\n" % len(put)
+        body = put
+    s = socket.create_connection(("127.0.0.1", int(proxy_port)), timeout=10)
+    if mode == "tls":
+        import os
+        import ssl
+        s.sendall(b"CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (
+            host.encode(), port.encode(), host.encode(), port.encode()))
+        head = recv_head(s)
+        if not head.startswith(b"HTTP/1.1 200"):
+            print(head.split(b"\r\n", 1)[0].decode(errors="replace"))
+            return
+        ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+        s = ctx.wrap_socket(s, server_hostname=host)
+        target = b"/front"
+    else:
+        target = b"http://%s:%s/front" % (host.encode(), port.encode())
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%s\r\nConnection: %s\r\n%s\r\n%s" % (
+        target, host.encode(), port.encode(), conn.encode(), framing, body))
+    data = recv_head(s)
+    print(data.split(b"\r\n", 1)[0].decode(errors="replace"))
+    for line in data.split(b"\r\n"):
+        if line.lower().startswith(b"x-warden-denied"):
+            print(line.decode())
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"serve": serve, "serve-tls": serve_tls, "serve-dir": serve_dir, "serve-hold": serve_hold, "make-index": make_index, "urllib": cmd_urllib, "dns": cmd_dns, "dns-burst": cmd_dns_burst, "concurrent": cmd_concurrent,
-     "slow": cmd_slow, "hold": cmd_hold, "raw": cmd_raw}[cmd](*args)
+     "slow": cmd_slow, "hold": cmd_hold, "raw": cmd_raw, "smuggle": cmd_smuggle}[cmd](*args)

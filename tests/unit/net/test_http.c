@@ -64,6 +64,134 @@ Test(net_http_parse_request, request_table)
 	free(h);
 }
 
+/* Request smuggling shapes (RFC 9112 §6.1, §6.3, §11.2): each is refused
+ * with the flaw that names it, and nothing in the table parses as a
+ * request whose body the proxy would frame one way and a server another. */
+struct smuggle_case {
+	const char *in;
+	int rc;
+	enum net_http_flaw flaw;
+};
+
+#define RQ "POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\n"
+/* clang-format off */
+static const struct smuggle_case smuggle_cases[] = {
+	/* Connection naming a framing or routing field: the next hop would drop
+	 * the field and read the body as a second request */
+	{RQ "Connection: Content-Length\r\nContent-Length: 5\r\n\r\n", -400, NET_HTTP_CONN_FRAMING},
+	{RQ "Connection: close, content-length\r\nContent-Length: 5\r\n\r\n", -400, NET_HTTP_CONN_FRAMING},
+	{RQ "Connection: keep-alive,\tCONTENT-LENGTH \r\nContent-Length: 5\r\n\r\n", -400, NET_HTTP_CONN_FRAMING},
+	{RQ "Connection: Transfer-Encoding\r\nTransfer-Encoding: chunked\r\n\r\n", -400, NET_HTTP_CONN_FRAMING},
+	{RQ "Connection: Host\r\n\r\n", -400, NET_HTTP_CONN_FRAMING},
+	{RQ "Connection: expect\r\n\r\n", -400, NET_HTTP_CONN_FRAMING},
+	{RQ "Connection: trailer\r\n\r\n", -400, NET_HTTP_CONN_FRAMING},
+	{RQ "Connection: close\r\nConnection: Content-Length\r\n\r\n", -400, NET_HTTP_CONN_FRAMING},
+	{RQ "Connection: \"content-length\"\r\n\r\n", -400, NET_HTTP_CONN_SYNTAX},
+	{RQ "Connection: close; content-length\r\n\r\n", -400, NET_HTTP_CONN_SYNTAX},
+	/* fields the proxy always drops may be named (RFC 9110 §10.1.4, §7.8) */
+	{RQ "Connection: TE\r\nTE: trailers\r\n\r\n", 1, NET_HTTP_OK},
+	{RQ "Connection: Upgrade, Keep-Alive, Proxy-Authorization\r\nUpgrade: x\r\n\r\n", 1, NET_HTTP_OK},
+	{RQ "Connection: , close,,\r\n\r\n", 1, NET_HTTP_OK},
+	/* Content-Length */
+	{RQ "Content-Length: 5\r\nContent-Length: 6\r\n\r\n", -400, NET_HTTP_CL_DUP},
+	{RQ "Content-Length: 5\r\nContent-Length: 5\r\n\r\n", -400, NET_HTTP_CL_DUP},
+	{RQ "Content-Length: 5, 6\r\n\r\n", -400, NET_HTTP_CL_INVALID},
+	{RQ "Content-Length: +5\r\n\r\n", -400, NET_HTTP_CL_INVALID},
+	{RQ "Content-Length: 0x5\r\n\r\n", -400, NET_HTTP_CL_INVALID},
+	{RQ "Content-Length:\r\n\r\n", -400, NET_HTTP_CL_INVALID},
+	{RQ "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", -400, NET_HTTP_CL_TE},
+	{RQ "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", -400, NET_HTTP_CL_TE},
+	/* Transfer-Encoding obfuscations (TE.TE) */
+	{RQ "Transfer-Encoding: chunked, identity\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding: chunked, chunked\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding: identity\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding: xchunked\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding: \"chunked\"\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding: chunked;q=1\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding: , chunked\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding:\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n", -400, NET_HTTP_TE_INVALID},
+	{RQ "Transfer-Encoding: gzip, chunked\r\n\r\n", -501, NET_HTTP_TE_UNSUPPORTED},
+	{"POST http://a.test/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", -400, NET_HTTP_TE_HTTP10},
+	{RQ "Transfer-Encoding: Chunked \r\n\r\n", 1, NET_HTTP_OK},
+	{RQ "Transfer_Encoding: chunked\r\n\r\n", -400, NET_HTTP_NAME_ALIAS},
+	{RQ "content_length: 5\r\n\r\n", -400, NET_HTTP_NAME_ALIAS},
+	{RQ "X-Content_Length: 5\r\n\r\n", 1, NET_HTTP_OK},
+	/* line and field boundaries */
+	{RQ "Content-Length: 5\n\r\n", -400, NET_HTTP_LINE_END},
+	{RQ "X: a\rContent-Length: 5\r\n\r\n", -400, NET_HTTP_LINE_END},
+	{RQ "\n", -400, NET_HTTP_LINE_END},
+	{RQ "X: a\r\n Content-Length: 5\r\n\r\n", -400, NET_HTTP_OBS_FOLD},
+	{RQ "X: a\r\n\tTransfer-Encoding: chunked\r\n\r\n", -400, NET_HTTP_OBS_FOLD},
+	{RQ "Content-Length : 5\r\n\r\n", -400, NET_HTTP_WS_COLON},
+	{RQ "Transfer-Encoding\t: chunked\r\n\r\n", -400, NET_HTTP_WS_COLON},
+	{"POST http://a.test/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", -400, NET_HTTP_HOST_DUP},
+	{"GET http://a.test/ HTTP/1.1\r\nX: a\x01\r\n\r\n", -400, NET_HTTP_SYNTAX},
+};
+/* clang-format on */
+#undef RQ
+
+Test(net_http_parse_request, refuses_smuggling_shapes)
+{
+	struct net_http_head *h = malloc(sizeof(*h));
+	for (size_t i = 0; i < sizeof(smuggle_cases) / sizeof(smuggle_cases[0]); i++) {
+		const struct smuggle_case *c = &smuggle_cases[i];
+		int rc = net_http_parse_request(c->in, strlen(c->in), h);
+		cr_expect_eq(rc, c->rc, "%zu: rc %d want %d", i, rc, c->rc);
+		cr_expect_eq(h->flaw, c->flaw, "%zu: flaw '%s' want '%s'", i,
+			     net_http_flaw_text(h->flaw), net_http_flaw_text(c->flaw));
+	}
+	/* the smuggling shapes carry their own reason code */
+	cr_expect_eq(net_http_flaw_reason(NET_HTTP_CONN_FRAMING), NET_R_FRAMING);
+	cr_expect_eq(net_http_flaw_reason(NET_HTTP_CL_TE), NET_R_FRAMING);
+	cr_expect_eq(net_http_flaw_reason(NET_HTTP_SYNTAX), NET_R_MALFORMED);
+	cr_expect_str_eq(net_reason_name(NET_R_FRAMING), "ambiguous-framing");
+	free(h);
+}
+
+Test(net_http_parse_response, refuses_ambiguous_framing)
+{
+	/* A response the client could frame differently from the proxy would
+	 * desync the client's keep-alive connection: same rules. */
+	struct net_http_head *h = malloc(sizeof(*h));
+	const struct smuggle_case cases[] = {
+	    {"HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: 3\r\n\r\n", -502,
+	     NET_HTTP_CONN_FRAMING},
+	    {"HTTP/1.1 200 OK\r\nConnection: transfer-encoding\r\nTransfer-Encoding: "
+	     "chunked\r\n\r\n",
+	     -502, NET_HTTP_CONN_FRAMING},
+	    {"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", -502,
+	     NET_HTTP_CL_DUP},
+	    {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", -502,
+	     NET_HTTP_TE_INVALID},
+	    {"HTTP/1.1 200 OK\r\nTransfer_Encoding: chunked\r\n\r\n", -502, NET_HTTP_NAME_ALIAS},
+	    {"HTTP/1.1 200 OK\r\nContent-Length : 3\r\n\r\n", -502, NET_HTTP_WS_COLON},
+	    {"HTTP/1.1 200 OK\r\nX: a\r\n y\r\n\r\n", -502, NET_HTTP_OBS_FOLD},
+	    {"HTTP/1.1 200 OK\r\nConnection: TE, close\r\n\r\n", 1, NET_HTTP_OK},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = net_http_parse_response(cases[i].in, strlen(cases[i].in), false, h);
+		cr_expect_eq(rc, cases[i].rc, "%zu: rc %d", i, rc);
+		cr_expect_eq(h->flaw, cases[i].flaw, "%zu: flaw '%s'", i,
+			     net_http_flaw_text(h->flaw));
+	}
+	/* codings the proxy does not decode, or chunked not final (RFC 9112
+	 * §6.3 item 4): the body runs to the close; HTTP/1.0 with
+	 * Transfer-Encoding is faulty framing (§6.1): to the close too */
+	const char *to_close[] = {
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+	    "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(to_close) / sizeof(to_close[0]); i++) {
+		cr_assert_eq(net_http_parse_response(to_close[i], strlen(to_close[i]), false, h), 1,
+			     "%zu", i);
+		cr_expect_eq(h->body, NET_BODY_CLOSE, "%zu", i);
+	}
+	cr_expect(h->conn_close, "HTTP/1.0 with Transfer-Encoding closes");
+	free(h);
+}
+
 Test(net_http_parse_request, fields_and_keepalive)
 {
 	struct net_http_head *h = malloc(sizeof(*h));
@@ -216,8 +344,24 @@ Test(net_body_feed, chunked_framing)
 		cr_expect(b.done);
 		cr_expect_eq(b.payload, 15);
 	}
-	const char *bad[] = {"x\r\n",  "5\nhello\r\n", "5\r\nhelloX\r\n", "1111111111111111\r\n",
-			     "5 \r\n", "0\r\n\x01\r\n"};
+	/* bad size characters, bare LF after the size or the data, chunk-size
+	 * overflow (16 hex digits: more than 2^60), whitespace after the size,
+	 * a control byte, obs-fold, whitespace before a colon and a line
+	 * without a colon in the trailer section */
+	const char *bad[] = {"x\r\n",
+			     "5\nhello\r\n",
+			     "5\r\nhelloX\r\n",
+			     "5\r\nhello\n0\r\n\r\n",
+			     "1111111111111111\r\n",
+			     "ffffffffffffffffffff\r\n",
+			     "00000000000000005\r\n",
+			     "5 \r\n",
+			     "-5\r\n",
+			     "0\r\n\x01\r\n",
+			     "0\r\nA: b\r\n folded\r\n\r\n",
+			     "0\r\nContent-Length : 5\r\n\r\n",
+			     "0\r\nnocolon\r\n\r\n",
+			     "0\r\n\n"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct net_body b;
 		net_body_init(&b, NET_BODY_CHUNKED, 0);

@@ -24,6 +24,31 @@ struct upstream {
 static int accepts;	     /* upstream connections accepted (HTTP upstream) */
 static bool close_after_one; /* HTTP upstream: close silently after one answer */
 
+/* Every request head the HTTP upstream received, in order. */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char seen[16384];
+
+static void
+seen_add(const char *head, size_t len)
+{
+	pthread_mutex_lock(&seen_lock);
+	size_t have = strlen(seen);
+	if (have + len + 1 < sizeof(seen)) {
+		memcpy(seen + have, head, len);
+		seen[have + len] = '\0';
+	}
+	pthread_mutex_unlock(&seen_lock);
+}
+
+static bool
+seen_has(const char *s)
+{
+	pthread_mutex_lock(&seen_lock);
+	bool r = strstr(seen, s) != NULL;
+	pthread_mutex_unlock(&seen_lock);
+	return r;
+}
+
 static void *
 serve_one(void *arg)
 {
@@ -39,26 +64,48 @@ serve_one(void *arg)
 		return NULL;
 	}
 	size_t len = 0;
+	buf[0] = '\0';
 	for (;;) {
-		ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = '\0';
+		/* answer every whole head already here (pipelined, or smuggled
+		 * in a body) before reading more */
 		char *end = strstr(buf, "\r\n\r\n");
-		if (!end)
+		if (!end) {
+			ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+			if (n <= 0)
+				break;
+			len += (size_t)n;
+			buf[len] = '\0';
 			continue;
+		}
 		char *eol = strstr(buf, "\r\n");
+		seen_add(buf, (size_t)(end + 4 - buf));
 		char body[512];
 		int bl = snprintf(body, sizeof(body), "%.*s|%s", (int)(eol - buf), buf,
 				  strstr(buf, "\r\nHost: ") ? "host" : "nohost");
 		char resp[1024];
-		int rl = snprintf(resp, sizeof(resp),
-				  "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", bl, body);
+		/* "/conn-cl": a response whose Connection names its own framing */
+		const char *extra =
+		    strstr(buf, " /conn-cl ") ? "Connection: Content-Length\r\n" : "";
+		int rl =
+		    snprintf(resp, sizeof(resp),
+			     "HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s", extra, bl, body);
+		/* "/no-content": an early hint and a 204, both with framing
+		 * fields they cannot have */
+		if (strstr(buf, " /no-content "))
+			rl = snprintf(
+			    resp, sizeof(resp),
+			    "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n"
+			    "Transfer-Encoding: chunked\r\n\r\n"
+			    "HTTP/1.1 204 No Content\r\nContent-Length: 7\r\nX-Kept: yes\r\n\r\n");
 		send(fd, resp, (size_t)rl, MSG_NOSIGNAL);
 		size_t used = (size_t)(end + 4 - buf);
+		/* a Content-Length body is skipped (when it is all here) */
+		const char *cl = strstr(buf, "\r\nContent-Length: ");
+		if (cl && cl < end && used + (size_t)atoi(cl + 18) <= len)
+			used += (size_t)atoi(cl + 18);
 		memmove(buf, buf + used, len - used);
 		len -= used;
+		buf[len] = '\0';
 		if (close_after_one)
 			break;
 	}
@@ -151,14 +198,13 @@ fixture_start(struct fixture *f, unsigned header_ms)
 	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0, "%s", err.msg);
 	snprintf(spec, sizeof(spec), "echo.test:%u", f->echo.port);
 	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", f->up.port);
-	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", f->echo.port);
-	cr_assert_eq(net_rules_add_allow(f->rules, spec, NULL, &err), 0);
+	/* the upstreams listen on 127.0.0.1: a range lets the names reach it
+	 * without admitting the address itself */
+	cr_assert_eq(net_rules_add_range(f->rules, "127.0.0.1", &err), 0, "%s", err.msg);
 	cr_assert_eq(net_rules_add_allow(f->rules, "lo.test:80", NULL, &err), 0);
 	cr_assert_eq(net_rules_add_host(f->rules, "web.test=127.0.0.1", &err), 0);
 	cr_assert_eq(net_rules_add_host(f->rules, "echo.test=127.0.0.1", &err), 0);
-	cr_assert_eq(net_rules_add_host(f->rules, "lo.test=127.0.0.1", &err), 0);
+	cr_assert_eq(net_rules_add_host(f->rules, "lo.test=127.0.0.2", &err), 0);
 	struct net_config cfg;
 	net_config_init(&cfg);
 	cfg.sandbox_id = "sb-1";
@@ -341,8 +387,8 @@ Test(net_proxy, malformed_head_is_400_and_slow_head_408)
 
 Test(net_proxy, address_stage_refuses_unnamed_loopback)
 {
-	/* lo.test:80 is allowed by name, its hosts entry is 127.0.0.1, and no
-	 * address rule names 127.0.0.1:80. */
+	/* lo.test:80 is allowed by name, its hosts entry is 127.0.0.2, and no
+	 * range or address rule contains 127.0.0.2. */
 	struct fixture f;
 	fixture_start(&f, 2000);
 	char buf[4096];
@@ -596,4 +642,158 @@ Test(net_proxy, socks_to_an_address_the_dns_filter_answered_is_judged_by_name)
 	net_proxy_free(p);
 	net_rules_free(rules);
 	close(echo.lfd);
+}
+
+/* Issue 8: "Connection: Content-Length" on a request with a body.  Obeyed,
+ * it strips the framing the proxy used while the proxy still forwards the
+ * body, and the upstream reads the body as a second request no rule
+ * checked: here a PUT behind an allowed GET to a GET-only host.  Refused
+ * with 400 ambiguous-framing; the upstream sees nothing. */
+Test(net_proxy, connection_naming_content_length_is_refused)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[512], smuggled[128], buf[4096];
+	int sl = snprintf(smuggled, sizeof(smuggled),
+			  "PUT /smuggled HTTP/1.1\r\nHost: web.test:%u\r\n\r\n", f.up.port);
+	const char *conn[] = {"Content-Length", "close, content-length", "Transfer-Encoding",
+			      "Host"};
+	for (size_t i = 0; i < sizeof(conn) / sizeof(conn[0]); i++) {
+		int fd = dial(f.http);
+		snprintf(req, sizeof(req),
+			 "GET http://web.test:%u/front HTTP/1.1\r\nConnection: %s\r\n"
+			 "Content-Length: %d\r\n\r\n%s",
+			 f.up.port, conn[i], sl, smuggled);
+		say(fd, req);
+		read_until(fd, buf, sizeof(buf), "\n\n");
+		cr_expect(strstr(buf, "HTTP/1.1 400"), "Connection: %s: %s", conn[i], buf);
+		cr_expect(strstr(buf, "X-Warden-Denied: ambiguous-framing"), "%s", buf);
+		close(fd);
+	}
+	usleep(100000);
+	cr_expect_not(seen_has("PUT /smuggled"), "the upstream read a smuggled request: %s", seen);
+	cr_expect_not(seen_has("/front"), "nothing of a refused head reaches the upstream");
+	fixture_stop(&f);
+	cr_expect_eq(evs.refused, (int)(sizeof(conn) / sizeof(conn[0])));
+	cr_expect_str_eq(evs.last_reason, "ambiguous-framing");
+	cr_expect_str_eq(evs.last_host, "web.test", "the event names the host");
+}
+
+/* The same on the way back: a response whose Connection names its own
+ * Content-Length would reach the client unframed on a kept-alive
+ * connection, so the client would read what follows as this body. */
+Test(net_proxy, response_connection_naming_content_length_is_502)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[256], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "GET http://web.test:%u/conn-cl HTTP/1.1\r\n\r\n", f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "\n\n");
+	cr_expect(strstr(buf, "HTTP/1.1 502"), "%s", buf);
+	cr_expect(strstr(buf, "X-Warden-Denied: bad-upstream-response"), "%s", buf);
+	cr_expect(strstr(buf, "Connection header naming Content-Length"), "%s", buf);
+	close(fd);
+	fixture_stop(&f);
+}
+
+/* The proxy sends the framing it used, in one spelling: a Content-Length
+ * with leading zeros or a "Chunked" in another case reaches the upstream
+ * as "Content-Length: 5" and "Transfer-Encoding: chunked". */
+Test(net_proxy, forwards_canonical_framing)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[512], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req),
+		 "GET http://web.test:%u/cl HTTP/1.1\r\nContent-Length:  005\r\n\r\nhello",
+		 f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "200 OK"), "%s", buf);
+	close(fd);
+	fd = dial(f.http);
+	snprintf(req, sizeof(req),
+		 "GET http://web.test:%u/te HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n"
+		 "5\r\nhello\r\n0\r\n\r\n",
+		 f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "200 OK"), "%s", buf);
+	close(fd);
+	cr_expect(seen_has("GET /cl HTTP/1.1\r\n"), "%s", seen);
+	cr_expect(seen_has("\r\nContent-Length: 5\r\n"), "%s", seen);
+	cr_expect_not(seen_has("005"), "%s", seen);
+	cr_expect(seen_has("\r\nTransfer-Encoding: chunked\r\n"), "%s", seen);
+	fixture_stop(&f);
+}
+
+/* Issue 8: with a range instead of an address rule, the names reach the
+ * loopback upstream under their own rules, and the address itself admits
+ * nothing: PUT http://127.0.0.1:PORT/ is no-rule while web.test is
+ * GET-only. */
+Test(net_proxy, a_range_admits_names_not_the_address)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[256], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "GET http://web.test:%u/r HTTP/1.1\r\n\r\n", f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "GET /r HTTP/1.1|host"), "%s", buf);
+	close(fd);
+	const char *refused[][2] = {
+	    {"PUT", "127.0.0.1"}, {"GET", "127.0.0.1"}, {"PUT", "web.test"}};
+	const char *why[] = {"no-rule", "no-rule", "method"};
+	for (size_t i = 0; i < 3; i++) {
+		fd = dial(f.http);
+		snprintf(req, sizeof(req),
+			 "%s http://%s:%u/r HTTP/1.1\r\nContent-Length: 0\r\n\r\n", refused[i][0],
+			 refused[i][1], f.up.port);
+		say(fd, req);
+		read_until(fd, buf, sizeof(buf), "\n\n");
+		cr_expect(strstr(buf, "HTTP/1.1 403"), "%s %s: %s", refused[i][0], refused[i][1],
+			  buf);
+		char want[64];
+		snprintf(want, sizeof(want), "X-Warden-Denied: %s", why[i]);
+		cr_expect(strstr(buf, want), "%s %s: %s", refused[i][0], refused[i][1], buf);
+		close(fd);
+	}
+	/* a tunnel to the address is refused as well */
+	fd = dial(f.http);
+	snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", f.echo.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "\n\n");
+	cr_expect(strstr(buf, "X-Warden-Denied: no-rule"), "%s", buf);
+	close(fd);
+	fixture_stop(&f);
+}
+
+/* 1xx and 204 responses cannot have content (RFC 9110 §8.6, §15.2): they
+ * reach the client without Content-Length or Transfer-Encoding, so a
+ * lenient client cannot take the next response on its connection (maybe
+ * another host's) as their body. */
+Test(net_proxy, no_content_responses_lose_their_framing_fields)
+{
+	struct fixture f;
+	fixture_start(&f, 2000);
+	char req[256], buf[4096];
+	int fd = dial(f.http);
+	snprintf(req, sizeof(req), "GET http://web.test:%u/no-content HTTP/1.1\r\n\r\n", f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "X-Kept: yes\r\nConnection: keep-alive\r\n\r\n");
+	cr_expect(strstr(buf, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"), "%s", buf);
+	cr_expect(strstr(buf, "HTTP/1.1 204 No Content\r\nX-Kept: yes\r\n"), "%s", buf);
+	cr_expect_null(strstr(buf, "Content-Length"), "%s", buf);
+	cr_expect_null(strstr(buf, "Transfer-Encoding"), "%s", buf);
+	/* and the connection still serves the next request */
+	snprintf(req, sizeof(req), "GET http://web.test:%u/next HTTP/1.1\r\n\r\n", f.up.port);
+	say(fd, req);
+	read_until(fd, buf, sizeof(buf), "|host");
+	cr_expect(strstr(buf, "GET /next HTTP/1.1|host"), "%s", buf);
+	close(fd);
+	fixture_stop(&f);
 }

@@ -382,3 +382,122 @@ Test(net_host_normalize, lowercases_and_strips_dot)
 	cr_expect_eq(net_host_normalize("[::FFFF:7f00:1]", 15, out, sizeof(out)), 0);
 	cr_expect_str_eq(out, "::ffff:127.0.0.1");
 }
+
+/* Issue 8: a range only lifts the address stage's refusal of special
+ * ranges; it admits no request by itself. */
+Test(net_rules_add_range, parses_addresses_and_prefixes_only)
+{
+	/* clang-format off */
+	static const struct parse_case cases[] = {
+		{"127.0.0.0/8", true, "range 127.0.0.0/8"},
+		{"10.1.2.3/8", true, "range 10.0.0.0/8"},
+		{"127.0.0.2", true, "range 127.0.0.2"},
+		{"fd00::/8", true, "range [fd00::]/8"},
+		{"[fd00::]/8", true, "range [fd00::]/8"},
+		{"[::1]", true, "range [::1]"},
+		{"web.test", false, NULL},
+		{"*.test", false, NULL},
+		{"127.0.0.0/8:8080", false, NULL},
+		{"127.0.0.0/8:*", false, NULL},
+		{"[fd00::]/8:443", false, NULL},
+		{"10.0.0.0/8=GET", false, NULL},
+		{"10.0.0.0/8/x", false, NULL},
+		{"10.0.0.0/8;max_request_bytes=1", false, NULL},
+		{"0.0.0.0/0", false, NULL},
+		{"10.0.0.0/4", false, NULL},
+		{"127.1/8", false, NULL},
+		{"", false, NULL},
+	};
+	/* clang-format on */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct net_rules *r;
+		struct wd_err err = {0};
+		net_rules_new(&r);
+		int rc = net_rules_add_range(r, cases[i].spec, &err);
+		cr_expect_eq(rc == 0, cases[i].ok, "'%s': rc %d (%s)", cases[i].spec, rc, err.msg);
+		if (rc == 0)
+			cr_expect_str_eq(net_rule_text(net_rules_at(r, 0)), cases[i].text);
+		else
+			cr_expect_neq(err.msg[0], '\0', "'%s' has a message", cases[i].spec);
+		cr_expect_eq(net_rules_count(r), 0, "a range is not an allow rule");
+		net_rules_free(r);
+	}
+}
+
+Test(net_rules_add_range, lifts_the_address_class_without_admitting_anything)
+{
+	static const char *const allow[] = {"web.test:8080=GET", NULL};
+	static const char *const deny[] = {"127.0.0.3", NULL};
+	struct net_rules *r = mk(allow, deny, NULL);
+	struct wd_err err = {0};
+	cr_assert_eq(net_rules_add_range(r, "127.0.0.0/8", &err), 0, "%s", err.msg);
+	cr_assert_eq(net_rules_add_range(r, "fd00::/8", &err), 0, "%s", err.msg);
+
+	/* the name stage: the name's rule decides, the range admits nothing */
+	struct net_decision d;
+	struct net_request get = {.host = "web.test", .port = 8080, .method = "GET", .path = "/"};
+	net_rules_decide(r, &get, &d);
+	cr_expect(d.allow);
+	struct net_request put = {.host = "web.test", .port = 8080, .method = "PUT", .path = "/"};
+	net_rules_decide(r, &put, &d);
+	cr_expect_eq(d.reason, NET_R_METHOD);
+	const char *lits[] = {"127.0.0.2", "127.0.0.1", "fd00::1"};
+	for (size_t i = 0; i < 3; i++) {
+		struct net_request lit = {
+		    .host = lits[i], .port = 8080, .method = "PUT", .path = "/"};
+		net_rules_decide(r, &lit, &d);
+		cr_expect_not(d.allow, "PUT %s", lits[i]);
+		cr_expect_eq(d.reason, NET_R_NO_RULE, "PUT %s: %s", lits[i],
+			     net_reason_name(d.reason));
+		struct net_request tun = {.host = lits[i], .port = 8080, .tunnel = true};
+		net_rules_decide(r, &tun, &d);
+		cr_expect_eq(d.reason, NET_R_NO_RULE, "CONNECT %s", lits[i]);
+	}
+	/* the DNS stage: a range names no host */
+	enum net_reason why;
+	cr_expect_not(net_rules_name_allowed(r, "127.0.0.2", &why));
+
+	/* the address stage: lifted inside the range on any port, not outside;
+	 * a deny rule still wins */
+	/* clang-format off */
+	static const struct addr_case cases[] = {
+		{"127.0.0.2", 8080, true},
+		{"127.0.0.2", 9999, true},
+		{"127.0.0.2", 0, true},
+		{"::ffff:127.0.0.9", 80, true},
+		{"fd00::5", 443, true},
+		{"127.0.0.3", 8080, false},
+		{"10.0.0.1", 8080, false},
+		{"169.254.169.254", 80, false},
+		{"::1", 8080, false},
+		{"8.8.8.8", 443, true},
+	};
+	/* clang-format on */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sockaddr_storage ss;
+		struct net_decision ad = {0};
+		cr_assert(net_addr_parse(cases[i].addr, strlen(cases[i].addr), cases[i].port, &ss));
+		bool ok = net_rules_check_addr(r, (struct sockaddr *)&ss, cases[i].port, &ad);
+		cr_expect_eq(ok, cases[i].allow, "%s:%u", cases[i].addr, cases[i].port);
+	}
+	struct sockaddr_storage ss;
+	struct net_decision ad = {0};
+	cr_assert(net_addr_parse("10.0.0.1", 8, 80, &ss));
+	cr_expect_not(net_rules_check_addr(r, (struct sockaddr *)&ss, 80, &ad));
+	cr_expect(strstr(ad.advice, "--allow-range 10.0.0.1/32"), "%s", ad.advice);
+	net_rules_free(r);
+}
+
+/* The difference the range exists for: an address allow rule written to
+ * reach a local upstream admits the literal with every method. */
+Test(net_rules_add_range, an_address_allow_rule_admits_the_literal)
+{
+	static const char *const allow[] = {"web.test:8080=GET", "127.0.0.2:8080", NULL};
+	struct net_rules *r = mk(allow, NULL, NULL);
+	struct net_decision d;
+	struct net_request put = {.host = "127.0.0.2", .port = 8080, .method = "PUT", .path = "/"};
+	net_rules_decide(r, &put, &d);
+	cr_expect(d.allow, "documented: an address rule admits requests to the address");
+	cr_expect_str_eq(net_rule_text(d.rule), "allow 127.0.0.2:8080");
+	net_rules_free(r);
+}

@@ -13,6 +13,16 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+#define HAVE_LSAN 1
+#endif
+#endif
 
 /* The client writes into connections the proxy refuses and closes:
  * EPIPE, not SIGPIPE. */
@@ -53,6 +63,23 @@ cert(const char *cn, X509 *issuer, bool is_ca)
 	return c;
 }
 
+/* Every request line the HTTPS upstream received, in order. */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char seen[8192];
+
+static void
+seen_add(const char *line, size_t len)
+{
+	pthread_mutex_lock(&seen_lock);
+	size_t have = strlen(seen);
+	if (have + len + 2 < sizeof(seen)) {
+		memcpy(seen + have, line, len);
+		seen[have + len] = '\n';
+		seen[have + len + 1] = '\0';
+	}
+	pthread_mutex_unlock(&seen_lock);
+}
+
 static void *
 serve_conn(void *arg)
 {
@@ -62,14 +89,21 @@ serve_conn(void *arg)
 	if (SSL_accept(s) == 1) {
 		char buf[4096];
 		size_t len = 0;
-		int n;
-		while ((n = SSL_read(s, buf + len, (int)(sizeof(buf) - 1 - len))) > 0) {
-			len += (size_t)n;
-			buf[len] = '\0';
+		buf[0] = '\0';
+		for (;;) {
+			/* every whole head already here first (pipelined, or
+			 * smuggled in a body), then read more */
 			char *end = strstr(buf, "\r\n\r\n");
-			if (!end)
+			if (!end) {
+				int n = SSL_read(s, buf + len, (int)(sizeof(buf) - 1 - len));
+				if (n <= 0)
+					break;
+				len += (size_t)n;
+				buf[len] = '\0';
 				continue;
+			}
 			char *eol = strstr(buf, "\r\n");
+			seen_add(buf, (size_t)(eol - buf));
 			char resp[512];
 			int rl = snprintf(resp, sizeof(resp),
 					  "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%.*s",
@@ -325,4 +359,101 @@ Test(net_tls, ca_pem_has_no_private_key)
 	cr_expect_null(net_proxy_ca_pem(p));
 	net_proxy_free(p);
 	net_rules_free(r);
+}
+
+/* Issue 8, inside an intercepted tunnel: "Connection: Content-Length" on a
+ * GET whose body is a PUT.  Obeyed, the PUT reaches the GET-only host
+ * unchecked; refused with 400 ambiguous-framing, inside TLS. */
+Test(net_tls, connection_naming_content_length_is_refused_inside_tls)
+{
+	struct fx f;
+	SSL_CTX *ctx;
+	char out[2048], req[512];
+	fx_start(&f, NULL);
+	SSL *s = tunnel(&f, "tls.test", &ctx);
+	cr_assert_eq(SSL_connect(s), 1);
+	const char *put = "PUT /smuggled HTTP/1.1\r\nHost: tls.test\r\n\r\n";
+	snprintf(req, sizeof(req),
+		 "GET /front HTTP/1.1\r\nHost: tls.test\r\nConnection: Content-Length\r\n"
+		 "Content-Length: %zu\r\n\r\n%s",
+		 strlen(put), put);
+	exchange(s, req, out, sizeof(out));
+	cr_expect(strstr(out, "HTTP/1.1 400"), "%s", out);
+	cr_expect(strstr(out, "X-Warden-Denied: ambiguous-framing"), "%s", out);
+	drop(s, ctx);
+	usleep(100000);
+	pthread_mutex_lock(&seen_lock);
+	cr_expect_null(strstr(seen, "PUT /smuggled"), "the upstream read: %s", seen);
+	pthread_mutex_unlock(&seen_lock);
+	fx_stop(&f);
+}
+
+/* Issue 8 items 4 and 10: --upstream-ca naming something that is not a
+ * regular PEM file.  A FIFO blocked net_proxy_new() for ever (OpenSSL opens
+ * the name itself and waits for a writer); now every case fails at once
+ * with a message naming the file, and nothing leaks on the way out (this
+ * runs under ASan+UBSan with LeakSanitizer in make check). */
+Test(net_tls, bad_upstream_ca_fails_fast_and_clean, .timeout = 20)
+{
+	char dir[] = "/tmp/net_test_badca_XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char fifo[128], empty[128], junk[128], cut[128], missing[128];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(empty, sizeof(empty), "%s/empty.pem", dir);
+	snprintf(junk, sizeof(junk), "%s/junk.pem", dir);
+	snprintf(cut, sizeof(cut), "%s/cut.pem", dir);
+	snprintf(missing, sizeof(missing), "%s/missing.pem", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	FILE *f = fopen(empty, "w");
+	fclose(f);
+	f = fopen(junk, "w");
+	fputs("not a certificate\n", f);
+	fclose(f);
+	f = fopen(cut, "w"); /* a PEM block cut short */
+	fputs("-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUb2Zm\n", f);
+	fclose(f);
+	const struct {
+		const char *path, *want;
+	} cases[] = {
+	    {fifo, "is a FIFO, not a regular file"},
+	    {dir, "is a directory, not a regular file"},
+	    {"/dev/zero", "is a character device, not a regular file"},
+	    {missing, "No such file"},
+	    {empty, "holds no certificate"},
+	    {junk, "holds no certificate"},
+	    {cut, "is not a PEM bundle"},
+	};
+	struct net_rules *r;
+	net_rules_new(&r);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct net_config cfg;
+		net_config_init(&cfg);
+		cfg.rules = r;
+		cfg.tls_intercept = true;
+		cfg.upstream_ca_file = cases[i].path;
+		struct net_proxy *p = NULL;
+		struct wd_err err = {0};
+		uint64_t t0 = wd_now_ns();
+		int rc = net_proxy_new(&cfg, NULL, NULL, &p, &err);
+		cr_expect_lt(rc, 0, "%s: loaded", cases[i].path);
+		cr_expect_null(p);
+		cr_expect_lt(wd_now_ns() - t0, 2000000000ull, "%s: took too long", cases[i].path);
+		cr_expect(strstr(err.msg, cases[i].path), "message names the file: %s", err.msg);
+		cr_expect(strstr(err.msg, cases[i].want), "%s: %s", cases[i].path, err.msg);
+		if (cases[i].path != missing)
+			cr_expect_eq(err.code, WD_E_INVAL, "%s: bad input, not %d", cases[i].path,
+				     err.code);
+		net_proxy_free(p);
+	}
+	net_rules_free(r);
+#ifdef HAVE_LSAN
+	/* A leak in a Criterion test's process is reported but does not fail
+	 * the test: ask LeakSanitizer here, while the test can still fail. */
+	cr_expect_eq(__lsan_do_recoverable_leak_check(), 0, "a failed CA load leaked");
+#endif
+	unlink(fifo);
+	unlink(empty);
+	unlink(junk);
+	unlink(cut);
+	rmdir(dir);
 }
