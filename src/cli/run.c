@@ -44,6 +44,8 @@ static const char usage_text[] =
 	"      --allow-host RULE    HOST[:PORT][/PATH][=METHOD,...], HOST exact or *.suffix\n"
 	"      --deny-host RULE     HOST[:PORT]; wins over any allow rule\n"
 	"      --add-host NAME=ADDR a static name, like curl --resolve and docker --add-host\n"
+	"      --allow-range CIDR   destinations in CIDR are not refused for being loopback\n"
+	"                           or private (admits no host by itself)\n"
 	"      --tls-intercept      check each request inside HTTPS tunnels (a per-sandbox CA)\n"
 	"      --upstream-ca FILE   CA bundle to verify real servers with (interception)\n"
 	"Policy (any of these turns the policy stage on):\n"
@@ -90,6 +92,7 @@ enum {
 	OPT_PRINT_PLAN,
 	OPT_BEST_EFFORT,
 	OPT_REPRODUCIBLE,
+	OPT_ALLOW_RANGE,
 };
 
 static const struct option long_opts[] = {
@@ -124,6 +127,7 @@ static const struct option long_opts[] = {
 	{"print-plan", no_argument, NULL, OPT_PRINT_PLAN},
 	{"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
 	{"reproducible", no_argument, NULL, OPT_REPRODUCIBLE},
+	{"allow-range", required_argument, NULL, OPT_ALLOW_RANGE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -260,10 +264,12 @@ net_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 		return 0;
 	case OPT_ALLOW_HOST:
 	case OPT_DENY_HOST:
-	case OPT_ADD_HOST: {
+	case OPT_ADD_HOST:
+	case OPT_ALLOW_RANGE: {
 		enum wd_net_rule k = c == OPT_ALLOW_HOST  ? WD_NET_ALLOW
 				     : c == OPT_DENY_HOST ? WD_NET_DENY
-							  : WD_NET_HOST;
+				     : c == OPT_ADD_HOST  ? WD_NET_HOST
+							  : WD_NET_RANGE;
 		if (wd_spec_add_net_rule(spec, k, val, &e) < 0)
 			return bad_value(name, val, e.msg);
 		if (k == WD_NET_ALLOW)
