@@ -386,8 +386,17 @@ config_load_file(const char *path, struct config_policy **out, struct wd_err *er
 int
 config_load_default(struct config_policy **out, struct wd_err *err)
 {
-	return config_load_buffer(config_default_json, strlen(config_default_json), "<built-in>",
-				  out, err);
+	size_t n = 0;
+	for (size_t i = 0; config_default_json_parts[i]; i++)
+		n += strlen(config_default_json_parts[i]);
+	wd_autofree char *json = wd_xmalloc(n + 1);
+	json[0] = '\0';
+	for (size_t i = 0, o = 0; config_default_json_parts[i]; i++) {
+		size_t k = strlen(config_default_json_parts[i]);
+		memcpy(json + o, config_default_json_parts[i], k + 1);
+		o += k;
+	}
+	return config_load_buffer(json, n, "<built-in>", out, err);
 }
 
 void

@@ -151,7 +151,7 @@ int config_load_buffer(const char *buf, size_t len, const char *name, struct con
 /* The built-in default policy (a coding allowlist), loaded through the same
  * validator. */
 int config_load_default(struct config_policy **out, struct wd_err *err);
-extern const char config_default_json[];
+extern const char *const config_default_json_parts[]; /* joined: the JSON */
 
 typedef struct config_policy config_policy;
 void config_policy_free(struct config_policy *p);

@@ -240,7 +240,7 @@ config_get_fixed(struct vctx *v, json_t *j, double lo, double hi, double scale, 
 	double units = x * scale;
 	double r = nearbyint(units);
 	/* The binary double nearest to 0.1 is not 0.1: allow that much. */
-	if (fabs(units - r) > 1e-6 * (r > 1 ? r : 1))
+	if (fabs(units - r) > 1e-9 * (r > 1 ? r : 1))
 		return vctx_fail(v, false, "%g is finer than %g (would be rounded)", x, 1 / scale);
 	*out = (uint64_t)r;
 	return 0;

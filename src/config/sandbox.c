@@ -179,7 +179,9 @@ check_deny_rule(const char *s)
 static const char *
 check_hosts_entry(const char *s)
 {
-	const char *eq = strchr(s, '=');
+	const char *eq = strchr(s, '='), *why = config_check_word(s);
+	if (why)
+		return why;
 	if (!eq || eq == s || !eq[1] || strchr(eq + 1, '='))
 		return "is not NAME=ADDRESS";
 	for (const char *p = s; p < eq; p++)

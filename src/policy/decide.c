@@ -390,8 +390,21 @@ option_denied(const struct config_policy *p, const struct policy_request *req,
 	/* Any value makes grep's first operand a file (grep -e PAT FILE). */
 	st->value_opt_seen = true;
 	const char *val = o.value;
-	if (!val && *i + 1 < argc)
+	if (!val && *i + 1 < argc) {
 		val = argv[++*i];
+		/* The next word is a value only if the policy's idea of the
+		 * option is right; if the program reads it as an option after
+		 * all (pytest's exact --co is also a prefix of --confcutdir),
+		 * it must not be one the policy refuses. */
+		struct policy_opt o2;
+		if (val[0] == '-' && val[1]) {
+			policy_option_scan(pg, pg->has_subcommands && !st->sub_seen, val, &o2);
+			if (o2.denied) {
+				option_refused(pg, val, &o2, d);
+				return true;
+			}
+		}
+	}
 	/* A data value (code, a pattern, a count) is not a path: judging
 	 * `python3 -c CODE` as one refused long programs as "File name too
 	 * long" and 'print("a/../../b")' for containment (issue 8). */
