@@ -36,9 +36,17 @@ home_of_caller(char *out, size_t cap)
 		h = pw ? pw->pw_dir : NULL;
 	}
 	char real[PATH_MAX];
-	if (!h || h[0] != '/' || !realpath(h, real))
+	if (!h || h[0] != '/')
 		return -1;
-	return snprintf(out, cap, "%s", real) < (int)cap ? 0 : -1;
+	/* A home that does not exist (yet) is compared as written. */
+	if (realpath(h, real))
+		h = real;
+	int n = snprintf(out, cap, "%s", h);
+	if (n < 0 || (size_t)n >= cap)
+		return -1;
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+	return 0;
 }
 
 int

@@ -329,7 +329,8 @@ Test(config_load_buffer, sandbox_network_env_keys)
 	    " \"sandbox\": {\"isolation\": \"process\", \"memory\": \"256M\", \"pids\": 64,"
 	    "   \"cpu\": 0.5, \"tmp_size\": \"32MiB\", \"timeout\": 12.5, \"output\": \"128K\","
 	    "   \"require\": [\"seccomp\", \"cgroup\", \"userns\"], \"reproducible\": true},"
-	    " \"network\": {\"mode\": \"allow\", \"allow\": [\"pypi.org\", \"*.github.com:443=GET\"],"
+	    " \"network\": {\"mode\": \"allow\", \"allow\": [\"pypi.org\", "
+	    "\"*.github.com:443=GET\"],"
 	    "   \"deny\": [\"evil.pypi.org\"], \"hosts\": [\"db.test=10.0.0.5\", \"v6.test=::1\"],"
 	    "   \"allow_ports\": [8080, 5432], \"tls_intercept\": true,"
 	    "   \"upstream_ca\": \"/etc/ssl/certs/ca-certificates.crt\"},"
@@ -365,7 +366,8 @@ Test(config_load_buffer, sandbox_network_env_keys)
 	cr_expect_eq(config_profile_find(p, "small")->lim.tmp_bytes, 1ULL << 20);
 	cr_expect_str_eq(p->mount, "/work/space");
 	cr_assert_not_null(config_wprogram_find(p, "tools/run"));
-	cr_expect_str_eq(config_wprogram_find(p, "tools/run")->rule, "workspace.programs[tools/run]");
+	cr_expect_str_eq(config_wprogram_find(p, "tools/run")->rule,
+			 "workspace.programs[tools/run]");
 	cr_expect_null(config_wprogram_find(p, "tools"));
 
 	/* the effective policy shows every key and loads to the same digest */

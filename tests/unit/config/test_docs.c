@@ -50,6 +50,21 @@ line_of(const char *text, const char *p)
 	return line;
 }
 
+/* The newline before the line that closes a block opened before p: "```"
+ * indented as the block may be (in a list item). */
+static const char *
+closing_fence(const char *p)
+{
+	for (const char *nl = strchr(p - 1, '\n'); nl; nl = strchr(nl + 1, '\n')) {
+		const char *q = nl + 1;
+		while (*q == ' ')
+			q++;
+		if (!strncmp(q, "```", 3))
+			return nl;
+	}
+	return NULL;
+}
+
 /* The ```json blocks of text that are policy documents, parsed. */
 static size_t
 policy_blocks(const char *name, const char *text, json_t **docs, size_t cap)
@@ -57,10 +72,10 @@ policy_blocks(const char *name, const char *text, json_t **docs, size_t cap)
 	size_t n = 0;
 	for (const char *p = text; (p = strstr(p, "```json\n"));) {
 		const char *start = p + 8;
-		const char *end = strstr(start, "\n```");
+		const char *end = closing_fence(start);
 		cr_assert_not_null(end, "%s:%d: unclosed code block", name, line_of(text, p));
 		size_t len = (size_t)(end - start) + 1;
-		p = end + 4;
+		p = end + 1;
 		if (!memmem(start, len, "\"version\"", 9))
 			continue; /* an example of something else (audit events) */
 		char label[64];
@@ -137,15 +152,15 @@ in_table(char keys[][96], size_t n, const char *key)
 }
 
 /* Every network.x, sandbox.x, env.x, workspace.x mentioned must be a key
- * of the table (but for the file network.md and the decision rules named
+ * of the table (but for file names and the decision rules named
  * workspace.containment and workspace.resolve). */
 static void
 mentioned_keys_are_in_table(const char *name, const char *text, char keys[][96], size_t n)
 {
 	regex_t re;
 	regmatch_t m[3];
-	static const char *const not_keys[] = {"network.md", "workspace.containment",
-					       "workspace.resolve"};
+	static const char *const not_keys[] = {"network.md", "sandbox.c", "workspace.c",
+					       "workspace.containment", "workspace.resolve"};
 	cr_assert_eq(regcomp(&re, "(^|[^A-Za-z0-9_/-])((network|sandbox|env|workspace)\\.[a-z_]+)",
 			     REG_EXTENDED),
 		     0);
