@@ -84,7 +84,7 @@ mkdir -p "$WS/prog" "$WS/.venv/bin"
 ln -s /usr/bin/sh "$WS/prog/cat"
 printf '#!/bin/sh\n' >"$WS/.venv/bin/pytest"
 chmod +x "$WS/.venv/bin/pytest"
-for p in /workspace/cat ./cat /workspace/./cat sub/../cat ./mycat "$WS/cat"; do
+for p in /workspace/cat ./cat /workspace/./cat //workspace/cat /usr/../workspace/cat sub/../cat ./mycat "$WS/cat"; do
 	expect_rc 126 "workspace file as '$p'" "$WARDEN" check -- "$p" file.txt
 	expect_in "$T/out" "rule:     programs.path" "  ... refused as a workspace file"
 done

@@ -43,6 +43,9 @@ static const struct pcase cases[] = {
 	{'D', "./mycat file.txt", X, "programs.path"},
 	{'D', "link-in/../cat file.txt", X, "programs.path"},
 	{'D', "/usr/bin/../../workspace/cat file.txt", X, "programs.path"},
+	{'D', "//workspace/cat file.txt", X, "programs.path"},
+	{'D', "/./workspace/cat file.txt", X, "programs.path"},
+	{'D', "/usr/../workspace/cat file.txt", X, "programs.path"},
 	{'D', "./missing", X, "programs.path"},
 	{'D', "bin/tool", X, "programs.path"},
 	/* a workspace link is followed: judged by what it leads to */
