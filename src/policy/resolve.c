@@ -169,26 +169,28 @@ struct walk {
 	int links;
 };
 
-/* Take the next component of w->todo into c; false when none is left.
- * *last: nothing but slashes follows it. */
-static bool
+/* Take the next component of w->todo into c: 1, or 0 when none is left,
+ * or -1 when it is longer than a name can be (the kernel would refuse it
+ * with ENAMETOOLONG; cutting it could match another file).  *last:
+ * nothing but slashes follows it. */
+static int
 next_component(struct walk *w, char *c, size_t cap, bool *last)
 {
 	char *p = w->todo;
 	while (*p == '/')
 		p++;
 	if (!*p)
-		return false;
+		return 0;
 	size_t n = strcspn(p, "/");
 	if (n >= cap)
-		n = cap - 1; /* longer than NAME_MAX: it will not be found */
+		return -1;
 	memcpy(c, p, n);
 	c[n] = '\0';
-	p += strcspn(p, "/");
+	p += n;
 	size_t s = strspn(p, "/");
 	*last = p[s] == '\0';
 	memmove(w->todo, p, strlen(p) + 1);
-	return true;
+	return 1;
 }
 
 static void
@@ -233,7 +235,9 @@ resolve(const struct policy_request *req, const char *mount, const char *prog,
 	if (n < 0 || (size_t)n >= sizeof(w.todo))
 		return other(out, prog, "is too long");
 	bool last = false;
-	while (next_component(&w, c, sizeof(c), &last)) {
+	for (int more; (more = next_component(&w, c, sizeof(c), &last));) {
+		if (more < 0)
+			return other(out, prog, "has a component longer than a file name can be");
 		if (!strcmp(c, ".") || !strcmp(c, "..")) {
 			if (c[1])
 				parent(w.cur);

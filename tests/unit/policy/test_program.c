@@ -197,6 +197,12 @@ Test(policy_program, resolve_reports_where)
 	cr_expect_eq(pr.kind, POLICY_PROG_WORKSPACE);
 	cr_expect_str_eq(pr.rel, ".venv/bin/pytest");
 	cr_expect_str_eq(pr.where, "/workspace/.venv/bin/pytest");
+	char longname[300];
+	memset(longname, 'c', sizeof(longname) - 1);
+	memcpy(longname, "/usr/bin/", 9);
+	longname[sizeof(longname) - 1] = '\0';
+	policy_program_resolve(&r, "/workspace", longname, &pr);
+	cr_expect_eq(pr.kind, POLICY_PROG_OTHER);
 	policy_program_resolve(&r, "/workspace", "/tmp/x", &pr);
 	cr_expect_eq(pr.kind, POLICY_PROG_OTHER);
 	cr_expect_not_null(pr.why);
