@@ -228,7 +228,7 @@ struct wd_policy_sandbox {
 	enum wd_isolation isolation;
 	unsigned require; /* WD_REQUIRE_* bits */
 	bool reproducible;
-	bool net_mode_set;	    /* network.mode given; else allow rules imply WD_NET_PROXY */
+	bool net_mode_set; /* network.mode given; else allow rules imply WD_NET_PROXY */
 	enum wd_net_mode net_mode;
 	const char *const *net_allow; /* network.allow: --allow-host rules */
 	size_t net_nallow;
@@ -238,7 +238,7 @@ struct wd_policy_sandbox {
 	size_t net_nhosts;
 	const unsigned *allow_ports; /* network.allow_ports: --allow-port */
 	size_t nallow_ports;
-	bool tls_intercept;	 /* network.tls_intercept */
+	bool tls_intercept;     /* network.tls_intercept */
 	const char *upstream_ca; /* network.upstream_ca (absolute), or NULL */
 };
 /* Fill *out from the policy.  Never fails. */
