@@ -405,6 +405,44 @@ unsigned wd_policy_approval_ttl(const wd_policy *p);
  * for the egress layer; *n gets the count.  Valid while p lives. */
 const char *const *wd_policy_network_allow(const wd_policy *p, size_t *n);
 
+/* Protections a policy can require of every run ("sandbox.require"): a
+ * run on a host (or at an isolation level) without one must fail closed,
+ * before the command starts. */
+enum wd_require {
+	WD_REQUIRE_CGROUP = 1 << 0,   /* cgroup limits (memory, pids, cpu) enforced */
+	WD_REQUIRE_LANDLOCK = 1 << 1, /* a Landlock ruleset applied */
+	WD_REQUIRE_SECCOMP = 1 << 2,  /* warden's seccomp filter loaded */
+	WD_REQUIRE_NETNS = 1 << 3,    /* a network namespace of its own */
+	WD_REQUIRE_USERNS = 1 << 4,   /* a user namespace of its own */
+};
+
+/* What a policy says about the sandbox of a run: the "sandbox" and
+ * "network" objects of the document (docs/policy.md).  A field the policy
+ * does not set is 0, false or NULL (and *_set false): the run's own
+ * options, then warden's defaults, decide it.  Strings and arrays point
+ * into the policy and are valid while it lives. */
+struct wd_policy_sandbox {
+	struct wd_limits limits; /* memory, pids, cpu, tmp, timeout, output; 0: unset */
+	bool isolation_set;
+	enum wd_isolation isolation;
+	unsigned require; /* WD_REQUIRE_* bits */
+	bool reproducible;
+	bool net_mode_set; /* network.mode given; else allow rules imply WD_NET_PROXY */
+	enum wd_net_mode net_mode;
+	const char *const *net_allow; /* network.allow: --allow-host rules */
+	size_t net_nallow;
+	const char *const *net_deny; /* network.deny: --deny-host rules */
+	size_t net_ndeny;
+	const char *const *net_hosts; /* network.hosts: --add-host NAME=ADDRESS */
+	size_t net_nhosts;
+	const unsigned *allow_ports; /* network.allow_ports: --allow-port */
+	size_t nallow_ports;
+	bool tls_intercept;     /* network.tls_intercept */
+	const char *upstream_ca; /* network.upstream_ca (absolute), or NULL */
+};
+/* Fill *out from the policy.  Never fails. */
+void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);
+
 /* The static route of a tool: its class and, for sandbox tools, the
  * resource limits of its profile (limits zeroed otherwise; *profile NULL
  * when it has none; valid while p lives).  -ENOENT if the policy does not

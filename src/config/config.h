@@ -34,29 +34,76 @@ struct config_approve {
 	char *reason;		  /* shown to the human; may be NULL */
 };
 
+/* Option lists of a program (docs/policy.md "Programs and their rules").
+ * Every option is written as the program spells it ("-n", "--max-count",
+ * "-name"), without "=value". */
+struct config_options {
+	struct config_strv deny;  /* refuse the command */
+	struct config_strv value; /* take a value that names a file: judged as a path */
+	struct config_strv
+	    data; /* take a value that is data (code, pattern, count): never a path */
+};
+
 struct config_program {
-	char *name; /* basename, no slash */
+	char *name;	/* basename; for a workspace program, its path in the workspace */
+	char *rule;	/* "programs.git" or "workspace.programs[.venv/bin/pytest]" */
+	bool workspace; /* from workspace.programs: a file of the workspace */
 	bool interpreter;
 	bool has_subcommands; /* "subcommands" present: first operand must be one */
 	struct config_strv subcommands;
 	bool options_listed; /* "allow_options" present: only those options */
 	struct config_strv allow_options;
-	struct config_strv deny_options;
-	struct config_strv value_options; /* options that consume the next word */
+	struct config_options opts;
+	/* "before_subcommand": lists for the options before the subcommand
+	 * (git's own -c, -C, -p); deny adds to opts.deny there, value and data
+	 * replace opts' lists there.  has_before: the key was given. */
+	bool has_before;
+	struct config_options before;
+	struct config_strv deny_env; /* NAME or PREFIX*: refuse the command if set */
 	enum config_paths paths;
 	struct config_approve *approve;
 	size_t napprove;
 	char *advice; /* one line for the model when refused; may be NULL */
 };
 
-struct config_profile {
-	char *name;
-	bool builtin;
+/* Resource limits; 0 means not set (the next source decides: the run's own
+ * options, a tool's profile, the policy's "sandbox", warden's defaults). */
+struct config_limits {
 	uint64_t timeout_ms;
 	uint64_t memory_bytes;
 	uint64_t cpu_millionths;
 	uint64_t output_bytes;
-	uint64_t pids; /* 0: warden's default */
+	uint64_t pids;
+	uint64_t tmp_bytes;
+};
+
+struct config_profile {
+	char *name;
+	bool builtin;
+	struct config_limits lim;
+};
+
+/* "sandbox": what the jail of every run under this policy is like. */
+struct config_sandbox {
+	bool isolation_set;
+	enum wd_isolation isolation;
+	struct config_limits lim;
+	unsigned require; /* WD_REQUIRE_* bits: protections a run must have */
+	bool reproducible;
+};
+
+/* "network": egress, as the run options --net, --allow-host, --deny-host,
+ * --add-host, --allow-port, --tls-intercept and --upstream-ca say it. */
+struct config_network {
+	bool mode_set;
+	enum wd_net_mode mode; /* allow rules imply WD_NET_PROXY */
+	struct config_strv allow;
+	struct config_strv deny;
+	struct config_strv hosts; /* NAME=ADDRESS */
+	unsigned *ports;	  /* allow_ports */
+	size_t nports;
+	bool tls_intercept;
+	char *upstream_ca; /* absolute path, or NULL: the host's store */
 };
 
 enum config_tool_class {
@@ -80,15 +127,19 @@ struct config_policy {
 	char *mount;  /* where the workspace appears in the jail ("/workspace") */
 	struct config_program *programs;
 	size_t nprograms;
+	struct config_program *wprograms; /* workspace.programs, sorted by path */
+	size_t nwprograms;
 	struct config_tool *tools;
 	size_t ntools;
 	struct config_profile *profiles; /* built-ins first, then the document's */
 	size_t nprofiles;
 	uint64_t approval_ttl_s;
 	char *audit_path; /* NULL: no audit unless --audit */
-	struct config_strv network_allow;
-	char *allowed_names; /* "cat, diff, find, ..." for advice */
-	char digest[65];     /* SHA-256 of the canonical effective policy */
+	struct config_network net;
+	struct config_sandbox sandbox;
+	struct config_strv env_deny; /* "env.deny": NAME or PREFIX*, for every program */
+	char *allowed_names;	     /* "cat, diff, find, ..." for advice */
+	char digest[65];	     /* SHA-256 of the canonical effective policy */
 };
 
 /* Load from a file / a buffer (name is used in error messages).  On error
@@ -100,7 +151,7 @@ int config_load_buffer(const char *buf, size_t len, const char *name, struct con
 /* The built-in default policy (a coding allowlist), loaded through the same
  * validator. */
 int config_load_default(struct config_policy **out, struct wd_err *err);
-extern const char config_default_json[];
+extern const char *const config_default_json_parts[]; /* joined: the JSON */
 
 typedef struct config_policy config_policy;
 void config_policy_free(struct config_policy *p);
@@ -114,10 +165,20 @@ json_t *config_policy_to_json(const struct config_policy *p);
  * inside a longer string without copying. */
 const struct config_program *config_program_find(const struct config_policy *p, const char *name,
 						 size_t len);
+/* A workspace program by its normalized path relative to the workspace. */
+const struct config_program *config_wprogram_find(const struct config_policy *p, const char *rel);
 const struct config_tool *config_tool_find(const struct config_policy *p, const char *name);
 const struct config_profile *config_profile_find(const struct config_policy *p, const char *name);
 const char *config_tool_class_name(enum config_tool_class c);
 const char *config_paths_name(enum config_paths m);
+const char *config_isolation_name(enum wd_isolation i);
+/* The names of the WD_REQUIRE_* bits, in bit order ("cgroup", ...). */
+extern const char *const config_require_names[];
+#define CONFIG_NREQUIRE 5
+
+/* Whether env pattern pat ("NAME" or "PREFIX*") matches the NAME of the
+ * NAME=VALUE entry (len is the length of NAME). */
+bool config_env_match(const char *pat, const char *name, size_t len);
 
 /* ---- position index (error path only) ----
  * jansson keeps no position per value, so on an error the validator asks

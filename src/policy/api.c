@@ -94,8 +94,44 @@ WD_API const char *const *
 wd_policy_network_allow(const wd_policy *p, size_t *n)
 {
 	if (n)
-		*n = p->cfg->network_allow.n;
-	return (const char *const *)p->cfg->network_allow.v;
+		*n = p->cfg->net.allow.n;
+	return (const char *const *)p->cfg->net.allow.v;
+}
+
+static void
+limits_out(const struct config_limits *l, struct wd_limits *out)
+{
+	out->timeout_ms = l->timeout_ms;
+	out->memory_bytes = l->memory_bytes;
+	out->cpu_millionths = l->cpu_millionths;
+	out->output_limit = l->output_bytes;
+	out->pids = l->pids;
+	out->tmp_bytes = l->tmp_bytes;
+}
+
+WD_API void
+wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out)
+{
+	const struct config_sandbox *sb = &p->cfg->sandbox;
+	const struct config_network *n = &p->cfg->net;
+	memset(out, 0, sizeof(*out));
+	limits_out(&sb->lim, &out->limits);
+	out->isolation_set = sb->isolation_set;
+	out->isolation = sb->isolation;
+	out->require = sb->require;
+	out->reproducible = sb->reproducible;
+	out->net_mode_set = n->mode_set;
+	out->net_mode = n->mode;
+	out->net_allow = (const char *const *)n->allow.v;
+	out->net_nallow = n->allow.n;
+	out->net_deny = (const char *const *)n->deny.v;
+	out->net_ndeny = n->deny.n;
+	out->net_hosts = (const char *const *)n->hosts.v;
+	out->net_nhosts = n->hosts.n;
+	out->allow_ports = n->ports;
+	out->nallow_ports = n->nports;
+	out->tls_intercept = n->tls_intercept;
+	out->upstream_ca = n->upstream_ca;
 }
 
 WD_API int
@@ -119,13 +155,8 @@ wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 	if (pr) {
 		if (profile)
 			*profile = pr->name;
-		if (limits) {
-			limits->timeout_ms = pr->timeout_ms;
-			limits->memory_bytes = pr->memory_bytes;
-			limits->cpu_millionths = pr->cpu_millionths;
-			limits->output_limit = pr->output_bytes;
-			limits->pids = pr->pids;
-		}
+		if (limits)
+			limits_out(&pr->lim, limits);
 	}
 	return 0;
 }
@@ -200,6 +231,10 @@ wd_request_set_workspace(wd_request *r, const char *dir, struct wd_err *err)
 	char real[PATH_MAX];
 	if (!dir || !realpath(dir, real))
 		return wd_err_sys(err, dir ? errno : EINVAL, "workspace %s", dir ? dir : "");
+	/* The same rule as `warden run`'s: what check allows, run may run. */
+	int rc = policy_workspace_validate(real, err);
+	if (rc < 0)
+		return rc;
 	int fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return wd_err_sys(err, errno, "workspace %s", real);

@@ -4,16 +4,22 @@
  *  1. The shape of a string command (tokenize.c).  Composition is refused
  *     before the program is looked at, so `git status && git push` is
  *     refused for `&&`, never judged as git.
- *  2. The program, by basename: /bin/rm and rm are one decision.  An
- *     allowlist, never a denylist: a program the policy does not name is
- *     refused.  A relative path with a slash ("./pytest") is refused: it
- *     names a file in the workspace, which the model can write.
- *  3. The program's rules, word by word: subcommand (the first operand),
- *     forbidden options, the option allowlist, and every file argument's
- *     containment (path.c).  The first failing word decides.
- *  4. Approval patterns: a command that passed everything may still need a
+ *  2. The program.  An allowlist, never a denylist: a program the policy
+ *     does not name is refused.  A bare name is found along the jail's
+ *     PATH, in read-only system directories, and judged by that name
+ *     (/bin/rm and rm are one decision).  A word with a slash is resolved
+ *     as the jail will resolve it (resolve.c): a system file is judged by
+ *     its name; a file of the workspace, which the model can write, only
+ *     by a workspace.programs rule naming it; anything else is refused.
+ *  3. The environment: variables that make any program load code (LD_*)
+ *     or change what an allowed one does (GIT_*) are refused by name.
+ *  4. The program's rules, word by word: subcommand (the first operand),
+ *     forbidden options (abbreviated and clustered as the program's parser
+ *     would read them: options.c), the option allowlist, and every file
+ *     argument's containment (path.c).  The first failing word decides.
+ *  5. Approval patterns: a command that passed everything may still need a
  *     human ("git push").  A pause never widens the policy: a command that
- *     fails step 3 is denied, not paused.
+ *     fails step 4 is denied, not paused.
  * Each decision names the rule that made it, as a path into the policy
  * document ("programs.git.approve[0]") or a built-in rule ("shell.pipe").
  */
@@ -114,31 +120,6 @@ shell_advice(const char *rule)
 	return "run a single program without shell syntax";
 }
 
-static bool
-in_list(const struct config_strv *l, const char *name, size_t nlen)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (!strncmp(l->v[i], name, nlen) && l->v[i][nlen] == '\0')
-			return true;
-	return false;
-}
-
-/* A forbidden option matches by name ("--output" matches "--output=x"),
- * and a forbidden short option "-X" also matches when it leads a cluster
- * or carries an attached value ("-Xvalue"): over-matching only refuses. */
-static const char *
-denied_option(const struct config_strv *l, const char *arg, size_t nlen)
-{
-	for (size_t i = 0; i < l->n; i++) {
-		const char *o = l->v[i];
-		if (!strncmp(o, arg, nlen) && o[nlen] == '\0')
-			return o;
-		if (o[0] == '-' && o[1] && o[1] != '-' && !o[2] && arg[1] != '-' && arg[1] == o[1])
-			return o;
-	}
-	return NULL;
-}
-
 static void
 join(char *out, size_t cap, const struct config_strv *l)
 {
@@ -171,10 +152,7 @@ approve_matches(const struct config_approve *a, int argc, char *const *argv)
 {
 	size_t k = 0;
 	for (int i = 1; i < argc && k < a->match.n; i++) {
-		const char *want = a->match.v[k];
-		size_t wl = strlen(want);
-		if (!strcmp(argv[i], want) ||
-		    (want[0] == '-' && !strncmp(argv[i], want, wl) && argv[i][wl] == '='))
+		if (policy_option_matches(a->match.v[k], argv[i]))
 			k++;
 	}
 	return k == a->match.n;
@@ -230,6 +208,257 @@ path_denied(const struct config_policy *p, const struct policy_request *req,
 	return true;
 }
 
+/* 1. The shape: tokenize a string command.  Returns 1 if refused. */
+static int
+shape(const struct policy_request *req, struct policy_decision *d, struct wd_err *err)
+{
+	if (!req->command) {
+		if (req->argc < 0 || (req->argc > 0 && !req->argv))
+			return wd_err_set(err, WD_E_INVAL, "request without a command");
+		copy_argv(&d->words, req->argc, req->argv);
+		return 0;
+	}
+	struct policy_refusal r;
+	if (policy_tokenize(req->command, strlen(req->command), &d->words, &r) == 0)
+		return 0;
+	d->words.argc = 0;
+	d->words.argv[0] = NULL;
+	d->kind = POLICY_DENY;
+	put(d->rule, sizeof(d->rule), r.rule, (char *)NULL);
+	put(d->advice, sizeof(d->advice), shell_advice(r.rule), (char *)NULL);
+	if (r.token[0]) {
+		char off[24];
+		snprintf(off, sizeof(off), "%zu", r.offset);
+		put(d->reason, sizeof(d->reason), "'", r.token, "' at offset ", off, " ", r.what,
+		    "; warden runs one program without a shell", (char *)NULL);
+	} else {
+		put(d->reason, sizeof(d->reason), "the command ", r.what, (char *)NULL);
+	}
+	return 1;
+}
+
+static void
+not_allowed(const struct config_policy *p, const char *name, struct policy_decision *d)
+{
+	d->kind = POLICY_DENY;
+	put(d->rule, sizeof(d->rule), "programs", (char *)NULL);
+	put(d->advice, sizeof(d->advice), "allowed programs: ", p->allowed_names, (char *)NULL);
+	put(d->reason, sizeof(d->reason), "program '", name, "' is not in the policy's allowlist",
+	    (char *)NULL);
+}
+
+/* 2. A program given by a path: the rule of the file it resolves to. */
+static const struct config_program *
+program_by_path(const struct config_policy *p, const struct policy_request *req, const char *prog,
+		struct policy_decision *d)
+{
+	struct policy_prog r;
+	const struct config_program *pg = NULL;
+	policy_program_resolve(req, p->mount, prog, &r);
+	switch (r.kind) {
+	case POLICY_PROG_SYSTEM:
+		if (!(pg = config_program_find(p, r.name, strlen(r.name))))
+			not_allowed(p, r.name, d);
+		return pg;
+	case POLICY_PROG_WORKSPACE:
+		/* Never the rule of a system program with the same basename:
+		 * the model can write this file (issue 8, item 2). */
+		if ((pg = config_wprogram_find(p, r.rel)))
+			return pg;
+		deny(d, "programs.path",
+		     "call the program by its name (e.g. pytest); a file of the workspace runs "
+		     "only where the policy names it under workspace.programs",
+		     "program '%s' resolves to %s, a file of the workspace (%s), which the "
+		     "policy does not name",
+		     prog, r.where, r.rel);
+		return NULL;
+	case POLICY_PROG_OTHER:
+		break;
+	}
+	deny(d, "programs.path",
+	     "call the program by its name (e.g. pytest): it is looked up in the system "
+	     "directories",
+	     "program '%s' resolves to %s, which %s", prog, r.where, r.why);
+	return NULL;
+}
+
+static const struct config_program *
+program(const struct config_policy *p, const struct policy_request *req, const char *prog,
+	struct policy_decision *d)
+{
+	if (strchr(prog, '/'))
+		return program_by_path(p, req, prog, d);
+	const struct config_program *pg = config_program_find(p, prog, strlen(prog));
+	if (!pg)
+		not_allowed(p, prog, d);
+	return pg;
+}
+
+/* 3. The environment.  Returns true if refused. */
+static bool
+env_denied(const struct config_policy *p, const struct config_program *pg,
+	   const struct policy_request *req, struct policy_decision *d)
+{
+	for (size_t i = 0; req->env && i < req->nenv; i++) {
+		const char *e = req->env[i];
+		const char *eq = strchr(e, '=');
+		size_t n = eq ? (size_t)(eq - e) : strlen(e);
+		const struct config_strv *lists[] = {&p->env_deny, &pg->deny_env};
+		for (size_t l = 0; l < 2; l++)
+			for (size_t k = 0; k < lists[l]->n; k++) {
+				const char *pat = lists[l]->v[k];
+				if (!config_env_match(pat, e, n))
+					continue;
+				char rule[96];
+				snprintf(rule, sizeof(rule), "%s%s", l ? pg->rule : "env.deny",
+					 l ? ".deny_env" : "");
+				char adv[128];
+				snprintf(adv, sizeof(adv), "run %s without setting %.*s", pg->name,
+					 (int)(n < 64 ? n : 64), e);
+				deny(d, rule, adv,
+				     "environment variable %.*s is refused by the policy (%s)",
+				     (int)(n < 128 ? n : 128), e, pat);
+				return true;
+			}
+	}
+	return false;
+}
+
+static bool
+in_strv(const struct config_strv *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i] == s)
+			return true;
+	return false;
+}
+
+/* An option word refused by deny_options or not in allow_options. */
+static void
+option_refused(const struct config_program *pg, const char *a, const struct policy_opt *o,
+	       struct policy_decision *d)
+{
+	char rule[96], adv[sizeof(d->advice)], list[200];
+	if (o->denied) {
+		snprintf(rule, sizeof(rule), "%s.%sdeny_options", pg->rule,
+			 in_strv(&pg->before.deny, o->denied) ? "before_subcommand." : "");
+		if (pg->advice)
+			snprintf(adv, sizeof(adv), "%s", pg->advice);
+		else
+			snprintf(adv, sizeof(adv), "run %s without %s", pg->name, o->denied);
+		size_t n = strcspn(a, "=");
+		bool same = !strncmp(a, o->denied, n) && o->denied[n] == '\0';
+		deny(d, rule, adv, "option '%s' of %s is refused by the policy (%s%s)", a, pg->name,
+		     o->denied,
+		     same	   ? ""
+		     : a[1] == '-' ? ", abbreviated"
+				   : ", in the cluster");
+		return;
+	}
+	snprintf(rule, sizeof(rule), "%s.allow_options", pg->rule);
+	join(list, sizeof(list), &pg->allow_options);
+	if (pg->advice)
+		snprintf(adv, sizeof(adv), "%s", pg->advice);
+	else
+		snprintf(adv, sizeof(adv), "%s accepts only: %s", pg->name, list);
+	deny(d, rule, adv, "option '%.*s' of %s is not among its allowed options (%s)",
+	     (int)strcspn(a, "="), a, pg->name, list[0] ? list : "none");
+}
+
+struct scan {
+	bool end_of_opts, sub_seen, value_opt_seen;
+	int operands;
+};
+
+/* One option word argv[*i] (and its value).  Returns true if refused. */
+static bool
+option_denied(const struct config_policy *p, const struct policy_request *req,
+	      const struct config_program *pg, int argc, char *const *argv, int *i, struct scan *st,
+	      struct policy_decision *d)
+{
+	const char *a = argv[*i];
+	struct policy_opt o;
+	policy_option_scan(pg, pg->has_subcommands && !st->sub_seen, a, &o);
+	if (o.denied || o.unlisted) {
+		option_refused(pg, a, &o, d);
+		return true;
+	}
+	if (o.judge && path_denied(p, req, pg, o.judge, d))
+		return true;
+	if (o.takes == POLICY_OPT_FLAG)
+		return false;
+	/* Any value makes grep's first operand a file (grep -e PAT FILE). */
+	st->value_opt_seen = true;
+	const char *val = o.value;
+	if (!val && *i + 1 < argc) {
+		val = argv[++*i];
+		/* The next word is a value only if the policy's idea of the
+		 * option is right; if the program reads it as an option after
+		 * all (pytest's exact --co is also a prefix of --confcutdir),
+		 * it must not be one the policy refuses. */
+		struct policy_opt o2;
+		if (val[0] == '-' && val[1]) {
+			policy_option_scan(pg, pg->has_subcommands && !st->sub_seen, val, &o2);
+			if (o2.denied) {
+				option_refused(pg, val, &o2, d);
+				return true;
+			}
+		}
+	}
+	/* A data value (code, a pattern, a count) is not a path: judging
+	 * `python3 -c CODE` as one refused long programs as "File name too
+	 * long" and 'print("a/../../b")' for containment (issue 8). */
+	return val && o.takes == POLICY_OPT_VALUE && path_denied(p, req, pg, val, d);
+}
+
+/* 4. The program's rules, word by word.  Returns true if refused. */
+static bool
+words_denied(const struct config_policy *p, const struct policy_request *req,
+	     const struct config_program *pg, int argc, char *const *argv,
+	     struct policy_decision *d)
+{
+	struct scan st = {0};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!st.end_of_opts && a[0] == '-' && a[1]) {
+			if (a[1] == '-' && !a[2]) {
+				st.end_of_opts = true;
+				continue;
+			}
+			if (option_denied(p, req, pg, argc, argv, &i, &st, d))
+				return true;
+			continue;
+		}
+		if (pg->has_subcommands && !st.sub_seen) {
+			st.sub_seen = true;
+			size_t k = 0;
+			while (k < pg->subcommands.n && strcmp(pg->subcommands.v[k], a))
+				k++;
+			if (k == pg->subcommands.n) {
+				char rule[96], list[200], adv[sizeof(d->advice)];
+				snprintf(rule, sizeof(rule), "%s.subcommands", pg->rule);
+				join(list, sizeof(list), &pg->subcommands);
+				snprintf(adv, sizeof(adv), "%s subcommands allowed here: %s",
+					 pg->name, list);
+				deny(d, rule, adv,
+				     "'%s %s' is not allowed: %s allows only the subcommands %s",
+				     pg->name, a, pg->name, list);
+				return true;
+			}
+			continue;
+		}
+		st.operands++;
+		/* skip_first: the first operand is data (grep's pattern), unless an
+		 * option with a value came first (grep -e PATTERN FILE...): then
+		 * every operand is judged, erring towards refusal. */
+		if (st.operands == 1 && pg->paths == CONFIG_PATHS_SKIP_FIRST && !st.value_opt_seen)
+			continue;
+		if (path_denied(p, req, pg, a, d))
+			return true;
+	}
+	return false;
+}
+
 int
 policy_decide(const struct config_policy *p, const struct policy_request *req,
 	      struct policy_decision *d, struct wd_err *err)
@@ -238,174 +467,23 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 	d->rule[0] = d->reason[0] = d->advice[0] = d->approval_id[0] = '\0';
 	d->program = NULL;
 
-	/* 1. The shape. */
-	if (req->command) {
-		struct policy_refusal r;
-		if (policy_tokenize(req->command, strlen(req->command), &d->words, &r) < 0) {
-			d->words.argc = 0;
-			d->words.argv[0] = NULL;
-			d->kind = POLICY_DENY;
-			put(d->rule, sizeof(d->rule), r.rule, (char *)NULL);
-			put(d->advice, sizeof(d->advice), shell_advice(r.rule), (char *)NULL);
-			if (r.token[0]) {
-				char off[24];
-				snprintf(off, sizeof(off), "%zu", r.offset);
-				put(d->reason, sizeof(d->reason), "'", r.token, "' at offset ", off,
-				    " ", r.what, "; warden runs one program without a shell",
-				    (char *)NULL);
-			} else {
-				put(d->reason, sizeof(d->reason), "the command ", r.what,
-				    (char *)NULL);
-			}
-			return 0;
-		}
-	} else {
-		if (req->argc < 0 || (req->argc > 0 && !req->argv))
-			return wd_err_set(err, WD_E_INVAL, "request without a command");
-		copy_argv(&d->words, req->argc, req->argv);
-	}
+	int rc = shape(req, d, err);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	int argc = d->words.argc;
 	char *const *argv = d->words.argv;
 	if (argc == 0 || !argv[0][0]) {
 		deny(d, "shell.empty", shell_advice("shell.empty"), "the command is empty");
 		return 0;
 	}
-
-	/* 2. The program, by basename. */
-	const char *prog = argv[0];
-	const char *base = strrchr(prog, '/');
-	if (base) {
-		if (prog[0] != '/') {
-			deny(d, "programs.path",
-			     "call the program by its name (e.g. pytest), not as a file of the "
-			     "workspace",
-			     "program '%s' is a relative path: it would run a file from the "
-			     "workspace, "
-			     "not an allowed program",
-			     prog);
-			return 0;
-		}
-		size_t ml = strlen(p->mount);
-		if ((!strncmp(prog, p->mount, ml) && prog[ml] == '/') ||
-		    (req->workspace && *req->workspace &&
-		     !strncmp(prog, req->workspace, strlen(req->workspace)) &&
-		     prog[strlen(req->workspace)] == '/')) {
-			deny(d, "programs.path",
-			     "call the program by its name, not as a file of the workspace",
-			     "program '%s' is a file of the workspace, not an allowed program",
-			     prog);
-			return 0;
-		}
-		base++;
-	} else {
-		base = prog;
-	}
-	size_t blen = strlen(base);
-	const struct config_program *pg = blen ? config_program_find(p, base, blen) : NULL;
-	if (!pg) {
-		d->kind = POLICY_DENY;
-		put(d->rule, sizeof(d->rule), "programs", (char *)NULL);
-		put(d->advice, sizeof(d->advice), "allowed programs: ", p->allowed_names,
-		    (char *)NULL);
-		put(d->reason, sizeof(d->reason), "program '", base,
-		    "' is not in the policy's allowlist", (char *)NULL);
+	const struct config_program *pg = program(p, req, argv[0], d);
+	if (!pg)
 		return 0;
-	}
 	d->program = pg;
+	if (env_denied(p, pg, req, d) || words_denied(p, req, pg, argc, argv, d))
+		return 0;
 
-	/* 3. The program's rules, word by word. */
-	bool end_of_opts = false, sub_seen = false, value_opt_seen = false;
-	int operands = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!end_of_opts && a[0] == '-' && a[1]) {
-			if (a[1] == '-' && !a[2]) {
-				end_of_opts = true;
-				continue;
-			}
-			const char *eq = strchr(a, '=');
-			size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-			const char *bad = denied_option(&pg->deny_options, a, nlen);
-			if (bad) {
-				char rule[96];
-				snprintf(rule, sizeof(rule), "programs.%s.deny_options", pg->name);
-				char adv[sizeof(d->advice)];
-				snprintf(adv, sizeof(adv), "%s", pg->advice ? pg->advice : "");
-				if (!pg->advice)
-					snprintf(adv, sizeof(adv), "run %s without %s", pg->name,
-						 bad);
-				deny(d, rule, adv,
-				     "option '%s' of %s is refused by the policy (%s)", a, pg->name,
-				     bad);
-				return 0;
-			}
-			bool is_value_opt = in_list(&pg->value_options, a, nlen);
-			bool attached = false;
-			if (!is_value_opt && a[1] != '-' && !eq) {
-				/* "-n5": a short value option with its value attached */
-				for (size_t k = 0; k < pg->value_options.n; k++) {
-					const char *vo = pg->value_options.v[k];
-					if (vo[1] != '-' && vo[1] == a[1] && !vo[2]) {
-						attached = true;
-						break;
-					}
-				}
-			}
-			if (pg->options_listed && !in_list(&pg->allow_options, a, nlen) &&
-			    !(attached && in_list(&pg->allow_options, a, 2))) {
-				char rule[96], list[200], adv[sizeof(d->advice)];
-				snprintf(rule, sizeof(rule), "programs.%s.allow_options", pg->name);
-				join(list, sizeof(list), &pg->allow_options);
-				if (pg->advice)
-					snprintf(adv, sizeof(adv), "%s", pg->advice);
-				else
-					snprintf(adv, sizeof(adv), "%s accepts only: %s", pg->name,
-						 list);
-				deny(d, rule, adv,
-				     "option '%.*s' of %s is not among its allowed options (%s)",
-				     (int)nlen, a, pg->name, list[0] ? list : "none");
-				return 0;
-			}
-			if (eq && path_denied(p, req, pg, eq + 1, d))
-				return 0;
-			if (attached && path_denied(p, req, pg, a + 2, d))
-				return 0;
-			if (is_value_opt || attached)
-				value_opt_seen = true;
-			if (is_value_opt && !eq && i + 1 < argc) {
-				i++;
-				if (path_denied(p, req, pg, argv[i], d))
-					return 0;
-			}
-			continue;
-		}
-		if (pg->has_subcommands && !sub_seen) {
-			sub_seen = true;
-			size_t al = strlen(a);
-			if (!in_list(&pg->subcommands, a, al)) {
-				char rule[96], list[200], adv[sizeof(d->advice)];
-				snprintf(rule, sizeof(rule), "programs.%s.subcommands", pg->name);
-				join(list, sizeof(list), &pg->subcommands);
-				snprintf(adv, sizeof(adv), "%s subcommands allowed here: %s",
-					 pg->name, list);
-				deny(d, rule, adv,
-				     "'%s %s' is not allowed: %s allows only the subcommands %s",
-				     pg->name, a, pg->name, list);
-				return 0;
-			}
-			continue;
-		}
-		operands++;
-		/* skip_first: the first operand is data (grep's pattern), unless an
-		 * option with a value came first (grep -e PATTERN FILE...): then
-		 * every operand is judged, erring towards refusal. */
-		if (operands == 1 && pg->paths == CONFIG_PATHS_SKIP_FIRST && !value_opt_seen)
-			continue;
-		if (path_denied(p, req, pg, a, d))
-			return 0;
-	}
-
-	/* 4. Approval patterns. */
+	/* 5. Approval patterns. */
 	for (size_t k = 0; k < pg->napprove; k++) {
 		const struct config_approve *ap = &pg->approve[k];
 		if (!approve_matches(ap, argc, argv))
@@ -413,7 +491,7 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 		char line[200];
 		argv_line(line, sizeof(line), argc, argv);
 		d->kind = POLICY_PAUSE;
-		snprintf(d->rule, sizeof(d->rule), "programs.%s.approve[%zu]", pg->name, k);
+		snprintf(d->rule, sizeof(d->rule), "%s.approve[%zu]", pg->rule, k);
 		snprintf(d->reason, sizeof(d->reason), "'%s' needs a human's approval%s%s", line,
 			 ap->reason ? ": " : "", ap->reason ? ap->reason : "");
 		policy_approval_id(p, req, argc, (const char *const *)argv, d->approval_id, NULL);
@@ -424,7 +502,7 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 		return 0;
 	}
 
-	put(d->rule, sizeof(d->rule), "programs.", pg->name, (char *)NULL);
+	put(d->rule, sizeof(d->rule), pg->rule, (char *)NULL);
 	put(d->reason, sizeof(d->reason), pg->name, " is allowed by the policy", (char *)NULL);
 	return 0;
 }

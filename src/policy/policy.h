@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -90,6 +91,53 @@ void policy_decision_fini(struct policy_decision *d);
  * only when a decision could not be made at all (never for refusals). */
 int policy_decide(const struct config_policy *p, const struct policy_request *req,
 		  struct policy_decision *d, struct wd_err *err);
+
+/* ---- workspaces ----
+ * Whether the host directory real (a realpath()) may be a workspace: not
+ * /, /root, /var, a system directory or below one (/etc /usr /bin /sbin
+ * /lib* /boot /proc /sys /dev /run), nor the caller's home directory or a
+ * directory containing it.  0, or -EINVAL with err->msg naming real and
+ * why.  The one rule for `warden check` (wd_request_set_workspace) and
+ * `warden run` (the spec). */
+int policy_workspace_validate(const char *real, struct wd_err *err);
+
+/* ---- programs given by a path (resolve.c) ---- */
+enum policy_prog_kind {
+	POLICY_PROG_SYSTEM = 0,	   /* a file in a directory of the jail's PATH: name */
+	POLICY_PROG_WORKSPACE = 1, /* a file of the workspace: rel, its normalized path */
+	POLICY_PROG_OTHER = 2,	   /* anywhere else, or not resolvable: why */
+};
+struct policy_prog {
+	enum policy_prog_kind kind;
+	char name[NAME_MAX + 1];
+	char rel[PATH_MAX];
+	char where[PATH_MAX]; /* what it resolves to, in the jail's view */
+	const char *why;      /* static */
+};
+/* Resolve prog (a word with a slash) as the jail will: relative to
+ * mount/cwd, symlinks followed from where they lie.  Never fails. */
+void policy_program_resolve(const struct policy_request *req, const char *mount, const char *prog,
+			    struct policy_prog *out);
+
+/* ---- option words (options.c) ---- */
+enum policy_opt_takes {
+	POLICY_OPT_FLAG = 0,  /* no value (as far as the policy knows) */
+	POLICY_OPT_VALUE = 1, /* a value that names a file: judged as a path */
+	POLICY_OPT_DATA = 2,  /* a value that is data: never judged */
+};
+struct policy_opt {
+	const char *denied; /* the refused option the word is, abbreviates or holds */
+	bool unlisted;	    /* allow_options given and the word is not among them */
+	enum policy_opt_takes takes;
+	const char *value; /* the attached value; NULL: the next word (if takes) */
+	const char *judge; /* the "=value" of an option not listed: judged as a path */
+};
+/* What option word w (starting with '-', not "-" or "--") means under pg's
+ * lists; before_sub: it comes before the subcommand. */
+void policy_option_scan(const struct config_program *pg, bool before_sub, const char *w,
+			struct policy_opt *out);
+/* Whether argument arg matches the approval pattern word want. */
+bool policy_option_matches(const char *want, const char *arg);
 
 /* ---- containment ----
  * Judge one path argument: 0 inside, 1 outside (d->reason filled with what

@@ -76,4 +76,78 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "git" in d["
 expect_rc 123 "escape sequences in an argument" "$WARDEN" check -- git push "$(printf 'x\033[2K\033[1Ay')"
 expect_in "$T/out" "'x\x1b[2K\x1b[1Ay'" "  ... are shown escaped"
 if grep -q "$(printf '\033')" "$T/out"; then not_ok "  ... and never raw"; else ok "  ... and never raw"; fi
+# ---- issue 8, item 2: a program given by a path is the file it resolves to
+printf '#!/bin/sh\necho fake\n' >"$WS/cat"
+chmod +x "$WS/cat"
+ln -s cat "$WS/mycat"
+mkdir -p "$WS/prog" "$WS/.venv/bin"
+ln -s /usr/bin/sh "$WS/prog/cat"
+printf '#!/bin/sh\n' >"$WS/.venv/bin/pytest"
+chmod +x "$WS/.venv/bin/pytest"
+for p in /workspace/cat ./cat /workspace/./cat //workspace/cat /usr/../workspace/cat sub/../cat ./mycat "$WS/cat"; do
+	expect_rc 126 "workspace file as '$p'" "$WARDEN" check -- "$p" file.txt
+	expect_in "$T/out" "rule:     programs.path" "  ... refused as a workspace file"
+done
+expect_rc 126 "workspace link named cat to /usr/bin/sh is sh" "$WARDEN" check -- prog/cat file.txt
+expect_in "$T/out" "program 'sh' is not in the policy's allowlist" "  ... judged as sh"
+expect_rc 0 "/usr/bin/../bin/cat is cat" "$WARDEN" check -- /usr/bin/../bin/cat file.txt
+expect_rc 126 "/tmp/x is not a program" "$WARDEN" check -- /tmp/x
+cat >"$T/wsprog.json" <<'J'
+{"version": 1, "programs": {"cat": {}},
+ "workspace": {"programs": {".venv/bin/pytest": {"deny_options": ["--basetemp"]}}}}
+J
+expect_rc 0 "workspace.programs names .venv/bin/pytest" "$WARDEN" check --policy "$T/wsprog.json" --command './.venv/bin/pytest -q'
+expect_in "$T/out" "rule:     workspace.programs[.venv/bin/pytest]" "  ... under its own rule"
+expect_rc 126 "  ... and its rules apply" "$WARDEN" check --policy "$T/wsprog.json" -- .venv/bin/pytest --basetemp=.
+expect_rc 126 "  ... but ./cat is still not cat" "$WARDEN" check --policy "$T/wsprog.json" -- ./cat file.txt
+
+# ---- item 2: options that run programs, abbreviated or clustered
+expect_rc 126 "sort --compress-program=sh" "$WARDEN" check -- sort --compress-program=sh file.txt
+expect_rc 126 "sort --compress-prog=sh (abbreviation)" "$WARDEN" check -- sort --compress-prog=sh file.txt
+expect_in "$T/out" "(--compress-program, abbreviated)" "  ... names the option it abbreviates"
+expect_rc 126 "sort -bo/tmp/x (cluster)" "$WARDEN" check -- sort -bo/tmp/x file.txt
+expect_rc 126 "git -c core.pager=sh log" "$WARDEN" check -- git -c core.pager=sh log
+expect_rc 0 "git log -p (after the subcommand)" "$WARDEN" check -- git log -p
+expect_rc 126 "GIT_EXTERNAL_DIFF in the environment" "$WARDEN" check --setenv GIT_EXTERNAL_DIFF=sh -- git diff
+expect_rc 126 "LD_PRELOAD for any program" "$WARDEN" check --setenv LD_PRELOAD=/workspace/x.so -- cat file.txt
+# ... and code is not a path
+expect_rc 0 "python3 -c with a 350-character program" "$WARDEN" check -- python3 -c "print(1)#$(printf 'x%.0s' $(seq 341))"
+expect_rc 0 "python3 -c 'print(\"a/../../b\")'" "$WARDEN" check --command "python3 -c 'print(\"a/../../b\")'"
+
+# ---- item 2: one workspace rule for check and run; mount validated
+expect_rc 125 "--workspace / is refused" "$WARDEN" check -w / -- ls
+expect_in "$T/err" "workspace / is a system directory" "  ... says why"
+expect_rc 125 "--workspace /etc is refused" "$WARDEN" check -w /etc -- ls
+mkdir -p "$T/home/me/project"
+HOME=$T/home/me expect_rc 125 "--workspace \$HOME is refused (issue 9)" "$WARDEN" check -w "$T/home/me" -- ls
+HOME=$T/home/me expect_rc 125 "  ... and a directory containing it" "$WARDEN" check -w "$T/home" -- ls
+HOME=$T/home/me expect_rc 0 "  ... a project below it is fine" "$WARDEN" check -w "$T/home/me/project" -- ls
+printf '{"version": 1,\n "workspace": {"mount": "//"}, "programs": {"cat": {}}}' >"$T/mount.json"
+expect_rc 125 "mount // is refused" "$WARDEN" check --policy "$T/mount.json" -- cat //etc/passwd
+expect_in "$T/err" "mount.json:2:25: workspace.mount: '//' must be a normalized absolute path" "  ... at its line and column"
+printf '{"version": 1, "profiles": {"p": {"memory": "10000000T"}}}' >"$T/mem.json"
+expect_rc 125 "a memory above the signed 64-bit range is refused" "$WARDEN" policy show --policy "$T/mem.json"
+expect_in "$T/err" "profiles.p.memory: must be from 4 MiB to 1 PiB" "  ... with its range"
+
+# ---- item 4: a FIFO as the policy is refused at once, not waited on
+mkfifo "$T/fifo"
+expect_rc 125 "--policy FIFO returns 125 (within 10 s)" timeout 10 "$WARDEN" check --policy "$T/fifo" -- ls
+expect_in "$T/err" "policy $T/fifo: not a regular file" "  ... naming the file"
+
+# ---- item 7: sandbox and network keys load and show
+cat >"$T/sandbox.json" <<'J'
+{"version": 1,
+ "sandbox": {"isolation": "container", "memory": "256MiB", "pids": 64, "cpu": 0.5,
+             "tmp_size": "32MiB", "timeout": 20, "output": "32KiB",
+             "require": ["seccomp", "landlock"], "reproducible": true},
+ "network": {"allow": ["pypi.org"], "deny": ["upload.pypi.org"], "hosts": ["db.test=10.0.0.5"],
+             "allow_ports": [8080], "tls_intercept": true, "upstream_ca": "/etc/ssl/certs/ca-certificates.crt"},
+ "programs": {"ls": {}}}
+J
+expect_rc 0 "a policy with every sandbox and network key" "$WARDEN" policy show --policy "$T/sandbox.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["sandbox"]; n=d["network"]; assert s["memory"]==256<<20 and s["require"]==["landlock","seccomp"] and s["reproducible"] and n["deny"]==["upload.pypi.org"] and n["hosts"]==["db.test=10.0.0.5"] and n["allow_ports"]==[8080] and n["tls_intercept"], d' "$T/out" &&
+	ok "  ... policy show prints them" || not_ok "  ... policy show prints them"
+printf '{"version": 1,\n "network": {"mode": "none", "allow": ["pypi.org"]}}' >"$T/net.json"
+expect_rc 125 "network.mode none with allow rules" "$WARDEN" check --policy "$T/net.json" -- ls
+expect_in "$T/err" "net.json:2:22: network.mode" "  ... at its line and column"
 finish

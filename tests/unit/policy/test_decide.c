@@ -73,17 +73,18 @@ static const struct dcase cases[] = {
 	{'D', "git commit -m x", X, "programs.git.subcommands"},
 	{'D', "git checkout .", X, "programs.git.subcommands"},
 	{'D', "git clean -fdx", X, "programs.git.subcommands"},
-	{'D', "git -c core.pager=sh log", X, "programs.git.deny_options"},
-	{'D', "git -ccore.pager=sh log", X, "programs.git.deny_options"},
-	{'D', "git -C /etc status", X, "programs.git.deny_options"},
-	{'D', "git --git-dir=/x status", X, "programs.git.deny_options"},
-	{'D', "git --exec-path=/x status", X, "programs.git.deny_options"},
+	{'D', "git -c core.pager=sh log", X, "programs.git.before_subcommand.deny_options"},
+	{'D', "git -ccore.pager=sh log", X, "programs.git.before_subcommand.deny_options"},
+	{'D', "git -C /etc status", X, "programs.git.before_subcommand.deny_options"},
+	{'D', "git --git-dir=/x status", X, "programs.git.before_subcommand.deny_options"},
+	{'D', "git --exec-path=/x status", X, "programs.git.before_subcommand.deny_options"},
 	{'D', "git diff --output=/tmp/x", X, "programs.git.deny_options"},
 	{'D', "git push", P, "programs.git.approve[0]"},
 	{'D', "git push --force origin main", P, "programs.git.approve[0]"},
 	{'D', "git push ../../x", X, "workspace.containment"},
 	{'D', "git log -- ../../etc", X, "workspace.containment"},
-	{'D', "git log -n ../../x", X, "workspace.containment"},
+	{'D', "git log -n ../../x", A, "programs.git"}, /* a count, not a path */
+	{'D', "git log -O ../../x", X, "workspace.containment"},
 	/* find: only -name and -type */
 	{'D', "find . -name '*.py'", A, "programs.find"},
 	{'D', "find tests -type f", A, "programs.find"},
@@ -154,7 +155,8 @@ static const struct dcase cases[] = {
 	{'D', "cat -- -n", A, "programs.cat"},
 	{'D', "cat -", A, "programs.cat"},
 	{'D', "ls --color=auto", A, "programs.ls"},
-	{'D', "ls --hide=../x", X, "workspace.containment"},
+	{'D', "ls --hide=../x", A, "programs.ls"}, /* a pattern, not a path */
+	{'D', "cat --bogus=../x", X, "workspace.containment"}, /* unlisted: judged */
 	{'D', "pytest --rootdir=/", X, "workspace.containment"},
 	{'D', "pytest --rootdir=tests", A, "programs.pytest"},
 	{'D', "pytest -k 'a and not b'", A, "programs.pytest"},
@@ -196,6 +198,8 @@ static const struct dcase cases[] = {
 	{'C', "sed -i s/a/b/ file.txt", X, "programs.sed.deny_options"},
 	{'C', "sed -ie s/a/b/ file.txt", X, "programs.sed.deny_options"},
 	{'C', "sed -n p file.txt", A, "programs.sed"},
+	{'C', "sed -ni s/a/b/ file.txt", X, "programs.sed.deny_options"}, /* -i in a cluster */
+	{'C', "sed --in-place s/a/b/ file.txt", A, "programs.sed"},   /* not listed */
 	{'C', "python3 ok.py", A, "programs.python3"},
 	{'C', "ls", X, "programs"},
 	{'C', "cat file.txt", X, "programs"},
