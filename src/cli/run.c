@@ -134,7 +134,7 @@ static const struct option long_opts[] = {
 struct run_opts {
 	bool json, verbose, pass_stdin, print_plan;
 	enum wd_net_mode net;
-	bool net_given, net_rules, tls, workspace_given;
+	bool net_given, net_rules, tls, workspace_given, isolation_given;
 	const char *upstream_ca;
 	struct wd_limits lim;
 	enum wd_isolation isolation;
@@ -330,6 +330,7 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 		o->workspace_given = true;
 		return 0;
 	case OPT_ISOLATION:
+		o->isolation_given = true;
 		if (!strcmp(val, "container"))
 			o->isolation = WD_ISOLATION_CONTAINER;
 		else if (!strcmp(val, "process"))
@@ -534,7 +535,8 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 	 * explicit one would be */
 	if (!o->workspace_given && wd_spec_set_workspace(spec, ".", &e) < 0)
 		return cli_fail("run", "--workspace (the current directory): %s", e.msg);
-	wd_spec_set_isolation(spec, o->isolation);
+	if (o->isolation_given)
+		wd_spec_set_isolation(spec, o->isolation);
 	wd_spec_set_limits(spec, &o->lim);
 	/* --allow-host alone implies --net allow; --net none with rules or
 	 * interception is a contradiction, refused rather than guessed at */
@@ -544,7 +546,8 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 		return cli_fail("run", "--net none contradicts --allow-host/--tls-intercept");
 	if (o->net == WD_NET_NONE && o->tls)
 		return cli_fail("run", "--tls-intercept needs --net allow and --allow-host rules");
-	wd_spec_set_net(spec, o->net);
+	if (o->net_given || o->net_rules)
+		wd_spec_set_net(spec, o->net);
 	if (o->tls || o->upstream_ca)
 		wd_spec_set_tls_intercept(spec, o->tls, o->upstream_ca);
 	if (o->pass_stdin)

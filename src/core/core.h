@@ -110,8 +110,15 @@ struct gate {
 	char **argv;           /* judged argv to run */
 	wd_spec *spec;         /* NULL: the caller's spec is unchanged */
 	struct wd_limits profile; /* a sandbox tool's profile, 0s otherwise */
+	struct wd_limits limits;  /* what the policy gives the command where the
+				   * caller set nothing: the profile's, else the
+				   * policy's "sandbox" (0: warden's default) */
+	unsigned require;         /* WD_REQUIRE_* the policy asks for */
 	char digest[65];
 };
+/* Fail closed when the sandbox lacks a protection the policy requires:
+ * -ENOTSUP naming it, nothing run. */
+int gate_require(const struct gate *g, struct sandbox *sb, struct wd_err *err);
 void gate_fini(struct gate *g);
 int gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *cmd,
 	     const char *sandbox_id, struct gate *g, wd_result **refusal, struct wd_err *err);

@@ -206,8 +206,98 @@ settle_pause(wd_ctx *ctx, struct policy_ref **pol, const wd_request *req, const 
 	return 0;
 }
 
-/* Allowed: the judged words, and the policy's network.allow as egress
- * through warden's proxy to those hosts only (on 80/443). */
+static wd_spec *
+spec_of(const wd_spec *spec, struct gate *g)
+{
+	if (!g->spec)
+		g->spec = spec_copy(spec);
+	return g->spec;
+}
+
+static int
+add_rules(const wd_spec *spec, struct gate *g, enum wd_net_rule kind, const char *const *v,
+	  size_t n, const char *key, struct wd_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (wd_spec_add_net_rule(spec_of(spec, g), kind, v[i], err) < 0)
+			return wd_err_prefix(err, "policy %s", key);
+	return 0;
+}
+
+/* The policy's "network" object, added to what the caller gave: more
+ * rules, never fewer (a deny rule still wins over any allow). */
+static int
+apply_network(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct gate *g,
+	      struct wd_err *err)
+{
+	int rc;
+	if ((rc = add_rules(spec, g, WD_NET_ALLOW, ps->net_allow, ps->net_nallow,
+			    "network.allow", err)) < 0 ||
+	    (rc = add_rules(spec, g, WD_NET_DENY, ps->net_deny, ps->net_ndeny, "network.deny",
+			    err)) < 0 ||
+	    (rc = add_rules(spec, g, WD_NET_HOST, ps->net_hosts, ps->net_nhosts, "network.hosts",
+			    err)) < 0)
+		return rc;
+	for (size_t i = 0; i < ps->nallow_ports; i++)
+		wd_spec_allow_port(spec_of(spec, g), ps->allow_ports[i], NULL);
+	/* the mode: the caller's; else the policy's network.mode; else allow
+	 * rules (the caller's or the policy's) turn the proxy on */
+	if (!spec->net_given) {
+		if (ps->net_mode_set)
+			wd_spec_set_net(spec_of(spec, g), ps->net_mode);
+		else if (ps->net_nallow)
+			wd_spec_set_net(spec_of(spec, g), WD_NET_PROXY);
+	}
+	if (ps->tls_intercept && !spec->tls_intercept)
+		wd_spec_set_tls_intercept(spec_of(spec, g), true,
+					  spec->upstream_ca ? spec->upstream_ca : ps->upstream_ca);
+	else if (ps->upstream_ca && !spec->upstream_ca)
+		wd_spec_set_tls_intercept(spec_of(spec, g), spec->tls_intercept, ps->upstream_ca);
+	return 0;
+}
+
+/* One limit: the caller's, else the tool profile's, else the policy's. */
+static uint64_t
+pick(uint64_t given, uint64_t profile, uint64_t policy)
+{
+	return given ? given : profile ? profile : policy;
+}
+
+/* The policy's "sandbox" object and the tool's profile, for what the
+ * caller did not set (docs/policy.md: option > profile > sandbox >
+ * defaults). */
+static void
+apply_sandbox(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct gate *g)
+{
+	const struct wd_limits *given = &spec->lim_given, *pr = &g->profile, *pl = &ps->limits;
+	g->limits = (struct wd_limits){
+		.memory_bytes = pick(0, pr->memory_bytes, pl->memory_bytes),
+		.pids = pick(0, pr->pids, pl->pids),
+		.cpu_millionths = pick(0, pr->cpu_millionths, pl->cpu_millionths),
+		.tmp_bytes = pick(0, pr->tmp_bytes, pl->tmp_bytes),
+		.timeout_ms = pick(0, pr->timeout_ms, pl->timeout_ms),
+		.output_limit = pick(0, pr->output_limit, pl->output_limit),
+	};
+	g->require = ps->require;
+	struct wd_limits l = *given;
+	bool change = false;
+#define TAKE(f)                                                                                    \
+	if (!given->f && g->limits.f) {                                                            \
+		l.f = g->limits.f;                                                                 \
+		change = true;                                                                     \
+	}
+	TAKE(memory_bytes) TAKE(pids) TAKE(cpu_millionths) TAKE(tmp_bytes) TAKE(timeout_ms)
+	TAKE(output_limit)
+#undef TAKE
+	if (change)
+		wd_spec_set_limits(spec_of(spec, g), &l);
+	if (ps->isolation_set && !spec->isolation_given)
+		wd_spec_set_isolation(spec_of(spec, g), ps->isolation);
+	if (ps->reproducible && !spec->reproducible)
+		wd_spec_set_reproducible(spec_of(spec, g), true);
+}
+
+/* Allowed: the judged words, and what the policy says the sandbox is. */
 static int
 allow(const wd_policy *pol, const wd_spec *spec, const wd_decision *d, struct gate *g,
       struct wd_err *err)
@@ -217,15 +307,40 @@ allow(const wd_policy *pol, const wd_spec *spec, const wd_decision *d, struct ga
 	g->argv = wd_xcalloc((size_t)n + 1, sizeof(char *));
 	for (int i = 0; i < n; i++)
 		g->argv[i] = wd_xstrdup(words[i]);
-	size_t nnet = 0;
-	const char *const *net = wd_policy_network_allow(pol, &nnet);
-	if (!nnet)
+	struct wd_policy_sandbox ps;
+	wd_policy_sandbox(pol, &ps);
+	apply_sandbox(&ps, spec, g);
+	return apply_network(&ps, spec, g, err);
+}
+
+int
+gate_require(const struct gate *g, struct sandbox *sb, struct wd_err *err)
+{
+	if (!g->require)
 		return 0;
-	g->spec = spec_copy(spec);
-	for (size_t i = 0; i < nnet; i++)
-		if (wd_spec_add_net_rule(g->spec, WD_NET_ALLOW, net[i], err) < 0)
-			return wd_err_prefix(err, "policy network.allow");
-	wd_spec_set_net(g->spec, WD_NET_PROXY);
+	wd_result *r = result_new(sb->id);
+	sb->ops->describe(sb, r);
+	bool container = r->isolation == WD_ISOLATION_CONTAINER;
+	const struct {
+		unsigned bit;
+		bool have;
+		const char *name;
+	} need[] = {
+		{WD_REQUIRE_CGROUP, r->cgroup_version != 0, "cgroup"},
+		{WD_REQUIRE_LANDLOCK, r->landlock_abi > 0, "landlock"},
+		{WD_REQUIRE_SECCOMP, r->seccomp, "seccomp"},
+		{WD_REQUIRE_NETNS, container, "netns"},
+		{WD_REQUIRE_USERNS, container, "userns"},
+	};
+	wd_result_free(r);
+	for (size_t i = 0; i < WD_ARRAY_SIZE(need); i++)
+		if ((g->require & need[i].bit) && !need[i].have) {
+			wd_err_set(err, WD_E_UNSUPPORTED,
+				   "the policy requires %s, which this sandbox does not have (see "
+				   "warden doctor); nothing ran",
+				   need[i].name);
+			return -ENOTSUP;
+		}
 	return 0;
 }
 

@@ -52,37 +52,15 @@ pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decision *d,
 	ctx_emit(ctx, &e);
 }
 
-/* A sandbox tool's profile gives the limits the caller did not set
- * itself: the sandbox's (in a spec copy) and the command's. */
-static const wd_spec *
-profile_spec(const wd_spec *spec, struct gate *g)
-{
-	const struct wd_limits *p = &g->profile, *given = &spec->lim_given;
-	bool sandbox_level = (p->memory_bytes && !given->memory_bytes) ||
-			     (p->pids && !given->pids) ||
-			     (p->cpu_millionths && !given->cpu_millionths);
-	if (!sandbox_level)
-		return g->spec ? g->spec : spec;
-	if (!g->spec)
-		g->spec = spec_copy(spec);
-	struct wd_limits l = *given;
-	if (!l.memory_bytes)
-		l.memory_bytes = p->memory_bytes;
-	if (!l.pids)
-		l.pids = p->pids;
-	if (!l.cpu_millionths)
-		l.cpu_millionths = p->cpu_millionths;
-	wd_spec_set_limits(g->spec, &l);
-	return g->spec;
-}
-
+/* The command's timeout and output bound: the command's own, else the
+ * caller's spec, else the policy's (profile, then sandbox). */
 static void
-profile_cmd(const wd_spec *spec, const struct gate *g, struct exec_req *x)
+policy_cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 {
-	if (!x->timeout_ms && !spec->lim_given.timeout_ms && g->profile.timeout_ms)
-		x->timeout_ms = g->profile.timeout_ms;
-	if (!x->output_limit && !spec->lim_given.output_limit && g->profile.output_limit)
-		x->output_limit = g->profile.output_limit;
+	if (!x->timeout_ms && !spec->lim_given.timeout_ms && g->limits.timeout_ms)
+		x->timeout_ms = g->limits.timeout_ms;
+	if (!x->output_limit && !spec->lim_given.output_limit && g->limits.output_limit)
+		x->output_limit = g->limits.output_limit;
 }
 
 /* The result carries the decision that let it run and the policy's
@@ -126,12 +104,13 @@ wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 		if (rc < 0 || r)
 			goto out; /* bad input, or denied or paused: nothing starts */
 		argv = g.argv;
-		eff = profile_spec(spec, &g);
+		if (g.spec)
+			eff = g.spec;
 	}
 	struct exec_req x;
 	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
 	if (policy)
-		profile_cmd(spec, &g, &x);
+		policy_cmd_limits(spec, &g, &x);
 	if ((rc = sandbox_new(eff, id, &ctx->sink, &sb, err)) < 0)
 		goto fail;
 	sb->get_keeper = ctx_keeper;
@@ -139,7 +118,8 @@ wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 	/* The command goes out right behind the set-up messages; pid 1 reads
 	 * it once the jail is built, so no round trip is spent waiting for
 	 * SYNC_READY. */
-	if ((rc = sandbox_start(sb, err)) < 0 || (rc = sandbox_exec(sb, &x, &r, err)) < 0)
+	if ((rc = sandbox_start(sb, err)) < 0 || (rc = gate_require(&g, sb, err)) < 0 ||
+	    (rc = sandbox_exec(sb, &x, &r, err)) < 0)
 		goto fail;
 	attach_decision(r, &g, policy);
 	pipeline_result_event(ctx, id, r->decision, r, NULL);

@@ -27,6 +27,7 @@ static const struct backend_ops container_ops = {
 	.ready = local_ready,
 	.exec = local_exec,
 	.kill = local_kill,
+	.describe = local_describe,
 	.destroy = local_destroy,
 };
 
@@ -39,6 +40,7 @@ static const struct backend_ops process_ops = {
 	.ready = local_ready,
 	.exec = local_exec,
 	.kill = local_kill,
+	.describe = local_describe,
 	.destroy = local_destroy,
 };
 

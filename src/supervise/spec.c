@@ -1,6 +1,7 @@
 /* supervise/spec: the run description and its setters. */
 #include "supervise/supervise.h"
 #include "net/net.h"
+#include "policy/policy.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -124,11 +125,9 @@ wd_spec_set_workspace(wd_spec *s, const char *dir, struct wd_err *err)
 	/* The workspace is writable by the sandbox, and as root it is
 	 * idmapped so the sandbox writes as its owner: a system directory
 	 * there would hand the sandbox the host (/etc/passwd, /usr/bin). */
-	if (spec_is_system_dir(real)) {
-		int rc = wd_err_set(err, WD_E_INVAL,
-				    "workspace '%s' is a system directory (%s); use a project "
-				    "directory",
-				    dir, real);
+	struct wd_err werr = {0};
+	if (policy_workspace_validate(real, &werr) < 0) {
+		int rc = wd_err_set(err, WD_E_INVAL, "workspace '%s': %s", dir, werr.msg);
 		free(real);
 		return rc;
 	}
@@ -146,6 +145,7 @@ WD_API void
 wd_spec_set_isolation(wd_spec *s, enum wd_isolation level)
 {
 	s->isolation = level;
+	s->isolation_given = true;
 }
 
 WD_API void
@@ -354,6 +354,7 @@ WD_API void
 wd_spec_set_net(wd_spec *s, enum wd_net_mode mode)
 {
 	s->net = mode;
+	s->net_given = true;
 }
 
 WD_API int

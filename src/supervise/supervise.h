@@ -46,6 +46,7 @@ struct wd_spec {
 	int argc;
 	char *workspace;
 	enum wd_isolation isolation;
+	bool isolation_given, net_given; /* set by the caller, not defaults */
 	struct wd_limits lim;       /* defaults filled in */
 	struct wd_limits lim_given; /* what the caller set (0: not set) */
 	struct spec_bind *binds;
@@ -243,8 +244,10 @@ struct backend_ops {
 	/* Run one command; fills *out (a new result) unless warden failed. */
 	int (*exec)(struct sandbox *sb, const struct exec_req *x, wd_result **out,
 		    struct wd_err *err);
-	/* Kill every process of the sandbox (async-signal-safe). */
+	/* Kill every process of the sandbox. */
 	void (*kill)(struct sandbox *sb);
+	/* The protections in force, into r's protection fields. */
+	void (*describe)(struct sandbox *sb, wd_result *r);
 	/* Reap, remove, free what prepare and spawn made (not sb itself). */
 	void (*destroy)(struct sandbox *sb);
 };

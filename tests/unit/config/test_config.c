@@ -95,7 +95,9 @@ static const struct bad_case bad[] = {
 	{"{\"version\": 1, \"profiles\": {\"p\": {\"memory\": \"99999999999999999999\"}}}", "profiles.p.memory: must be from 4 MiB to 1 PiB"},
 	{"{\"version\": 1, \"profiles\": {\"p\": {\"memory\": 9223372036854775807}}}", "profiles.p.memory: must be from 4 MiB to 1 PiB"},
 	{"{\"version\": 1, \"profiles\": {\"p\": {\"memory\": 1024}}}", "profiles.p.memory: must be from 4 MiB"},
-	{"{\"version\": 1, \"profiles\": {\"p\": {\"memory\": \"1MB\"}}}", "profiles.p.memory: must be from 4 MiB"},
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"memory\": \"1M\"}}}", "profiles.p.memory: must be from 4 MiB"},
+	/* "MB" is ambiguous (decimal or binary?): refused as a size */
+	{"{\"version\": 1, \"profiles\": {\"p\": {\"memory\": \"1MB\"}}}", "profiles.p.memory: '1MB' is not a size"},
 	{"{\"version\": 1, \"profiles\": {\"p\": {\"output\": \"32M\"}}}", "profiles.p.output: must be from 64 bytes to 16 MiB"},
 	{"{\"version\": 1, \"profiles\": {\"p\": {\"tmp_size\": \"1K\"}}}", "profiles.p.tmp_size: must be from 64 KiB"},
 	{"{\"version\": 1, \"profiles\": {\"p\": {\"cpu\": 0.001}}}", "profiles.p.cpu: must be from 0.01 to 1024"},
