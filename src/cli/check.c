@@ -135,7 +135,8 @@ utf8_len(const unsigned char *p)
 /* s as a JSON string, escaped as jansson escapes (the CLI printed this
  * with jansson before): the two-character escapes, \uXXXX for other
  * control characters, UTF-8 as it is.  A byte that is not valid UTF-8 (a
- * tool name is the user's) becomes U+FFFD. */
+ * tool name is the user's) is written as \udcXX, as warden's own JSON
+ * writer does (Python's surrogateescape): the byte, visibly. */
 static void
 json_str(FILE *f, const char *s)
 {
@@ -145,8 +146,7 @@ json_str(FILE *f, const char *s)
 		size_t n = utf8_len(p);
 		const char *e = strchr(esc, *p);
 		if (n == 0) {
-			fputs("\xef\xbf\xbd", f);
-			p++;
+			fprintf(f, "\\udc%02x", *p++);
 			continue;
 		}
 		if (e)
