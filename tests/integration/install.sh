@@ -12,7 +12,9 @@
 #   4. libwarden.so exports the wd_* functions of the header and nothing
 #      else;
 #   5. a C program built with `pkg-config --cflags --libs warden` against
-#      the installed tree runs sandboxes through the public API;
+#      the installed tree runs sandboxes through the public API
+#      (install_consumer.c), and so do the examples of libwarden(3) and of
+#      README.md, copied from the page and the file as a reader would;
 #   6. the CLI's own sources build against the installed libwarden.so alone
 #      (nothing internal), and that CLI runs.
 #
@@ -307,6 +309,26 @@ if [ -s "$T/example.c" ] && cc -std=c17 -Wall -Wextra -Werror "$T/example.c" $fl
 else
 	not_ok "libwarden(3)'s example does not build"
 	sed 's/^/  | /' "$T/example.err" "$T/cc.err" "$T/example.c" 2>/dev/null | head -40
+fi
+
+# README.md's example ("Using the library"), the same way.
+python3 -c '
+import re, sys
+text = open(sys.argv[1]).read()
+part = text[text.index("## Using the library"):]
+print(re.search(r"```c\n(.*?)```", part, re.S).group(1))' "$SRC/README.md" >"$T/readme.c" 2>"$T/example.err"
+# shellcheck disable=SC2086
+if [ -s "$T/readme.c" ] && cc -std=c17 -Wall -Wextra -Wpedantic -Werror "$T/readme.c" $flags \
+	-o "$T/readme" 2>"$T/cc.err"; then
+	(cd "$WS" && LD_LIBRARY_PATH=$LIB "$T/readme") >"$OUT" 2>"$ERR"
+	RC=$?
+	expect_rc 0 "README.md's example builds and runs"
+	expect_out '^ls -a: status 0$' "  its first command ran in the sandbox"
+	expect_out '^cat \.\./\.\./etc/passwd: refused: path .* outside the workspace' \
+		"  its second was refused by the policy"
+else
+	not_ok "README.md's example does not build"
+	sed 's/^/  | /' "$T/example.err" "$T/cc.err" 2>/dev/null | head -40
 fi
 
 # ---- 6. the CLI from its sources, against libwarden.so only ----
