@@ -4,9 +4,10 @@
 set -euo pipefail
 
 pkgs=(
-	gcc clang make pkg-config meson ninja-build
+	gcc clang make pkg-config meson ninja-build binutils
 	libseccomp-dev libjansson-dev libssl-dev libldns-dev libcriterion-dev
 	python3 python3-pytest git iproute2 curl openssl bubblewrap procps
+	groff-base man-db
 )
 
 missing=()

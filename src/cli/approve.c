@@ -1,7 +1,6 @@
 /* cli/approve: warden approve ID [--ttl SECONDS] [--audit FILE]
  * Record a single-use approval for a paused command. */
 #include "cli/policy_cli.h"
-#include "util/util.h"
 
 #include <getopt.h>
 #include <stdlib.h>

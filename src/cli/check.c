@@ -3,7 +3,7 @@
 #include "cli/policy_cli.h"
 
 #include <getopt.h>
-#include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +103,105 @@ class_name(enum wd_tool_class c)
 	return c == WD_TOOL_SANDBOX ? "sandbox" : c == WD_TOOL_DIRECT ? "direct" : "blocked";
 }
 
+/* The length of the valid UTF-8 sequence at p (1 to 4), or 0: no overlong
+ * forms, no surrogates, nothing above U+10FFFF (RFC 3629). */
+static size_t
+utf8_len(const unsigned char *p)
+{
+	unsigned char c = p[0];
+	size_t n;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1fu;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0fu;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07u;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3fu);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* s as a JSON string, escaped as jansson escapes (the CLI printed this
+ * with jansson before): the two-character escapes, \uXXXX for other
+ * control characters, UTF-8 as it is.  A byte that is not valid UTF-8 (a
+ * tool name is the user's) is written as \udcXX, as warden's own JSON
+ * writer does (Python's surrogateescape): the byte, visibly. */
+static void
+json_str(FILE *f, const char *s)
+{
+	static const char esc[] = "\"\\\b\f\n\r\t", letter[] = "\"\\bfnrt";
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_len(p);
+		const char *e = strchr(esc, *p);
+		if (n == 0) {
+			fprintf(f, "\\udc%02x", *p++);
+			continue;
+		}
+		if (e)
+			fprintf(f, "\\%c", letter[e - esc]);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04X", *p);
+		else
+			fwrite(p, 1, n, f);
+		p += n;
+	}
+	fputc('"', f);
+}
+
+/* A real number as jansson writes one: %.17g, ".0" added to an integer,
+ * no '+' and no leading zeros in the exponent. */
+static void
+json_real(FILE *f, double v)
+{
+	char buf[64];
+	int n = snprintf(buf, sizeof(buf), "%.17g", v);
+	if (n < 0 || (size_t)n >= sizeof(buf) - 2)
+		return;
+	if (!strchr(buf, '.') && !strchr(buf, 'e'))
+		memcpy(buf + n, ".0", 3);
+	char *e = strchr(buf, 'e');
+	if (e) {
+		char *digits = e + 1 + (e[1] == '-' || e[1] == '+');
+		char *keep = digits;
+		while (*keep == '0' && keep[1])
+			keep++;
+		memmove(e[1] == '+' ? e + 1 : digits, keep, strlen(keep) + 1);
+	}
+	fputs(buf, f);
+}
+
+/* {"tool":...,"class":...,"defined":...[,"profile":...,"timeout_ms":...,
+ * "memory":...,"cpu":...,"output":...]}, one line. */
+static void
+route_json(const char *tool, enum wd_tool_class k, bool defined, const char *profile,
+	   const struct wd_limits *lim)
+{
+	fputs("{\"tool\":", stdout);
+	json_str(stdout, tool);
+	printf(",\"class\":\"%s\",\"defined\":%s", class_name(k), defined ? "true" : "false");
+	if (profile) {
+		fputs(",\"profile\":", stdout);
+		json_str(stdout, profile);
+		printf(",\"timeout_ms\":%lld,\"memory\":%lld,\"cpu\":", (long long)lim->timeout_ms,
+		       (long long)lim->memory_bytes);
+		json_real(stdout, (double)lim->cpu_millionths / 1e6);
+		printf(",\"output\":%lld", (long long)lim->output_limit);
+	}
+	fputs("}\n", stdout);
+}
+
 static int
 route(const wd_policy *pol, const char *tool, bool json)
 {
@@ -112,19 +211,7 @@ route(const wd_policy *pol, const char *tool, bool json)
 	struct wd_err e = {0};
 	int rc = wd_policy_route(pol, tool, &k, &profile, &lim, &e);
 	if (json) {
-		json_t *o = json_pack("{s:s,s:s,s:b}", "tool", tool, "class", class_name(k),
-				      "defined", rc == 0);
-		if (profile)
-			json_object_update_new(
-			    o, json_pack("{s:s,s:I,s:I,s:f,s:I}", "profile", profile, "timeout_ms",
-					 (json_int_t)lim.timeout_ms, "memory",
-					 (json_int_t)lim.memory_bytes, "cpu",
-					 (double)lim.cpu_millionths / 1e6, "output",
-					 (json_int_t)lim.output_limit));
-		char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		puts(s);
-		free(s);
-		json_decref(o);
+		route_json(tool, k, rc == 0, profile, &lim);
 	} else if (rc < 0) {
 		printf("tool %s: blocked (the policy does not define it; undefined tools never "
 		       "run)\n",
