@@ -27,6 +27,22 @@ fail(struct sync_chan *c, int step, int err)
 	_exit(err == ENOENT && step == JAIL_STEP_6I_EXEC ? 127 : 126);
 }
 
+/* ThreadSanitizer's annotations, weak: NULL unless libtsan is linked. */
+void AnnotateIgnoreReadsBegin(const char *file, int line) __attribute__((weak));
+void AnnotateIgnoreWritesBegin(const char *file, int line) __attribute__((weak));
+void AnnotateIgnoreSyncBegin(const char *file, int line) __attribute__((weak));
+
+void
+jail_child_sanitizer(void)
+{
+	if (AnnotateIgnoreReadsBegin)
+		AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+	if (AnnotateIgnoreWritesBegin)
+		AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+	if (AnnotateIgnoreSyncBegin)
+		AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+}
+
 int
 jail_set_ids(uid_t uid, gid_t gid)
 {
@@ -115,6 +131,7 @@ jail_exec_main(const struct jail_plan *plan, const struct jail_exec_fds *fds)
 	struct jail_cmd cmd;
 	int rc;
 
+	jail_child_sanitizer();
 	sync_chan_init(&chan, fds->chan, SYNC_COMMAND, SYNC_S_SENT);
 	/* The command dies with pid 1 (and, at the process level, pid 1 with
 	 * warden): nothing of a sandbox outlives its monitor. */

@@ -284,6 +284,13 @@ int jail_op_do(const struct jail_op *op);
 /* mount_setattr read-only (and nosuid, nodev), or the bind-remount fallback. */
 int jail_make_readonly(const char *path, bool recursive);
 
+/* First thing after clone, in the child: a ThreadSanitizer build keeps
+ * its parent's view of the threads it copied, and would report this new
+ * process's writes (its own copy of memory) as races with threads that
+ * do not exist here.  Tells TSan to ignore this thread; nothing in other
+ * builds. */
+void jail_child_sanitizer(void);
+
 /* Child-side report of a failed step on the sandbox channel (no formatting). */
 void jail_report_error(struct sync_chan *c, int step, int err, int op_index);
 

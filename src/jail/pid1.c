@@ -592,6 +592,7 @@ serve(struct pid1 *p)
 __attribute__((noreturn)) void
 jail_pid1_main(struct jail_plan *plan)
 {
+	jail_child_sanitizer();
 	struct pid1 p;
 	memset(&p, 0, sizeof(p));
 	p.plan = plan;

@@ -22,6 +22,7 @@
  * an anonymous mapping.  exit_signal 0 keeps it out of the caller's
  * waitpid(-1) and SIGCHLD; keeper_stop() reaps it through its pidfd. */
 #include "supervise/supervise.h"
+#include "jail/jail.h"
 
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -223,6 +224,7 @@ keeper_start(struct keeper **out, struct wd_err *err)
 		return wd_err_sys(err, e, "start the cgroup keeper");
 	}
 	if (pid == 0) {
+		jail_child_sanitizer();
 		close(p[1]);
 		keeper_main(p[0]);
 	}
