@@ -79,6 +79,7 @@ MAN3=(
 	wd_parse_fixed6 wd_parse_size wd_parse_u64
 	wd_policy_approval_ttl wd_policy_audit_path wd_policy_decide wd_policy_digest
 	wd_policy_free wd_policy_json wd_policy_load wd_policy_network_allow wd_policy_route
+	wd_policy_sandbox
 	wd_request_free wd_request_new wd_request_set_argv wd_request_set_command
 	wd_request_set_cwd wd_request_set_workspace wd_request_setenv
 	wd_result_decision wd_result_exec_errno wd_result_exit_code wd_result_free
