@@ -128,6 +128,9 @@ int gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_c
 bool cmd_needs_policy(const wd_cmd *cmd);
 void pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned flags,
 		       struct exec_req *x);
+/* The command's timeout and output bound where neither the command nor
+ * the caller's spec set them: the policy's (tool profile, then sandbox). */
+void policy_cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x);
 /* Emit the RESULT event for a command (r NULL: warden failed with why). */
 void pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decision *d,
 			   const wd_result *r, const char *why);

@@ -54,7 +54,7 @@ pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decision *d,
 
 /* The command's timeout and output bound: the command's own, else the
  * caller's spec, else the policy's (profile, then sandbox). */
-static void
+void
 policy_cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 {
 	if (!x->timeout_ms && !spec->lim_given.timeout_ms && g->limits.timeout_ms)

@@ -70,10 +70,7 @@ wd_sandbox_exec(wd_sandbox *s, const wd_cmd *cmd, wd_result **out, struct wd_err
 	struct exec_req x;
 	pipeline_exec_req(ctx, cmd, argv, 0, &x);
 	if (policy) {
-		if (!x.timeout_ms && g.limits.timeout_ms)
-			x.timeout_ms = g.limits.timeout_ms;
-		if (!x.output_limit && g.limits.output_limit)
-			x.output_limit = g.limits.output_limit;
+		policy_cmd_limits(sb->spec, &g, &x);
 		if ((rc = gate_require(&g, sb, err)) < 0)
 			goto out;
 	}

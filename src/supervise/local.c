@@ -146,9 +146,10 @@ make_cgroup(struct sandbox *sb, struct wd_err *err)
 		 * a limit asked for and not enforced is worse than an error,
 		 * unless the caller said best effort will do. */
 		if (!spec->best_effort) {
-			wd_err_prefix(err, "the memory, pids and CPU limits cannot be enforced "
-					   "here (run as root, or with a delegated cgroup v2 "
-					   "subtree; --best-effort runs without them)");
+			wd_err_set(err, WD_E_UNSUPPORTED,
+				   "memory, pids and CPU limits cannot be enforced here (no "
+				   "cgroup: not root, no delegated v2 subtree); --best-effort "
+				   "runs without them");
 			if (err)
 				err->code = WD_E_UNSUPPORTED;
 			return -ENOTSUP;

@@ -224,7 +224,9 @@ struct sandbox;
 
 struct backend_probe {
 	bool ok;
-	char why[256]; /* when not ok: what is missing */
+	char why[256];  /* when not ok: what is missing */
+	char warn[256]; /* when ok: what it runs without here */
+	char note[128]; /* when ok: one fact worth showing ("Landlock ABI 7") */
 };
 
 struct backend_ops {
