@@ -2,6 +2,7 @@
 # missing Debian build dependencies (scripts/deps.sh), configures and builds.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 MESON_FLAGS ?=
 
 .PHONY: all deps build demo check unit integration bench clean
@@ -21,10 +22,10 @@ demo: build
 	@scripts/demo.sh $(BUILD)
 
 check: build
-	@scripts/check.sh $(BUILD) $(ASAN_BUILD)
+	@scripts/check.sh $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
 
 bench: build
 	@bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -31,6 +31,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 /* Steps, numbered after DESIGN.md §5 (letters for sub-steps).  Used in
@@ -290,6 +291,20 @@ int jail_make_readonly(const char *path, bool recursive);
  * do not exist here.  Tells TSan to ignore this thread; nothing in other
  * builds. */
 void jail_child_sanitizer(void);
+
+/* prctl and signal dispositions after clone, as raw system calls: the
+ * libc wrappers may be interposed (a sanitizer's runtime, which takes
+ * locks a raw clone may have copied held: ThreadSanitizer's thread
+ * registry on PR_SET_NAME).  The kernel's calls take none. */
+#define jail_prctl(op, a, b, c, d)                                                                 \
+	syscall(SYS_prctl, (long)(op), (unsigned long)(a), (unsigned long)(b),                      \
+		(unsigned long)(c), (unsigned long)(d))
+/* Block every signal (pid 1, which reads them from a signalfd). */
+void jail_block_signals(void);
+/* Unblock every signal and reset every disposition to the default. */
+void jail_reset_signals(void);
+/* Ignore sig (SIG_IGN). */
+void jail_ignore_signal(int sig);
 
 /* Child-side report of a failed step on the sandbox channel (no formatting). */
 void jail_report_error(struct sync_chan *c, int step, int err, int op_index);

@@ -287,7 +287,7 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 	 * which the sandbox user (no CAP_SYS_PTRACE over warden's mm) lacks.
 	 * Only now: a non-dumpable process's /proc files belong to root, and
 	 * an unprivileged supervisor could no longer write our uid_map. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	jail_prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	/* /proc/PID/cmdline is readable by anyone regardless of dumpable:
 	 * wipe warden's argv and environment strings from this copy. */
 	if (plan->wipe_end > plan->wipe_start)
@@ -303,7 +303,7 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 		/* The process level has no pid namespace: orphans of the
 		 * commands come back to this monitor (it is their subreaper),
 		 * so none escapes the end of its command unseen. */
-		if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		if (jail_prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 			fail(c, JAIL_STEP_5_PID1, errno);
 	}
 	join_cgroup(plan, c);
@@ -312,7 +312,7 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 		 * every command inherits empty capability sets and NoNewPrivs. */
 		if ((rc = jail_drop_caps(plan->last_cap, true)) < 0)
 			fail(c, JAIL_STEP_6D_CAPS, -rc);
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		if (jail_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 			fail(c, JAIL_STEP_6E_NNP, errno);
 	}
 	return in_force;
@@ -565,9 +565,8 @@ serve(struct pid1 *p)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	p->ep = epoll_create1(EPOLL_CLOEXEC);
-	sigset_t all;
-	sigfillset(&all);
-	p->sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+	unsigned long all = ~0UL; /* raw: see jail_prctl */
+	p->sigfd = (int)syscall(SYS_signalfd4, -1, &all, sizeof(all), SFD_CLOEXEC | SFD_NONBLOCK);
 	if (p->ep < 0 || p->sigfd < 0)
 		_exit(125);
 	ev.data.fd = p->sb.fd;
@@ -589,10 +588,45 @@ serve(struct pid1 *p)
 	}
 }
 
+/* Keep only what pid 1 needs: its channel, /dev/null and the plan's
+ * descriptors.  A raw clone copies every descriptor of the supervisor,
+ * and a library supervisor has many: other sandboxes' channels, other
+ * commands' output pipes, the keeper's pipe.  Held here, they would keep
+ * another command's output from reaching EOF, or another sandbox alive
+ * after warden died (each holding the other's channel open).  No
+ * allocation: the list lives on the stack. */
+static void
+close_others(const struct jail_plan *plan)
+{
+	int keep[JAIL_MAX_OPS + 2], n = 0;
+	keep[n++] = plan->sync_fd;
+	if (plan->devnull_fd >= 0)
+		keep[n++] = plan->devnull_fd;
+	for (int i = 0; i < plan->nops; i++)
+		if (plan->ops[i].fd >= 0)
+			keep[n++] = plan->ops[i].fd;
+	for (int i = 1; i < n; i++) /* insertion sort: n is small */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned lo = 0;
+	for (int i = 0; i < n; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < lo)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0U);
+		lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, 0U);
+}
+
 __attribute__((noreturn)) void
 jail_pid1_main(struct jail_plan *plan)
 {
 	jail_child_sanitizer();
+	close_others(plan);
 	struct pid1 p;
 	memset(&p, 0, sizeof(p));
 	p.plan = plan;
@@ -600,14 +634,13 @@ jail_pid1_main(struct jail_plan *plan)
 
 	/* Every signal blocked from the start (read later through a
 	 * signalfd), so none is lost and none kills pid 1 by default. */
-	sigset_t all;
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, NULL);
-
-	/* The jail dies with warden: SIGKILL when the supervisor goes, and
-	 * pid 1's death takes the whole pid namespace with it. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	prctl(PR_SET_NAME, "warden-init", 0, 0, 0);
+	jail_block_signals();
+	/* No PDEATHSIG: it fires when the *thread* that cloned us exits, and
+	 * a sandbox may outlive the thread that created it.  pid 1 ends on
+	 * EOF of the sandbox channel instead, which only warden's death (or
+	 * destroying the sandbox) brings, and its death takes the whole pid
+	 * namespace with it. */
+	jail_prctl(PR_SET_NAME, "warden-init", 0, 0, 0);
 
 	/* 2. Wait until the supervisor has written uid_map/gid_map
 	 * (SYNC_GO).  EOF means warden died before that. */

@@ -157,10 +157,10 @@ keeper_main(int rfd)
 	/* Own session: a terminal's ^C to the program's group spares us;
 	 * we end when the pipe says so. */
 	setsid();
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	jail_ignore_signal(SIGINT);
+	jail_ignore_signal(SIGTERM);
+	jail_ignore_signal(SIGHUP);
+	jail_ignore_signal(SIGQUIT);
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "warden-keeper", 0, 0, 0);
 
 	struct table t = {mmap(NULL, KEEP_TABLE, PROT_READ | PROT_WRITE,

@@ -244,17 +244,18 @@ main(int argc, char **argv)
 		return 1;
 	}
 	wd_ctx_set_event_handler(s.ctx, on_event, &s, WD_EVENTS_ALL);
-	struct worker *ws = calloc((size_t)threads, sizeof(*ws));
 	int fds0 = -1;
 	long rss0 = -1;
 	for (int round = 0; round < rounds; round++) {
 		s.round = round;
+		struct worker *ws = calloc((size_t)threads, sizeof(*ws));
 		for (int t = 0; t < threads; t++) {
 			ws[t] = (struct worker){.s = &s, .index = t};
 			pthread_create(&ws[t].tid, NULL, worker_main, &ws[t]);
 		}
 		for (int t = 0; t < threads; t++)
 			pthread_join(ws[t].tid, NULL);
+		free(ws);
 		if (atomic_load(&s.skip)) {
 			printf("# the host cannot create the sandboxes\n");
 			return 77;
@@ -288,6 +289,5 @@ main(int argc, char **argv)
 	      kids);
 	wd_ctx_free(s.ctx);
 	check(count_children() == 0, "none at all once the context is freed");
-	free(ws);
 	return failures ? 1 : 0;
 }
