@@ -614,6 +614,13 @@ load_root(struct vctx *v, json_t *root, struct config_policy *p)
 				size_t ml = strlen(p->mount);
 				while (ml > 1 && p->mount[ml - 1] == '/')
 					p->mount[--ml] = '\0';
+				/* "//" made every absolute argument a workspace path
+				 * (`cat //etc/passwd` passed), and "/" does not reload
+				 * (found by fuzz_policy_load; issue 8 item 2). */
+				if (ml == 1 || strstr(p->mount, "//"))
+					return fail(v, false,
+						    "must be a normalized absolute path below / "
+						    "(no '//')");
 				pop(v);
 			}
 		} else if (!strcmp(k, "programs")) {
