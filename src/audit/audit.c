@@ -43,6 +43,58 @@ audit_random_id(char out[33])
 	out[32] = '\0';
 }
 
+/* Length of the UTF-8 sequence at s, or 0 if it is not one.  Strict, as
+ * jansson checks (RFC 3629): no overlong forms, no surrogates, nothing past
+ * U+10FFFF.  Stops at the first byte that does not fit, so never reads past
+ * a NUL. */
+static size_t
+utf8_seq(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	if (n == 0 || s[0] > 0xf4)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+		return 0;
+	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return n;
+}
+
+json_t *
+audit_json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	static const char hex[] = "0123456789abcdef";
+	wd_autofree char *out = wd_xmalloc(4 * strlen(s) + 1);
+	char *o = out;
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_seq(p);
+		if (n) {
+			memcpy(o, p, n);
+			o += n;
+			p += n;
+		} else {
+			*o++ = '\\';
+			*o++ = 'x';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+			p++;
+		}
+	}
+	*o = '\0';
+	j = json_string(out);
+	if (!j)
+		abort(); /* broken invariant: what is left is UTF-8 */
+	return j;
+}
+
 void
 audit_now(char out[32])
 {

@@ -86,6 +86,13 @@ int audit_verify_file(const char *path, struct audit_verify *r, struct wd_err *e
  * not a regular file). */
 int audit_open_regular(const char *path, int flags, const char *what, struct wd_err *err);
 
+/* A JSON string for s, never NULL.  jansson refuses bytes that are not
+ * UTF-8 (json_string() returns NULL, and json_object_set_new() then drops
+ * the member silently); here each such byte is written visibly as \xNN and
+ * valid UTF-8 is kept byte for byte.  For every text that reaches an event
+ * or a front end's JSON from outside: argv, paths, reasons. */
+json_t *audit_json_text(const char *s);
+
 /* 32 random hex digits + NUL. */
 void audit_random_id(char out[33]);
 /* Current UTC time as 2026-11-29T07:25:10.123Z. */
