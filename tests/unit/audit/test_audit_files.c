@@ -258,19 +258,27 @@ event_of_length(size_t len, size_t seq, const char *prev)
 	return s;
 }
 
+/* A log of two chained events, the second of len bytes; no head. */
+static void
+write_two_lines(size_t len, char **first, char **second)
+{
+	*first = event_of_length(200, 1, AUDIT_ZERO_HASH);
+	char h[65];
+	config_sha256_hex(*first, 200, h);
+	*second = event_of_length(len, 2, h);
+	FILE *f = fopen(logp, "w");
+	cr_assert_not_null(f);
+	fwrite(*first, 1, 201, f);
+	fwrite(*second, 1, len + 1, f);
+	fclose(f);
+	unlink(headp);
+}
+
 static void
 check_line_limit(size_t len, bool want_ok)
 {
-	char *first = event_of_length(200, 1, AUDIT_ZERO_HASH);
-	char h[65];
-	config_sha256_hex(first, 200, h);
-	char *second = event_of_length(len, 2, h);
-	FILE *f = fopen(logp, "w");
-	cr_assert_not_null(f);
-	fwrite(first, 1, 201, f);
-	fwrite(second, 1, len + 1, f);
-	fclose(f);
-	unlink(headp);
+	char *first, *second;
+	write_two_lines(len, &first, &second);
 
 	struct audit_verify r;
 	struct wd_err e = {0};
@@ -306,6 +314,39 @@ Test(audit_files, verify_refuses_a_line_one_byte_longer)
 {
 	deadline(60);
 	check_line_limit(AUDIT_LINE_MAX + 1, false);
+}
+
+/* Appending reads the last line back: as long as the verifier may. */
+Test(audit_files, append_after_a_last_line_of_the_maximum_length)
+{
+	deadline(60);
+	char *first, *second;
+	write_two_lines(AUDIT_LINE_MAX, &first, &second);
+	append_n(logp, 1);
+	struct audit_verify r;
+	struct wd_err e = {0};
+	cr_assert_eq(audit_verify_file(logp, &r, &e), 0, "%s", e.msg);
+	cr_expect(r.ok, "%s", r.message);
+	cr_expect_eq(r.events, 3);
+	free(first);
+	free(second);
+}
+
+Test(audit_files, append_refuses_after_a_last_line_too_long)
+{
+	deadline(60);
+	char *first, *second;
+	write_two_lines(AUDIT_LINE_MAX + 1, &first, &second);
+	struct audit_log *a = NULL;
+	struct wd_err e = {0};
+	cr_assert_eq(audit_open(logp, &a, &e), 0, "%s", e.msg);
+	json_t *ev = json_pack("{s:s}", "event", "x");
+	cr_expect_lt(audit_append(a, ev, &e), 0);
+	cr_expect(has(e.msg, "longer than"), "%s", e.msg);
+	json_decref(ev);
+	audit_close(a);
+	free(first);
+	free(second);
 }
 
 Test(audit_files, verify_refuses_an_oversized_head)
