@@ -272,6 +272,10 @@ get_size(struct vctx *v, json_t *j, uint64_t *out)
 		if (wd_parse_size(json_string_value(j), &x) < 0 || x == 0)
 			return fail(v, false, "'%s' is not a size (e.g. 512KiB, 128M, 1G)",
 				    json_string_value(j));
+		/* the effective policy prints sizes as JSON integers, which are
+		 * signed: more would print negative and not reload (issue 8) */
+		if (x > INT64_MAX)
+			return fail(v, false, "'%s' is too large", json_string_value(j));
 		*out = x;
 		return 0;
 	}
