@@ -21,6 +21,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The stream's first buffer; it doubles up to AUDIT_LINE_MAX + 1 when a
+ * line needs it.  The fuzz build sets a tiny one (fuzz/meson.build). */
+#ifndef AUDIT_VERIFY_BUF
+#define AUDIT_VERIFY_BUF (64 * 1024)
+#endif
+
 struct chain {
 	char prev[65];	    /* SHA-256 of the last intact line */
 	size_t lineno;	    /* lines seen */
@@ -191,7 +197,7 @@ static int
 verify_stream(int fd, const char *path, struct chain *c, struct audit_verify *r, struct wd_err *err)
 {
 	const size_t most = (size_t)AUDIT_LINE_MAX + 1;
-	size_t cap = 64 * 1024, have = 0, scanned = 0;
+	size_t cap = AUDIT_VERIFY_BUF, have = 0, scanned = 0;
 	wd_autofree char *buf = wd_xmalloc(cap);
 	for (;;) {
 		/* check every complete line in buf[0, have) */
