@@ -104,7 +104,10 @@ for t in "${targets[@]}"; do
 		find "$OUT/crashes/$t" -type f | sed 's/^/fuzz:   artifact /'
 	fi
 	if [ "${FUZZ_MERGE:-0}" = 1 ] && [ "$rc" = 0 ]; then
-		nice -n "$NICE" "$BUILD/fuzz/fuzz_$t" -merge=1 "fuzz/corpus/$t" "$OUT/corpus/$t" \
+		# a merge runs every input again: anything that crashes now is
+		# saved with the others, never in the current directory
+		nice -n "$NICE" "$BUILD/fuzz/fuzz_$t" -merge=1 -artifact_prefix="$OUT/crashes/$t/" \
+			"fuzz/corpus/$t" "$OUT/corpus/$t" \
 			>"$OUT/logs/$t.merge.log" 2>&1 ||
 			{ echo "fuzz: $t: merge failed (see $OUT/logs/$t.merge.log)"; fail=1; }
 	fi
