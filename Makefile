@@ -3,9 +3,10 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
 MESON_FLAGS ?=
 
-.PHONY: all deps build demo check unit integration bench clean
+.PHONY: all deps build demo check unit integration bench fuzz clean
 
 all: build
 
@@ -27,5 +28,10 @@ check: build
 bench: build
 	@bench/run.sh $(BUILD)
 
+# Every libFuzzer target from its corpus, FUZZ_SECONDS each (default 60);
+# FUZZ_RUNS, FUZZ_TARGETS, FUZZ_OUT, FUZZ_MERGE: see scripts/fuzz.sh.
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_BUILD)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -515,7 +515,10 @@ bool wd_approval_recorded(const wd_decision *d);
 /* ---- audit trail: hash-chained JSON Lines ---- */
 
 /* Open (create, 0600, append-only) the log at path.  *out is new; close
- * with wd_audit_close().  Each handle has a random sandbox id. */
+ * with wd_audit_close().  Each handle has a random sandbox id.  Anything
+ * but a regular file (a FIFO, a device, a directory) is refused at once
+ * with -EINVAL and a message naming it.  An event longer than 16 MiB is
+ * refused (-EINVAL), so every line written can be verified. */
 int wd_audit_open(const char *path, wd_audit **out, struct wd_err *err);
 void wd_audit_close(wd_audit *a);
 const char *wd_audit_sandbox_id(const wd_audit *a);
@@ -534,9 +537,12 @@ int wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json,
  * whose members are added after "event"; seq, time, sandbox and prev are
  * warden's.  -EINVAL if fields_json is not an object. */
 int wd_audit_event(wd_audit *a, const char *event, const char *fields_json, struct wd_err *err);
-/* Verify the chain of the log at path (and path.head).  Returns 0 if
- * intact, 1 if broken, negative if it cannot be read; *report (if not NULL)
- * is a new one-line description, free with free(). */
+/* Verify the chain of the log at path (and path.head), reading it as a
+ * stream: memory is bounded by the longest line allowed (16 MiB), not by
+ * the log; a longer line breaks the chain at that line.  Returns 0 if
+ * intact, 1 if broken, negative if the log or its head cannot be read or is
+ * not a regular file (-EINVAL: a FIFO or device is refused before reading);
+ * *report (if not NULL) is a new one-line description, free with free(). */
 int wd_audit_verify(const char *path, char **report, struct wd_err *err);
 
 /* ----------------------------------------------------------------- parsing */
