@@ -7,6 +7,8 @@ pkgs=(
 	gcc clang make pkg-config meson ninja-build
 	libseccomp-dev libjansson-dev libssl-dev libldns-dev libcriterion-dev
 	python3 python3-pytest git iproute2 curl openssl bubblewrap procps
+	# the gvisor isolation level (issue 11): Debian's gVisor build
+	runsc
 )
 
 missing=()
