@@ -1,0 +1,405 @@
+/* supervise/gvisor_run: starting runsc (supervisor side, and the launcher
+ * child between clone3 and execve).
+ *
+ * runsc run and runsc create start gVisor's processes (the gofer, which
+ * serves host files, and the sandbox, the sentry with its ptrace stubs)
+ * as their own children, in the namespaces runsc itself is in.  So the
+ * launcher, a clone3 child of warden, first puts itself where those
+ * processes must live, then becomes runsc:
+ *
+ *   a. the sandbox's cgroup (v1: it writes "0" into each tasks file the
+ *      supervisor opened; v2: clone3 put it there, CLONE_INTO_CGROUP);
+ *      everything runsc starts inherits it, so warden's limits, statistics,
+ *      kill-all and keeper cover gVisor whole, and runsc's own cgroup code
+ *      stays off (--ignore-cgroups);
+ *   b. with egress, the network namespace warden prepared (loopback and
+ *      the proxy's three listeners only; runsc --network=host then makes
+ *      it the sandbox's network, gvisor.c);
+ *   c. a private mount namespace where each host tree of the plan (cloned,
+ *      read-only or idmapped, by jail_build_host) is mounted on
+ *      dir/mnt/<k>, the bind sources of config.json.  Nothing of it is
+ *      ever visible on the host, and it goes when gVisor's processes do;
+ *   d. stdio, every other descriptor close-on-exec, execve.
+ *
+ * Clients (runsc start, exec, kill, --version) need none of a-c.
+ * After clone3 the launcher allocates nothing: warden may be multithreaded.
+ * A failed step is reported over a close-on-exec pipe as {step, errno}. */
+#include "supervise/gvisor.h"
+#include "cgroup/cgroup.h"
+#include "jail/jail.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/mount.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+enum launch_step {
+	LS_CGROUP = 1,
+	LS_NETNS,
+	LS_MOUNTNS,
+	LS_TREE,
+	LS_STDIO,
+	LS_EXEC,
+};
+
+static const char *
+launch_step_name(int s)
+{
+	static const char *const names[] = {
+		[LS_CGROUP] = "join the sandbox's cgroup",
+		[LS_NETNS] = "enter the sandbox's network namespace",
+		[LS_MOUNTNS] = "private mount namespace",
+		[LS_TREE] = "mount a host tree for the bundle",
+		[LS_STDIO] = "stdio",
+		[LS_EXEC] = "execve runsc",
+	};
+	return s > 0 && (size_t)s < WD_ARRAY_SIZE(names) ? names[s] : "?";
+}
+
+/* Everything the launcher needs, made before clone3. */
+struct launch {
+	const char *const *argv;
+	int in, out, err;
+	int report; /* write end of the status pipe */
+	int tasks[8];
+	int ntasks;
+	int netns;
+	struct {
+		int fd;
+		const char *path;
+	} trees[GV_MAX_TREES];
+	int ntrees;
+};
+
+static const char *const runsc_env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
+					NULL};
+
+__attribute__((noreturn)) static void
+fail(const struct launch *l, int step, int e)
+{
+	int rec[2] = {step, e};
+	(void)!write(l->report, rec, sizeof(rec));
+	_exit(127);
+}
+
+__attribute__((noreturn)) static void
+launcher(const struct launch *l)
+{
+	/* a. the cgroup: moving oneself skips the threadgroup lock's RCU
+	 * grace period that attaching another pid costs (cgroup/cgroup.h) */
+	for (int i = 0; i < l->ntasks; i++)
+		if (write(l->tasks[i], "0", 1) != 1)
+			fail(l, LS_CGROUP, errno);
+	/* b. the prepared network namespace */
+	if (l->netns >= 0 && setns(l->netns, CLONE_NEWNET) < 0)
+		fail(l, LS_NETNS, errno);
+	/* c. the trees, in a mount namespace of our own; private, so nothing
+	 * mounted here propagates back to the host's peers */
+	if (l->ntrees > 0) {
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			fail(l, LS_MOUNTNS, errno);
+		for (int i = 0; i < l->ntrees; i++)
+			if (syscall(SYS_move_mount, l->trees[i].fd, "", AT_FDCWD, l->trees[i].path,
+				    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				fail(l, LS_TREE, errno);
+	}
+	/* d. stdio (moved above 2 first, so that one cannot overwrite
+	 * another), the rest close-on-exec, a clean signal state for Go */
+	int fds[3] = {l->in, l->out, l->err};
+	for (int i = 0; i < 3; i++)
+		if ((fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) < 0)
+			fail(l, LS_STDIO, errno);
+	for (int i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			fail(l, LS_STDIO, errno);
+	syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	execve(l->argv[0], (char *const *)(const void *)l->argv,
+	       (char *const *)(const void *)runsc_env);
+	fail(l, LS_EXEC, errno);
+}
+
+/* v1: each hierarchy's tasks file, opened here (the launcher moves itself). */
+static int
+open_tasks(struct sandbox *sb, struct launch *l, struct wd_err *err)
+{
+	if (!sb->cg || cgroup_dirfd(sb->cg) >= 0)
+		return 0;
+	const char *const *dirs = cgroup_dirs(sb->cg);
+	for (; dirs[l->ntasks] && l->ntasks < (int)WD_ARRAY_SIZE(l->tasks); l->ntasks++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/tasks", dirs[l->ntasks]);
+		l->tasks[l->ntasks] = open(path, O_WRONLY | O_CLOEXEC);
+		if (l->tasks[l->ntasks] < 0)
+			return wd_err_sys(err, errno, "open %s", path);
+	}
+	return 0;
+}
+
+int
+gv_spawn(const struct gv_proc *p, int *pidfd, struct wd_err *err)
+{
+	struct launch l = {.argv = p->argv, .in = p->in, .out = p->out, .err = p->err,
+			   .netns = -1};
+	int rep[2] = {-1, -1}, devnull = -1, rc = 0;
+	struct clone_args ca;
+	memset(&ca, 0, sizeof(ca));
+	if (p->in < 0 || p->out < 0 || p->err < 0) {
+		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull < 0)
+			return wd_err_sys(err, errno, "open /dev/null");
+		l.in = p->in < 0 ? devnull : p->in;
+		l.out = p->out < 0 ? devnull : p->out;
+		l.err = p->err < 0 ? devnull : p->err;
+	}
+	if (p->sb) {
+		struct sandbox *sb = p->sb;
+		const struct gv *g = sb->priv;
+		if ((rc = open_tasks(sb, &l, err)) < 0)
+			goto out;
+		if (sb->cg && cgroup_dirfd(sb->cg) >= 0) {
+			ca.flags |= CLONE_INTO_CGROUP;
+			ca.cgroup = (uint64_t)cgroup_dirfd(sb->cg);
+		}
+		l.netns = g->netns_fd;
+		for (size_t i = 0; i < g->nmounts; i++) {
+			const struct gv_mount *m = &g->mounts[i];
+			if (m->tree < 0)
+				continue;
+			l.trees[l.ntrees].fd = sb->prep->plan.ops[m->tree].fd;
+			l.trees[l.ntrees++].path = m->src;
+		}
+	}
+	if (pipe2(rep, O_CLOEXEC) < 0) {
+		rc = wd_err_sys(err, errno, "pipe");
+		goto out;
+	}
+	l.report = rep[1];
+	ca.flags |= CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)pidfd;
+	ca.exit_signal = 0; /* reaped through the pidfd, no SIGCHLD for the caller */
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0) {
+		rc = wd_err_sys(err, errno, "clone3 for runsc");
+		goto out;
+	}
+	if (pid == 0)
+		launcher(&l);
+	close(rep[1]);
+	rep[1] = -1;
+	/* EOF: execve worked (the pipe was close-on-exec); a record: it failed */
+	int rec[2];
+	ssize_t n;
+	while ((n = read(rep[0], rec, sizeof(rec))) < 0 && errno == EINTR)
+		;
+	if (n == (ssize_t)sizeof(rec)) {
+		gv_wait(*pidfd, -1);
+		close(*pidfd);
+		*pidfd = -1;
+		rc = wd_err_sys(err, rec[1], "runsc launcher: %s", launch_step_name(rec[0]));
+	}
+out:
+	for (int i = 0; i < l.ntasks; i++)
+		close(l.tasks[i]);
+	if (rep[0] >= 0)
+		close(rep[0]);
+	if (rep[1] >= 0)
+		close(rep[1]);
+	if (devnull >= 0)
+		close(devnull);
+	return rc;
+}
+
+int
+gv_wait(int pidfd, int timeout_ms)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	if (timeout_ms >= 0) {
+		int n;
+		while ((n = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+			;
+		if (n == 0)
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	}
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	while (syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED | __WALL, NULL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (si.si_code == CLD_EXITED)
+		return (si.si_status & 0xff) << 8;
+	return si.si_status & 0x7f; /* killed or dumped: the signal */
+}
+
+const char **
+gv_argv(const struct sandbox *sb, const struct gv *g, const char *const *more)
+{
+	(void)sb;
+	size_t n = 0;
+	while (more && more[n])
+		n++;
+	const char **v = wd_xcalloc(n + 8, sizeof(char *));
+	size_t k = 0;
+	v[k++] = gv_runsc()->path;
+	v[k++] = g->opt_root;
+	v[k++] = "--platform=" GV_PLATFORM;
+	v[k++] = g->opt_net;
+	/* warden's cgroup holds all of gVisor (the launcher joined it) */
+	v[k++] = "--ignore-cgroups";
+	v[k++] = g->opt_log;
+	for (size_t i = 0; i < n; i++)
+		v[k++] = more[i];
+	v[k] = NULL;
+	return v;
+}
+
+void
+gv_last_line(const struct gv *g, const char *name, char *out, size_t cap)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", g->dir, name);
+	out[0] = '\0';
+	wd_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char buf[4096];
+	off_t size = lseek(fd, 0, SEEK_END);
+	off_t from = size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	char *line = strrchr(buf, '\n');
+	snprintf(out, cap, "%s", line ? line + 1 : buf);
+}
+
+/* What a client printed: the last line of memfd fd. */
+static void
+memfd_last_line(int fd, char *out, size_t cap)
+{
+	char buf[2048];
+	out[0] = '\0';
+	off_t size = lseek(fd, 0, SEEK_END);
+	off_t from = size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	char *line = strrchr(buf, '\n');
+	snprintf(out, cap, "%s", line ? line + 1 : buf);
+}
+
+int
+gv_client(struct sandbox *sb, const struct gv *g, const char *const *more, int timeout_ms,
+	  struct wd_err *err)
+{
+	const char **argv = gv_argv(sb, g, more);
+	wd_autoclose int log = memfd_create("runsc-client", MFD_CLOEXEC);
+	int pidfd = -1;
+	struct gv_proc p = {.argv = argv, .in = -1, .out = log, .err = log};
+	int rc = log < 0 ? wd_err_sys(err, errno, "memfd_create") : gv_spawn(&p, &pidfd, err);
+	free(argv);
+	if (rc < 0)
+		return rc;
+	int st = gv_wait(pidfd, timeout_ms);
+	close(pidfd);
+	if (st < 0)
+		return wd_err_sys(err, -st, "wait for runsc %s", more[0]);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		char line[200];
+		memfd_last_line(log, line, sizeof(line));
+		return wd_err_set(err, WD_E_SYS, "runsc %s failed (%s %d)%s%s", more[0],
+				  WIFEXITED(st) ? "status" : "signal",
+				  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), line[0] ? ": " : "",
+				  line);
+	}
+	return 0;
+}
+
+/* ---- what runsc is here ---- */
+
+static struct gv_runsc runsc;
+static pthread_once_t runsc_once = PTHREAD_ONCE_INIT;
+
+static void
+find_runsc(void)
+{
+	/* WARDEN_RUNSC names another build (an absolute path); else the
+	 * system's, never a PATH entry the caller controls */
+	const char *env = getenv("WARDEN_RUNSC");
+	static const char *const dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+					   "/usr/bin", "/sbin", "/bin"};
+	if (env && env[0]) {
+		snprintf(runsc.path, sizeof(runsc.path), "%s", env);
+	} else {
+		for (size_t i = 0; i < WD_ARRAY_SIZE(dirs) && !runsc.path[0]; i++) {
+			char p[PATH_MAX];
+			snprintf(p, sizeof(p), "%s/runsc", dirs[i]);
+			if (access(p, X_OK) == 0)
+				snprintf(runsc.path, sizeof(runsc.path), "%s", p);
+		}
+	}
+	if (!runsc.path[0] || access(runsc.path, X_OK) < 0) {
+		snprintf(runsc.why, sizeof(runsc.why),
+			 "runsc (gVisor) is not installed%s%s (Debian: apt-get install runsc)",
+			 env && env[0] ? ": WARDEN_RUNSC=" : "", env && env[0] ? env : "");
+		return;
+	}
+	/* its version, which also shows it runs at all */
+	wd_autoclose int out = memfd_create("runsc-version", MFD_CLOEXEC);
+	const char *argv[] = {runsc.path, "--version", NULL};
+	struct gv_proc p = {.argv = argv, .in = -1, .out = out, .err = -1};
+	int pidfd = -1;
+	struct wd_err e = {0};
+	if (out < 0 || gv_spawn(&p, &pidfd, &e) < 0) {
+		snprintf(runsc.why, sizeof(runsc.why), "%s cannot be started: %s", runsc.path,
+			 out < 0 ? strerror(errno) : e.msg);
+		return;
+	}
+	int st = gv_wait(pidfd, 10000);
+	close(pidfd);
+	char buf[256] = "";
+	ssize_t n = pread(out, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *v = strstr(buf, "runsc version ");
+	if (st != 0 || !v) {
+		snprintf(runsc.why, sizeof(runsc.why), "%s --version did not answer as runsc does",
+			 runsc.path);
+		return;
+	}
+	v += strlen("runsc version ");
+	snprintf(runsc.version, sizeof(runsc.version), "%.*s", (int)strcspn(v, "\n "), v);
+	runsc.found = true;
+}
+
+const struct gv_runsc *
+gv_runsc(void)
+{
+	pthread_once(&runsc_once, find_runsc);
+	return &runsc;
+}
