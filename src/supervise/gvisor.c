@@ -473,10 +473,10 @@ gv_describe(struct sandbox *sb, wd_result *r)
 	r->net_refused = ns.refused;
 	r->net_dns = ns.dns_queries;
 	r->net_bytes = ns.bytes_total;
-	/* warden's seccomp filter and Landlock are not loaded: no system call
-	 * of the command reaches the host kernel (the sentry's own host
-	 * filter is runsc's) */
-	r->seccomp = false;
+	/* warden's seccomp table, applied by the sentry (gvisor_oci.c); no
+	 * system call of the command reaches the host kernel, and the
+	 * sentry's own host filter is runsc's.  No Landlock in gVisor. */
+	r->seccomp = true;
 	r->landlock_abi = 0;
 	r->cgroup_version = sb->cg ? cgroup_version(sb->cg) : 0;
 	r->idmapped = sb->prep && sb->prep->idmapped;

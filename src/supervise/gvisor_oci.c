@@ -19,10 +19,17 @@
  *                                       the host's (no kcore, no sysrq, ...)
  *   SETATTR                             nothing (the rootfs is read-only)
  *
- * Landlock rules and warden's seccomp filter have no counterpart: inside,
- * every system call is the sentry's, which implements neither. */
+ * warden's seccomp table reaches the command as an OCI profile (runsc
+ * --oci-seccomp: the sentry applies it to the command's calls): a call the
+ * container level refuses is refused here too, so a bug in gVisor's
+ * implementation of it (its user namespaces, ptrace, netlink, keyrings)
+ * is out of reach, and no setuid bit can be set in the workspace, where
+ * the host would honour it (jail/seccomp_rules.c).  Landlock has no
+ * counterpart: the sentry does not implement it, and the mounts are the
+ * whole file-system view. */
 #include "supervise/gvisor.h"
 #include "jail/jail.h"
+#include "jail/seccomp.h"
 #include "util/json.h"
 
 #include <fcntl.h>
@@ -295,12 +302,18 @@ gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 	/* argv through the shell's exec (never a command string: the program
 	 * and its arguments stay separate words), so that a missing program
 	 * is 127 and a non-executable one 126, as at the other levels; runsc
-	 * itself would fail the whole request with 128. */
+	 * itself would fail the whole request with 128.  The shell exports
+	 * PWD, which the command did not ask for: unset unless given. */
+	bool pwd_given = false;
+	for (size_t i = 0; env_add && env_add[i] && !pwd_given; i++)
+		pwd_given = !strncmp(env_add[i], "PWD=", 4);
+	for (size_t i = 0; pl->envp[i] && !pwd_given; i++)
+		pwd_given = !strncmp(pl->envp[i], "PWD=", 4);
 	jw_key(w, "args");
 	jw_arr_begin(w);
 	jw_str(w, "/bin/sh");
 	jw_str(w, "-c");
-	jw_str(w, "exec \"$0\" \"$@\"");
+	jw_str(w, pwd_given ? "exec \"$0\" \"$@\"" : "unset PWD; exec \"$0\" \"$@\"");
 	for (size_t i = 0; argv && argv[i]; i++)
 		jw_str(w, argv[i]);
 	jw_arr_end(w);
@@ -385,6 +398,15 @@ gv_oci_config(const struct sandbox *sb, const struct gv *g, const char *const *a
 		jw_obj_end(&w);
 	}
 	jw_arr_end(&w);
+	jw_key(&w, "seccomp");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "defaultAction", "SCMP_ACT_ALLOW");
+	jw_key(&w, "syscalls");
+	jw_arr_begin(&w);
+	for (size_t i = 0; jail_seccomp_oci[i]; i++)
+		jw_json(&w, jail_seccomp_oci[i]);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
 	jw_obj_end(&w);
 	jw_obj_end(&w);
 	return jw_steal(&w);

@@ -259,7 +259,7 @@ gv_argv(const struct sandbox *sb, const struct gv *g, const char *const *more)
 	size_t n = 0;
 	while (more && more[n])
 		n++;
-	const char **v = wd_xcalloc(n + 8, sizeof(char *));
+	const char **v = wd_xcalloc(n + 9, sizeof(char *));
 	size_t k = 0;
 	v[k++] = gv_runsc()->path;
 	v[k++] = g->opt_root;
@@ -267,6 +267,9 @@ gv_argv(const struct sandbox *sb, const struct gv *g, const char *const *more)
 	v[k++] = g->opt_net;
 	/* warden's cgroup holds all of gVisor (the launcher joined it) */
 	v[k++] = "--ignore-cgroups";
+	/* the sentry applies config.json's seccomp profile (warden's table)
+	 * to the command's system calls */
+	v[k++] = "--oci-seccomp";
 	v[k++] = g->opt_log;
 	for (size_t i = 0; i < n; i++)
 		v[k++] = more[i];
