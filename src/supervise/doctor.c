@@ -12,7 +12,9 @@
  * Levels (DESIGN.md §5):
  *   container  user namespace with a uid map, mount + pid + net namespaces
  *              (loopback can be brought up), seccomp;
- *   process    seccomp; Landlock strongly recommended (reported).
+ *   process    seccomp; Landlock strongly recommended (reported);
+ *   gvisor     runsc, root, cgroups, and a real gVisor sandbox running
+ *              /bin/true on the ptrace platform (kvm tried and reported).
  * cgroups, overlayfs and idmapped mounts do not gate a level; their lack is
  * reported as a warning naming what it costs. */
 #include "jail/landlock.h"
@@ -455,7 +457,17 @@ doctor_level_probe(enum wd_isolation level, struct backend_probe *out)
 WD_API char *
 wd_doctor(bool json, unsigned *ok_levels)
 {
-	enum { P_USERNS, P_SECCOMP, P_LANDLOCK, P_CGROUP, P_OVERLAY, P_IDMAP, P_KCONFIG, P_N };
+	enum {
+		P_USERNS,
+		P_SECCOMP,
+		P_LANDLOCK,
+		P_CGROUP,
+		P_OVERLAY,
+		P_IDMAP,
+		P_KCONFIG,
+		P_GVISOR,
+		P_N
+	};
 	struct probe pr[P_N];
 	memset(pr, 0, sizeof(pr));
 	for (int i = 0; i < P_N; i++)
@@ -470,6 +482,8 @@ wd_doctor(bool json, unsigned *ok_levels)
 	doctor_probe_overlay(&pr[P_OVERLAY], userns_ok);
 	doctor_probe_idmap(&pr[P_IDMAP], &idmap_ok);
 	doctor_probe_kconfig(&pr[P_KCONFIG]);
+	bool gvisor_ok = false;
+	doctor_probe_gvisor(&pr[P_GVISOR], &gvisor_ok);
 
 	/* Levels and the reasons against them. */
 	char why_c[512] = "", why_p[512] = "", warn_c[512] = "", warn_p[512] = "";
@@ -493,11 +507,16 @@ wd_doctor(bool json, unsigned *ok_levels)
 	if (!idmap_ok)
 		snprintf(warn_c + strlen(warn_c), sizeof(warn_c) - strlen(warn_c),
 			 "%sno idmapped mounts for the workspace", warn_c[0] ? "; " : "");
+	char why_g[800] = "";
+	if (!gvisor_ok)
+		snprintf(why_g, sizeof(why_g), "%s", pr[P_GVISOR].detail);
 	unsigned ok = 0;
 	if (!why_c[0])
 		ok |= 1u << WD_ISOLATION_CONTAINER;
 	if (!why_p[0])
 		ok |= 1u << WD_ISOLATION_PROCESS;
+	if (gvisor_ok)
+		ok |= 1u << WD_ISOLATION_GVISOR;
 	*ok_levels = ok;
 
 	char *out = NULL;
@@ -511,6 +530,7 @@ wd_doctor(bool json, unsigned *ok_levels)
 		} lv[] = {
 		    {"container", !why_c[0], why_c, warn_c},
 		    {"process", !why_p[0], why_p, warn_p},
+		    {"gvisor", gvisor_ok, why_g, ""},
 		};
 		json_t *oks = json_array();
 		for (size_t i = 0; i < WD_ARRAY_SIZE(lv); i++) {
@@ -556,7 +576,7 @@ wd_doctor(bool json, unsigned *ok_levels)
 			fprintf(m, " (warning: %s)", warn_p);
 		else if (!why_p[0])
 			fprintf(m, " (Landlock ABI %d)", ll_abi);
-		fprintf(m, "\n");
+		fprintf(m, "\n  gvisor     %s%s\n", gvisor_ok ? "yes" : "no: ", why_g);
 		if (fclose(m) != 0 || !out)
 			abort();
 	}

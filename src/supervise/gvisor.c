@@ -119,8 +119,13 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 		wd_err_set(err, WD_E_UNSUPPORTED, "--isolation gvisor: %s", pr.why);
 		return -ENOTSUP;
 	}
+	const char *platform = gv_platform(err);
+	if (!platform)
+		return -EINVAL;
 	struct gv *g = wd_xcalloc(1, sizeof(*g));
 	sb->priv = g;
+	g->platform = platform;
+	snprintf(g->opt_platform, sizeof(g->opt_platform), "--platform=%s", platform);
 	g->lock_fd = g->netns_fd = g->sentry_pidfd = g->run_pidfd = -1;
 	snprintf(g->dir, sizeof(g->dir), "%s/%s", GV_RUN_DIR, sb->id);
 	snprintf(g->cid, sizeof(g->cid), "wd-%s", sb->id);
@@ -483,7 +488,8 @@ gv_describe(struct sandbox *sb, wd_result *r)
 	r->bounding_dropped = true;
 	snprintf(r->runtime, sizeof(r->runtime), "runsc");
 	snprintf(r->runtime_version, sizeof(r->runtime_version), "%s", gv_runsc()->version);
-	snprintf(r->platform, sizeof(r->platform), "%s", GV_PLATFORM);
+	const struct gv *g = sb->priv;
+	snprintf(r->platform, sizeof(r->platform), "%s", g ? g->platform : "");
 }
 
 static char *
@@ -499,7 +505,7 @@ gv_plan_text(struct sandbox *sb)
 			    "memory limit +%llu MiB for gVisor itself; pids as RLIMIT_NPROC "
 			    "inside\n"
 			    "config.json %s\n",
-			    gv_runsc()->version, GV_PLATFORM, g->opt_net, g->dir,
+			    gv_runsc()->version, g->platform, g->opt_net, g->dir,
 			    (unsigned long long)(GV_MEMORY_HEADROOM >> 20), cfg);
 }
 

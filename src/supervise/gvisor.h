@@ -29,7 +29,6 @@
 #include <sys/types.h>
 
 #define GV_RUN_DIR "/run/warden/gvisor"
-#define GV_PLATFORM "ptrace"
 #define GV_MAX_TREES 80
 
 /* What runsc is on this host (found once per process). */
@@ -40,6 +39,9 @@ struct gv_runsc {
 	char why[256]; /* when not found or unusable: what is missing */
 };
 const struct gv_runsc *gv_runsc(void);
+/* The platform: $WARDEN_GVISOR_PLATFORM (ptrace or kvm), else ptrace;
+ * NULL with err set when the variable names another. */
+const char *gv_platform(struct wd_err *err);
 
 /* An OCI mount, from the plan. */
 struct gv_mount {
@@ -69,8 +71,9 @@ struct gv {
 	bool session;  /* create + start: commands go through runsc exec */
 	char cid[32];  /* runsc's container id */
 	/* runsc's global options for this sandbox (gv_argv) */
-	char opt_root[PATH_MAX + 16], opt_log[PATH_MAX + 16];
+	char opt_root[PATH_MAX + 16], opt_log[PATH_MAX + 16], opt_platform[32];
 	const char *opt_net;
+	const char *platform; /* "ptrace" (default) or "kvm" */
 };
 
 /* ---- gvisor_oci.c ---- */

@@ -263,7 +263,7 @@ gv_argv(const struct sandbox *sb, const struct gv *g, const char *const *more)
 	size_t k = 0;
 	v[k++] = gv_runsc()->path;
 	v[k++] = g->opt_root;
-	v[k++] = "--platform=" GV_PLATFORM;
+	v[k++] = g->opt_platform;
 	v[k++] = g->opt_net;
 	/* warden's cgroup holds all of gVisor (the launcher joined it) */
 	v[k++] = "--ignore-cgroups";
@@ -405,4 +405,18 @@ gv_runsc(void)
 {
 	pthread_once(&runsc_once, find_runsc);
 	return &runsc;
+}
+
+const char *
+gv_platform(struct wd_err *err)
+{
+	/* ptrace runs wherever ptrace does; kvm needs a usable /dev/kvm
+	 * (`warden doctor` tries it).  Debian 12's runsc has no systrap. */
+	const char *p = getenv("WARDEN_GVISOR_PLATFORM");
+	if (!p || !p[0] || !strcmp(p, "ptrace"))
+		return "ptrace";
+	if (!strcmp(p, "kvm"))
+		return "kvm";
+	wd_err_set(err, WD_E_INVAL, "WARDEN_GVISOR_PLATFORM='%s': expected ptrace or kvm", p);
+	return NULL;
 }
