@@ -88,8 +88,8 @@ done
 
 echo
 echo "# 3. workloads, fresh sandbox per run (start-up included)"
-series "CPU-bound: python3, 3M multiplications" "$WORK_RUNS" \
-	/usr/bin/python3 -c 'print(sum(i * i for i in range(3000000)))'
+series "CPU-bound: python3, 20M multiplications" "$WORK_RUNS" \
+	/usr/bin/python3 -c 'print(sum(i * i for i in range(20000000)))'
 series "syscall-heavy: python3, 200k stat()" "$WORK_RUNS" \
 	/usr/bin/python3 -c 'import os
 for _ in range(200000): os.stat(".")'
