@@ -108,7 +108,8 @@ main(int argc, char **argv)
 			return 2;
 	}
 	if (optind + 2 > argc || runs < 1) {
-		fprintf(stderr, "usage: exec_bench [-n RUNS] [-w WARMUP] WORKSPACE -- CMD [ARGS...]\n");
+		fprintf(stderr,
+			"usage: exec_bench [-n RUNS] [-w WARMUP] WORKSPACE -- CMD [ARGS...]\n");
 		return 2;
 	}
 	const char *ws = argv[optind];
@@ -157,7 +158,8 @@ main(int argc, char **argv)
 		med[s] = (double)t[s][n[s] / 2] / 1e6;
 		double p10 = (double)t[s][n[s] / 10] / 1e6, p90 = (double)t[s][n[s] * 9 / 10] / 1e6;
 		printf("%-10s %9.3f %9.3f %9.3f %6d\n", label[s], med[s], p10, p90, failed[s]);
-		printf("summary\t%s\t%.1f\t%.1f\t%.1f\n", label[s], med[s] * 1e3, p10 * 1e3, p90 * 1e3);
+		printf("summary\t%s\t%.1f\t%.1f\t%.1f\n", label[s], med[s] * 1e3, p10 * 1e3,
+		       p90 * 1e3);
 	}
 	if (med[BARE] > 0 && med[CONTAINER] > 0 && med[GVISOR] > 0)
 		printf("ratios of the medians: gvisor/container %.2f, gvisor/bare %.1f, "

@@ -82,8 +82,8 @@ static void
 net_event_cb(const struct net_event *ev, void *data)
 {
 	struct sandbox *sb = data;
-	struct wd_event e = {.kind = WD_EVENT_NETWORK, .name = "network", .sandbox_id = sb->id,
-			     .net = ev};
+	struct wd_event e = {
+	    .kind = WD_EVENT_NETWORK, .name = "network", .sandbox_id = sb->id, .net = ev};
 	event_emit(sb->events, &e);
 	if (sb->spec->event_fn) {
 		char *j = result_net_event_json(ev);
@@ -122,6 +122,15 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 	const char *platform = gv_platform(err);
 	if (!platform)
 		return -EINVAL;
+	/* --allow-port opens a port in the container level's Landlock fence;
+	 * gVisor has no such fence (its network stack is the sandbox's own,
+	 * loopback TCP always works), so the option would do nothing. */
+	if (spec->nports)
+		return wd_err_set(err, WD_E_INVAL,
+				  "--allow-port %u: at --isolation gvisor TCP on the sandbox's own "
+				  "loopback always works (gVisor's network stack is its own); the "
+				  "option is for the container and process levels",
+				  (unsigned)spec->ports[0]);
 	struct gv *g = wd_xcalloc(1, sizeof(*g));
 	sb->priv = g;
 	g->platform = platform;
@@ -137,8 +146,8 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 		return rc;
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
 	for (size_t i = 0; i < spec->nbinds; i++)
-		binds[i] = (struct jail_bind){spec->binds[i].src, spec->binds[i].dst,
-					      spec->binds[i].rw};
+		binds[i] =
+		    (struct jail_bind){spec->binds[i].src, spec->binds[i].dst, spec->binds[i].rw};
 	wd_autofree char *cwd = NULL;
 	const char *ws = spec->workspace;
 	if (!ws)
@@ -146,22 +155,22 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 	/* The container's plan: its mounts, /etc, environment and limits are
 	 * what the sandbox gets, through the OCI bundle (gvisor_oci.c). */
 	struct jail_config cfg = {
-		.container = true,
-		.workspace = ws ? ws : ".",
-		.binds = binds,
-		.nbinds = spec->nbinds,
-		.env = (const char *const *)(const void *)spec->env,
-		.nenv = spec->nenv,
-		.term = spec->term,
-		.tmp_bytes = spec->lim.tmp_bytes,
-		.nofile = spec->lim.nofile,
-		.fsize = spec->lim.fsize,
-		.ports = spec->ports,
-		.nports = spec->nports,
-		.net_proxy = sb->proxy != NULL,
-		.ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
-		.time_ns = false,
-		.reproducible = spec->reproducible,
+	    .container = true,
+	    .workspace = ws ? ws : ".",
+	    .binds = binds,
+	    .nbinds = spec->nbinds,
+	    .env = (const char *const *)(const void *)spec->env,
+	    .nenv = spec->nenv,
+	    .term = spec->term,
+	    .tmp_bytes = spec->lim.tmp_bytes,
+	    .nofile = spec->lim.nofile,
+	    .fsize = spec->lim.fsize,
+	    .ports = spec->ports,
+	    .nports = spec->nports,
+	    .net_proxy = sb->proxy != NULL,
+	    .ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
+	    .time_ns = false,
+	    .reproducible = spec->reproducible,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	free(binds);
@@ -290,7 +299,7 @@ make_netns(struct sandbox *sb, struct gv *g, struct wd_err *err)
 }
 
 #define STEP(what)                                                                                 \
-	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms %s", sb->id,                                     \
+	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms %s", sb->id,                                    \
 	       (double)(wd_now_ns() - sb->t0) / 1e6, what)
 
 static int
@@ -310,8 +319,8 @@ gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
 	STEP("1a bundle");
 	g->host_pids = spec->lim.pids ? GV_HOST_PIDS(spec->lim.pids) : 0;
 	struct cgroup_limits cl = {
-		spec->lim.memory_bytes ? spec->lim.memory_bytes + GV_MEMORY_HEADROOM : 0,
-		g->host_pids, spec->lim.cpu_millionths};
+	    spec->lim.memory_bytes ? spec->lim.memory_bytes + GV_MEMORY_HEADROOM : 0, g->host_pids,
+	    spec->lim.cpu_millionths};
 	/* the freezer stays: gVisor's processes are not in a pid namespace
 	 * of ours, so kill-all must win against whatever still forks */
 	if ((rc = sandbox_cgroup_create(sb, &cl, 0, err)) < 0)
@@ -327,8 +336,8 @@ gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
 
 /* An init that only reaps: dash's wait reaps every child, orphans the
  * sandbox's commands leave included, while it waits for its sleep. */
-static const char *const idle_init[] = {"/bin/sh", "-c", "trap 'exit 0' TERM; sleep infinity & wait",
-					NULL};
+static const char *const idle_init[] = {"/bin/sh", "-c",
+					"trap 'exit 0' TERM; sleep infinity & wait", NULL};
 
 int
 gv_start_session(struct sandbox *sb, struct wd_err *err)
@@ -466,8 +475,8 @@ gv_describe(struct sandbox *sb, wd_result *r)
 		net_proxy_stats(sb->proxy, &ns);
 	r->isolation = WD_ISOLATION_GVISOR;
 	/* the guest's namespaces, each implemented by the sentry */
-	r->namespaces = RESULT_NS_MOUNT | RESULT_NS_PID | RESULT_NS_NET | RESULT_NS_IPC |
-			RESULT_NS_UTS;
+	r->namespaces =
+	    RESULT_NS_MOUNT | RESULT_NS_PID | RESULT_NS_NET | RESULT_NS_IPC | RESULT_NS_UTS;
 	r->network = sb->proxy ? "proxy" : "loopback";
 	r->uid = 1000;
 	/* on the host, the sentry runs as nobody in its own user namespace */
@@ -498,7 +507,7 @@ gv_plan_text(struct sandbox *sb)
 	struct gv *g = sb->priv;
 	static const char *const placeholder[] = {"PROGRAM", NULL};
 	const char *const *argv =
-		sb->spec->argv ? (const char *const *)sb->spec->argv : placeholder;
+	    sb->spec->argv ? (const char *const *)sb->spec->argv : placeholder;
 	wd_autofree char *cfg = gv_oci_config(sb, g, argv, NULL, NULL);
 	return wd_xasprintf("isolation gvisor: runsc %s --platform=%s %s, as root\n"
 			    "bundle %s (rootfs/: the curated /etc, links, mount points)\n"
@@ -510,14 +519,14 @@ gv_plan_text(struct sandbox *sb)
 }
 
 const struct backend_ops gvisor_ops = {
-	.name = "gvisor",
-	.level = WD_ISOLATION_GVISOR,
-	.probe = gv_probe,
-	.prepare = gv_prepare,
-	.spawn = gv_spawn_sb,
-	.ready = gv_ready,
-	.exec = gv_exec,
-	.kill = gv_kill,
-	.destroy = gv_destroy,
-	.plan_text = gv_plan_text,
+    .name = "gvisor",
+    .level = WD_ISOLATION_GVISOR,
+    .probe = gv_probe,
+    .prepare = gv_prepare,
+    .spawn = gv_spawn_sb,
+    .ready = gv_ready,
+    .exec = gv_exec,
+    .kill = gv_kill,
+    .destroy = gv_destroy,
+    .plan_text = gv_plan_text,
 };

@@ -45,23 +45,23 @@ const char *gv_platform(struct wd_err *err);
 
 /* An OCI mount, from the plan. */
 struct gv_mount {
-	const char *dst; /* in the sandbox */
-	const char *type; /* "bind", "tmpfs", "proc" */
-	char *src;        /* bind: host path (for a tree: dir/mnt/<k>); owned */
+	const char *dst;     /* in the sandbox */
+	const char *type;    /* "bind", "tmpfs", "proc" */
+	char *src;	     /* bind: host path (for a tree: dir/mnt/<k>); owned */
 	const char *options; /* comma-separated OCI options */
-	int tree;        /* index into the plan's ops of a MOVE tree, or -1 */
-	bool file;       /* the mount point is a file */
+	int tree;	     /* index into the plan's ops of a MOVE tree, or -1 */
+	bool file;	     /* the mount point is a file */
 };
 
 /* The sandbox's backend state (sandbox.priv). */
 struct gv {
 	char dir[PATH_MAX]; /* GV_RUN_DIR/<id> */
-	int lock_fd;        /* flock on dir/lock while warden holds the sandbox */
+	int lock_fd;	    /* flock on dir/lock while warden holds the sandbox */
 	bool dir_made;
 	struct gv_mount *mounts;
 	size_t nmounts;
-	char *rootfs_text; /* plan summary for --print-plan */
-	int netns_fd;       /* prepared network namespace (egress), or -1 */
+	char *rootfs_text;  /* plan summary for --print-plan */
+	int netns_fd;	    /* prepared network namespace (egress), or -1 */
 	uint64_t host_pids; /* the host pids backstop written to the cgroup */
 	/* the session: runsc's sandbox process, once created */
 	pid_t sentry_pid;
@@ -102,7 +102,7 @@ int gv_write_file(const struct gv *g, const char *name, const char *s, struct wd
  * child's exit_signal is 0, so reap it with gv_wait()), or -errno. */
 struct gv_proc {
 	const char *const *argv;
-	int in, out, err; /* -1: /dev/null */
+	int in, out, err;   /* -1: /dev/null */
 	struct sandbox *sb; /* NULL: a plain client (start, exec, kill) */
 };
 int gv_spawn(const struct gv_proc *p, int *pidfd, struct wd_err *err);

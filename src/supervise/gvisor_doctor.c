@@ -48,8 +48,11 @@ trial(const char *platform, double *ms, char *why, size_t cap)
 		rc = sandbox_start(sb, &e);
 	if (rc == 0) {
 		static const char *const argv[] = {"/bin/true", NULL};
-		struct exec_req x = {.argv = argv, .timeout_ms = TRIAL_MS, .stdin_fd = -1,
-				     .stream_fd = {-1, -1, -1}, .flags = SYNC_EXEC_LAST,
+		struct exec_req x = {.argv = argv,
+				     .timeout_ms = TRIAL_MS,
+				     .stdin_fd = -1,
+				     .stream_fd = {-1, -1, -1},
+				     .flags = SYNC_EXEC_LAST,
 				     .cancel_fd = -1};
 		rc = sandbox_exec(sb, &x, &r, &e);
 	}
@@ -57,8 +60,9 @@ trial(const char *platform, double *ms, char *why, size_t cap)
 	if (rc < 0)
 		snprintf(why, cap, "%s", e.msg);
 	else if (r->timed_out)
-		snprintf(why, cap, "no answer in %d ms (runsc spins: the host's KVM is unusable "
-				   "for gVisor)",
+		snprintf(why, cap,
+			 "no answer in %d ms (runsc spins: the host's KVM is unusable "
+			 "for gVisor)",
 			 TRIAL_MS);
 	else if (r->status != 0)
 		snprintf(why, cap, "/bin/true exited %d", r->status);
@@ -108,7 +112,8 @@ doctor_probe_gvisor(struct probe *p, bool *ok)
 		json_object_set_new(plat, name, o);
 		if (works)
 			doctor_detail(p, " %s works (/bin/true in %.0f ms)%s", name, ms,
-				      !strcmp(name, "ptrace") ? " [used];" : " [WARDEN_GVISOR_PLATFORM=kvm];");
+				      !strcmp(name, "ptrace") ? " [used];"
+							      : " [WARDEN_GVISOR_PLATFORM=kvm];");
 		else
 			doctor_detail(p, " %s: %s;", name, why);
 		if (!strcmp(name, "ptrace"))

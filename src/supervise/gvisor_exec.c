@@ -58,8 +58,12 @@ static void
 on_head(void *data, int stream, const char *buf, size_t n)
 {
 	struct grun *r = data;
-	struct wd_event e = {.kind = WD_EVENT_OUTPUT, .name = "output",
-			     .sandbox_id = r->sb->id, .data = buf, .len = n, .stream = stream};
+	struct wd_event e = {.kind = WD_EVENT_OUTPUT,
+			     .name = "output",
+			     .sandbox_id = r->sb->id,
+			     .data = buf,
+			     .len = n,
+			     .stream = stream};
 	event_emit(r->sb->events, &e);
 }
 
@@ -111,8 +115,9 @@ kill_group(struct grun *r)
 		return;
 	}
 	pid[strcspn(pid, "\n")] = '\0';
-	const char *more[] = {"exec", "--user", "1000:1000", r->g->cid, "/bin/sh", "-c",
-			      "kill -s KILL -- -\"$0\"", pid, NULL};
+	const char *more[] = {
+	    "exec", "--user", "1000:1000", r->g->cid, "/bin/sh", "-c", "kill -s KILL -- -\"$0\"",
+	    pid,    NULL};
 	struct wd_err e = {0};
 	if (gv_client(r->sb, r->g, more, 5000, &e) < 0)
 		wd_log(WD_LOG_WARN, "sandbox %s: killing command %u: %s", r->sb->id, r->seq, e.msg);
@@ -187,8 +192,9 @@ loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
 			stop_command(r);
 		}
 		if (!r->exited && r->stopped && now >= r->stop_ns + STOP_GRACE_NS) {
-			wd_log(WD_LOG_WARN, "sandbox %s: command %u outlived its kill; its runsc "
-					    "client goes instead",
+			wd_log(WD_LOG_WARN,
+			       "sandbox %s: command %u outlived its kill; its runsc "
+			       "client goes instead",
 			       sb->id, r->seq);
 			syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
 			r->stop_ns = UINT64_MAX / 2;
@@ -279,8 +285,8 @@ start_command(struct grun *r, int in, int out_w, int err_w, struct wd_err *err)
 			return rc;
 		snprintf(proc, sizeof(proc), "%s/p%u.json", g->dir, r->seq);
 		snprintf(pidf, sizeof(pidf), "%s/p%u.pid", g->dir, r->seq);
-		const char *more[] = {"exec", "--process", proc, "--internal-pid-file", pidf,
-				      g->cid, NULL};
+		const char *more[] = {"exec", "--process", proc, "--internal-pid-file",
+				      pidf,   g->cid,	   NULL};
 		argv = gv_argv(sb, g, more);
 	}
 	p.argv = argv;
@@ -425,8 +431,7 @@ int
 gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
 	struct gv *g = sb->priv;
-	struct grun r = {.sb = sb, .g = g, .x = x, .out_r = -1, .err_r = -1, .pidfd = -1,
-			 .ep = -1};
+	struct grun r = {.sb = sb, .g = g, .x = x, .out_r = -1, .err_r = -1, .pidfd = -1, .ep = -1};
 	stdin_relay_init(&r.relay);
 	uint64_t t0 = wd_now_ns();
 	uint64_t timeout_ms = x->timeout_ms ? x->timeout_ms : sb->spec->lim.timeout_ms;
@@ -468,14 +473,14 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		goto out;
 	}
 	r.relay.ep = r.ep;
-	int fds[] = {r.out_r, r.err_r, r.pidfd, r.oneshot ? -1 : g->sentry_pidfd, sb->cancel_fd,
-		     x->cancel_fd};
+	int fds[] = {r.out_r,	    r.err_r,	 r.pidfd, r.oneshot ? -1 : g->sentry_pidfd,
+		     sb->cancel_fd, x->cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	stdin_relay_watch(&r.relay);
 	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
 		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
-							  : atomic_load(x->cancel_sig));
+							   : atomic_load(x->cancel_sig));
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
 	if (r.oneshot && r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 &&
@@ -488,8 +493,9 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	}
 	*out = collect(&r, t0, &before);
 	if (r.closed_late)
-		wd_log(WD_LOG_WARN, "sandbox %s: a process the command started still held its "
-				    "output %.0f ms after it ended; stopped reading",
+		wd_log(WD_LOG_WARN,
+		       "sandbox %s: a process the command started still held its "
+		       "output %.0f ms after it ended; stopped reading",
 		       sb->id, DRAIN_GRACE_NS / 1e6);
 	rc = 0;
 out:

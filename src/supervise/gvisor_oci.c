@@ -95,23 +95,24 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			if (!(op->flags & JAIL_OPF_HOSTPATH) && op->kind == JAIL_OP_BIND)
 				return wd_err_set(err, WD_E_INTERNAL, "plan: bind of %s", jp);
 			if (++ntrees > GV_MAX_TREES)
-				return wd_err_set(err, WD_E_INVAL, "too many binds for gvisor (limit %d)",
+				return wd_err_set(err, WD_E_INVAL,
+						  "too many binds for gvisor (limit %d)",
 						  GV_MAX_TREES);
 			struct stat st;
 			bool file = stat(op->src, &st) == 0 && !S_ISDIR(st.st_mode);
 			char *src = wd_xasprintf("%s/mnt/%d", g->dir, i);
-			add_mount(g, (struct gv_mount){jp, "bind", src, bind_options(op->attr), i,
-						       file});
+			add_mount(
+			    g, (struct gv_mount){jp, "bind", src, bind_options(op->attr), i, file});
 			break;
 		}
 		case JAIL_OP_MOUNT:
 			if (!strcmp(op->path, pl->new_root))
 				break; /* the root: rootfs/ */
 			if (strcmp(op->src, "tmpfs") != 0)
-				return wd_err_set(err, WD_E_INTERNAL, "plan: %s mount on %s", op->src,
-						  jp);
-			add_mount(g, (struct gv_mount){jp, "tmpfs", wd_xstrdup("tmpfs"),
-						       op->data, -1, false});
+				return wd_err_set(err, WD_E_INTERNAL, "plan: %s mount on %s",
+						  op->src, jp);
+			add_mount(g, (struct gv_mount){jp, "tmpfs", wd_xstrdup("tmpfs"), op->data,
+						       -1, false});
 			break;
 		case JAIL_OP_MASK: {
 			/* a file of the plan shown over another (the TLS bundle over
@@ -165,7 +166,8 @@ copy_file(int in, const char *to)
 static int
 write_new(const char *path, const char *data, size_t len)
 {
-	wd_autoclose int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	wd_autoclose int fd =
+	    open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
 	return wd_write_all(fd, data, len);
@@ -231,8 +233,8 @@ gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err)
 		const struct gv_mount *m = &g->mounts[i];
 		if (m->tree < 0)
 			continue;
-		int rc = m->file ? write_new(m->src, "", 0)
-				 : (mkdir(m->src, 0700) < 0 ? -errno : 0);
+		int rc =
+		    m->file ? write_new(m->src, "", 0) : (mkdir(m->src, 0700) < 0 ? -errno : 0);
 		if (rc < 0)
 			return wd_err_sys(err, -rc, "mount point %s", m->src);
 	}
@@ -418,7 +420,8 @@ gv_write_file(const struct gv *g, const char *name, const char *s, struct wd_err
 	char path[PATH_MAX], tmp[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%s", g->dir, name);
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", g->dir, name);
-	wd_autoclose int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	wd_autoclose int fd =
+	    open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return wd_err_sys(err, errno, "create %s", tmp);
 	int rc = wd_write_all(fd, s, strlen(s));

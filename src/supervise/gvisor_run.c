@@ -64,12 +64,12 @@ static const char *
 launch_step_name(int s)
 {
 	static const char *const names[] = {
-		[LS_CGROUP] = "join the sandbox's cgroup",
-		[LS_NETNS] = "enter the sandbox's network namespace",
-		[LS_MOUNTNS] = "private mount namespace",
-		[LS_TREE] = "mount a host tree for the bundle",
-		[LS_STDIO] = "stdio",
-		[LS_EXEC] = "execve runsc",
+	    [LS_CGROUP] = "join the sandbox's cgroup",
+	    [LS_NETNS] = "enter the sandbox's network namespace",
+	    [LS_MOUNTNS] = "private mount namespace",
+	    [LS_TREE] = "mount a host tree for the bundle",
+	    [LS_STDIO] = "stdio",
+	    [LS_EXEC] = "execve runsc",
 	};
 	return s > 0 && (size_t)s < WD_ARRAY_SIZE(names) ? names[s] : "?";
 }
@@ -114,7 +114,8 @@ launcher(const struct launch *l)
 	/* c. the trees, in a mount namespace of our own; private, so nothing
 	 * mounted here propagates back to the host's peers */
 	if (l->ntrees > 0) {
-		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			fail(l, LS_MOUNTNS, errno);
 		for (int i = 0; i < l->ntrees; i++)
 			if (syscall(SYS_move_mount, l->trees[i].fd, "", AT_FDCWD, l->trees[i].path,
@@ -160,8 +161,7 @@ open_tasks(struct sandbox *sb, struct launch *l, struct wd_err *err)
 int
 gv_spawn(const struct gv_proc *p, int *pidfd, struct wd_err *err)
 {
-	struct launch l = {.argv = p->argv, .in = p->in, .out = p->out, .err = p->err,
-			   .netns = -1};
+	struct launch l = {.argv = p->argv, .in = p->in, .out = p->out, .err = p->err, .netns = -1};
 	int rep[2] = {-1, -1}, devnull = -1, rc = 0;
 	struct clone_args ca;
 	memset(&ca, 0, sizeof(ca));
@@ -338,8 +338,8 @@ gv_client(struct sandbox *sb, const struct gv *g, const char *const *more, int t
 		memfd_last_line(log, line, sizeof(line));
 		return wd_err_set(err, WD_E_SYS, "runsc %s failed (%s %d)%s%s", more[0],
 				  WIFEXITED(st) ? "status" : "signal",
-				  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), line[0] ? ": " : "",
-				  line);
+				  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+				  line[0] ? ": " : "", line);
 	}
 	return 0;
 }
@@ -356,7 +356,7 @@ find_runsc(void)
 	 * system's, never a PATH entry the caller controls */
 	const char *env = getenv("WARDEN_RUNSC");
 	static const char *const dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
-					   "/usr/bin", "/sbin", "/bin"};
+					   "/usr/bin",	      "/sbin",		"/bin"};
 	if (env && env[0]) {
 		snprintf(runsc.path, sizeof(runsc.path), "%s", env);
 	} else {

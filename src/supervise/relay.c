@@ -74,8 +74,8 @@ stdin_relay_pump(struct stdin_relay *r)
 		r->off = 0;
 	}
 	while (r->off < r->len) {
-		ssize_t w = send(r->relay_w, r->buf + r->off, r->len - r->off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w =
+		    send(r->relay_w, r->buf + r->off, r->len - r->off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {

@@ -89,6 +89,15 @@ wd "${G[@]}" -- /bin/sh -c 'chmod 4755 /workspace/x 2>&1; touch /workspace/x; ch
 check "no setuid bit can be set in the workspace (the host would honour it)" \
 	test "$(tail -n 1 "$OUT")" != 0 -a ! -u "$WS/x"
 
+# ---- the network: gVisor's own stack, loopback only
+wd "${G[@]}" -- /usr/bin/python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+socket.create_connection(s.getsockname(), 2); print("loopback ok")'
+expect_out '^loopback ok$' "TCP on the sandbox's own loopback works"
+wd "${G[@]}" --allow-port 8080 -- /bin/true
+expect_rc 125 "--allow-port is refused (it would do nothing at this level)"
+check "... saying why" grep -q 'allow-port 8080: at --isolation gvisor' "$ERR"
+
 # ---- the workspace: idmapped, so what the sandbox makes is the owner's
 chown 4321:4321 "$WS"
 wd "${G[@]}" -- /bin/sh -c 'id -u; mkdir d && echo hi > d/f && ln -s f d/l && mv d/f d/g && cat d/g'

@@ -152,8 +152,10 @@ main(int argc, char **argv)
 	printf("# created in %.0f ms\n", created);
 	check(1, "wd_sandbox_create at gvisor");
 
-	wd_result *r = sh(sb, "echo kept > /tmp/state; cd /workspace && echo file > made; id -u", 0);
-	check(r && wd_result_status(r) == 0 && out_is(r, "1000\n"), "first command runs as uid 1000");
+	wd_result *r =
+	    sh(sb, "echo kept > /tmp/state; cd /workspace && echo file > made; id -u", 0);
+	check(r && wd_result_status(r) == 0 && out_is(r, "1000\n"),
+	      "first command runs as uid 1000");
 	wd_result_free(r);
 	r = sh(sb, "cat /tmp/state /workspace/made", 0);
 	check(out_is(r, "kept\nfile\n"), "/tmp and the workspace persist between commands");
