@@ -30,6 +30,7 @@
 #include "net/net.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
@@ -423,6 +424,8 @@ static void
 gv_destroy(struct sandbox *sb)
 {
 	struct gv *g = sb->priv;
+	if (g && g->started)
+		STEP("7 destroy");
 	if (sb->cg)
 		cgroup_kill(sb->cg);
 	else
@@ -445,6 +448,8 @@ gv_destroy(struct sandbox *sb)
 		cgroup_free(sb->cg);
 		sb->cg = NULL;
 	}
+	if (g && g->started)
+		STEP("7a gVisor's processes gone, cgroup removed");
 	if (g) {
 		if (g->sentry_pidfd >= 0)
 			close(g->sentry_pidfd);
@@ -508,12 +513,18 @@ gv_plan_text(struct sandbox *sb)
 	static const char *const placeholder[] = {"PROGRAM", NULL};
 	const char *const *argv =
 	    sb->spec->argv ? (const char *const *)sb->spec->argv : placeholder;
-	wd_autofree char *cfg = gv_oci_config(sb, g, argv, NULL, NULL);
+	wd_autofree char *compact = gv_oci_config(sb, g, argv, NULL, NULL);
+	/* indented for a reader (the file runsc gets is compact) */
+	json_t *j = json_loads(compact, 0, NULL);
+	wd_autofree char *cfg = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(j);
+	if (!cfg)
+		cfg = wd_steal_ptr(&compact);
 	return wd_xasprintf("isolation gvisor: runsc %s --platform=%s %s, as root\n"
 			    "bundle %s (rootfs/: the curated /etc, links, mount points)\n"
 			    "memory limit +%llu MiB for gVisor itself; pids as RLIMIT_NPROC "
 			    "inside\n"
-			    "config.json %s\n",
+			    "config.json:\n%s\n",
 			    gv_runsc()->version, g->platform, g->opt_net, g->dir,
 			    (unsigned long long)(GV_MEMORY_HEADROOM >> 20), cfg);
 }

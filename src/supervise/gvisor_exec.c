@@ -457,6 +457,8 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		cgroup_stats(sb->cg, &before);
 	if ((rc = launch(&r, err)) < 0)
 		goto out;
+	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 6 runsc %s started", sb->id,
+	       (double)(wd_now_ns() - sb->t0) / 1e6, r.oneshot ? "run" : "exec");
 	bool outputs = event_wanted(sb->events, WD_EVENT_OUTPUT);
 	for (int i = 1; i <= 2; i++) {
 		capture_init(&r.cap[i], limit, i, x->stream_fd[i]);
@@ -491,6 +493,8 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		gv_last_line(g, "runsc.log", line, sizeof(line));
 		wd_log(WD_LOG_DEBUG, "sandbox %s: runsc run exited 128: %s", sb->id, line);
 	}
+	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 7 command ended", sb->id,
+	       (double)(wd_now_ns() - sb->t0) / 1e6);
 	*out = collect(&r, t0, &before);
 	if (r.closed_late)
 		wd_log(WD_LOG_WARN,

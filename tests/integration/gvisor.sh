@@ -34,6 +34,13 @@ check "runsc missing, --json: one JSON object saying why" \
 WARDEN_GVISOR_PLATFORM=systrap wd "${G[@]}" -- /bin/true
 expect_rc 125 "WARDEN_GVISOR_PLATFORM=systrap: refused (this runsc has ptrace and kvm)"
 
+# ---- --print-plan: the OCI config from the jail plan, nothing started
+wd "${G[@]}" --print-plan -- /bin/true
+expect_rc 0 "--print-plan"
+check "--print-plan: the config names the read-only root, the workspace and the seccomp profile" \
+	sh -c "grep -q '\"readonly\": true' '$OUT' && grep -q '\"destination\": \"/workspace\"' '$OUT' && grep -q 'SCMP_ACT_ERRNO' '$OUT'"
+check "--print-plan: no bundle written" sh -c '[ -z "$(ls -A /run/warden/gvisor 2>/dev/null | grep -v runsc.version)" ]'
+
 # ---- the probe, for what applies to gVisor
 token=wd-canary-token-$RANDOM$RANDOM
 host_canary=$(mktemp /tmp/wd-canary.XXXXXXXX)
@@ -200,7 +207,7 @@ check "the demo: the audit chain is intact" grep -q 'chain intact' "$OUT"
 
 # ---- nothing left behind
 check "no sandbox directory left in /run/warden/gvisor" \
-	sh -c '[ -z "$(ls -A /run/warden/gvisor 2>/dev/null)" ]'
+	sh -c '[ -z "$(ls -A /run/warden/gvisor 2>/dev/null | grep -v runsc.version)" ]'
 check "no runsc process of warden's left" sh -c '! pgrep -f -- "[-]-root=/run/warden/gvisor/" >/dev/null'
 # (other sandboxes may come and go on a shared host: only new ones count)
 check "no sandbox cgroup left" test "$(comm -13 <(echo "$cgroups_before") <(sandbox_cgroups) |

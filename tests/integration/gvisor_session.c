@@ -91,6 +91,7 @@ parallel(void *arg)
 	return NULL;
 }
 
+/* No sandbox directory in path (runsc.version, the version cache, stays). */
 static int
 dir_empty(const char *path)
 {
@@ -100,7 +101,7 @@ dir_empty(const char *path)
 	if (!d)
 		return 1;
 	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
+		if (de->d_name[0] != '.' && strncmp(de->d_name, "runsc.version", 13) != 0)
 			n++;
 	closedir(d);
 	return n == 0;
