@@ -205,6 +205,18 @@ check "the demo: 2 ran, 5 refused, 1 paused" grep -q 'summary.*2 ran, 5 refused,
 check "the demo: pytest passed inside gVisor" grep -q '2 passed' "$OUT"
 check "the demo: the audit chain is intact" grep -q 'chain intact' "$OUT"
 
+# ---- warden SIGKILLed mid-run: its keeper ends gVisor, the next run sweeps
+"$WARDEN" run "${G[@]}" --workspace "$WS" -- /bin/sleep 60 >/dev/null 2>&1 &
+wpid=$!
+wait_until 10 pgrep -f -- "[-]-root=/run/warden/gvisor/" >/dev/null
+kill -KILL "$wpid"
+wait "$wpid" 2>/dev/null
+gone() { ! pgrep -f -- "[-]-root=/run/warden/gvisor/" >/dev/null; }
+check "warden killed: none of gVisor's processes survive (the keeper)" wait_until 5 gone
+wd "${G[@]}" -- /bin/true
+check "... and the next run removes what it left in /run/warden/gvisor" \
+	sh -c '[ -z "$(ls -A /run/warden/gvisor 2>/dev/null | grep -v runsc.version)" ]'
+
 # ---- nothing left behind
 check "no sandbox directory left in /run/warden/gvisor" \
 	sh -c '[ -z "$(ls -A /run/warden/gvisor 2>/dev/null | grep -v runsc.version)" ]'
