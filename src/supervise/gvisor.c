@@ -17,9 +17,11 @@
  *    --network=host inside a network namespace warden made with nothing
  *    but loopback and the proxy's three listeners: the sandbox's
  *    127.0.0.1:3128 is warden's proxy and there is no route anywhere else.
- *    (gVisor's netstack has its own loopback, which cannot reach a host
- *    listener; a veth pair into the namespace would, at the cost of
- *    addresses and routes: see README.)
+ *    (runsc --network=sandbox, gVisor's netstack over the namespace's
+ *    interfaces, refuses to start on Linux 6.x: this runsc takes any
+ *    network namespace for the root one, since its test is whether
+ *    /proc/sys/net/core/rmem_default exists.  Its loopback is its own too:
+ *    reaching warden's listeners would take a veth pair.  README.)
  *  - the workspace is idmapped so that its owner appears as uid 1000 to
  *    runsc's gofer, which creates files as root and then chowns them to
  *    the sandbox user (jail/hostpath.c): files made in the sandbox belong
