@@ -14,7 +14,8 @@
  *                                       detached tree (gvisor_run.c)
  *   MOUNT tmpfs on /tmp                 an OCI tmpfs (gVisor's own, sized)
  *   MASK of a file by a plan file       an OCI bind of the rootfs file
- *   /dev, /proc and their masks         nothing: gVisor's sentry provides its
+ *   MOUNT tmpfs on /dev/shm             an OCI tmpfs (sized, mode 1777)
+ *   the rest of /dev, /proc, the masks  nothing: gVisor's sentry provides its
  *                                       own /dev and /proc, which never show
  *                                       the host's (no kcore, no sysrq, ...)
  *   SETATTR                             nothing (the rootfs is read-only)
@@ -87,7 +88,11 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 	for (int i = 0; i < pl->nops; i++) {
 		const struct jail_op *op = &pl->ops[i];
 		const char *jp = jail_path(pl, op->path);
-		if (!jp || gvisor_provides(jp))
+		/* /dev/shm is the plan's sized tmpfs: gVisor's own /dev/shm is
+		 * not writable by the sandbox user (POSIX semaphores, Python's
+		 * multiprocessing need it) */
+		bool shm = op->kind == JAIL_OP_MOUNT && jp && !strcmp(jp, "/dev/shm");
+		if (!jp || (gvisor_provides(jp) && !shm))
 			continue;
 		switch (op->kind) {
 		case JAIL_OP_BIND:

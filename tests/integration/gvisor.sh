@@ -163,6 +163,11 @@ check "RLIMIT_CORE is 0" grep -qx 'CORE 0 0' "$OUT"
 check "RLIMIT_NOFILE is 1024" grep -qx 'NOFILE 1024 1024' "$OUT"
 check "RLIMIT_NPROC is the pids limit (128)" grep -qx 'NPROC 128 128' "$OUT"
 check "RLIMIT_FSIZE is 1 GiB" grep -qx "FSIZE $((1 << 30)) $((1 << 30))" "$OUT"
+wd "${G[@]}" -- /usr/bin/stat -f -c '%b %S' /dev/shm
+shm=$(awk '{ print $1 * $2 }' "$OUT")
+check "/dev/shm is a bounded tmpfs, half of /tmp (${shm:-?} bytes)" test "${shm:-0}" = $((64 << 20))
+wd "${G[@]}" -- /bin/sh -c 'echo x > /dev/shm/f && cat /dev/shm/f'
+expect_out '^x$' "/dev/shm is writable"
 work='i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'
 wd "${G[@]}" --cpus 0.5 --json -- /bin/sh -c "$work"
 read -r wall cpu < <(json_get '"%s %s" % (j["wall_ms"], j["cpu_ms"])')

@@ -50,6 +50,20 @@ wd "${G[@]}" -- /bin/sh -c 'python3 -m venv /tmp/v &&
 expect_rc 0 "Python: a venv, pip install of a local wheel"
 expect_out '^hello from a local wheel$' "Python: the installed package imports"
 
+# ---- Python's standard machinery: multiprocessing (POSIX semaphores in
+# /dev/shm), threads, subprocess, TLS trust store, sqlite in the workspace
+wd "${G[@]}" -- /usr/bin/python3 -c '
+import multiprocessing as mp, threading, subprocess, ssl, sqlite3
+def sq(x): return x * x
+with mp.Pool(2) as p: print("pool", sum(p.map(sq, range(10))))
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+print("sub", subprocess.run(["sh", "-c", "echo sub | tr a-z A-Z"], capture_output=True, text=True).stdout.strip())
+print("certs", ssl.create_default_context().cert_store_stats()["x509_ca"] > 0)
+db = sqlite3.connect("/workspace/t.db"); db.execute("create table t(x)"); db.commit(); print("sqlite ok")'
+expect_rc 0 "python3: multiprocessing, threads, subprocess, ssl, sqlite"
+check "python3: all of them answered" \
+	test "$(tr '\n' ' ' <"$OUT")" = "pool 285 sub SUB certs True sqlite ok "
+
 # ---- git: a repository in the workspace
 wd "${G[@]}" -- /bin/sh -c 'git init -q r && cd r && echo a >f &&
 	git add f && git -c user.name=t -c user.email=t@t commit -qm one &&
