@@ -369,7 +369,8 @@ gv_start_session(struct sandbox *sb, struct wd_err *err)
 	close(pidfd);
 	if (st != 0) {
 		char line[200];
-		gv_last_line(g, "create.log", line, sizeof(line));
+		if (!gv_runsc_error(g, 0, line, sizeof(line)))
+			gv_last_line(g, "create.log", line, sizeof(line));
 		return wd_err_set(err, WD_E_SYS, "runsc create failed (%s %d)%s%s",
 				  WIFEXITED(st) ? "status" : "signal",
 				  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),

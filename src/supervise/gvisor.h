@@ -117,6 +117,10 @@ const char **gv_argv(const struct sandbox *sb, const struct gv *g, const char *c
  * status, or -errno.  On failure err says what runsc printed last. */
 int gv_client(struct sandbox *sb, const struct gv *g, const char *const *more, int timeout_ms,
 	      struct wd_err *err);
+/* The size of dir/runsc.log (runsc --log), and whether runsc logged an
+ * error after offset from: its message in out. */
+off_t gv_log_size(const struct gv *g);
+bool gv_runsc_error(const struct gv *g, off_t from, char *out, size_t cap);
 /* The last line runsc wrote to dir/name (for error messages). */
 void gv_last_line(const struct gv *g, const char *name, char *out, size_t cap);
 

@@ -455,6 +455,7 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		goto out;
 	if (sb->cg && !r.oneshot)
 		cgroup_stats(sb->cg, &before);
+	off_t log_from = gv_log_size(g);
 	if ((rc = launch(&r, err)) < 0)
 		goto out;
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 6 runsc %s started", sb->id,
@@ -485,13 +486,17 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 							   : atomic_load(x->cancel_sig));
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
-	if (r.oneshot && r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 &&
-	    !r.timed_out && !r.killed_by) {
-		/* runsc's own failure (the sandbox could not start): its
-		 * message went to the command's stderr */
-		char line[200];
-		gv_last_line(g, "runsc.log", line, sizeof(line));
-		wd_log(WD_LOG_DEBUG, "sandbox %s: runsc run exited 128: %s", sb->id, line);
+	if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 && !r.timed_out &&
+	    !r.killed_by) {
+		/* 128 is runsc's own failure (the sandbox or the process could
+		 * not start; its message went to the command's stderr), unless
+		 * the command itself exited 128: runsc's log says which */
+		char why[200];
+		if (gv_runsc_error(g, log_from, why, sizeof(why))) {
+			rc = wd_err_set(err, WD_E_SYS, "runsc %s: %s", r.oneshot ? "run" : "exec",
+					why);
+			goto out;
+		}
 	}
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 7 command ended", sb->id,
 	       (double)(wd_now_ns() - sb->t0) / 1e6);

@@ -299,6 +299,57 @@ gv_last_line(const struct gv *g, const char *name, char *out, size_t cap)
 	snprintf(out, cap, "%s", line ? line + 1 : buf);
 }
 
+off_t
+gv_log_size(const struct gv *g)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/runsc.log", g->dir);
+	return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+bool
+gv_runsc_error(const struct gv *g, off_t from, char *out, size_t cap)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/runsc.log", g->dir);
+	wd_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	off_t size = lseek(fd, 0, SEEK_END);
+	if (size - from > 65536)
+		from = size - 65536;
+	if (size <= from)
+		return false;
+	wd_autofree char *buf = wd_xmalloc((size_t)(size - from) + 1);
+	ssize_t n = pread(fd, buf, (size_t)(size - from), from);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* runsc --log writes one JSON object per record: {"msg":"...",
+	 * "level":"error",...}; the last error record is the reason */
+	const char *found = NULL;
+	for (char *rec = strstr(buf, "{\"msg\":\""); rec; rec = strstr(rec + 1, "{\"msg\":\"")) {
+		char *end = strstr(rec + 1, "{\"msg\":\"");
+		char *lvl = strstr(rec, "\"level\":\"error\"");
+		if (lvl && (!end || lvl < end))
+			found = rec + strlen("{\"msg\":\"");
+	}
+	if (!found)
+		return false;
+	size_t k = 0;
+	for (const char *c = found; *c && *c != '"' && k + 1 < cap; c++) {
+		if (*c == '\\' && c[1]) {
+			c++;
+			out[k++] = *c == 'n' ? ' ' : *c;
+		} else {
+			out[k++] = *c;
+		}
+	}
+	out[k] = '\0';
+	return true;
+}
+
 /* What a client printed: the last line of memfd fd. */
 static void
 memfd_last_line(int fd, char *out, size_t cap)

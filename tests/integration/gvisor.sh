@@ -34,6 +34,22 @@ check "runsc missing, --json: one JSON object saying why" \
 WARDEN_GVISOR_PLATFORM=systrap wd "${G[@]}" -- /bin/true
 expect_rc 125 "WARDEN_GVISOR_PLATFORM=systrap: refused (this runsc has ptrace and kvm)"
 
+# runsc's own failure (exit 128 and an error record in its --log) is
+# warden's failure, 125 with runsc's reason; a command exiting 128 is not
+cat >"$T/fake-runsc" <<'EOF'
+#!/bin/sh
+for a; do case $a in --version) echo "runsc version fake-1"; exit 0 ;; --log=*) log=${a#--log=} ;; esac; done
+printf '{"msg":"running container: creating container: no such thing","level":"error","time":"now"}' >>"$log"
+echo "runsc: running container: creating container: no such thing" >&2
+exit 128
+EOF
+chmod 755 "$T/fake-runsc"
+WARDEN_RUNSC=$T/fake-runsc wd "${G[@]}" -- /bin/true
+expect_rc 125 "runsc failing to start the sandbox: warden's failure"
+check "... with runsc's reason" grep -q 'runsc run: running container: creating container: no such thing' "$ERR"
+wd "${G[@]}" -- /bin/sh -c 'exit 128'
+expect_rc 128 "a command exiting 128 by itself keeps its status"
+
 # ---- --print-plan: the OCI config from the jail plan, nothing started
 wd "${G[@]}" --print-plan -- /bin/true
 expect_rc 0 "--print-plan"
