@@ -21,6 +21,7 @@
 #include "util/json.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -357,6 +358,21 @@ watch(struct grun *r, int fd)
 	epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* Whether the sandbox died during the command: the sentry is gone, or the
+ * cgroup saw an OOM kill since the command started. */
+static bool
+sandbox_died(struct grun *r, const struct cgroup_stats *before)
+{
+	if (r->sandbox_dead)
+		return true;
+	struct pollfd p = {.fd = r->g->sentry_pidfd, .events = POLLIN};
+	if (r->g->sentry_pidfd >= 0 && poll(&p, 1, 0) == 1)
+		return true;
+	struct cgroup_stats st = {0};
+	return r->sb->cg && cgroup_stats(r->sb->cg, &st) == 0 && st.oom_killed &&
+	       !before->oom_killed;
+}
+
 /* The command's status.  runsc reports a command killed by signal N as
  * exit status 128+N (there is no other channel for the wait status), so
  * 129..192 is read as a signal: a command that exits 137 by itself is
@@ -487,7 +503,12 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
 	if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 && !r.timed_out &&
-	    !r.killed_by) {
+	    !r.killed_by && sandbox_died(&r, &before)) {
+		/* runsc exec lost the sandbox under the command (the OOM
+		 * killer took the sentry): the command's result says so */
+		r.sandbox_dead = true;
+	} else if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 &&
+		   !r.timed_out && !r.killed_by) {
 		/* 128 is runsc's own failure (the sandbox or the process could
 		 * not start; its message went to the command's stderr), unless
 		 * the command itself exited 128: runsc's log says which */

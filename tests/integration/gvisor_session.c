@@ -235,6 +235,26 @@ main(int argc, char **argv)
 	}
 	check(n == 0, "no runsc process left");
 
+	/* The OOM killer in a session: the sentry goes with the command, which
+	 * is reported as OOM-killed; the sandbox has ended. */
+	struct wd_limits lim = {.memory_bytes = 64 << 20};
+	wd_spec_set_limits(spec, &lim);
+	if (wd_sandbox_create(ctx, spec, &sb, &e) < 0) {
+		check(0, "a second sandbox with --memory 64M");
+	} else {
+		r = sh(sb, "python3 -c 'b = bytearray(400 << 20)'", 0);
+		check(r && wd_result_status(r) == 137 && wd_result_oom_killed(r),
+		      "a session command over the memory limit: 137, oom_killed");
+		wd_result_free(r);
+		wd_cmd *c = wd_cmd_new();
+		const char *t[] = {"/bin/true", NULL};
+		wd_cmd_set_argv(c, 1, t, &e);
+		check(wd_sandbox_exec(sb, c, &r, &e) < 0 && strstr(e.msg, "ended"),
+		      "... and the sandbox has ended");
+		wd_cmd_free(c);
+		wd_sandbox_destroy(sb);
+	}
+
 	wd_spec_free(spec);
 	wd_ctx_free(ctx);
 	char made[4200];
