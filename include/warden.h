@@ -82,6 +82,8 @@ void wd_set_log_handler(wd_log_fn fn, void *data, int level);
 enum wd_isolation {
 	WD_ISOLATION_CONTAINER = 0, /* namespaces + everything below (default) */
 	WD_ISOLATION_PROCESS = 1,   /* seccomp + Landlock + rlimits + env + timeout */
+	WD_ISOLATION_GVISOR = 2,    /* gVisor's user-space kernel (Debian's runsc), as root;
+				     * -ENOTSUP naming what is missing where it cannot run */
 };
 
 /* Resource limits; 0 means "warden's default" for every field. */
@@ -143,7 +145,7 @@ void wd_spec_set_time_namespace(wd_spec *spec, bool on);
  * only.  WD_NET_PROXY: still no route anywhere, but warden serves an HTTP
  * proxy (127.0.0.1:3128), SOCKS5 (127.0.0.1:1080) and a DNS filter
  * (127.0.0.1:53) inside the namespace from outside the jail, allowing only
- * what the rules name (docs/network.md).  Container isolation only. */
+ * what the rules name (docs/network.md).  Container and gvisor isolation. */
 enum wd_net_mode {
 	WD_NET_NONE = 0,
 	WD_NET_PROXY = 1,

@@ -24,7 +24,8 @@ static const char usage_text[] =
 	"\n"
 	"Sandbox:\n"
 	"  -w, --workspace DIR      directory bound read-write at /workspace (default: .)\n"
-	"      --isolation LEVEL    container (default) or process\n"
+	"      --isolation LEVEL    container (default), process, or gvisor (gVisor's\n"
+	"                           user-space kernel through runsc; root only)\n"
 	"      --memory SIZE        memory limit, no swap (default 512M)\n"
 	"      --pids N             process limit (default 128)\n"
 	"      --cpus N             CPU limit, fractions allowed (default 1.0)\n"
@@ -335,8 +336,10 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 			o->isolation = WD_ISOLATION_CONTAINER;
 		else if (!strcmp(val, "process"))
 			o->isolation = WD_ISOLATION_PROCESS;
+		else if (!strcmp(val, "gvisor"))
+			o->isolation = WD_ISOLATION_GVISOR;
 		else
-			return bad_value(name, val, "expected container or process");
+			return bad_value(name, val, "expected container, process or gvisor");
 		return 0;
 	case OPT_RO_BIND:
 	case OPT_BIND:

@@ -155,7 +155,7 @@ wd_spec_plan(const wd_spec *spec, char **out, struct wd_err *err)
 	int rc = sandbox_new(spec, NULL, NULL, &sb, err);
 	if (rc < 0)
 		return rc;
-	*out = sb->prep ? jail_plan_text(sb->prep) : wd_xstrdup("");
+	*out = sb->ops->plan_text(sb);
 	sandbox_free(sb);
 	return 0;
 }

@@ -185,6 +185,15 @@ struct jail_config {
 #define JAIL_PROXY_SOCKS_PORT 1080
 #define JAIL_DNS_PORT 53
 
+/* An idmapping for writable host trees: the owner appears as uid/gid;
+ * root_creates: host root may create files through the mount too (they
+ * land as host nobody until chowned; see jail/hostpath.c). */
+struct jail_idmap {
+	uid_t uid;
+	gid_t gid;
+	bool root_creates;
+};
+
 /* The plan plus everything it points to (strings; after jail_build_host,
  * descriptors).  Free with jail_prep_free() once pid 1 has its copy. */
 struct jail_prep {
@@ -199,6 +208,10 @@ struct jail_prep {
 	bool built;         /* jail_build_host() ran */
 	uid_t host_uid;     /* host id of the sandbox user */
 	gid_t host_gid;
+	/* how jail_build_host() idmaps writable trees (root mode); the plan
+	 * sets the owner to appear as host_uid/gid (the container's sandbox
+	 * user); another backend may change it before the build */
+	struct jail_idmap idmap;
 };
 
 /* Plan (pure: strings and numbers; reads host paths, opens nothing that
@@ -233,11 +246,11 @@ struct jail_cmd {
 int jail_cmd_plan_map(int fd, struct jail_cmd *out);
 
 /* ---- jail/hostpath.c (supervisor side) ---- */
-/* A detached, idmapped copy of directory dirfd (owner st) for the sandbox
- * user (host nobody); *userns_cache holds the idmapping namespace between
- * calls.  Returns the tree fd or -errno. */
-int jail_idmapped_tree(int dirfd, const struct stat *st, int *userns_cache, uid_t *cache_uid,
-		       gid_t *cache_gid, struct wd_err *err);
+/* A detached, idmapped copy of directory dirfd (owner st) in which the
+ * owner appears as to->uid/gid; *userns_cache holds the idmapping namespace
+ * between calls.  Returns the tree fd or -errno. */
+int jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to,
+		       int *userns_cache, uid_t *cache_uid, gid_t *cache_gid, struct wd_err *err);
 /* Resolve given into out (PATH_MAX bytes) component by component,
  * refusing a symlink inside any of roots (trees the sandbox can write). */
 int jail_safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,

@@ -12,7 +12,9 @@
  * Levels (DESIGN.md §5):
  *   container  user namespace with a uid map, mount + pid + net namespaces
  *              (loopback can be brought up), seccomp;
- *   process    seccomp; Landlock strongly recommended (reported).
+ *   process    seccomp; Landlock strongly recommended (reported);
+ *   gvisor     runsc, root, cgroups, and a real gVisor sandbox running
+ *              /bin/true on the ptrace platform (kvm tried and reported).
  * cgroups, overlayfs and idmapped mounts do not gate a level; their lack is
  * reported as a warning naming what it costs. */
 #include "jail/landlock.h"
@@ -474,7 +476,17 @@ doctor_level_probe(enum wd_isolation level, struct backend_probe *out)
 WD_API char *
 wd_doctor(bool json, unsigned *ok_levels)
 {
-	enum { P_USERNS, P_SECCOMP, P_LANDLOCK, P_CGROUP, P_OVERLAY, P_IDMAP, P_KCONFIG, P_N };
+	enum {
+		P_USERNS,
+		P_SECCOMP,
+		P_LANDLOCK,
+		P_CGROUP,
+		P_OVERLAY,
+		P_IDMAP,
+		P_KCONFIG,
+		P_GVISOR,
+		P_N
+	};
 	struct probe pr[P_N];
 	memset(pr, 0, sizeof(pr));
 	for (int i = 0; i < P_N; i++)
@@ -489,6 +501,8 @@ wd_doctor(bool json, unsigned *ok_levels)
 	doctor_probe_overlay(&pr[P_OVERLAY], userns_ok);
 	doctor_probe_idmap(&pr[P_IDMAP], &idmap_ok);
 	doctor_probe_kconfig(&pr[P_KCONFIG]);
+	bool gvisor_ok = false;
+	doctor_probe_gvisor(&pr[P_GVISOR], &gvisor_ok);
 
 	/* The levels: each backend's own probe says whether it can run here
 	 * and why not; the host facts above are context. */
@@ -504,6 +518,12 @@ wd_doctor(bool json, unsigned *ok_levels)
 			break;
 		lv[nlv].name = ops->name;
 		ops->probe(&lv[nlv].bp);
+		/* the backend's own probe is cheap (runsc found, root, cgroups);
+		 * doctor also ran a real gVisor sandbox, which has the last word */
+		if (ops->level == WD_ISOLATION_GVISOR && lv[nlv].bp.ok && !gvisor_ok) {
+			lv[nlv].bp.ok = false;
+			snprintf(lv[nlv].bp.why, sizeof(lv[nlv].bp.why), "%s", pr[P_GVISOR].detail);
+		}
 		if (!idmap_ok && ops->level == WD_ISOLATION_CONTAINER) {
 			size_t n = strlen(lv[nlv].bp.warn);
 			snprintf(lv[nlv].bp.warn + n, sizeof(lv[nlv].bp.warn) - n, "%s%s",

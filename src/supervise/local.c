@@ -57,8 +57,8 @@ prepare_proxy(struct sandbox *sb, struct wd_err *err)
 	const wd_spec *spec = sb->spec;
 	if (!is_container(sb))
 		return wd_err_set(err, WD_E_INVAL,
-				  "--net allow needs --isolation container (a network namespace "
-				  "with warden's proxy as its only way out)");
+				  "--net allow needs --isolation container or gvisor (a network "
+				  "namespace with warden's proxy as its only way out)");
 	if (!spec->net_rules && net_rules_new(&sb->own_rules) < 0)
 		return wd_err_set(err, WD_E_INTERNAL, "out of memory");
 	struct net_config nc;
@@ -112,17 +112,11 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 
 /* ---- spawn ---- */
 
-static int
-make_cgroup(struct sandbox *sb, struct wd_err *err)
+int
+sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsigned flags,
+		      struct wd_err *err)
 {
 	const wd_spec *spec = sb->spec;
-	struct cgroup_limits cl = {spec->lim.memory_bytes, spec->lim.pids,
-				   spec->lim.cpu_millionths};
-	/* cpuacct stays: it counts the CPU of processes killed at a timeout,
-	 * which no rusage sees.  No freezer in a container: pid 1's death
-	 * takes the pid namespace with it, so kill-all needs no freezing.
-	 * (level difference 2 of 3) */
-	unsigned flags = is_container(sb) ? CGROUP_NO_FREEZER : 0;
 	/* The keeper hears of the directories before they exist: warden may
 	 * die between the mkdir and the next line. */
 	char **dirs = cgroup_planned_dirs(sb->id, flags);
@@ -134,7 +128,7 @@ make_cgroup(struct sandbox *sb, struct wd_err *err)
 					    "the sandbox's cgroup behind", ke.msg);
 	}
 	keeper_watch(sb->keeper, (const char *const *)dirs);
-	int rc = cgroup_create_flags(sb->id, &cl, flags, &sb->cg, err);
+	int rc = cgroup_create_flags(sb->id, cl, flags, &sb->cg, err);
 	if (rc < 0) {
 		keeper_release(sb->keeper, (const char *const *)dirs);
 		sb->cg = NULL;
@@ -160,6 +154,20 @@ make_cgroup(struct sandbox *sb, struct wd_err *err)
 		return 0;
 	}
 	return rc;
+}
+
+static int
+make_cgroup(struct sandbox *sb, struct wd_err *err)
+{
+	const wd_spec *spec = sb->spec;
+	struct cgroup_limits cl = {spec->lim.memory_bytes, spec->lim.pids,
+				   spec->lim.cpu_millionths};
+	/* cpuacct stays: it counts the CPU of processes killed at a timeout,
+	 * which no rusage sees.  No freezer in a container: pid 1's death
+	 * takes the pid namespace with it, so kill-all needs no freezing.
+	 * (level difference 2 of 3) */
+	unsigned flags = is_container(sb) ? CGROUP_NO_FREEZER : 0;
+	return sandbox_cgroup_create(sb, &cl, flags, err);
 }
 
 /* SYNC_CGROUP: v1 hands pid 1 each hierarchy's tasks file so it moves
@@ -476,6 +484,14 @@ local_describe(struct sandbox *sb, wd_result *r)
 	r->net_dns = ns.dns_queries;
 	r->net_bytes = ns.bytes_total;
 	r->isolation = sb->ops->level;
+	if (is_container(sb)) {
+		r->namespaces = RESULT_NS_USER | RESULT_NS_MOUNT | RESULT_NS_PID | RESULT_NS_NET |
+				RESULT_NS_IPC | RESULT_NS_UTS | RESULT_NS_CGROUP;
+		if (sb->time_ns_active)
+			r->namespaces |= RESULT_NS_TIME;
+	}
+	r->network = sb->proxy ? "proxy" : is_container(sb) ? "loopback" : "host";
+	r->uid = is_container(sb) ? 1000 : (int)(prep ? prep->host_uid : 0);
 	r->seccomp = true;
 	r->landlock_abi = prep ? prep->plan.landlock_abi : 0;
 	r->cgroup_version = sb->cg ? cgroup_version(sb->cg) : 0;
@@ -483,4 +499,10 @@ local_describe(struct sandbox *sb, wd_result *r)
 	r->bounding_dropped = is_container(sb) || geteuid() == 0;
 	r->time_ns = sb->time_ns_active;
 	r->host_uid = prep ? prep->host_uid : 0;
+}
+
+char *
+local_plan_text(struct sandbox *sb)
+{
+	return sb->prep ? jail_plan_text(sb->prep) : wd_xstrdup("");
 }

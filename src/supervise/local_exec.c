@@ -36,9 +36,7 @@ struct xrun {
 	int killed_by; /* the signal of a cancellation */
 	uint64_t exit_ns;
 	/* stdin from a terminal: relayed, never handed over */
-	int tty_in, relay_w;
-	char relay_buf[4096];
-	size_t relay_len, relay_off;
+	struct stdin_relay relay;
 };
 
 static bool
@@ -78,59 +76,6 @@ drain(struct xrun *r, int stream, char *buf, size_t cap)
 		*fdp = -1;
 		return;
 	}
-}
-
-/* Move what the person types to the command: read the terminal only
- * while nothing is pending, wait for room on the socket otherwise.  EOF
- * (^D) or the command closing its stdin ends the relay. */
-static void
-relay_stop(struct xrun *r)
-{
-	if (r->tty_in >= 0)
-		epoll_ctl(r->ep, EPOLL_CTL_DEL, r->tty_in, NULL);
-	if (r->relay_w >= 0) {
-		epoll_ctl(r->ep, EPOLL_CTL_DEL, r->relay_w, NULL);
-		close(r->relay_w);
-	}
-	r->tty_in = r->relay_w = -1;
-}
-
-static void
-relay(struct xrun *r)
-{
-	if (r->relay_len == 0) {
-		ssize_t n = read(r->tty_in, r->relay_buf, sizeof(r->relay_buf));
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n <= 0) {
-			relay_stop(r);
-			return;
-		}
-		r->relay_len = (size_t)n;
-		r->relay_off = 0;
-	}
-	while (r->relay_off < r->relay_len) {
-		ssize_t w = send(r->relay_w, r->relay_buf + r->relay_off,
-				 r->relay_len - r->relay_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN) {
-			/* full: stop reading the terminal, wait for room */
-			struct epoll_event out = {.events = EPOLLOUT, .data.fd = r->relay_w};
-			epoll_ctl(r->ep, EPOLL_CTL_DEL, r->tty_in, NULL);
-			epoll_ctl(r->ep, EPOLL_CTL_ADD, r->relay_w, &out);
-			return;
-		}
-		if (w < 0) {
-			relay_stop(r); /* the command closed its stdin */
-			return;
-		}
-		r->relay_off += (size_t)w;
-	}
-	r->relay_len = 0;
-	struct epoll_event in = {.events = EPOLLIN, .data.fd = r->tty_in};
-	if (epoll_ctl(r->ep, EPOLL_CTL_DEL, r->relay_w, NULL) == 0)
-		epoll_ctl(r->ep, EPOLL_CTL_ADD, r->tty_in, &in);
 }
 
 /* End the command: a one-shot run's whole sandbox (pid 1's death takes
@@ -257,9 +202,8 @@ loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
 		}
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
-			if ((fd == r->tty_in && r->tty_in >= 0) ||
-			    (fd == r->relay_w && r->relay_w >= 0))
-				relay(r);
+			if (stdin_relay_owns(&r->relay, fd))
+				stdin_relay_pump(&r->relay);
 			else if (fd == r->out_r && r->out_r >= 0)
 				drain(r, 1, buf, cap);
 			else if (fd == r->err_r && r->err_r >= 0)
@@ -340,18 +284,9 @@ send_exec(struct xrun *r, struct wd_err *err)
 	 * terminal itself the sandbox could change its modes (stty -echo
 	 * outlives the run), read what is typed after it, or push input
 	 * (TIOCSTI, refused by seccomp too). */
-	if (x->stdin_fd >= 0 && isatty(x->stdin_fd)) {
-		int sv[2];
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-			rc = wd_err_sys(err, errno, "stdin relay");
-			goto out;
-		}
-		shutdown(sv[0], SHUT_WR);
-		shutdown(sv[1], SHUT_RD);
-		relay_r = sv[0];
-		r->relay_w = sv[1];
-		r->tty_in = x->stdin_fd;
-	}
+	if (x->stdin_fd >= 0 && isatty(x->stdin_fd) &&
+	    (rc = stdin_relay_open(&r->relay, x->stdin_fd, &relay_r, err)) < 0)
+		goto out;
 	if (!(cwd = jail_cwd(sb, x->cwd, err))) {
 		rc = -EINVAL;
 		goto out;
@@ -476,8 +411,8 @@ collect(struct xrun *r, uint64_t t0)
 int
 local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
-	struct xrun r = {.sb = sb, .x = x, .out_r = -1, .err_r = -1, .tty_in = -1, .relay_w = -1,
-			 .ep = -1};
+	struct xrun r = {.sb = sb, .x = x, .out_r = -1, .err_r = -1, .ep = -1};
+	stdin_relay_init(&r.relay);
 	bool sent = false;
 	uint64_t t0 = wd_now_ns();
 	uint64_t timeout_ms = x->timeout_ms ? x->timeout_ms : sb->spec->lim.timeout_ms;
@@ -503,9 +438,11 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 		rc = wd_err_sys(err, errno, "epoll_create1");
 		goto out;
 	}
-	int fds[] = {r.out_r, r.err_r, r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd, r.tty_in};
+	int fds[] = {r.out_r, r.err_r, r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
+	r.relay.ep = r.ep;
+	stdin_relay_watch(&r.relay);
 	/* a cancellation that came before the command was sent */
 	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
 		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
@@ -531,7 +468,8 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 out:
 	for (int i = 1; i <= 2; i++)
 		capture_fini(&r.cap[i]);
-	int own[] = {r.out_r, r.err_r, r.chan.fd, r.relay_w, r.ep};
+	stdin_relay_stop(&r.relay);
+	int own[] = {r.out_r, r.err_r, r.chan.fd, r.ep};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++)
 		if (own[i] >= 0)
 			close(own[i]);

@@ -154,6 +154,21 @@ void capture_flush(struct capture *c);
  * newline unless the kept head ends a line. */
 char *capture_marker(int stream, uint64_t omitted, bool at_line_start);
 
+/* ---- a terminal as stdin, relayed (relay.c) ----
+ * Usage: init; open (gives the socket end the command gets as stdin);
+ * set ep, watch; pump on events for which owns() is true; stop. */
+struct stdin_relay {
+	int tty_in, relay_w, ep;
+	char buf[4096];
+	size_t len, off;
+};
+void stdin_relay_init(struct stdin_relay *r);
+int stdin_relay_open(struct stdin_relay *r, int tty_fd, int *read_end, struct wd_err *err);
+void stdin_relay_watch(struct stdin_relay *r);
+bool stdin_relay_owns(const struct stdin_relay *r, int fd);
+void stdin_relay_pump(struct stdin_relay *r);
+void stdin_relay_stop(struct stdin_relay *r);
+
 /* ---- results ---- */
 struct wd_result {
 	enum wd_outcome outcome;
@@ -167,8 +182,13 @@ struct wd_result {
 	size_t out_len[3];
 	uint64_t total[3], omitted[3];
 	uint64_t wall_ns, cpu_ns, peak_memory;
-	/* protections in force */
+	/* protections in force, filled by the backend's describe */
 	enum wd_isolation isolation;
+	unsigned namespaces;  /* RESULT_NS_*: the namespaces the command runs in */
+	int uid;              /* the command's uid as it sees it */
+	const char *network;  /* "loopback", "proxy" or "host" (a static string) */
+	/* a user-space kernel: its runtime, version, platform ("" otherwise) */
+	char runtime[16], runtime_version[48], platform[16];
 	bool seccomp;
 	int landlock_abi;
 	int cgroup_version; /* 0 none */
@@ -186,7 +206,19 @@ struct wd_result {
 	char *refusal;         /* why nothing ran, when no decision says it */
 };
 
+/* wd_result.namespaces bits */
+#define RESULT_NS_USER 0x1u
+#define RESULT_NS_MOUNT 0x2u
+#define RESULT_NS_PID 0x4u
+#define RESULT_NS_NET 0x8u
+#define RESULT_NS_IPC 0x10u
+#define RESULT_NS_UTS 0x20u
+#define RESULT_NS_CGROUP 0x40u
+#define RESULT_NS_TIME 0x80u
+
 wd_result *result_new(const char *sandbox_id);
+/* "container", "process", "gvisor". */
+const char *result_isolation_name(enum wd_isolation level);
 /* Write the result as one JSON object into w (with_data: the output
  * windows; the audit trail keeps only the counts). */
 struct jw;
@@ -252,6 +284,9 @@ struct backend_ops {
 	void (*describe)(struct sandbox *sb, wd_result *r);
 	/* Reap, remove, free what prepare and spawn made (not sb itself). */
 	void (*destroy)(struct sandbox *sb);
+	/* What the sandbox would be, as text, from a prepared sandbox that
+	 * was never started (`warden run --print-plan`): a new string. */
+	char *(*plan_text)(struct sandbox *sb);
 };
 
 const struct backend_ops *backend_for(enum wd_isolation level);
@@ -290,6 +325,9 @@ struct sandbox {
 	bool time_ns_active; /* pid 1 made the time namespace (SYNC_READY) */
 	bool reaped;
 
+	/* a backend's own state (gvisor.c), freed by its destroy */
+	void *priv;
+
 	/* cancellation: wd_sandbox_cancel() writes the eventfd */
 	int cancel_fd;
 	atomic_int cancel_sig;
@@ -324,6 +362,18 @@ void local_read_setup(struct sandbox *sb);
 int local_setup_error(struct sandbox *sb, struct wd_err *err);
 /* Fill the protections of r from the sandbox. */
 void local_describe(struct sandbox *sb, wd_result *r);
+/* The sandbox's cgroup (sb->cg) with limits cl and cgroup_create_flags()'
+ * flags, watched by the context's keeper from before it exists; an
+ * unprivileged caller without cgroups gets -ENOTSUP unless best effort
+ * (then sb->cg stays NULL).  Shared by every backend. */
+struct cgroup_limits;
+int sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsigned flags,
+			  struct wd_err *err);
+/* The jail plan as text (struct backend_ops.plan_text). */
+char *local_plan_text(struct sandbox *sb);
+
+/* ---- the gvisor backend (gvisor*.c) ---- */
+extern const struct backend_ops gvisor_ops;
 
 /* One JSON object for a proxy or DNS decision (compat: spec event handler). */
 char *result_net_event_json(const struct net_event *ev);
