@@ -36,6 +36,9 @@ const char *cli_quote(const char *value);
  * why (a missing value is not an unknown option).  Returns 125. */
 struct option;
 int cli_bad_option(const char *sub, int argc, char **argv, const struct option *opts);
+/* Whether a value getopt took is really "--" or one of opts: the option
+ * before it was given no value. */
+bool cli_looks_like_option(const char *value, const struct option *opts);
 /* Docker's spellings (-v SRC:DST, -e, --network, --pids-limit, --user,
  * ...) among argv's options: a "did you mean" naming warden's option, 125;
  * 0 if none. */

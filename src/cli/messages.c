@@ -121,6 +121,20 @@ cli_bad_option(const char *sub, int argc, char **argv, const struct option *opts
 	return cli_fail(sub, "unknown option %s (see warden %s --help)", cli_quote(arg), sub);
 }
 
+bool
+cli_looks_like_option(const char *value, const struct option *opts)
+{
+	if (!strcmp(value, "--"))
+		return true;
+	if (strncmp(value, "--", 2))
+		return false;
+	size_t n = strcspn(value + 2, "=");
+	for (const struct option *o = opts; o && o->name; o++)
+		if (strlen(o->name) == n && !strncmp(value + 2, o->name, n))
+			return true;
+	return false;
+}
+
 /* What Docker users type, and what warden calls it. */
 static const struct {
 	const char *docker;

@@ -405,6 +405,15 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 		}
 		if (c == ':' || c == '?')
 			return cli_bad_option("run", argc, argv, long_opts);
+		/* "--memory -- prog": getopt took "--" (or the next option) as
+		 * the value; what the user left out is the value */
+		if (optarg && cli_looks_like_option(optarg, long_opts)) {
+			/* name it as it was typed: the word before the value */
+			const char *typed = optind >= 2 && optarg == argv[optind - 1]
+						    ? argv[optind - 2]
+						    : argv[optind - 1];
+			return cli_fail("run", "option %s needs a value", cli_quote(typed));
+		}
 		if ((rc = one_opt(c, name, optarg, spec, o)))
 			return rc;
 	}
