@@ -81,8 +81,7 @@ wd_spec *spec_copy(const wd_spec *s);
 /* "/", /root, /var and the system trees (/etc, /usr, /proc, ...), which
  * must never be writable by a sandbox; real is a resolved path. */
 bool spec_is_system_dir(const char *real);
-/* A portable environment variable name. */
-bool spec_env_name_ok(const char *name);
+
 
 /* ---- events ---- */
 struct wd_event {
