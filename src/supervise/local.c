@@ -55,10 +55,6 @@ static int
 prepare_proxy(struct sandbox *sb, struct wd_err *err)
 {
 	const wd_spec *spec = sb->spec;
-	if (!is_container(sb))
-		return wd_err_set(err, WD_E_INVAL,
-				  "--net allow needs --isolation container or gvisor (a network "
-				  "namespace with warden's proxy as its only way out)");
 	if (!spec->net_rules && net_rules_new(&sb->own_rules) < 0)
 		return wd_err_set(err, WD_E_INTERNAL, "out of memory");
 	struct net_config nc;
@@ -71,12 +67,12 @@ prepare_proxy(struct sandbox *sb, struct wd_err *err)
 }
 
 int
-local_prepare(struct sandbox *sb, struct wd_err *err)
+sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *err)
 {
 	const wd_spec *spec = sb->spec;
 	int rc;
 	/* Egress: the proxy exists before the plan, which needs its CA for
-	 * the jail's trust store; it serves once pid 1 sends its sockets. */
+	 * the jail's trust store; it serves once its sockets exist. */
 	if (spec->net == WD_NET_PROXY && (rc = prepare_proxy(sb, err)) < 0)
 		return rc;
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
@@ -88,7 +84,7 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 	if (!ws)
 		ws = cwd = getcwd(NULL, 0);
 	struct jail_config cfg = {
-		.container = is_container(sb),
+		.container = container,
 		.workspace = ws ? ws : ".",
 		.binds = binds,
 		.nbinds = spec->nbinds,
@@ -102,12 +98,22 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 		.nports = spec->nports,
 		.net_proxy = sb->proxy != NULL,
 		.ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
-		.time_ns = spec->time_ns,
+		.time_ns = time_ns,
 		.reproducible = spec->reproducible,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	free(binds);
 	return rc;
+}
+
+int
+local_prepare(struct sandbox *sb, struct wd_err *err)
+{
+	if (sb->spec->net == WD_NET_PROXY && !is_container(sb))
+		return wd_err_set(err, WD_E_INVAL,
+				  "--net allow needs --isolation container or gvisor (a network "
+				  "namespace with warden's proxy as its only way out)");
+	return sandbox_plan(sb, is_container(sb), sb->spec->time_ns, err);
 }
 
 /* ---- spawn ---- */

@@ -168,6 +168,31 @@ bool stdin_relay_owns(const struct stdin_relay *r, int fd);
 void stdin_relay_pump(struct stdin_relay *r);
 void stdin_relay_stop(struct stdin_relay *r);
 
+/* ---- a command's output (output.c), shared by every backend's loop ---- */
+struct sandbox;
+struct exec_req;
+struct cmd_output {
+	struct sandbox *sb;
+	int fd[3];            /* [1] stdout, [2] stderr read ends; -1: drained */
+	struct capture cap[3];
+};
+/* Windows of the command's (or the spec's) output limit, live copies to
+ * x's stream fds, output events when the sandbox's sink wants them.  The
+ * fds are the caller's to set. */
+void cmd_output_init(struct cmd_output *o, struct sandbox *sb, const struct exec_req *x,
+		     uint64_t deadline_ns);
+/* Read what stream (1 or 2) has, a bounded number of reads; at EOF the fd
+ * leaves ep and is closed. */
+void cmd_output_drain(struct cmd_output *o, int stream, int ep, char *buf, size_t cap);
+/* Stop reading (close what is left open). */
+void cmd_output_close(struct cmd_output *o);
+/* The kept windows, counts and the rest of the live copy, into res. */
+void cmd_output_collect(struct cmd_output *o, wd_result *res);
+void cmd_output_fini(struct cmd_output *o);
+/* A command's working directory in the sandbox's view: the workspace, or
+ * cwd below it (relative, no ".."); NULL with err otherwise. */
+char *sandbox_command_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err);
+
 /* ---- results ---- */
 struct wd_result {
 	enum wd_outcome outcome;
@@ -346,6 +371,11 @@ void sandbox_free(struct sandbox *sb); /* destroys what is left first */
 void sandbox_event(struct sandbox *sb, const char *what, const char *detail);
 /* A new random 16-hex id. */
 void sandbox_make_id(char out[17]);
+
+/* The sandbox's jail plan from its spec, and its egress proxy (whose CA
+ * the plan needs) when the spec asks for egress: any backend's prepare
+ * (local.c).  container: namespaces and mounts in the plan. */
+int sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *err);
 
 /* ---- the local backend (container, process): local.c, local_exec.c ---- */
 int local_prepare(struct sandbox *sb, struct wd_err *err);
