@@ -15,6 +15,12 @@ enum {
 	CLI_EXIT_NOT_FOUND = 127,
 };
 
+/* `warden run`'s options and program into spec and cmd, everything it
+ * does before it runs anything (the fuzz target cli_options calls it):
+ * 0, -1 after --help, or an exit status (125, the message printed). */
+typedef struct wd_spec wd_spec;
+int cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd);
+
 /* Each subcommand gets argv with argv[0] the subcommand name. */
 int cli_run(int argc, char **argv);
 int cli_doctor(int argc, char **argv);

@@ -53,6 +53,17 @@ cli_fail(const char *sub, const char *fmt, ...)
 	return CLI_EXIT_FAILURE;
 }
 
+void
+cli_log_handler(int level, const char *func, const char *msg, void *data)
+{
+	static const char *names[] = {"error", "warning", "info", "debug", "trace"};
+	(void)data;
+	if (level >= WD_LOG_DEBUG)
+		fprintf(stderr, "warden: %s: %s: %s\n", names[level], func, msg);
+	else
+		fprintf(stderr, "warden: %s: %s\n", names[level], msg);
+}
+
 const char *
 cli_quote(const char *value)
 {
@@ -95,17 +106,21 @@ cli_bad_option(const char *sub, int argc, char **argv, const struct option *opts
 	bool long_opt = !strncmp(last, "--", 2) || optopt > 255;
 	if (optopt && !long_opt) {
 		const char *in = cluster_of(argc, argv, optopt);
+		/* the option letter as typed, escaped like any value (the fuzz
+		 * target cli_options found a control byte echoed raw) */
+		char opt[3] = {'-', (char)optopt, '\0'};
+		const char *shown = cli_quote(opt);
 		bool alone = in[0] && !in[2];
 		/* getopt returns ':' for a missing value when the option string
 		 * starts with ':'; else '?' with optopt set: tell them apart by
 		 * whether the option is known at all */
 		const char *known = strchr("w:vp:c:", optopt);
 		if (known && known[1] == ':')
-			return cli_fail(sub, "option '-%c' needs a value", optopt);
+			return cli_fail(sub, "option %s needs a value", shown);
 		if (alone)
-			return cli_fail(sub, "unknown option '-%c' (see warden %s --help)", optopt,
+			return cli_fail(sub, "unknown option %s (see warden %s --help)", shown,
 					sub);
-		return cli_fail(sub, "unknown option '-%c' in %s (see warden %s --help)", optopt,
+		return cli_fail(sub, "unknown option %s in %s (see warden %s --help)", shown,
 				cli_quote(in), sub);
 	}
 	const char *arg = argv[optind - 1];

@@ -604,6 +604,29 @@ plan(const wd_spec *spec)
 	return 0;
 }
 
+/* Options and program into spec, cmd and o: 0, -1 after --help, or an
+ * exit status (125, the message printed). */
+static int
+prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int *first)
+{
+	cli_json_errors(false);
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			cli_json_errors(true); /* bad input in JSON too */
+	int rc = parse(argc, argv, spec, o, first);
+	if (rc == 0)
+		rc = finish_spec(spec, cmd, o, argc, argv, *first);
+	return rc;
+}
+
+int
+cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd)
+{
+	struct run_opts o = {.isolation = WD_ISOLATION_CONTAINER};
+	int first = 0;
+	return prepare(argc, argv, spec, cmd, &o, &first);
+}
+
 int
 cli_run(int argc, char **argv)
 {
@@ -613,15 +636,9 @@ cli_run(int argc, char **argv)
 	wd_cmd *cmd = wd_cmd_new();
 	wd_ctx *ctx = NULL;
 	wd_result *r = NULL;
-	int first = 0, rc;
+	int first = 0;
 
-	cli_json_errors(false);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--json"))
-			cli_json_errors(true); /* bad input in JSON too */
-	rc = parse(argc, argv, spec, &o, &first);
-	if (rc == 0)
-		rc = finish_spec(spec, cmd, &o, argc, argv, first);
+	int rc = prepare(argc, argv, spec, cmd, &o, &first);
 	if (rc) {
 		rc = rc < 0 ? 0 : rc;
 		goto out;
