@@ -37,11 +37,21 @@ json_string(FILE *f, const char *s)
 int
 cli_fail(const char *sub, const char *fmt, ...)
 {
-	char msg[2048];
+	char raw[2048], msg[2048 * 4];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* Whatever a message quotes (a path, a library's message that names
+	 * one), no control byte from it reaches the terminal: an escape
+	 * sequence in a value could recolour, move or retitle it. */
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)raw; *p && o < sizeof(msg) - 5; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			o += (size_t)snprintf(msg + o, sizeof(msg) - o, "\\x%02x", *p);
+		else
+			msg[o++] = (char)*p;
+	msg[o] = '\0';
 	fprintf(stderr, "warden: %s%s%s\n", sub ? sub : "", sub ? ": " : "", msg);
 	if (json_errors) {
 		/* --json holds for every outcome: bad input is an object too */
