@@ -393,7 +393,7 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 	if ((rc = cli_docker_hints("run", argc, argv)))
 		return rc;
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* 0: glibc reinitialises all of getopt's state */
 	while ((c = getopt_long(argc, argv, "+:w:vp:c:", long_opts, NULL)) != -1) {
 		const char *name = NULL;
 		for (const struct option *lo = long_opts; lo->name; lo++)
