@@ -278,6 +278,8 @@ void net_secrets_free(struct net_secrets *s);
 WD_DEFINE_AUTOPTR(net_secrets, net_secrets_free)
 /* Another reference to s (shared read-only from now on). */
 struct net_secrets *net_secrets_ref(struct net_secrets *s);
+/* More than one reference: read-only. */
+bool net_secrets_shared(const struct net_secrets *s);
 /* A private copy (values in new locked memory, same placeholders). */
 int net_secrets_clone(const struct net_secrets *s, struct net_secrets **out, struct wd_err *err);
 

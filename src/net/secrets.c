@@ -61,6 +61,12 @@ net_secrets_ref(struct net_secrets *s)
 	return s;
 }
 
+bool
+net_secrets_shared(const struct net_secrets *s)
+{
+	return atomic_load(&s->refs) > 1;
+}
+
 void
 net_secrets_free(struct net_secrets *s)
 {

@@ -69,6 +69,9 @@ struct wd_spec {
 	size_t nrules;
 	bool tls_intercept;
 	char *upstream_ca;
+	/* credentials for the proxy to inject (net/net.h): shared between
+	 * copies (a reference each), copied before a change */
+	struct net_secrets *secrets;
 	bool time_ns;
 	bool best_effort;  /* run without limits the host cannot enforce */
 	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
@@ -83,6 +86,12 @@ wd_spec *spec_copy(const wd_spec *s);
 bool spec_is_system_dir(const char *real);
 /* A portable environment variable name. */
 bool spec_env_name_ok(const char *name);
+/* The sandbox's base environment: the spec's variables and the secrets'
+ * placeholders (issue 13), as a new NULL-terminated array of pointers
+ * into spec (free the array only); *n gets the count.  -EINVAL when the
+ * spec has secrets without the proxy, or a placeholder's variable is also
+ * set with wd_spec_setenv(). */
+int spec_jail_env(const wd_spec *spec, const char ***out, size_t *n, struct wd_err *err);
 
 /* ---- events ---- */
 struct wd_event {
