@@ -345,6 +345,7 @@ ssize_t net_secrets_put_header(const struct net_secrets *s, unsigned rule, char 
  * as "A,B" into buf; for events. */
 const char *net_secrets_rule_text(const struct net_secrets *s, unsigned rule);
 void net_secrets_names(const struct net_secrets *s, uint64_t mask, char *buf, size_t cap);
+size_t net_secrets_rule_count(const struct net_secrets *s);
 const char *net_secrets_name(const struct net_secrets *s, unsigned i);
 
 /* Exfiltration checks.  Each returns the index of a secret whose

@@ -826,6 +826,12 @@ net_secrets_put_header(const struct net_secrets *s, unsigned rule, char *buf, si
 	return (ssize_t)o.len;
 }
 
+size_t
+net_secrets_rule_count(const struct net_secrets *s)
+{
+	return s ? s->nrules : 0;
+}
+
 const char *
 net_secrets_rule_text(const struct net_secrets *s, unsigned rule)
 {

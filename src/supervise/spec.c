@@ -511,3 +511,29 @@ spec_jail_env(const wd_spec *s, const char ***out, size_t *n, struct wd_err *err
 	*n = s->nenv + nvar;
 	return 0;
 }
+
+char *
+spec_plan_secrets(const wd_spec *s)
+{
+	const struct net_secrets *set = s->secrets;
+	size_t n = net_secrets_count(set), nr = net_secrets_rule_count(set);
+	char *text = wd_xstrdup("");
+	for (size_t i = 0; i < n; i++) {
+		char *t = wd_xasprintf("%ssecret %s: read by warden, never in the sandbox\n", text,
+				       net_secrets_name(set, (unsigned)i));
+		free(text);
+		text = t;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		char *t = wd_xasprintf("%sinject %s\n", text, net_secrets_rule_text(set, (unsigned)i));
+		free(text);
+		text = t;
+	}
+	for (size_t i = 0; net_secrets_env(set, i); i++) {
+		const char *kv = net_secrets_env(set, i);
+		char *t = wd_xasprintf("%splaceholder %.*s\n", text, (int)strcspn(kv, "="), kv);
+		free(text);
+		text = t;
+	}
+	return text;
+}

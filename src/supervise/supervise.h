@@ -92,6 +92,9 @@ bool spec_env_name_ok(const char *name);
  * spec has secrets without the proxy, or a placeholder's variable is also
  * set with wd_spec_setenv(). */
 int spec_jail_env(const wd_spec *spec, const char ***out, size_t *n, struct wd_err *err);
+/* The secrets' lines of a plan (names, rules, placeholder variables;
+ * never a value): a new string, "" without secrets. */
+char *spec_plan_secrets(const wd_spec *spec);
 
 /* ---- events ---- */
 struct wd_event {

@@ -265,7 +265,11 @@ lacks "... (none found)" "FOUND" "$r"
 	ok "... (those clients did get through: the workspace has what they fetched)" ||
 	nok "... (those clients did get through)"
 
-# warden's own outputs: text, -v, --json, the audit trail
+# warden's own outputs: text, -v, --json, --print-plan, the audit trail
+r=$("$WARDEN" run --print-plan -w "$WS" "${NET[@]}" "${SEC[@]}" -- true 2>&1)
+printf '%s\n' "$r" >>"$OUT"
+check "--print-plan lists the secrets, rules and placeholder variables" \
+	"inject api.test:$P Authorization=Bearer {GITHUB_TOKEN}" "$r"
 r=$(run -v --json -- curl -s -m 20 "https://api.test:$P/user")
 check "--json -v run" '"status":0' "$r"
 run -v -- git ls-remote "https://git.test:$P/repo.git" >/dev/null
