@@ -35,19 +35,33 @@
 #include <string.h>
 #include <strings.h>
 
+/* The first position in [p, end) holding c in either case: memchr for
+ * each spelling, since bodies can be large and a byte loop costs a
+ * function call per byte. */
+static const char *
+next_either(const char *p, const char *end, unsigned char lo, unsigned char up)
+{
+	if (p >= end)
+		return NULL;
+	const char *a = memchr(p, lo, (size_t)(end - p));
+	if (lo == up)
+		return a;
+	const char *b = memchr(p, up, (size_t)((a ? a : end) - p));
+	return b ? b : a;
+}
+
 /* Case-insensitive search for a lowercase needle. */
 static bool
 ci_has(const char *h, size_t n, const char *needle, size_t m)
 {
 	if (m == 0 || n < m)
 		return false;
-	unsigned char f = (unsigned char)needle[0];
-	for (size_t i = 0; i + m <= n; i++) {
-		if ((unsigned char)tolower((unsigned char)h[i]) != f)
-			continue;
+	unsigned char lo = (unsigned char)needle[0], up = (unsigned char)toupper(lo);
+	const char *end = h + n - m + 1; /* the last start that fits, plus one */
+	for (const char *p = next_either(h, end, lo, up); p; p = next_either(p + 1, end, lo, up)) {
 		size_t k = 1;
 		while (k < m &&
-		       (unsigned char)tolower((unsigned char)h[i + k]) == (unsigned char)needle[k])
+		       (unsigned char)tolower((unsigned char)p[k]) == (unsigned char)needle[k])
 			k++;
 		if (k == m)
 			return true;

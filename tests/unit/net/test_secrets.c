@@ -286,6 +286,13 @@ Test(net_secrets, finds_placeholder_and_value_in_their_forms)
 			     cases[i].text);
 		cr_assert_eq(net_secrets_find(s, 1, hay, strlen(hay)), -1, "bound: allowed");
 	}
+	/* mixed case, and the match at the very start or end of the bytes */
+	char mixed[64];
+	for (size_t i = 0; i <= strlen(ph); i++)
+		mixed[i] = i % 2 ? (char)toupper((unsigned char)ph[i]) : ph[i];
+	cr_assert_eq(net_secrets_find(s, 0, mixed, strlen(mixed)), 0, "%s", mixed);
+	cr_assert_eq(net_secrets_find(s, 0, core, 32), 0);
+	cr_assert_eq(net_secrets_find(s, 0, core, 31), -1);
 	/* names: split over labels, any case */
 	char name[200];
 	snprintf(name, sizeof(name), "%.20s.%s.evil.test", core, core + 20);
