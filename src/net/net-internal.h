@@ -281,6 +281,8 @@ void proxy_conn_close(struct conn *c, enum net_reason reason, const char *advice
 void proxy_refuse(struct conn *c, int status, enum net_reason reason, const struct net_rule *rule,
 		  const char *advice);
 void proxy_conn_step(struct conn *c);
+
+/* proxy_secrets.c */
 void proxy_rehead_free(struct conn *c);
 void proxy_wipe_uout(struct conn *c, bool all);
 void proxy_wrote_up(struct conn *c, size_t n);
@@ -289,6 +291,13 @@ void proxy_wrote_up(struct conn *c, size_t n);
 void proxy_refuse_exfil(struct conn *c, int i, const char *where);
 /* A host the request names holds a secret: refused (true). */
 bool proxy_host_exfil(struct conn *c, const char *host);
+bool proxy_dropped_field(const char *buf, const struct net_http_head *h, unsigned i, void *arg);
+bool proxy_put_injected(struct conn *c);
+void proxy_body_content(void *arg, const char *p, size_t n);
+/* Which rules apply to the request in progress, and whether its head
+ * carries a secret they do not bind to its destination (then refused:
+ * false); sets up the body check. */
+bool proxy_secrets_gate(struct conn *c, const char *buf, const char *host, uint16_t port);
 
 /* proxy_http.c */
 void proxy_request_reset(struct conn *c);

@@ -234,44 +234,6 @@ put_field(struct buf *o, const char *buf, const struct net_http_head *h, unsigne
 	       proxy_buf_put(o, buf + hd->value.off, hd->value.len) && proxy_buf_put(o, "\r\n", 2);
 }
 
-/* A client field that does not go upstream: hop-by-hop, or one an inject
- * rule sets (added or replaced: the client's own value never goes). */
-static bool
-dropped_field(const char *buf, const struct net_http_head *h, unsigned i, void *arg)
-{
-	struct conn *c = arg;
-	const struct net_span n = h->headers[i].name;
-	return net_http_hop_by_hop(buf, h, i, true) ||
-	       (c->inj.n && net_secrets_sets_header(c->p->secrets, &c->inj, buf + n.off, n.len));
-}
-
-/* The fields of the inject rules that apply, written straight into uout
- * (the one copy of a credential outside its locked memory; proxy.c wipes
- * it once sent). */
-static bool
-put_injected(struct conn *c)
-{
-	struct buf *o = &c->uout;
-	const struct net_secrets *s = c->p->secrets;
-	size_t rl = 0;
-	for (unsigned k = 0; k < c->inj.n; k++) {
-		if (proxy_buf_space(o) == 0)
-			return false;
-		ssize_t n = net_secrets_put_header(s, c->inj.rule[k], o->d + o->off + o->len,
-						   proxy_buf_space(o));
-		if (n < 0)
-			return false;
-		o->len += (size_t)n;
-		c->secret_buf = true;
-		const char *t = net_secrets_rule_text(s, c->inj.rule[k]);
-		size_t room = sizeof(c->inj_rules) - rl;
-		int w = snprintf(c->inj_rules + rl, room, "%s%s", rl ? "; " : "", t);
-		rl = w > 0 && (size_t)w < room ? rl + (size_t)w : sizeof(c->inj_rules) - 1;
-	}
-	net_secrets_names(s, c->inj.bound, c->inj_names, sizeof(c->inj_names));
-	return true;
-}
-
 /* Build the upstream request head: origin-form request line, Host from
  * the URI, the client's end-to-end fields, the injected ones,
  * "Connection: keep-alive". */
@@ -289,51 +251,15 @@ build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 	    !proxy_buf_put(o, t->authority, strlen(t->authority)) || !proxy_buf_put(o, "\r\n", 2))
 		return false;
 	for (unsigned i = 0; i < h->n_headers; i++)
-		if (!dropped_field(buf, h, i, c) && !put_field(o, buf, h, i))
+		if (!proxy_dropped_field(buf, h, i, c) && !put_field(o, buf, h, i))
 			return false;
-	if (c->inj.n && !put_injected(c))
+	if (c->inj.n && !proxy_put_injected(c))
 		return false;
 	int n = snprintf(line, sizeof(line), "Connection: keep-alive\r\n\r\n");
 	if (!proxy_buf_put(o, line, (size_t)n))
 		return false;
 	if (c->inj.n)
 		c->secret_left = o->len;
-	return true;
-}
-
-/* Secrets and this request (issue 13): which inject rules apply, and
- * whether the head carries a secret they do not bind to this destination
- * (refused).  The body is checked as it streams (body_content).  Returns
- * false if the request was refused. */
-static void
-body_content(void *arg, const char *p, size_t n)
-{
-	struct conn *c = arg;
-	int hit = net_scan_feed(c->scan, p, n);
-	if (hit >= 0 && c->exfil < 0)
-		c->exfil = hit;
-}
-
-static bool
-secrets_gate(struct conn *c, const char *buf, const char *host, uint16_t port)
-{
-	const struct net_secrets *s = c->p->secrets;
-	if (!s)
-		return true;
-	char norm[256];
-	if (net_host_normalize(host, strlen(host), norm, sizeof(norm)) < 0)
-		snprintf(norm, sizeof(norm), "%s", host);
-	net_secrets_match(s, c->proto == NET_PROTO_HTTPS, norm, port, c->path, &c->inj);
-	char where[128];
-	int i = net_secrets_find_head(s, c->inj.bound, buf, c->h, dropped_field, c, where,
-				      sizeof(where));
-	if (i >= 0) {
-		memset(&c->inj, 0, sizeof(c->inj));
-		proxy_refuse_exfil(c, i, where);
-		return false;
-	}
-	if (c->h->body != NET_BODY_NONE)
-		c->scan = net_scan_new(s, c->inj.bound);
 	return true;
 }
 
@@ -426,7 +352,7 @@ handle_http_request(struct conn *c)
 			return;
 		}
 		c->path = wd_xasprintf("%.*s", (int)tl, tg);
-		if (!secrets_gate(c, buf, c->t_host, c->t_port))
+		if (!proxy_secrets_gate(c, buf, c->t_host, c->t_port))
 			return;
 		memset(&t, 0, sizeof(t));
 		snprintf(t.authority, sizeof(t.authority), "%s", c->t_authority);
@@ -479,7 +405,7 @@ handle_http_request(struct conn *c)
 		c->port = t.port;
 		bool slash = t.path_len > 0 && t.path[0] == '/';
 		c->path = wd_xasprintf("%s%.*s", slash ? "" : "/", (int)t.path_len, t.path);
-		if (proxy_host_exfil(c, t.host) || !secrets_gate(c, buf, t.host, t.port))
+		if (proxy_host_exfil(c, t.host) || !proxy_secrets_gate(c, buf, t.host, t.port))
 			return;
 		struct net_request q = {
 		    .host = t.host, .port = t.port, .method = c->method, .path = c->path};
@@ -509,7 +435,7 @@ handle_http_request(struct conn *c)
 		}
 		net_body_init(&c->qbody, h->body, h->content_length);
 		if (c->scan) {
-			c->qbody.content = body_content;
+			c->qbody.content = proxy_body_content;
 			c->qbody.content_arg = c;
 		}
 		c->head_req = strcmp(c->method, "HEAD") == 0;
