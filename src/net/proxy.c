@@ -301,6 +301,13 @@ proxy_emit(struct conn *c, bool allowed, enum net_reason reason, const char *adv
 	}
 	snprintf(host, sizeof(host), "%s", c->host);
 	net_secrets_redact(p->secrets, host, sizeof(host));
+	/* advice can quote what the client sent (a field name, a host) */
+	char adv[512];
+	if (p->secrets && advice) {
+		snprintf(adv, sizeof(adv), "%s", advice);
+		net_secrets_redact(p->secrets, adv, sizeof(adv));
+		advice = adv;
+	}
 	struct net_event ev = {
 	    .sandbox_id = p->sandbox_id,
 	    .proto = c->proto,

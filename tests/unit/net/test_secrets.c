@@ -402,7 +402,7 @@ listen_lo(int type, uint16_t *port)
 }
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
-static char evlog[16384];
+static char evlog[16384], adv_last[512];
 
 static void
 on_event(const struct net_event *ev, void *data)
@@ -414,6 +414,9 @@ on_event(const struct net_event *ev, void *data)
 		 ev->allowed ? "allow" : "refuse", net_reason_name(ev->reason),
 		 ev->host ? ev->host : "-", ev->path ? ev->path : "-",
 		 ev->inject ? ev->inject : "-", ev->secrets ? ev->secrets : "-");
+	n = strlen(evlog);
+	snprintf(evlog + n, sizeof(evlog) - n, "  advice=%s\n", ev->advice ? ev->advice : "");
+	snprintf(adv_last, sizeof(adv_last), "%s", ev->advice ? ev->advice : "");
 	pthread_mutex_unlock(&ev_lock);
 }
 
@@ -584,6 +587,16 @@ Test(net_secrets, proxy_injects_for_the_rule_and_refuses_exfiltration)
 		cr_assert(ev_wait("refuse secret-exfiltration"), "%zu: %s", i, evlog);
 		cr_assert(strstr(evlog, "secrets=T"), "%zu: %s", i, evlog);
 	}
+
+	/* the value as a field name: the advice quoting the field is redacted */
+	evlog[0] = '\0';
+	snprintf(req, sizeof(req),
+		 "GET http://other.test:%u/ HTTP/1.1\r\nHost: x\r\nX-%s: 1\r\n\r\n", f.up, TOKEN);
+	request(f.http, req, resp, sizeof(resp));
+	cr_assert(strstr(resp, "secret-exfiltration"), "%s", resp);
+	cr_assert(ev_wait("refuse secret-exfiltration"), "%s", evlog);
+	cr_assert_null(strstr(evlog, TOKEN), "%s", evlog);
+	cr_assert(strstr(adv_last, "X-{T}"), "%s", adv_last);
 
 	/* the value itself (got back from somewhere), to the right host but
 	 * outside the rule: refused, and the event's path is redacted */
