@@ -466,10 +466,12 @@ handle_http_request(struct conn *c)
 		/* another destination: the idle upstream goes, but the head
 		 * just built in uout stays */
 		struct buf keep = c->uout;
+		size_t left = c->secret_left; /* the new head's credential */
 		c->uout.d = NULL;
 		proxy_close_upstream(c);
 		proxy_buf_free(&c->uout);
 		c->uout = keep;
+		c->secret_left = left;
 	}
 	if (c->intercept) {
 		/* a new connection to the address the CONNECT checked */

@@ -306,6 +306,7 @@ if [ "$(id -u)" = 0 ] && [ "$LEVEL" = container ]; then
 	in_pid1=$([ -n "$pid1" ] && $TOOL scan "$pid1" "$(hex "$GITHUB_TOKEN")" 2>/dev/null)
 	env_pid1=$([ -n "$pid1" ] && $TOOL scan "$pid1" "$(hex "$PLAIN_KEY")" 2>/dev/null)
 	in_warden=$($TOOL scan "$wpid" "$(hex "$GITHUB_TOKEN")" 2>/dev/null)
+	plain_warden=$($TOOL scan "$wpid" "$(hex "$PLAIN_KEY")" 2>/dev/null)
 	kill -TERM $wpid 2>/dev/null
 	wait $wpid
 	# ASan's runtime copies the environment at start-up into a mapping of
@@ -317,6 +318,36 @@ if [ "$(id -u)" = 0 ] && [ "$LEVEL" = container ]; then
 	else
 		nok "the sandbox's pid 1 holds no value" "pid1=$pid1 warden=$in_warden pid1=$in_pid1 env=$env_pid1"
 	fi
+	# After requests with the credential have gone out (plain HTTP and
+	# TLS, a kept-alive connection still open), warden holds no more
+	# copies than before: the proxy's buffers were wiped.
+	: >"$T/up.log"
+	"$WARDEN" run --timeout 60 -w "$WS" "${NET[@]}" "${SEC[@]}" -- python3 -c "
+import http.client, os, ssl, time
+ctx = ssl.create_default_context(cafile=os.environ['SSL_CERT_FILE'])
+c = http.client.HTTPSConnection('127.0.0.1', 3128, context=ctx)
+c.set_tunnel('api.test', $P)
+for _ in range(3):
+    c.request('GET', '/user'); c.getresponse().read()
+p = http.client.HTTPConnection('127.0.0.1', 3128)
+p.request('GET', 'http://plain.test:$PP/data'); p.getresponse().read()
+time.sleep(15)" >/dev/null 2>&1 &
+	wpid=$!
+	for _ in $(seq 100); do grep -q plain.test "$T/up.log" 2>/dev/null && break; sleep 0.1; done
+	sleep 0.5
+	after_gh=$($TOOL scan "$wpid" "$(hex "$GITHUB_TOKEN")" 2>/dev/null)
+	after_plain=$($TOOL scan "$wpid" "$(hex "$PLAIN_KEY")" 2>/dev/null)
+	kill -TERM $wpid 2>/dev/null
+	wait $wpid
+	if [ "$after_gh" = "$in_warden" ] && [ "$(grep -c '"path": "/user"' "$T/up.log")" = 3 ]; then
+		ok "after 3 requests over TLS on one connection, warden holds the value $after_gh times, as before"
+	else
+		nok "warden holds no extra copy after requests" "before=$in_warden after=$after_gh log=$(head -c 300 "$T/up.log")"
+	fi
+	# (PLAIN_KEY comes from env:, so warden's environment holds one more)
+	[ -n "$after_plain" ] && [ "$after_plain" = "$plain_warden" ] &&
+		ok "... and after a plain-HTTP request ($after_plain copies, as before)" ||
+		nok "... and after a plain-HTTP request" "before=$plain_warden after=$after_plain"
 fi
 
 # ---- bad input: exit 125, nothing run ----
