@@ -649,3 +649,47 @@ Test(net_secrets, dns_refuses_names_with_a_placeholder)
 	cr_assert(strstr(evlog, "secrets=T"), "%s", evlog);
 	fx_stop(&f);
 }
+
+/* ---- the spec: copies share one set, a change copies it first ---- */
+#include "supervise/supervise.h"
+
+Test(net_secrets, spec_copies_share_the_values_and_copy_before_a_change)
+{
+	struct wd_err err = {0};
+	setenv("WD_TEST_SPEC_TOKEN", TOKEN, 1);
+	wd_spec *a = wd_spec_new();
+	cr_assert_eq(wd_spec_add_secret(a, "T", "env:WD_TEST_SPEC_TOKEN", &err), 0, "%s", err.msg);
+	cr_assert_eq(wd_spec_add_placeholder(a, "TOKEN", "T", &err), 0, "%s", err.msg);
+	wd_spec *b = spec_copy(a);
+	cr_assert_eq(a->secrets, b->secrets, "a copy shares the locked values");
+	cr_assert_str_eq(net_secrets_placeholder(b->secrets, "T"),
+			 net_secrets_placeholder(a->secrets, "T"));
+	cr_assert_eq(wd_spec_add_inject(a, WD_INJECT_HEADER, "api.test X={T}", &err), 0, "%s",
+		     err.msg);
+	cr_assert_neq(a->secrets, b->secrets, "a change to a shared set copies it first");
+	cr_assert_eq(net_secrets_rule_count(a->secrets), 1);
+	cr_assert_eq(net_secrets_rule_count(b->secrets), 0, "the copy is unchanged");
+	cr_assert_str_eq(net_secrets_placeholder(b->secrets, "T"),
+			 net_secrets_placeholder(a->secrets, "T"), "the placeholder stays");
+
+	/* the jail's environment: the placeholder, never the value; and
+	 * the proxy required */
+	const char **env = NULL;
+	size_t n = 0;
+	cr_assert_eq(spec_jail_env(a, &env, &n, &err), -EINVAL, "no proxy");
+	cr_assert(strstr(err.msg, "--net allow"), "%s", err.msg);
+	wd_spec_set_net(a, WD_NET_PROXY);
+	cr_assert_eq(wd_spec_setenv(a, "OTHER", "1", &err), 0);
+	cr_assert_eq(spec_jail_env(a, &env, &n, &err), 0, "%s", err.msg);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(env[0], "OTHER=1");
+	cr_assert(!strncmp(env[1], "TOKEN=warden-placeholder-", 25), "%s", env[1]);
+	cr_assert_null(strstr(env[1], TOKEN));
+	free(env);
+	cr_assert_eq(wd_spec_setenv(a, "TOKEN", "x", &err), 0);
+	cr_assert_eq(spec_jail_env(a, &env, &n, &err), -EINVAL,
+		     "--setenv of a placeholder variable");
+	cr_assert(strstr(err.msg, "also set"), "%s", err.msg);
+	wd_spec_free(a);
+	wd_spec_free(b);
+}
