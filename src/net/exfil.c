@@ -199,6 +199,12 @@ net_secrets_find_head(const struct net_secrets *s, uint64_t bound, const char *b
 		snprintf(where, where_cap, "the URL");
 		return hit;
 	}
+	/* a method is a token of up to 24 bytes: room for a value */
+	hit = net_secrets_find(s, bound, buf + h->method.off, h->method.len);
+	if (hit >= 0) {
+		snprintf(where, where_cap, "the method");
+		return hit;
+	}
 	for (unsigned i = 0; i < h->n_headers; i++) {
 		if (skip && skip(buf, h, i, arg))
 			continue;

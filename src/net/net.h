@@ -357,7 +357,7 @@ int net_secrets_find(const struct net_secrets *s, uint64_t bound, const char *p,
 int net_secrets_find_name(const struct net_secrets *s, const char *name);
 struct net_http_head;
 /* A request head about to be forwarded: the target (as sent and percent-
- * decoded), every field the proxy forwards (skip set by the caller: hop-by-
+ * decoded) and the method, every field the proxy forwards (skip set by the caller: hop-by-
  * hop and replaced fields), and the decoded credentials of "Basic" fields.
  * *where gets "the URL" or the field name (static or into where_buf). */
 int net_secrets_find_head(const struct net_secrets *s, uint64_t bound, const char *buf,

@@ -301,6 +301,33 @@ Test(net_secrets, finds_placeholder_and_value_in_their_forms)
 	net_secrets_free(s);
 }
 
+Test(net_secrets, finds_a_value_in_a_parsed_head)
+{
+	struct net_secrets *s = one_secret("T", "Abcdefgh12");
+	static struct net_http_head h;
+	char where[128];
+	const char *heads[] = {
+	    "Abcdefgh12 / HTTP/1.1\r\nHost: x\r\n\r\n",		    /* the method */
+	    "GET /a%41bcdefgh12 HTTP/1.1\r\nHost: x\r\n\r\n",	    /* encoded in the URL */
+	    "GET / HTTP/1.1\r\nHost: x\r\nX-Abcdefgh12: 1\r\n\r\n", /* a field name */
+	    /* base64("u:Abcdefgh12") */
+	    "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Basic dTpBYmNkZWZnaDEy\r\n\r\n",
+	};
+	const char *want[] = {"the method", "the URL", "the X-Abcdefgh12 field",
+			      "the Authorization field (Basic credentials)"};
+	for (size_t i = 0; i < sizeof(heads) / sizeof(*heads); i++) {
+		cr_assert_eq(net_http_parse_request(heads[i], strlen(heads[i]), &h), 1, "%zu", i);
+		cr_assert_eq(
+		    net_secrets_find_head(s, 0, heads[i], &h, NULL, NULL, where, sizeof(where)), 0,
+		    "%zu", i);
+		cr_assert_str_eq(where, want[i]);
+		cr_assert_eq(
+		    net_secrets_find_head(s, 1, heads[i], &h, NULL, NULL, where, sizeof(where)), -1,
+		    "bound: %zu", i);
+	}
+	net_secrets_free(s);
+}
+
 Test(net_secrets, scans_bodies_across_reads)
 {
 	struct net_secrets *s = one_secret("T", TOKEN);
@@ -570,6 +597,7 @@ Test(net_secrets, proxy_injects_for_the_rule_and_refuses_exfiltration)
 	    "CONNECT %s.wild.test:%u HTTP/1.1\r\nHost: x\r\n\r\n",
 	};
 	const char *where[] = {"X-Token", "URL", "Basic", "body", "host name", "host name"};
+
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(*fmts); i++) {
 		seen[0] = evlog[0] = '\0';
 #pragma GCC diagnostic push
