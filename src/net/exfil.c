@@ -336,3 +336,64 @@ net_secrets_redact(const struct net_secrets *s, char *buf, size_t cap)
 	explicit_bzero(out, cap);
 	free(out);
 }
+
+/* ------------------------------------------------------------ responses */
+
+/* An upstream that echoes the credential back (a debugging endpoint that
+ * returns the request's headers, an error page quoting them) would hand
+ * the sandbox the value it must never hold.  Responses are masked on the
+ * way through: every complete occurrence of a value (as it is, or
+ * percent-encoded) becomes as many '*', so lengths and framing stay as the
+ * upstream sent them. */
+static size_t
+mask_one(char *p, size_t n, const char *pat, size_t m)
+{
+	size_t count = 0;
+	for (char *q = p; m && (q = memmem(q, n - (size_t)(q - p), pat, m)); q += m) {
+		memset(q, '*', m);
+		count++;
+	}
+	return count;
+}
+
+size_t
+net_secrets_mask(const struct net_secrets *s, char *p, size_t n, uint64_t *found)
+{
+	size_t count = 0;
+	for (size_t i = 0; s && i < s->n; i++) {
+		const struct net_secret *v = &s->v[i];
+		size_t c = mask_one(p, n, v->mem, v->len);
+		if (v->penc_len)
+			c += mask_one(p, n, v->penc, v->penc_len);
+		if (c && found)
+			*found |= 1ull << i;
+		count += c;
+	}
+	return count;
+}
+
+/* The longest suffix of p[0..n) that is a proper prefix of pat. */
+static size_t
+prefix_tail(const char *p, size_t n, const char *pat, size_t m)
+{
+	size_t max = m - 1 < n ? m - 1 : n;
+	for (size_t j = max; j > 0; j--)
+		if (p[n - j] == pat[0] && !memcmp(p + n - j, pat, j))
+			return j;
+	return 0;
+}
+
+size_t
+net_secrets_partial_tail(const struct net_secrets *s, const char *p, size_t n)
+{
+	size_t hold = 0;
+	for (size_t i = 0; s && i < s->n; i++) {
+		const struct net_secret *v = &s->v[i];
+		size_t j = prefix_tail(p, n, v->mem, v->len);
+		if (j > hold)
+			hold = j;
+		if (v->penc_len && (j = prefix_tail(p, n, v->penc, v->penc_len)) > hold)
+			hold = j;
+	}
+	return hold;
+}

@@ -217,6 +217,7 @@ struct conn {
 	size_t secret_left;
 	char inj_rules[512];
 	char inj_names[256];
+	uint64_t masked; /* secrets whose values the response had, masked */
 
 	/* tunnel */
 	int pcu[2], puc[2];
@@ -298,6 +299,8 @@ void proxy_body_content(void *arg, const char *p, size_t n);
  * carries a secret they do not bind to its destination (then refused:
  * false); sets up the body check. */
 bool proxy_secrets_gate(struct conn *c, const char *buf, const char *host, uint16_t port);
+size_t proxy_response_window(struct conn *c, size_t k);
+const char *proxy_masked_advice(struct conn *c);
 
 /* proxy_http.c */
 void proxy_request_reset(struct conn *c);

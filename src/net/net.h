@@ -372,6 +372,15 @@ int net_secrets_find_head(const struct net_secrets *s, uint64_t bound, const cha
  * left: they are evidence, not secrets. */
 void net_secrets_redact(const struct net_secrets *s, char *buf, size_t cap);
 
+/* Responses: replace every complete occurrence of a value (as it is, or
+ * percent-encoded) in p[0..n) with as many '*' (lengths and framing stay
+ * the upstream's); returns how many, and ORs the secrets found into
+ * *found (may be NULL). */
+size_t net_secrets_mask(const struct net_secrets *s, char *p, size_t n, uint64_t *found);
+/* How many bytes at the end of p[0..n) could be the start of a value
+ * (hold them back until the rest arrives, or the body ends). */
+size_t net_secrets_partial_tail(const struct net_secrets *s, const char *p, size_t n);
+
 /* A body, streamed: matches across feeds (the last bytes are kept). */
 struct net_scan;
 struct net_scan *net_scan_new(const struct net_secrets *s, uint64_t bound);

@@ -37,6 +37,7 @@ proxy_request_reset(struct conn *c)
 	c->head_req = c->client_close = false;
 	c->aliased = false;
 	memset(&c->inj, 0, sizeof(c->inj));
+	c->masked = 0;
 	net_scan_free(c->scan);
 	c->scan = NULL;
 	c->exfil = -1;
@@ -857,6 +858,11 @@ proxy_st_forward(struct conn *c)
 			return -1;
 		}
 	}
+	/* An echoed credential never reaches the sandbox: complete values
+	 * in what came from the upstream (head or body) are masked before
+	 * anything of it is passed on (proxy_secrets.c, exfil.c). */
+	if (p->secrets && c->uin.len)
+		net_secrets_mask(p->secrets, c->uin.d + c->uin.off, c->uin.len, &c->masked);
 	/* response head */
 	bool head_incomplete = !c->resp_head && c->uin.len == 0;
 	while (!c->resp_head && c->uin.len) {
@@ -909,6 +915,7 @@ proxy_st_forward(struct conn *c)
 		size_t space = proxy_buf_space(&c->cout);
 		if (c->uin.len && space) {
 			size_t k = c->uin.len < space ? c->uin.len : space;
+			k = proxy_response_window(c, k);
 			ssize_t used = net_body_feed(&c->rbody, c->uin.d + c->uin.off, k);
 			if (used < 0) {
 				proxy_conn_close(c, NET_R_UPSTREAM,
@@ -960,7 +967,7 @@ proxy_st_forward(struct conn *c)
 		} else {
 			proxy_close_upstream(c);
 		}
-		proxy_emit(c, true, NET_R_NONE, NULL);
+		proxy_emit(c, true, NET_R_NONE, proxy_masked_advice(c));
 		if (keep) {
 			c->st = ST_HEAD;
 			c->deadline = p->now + proxy_ms(p->cfg.header_timeout_ms);

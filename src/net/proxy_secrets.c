@@ -150,3 +150,44 @@ proxy_secrets_gate(struct conn *c, const char *buf, const char *host, uint16_t p
 		c->scan = net_scan_new(s, c->inj.bound);
 	return true;
 }
+
+/* How much of the response body in uin to pass on now (at most k): all of
+ * it unless its last bytes could be the start of a value whose rest has
+ * not arrived; those wait for more, unless the body ends within what is
+ * here (then the value cannot complete) or the upstream has closed. */
+size_t
+proxy_response_window(struct conn *c, size_t k)
+{
+	const struct net_secrets *s = c->p->secrets;
+	if (!s || c->u_eof)
+		return k;
+	const char *d = c->uin.d + c->uin.off;
+	size_t hold = net_secrets_partial_tail(s, d, c->uin.len);
+	if (!hold)
+		return k;
+	struct net_body probe = c->rbody; /* a copy: does the body end here? */
+	probe.content = NULL;
+	ssize_t used = net_body_feed(&probe, d, c->uin.len);
+	if (used < 0 || probe.done)
+		return k;
+	size_t limit = c->uin.len - hold;
+	return k < limit ? k : limit;
+}
+
+/* The event's advice when a response was masked. */
+const char *
+proxy_masked_advice(struct conn *c)
+{
+	static __thread char adv[320];
+	if (!c->masked)
+		return NULL;
+	char names[256];
+	net_secrets_names(c->p->secrets, c->masked, names, sizeof(names));
+	snprintf(adv, sizeof(adv),
+		 "the response carried the value of %s, which warden masked: the sandbox never "
+		 "holds it",
+		 names);
+	if (c->inj_names[0] == '\0')
+		snprintf(c->inj_names, sizeof(c->inj_names), "%s", names);
+	return adv;
+}

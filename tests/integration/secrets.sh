@@ -256,10 +256,18 @@ r=$(run -- sh -c 'git clone -q "$0" /tmp/repo && cp -r /tmp/repo /workspace/repo
 		--index-url "$1" -d /workspace/dl wardendemo &&
 	(mkdir -p /workspace/proj && cd /workspace/proj && npm install --silent \
 		--userconfig /workspace/.npmrc --cache /workspace/.npm wd-demo >/dev/null 2>&1) &&
-	curl -s -m 20 -o /workspace/api.txt "$2" && exec python3 /workspace/search.py "$3" "$4" "$5" "$6"' \
+	curl -s -m 20 -o /workspace/api.txt "$2" &&
+	curl -s -m 20 -D /workspace/echo.head -o /workspace/echo.json "${2%/user}/echo" &&
+	exec python3 /workspace/search.py "$3" "$4" "$5" "$6"' \
 	"https://git.test:$P/repo.git" "https://pypi.test:$P/simple/" "https://api.test:$P/user" "${rev[@]}")
 check "after git, pip, npm and curl ran, no file the sandbox can read holds a value" "found 0" "$r"
 lacks "... (none found)" "FOUND" "$r"
+check "an upstream echoing the credential: the sandbox got it masked" \
+	'"Authorization": "Bearer ****' "$(cat "$WS/echo.json" 2>/dev/null)"
+grep -q "api.test.*/echo" "$T/up.log" && grep -q "$GITHUB_TOKEN" "$T/up.log" &&
+	ok "... (the upstream did get and echo the value)" || nok "... (the upstream did get and echo the value)"
+grep -q '"advice":"the response carried the value of GITHUB_TOKEN, which warden masked' "$T/audit.log" &&
+	ok "... and the masking is audited" || nok "... and the masking is audited"
 [ -d "$WS/proj/node_modules/wd-demo" ] && [ -s "$WS/dl/wardendemo-1.0-py3-none-any.whl" ] &&
 	[ -s "$WS/repo/README" ] && grep -q octocat "$WS/api.txt" &&
 	ok "... (those clients did get through: the workspace has what they fetched)" ||

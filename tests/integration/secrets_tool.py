@@ -6,7 +6,8 @@ Loopback only.
   serve CERT KEY ROOT LOG SECRETS_JSON [plain]
       One HTTP(S) server for several names, routed by Host:
         api.test    /user needs "Authorization: Bearer GITHUB_TOKEN";
-                    /redirect answers 302 to other.test/landing
+                    /redirect answers 302 to other.test/landing;
+                    /echo returns the request's fields (the credential too)
         git.test    git-http-backend (smart HTTP) behind Basic
                     x-access-token:GITHUB_TOKEN, repositories in ROOT/git
         pypi.test   a PEP 503 index (ROOT/pypi) behind Basic __token__:PYPI_TOKEN
@@ -86,6 +87,12 @@ class Handler(BaseHTTPRequestHandler):
             if self.path == "/redirect":
                 self.reply(302, b"moved\n", extra=[(
                     "Location", "https://other.test:%d/landing" % self.server.port)])
+            elif self.path == "/echo":
+                # a debugging endpoint: the request's fields back, the
+                # credential among them (warden must mask it)
+                self.reply(200, json.dumps(dict(self.headers.items())).encode(),
+                           "application/json",
+                           extra=[("X-Echo-Auth", self.headers.get("Authorization", ""))])
             elif self.auth_is("Bearer", sec["GITHUB_TOKEN"]):
                 self.reply(200, b"api: hello, octocat\n")
             else:

@@ -328,6 +328,20 @@ Test(net_secrets, finds_a_value_in_a_parsed_head)
 	net_secrets_free(s);
 }
 
+Test(net_secrets, masks_values_in_responses)
+{
+	struct net_secrets *s = one_secret("T", "p@ss/w0rd+long");
+	char body[] = "a p@ss/w0rd+long b p%40ss%2Fw0rd%2Blong c p@ss/w0rd+lon";
+	uint64_t found = 0;
+	cr_assert_eq(net_secrets_mask(s, body, strlen(body), &found), 2);
+	cr_assert_eq(found, 1);
+	cr_assert_str_eq(body, "a ************** b ******************** c p@ss/w0rd+lon");
+	cr_assert_eq(net_secrets_partial_tail(s, body, strlen(body)), 13, "a value may follow");
+	cr_assert_eq(net_secrets_partial_tail(s, "xyz", 3), 0);
+	cr_assert_eq(net_secrets_partial_tail(s, "xp%4", 4), 3, "percent-encoded too");
+	net_secrets_free(s);
+}
+
 Test(net_secrets, scans_bodies_across_reads)
 {
 	struct net_secrets *s = one_secret("T", TOKEN);
@@ -392,7 +406,26 @@ serve_one(void *arg)
 		strncat(seen, buf, sizeof(seen) - strlen(seen) - 1);
 		pthread_mutex_unlock(&seen_lock);
 		static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-		send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
+		if (strstr(buf, " /api/echo ")) {
+			/* a debugging endpoint: the request head back, in the
+			 * response's fields and in a body sent in two writes
+			 * cut inside the value */
+			const char *auth = strstr(buf, "Authorization: ");
+			size_t al = auth ? strcspn(auth, "\r") : 0;
+			char resp[4096];
+			int rl = snprintf(
+			    resp, sizeof(resp),
+			    "HTTP/1.1 200 OK\r\nX-Echo: %.*s\r\nContent-Length: %zu\r\n\r\n",
+			    (int)al, auth ? auth : "", hl);
+			send(fd, resp, (size_t)rl, MSG_NOSIGNAL);
+			const char *tok = strstr(buf, "Bearer ");
+			size_t cut = tok ? (size_t)(tok - buf) + 12 : hl / 2;
+			send(fd, buf, cut, MSG_NOSIGNAL);
+			usleep(100000);
+			send(fd, buf + cut, hl - cut, MSG_NOSIGNAL);
+		} else {
+			send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
+		}
 		len = 0;
 	}
 	close(fd);
@@ -557,6 +590,36 @@ Test(net_secrets, proxy_injects_for_the_rule_and_refuses_exfiltration)
 	cr_assert(ev_wait("inject=http://api.test"), "%s", evlog);
 	cr_assert(strstr(evlog, "secrets=T"), "%s", evlog);
 	cr_assert_null(strstr(evlog, TOKEN), "a value in an event: %s", evlog);
+
+	/* an upstream that echoes the credential: the client gets '*'s, in the
+	 * fields and in a body whose value arrived in two reads */
+	evlog[0] = '\0';
+	snprintf(req, sizeof(req),
+		 "GET http://api.test:%u/api/echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		 f.up);
+	{
+		char all[8192] = "";
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(f.http)};
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		struct timeval tv = {.tv_sec = 5};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		send(fd, req, strlen(req), MSG_NOSIGNAL);
+		size_t got = 0;
+		ssize_t n;
+		while ((n = recv(fd, all + got, sizeof(all) - 1 - got, 0)) > 0)
+			got += (size_t)n;
+		all[got] = '\0';
+		close(fd);
+		cr_assert(strstr(all, "200 OK"), "%s", all);
+		cr_assert(seen_has("GET /api/echo"), "%s", seen);
+		cr_assert_null(strstr(all, TOKEN), "the echoed value reached the client: %s", all);
+		cr_assert(strstr(all, "X-Echo: Authorization: Bearer *************************"),
+			  "%s", all);
+		cr_assert(strstr(all, "\r\n\r\nGET /api/echo"), "the body came: %s", all);
+		cr_assert(ev_wait("warden masked"), "%s", evlog);
+	}
 
 	/* outside the rule's path: nothing added */
 	seen[0] = '\0';
