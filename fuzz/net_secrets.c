@@ -1,9 +1,9 @@
 /* Fuzz target: the exfiltration checks of issue 13, fed what a sandbox
  * controls: a request head (parsed as the proxy parses it, then the URL,
  * every field and decoded Basic credentials searched), a body streamed in
- * uneven reads, a host or DNS name, text to redact from an event; and the
- * inject-rule parser with the header it writes, fed the same bytes as a
- * rule. */
+ * uneven reads, a host or DNS name, text to redact from an event, a
+ * response to mask; and the inject-rule parser with the header it writes,
+ * fed the same bytes as a rule. */
 #include "net/net.h"
 
 #include <stdlib.h>
@@ -65,6 +65,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(red, s, rl);
 	red[rl] = '\0';
 	net_secrets_redact(set, red, sizeof(red));
+	/* a response: masked in place, the tail that could start a value */
+	char *resp = malloc(size + 1);
+	if (resp) {
+		memcpy(resp, data, size);
+		uint64_t found = 0;
+		(void)net_secrets_mask(set, resp, size, &found);
+		(void)net_secrets_partial_tail(set, resp, size);
+		free(resp);
+	}
 	struct net_secrets *rs;
 	struct wd_err err;
 	net_secrets_new(&rs);
