@@ -41,16 +41,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *msg = NULL;
 	size_t mlen = 0;
 	FILE *mem = open_memstream(&msg, &mlen);
-	FILE *saved = stderr;
-	if (!mem)
+	/* --help prints to stdout, which the corpus replay's TAP stream owns:
+	 * send it to a sink instead */
+	FILE *sink = fopen("/dev/null", "w");
+	FILE *saved = stderr, *saved_out = stdout;
+	if (!mem || !sink)
 		abort();
 	stderr = mem;
-	/* --help prints to stdout: harmless */
+	stdout = sink;
 	wd_spec *spec = wd_spec_new();
 	wd_cmd *cmd = wd_cmd_new();
 	int rc = cli_run_prepare(argc, argv, spec, cmd);
 	stderr = saved;
+	stdout = saved_out;
 	fclose(mem);
+	fclose(sink);
 	if (rc != 0 && rc != -1 && rc != 125)
 		abort(); /* the only statuses bad input may give */
 	if (rc == 125) {

@@ -166,9 +166,57 @@ int wd_spec_add_net_rule(wd_spec *spec, enum wd_net_rule kind, const char *rule,
  * installed into the jail's trust; every request in a tunnel is checked.
  * upstream_ca_file (or NULL: the host's store) verifies the real servers. */
 void wd_spec_set_tls_intercept(wd_spec *spec, bool on, const char *upstream_ca_file);
+/* Secrets the sandbox never holds (issue 13, docs/network.md "Secrets").
+ * Declare a secret: warden reads its value now, outside any jail, from
+ * source "@FILE" (a regular file of at most 4 KiB plus one trailing
+ * newline, which is dropped; a FIFO, device or directory is refused
+ * without being opened for long) or "env:VAR" (this process's
+ * environment), into memory that is locked, kept out of core dumps and
+ * out of child processes, and wiped when the last spec or sandbox using it
+ * is freed.  name: a letter or _, then letters, digits and _ (at most 64).
+ * The value: 8 to 4096 bytes, no control characters (it goes into a
+ * header).  It never appears in an error message, a log line, an event,
+ * the audit trail or a result; only its name does.  -EINVAL with err
+ * naming the option's source and what is wrong (never the content),
+ * -ENOMEM if the memory cannot be locked (RLIMIT_MEMLOCK).  Every secret
+ * must be used by an inject rule, and the sandbox needs WD_NET_PROXY: both
+ * checked when the sandbox is created (-EINVAL, nothing started). */
+int wd_spec_add_secret(wd_spec *spec, const char *name, const char *source, struct wd_err *err);
+/* Bind secrets to a destination: warden's proxy adds (or replaces) a
+ * header on the requests to it, and only to it, inside intercepted HTTPS
+ * (wd_spec_set_tls_intercept) or, for a rule starting "http://", plain
+ * HTTP.  A request carrying a secret's placeholder or value anywhere else
+ * (the URL, a header, Basic credentials, the body, a host name, a DNS
+ * query) is refused and audited as "secret-exfiltration".
+ *   WD_INJECT_HEADER  "[http://]HOST[:PORT][/PATH] HEADER=TEMPLATE"
+ *                     ("api.example.com Authorization=Bearer {GITHUB_TOKEN}")
+ *   WD_INJECT_BASIC   "[http://]HOST[:PORT][/PATH] USER:PASSWORD", both
+ *                     templates ("git.example.com x-access-token:{TOKEN}"),
+ *                     sent as Authorization: Basic
+ * HOST is one exact name or address, PORT defaults to 443 (80 for
+ * http://), PATH is a prefix; {NAME} in a template is secret NAME's value.
+ * An allow rule must admit the destination (checked at creation).
+ * -EINVAL with a message naming the rule. */
+enum wd_inject_kind {
+	WD_INJECT_HEADER = 0,
+	WD_INJECT_BASIC = 1,
+};
+int wd_spec_add_inject(wd_spec *spec, enum wd_inject_kind kind, const char *rule,
+		       struct wd_err *err);
+/* Put secret name's placeholder ("warden-placeholder-" and 32 random hex
+ * digits, fixed when the secret was declared) in the sandbox's environment
+ * variable var, for tools that will not start without one; the proxy
+ * replaces it with the value in the header a rule sets, and refuses it
+ * everywhere else.  The secret must be declared first; var must not also
+ * be set with wd_spec_setenv (checked at creation). */
+int wd_spec_add_placeholder(wd_spec *spec, const char *var, const char *name,
+			    struct wd_err *err);
+
 /* Called for every proxy and DNS decision with one JSON object (fields:
  * sandbox_id, protocol, host, port, method, path, rule, allowed, reason,
- * advice, address, status, bytes_up, bytes_down, duration_us).  Called on
+ * advice, address, status, bytes_up, bytes_down, duration_us; and
+ * "inject" and "secrets" where credentials were added or a secret was
+ * found on its way out: rule texts and names, never a value).  Called on
  * warden's proxy thread, never concurrently with itself; wd_run() returns
  * only after the last call. */
 typedef void (*wd_event_fn)(const char *json, void *data);
@@ -418,6 +466,20 @@ enum wd_require {
 	WD_REQUIRE_USERNS = 1 << 4,   /* a user namespace of its own */
 };
 
+/* One entry of a policy's "secrets" (issue 13): where warden reads the
+ * value ("env:VAR" or "@/path"), the variable that gets its placeholder
+ * (or NULL), and its inject rules, as wd_spec_add_secret(),
+ * wd_spec_add_placeholder() and wd_spec_add_inject() take them. */
+struct wd_policy_secret {
+	const char *name;
+	const char *source;
+	const char *placeholder;
+	const char *const *inject; /* WD_INJECT_HEADER rules */
+	size_t ninject;
+	const char *const *inject_basic; /* WD_INJECT_BASIC rules */
+	size_t ninject_basic;
+};
+
 /* What a policy says about the sandbox of a run: the "sandbox" and
  * "network" objects of the document (docs/policy.md).  A field the policy
  * does not set is 0, false or NULL (and *_set false): the run's own
@@ -441,6 +503,8 @@ struct wd_policy_sandbox {
 	size_t nallow_ports;
 	bool tls_intercept;     /* network.tls_intercept */
 	const char *upstream_ca; /* network.upstream_ca (absolute), or NULL */
+	const struct wd_policy_secret *secrets; /* "secrets", in document order */
+	size_t nsecrets;
 };
 /* Fill *out from the policy.  Never fails. */
 void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);

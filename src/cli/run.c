@@ -49,6 +49,18 @@ static const char usage_text[] =
 	"                           or private (admits no host by itself)\n"
 	"      --tls-intercept      check each request inside HTTPS tunnels (a per-sandbox CA)\n"
 	"      --upstream-ca FILE   CA bundle to verify real servers with (interception)\n"
+	"Secrets (never inside the sandbox; warden's proxy adds them to requests):\n"
+	"      --secret NAME=@FILE  read secret NAME from FILE (or NAME=env:VAR from\n"
+	"                           warden's environment); at most 4 KiB\n"
+	"      --inject 'DEST HEADER=TEMPLATE'\n"
+	"                           on requests to DEST ([http://]HOST[:PORT][/PATH]) set\n"
+	"                           HEADER to TEMPLATE, {NAME} being secret NAME's value\n"
+	"                           (HTTPS needs --tls-intercept; http:// is plain HTTP)\n"
+	"      --inject-basic 'DEST USER:PASSWORD'\n"
+	"                           the same as HTTP basic auth (Authorization: Basic)\n"
+	"      --placeholder VAR[=NAME]\n"
+	"                           VAR in the sandbox holds a placeholder for secret NAME\n"
+	"                           (default: VAR), replaced by the proxy, refused elsewhere\n"
 	"Policy (any of these turns the policy stage on):\n"
 	"  -p, --policy FILE        policy document (default: the built-in policy)\n"
 	"  -c, --command STRING     the command as one string, split without a shell\n"
@@ -94,6 +106,10 @@ enum {
 	OPT_BEST_EFFORT,
 	OPT_REPRODUCIBLE,
 	OPT_ALLOW_RANGE,
+	OPT_SECRET,
+	OPT_INJECT,
+	OPT_INJECT_BASIC,
+	OPT_PLACEHOLDER,
 };
 
 static const struct option long_opts[] = {
@@ -129,6 +145,10 @@ static const struct option long_opts[] = {
 	{"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
 	{"reproducible", no_argument, NULL, OPT_REPRODUCIBLE},
 	{"allow-range", required_argument, NULL, OPT_ALLOW_RANGE},
+	{"secret", required_argument, NULL, OPT_SECRET},
+	{"inject", required_argument, NULL, OPT_INJECT},
+	{"inject-basic", required_argument, NULL, OPT_INJECT_BASIC},
+	{"placeholder", required_argument, NULL, OPT_PLACEHOLDER},
 	{NULL, 0, NULL, 0},
 };
 
@@ -142,6 +162,9 @@ struct run_opts {
 	/* the policy stage */
 	const char *policy, *command, *tool, *audit;
 	bool approve_tty;
+	/* --placeholder, applied once every --secret is declared */
+	const char **placeholders;
+	size_t nplaceholders;
 };
 
 static int
@@ -289,6 +312,58 @@ net_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 	return -1;
 }
 
+/* Secrets (issue 13): the values are read here, by warden, and never
+ * printed; an error names the option's source, not what it holds. */
+static int
+secret_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts *o)
+{
+	struct wd_err e = {0};
+	switch (c) {
+	case OPT_SECRET: {
+		const char *eq = strchr(val, '=');
+		if (!eq || eq == val || !eq[1])
+			return bad_value(name, val, "expected NAME=@FILE or NAME=env:VAR");
+		char *n = strndup(val, (size_t)(eq - val));
+		if (!n)
+			abort();
+		int rc = wd_spec_add_secret(spec, n, eq + 1, &e);
+		free(n);
+		return rc < 0 ? cli_fail("run", "--secret: %s", e.msg) : 0;
+	}
+	case OPT_INJECT:
+	case OPT_INJECT_BASIC:
+		if (wd_spec_add_inject(spec, c == OPT_INJECT ? WD_INJECT_HEADER : WD_INJECT_BASIC,
+				       val, &e) < 0)
+			return bad_value(name, val, e.msg);
+		return 0;
+	case OPT_PLACEHOLDER:
+		o->placeholders = realloc(o->placeholders, (o->nplaceholders + 1) * sizeof(char *));
+		if (!o->placeholders)
+			abort();
+		o->placeholders[o->nplaceholders++] = val;
+		return 0;
+	}
+	return -1;
+}
+
+/* --placeholder VAR[=NAME], after every --secret. */
+static int
+apply_placeholders(wd_spec *spec, const struct run_opts *o)
+{
+	struct wd_err e = {0};
+	for (size_t i = 0; i < o->nplaceholders; i++) {
+		const char *v = o->placeholders[i], *eq = strchr(v, '=');
+		char *var = strndup(v, eq ? (size_t)(eq - v) : strlen(v));
+		if (!var)
+			abort();
+		int rc = wd_spec_add_placeholder(spec, var, eq ? eq + 1 : var, &e);
+		free(var);
+		if (rc < 0)
+			return bad_value("placeholder", v, e.msg);
+	}
+	return 0;
+}
+
 static int
 policy_opt(int c, const char *val, struct run_opts *o)
 {
@@ -322,7 +397,7 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 	uint64_t v;
 	int rc;
 	if ((rc = limit_opt(c, name, val, o)) >= 0 || (rc = net_opt(c, name, val, spec, o)) >= 0 ||
-	    (rc = policy_opt(c, val, o)) >= 0)
+	    (rc = secret_opt(c, name, val, spec, o)) >= 0 || (rc = policy_opt(c, val, o)) >= 0)
 		return rc;
 	switch (c) {
 	case 'w':
@@ -562,6 +637,9 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 		wd_spec_set_net(spec, o->net);
 	if (o->tls || o->upstream_ca)
 		wd_spec_set_tls_intercept(spec, o->tls, o->upstream_ca);
+	int rc = apply_placeholders(spec, o);
+	if (rc)
+		return rc;
 	if (o->pass_stdin)
 		wd_cmd_set_stdin(cmd, 0);
 	if (!o->json)
@@ -667,5 +745,6 @@ out:
 	wd_ctx_free(ctx);
 	wd_cmd_free(cmd);
 	wd_spec_free(spec);
+	free(o.placeholders);
 	return rc;
 }

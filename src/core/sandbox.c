@@ -135,7 +135,10 @@ wd_spec_plan(const wd_spec *spec, char **out, struct wd_err *err)
 	int rc = sandbox_new(spec, NULL, NULL, &sb, err);
 	if (rc < 0)
 		return rc;
-	*out = sb->ops->plan_text(sb);
+	char *plan = sb->ops->plan_text(sb), *secrets = spec_plan_secrets(sb->spec);
+	*out = wd_xasprintf("%s%s", plan, secrets);
+	free(plan);
+	free(secrets);
 	sandbox_free(sb);
 	return 0;
 }

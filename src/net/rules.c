@@ -175,6 +175,7 @@ static const char *const reason_names[NET_R__COUNT] = {
     [NET_R_TLS] = "tls-failed",
     [NET_R_MISDIRECTED] = "misdirected",
     [NET_R_FRAMING] = "ambiguous-framing",
+    [NET_R_EXFIL] = "secret-exfiltration",
 };
 
 const char *
@@ -723,8 +724,12 @@ method_match(const struct net_rule *r, const char *method)
 static bool
 path_match(const struct net_rule *r, const char *path)
 {
-	if (!r->path)
-		return true;
+	return !r->path || net_path_prefix_match(r->path, path);
+}
+
+bool
+net_path_prefix_match(const char *prefix, const char *path)
+{
 	size_t plen = strcspn(path, "?#");
 	if (plen == 0 || path[0] != '/')
 		return false;
@@ -744,8 +749,8 @@ path_match(const struct net_rule *r, const char *path)
 				return false;
 		}
 	}
-	size_t rl = strlen(r->path);
-	return plen >= rl && strncmp(path, r->path, rl) == 0;
+	size_t rl = strlen(prefix);
+	return plen >= rl && strncmp(path, prefix, rl) == 0;
 }
 
 static unsigned

@@ -447,6 +447,17 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 7 command ended", sb->id,
 	       (double)(wd_now_ns() - sb->t0) / 1e6);
 	*out = collect(&r, t0, &before);
+	if (!r.oneshot && (*out)->oom_killed) {
+		/* Under gVisor the host's OOM killer can only have taken one
+		 * of gVisor's own processes (the command's memory is the
+		 * sentry's), and runsc exec may return before the sentry's
+		 * exit shows: the sandbox is lost either way, so end it now
+		 * rather than let the next command find it half dead. */
+		kill_sandbox(sb);
+		pthread_mutex_lock(&sb->lock);
+		sb->state = SB_DEAD;
+		pthread_mutex_unlock(&sb->lock);
+	}
 	if (r.closed_late)
 		wd_log(WD_LOG_WARN,
 		       "sandbox %s: a process the command started still held its "

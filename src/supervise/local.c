@@ -63,6 +63,7 @@ prepare_proxy(struct sandbox *sb, struct wd_err *err)
 	nc.rules = spec->net_rules ? spec->net_rules : sb->own_rules;
 	nc.tls_intercept = spec->tls_intercept;
 	nc.upstream_ca_file = spec->upstream_ca;
+	nc.secrets = spec->secrets; /* checked against the rules there */
 	return net_proxy_new(&nc, net_event_cb, sb, &sb->proxy, err);
 }
 
@@ -74,6 +75,12 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	/* Egress: the proxy exists before the plan, which needs its CA for
 	 * the jail's trust store; it serves once its sockets exist. */
 	if (spec->net == WD_NET_PROXY && (rc = prepare_proxy(sb, err)) < 0)
+		return rc;
+	/* the spec's variables and the secrets' placeholders; never a
+	 * secret's value, which stays in warden (issue 13) */
+	const char **env = NULL;
+	size_t nenv = 0;
+	if ((rc = spec_jail_env(spec, &env, &nenv, err)) < 0)
 		return rc;
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
 	for (size_t i = 0; i < spec->nbinds; i++)
@@ -88,8 +95,8 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		.workspace = ws ? ws : ".",
 		.binds = binds,
 		.nbinds = spec->nbinds,
-		.env = (const char *const *)(const void *)spec->env,
-		.nenv = spec->nenv,
+		.env = env,
+		.nenv = nenv,
 		.term = spec->term,
 		.tmp_bytes = spec->lim.tmp_bytes,
 		.nofile = spec->lim.nofile,
@@ -103,6 +110,7 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	free(binds);
+	free(env);
 	return rc;
 }
 

@@ -69,6 +69,9 @@ struct wd_spec {
 	size_t nrules;
 	bool tls_intercept;
 	char *upstream_ca;
+	/* credentials for the proxy to inject (net/net.h): shared between
+	 * copies (a reference each), copied before a change */
+	struct net_secrets *secrets;
 	bool time_ns;
 	bool best_effort;  /* run without limits the host cannot enforce */
 	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
@@ -82,6 +85,15 @@ wd_spec *spec_copy(const wd_spec *s);
  * must never be writable by a sandbox; real is a resolved path. */
 bool spec_is_system_dir(const char *real);
 
+/* The sandbox's base environment: the spec's variables and the secrets'
+ * placeholders (issue 13), as a new NULL-terminated array of pointers
+ * into spec (free the array only); *n gets the count.  -EINVAL when the
+ * spec has secrets without the proxy, or a placeholder's variable is also
+ * set with wd_spec_setenv(). */
+int spec_jail_env(const wd_spec *spec, const char ***out, size_t *n, struct wd_err *err);
+/* The secrets' lines of a plan (names, rules, placeholder variables;
+ * never a value): a new string, "" without secrets. */
+char *spec_plan_secrets(const wd_spec *spec);
 
 /* ---- events ---- */
 struct wd_event {

@@ -89,7 +89,8 @@ MAN3=(
 	wd_run
 	wd_sandbox_cancel wd_sandbox_create wd_sandbox_destroy wd_sandbox_exec wd_sandbox_id
 	wd_set_log_handler
-	wd_spec_add_bind wd_spec_add_net_rule wd_spec_allow_port wd_spec_free wd_spec_new
+	wd_spec_add_bind wd_spec_add_inject wd_spec_add_net_rule wd_spec_add_placeholder
+	wd_spec_add_secret wd_spec_allow_port wd_spec_free wd_spec_new
 	wd_spec_plan wd_spec_set_argv wd_spec_set_best_effort wd_spec_set_event_handler
 	wd_spec_set_isolation wd_spec_set_limits wd_spec_set_net wd_spec_set_reproducible
 	wd_spec_set_stdin wd_spec_set_stream wd_spec_set_term wd_spec_set_time_namespace
