@@ -62,7 +62,8 @@ MAN1=(warden)
 MAN5=(warden-policy)
 MAN3=(
 	libwarden
-	wd_approval_consume wd_approval_grant wd_approval_pending wd_approval_recorded
+	wd_approval_consume wd_approval_grant wd_approval_list wd_approval_pending
+	wd_approval_recorded
 	wd_audit_approval wd_audit_close wd_audit_decision wd_audit_event wd_audit_open
 	wd_audit_result wd_audit_sandbox_id wd_audit_verify
 	wd_cmd_free wd_cmd_new wd_cmd_set_argv wd_cmd_set_command wd_cmd_set_cwd
@@ -94,6 +95,8 @@ MAN3=(
 	wd_spec_set_isolation wd_spec_set_limits wd_spec_set_net wd_spec_set_reproducible
 	wd_spec_set_stdin wd_spec_set_stream wd_spec_set_term wd_spec_set_time_namespace
 	wd_spec_set_tls_intercept wd_spec_set_workspace wd_spec_setenv
+	wd_workspace_close wd_workspace_open wd_workspace_openat wd_workspace_path
+	wd_workspace_protected wd_workspace_write
 )
 
 expect_file() {
