@@ -589,6 +589,46 @@ serve(struct pid1 *p)
 	}
 }
 
+/* 1b. pid 1 is a raw clone of the supervisor, so it starts with a copy
+ * of the supervisor's whole descriptor table: O_CLOEXEC does nothing
+ * without an execve.  In a supervisor that runs many sandboxes at once
+ * (warden serve, an embedding program) that table holds the pipes of the
+ * other sandboxes' commands (whose readers then never see EOF while this
+ * sandbox lives), client connections (a client that went away stays
+ * connected) and, past the command's RLIMIT_NOFILE (6c), every low
+ * descriptor number, so the command's own opens fail with EMFILE.  Keep
+ * only what the plan names (the channel, /dev/null, the operations'
+ * host trees and files); 0-2 become /dev/null.  No allocation: a sorted
+ * array on the stack, then close_range() over the gaps. */
+static void
+close_inherited(const struct jail_plan *plan)
+{
+	int keep[JAIL_MAX_OPS + 2], n = 0;
+	keep[n++] = plan->sync_fd;
+	keep[n++] = plan->devnull_fd;
+	for (int i = 0; i < plan->nops && n < (int)(sizeof(keep) / sizeof(keep[0])); i++)
+		if (plan->ops[i].fd > 2)
+			keep[n++] = plan->ops[i].fd;
+	for (int i = 1; i < n; i++) /* insertion sort: n is small */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned next = 3;
+	for (int i = 0; i < n; i++) {
+		if (keep[i] < (int)next)
+			continue;
+		if ((unsigned)keep[i] > next)
+			syscall(SYS_close_range, next, (unsigned)keep[i] - 1, 0U);
+		next = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, next, ~0U, 0U);
+	for (int fd = 0; fd <= 2; fd++)
+		if (plan->devnull_fd > 2)
+			dup2(plan->devnull_fd, fd);
+}
+
 __attribute__((noreturn)) void
 jail_pid1_main(struct jail_plan *plan)
 {
@@ -608,6 +648,7 @@ jail_pid1_main(struct jail_plan *plan)
 	 * pid 1's death takes the whole pid namespace with it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	prctl(PR_SET_NAME, "warden-init", 0, 0, 0);
+	close_inherited(plan);
 
 	/* 2. Wait until the supervisor has written uid_map/gid_map
 	 * (SYNC_GO).  EOF means warden died before that. */

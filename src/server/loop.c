@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -694,9 +695,26 @@ server_opts_init(struct server_opts *o)
 }
 
 
+/* Each running call holds a sandbox's descriptors (pidfd, pipes, the
+ * sync socket, eventfds, cgroup files: about twenty), and each client a
+ * connection: the default soft limit of 1024 runs out near fifty calls.
+ * The soft limit goes up to the hard one, as servers do; commands get
+ * their own RLIMIT_NOFILE in the jail (step 6), so nothing leaks into a
+ * sandbox. */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int
 server_run(const struct server_opts *o)
 {
+	raise_nofile();
 	struct srv *s = xcalloc(1, sizeof(*s));
 	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = -1;
 	int rc = srv_init(s, o);
