@@ -76,7 +76,7 @@ arg_str(struct ftool *t, const char *key)
 static char *
 slurp(int fd, size_t cap, size_t *len, bool *truncated)
 {
-	size_t n = 0, sz = 65536;
+	size_t n = 0, sz = cap < 65536 ? cap : 65536;
 	char *b = xmalloc(sz + 1);
 	for (;;) {
 		if (n == sz) {

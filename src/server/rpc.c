@@ -89,7 +89,7 @@ rpc_parse(const char *buf, size_t len, struct rpc_batch *b)
 {
 	memset(b, 0, sizeof(*b));
 	json_error_t je;
-	b->root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	b->root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (!b->root) {
 		b->err_code = RPC_PARSE_ERROR;
 		snprintf(b->err_msg, sizeof(b->err_msg), "Parse error: %s at line %d, column %d",
