@@ -13,43 +13,8 @@
  * approval.grant and approval.list are refused on it (dispatch.c). */
 #include "server/server-internal.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
-
-bool
-mcp_version_known(const char *v)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(versions); i++)
-		if (!strcmp(v, versions[i]))
-			return true;
-	return false;
-}
-
-static json_t *builtin_tools;
-static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
-
-static void
-load_builtin(void)
-{
-	builtin_tools = tooldefs_load();
-}
-
-const json_t *
-mcp_tool_schema(const char *tool)
-{
-	pthread_once(&builtin_once, load_builtin);
-	size_t i;
-	json_t *t;
-	json_array_foreach(builtin_tools, i, t)
-	{
-		if (!strcmp(json_string_value(json_object_get(t, "name")), tool))
-			return json_object_get(t, "inputSchema");
-	}
-	return NULL;
-}
 
 json_t *
 mcp_initialize(struct call *c, struct rpc_err *e)
@@ -64,7 +29,7 @@ mcp_initialize(struct call *c, struct rpc_err *e)
 		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: 'capabilities' must be an object");
 		return NULL;
 	}
-	const char *v = mcp_version_known(want) ? want : versions[0];
+	const char *v = mcp_version_known(want) ? want : mcp_versions[0];
 	p->mcp = true;
 	snprintf(p->proto, sizeof(p->proto), "%s", v);
 	const char *name =

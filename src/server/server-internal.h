@@ -381,6 +381,7 @@ int http_listen(struct srv *s, uint64_t tag);
 void dispatch_cancel_xchg(struct srv *s, struct xchg *x, struct peer *p);
 
 /* mcp.c */
+extern const char *const mcp_versions[4];
 bool mcp_version_known(const char *v);
 bool mcp_tool_blocked(struct srv *s, const char *tool);
 json_t *tooldefs_load(void); /* tooldefs.c: the tools as tools/list shows them */

@@ -10,6 +10,9 @@
  * network.allow when the server starts). */
 #include "server/server-internal.h"
 
+#include <pthread.h>
+#include <string.h>
+
 /* clang-format off */
 static const char *const tool_defs[] = {
 "{\"name\":\"run_command\",\"title\":\"Run a command in a sandbox\","
@@ -141,4 +144,39 @@ tooldefs_load(void)
 		json_array_append_new(all, t);
 	}
 	return all;
+}
+
+static json_t *builtin_tools;
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+
+static void
+load_builtin(void)
+{
+	builtin_tools = tooldefs_load();
+}
+
+const json_t *
+mcp_tool_schema(const char *tool)
+{
+	pthread_once(&builtin_once, load_builtin);
+	size_t i;
+	json_t *t;
+	json_array_foreach(builtin_tools, i, t)
+	{
+		if (!strcmp(json_string_value(json_object_get(t, "name")), tool))
+			return json_object_get(t, "inputSchema");
+	}
+	return NULL;
+}
+
+/* The MCP protocol versions warden speaks, newest first. */
+const char *const mcp_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+bool
+mcp_version_known(const char *v)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(mcp_versions); i++)
+		if (!strcmp(v, mcp_versions[i]))
+			return true;
+	return false;
 }
