@@ -116,8 +116,9 @@ static json_t *
 call(struct conn *c, int id, const char *method, const char *params, uint64_t *first_note)
 {
 	char line[1024];
-	snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}",
-		 id, method, params);
+	snprintf(line, sizeof(line),
+		 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}", id, method,
+		 params);
 	send_line(c, line);
 	for (;;) {
 		json_t *m = recv_msg(c);
@@ -164,7 +165,8 @@ spawn_server(struct conn *c, bool stdio, const char *extra)
 		int dn = open("/dev/null", O_WRONLY);
 		dup2(dn, 2);
 		if (stdio)
-			execl(warden, warden, "serve", "--stdio", "-w", ws, "-p", policy, (char *)NULL);
+			execl(warden, warden, "serve", "--stdio", "-w", ws, "-p", policy,
+			      (char *)NULL);
 		else
 			execl(warden, warden, "serve", "--socket", sock, "-w", ws, "-p", policy,
 			      "--max-sandboxes", "200", extra, (char *)NULL);
@@ -282,9 +284,12 @@ roundtrip(int rounds)
 	double am = pct(a, (size_t)rounds, .5), bm = pct(b, (size_t)rounds, .5),
 	       sm = pct(s, (size_t)rounds, .5);
 	printf("roundtrip (%d rounds, `true` through the policy; median / p90 ms)\n", rounds);
-	printf("  library wd_ctx_run                 %7.3f / %7.3f\n", am, pct(a, (size_t)rounds, .9));
-	printf("  library create + exec + destroy    %7.3f / %7.3f\n", bm, pct(b, (size_t)rounds, .9));
-	printf("  MCP stdio tools/call run_command   %7.3f / %7.3f\n", sm, pct(s, (size_t)rounds, .9));
+	printf("  library wd_ctx_run                 %7.3f / %7.3f\n", am,
+	       pct(a, (size_t)rounds, .9));
+	printf("  library create + exec + destroy    %7.3f / %7.3f\n", bm,
+	       pct(b, (size_t)rounds, .9));
+	printf("  MCP stdio tools/call run_command   %7.3f / %7.3f\n", sm,
+	       pct(s, (size_t)rounds, .9));
 	printf("  added by the server: %.3f ms over create+exec+destroy, %.3f ms over wd_ctx_run\n",
 	       sm - bm, sm - am);
 	stop_server(&srv);
@@ -306,8 +311,9 @@ client_main(void *arg)
 {
 	struct conn *c = arg;
 	for (int i = 0; i < per_client; i++) {
-		json_t *m = call(c, i + 1, "tools/call",
-				 "{\"name\":\"run_command\",\"arguments\":{\"command\":\"true\"}}", NULL);
+		json_t *m =
+		    call(c, i + 1, "tools/call",
+			 "{\"name\":\"run_command\",\"arguments\":{\"command\":\"true\"}}", NULL);
 		if (tool_ok(m))
 			atomic_fetch_add(&done_calls, 1);
 		json_decref(m);
@@ -372,7 +378,8 @@ concurrent(int rounds)
 	       srv_done);
 	printf("  library, 16 threads wd_ctx_run     %7.1f calls/s (%d ok)\n", lib_done / lib_s,
 	       lib_done);
-	printf("  server / library                   %7.2f\n", (srv_done / srv_s) / (lib_done / lib_s));
+	printf("  server / library                   %7.2f\n",
+	       (srv_done / srv_s) / (lib_done / lib_s));
 }
 
 /* ---- 3. resident memory ---- */
@@ -461,8 +468,8 @@ first_byte(int rounds)
 		failures += !lib_run(ctx, spec, cmd, true);
 		uint64_t t1 = now_ns(), first = 0;
 		json_t *m = call(&c, 100 + i, "sandbox.run", params, &first);
-		failures += json_integer_value(json_object_get(json_object_get(m, "result"),
-							       "status")) != 0;
+		failures += json_integer_value(
+				json_object_get(json_object_get(m, "result"), "status")) != 0;
 		json_decref(m);
 		if (i >= 0) {
 			l[i] = atomic_load(&lib_first) - t0;
@@ -470,9 +477,12 @@ first_byte(int rounds)
 		}
 	}
 	double lm = pct(l, (size_t)rounds, .5), sm = pct(s, (size_t)rounds, .5);
-	printf("first byte of streamed output (%d rounds; median / p90 ms from the call)\n", rounds);
-	printf("  library WD_EVENT_OUTPUT            %7.3f / %7.3f\n", lm, pct(l, (size_t)rounds, .9));
-	printf("  server sandbox.output notification %7.3f / %7.3f\n", sm, pct(s, (size_t)rounds, .9));
+	printf("first byte of streamed output (%d rounds; median / p90 ms from the call)\n",
+	       rounds);
+	printf("  library WD_EVENT_OUTPUT            %7.3f / %7.3f\n", lm,
+	       pct(l, (size_t)rounds, .9));
+	printf("  server sandbox.output notification %7.3f / %7.3f\n", sm,
+	       pct(s, (size_t)rounds, .9));
 	printf("  added by the server                %7.3f\n", sm - lm);
 	close(c.rfd);
 	stop_server(&srv);

@@ -34,7 +34,8 @@ answer(struct rpc_msg *m)
 			if (schema && json_is_object(args))
 				schema_check(schema, args, why, sizeof(why));
 		} else if (!strcmp(m->method, "initialize") && params) {
-			const char *v = json_string_value(json_object_get(params, "protocolVersion"));
+			const char *v =
+			    json_string_value(json_object_get(params, "protocolVersion"));
 			if (v)
 				mcp_version_known(v);
 		}

@@ -13,39 +13,39 @@
 #include <string.h>
 
 static const char usage_text[] =
-	"usage: warden serve [OPTIONS] (--stdio | --socket PATH | --listen ADDR:PORT)...\n"
-	"\n"
-	"Serve MCP (for agents) and JSON-RPC 2.0 (for harnesses): commands run in sandboxes\n"
-	"behind the policy, file tools run in warden on the workspace (docs/server.md).\n"
-	"\n"
-	"Transports (any combination):\n"
-	"      --stdio              newline-delimited JSON-RPC on stdin/stdout (an MCP\n"
-	"                           client starts warden); EOF on stdin stops the server\n"
-	"      --socket PATH        a unix socket, created 0600; the owner's connections may\n"
-	"                           grant approvals (approval.grant)\n"
-	"      --allow-group GROUP  also accept socket connections from GROUP's members\n"
-	"      --listen ADDR:PORT   MCP Streamable HTTP at http://ADDR:PORT/mcp (loopback)\n"
-	"      --token-file FILE    the bearer token for --listen (a file only you can read)\n"
-	"      --behind-tls-proxy   allow a non-loopback --listen: a proxy in front ends TLS\n"
-	"      --allow-origin URL   an HTTP Origin to accept besides loopback ones\n"
-	"Sandboxes:\n"
-	"  -w, --workspace DIR      the workspace (default: .)\n"
-	"  -p, --policy FILE        the policy (default: the built-in policy)\n"
-	"      --audit FILE         append every decision and result to FILE\n"
-	"      --isolation LEVEL    container (default) or process\n"
-	"      --memory SIZE  --pids N  --cpus N  --tmp-size SIZE\n"
-	"      --timeout SECONDS    per command; also the most a caller may ask (default 30)\n"
-	"      --output-limit SIZE  bytes kept per stream (default 64K)\n"
-	"      --best-effort        run where the limits cannot be enforced\n"
-	"Server:\n"
-	"      --max-calls N        calls running at once (default 64)\n"
-	"      --max-queue N        calls waiting for a worker (default 4096)\n"
-	"      --max-sandboxes N    live sandboxes from sandbox.create (default 64)\n"
-	"      --max-message SIZE   bytes in one message (default 16M)\n"
-	"      --session-idle SECS  an idle HTTP session ends (default 1800)\n"
-	"      --sanitize-images    neutralise markdown images to hosts outside the\n"
-	"                           policy's network.allow in text for the model\n"
-	"  -v, --verbose            log each call\n";
+    "usage: warden serve [OPTIONS] (--stdio | --socket PATH | --listen ADDR:PORT)...\n"
+    "\n"
+    "Serve MCP (for agents) and JSON-RPC 2.0 (for harnesses): commands run in sandboxes\n"
+    "behind the policy, file tools run in warden on the workspace (docs/server.md).\n"
+    "\n"
+    "Transports (any combination):\n"
+    "      --stdio              newline-delimited JSON-RPC on stdin/stdout (an MCP\n"
+    "                           client starts warden); EOF on stdin stops the server\n"
+    "      --socket PATH        a unix socket, created 0600; the owner's connections may\n"
+    "                           grant approvals (approval.grant)\n"
+    "      --allow-group GROUP  also accept socket connections from GROUP's members\n"
+    "      --listen ADDR:PORT   MCP Streamable HTTP at http://ADDR:PORT/mcp (loopback)\n"
+    "      --token-file FILE    the bearer token for --listen (a file only you can read)\n"
+    "      --behind-tls-proxy   allow a non-loopback --listen: a proxy in front ends TLS\n"
+    "      --allow-origin URL   an HTTP Origin to accept besides loopback ones\n"
+    "Sandboxes:\n"
+    "  -w, --workspace DIR      the workspace (default: .)\n"
+    "  -p, --policy FILE        the policy (default: the built-in policy)\n"
+    "      --audit FILE         append every decision and result to FILE\n"
+    "      --isolation LEVEL    container (default) or process\n"
+    "      --memory SIZE  --pids N  --cpus N  --tmp-size SIZE\n"
+    "      --timeout SECONDS    per command; also the most a caller may ask (default 30)\n"
+    "      --output-limit SIZE  bytes kept per stream (default 64K)\n"
+    "      --best-effort        run where the limits cannot be enforced\n"
+    "Server:\n"
+    "      --max-calls N        calls running at once (default 64)\n"
+    "      --max-queue N        calls waiting for a worker (default 4096)\n"
+    "      --max-sandboxes N    live sandboxes from sandbox.create (default 64)\n"
+    "      --max-message SIZE   bytes in one message (default 16M)\n"
+    "      --session-idle SECS  an idle HTTP session ends (default 1800)\n"
+    "      --sanitize-images    neutralise markdown images to hosts outside the\n"
+    "                           policy's network.allow in text for the model\n"
+    "  -v, --verbose            log each call\n";
 
 enum {
 	OPT_STDIO = 256,
@@ -74,33 +74,33 @@ enum {
 };
 
 static const struct option long_opts[] = {
-	{"stdio", no_argument, NULL, OPT_STDIO},
-	{"socket", required_argument, NULL, OPT_SOCKET},
-	{"allow-group", required_argument, NULL, OPT_ALLOW_GROUP},
-	{"listen", required_argument, NULL, OPT_LISTEN},
-	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
-	{"behind-tls-proxy", no_argument, NULL, OPT_BEHIND_PROXY},
-	{"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
-	{"workspace", required_argument, NULL, 'w'},
-	{"policy", required_argument, NULL, 'p'},
-	{"audit", required_argument, NULL, OPT_AUDIT},
-	{"isolation", required_argument, NULL, OPT_ISOLATION},
-	{"memory", required_argument, NULL, OPT_MEMORY},
-	{"pids", required_argument, NULL, OPT_PIDS},
-	{"cpus", required_argument, NULL, OPT_CPUS},
-	{"tmp-size", required_argument, NULL, OPT_TMP_SIZE},
-	{"timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
-	{"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
-	{"max-calls", required_argument, NULL, OPT_MAX_CALLS},
-	{"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
-	{"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
-	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
-	{"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
-	{"sanitize-images", no_argument, NULL, OPT_SANITIZE_IMAGES},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, OPT_HELP},
-	{NULL, 0, NULL, 0},
+    {"stdio", no_argument, NULL, OPT_STDIO},
+    {"socket", required_argument, NULL, OPT_SOCKET},
+    {"allow-group", required_argument, NULL, OPT_ALLOW_GROUP},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"behind-tls-proxy", no_argument, NULL, OPT_BEHIND_PROXY},
+    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+    {"workspace", required_argument, NULL, 'w'},
+    {"policy", required_argument, NULL, 'p'},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"isolation", required_argument, NULL, OPT_ISOLATION},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"cpus", required_argument, NULL, OPT_CPUS},
+    {"tmp-size", required_argument, NULL, OPT_TMP_SIZE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
+    {"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
+    {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
+    {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
+    {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
+    {"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
+    {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+    {"sanitize-images", no_argument, NULL, OPT_SANITIZE_IMAGES},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 static int

@@ -15,7 +15,7 @@
 static json_t *
 listed(const char *state, const char *id, json_t *rec)
 {
-	static const char *const keep[] = {"argv",   "cwd",		"workspace", "rule", "reason",
+	static const char *const keep[] = {"argv",   "cwd",	      "workspace", "rule", "reason",
 					   "policy", "policy_source", "created",   "ttl"};
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(id));
@@ -54,7 +54,8 @@ wd_approval_list(char **out, struct wd_err *err)
 	struct dirent *de;
 	while (dir && (de = readdir(dir))) {
 		const char *n = de->d_name;
-		if (strlen(n) != 69 || strcmp(n + 64, ".json") || strspn(n, "0123456789abcdef") != 64)
+		if (strlen(n) != 69 || strcmp(n + 64, ".json") ||
+		    strspn(n, "0123456789abcdef") != 64)
 			continue;
 		char path[PATH_MAX + 96], id[65];
 		snprintf(path, sizeof(path), "%s/%s", d, n);

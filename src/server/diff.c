@@ -32,9 +32,9 @@ git(wd_sandbox *sb, const char *const *args, const char *path, struct git_out *g
 {
 	const char *argv[24];
 	int n = 0;
-	static const char *const pre[] = {"git",	 "--no-pager", "-c", "core.fsmonitor=false",
-					  "-c",		 "color.ui=never", "-c",
-					  "core.quotepath=false", NULL};
+	static const char *const pre[] = {"git", "--no-pager",	   "-c", "core.fsmonitor=false",
+					  "-c",	 "color.ui=never", "-c", "core.quotepath=false",
+					  NULL};
 	for (int i = 0; pre[i]; i++)
 		argv[n++] = pre[i];
 	for (int i = 0; args[i]; i++)
@@ -67,8 +67,8 @@ git(wd_sandbox *sb, const char *const *args, const char *path, struct git_out *g
 /* The diff of the workspace (or of path in it): *status_out and *diff_out
  * (new strings).  -1 with e (or *why for the model) on failure. */
 static int
-workspace_diff(struct call *c, const char *path, struct git_out *st, struct git_out *df,
-	       char **why, struct rpc_err *e)
+workspace_diff(struct call *c, const char *path, struct git_out *st, struct git_out *df, char **why,
+	       struct rpc_err *e)
 {
 	struct srv *s = c->srv;
 	struct wd_err err = {0};
@@ -115,9 +115,9 @@ workspace_diff(struct call *c, const char *path, struct git_out *st, struct git_
 		return rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 	if (st->status != 0) {
 		*why = xasprintf("workspace_diff: git status failed (status %d): %s\nThe "
-				    "workspace must be a git repository: until copy-on-write "
-				    "workspaces exist, the change set is what git sees.",
-				    st->status, st->err);
+				 "workspace must be a git repository: until copy-on-write "
+				 "workspaces exist, the change set is what git sees.",
+				 st->status, st->err);
 		return -1;
 	}
 	return 0;
@@ -144,7 +144,7 @@ diff_tool(struct call *c, json_t *args, struct rpc_err *e)
 		res = mcp_tool_result(c->srv, "no changes: git sees nothing changed", NULL, false);
 	} else {
 		char *text = xasprintf("changed files (git status --porcelain):\n%s\n%s", st.out,
-					  df.out ? df.out : "");
+				       df.out ? df.out : "");
 		res = mcp_tool_result(c->srv, text, NULL, false);
 		free(text);
 	}
@@ -174,8 +174,9 @@ diff_harness(struct call *c, struct rpc_err *e)
 			if (nl)
 				*nl = '\0';
 			if (strlen(line) > 3)
-				json_array_append_new(files, json_pack("{s:s%, s:s}", "code", line, (size_t)2,
-								       "path", line + 3));
+				json_array_append_new(files,
+						      json_pack("{s:s%, s:s}", "code", line,
+								(size_t)2, "path", line + 3));
 			line = nl ? nl + 1 : NULL;
 		}
 		res = json_pack("{s:s, s:s, s:o, s:s}", "mode", "direct", "source", "git", "files",

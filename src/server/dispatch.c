@@ -392,7 +392,8 @@ enqueue(struct srv *s, struct call *c)
 		if (pthread_create(&s->threads[s->nworkers], NULL, worker_main, s) == 0)
 			s->nworkers++;
 		else if (s->nworkers == 0)
-			srv_log(s, WD_LOG_ERROR, "cannot start a worker thread: %s", strerror(errno));
+			srv_log(s, WD_LOG_ERROR, "cannot start a worker thread: %s",
+				strerror(errno));
 	}
 	pthread_cond_signal(&s->wcv);
 	pthread_mutex_unlock(&s->wlock);

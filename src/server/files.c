@@ -168,11 +168,10 @@ read_for_model(struct ftool *t, const char *path, const char *b, size_t n, uint6
 	char *text;
 	if (after > 0)
 		text = xasprintf("%.*s%s[... %llu more bytes after line %llu: call read_file with "
-				    "offset=%llu to go on, or narrow with limit ...]",
-				    (int)kept, start, kept && start[kept - 1] != '\n' ? "\n" : "",
-				    (unsigned long long)after,
-				    (unsigned long long)(first + shown - 1),
-				    (unsigned long long)(first + shown));
+				 "offset=%llu to go on, or narrow with limit ...]",
+				 (int)kept, start, kept && start[kept - 1] != '\n' ? "\n" : "",
+				 (unsigned long long)after, (unsigned long long)(first + shown - 1),
+				 (unsigned long long)(first + shown));
 	else
 		text = xasprintf("%.*s", (int)kept, start);
 	if (!text[0]) {
@@ -257,8 +256,8 @@ read_for_harness(struct ftool *t, const char *path, int fd, uint64_t size)
 	if (!len)
 		n = 0;
 	bool text = strcmp(enc, "base64") && (!strcmp(enc, "utf-8") || valid_utf8(b, n));
-	char *content = text ? utf8_visible(b, n, true, NULL, NULL)
-			     : base64((const unsigned char *)b, n);
+	char *content =
+	    text ? utf8_visible(b, n, true, NULL, NULL) : base64((const unsigned char *)b, n);
 	json_t *r = json_pack("{s:s, s:I, s:I, s:I, s:s, s:s, s:b}", "path", path, "size",
 			      (json_int_t)size, "offset", (json_int_t)off, "length", (json_int_t)n,
 			      "encoding", text ? "utf-8" : "base64", "content", content, "eof",
@@ -325,8 +324,8 @@ write_file(struct ftool *t)
 		return fail(t, EFBIG, "content over %u bytes", FILE_CAP);
 	}
 	struct wd_err err = {0};
-	int rc = wd_workspace_write(t->s->ws, path, content, len, mkdirs ? WD_WRITE_MKDIRS : 0,
-				    &err);
+	int rc =
+	    wd_workspace_write(t->s->ws, path, content, len, mkdirs ? WD_WRITE_MKDIRS : 0, &err);
 	free(raw);
 	if (rc < 0)
 		return fail_wd(t, rc, &err);
@@ -342,8 +341,7 @@ static size_t
 count_occurrences(const char *hay, size_t hn, const char *needle, size_t nn)
 {
 	size_t count = 0;
-	for (const char *p = hay; (p = memmem(p, hn - (size_t)(p - hay), needle, nn));
-	     p += nn)
+	for (const char *p = hay; (p = memmem(p, hn - (size_t)(p - hay), needle, nn)); p += nn)
 		count++;
 	return count;
 }
@@ -352,7 +350,8 @@ static json_t *
 edit_file(struct ftool *t)
 {
 	const char *path = arg_str(t, "path");
-	json_t *ov = json_object_get(t->args, "old_string"), *nv = json_object_get(t->args, "new_string");
+	json_t *ov = json_object_get(t->args, "old_string"),
+	       *nv = json_object_get(t->args, "new_string");
 	bool all = false;
 	if (!p_bool(t->args, "replace_all", &all, t->e))
 		return NULL;
@@ -466,7 +465,10 @@ read_dir(struct srv *s, const char *rel, size_t *n, struct wd_err *err)
 		struct entry *e = &v[(*n)++];
 		memset(e, 0, sizeof(*e));
 		e->path = join(rel, de->d_name);
-		e->type = S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : S_ISLNK(st.st_mode) ? 'l' : '?';
+		e->type = S_ISDIR(st.st_mode)	? 'd'
+			  : S_ISREG(st.st_mode) ? 'f'
+			  : S_ISLNK(st.st_mode) ? 'l'
+						: '?';
 		e->size = (uint64_t)st.st_size;
 		if (e->type == 'l') {
 			char tgt[4096];
@@ -493,8 +495,8 @@ entries_free(struct entry *v, size_t n)
 }
 
 struct listing {
-	json_t *arr;   /* harness */
-	char *text;    /* model */
+	json_t *arr; /* harness */
+	char *text;  /* model */
 	size_t len, cap;
 	size_t count, omitted;
 };
@@ -510,7 +512,10 @@ list_add(struct listing *l, bool model, const struct entry *e)
 	if (!model) {
 		char *p = utf8_visible(e->path, strlen(e->path), true, NULL, NULL);
 		json_t *o = json_pack("{s:s, s:s}", "path", p, "type",
-				      e->type == 'd' ? "dir" : e->type == 'f' ? "file" : e->type == 'l' ? "symlink" : "other");
+				      e->type == 'd'   ? "dir"
+				      : e->type == 'f' ? "file"
+				      : e->type == 'l' ? "symlink"
+						       : "other");
 		free(p);
 		if (e->type == 'f')
 			json_object_set_new(o, "size", json_integer((json_int_t)e->size));
@@ -522,10 +527,11 @@ list_add(struct listing *l, bool model, const struct entry *e)
 		json_array_append_new(l->arr, o);
 		return;
 	}
-	char *line = e->type == 'd'   ? xasprintf("%s/\n", e->path)
-		     : e->type == 'f' ? xasprintf("%s  (%llu bytes)\n", e->path, (unsigned long long)e->size)
-		     : e->type == 'l' ? xasprintf("%s -> %s\n", e->path, e->target ? e->target : "?")
-				      : xasprintf("%s  (special file)\n", e->path);
+	char *line =
+	    e->type == 'd'   ? xasprintf("%s/\n", e->path)
+	    : e->type == 'f' ? xasprintf("%s  (%llu bytes)\n", e->path, (unsigned long long)e->size)
+	    : e->type == 'l' ? xasprintf("%s -> %s\n", e->path, e->target ? e->target : "?")
+			     : xasprintf("%s  (special file)\n", e->path);
 	size_t n = strlen(line);
 	if (l->len + n + 1 > l->cap)
 		l->text = xrealloc(l->text, l->cap = (l->len + n + 1) * 2);
@@ -576,8 +582,8 @@ list_dir(struct ftool *t)
 		return json_pack("{s:s, s:o, s:I}", "path", path, "entries", l.arr, "omitted",
 				 (json_int_t)l.omitted);
 	char *text = l.omitted ? xasprintf("%s[... %zu more entries: list a subdirectory, or "
-					      "use a smaller depth ...]",
-					      l.text ? l.text : "", l.omitted)
+					   "use a smaller depth ...]",
+					   l.text ? l.text : "", l.omitted)
 			       : xstrdup(l.text ? l.text : "(empty directory)\n");
 	free(l.text);
 	json_t *r = mcp_tool_result(t->s, text, NULL, false);
@@ -634,11 +640,11 @@ add_match(struct search *q, const char *path, uint64_t lineno, const char *line,
 	if (!q->t->model) {
 		char *p = utf8_visible(path, strlen(path), true, NULL, NULL);
 		json_array_append_new(q->arr, json_pack("{s:s, s:I, s:s}", "path", p, "line",
-							 (json_int_t)lineno, "text", vis));
+							(json_int_t)lineno, "text", vis));
 		free(p);
 	} else {
 		char *l = xasprintf("%s:%llu: %s%s\n", path, (unsigned long long)lineno, vis,
-				       n > shown ? " [...]" : "");
+				    n > shown ? " [...]" : "");
 		size_t ln = strlen(l);
 		if (q->len + ln + 1 > q->cap)
 			q->text = xrealloc(q->text, q->cap = (q->len + ln + 1) * 2);
@@ -717,10 +723,12 @@ search_files(struct ftool *t)
 	    !p_uint(t->args, "max_results", 1000, &q.max, t->e))
 		return NULL;
 	if (!q.pattern || !q.pattern[0] || q.max == 0)
-		return fail(t, EINVAL, "pattern (not empty) and max_results (1 to 1000) are needed");
+		return fail(t, EINVAL,
+			    "pattern (not empty) and max_results (1 to 1000) are needed");
 	q.plen = strlen(q.pattern);
 	if (regex) {
-		int rc = regcomp(&q.re, q.pattern, REG_EXTENDED | REG_NOSUB | (q.icase ? REG_ICASE : 0));
+		int rc =
+		    regcomp(&q.re, q.pattern, REG_EXTENDED | REG_NOSUB | (q.icase ? REG_ICASE : 0));
 		if (rc) {
 			char msg[200];
 			regerror(rc, &q.re, msg, sizeof(msg));
@@ -742,18 +750,21 @@ search_files(struct ftool *t)
 			search_rec(&q, root, 0);
 		else
 			search_file(&q, root);
-		const char *why = q.stopped ? "the search stopped early (time or file budget); narrow it "
-					      "with path or glob"
-					    : NULL;
+		const char *why = q.stopped
+				      ? "the search stopped early (time or file budget); narrow it "
+					"with path or glob"
+				      : NULL;
 		if (!t->model) {
 			r = json_pack("{s:o, s:b, s:I}", "matches", q.arr, "truncated",
-				      q.truncated || q.stopped, "files_searched", (json_int_t)q.files);
+				      q.truncated || q.stopped, "files_searched",
+				      (json_int_t)q.files);
 			q.arr = NULL;
 		} else {
-			char *text = xasprintf(
-			    "%s%s%s%s", q.text ? q.text : "no matches\n",
-			    q.truncated ? "[... more matches: narrow the search, or raise max_results ...]\n" : "",
-			    why ? why : "", why ? "\n" : "");
+			char *text = xasprintf("%s%s%s%s", q.text ? q.text : "no matches\n",
+					       q.truncated ? "[... more matches: narrow the "
+							     "search, or raise max_results ...]\n"
+							   : "",
+					       why ? why : "", why ? "\n" : "");
 			r = mcp_tool_result(t->s, text, NULL, false);
 			free(text);
 		}

@@ -16,12 +16,12 @@
 /* ---- sandbox.create ---- */
 
 static const struct wd_limits lib_defaults = {
-	.memory_bytes = 512ull << 20,
-	.pids = 128,
-	.cpu_millionths = 1000000,
-	.tmp_bytes = 128ull << 20,
-	.timeout_ms = 30000,
-	.output_limit = 64u << 10,
+    .memory_bytes = 512ull << 20,
+    .pids = 128,
+    .cpu_millionths = 1000000,
+    .tmp_bytes = 128ull << 20,
+    .timeout_ms = 30000,
+    .output_limit = 64u << 10,
 };
 
 /* One limit: at most the server's (its own or the library's default). */
@@ -48,8 +48,8 @@ limit(json_t *lim, const char *key, uint64_t scale, uint64_t server, uint64_t de
 static bool
 create_limits(struct srv *s, json_t *params, struct wd_limits *l, struct rpc_err *e)
 {
-	static const char *const keys[] = {"memory", "pids", "cpus", "timeout", "output_limit",
-					   "tmp_size", NULL};
+	static const char *const keys[] = {"memory",	   "pids",     "cpus", "timeout",
+					   "output_limit", "tmp_size", NULL};
 	const struct wd_limits *sl = &s->o.limits, *d = &lib_defaults;
 	*l = *sl;
 	json_t *lim = json_object_get(params, "limits");
@@ -199,8 +199,9 @@ h_policy_check(struct call *c, struct rpc_err *e)
 	    !p_str(c->params, "cwd", false, &cwd, e))
 		return NULL;
 	if (!!command == !!argv) {
-		rpc_err_set(e, RPC_INVALID_PARAMS,
-			    "Invalid params: give either 'command' (a string) or 'argv' (an array)");
+		rpc_err_set(
+		    e, RPC_INVALID_PARAMS,
+		    "Invalid params: give either 'command' (a string) or 'argv' (an array)");
 		return NULL;
 	}
 	wd_request *req = wd_request_new();
@@ -254,8 +255,8 @@ h_tool_route(struct call *c, struct rpc_err *e)
 	struct wd_limits l = {0};
 	struct wd_err err = {0};
 	bool defined = wd_policy_route(p, tool, &k, &profile, &l, &err) == 0;
-	json_t *r = json_pack("{s:s, s:s, s:b, s:s*, s:{s:I, s:I, s:I, s:I}}", "tool", tool, "class",
-			      classes[k], "defined", defined, "profile", profile, "limits",
+	json_t *r = json_pack("{s:s, s:s, s:b, s:s*, s:{s:I, s:I, s:I, s:I}}", "tool", tool,
+			      "class", classes[k], "defined", defined, "profile", profile, "limits",
 			      "timeout_ms", (json_int_t)l.timeout_ms, "memory",
 			      (json_int_t)l.memory_bytes, "cpu_millionths",
 			      (json_int_t)l.cpu_millionths, "output", (json_int_t)l.output_limit);

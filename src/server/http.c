@@ -75,7 +75,8 @@ has_token(const char *v, size_t n, const char *tok)
 {
 	size_t tl = strlen(tok);
 	for (size_t i = 0; i + tl <= n; i++)
-		if (!strncasecmp(v + i, tok, tl) && (i == 0 || v[i - 1] == ',' || v[i - 1] == ' ') &&
+		if (!strncasecmp(v + i, tok, tl) &&
+		    (i == 0 || v[i - 1] == ',' || v[i - 1] == ' ') &&
 		    (i + tl == n || v[i + tl] == ',' || v[i + tl] == ' '))
 			return true;
 	return false;
@@ -216,8 +217,10 @@ http_accepts(const char *accept, const char *type)
 		while (e > p && e[-1] == ' ')
 			e--;
 		size_t l = (size_t)(e - p);
-		if ((l == strlen(type) && !strncasecmp(p, type, l)) || (l == 3 && !strncmp(p, "*/*", 3)) ||
-		    (l == major + 2 && !strncasecmp(p, type, major) && !strncmp(p + major, "/*", 2)))
+		if ((l == strlen(type) && !strncasecmp(p, type, l)) ||
+		    (l == 3 && !strncmp(p, "*/*", 3)) ||
+		    (l == major + 2 && !strncasecmp(p, type, major) &&
+		     !strncmp(p + major, "/*", 2)))
 			return true;
 		p += strcspn(p, ",");
 	}

@@ -44,8 +44,8 @@ struct xchg {
 	struct peer *peer;
 	bool batch, accepts_sse, want_sse, sse, dispatching, requests, finished;
 	int pending;
-	json_t *answers;   /* JSON mode */
-	char session[40];  /* to announce (initialize) */
+	json_t *answers;  /* JSON mode */
+	char session[40]; /* to announce (initialize) */
 };
 
 struct xchg *
@@ -123,8 +123,8 @@ respond_error(struct conn *c, int status, const char *why, const char *extra)
 {
 	/* the body is a JSON-RPC error, so that a client that reads JSON
 	 * reads why; the status is what HTTP clients act on */
-	json_t *e = rpc_error(NULL, status == 404 ? SRV_E_NOT_INITIALIZED : RPC_INVALID_REQUEST,
-			      why, NULL);
+	json_t *e =
+	    rpc_error(NULL, status == 404 ? SRV_E_NOT_INITIALIZED : RPC_INVALID_REQUEST, why, NULL);
 	char *t = rpc_dump(e, NULL);
 	json_decref(e);
 	respond(c, status, "application/json", t, extra, NULL);
@@ -172,7 +172,8 @@ xchg_complete(struct xchg *x)
 	if (n == 0) {
 		respond(c, 202, NULL, NULL, NULL, x->session);
 	} else {
-		json_t *body = x->batch ? json_incref(x->answers) : json_incref(json_array_get(x->answers, 0));
+		json_t *body =
+		    x->batch ? json_incref(x->answers) : json_incref(json_array_get(x->answers, 0));
 		char *t = rpc_dump(body, NULL);
 		json_decref(body);
 		respond(c, 200, "application/json", t, NULL, x->session);
@@ -443,7 +444,8 @@ http_conn_input(struct srv *s, struct conn *c)
 			c->have_head = true;
 			b->off += c->req.head_len;
 			c->close_after = !c->req.keep_alive;
-			if (c->req.chunked || (!c->req.has_length && !strcmp(c->req.method, "POST"))) {
+			if (c->req.chunked ||
+			    (!c->req.has_length && !strcmp(c->req.method, "POST"))) {
 				c->close_after = true;
 				respond_error(c, 411, "a Content-Length is required", NULL);
 				return -1;

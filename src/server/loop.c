@@ -50,7 +50,10 @@ srv_log(struct srv *s, int level, const char *fmt, ...)
 	size_t n = 0;
 	char *clean = sanitize_text(msg, strlen(msg), true, NULL, &n);
 	pthread_mutex_lock(&log_lock);
-	fprintf(stderr, "warden serve: %s: %s\n", names[level < 0 ? 0 : level > 4 ? 4 : level],
+	fprintf(stderr, "warden serve: %s: %s\n",
+		names[level < 0	  ? 0
+		      : level > 4 ? 4
+				  : level],
 		clean);
 	pthread_mutex_unlock(&log_lock);
 	free(clean);
@@ -311,7 +314,7 @@ line_input(struct srv *s, struct conn *c)
 	if (b->off == b->len)
 		b->off = b->len = 0;
 	return;
-too_large: {
+too_large : {
 	/* The rest of an oversize line cannot be told from the next
 	 * message: answer once and close. */
 	char msg[160];
@@ -490,8 +493,9 @@ setup_stdio(struct srv *s)
 		return -errno;
 	struct conn *c = conn_new(s, T_STDIO, rfd, wfd);
 	if (!c->rmask) {
-		srv_log(s, WD_LOG_ERROR, "--stdio: stdin cannot be polled (a regular file?); "
-					 "pipe the requests in");
+		srv_log(s, WD_LOG_ERROR,
+			"--stdio: stdin cannot be polled (a regular file?); "
+			"pipe the requests in");
 		return -EINVAL;
 	}
 	struct epoll_event probe = {.events = EPOLLOUT, .data.ptr = c};
@@ -552,7 +556,6 @@ setup_unix(struct srv *s)
 	srv_log(s, WD_LOG_INFO, "listening on unix socket %s", path);
 	return 0;
 }
-
 
 static int
 setup(struct srv *s)
@@ -693,7 +696,6 @@ server_opts_init(struct server_opts *o)
 	o->max_message = 16u << 20;
 	o->session_idle_s = 1800;
 }
-
 
 /* Each running call holds a sandbox's descriptors (pidfd, pipes, the
  * sync socket, eventfds, cgroup files: about twenty), and each client a

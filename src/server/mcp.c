@@ -26,7 +26,8 @@ mcp_initialize(struct call *c, struct rpc_err *e)
 		return NULL;
 	json_t *caps = json_object_get(c->params, "capabilities");
 	if (caps && !json_is_object(caps)) {
-		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: 'capabilities' must be an object");
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: 'capabilities' must be an object");
 		return NULL;
 	}
 	const char *v = mcp_version_known(want) ? want : mcp_versions[0];
@@ -61,7 +62,8 @@ mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_err
 	char *clean = sanitize_text(text, strlen(text), true, NULL, &n);
 	if (s->o.sanitize_images) {
 		size_t na = 0;
-		const char *const *allow = s->policy ? wd_policy_network_allow(s->policy, &na) : NULL;
+		const char *const *allow =
+		    s->policy ? wd_policy_network_allow(s->policy, &na) : NULL;
 		char *safe = sanitize_images(clean, allow, na);
 		free(clean);
 		clean = safe;

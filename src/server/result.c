@@ -151,14 +151,15 @@ refusal_for_model(struct srv *s, const wd_result *r)
 	struct text t = {0};
 	if (paused) {
 		const char *id = wd_decision_approval_id(d);
-		tprintf(&t,
-			"PAUSED: this command needs a human's approval (%s): %s\n"
-			"Nothing ran. You cannot approve it yourself, and must not work around it.\n"
-			"Approval id: %s\n"
-			"Ask the user to approve it (`warden approve %s`, or approval.grant on "
-			"warden's socket), then call run_command again with exactly the same "
-			"command.",
-			wd_decision_rule(d), wd_decision_reason(d), id, id);
+		tprintf(
+		    &t,
+		    "PAUSED: this command needs a human's approval (%s): %s\n"
+		    "Nothing ran. You cannot approve it yourself, and must not work around it.\n"
+		    "Approval id: %s\n"
+		    "Ask the user to approve it (`warden approve %s`, or approval.grant on "
+		    "warden's socket), then call run_command again with exactly the same "
+		    "command.",
+		    wd_decision_rule(d), wd_decision_reason(d), id, id);
 	} else if (d && wd_decision_kind(d) == WD_DECISION_DENY) {
 		tprintf(&t, "REFUSED by the policy (%s): %s", wd_decision_rule(d),
 			wd_decision_reason(d));
@@ -203,8 +204,8 @@ result_for_model(struct srv *s, const wd_result *r)
 	if (wd_result_outcome(r) != WD_OUTCOME_RAN)
 		return refusal_for_model(s, r);
 	json_t *full = result_parsed(r);
-	static const char *const keys[] = {"status", "exit_code", "signal", "timed_out",
-					   "oom_killed", "wall_ms", "sandbox_id", "policy",
+	static const char *const keys[] = {"status",	  "exit_code", "signal",     "timed_out",
+					   "oom_killed",  "wall_ms",   "sandbox_id", "policy",
 					   "protections", NULL};
 	json_t *sc = copy_members(full, keys);
 	json_decref(full);

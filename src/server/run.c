@@ -229,9 +229,9 @@ env_params(json_t *params, wd_cmd *cmd, struct rpc_err *e)
 static wd_cmd *
 harness_cmd(struct call *c, struct rpc_err *e)
 {
-	static const char *const keys[] = {"sandbox", "command", "argv",   "cwd",    "env",
-					   "timeout", "policy",  "tool",   "stream", "output_limit",
-					   NULL};
+	static const char *const keys[] = {"sandbox", "command",      "argv",	"cwd",
+					   "env",     "timeout",      "policy", "tool",
+					   "stream",  "output_limit", NULL};
 	struct srv *s = c->srv;
 	struct wd_err err = {0};
 	const char *command = NULL, *cwd = NULL, *tool = NULL;
@@ -240,13 +240,15 @@ harness_cmd(struct call *c, struct rpc_err *e)
 	json_t *argv = json_object_get(c->params, "argv");
 	json_t *tv = json_object_get(c->params, "timeout");
 	if (!p_only(c->params, keys, e) || !p_str(c->params, "command", false, &command, e) ||
-	    !p_str(c->params, "cwd", false, &cwd, e) || !p_str(c->params, "tool", false, &tool, e) ||
+	    !p_str(c->params, "cwd", false, &cwd, e) ||
+	    !p_str(c->params, "tool", false, &tool, e) ||
 	    !p_bool(c->params, "policy", &policy, e) || !p_bool(c->params, "stream", &stream, e) ||
 	    !p_uint(c->params, "output_limit", 16u << 20, &output, e))
 		return NULL;
 	if (!!command == !!argv) {
-		rpc_err_set(e, RPC_INVALID_PARAMS,
-			    "Invalid params: give either 'command' (a string) or 'argv' (an array)");
+		rpc_err_set(
+		    e, RPC_INVALID_PARAMS,
+		    "Invalid params: give either 'command' (a string) or 'argv' (an array)");
 		return NULL;
 	}
 	if (tv && (!json_is_number(tv) || json_number_value(tv) <= 0)) {

@@ -59,8 +59,9 @@ static void
 put_u(struct out *o, unsigned cp)
 {
 	static const char hex[] = "0123456789abcdef";
-	char b[6] = {'\\', 'u', hex[(cp >> 12) & 15], hex[(cp >> 8) & 15], hex[(cp >> 4) & 15],
-		     hex[cp & 15]};
+	char b[6] = {
+	    '\\',	 'u', hex[(cp >> 12) & 15], hex[(cp >> 8) & 15], hex[(cp >> 4) & 15],
+	    hex[cp & 15]};
 	put(o, b, 6);
 }
 
@@ -179,7 +180,8 @@ sanitize_text(const char *buf, size_t len, bool final, size_t *consumed, size_t 
 		}
 		if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
 			size_t j = i + 1;
-			while (j < len && ((s[j] >= 0x20 && s[j] < 0x7f) || s[j] == '\n' || s[j] == '\t'))
+			while (j < len &&
+			       ((s[j] >= 0x20 && s[j] < 0x7f) || s[j] == '\n' || s[j] == '\t'))
 				j++;
 			put(&o, buf + i, j - i);
 			i = j;
@@ -298,8 +300,10 @@ sanitize_images(const char *text, const char *const *allow, size_t nallow)
 		size_t un = 0;
 		if (next == bang) {
 			/* ![alt](URL "title"): alt without a newline or ']', bounded */
-			const char *close = memchr(text + i + 2, ']', len - i - 2 < 1000 ? len - i - 2 : 1000);
-			if (close && close[1] == '(' && !memchr(text + i, '\n', (size_t)(close - text) - i)) {
+			const char *close =
+			    memchr(text + i + 2, ']', len - i - 2 < 1000 ? len - i - 2 : 1000);
+			if (close && close[1] == '(' &&
+			    !memchr(text + i, '\n', (size_t)(close - text) - i)) {
 				u = close + 2;
 				while (*u == ' ' || *u == '<')
 					u++;

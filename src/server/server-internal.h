@@ -48,16 +48,16 @@ enum {
 	RPC_METHOD_NOT_FOUND = -32601,
 	RPC_INVALID_PARAMS = -32602,
 	RPC_INTERNAL_ERROR = -32603,
-	SRV_E_FAILED = -32000,          /* warden could not run it (the library failed) */
-	SRV_E_NO_SANDBOX = -32001,      /* no such live sandbox on this connection */
+	SRV_E_FAILED = -32000,		/* warden could not run it (the library failed) */
+	SRV_E_NO_SANDBOX = -32001,	/* no such live sandbox on this connection */
 	SRV_E_NOT_INITIALIZED = -32002, /* an MCP method before initialize */
-	SRV_E_FORBIDDEN = -32003,       /* not on this channel (approvals: the owner's socket) */
-	SRV_E_DUPLICATE_ID = -32004,    /* this id is still in progress on this connection */
-	SRV_E_BUSY = -32005,            /* too many calls waiting */
-	SRV_E_NOT_AVAILABLE = -32006,   /* a capability not built yet */
-	SRV_E_FILE = -32007,            /* a file operation refused (outside, protected, ...) */
-	SRV_E_TOO_LARGE = -32008,       /* a message over --max-message (then closed) */
-	SRV_E_CANCELLED = -32800,       /* cancelled by notifications/cancelled */
+	SRV_E_FORBIDDEN = -32003,	/* not on this channel (approvals: the owner's socket) */
+	SRV_E_DUPLICATE_ID = -32004,	/* this id is still in progress on this connection */
+	SRV_E_BUSY = -32005,		/* too many calls waiting */
+	SRV_E_NOT_AVAILABLE = -32006,	/* a capability not built yet */
+	SRV_E_FILE = -32007,		/* a file operation refused (outside, protected, ...) */
+	SRV_E_TOO_LARGE = -32008,	/* a message over --max-message (then closed) */
+	SRV_E_CANCELLED = -32800,	/* cancelled by notifications/cancelled */
 };
 
 /* ---- rpc.c ---- */
@@ -67,10 +67,10 @@ enum rpc_kind { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE, RPC_INVALID };
 
 struct rpc_msg {
 	enum rpc_kind kind;
-	json_t *id;         /* borrowed from the batch's root; NULL: none */
+	json_t *id;	    /* borrowed from the batch's root; NULL: none */
 	const char *method; /* requests and notifications */
-	json_t *params;     /* object, array or NULL */
-	int err_code;       /* RPC_INVALID: the error to answer with */
+	json_t *params;	    /* object, array or NULL */
+	int err_code;	    /* RPC_INVALID: the error to answer with */
 	char err_msg[160];
 };
 
@@ -78,8 +78,8 @@ struct rpc_batch {
 	json_t *root;
 	struct rpc_msg *msgs;
 	size_t n;
-	bool batch;         /* the text was an array: answers go in one array */
-	int err_code;       /* rpc_parse() < 0: one error for the whole text */
+	bool batch;   /* the text was an array: answers go in one array */
+	int err_code; /* rpc_parse() < 0: one error for the whole text */
 	char err_msg[200];
 };
 
@@ -110,17 +110,17 @@ char *utf8_visible(const char *buf, size_t len, bool final, size_t *consumed, si
 struct http_req {
 	char method[16];
 	char path[256];
-	int minor;              /* HTTP/1.minor */
+	int minor; /* HTTP/1.minor */
 	bool has_length, chunked, keep_alive, expect_continue;
 	uint64_t content_length;
-	char auth[600];         /* Authorization */
-	char session[128];      /* Mcp-Session-Id */
-	char version[40];       /* MCP-Protocol-Version */
+	char auth[600];	   /* Authorization */
+	char session[128]; /* Mcp-Session-Id */
+	char version[40];  /* MCP-Protocol-Version */
 	char origin[256];
 	char host[256];
 	char accept[256];
 	char content_type[128];
-	size_t head_len;        /* bytes of the head, blank line included */
+	size_t head_len; /* bytes of the head, blank line included */
 };
 
 /* Parse the request head at buf.  1: complete, r filled; 0: incomplete;
@@ -152,18 +152,18 @@ enum transport { T_STDIO, T_UNIX, T_HTTP };
 struct peer {
 	struct srv *srv;
 	enum transport kind;
-	bool owner;        /* the unix socket, from the owning uid */
-	bool mcp;          /* sent "initialize": the model's channel */
-	bool initialized;  /* and notifications/initialized */
-	char proto[24];    /* the negotiated MCP protocol version */
-	char client[64];   /* clientInfo.name, for the log */
+	bool owner;	    /* the unix socket, from the owning uid */
+	bool mcp;	    /* sent "initialize": the model's channel */
+	bool initialized;   /* and notifications/initialized */
+	char proto[24];	    /* the negotiated MCP protocol version */
+	char client[64];    /* clientInfo.name, for the log */
 	struct call *calls; /* in flight */
 	struct live *lives; /* live sandboxes it owns */
 	struct conn *conn;  /* line transports */
 	char session[40];   /* HTTP: Mcp-Session-Id */
 	uint64_t last_ns;
-	uint64_t seq;       /* for the log */
-	int refs;           /* loop thread only */
+	uint64_t seq; /* for the log */
+	int refs;     /* loop thread only */
 	bool closed;
 	struct peer *next, *prev;
 };
@@ -176,8 +176,8 @@ struct live {
 	struct srv *srv;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
-	int refs;          /* under lock */
-	int running;       /* execs in progress, under lock */
+	int refs;	   /* under lock */
+	int running;	   /* execs in progress, under lock */
 	struct live *next; /* in the owner's table (loop thread) */
 };
 
@@ -195,31 +195,31 @@ struct call {
 	/* loop thread */
 	struct peer *peer;
 	struct call *pnext, *pprev; /* in peer->calls */
-	struct xchg *x;             /* HTTP: the exchange that answers it */
+	struct xchg *x;		    /* HTTP: the exchange that answers it */
 	char *idkey;
 	bool queued;
 	struct call *qnext;
-	struct batchcol *col;       /* a batch on a line transport */
+	struct batchcol *col; /* a batch on a line transport */
 	bool done;
 	/* fixed before the worker starts */
 	json_t *id;
 	char *method;
-	json_t *params;          /* a copy owned by the call */
+	json_t *params; /* a copy owned by the call */
 	const struct method *m;
-	json_t *progress;        /* MCP progressToken, or NULL */
-	bool mcp;                /* the peer speaks MCP: no answer after a cancel */
-	bool owner;              /* the peer is the owner's socket */
-	struct live *live;       /* sandbox.exec/destroy/files: its sandbox (a reference) */
-	struct live *created;    /* sandbox.create: the new one, for the loop to keep */
+	json_t *progress;     /* MCP progressToken, or NULL */
+	bool mcp;	      /* the peer speaks MCP: no answer after a cancel */
+	bool owner;	      /* the peer is the owner's socket */
+	struct live *live;    /* sandbox.exec/destroy/files: its sandbox (a reference) */
+	struct live *created; /* sandbox.create: the new one, for the loop to keep */
 	/* shared with whoever cancels */
 	pthread_mutex_t lock;
 	bool cancelled;
-	wd_sandbox *running_in;  /* cancelling kills it */
+	wd_sandbox *running_in; /* cancelling kills it */
 	/* the worker's */
 	uint64_t progress_n;
-	char *carry[3];          /* an incomplete UTF-8 or escape tail per stream */
+	char *carry[3]; /* an incomplete UTF-8 or escape tail per stream */
 	size_t carry_len[3];
-	bool stream;             /* harness: sandbox.output notifications */
+	bool stream; /* harness: sandbox.output notifications */
 };
 
 struct call *call_get(struct call *c);
@@ -240,10 +240,10 @@ struct rpc_err {
 int rpc_err_set(struct rpc_err *e, int code, const char *fmt, ...) SRV_PRINTF(3, 4);
 
 enum {
-	M_INLINE = 0x1,   /* cheap: run on the loop thread */
-	M_MCP = 0x2,      /* an MCP method: needs initialize first */
-	M_HUMAN = 0x4,    /* the owner's socket only, never a model's channel */
-	M_LIVE = 0x8,     /* params.sandbox names a live sandbox of this peer */
+	M_INLINE = 0x1,	    /* cheap: run on the loop thread */
+	M_MCP = 0x2,	    /* an MCP method: needs initialize first */
+	M_HUMAN = 0x4,	    /* the owner's socket only, never a model's channel */
+	M_LIVE = 0x8,	    /* params.sandbox names a live sandbox of this peer */
 	M_TAKE_LIVE = 0x10, /* ... and the call takes it out of the table */
 };
 
@@ -268,12 +268,12 @@ struct srv {
 	struct server_opts o;
 	wd_ctx *ctx;
 	wd_workspace *ws;
-	wd_policy *policy;   /* for tool annotations and the image allowlist */
-	json_t *tools;       /* what tools/list answers */
-	char *token;         /* HTTP bearer token */
+	wd_policy *policy; /* for tool annotations and the image allowlist */
+	json_t *tools;	   /* what tools/list answers */
+	char *token;	   /* HTTP bearer token */
 	uid_t owner_uid;
-	int ep;              /* epoll */
-	int wake_fd;         /* eventfd: the out-queue has messages */
+	int ep;	     /* epoll */
+	int wake_fd; /* eventfd: the out-queue has messages */
 	int sig_fd;
 	int timer_fd;
 	int unix_fd, tcp_fd;
@@ -294,7 +294,7 @@ struct srv {
 	/* live sandboxes being ended by destroyer threads */
 	atomic_int ending;
 	atomic_uint_fast64_t seq;
-	atomic_int nlive;    /* live sandboxes, at most o.max_live */
+	atomic_int nlive; /* live sandboxes, at most o.max_live */
 };
 
 /* A transport connection (loop thread only). */
@@ -307,23 +307,23 @@ struct conn {
 	struct srv *srv;
 	enum transport kind;
 	int rfd, wfd;
-	bool wfd_poll;       /* false: a regular file, written synchronously */
-	uint32_t rmask;      /* events registered for rfd */
-	bool wout;           /* EPOLLOUT registered (wfd) */
+	bool wfd_poll;	/* false: a regular file, written synchronously */
+	uint32_t rmask; /* events registered for rfd */
+	bool wout;	/* EPOLLOUT registered (wfd) */
 	struct buf in, out;
 	bool eof, closing, dead, paused;
-	struct peer *peer;   /* line transports: its peer */
+	struct peer *peer; /* line transports: its peer */
 	/* HTTP */
 	struct http_req req;
 	bool have_head;
-	struct xchg *x;      /* the exchange in progress */
-	bool close_after;    /* Connection: close, or an SSE stream */
-	bool parsing;        /* inside http_conn_input */
+	struct xchg *x;	  /* the exchange in progress */
+	bool close_after; /* Connection: close, or an SSE stream */
+	bool parsing;	  /* inside http_conn_input */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
 	uint64_t id;
-	int refs;            /* exchanges that point at it */
+	int refs; /* exchanges that point at it */
 	struct conn *next, *prev;
 };
 
@@ -335,8 +335,8 @@ void conn_kill(struct conn *c);
 void conn_put(struct conn *c);
 /* Output pending on c, in bytes. */
 size_t conn_backlog(const struct conn *c);
-#define CONN_SOFT_LIMIT (4u << 20)   /* notifications dropped, reading paused */
-#define CONN_HARD_LIMIT (64u << 20)  /* the client is not reading: closed */
+#define CONN_SOFT_LIMIT (4u << 20)  /* notifications dropped, reading paused */
+#define CONN_HARD_LIMIT (64u << 20) /* the client is not reading: closed */
 
 /* server.c: the context, the workspace, the policy, the token */
 int srv_init(struct srv *s, const struct server_opts *o);
@@ -403,7 +403,7 @@ wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err
 int run_ephemeral(struct call *c, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 		  struct wd_err *err);
 json_t *run_command_tool(struct call *c, json_t *args, struct rpc_err *e);
-json_t *run_harness(struct call *c, struct rpc_err *e);  /* sandbox.run */
+json_t *run_harness(struct call *c, struct rpc_err *e);	 /* sandbox.run */
 json_t *exec_harness(struct call *c, struct rpc_err *e); /* sandbox.exec */
 json_t *diff_tool(struct call *c, json_t *args, struct rpc_err *e);
 json_t *diff_harness(struct call *c, struct rpc_err *e);

@@ -69,8 +69,8 @@ p_str(json_t *params, const char *key, bool required, const char **out, struct r
 	json_t *v = json_object_get(params, key);
 	if (!v) {
 		if (required)
-			return rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: '%s' is required",
-					   key) == 0;
+			return rpc_err_set(e, RPC_INVALID_PARAMS,
+					   "Invalid params: '%s' is required", key) == 0;
 		return true;
 	}
 	if (!json_is_string(v))

@@ -19,26 +19,26 @@
 #define SERVER_MAX_ORIGINS 16
 
 struct server_opts {
-	bool stdio;              /* newline-delimited JSON-RPC on stdin/stdout */
+	bool stdio;		 /* newline-delimited JSON-RPC on stdin/stdout */
 	const char *socket_path; /* a unix socket, created 0600 */
-	const char *listen;      /* ADDR:PORT for MCP Streamable HTTP at /mcp */
-	const char *token_file;  /* the bearer token for --listen */
-	bool behind_proxy;       /* a non-loopback --listen: TLS ends in a proxy in front */
+	const char *listen;	 /* ADDR:PORT for MCP Streamable HTTP at /mcp */
+	const char *token_file;	 /* the bearer token for --listen */
+	bool behind_proxy;	 /* a non-loopback --listen: TLS ends in a proxy in front */
 	gid_t allow_gids[SERVER_MAX_GROUPS]; /* socket peers in these groups too */
 	size_t nallow_gids;
 	const char *allow_origins[SERVER_MAX_ORIGINS]; /* HTTP Origin values accepted */
 	size_t nallow_origins;
-	const char *workspace;   /* the workspace (default: the current directory) */
-	const char *policy;      /* NULL: the built-in policy */
-	const char *audit;       /* NULL: the policy's audit.path, if any */
+	const char *workspace; /* the workspace (default: the current directory) */
+	const char *policy;    /* NULL: the built-in policy */
+	const char *audit;     /* NULL: the policy's audit.path, if any */
 	enum wd_isolation isolation;
 	struct wd_limits limits; /* each sandbox's, and the ceiling of what callers ask */
 	bool best_effort;
-	unsigned max_calls;      /* calls running at once (worker threads) */
-	unsigned max_queue;      /* calls waiting for a worker */
-	unsigned max_live;       /* live sandboxes (sandbox.create) at once */
-	size_t max_message;      /* bytes in one message (line or body) */
-	bool sanitize_images;    /* markdown images to hosts outside network.allow */
+	unsigned max_calls;	 /* calls running at once (worker threads) */
+	unsigned max_queue;	 /* calls waiting for a worker */
+	unsigned max_live;	 /* live sandboxes (sandbox.create) at once */
+	size_t max_message;	 /* bytes in one message (line or body) */
+	bool sanitize_images;	 /* markdown images to hosts outside network.allow */
 	uint64_t session_idle_s; /* an idle HTTP session ends (its sandboxes too) */
 	bool verbose;
 };

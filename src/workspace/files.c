@@ -42,7 +42,7 @@
 #define WS_MOUNT "/workspace"
 
 struct wd_workspace {
-	int fd;     /* O_PATH | O_DIRECTORY */
+	int fd;	    /* O_PATH | O_DIRECTORY */
 	char *real; /* resolved host path, for messages and the protected check */
 	uid_t uid;  /* owner: files warden creates as root are given to it */
 	gid_t gid;
@@ -74,8 +74,7 @@ beneath(int dirfd, const char *path, int flags, mode_t mode)
 }
 
 /* Bad input with errno e kept: the message names the path and says why. */
-static int WD_PRINTF(3, 4)
-refuse(struct wd_err *err, int e, const char *fmt, ...)
+static int WD_PRINTF(3, 4) refuse(struct wd_err *err, int e, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;
@@ -306,8 +305,8 @@ open_parent(const wd_workspace *ws, const char *dir, bool mkdirs, bool as_root)
 /* The checks before a write to base in parent: not protected, not a
  * directory, not a link to follow.  *mode gets the mode to keep. */
 static int
-check_target(const wd_workspace *ws, int parent, const char *path, const char *base,
-	     unsigned flags, mode_t *mode, struct wd_err *err)
+check_target(const wd_workspace *ws, int parent, const char *path, const char *base, unsigned flags,
+	     mode_t *mode, struct wd_err *err)
 {
 	char rel[PATH_MAX];
 	int rc = where(ws, parent, rel, sizeof(rel));
@@ -328,8 +327,8 @@ check_target(const wd_workspace *ws, int parent, const char *path, const char *b
 		if (S_ISDIR(st.st_mode))
 			return refuse(err, EISDIR, "'%s' is a directory", path);
 		if (S_ISLNK(st.st_mode))
-			return refuse(err, ELOOP,
-					  "'%s' is a symlink: write to the file it names", path);
+			return refuse(err, ELOOP, "'%s' is a symlink: write to the file it names",
+				      path);
 		if (!S_ISREG(st.st_mode))
 			return refuse(err, EINVAL, "'%s' is not a regular file", path);
 		*mode = st.st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
@@ -385,8 +384,7 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 
 	wd_autoclose int parent = open_parent(ws, dir, flags & WD_WRITE_MKDIRS, geteuid() == 0);
 	if (parent == -EACCES)
-		return refuse(err, EACCES, "'%s' is protected (read-only to the tools)",
-				  path);
+		return refuse(err, EACCES, "'%s' is protected (read-only to the tools)", path);
 	if (parent < 0)
 		return open_error(ws, path, parent, err);
 	mode_t mode = 0644;

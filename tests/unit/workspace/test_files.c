@@ -100,8 +100,8 @@ Test(wd_workspace_openat, reads_inside_in_every_spelling)
 
 Test(wd_workspace_openat, refuses_every_way_out)
 {
-	const char *out[] = {"../secret", "sub/../../secret", "/etc/passwd", "out",
-			     "/proc/self/root/etc/passwd", "/workspace/../secret"};
+	const char *out[] = {"../secret", "sub/../../secret",		"/etc/passwd",
+			     "out",	  "/proc/self/root/etc/passwd", "/workspace/../secret"};
 	for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
 		struct wd_err e = {0};
 		int fd = wd_workspace_openat(ws, out[i], O_RDONLY, &e);
@@ -143,8 +143,7 @@ Test(wd_workspace_write, mkdirs)
 {
 	struct wd_err e = {0};
 	cr_expect(wd_workspace_write(ws, "d1/d2/f", "x", 1, 0, &e) == -ENOENT);
-	cr_assert(wd_workspace_write(ws, "d1/d2/f", "x", 1, WD_WRITE_MKDIRS, &e) == 0, "%s",
-		  e.msg);
+	cr_assert(wd_workspace_write(ws, "d1/d2/f", "x", 1, WD_WRITE_MKDIRS, &e) == 0, "%s", e.msg);
 	cr_expect_str_eq(get("ws/d1/d2/f"), "x");
 	cr_expect(wd_workspace_write(ws, "../d3/f", "x", 1, WD_WRITE_MKDIRS, &e) == -EXDEV);
 	cr_expect(wd_workspace_write(ws, ".vscode/tasks.json", "{}", 2, WD_WRITE_MKDIRS, &e) ==
@@ -168,8 +167,9 @@ Test(wd_workspace_write, never_through_a_link)
 
 Test(wd_workspace_write, protected_paths)
 {
-	const char *prot[] = {".git/config", ".git/hooks/pre-commit", "sub/../.git/hooks/x",
-			      "hooks/post-checkout", ".envrc", ".gitmodules", ".idea/x.xml"};
+	const char *prot[] = {
+	    ".git/config", ".git/hooks/pre-commit", "sub/../.git/hooks/x", "hooks/post-checkout",
+	    ".envrc",	   ".gitmodules",	    ".idea/x.xml"};
 	for (size_t i = 0; i < sizeof(prot) / sizeof(prot[0]); i++) {
 		struct wd_err e = {0};
 		int rc = wd_workspace_write(ws, prot[i], "x", 1, WD_WRITE_MKDIRS, &e);
