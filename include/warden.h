@@ -316,6 +316,15 @@ void wd_cmd_set_stdin(wd_cmd *cmd, int fd);
 /* Where the kept windows stream while the command runs (not owned; -1:
  * keep them only in the result, the default). */
 void wd_cmd_set_stream(wd_cmd *cmd, int out_fd, int err_fd);
+/* Cancel this command alone: fd (not owned; an eventfd or a pipe's read
+ * end) is watched while the command runs, and once it is readable the
+ * command is killed as by SIGKILL (status 137; the sandbox of a
+ * wd_ctx_run() ends with it).  Readable before the command starts: it
+ * is killed at once.  Making it readable (a write to the eventfd) is
+ * async-signal-safe.  -1, the default: only wd_ctx_cancel() and
+ * wd_sandbox_cancel() cancel it.  For a server that runs many one-shot
+ * commands and must end one of them. */
+void wd_cmd_set_cancel_fd(wd_cmd *cmd, int fd);
 
 /* Approvals asked for interactively: 1 yes (run it once), 0 no, -1
  * cannot ask (the command stays paused).  Called on the thread running

@@ -9,6 +9,7 @@
 #include "jail/jail.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -283,6 +284,10 @@ loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
 				on_cancel(r, atomic_load(&sb->cancel_sig));
 			} else if (fd == r->x->cancel_fd) {
 				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
+			} else if (fd == r->x->cmd_cancel_fd) {
+				/* the caller's fd stays readable: watched once */
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
+				on_cancel(r, SIGKILL);
 			}
 		}
 	}
@@ -503,13 +508,19 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 		rc = wd_err_sys(err, errno, "epoll_create1");
 		goto out;
 	}
-	int fds[] = {r.out_r, r.err_r, r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd, r.tty_in};
+	int fds[] = {r.out_r,	      r.err_r,	     r.chan.fd, sb->pidfd,
+		     sb->cancel_fd, x->cancel_fd, r.tty_in,  x->cmd_cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	/* a cancellation that came before the command was sent */
 	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
 		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
 							  : atomic_load(x->cancel_sig));
+	struct pollfd cp = {.fd = x->cmd_cancel_fd, .events = POLLIN};
+	if (x->cmd_cancel_fd >= 0 && poll(&cp, 1, 0) == 1) {
+		epoll_ctl(r.ep, EPOLL_CTL_DEL, x->cmd_cancel_fd, NULL);
+		on_cancel(&r, SIGKILL);
+	}
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
 
