@@ -436,6 +436,9 @@ cancel_call(struct srv *s, struct call *c, const char *why)
 	 * the command with it (async-signal-safe, no waiting here) */
 	if (c->running_in)
 		wd_sandbox_cancel(c->running_in, SIGKILL);
+	uint64_t one = 1;
+	if (c->cancel_efd >= 0)
+		(void)!write(c->cancel_efd, &one, sizeof(one));
 	pthread_mutex_unlock(&c->lock);
 	if (!was)
 		srv_log(s, WD_LOG_INFO, "call %s %s cancelled: %s", c->method, c->idkey, why);
@@ -518,6 +521,7 @@ call_new(struct srv *s, struct peer *p, struct xchg *x, const struct rpc_msg *ms
 	c->m = m;
 	c->mcp = p->mcp;
 	c->owner = p->owner;
+	c->cancel_efd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	c->params = msg->params ? json_deep_copy(msg->params) : json_object();
 	json_t *tok = json_object_get(json_object_get(c->params, "_meta"), "progressToken");

@@ -726,6 +726,13 @@ search_files(struct ftool *t)
 		return fail(t, EINVAL,
 			    "pattern (not empty) and max_results (1 to 1000) are needed");
 	q.plen = strlen(q.pattern);
+	/* Back-references make glibc's matcher backtrack, exponentially on a
+	 * crafted pattern and line, inside one regexec() that no deadline can
+	 * interrupt: refused. */
+	for (const char *b = regex ? strchr(q.pattern, '\\') : NULL; b && b[1];
+	     b = strchr(b + 2, '\\'))
+		if (b[1] >= '1' && b[1] <= '9')
+			return fail(t, EINVAL, "back-references (\\%c) are not supported", b[1]);
 	if (regex) {
 		int rc =
 		    regcomp(&q.re, q.pattern, REG_EXTENDED | REG_NOSUB | (q.icase ? REG_ICASE : 0));

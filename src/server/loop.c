@@ -287,12 +287,16 @@ line_input(struct srv *s, struct conn *c)
 	struct buf *b = &c->in;
 	while (!c->dead && c->peer && b->off < b->len) {
 		char *start = b->p + b->off;
-		char *nl = memchr(start, '\n', b->len - b->off);
+		/* the bytes scanned already hold no newline: a message that
+		 * arrives in many reads is scanned once, not once per read */
+		char *nl = memchr(start + c->scanned, '\n', b->len - b->off - c->scanned);
 		if (!nl) {
+			c->scanned = b->len - b->off;
 			if (b->len - b->off > s->o.max_message)
 				goto too_large;
 			break;
 		}
+		c->scanned = 0;
 		size_t n = (size_t)(nl - start);
 		b->off += n + 1;
 		if (n > s->o.max_message)
@@ -328,6 +332,7 @@ too_large : {
 	json_decref(e);
 	srv_log(s, WD_LOG_WARN, "connection %llu: %s; closed", (unsigned long long)c->id, msg);
 	b->off = b->len = 0;
+	c->scanned = 0;
 	conn_finish(c);
 }
 }

@@ -1,12 +1,10 @@
 /* server/run: commands.
  *
- *   run_command (MCP) and sandbox.run (harness): an ephemeral sandbox,
- *     created here (wd_sandbox_create) so that the call holds its handle:
- *     notifications/cancelled kills it (wd_sandbox_cancel), then one
- *     exec, then destroy.  A command the policy refuses costs no
- *     sandbox: when the server's copy of the policy already denies it,
- *     the library's pipeline (wd_ctx_run) decides, records and refuses
- *     without building one.
+ *   run_command (MCP) and sandbox.run (harness): the library's one-shot
+ *     pipeline (wd_ctx_run), so the policy's sandbox and network objects
+ *     and tool profiles apply as for `warden run`, and a refused command
+ *     costs no sandbox; notifications/cancelled kills the command and its
+ *     sandbox through wd_cmd_set_cancel_fd().
  *   sandbox.exec (harness): one exec in a live sandbox of the peer.
  *
  * Output streams while a command runs: the context's event handler gets
@@ -17,6 +15,7 @@
 #include "server/server-internal.h"
 
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -90,49 +89,34 @@ run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err)
 	return spec;
 }
 
-/* Would the server's policy refuse this command string outright?  Only
- * a hint for choosing the path (the library decides again). */
-static bool
-surely_denied(struct srv *s, const char *command, const char *cwd)
-{
-	struct wd_err err = {0};
-	wd_request *req = wd_request_new();
-	wd_decision *d = NULL;
-	bool deny = wd_request_set_command(req, command, &err) == 0 &&
-		    wd_request_set_workspace(req, wd_workspace_path(s->ws), &err) == 0 &&
-		    (!cwd || wd_request_set_cwd(req, cwd, &err) == 0) &&
-		    wd_policy_decide(s->policy, req, &d, &err) == 0 &&
-		    wd_decision_kind(d) == WD_DECISION_DENY;
-	wd_decision_free(d);
-	wd_request_free(req);
-	return deny;
-}
-
-/* Run cmd in a fresh sandbox the call can cancel.  0 with *out, or
- * -errno with err (-ECANCELED when cancelled before it started). */
+/* Run cmd through the library's one-shot pipeline (wd_ctx_run: decide,
+ * and only if allowed build the sandbox the policy says, run, tear down),
+ * with an eventfd the call's cancellation writes to
+ * (wd_cmd_set_cancel_fd): the command is killed at once, and its sandbox
+ * with it.  0 with *out, or -errno with err (-ECANCELED: cancelled before
+ * it started). */
 int
-run_ephemeral(struct call *c, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
-	      struct wd_err *err)
+run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out, struct wd_err *err)
 {
-	wd_sandbox *sb = NULL;
-	int rc = wd_sandbox_create(c->srv->ctx, spec, &sb, err);
-	if (rc < 0)
-		return rc;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0)
+		return err_set(err, errno, "eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&c->lock);
 	bool cancelled = c->cancelled;
 	if (!cancelled)
-		c->running_in = sb;
+		c->cancel_efd = efd;
 	pthread_mutex_unlock(&c->lock);
+	int rc;
 	if (cancelled) {
-		wd_sandbox_destroy(sb);
-		err_set(err, ECANCELED, "cancelled");
-		return -ECANCELED;
+		rc = err_set(err, ECANCELED, "cancelled");
+	} else {
+		wd_cmd_set_cancel_fd(cmd, efd);
+		rc = wd_ctx_run(c->srv->ctx, spec, cmd, out, err);
+		pthread_mutex_lock(&c->lock);
+		c->cancel_efd = -1;
+		pthread_mutex_unlock(&c->lock);
 	}
-	rc = wd_sandbox_exec(sb, cmd, out, err);
-	pthread_mutex_lock(&c->lock);
-	c->running_in = NULL;
-	pthread_mutex_unlock(&c->lock);
-	wd_sandbox_destroy(sb);
+	close(efd);
 	return rc;
 }
 
@@ -177,10 +161,7 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 		goto out;
 	}
-	if (surely_denied(s, command, cwd))
-		rc = wd_ctx_run(s->ctx, spec, cmd, &r, &err);
-	else
-		rc = run_ephemeral(c, spec, cmd, &r, &err);
+	rc = run_oneshot(c, spec, cmd, &r, &err);
 	if (rc < 0) {
 		if (call_cancelled(c))
 			goto out;
@@ -309,7 +290,7 @@ run_harness(struct call *c, struct rpc_err *e)
 	wd_spec *spec = run_spec(c->srv, NULL, &err);
 	wd_result *r = NULL;
 	json_t *res = NULL;
-	if (spec && run_ephemeral(c, spec, cmd, &r, &err) == 0)
+	if (spec && run_oneshot(c, spec, cmd, &r, &err) == 0)
 		res = result_for_harness(r);
 	else
 		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);

@@ -215,6 +215,7 @@ struct call {
 	pthread_mutex_t lock;
 	bool cancelled;
 	wd_sandbox *running_in; /* cancelling kills it */
+	int cancel_efd;		/* a one-shot's wd_cmd_set_cancel_fd(), or -1 */
 	/* the worker's */
 	uint64_t progress_n;
 	char *carry[3]; /* an incomplete UTF-8 or escape tail per stream */
@@ -311,6 +312,7 @@ struct conn {
 	uint32_t rmask; /* events registered for rfd */
 	bool wout;	/* EPOLLOUT registered (wfd) */
 	struct buf in, out;
+	size_t scanned; /* bytes after in.off known to hold no newline */
 	bool eof, closing, dead, paused;
 	struct peer *peer; /* line transports: its peer */
 	/* HTTP */
@@ -400,8 +402,8 @@ json_t *result_for_model(struct srv *s, const wd_result *r);
 
 /* run.c */
 wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err);
-int run_ephemeral(struct call *c, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
-		  struct wd_err *err);
+int run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out,
+		struct wd_err *err);
 json_t *run_command_tool(struct call *c, json_t *args, struct rpc_err *e);
 json_t *run_harness(struct call *c, struct rpc_err *e);	 /* sandbox.run */
 json_t *exec_harness(struct call *c, struct rpc_err *e); /* sandbox.exec */

@@ -201,6 +201,13 @@ h1.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requ
 t0 = time.time()
 r = h1.answer(99)
 ok(code(r) == -32800 and time.time() - t0 < 5, "a cancelled exec: -32800, at once")
+h1.send({"jsonrpc": "2.0", "id": 98, "method": "sandbox.run",
+         "params": {"argv": ["/bin/sleep", "30"]}})
+time.sleep(0.5)
+h1.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 98}})
+t0 = time.time()
+r = h1.answer(98)
+ok(code(r) == -32800 and time.time() - t0 < 5, "a cancelled one-shot (sandbox.run): -32800, at once")
 r = h1.call("sandbox.destroy", {"sandbox": sid})
 ok(r.get("result", {}).get("destroyed") is True, "sandbox.destroy")
 ok(code(h1.call("sandbox.exec", {"sandbox": sid, "command": "ls"})) == -32001,
@@ -246,6 +253,12 @@ r = m2.call("tools/call", {"name": "read_file", "arguments": {"path": "readme.md
 t = text(r)
 ok("docs.example.org/logo.png" in t and "SECRET" not in t and "a.example/p" not in t and
    "not in the egress allowlist" in t, "--sanitize-images: only allowed hosts' images remain")
+r = m2.call("tools/call", {"name": "run_command", "arguments": {"command": "cat readme.md"}})
+r = r["result"]
+ok(r["structuredContent"]["outcome"] == "ran" and
+   r["structuredContent"]["protections"]["network"] != "loopback" and "SECRET" not in text(r),
+   "run_command under a policy with network.allow: the policy's egress applies (%s)"
+   % r["structuredContent"]["protections"].get("network"))
 m2.close()
 srv2.p.stdin.close()
 srv2.stop()
