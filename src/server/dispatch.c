@@ -698,6 +698,13 @@ dispatch_stop(struct srv *s)
 	/* new commands are refused by the library from here on, and the ones
 	 * running end as killed by SIGTERM */
 	wd_ctx_cancel(s->ctx, SIGTERM);
-	for (struct peer *p = s->peers; p; p = p->next)
-		peer_close(s, p);
+	for (struct peer *p = s->peers, *next; p; p = next) {
+		next = p->next;
+		/* an open HTTP session holds the table's reference: ended,
+		 * which drops it; a connection's peer goes with it */
+		if (p->kind == T_HTTP && !p->closed)
+			session_end(s, p, "the server is stopping");
+		else
+			peer_close(s, p);
+	}
 }

@@ -236,7 +236,7 @@ session_find(struct srv *s, const char *id)
 	return NULL;
 }
 
-static void
+void
 session_end(struct srv *s, struct peer *p, const char *why)
 {
 	srv_log(s, WD_LOG_INFO, "HTTP session %llu ended: %s", (unsigned long long)p->seq, why);

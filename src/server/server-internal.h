@@ -378,6 +378,9 @@ struct conn;
 int http_conn_input(struct srv *s, struct conn *c);
 void http_conn_closed(struct srv *s, struct conn *c);
 void http_sessions_tick(struct srv *s);
+/* End an HTTP session: cancel its calls, end its sandboxes, drop the
+ * session table's reference. */
+void session_end(struct srv *s, struct peer *p, const char *why);
 int http_listen(struct srv *s, uint64_t tag);
 /* dispatch.c: cancel the calls answered through x (its client is gone) */
 void dispatch_cancel_xchg(struct srv *s, struct xchg *x, struct peer *p);
