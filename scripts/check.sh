@@ -16,13 +16,21 @@ fi
 ninja -C "$ASAN" >/dev/null || { echo "check: ASan build failed"; ninja -C "$ASAN" | tail -30; exit 1; }
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	meson test -C "$ASAN" --suite unit --print-errorlogs --num-processes 2 || fail=1
+# warden serve is a long-lived multi-threaded process: its tests run again
+# with the server built with ASan+UBSan (a leak or a race on a call's
+# memory shows there first).
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+	meson test -C "$ASAN" --suite server --logbase testlog-server --print-errorlogs \
+	--num-processes 2 || fail=1
 
 python3 - "$BUILD" "$ASAN" <<'PY'
 import json, sys
 passed = failed = skipped = 0
-for b in sys.argv[1:]:
+logs = [f"{b}/meson-logs/testlog.json" for b in sys.argv[1:]]
+logs.append(f"{sys.argv[2]}/meson-logs/testlog-server.json")
+for log in logs:
     try:
-        lines = open(f"{b}/meson-logs/testlog.json").read().splitlines()
+        lines = open(log).read().splitlines()
     except OSError:
         continue
     for line in lines:
