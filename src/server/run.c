@@ -89,14 +89,10 @@ run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err)
 	return spec;
 }
 
-/* Run cmd through the library's one-shot pipeline (wd_ctx_run: decide,
- * and only if allowed build the sandbox the policy says, run, tear down),
- * with an eventfd the call's cancellation writes to
- * (wd_cmd_set_cancel_fd): the command is killed at once, and its sandbox
- * with it.  0 with *out, or -errno with err (-ECANCELED: cancelled before
- * it started). */
-int
-run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out, struct wd_err *err)
+/* Arm the call's cancellation for cmd: an eventfd the canceller writes
+ * to (wd_cmd_set_cancel_fd).  -1: already cancelled, or no eventfd. */
+static int
+arm_cancel(struct call *c, wd_cmd *cmd, struct wd_err *err)
 {
 	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (efd < 0)
@@ -106,17 +102,36 @@ run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out, s
 	if (!cancelled)
 		c->cancel_efd = efd;
 	pthread_mutex_unlock(&c->lock);
-	int rc;
 	if (cancelled) {
-		rc = err_set(err, ECANCELED, "cancelled");
-	} else {
-		wd_cmd_set_cancel_fd(cmd, efd);
-		rc = wd_ctx_run(c->srv->ctx, spec, cmd, out, err);
-		pthread_mutex_lock(&c->lock);
-		c->cancel_efd = -1;
-		pthread_mutex_unlock(&c->lock);
+		close(efd);
+		return err_set(err, ECANCELED, "cancelled");
 	}
+	wd_cmd_set_cancel_fd(cmd, efd);
+	return efd;
+}
+
+static void
+disarm_cancel(struct call *c, int efd)
+{
+	pthread_mutex_lock(&c->lock);
+	c->cancel_efd = -1;
+	pthread_mutex_unlock(&c->lock);
 	close(efd);
+}
+
+/* Run cmd through the library's one-shot pipeline (wd_ctx_run: decide,
+ * and only if allowed build the sandbox the policy says, run, tear down),
+ * cancellable: the call's cancellation kills the command at once, and
+ * its sandbox with it.  0 with *out, or -errno with err (-ECANCELED:
+ * cancelled before it started). */
+int
+run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out, struct wd_err *err)
+{
+	int efd = arm_cancel(c, cmd, err);
+	if (efd < 0)
+		return efd;
+	int rc = wd_ctx_run(c->srv->ctx, spec, cmd, out, err);
+	disarm_cancel(c, efd);
 	return rc;
 }
 
@@ -311,16 +326,14 @@ exec_harness(struct call *c, struct rpc_err *e)
 	pthread_mutex_lock(&l->lock);
 	l->running++;
 	pthread_mutex_unlock(&l->lock);
-	pthread_mutex_lock(&c->lock);
-	bool cancelled = c->cancelled;
-	if (!cancelled)
-		c->running_in = l->sb; /* a cancel ends this sandbox: see docs/server.md */
-	pthread_mutex_unlock(&c->lock);
+	/* a cancel ends this command (its process group), not the sandbox */
 	wd_result *r = NULL;
-	int rc = cancelled ? -ECANCELED : wd_sandbox_exec(l->sb, cmd, &r, &err);
-	pthread_mutex_lock(&c->lock);
-	c->running_in = NULL;
-	pthread_mutex_unlock(&c->lock);
+	int efd = arm_cancel(c, cmd, &err);
+	int rc = efd;
+	if (efd >= 0) {
+		rc = wd_sandbox_exec(l->sb, cmd, &r, &err);
+		disarm_cancel(c, efd);
+	}
 	pthread_mutex_lock(&l->lock);
 	l->running--;
 	pthread_mutex_unlock(&l->lock);
@@ -328,8 +341,7 @@ exec_harness(struct call *c, struct rpc_err *e)
 	if (rc == 0)
 		res = result_for_harness(r);
 	else
-		rpc_err_set(e, SRV_E_FAILED, "sandbox %s: %s", l->id,
-			    rc == -ECANCELED ? "cancelled" : err.msg);
+		rpc_err_set(e, SRV_E_FAILED, "sandbox %s: %s", l->id, err.msg);
 	wd_result_free(r);
 	wd_cmd_free(cmd);
 	return res;

@@ -201,6 +201,9 @@ h1.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requ
 t0 = time.time()
 r = h1.answer(99)
 ok(code(r) == -32800 and time.time() - t0 < 5, "a cancelled exec: -32800, at once")
+r = h1.call("sandbox.exec", {"sandbox": sid, "argv": ["/bin/echo", "still here"]})
+ok(r.get("result", {}).get("stdout", {}).get("data") == "still here\n",
+   "... and the sandbox lives on: a cancel ends the command, not the sandbox")
 h1.send({"jsonrpc": "2.0", "id": 98, "method": "sandbox.run",
          "params": {"argv": ["/bin/sleep", "30"]}})
 time.sleep(0.5)
