@@ -554,7 +554,7 @@ http_listen(struct srv *s, uint64_t tag)
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
 	epoll_ctl(s->ep, EPOLL_CTL_ADD, s->tcp_fd, &ev);
 	/* always printed: with port 0 this is how a caller learns the port */
-	fprintf(stderr, "warden serve: listening on http://%s%s%s:%d/mcp\n",
+	fprintf(stderr, "warden: serve: listening on http://%s%s%s:%d/mcp\n",
 		ss.ss_family == AF_INET6 ? "[" : "", addr, ss.ss_family == AF_INET6 ? "]" : "",
 		port);
 	return 0;

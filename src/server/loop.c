@@ -50,11 +50,12 @@ srv_log(struct srv *s, int level, const char *fmt, ...)
 	size_t n = 0;
 	char *clean = sanitize_text(msg, strlen(msg), true, NULL, &n);
 	pthread_mutex_lock(&log_lock);
-	fprintf(stderr, "warden serve: %s: %s\n",
-		names[level < 0	  ? 0
-		      : level > 4 ? 4
-				  : level],
-		clean);
+	/* errors read as the CLI's do ("warden: serve: --listen: ..."),
+	 * everything else says its level */
+	if (level <= WD_LOG_ERROR)
+		fprintf(stderr, "warden: serve: %s\n", clean);
+	else
+		fprintf(stderr, "warden: serve: %s: %s\n", names[level > 4 ? 4 : level], clean);
 	pthread_mutex_unlock(&log_lock);
 	free(clean);
 }
