@@ -291,6 +291,25 @@ roundtrip(int rounds)
 	printf("  MCP stdio tools/call run_command   %7.3f / %7.3f\n", sm,
 	       pct(s, (size_t)rounds, .9));
 	printf("  added by the server over wd_ctx_run: %.3f ms\n", sm - am);
+	/* the server's own fixed cost, without a sandbox's noise: ping (the
+	 * loop alone) and read_file (a worker hand-off and a file) */
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t0 = now_ns();
+		json_decref(call(&srv, 100000 + i, "ping", "{}", NULL));
+		uint64_t t1 = now_ns();
+		json_t *m =
+		    call(&srv, 200000 + i, "tools/call",
+			 "{\"name\":\"read_file\",\"arguments\":{\"path\":\"f.txt\"}}", NULL);
+		uint64_t t2 = now_ns();
+		failures += json_is_true(json_object_get(json_object_get(m, "result"), "isError"));
+		json_decref(m);
+		a[i] = t1 - t0;
+		b[i] = t2 - t1;
+	}
+	printf("  ping over MCP stdio (the loop alone) %7.3f / %7.3f\n", pct(a, (size_t)rounds, .5),
+	       pct(a, (size_t)rounds, .9));
+	printf("  read_file over MCP stdio (a worker)  %7.3f / %7.3f\n", pct(b, (size_t)rounds, .5),
+	       pct(b, (size_t)rounds, .9));
 	stop_server(&srv);
 	wd_spec_free(spec);
 	wd_ctx_free(ctx);
@@ -507,6 +526,11 @@ main(int argc, char **argv)
 	snprintf(sock, sizeof(sock), "%s/s.sock", top);
 	mkdir(ws, 0755);
 	chmod(top, 0755);
+	char fpath[300];
+	snprintf(fpath, sizeof(fpath), "%s/f.txt", ws);
+	FILE *ff = fopen(fpath, "w");
+	fputs("hello\n", ff);
+	fclose(ff);
 	FILE *f = fopen(policy, "w");
 	fputs("{\"version\": 1, \"programs\": {\"true\": {}, \"sh\": {\"interpreter\": true,"
 	      " \"paths\": \"none\"}}}\n",
