@@ -2,9 +2,11 @@
 # missing Debian build dependencies (scripts/deps.sh), configures and builds.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
 MESON_FLAGS ?=
 
-.PHONY: all deps build demo check unit integration bench clean
+.PHONY: all deps build demo check unit integration bench fuzz clean
 
 all: build
 
@@ -21,10 +23,15 @@ demo: build
 	@scripts/demo.sh $(BUILD)
 
 check: build
-	@scripts/check.sh $(BUILD) $(ASAN_BUILD)
+	@scripts/check.sh $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
 
 bench: build
 	@bench/run.sh $(BUILD)
 
+# Every libFuzzer target from its corpus, FUZZ_SECONDS each (default 60);
+# FUZZ_RUNS, FUZZ_TARGETS, FUZZ_OUT, FUZZ_MERGE: see scripts/fuzz.sh.
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_BUILD)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

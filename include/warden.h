@@ -82,6 +82,8 @@ void wd_set_log_handler(wd_log_fn fn, void *data, int level);
 enum wd_isolation {
 	WD_ISOLATION_CONTAINER = 0, /* namespaces + everything below (default) */
 	WD_ISOLATION_PROCESS = 1,   /* seccomp + Landlock + rlimits + env + timeout */
+	WD_ISOLATION_GVISOR = 2,    /* gVisor's user-space kernel (Debian's runsc), as root;
+				     * -ENOTSUP naming what is missing where it cannot run */
 };
 
 /* Resource limits; 0 means "warden's default" for every field. */
@@ -143,7 +145,7 @@ void wd_spec_set_time_namespace(wd_spec *spec, bool on);
  * only.  WD_NET_PROXY: still no route anywhere, but warden serves an HTTP
  * proxy (127.0.0.1:3128), SOCKS5 (127.0.0.1:1080) and a DNS filter
  * (127.0.0.1:53) inside the namespace from outside the jail, allowing only
- * what the rules name (docs/network.md).  Container isolation only. */
+ * what the rules name (docs/network.md).  Container and gvisor isolation. */
 enum wd_net_mode {
 	WD_NET_NONE = 0,
 	WD_NET_PROXY = 1,
@@ -531,7 +533,10 @@ int wd_approval_list(char **out, struct wd_err *err);
 /* ---- audit trail: hash-chained JSON Lines ---- */
 
 /* Open (create, 0600, append-only) the log at path.  *out is new; close
- * with wd_audit_close().  Each handle has a random sandbox id. */
+ * with wd_audit_close().  Each handle has a random sandbox id.  Anything
+ * but a regular file (a FIFO, a device, a directory) is refused at once
+ * with -EINVAL and a message naming it.  An event longer than 16 MiB is
+ * refused (-EINVAL), so every line written can be verified. */
 int wd_audit_open(const char *path, wd_audit **out, struct wd_err *err);
 void wd_audit_close(wd_audit *a);
 const char *wd_audit_sandbox_id(const wd_audit *a);
@@ -550,9 +555,12 @@ int wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json,
  * whose members are added after "event"; seq, time, sandbox and prev are
  * warden's.  -EINVAL if fields_json is not an object. */
 int wd_audit_event(wd_audit *a, const char *event, const char *fields_json, struct wd_err *err);
-/* Verify the chain of the log at path (and path.head).  Returns 0 if
- * intact, 1 if broken, negative if it cannot be read; *report (if not NULL)
- * is a new one-line description, free with free(). */
+/* Verify the chain of the log at path (and path.head), reading it as a
+ * stream: memory is bounded by the longest line allowed (16 MiB), not by
+ * the log; a longer line breaks the chain at that line.  Returns 0 if
+ * intact, 1 if broken, negative if the log or its head cannot be read or is
+ * not a regular file (-EINVAL: a FIFO or device is refused before reading);
+ * *report (if not NULL) is a new one-line description, free with free(). */
 int wd_audit_verify(const char *path, char **report, struct wd_err *err);
 
 /* ------------------------------------------------------- workspace files */

@@ -5,6 +5,8 @@
 # Prints what ran and what was refused, with each reason.
 #
 # usage: scripts/demo.sh BUILD_DIR
+# WARDEN_ISOLATION=gvisor (or process) runs the same at another isolation
+# level.
 set -uo pipefail
 BUILD=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,10 +58,12 @@ if command -v git >/dev/null; then
 fi
 
 export WARDEN_STATE_DIR="$tmp/state"
+iso=()
+[ -n "${WARDEN_ISOLATION:-}" ] && iso=(--isolation "$WARDEN_ISOLATION")
 audit="$tmp/audit.jsonl"
 
 mode=run
-if ! "$W" run -w "$repo" -- /bin/true >/dev/null 2>&1; then
+if ! "$W" run "${iso[@]}" -w "$repo" -- /bin/true >/dev/null 2>&1; then
 	mode=check
 	echo "${Y}warden run does not work on this host (see 'warden doctor'); showing the"
 	echo "decisions with 'warden check' instead: nothing below is executed.${N}"
@@ -68,6 +72,7 @@ fi
 
 echo "${B}workspace${N} $repo"
 echo "  tests/test_calc.py, src/calc.py, huge.log ($(du -h "$repo/huge.log" | cut -f1)), link-out -> $tmp/outside"
+[ ${#iso[@]} -gt 0 ] && echo "${B}isolation${N} $WARDEN_ISOLATION"
 echo "${B}policy${N}    the built-in default ('warden policy show'); audit log $audit"
 echo
 
@@ -76,7 +81,7 @@ show() { # show CMD: run it through the gate and report
 	local cmd=$1 out="$tmp/out" err="$tmp/err" rc
 	echo "${B}\$ $cmd${N}"
 	if [ $mode = run ]; then
-		(cd "$repo" && "$W" run -w "$repo" --audit "$audit" --command "$cmd") >"$out" 2>"$err"
+		(cd "$repo" && "$W" run "${iso[@]}" -w "$repo" --audit "$audit" --command "$cmd") >"$out" 2>"$err"
 	else
 		(cd "$repo" && "$W" check -w "$repo" --audit "$audit" --command "$cmd") >"$out" 2>"$err"
 	fi
@@ -139,10 +144,10 @@ if [ $mode = run ]; then
 		"$W" approve "${id:0:16}" | head -n 1 | sed 's/^/  /'
 		echo
 		echo "${B}\$ git push origin main${N}   ${D}(again: consumes the approval and runs; the demo repo has no remote)${N}"
-		(cd "$repo" && "$W" run -w "$repo" --audit "$audit" --command 'git push origin main') >"$tmp/out" 2>"$tmp/err"
+		(cd "$repo" && "$W" run "${iso[@]}" -w "$repo" --audit "$audit" --command 'git push origin main') >"$tmp/out" 2>"$tmp/err"
 		echo "  ran (exit $?): $(head -n 1 "$tmp/err")"
 		echo "${B}\$ git push origin main${N}   ${D}(a third time: single use, it pauses again)${N}"
-		(cd "$repo" && "$W" run -w "$repo" --audit "$audit" --command 'git push origin main') >"$tmp/out" 2>"$tmp/err"
+		(cd "$repo" && "$W" run "${iso[@]}" -w "$repo" --audit "$audit" --command 'git push origin main') >"$tmp/out" 2>"$tmp/err"
 		echo "  exit $?: $(head -n 1 "$tmp/err" | cut -c1-60)..."
 	fi
 fi

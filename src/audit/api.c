@@ -46,10 +46,10 @@ wd_audit_approval(wd_audit *a, const char *what, const char *id, const char *det
 	}
 	json_t *ev = json_object();
 	wd_autofree char *name = wd_xasprintf("approval.%s", what);
-	json_object_set_new(ev, "event", json_string(name));
-	json_object_set_new(ev, "approval", json_string(id ? id : ""));
+	json_object_set_new(ev, "event", audit_json_text(name));
+	json_object_set_new(ev, "approval", audit_json_text(id ? id : ""));
 	if (detail)
-		json_object_set_new(ev, "detail", json_string(detail));
+		json_object_set_new(ev, "detail", audit_json_text(detail));
 	int rc = audit_append(a->log, ev, err);
 	json_decref(ev);
 	return rc < 0 ? rc : 0;
@@ -66,7 +66,8 @@ wd_audit_event(wd_audit *a, const char *event, const char *fields_json, struct w
 		json_decref(f);
 		return wd_err_set(err, WD_E_INVAL, "audit event fields are not a JSON object");
 	}
-	json_t *ev = json_pack("{s:s}", "event", event ? event : "event");
+	json_t *ev = json_object();
+	json_object_set_new(ev, "event", audit_json_text(event ? event : "event"));
 	json_object_update_missing(ev, f);
 	json_decref(f);
 	int rc = audit_append(a->log, ev, err);

@@ -44,6 +44,58 @@ audit_random_id(char out[33])
 	out[32] = '\0';
 }
 
+/* Length of the UTF-8 sequence at s, or 0 if it is not one.  Strict, as
+ * jansson checks (RFC 3629): no overlong forms, no surrogates, nothing past
+ * U+10FFFF.  Stops at the first byte that does not fit, so never reads past
+ * a NUL. */
+static size_t
+utf8_seq(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	if (n == 0 || s[0] > 0xf4)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+		return 0;
+	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return n;
+}
+
+json_t *
+audit_json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	static const char hex[] = "0123456789abcdef";
+	wd_autofree char *out = wd_xmalloc(4 * strlen(s) + 1);
+	char *o = out;
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_seq(p);
+		if (n) {
+			memcpy(o, p, n);
+			o += n;
+			p += n;
+		} else {
+			*o++ = '\\';
+			*o++ = 'x';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+			p++;
+		}
+	}
+	*o = '\0';
+	j = json_string(out);
+	if (!j)
+		abort(); /* broken invariant: what is left is UTF-8 */
+	return j;
+}
+
 void
 audit_now(char out[32])
 {
@@ -56,18 +108,69 @@ audit_now(char out[32])
 	snprintf(out, 32, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
 }
 
+static int
+not_regular(struct wd_err *err, const char *what, const char *path, mode_t mode)
+{
+	const char *kind;
+	switch (mode & S_IFMT) {
+	case S_IFIFO:
+		kind = " (a FIFO)";
+		break;
+	case S_IFSOCK:
+		kind = " (a socket)";
+		break;
+	case S_IFCHR:
+		kind = " (a character device)";
+		break;
+	case S_IFBLK:
+		kind = " (a block device)";
+		break;
+	case S_IFDIR:
+		kind = " (a directory)";
+		break;
+	default:
+		kind = "";
+		break;
+	}
+	return wd_err_set(err, WD_E_INVAL, "%s %s: not a regular file%s", what, path, kind);
+}
+
+int
+audit_open_regular(const char *path, int flags, const char *what, struct wd_err *err)
+{
+	/* O_NONBLOCK for the open only (issue 8: `warden audit verify FIFO`
+	 * and `--audit FIFO` hung): without it, opening a FIFO for reading
+	 * waits for a writer and for writing waits for a reader.  With it, the
+	 * read side opens at once and fstat() refuses it; the write side fails
+	 * with ENXIO when no one reads (so does a unix socket). */
+	wd_autoclose int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+	struct stat st;
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENXIO && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			return not_regular(err, what, path, st.st_mode);
+		return wd_err_sys(err, e, "%s %s", what, path);
+	}
+	if (fstat(fd, &st) < 0)
+		return wd_err_sys(err, errno, "%s %s", what, path);
+	/* A device (/dev/zero never ends), a directory or a FIFO is no log. */
+	if (!S_ISREG(st.st_mode))
+		return not_regular(err, what, path, st.st_mode);
+	/* Regular files ignore O_NONBLOCK on Linux today; clear it anyway so
+	 * reads and writes keep their ordinary meaning on any filesystem. */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return wd_err_sys(err, errno, "%s %s", what, path);
+	return wd_steal_fd(&fd);
+}
+
 int
 audit_open(const char *path, struct audit_log **out, struct wd_err *err)
 {
 	int fd =
-	    open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+	    audit_open_regular(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, "audit log", err);
 	if (fd < 0)
-		return wd_err_sys(err, errno, "audit log %s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return wd_err_set(err, WD_E_INVAL, "audit log %s: not a regular file", path);
-	}
+		return fd;
 	struct audit_log *a = wd_xcalloc(1, sizeof(*a));
 	a->fd = fd;
 	a->path = wd_xstrdup(path);
@@ -88,21 +191,32 @@ audit_close(struct audit_log *a)
 }
 
 /* Read the last line of the log (under the lock) through a separate
- * read-only fd: the append fd is O_WRONLY. */
+ * read-only fd: the append fd is O_WRONLY.  The window grows from the end
+ * until the line before the final '\n' starts inside it: at most
+ * AUDIT_LINE_MAX + 2 bytes (the line and the newlines around it). */
 static int
-last_line(const char *path, long long *seq, char hash[65], struct wd_err *err)
+last_line(const struct audit_log *a, long long *seq, char hash[65], struct wd_err *err)
 {
-	wd_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	const char *path = a->path;
+	wd_autoclose int fd = audit_open_regular(path, O_RDONLY | O_NOFOLLOW, "audit log", err);
 	if (fd < 0)
+		return fd;
+	struct stat st, ours;
+	if (fstat(fd, &st) < 0 || fstat(a->fd, &ours) < 0)
 		return wd_err_sys(err, errno, "audit log %s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return wd_err_sys(err, errno, "audit log %s", path);
+	/* Read back by path, written through our fd: if the path now names
+	 * another file (moved, rotated, replaced), chaining onto that file's
+	 * last line while appending to ours would break both chains. */
+	if (st.st_dev != ours.st_dev || st.st_ino != ours.st_ino)
+		return wd_err_set(err, WD_E_INVAL,
+				  "audit log %s was replaced or moved since warden opened it",
+				  path);
 	if (st.st_size == 0) {
 		*seq = 0;
 		strcpy(hash, AUDIT_ZERO_HASH);
 		return 0;
 	}
+	const size_t most = (size_t)AUDIT_LINE_MAX + 2;
 	size_t want = 4096;
 	for (;;) {
 		size_t n = (size_t)st.st_size < want ? (size_t)st.st_size : want;
@@ -119,13 +233,15 @@ last_line(const char *path, long long *seq, char hash[65], struct wd_err *err)
 		size_t end = n - 1, start = end;
 		while (start > 0 && buf[start - 1] != '\n')
 			start--;
-		if (start == 0 && n < (size_t)st.st_size) {
-			if (want > (64u << 20))
-				return wd_err_set(err, WD_E_INVAL, "audit log %s: line too long",
-						  path);
-			want *= 4;
+		if (start == 0 && n < (size_t)st.st_size && want < most) {
+			want = want * 4 < most ? want * 4 : most;
 			continue;
 		}
+		if ((start == 0 && n < (size_t)st.st_size) || end - start > AUDIT_LINE_MAX)
+			return wd_err_set(err, WD_E_INVAL,
+					  "audit log %s: the last line is longer than %u bytes, "
+					  "more than any event; run 'warden audit verify %s'",
+					  path, AUDIT_LINE_MAX, path);
 		json_error_t je;
 		json_t *ev = json_loadb(buf + start, end - start, 0, &je);
 		json_t *js = ev ? json_object_get(ev, "seq") : NULL;
@@ -150,7 +266,11 @@ write_head(const char *path, long long seq, const char hash[65], struct wd_err *
 	wd_autofree char *head = wd_xasprintf("%s.head", path);
 	wd_autofree char *tmp = wd_xasprintf("%s.head.%d.tmp", path, (int)getpid());
 	wd_autofree char *text = wd_xasprintf("{\"seq\":%lld,\"hash\":\"%s\"}\n", seq, hash);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* A fresh temporary, created exclusively: whatever was left or planted
+	 * at this name (a FIFO would block the open) is not opened. */
+	if (unlink(tmp) < 0 && errno != ENOENT)
+		return wd_err_sys(err, errno, "audit head %s", tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return wd_err_sys(err, errno, "audit head %s", tmp);
 	int rc = wd_write_all(fd, text, strlen(text));
@@ -172,7 +292,7 @@ audit_append_text(struct audit_log *a, const char *sandbox, const char *members,
 			return wd_err_sys(err, errno, "lock audit log %s", a->path);
 	long long seq = 0;
 	char prev[65], now[32];
-	int rc = last_line(a->path, &seq, prev, err);
+	int rc = last_line(a, &seq, prev, err);
 	if (rc < 0)
 		goto out;
 	audit_now(now);
@@ -190,6 +310,15 @@ audit_append_text(struct audit_log *a, const char *sandbox, const char *members,
 	}
 	jw_kstr(&w, "prev", prev);
 	jw_obj_end(&w);
+	/* Nothing is written that verification would refuse to read back. */
+	if (w.len > AUDIT_LINE_MAX) {
+		rc = wd_err_set(err, WD_E_INVAL,
+				"audit log %s: an event of %zu bytes is longer than the %u a "
+				"line may take",
+				a->path, w.len, AUDIT_LINE_MAX);
+		jw_fini(&w);
+		goto out;
+	}
 	char hash[65];
 	config_sha256_hex(w.p, w.len, hash);
 	jw_raw(&w, "\n", 1);
@@ -235,156 +364,4 @@ audit_append(struct audit_log *a, json_t *ev, struct wd_err *err)
 				   err);
 	free(text);
 	return rc;
-}
-
-WD_PRINTF(3, 4)
-static void
-broken(struct audit_verify *r, size_t line, const char *fmt, ...)
-{
-	va_list ap;
-	r->ok = false;
-	r->bad_line = line;
-	va_start(ap, fmt);
-	vsnprintf(r->message, sizeof(r->message), fmt, ap);
-	va_end(ap);
-}
-
-void
-audit_verify_buffer(const char *buf, size_t len, const char *head, size_t head_len,
-		    struct audit_verify *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->ok = true;
-	char prev[65];
-	strcpy(prev, AUDIT_ZERO_HASH);
-	size_t pos = 0, lineno = 0;
-	long long last_seq = 0;
-	while (pos < len) {
-		lineno++;
-		const char *nl = memchr(buf + pos, '\n', len - pos);
-		if (!nl) {
-			broken(r, lineno,
-			       "line %zu: incomplete last line (the log was cut mid-event)",
-			       lineno);
-			return;
-		}
-		size_t ll = (size_t)(nl - (buf + pos));
-		const char *ln = buf + pos;
-		pos += ll + 1;
-		json_error_t je;
-		json_t *ev = ll ? json_loadb(ln, ll, JSON_REJECT_DUPLICATES, &je) : NULL;
-		if (!ev || !json_is_object(ev)) {
-			json_decref(ev);
-			broken(r, lineno, "line %zu: not a JSON event (edited or damaged)", lineno);
-			return;
-		}
-		json_t *js = json_object_get(ev, "seq"), *jp = json_object_get(ev, "prev");
-		if (!json_is_integer(js) || !json_is_string(jp)) {
-			json_decref(ev);
-			broken(r, lineno, "line %zu: event without seq or prev (edited)", lineno);
-			return;
-		}
-		long long seq = json_integer_value(js);
-		bool prev_ok = !strcmp(json_string_value(jp), prev);
-		json_decref(ev);
-		if (seq != (long long)lineno) {
-			broken(r, lineno,
-			       "line %zu: seq %lld where %zu was expected (an event was deleted, "
-			       "inserted or reordered)",
-			       lineno, seq, lineno);
-			return;
-		}
-		if (!prev_ok) {
-			if (lineno == 1)
-				broken(r, lineno,
-				       "line 1: prev is not the zero hash (events before it were "
-				       "removed, or it was edited)");
-			else
-				broken(
-				    r, lineno,
-				    "line %zu: prev does not match the SHA-256 of line %zu (line "
-				    "%zu was edited, or events were removed or reordered)",
-				    lineno, lineno - 1, lineno - 1);
-			return;
-		}
-		config_sha256_hex(ln, ll, prev);
-		last_seq = seq;
-		r->events++;
-	}
-	if (!head)
-		return;
-	r->head_checked = true;
-	json_error_t je;
-	json_t *h = json_loadb(head, head_len, 0, &je);
-	json_t *hs = h ? json_object_get(h, "seq") : NULL,
-	       *hh = h ? json_object_get(h, "hash") : NULL;
-	if (!json_is_integer(hs) || !json_is_string(hh)) {
-		json_decref(h);
-		broken(r, 0, "the head file is damaged");
-		return;
-	}
-	long long want = json_integer_value(hs);
-	bool same = !strcmp(json_string_value(hh), prev);
-	json_decref(h);
-	if (want > last_seq)
-		broken(r, 0,
-		       "truncated: the head records %lld events, the log ends after %lld (events "
-		       "were removed from the end)",
-		       want, last_seq);
-	else if (want < last_seq)
-		broken(r, 0,
-		       "the head records %lld events but the log has %lld (events appended "
-		       "without warden, or an old head)",
-		       want, last_seq);
-	else if (!same)
-		broken(r, (size_t)last_seq,
-		       "line %lld: the last event does not match the head's hash (edited)",
-		       last_seq);
-}
-
-static int
-slurp(const char *path, char **out, size_t *len, struct wd_err *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	size_t cap = 65536, n = 0;
-	char *buf = wd_xmalloc(cap);
-	for (;;) {
-		if (n == cap)
-			buf = wd_xrealloc(buf, cap *= 2);
-		ssize_t got = read(fd, buf + n, cap - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			int e = errno;
-			free(buf);
-			close(fd);
-			return wd_err_sys(err, e, "read %s", path);
-		}
-		if (got == 0)
-			break;
-		n += (size_t)got;
-	}
-	close(fd);
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
-int
-audit_verify_file(const char *path, struct audit_verify *r, struct wd_err *err)
-{
-	wd_autofree char *buf = NULL, *head = NULL;
-	wd_autofree char *hp = wd_xasprintf("%s.head", path);
-	size_t len = 0, hlen = 0;
-	int rc = slurp(path, &buf, &len, err);
-	if (rc < 0)
-		return rc == -ENOENT || rc == -EACCES ? wd_err_sys(err, -rc, "audit log %s", path)
-						      : rc;
-	rc = slurp(hp, &head, &hlen, err);
-	if (rc < 0 && rc != -ENOENT)
-		return wd_err_sys(err, -rc, "audit head %s", hp);
-	audit_verify_buffer(buf, len, head, hlen, r);
-	return 0;
 }

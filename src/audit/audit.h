@@ -23,6 +23,18 @@
 
 #define AUDIT_ZERO_HASH "0000000000000000000000000000000000000000000000000000000000000000"
 
+/* The longest line (event) warden writes or reads back, without its '\n':
+ * 16 MiB, eight times the 2 MiB that execve(2) takes in argv and
+ * environment together under the default 8 MiB stack limit, so that the
+ * largest command a harness can run fits as JSON even where most of its
+ * bytes are escaped (\uXXXX).  audit_append() refuses a longer event;
+ * verification stops at a longer line and reports it as broken, by number,
+ * having read at most AUDIT_LINE_MAX + 1 bytes of it.  Memory use of both
+ * is bounded by this, never by the size of the log. */
+#define AUDIT_LINE_MAX (16u << 20)
+/* The head file is one short object; more than this is not warden's. */
+#define AUDIT_HEAD_MAX 4096
+
 struct audit_log {
 	int fd;
 	char *path;
@@ -39,7 +51,9 @@ struct wd_audit {
 };
 
 /* Open (creating, mode 0600) an audit log for appending.  *out is new;
- * close with audit_close(). */
+ * close with audit_close().  Anything but a regular file is refused
+ * (-EINVAL, the message names the file), a FIFO without waiting for a
+ * reader. */
 int audit_open(const char *path, struct audit_log **out, struct wd_err *err);
 void audit_close(struct audit_log *a);
 
@@ -67,9 +81,27 @@ struct audit_verify {
  * bytes, NULL if absent).  Pure: used by the fuzzer and by the file form. */
 void audit_verify_buffer(const char *buf, size_t len, const char *head, size_t head_len,
 			 struct audit_verify *r);
-/* Verify the file at path (and path.head).  0 with r filled (r->ok says
- * whether the chain holds), or -errno if the log cannot be read. */
+/* Verify the file at path (and path.head), streaming it line by line:
+ * memory is bounded by AUDIT_LINE_MAX, not by the log.  0 with r filled
+ * (r->ok says whether the chain holds), or a negative errno value with err
+ * naming the file if the log or its head cannot be read or is not a regular
+ * file (-EINVAL; a FIFO or a device is refused before anything is read). */
 int audit_verify_file(const char *path, struct audit_verify *r, struct wd_err *err);
+
+/* Open path with flags (O_RDONLY, or O_WRONLY|O_APPEND|O_CREAT...; O_CLOEXEC,
+ * O_NOCTTY and, for the duration of the open, O_NONBLOCK are added) and
+ * require a regular file: a FIFO would block the open or the first read,
+ * a device may never end.  what names the file in errors ("audit log").
+ * Returns a new blocking fd, or a negative errno value (-EINVAL when it is
+ * not a regular file). */
+int audit_open_regular(const char *path, int flags, const char *what, struct wd_err *err);
+
+/* A JSON string for s, never NULL.  jansson refuses bytes that are not
+ * UTF-8 (json_string() returns NULL, and json_object_set_new() then drops
+ * the member silently); here each such byte is written visibly as \xNN and
+ * valid UTF-8 is kept byte for byte.  For every text that reaches an event
+ * or a front end's JSON from outside: argv, paths, reasons. */
+json_t *audit_json_text(const char *s);
 
 /* 32 random hex digits + NUL. */
 void audit_random_id(char out[33]);

@@ -47,6 +47,9 @@ struct cg_host {
 	/* 0, or the negative errno cgroup_create() fails with, and why */
 	int unusable;
 	char why[200];
+	/* what is mounted, used or not (for cgroup_host_info and doctor) */
+	char *v1_mount[CG_NCTRL];
+	char *v2_mount;
 
 	/* v2 only */
 	bool v2_base_is_own; /* base is the cgroup warden started in */

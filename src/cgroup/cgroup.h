@@ -71,6 +71,27 @@ int cgroup_host_version(void);
  * reason in err (for `warden doctor`). */
 int cgroup_host_check(struct wd_err *err);
 
+/* What discovery found, for `warden doctor` (the one discovery: doctor
+ * has no copy of its own).  Strings point into the process-wide host
+ * facts and live as long as the process. */
+#define CGROUP_NCTRL 5 /* memory, pids, cpu, cpuacct, freezer */
+struct cgroup_host_info {
+	int version; /* 0, 1 or 2: what sandboxes get */
+	int unusable; /* 0, or why cgroup_create() will fail (-EPERM, -ENOTSUP) */
+	char why[200];
+	int nhier;
+	struct {
+		const char *base;     /* sandboxes are <base>/warden/<id> */
+		char controllers[64]; /* the ones warden uses there, comma-separated */
+	} hier[CGROUP_NCTRL];
+	/* mounted, in the order memory, pids, cpu, cpuacct, freezer; NULL: not */
+	const char *v1_mount[CGROUP_NCTRL];
+	const char *v2_mount; /* NULL: no cgroup2 mount */
+	char v2_controllers[256];
+	int swap_accounting; /* 1, 0, -1 unknown */
+};
+void cgroup_host_info(struct cgroup_host_info *out);
+
 /* The directory sandbox cgroups are created under (…/warden/<id> below
  * it), for hierarchy i (v1: one per distinct hierarchy; v2: only 0), or
  * NULL past the end.  Valid for the life of the process. */

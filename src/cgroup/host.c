@@ -350,11 +350,11 @@ discover(void)
 			 "cgroup: no cgroup2 mount and no v1 memory+pids+cpu hierarchies");
 
 	for (int c = 0; c < CG_NCTRL; c++) {
-		free(f.v1[c].point);
+		host.v1_mount[c] = f.v1[c].point; /* kept for cgroup_host_info */
 		free(f.v1[c].root);
 		free(f.own_v1[c]);
 	}
-	free(f.v2.point);
+	host.v2_mount = f.v2.point;
 	free(f.v2.root);
 	free(f.own_v2);
 }
@@ -382,6 +382,49 @@ cgroup_host_check(struct wd_err *err)
 	if (err && h->unusable == -ENOTSUP)
 		err->code = WD_E_UNSUPPORTED;
 	return h->unusable;
+}
+
+void
+cgroup_host_info(struct cgroup_host_info *out)
+{
+	struct cg_host *h = cg_host_get();
+	memset(out, 0, sizeof(*out));
+	out->version = h->version;
+	out->unusable = h->unusable;
+	snprintf(out->why, sizeof(out->why), "%s", h->why);
+	out->nhier = h->nhier;
+	for (int i = 0; i < h->nhier; i++) {
+		out->hier[i].base = h->hier[i].base;
+		size_t o = 0;
+		for (int c = 0; c < CG_NCTRL; c++)
+			if (h->hier[i].ctrls & CG_BIT(c))
+				o += (size_t)snprintf(out->hier[i].controllers + o,
+						      sizeof(out->hier[i].controllers) - o, "%s%s",
+						      o ? "," : "", cg_ctrl_names[c]);
+	}
+	for (int c = 0; c < CG_NCTRL; c++)
+		out->v1_mount[c] = h->v1_mount[c];
+	out->v2_mount = h->v2_mount;
+	if (h->v2_mount) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/cgroup.controllers", h->v2_mount);
+		if (wd_read_file_at(AT_FDCWD, path, out->v2_controllers,
+				    sizeof(out->v2_controllers)) < 0)
+			out->v2_controllers[0] = '\0';
+		out->v2_controllers[strcspn(out->v2_controllers, "\n")] = '\0';
+	}
+	/* Swap accounting: v1 memory.memsw.*, v2 memory.swap.max (absent at
+	 * the root; look beside the base). */
+	out->swap_accounting = -1;
+	if (h->version == 1 && h->v1_mount[CG_MEMORY]) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/memory.memsw.limit_in_bytes", h->v1_mount[CG_MEMORY]);
+		out->swap_accounting = access(path, F_OK) == 0;
+	} else if (h->version == 2 && h->nhier && strcmp(h->hier[0].base, h->v2_mount ? h->v2_mount : "")) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/memory.swap.max", h->hier[0].base);
+		out->swap_accounting = access(path, F_OK) == 0;
+	}
 }
 
 const char *

@@ -9,7 +9,8 @@ static const char usage_text[] =
     "\n"
     "Check the hash chain of an audit log (and FILE.head): report the first broken\n"
     "line.  Exit status: 0 intact, 1 broken (edited, deleted, reordered or truncated\n"
-    "events), 125 the log cannot be read.\n";
+    "events, or a line longer than 16 MiB), 125 the log or its head cannot be read\n"
+    "or is not a regular file.\n";
 
 int
 cli_audit(int argc, char **argv)

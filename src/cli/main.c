@@ -28,16 +28,6 @@ usage(FILE *f)
 	fprintf(f, "\n'warden COMMAND --help' describes each command's options.\n");
 }
 
-void
-cli_log_handler(int level, const char *func, const char *msg, void *data)
-{
-	static const char *names[] = {"error", "warning", "info", "debug", "trace"};
-	(void)data;
-	if (level >= WD_LOG_DEBUG)
-		fprintf(stderr, "warden: %s: %s: %s\n", names[level], func, msg);
-	else
-		fprintf(stderr, "warden: %s: %s\n", names[level], msg);
-}
 
 int
 main(int argc, char **argv)

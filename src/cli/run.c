@@ -24,7 +24,8 @@ static const char usage_text[] =
 	"\n"
 	"Sandbox:\n"
 	"  -w, --workspace DIR      directory bound read-write at /workspace (default: .)\n"
-	"      --isolation LEVEL    container (default) or process\n"
+	"      --isolation LEVEL    container (default), process, or gvisor (gVisor's\n"
+	"                           user-space kernel through runsc; root only)\n"
 	"      --memory SIZE        memory limit, no swap (default 512M)\n"
 	"      --pids N             process limit (default 128)\n"
 	"      --cpus N             CPU limit, fractions allowed (default 1.0)\n"
@@ -335,8 +336,10 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 			o->isolation = WD_ISOLATION_CONTAINER;
 		else if (!strcmp(val, "process"))
 			o->isolation = WD_ISOLATION_PROCESS;
+		else if (!strcmp(val, "gvisor"))
+			o->isolation = WD_ISOLATION_GVISOR;
 		else
-			return bad_value(name, val, "expected container or process");
+			return bad_value(name, val, "expected container, process or gvisor");
 		return 0;
 	case OPT_RO_BIND:
 	case OPT_BIND:
@@ -390,7 +393,7 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 	if ((rc = cli_docker_hints("run", argc, argv)))
 		return rc;
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* 0: glibc reinitialises all of getopt's state */
 	while ((c = getopt_long(argc, argv, "+:w:vp:c:", long_opts, NULL)) != -1) {
 		const char *name = NULL;
 		for (const struct option *lo = long_opts; lo->name; lo++)
@@ -402,6 +405,15 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 		}
 		if (c == ':' || c == '?')
 			return cli_bad_option("run", argc, argv, long_opts);
+		/* "--memory -- prog": getopt took "--" (or the next option) as
+		 * the value; what the user left out is the value */
+		if (optarg && cli_looks_like_option(optarg, long_opts)) {
+			/* name it as it was typed: the word before the value */
+			const char *typed = optind >= 2 && optarg == argv[optind - 1]
+						    ? argv[optind - 2]
+						    : argv[optind - 1];
+			return cli_fail("run", "option %s needs a value", cli_quote(typed));
+		}
 		if ((rc = one_opt(c, name, optarg, spec, o)))
 			return rc;
 	}
@@ -592,6 +604,29 @@ plan(const wd_spec *spec)
 	return 0;
 }
 
+/* Options and program into spec, cmd and o: 0, -1 after --help, or an
+ * exit status (125, the message printed). */
+static int
+prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int *first)
+{
+	cli_json_errors(false);
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			cli_json_errors(true); /* bad input in JSON too */
+	int rc = parse(argc, argv, spec, o, first);
+	if (rc == 0)
+		rc = finish_spec(spec, cmd, o, argc, argv, *first);
+	return rc;
+}
+
+int
+cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd)
+{
+	struct run_opts o = {.isolation = WD_ISOLATION_CONTAINER};
+	int first = 0;
+	return prepare(argc, argv, spec, cmd, &o, &first);
+}
+
 int
 cli_run(int argc, char **argv)
 {
@@ -601,15 +636,9 @@ cli_run(int argc, char **argv)
 	wd_cmd *cmd = wd_cmd_new();
 	wd_ctx *ctx = NULL;
 	wd_result *r = NULL;
-	int first = 0, rc;
+	int first = 0;
 
-	cli_json_errors(false);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--json"))
-			cli_json_errors(true); /* bad input in JSON too */
-	rc = parse(argc, argv, spec, &o, &first);
-	if (rc == 0)
-		rc = finish_spec(spec, cmd, &o, argc, argv, first);
+	int rc = prepare(argc, argv, spec, cmd, &o, &first);
 	if (rc) {
 		rc = rc < 0 ? 0 : rc;
 		goto out;

@@ -32,7 +32,7 @@ static const char usage_text[] =
     "  -w, --workspace DIR      the workspace (default: .)\n"
     "  -p, --policy FILE        the policy (default: the built-in policy)\n"
     "      --audit FILE         append every decision and result to FILE\n"
-    "      --isolation LEVEL    container (default) or process\n"
+    "      --isolation LEVEL    container (default), process or gvisor\n"
     "      --memory SIZE  --pids N  --cpus N  --tmp-size SIZE\n"
     "      --timeout SECONDS    per command; also the most a caller may ask (default 30)\n"
     "      --output-limit SIZE  bytes kept per stream (default 64K)\n"
@@ -251,8 +251,10 @@ one_opt(int c, const char *name, const char *val, struct server_opts *o)
 			o->isolation = WD_ISOLATION_CONTAINER;
 		else if (!strcmp(val, "process"))
 			o->isolation = WD_ISOLATION_PROCESS;
+		else if (!strcmp(val, "gvisor"))
+			o->isolation = WD_ISOLATION_GVISOR;
 		else
-			return bad(name, val, "expected container or process");
+			return bad(name, val, "expected container, process or gvisor");
 		return 0;
 	case OPT_BEST_EFFORT:
 		o->best_effort = true;

@@ -51,6 +51,8 @@ config_isolation_name(enum wd_isolation i)
 		return "container";
 	case WD_ISOLATION_PROCESS:
 		return "process";
+	case WD_ISOLATION_GVISOR:
+		return "gvisor";
 	}
 	return "container";
 }

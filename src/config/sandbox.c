@@ -133,8 +133,11 @@ config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 				sb->isolation = WD_ISOLATION_CONTAINER;
 			else if (!strcmp(s, "process"))
 				sb->isolation = WD_ISOLATION_PROCESS;
+			else if (!strcmp(s, "gvisor"))
+				sb->isolation = WD_ISOLATION_GVISOR;
 			else
-				return vctx_fail(v, false, "expected \"container\" or \"process\"");
+				return vctx_fail(v, false,
+						 "expected \"container\", \"process\" or \"gvisor\"");
 		} else if (!strcmp(k, "require")) {
 			rc = load_require(v, val, &sb->require);
 		} else if (!strcmp(k, "reproducible")) {

@@ -98,22 +98,7 @@ wd_cmd_set_cwd(wd_cmd *c, const char *cwd, struct wd_err *err)
 WD_API int
 wd_cmd_setenv(wd_cmd *c, const char *name, const char *value, struct wd_err *err)
 {
-	if (!name || !name[0] || strchr(name, '=') || !value)
-		return wd_err_set(err, WD_E_INVAL, "bad environment variable name '%s'",
-				  name ? name : "");
-	size_t nl = strlen(name);
-	char *kv = wd_xasprintf("%s=%s", name, value);
-	for (size_t i = 0; i < c->nenv; i++) {
-		if (!strncmp(c->env[i], name, nl) && c->env[i][nl] == '=') {
-			free(c->env[i]);
-			c->env[i] = kv;
-			return 0;
-		}
-	}
-	c->env = wd_xrealloc(c->env, (c->nenv + 2) * sizeof(char *));
-	c->env[c->nenv++] = kv;
-	c->env[c->nenv] = NULL;
-	return 0;
+	return wd_env_set(&c->env, &c->nenv, name, value, err);
 }
 
 WD_API void

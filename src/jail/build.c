@@ -73,8 +73,8 @@ struct idmap_cache {
 	gid_t gid;
 };
 
-/* Root: a writable host tree, idmapped so the sandbox user (host nobody)
- * owns it.  Returns 1 when done, 0 when this filesystem cannot be
+/* Root: a writable host tree, idmapped so the sandbox user (p->idmap: host
+ * nobody for a container) owns it.  Returns 1 when done, 0 when this filesystem cannot be
  * idmapped (the caller clones it plainly), or -errno. */
 static int
 idmap_tree(struct jail_prep *p, struct jail_op *op, int sfd, struct idmap_cache *c,
@@ -83,7 +83,7 @@ idmap_tree(struct jail_prep *p, struct jail_op *op, int sfd, struct idmap_cache 
 	struct stat st;
 	if (fstat(sfd, &st) < 0)
 		return wd_err_sys(err, errno, "%s '%s'", what(op), op->src);
-	int tree = jail_idmapped_tree(sfd, &st, &c->userns, &c->uid, &c->gid, err);
+	int tree = jail_idmapped_tree(sfd, &st, &p->idmap, &c->userns, &c->uid, &c->gid, err);
 	if (tree >= 0) {
 		keep_fd(p, tree);
 		op->kind = JAIL_OP_MOVE;

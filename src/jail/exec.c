@@ -43,6 +43,37 @@ jail_child_sanitizer(void)
 		AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
 }
 
+/* The kernel's struct sigaction (x86_64, arm64, ...): handler, flags,
+ * restorer, mask.  SIG_DFL and SIG_IGN need no restorer. */
+struct ksigaction {
+	unsigned long handler, flags, restorer, mask;
+};
+
+void
+jail_block_signals(void)
+{
+	unsigned long all = ~0UL;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, sizeof(all));
+}
+
+void
+jail_ignore_signal(int sig)
+{
+	struct ksigaction ign = {1 /* SIG_IGN */, 0, 0, 0};
+	syscall(SYS_rt_sigaction, sig, &ign, NULL, sizeof(ign.mask));
+}
+
+void
+jail_reset_signals(void)
+{
+	unsigned long none = 0;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	struct ksigaction dfl = {0 /* SIG_DFL */, 0, 0, 0};
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof(dfl.mask));
+}
+
 int
 jail_set_ids(uid_t uid, gid_t gid)
 {
@@ -62,7 +93,7 @@ int
 jail_drop_bounding(int last_cap, bool must)
 {
 	for (int c = 0; c <= last_cap; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL &&
+		if (jail_prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL &&
 		    (errno != EPERM || must))
 			return -errno;
 	return 0;
@@ -74,7 +105,7 @@ jail_drop_caps(int last_cap, bool need_bounding)
 	int rc = jail_drop_bounding(last_cap, need_bounding);
 	if (rc < 0)
 		return rc;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+	if (jail_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[2];
@@ -84,13 +115,13 @@ jail_drop_caps(int last_cap, bool need_bounding)
 	return 0;
 }
 
-/* A change of uid or gid clears the parent-death signal (prctl(2)), so
+/* A change of uid or gid clears the parent-death signal (jail_prctl(2)), so
  * arm it again, then make sure the parent did not die in between: its
  * end of chan closing reads as EOF here. */
 void
 jail_rearm_pdeathsig(int chan_fd)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	jail_prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* POLLRDHUP, not a peek: a queued message would hide the hang-up */
 	struct pollfd pfd = {.fd = chan_fd, .events = POLLRDHUP};
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP)))
@@ -120,7 +151,7 @@ drop_privileges(const struct jail_plan *plan, struct sync_chan *c)
 	/* 6e. NoNewPrivs: setuid binaries and file caps grant nothing, and
 	 * unprivileged seccomp and Landlock need it.  (In a container pid 1
 	 * did 6d and 6e for every command already.) */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	if (jail_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(c, JAIL_STEP_6E_NNP, errno);
 }
 
@@ -135,7 +166,7 @@ jail_exec_main(const struct jail_plan *plan, const struct jail_exec_fds *fds)
 	sync_chan_init(&chan, fds->chan, SYNC_COMMAND, SYNC_S_SENT);
 	/* The command dies with pid 1 (and, at the process level, pid 1 with
 	 * warden): nothing of a sandbox outlives its monitor. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	jail_prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 
 	/* 6a. A new session: no controlling terminal, so TIOCSTI cannot push
 	 * keystrokes into the caller's terminal (CVE-2017-5226); seccomp
@@ -146,11 +177,7 @@ jail_exec_main(const struct jail_plan *plan, const struct jail_exec_fds *fds)
 
 	/* Signals start clean: pid 1's blocked mask and ignored signals
 	 * (SIG_IGN survives execve) are not the command's business. */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
+	jail_reset_signals();
 
 	if ((rc = jail_cmd_plan_map(fds->plan, &cmd)) < 0)
 		fail(&chan, JAIL_STEP_6B_FDS, -rc);

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,51 +18,60 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
 /* ---- idmapped mounts (root mode) ---- */
 
-/* Holds the idmapping namespace for a moment.  It shares warden's memory
- * (CLONE_VM), so it touches nothing but its stack and the syscalls below
- * (none sets errno on success).  If warden dies meanwhile it must too:
- * PDEATHSIG, and a check that the parent did not die before that. */
+/* A user namespace used as the idmapping of a bind mount.  Its main
+ * mapping is host uid/gid (owner) -> to->uid/gid: on disk the workspace's
+ * owner, seen as to->uid (container: host nobody, which the sandbox's user
+ * namespace shows as uid 1000), so the sandbox user reads and writes the
+ * workspace as its own while what it creates belongs on the host to the
+ * workspace's owner.  With to->root_creates, a second line shows host
+ * nobody as 0: a process creating files through the mount as host root
+ * (gVisor's gofer creates, then chowns to the sandbox user) would
+ * otherwise be refused with EOVERFLOW, root being unmapped.  The
+ * namespace needs a process to hold it only until its fd is open: a raw
+ * clone (not CLONE_VM: sharing the memory, and the creating thread's TLS
+ * and errno, with a multithreaded supervisor is more trouble than a
+ * page-table copy), invisible to the caller's waitpid(-1) (exit signal
+ * 0), that only waits to be killed. */
 static int
-idmap_child(void *arg)
-{
-	pid_t parent = *(const pid_t *)arg;
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (getppid() != parent)
-		_exit(0);
-	for (;;)
-		pause();
-	return 0;
-}
-
-/* A user namespace whose only mapping is host uid/gid (owner) -> nobody,
- * used as the idmapping of a bind mount: on disk the workspace's owner,
- * seen by the sandbox user (host nobody) as itself, so it reads and writes
- * the workspace as uid 1000 while what it creates belongs on the host to
- * the workspace's owner.  The namespace needs a process to hold it only
- * until its fd is open; a CLONE_VM child costs no page-table copy. */
-static int
-idmap_userns(uid_t owner_uid, gid_t owner_gid, struct wd_err *err)
+idmap_userns(uid_t owner_uid, gid_t owner_gid, const struct jail_idmap *to, struct wd_err *err)
 {
 	pid_t self = getpid();
-	/* The holder's stack lives in this frame, which outlasts it (it is
-	 * killed and reaped before we return): no static, so concurrent
-	 * sandboxes from several threads each use their own. */
-	char stack[16384] __attribute__((aligned(16)));
-	pid_t pid = clone(idmap_child, stack + sizeof(stack),
-			  CLONE_VM | CLONE_NEWUSER | SIGCHLD, &self);
+	int pidfd = -1;
+	struct clone_args ca;
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_NEWUSER | CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid < 0)
 		return wd_err_sys(err, errno, "clone user namespace for the idmapped workspace");
-	char path[64], map[64];
+	if (pid == 0) {
+		/* raw system calls only: see jail_prctl */
+		jail_child_sanitizer();
+		jail_prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (syscall(SYS_getppid) != self)
+			syscall(SYS_exit, 0);
+		for (;;)
+			syscall(SYS_pause);
+	}
+	char path[64], map[96];
 	int rc = 0, nsfd = -1;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_uid, WD_NOBODY);
+	bool extra = to->root_creates && owner_uid != WD_NOBODY && to->uid != 0;
+	snprintf(map, sizeof(map), "%u %u 1\n%s", (unsigned)owner_uid, (unsigned)to->uid,
+		 extra ? "65534 0 1\n" : "");
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
 	if ((rc = wd_write_file_at(AT_FDCWD, path, map)) < 0) {
 		wd_err_sys(err, -rc, "write %s", path);
 		goto out;
 	}
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner_gid, WD_NOBODY);
+	extra = to->root_creates && owner_gid != WD_NOBODY && to->gid != 0;
+	snprintf(map, sizeof(map), "%u %u 1\n%s", (unsigned)owner_gid, (unsigned)to->gid,
+		 extra ? "65534 0 1\n" : "");
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
 	if ((rc = wd_write_file_at(AT_FDCWD, path, map)) < 0) {
 		wd_err_sys(err, -rc, "write %s", path);
@@ -72,9 +82,11 @@ idmap_userns(uid_t owner_uid, gid_t owner_gid, struct wd_err *err)
 	if (nsfd < 0)
 		rc = wd_err_sys(err, errno, "open %s", path);
 out:
-	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	siginfo_t si;
+	while (syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED | __WALL, NULL) < 0 && errno == EINTR)
 		;
+	close(pidfd);
 	return rc < 0 ? rc : nsfd;
 }
 
@@ -83,13 +95,13 @@ out:
  * initial one).  Returns the tree fd, -EINVAL/-ENOSYS/... when the
  * filesystem cannot be idmapped. */
 int
-jail_idmapped_tree(int dirfd, const struct stat *st, int *userns_cache, uid_t *cache_uid,
-	      gid_t *cache_gid, struct wd_err *err)
+jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to, int *userns_cache,
+		   uid_t *cache_uid, gid_t *cache_gid, struct wd_err *err)
 {
 	if (*userns_cache < 0 || *cache_uid != st->st_uid || *cache_gid != st->st_gid) {
 		if (*userns_cache >= 0)
 			close(*userns_cache);
-		*userns_cache = idmap_userns(st->st_uid, st->st_gid, err);
+		*userns_cache = idmap_userns(st->st_uid, st->st_gid, to, err);
 		if (*userns_cache < 0)
 			return *userns_cache;
 		*cache_uid = st->st_uid;

@@ -31,6 +31,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 /* Steps, numbered after DESIGN.md §5 (letters for sub-steps).  Used in
@@ -184,6 +185,15 @@ struct jail_config {
 #define JAIL_PROXY_SOCKS_PORT 1080
 #define JAIL_DNS_PORT 53
 
+/* An idmapping for writable host trees: the owner appears as uid/gid;
+ * root_creates: host root may create files through the mount too (they
+ * land as host nobody until chowned; see jail/hostpath.c). */
+struct jail_idmap {
+	uid_t uid;
+	gid_t gid;
+	bool root_creates;
+};
+
 /* The plan plus everything it points to (strings; after jail_build_host,
  * descriptors).  Free with jail_prep_free() once pid 1 has its copy. */
 struct jail_prep {
@@ -198,6 +208,10 @@ struct jail_prep {
 	bool built;         /* jail_build_host() ran */
 	uid_t host_uid;     /* host id of the sandbox user */
 	gid_t host_gid;
+	/* how jail_build_host() idmaps writable trees (root mode); the plan
+	 * sets the owner to appear as host_uid/gid (the container's sandbox
+	 * user); another backend may change it before the build */
+	struct jail_idmap idmap;
 };
 
 /* Plan (pure: strings and numbers; reads host paths, opens nothing that
@@ -232,11 +246,11 @@ struct jail_cmd {
 int jail_cmd_plan_map(int fd, struct jail_cmd *out);
 
 /* ---- jail/hostpath.c (supervisor side) ---- */
-/* A detached, idmapped copy of directory dirfd (owner st) for the sandbox
- * user (host nobody); *userns_cache holds the idmapping namespace between
- * calls.  Returns the tree fd or -errno. */
-int jail_idmapped_tree(int dirfd, const struct stat *st, int *userns_cache, uid_t *cache_uid,
-		       gid_t *cache_gid, struct wd_err *err);
+/* A detached, idmapped copy of directory dirfd (owner st) in which the
+ * owner appears as to->uid/gid; *userns_cache holds the idmapping namespace
+ * between calls.  Returns the tree fd or -errno. */
+int jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to,
+		       int *userns_cache, uid_t *cache_uid, gid_t *cache_gid, struct wd_err *err);
 /* Resolve given into out (PATH_MAX bytes) component by component,
  * refusing a symlink inside any of roots (trees the sandbox can write). */
 int jail_safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,
@@ -290,6 +304,34 @@ int jail_make_readonly(const char *path, bool recursive);
  * do not exist here.  Tells TSan to ignore this thread; nothing in other
  * builds. */
 void jail_child_sanitizer(void);
+
+/* prctl and signal dispositions after clone, as raw system calls: the
+ * libc wrappers may be interposed (a sanitizer's runtime, which takes
+ * locks a raw clone may have copied held: ThreadSanitizer's thread
+ * registry on PR_SET_NAME).  The kernel's calls take none. */
+#define jail_prctl(op, a, b, c, d)                                                                 \
+	syscall(SYS_prctl, (long)(op), (unsigned long)(a), (unsigned long)(b),                      \
+		(unsigned long)(c), (unsigned long)(d))
+/* Block every signal (pid 1, which reads them from a signalfd). */
+void jail_block_signals(void);
+/* Unblock every signal and reset every disposition to the default. */
+void jail_reset_signals(void);
+/* Ignore sig (SIG_IGN). */
+void jail_ignore_signal(int sig);
+
+/* The next decimal pid of a list such as cgroup.procs or a task's
+ * children file, advancing *s past it and what follows; 0 at the end.
+ * No library call: safe after clone. */
+static inline pid_t
+jail_next_pid(const char **s)
+{
+	pid_t v = 0;
+	while (**s >= '0' && **s <= '9')
+		v = v * 10 + (*(*s)++ - '0');
+	while (**s && (**s < '0' || **s > '9'))
+		(*s)++;
+	return v;
+}
 
 /* Child-side report of a failed step on the sandbox channel (no formatting). */
 void jail_report_error(struct sync_chan *c, int step, int err, int op_index);

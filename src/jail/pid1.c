@@ -287,7 +287,7 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 	 * which the sandbox user (no CAP_SYS_PTRACE over warden's mm) lacks.
 	 * Only now: a non-dumpable process's /proc files belong to root, and
 	 * an unprivileged supervisor could no longer write our uid_map. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	jail_prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	/* /proc/PID/cmdline is readable by anyone regardless of dumpable:
 	 * wipe warden's argv and environment strings from this copy. */
 	if (plan->wipe_end > plan->wipe_start)
@@ -303,7 +303,7 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 		/* The process level has no pid namespace: orphans of the
 		 * commands come back to this monitor (it is their subreaper),
 		 * so none escapes the end of its command unseen. */
-		if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		if (jail_prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 			fail(c, JAIL_STEP_5_PID1, errno);
 	}
 	join_cgroup(plan, c);
@@ -312,7 +312,7 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 		 * every command inherits empty capability sets and NoNewPrivs. */
 		if ((rc = jail_drop_caps(plan->last_cap, true)) < 0)
 			fail(c, JAIL_STEP_6D_CAPS, -rc);
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		if (jail_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 			fail(c, JAIL_STEP_6E_NNP, errno);
 	}
 	return in_force;
@@ -381,12 +381,8 @@ kill_leftovers(struct pid1 *p)
 			return;
 		buf[n] = '\0';
 		bool any = false;
-		for (char *s = buf; *s;) {
-			pid_t v = 0;
-			while (*s >= '0' && *s <= '9')
-				v = v * 10 + (*s++ - '0');
-			while (*s && (*s < '0' || *s > '9'))
-				s++;
+		for (const char *s = buf; *s;) {
+			pid_t v = jail_next_pid(&s);
 			if (v > 0 && !is_running(p, v)) {
 				kill(v, SIGKILL);
 				waitpid(v, NULL, __WALL);
@@ -565,9 +561,8 @@ serve(struct pid1 *p)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	p->ep = epoll_create1(EPOLL_CLOEXEC);
-	sigset_t all;
-	sigfillset(&all);
-	p->sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+	unsigned long all = ~0UL; /* raw: see jail_prctl */
+	p->sigfd = (int)syscall(SYS_signalfd4, -1, &all, sizeof(all), SFD_CLOEXEC | SFD_NONBLOCK);
 	if (p->ep < 0 || p->sigfd < 0)
 		_exit(125);
 	ev.data.fd = p->sb.fd;
@@ -589,25 +584,22 @@ serve(struct pid1 *p)
 	}
 }
 
-/* 1b. pid 1 is a raw clone of the supervisor, so it starts with a copy
- * of the supervisor's whole descriptor table: O_CLOEXEC does nothing
- * without an execve.  In a supervisor that runs many sandboxes at once
- * (warden serve, an embedding program) that table holds the pipes of the
- * other sandboxes' commands (whose readers then never see EOF while this
- * sandbox lives), client connections (a client that went away stays
- * connected) and, past the command's RLIMIT_NOFILE (6c), every low
- * descriptor number, so the command's own opens fail with EMFILE.  Keep
- * only what the plan names (the channel, /dev/null, the operations'
- * host trees and files); 0-2 become /dev/null.  No allocation: a sorted
- * array on the stack, then close_range() over the gaps. */
+/* Keep only what pid 1 needs: its channel, /dev/null and the plan's
+ * descriptors.  A raw clone copies every descriptor of the supervisor,
+ * and a library supervisor has many: other sandboxes' channels, other
+ * commands' output pipes, the keeper's pipe.  Held here, they would keep
+ * another command's output from reaching EOF, or another sandbox alive
+ * after warden died (each holding the other's channel open).  No
+ * allocation: the list lives on the stack. */
 static void
-close_inherited(const struct jail_plan *plan)
+close_others(const struct jail_plan *plan)
 {
 	int keep[JAIL_MAX_OPS + 2], n = 0;
 	keep[n++] = plan->sync_fd;
-	keep[n++] = plan->devnull_fd;
-	for (int i = 0; i < plan->nops && n < (int)(sizeof(keep) / sizeof(keep[0])); i++)
-		if (plan->ops[i].fd > 2)
+	if (plan->devnull_fd >= 0)
+		keep[n++] = plan->devnull_fd;
+	for (int i = 0; i < plan->nops; i++)
+		if (plan->ops[i].fd >= 0)
 			keep[n++] = plan->ops[i].fd;
 	for (int i = 1; i < n; i++) /* insertion sort: n is small */
 		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
@@ -615,24 +607,22 @@ close_inherited(const struct jail_plan *plan)
 			keep[j] = keep[j - 1];
 			keep[j - 1] = t;
 		}
-	unsigned next = 3;
+	unsigned lo = 0;
 	for (int i = 0; i < n; i++) {
-		if (keep[i] < (int)next)
+		if (keep[i] < 0 || (unsigned)keep[i] < lo)
 			continue;
-		if ((unsigned)keep[i] > next)
-			syscall(SYS_close_range, next, (unsigned)keep[i] - 1, 0U);
-		next = (unsigned)keep[i] + 1;
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0U);
+		lo = (unsigned)keep[i] + 1;
 	}
-	syscall(SYS_close_range, next, ~0U, 0U);
-	for (int fd = 0; fd <= 2; fd++)
-		if (plan->devnull_fd > 2)
-			dup2(plan->devnull_fd, fd);
+	syscall(SYS_close_range, lo, ~0U, 0U);
 }
 
 __attribute__((noreturn)) void
 jail_pid1_main(struct jail_plan *plan)
 {
 	jail_child_sanitizer();
+	close_others(plan);
 	struct pid1 p;
 	memset(&p, 0, sizeof(p));
 	p.plan = plan;
@@ -640,15 +630,13 @@ jail_pid1_main(struct jail_plan *plan)
 
 	/* Every signal blocked from the start (read later through a
 	 * signalfd), so none is lost and none kills pid 1 by default. */
-	sigset_t all;
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, NULL);
-
-	/* The jail dies with warden: SIGKILL when the supervisor goes, and
-	 * pid 1's death takes the whole pid namespace with it. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	prctl(PR_SET_NAME, "warden-init", 0, 0, 0);
-	close_inherited(plan);
+	jail_block_signals();
+	/* No PDEATHSIG: it fires when the *thread* that cloned us exits, and
+	 * a sandbox may outlive the thread that created it.  pid 1 ends on
+	 * EOF of the sandbox channel instead, which only warden's death (or
+	 * destroying the sandbox) brings, and its death takes the whole pid
+	 * namespace with it. */
+	jail_prctl(PR_SET_NAME, "warden-init", 0, 0, 0);
 
 	/* 2. Wait until the supervisor has written uid_map/gid_map
 	 * (SYNC_GO).  EOF means warden died before that. */

@@ -614,6 +614,7 @@ jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd
 	pl->run_gid = (gid_t)-1;
 	p->host_uid = pl->root_mode ? WD_NOBODY : geteuid();
 	p->host_gid = pl->root_mode ? WD_NOBODY : getegid();
+	p->idmap = (struct jail_idmap){p->host_uid, p->host_gid, false};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(p->fds); i++)
 		p->fds[i] = -1;
 

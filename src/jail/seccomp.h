@@ -22,6 +22,15 @@ extern const struct sock_fprog jail_seccomp_prog;
 extern const struct sock_fprog jail_seccomp_prog_nonet;
 extern const unsigned jail_seccomp_nonet_rule_count;
 
+/* The table's EPERM refusals as OCI seccomp rules: one JSON object per
+ * rule ({"names": [...], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+ * "args": [...]}), NULL-terminated.  The gvisor level puts them in the
+ * OCI config for runsc --oci-seccomp, whose sentry applies them to the
+ * command's system calls.  The prelude (personality, the syscall-number
+ * ceiling) and the ENOSYS refusals have no OCI counterpart here (see
+ * gen-seccomp.c). */
+extern const char *const jail_seccomp_oci[];
+
 /* Load prog on the calling thread (needs NoNewPrivs already set).  No
  * allocation, no formatting: safe between clone() and execve().
  * Returns 0 or -errno. */

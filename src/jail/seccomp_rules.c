@@ -185,10 +185,17 @@ static const struct {
 #define CLONE_FLAGS_ARG 0
 #endif
 
+/* Where the rules go: libseccomp (jail_seccomp_build) or another renderer
+ * (jail_seccomp_walk).  Every rule is a refusal with an errno. */
+struct sink {
+	jail_seccomp_rule_fn fn;
+	void *data;
+};
+
 static int
-add(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned nargs, const struct scmp_arg_cmp *cmp)
+add(const struct sink *s, int err, int nr, unsigned nargs, const struct scmp_arg_cmp *cmp)
 {
-	return seccomp_rule_add_array(ctx, action, nr, nargs, cmp);
+	return s->fn(s->data, err, nr, nargs, cmp);
 }
 
 /* Resolve r to a native syscall number: > 0, or 0 when this architecture
@@ -222,7 +229,7 @@ resolve(const struct refusal *r)
  * and Landlock fences only TCP bind/connect, so UDP (DNS tunnelling), ping
  * sockets and raw sockets would otherwise reach the host's network. */
 static int
-add_socket_rules(scmp_filter_ctx ctx, const char *name, bool no_inet)
+add_socket_rules(const struct sink *ctx, const char *name, bool no_inet)
 {
 	int nr = seccomp_syscall_resolve_name(name);
 	if (nr < 0)
@@ -231,12 +238,12 @@ add_socket_rules(scmp_filter_ctx ctx, const char *name, bool no_inet)
 		if (fam == AF_UNIX || (!no_inet && (fam == AF_INET || fam == AF_INET6)))
 			continue;
 		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, fam);
-		int rc = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &c);
+		int rc = add(ctx, EPERM, nr, 1, &c);
 		if (rc < 0)
 			return rc;
 	}
 	struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_GT, AF_INET6);
-	return add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &c);
+	return add(ctx, EPERM, nr, 1, &c);
 }
 
 /* No setuid or setgid bit may be set from inside the jail.  As root, a
@@ -256,7 +263,7 @@ add_socket_rules(scmp_filter_ctx ctx, const char *name, bool no_inet)
 #define __O_TMPFILE 020000000
 #endif
 static int
-add_setid_rules(scmp_filter_ctx ctx, unsigned *count)
+add_setid_rules(const struct sink *ctx, unsigned *count)
 {
 	static const struct {
 		const char *name;
@@ -284,7 +291,7 @@ add_setid_rules(scmp_filter_ctx ctx, unsigned *count)
 			    .datum_b = bits[b],
 			}};
 			if (calls[i].flags_arg < 0) {
-				int rc = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, c);
+				int rc = add(ctx, EPERM, nr, 1, c);
 				if (rc < 0)
 					return rc;
 				continue;
@@ -296,7 +303,7 @@ add_setid_rules(scmp_filter_ctx ctx, unsigned *count)
 				    .datum_a = creating[f],
 				    .datum_b = creating[f],
 				};
-				int rc = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, c);
+				int rc = add(ctx, EPERM, nr, 2, c);
 				if (rc < 0)
 					return rc;
 			}
@@ -306,17 +313,81 @@ add_setid_rules(scmp_filter_ctx ctx, unsigned *count)
 	int nr = seccomp_syscall_resolve_name("openat2");
 	if (nr < 0)
 		nr = 437; /* the shared number, for libseccomp without the name */
-	int rc = add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL);
+	int rc = add(ctx, ENOSYS, nr, 0, NULL);
 	if (rc == 0)
 		(*count)++;
 	return rc;
 }
 
-int
-jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags)
+/* The whole table, in order, into s. */
+static int
+walk(const struct sink *s, unsigned flags, unsigned *nsyscalls)
 {
 	const bool no_inet = flags & JAIL_SECCOMP_NO_INET;
 	unsigned count = 0;
+	int rc;
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		int nr = resolve(&refusals[i]);
+		if (nr < 0)
+			continue;
+		if ((rc = add(s, refusals[i].err, nr, 0, NULL)) < 0)
+			return rc;
+		count++;
+	}
+
+	/* clone() with any namespace flag: one rule per flag, since libseccomp
+	 * compares (arg & mask) == datum and "any of these bits" is their OR. */
+	for (size_t i = 0; i < sizeof(clone_ns_flags) / sizeof(clone_ns_flags[0]); i++) {
+		struct scmp_arg_cmp c = {
+		    .arg = CLONE_FLAGS_ARG,
+		    .op = SCMP_CMP_MASKED_EQ,
+		    .datum_a = clone_ns_flags[i],
+		    .datum_b = clone_ns_flags[i],
+		};
+		if ((rc = add(s, EPERM, SCMP_SYS(clone), 1, &c)) < 0)
+			return rc;
+	}
+	count++;
+
+	for (size_t i = 0; i < sizeof(ioctl_refusals) / sizeof(ioctl_refusals[0]); i++) {
+		struct scmp_arg_cmp c =
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctl_refusals[i].cmd);
+		if ((rc = add(s, EPERM, SCMP_SYS(ioctl), 1, &c)) < 0)
+			return rc;
+	}
+	count++;
+
+	rc = add_socket_rules(s, "socket", no_inet);
+	if (rc == 0)
+		rc = add_socket_rules(s, "socketpair", no_inet);
+	if (rc < 0)
+		return rc;
+	count += 2;
+
+	count++; /* personality, in the prelude */
+
+	if ((rc = add_setid_rules(s, &count)) < 0)
+		return rc;
+	*nsyscalls = count;
+	return 0;
+}
+
+int
+jail_seccomp_walk(unsigned flags, jail_seccomp_rule_fn fn, void *data, unsigned *nsyscalls)
+{
+	struct sink s = {fn, data};
+	return walk(&s, flags, nsyscalls);
+}
+
+static int
+add_to_ctx(void *data, int err, int nr, unsigned nargs, const struct scmp_arg_cmp *cmp)
+{
+	return seccomp_rule_add_array(data, SCMP_ACT_ERRNO((uint32_t)err), nr, nargs, cmp);
+}
+
+int
+jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags)
+{
 	int rc;
 
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -343,55 +414,10 @@ jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags)
 	if (rc < 0)
 		goto fail;
 
-	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
-		int nr = resolve(&refusals[i]);
-		if (nr < 0)
-			continue;
-		rc = add(ctx, SCMP_ACT_ERRNO((uint32_t)refusals[i].err), nr, 0, NULL);
-		if (rc < 0)
-			goto fail;
-		count++;
-	}
-
-	/* clone() with any namespace flag: one rule per flag, since libseccomp
-	 * compares (arg & mask) == datum and "any of these bits" is their OR. */
-	for (size_t i = 0; i < sizeof(clone_ns_flags) / sizeof(clone_ns_flags[0]); i++) {
-		struct scmp_arg_cmp c = {
-		    .arg = CLONE_FLAGS_ARG,
-		    .op = SCMP_CMP_MASKED_EQ,
-		    .datum_a = clone_ns_flags[i],
-		    .datum_b = clone_ns_flags[i],
-		};
-		rc = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, &c);
-		if (rc < 0)
-			goto fail;
-	}
-	count++;
-
-	for (size_t i = 0; i < sizeof(ioctl_refusals) / sizeof(ioctl_refusals[0]); i++) {
-		struct scmp_arg_cmp c =
-		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctl_refusals[i].cmd);
-		rc = add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &c);
-		if (rc < 0)
-			goto fail;
-	}
-	count++;
-
-	rc = add_socket_rules(ctx, "socket", no_inet);
-	if (rc == 0)
-		rc = add_socket_rules(ctx, "socketpair", no_inet);
-	if (rc < 0)
+	struct sink sink = {add_to_ctx, ctx};
+	if ((rc = walk(&sink, flags, nsyscalls)) < 0)
 		goto fail;
-	count += 2;
-
-	count++; /* personality, in the prelude */
-
-	rc = add_setid_rules(ctx, &count);
-	if (rc < 0)
-		goto fail;
-
 	*out = ctx;
-	*nsyscalls = count;
 	return 0;
 fail:
 	seccomp_release(ctx);

@@ -27,6 +27,15 @@
  * (prelude included).  Returns 0 or -errno. */
 int jail_seccomp_build(scmp_filter_ctx *out, unsigned *nsyscalls, unsigned flags);
 
+/* The same table for another renderer (gen-seccomp's OCI profile for
+ * gVisor): fn is called for each refusal, in order, with its errno, the
+ * native syscall number and its argument comparisons (libseccomp's form);
+ * a negative return stops the walk and is returned.  The prelude's rules
+ * (personality, the syscall-number ceiling) are not part of it. */
+typedef int (*jail_seccomp_rule_fn)(void *data, int err, int nr, unsigned nargs,
+				    const struct scmp_arg_cmp *cmp);
+int jail_seccomp_walk(unsigned flags, jail_seccomp_rule_fn fn, void *data, unsigned *nsyscalls);
+
 /* Write the hand-written prelude (personality, the syscall-number ceiling)
  * into buf for audit architecture arch.  Its last instruction falls through
  * into the libseccomp program appended right after it.  Returns the number

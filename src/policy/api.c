@@ -63,8 +63,8 @@ WD_API char *
 wd_policy_json(const wd_policy *p)
 {
 	json_t *j = config_policy_to_json(p->cfg);
-	json_object_set_new(j, "digest", json_string(p->cfg->digest));
-	json_object_set_new(j, "source", json_string(p->cfg->source));
+	json_object_set_new(j, "digest", audit_json_text(p->cfg->digest));
+	json_object_set_new(j, "source", audit_json_text(p->cfg->source));
 	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(j);
 	if (!s)
@@ -389,7 +389,7 @@ argv_json(int argc, char *const *argv)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < argc; i++)
-		json_array_append_new(a, json_string(argv[i]));
+		json_array_append_new(a, audit_json_text(argv[i]));
 	return a;
 }
 
@@ -397,15 +397,15 @@ static json_t *
 decision_object(const wd_decision *d)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "decision", json_string(policy_kind_name(d->d.kind)));
-	json_object_set_new(o, "rule", json_string(d->d.rule));
-	json_object_set_new(o, "reason", json_string(d->d.reason));
+	json_object_set_new(o, "decision", audit_json_text(policy_kind_name(d->d.kind)));
+	json_object_set_new(o, "rule", audit_json_text(d->d.rule));
+	json_object_set_new(o, "reason", audit_json_text(d->d.reason));
 	if (d->d.advice[0])
-		json_object_set_new(o, "advice", json_string(d->d.advice));
+		json_object_set_new(o, "advice", audit_json_text(d->d.advice));
 	if (d->d.kind == POLICY_PAUSE)
-		json_object_set_new(o, "approval_id", json_string(d->d.approval_id));
+		json_object_set_new(o, "approval_id", audit_json_text(d->d.approval_id));
 	json_object_set_new(o, "argv", argv_json(d->d.words.argc, d->d.words.argv));
-	json_object_set_new(o, "policy", json_string(d->digest));
+	json_object_set_new(o, "policy", audit_json_text(d->digest));
 	return o;
 }
 
@@ -431,21 +431,23 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id,
 			   fields);
 	json_t *o = json_object();
-	json_object_set_new(o, "id", json_string(id));
+	json_object_set_new(o, "id", audit_json_text(id));
 	json_object_set_new(o, "created", json_integer((json_int_t)time(NULL)));
 	json_object_set_new(o, "argv", argv_json(d->d.words.argc, d->d.words.argv));
-	json_object_set_new(o, "cwd", json_string(r->cwd ? r->cwd : "."));
-	json_object_set_new(o, "workspace", json_string(r->workspace ? r->workspace : ""));
-	json_object_set_new(o, "rule", json_string(d->d.rule));
-	json_object_set_new(o, "reason", json_string(d->d.reason));
-	json_object_set_new(o, "policy", json_string(p->cfg->digest));
-	json_object_set_new(o, "policy_source", json_string(p->cfg->source));
+	json_object_set_new(o, "cwd", audit_json_text(r->cwd ? r->cwd : "."));
+	json_object_set_new(o, "workspace", audit_json_text(r->workspace ? r->workspace : ""));
+	json_object_set_new(o, "rule", audit_json_text(d->d.rule));
+	json_object_set_new(o, "reason", audit_json_text(d->d.reason));
+	json_object_set_new(o, "policy", audit_json_text(p->cfg->digest));
+	json_object_set_new(o, "policy_source", audit_json_text(p->cfg->source));
 	json_object_set_new(o, "ttl", json_integer((json_int_t)p->cfg->approval_ttl_s));
 	if (audit)
+		/* a path to open again, not text to show: kept exact (a path
+		 * that is not UTF-8 is dropped, as before) */
 		json_object_set_new(o, "audit", json_string(audit));
 	json_t *f = json_object();
 	for (int i = 0; i < POLICY_ID_FIELDS; i++)
-		json_object_set_new(f, policy_id_field_names[i], json_string(fields[i]));
+		json_object_set_new(f, policy_id_field_names[i], audit_json_text(fields[i]));
 	json_object_set_new(o, "fields", f);
 	return o;
 }
@@ -608,19 +610,20 @@ json_t *
 policy_decision_event(const wd_request *r, const wd_decision *d)
 {
 	json_t *ev = json_object();
-	json_object_set_new(ev, "event", json_string("decision"));
+	json_object_set_new(ev, "event", audit_json_text("decision"));
 	json_t *req = json_object();
 	if (r->command)
-		json_object_set_new(req, "command", json_string(r->command));
+		json_object_set_new(req, "command", audit_json_text(r->command));
 	else
 		json_object_set_new(req, "argv", argv_json(r->argc, r->argv));
-	json_object_set_new(req, "workspace", json_string(r->workspace ? r->workspace : ""));
-	json_object_set_new(req, "cwd", json_string(r->cwd ? r->cwd : "."));
+	json_object_set_new(req, "workspace", audit_json_text(r->workspace ? r->workspace : ""));
+	json_object_set_new(req, "cwd", audit_json_text(r->cwd ? r->cwd : "."));
 	json_t *names = json_array();
 	for (size_t i = 0; i < r->nenv; i++) {
 		/* Names only: values can be secrets (DESIGN.md §9). */
 		const char *eq = strchr(r->env[i], '=');
-		json_array_append_new(names, json_stringn(r->env[i], (size_t)(eq - r->env[i])));
+		wd_autofree char *name = wd_xasprintf("%.*s", (int)(eq - r->env[i]), r->env[i]);
+		json_array_append_new(names, audit_json_text(name));
 	}
 	json_object_set_new(req, "env", names);
 	json_object_set_new(ev, "request", req);
@@ -647,7 +650,7 @@ wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json, stru
 	if (!a)
 		return 0;
 	json_t *ev = json_object();
-	json_object_set_new(ev, "event", json_string("result"));
+	json_object_set_new(ev, "event", audit_json_text("result"));
 	if (d)
 		json_object_set_new(ev, "argv", argv_json(d->d.words.argc, d->d.words.argv));
 	json_error_t je;

@@ -127,7 +127,9 @@ h_sandbox_create(struct call *c, struct rpc_err *e)
 	c->created = lv; /* the loop puts it in the peer's table (dispatch_deliver) */
 	return json_pack("{s:s, s:s, s:s}", "sandbox", lv->id, "workspace",
 			 wd_workspace_path(s->ws), "isolation",
-			 s->o.isolation == WD_ISOLATION_PROCESS ? "process" : "container");
+			 s->o.isolation == WD_ISOLATION_PROCESS	 ? "process"
+			 : s->o.isolation == WD_ISOLATION_GVISOR ? "gvisor"
+								 : "container");
 }
 
 json_t *

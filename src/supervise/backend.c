@@ -1,8 +1,8 @@
 /* supervise/backend: the isolation levels behind one interface
  * (struct backend_ops, supervise.h).  The caller never asks which level
  * it has: it calls the table.  container and process share the local
- * monitor (local.c); a level with another way of running commands (gVisor's
- * runsc) gets its own functions here. */
+ * monitor (local.c); gvisor runs commands through runsc (gvisor.c) and
+ * has its table there. */
 #include "supervise/supervise.h"
 #include "supervise/doctor-internal.h"
 
@@ -29,6 +29,7 @@ static const struct backend_ops container_ops = {
 	.kill = local_kill,
 	.describe = local_describe,
 	.destroy = local_destroy,
+	.plan_text = local_plan_text,
 };
 
 static const struct backend_ops process_ops = {
@@ -42,11 +43,13 @@ static const struct backend_ops process_ops = {
 	.kill = local_kill,
 	.describe = local_describe,
 	.destroy = local_destroy,
+	.plan_text = local_plan_text,
 };
 
 static const struct backend_ops *const backends[] = {
 	[WD_ISOLATION_CONTAINER] = &container_ops,
 	[WD_ISOLATION_PROCESS] = &process_ops,
+	[WD_ISOLATION_GVISOR] = &gvisor_ops,
 };
 
 const struct backend_ops *

@@ -111,10 +111,66 @@ capture_feed(struct capture *c, const char *buf, size_t n)
 	}
 }
 
+/* Where the kept windows break.  A cut falls at a line boundary when one
+ * is near: the head ends after its last newline and the tail starts
+ * after its first, if that costs at most NEAR bytes each, so the marker
+ * never sits in the middle of a line (issue 8).  The head that was
+ * already streamed live cannot be taken back: the streamed copy keeps it
+ * whole (its marker starts on a new line). */
+#define NEAR 512
+
+struct layout {
+	size_t head;  /* bytes of head kept */
+	size_t skip;  /* bytes skipped at the start of the ring */
+	size_t tail;  /* bytes of the ring kept */
+	uint64_t omitted;
+};
+
+static size_t
+near_limit(const struct capture *c)
+{
+	size_t half = c->head_cap < c->ring_cap ? c->head_cap : c->ring_cap;
+	return half / 4 < NEAR ? half / 4 : NEAR;
+}
+
+static char
+ring_at(const struct capture *c, size_t i)
+{
+	return c->ring[(c->ring_start + i) % c->ring_cap];
+}
+
+static void
+layout(const struct capture *c, bool head_streamed, struct layout *l)
+{
+	uint64_t cut = c->total - c->head_len - c->ring_len;
+	l->head = c->head_len;
+	l->skip = 0;
+	l->tail = c->ring_len;
+	if (cut) {
+		size_t lim = near_limit(c);
+		if (!head_streamed && c->head_len && c->head[c->head_len - 1] != '\n') {
+			for (size_t k = 1; k <= lim && k < c->head_len; k++)
+				if (c->head[c->head_len - 1 - k] == '\n') {
+					l->head = c->head_len - k;
+					break;
+				}
+		}
+		for (size_t k = 0; k < lim && k < c->ring_len; k++)
+			if (ring_at(c, k) == '\n') {
+				l->skip = k + 1;
+				break;
+			}
+		l->tail = c->ring_len - l->skip;
+	}
+	l->omitted = c->total - l->head - l->tail;
+}
+
 uint64_t
 capture_omitted(const struct capture *c)
 {
-	return c->total - c->head_len - c->ring_len;
+	struct layout l;
+	layout(c, false, &l);
+	return l.omitted;
 }
 
 char *
@@ -125,34 +181,27 @@ capture_marker(int stream, uint64_t omitted, bool at_line_start)
 			    at_line_start ? "" : "\n", omitted, stream == 2 ? "stderr" : "stdout");
 }
 
-static bool
-head_ends_line(const struct capture *c)
-{
-	return c->head_len == 0 || c->head[c->head_len - 1] == '\n';
-}
-
 static size_t
-ring_copy(const struct capture *c, char *dst)
+ring_copy(const struct capture *c, size_t from, size_t n, char *dst)
 {
-	size_t first = c->ring_cap - c->ring_start;
-	if (first > c->ring_len)
-		first = c->ring_len;
-	memcpy(dst, c->ring + c->ring_start, first);
-	memcpy(dst + first, c->ring, c->ring_len - first);
-	return c->ring_len;
+	for (size_t i = 0; i < n; i++)
+		dst[i] = ring_at(c, from + i);
+	return n;
 }
 
 char *
 capture_window(const struct capture *c, size_t *len)
 {
-	uint64_t om = capture_omitted(c);
-	char *marker = om ? capture_marker(c->stream, om, head_ends_line(c)) : NULL;
+	struct layout l;
+	layout(c, false, &l);
+	bool line_start = l.head == 0 || c->head[l.head - 1] == '\n';
+	char *marker = l.omitted ? capture_marker(c->stream, l.omitted, line_start) : NULL;
 	size_t ml = marker ? strlen(marker) : 0;
-	char *w = wd_xmalloc(c->head_len + ml + c->ring_len + 1);
-	memcpy(w, c->head, c->head_len);
+	char *w = wd_xmalloc(l.head + ml + l.tail + 1);
+	memcpy(w, c->head, l.head);
 	if (ml)
-		memcpy(w + c->head_len, marker, ml);
-	size_t n = c->head_len + ml + ring_copy(c, w + c->head_len + ml);
+		memcpy(w + l.head, marker, ml);
+	size_t n = l.head + ml + ring_copy(c, l.skip, l.tail, w + l.head + ml);
 	w[n] = '\0';
 	free(marker);
 	*len = n;
@@ -164,14 +213,16 @@ capture_flush(struct capture *c)
 {
 	if (c->stream_fd < 0)
 		return;
-	uint64_t om = capture_omitted(c);
-	if (om) {
-		char *m = capture_marker(c->stream, om, head_ends_line(c));
+	struct layout l;
+	layout(c, true, &l);
+	if (l.omitted) {
+		bool line_start = c->head_len == 0 || c->head[c->head_len - 1] == '\n';
+		char *m = capture_marker(c->stream, l.omitted, line_start);
 		stream_out(c, m, strlen(m));
 		free(m);
 	}
-	char *t = wd_xmalloc(c->ring_len + 1);
-	size_t n = ring_copy(c, t);
+	char *t = wd_xmalloc(l.tail + 1);
+	size_t n = ring_copy(c, l.skip, l.tail, t);
 	stream_out(c, t, n);
 	free(t);
 }

@@ -1,6 +1,7 @@
 /* supervise/doctor-host: the doctor's probes of the host's cgroups,
  * overlayfs, idmapped mounts and kernel configuration (see doctor.c). */
 #include "supervise/doctor-internal.h"
+#include "cgroup/cgroup.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -45,185 +46,90 @@ exists(const char *path)
 
 /* Our own cgroup in the hierarchy of controller (v1) or the unified one
  * (controller ""), from /proc/self/cgroup. */
-static void
-self_cgroup(const char *controller, char *out, size_t cap)
-{
-	char buf[2048];
-	snprintf(out, cap, "/");
-	if (wd_read_file_at(AT_FDCWD, "/proc/self/cgroup", buf, sizeof(buf)) < 0)
-		return;
-	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l;
-	     l = strtok_r(NULL, "\n", &save)) {
-		/* hierarchy-id:controller-list:path */
-		char *c = strchr(l, ':');
-		char *path = c ? strchr(c + 1, ':') : NULL;
-		if (!path)
-			continue;
-		*path++ = '\0';
-		if (controller[0] ? has_token(c + 1, controller, ',') : !c[1]) {
-			snprintf(out, cap, "%s", path);
-			return;
-		}
-	}
-}
-
-/* 0 if a cgroup can be created beside ours in this hierarchy, else errno. */
-static int
-try_mkcgroup(const char *mnt, const char *controller)
-{
-	char self[512], dir[1024];
-	self_cgroup(controller, self, sizeof(self));
-	snprintf(dir, sizeof(dir), "%s%s/warden-doctor-%d", mnt, strcmp(self, "/") ? self : "",
-		 (int)getpid());
-	if (mkdir(dir, 0755) < 0)
-		return errno;
-	rmdir(dir);
-	return 0;
-}
-
+/* cgroups, from the cgroup module's own discovery (the code sandboxes
+ * use), then the real thing: a sandbox cgroup with limits created where
+ * warden would, and removed. */
 void
 doctor_probe_cgroup(struct probe *p)
 {
-	static const char *const wanted[] = {"memory", "pids", "cpu", "freezer"};
-	char v1_mnt[WD_ARRAY_SIZE(wanted)][256] = {{0}};
-	char v2_mnt[256] = "";
+	static const char *const names[CGROUP_NCTRL] = {"memory", "pids", "cpu", "cpuacct",
+							"freezer"};
+	struct cgroup_host_info h;
 	p->name = "cgroup";
+	cgroup_host_info(&h);
 
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f) {
-		p->st = ST_MISSING;
-		doctor_detail(p, "/proc/self/mountinfo: %s", doctor_errname(errno));
-		return;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	while (getline(&line, &cap, f) > 0) {
-		/* id parent maj:min root mountpoint opts [optional...] - fstype src superopts */
-		char mnt[256];
-		if (sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1)
-			continue;
-		const char *dash = strstr(line, " - ");
-		if (!dash)
-			continue;
-		char fstype[32], super[512] = "";
-		if (sscanf(dash + 3, "%31s %*s %511s", fstype, super) < 1)
-			continue;
-		if (!strcmp(fstype, "cgroup2") && !v2_mnt[0])
-			snprintf(v2_mnt, sizeof(v2_mnt), "%s", mnt);
-		if (strcmp(fstype, "cgroup"))
-			continue;
-		for (size_t i = 0; i < WD_ARRAY_SIZE(wanted); i++)
-			if (!v1_mnt[i][0] && has_token(super, wanted[i], ','))
-				snprintf(v1_mnt[i], sizeof(v1_mnt[i]), "%s", mnt);
-	}
-	free(line);
-	fclose(f);
-
-	/* v2: the controllers the root offers (cgroup.controllers). */
-	char ctrl[512] = "";
-	bool v2_ok = false;
+	json_t *v1 = json_object();
+	for (int c = 0; c < CGROUP_NCTRL; c++)
+		json_object_set_new(v1, names[c], h.v1_mount[c] ? json_string(h.v1_mount[c])
+								: json_null());
+	json_object_set_new(v1, "usable", json_boolean(h.version == 1));
+	json_object_set_new(p->data, "v1", v1);
 	json_t *v2 = json_null();
-	if (v2_mnt[0]) {
-		char path[320];
-		snprintf(path, sizeof(path), "%s/cgroup.controllers", v2_mnt);
-		ssize_t n = wd_read_file_at(AT_FDCWD, path, ctrl, sizeof(ctrl));
-		if (n < 0)
-			ctrl[0] = '\0';
-		ctrl[strcspn(ctrl, "\n")] = '\0';
-		v2_ok = has_token(ctrl, "memory", ' ') && has_token(ctrl, "pids", ' ') &&
-			has_token(ctrl, "cpu", ' ');
+	if (h.v2_mount) {
 		v2 = json_object();
-		json_object_set_new(v2, "mount", json_string(v2_mnt));
-		json_object_set_new(v2, "controllers", json_string(ctrl));
-		json_object_set_new(v2, "usable", json_boolean(v2_ok));
+		json_object_set_new(v2, "mount", json_string(h.v2_mount));
+		json_object_set_new(v2, "controllers", json_string(h.v2_controllers));
+		json_object_set_new(v2, "usable", json_boolean(h.version == 2));
 	}
 	json_object_set_new(p->data, "v2", v2);
-
-	/* v1: which wanted controllers are mounted, and enabled in /proc/cgroups. */
-	bool v1_ok = v1_mnt[0][0] && v1_mnt[1][0] && v1_mnt[2][0];
-	json_t *v1 = json_object();
-	char enabled[512] = "";
-	ssize_t n = wd_read_file_at(AT_FDCWD, "/proc/cgroups", enabled, sizeof(enabled));
-	if (n < 0)
-		enabled[0] = '\0';
-	for (size_t i = 0; i < WD_ARRAY_SIZE(wanted); i++)
-		json_object_set_new(v1, wanted[i],
-				    v1_mnt[i][0] ? json_string(v1_mnt[i]) : json_null());
-	json_object_set_new(v1, "usable", json_boolean(v1_ok));
-	json_object_set_new(p->data, "v1", v1);
-
-	/* No-swap limits need swap accounting: memory.memsw.* on v1,
-	 * memory.swap.max on v2 (absent at the root, so look at our own
-	 * cgroup). */
-	int swap = -1;
-	char path[600];
-	if (v2_ok) {
-		char self[512] = "";
-		if (wd_read_file_at(AT_FDCWD, "/proc/self/cgroup", self, sizeof(self)) > 0) {
-			char *z = strstr(self, "0::");
-			if (z) {
-				z[strcspn(z, "\n")] = '\0';
-				snprintf(path, sizeof(path), "%s%s/memory.swap.max", v2_mnt, z + 3);
-				swap = exists(path) ? 1 : (strcmp(z + 3, "/") ? 0 : -1);
-			}
-		}
-	} else if (v1_mnt[0][0]) {
-		snprintf(path, sizeof(path), "%s/memory.memsw.limit_in_bytes", v1_mnt[0]);
-		swap = exists(path);
-	}
+	json_object_set_new(p->data, "version", json_integer(h.version));
 	json_object_set_new(p->data, "swap_accounting",
-			    swap < 0 ? json_null() : json_boolean(swap));
+			    h.swap_accounting < 0 ? json_null() : json_boolean(h.swap_accounting));
+	json_t *bases = json_array();
+	for (int i = 0; i < h.nhier; i++)
+		json_array_append_new(bases, json_pack("{s:s,s:s}", "base", h.hier[i].base,
+						       "controllers", h.hier[i].controllers));
+	json_object_set_new(p->data, "hierarchies", bases);
 
-	int version = v2_ok ? 2 : v1_ok ? 1 : 0;
-	/* Mounted is not usable: try to create (and at once remove) a cgroup
-	 * where warden would, beside our own in each needed hierarchy. */
-	int mk = 0;
-	const char *mk_where = "";
-	if (version == 2) {
-		mk = try_mkcgroup(v2_mnt, "");
-		mk_where = v2_mnt;
+	/* Mounted is not usable: create one as a sandbox would. */
+	char id[64];
+	snprintf(id, sizeof(id), "doctor-%d", (int)getpid());
+	struct cgroup_limits lim = {64ULL << 20, 64, 500000};
+	struct cgroup *cg = NULL;
+	struct wd_err e = {0};
+	int mk = h.version ? cgroup_create(id, &lim, &cg, &e) : -ENOTSUP;
+	if (mk == 0) {
+		cgroup_destroy(cg);
+		cgroup_free(cg);
 	}
-	for (size_t i = 0; version == 1 && i < 3 && !mk; i++) {
-		mk = try_mkcgroup(v1_mnt[i], wanted[i]);
-		mk_where = v1_mnt[i];
-	}
-	json_object_set_new(p->data, "can_create", mk ? json_string(doctor_errname(mk)) : json_true());
-	json_object_set_new(p->data, "version", json_integer(version));
-	if (version == 2) {
+	json_object_set_new(p->data, "can_create",
+			    mk ? json_string(doctor_errname(-mk)) : json_true());
+
+	if (h.version == 2) {
 		p->st = ST_OK;
-		doctor_detail(p, "v2 at %s (%s)", v2_mnt, ctrl);
-	} else if (version == 1) {
+		doctor_detail(p, "v2 at %s (%s)", h.hier[0].base, h.v2_controllers);
+	} else if (h.version == 1) {
 		p->st = ST_OK;
 		doctor_detail(p, "v1:");
-		for (size_t i = 0; i < WD_ARRAY_SIZE(wanted); i++)
-			if (v1_mnt[i][0])
-				doctor_detail(p, " %s", wanted[i]);
-		if (!v1_mnt[3][0]) {
+		for (int c = 0; c < CGROUP_NCTRL; c++)
+			if (h.v1_mount[c])
+				doctor_detail(p, " %s", names[c]);
+		if (!h.v1_mount[4]) {
 			doctor_worsen(p, ST_WARN);
 			doctor_detail(p, " (no freezer: kill-all loops instead of freezing)");
 		}
-		if (v2_mnt[0])
-			doctor_detail(p, "; v2 at %s with %s", v2_mnt, ctrl[0] ? ctrl : "no controllers");
+		if (h.v2_mount)
+			doctor_detail(p, "; v2 at %s with %s", h.v2_mount,
+				      h.v2_controllers[0] ? h.v2_controllers : "no controllers");
 	} else {
 		p->st = ST_WARN;
-		doctor_detail(p, "no usable hierarchy with memory, pids and cpu: --memory, --pids and "
-			  "--cpus cannot be enforced");
-		for (size_t i = 0; i < 3; i++)
-			if (!v1_mnt[i][0] && !(v2_mnt[0] && has_token(ctrl, wanted[i], ' ')))
-				doctor_detail(p, "; %s missing%s", wanted[i],
-				       has_token(enabled, wanted[i], '\t') ? ""
-									   : " from /proc/cgroups");
+		doctor_detail(p,
+			      "no usable hierarchy with memory, pids and cpu: --memory, --pids "
+			      "and --cpus cannot be enforced (%s)",
+			      h.why);
 	}
-	if (version && mk) {
+	if (h.version && mk) {
 		doctor_worsen(p, ST_WARN);
-		doctor_detail(p, "; cannot create a cgroup under %s (%s): limits would not be enforced",
-		       mk_where, doctor_errname(mk));
+		doctor_detail(p,
+			      "; cannot create a sandbox cgroup (%s): limits would not be "
+			      "enforced (runs need --best-effort)",
+			      e.msg);
 	}
-	if (version && swap == 0) {
+	if (h.version && h.swap_accounting == 0) {
 		doctor_worsen(p, ST_WARN);
 		doctor_detail(p, "; swap accounting off: the memory limit cannot exclude swap "
-			  "(swapaccount=1)");
-	} else if (version && swap == 1) {
+				 "(swapaccount=1)");
+	} else if (h.version && h.swap_accounting == 1) {
 		doctor_detail(p, "; swap accounting on");
 	}
 }
@@ -232,12 +138,19 @@ doctor_probe_cgroup(struct probe *p)
 
 static char tmp_root[64];
 
+/* Remove one entry and go on whatever happens: overlayfs leaves a
+ * work/work directory of mode 000, which an ordinary user cannot list
+ * (FTW_DNR) but, being empty, can remove. */
 static int
 rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
+	if (flag == FTW_DP || flag == FTW_DNR || flag == FTW_D)
+		(void)rmdir(path);
+	else
+		(void)unlink(path);
+	return 0;
 }
 
 static void

@@ -48,5 +48,8 @@ void doctor_probe_cgroup(struct probe *p);
 void doctor_probe_overlay(struct probe *p, bool userns_ok);
 void doctor_probe_idmap(struct probe *p, bool *root_ok);
 void doctor_probe_kconfig(struct probe *p);
+/* gvisor_doctor.c: runsc found, root, and a real sandbox per platform;
+ * *ok when the default platform (ptrace) runs one. */
+void doctor_probe_gvisor(struct probe *p, bool *ok);
 
 #endif

@@ -12,7 +12,9 @@
  * Levels (DESIGN.md §5):
  *   container  user namespace with a uid map, mount + pid + net namespaces
  *              (loopback can be brought up), seccomp;
- *   process    seccomp; Landlock strongly recommended (reported).
+ *   process    seccomp; Landlock strongly recommended (reported);
+ *   gvisor     runsc, root, cgroups, and a real gVisor sandbox running
+ *              /bin/true on the ptrace platform (kvm tried and reported).
  * cgroups, overlayfs and idmapped mounts do not gate a level; their lack is
  * reported as a warning naming what it costs. */
 #include "jail/landlock.h"
@@ -20,6 +22,7 @@
 #include "util/util.h"
 #include "supervise/doctor-internal.h"
 #include "supervise/supervise.h"
+#include "cgroup/cgroup.h"
 
 #include <fcntl.h>
 #include <jansson.h>
@@ -433,21 +436,39 @@ probe_seccomp(struct probe *p, bool *ok)
 void
 doctor_level_probe(enum wd_isolation level, struct backend_probe *out)
 {
-	struct probe pu = {0}, ps = {0};
+	struct probe pu = {0}, ps = {0}, pl = {0};
 	bool userns_ok = true, seccomp_ok = false;
+	int abi = 0;
 	pu.data = json_object();
 	ps.data = json_object();
+	pl.data = json_object();
 	if (level == WD_ISOLATION_CONTAINER)
 		probe_userns(&pu, &userns_ok);
 	probe_seccomp(&ps, &seccomp_ok);
+	probe_landlock(&pl, &abi);
+	memset(out, 0, sizeof(*out));
 	out->ok = userns_ok && seccomp_ok;
-	out->why[0] = '\0';
 	if (!userns_ok)
 		snprintf(out->why, sizeof(out->why), "namespaces: %s", pu.detail);
 	else if (!seccomp_ok)
 		snprintf(out->why, sizeof(out->why), "seccomp: %s", ps.detail);
+	/* what the level runs without, where the host lacks it */
+	size_t o = 0;
+	if (!abi)
+		o += (size_t)snprintf(out->warn + o, sizeof(out->warn) - o, "%s",
+				      level == WD_ISOLATION_PROCESS
+					      ? "no Landlock: the filesystem is fenced by nothing "
+						"but permissions"
+					      : "no Landlock second fence");
+	else if (level == WD_ISOLATION_PROCESS)
+		snprintf(out->note, sizeof(out->note), "Landlock ABI %d", abi);
+	struct wd_err e = {0};
+	if (cgroup_host_check(&e) < 0 && o < sizeof(out->warn))
+		o += (size_t)snprintf(out->warn + o, sizeof(out->warn) - o,
+				      "%sno cgroup limits (runs need --best-effort)", o ? "; " : "");
 	json_decref(pu.data);
 	json_decref(ps.data);
+	json_decref(pl.data);
 }
 
 /* ------------------------------------------------------------------ report */
@@ -455,7 +476,17 @@ doctor_level_probe(enum wd_isolation level, struct backend_probe *out)
 WD_API char *
 wd_doctor(bool json, unsigned *ok_levels)
 {
-	enum { P_USERNS, P_SECCOMP, P_LANDLOCK, P_CGROUP, P_OVERLAY, P_IDMAP, P_KCONFIG, P_N };
+	enum {
+		P_USERNS,
+		P_SECCOMP,
+		P_LANDLOCK,
+		P_CGROUP,
+		P_OVERLAY,
+		P_IDMAP,
+		P_KCONFIG,
+		P_GVISOR,
+		P_N
+	};
 	struct probe pr[P_N];
 	memset(pr, 0, sizeof(pr));
 	for (int i = 0; i < P_N; i++)
@@ -470,58 +501,57 @@ wd_doctor(bool json, unsigned *ok_levels)
 	doctor_probe_overlay(&pr[P_OVERLAY], userns_ok);
 	doctor_probe_idmap(&pr[P_IDMAP], &idmap_ok);
 	doctor_probe_kconfig(&pr[P_KCONFIG]);
+	bool gvisor_ok = false;
+	doctor_probe_gvisor(&pr[P_GVISOR], &gvisor_ok);
 
-	/* Levels and the reasons against them. */
-	char why_c[512] = "", why_p[512] = "", warn_c[512] = "", warn_p[512] = "";
-	if (!userns_ok)
-		snprintf(why_c + strlen(why_c), sizeof(why_c) - strlen(why_c),
-			 "%suser/mount/pid/net namespaces unusable", why_c[0] ? "; " : "");
-	if (!seccomp_ok) {
-		snprintf(why_c + strlen(why_c), sizeof(why_c) - strlen(why_c), "%sseccomp unusable",
-			 why_c[0] ? "; " : "");
-		snprintf(why_p, sizeof(why_p), "seccomp unusable");
-	}
-	if (!ll_abi) {
-		snprintf(warn_p, sizeof(warn_p),
-			 "no Landlock: the filesystem is fenced by nothing "
-			 "but permissions");
-		snprintf(warn_c, sizeof(warn_c), "no Landlock second fence");
-	}
-	if (pr[P_CGROUP].st != ST_OK)
-		snprintf(warn_c + strlen(warn_c), sizeof(warn_c) - strlen(warn_c),
-			 "%scgroup limits degraded", warn_c[0] ? "; " : "");
-	if (!idmap_ok)
-		snprintf(warn_c + strlen(warn_c), sizeof(warn_c) - strlen(warn_c),
-			 "%sno idmapped mounts for the workspace", warn_c[0] ? "; " : "");
+	/* The levels: each backend's own probe says whether it can run here
+	 * and why not; the host facts above are context. */
+	struct {
+		const char *name;
+		struct backend_probe bp;
+	} lv[8];
+	size_t nlv = 0;
 	unsigned ok = 0;
-	if (!why_c[0])
-		ok |= 1u << WD_ISOLATION_CONTAINER;
-	if (!why_p[0])
-		ok |= 1u << WD_ISOLATION_PROCESS;
+	for (int l = 0; nlv < WD_ARRAY_SIZE(lv); l++) {
+		const struct backend_ops *ops = backend_for((enum wd_isolation)l);
+		if (!ops)
+			break;
+		lv[nlv].name = ops->name;
+		ops->probe(&lv[nlv].bp);
+		/* the backend's own probe is cheap (runsc found, root, cgroups);
+		 * doctor also ran a real gVisor sandbox, which has the last word */
+		if (ops->level == WD_ISOLATION_GVISOR && lv[nlv].bp.ok && !gvisor_ok) {
+			lv[nlv].bp.ok = false;
+			snprintf(lv[nlv].bp.why, sizeof(lv[nlv].bp.why), "%s", pr[P_GVISOR].detail);
+		}
+		if (!idmap_ok && ops->level == WD_ISOLATION_CONTAINER) {
+			size_t n = strlen(lv[nlv].bp.warn);
+			snprintf(lv[nlv].bp.warn + n, sizeof(lv[nlv].bp.warn) - n, "%s%s",
+				 n ? "; " : "", "no idmapped mounts for the workspace");
+		}
+		if (lv[nlv].bp.ok)
+			ok |= 1u << l;
+		nlv++;
+	}
 	*ok_levels = ok;
+	(void)userns_ok;
+	(void)seccomp_ok;
+	(void)ll_abi;
 
 	char *out = NULL;
 	if (json) {
 		json_t *root = json_object();
 		json_t *levels = json_object();
-		const struct {
-			const char *name;
-			bool ok;
-			const char *why, *warn;
-		} lv[] = {
-		    {"container", !why_c[0], why_c, warn_c},
-		    {"process", !why_p[0], why_p, warn_p},
-		};
 		json_t *oks = json_array();
-		for (size_t i = 0; i < WD_ARRAY_SIZE(lv); i++) {
+		for (size_t i = 0; i < nlv; i++) {
+			const struct backend_probe *bp = &lv[i].bp;
 			json_t *l = json_object();
-			json_object_set_new(l, "ok", json_boolean(lv[i].ok));
-			json_object_set_new(l, "why_not",
-					    lv[i].ok ? json_null() : json_string(lv[i].why));
+			json_object_set_new(l, "ok", json_boolean(bp->ok));
+			json_object_set_new(l, "why_not", bp->ok ? json_null() : json_string(bp->why));
 			json_object_set_new(l, "warnings",
-					    lv[i].warn[0] ? json_string(lv[i].warn) : json_null());
+					    bp->warn[0] ? json_string(bp->warn) : json_null());
 			json_object_set_new(levels, lv[i].name, l);
-			if (lv[i].ok)
+			if (bp->ok)
 				json_array_append_new(oks, json_string(lv[i].name));
 		}
 		json_object_set_new(root, "ok_levels", oks);
@@ -548,15 +578,16 @@ wd_doctor(bool json, unsigned *ok_levels)
 			fprintf(m, "%-8s %-14s %s\n", status_names[pr[i].st], pr[i].name,
 				pr[i].detail);
 		fprintf(m, "\nisolation levels:\n");
-		fprintf(m, "  container  %s%s", why_c[0] ? "no: " : "yes", why_c);
-		if (!why_c[0] && warn_c[0])
-			fprintf(m, " (warning: %s)", warn_c);
-		fprintf(m, "\n  process    %s%s", why_p[0] ? "no: " : "yes", why_p);
-		if (!why_p[0] && warn_p[0])
-			fprintf(m, " (warning: %s)", warn_p);
-		else if (!why_p[0])
-			fprintf(m, " (Landlock ABI %d)", ll_abi);
-		fprintf(m, "\n");
+		for (size_t i = 0; i < nlv; i++) {
+			const struct backend_probe *bp = &lv[i].bp;
+			fprintf(m, "  %-10s %s%s", lv[i].name, bp->ok ? "yes" : "no: ",
+				bp->ok ? "" : bp->why);
+			if (bp->ok && bp->warn[0])
+				fprintf(m, " (warning: %s)", bp->warn);
+			else if (bp->ok && bp->note[0])
+				fprintf(m, " (%s)", bp->note);
+			fprintf(m, "\n");
+		}
 		if (fclose(m) != 0 || !out)
 			abort();
 	}

@@ -100,12 +100,8 @@ kill_procs(char *path, size_t dlen)
 		return 0;
 	buf[n] = '\0';
 	int k = 0;
-	for (char *s = buf; *s;) {
-		pid_t v = 0;
-		while (*s >= '0' && *s <= '9')
-			v = v * 10 + (*s++ - '0');
-		while (*s && (*s < '0' || *s > '9'))
-			s++;
+	for (const char *s = buf; *s;) {
+		pid_t v = jail_next_pid(&s);
 		if (v > 0 && kill(v, SIGKILL) == 0)
 			k++;
 	}
@@ -157,10 +153,10 @@ keeper_main(int rfd)
 	/* Own session: a terminal's ^C to the program's group spares us;
 	 * we end when the pipe says so. */
 	setsid();
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	jail_ignore_signal(SIGINT);
+	jail_ignore_signal(SIGTERM);
+	jail_ignore_signal(SIGHUP);
+	jail_ignore_signal(SIGQUIT);
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "warden-keeper", 0, 0, 0);
 
 	struct table t = {mmap(NULL, KEEP_TABLE, PROT_READ | PROT_WRITE,

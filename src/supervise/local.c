@@ -55,10 +55,6 @@ static int
 prepare_proxy(struct sandbox *sb, struct wd_err *err)
 {
 	const wd_spec *spec = sb->spec;
-	if (!is_container(sb))
-		return wd_err_set(err, WD_E_INVAL,
-				  "--net allow needs --isolation container (a network namespace "
-				  "with warden's proxy as its only way out)");
 	if (!spec->net_rules && net_rules_new(&sb->own_rules) < 0)
 		return wd_err_set(err, WD_E_INTERNAL, "out of memory");
 	struct net_config nc;
@@ -71,12 +67,12 @@ prepare_proxy(struct sandbox *sb, struct wd_err *err)
 }
 
 int
-local_prepare(struct sandbox *sb, struct wd_err *err)
+sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *err)
 {
 	const wd_spec *spec = sb->spec;
 	int rc;
 	/* Egress: the proxy exists before the plan, which needs its CA for
-	 * the jail's trust store; it serves once pid 1 sends its sockets. */
+	 * the jail's trust store; it serves once its sockets exist. */
 	if (spec->net == WD_NET_PROXY && (rc = prepare_proxy(sb, err)) < 0)
 		return rc;
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
@@ -88,7 +84,7 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 	if (!ws)
 		ws = cwd = getcwd(NULL, 0);
 	struct jail_config cfg = {
-		.container = is_container(sb),
+		.container = container,
 		.workspace = ws ? ws : ".",
 		.binds = binds,
 		.nbinds = spec->nbinds,
@@ -102,7 +98,7 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 		.nports = spec->nports,
 		.net_proxy = sb->proxy != NULL,
 		.ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
-		.time_ns = spec->time_ns,
+		.time_ns = time_ns,
 		.reproducible = spec->reproducible,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
@@ -110,7 +106,61 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 	return rc;
 }
 
+int
+local_prepare(struct sandbox *sb, struct wd_err *err)
+{
+	if (sb->spec->net == WD_NET_PROXY && !is_container(sb))
+		return wd_err_set(err, WD_E_INVAL,
+				  "--net allow needs --isolation container or gvisor (a network "
+				  "namespace with warden's proxy as its only way out)");
+	return sandbox_plan(sb, is_container(sb), sb->spec->time_ns, err);
+}
+
 /* ---- spawn ---- */
+
+int
+sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsigned flags,
+		      struct wd_err *err)
+{
+	const wd_spec *spec = sb->spec;
+	/* The keeper hears of the directories before they exist: warden may
+	 * die between the mkdir and the next line. */
+	char **dirs = cgroup_planned_dirs(sb->id, flags);
+	if (dirs && sb->get_keeper && !sb->keeper) {
+		struct wd_err ke = {0};
+		sb->keeper = sb->get_keeper(sb->keeper_data, &ke);
+		if (!sb->keeper)
+			wd_log(WD_LOG_WARN, "no cgroup keeper (%s): a killed warden may leave "
+					    "the sandbox's cgroup behind", ke.msg);
+	}
+	keeper_watch(sb->keeper, (const char *const *)dirs);
+	int rc = cgroup_create_flags(sb->id, cl, flags, &sb->cg, err);
+	if (rc < 0) {
+		keeper_release(sb->keeper, (const char *const *)dirs);
+		sb->cg = NULL;
+	}
+	cgroup_dirs_free(dirs);
+	if (rc < 0 && geteuid() != 0 && (rc == -EPERM || rc == -ENOTSUP)) {
+		/* An unprivileged caller on a host without a delegated
+		 * subtree cannot have memory, pids or CPU limits.  Fail closed:
+		 * a limit asked for and not enforced is worse than an error,
+		 * unless the caller said best effort will do. */
+		if (!spec->best_effort) {
+			wd_err_set(err, WD_E_UNSUPPORTED,
+				   "memory, pids and CPU limits cannot be enforced here (no "
+				   "cgroup: not root, no delegated v2 subtree); --best-effort "
+				   "runs without them");
+			if (err)
+				err->code = WD_E_UNSUPPORTED;
+			return -ENOTSUP;
+		}
+		wd_log(WD_LOG_WARN, "no cgroup for the sandbox (%s): limits not enforced "
+				    "(--best-effort)",
+		       err ? err->msg : "");
+		return 0;
+	}
+	return rc;
+}
 
 static int
 make_cgroup(struct sandbox *sb, struct wd_err *err)
@@ -123,42 +173,7 @@ make_cgroup(struct sandbox *sb, struct wd_err *err)
 	 * takes the pid namespace with it, so kill-all needs no freezing.
 	 * (level difference 2 of 3) */
 	unsigned flags = is_container(sb) ? CGROUP_NO_FREEZER : 0;
-	/* The keeper hears of the directories before they exist: warden may
-	 * die between the mkdir and the next line. */
-	char **dirs = cgroup_planned_dirs(sb->id, flags);
-	if (dirs && sb->get_keeper && !sb->keeper) {
-		struct wd_err ke = {0};
-		sb->keeper = sb->get_keeper(sb->keeper_data, &ke);
-		if (!sb->keeper)
-			wd_log(WD_LOG_WARN, "no cgroup keeper (%s): a killed warden may leave "
-					    "the sandbox's cgroup behind", ke.msg);
-	}
-	keeper_watch(sb->keeper, (const char *const *)dirs);
-	int rc = cgroup_create_flags(sb->id, &cl, flags, &sb->cg, err);
-	if (rc < 0) {
-		keeper_release(sb->keeper, (const char *const *)dirs);
-		sb->cg = NULL;
-	}
-	cgroup_dirs_free(dirs);
-	if (rc < 0 && geteuid() != 0 && (rc == -EPERM || rc == -ENOTSUP)) {
-		/* An unprivileged caller on a host without a delegated
-		 * subtree cannot have memory, pids or CPU limits.  Fail closed:
-		 * a limit asked for and not enforced is worse than an error,
-		 * unless the caller said best effort will do. */
-		if (!spec->best_effort) {
-			wd_err_prefix(err, "the memory, pids and CPU limits cannot be enforced "
-					   "here (run as root, or with a delegated cgroup v2 "
-					   "subtree; --best-effort runs without them)");
-			if (err)
-				err->code = WD_E_UNSUPPORTED;
-			return -ENOTSUP;
-		}
-		wd_log(WD_LOG_WARN, "no cgroup for the sandbox (%s): limits not enforced "
-				    "(--best-effort)",
-		       err ? err->msg : "");
-		return 0;
-	}
-	return rc;
+	return sandbox_cgroup_create(sb, &cl, flags, err);
 }
 
 /* SYNC_CGROUP: v1 hands pid 1 each hierarchy's tasks file so it moves
@@ -475,6 +490,14 @@ local_describe(struct sandbox *sb, wd_result *r)
 	r->net_dns = ns.dns_queries;
 	r->net_bytes = ns.bytes_total;
 	r->isolation = sb->ops->level;
+	if (is_container(sb)) {
+		r->namespaces = RESULT_NS_USER | RESULT_NS_MOUNT | RESULT_NS_PID | RESULT_NS_NET |
+				RESULT_NS_IPC | RESULT_NS_UTS | RESULT_NS_CGROUP;
+		if (sb->time_ns_active)
+			r->namespaces |= RESULT_NS_TIME;
+	}
+	r->network = sb->proxy ? "proxy" : is_container(sb) ? "loopback" : "host";
+	r->uid = is_container(sb) ? 1000 : (int)(prep ? prep->host_uid : 0);
 	r->seccomp = true;
 	r->landlock_abi = prep ? prep->plan.landlock_abi : 0;
 	r->cgroup_version = sb->cg ? cgroup_version(sb->cg) : 0;
@@ -482,4 +505,10 @@ local_describe(struct sandbox *sb, wd_result *r)
 	r->bounding_dropped = is_container(sb) || geteuid() == 0;
 	r->time_ns = sb->time_ns_active;
 	r->host_uid = prep ? prep->host_uid : 0;
+}
+
+char *
+local_plan_text(struct sandbox *sb)
+{
+	return sb->prep ? jail_plan_text(sb->prep) : wd_xstrdup("");
 }

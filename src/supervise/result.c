@@ -115,30 +115,40 @@ wd_result_output_omitted(const wd_result *r, int stream)
 	return (stream == 1 || stream == 2) ? r->omitted[stream] : 0;
 }
 
-static const char *
-isolation_name(enum wd_isolation i)
+const char *
+result_isolation_name(enum wd_isolation level)
 {
-	return i == WD_ISOLATION_PROCESS ? "process" : "container";
+	static const char *const names[] = {
+		[WD_ISOLATION_CONTAINER] = "container",
+		[WD_ISOLATION_PROCESS] = "process",
+		[WD_ISOLATION_GVISOR] = "gvisor",
+	};
+	return (unsigned)level < WD_ARRAY_SIZE(names) && names[level] ? names[level] : "?";
 }
 
 static void
 write_protections(struct jw *w, const wd_result *r)
 {
-	bool container = r->isolation == WD_ISOLATION_CONTAINER;
 	jw_key(w, "protections");
 	jw_obj_begin(w);
-	jw_kstr(w, "isolation", isolation_name(r->isolation));
+	jw_kstr(w, "isolation", result_isolation_name(r->isolation));
 	jw_key(w, "namespaces");
 	jw_arr_begin(w);
-	if (container) {
-		static const char *const ns[] = {"user", "mount", "pid", "net",
-						 "ipc",	 "uts",	  "cgroup"};
-		for (size_t i = 0; i < WD_ARRAY_SIZE(ns); i++)
+	static const char *const ns[] = {"user", "mount", "pid",    "net",
+					 "ipc",	 "uts",	  "cgroup", "time"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ns); i++)
+		if (r->namespaces & (1u << i))
 			jw_str(w, ns[i]);
-		if (r->time_ns)
-			jw_str(w, "time");
-	}
 	jw_arr_end(w);
+	if (r->runtime[0]) {
+		/* a user-space kernel between the command and the host's */
+		jw_key(w, "runtime");
+		jw_obj_begin(w);
+		jw_kstr(w, "name", r->runtime);
+		jw_kstr(w, "version", r->runtime_version);
+		jw_kstr(w, "platform", r->platform);
+		jw_obj_end(w);
+	}
 	jw_kbool(w, "seccomp", r->seccomp);
 	jw_kint(w, "landlock_abi", r->landlock_abi);
 	if (r->cgroup_version) {
@@ -158,9 +168,9 @@ write_protections(struct jw *w, const wd_result *r)
 		jw_kuint(w, "bytes", r->net_bytes);
 		jw_obj_end(w);
 	}
-	jw_kstr(w, "network", r->net_proxy ? "proxy" : (container ? "loopback" : "host"));
+	jw_kstr(w, "network", r->network ? r->network : "host");
 	jw_kbool(w, "idmapped_workspace", r->idmapped);
-	jw_kint(w, "uid", container ? 1000 : (long long)r->host_uid);
+	jw_kint(w, "uid", r->uid);
 	jw_kuint(w, "host_uid", r->host_uid);
 	jw_kbool(w, "no_new_privs", true);
 	jw_kstr(w, "capabilities",

@@ -281,43 +281,10 @@ wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct w
 	return 0;
 }
 
-bool
-spec_env_name_ok(const char *name)
-{
-	/* POSIX's portable names: a letter or '_', then letters, digits and
-	 * '_'.  Anything else (spaces, '=', control bytes) is how a value
-	 * smuggles itself into another variable or a log line. */
-	size_t n = strlen(name);
-	if (n == 0 || n > 255 || (name[0] >= '0' && name[0] <= '9'))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		      c == '_'))
-			return false;
-	}
-	return true;
-}
-
 WD_API int
 wd_spec_setenv(wd_spec *s, const char *name, const char *value, struct wd_err *err)
 {
-	if (!name || !spec_env_name_ok(name) || !value)
-		return wd_err_set(err, WD_E_INVAL,
-				  "bad environment variable name (a letter or _, then letters, "
-				  "digits and _, at most 255)");
-	size_t nl = strlen(name);
-	char *kv = wd_xasprintf("%s=%s", name, value);
-	for (size_t i = 0; i < s->nenv; i++) {
-		if (!strncmp(s->env[i], name, nl) && s->env[i][nl] == '=') {
-			free(s->env[i]);
-			s->env[i] = kv;
-			return 0;
-		}
-	}
-	s->env = wd_xrealloc(s->env, (s->nenv + 1) * sizeof(char *));
-	s->env[s->nenv++] = kv;
-	return 0;
+	return wd_env_set(&s->env, &s->nenv, name, value, err);
 }
 
 WD_API int

@@ -81,8 +81,7 @@ wd_spec *spec_copy(const wd_spec *s);
 /* "/", /root, /var and the system trees (/etc, /usr, /proc, ...), which
  * must never be writable by a sandbox; real is a resolved path. */
 bool spec_is_system_dir(const char *real);
-/* A portable environment variable name. */
-bool spec_env_name_ok(const char *name);
+
 
 /* ---- events ---- */
 struct wd_event {
@@ -154,6 +153,46 @@ void capture_flush(struct capture *c);
  * newline unless the kept head ends a line. */
 char *capture_marker(int stream, uint64_t omitted, bool at_line_start);
 
+/* ---- a terminal as stdin, relayed (relay.c) ----
+ * Usage: init; open (gives the socket end the command gets as stdin);
+ * set ep, watch; pump on events for which owns() is true; stop. */
+struct stdin_relay {
+	int tty_in, relay_w, ep;
+	char buf[4096];
+	size_t len, off;
+};
+void stdin_relay_init(struct stdin_relay *r);
+int stdin_relay_open(struct stdin_relay *r, int tty_fd, int *read_end, struct wd_err *err);
+void stdin_relay_watch(struct stdin_relay *r);
+bool stdin_relay_owns(const struct stdin_relay *r, int fd);
+void stdin_relay_pump(struct stdin_relay *r);
+void stdin_relay_stop(struct stdin_relay *r);
+
+/* ---- a command's output (output.c), shared by every backend's loop ---- */
+struct sandbox;
+struct exec_req;
+struct cmd_output {
+	struct sandbox *sb;
+	int fd[3];            /* [1] stdout, [2] stderr read ends; -1: drained */
+	struct capture cap[3];
+};
+/* Windows of the command's (or the spec's) output limit, live copies to
+ * x's stream fds, output events when the sandbox's sink wants them.  The
+ * fds are the caller's to set. */
+void cmd_output_init(struct cmd_output *o, struct sandbox *sb, const struct exec_req *x,
+		     uint64_t deadline_ns);
+/* Read what stream (1 or 2) has, a bounded number of reads; at EOF the fd
+ * leaves ep and is closed. */
+void cmd_output_drain(struct cmd_output *o, int stream, int ep, char *buf, size_t cap);
+/* Stop reading (close what is left open). */
+void cmd_output_close(struct cmd_output *o);
+/* The kept windows, counts and the rest of the live copy, into res. */
+void cmd_output_collect(struct cmd_output *o, wd_result *res);
+void cmd_output_fini(struct cmd_output *o);
+/* A command's working directory in the sandbox's view: the workspace, or
+ * cwd below it (relative, no ".."); NULL with err otherwise. */
+char *sandbox_command_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err);
+
 /* ---- results ---- */
 struct wd_result {
 	enum wd_outcome outcome;
@@ -167,8 +206,13 @@ struct wd_result {
 	size_t out_len[3];
 	uint64_t total[3], omitted[3];
 	uint64_t wall_ns, cpu_ns, peak_memory;
-	/* protections in force */
+	/* protections in force, filled by the backend's describe */
 	enum wd_isolation isolation;
+	unsigned namespaces;  /* RESULT_NS_*: the namespaces the command runs in */
+	int uid;              /* the command's uid as it sees it */
+	const char *network;  /* "loopback", "proxy" or "host" (a static string) */
+	/* a user-space kernel: its runtime, version, platform ("" otherwise) */
+	char runtime[16], runtime_version[48], platform[16];
 	bool seccomp;
 	int landlock_abi;
 	int cgroup_version; /* 0 none */
@@ -186,7 +230,19 @@ struct wd_result {
 	char *refusal;         /* why nothing ran, when no decision says it */
 };
 
+/* wd_result.namespaces bits */
+#define RESULT_NS_USER 0x1u
+#define RESULT_NS_MOUNT 0x2u
+#define RESULT_NS_PID 0x4u
+#define RESULT_NS_NET 0x8u
+#define RESULT_NS_IPC 0x10u
+#define RESULT_NS_UTS 0x20u
+#define RESULT_NS_CGROUP 0x40u
+#define RESULT_NS_TIME 0x80u
+
 wd_result *result_new(const char *sandbox_id);
+/* "container", "process", "gvisor". */
+const char *result_isolation_name(enum wd_isolation level);
 /* Write the result as one JSON object into w (with_data: the output
  * windows; the audit trail keeps only the counts). */
 struct jw;
@@ -225,7 +281,9 @@ struct sandbox;
 
 struct backend_probe {
 	bool ok;
-	char why[256]; /* when not ok: what is missing */
+	char why[256];  /* when not ok: what is missing */
+	char warn[256]; /* when ok: what it runs without here */
+	char note[128]; /* when ok: one fact worth showing ("Landlock ABI 7") */
 };
 
 struct backend_ops {
@@ -251,6 +309,9 @@ struct backend_ops {
 	void (*describe)(struct sandbox *sb, wd_result *r);
 	/* Reap, remove, free what prepare and spawn made (not sb itself). */
 	void (*destroy)(struct sandbox *sb);
+	/* What the sandbox would be, as text, from a prepared sandbox that
+	 * was never started (`warden run --print-plan`): a new string. */
+	char *(*plan_text)(struct sandbox *sb);
 };
 
 const struct backend_ops *backend_for(enum wd_isolation level);
@@ -289,6 +350,9 @@ struct sandbox {
 	bool time_ns_active; /* pid 1 made the time namespace (SYNC_READY) */
 	bool reaped;
 
+	/* a backend's own state (gvisor.c), freed by its destroy */
+	void *priv;
+
 	/* cancellation: wd_sandbox_cancel() writes the eventfd */
 	int cancel_fd;
 	atomic_int cancel_sig;
@@ -309,6 +373,11 @@ void sandbox_event(struct sandbox *sb, const char *what, const char *detail);
 /* A new random 16-hex id. */
 void sandbox_make_id(char out[17]);
 
+/* The sandbox's jail plan from its spec, and its egress proxy (whose CA
+ * the plan needs) when the spec asks for egress: any backend's prepare
+ * (local.c).  container: namespaces and mounts in the plan. */
+int sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *err);
+
 /* ---- the local backend (container, process): local.c, local_exec.c ---- */
 int local_prepare(struct sandbox *sb, struct wd_err *err);
 int local_spawn(struct sandbox *sb, struct wd_err *err);
@@ -323,6 +392,18 @@ void local_read_setup(struct sandbox *sb);
 int local_setup_error(struct sandbox *sb, struct wd_err *err);
 /* Fill the protections of r from the sandbox. */
 void local_describe(struct sandbox *sb, wd_result *r);
+/* The sandbox's cgroup (sb->cg) with limits cl and cgroup_create_flags()'
+ * flags, watched by the context's keeper from before it exists; an
+ * unprivileged caller without cgroups gets -ENOTSUP unless best effort
+ * (then sb->cg stays NULL).  Shared by every backend. */
+struct cgroup_limits;
+int sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsigned flags,
+			  struct wd_err *err);
+/* The jail plan as text (struct backend_ops.plan_text). */
+char *local_plan_text(struct sandbox *sb);
+
+/* ---- the gvisor backend (gvisor*.c) ---- */
+extern const struct backend_ops gvisor_ops;
 
 /* One JSON object for a proxy or DNS decision (compat: spec event handler). */
 char *result_net_event_json(const struct net_event *ev);

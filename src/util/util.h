@@ -123,6 +123,15 @@ void wd_log_emit(int level, const char *func, const char *fmt, ...) WD_PRINTF(3,
 
 /* ---- parsing helpers: wd_parse_size/u64/fixed6 are public (warden.h) ---- */
 
+/* ---- environment lists ---- */
+/* A portable variable name: a letter or '_', then letters, digits and
+ * '_', at most 255 bytes.  Anything else (spaces, '=', control bytes) is
+ * how a value smuggles itself into another variable or a log line. */
+bool wd_env_name_ok(const char *name);
+/* Set NAME=VALUE in *env (n entries, kept NULL-terminated), replacing an
+ * earlier entry of the same name.  -EINVAL (err filled) for a bad name. */
+int wd_env_set(char ***env, size_t *n, const char *name, const char *value, struct wd_err *err);
+
 /* ---- fd helpers ---- */
 /* write all of buf, retrying on EINTR and short writes. 0 or -errno. */
 int wd_write_all(int fd, const void *buf, size_t len);

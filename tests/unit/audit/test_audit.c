@@ -413,3 +413,66 @@ Test(audit, policy_accessors_for_front_ends)
 	cr_expect_eq(strlen(wd_policy_digest(p)), 64);
 	wd_policy_free(p);
 }
+
+/* Text that is not UTF-8 (a byte of a Latin-1 file name, a cut sequence)
+ * was dropped: jansson's json_string() returns NULL for it, and the member
+ * vanished from the event and from --json (found by fuzz_json_encoders). */
+Test(audit_json_text, keeps_utf8_and_escapes_stray_bytes_visibly)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"plain ascii", "plain ascii"},
+	    {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	     "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+	    {"a\\xffb", "a\\xffb"}, /* a literal backslash in valid text stays */
+	    {"l\xffs", "l\\xffs"},
+	    {"\xc0\xaf", "\\xc0\\xaf"},			  /* overlong '/' */
+	    {"\xed\xa0\x80", "\\xed\\xa0\\x80"},	  /* a surrogate */
+	    {"\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"}, /* past U+10FFFF */
+	    {"cut \xe2\x82", "cut \\xe2\\x82"},
+	    {"\x80lone", "\\x80lone"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *j = audit_json_text(cases[i].in);
+		cr_assert(json_is_string(j), "case %zu", i);
+		cr_expect_str_eq(json_string_value(j), cases[i].out, "case %zu", i);
+		json_decref(j);
+	}
+}
+
+Test(audit, records_a_command_that_is_not_utf8)
+{
+	struct wd_err e = {0};
+	wd_policy *p = NULL;
+	cr_assert_eq(wd_policy_load(NULL, &p, &e), 0);
+	wd_request *req = wd_request_new();
+	cr_assert_eq(wd_request_set_command(req, "l\xffs x \xfe", &e), 0);
+	cr_assert_eq(wd_request_set_workspace(req, dir, &e), 0);
+	cr_assert_eq(wd_request_setenv(req, "N\xff", "v", &e), 0);
+	wd_decision *d = NULL;
+	cr_assert_eq(wd_policy_decide(p, req, &d, &e), 0);
+	/* --json shows every word */
+	char *j = wd_decision_json(d);
+	cr_expect_not_null(strstr(j, "\"argv\":[\"l\\\\xffs\",\"x\",\"\\\\xfe\"]"), "%s", j);
+	cr_expect_not_null(strstr(j, "\"reason\":\"program 'l\\\\xffs'"), "%s", j);
+	free(j);
+	/* and so does the audit event */
+	wd_audit *a = NULL;
+	cr_assert_eq(wd_audit_open(logp, &a, &e), 0);
+	cr_assert_eq(wd_audit_decision(a, req, d, &e), 0, "%s", e.msg);
+	cr_assert_eq(wd_audit_event(a, "ev\xff", "{\"k\":1}", &e), 0, "%s", e.msg);
+	wd_audit_close(a);
+	size_t len;
+	char *buf = slurp(logp, &len);
+	cr_expect_not_null(strstr(buf, "\"command\":\"l\\\\xffs x \\\\xfe\""), "%s", buf);
+	cr_expect_not_null(strstr(buf, "\"env\":[\"N\\\\xff\"]"), "%s", buf);
+	cr_expect_not_null(strstr(buf, "\"event\":\"ev\\\\xff\""), "%s", buf);
+	char *report = NULL;
+	cr_expect_eq(wd_audit_verify(logp, &report, &e), 0, "%s", report);
+	free(report);
+	free(buf);
+	wd_decision_free(d);
+	wd_request_free(req);
+	wd_policy_free(p);
+}

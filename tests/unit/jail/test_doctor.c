@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char *const probe_names[] = {
-    "userns", "seccomp", "landlock", "cgroup", "overlayfs", "idmap", "kernel-config",
+    "userns", "seccomp", "landlock", "cgroup", "overlayfs", "idmap", "kernel-config", "gvisor",
 };
 
 Test(wd_doctor, json_is_one_consistent_object)
@@ -39,9 +39,14 @@ Test(wd_doctor, json_is_one_consistent_object)
 	json_t *levels = json_object_get(root, "levels");
 	bool c = json_is_true(json_object_get(json_object_get(levels, "container"), "ok"));
 	bool p = json_is_true(json_object_get(json_object_get(levels, "process"), "ok"));
+	bool g = json_is_true(json_object_get(json_object_get(levels, "gvisor"), "ok"));
 	cr_expect_eq(!!(ok & (1u << WD_ISOLATION_CONTAINER)), c);
 	cr_expect_eq(!!(ok & (1u << WD_ISOLATION_PROCESS)), p);
-	cr_expect_eq(json_array_size(json_object_get(root, "ok_levels")), (size_t)c + p);
+	cr_expect_eq(!!(ok & (1u << WD_ISOLATION_GVISOR)), g);
+	cr_expect_eq(json_array_size(json_object_get(root, "ok_levels")), (size_t)c + p + g);
+	/* gvisor is a level only where its probe saw a sandbox run */
+	json_t *gp = json_object_get(probes, "gvisor");
+	cr_expect_eq(!strcmp(json_string_value(json_object_get(gp, "status")), "ok"), g);
 
 	/* seccomp is what both levels stand on; this kernel has it */
 	json_t *sec = json_object_get(probes, "seccomp");
@@ -75,6 +80,7 @@ Test(wd_doctor, text_has_a_line_per_probe_and_the_levels)
 	cr_expect(strstr(s, "\nisolation levels:\n"));
 	cr_expect(strstr(s, "\n  container  "));
 	cr_expect(strstr(s, "\n  process    "));
+	cr_expect(strstr(s, "\n  gvisor     "));
 	cr_expect(ok & (1u << WD_ISOLATION_PROCESS));
 	free(s);
 }

@@ -1,0 +1,488 @@
+/* supervise/gvisor: the gvisor isolation level behind struct backend_ops
+ * (gvisor.h has the map of the files).
+ *
+ * Why these choices (README, "gvisor"):
+ *  - root mode, ptrace platform: Debian 12's runsc (2022-12-19) has ptrace
+ *    and kvm; systrap is newer.  KVM needs a usable /dev/kvm (doctor
+ *    tries it); ptrace works wherever ptrace does.
+ *  - warden's cgroup, not runsc's (--ignore-cgroups): the keeper, the
+ *    statistics and kill-all then cover gVisor whole, and a warden killed
+ *    mid-run leaves nothing (runsc's own cgroups outlive a killed runsc).
+ *  - the pids limit is RLIMIT_NPROC inside gVisor (gvisor_oci.c); the
+ *    host's pids cgroup gets a backstop sized for the sentry's threads.
+ *  - the memory limit covers the sentry and the gofer too, with
+ *    GV_MEMORY_HEADROOM on top of what the caller asked for.
+ *  - network: --net none is runsc --network=none (gVisor's own netstack,
+ *    loopback only, no host socket at all).  --net allow runs runsc
+ *    --network=host inside a network namespace warden made with nothing
+ *    but loopback and the proxy's three listeners: the sandbox's
+ *    127.0.0.1:3128 is warden's proxy and there is no route anywhere else.
+ *    (runsc --network=sandbox, gVisor's netstack over the namespace's
+ *    interfaces, refuses to start on Linux 6.x: this runsc takes any
+ *    network namespace for the root one, since its test is whether
+ *    /proc/sys/net/core/rmem_default exists.  Its loopback is its own too:
+ *    reaching warden's listeners would take a veth pair.  README.)
+ *  - the workspace is idmapped so that its owner appears as uid 1000 to
+ *    runsc's gofer, which creates files as root and then chowns them to
+ *    the sandbox user (jail/hostpath.c): files made in the sandbox belong
+ *    on the host to the workspace's owner, as at the container level. */
+#include "supervise/gvisor.h"
+#include "cgroup/cgroup.h"
+#include "jail/jail.h"
+#include "net/net.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* The sentry, the gofer and their Go runtimes, measured at ~40-60 MiB
+ * resident for a small command (bench/gvisor.sh): added to the memory
+ * limit so that the command keeps what it was given. */
+#define GV_MEMORY_HEADROOM (64ULL << 20)
+/* The host pids backstop: the sentry's and gofer's threads plus about
+ * five host tasks (ptrace stubs) per guest process, measured here. */
+#define GV_HOST_PIDS(pids) (256 + 8 * (pids))
+
+/* ---- probe ---- */
+
+static void
+gv_probe(struct backend_probe *out)
+{
+	const struct gv_runsc *rs = gv_runsc();
+	out->ok = false;
+	if (!rs->found) {
+		snprintf(out->why, sizeof(out->why), "%s", rs->why);
+		return;
+	}
+	if (geteuid() != 0) {
+		snprintf(out->why, sizeof(out->why),
+			 "gvisor isolation runs runsc as root (its rootless mode is not "
+			 "supported by warden): run warden as root");
+		return;
+	}
+	struct wd_err e = {0};
+	if (cgroup_host_check(&e) < 0) {
+		snprintf(out->why, sizeof(out->why), "no cgroup for gVisor's limits: %s", e.msg);
+		return;
+	}
+	out->ok = true;
+	out->why[0] = '\0';
+}
+
+/* ---- prepare ---- */
+
+static int
+gv_prepare(struct sandbox *sb, struct wd_err *err)
+{
+	const wd_spec *spec = sb->spec;
+	struct backend_probe pr;
+	int rc;
+	/* Never a silent fallback to a weaker level: say what is missing. */
+	gv_probe(&pr);
+	if (!pr.ok) {
+		wd_err_set(err, WD_E_UNSUPPORTED, "--isolation gvisor: %s", pr.why);
+		return -ENOTSUP;
+	}
+	const char *platform = gv_platform(err);
+	if (!platform)
+		return -EINVAL;
+	/* --allow-port opens a port in the container level's Landlock fence;
+	 * gVisor has no such fence (its network stack is the sandbox's own,
+	 * loopback TCP always works), so the option would do nothing. */
+	if (spec->nports)
+		return wd_err_set(err, WD_E_INVAL,
+				  "--allow-port %u: at --isolation gvisor TCP on the sandbox's own "
+				  "loopback always works (gVisor's network stack is its own); the "
+				  "option is for the container and process levels",
+				  (unsigned)spec->ports[0]);
+	struct gv *g = wd_xcalloc(1, sizeof(*g));
+	sb->priv = g;
+	g->platform = platform;
+	snprintf(g->opt_platform, sizeof(g->opt_platform), "--platform=%s", platform);
+	g->lock_fd = g->netns_fd = g->sentry_pidfd = g->run_pidfd = -1;
+	snprintf(g->dir, sizeof(g->dir), "%s/%s", GV_RUN_DIR, sb->id);
+	snprintf(g->cid, sizeof(g->cid), "wd-%s", sb->id);
+	snprintf(g->opt_root, sizeof(g->opt_root), "--root=%s/state", g->dir);
+	snprintf(g->opt_log, sizeof(g->opt_log), "--log=%s/runsc.log", g->dir);
+	g->opt_net = spec->net == WD_NET_PROXY ? "--network=host" : "--network=none";
+
+	/* The container's plan: its mounts, /etc, environment and limits are
+	 * what the sandbox gets, through the OCI bundle (gvisor_oci.c); no
+	 * time namespace (gVisor keeps its own clocks). */
+	if ((rc = sandbox_plan(sb, true, false, err)) < 0)
+		return rc;
+	/* The workspace's owner appears as the sandbox user to gVisor's
+	 * gofer, which creates as root and then chowns (jail/hostpath.c). */
+	sb->prep->idmap = (struct jail_idmap){1000, 1000, true};
+	return gv_oci_plan(sb, g, err);
+}
+
+/* ---- spawn: the bundle, the cgroup, the network; no process yet ---- */
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* Remove a sandbox directory: never following a link, never crossing
+ * into another file system (a mount left visible by mistake is not
+ * emptied through). */
+static void
+remove_tree(const char *dir)
+{
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* Directories of sandboxes whose warden died (nobody holds their lock). */
+static void
+sweep_stale(void)
+{
+	DIR *d = opendir(GV_RUN_DIR);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s/lock", GV_RUN_DIR, e->d_name);
+		wd_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+			continue; /* held, or being made (the lock comes first) */
+		snprintf(path, sizeof(path), "%s/%s", GV_RUN_DIR, e->d_name);
+		wd_log(WD_LOG_DEBUG, "removing %s, left by a warden that died", path);
+		remove_tree(path);
+	}
+	closedir(d);
+}
+
+static int
+make_dir(struct sandbox *sb, struct gv *g, struct wd_err *err)
+{
+	/* /run/warden is root's (0700): nothing in it is another user's */
+	if ((mkdir("/run/warden", 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(GV_RUN_DIR, 0700) < 0 && errno != EEXIST))
+		return wd_err_sys(err, errno, "mkdir %s", GV_RUN_DIR);
+	sweep_stale();
+	if (mkdir(g->dir, 0700) < 0)
+		return wd_err_sys(err, errno, "mkdir %s", g->dir);
+	g->dir_made = true;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/lock", g->dir);
+	g->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (g->lock_fd < 0 || flock(g->lock_fd, LOCK_EX) < 0)
+		return wd_err_sys(err, errno, "lock %s", path);
+	snprintf(path, sizeof(path), "%s/state", g->dir);
+	if (mkdir(path, 0700) < 0)
+		return wd_err_sys(err, errno, "mkdir %s", path);
+	(void)sb;
+	return 0;
+}
+
+/* A network namespace of our own with loopback only, made on a thread
+ * that exits right after (the namespace is per thread). */
+struct netns_job {
+	int fd, err;
+};
+
+static void *
+netns_thread(void *arg)
+{
+	struct netns_job *j = arg;
+	if (unshare(CLONE_NEWNET) < 0) {
+		j->err = errno;
+		return NULL;
+	}
+	j->fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (j->fd < 0)
+		j->err = errno;
+	return NULL;
+}
+
+static int
+make_netns(struct sandbox *sb, struct gv *g, struct wd_err *err)
+{
+	struct netns_job j = {.fd = -1};
+	pthread_t t;
+	int rc = pthread_create(&t, NULL, netns_thread, &j);
+	if (rc != 0)
+		return wd_err_sys(err, rc, "network namespace thread");
+	pthread_join(t, NULL);
+	if (j.fd < 0)
+		return wd_err_sys(err, j.err, "new network namespace");
+	g->netns_fd = j.fd;
+	/* the proxy's listeners on its loopback, served from here */
+	struct net_listen_addrs a;
+	net_listen_addrs_init(&a);
+	struct net_listeners l;
+	if ((rc = net_listeners_open(g->netns_fd, &a, &l, err)) < 0)
+		return rc;
+	if ((rc = net_proxy_serve(sb->proxy, l.http_fd, l.socks_fd, l.dns_fd, err)) < 0) {
+		close(l.http_fd);
+		close(l.socks_fd);
+		close(l.dns_fd);
+		return rc;
+	}
+	return net_proxy_start(sb->proxy, err);
+}
+
+#define STEP(what)                                                                                 \
+	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms %s", sb->id,                                    \
+	       (double)(wd_now_ns() - sb->t0) / 1e6, what)
+
+static int
+gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
+{
+	struct gv *g = sb->priv;
+	const wd_spec *spec = sb->spec;
+	int rc;
+	STEP("1 planned");
+	if ((rc = make_dir(sb, g, err)) < 0)
+		return rc;
+	/* the host trees (read-only clones, the idmapped workspace) */
+	if ((rc = jail_build_host(sb->prep, err)) < 0)
+		return rc;
+	if ((rc = gv_oci_write_rootfs(sb, g, err)) < 0)
+		return rc;
+	STEP("1a bundle");
+	g->host_pids = spec->lim.pids ? GV_HOST_PIDS(spec->lim.pids) : 0;
+	struct cgroup_limits cl = {
+	    spec->lim.memory_bytes ? spec->lim.memory_bytes + GV_MEMORY_HEADROOM : 0, g->host_pids,
+	    spec->lim.cpu_millionths};
+	/* the freezer stays: gVisor's processes are not in a pid namespace
+	 * of ours, so kill-all must win against whatever still forks */
+	if ((rc = sandbox_cgroup_create(sb, &cl, 0, err)) < 0)
+		return rc;
+	STEP("1b cgroup");
+	if (sb->proxy && (rc = make_netns(sb, g, err)) < 0)
+		return rc;
+	sb->state = SB_SPAWNED;
+	return 0;
+}
+
+/* ---- the session ---- */
+
+/* An init that only reaps: dash's wait reaps every child, orphans the
+ * sandbox's commands leave included, while it waits for its sleep. */
+static const char *const idle_init[] = {"/bin/sh", "-c",
+					"trap 'exit 0' TERM; sleep infinity & wait", NULL};
+
+int
+gv_start_session(struct sandbox *sb, struct wd_err *err)
+{
+	struct gv *g = sb->priv;
+	int rc, pidfd = -1;
+	wd_autofree char *cfg = gv_oci_config(sb, g, idle_init, NULL, NULL);
+	if ((rc = gv_write_file(g, "config.json", cfg, err)) < 0)
+		return rc;
+	char bundle[PATH_MAX], pidfile[PATH_MAX];
+	snprintf(bundle, sizeof(bundle), "%s", g->dir);
+	snprintf(pidfile, sizeof(pidfile), "%s/sandbox.pid", g->dir);
+	const char *more[] = {"create", "--bundle", bundle, "--pid-file", pidfile, g->cid, NULL};
+	const char **argv = gv_argv(sb, g, more);
+	wd_autoclose int log = -1;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/create.log", g->dir);
+	log = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct gv_proc p = {.argv = argv, .in = -1, .out = log, .err = log, .sb = sb};
+	rc = log < 0 ? wd_err_sys(err, errno, "create %s", path) : gv_spawn(&p, &pidfd, err);
+	free(argv);
+	if (rc < 0)
+		return rc;
+	g->started = g->session = true;
+	int st = gv_wait(pidfd, 60000);
+	close(pidfd);
+	if (st != 0) {
+		char line[200];
+		if (!gv_runsc_error(g, 0, line, sizeof(line)))
+			gv_last_line(g, "create.log", line, sizeof(line));
+		return wd_err_set(err, WD_E_SYS, "runsc create failed (%s %d)%s%s",
+				  WIFEXITED(st) ? "status" : "signal",
+				  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+				  line[0] ? ": " : "", line);
+	}
+	char buf[32];
+	if (wd_read_file_at(AT_FDCWD, pidfile, buf, sizeof(buf)) <= 0 || atoi(buf) <= 1)
+		return wd_err_set(err, WD_E_SYS, "runsc create wrote no sandbox pid");
+	g->sentry_pid = (pid_t)atoi(buf);
+	g->sentry_pidfd = (int)syscall(SYS_pidfd_open, g->sentry_pid, 0);
+	if (g->sentry_pidfd < 0)
+		return wd_err_sys(err, errno, "pidfd_open of gVisor's sandbox process");
+	const char *start[] = {"start", g->cid, NULL};
+	return gv_client(sb, g, start, 60000, err);
+}
+
+static int
+gv_ready(struct sandbox *sb, struct wd_err *err)
+{
+	struct gv *g = sb->priv;
+	pthread_mutex_lock(&sb->lock);
+	int rc = 0;
+	if (sb->state == SB_DEAD)
+		rc = wd_err_set(err, WD_E_INVAL, "the sandbox has ended");
+	else if (!g->started) {
+		rc = gv_start_session(sb, err);
+		sb->state = rc == 0 ? SB_READY : SB_DEAD;
+		if (rc == 0)
+			STEP("3-4 gVisor sandbox ready");
+	} else if (!g->session)
+		rc = wd_err_set(err, WD_E_INVAL, "the sandbox ran its one command");
+	pthread_mutex_unlock(&sb->lock);
+	return rc;
+}
+
+/* ---- kill, destroy, describe ---- */
+
+static void
+gv_kill(struct sandbox *sb)
+{
+	/* async-signal-safe: signals only.  The sandbox process's death ends
+	 * the gofer (its channel closes) and the stubs (they are its
+	 * tracees); the cgroup catches the rest in destroy. */
+	struct gv *g = sb->priv;
+	if (!g)
+		return;
+	if (g->sentry_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, g->sentry_pidfd, SIGKILL, NULL, 0);
+	if (g->run_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, g->run_pidfd, SIGKILL, NULL, 0);
+}
+
+static void
+gv_destroy(struct sandbox *sb)
+{
+	struct gv *g = sb->priv;
+	if (g && g->started)
+		STEP("7 destroy");
+	if (sb->cg)
+		cgroup_kill(sb->cg);
+	else
+		gv_kill(sb);
+	if (g && g->run_pidfd >= 0) {
+		gv_wait(g->run_pidfd, 0); /* reaped already by the command's loop */
+		close(g->run_pidfd);
+		g->run_pidfd = -1;
+	}
+	if (sb->proxy) {
+		net_proxy_stop(sb->proxy);
+		net_proxy_free(sb->proxy);
+		sb->proxy = NULL;
+	}
+	net_rules_free(sb->own_rules);
+	sb->own_rules = NULL;
+	if (sb->cg) {
+		cgroup_destroy(sb->cg);
+		keeper_release(sb->keeper, cgroup_dirs(sb->cg));
+		cgroup_free(sb->cg);
+		sb->cg = NULL;
+	}
+	if (g && g->started)
+		STEP("7a gVisor's processes gone, cgroup removed");
+	if (g) {
+		if (g->sentry_pidfd >= 0)
+			close(g->sentry_pidfd);
+		if (g->netns_fd >= 0)
+			close(g->netns_fd);
+		/* the mount namespace of the trees died with gVisor's
+		 * processes: dir holds plain files and directories */
+		if (g->dir_made)
+			remove_tree(g->dir);
+		if (g->lock_fd >= 0)
+			close(g->lock_fd);
+		for (size_t i = 0; i < g->nmounts; i++)
+			free(g->mounts[i].src);
+		free(g->mounts);
+		free(g);
+		sb->priv = NULL;
+	}
+	jail_prep_free(sb->prep);
+	sb->prep = NULL;
+	sb->state = SB_DEAD;
+}
+
+void
+gv_describe(struct sandbox *sb, wd_result *r)
+{
+	struct net_stats ns = {0};
+	if (sb->proxy)
+		net_proxy_stats(sb->proxy, &ns);
+	r->isolation = WD_ISOLATION_GVISOR;
+	/* the guest's namespaces, each implemented by the sentry */
+	r->namespaces =
+	    RESULT_NS_MOUNT | RESULT_NS_PID | RESULT_NS_NET | RESULT_NS_IPC | RESULT_NS_UTS;
+	r->network = sb->proxy ? "proxy" : "loopback";
+	r->uid = 1000;
+	/* on the host, the sentry runs as nobody in its own user namespace */
+	r->host_uid = WD_NOBODY;
+	r->net_proxy = sb->proxy != NULL;
+	r->tls_intercept = sb->proxy && sb->spec->tls_intercept;
+	r->net_requests = ns.requests;
+	r->net_refused = ns.refused;
+	r->net_dns = ns.dns_queries;
+	r->net_bytes = ns.bytes_total;
+	/* warden's seccomp table, applied by the sentry (gvisor_oci.c); no
+	 * system call of the command reaches the host kernel, and the
+	 * sentry's own host filter is runsc's.  No Landlock in gVisor. */
+	r->seccomp = true;
+	r->landlock_abi = 0;
+	r->cgroup_version = sb->cg ? cgroup_version(sb->cg) : 0;
+	r->idmapped = sb->prep && sb->prep->idmapped;
+	r->bounding_dropped = true;
+	snprintf(r->runtime, sizeof(r->runtime), "runsc");
+	snprintf(r->runtime_version, sizeof(r->runtime_version), "%s", gv_runsc()->version);
+	const struct gv *g = sb->priv;
+	snprintf(r->platform, sizeof(r->platform), "%s", g ? g->platform : "");
+}
+
+static char *
+gv_plan_text(struct sandbox *sb)
+{
+	struct gv *g = sb->priv;
+	static const char *const placeholder[] = {"PROGRAM", NULL};
+	const char *const *argv =
+	    sb->spec->argv ? (const char *const *)sb->spec->argv : placeholder;
+	wd_autofree char *compact = gv_oci_config(sb, g, argv, NULL, NULL);
+	/* indented for a reader (the file runsc gets is compact) */
+	json_t *j = json_loads(compact, 0, NULL);
+	wd_autofree char *cfg = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(j);
+	if (!cfg)
+		cfg = wd_steal_ptr(&compact);
+	return wd_xasprintf("isolation gvisor: runsc %s --platform=%s %s, as root\n"
+			    "bundle %s (rootfs/: the curated /etc, links, mount points)\n"
+			    "memory limit +%llu MiB for gVisor itself; pids as RLIMIT_NPROC "
+			    "inside\n"
+			    "config.json:\n%s\n",
+			    gv_runsc()->version, g->platform, g->opt_net, g->dir,
+			    (unsigned long long)(GV_MEMORY_HEADROOM >> 20), cfg);
+}
+
+const struct backend_ops gvisor_ops = {
+    .name = "gvisor",
+    .level = WD_ISOLATION_GVISOR,
+    .probe = gv_probe,
+    .prepare = gv_prepare,
+    .spawn = gv_spawn_sb,
+    .ready = gv_ready,
+    .exec = gv_exec,
+    .kill = gv_kill,
+    .destroy = gv_destroy,
+    .plan_text = gv_plan_text,
+};

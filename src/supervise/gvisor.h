@@ -1,0 +1,133 @@
+/* supervise/gvisor: the gvisor isolation level, private to gvisor*.c.
+ *
+ * A sandbox is a gVisor sandbox run by Debian's runsc, as root, on the
+ * ptrace platform: the command's system calls are served by gVisor's
+ * user-space kernel (the sentry), not by the host's.  warden keeps what it
+ * does at every level: the policy gate, the audit trail, the cgroup and
+ * its keeper, the egress proxy, the bounded capture, the timeout.
+ *
+ *   gvisor.c        the backend table: probe, prepare, spawn, ready, exec,
+ *                   kill, destroy, describe; the session's lifecycle.
+ *   gvisor_oci.c    the bundle: a root filesystem directory and the OCI
+ *                   config.json / process.json, both from the jail plan
+ *                   (jail/plan.c) that the container level executes itself.
+ *   gvisor_run.c    runsc processes: the launcher (cgroup, mount and
+ *                   network namespaces, then execve of runsc) and clients.
+ *   gvisor_exec.c   one command: pipes, runsc run or runsc exec, the loop
+ *                   over output, deadline and cancellation, the result.
+ *
+ * Files of a sandbox live in GV_RUN_DIR/<id> (a tmpfs as root), locked
+ * while warden holds the sandbox: rootfs/, mnt/<k> (where the launcher
+ * mounts the host trees the plan binds), config.json, p<seq>.json (a
+ * command's process), state/ (runsc --root), runsc.log. */
+#ifndef WD_SUPERVISE_GVISOR_H
+#define WD_SUPERVISE_GVISOR_H
+
+#include "supervise/supervise.h"
+
+#include <limits.h>
+#include <sys/types.h>
+
+#define GV_RUN_DIR "/run/warden/gvisor"
+#define GV_MAX_TREES 80
+
+/* What runsc is on this host (found once per process). */
+struct gv_runsc {
+	bool found;
+	char path[PATH_MAX];
+	char version[48];
+	char why[256]; /* when not found or unusable: what is missing */
+};
+const struct gv_runsc *gv_runsc(void);
+/* The platform: $WARDEN_GVISOR_PLATFORM (ptrace or kvm), else ptrace;
+ * NULL with err set when the variable names another. */
+const char *gv_platform(struct wd_err *err);
+
+/* An OCI mount, from the plan. */
+struct gv_mount {
+	const char *dst;     /* in the sandbox */
+	const char *type;    /* "bind", "tmpfs", "proc" */
+	char *src;	     /* bind: host path (for a tree: dir/mnt/<k>); owned */
+	const char *options; /* comma-separated OCI options */
+	int tree;	     /* index into the plan's ops of a MOVE tree, or -1 */
+	bool file;	     /* the mount point is a file */
+};
+
+/* The sandbox's backend state (sandbox.priv). */
+struct gv {
+	char dir[PATH_MAX]; /* GV_RUN_DIR/<id> */
+	int lock_fd;	    /* flock on dir/lock while warden holds the sandbox */
+	bool dir_made;
+	struct gv_mount *mounts;
+	size_t nmounts;
+	char *rootfs_text;  /* plan summary for --print-plan */
+	int netns_fd;	    /* prepared network namespace (egress), or -1 */
+	uint64_t host_pids; /* the host pids backstop written to the cgroup */
+	/* the session: runsc's sandbox process, once created */
+	pid_t sentry_pid;
+	int sentry_pidfd;
+	int run_pidfd; /* a one-shot `runsc run` (the launcher), or -1 */
+	bool started;  /* runsc run, or create + start, was launched */
+	bool session;  /* create + start: commands go through runsc exec */
+	char cid[32];  /* runsc's container id */
+	/* runsc's global options for this sandbox (gv_argv) */
+	char opt_root[PATH_MAX + 16], opt_log[PATH_MAX + 16], opt_platform[32];
+	const char *opt_net;
+	const char *platform; /* "ptrace" (default) or "kvm" */
+};
+
+/* ---- gvisor_oci.c ---- */
+/* From sb->prep's ops: the mounts (gv->mounts) and nothing on disk. */
+int gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err);
+/* Write dir/rootfs (the plan's files, links and mount points) and the
+ * mount points of dir/mnt. */
+int gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err);
+/* A process object: argv run through /bin/sh's exec (126/127 as at the
+ * other levels), env (NULL-terminated lists merged: base, then add), cwd.
+ * Appended to w. */
+struct jw;
+void gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
+		    const char *const *env_add, const char *cwd, bool terminal);
+/* The whole config.json with process as the container's init. */
+char *gv_oci_config(const struct sandbox *sb, const struct gv *g, const char *const *argv,
+		    const char *const *env_add, const char *cwd);
+/* Write s to dir/name (0600, replaced atomically). */
+int gv_write_file(const struct gv *g, const char *name, const char *s, struct wd_err *err);
+
+/* ---- gvisor_run.c ---- */
+/* A runsc process: argv[0] the runsc path; its stdio; with a sandbox
+ * (launch), it first joins the sandbox's cgroup, its network namespace (if
+ * netns_fd >= 0), and a private mount namespace where the plan's trees are
+ * mounted on dir/mnt/<k>.  Returns 0 with *pidfd (a clone3 pidfd; the
+ * child's exit_signal is 0, so reap it with gv_wait()), or -errno. */
+struct gv_proc {
+	const char *const *argv;
+	int in, out, err;   /* -1: /dev/null */
+	struct sandbox *sb; /* NULL: a plain client (start, exec, kill) */
+};
+int gv_spawn(const struct gv_proc *p, int *pidfd, struct wd_err *err);
+/* Wait for the process of pidfd (timeout_ms < 0: for ever; else SIGKILL it
+ * at the timeout).  Returns its wait status, or -errno. */
+int gv_wait(int pidfd, int timeout_ms);
+/* runsc's global options for this sandbox, then more, into a new
+ * NULL-terminated array (free with free(); strings point into g and
+ * the arguments). */
+const char **gv_argv(const struct sandbox *sb, const struct gv *g, const char *const *more);
+/* Run a runsc client to its end (stdout/stderr to dir/<log>); its exit
+ * status, or -errno.  On failure err says what runsc printed last. */
+int gv_client(struct sandbox *sb, const struct gv *g, const char *const *more, int timeout_ms,
+	      struct wd_err *err);
+/* The size of dir/runsc.log (runsc --log), and whether runsc logged an
+ * error after offset from: its message in out. */
+off_t gv_log_size(const struct gv *g);
+bool gv_runsc_error(const struct gv *g, off_t from, char *out, size_t cap);
+/* The last line runsc wrote to dir/name (for error messages). */
+void gv_last_line(const struct gv *g, const char *name, char *out, size_t cap);
+
+/* ---- gvisor_exec.c ---- */
+int gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err);
+/* Launch the session (runsc create + start with an idle init). */
+int gv_start_session(struct sandbox *sb, struct wd_err *err);
+void gv_describe(struct sandbox *sb, wd_result *r);
+
+#endif

@@ -1,0 +1,438 @@
+/* supervise/gvisor_oci: the OCI bundle of a gvisor sandbox, from the jail
+ * plan (supervisor side).
+ *
+ * The container level executes its plan itself (pid 1 walks the mount
+ * operations); here the same plan is translated for runsc:
+ *
+ *   plan operation                      in the bundle
+ *   MOUNT tmpfs on the new root         rootfs/ (a host directory, read-only
+ *                                       to the sandbox: "root.readonly")
+ *   MKDIR, MKFILE, SYMLINK, WRITE, COPY the same in rootfs/ (the curated
+ *                                       /etc, the usrmerge links, mount points)
+ *   BIND of a host path (a tree after   an OCI bind mount whose source is
+ *   jail_build_host(): MOVE)            mnt/<k>, where the launcher mounts the
+ *                                       detached tree (gvisor_run.c)
+ *   MOUNT tmpfs on /tmp                 an OCI tmpfs (gVisor's own, sized)
+ *   MASK of a file by a plan file       an OCI bind of the rootfs file
+ *   MOUNT tmpfs on /dev/shm             an OCI tmpfs (sized, mode 1777)
+ *   the rest of /dev, /proc, the masks  nothing: gVisor's sentry provides its
+ *                                       own /dev and /proc, which never show
+ *                                       the host's (no kcore, no sysrq, ...)
+ *   SETATTR                             nothing (the rootfs is read-only)
+ *
+ * warden's seccomp table reaches the command as an OCI profile (runsc
+ * --oci-seccomp: the sentry applies it to the command's calls): a call the
+ * container level refuses is refused here too, so a bug in gVisor's
+ * implementation of it (its user namespaces, ptrace, netlink, keyrings)
+ * is out of reach, and no setuid bit can be set in the workspace, where
+ * the host would honour it (jail/seccomp_rules.c).  Landlock has no
+ * counterpart: the sentry does not implement it, and the mounts are the
+ * whole file-system view. */
+#include "supervise/gvisor.h"
+#include "jail/jail.h"
+#include "jail/seccomp.h"
+#include "util/json.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The sandbox user, as at the container level. */
+#define GV_UID 1000
+
+static const char *
+jail_path(const struct jail_plan *pl, const char *path)
+{
+	size_t n = strlen(pl->new_root);
+	if (strncmp(path, pl->new_root, n) != 0)
+		return NULL;
+	return path[n] ? path + n : "/";
+}
+
+/* /dev and /proc are the sentry's own; /.empty only hides /proc entries. */
+static bool
+gvisor_provides(const char *jp)
+{
+	static const char *const own[] = {"/dev", "/proc", "/.empty"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++) {
+		size_t n = strlen(own[i]);
+		if (!strncmp(jp, own[i], n) && (jp[n] == '\0' || jp[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+static void
+add_mount(struct gv *g, struct gv_mount m)
+{
+	g->mounts = wd_xrealloc(g->mounts, (g->nmounts + 1) * sizeof(*g->mounts));
+	g->mounts[g->nmounts++] = m;
+}
+
+/* OCI options of a bind, from the plan's mount attributes. */
+static const char *
+bind_options(uint64_t attr)
+{
+	if (attr & MOUNT_ATTR_RDONLY)
+		return "rbind,ro,nosuid,nodev";
+	return "rbind,rw,nosuid,nodev";
+}
+
+int
+gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
+{
+	const struct jail_plan *pl = &sb->prep->plan;
+	size_t ntrees = 0;
+	for (int i = 0; i < pl->nops; i++) {
+		const struct jail_op *op = &pl->ops[i];
+		const char *jp = jail_path(pl, op->path);
+		/* /dev/shm is the plan's sized tmpfs: gVisor's own /dev/shm is
+		 * not writable by the sandbox user (POSIX semaphores, Python's
+		 * multiprocessing need it) */
+		bool shm = op->kind == JAIL_OP_MOUNT && jp && !strcmp(jp, "/dev/shm");
+		if (!jp || (gvisor_provides(jp) && !shm))
+			continue;
+		switch (op->kind) {
+		case JAIL_OP_BIND:
+		case JAIL_OP_MOVE: {
+			if (!(op->flags & JAIL_OPF_HOSTPATH) && op->kind == JAIL_OP_BIND)
+				return wd_err_set(err, WD_E_INTERNAL, "plan: bind of %s", jp);
+			if (++ntrees > GV_MAX_TREES)
+				return wd_err_set(err, WD_E_INVAL,
+						  "too many binds for gvisor (limit %d)",
+						  GV_MAX_TREES);
+			struct stat st;
+			bool file = stat(op->src, &st) == 0 && !S_ISDIR(st.st_mode);
+			char *src = wd_xasprintf("%s/mnt/%d", g->dir, i);
+			add_mount(
+			    g, (struct gv_mount){jp, "bind", src, bind_options(op->attr), i, file});
+			break;
+		}
+		case JAIL_OP_MOUNT:
+			if (!strcmp(op->path, pl->new_root))
+				break; /* the root: rootfs/ */
+			if (strcmp(op->src, "tmpfs") != 0)
+				return wd_err_set(err, WD_E_INTERNAL, "plan: %s mount on %s",
+						  op->src, jp);
+			add_mount(g, (struct gv_mount){jp, "tmpfs", wd_xstrdup("tmpfs"), op->data,
+						       -1, false});
+			break;
+		case JAIL_OP_MASK: {
+			/* a file of the plan shown over another (the TLS bundle over
+			 * ca-certificates.crt) */
+			const char *sp = jail_path(pl, op->src);
+			if (!sp)
+				return wd_err_set(err, WD_E_INTERNAL, "plan: mask of %s", jp);
+			char *src = wd_xasprintf("%s/rootfs%s", g->dir, sp);
+			add_mount(g, (struct gv_mount){jp, "bind", src, "bind,ro", -1, true});
+			break;
+		}
+		case JAIL_OP_MKDIR:
+		case JAIL_OP_MKFILE:
+		case JAIL_OP_SYMLINK:
+		case JAIL_OP_WRITE:
+		case JAIL_OP_COPY:
+		case JAIL_OP_SETATTR:
+			break;
+		}
+	}
+	add_mount(g, (struct gv_mount){"/proc", "proc", wd_xstrdup("proc"), "nosuid,nodev,noexec",
+				       -1, false});
+	return 0;
+}
+
+/* ---- rootfs/ on disk ---- */
+
+static int
+copy_file(int in, const char *to)
+{
+	wd_autoclose int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (out < 0)
+		return -errno;
+	char buf[16384];
+	off_t off = 0;
+	for (;;) {
+		ssize_t n = pread(in, buf, sizeof(buf), off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		int rc = wd_write_all(out, buf, (size_t)n);
+		if (rc < 0)
+			return rc;
+		off += n;
+	}
+}
+
+static int
+write_new(const char *path, const char *data, size_t len)
+{
+	wd_autoclose int fd =
+	    open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	return wd_write_all(fd, data, len);
+}
+
+/* One file-system operation of the plan, under root (dir/rootfs). */
+static int
+rootfs_op(const struct jail_op *op, const char *path)
+{
+	switch (op->kind) {
+	case JAIL_OP_MKDIR:
+		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	case JAIL_OP_MKFILE: {
+		int rc = write_new(path, "", 0);
+		return rc == -EEXIST ? 0 : rc;
+	}
+	case JAIL_OP_SYMLINK:
+		return symlink(op->data, path) < 0 ? -errno : 0;
+	case JAIL_OP_WRITE:
+		return write_new(path, op->data, op->len);
+	case JAIL_OP_COPY: {
+		/* the build opened the host file (no symlink followed) */
+		if (op->fd >= 0)
+			return copy_file(op->fd, path);
+		wd_autoclose int in = open(op->src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		return in < 0 ? -errno : copy_file(in, path);
+	}
+	case JAIL_OP_BIND:
+	case JAIL_OP_MOVE:
+	case JAIL_OP_MOUNT:
+	case JAIL_OP_SETATTR:
+	case JAIL_OP_MASK:
+		return 0;
+	}
+	return 0;
+}
+
+int
+gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err)
+{
+	const struct jail_plan *pl = &sb->prep->plan;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/rootfs", g->dir);
+	if (mkdir(path, 0755) < 0)
+		return wd_err_sys(err, errno, "mkdir %s", path);
+	snprintf(path, sizeof(path), "%s/mnt", g->dir);
+	if (mkdir(path, 0700) < 0)
+		return wd_err_sys(err, errno, "mkdir %s", path);
+	for (int i = 0; i < pl->nops; i++) {
+		const struct jail_op *op = &pl->ops[i];
+		const char *jp = jail_path(pl, op->path);
+		if (!jp || gvisor_provides(jp) || !strcmp(jp, "/"))
+			continue;
+		snprintf(path, sizeof(path), "%s/rootfs%s", g->dir, jp);
+		int rc = rootfs_op(op, path);
+		if (rc < 0)
+			return wd_err_sys(err, -rc, "gvisor root filesystem: %s %s",
+					  jail_op_name(op->kind), jp);
+	}
+	/* where the launcher mounts each tree: a directory or a file, as the
+	 * tree's root is one */
+	for (size_t i = 0; i < g->nmounts; i++) {
+		const struct gv_mount *m = &g->mounts[i];
+		if (m->tree < 0)
+			continue;
+		int rc =
+		    m->file ? write_new(m->src, "", 0) : (mkdir(m->src, 0700) < 0 ? -errno : 0);
+		if (rc < 0)
+			return wd_err_sys(err, -rc, "mount point %s", m->src);
+	}
+	return 0;
+}
+
+/* ---- config.json and process.json ---- */
+
+static void
+strings(struct jw *w, const char *key, const char *const *v)
+{
+	jw_key(w, key);
+	jw_arr_begin(w);
+	for (size_t i = 0; v && v[i]; i++)
+		jw_str(w, v[i]);
+	jw_arr_end(w);
+}
+
+static void
+rlimit(struct jw *w, const char *type, uint64_t v)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "type", type);
+	jw_kuint(w, "hard", v);
+	jw_kuint(w, "soft", v);
+	jw_obj_end(w);
+}
+
+/* NAME=VALUE lists merged: a later name replaces an earlier one. */
+static void
+env_array(struct jw *w, const char *const *base, const char *const *add)
+{
+	size_t nb = 0, na = 0;
+	while (base && base[nb])
+		nb++;
+	while (add && add[na])
+		na++;
+	jw_key(w, "env");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < nb + na; i++) {
+		const char *e = i < nb ? base[i] : add[i - nb];
+		size_t n = strcspn(e, "=");
+		bool replaced = false;
+		for (size_t j = i + 1; j < nb + na && !replaced; j++) {
+			const char *l = j < nb ? base[j] : add[j - nb];
+			replaced = !strncmp(l, e, n + 1);
+		}
+		if (!replaced)
+			jw_str(w, e);
+	}
+	jw_arr_end(w);
+}
+
+void
+gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
+	       const char *const *env_add, const char *cwd, bool terminal)
+{
+	const struct jail_plan *pl = &sb->prep->plan;
+	const struct wd_limits *lim = &sb->spec->lim;
+	jw_obj_begin(w);
+	jw_kbool(w, "terminal", terminal);
+	jw_key(w, "user");
+	jw_obj_begin(w);
+	jw_kint(w, "uid", GV_UID);
+	jw_kint(w, "gid", GV_UID);
+	jw_obj_end(w);
+	/* argv through the shell's exec (never a command string: the program
+	 * and its arguments stay separate words), so that a missing program
+	 * is 127 and a non-executable one 126, as at the other levels; runsc
+	 * itself would fail the whole request with 128.  The shell exports
+	 * PWD, which the command did not ask for: unset unless given. */
+	bool pwd_given = false;
+	for (size_t i = 0; env_add && env_add[i] && !pwd_given; i++)
+		pwd_given = !strncmp(env_add[i], "PWD=", 4);
+	for (size_t i = 0; pl->envp[i] && !pwd_given; i++)
+		pwd_given = !strncmp(pl->envp[i], "PWD=", 4);
+	jw_key(w, "args");
+	jw_arr_begin(w);
+	jw_str(w, "/bin/sh");
+	jw_str(w, "-c");
+	jw_str(w, pwd_given ? "exec \"$0\" \"$@\"" : "unset PWD; exec \"$0\" \"$@\"");
+	for (size_t i = 0; argv && argv[i]; i++)
+		jw_str(w, argv[i]);
+	jw_arr_end(w);
+	env_array(w, (const char *const *)pl->envp, env_add);
+	jw_kstr(w, "cwd", cwd ? cwd : pl->cwd);
+	/* No capability in any set, no privilege gain by execve (gVisor
+	 * honours both; file capabilities and setuid bits are inert). */
+	jw_key(w, "capabilities");
+	jw_obj_begin(w);
+	static const char *const sets[] = {"bounding", "effective", "inheritable", "permitted",
+					   "ambient"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(sets); i++)
+		strings(w, sets[i], NULL);
+	jw_obj_end(w);
+	jw_kbool(w, "noNewPrivileges", true);
+	jw_key(w, "rlimits");
+	jw_arr_begin(w);
+	rlimit(w, "RLIMIT_NOFILE", pl->rl_nofile.rlim_cur);
+	rlimit(w, "RLIMIT_FSIZE", pl->rl_fsize.rlim_cur);
+	rlimit(w, "RLIMIT_CORE", 0);
+	/* The pids limit, inside: gVisor counts the tasks of uid 1000 in its
+	 * own kernel and refuses fork() with EAGAIN past it.  The host's pids
+	 * cgroup cannot say this: it counts the sentry's threads and ptrace
+	 * stubs (about five per guest process here), and hitting it panics
+	 * the sentry instead of failing a fork. */
+	if (lim->pids)
+		rlimit(w, "RLIMIT_NPROC", lim->pids);
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+char *
+gv_oci_config(const struct sandbox *sb, const struct gv *g, const char *const *argv,
+	      const char *const *env_add, const char *cwd)
+{
+	struct jw w;
+	jw_init(&w, 0);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "ociVersion", "1.0.0");
+	jw_key(&w, "process");
+	gv_oci_process(&w, sb, argv, env_add, cwd, false);
+	jw_key(&w, "root");
+	jw_obj_begin(&w);
+	char root[PATH_MAX];
+	snprintf(root, sizeof(root), "%s/rootfs", g->dir);
+	jw_kstr(&w, "path", root);
+	jw_kbool(&w, "readonly", true);
+	jw_obj_end(&w);
+	jw_kstr(&w, "hostname", "sandbox");
+	jw_key(&w, "mounts");
+	jw_arr_begin(&w);
+	for (size_t i = 0; i < g->nmounts; i++) {
+		const struct gv_mount *m = &g->mounts[i];
+		jw_obj_begin(&w);
+		jw_kstr(&w, "destination", m->dst);
+		jw_kstr(&w, "type", m->type);
+		jw_kstr(&w, "source", m->src);
+		jw_key(&w, "options");
+		jw_arr_begin(&w);
+		for (const char *o = m->options; o && *o;) {
+			size_t n = strcspn(o, ",");
+			jw_strn(&w, o, n);
+			o += n + (o[n] == ',');
+		}
+		jw_arr_end(&w);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_key(&w, "linux");
+	jw_obj_begin(&w);
+	/* The sentry's own namespaces for the guest.  No "network" entry with
+	 * egress: runsc then keeps the network namespace the launcher put it
+	 * in (loopback and warden's listeners only, gvisor_run.c). */
+	jw_key(&w, "namespaces");
+	jw_arr_begin(&w);
+	static const char *const ns[] = {"pid", "ipc", "uts", "mount", "network"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(ns); i++) {
+		if (!strcmp(ns[i], "network") && g->netns_fd >= 0)
+			continue;
+		jw_obj_begin(&w);
+		jw_kstr(&w, "type", ns[i]);
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_key(&w, "seccomp");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "defaultAction", "SCMP_ACT_ALLOW");
+	jw_key(&w, "syscalls");
+	jw_arr_begin(&w);
+	for (size_t i = 0; jail_seccomp_oci[i]; i++)
+		jw_json(&w, jail_seccomp_oci[i]);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	return jw_steal(&w);
+}
+
+int
+gv_write_file(const struct gv *g, const char *name, const char *s, struct wd_err *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", g->dir, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", g->dir, name);
+	wd_autoclose int fd =
+	    open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return wd_err_sys(err, errno, "create %s", tmp);
+	int rc = wd_write_all(fd, s, strlen(s));
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "write %s", tmp);
+	if (rename(tmp, path) < 0)
+		return wd_err_sys(err, errno, "rename %s", tmp);
+	return 0;
+}
