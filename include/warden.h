@@ -366,6 +366,15 @@ void wd_cmd_set_stdin(wd_cmd *cmd, int fd);
 /* Where the kept windows stream while the command runs (not owned; -1:
  * keep them only in the result, the default). */
 void wd_cmd_set_stream(wd_cmd *cmd, int out_fd, int err_fd);
+/* Cancel this command alone: fd (not owned; an eventfd or a pipe's read
+ * end) is watched while the command runs, and once it is readable the
+ * command is killed as by SIGKILL (status 137; the sandbox of a
+ * wd_ctx_run() ends with it).  Readable before the command starts: it
+ * is killed at once.  Making it readable (a write to the eventfd) is
+ * async-signal-safe.  -1, the default: only wd_ctx_cancel() and
+ * wd_sandbox_cancel() cancel it.  For a server that runs many one-shot
+ * commands and must end one of them. */
+void wd_cmd_set_cancel_fd(wd_cmd *cmd, int fd);
 
 /* Approvals asked for interactively: 1 yes (run it once), 0 no, -1
  * cannot ask (the command stays paused).  Called on the thread running
@@ -577,6 +586,13 @@ int wd_approval_consume(const wd_policy *p, const wd_request *req, const wd_deci
 			wd_audit *audit, struct wd_err *err);
 /* Whether an unexpired approval is recorded for d, without consuming it. */
 bool wd_approval_recorded(const wd_decision *d);
+/* The paused commands waiting for a human, oldest first, as a JSON array
+ * of {"id", "argv", "cwd", "workspace", "rule", "reason", "policy",
+ * "policy_source", "created", "ttl", "approved"} ("approved": an
+ * unexpired approval is recorded and not yet consumed).  For a human's
+ * channel only: it shows what the agent tried.  *out is new, free with
+ * free(); -errno when the state directory cannot be read. */
+int wd_approval_list(char **out, struct wd_err *err);
 
 /* ---- audit trail: hash-chained JSON Lines ---- */
 
@@ -610,6 +626,51 @@ int wd_audit_event(wd_audit *a, const char *event, const char *fields_json, stru
  * not a regular file (-EINVAL: a FIFO or device is refused before reading);
  * *report (if not NULL) is a new one-line description, free with free(). */
 int wd_audit_verify(const char *path, char **report, struct wd_err *err);
+
+/* ------------------------------------------------------- workspace files */
+
+/* The workspace as direct file tools (read_file, write_file, ...) see it:
+ * they run in the harness, outside every jail, under the same containment
+ * as the policy's path check: every path is opened with openat2() and
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS on the workspace's directory fd,
+ * so the check and the use are one system call (docs/policy.md).  Paths
+ * are relative to the workspace, or absolute below "/workspace" (the
+ * jail's view) or below the workspace's host path; any other absolute
+ * path is outside.  Protected paths (.git/hooks, .git/config, .gitmodules,
+ * .envrc, .vscode, .idea: host tools run what they hold) are read-only.
+ * A wd_workspace is immutable once open: any number of threads may use
+ * it at once. */
+typedef struct wd_workspace wd_workspace;
+
+/* Open the directory dir.  *out is new, close with wd_workspace_close().
+ * -EINVAL (err->msg names dir) when it does not exist or is not a
+ * directory. */
+int wd_workspace_open(const char *dir, wd_workspace **out, struct wd_err *err);
+void wd_workspace_close(wd_workspace *ws);
+/* The workspace's resolved host path.  Valid while ws lives. */
+const char *wd_workspace_path(const wd_workspace *ws);
+/* Open path beneath the workspace for reading: flags is O_RDONLY with any
+ * of O_DIRECTORY, O_NOFOLLOW, O_PATH, O_NONBLOCK (O_CLOEXEC is added).
+ * Returns a new fd or a negative errno with err->msg saying why: -EXDEV
+ * the path resolves outside the workspace, -ELOOP a symlink loop or a
+ * magic link, -ENOENT, -ENOTDIR, -EINVAL other flags. */
+int wd_workspace_openat(const wd_workspace *ws, const char *path, int flags, struct wd_err *err);
+/* Whether relpath (relative to the workspace) is a protected path or
+ * below one.  For listing; writes check where the file really is. */
+bool wd_workspace_protected(const char *relpath);
+
+#define WD_WRITE_MKDIRS 0x1u   /* create missing parent directories (0755) */
+#define WD_WRITE_NEW 0x2u      /* fail with -EEXIST if path exists */
+#define WD_WRITE_EXISTING 0x4u /* fail with -ENOENT unless path exists */
+/* Replace (or create) the regular file path with len bytes of data,
+ * atomically: a temporary file beside it, then rename(2).  The old file's
+ * mode is kept (new files: 0644; as root, owned by the workspace's
+ * owner).  A symlink, a directory or a protected path is never written:
+ * -ELOOP, -EISDIR, -EACCES; -EXDEV outside the workspace; -EEXIST or
+ * -ENOENT for WD_WRITE_NEW / WD_WRITE_EXISTING; else -errno.  err->msg
+ * names the path. */
+int wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, size_t len,
+		       unsigned flags, struct wd_err *err);
 
 /* ----------------------------------------------------------------- parsing */
 

@@ -28,6 +28,7 @@ int cli_check(int argc, char **argv);
 int cli_approve(int argc, char **argv);
 int cli_audit(int argc, char **argv);
 int cli_policy(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 
 /* Print "warden: <subcommand>: <message>" to stderr (and, after
  * cli_json_errors(true), {"status":125,"error":...} to stdout); returns

@@ -16,6 +16,7 @@ static const struct {
 	{"audit", cli_audit, "verify an audit trail (audit verify FILE)"},
 	{"policy", cli_policy, "print the effective policy (policy show)"},
 	{"doctor", cli_doctor, "report which isolation levels this host can run"},
+	{"serve", cli_serve, "serve MCP and JSON-RPC (stdio, a unix socket, HTTP)"},
 };
 
 static void

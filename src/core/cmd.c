@@ -8,6 +8,7 @@ wd_cmd_new(void)
 {
 	wd_cmd *c = wd_xcalloc(1, sizeof(*c));
 	c->stdin_fd = -1;
+	c->cancel_fd = -1;
 	c->stream_fd[0] = c->stream_fd[1] = c->stream_fd[2] = -1;
 	return c;
 }
@@ -123,4 +124,10 @@ wd_cmd_set_stream(wd_cmd *c, int out_fd, int err_fd)
 {
 	c->stream_fd[1] = out_fd;
 	c->stream_fd[2] = err_fd;
+}
+
+WD_API void
+wd_cmd_set_cancel_fd(wd_cmd *c, int fd)
+{
+	c->cancel_fd = fd;
 }

@@ -58,6 +58,7 @@ struct wd_cmd {
 	bool policy, interactive;
 	uint64_t timeout_ms, output_limit;
 	int stdin_fd;
+	int cancel_fd; /* wd_cmd_set_cancel_fd: readable -> killed, or -1 */
 	int stream_fd[3];
 };
 

@@ -41,6 +41,7 @@ pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned fl
 	x->flags = flags;
 	x->cancel_fd = ctx->cancel_fd;
 	x->cancel_sig = &ctx->cancel_sig;
+	x->cmd_cancel_fd = cmd->cancel_fd;
 }
 
 void

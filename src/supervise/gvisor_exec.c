@@ -186,6 +186,11 @@ loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
 				on_cancel(r, atomic_load(&sb->cancel_sig));
 			else if (fd == r->x->cancel_fd)
 				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
+			else if (fd == r->x->cmd_cancel_fd) {
+				/* the caller's fd stays readable: watched once */
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
+				on_cancel(r, SIGKILL);
+			}
 		}
 	}
 	free(buf);
@@ -418,13 +423,18 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	}
 	r.relay.ep = r.ep;
 	int fds[] = {r.io.fd[1],	    r.io.fd[2],	 r.pidfd, r.oneshot ? -1 : g->sentry_pidfd,
-		     sb->cancel_fd, x->cancel_fd};
+		     sb->cancel_fd, x->cancel_fd, x->cmd_cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	stdin_relay_watch(&r.relay);
 	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
 		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
 							   : atomic_load(x->cancel_sig));
+	struct pollfd cp = {.fd = x->cmd_cancel_fd, .events = POLLIN};
+	if (x->cmd_cancel_fd >= 0 && poll(&cp, 1, 0) == 1) {
+		epoll_ctl(r.ep, EPOLL_CTL_DEL, x->cmd_cancel_fd, NULL);
+		on_cancel(&r, SIGKILL);
+	}
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
 	if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 && !r.timed_out &&

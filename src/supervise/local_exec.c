@@ -9,6 +9,7 @@
 #include "jail/jail.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -188,6 +189,10 @@ loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
 				on_cancel(r, atomic_load(&sb->cancel_sig));
 			} else if (fd == r->x->cancel_fd) {
 				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
+			} else if (fd == r->x->cmd_cancel_fd) {
+				/* the caller's fd stays readable: watched once */
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
+				on_cancel(r, SIGKILL);
 			}
 		}
 	}
@@ -359,7 +364,8 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 		rc = wd_err_sys(err, errno, "epoll_create1");
 		goto out;
 	}
-	int fds[] = {r.io.fd[1], r.io.fd[2], r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd};
+	int fds[] = {r.io.fd[1], r.io.fd[2], r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd,
+		     x->cmd_cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	r.relay.ep = r.ep;
@@ -368,6 +374,11 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
 		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
 							  : atomic_load(x->cancel_sig));
+	struct pollfd cp = {.fd = x->cmd_cancel_fd, .events = POLLIN};
+	if (x->cmd_cancel_fd >= 0 && poll(&cp, 1, 0) == 1) {
+		epoll_ctl(r.ep, EPOLL_CTL_DEL, x->cmd_cancel_fd, NULL);
+		on_cancel(&r, SIGKILL);
+	}
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
 

@@ -272,6 +272,7 @@ struct exec_req {
 	unsigned flags;            /* SYNC_EXEC_LAST: the sandbox ends with it */
 	int cancel_fd;             /* readable: stop (the context's), or -1 */
 	const atomic_int *cancel_sig; /* the signal behind cancel_fd */
+	int cmd_cancel_fd;         /* this command's own: readable -> SIGKILL, or -1 */
 };
 
 /* ---- the keeper (keeper.c) ---- */
