@@ -18,7 +18,11 @@
  *
  * It is a raw clone of a possibly multithreaded program (an embedder's
  * threads, the proxy's), so after the clone it uses system calls only: no
- * malloc (a lock may have been copied held), no stdio.  Its table lives in
+ * malloc (a lock may have been copied held), no stdio, and not even libc's
+ * wrappers for them: a sanitizer intercepts open(), read() and mmap() and
+ * takes its own locks there, which a raw clone (unlike fork(), which the
+ * sanitizer brackets) may have copied held (a keeper hung on a futex under
+ * TSan).  Its table lives in
  * an anonymous mapping.  exit_signal 0 keeps it out of the caller's
  * waitpid(-1) and SIGCHLD; keeper_stop() reaps it through its pidfd. */
 #include "supervise/supervise.h"
@@ -33,6 +37,21 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+
+/* System calls without libc's wrappers (see above). */
+#define k_open(path, flags) ((int)syscall(SYS_openat, AT_FDCWD, (path), (flags), 0))
+#define k_read(fd, buf, n) ((ssize_t)syscall(SYS_read, (fd), (buf), (n)))
+#define k_write(fd, buf, n) ((ssize_t)syscall(SYS_write, (fd), (buf), (n)))
+#define k_close(fd) syscall(SYS_close, (fd))
+#define k_dup2(a, b) ((a) == (b) ? 0 : (int)syscall(SYS_dup3, (a), (b), 0))
+#define k_rmdir(path) syscall(SYS_unlinkat, AT_FDCWD, (path), AT_REMOVEDIR)
+
+__attribute__((noreturn)) static void
+k_exit(int status)
+{
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -81,7 +100,7 @@ static void
 sleep_ms(long ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
+	syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
 }
 
 /* Kill every process listed in dir/cgroup.procs; returns how many. */
@@ -89,20 +108,20 @@ static int
 kill_procs(char *path, size_t dlen)
 {
 	memcpy(path + dlen, "/cgroup.procs", 14);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = k_open(path, O_RDONLY | O_CLOEXEC);
 	path[dlen] = '\0';
 	if (fd < 0)
 		return 0;
 	char buf[4096];
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ssize_t n = k_read(fd, buf, sizeof(buf) - 1);
+	k_close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
 	int k = 0;
 	for (const char *s = buf; *s;) {
 		pid_t v = jail_next_pid(&s);
-		if (v > 0 && kill(v, SIGKILL) == 0)
+		if (v > 0 && syscall(SYS_kill, v, SIGKILL) == 0)
 			k++;
 	}
 	return k;
@@ -120,14 +139,14 @@ remove_dir(const char *dir)
 		return;
 	memcpy(path, dir, dlen + 1);
 	memcpy(path + dlen, "/cgroup.kill", 13);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = k_open(path, O_WRONLY | O_CLOEXEC);
 	path[dlen] = '\0';
 	if (fd >= 0) {
-		(void)!write(fd, "1", 1);
-		close(fd);
+		(void)!k_write(fd, "1", 1);
+		k_close(fd);
 	}
 	for (int i = 0; i < 1000; i++) {
-		if (rmdir(path) == 0 || errno == ENOENT)
+		if (k_rmdir(path) == 0 || errno == ENOENT)
 			return;
 		if (errno != EBUSY)
 			return;
@@ -142,32 +161,32 @@ keeper_main(int rfd)
 	/* Keep nothing of the program's but the pipe: holding its output
 	 * pipes or sockets would delay EOFs elsewhere, and $(warden ...)
 	 * must not wait for us. */
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0 || dup2(rfd, 3) < 0)
-		_exit(1);
-	dup2(null, 0);
-	dup2(null, 1);
-	dup2(null, 2);
+	int null = k_open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || k_dup2(rfd, 3) < 0)
+		k_exit(1);
+	k_dup2(null, 0);
+	k_dup2(null, 1);
+	k_dup2(null, 2);
 	syscall(SYS_close_range, 4U, ~0U, 0U);
-	(void)!chdir("/");
+	(void)!syscall(SYS_chdir, "/");
 	/* Own session: a terminal's ^C to the program's group spares us;
 	 * we end when the pipe says so. */
-	setsid();
+	syscall(SYS_setsid);
 	jail_ignore_signal(SIGINT);
 	jail_ignore_signal(SIGTERM);
 	jail_ignore_signal(SIGHUP);
 	jail_ignore_signal(SIGQUIT);
 	syscall(SYS_prctl, 15 /* PR_SET_NAME */, "warden-keeper", 0, 0, 0);
 
-	struct table t = {mmap(NULL, KEEP_TABLE, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+	struct table t = {(char *)syscall(SYS_mmap, NULL, KEEP_TABLE, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
 			  0};
 	if (t.p == MAP_FAILED)
-		_exit(1);
+		k_exit(1);
 	char buf[8192];
 	size_t have = 0;
 	for (;;) {
-		ssize_t n = read(3, buf + have, sizeof(buf) - have);
+		ssize_t n = k_read(3, buf + have, sizeof(buf) - have);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -177,7 +196,7 @@ keeper_main(int rfd)
 		while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
 			size_t len = (size_t)(nl - line);
 			if (len == 1 && line[0] == 'q')
-				_exit(0);
+				k_exit(0);
 			if (len > 1 && line[0] == '+')
 				table_add(&t, line + 1, len - 1);
 			else if (len > 1 && line[0] == '-')
@@ -195,7 +214,7 @@ keeper_main(int rfd)
 			remove_dir(t.p + i);
 		i += l ? l + 1 : 1;
 	}
-	_exit(0);
+	k_exit(0);
 }
 
 /* ---- the program's side ---- */
@@ -221,7 +240,7 @@ keeper_start(struct keeper **out, struct wd_err *err)
 	}
 	if (pid == 0) {
 		jail_child_sanitizer();
-		close(p[1]);
+		k_close(p[1]);
 		keeper_main(p[0]);
 	}
 	close(p[0]);
