@@ -337,9 +337,15 @@ local_read_setup(struct sandbox *sb)
 			net_ready(sb, fds, nfds);
 			break;
 		case SYNC_READY:
+		case SYNC_VACANT:
 			sb->state = SB_READY;
+			sb->vacant = m.kind == SYNC_VACANT;
 			sb->time_ns_active = m.status & SYNC_READY_TIME_NS;
-			STEP("3-4 jail ready");
+			STEP(sb->vacant ? "3-4 jail ready, vacant" : "3-4 jail ready");
+			break;
+		case SYNC_ATTACHED:
+			sb->state = SB_READY;
+			STEP("3e workspace attached");
 			break;
 		case SYNC_ERROR:
 			sb->setup_step = m.step;
@@ -398,6 +404,32 @@ local_ready(struct sandbox *sb, struct wd_err *err)
 			pthread_mutex_unlock(&sb->lock);
 		}
 	}
+}
+
+/* SYNC_ATTACH: a vacant sandbox's workspace.  The sandbox goes back to
+ * SB_SPAWNED until SYNC_ATTACHED comes, so whoever waits (ready, or a
+ * command sent right behind: the sync table allows EXEC in ATTACHING)
+ * reads the answer, or the error, as it would a set-up's. */
+int
+local_attach(struct sandbox *sb, int tree_fd, struct wd_err *err)
+{
+	int rc;
+	pthread_mutex_lock(&sb->lock);
+	if (sb->state != SB_READY || !sb->vacant) {
+		pthread_mutex_unlock(&sb->lock);
+		return wd_err_set(err, WD_E_INVAL, "sandbox %s is not waiting for a workspace",
+				  sb->id);
+	}
+	struct sync_msg m = {.kind = SYNC_ATTACH};
+	rc = sync_send(&sb->chan, &m, &tree_fd, 1);
+	if (rc == 0) {
+		sb->vacant = false;
+		sb->state = SB_SPAWNED;
+	}
+	pthread_mutex_unlock(&sb->lock);
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "attach the workspace to sandbox %s", sb->id);
+	return 0;
 }
 
 /* ---- kill, destroy, describe ---- */

@@ -287,6 +287,10 @@ struct backend_ops {
 	/* What the sandbox would be, as text, from a prepared sandbox that
 	 * was never started (`warden run --print-plan`): a new string. */
 	char *(*plan_text)(struct sandbox *sb);
+	/* A vacant sandbox (warm pool): hand it its workspace, a detached
+	 * tree (not owned), before its first command.  NULL: the level
+	 * cannot (sandbox_attach() says -ENOTSUP). */
+	int (*attach)(struct sandbox *sb, int tree_fd, struct wd_err *err);
 };
 
 const struct backend_ops *backend_for(enum wd_isolation level);
@@ -324,6 +328,7 @@ struct sandbox {
 	int setup_step, setup_errno, setup_op;
 	bool time_ns_active; /* pid 1 made the time namespace (SYNC_READY) */
 	bool reaped;
+	bool vacant; /* built without a workspace (SYNC_VACANT), not attached yet */
 
 	/* a backend's own state (gvisor.c), freed by its destroy */
 	void *priv;
@@ -343,6 +348,10 @@ int sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
 		 struct wd_err *err);
 void sandbox_cancel(struct sandbox *sb, int signo);
 void sandbox_free(struct sandbox *sb); /* destroys what is left first */
+/* A ready vacant sandbox's workspace (tree_fd not owned): sent to pid 1,
+ * which moves it into place; a command may be sent right behind it.
+ * -ENOTSUP at a level that cannot, -EINVAL when not vacant. */
+int sandbox_attach(struct sandbox *sb, int tree_fd, struct wd_err *err);
 /* Lifecycle event "sandbox.<what>" with an optional detail line. */
 void sandbox_event(struct sandbox *sb, const char *what, const char *detail);
 /* A new random 16-hex id. */
@@ -356,6 +365,7 @@ int local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
 	       struct wd_err *err);
 void local_kill(struct sandbox *sb);
 void local_destroy(struct sandbox *sb);
+int local_attach(struct sandbox *sb, int tree_fd, struct wd_err *err);
 /* Handle what pid 1 sent on the sandbox channel (under sb->lock). */
 void local_read_setup(struct sandbox *sb);
 /* The error a failed set-up reported, as err (returns -errno). */
