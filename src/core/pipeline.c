@@ -13,6 +13,7 @@
  *     the same policy stage and result event, then sandbox_exec. */
 #include "core/core.h"
 #include "policy/policy.h"
+#include "workspace/workspace.h"
 
 #include <string.h>
 
@@ -91,6 +92,9 @@ wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 	bool policy = cmd_needs_policy(cmd);
 	const wd_spec *eff = spec;
 	char *const *argv = cmd->argv;
+	struct box *b = NULL;
+	wd_spec *own = NULL;
+	struct ws_trees t = {-1, -1, -1};
 	int rc;
 
 	if (!cmd->command && cmd->argc == 0) {
@@ -111,6 +115,16 @@ wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
 	if (policy)
 		policy_cmd_limits(spec, &g, &x);
+	/* a cow workspace: layers in the state directory for this run only
+	 * (nothing of it reaches the real directory: there is no apply) */
+	if (box_needed(eff)) {
+		if ((rc = box_create(ctx, eff, id, true, &b, err)) < 0)
+			goto fail;
+		own = spec_copy(eff);
+		if ((rc = box_trees(b, own, &t, err)) < 0)
+			goto fail;
+		eff = own;
+	}
 	if ((rc = sandbox_new(eff, id, &ctx->sink, &sb, err)) < 0)
 		goto fail;
 	sb->get_keeper = ctx_keeper;
@@ -130,6 +144,9 @@ fail:
 		pipeline_result_event(ctx, id, g.decision, NULL, err->msg);
 out:
 	sandbox_free(sb);
+	ws_trees_close(&t);
+	box_close(b);
+	wd_spec_free(own);
 	gate_fini(&g);
 	if (rc == 0)
 		*out = r;

@@ -10,6 +10,7 @@
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 #include "net/net.h"
+#include "workspace/workspace.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -87,6 +88,26 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 	const char *ws = spec->workspace;
 	if (!ws)
 		ws = cwd = getcwd(NULL, 0);
+	/* trees workspace/ made for this sandbox: a cow overlay, the home and
+	 * /tmp of its disk (issue 9) */
+	struct jail_tree trees[3];
+	size_t ntrees = 0;
+	if (spec->tree_ws >= 0)
+		trees[ntrees++] = (struct jail_tree){"/workspace", spec->tree_ws, "cow workspace"};
+	if (spec->tree_home >= 0)
+		trees[ntrees++] = (struct jail_tree){"/home/sandbox", spec->tree_home,
+						     "home (sandbox disk)"};
+	if (spec->tree_tmp >= 0)
+		trees[ntrees++] = (struct jail_tree){"/tmp", spec->tree_tmp, "/tmp (sandbox disk)"};
+	/* protected paths: warden's, then the spec's (and the policy's) */
+	size_t nd = 0;
+	while (ws_default_protect[nd])
+		nd++;
+	const char **protect = wd_xcalloc(nd + spec->nprotect + 1, sizeof(char *));
+	for (size_t i = 0; i < nd; i++)
+		protect[i] = ws_default_protect[i];
+	for (size_t i = 0; i < spec->nprotect; i++)
+		protect[nd + i] = spec->protect[i];
 	struct jail_config cfg = {
 		.container = is_container(sb),
 		.workspace = ws ? ws : ".",
@@ -104,9 +125,16 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 		.ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
 		.time_ns = spec->time_ns,
 		.reproducible = spec->reproducible,
+		.trees = trees,
+		.ntrees = ntrees,
+		.home = spec->tree_home >= 0 ? "/home/sandbox" : NULL,
+		.protect = protect,
+		.nprotect = is_container(sb) ? nd + spec->nprotect : 0,
+		.vacant = spec->vacant,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	free(binds);
+	free(protect);
 	return rc;
 }
 

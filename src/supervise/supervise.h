@@ -74,6 +74,15 @@ struct wd_spec {
 	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
 	wd_event_fn event_fn; /* wd_spec_set_event_handler: network events as JSON */
 	void *event_data;
+	/* the workspace (issue 9) */
+	enum wd_workspace_mode ws_mode;
+	uint64_t disk_bytes;  /* --disk; 0: warden's default (1G) */
+	char **protect;       /* protected paths beyond the defaults */
+	size_t nprotect;
+	/* set by core for one sandbox, never by the caller: detached trees
+	 * from workspace/ (not owned; -1 none), and a vacant build */
+	int tree_ws, tree_home, tree_tmp;
+	bool vacant;
 };
 
 /* A deep copy (the sandbox keeps its own). */
@@ -83,6 +92,14 @@ wd_spec *spec_copy(const wd_spec *s);
 bool spec_is_system_dir(const char *real);
 /* A portable environment variable name. */
 bool spec_env_name_ok(const char *name);
+/* The spec as JSON (what the caller set; a new jansson object) and back
+ * (through the public setters, so everything is checked again). */
+struct json_t;
+struct json_t *spec_to_json(const wd_spec *s);
+int spec_from_json(struct json_t *j, wd_spec **out, struct wd_err *err);
+/* A protected path in normal form (relative, no "", "." or ".."
+ * component): a new copy, or NULL when it is not one. */
+char *spec_protect_path(const char *p);
 
 /* ---- events ---- */
 struct wd_event {
