@@ -184,6 +184,22 @@ int box_apply(struct box *b, const char *const *paths, size_t np, bool json, cha
 int box_discard(struct box *b, const char *const *paths, size_t np, bool live,
 		struct wd_err *err);
 
+/* ---- sessions (mproto.c, monitor.c, session.c) ---- */
+#define MP_MAX_FDS 4
+/* One JSON record with descriptors each way (large ones in a memfd). */
+int mp_send(int sock, const char *json, const int *fds, int nfds);
+/* *json is new (free it), fds get up to MP_MAX_FDS; timeout_ms < 0 waits. */
+int mp_recv(int sock, char **json, int *fds, int *nfds, int timeout_ms);
+/* A sealed memfd holding data, or -errno. */
+int mp_memfd(const char *name, const void *data, size_t len);
+/* The content of a memfd (at most max bytes): a new NUL-terminated copy. */
+char *mp_read_memfd(int fd, size_t max, size_t *len);
+/* The monitor program's body: warden-monitor ROOT ID (fd 3: readiness). */
+int session_monitor_main(int argc, char **argv);
+/* A session's snapshot of its disk and baseline as tag (sbdir: its state
+ * directory; disk: its mounted disk to freeze, or -1 when stopped). */
+int session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err);
+
 /* A wd_sandbox over a box (b may be NULL): create as wd_sandbox_create
  * does; the sandbox owns b from then on. */
 int sandbox_create_boxed(wd_ctx *ctx, const wd_spec *spec, struct box *b, const char *id,

@@ -250,7 +250,10 @@ struct exec_req {
 	uint64_t output_limit;     /* 0: the spec's */
 	int stdin_fd;              /* -1: /dev/null */
 	int stream_fd[3];          /* [1], [2]: live copies, or -1 */
-	unsigned flags;            /* SYNC_EXEC_LAST: the sandbox ends with it */
+	unsigned flags;            /* SYNC_EXEC_LAST: the sandbox ends with it;
+				    * SYNC_EXEC_DETACH: a session's background command */
+	int log_fd;                /* with SYNC_EXEC_DETACH: its stdout and stderr (a
+				    * file), instead of the capture's pipes */
 	int cancel_fd;             /* readable: stop (the context's), or -1 */
 	const atomic_int *cancel_sig; /* the signal behind cancel_fd */
 };
@@ -401,6 +404,12 @@ char *local_plan_text(struct sandbox *sb);
 
 /* ---- the gvisor backend (gvisor*.c) ---- */
 extern const struct backend_ops gvisor_ops;
+
+/* A result across a process boundary (result_wire.c): every field by
+ * name into w; back from the object with the output windows apart. */
+void result_wire_write(struct jw *w, const wd_result *r);
+wd_result *result_wire_read(struct json_t *o, const char *out, size_t out_len, const char *err,
+			    size_t err_len);
 
 /* One JSON object for a proxy or DNS decision (compat: spec event handler). */
 char *result_net_event_json(const struct net_event *ev);

@@ -226,15 +226,63 @@ ws_disk_create(int dirfd, const char *name, uint64_t bytes, uid_t uid, gid_t gid
 	return 0;
 }
 
+/* Freeze a mounted disk for a consistent copy, with a guard: a frozen
+ * file system whose last mount goes away stays frozen, with its loop
+ * device, until someone mounts it again to thaw it.  So a small child
+ * process holds the disk too and thaws it if we die before ws_disk_thaw()
+ * (EOF on its pipe).  It is a fork of a possibly multithreaded process:
+ * it only reads, calls ioctl and exits. */
 int
-ws_disk_freeze(int mnt, bool on, struct wd_err *err)
+ws_disk_freeze(int mnt, struct ws_freeze *fz, struct wd_err *err)
 {
-	wd_autoclose int fd = openat(mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	fz->fd = openat(mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fz->pipe_w = -1;
+	fz->pid = -1;
+	if (fz->fd < 0)
 		return wd_err_sys(err, errno, "open the sandbox disk");
-	if (ioctl(fd, on ? FIFREEZE : FITHAW, 0) < 0)
-		return wd_err_sys(err, errno, "%s the sandbox disk", on ? "freeze" : "thaw");
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		wd_close_reset(&fz->fd);
+		return wd_err_sys(err, errno, "pipe");
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		wd_close_reset(&fz->fd);
+		return wd_err_sys(err, e, "fork the freeze guard");
+	}
+	if (pid == 0) {
+		close(p[1]);
+		char c;
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		ioctl(fz->fd, FITHAW, 0); /* EINVAL when thawed already */
+		_exit(0);
+	}
+	close(p[0]);
+	fz->pipe_w = p[1];
+	fz->pid = pid;
+	if (ioctl(fz->fd, FIFREEZE, 0) < 0) {
+		int e = errno;
+		ws_disk_thaw(fz);
+		return wd_err_sys(err, e, "freeze the sandbox disk");
+	}
 	return 0;
+}
+
+void
+ws_disk_thaw(struct ws_freeze *fz)
+{
+	if (fz->fd >= 0)
+		ioctl(fz->fd, FITHAW, 0);
+	wd_close_reset(&fz->pipe_w); /* the guard wakes and exits */
+	if (fz->pid > 0)
+		while (waitpid(fz->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	fz->pid = -1;
+	wd_close_reset(&fz->fd);
 }
 
 int

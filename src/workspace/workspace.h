@@ -85,8 +85,14 @@ int ws_disk_create(int dirfd, const char *name, uint64_t bytes, uid_t uid, gid_t
  * detached tree: returns the mount's fd (or -errno).  The loop device
  * and the mount go when the last descriptor of the tree closes. */
 int ws_disk_mount(int dirfd, const char *name, struct wd_err *err);
-/* Freeze (on) or thaw a mounted disk, for a consistent copy. */
-int ws_disk_freeze(int mnt, bool on, struct wd_err *err);
+/* Freeze a mounted disk for a consistent copy (a guard process thaws it
+ * should this process die first), then thaw it. */
+struct ws_freeze {
+	int fd, pipe_w;
+	pid_t pid;
+};
+int ws_disk_freeze(int mnt, struct ws_freeze *fz, struct wd_err *err);
+void ws_disk_thaw(struct ws_freeze *fz);
 /* Copy a file sparsely (holes stay holes; data by copy_file_range). */
 int ws_copy_sparse(int from_dir, const char *from, int to_dir, const char *to,
 		   struct wd_err *err);
