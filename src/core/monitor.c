@@ -714,7 +714,9 @@ session_monitor_main(int argc, char **argv)
 	if (pid > 0)
 		_exit(0);
 	setsid();
-	umask(077);
+	/* the sandbox's processes inherit it: the usual one (every file of
+	 * ours is made with an explicit mode) */
+	umask(022);
 	if (chdir("/") < 0)
 		_exit(1);
 	prctl(PR_SET_NAME, "warden-monitor", 0, 0, 0);
