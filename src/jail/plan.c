@@ -372,6 +372,12 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		const char *jdst = i == 0 ? "/workspace" : cfg->binds[i - 1].dst;
 		bool rw = i == 0 ? true : cfg->binds[i - 1].rw;
 		const char *what = i == 0 ? "workspace" : (rw ? "--bind" : "--ro-bind");
+		if (i == 0 && cfg->vacant) {
+			/* the workspace comes later, with SYNC_ATTACH: only its
+			 * mount point now */
+			add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/workspace", R));
+			continue;
+		}
 		if (i > 0) {
 			char resolved[PATH_MAX];
 			if ((rc = jail_safe_resolve(src, roots, nroots, resolved, err)) < 0) {
@@ -421,8 +427,6 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			*c = '/';
 		}
 		add_op(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
-		if (i == 0 && cfg->vacant)
-			continue; /* the workspace comes later, with SYNC_ATTACH */
 		if (i == 0 && find_tree(cfg, "/workspace") >= 0) {
 			/* a cow overlay (or another tree) made by the caller */
 			op = add_tree(p, cfg, find_tree(cfg, "/workspace"));
