@@ -462,8 +462,8 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 
 /* Options of run that a session takes when it runs a command (warden
  * exec), not when it is made. */
-static const char *const exec_only[] = {"command", "tool",	 "policy", "audit", "approve",
-					"stdin",   "print-plan", "timeout", "output-limit", NULL};
+static const char *const exec_only[] = {"command", "tool",	 "policy", "audit",
+					"approve", "stdin", "print-plan", NULL};
 
 int
 cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
