@@ -46,6 +46,7 @@ struct mon {
 	pthread_cond_t cond;
 	int active;   /* requests being served, detached commands included */
 	int detached; /* detached commands running */
+	int working;  /* requests that count as use (not info) being served */
 	unsigned seq; /* detached commands started */
 	uint64_t last_ns;
 	uint64_t idle_ns; /* 0: never */
@@ -106,14 +107,6 @@ reply_ok(int conn, const char *members, const char *data, size_t len)
 	if (fd >= 0)
 		close(fd);
 	free(s);
-}
-
-static void
-touch(void)
-{
-	pthread_mutex_lock(&M.lock);
-	M.last_ns = wd_now_ns();
-	pthread_mutex_unlock(&M.lock);
 }
 
 /* ---- requests ---- */
@@ -507,10 +500,19 @@ conn_thread(void *arg)
 	char *text = NULL;
 	int fds[MP_MAX_FDS], nfds = 0;
 	json_t *q = NULL;
+	bool activity = false;
 	if (mp_recv(conn, &text, fds, &nfds, 5000) < 0)
 		goto out;
 	q = json_loads(text, 0, NULL);
 	const char *op = json_string_value(json_object_get(q, "op"));
+	/* what keeps a session from its idle timeout: anything but a look at
+	 * it (warden ls asks every running session for its info) */
+	activity = op && strcmp(op, "info") != 0;
+	if (activity) {
+		pthread_mutex_lock(&M.lock);
+		M.working++;
+		pthread_mutex_unlock(&M.lock);
+	}
 	pthread_mutex_lock(&M.lock);
 	bool stopping = M.stopping;
 	pthread_mutex_unlock(&M.lock);
@@ -543,8 +545,11 @@ out:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	close(conn);
-	touch();
 	pthread_mutex_lock(&M.lock);
+	if (activity) {
+		M.last_ns = wd_now_ns();
+		M.working--;
+	}
 	M.active--;
 	pthread_cond_broadcast(&M.cond);
 	pthread_mutex_unlock(&M.lock);
@@ -595,7 +600,7 @@ serve(void)
 		if (M.idle_ns) {
 			pthread_mutex_lock(&M.lock);
 			uint64_t now = wd_now_ns(), due = M.last_ns + M.idle_ns;
-			bool busy = M.active - M.detached > 0;
+			bool busy = M.working > 0;
 			pthread_mutex_unlock(&M.lock);
 			if (!busy && now >= due) {
 				teardown("idle timeout", 0);

@@ -485,7 +485,8 @@ exec_request(const char *op, const wd_cmd *cmd, char *const *argv, const struct 
 	jw_kuint(&j, "timeout_ms", x->timeout_ms);
 	jw_kuint(&j, "output_limit", x->output_limit);
 	jw_kuint(&j, "require", require);
-	*nfds = 0;
+	if (nfds)
+		*nfds = 0;
 	const struct {
 		const char *name;
 		int fd;
@@ -771,17 +772,37 @@ wd_session_list(wd_ctx *ctx, char **json, struct wd_err *err)
 	return 0;
 }
 
+/* Ask the monitor to stop and wait until it is gone: its reply comes
+ * once the jail and its layers are, then it exits, and its lock (held for
+ * its life) is free.  A stopped session: nothing to do. */
+static int
+stop(int sbdir, struct wd_err *err)
+{
+	int rc = call(sbdir, "{\"op\":\"stop\"}", NULL, 0, NULL, NULL, NULL, err);
+	if (rc == -ESRCH)
+		return 0;
+	if (rc < 0)
+		return rc;
+	int lk = openat(sbdir, "monitor.lock", O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	for (int i = 0; lk >= 0 && i < 1000; i++) {
+		if (flock(lk, LOCK_EX | LOCK_NB) == 0)
+			break;
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	if (lk >= 0)
+		close(lk);
+	return 0;
+}
+
 WD_API int
 wd_session_stop(wd_ctx *ctx, const char *ref, struct wd_err *err)
 {
 	CTX_ENTER(ctx);
 	struct where w;
 	int rc = locate(ctx, ref, &w, err);
-	if (rc == 0) {
-		rc = call(w.sbdir, "{\"op\":\"stop\"}", NULL, 0, NULL, NULL, NULL, err);
-		if (rc == -ESRCH)
-			rc = 0; /* stopped already: nothing to do */
-	}
+	if (rc == 0)
+		rc = stop(w.sbdir, err);
 	where_fini(&w);
 	CTX_LEAVE();
 	return rc;
@@ -810,11 +831,8 @@ wd_session_remove(wd_ctx *ctx, const char *ref, struct wd_err *err)
 	CTX_ENTER(ctx);
 	struct where w;
 	int rc = locate(ctx, ref, &w, err);
-	if (rc == 0) {
-		rc = call(w.sbdir, "{\"op\":\"stop\"}", NULL, 0, NULL, NULL, NULL, err);
-		if (rc == -ESRCH)
-			rc = 0;
-	}
+	if (rc == 0)
+		rc = stop(w.sbdir, err);
 	if (rc == 0) {
 		json_t *meta = NULL;
 		const char *name = NULL;
