@@ -445,10 +445,12 @@ int wd_session_exec(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, wd_result *
  * *seq gets N.  Container level. */
 int wd_session_exec_detached(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, unsigned *seq,
 			     struct wd_err *err);
-/* Every session of the state directory as a JSON array of objects (id,
- * name, state "running" or "stopped", workspace, mode, created, last
- * use, commands running, snapshots).  *json is new, free with free(). */
-int wd_session_list(wd_ctx *ctx, char **json, struct wd_err *err);
+/* Every session of the state directory: a table for people, or (json) a
+ * JSON array of objects (id, name, state "running" or "stopped",
+ * workspace, workspace_mode, created, and for a running one its monitor's
+ * pid, commands and detached commands running, idle_ms; idle_timeout_ms,
+ * disk_bytes_used, snapshots).  *out is new, free with free(). */
+int wd_session_list(wd_ctx *ctx, bool json, char **out, struct wd_err *err);
 int wd_session_stop(wd_ctx *ctx, const char *ref, struct wd_err *err);
 int wd_session_start(wd_ctx *ctx, const char *ref, struct wd_err *err);
 /* Stop if running, then remove the session's state (files, snapshots). */

@@ -7,8 +7,6 @@
 #include "cli/cli.h"
 #include "cli/policy_cli.h"
 
-#include <jansson.h>
-
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -513,44 +511,6 @@ simple_args(const char *sub, const char *usage, int argc, char **argv, bool *jso
 	return 0;
 }
 
-static const char *
-age(long long created, char *buf, size_t cap)
-{
-	long long d = (long long)time(NULL) - created;
-	if (d < 120)
-		snprintf(buf, cap, "%llds", d < 0 ? 0 : d);
-	else if (d < 7200)
-		snprintf(buf, cap, "%lldm", d / 60);
-	else if (d < 172800)
-		snprintf(buf, cap, "%lldh", d / 3600);
-	else
-		snprintf(buf, cap, "%lldd", d / 86400);
-	return buf;
-}
-
-static void
-print_sessions(const char *list)
-{
-	json_t *a = json_loads(list, 0, NULL);
-	size_t i;
-	json_t *s;
-	printf("%-16s  %-16s  %-7s  %-6s  %-4s  %s\n", "ID", "NAME", "STATE", "MODE", "AGE",
-	       "WORKSPACE");
-	json_array_foreach(a, i, s)
-	{
-		char buf[32];
-		const char *name = json_string_value(json_object_get(s, "name"));
-		const char *ws = json_string_value(json_object_get(s, "workspace"));
-		printf("%-16s  %-16s  %-7s  %-6s  %-4s  %s\n",
-		       json_string_value(json_object_get(s, "id")), name ? name : "-",
-		       json_string_value(json_object_get(s, "state")),
-		       json_string_value(json_object_get(s, "workspace_mode")),
-		       age(json_integer_value(json_object_get(s, "created")), buf, sizeof(buf)),
-		       ws ? ws : "-");
-	}
-	json_decref(a);
-}
-
 int
 cli_ls(int argc, char **argv)
 {
@@ -566,17 +526,12 @@ cli_ls(int argc, char **argv)
 	wd_ctx *ctx = NULL;
 	struct wd_err e = {0};
 	char *list = NULL;
-	if (wd_ctx_new(&ctx, &e) < 0 || wd_session_list(ctx, &list, &e) < 0) {
+	if (wd_ctx_new(&ctx, &e) < 0 || wd_session_list(ctx, json, &list, &e) < 0) {
 		wd_ctx_free(ctx);
 		return cli_fail("ls", "%s", e.msg);
 	}
 	wd_ctx_free(ctx);
-	if (json) {
-		puts(list);
-		free(list);
-		return 0;
-	}
-	print_sessions(list);
+	fputs(list, stdout);
 	free(list);
 	return 0;
 }

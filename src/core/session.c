@@ -734,8 +734,54 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+static const char *
+age(long long created, char *buf, size_t cap)
+{
+	long long d = (long long)time(NULL) - created;
+	if (d < 120)
+		snprintf(buf, cap, "%llds", d < 0 ? 0 : d);
+	else if (d < 7200)
+		snprintf(buf, cap, "%lldm", d / 60);
+	else if (d < 172800)
+		snprintf(buf, cap, "%lldh", d / 3600);
+	else
+		snprintf(buf, cap, "%lldd", d / 86400);
+	return buf;
+}
+
+/* The list as a table for people. */
+static char *
+list_text(const char *json)
+{
+	json_t *a = json_loads(json, 0, NULL);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
+	fprintf(f, "%-16s  %-16s  %-7s  %-6s  %-4s  %s\n", "ID", "NAME", "STATE", "MODE", "AGE",
+		"WORKSPACE");
+	size_t i;
+	json_t *s;
+	json_array_foreach(a, i, s)
+	{
+		char buf[32];
+		const char *name = json_string_value(json_object_get(s, "name"));
+		const char *ws = json_string_value(json_object_get(s, "workspace"));
+		const char *mode = json_string_value(json_object_get(s, "workspace_mode"));
+		fprintf(f, "%-16s  %-16s  %-7s  %-6s  %-4s  %s\n",
+			json_string_value(json_object_get(s, "id")), name ? name : "-",
+			json_string_value(json_object_get(s, "state")), mode ? mode : "-",
+			age(json_integer_value(json_object_get(s, "created")), buf, sizeof(buf)),
+			ws ? ws : "-");
+	}
+	fclose(f);
+	json_decref(a);
+	return text;
+}
+
 WD_API int
-wd_session_list(wd_ctx *ctx, char **json, struct wd_err *err)
+wd_session_list(wd_ctx *ctx, bool json, char **out, struct wd_err *err)
 {
 	CTX_ENTER(ctx);
 	char root[4096];
@@ -766,8 +812,15 @@ wd_session_list(wd_ctx *ctx, char **json, struct wd_err *err)
 	}
 	free(ids);
 	jw_arr_end(&j);
+	jw_raw(&j, "\n", 1);
 	close(sfd);
-	*json = jw_steal(&j);
+	char *list = jw_steal(&j);
+	if (json) {
+		*out = list;
+	} else {
+		*out = list_text(list);
+		free(list);
+	}
 	CTX_LEAVE();
 	return 0;
 }
