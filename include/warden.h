@@ -591,6 +591,8 @@ struct wd_policy_sandbox {
 	size_t nallow_ports;
 	bool tls_intercept;     /* network.tls_intercept */
 	const char *upstream_ca; /* network.upstream_ca (absolute), or NULL */
+	const char *const *protect; /* workspace.protect: paths kept read-only */
+	size_t nprotect;
 };
 /* Fill *out from the policy.  Never fails. */
 void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);

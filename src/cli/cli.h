@@ -52,6 +52,7 @@ struct cli_sandbox_extra {
 	bool default_workspace;  /* no --workspace: the current directory */
 	bool *verbose;           /* -v seen */
 	bool *json;              /* --json seen */
+	const char **policy;     /* --policy FILE (its workspace.protect) */
 };
 int cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
 			wd_spec *spec, int *first_arg);

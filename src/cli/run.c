@@ -462,8 +462,8 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 
 /* Options of run that a session takes when it runs a command (warden
  * exec), not when it is made. */
-static const char *const exec_only[] = {"command", "tool",	 "policy", "audit",
-					"approve", "stdin", "print-plan", NULL};
+static const char *const exec_only[] = {"command", "tool",	"audit", "approve",
+					"stdin",   "print-plan", NULL};
 
 int
 cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
@@ -497,6 +497,8 @@ cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_san
 		*x->verbose = o.verbose;
 	if (rc == 0 && x->json)
 		*x->json = o.json;
+	if (rc == 0 && x->policy)
+		*x->policy = o.policy;
 	return rc;
 }
 

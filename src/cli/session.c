@@ -32,6 +32,8 @@ static const char create_usage[] =
 	"      --idle-timeout TIME  stop after TIME without a command: 90s, 30m (default),\n"
 	"                           2h, or never\n"
 	"      --json               print {\"id\": ..., \"name\": ...}\n"
+	"  -p, --policy FILE        the policy's workspace.protect paths are kept read-only\n"
+	"                           too (each command's policy is warden exec's --policy)\n"
 	"Sandbox: every sandbox option of warden run (see warden run --help):\n"
 	"  -w, --workspace DIR, --workspace-mode direct|cow, --disk SIZE, --protect PATH,\n"
 	"  --isolation, --memory, --pids, --cpus, --tmp-size, --timeout (each command's\n"
@@ -117,6 +119,7 @@ cli_create(int argc, char **argv)
 {
 	struct create_opts o = {0};
 	bool verbose = false, json = false;
+	const char *policy = NULL;
 	int first = 0, rc;
 	cli_json_errors(false);
 	for (int i = 1; i < argc; i++)
@@ -132,13 +135,14 @@ cli_create(int argc, char **argv)
 	}
 	wd_spec *spec = wd_spec_new();
 	struct cli_sandbox_extra x = {.opts = create_opts,
-				      .shortopts = ":w:vn:",
+				      .shortopts = ":w:vn:p:",
 				      .fn = create_opt,
 				      .data = &o,
 				      .usage = create_usage,
 				      .default_workspace = !(from && !ws_given),
 				      .verbose = &verbose,
-				      .json = &json};
+				      .json = &json,
+				      .policy = &policy};
 	rc = cli_sandbox_options("create", argc, argv, &x, spec, &first);
 	if (rc) {
 		wd_spec_free(spec);
@@ -160,6 +164,11 @@ cli_create(int argc, char **argv)
 		return cli_fail("create", "%s", e.msg);
 	}
 	wd_ctx_set_log_handler(ctx, cli_log_handler, NULL, verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
+	if (policy && wd_ctx_set_policy_file(ctx, policy, &e) < 0) {
+		wd_ctx_free(ctx);
+		wd_spec_free(spec);
+		return cli_fail("create", "%s", e.msg);
+	}
 	rc = wd_session_create(ctx, spec, &p, id, &e);
 	if (rc < 0) {
 		rc = cli_fail("create", "%s", e.msg);

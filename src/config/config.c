@@ -425,6 +425,7 @@ config_policy_free(struct config_policy *p)
 	free(p->net.ports);
 	free(p->net.upstream_ca);
 	config_strv_free(&p->env_deny);
+	config_strv_free(&p->wprotect);
 	free(p->source);
 	free(p->mount);
 	free(p->audit_path);

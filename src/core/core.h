@@ -141,6 +141,9 @@ void pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decisio
 
 /* ---- state (state.c, box.c): issue 9 ---- */
 
+/* The policy's workspace.protect into spec when the context has a policy
+ * file (state.c). */
+int ctx_policy_protect(wd_ctx *ctx, wd_spec *spec, struct wd_err *err);
 /* The context's state directory, checked (ws_state_root): out PATH_MAX. */
 int ctx_state_root(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err);
 

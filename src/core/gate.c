@@ -256,6 +256,15 @@ apply_network(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 	return 0;
 }
 
+static bool
+spec_has_protect(const wd_spec *spec, const char *path)
+{
+	for (size_t i = 0; i < spec->nprotect; i++)
+		if (!strcmp(spec->protect[i], path))
+			return true;
+	return false;
+}
+
 /* One limit: the caller's, else the tool profile's, else the policy's. */
 static uint64_t
 pick(uint64_t given, uint64_t profile, uint64_t policy)
@@ -295,6 +304,11 @@ apply_sandbox(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 		wd_spec_set_isolation(spec_of(spec, g), ps->isolation);
 	if (ps->reproducible && !spec->reproducible)
 		wd_spec_set_reproducible(spec_of(spec, g), true);
+	/* workspace.protect: more paths kept read-only (issue 9); checked by
+	 * the policy's loader as the setter checks them */
+	for (size_t i = 0; i < ps->nprotect; i++)
+		if (!spec_has_protect(spec, ps->protect[i]))
+			wd_spec_add_protected(spec_of(spec, g), ps->protect[i], NULL);
 }
 
 /* Allowed: the judged words, and what the policy says the sandbox is. */

@@ -52,13 +52,15 @@ wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct wd_
 	struct box *b = NULL;
 	char id[17];
 	sandbox_make_id(id);
-	int rc = 0;
+	wd_spec *own = spec_copy(spec);
+	int rc = ctx_policy_protect(ctx, own, err);
 	/* a cow workspace: its layers live in the state directory while the
 	 * sandbox does */
-	if (box_needed(spec))
-		rc = box_create(ctx, spec, id, true, &b, err);
-	if (rc == 0 && (rc = sandbox_create_boxed(ctx, spec, b, id, out, err)) < 0)
+	if (rc == 0 && box_needed(own))
+		rc = box_create(ctx, own, id, true, &b, err);
+	if (rc == 0 && (rc = sandbox_create_boxed(ctx, own, b, id, out, err)) < 0)
 		box_close(b);
+	wd_spec_free(own);
 	CTX_LEAVE();
 	return rc;
 }

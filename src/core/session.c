@@ -402,6 +402,8 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 	if (p && p->from && (snap = rc = open_snapshot(ctx, p->from, &from_spec, err)) < 0)
 		goto out;
 	spec = spec_copy(spec_in);
+	if ((rc = ctx_policy_protect(ctx, spec, err)) < 0)
+		goto out;
 	if (from_spec && !spec_in->workspace) {
 		/* the snapshot's workspace and mode, unless given anew */
 		wd_spec *fs = NULL;

@@ -132,6 +132,8 @@ wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out)
 	out->nallow_ports = n->nports;
 	out->tls_intercept = n->tls_intercept;
 	out->upstream_ca = n->upstream_ca;
+	out->protect = (const char *const *)p->cfg->wprotect.v;
+	out->nprotect = p->cfg->wprotect.n;
 }
 
 WD_API int
