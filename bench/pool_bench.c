@@ -99,8 +99,8 @@ wait_full(wd_pool *p, unsigned size)
 
 struct tput {
 	wd_ctx *ctx;
-	wd_sandbox *sb;   /* or */
-	const char *ref;  /* a session */
+	wd_sandbox *sb;	 /* or */
+	const char *ref; /* a session */
 	const wd_cmd *cmd;
 	int n, failed;
 };
@@ -247,8 +247,7 @@ main(int argc, char **argv)
 	printf("sustained: %d runs in %.0f ms: %.0f runs/s; the pool built %llu in that time "
 	       "(%.1f ms of builder time each, %.0f builds/s)\n",
 	       runs, ts / 1e6, runs / (ts / 1e9), (unsigned long long)built,
-	       built ? (s1.build_ns - s0.build_ns) / 1e6 / (double)built : 0,
-	       built / (ts / 1e9));
+	       built ? (s1.build_ns - s0.build_ns) / 1e6 / (double)built : 0, built / (ts / 1e9));
 	printf("summary\tpool-runs-per-s\t%.0f\t0\t0\n", runs / (ts / 1e9));
 	/* sessions: through the monitor */
 	char sid[17];
@@ -284,16 +283,18 @@ main(int argc, char **argv)
 		report("bare", vb2, warm, &sb2);
 		report("session-exec", vs, warm, &ss);
 		report("live-exec", vl2, warm, &sl);
-		printf("added over bare: wd_session_exec %+.0f us (the monitor's socket %+.0f us over "
-		       "the in-process exec)\n",
-		       ss - sb2, ss - sl);
+		printf(
+		    "added over bare: wd_session_exec %+.0f us (the monitor's socket %+.0f us over "
+		    "the in-process exec)\n",
+		    ss - sb2, ss - sl);
 		int n = runs * 2;
 		double tl = throughput(ctx, live, NULL, cmd, n, &failed);
 		double ts2 = throughput(ctx, NULL, sid, cmd, n, &failed);
 		printf("throughput, 2 threads: wd_sandbox_exec %.0f execs/s, wd_session_exec %.0f "
 		       "execs/s\n",
 		       tl, ts2);
-		printf("summary\tlive-exec-per-s\t%.0f\t0\t0\nsummary\tsession-exec-per-s\t%.0f\t0\t0\n",
+		printf("summary\tlive-exec-per-s\t%.0f\t0\t0\nsummary\tsession-exec-per-s\t%."
+		       "0f\t0\t0\n",
 		       tl, ts2);
 		wd_session_remove(ctx, sid, &e);
 		free(vs);

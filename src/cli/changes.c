@@ -15,17 +15,17 @@ enum {
 };
 
 static const struct option opts[] = {
-	{"stat", no_argument, NULL, OPT_STAT},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"name-status", no_argument, NULL, OPT_NAMES},
-	{"help", no_argument, NULL, OPT_HELP},
-	{NULL, 0, NULL, 0},
+    {"stat", no_argument, NULL, OPT_STAT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"name-status", no_argument, NULL, OPT_NAMES},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 /* SANDBOX [PATH...] with the options of sub (allowed: which of opts). */
 static int
-args(const char *sub, const char *usage, int argc, char **argv, unsigned allowed,
-     unsigned *flags, const char **ref, int *first)
+args(const char *sub, const char *usage, int argc, char **argv, unsigned allowed, unsigned *flags,
+     const char **ref, int *first)
 {
 	int c;
 	cli_json_errors(false);
@@ -41,8 +41,9 @@ args(const char *sub, const char *usage, int argc, char **argv, unsigned allowed
 		}
 		if (c == ':' || c == '?')
 			return cli_bad_option(sub, argc, argv, opts);
-		unsigned bit = c == OPT_STAT ? WD_DIFF_STAT : c == OPT_JSON ? WD_DIFF_JSON
-										: WD_DIFF_NAMES;
+		unsigned bit = c == OPT_STAT   ? WD_DIFF_STAT
+			       : c == OPT_JSON ? WD_DIFF_JSON
+					       : WD_DIFF_NAMES;
 		if (!(allowed & bit))
 			return cli_fail(sub, "unknown option %s (warden %s --help)",
 					cli_quote(argv[optind - 1]), sub);
@@ -68,14 +69,14 @@ int
 cli_diff(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: warden diff SANDBOX [PATH...] [--stat | --json | --name-status]\n\n"
-		"Show what a cow session changed in its workspace (or at or below PATHs): a line\n"
-		"per file (added, modified, deleted, renamed, mode; links and directories too),\n"
-		"then unified diffs, binary files named.  Conflicts (files the host changed\n"
-		"since the session first saw them) and protected paths are marked.\n\n"
-		"      --stat               git's diffstat instead of the diffs\n"
-		"      --json               the file list: status, type, modes, sizes, SHA-256\n"
-		"      --name-status        the lines only, no diffs\n";
+	    "usage: warden diff SANDBOX [PATH...] [--stat | --json | --name-status]\n\n"
+	    "Show what a cow session changed in its workspace (or at or below PATHs): a line\n"
+	    "per file (added, modified, deleted, renamed, mode; links and directories too),\n"
+	    "then unified diffs, binary files named.  Conflicts (files the host changed\n"
+	    "since the session first saw them) and protected paths are marked.\n\n"
+	    "      --stat               git's diffstat instead of the diffs\n"
+	    "      --json               the file list: status, type, modes, sizes, SHA-256\n"
+	    "      --name-status        the lines only, no diffs\n";
 	unsigned flags = 0;
 	const char *ref;
 	int first, rc = args("diff", usage, argc, argv, WD_DIFF_STAT | WD_DIFF_JSON | WD_DIFF_NAMES,
@@ -99,15 +100,15 @@ int
 cli_apply(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: warden apply SANDBOX [PATH...] [--json]\n\n"
-		"Write a cow session's changes (or those at or below PATHs) into the real\n"
-		"directory: each file atomically (a temporary file renamed over it), modes kept\n"
-		"(set-id bits dropped).  A file the host changed since the session first saw it\n"
-		"is a conflict, and a protected path (.git/hooks, .envrc, ...) is refused: then\n"
-		"nothing at all is written (name the other PATHs to apply them).\n\n"
-		"      --json               the report as JSON\n\n"
-		"Exit status: 0 applied; 1 conflicts or protected paths, nothing applied;\n"
-		"125 bad input or warden failed (nothing half-written).\n";
+	    "usage: warden apply SANDBOX [PATH...] [--json]\n\n"
+	    "Write a cow session's changes (or those at or below PATHs) into the real\n"
+	    "directory: each file atomically (a temporary file renamed over it), modes kept\n"
+	    "(set-id bits dropped).  A file the host changed since the session first saw it\n"
+	    "is a conflict, and a protected path (.git/hooks, .envrc, ...) is refused: then\n"
+	    "nothing at all is written (name the other PATHs to apply them).\n\n"
+	    "      --json               the report as JSON\n\n"
+	    "Exit status: 0 applied; 1 conflicts or protected paths, nothing applied;\n"
+	    "125 bad input or warden failed (nothing half-written).\n";
 	unsigned flags = 0;
 	const char *ref;
 	int first, rc = args("apply", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first);
@@ -138,9 +139,9 @@ int
 cli_discard(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: warden discard SANDBOX [PATH...] [--json]\n\n"
-		"Drop a cow session's changes (or those at or below PATHs): the session sees the\n"
-		"real directory's files again.  The real directory is not touched.\n";
+	    "usage: warden discard SANDBOX [PATH...] [--json]\n\n"
+	    "Drop a cow session's changes (or those at or below PATHs): the session sees the\n"
+	    "real directory's files again.  The real directory is not touched.\n";
 	unsigned flags = 0;
 	const char *ref;
 	int first, rc = args("discard", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first);

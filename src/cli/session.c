@@ -20,28 +20,28 @@
 /* ---- create ---- */
 
 static const char create_usage[] =
-	"usage: warden create [NAME] [OPTIONS]\n"
-	"       warden create NAME --from SOURCE@TAG [OPTIONS]\n"
-	"\n"
-	"Make a session: a sandbox that stays up between commands (warden exec), with\n"
-	"its files, home directory and installed packages kept; print its id.\n"
-	"\n"
-	"Session:\n"
-	"  -n, --name NAME          a name to use instead of the id (also the first argument)\n"
-	"      --from SOURCE@TAG    start from a snapshot's files (warden snapshot)\n"
-	"      --idle-timeout TIME  stop after TIME without a command: 90s, 30m (default),\n"
-	"                           2h, or never\n"
-	"      --json               print {\"id\": ..., \"name\": ...}\n"
-	"  -p, --policy FILE        the policy's workspace.protect paths are kept read-only\n"
-	"                           too (each command's policy is warden exec's --policy)\n"
-	"Sandbox: every sandbox option of warden run (see warden run --help):\n"
-	"  -w, --workspace DIR, --workspace-mode direct|cow, --disk SIZE, --protect PATH,\n"
-	"  --isolation, --memory, --pids, --cpus, --tmp-size, --timeout (each command's\n"
-	"  default), --output-limit, --ro-bind, --bind, --setenv,\n"
-	"  --pass-env, --allow-port, --reproducible, --best-effort, --net, --allow-host,\n"
-	"  --deny-host, --add-host, --allow-range, --tls-intercept, --upstream-ca, -v\n"
-	"\n"
-	"Exit status: 0 made and running; 125 bad input or warden failed.\n";
+    "usage: warden create [NAME] [OPTIONS]\n"
+    "       warden create NAME --from SOURCE@TAG [OPTIONS]\n"
+    "\n"
+    "Make a session: a sandbox that stays up between commands (warden exec), with\n"
+    "its files, home directory and installed packages kept; print its id.\n"
+    "\n"
+    "Session:\n"
+    "  -n, --name NAME          a name to use instead of the id (also the first argument)\n"
+    "      --from SOURCE@TAG    start from a snapshot's files (warden snapshot)\n"
+    "      --idle-timeout TIME  stop after TIME without a command: 90s, 30m (default),\n"
+    "                           2h, or never\n"
+    "      --json               print {\"id\": ..., \"name\": ...}\n"
+    "  -p, --policy FILE        the policy's workspace.protect paths are kept read-only\n"
+    "                           too (each command's policy is warden exec's --policy)\n"
+    "Sandbox: every sandbox option of warden run (see warden run --help):\n"
+    "  -w, --workspace DIR, --workspace-mode direct|cow, --disk SIZE, --protect PATH,\n"
+    "  --isolation, --memory, --pids, --cpus, --tmp-size, --timeout (each command's\n"
+    "  default), --output-limit, --ro-bind, --bind, --setenv,\n"
+    "  --pass-env, --allow-port, --reproducible, --best-effort, --net, --allow-host,\n"
+    "  --deny-host, --add-host, --allow-range, --tls-intercept, --upstream-ca, -v\n"
+    "\n"
+    "Exit status: 0 made and running; 125 bad input or warden failed.\n";
 
 enum {
 	OPT_C_NAME = 'n',
@@ -51,10 +51,10 @@ enum {
 };
 
 static const struct option create_opts[] = {
-	{"name", required_argument, NULL, OPT_C_NAME},
-	{"from", required_argument, NULL, OPT_C_FROM},
-	{"idle-timeout", required_argument, NULL, OPT_C_IDLE},
-	{NULL, 0, NULL, 0},
+    {"name", required_argument, NULL, OPT_C_NAME},
+    {"from", required_argument, NULL, OPT_C_FROM},
+    {"idle-timeout", required_argument, NULL, OPT_C_IDLE},
+    {NULL, 0, NULL, 0},
 };
 
 struct create_opts {
@@ -188,35 +188,35 @@ cli_create(int argc, char **argv)
 /* ---- exec ---- */
 
 static const char exec_usage[] =
-	"usage: warden exec SANDBOX [OPTIONS] -- PROGRAM [ARGS...]\n"
-	"       warden exec SANDBOX [OPTIONS] --command STRING\n"
-	"\n"
-	"Run PROGRAM (never through a shell) in a running session (warden create), by\n"
-	"name, id or a unique prefix of its id.  Its files, home and packages persist.\n"
-	"\n"
-	"Command:\n"
-	"  -c, --command STRING     the command as one string, split without a shell\n"
-	"      --cwd DIR            working directory, relative to the workspace\n"
-	"      --timeout SECONDS    wall-clock limit for this command (default: the session's)\n"
-	"      --output-limit BYTES bytes kept per stream, half head half tail\n"
-	"      --setenv NAME=VALUE  add to this command's environment\n"
-	"      --pass-env NAME      pass warden's own NAME into this command\n"
-	"      --stdin              pass warden's stdin (default: /dev/null)\n"
-	"  -d, --detach             start it in the background (a dev server): it lives\n"
-	"                           until the session stops; its output goes to\n"
-	"                           ~/.warden/detached-N.log in the sandbox\n"
-	"Policy (any of these turns the policy stage on):\n"
-	"  -p, --policy FILE        policy document (default: the built-in policy)\n"
-	"      --tool NAME          the tool this command is for: its route and profile\n"
-	"      --audit FILE         append every decision, event and result to FILE\n"
-	"      --approve=tty        ask at the terminal when the policy pauses\n"
-	"Output:\n"
-	"      --json               print one JSON object with the result (every outcome)\n"
-	"  -v, --verbose            log what warden does\n"
-	"\n"
-	"Exit status: as warden run: the command's own; 128+N if killed by signal N; 123\n"
-	"paused; 124 timed out; 125 warden failed (bad input, no such session, not\n"
-	"running); 126 refused or cannot execute; 127 not found.\n";
+    "usage: warden exec SANDBOX [OPTIONS] -- PROGRAM [ARGS...]\n"
+    "       warden exec SANDBOX [OPTIONS] --command STRING\n"
+    "\n"
+    "Run PROGRAM (never through a shell) in a running session (warden create), by\n"
+    "name, id or a unique prefix of its id.  Its files, home and packages persist.\n"
+    "\n"
+    "Command:\n"
+    "  -c, --command STRING     the command as one string, split without a shell\n"
+    "      --cwd DIR            working directory, relative to the workspace\n"
+    "      --timeout SECONDS    wall-clock limit for this command (default: the session's)\n"
+    "      --output-limit BYTES bytes kept per stream, half head half tail\n"
+    "      --setenv NAME=VALUE  add to this command's environment\n"
+    "      --pass-env NAME      pass warden's own NAME into this command\n"
+    "      --stdin              pass warden's stdin (default: /dev/null)\n"
+    "  -d, --detach             start it in the background (a dev server): it lives\n"
+    "                           until the session stops; its output goes to\n"
+    "                           ~/.warden/detached-N.log in the sandbox\n"
+    "Policy (any of these turns the policy stage on):\n"
+    "  -p, --policy FILE        policy document (default: the built-in policy)\n"
+    "      --tool NAME          the tool this command is for: its route and profile\n"
+    "      --audit FILE         append every decision, event and result to FILE\n"
+    "      --approve=tty        ask at the terminal when the policy pauses\n"
+    "Output:\n"
+    "      --json               print one JSON object with the result (every outcome)\n"
+    "  -v, --verbose            log what warden does\n"
+    "\n"
+    "Exit status: as warden run: the command's own; 128+N if killed by signal N; 123\n"
+    "paused; 124 timed out; 125 warden failed (bad input, no such session, not\n"
+    "running); 126 refused or cannot execute; 127 not found.\n";
 
 enum {
 	OPT_X_CWD = 2000,
@@ -233,22 +233,22 @@ enum {
 };
 
 static const struct option exec_opts[] = {
-	{"command", required_argument, NULL, 'c'},
-	{"cwd", required_argument, NULL, OPT_X_CWD},
-	{"timeout", required_argument, NULL, OPT_X_TIMEOUT},
-	{"output-limit", required_argument, NULL, OPT_X_OUTPUT},
-	{"setenv", required_argument, NULL, OPT_X_SETENV},
-	{"pass-env", required_argument, NULL, OPT_X_PASSENV},
-	{"stdin", no_argument, NULL, OPT_X_STDIN},
-	{"detach", no_argument, NULL, 'd'},
-	{"policy", required_argument, NULL, 'p'},
-	{"tool", required_argument, NULL, OPT_X_TOOL},
-	{"audit", required_argument, NULL, OPT_X_AUDIT},
-	{"approve", required_argument, NULL, OPT_X_APPROVE},
-	{"json", no_argument, NULL, OPT_X_JSON},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, OPT_X_HELP},
-	{NULL, 0, NULL, 0},
+    {"command", required_argument, NULL, 'c'},
+    {"cwd", required_argument, NULL, OPT_X_CWD},
+    {"timeout", required_argument, NULL, OPT_X_TIMEOUT},
+    {"output-limit", required_argument, NULL, OPT_X_OUTPUT},
+    {"setenv", required_argument, NULL, OPT_X_SETENV},
+    {"pass-env", required_argument, NULL, OPT_X_PASSENV},
+    {"stdin", no_argument, NULL, OPT_X_STDIN},
+    {"detach", no_argument, NULL, 'd'},
+    {"policy", required_argument, NULL, 'p'},
+    {"tool", required_argument, NULL, OPT_X_TOOL},
+    {"audit", required_argument, NULL, OPT_X_AUDIT},
+    {"approve", required_argument, NULL, OPT_X_APPROVE},
+    {"json", no_argument, NULL, OPT_X_JSON},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, OPT_X_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 struct exec_opts {
@@ -298,8 +298,9 @@ exec_opt(int c, const char *val, struct exec_opts *o, wd_cmd *cmd)
 		if (c == OPT_X_SETENV && (!eq || eq == val))
 			return exec_bad(name, val, "expected NAME=VALUE");
 		if (c == OPT_X_PASSENV && (eq || !getenv(val)))
-			return exec_bad(name, val, eq ? "expected a variable name"
-						      : "not set in warden's environment");
+			return exec_bad(name, val,
+					eq ? "expected a variable name"
+					   : "not set in warden's environment");
 		char *n = c == OPT_X_SETENV ? strndup(val, (size_t)(eq - val)) : strdup(val);
 		rc = wd_cmd_setenv(cmd, n, c == OPT_X_SETENV ? eq + 1 : getenv(val), &e);
 		free(n);
@@ -371,11 +372,14 @@ exec_run(wd_ctx *ctx, const char *ref, wd_cmd *cmd, struct exec_opts *o, const c
 		if (wd_session_exec_detached(ctx, ref, cmd, &seq, &e) < 0)
 			return cli_fail("exec", "%s", e.msg);
 		if (o->json)
-			printf("{\"status\":0,\"detached\":%u,\"log\":\"~/.warden/detached-%u.log\"}\n",
+			printf("{\"status\":0,\"detached\":%u,\"log\":\"~/.warden/"
+			       "detached-%u.log\"}\n",
 			       seq, seq);
 		else
-			fprintf(stderr, "warden: exec: detached as %u (output: ~/.warden/detached-%u.log)\n",
-				seq, seq);
+			fprintf(
+			    stderr,
+			    "warden: exec: detached as %u (output: ~/.warden/detached-%u.log)\n",
+			    seq, seq);
 		return 0;
 	}
 	signal_ctx = ctx;
@@ -511,8 +515,8 @@ simple_args(const char *sub, const char *usage, int argc, char **argv, bool *jso
 		} else if (!end && !strcmp(argv[i], "--")) {
 			end = true;
 		} else if (!end && argv[i][0] == '-' && argv[i][1]) {
-			return cli_fail(sub, "unknown option %s (warden %s --help)", cli_quote(argv[i]),
-					sub);
+			return cli_fail(sub, "unknown option %s (warden %s --help)",
+					cli_quote(argv[i]), sub);
 		} else if (*first == argc) {
 			*first = i;
 		}
@@ -577,9 +581,9 @@ int
 cli_stop(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: warden stop SANDBOX... [--json]\n\n"
-		"End a session's processes (detached ones too) and its jail; keep its files,\n"
-		"home and packages (warden start brings it back).\n";
+	    "usage: warden stop SANDBOX... [--json]\n\n"
+	    "End a session's processes (detached ones too) and its jail; keep its files,\n"
+	    "home and packages (warden start brings it back).\n";
 	return each("stop", usage, argc, argv, wd_session_stop, "stopped");
 }
 
@@ -595,9 +599,9 @@ int
 cli_rm(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: warden rm SANDBOX... [--json]\n\n"
-		"Stop a session if it runs, then remove its state: files, disk, snapshots.\n"
-		"Changes not applied are lost.\n";
+	    "usage: warden rm SANDBOX... [--json]\n\n"
+	    "Stop a session if it runs, then remove its state: files, disk, snapshots.\n"
+	    "Changes not applied are lost.\n";
 	return each("rm", usage, argc, argv, wd_session_remove, "removed");
 }
 
@@ -605,9 +609,9 @@ int
 cli_snapshot(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: warden snapshot SANDBOX TAG [--json]\n\n"
-		"Keep a copy of a session's files as SANDBOX@TAG, for warden create NEW --from\n"
-		"SANDBOX@TAG.  A running session's disk is frozen for the copy.\n";
+	    "usage: warden snapshot SANDBOX TAG [--json]\n\n"
+	    "Keep a copy of a session's files as SANDBOX@TAG, for warden create NEW --from\n"
+	    "SANDBOX@TAG.  A running session's disk is frozen for the copy.\n";
 	bool json = false;
 	int first, rc = simple_args("snapshot", usage, argc, argv, &json, &first);
 	if (rc)

@@ -55,12 +55,14 @@ box_sweep(const char *root)
 	while ((de = readdir(d))) {
 		if (strlen(de->d_name) != 16)
 			continue;
-		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd =
+		    openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		json_t *m = NULL;
 		bool stale = false;
-		if (ws_meta_read(fd, &m, NULL) == 0 && json_is_true(json_object_get(m, "ephemeral"))) {
+		if (ws_meta_read(fd, &m, NULL) == 0 &&
+		    json_is_true(json_object_get(m, "ephemeral"))) {
 			json_int_t pid = json_integer_value(json_object_get(m, "pid"));
 			json_int_t st = json_integer_value(json_object_get(m, "pid_start"));
 			stale = pid > 0 && proc_start((pid_t)pid) != (unsigned long long)st;
@@ -68,7 +70,8 @@ box_sweep(const char *root)
 		json_decref(m);
 		close(fd);
 		if (stale) {
-			wd_log(WD_LOG_INFO, "removing the state of sandbox %s (its process is gone)",
+			wd_log(WD_LOG_INFO,
+			       "removing the state of sandbox %s (its process is gone)",
 			       de->d_name);
 			ws_remove_tree(dirfd(d), de->d_name);
 		}
@@ -158,10 +161,10 @@ box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral, str
 		rc = wd_err_sys(err, errno, "open the sandbox's state");
 		goto fail_dir;
 	}
-	json_t *meta = json_pack("{s:s, s:I, s:b, s:I, s:I, s:o}", "id", id, "created",
-				 (json_int_t)time(NULL), "ephemeral", ephemeral, "pid",
-				 (json_int_t)getpid(), "pid_start",
-				 (json_int_t)proc_start(getpid()), "spec", spec_to_json(spec));
+	json_t *meta =
+	    json_pack("{s:s, s:I, s:b, s:I, s:I, s:o}", "id", id, "created", (json_int_t)time(NULL),
+		      "ephemeral", ephemeral, "pid", (json_int_t)getpid(), "pid_start",
+		      (json_int_t)proc_start(getpid()), "spec", spec_to_json(spec));
 	rc = ws_meta_write(dfd, meta, err);
 	json_decref(meta);
 	bool root_mode = geteuid() == 0;
@@ -172,8 +175,8 @@ box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral, str
 	if (rc == 0 && spec->ws_mode == WD_WORKSPACE_COW) {
 		/* what the host holds now is what the sandbox first sees */
 		wd_autofree char *cwd = spec->workspace ? NULL : realpath(".", NULL);
-		wd_autoclose int wsfd = open(spec->workspace ? spec->workspace : cwd,
-					     O_PATH | O_DIRECTORY | O_CLOEXEC);
+		wd_autoclose int wsfd =
+		    open(spec->workspace ? spec->workspace : cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		rc = wsfd < 0 ? wd_err_sys(err, errno, "the workspace")
 			      : ws_baseline_record(dfd, wsfd, err);
 	}

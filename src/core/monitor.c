@@ -136,7 +136,8 @@ static uint64_t
 ju(json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);
-	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v)
+							       : 0;
 }
 
 /* Build the command of an exec or detach request.  fds: stdin, stdout,
@@ -750,9 +751,8 @@ session_monitor_main(int argc, char **argv)
 		ready(3, -EBUSY, &e);
 		return 1;
 	}
-	int lf = openat(M.dirfd, "monitor.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-							O_NOFOLLOW,
-			0600);
+	int lf = openat(M.dirfd, "monitor.log",
+			O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	struct stat st;
 	if (lf >= 0 && fstat(lf, &st) == 0 && st.st_size > (1 << 20))
 		(void)!ftruncate(lf, 0);

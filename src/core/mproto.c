@@ -135,8 +135,8 @@ mp_recv(int sock, char **json, int *fds, int *nfds, int timeout_ms)
 		char b[CMSG_SPACE(sizeof(int) * MP_MAX_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-			    .msg_controllen = sizeof(u.b)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
 	ssize_t n;
 	while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;

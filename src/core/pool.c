@@ -107,7 +107,8 @@ builder(void *arg)
 			wd_log(WD_LOG_WARN, "pool: building an instance failed: %s", e.msg);
 			/* a host that cannot build now (out of pids, memory): do
 			 * not spin; back off up to a second */
-			struct timespec ts = {0, (long)(failures < 10 ? failures : 10) * 100000000L};
+			struct timespec ts = {0,
+					      (long)(failures < 10 ? failures : 10) * 100000000L};
 			failures++;
 			nanosleep(&ts, NULL);
 		} else {

@@ -106,7 +106,8 @@ await_reply(int s, json_t **resp, int *rfd, int cancel_fd, const atomic_int *can
 	bool cancelled = false;
 	*rfd = -1;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = s, .events = POLLIN}, {.fd = cancel_fd, .events = POLLIN}};
+		struct pollfd p[2] = {{.fd = s, .events = POLLIN},
+				      {.fd = cancel_fd, .events = POLLIN}};
 		int n = poll(p, cancel_fd >= 0 && !cancelled ? 2 : 1, -1);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -151,8 +152,8 @@ await_reply(int s, json_t **resp, int *rfd, int cancel_fd, const atomic_int *can
 }
 
 static int
-call(int sbdir, const char *req, const int *fds, int nfds, json_t **resp, char **data,
-     size_t *dlen, struct wd_err *err)
+call(int sbdir, const char *req, const int *fds, int nfds, json_t **resp, char **data, size_t *dlen,
+     struct wd_err *err)
 {
 	int s = connect_monitor(sbdir, err);
 	if (s < 0)
@@ -258,7 +259,8 @@ spawn_monitor(const char *root, const char *id, struct wd_err *err)
 		int n = poll(&pf, 1, 120000);
 		if (n == 0) {
 			close(p[0]);
-			return wd_err_set(err, WD_E_SYS, "the session monitor did not start in 120 s");
+			return wd_err_set(err, WD_E_SYS,
+					  "the session monitor did not start in 120 s");
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -277,7 +279,10 @@ spawn_monitor(const char *root, const char *id, struct wd_err *err)
 		msg += *msg == ' ';
 	}
 	msg[strcspn(msg, "\n")] = '\0';
-	wd_err_set(err, code == EINVAL ? WD_E_INVAL : code == ENOTSUP ? WD_E_UNSUPPORTED : WD_E_SYS,
+	wd_err_set(err,
+		   code == EINVAL    ? WD_E_INVAL
+		   : code == ENOTSUP ? WD_E_UNSUPPORTED
+				     : WD_E_SYS,
 		   "%s", msg[0] ? msg : "the session monitor ended before it was ready");
 	return -(code > 0 ? code : EIO);
 }
@@ -308,9 +313,9 @@ open_snapshot(wd_ctx *ctx, const char *from, json_t **spec_json, struct wd_err *
 		return rc;
 	char path[64];
 	snprintf(path, sizeof(path), "snapshots/%s", at + 1);
-	int fd = ws_name_ok(at + 1) ? openat(w.sbdir, path,
-					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-				    : -1;
+	int fd = ws_name_ok(at + 1)
+		     ? openat(w.sbdir, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		     : -1;
 	where_fini(&w);
 	if (fd < 0) {
 		wd_err_set(err, WD_E_INVAL, "--from: no snapshot '%s' (warden snapshot makes one)",
@@ -326,18 +331,16 @@ open_snapshot(wd_ctx *ctx, const char *from, json_t **spec_json, struct wd_err *
 }
 
 static int
-make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p,
-	   struct where *w, int snap, struct wd_err *err)
+make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p, struct where *w,
+	   int snap, struct wd_err *err)
 {
-	json_t *meta = json_pack("{s:s, s:I, s:b, s:s, s:I, s:o}", "id", w->id, "created",
-				 (json_int_t)time(NULL), "session", 1, "state", "stopped",
-				 "idle_timeout_ms",
-				 (json_int_t)(p && p->idle_timeout_ms
-						  ? (p->idle_timeout_ms == UINT64_MAX
-							 ? 0
-							 : p->idle_timeout_ms)
-						  : DEFAULT_IDLE_MS),
-				 "spec", spec_to_json(spec));
+	json_t *meta =
+	    json_pack("{s:s, s:I, s:b, s:s, s:I, s:o}", "id", w->id, "created",
+		      (json_int_t)time(NULL), "session", 1, "state", "stopped", "idle_timeout_ms",
+		      (json_int_t)(p && p->idle_timeout_ms
+				       ? (p->idle_timeout_ms == UINT64_MAX ? 0 : p->idle_timeout_ms)
+				       : DEFAULT_IDLE_MS),
+		      "spec", spec_to_json(spec));
 	if (p && p->name)
 		json_object_set_new(meta, "name", json_string(p->name));
 	if (p && p->from)
@@ -365,8 +368,8 @@ make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p,
 	}
 	if (spec->ws_mode == WD_WORKSPACE_COW && faccessat(w->sbdir, "baseline", F_OK, 0) < 0) {
 		wd_autofree char *cwd = spec->workspace ? NULL : realpath(".", NULL);
-		wd_autoclose int wsfd = open(spec->workspace ? spec->workspace : cwd,
-					     O_PATH | O_DIRECTORY | O_CLOEXEC);
+		wd_autoclose int wsfd =
+		    open(spec->workspace ? spec->workspace : cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		rc = wsfd < 0 ? wd_err_sys(err, errno, "the workspace")
 			      : ws_baseline_record(w->sbdir, wsfd, err);
 	}
@@ -387,10 +390,11 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 	int snap = -1, sfd = -1, rc;
 	bool named = false, made = false;
 	if (p && p->name && !ws_name_ok(p->name)) {
-		rc = wd_err_set(err, WD_E_INVAL,
-				"bad name '%s': a letter or digit, then letters, digits, '_', '.' or "
-				"'-', at most 63",
-				p->name);
+		rc = wd_err_set(
+		    err, WD_E_INVAL,
+		    "bad name '%s': a letter or digit, then letters, digits, '_', '.' or "
+		    "'-', at most 63",
+		    p->name);
 		goto out;
 	}
 	if ((rc = ctx_state_root(ctx, w.root, sizeof(w.root), err)) < 0)
@@ -492,8 +496,8 @@ exec_request(const char *op, const wd_cmd *cmd, char *const *argv, const struct 
 	const struct {
 		const char *name;
 		int fd;
-	} io[] = {{"stdin", cmd->stdin_fd}, {"stdout", cmd->stream_fd[1]},
-		  {"stderr", cmd->stream_fd[2]}};
+	} io[] = {
+	    {"stdin", cmd->stdin_fd}, {"stdout", cmd->stream_fd[1]}, {"stderr", cmd->stream_fd[2]}};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(io) && fds; i++) {
 		jw_kbool(&j, io[i].name, io[i].fd >= 0);
 		if (io[i].fd >= 0)
@@ -923,8 +927,8 @@ session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err)
 				  tag);
 	if (mkdirat(sbdir, "snapshots", 0700) < 0 && errno != EEXIST)
 		return wd_err_sys(err, errno, "create snapshots/");
-	wd_autoclose int sn = openat(sbdir, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-								O_CLOEXEC);
+	wd_autoclose int sn =
+	    openat(sbdir, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sn < 0)
 		return wd_err_sys(err, errno, "snapshots/");
 	if (mkdirat(sn, tag, 0700) < 0) {
@@ -1019,8 +1023,7 @@ wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err
 /* ---- diff, apply, discard ---- */
 
 static char *
-changes_request(const char *op, const char *const *paths, size_t np, const char *key,
-		unsigned v)
+changes_request(const char *op, const char *const *paths, size_t np, const char *key, unsigned v)
 {
 	struct jw j;
 	jw_init(&j, 0);
@@ -1038,8 +1041,8 @@ changes_request(const char *op, const char *const *paths, size_t np, const char 
 }
 
 WD_API int
-wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np,
-		unsigned flags, char **out, struct wd_err *err)
+wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np, unsigned flags,
+		char **out, struct wd_err *err)
 {
 	CTX_ENTER(ctx);
 	struct where w;

@@ -35,8 +35,9 @@ spec_to_json(const wd_spec *s)
 	json_object_set_new(j, "limits", lim);
 	json_t *binds = json_array();
 	for (size_t i = 0; i < s->nbinds; i++)
-		json_array_append_new(binds, json_pack("{s:s, s:s, s:b}", "src", s->binds[i].src,
-						       "dst", s->binds[i].dst, "rw", s->binds[i].rw));
+		json_array_append_new(binds,
+				      json_pack("{s:s, s:s, s:b}", "src", s->binds[i].src, "dst",
+						s->binds[i].dst, "rw", s->binds[i].rw));
 	json_object_set_new(j, "binds", binds);
 	json_t *env = json_array();
 	for (size_t i = 0; i < s->nenv; i++)
@@ -72,7 +73,8 @@ static uint64_t
 u64(json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);
-	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v)
+							       : 0;
 }
 
 int
@@ -89,7 +91,7 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 	if (json_is_true(json_object_get(j, "isolation_given")))
 		wd_spec_set_isolation(s, (enum wd_isolation)u64(j, "isolation"));
 	json_t *lim = json_object_get(j, "limits");
-	struct wd_limits l = {u64(lim, "memory"), u64(lim, "pids"),	u64(lim, "cpu"),
+	struct wd_limits l = {u64(lim, "memory"), u64(lim, "pids"),	  u64(lim, "cpu"),
 			      u64(lim, "tmp"),	  u64(lim, "timeout_ms"), u64(lim, "output"),
 			      u64(lim, "nofile"), u64(lim, "fsize")};
 	wd_spec_set_limits(s, &l);
@@ -126,8 +128,8 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 		if (!r)
 			goto damaged;
 		if ((rc = wd_spec_add_net_rule(
-			 s, (enum wd_net_rule)json_integer_value(json_object_get(v, "kind")), r, err)) <
-		    0)
+			 s, (enum wd_net_rule)json_integer_value(json_object_get(v, "kind")), r,
+			 err)) < 0)
 			goto fail;
 	}
 	const char *ca = json_string_value(json_object_get(j, "upstream_ca"));

@@ -40,10 +40,10 @@
 
 struct pending {
 	const struct ws_change *c;
-	int dirfd;     /* the parent directory in the host workspace */
-	char *base;    /* the final name */
-	char *tmp;     /* the temporary name in dirfd, or NULL */
-	bool late;     /* the way there is not a directory yet (typechange) */
+	int dirfd;  /* the parent directory in the host workspace */
+	char *base; /* the final name */
+	char *tmp;  /* the temporary name in dirfd, or NULL */
+	bool late;  /* the way there is not a directory yet (typechange) */
 };
 
 struct applier {
@@ -250,8 +250,8 @@ unprepare(struct applier *a)
 	}
 	for (size_t i = a->nmade; i-- > 0;) {
 		char *parent = dir_of(a->made_dirs[i]);
-		int pfd = ws_open_beneath(a->w->wsfd, parent[0] ? parent : ".",
-					  O_RDONLY | O_DIRECTORY);
+		int pfd =
+		    ws_open_beneath(a->w->wsfd, parent[0] ? parent : ".", O_RDONLY | O_DIRECTORY);
 		if (pfd >= 0) {
 			unlinkat(pfd, base_of(a->made_dirs[i]), AT_REMOVEDIR);
 			close(pfd);
@@ -375,12 +375,13 @@ check(struct applier *a)
 	for (size_t i = 0; i < a->cs->n; i++) {
 		const struct ws_change *c = &a->cs->c[i];
 		if (c->protect) {
-			report(a, "refused", c->path,
-			       "a protected path (.git/hooks, .envrc, ...): warden never writes it");
+			report(
+			    a, "refused", c->path,
+			    "a protected path (.git/hooks, .envrc, ...): warden never writes it");
 			blocked++;
 		} else if (c->conflict) {
-			report(a, "conflict", c->old_path && strcmp(c->old_path, c->path) ? c->old_path
-											: c->path,
+			report(a, "conflict",
+			       c->old_path && strcmp(c->old_path, c->path) ? c->old_path : c->path,
 			       "changed on the host since the sandbox first saw it");
 			blocked++;
 		}
@@ -482,8 +483,13 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, struct ws_apply_
 	jw_obj_begin(&j);
 	jw_key(&j, "files");
 	jw_arr_begin(&j);
-	struct applier a = {.w = w, .cs = cs, .owner = st.st_uid, .group = st.st_gid,
-			    .text = open_memstream(&text, &tl), .json = &j, .err = err};
+	struct applier a = {.w = w,
+			    .cs = cs,
+			    .owner = st.st_uid,
+			    .group = st.st_gid,
+			    .text = open_memstream(&text, &tl),
+			    .json = &j,
+			    .err = err};
 	if (!a.text)
 		abort();
 	rc = run_apply(&a, rep);
@@ -555,7 +561,8 @@ restore(struct ws *w, const char *path, mode_t mode)
 	} else if (rc == 0) {
 		int in = ws_open_beneath(w->wsfd, path, O_RDONLY);
 		int out = in < 0 ? -1
-				 : openat(pfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+				 : openat(pfd, name,
+					  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 					  mode & 07777);
 		if (in < 0 || out < 0)
 			rc = in < 0 ? in : -errno;
@@ -609,8 +616,7 @@ empty_upper(struct ws *w, struct wd_err *err)
 }
 
 int
-ws_discard(struct ws *w, const char *const *paths, size_t npaths, bool live,
-	   struct wd_err *err)
+ws_discard(struct ws *w, const char *const *paths, size_t npaths, bool live, struct wd_err *err)
 {
 	struct ws_changes *cs = NULL;
 	int rc = ws_changes(w, paths, npaths, &cs, err);
@@ -626,7 +632,8 @@ ws_discard(struct ws *w, const char *const *paths, size_t npaths, bool live,
 	 * parents before their entries */
 	for (size_t i = 0; i < cs->n && rc == 0; i++) {
 		const struct ws_change *c = &cs->c[i];
-		if ((c->status == WS_ADDED || c->status == WS_RENAMED) && (rc = drop(w, c->path)) < 0)
+		if ((c->status == WS_ADDED || c->status == WS_RENAMED) &&
+		    (rc = drop(w, c->path)) < 0)
 			wd_err_sys(err, -rc, "discard %s", c->path);
 	}
 	for (size_t i = 0; i < cs->n && rc == 0; i++) {

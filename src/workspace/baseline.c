@@ -39,11 +39,11 @@ push(struct ws_baseline *b, const char *path, const struct stat *st)
 		b->e = wd_xrealloc(b->e, b->cap * sizeof(*b->e));
 	}
 	b->e[b->n++] = (struct ws_entry){
-		.path = wd_xstrdup(path),
-		.mode = st->st_mode,
-		.size = (uint64_t)st->st_size,
-		.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec,
-		.ino = (uint64_t)st->st_ino,
+	    .path = wd_xstrdup(path),
+	    .mode = st->st_mode,
+	    .size = (uint64_t)st->st_size,
+	    .mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec,
+	    .ino = (uint64_t)st->st_ino,
 	};
 }
 

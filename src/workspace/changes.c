@@ -67,8 +67,8 @@ int
 ws_open_beneath(int dirfd, const char *path, int flags)
 {
 	struct open_how how = {.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-					  RESOLVE_NO_MAGICLINKS};
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	if (flags & O_CREAT)
 		how.mode = 0600;
 	int fd, tries = 0;
@@ -282,8 +282,8 @@ leaf(struct walker *k, int udir, const char *name, const struct stat *ust, int h
 		wd_autoclose int u = openat(udir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (u < 0)
 			return wd_err_sys(k->err, errno, "read %s in the sandbox", path);
-		wd_autoclose int h = hrc == 0 && S_ISREG(hst->st_mode) ? host_open(k->w, path, O_RDONLY)
-								       : -1;
+		wd_autoclose int h =
+		    hrc == 0 && S_ISREG(hst->st_mode) ? host_open(k->w, path, O_RDONLY) : -1;
 		if (hrc == 0 && S_ISREG(hst->st_mode) && h < 0)
 			return wd_err_sys(k->err, -h, "read %s in the workspace", path);
 		int rc = hash_fd(u, nh);
@@ -455,7 +455,8 @@ host_changed(const struct ws *w, const char *path)
 		return b != NULL; /* gone (or unreachable) since */
 	if (!b)
 		return true; /* appeared since */
-	if ((b->mode & S_IFMT) != (st.st_mode & S_IFMT) || (b->mode & 07777) != (st.st_mode & 07777))
+	if ((b->mode & S_IFMT) != (st.st_mode & S_IFMT) ||
+	    (b->mode & 07777) != (st.st_mode & 07777))
 		return true;
 	if (S_ISDIR(st.st_mode))
 		return false; /* a directory's own size and time follow its entries */
@@ -472,8 +473,8 @@ flag(struct ws *w, struct ws_changes *cs)
 			if (under(c->path, w->protect[p]) ||
 			    (c->old_path && under(c->old_path, w->protect[p])))
 				c->protect = true;
-		c->conflict = host_changed(w, c->path) ||
-			      (c->old_path && host_changed(w, c->old_path));
+		c->conflict =
+		    host_changed(w, c->path) || (c->old_path && host_changed(w, c->old_path));
 	}
 }
 
@@ -499,9 +500,10 @@ select_paths(struct ws_changes *cs, const char *const *paths, size_t np, struct 
 	for (size_t p = 0; p < np && rc == 0; p++) {
 		char *rel = ws_relpath(paths[p]);
 		if (!rel) {
-			rc = wd_err_set(err, WD_E_INVAL,
-					"path '%s': give a path relative to the workspace, without ..",
-					paths[p]);
+			rc = wd_err_set(
+			    err, WD_E_INVAL,
+			    "path '%s': give a path relative to the workspace, without ..",
+			    paths[p]);
 			break;
 		}
 		bool any = false;

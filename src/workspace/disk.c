@@ -75,9 +75,19 @@ format(int img, struct wd_err *err)
 	const char *mk = mke2fs_path();
 	if (!mk)
 		return unsupported(err, "no mke2fs to format the sandbox disk");
-	const char *argv[] = {mk, "-q", "-F", "-t", "ext4", "-m", "0", "-L", "warden",
-			      "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-			      "/dev/fd/3", NULL};
+	const char *argv[] = {mk,
+			      "-q",
+			      "-F",
+			      "-t",
+			      "ext4",
+			      "-m",
+			      "0",
+			      "-L",
+			      "warden",
+			      "-E",
+			      "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
+			      "/dev/fd/3",
+			      NULL};
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, img, 3);
@@ -180,8 +190,8 @@ ws_disk_mount(int dirfd, const char *name, struct wd_err *err)
 	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return fs_error(fs, errno, "mount the sandbox disk", err);
 	/* nosuid, nodev: the sandbox writes here */
-	int mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-			       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	int mnt =
+	    (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (mnt < 0)
 		return fs_error(fs, errno, "fsmount the sandbox disk", err);
 	return mnt;
@@ -318,7 +328,8 @@ ws_copy_sparse(int from_dir, const char *from, int to_dir, const char *to, struc
 			hole = st.st_size;
 		off_t ioff = data, ooff = data;
 		while (ioff < hole) {
-			ssize_t n = copy_file_range(in, &ioff, out, &ooff, (size_t)(hole - ioff), 0);
+			ssize_t n =
+			    copy_file_range(in, &ioff, out, &ooff, (size_t)(hole - ioff), 0);
 			if (n < 0) {
 				rc = wd_err_sys(err, errno, "copy %s", from);
 				goto fail;

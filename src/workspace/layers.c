@@ -79,7 +79,7 @@ overlay(struct ws *w, struct wd_err *err)
 	    (rc = set_layer(fs, "workdir", work)) < 0)
 		return wd_err_sys(err, -rc, "overlay layers");
 	static const char *const opts[][2] = {
-		{"redirect_dir", "off"}, {"metacopy", "off"}, {"index", "off"}, {"xino", "off"}};
+	    {"redirect_dir", "off"}, {"metacopy", "off"}, {"index", "off"}, {"xino", "off"}};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(opts); i++)
 		if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, opts[i][0], opts[i][1], 0) < 0)
 			return wd_err_sys(err, errno, "overlay option %s=%s", opts[i][0],
@@ -89,11 +89,10 @@ overlay(struct ws *w, struct wd_err *err)
 		ssize_t n = read(fs, log, sizeof(log) - 1);
 		log[n > 0 ? n : 0] = '\0';
 		log[strcspn(log, "\n")] = '\0';
-		return wd_err_sys(err, errno, "mount the cow overlay%s%s", log[0] ? ": " : "",
-				  log);
+		return wd_err_sys(err, errno, "mount the cow overlay%s%s", log[0] ? ": " : "", log);
 	}
-	w->ovl = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	w->ovl =
+	    (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (w->ovl < 0)
 		return wd_err_sys(err, errno, "fsmount the cow overlay");
 	return 0;
@@ -202,8 +201,8 @@ ws_trees(struct ws *w, struct ws_trees *t, struct wd_err *err)
 	if (rc == 0 && w->disk >= 0) {
 		if ((t->home = clone_tree(w->disk, "home", err)) < 0)
 			rc = t->home;
-		else if ((rc = empty_tmp(w->disk, err)) == 0 && fchownat(w->disk, "tmp", w->uid,
-									 w->gid, 0) < 0)
+		else if ((rc = empty_tmp(w->disk, err)) == 0 &&
+			 fchownat(w->disk, "tmp", w->uid, w->gid, 0) < 0)
 			rc = wd_err_sys(err, errno, "chown the sandbox's /tmp");
 		else if (rc == 0 && (t->tmp = clone_tree(w->disk, "tmp", err)) < 0)
 			rc = t->tmp;

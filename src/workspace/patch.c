@@ -52,11 +52,18 @@ git_load(void)
 	for (size_t i = 0; names[i] && !h; i++)
 		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		snprintf(lg.why, sizeof(lg.why), "libgit2 (Debian's libgit2-1.5) cannot be loaded: %s",
-			 dlerror());
+		snprintf(lg.why, sizeof(lg.why),
+			 "libgit2 (Debian's libgit2-1.5) cannot be loaded: %s", dlerror());
 		return;
 	}
-#define SYM(field, name)                                                                           	do {                                                                                       		*(void **)&lg.field = dlsym(h, name);                                              		if (!lg.field) {                                                                   			snprintf(lg.why, sizeof(lg.why), "libgit2 lacks %s", name);                			return;                                                                    		}                                                                                  	} while (0)
+#define SYM(field, name)                                                                           \
+	do {                                                                                       \
+		*(void **)&lg.field = dlsym(h, name);                                              \
+		if (!lg.field) {                                                                   \
+			snprintf(lg.why, sizeof(lg.why), "libgit2 lacks %s", name);                \
+			return;                                                                    \
+		}                                                                                  \
+	} while (0)
 	SYM(init, "git_libgit2_init");
 	SYM(from_buffers, "git_patch_from_buffers");
 	SYM(to_buf, "git_patch_to_buf");
@@ -68,7 +75,6 @@ git_load(void)
 	lg.init();
 	lg.ok = true;
 }
-
 
 static const char *
 status_name(const struct ws_change *c)
@@ -106,8 +112,8 @@ static char *
 read_side(struct ws *w, bool upper, const char *path, mode_t mode, size_t *len)
 {
 	*len = 0;
-	int fd = ws_open_beneath(upper ? w->upper : w->wsfd, path,
-				 S_ISLNK(mode) ? O_PATH : O_RDONLY);
+	int fd =
+	    ws_open_beneath(upper ? w->upper : w->wsfd, path, S_ISLNK(mode) ? O_PATH : O_RDONLY);
 	if (fd < 0)
 		return NULL;
 	char *buf = NULL;
@@ -139,7 +145,7 @@ read_side(struct ws *w, bool upper, const char *path, mode_t mode, size_t *len)
 
 struct file_diff {
 	git_patch *patch; /* NULL: no text diff (directory, other, too large) */
-	char *ob, *nb;    /* its buffers: a buffer patch points into them */
+	char *ob, *nb;	  /* its buffers: a buffer patch points into them */
 	bool binary, large;
 	size_t adds, dels;
 };
@@ -178,8 +184,9 @@ make_diff(struct ws *w, const struct ws_change *c, struct file_diff *fd)
 	pthread_once(&git_once, git_load);
 	fd->ob = ob;
 	fd->nb = nb;
-	if (!lg.ok || lg.from_buffers(&fd->patch, ob, ob ? ol : 0, c->old_path ? c->old_path : c->path,
-				   nb, nb ? nl : 0, c->path, NULL) < 0)
+	if (!lg.ok ||
+	    lg.from_buffers(&fd->patch, ob, ob ? ol : 0, c->old_path ? c->old_path : c->path, nb,
+			    nb ? nl : 0, c->path, NULL) < 0)
 		fd->patch = NULL;
 	if (!fd->patch)
 		return;

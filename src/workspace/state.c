@@ -16,7 +16,7 @@
 #include <string.h>
 
 const char *const ws_default_protect[] = {
-	".git/hooks", ".git/config", ".gitmodules", ".envrc", ".vscode", ".idea", NULL,
+    ".git/hooks", ".git/config", ".gitmodules", ".envrc", ".vscode", ".idea", NULL,
 };
 
 static int
@@ -135,7 +135,8 @@ ws_name_ok(const char *name)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = name[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		bool alnum =
+		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
 			return false;
 	}
@@ -266,9 +267,9 @@ ws_meta_write(int sbdir, json_t *meta, struct wd_err *err)
 		return wd_err_set(err, WD_E_INTERNAL, "meta.json: cannot serialise");
 	int rc = 0;
 	{
-		wd_autoclose int fd = openat(sbdir, "meta.json.new",
-					     O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-					     0600);
+		wd_autoclose int fd =
+		    openat(sbdir, "meta.json.new",
+			   O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			rc = wd_err_sys(err, errno, "write meta.json");
 		else if ((rc = wd_write_all(fd, text, strlen(text))) < 0 ||

@@ -94,8 +94,7 @@ struct ws_freeze {
 int ws_disk_freeze(int mnt, struct ws_freeze *fz, struct wd_err *err);
 void ws_disk_thaw(struct ws_freeze *fz);
 /* Copy a file sparsely (holes stay holes; data by copy_file_range). */
-int ws_copy_sparse(int from_dir, const char *from, int to_dir, const char *to,
-		   struct wd_err *err);
+int ws_copy_sparse(int from_dir, const char *from, int to_dir, const char *to, struct wd_err *err);
 /* Whether this host can give sandboxes a disk (root, loop devices, ext4):
  * 0, or -ENOTSUP with why. */
 int ws_disk_supported(struct wd_err *err);
@@ -104,8 +103,8 @@ int ws_disk_supported(struct wd_err *err);
 
 struct ws_params {
 	const char *workspace; /* the host directory (resolved) */
-	bool cow;              /* an overlay over it; else the jail binds it */
-	uid_t uid;             /* host ids of the sandbox user (root: nobody) */
+	bool cow;	       /* an overlay over it; else the jail binds it */
+	uid_t uid;	       /* host ids of the sandbox user (root: nobody) */
 	gid_t gid;
 	const char *const *protect; /* extra protected paths (policy, spec) */
 	size_t nprotect;
@@ -114,13 +113,13 @@ struct ws_params {
 /* One sandbox's layers, open.  Thread-safe for diff/apply/discard (one
  * at a time, under lock); the trees are made for one jail each. */
 struct ws {
-	int dirfd;      /* the sandbox's state directory */
+	int dirfd;	 /* the sandbox's state directory */
 	char *workspace; /* host path */
-	int wsfd;       /* O_PATH of the host workspace */
+	int wsfd;	 /* O_PATH of the host workspace */
 	bool cow;
-	int disk;       /* the disk's mount (-1: none) */
-	int upper;      /* disk: upper/ (cow) */
-	int ovl;        /* the overlay's mount (cow), for live discards */
+	int disk;  /* the disk's mount (-1: none) */
+	int upper; /* disk: upper/ (cow) */
+	int ovl;   /* the overlay's mount (cow), for live discards */
 	uid_t uid;
 	gid_t gid;
 	char **protect; /* defaults + extras, NULL-terminated */
@@ -146,8 +145,8 @@ void ws_trees_close(struct ws_trees *t);
 /* ---- baseline.c ---- */
 
 struct ws_entry {
-	char *path;    /* relative, no leading "./" */
-	mode_t mode;   /* type and permission bits */
+	char *path;  /* relative, no leading "./" */
+	mode_t mode; /* type and permission bits */
 	uint64_t size;
 	int64_t mtime_ns;
 	uint64_t ino;
@@ -180,13 +179,13 @@ enum ws_status {
 struct ws_change {
 	enum ws_status status;
 	char *path;
-	char *old_path;           /* RENAMED */
+	char *old_path;		   /* RENAMED */
 	mode_t old_mode, new_mode; /* 0: absent on that side */
 	uint64_t old_size, new_size;
 	char old_hash[65], new_hash[65]; /* SHA-256 of contents (link target), "" none */
-	bool protect;  /* a protected path: never applied */
-	bool conflict; /* the host changed it since the sandbox first saw it */
-	bool unsupported; /* a FIFO, socket or device: listed, never applied */
+	bool protect;			 /* a protected path: never applied */
+	bool conflict;			 /* the host changed it since the sandbox first saw it */
+	bool unsupported;		 /* a FIFO, socket or device: listed, never applied */
 };
 
 struct ws_changes {

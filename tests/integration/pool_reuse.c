@@ -40,7 +40,7 @@ static int failures;
  * (its session id is its pid), so the command cannot end first. */
 #define PLANT                                                                                      \
 	"setsid sleep 1000 </dev/null >/dev/null 2>&1 & p=$!; i=0; "                               \
-	"while [ $i -lt 200 ] && [ \"$(cut -d' ' -f6 /proc/$p/stat 2>/dev/null)\" != $p ]; "        \
+	"while [ $i -lt 200 ] && [ \"$(cut -d' ' -f6 /proc/$p/stat 2>/dev/null)\" != $p ]; "       \
 	"do i=$((i+1)); sleep 0.01; done; exit 0"
 
 #define CHECK(cond, ...)                                                                           \
@@ -125,7 +125,8 @@ main(int argc, char **argv)
 	wd_cmd_set_argv(bad, 1, t, &e);
 	wd_result *br = NULL;
 	int rc = wd_pool_run(pool, "/etc", bad, &br, &e);
-	CHECK(rc == -EINVAL && !br, "a system directory as a pooled workspace is refused (%s)", e.msg);
+	CHECK(rc == -EINVAL && !br, "a system directory as a pooled workspace is refused (%s)",
+	      e.msg);
 	wd_cmd_free(bad);
 
 	/* the control: the same script twice in one live sandbox (which is
@@ -142,12 +143,13 @@ main(int argc, char **argv)
 		if (wd_sandbox_create(ctx, cs, &sb, &e) == 0) {
 			for (int k = 0; k < 2; k++) {
 				wd_cmd *cmd = wd_cmd_new();
-				const char *a[] = {"/bin/sh", "-c",
-						   "test -e /tmp/planted-by-a-run && echo FOUND-FILE; "
-						   "for c in /proc/[0-9]*/comm; do read n < $c; "
-						   "[ \"$n\" = sleep ] && echo FOUND-PROC; done; "
-						   "echo x > /tmp/planted-by-a-run; " PLANT,
-						   NULL};
+				const char *a[] = {
+				    "/bin/sh", "-c",
+				    "test -e /tmp/planted-by-a-run && echo FOUND-FILE; "
+				    "for c in /proc/[0-9]*/comm; do read n < $c; "
+				    "[ \"$n\" = sleep ] && echo FOUND-PROC; done; "
+				    "echo x > /tmp/planted-by-a-run; " PLANT,
+				    NULL};
 				wd_cmd_set_argv(cmd, 3, a, &e);
 				wd_result *r = NULL;
 				if (wd_sandbox_exec(sb, cmd, &r, &e) == 0 && k == 1) {
@@ -166,7 +168,8 @@ main(int argc, char **argv)
 			printf("# control sandbox: %s\n", e.msg);
 		}
 		wd_spec_free(cs);
-		CHECK(hits == 2, "control: a reused (live) sandbox shows the planted file and process");
+		CHECK(hits == 2,
+		      "control: a reused (live) sandbox shows the planted file and process");
 	}
 
 	char(*ids)[17] = calloc((size_t)runs, sizeof(*ids));
@@ -236,7 +239,8 @@ main(int argc, char **argv)
 	wd_pool_stats(pool, &st);
 	CHECK(st.taken == (uint64_t)runs, "the pool handed out %llu instances for %d runs",
 	      (unsigned long long)st.taken, runs);
-	CHECK(st.built >= st.taken, "built %llu >= taken %llu (%llu callers waited, %.2f ms per build)",
+	CHECK(st.built >= st.taken,
+	      "built %llu >= taken %llu (%llu callers waited, %.2f ms per build)",
 	      (unsigned long long)st.built, (unsigned long long)st.taken,
 	      (unsigned long long)st.waited, st.built ? st.build_ns / 1e6 / (double)st.built : 0);
 	wd_pool_free(pool);
@@ -247,7 +251,8 @@ main(int argc, char **argv)
 	for (int i = 0; i < 100 && (left = count_init() - init0) > 0; i++)
 		usleep(100000);
 	CHECK(left <= 0, "no pool instance is left after wd_pool_free (%d)", left);
-	CHECK(count_fds() == fds0, "no descriptor is left (%d before, %d after)", fds0, count_fds());
+	CHECK(count_fds() == fds0, "no descriptor is left (%d before, %d after)", fds0,
+	      count_fds());
 	char cmdline[400];
 	snprintf(cmdline, sizeof(cmdline), "rm -rf %s", base);
 	if (system(cmdline) != 0)
