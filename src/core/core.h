@@ -199,6 +199,19 @@ int mp_memfd(const char *name, const void *data, size_t len);
 char *mp_read_memfd(int fd, size_t max, size_t *len);
 /* The monitor program's body: warden-monitor ROOT ID (fd 3: readiness). */
 int session_monitor_main(int argc, char **argv);
+/* session.c, for session_changes.c: a session by reference (its state
+ * directory open), a request to its monitor. */
+struct where {
+	char root[4096];
+	char id[17];
+	int sbdir; /* sandboxes/<id> */
+};
+int session_locate(wd_ctx *ctx, const char *ref, struct where *w, struct wd_err *err);
+void session_where_fini(struct where *w);
+/* One request, one reply: 0 with *resp (if not NULL) and the reply's
+ * memfd read into *data (if not NULL); -ESRCH when it is not running. */
+int session_call(int sbdir, const char *req, const int *fds, int nfds, struct json_t **resp,
+		 char **data, size_t *dlen, struct wd_err *err);
 /* A session's snapshot of its disk and baseline as tag (sbdir: its state
  * directory; disk: its mounted disk to freeze, or -1 when stopped). */
 int session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err);
