@@ -233,7 +233,17 @@ wd_spec_plan(const wd_spec *spec, char **out, struct wd_err *err)
 	/* the plan of the spec's sandbox, prepared (so bad input shows) but
 	 * never started */
 	struct sandbox *sb = NULL;
+	wd_spec *own = NULL;
+	if (box_needed(spec) && spec->isolation == WD_ISOLATION_CONTAINER) {
+		/* a cow sandbox's trees are made only when it is built: the
+		 * plan shows where they go (the descriptors are never used:
+		 * nothing is built here) */
+		own = spec_copy(spec);
+		own->tree_ws = own->tree_home = own->tree_tmp = 0;
+		spec = own;
+	}
 	int rc = sandbox_new(spec, NULL, NULL, &sb, err);
+	wd_spec_free(own);
 	if (rc < 0)
 		return rc;
 	*out = sb->ops->plan_text(sb);

@@ -419,6 +419,12 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		 * one may land in it. */
 		if (i == 1 && (rc = plan_tmp(p, cfg, err)) < 0)
 			goto fail;
+		if (i == 0 && find_tree(cfg, "/workspace") >= 0) {
+			/* a cow overlay (or another tree) made by the caller */
+			op = add_tree(p, cfg, find_tree(cfg, "/workspace"));
+			op->flags |= JAIL_OPF_WORKSPACE;
+			continue;
+		}
 		/* mount points on the way to dst: mkdir -p on the tmpfs root */
 		char *dst = sdup(p, "%s%s", R, jdst);
 		for (char *c = dst + strlen(R) + 1; (c = strchr(c, '/')); c++) {
@@ -427,12 +433,6 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			*c = '/';
 		}
 		add_op(p, S_ISDIR(st.st_mode) ? JAIL_OP_MKDIR : JAIL_OP_MKFILE, dst);
-		if (i == 0 && find_tree(cfg, "/workspace") >= 0) {
-			/* a cow overlay (or another tree) made by the caller */
-			op = add_tree(p, cfg, find_tree(cfg, "/workspace"));
-			op->flags |= JAIL_OPF_WORKSPACE;
-			continue;
-		}
 		op = add_host_bind(p, what, src, dst, rw);
 		if (rw && pl->root_mode && S_ISDIR(st.st_mode))
 			op->flags |= JAIL_OPF_IDMAP;
