@@ -158,6 +158,7 @@ struct run_opts {
 	/* the policy stage */
 	const char *policy, *command, *tool, *audit;
 	bool approve_tty;
+	bool disk_given, cow; /* --disk, --workspace-mode cow */
 };
 
 static int
@@ -379,12 +380,14 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 			wd_spec_set_workspace_mode(spec, WD_WORKSPACE_COW);
 		else
 			return bad_value(name, val, "expected direct or cow");
+		o->cow = !strcmp(val, "cow");
 		return 0;
 	case OPT_DISK:
 		if ((rc = size_opt(name, val, 32 << 20, &v)))
 			return rc;
 		if (wd_spec_set_disk(spec, v, &e) < 0)
 			return bad_value(name, val, e.msg);
+		o->disk_given = true;
 		return 0;
 	case OPT_PROTECT:
 		if (wd_spec_add_protected(spec, val, &e) < 0)
@@ -627,6 +630,11 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 	int rc = finish_sandbox(spec, o, true);
 	if (rc)
 		return rc;
+	/* a one-shot direct run has no disk: its /tmp is the --tmp-size tmpfs
+	 * and its writes land in the workspace itself */
+	if (o->disk_given && !o->cow)
+		return cli_fail(sub_name, "--disk bounds a cow workspace's layers: use it with "
+					  "--workspace-mode cow (a direct run's /tmp is --tmp-size)");
 	if (o->pass_stdin)
 		wd_cmd_set_stdin(cmd, 0);
 	if (!o->json)
