@@ -802,7 +802,8 @@ wd_session_list(wd_ctx *ctx, bool json, char **out, struct wd_err *err)
 		}
 	if (d)
 		closedir(d);
-	qsort(ids, n, sizeof(char *), cmp_str);
+	if (n)
+		qsort(ids, n, sizeof(char *), cmp_str);
 	struct jw j;
 	jw_init(&j, 0);
 	jw_arr_begin(&j);

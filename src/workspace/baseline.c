@@ -97,7 +97,8 @@ ws_baseline_record(int dirfd, int wsfd, struct wd_err *err)
 	if (rc < 0) {
 		rc = wd_err_sys(err, -rc, "read the workspace");
 	} else {
-		qsort(b.e, b.n, sizeof(*b.e), cmp_entry);
+		if (b.n) /* qsort's base may not be NULL, even for no element */
+			qsort(b.e, b.n, sizeof(*b.e), cmp_entry);
 		rc = ws_baseline_save(dirfd, &b, err);
 	}
 	for (size_t i = 0; i < b.n; i++)

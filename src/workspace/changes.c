@@ -552,7 +552,8 @@ ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_chan
 	int rc = walk(&k, w->upper, 0, true);
 	if (rc == 0) {
 		find_renames(cs);
-		qsort(cs->c, cs->n, sizeof(*cs->c), cmp_change);
+		if (cs->n)
+			qsort(cs->c, cs->n, sizeof(*cs->c), cmp_change);
 		flag(w, cs);
 		if (npaths)
 			rc = select_paths(cs, paths, npaths, err);
