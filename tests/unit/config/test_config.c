@@ -107,7 +107,7 @@ static const struct bad_case bad[] = {
 	{"{\"version\": 1, \"profiles\": {\"p\": {\"pids\": 5000000}}}", "profiles.p.pids: expected an integer from 1 to 4194304"},
 	/* sandbox */
 	{"{\"version\": 1, \"sandbox\": []}", "sandbox: expected an object"},
-	{"{\"version\": 1, \"sandbox\": {\"isolation\": \"vm\"}}", "sandbox.isolation: expected \"container\" or \"process\""},
+	{"{\"version\": 1, \"sandbox\": {\"isolation\": \"vm\"}}", "sandbox.isolation: expected \"container\", \"process\" or \"gvisor\""},
 	{"{\"version\": 1, \"sandbox\": {\"require\": [\"gpu\"]}}", "sandbox.require[0]: expected one of cgroup, landlock, seccomp, netns, userns"},
 	{"{\"version\": 1, \"sandbox\": {\"require\": \"cgroup\"}}", "sandbox.require: expected an array"},
 	{"{\"version\": 1, \"sandbox\": {\"reproducible\": \"yes\"}}", "sandbox.reproducible: expected a boolean"},
