@@ -166,9 +166,57 @@ int wd_spec_add_net_rule(wd_spec *spec, enum wd_net_rule kind, const char *rule,
  * installed into the jail's trust; every request in a tunnel is checked.
  * upstream_ca_file (or NULL: the host's store) verifies the real servers. */
 void wd_spec_set_tls_intercept(wd_spec *spec, bool on, const char *upstream_ca_file);
+/* Secrets the sandbox never holds (issue 13, docs/network.md "Secrets").
+ * Declare a secret: warden reads its value now, outside any jail, from
+ * source "@FILE" (a regular file of at most 4 KiB plus one trailing
+ * newline, which is dropped; a FIFO, device or directory is refused
+ * without being opened for long) or "env:VAR" (this process's
+ * environment), into memory that is locked, kept out of core dumps and
+ * out of child processes, and wiped when the last spec or sandbox using it
+ * is freed.  name: a letter or _, then letters, digits and _ (at most 64).
+ * The value: 8 to 4096 bytes, no control characters (it goes into a
+ * header).  It never appears in an error message, a log line, an event,
+ * the audit trail or a result; only its name does.  -EINVAL with err
+ * naming the option's source and what is wrong (never the content),
+ * -ENOMEM if the memory cannot be locked (RLIMIT_MEMLOCK).  Every secret
+ * must be used by an inject rule, and the sandbox needs WD_NET_PROXY: both
+ * checked when the sandbox is created (-EINVAL, nothing started). */
+int wd_spec_add_secret(wd_spec *spec, const char *name, const char *source, struct wd_err *err);
+/* Bind secrets to a destination: warden's proxy adds (or replaces) a
+ * header on the requests to it, and only to it, inside intercepted HTTPS
+ * (wd_spec_set_tls_intercept) or, for a rule starting "http://", plain
+ * HTTP.  A request carrying a secret's placeholder or value anywhere else
+ * (the URL, a header, Basic credentials, the body, a host name, a DNS
+ * query) is refused and audited as "secret-exfiltration".
+ *   WD_INJECT_HEADER  "[http://]HOST[:PORT][/PATH] HEADER=TEMPLATE"
+ *                     ("api.example.com Authorization=Bearer {GITHUB_TOKEN}")
+ *   WD_INJECT_BASIC   "[http://]HOST[:PORT][/PATH] USER:PASSWORD", both
+ *                     templates ("git.example.com x-access-token:{TOKEN}"),
+ *                     sent as Authorization: Basic
+ * HOST is one exact name or address, PORT defaults to 443 (80 for
+ * http://), PATH is a prefix; {NAME} in a template is secret NAME's value.
+ * An allow rule must admit the destination (checked at creation).
+ * -EINVAL with a message naming the rule. */
+enum wd_inject_kind {
+	WD_INJECT_HEADER = 0,
+	WD_INJECT_BASIC = 1,
+};
+int wd_spec_add_inject(wd_spec *spec, enum wd_inject_kind kind, const char *rule,
+		       struct wd_err *err);
+/* Put secret name's placeholder ("warden-placeholder-" and 32 random hex
+ * digits, fixed when the secret was declared) in the sandbox's environment
+ * variable var, for tools that will not start without one; the proxy
+ * replaces it with the value in the header a rule sets, and refuses it
+ * everywhere else.  The secret must be declared first; var must not also
+ * be set with wd_spec_setenv (checked at creation). */
+int wd_spec_add_placeholder(wd_spec *spec, const char *var, const char *name,
+			    struct wd_err *err);
+
 /* Called for every proxy and DNS decision with one JSON object (fields:
  * sandbox_id, protocol, host, port, method, path, rule, allowed, reason,
- * advice, address, status, bytes_up, bytes_down, duration_us).  Called on
+ * advice, address, status, bytes_up, bytes_down, duration_us; and
+ * "inject" and "secrets" where credentials were added or a secret was
+ * found on its way out: rule texts and names, never a value).  Called on
  * warden's proxy thread, never concurrently with itself; wd_run() returns
  * only after the last call. */
 typedef void (*wd_event_fn)(const char *json, void *data);
@@ -347,6 +395,15 @@ void wd_cmd_set_stdin(wd_cmd *cmd, int fd);
 /* Where the kept windows stream while the command runs (not owned; -1:
  * keep them only in the result, the default). */
 void wd_cmd_set_stream(wd_cmd *cmd, int out_fd, int err_fd);
+/* Cancel this command alone: fd (not owned; an eventfd or a pipe's read
+ * end) is watched while the command runs, and once it is readable the
+ * command is killed as by SIGKILL (status 137; the sandbox of a
+ * wd_ctx_run() ends with it).  Readable before the command starts: it
+ * is killed at once.  Making it readable (a write to the eventfd) is
+ * async-signal-safe.  -1, the default: only wd_ctx_cancel() and
+ * wd_sandbox_cancel() cancel it.  For a server that runs many one-shot
+ * commands and must end one of them. */
+void wd_cmd_set_cancel_fd(wd_cmd *cmd, int fd);
 
 /* Approvals asked for interactively: 1 yes (run it once), 0 no, -1
  * cannot ask (the command stays paused).  Called on the thread running
@@ -568,6 +625,20 @@ enum wd_require {
 	WD_REQUIRE_USERNS = 1 << 4,   /* a user namespace of its own */
 };
 
+/* One entry of a policy's "secrets" (issue 13): where warden reads the
+ * value ("env:VAR" or "@/path"), the variable that gets its placeholder
+ * (or NULL), and its inject rules, as wd_spec_add_secret(),
+ * wd_spec_add_placeholder() and wd_spec_add_inject() take them. */
+struct wd_policy_secret {
+	const char *name;
+	const char *source;
+	const char *placeholder;
+	const char *const *inject; /* WD_INJECT_HEADER rules */
+	size_t ninject;
+	const char *const *inject_basic; /* WD_INJECT_BASIC rules */
+	size_t ninject_basic;
+};
+
 /* What a policy says about the sandbox of a run: the "sandbox" and
  * "network" objects of the document (docs/policy.md).  A field the policy
  * does not set is 0, false or NULL (and *_set false): the run's own
@@ -593,6 +664,8 @@ struct wd_policy_sandbox {
 	const char *upstream_ca; /* network.upstream_ca (absolute), or NULL */
 	const char *const *protect; /* workspace.protect: paths kept read-only */
 	size_t nprotect;
+	const struct wd_policy_secret *secrets; /* "secrets", in document order */
+	size_t nsecrets;
 };
 /* Fill *out from the policy.  Never fails. */
 void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);
@@ -665,6 +738,13 @@ int wd_approval_consume(const wd_policy *p, const wd_request *req, const wd_deci
 			wd_audit *audit, struct wd_err *err);
 /* Whether an unexpired approval is recorded for d, without consuming it. */
 bool wd_approval_recorded(const wd_decision *d);
+/* The paused commands waiting for a human, oldest first, as a JSON array
+ * of {"id", "argv", "cwd", "workspace", "rule", "reason", "policy",
+ * "policy_source", "created", "ttl", "approved"} ("approved": an
+ * unexpired approval is recorded and not yet consumed).  For a human's
+ * channel only: it shows what the agent tried.  *out is new, free with
+ * free(); -errno when the state directory cannot be read. */
+int wd_approval_list(char **out, struct wd_err *err);
 
 /* ---- audit trail: hash-chained JSON Lines ---- */
 
@@ -698,6 +778,51 @@ int wd_audit_event(wd_audit *a, const char *event, const char *fields_json, stru
  * not a regular file (-EINVAL: a FIFO or device is refused before reading);
  * *report (if not NULL) is a new one-line description, free with free(). */
 int wd_audit_verify(const char *path, char **report, struct wd_err *err);
+
+/* ------------------------------------------------------- workspace files */
+
+/* The workspace as direct file tools (read_file, write_file, ...) see it:
+ * they run in the harness, outside every jail, under the same containment
+ * as the policy's path check: every path is opened with openat2() and
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS on the workspace's directory fd,
+ * so the check and the use are one system call (docs/policy.md).  Paths
+ * are relative to the workspace, or absolute below "/workspace" (the
+ * jail's view) or below the workspace's host path; any other absolute
+ * path is outside.  Protected paths (.git/hooks, .git/config, .gitmodules,
+ * .envrc, .vscode, .idea: host tools run what they hold) are read-only.
+ * A wd_workspace is immutable once open: any number of threads may use
+ * it at once. */
+typedef struct wd_workspace wd_workspace;
+
+/* Open the directory dir.  *out is new, close with wd_workspace_close().
+ * -EINVAL (err->msg names dir) when it does not exist or is not a
+ * directory. */
+int wd_workspace_open(const char *dir, wd_workspace **out, struct wd_err *err);
+void wd_workspace_close(wd_workspace *ws);
+/* The workspace's resolved host path.  Valid while ws lives. */
+const char *wd_workspace_path(const wd_workspace *ws);
+/* Open path beneath the workspace for reading: flags is O_RDONLY with any
+ * of O_DIRECTORY, O_NOFOLLOW, O_PATH, O_NONBLOCK (O_CLOEXEC is added).
+ * Returns a new fd or a negative errno with err->msg saying why: -EXDEV
+ * the path resolves outside the workspace, -ELOOP a symlink loop or a
+ * magic link, -ENOENT, -ENOTDIR, -EINVAL other flags. */
+int wd_workspace_openat(const wd_workspace *ws, const char *path, int flags, struct wd_err *err);
+/* Whether relpath (relative to the workspace) is a protected path or
+ * below one.  For listing; writes check where the file really is. */
+bool wd_workspace_protected(const char *relpath);
+
+#define WD_WRITE_MKDIRS 0x1u   /* create missing parent directories (0755) */
+#define WD_WRITE_NEW 0x2u      /* fail with -EEXIST if path exists */
+#define WD_WRITE_EXISTING 0x4u /* fail with -ENOENT unless path exists */
+/* Replace (or create) the regular file path with len bytes of data,
+ * atomically: a temporary file beside it, then rename(2).  The old file's
+ * mode is kept (new files: 0644; as root, owned by the workspace's
+ * owner).  A symlink, a directory or a protected path is never written:
+ * -ELOOP, -EISDIR, -EACCES; -EXDEV outside the workspace; -EEXIST or
+ * -ENOENT for WD_WRITE_NEW / WD_WRITE_EXISTING; else -errno.  err->msg
+ * names the path. */
+int wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, size_t len,
+		       unsigned flags, struct wd_err *err);
 
 /* ----------------------------------------------------------------- parsing */
 

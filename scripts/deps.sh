@@ -21,6 +21,12 @@ for p in "${pkgs[@]}"; do
 		missing+=("$p")
 	fi
 done
+# The tests of warden serve drive it with the official MCP TypeScript SDK
+# (scripts/mcp-sdk.sh installs it from npm): node and npm, from Debian when
+# the host has neither (a node from elsewhere, with its npm, is fine).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	missing+=(nodejs npm)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "deps: installing ${missing[*]}"

@@ -15,6 +15,12 @@ enum {
 	CLI_EXIT_NOT_FOUND = 127,
 };
 
+/* `warden run`'s options and program into spec and cmd, everything it
+ * does before it runs anything (the fuzz target cli_options calls it):
+ * 0, -1 after --help, or an exit status (125, the message printed). */
+typedef struct wd_spec wd_spec;
+int cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd);
+
 /* Each subcommand gets argv with argv[0] the subcommand name. */
 int cli_run(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
@@ -56,6 +62,7 @@ struct cli_sandbox_extra {
 };
 int cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
 			wd_spec *spec, int *first_arg);
+int cli_serve(int argc, char **argv);
 
 /* Print "warden: <subcommand>: <message>" to stderr (and, after
  * cli_json_errors(true), {"status":125,"error":...} to stdout); returns
@@ -70,6 +77,9 @@ const char *cli_quote(const char *value);
  * why (a missing value is not an unknown option).  Returns 125. */
 struct option;
 int cli_bad_option(const char *sub, int argc, char **argv, const struct option *opts);
+/* Whether a value getopt took is really "--" or one of opts: the option
+ * before it was given no value. */
+bool cli_looks_like_option(const char *value, const struct option *opts);
 /* Docker's spellings (-v SRC:DST, -e, --network, --pids-limit, --user,
  * ...) among argv's options: a "did you mean" naming warden's option, 125;
  * 0 if none. */

@@ -11,8 +11,18 @@ cli_doctor(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
-		else if (!strcmp(argv[i], "--help")) {
-			printf("usage: warden doctor [--json]\n");
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: warden doctor [--json]\n"
+			       "\n"
+			       "Report which isolation levels this host can run (container, process,\n"
+			       "gvisor) and why not, from real probes: user namespaces, seccomp,\n"
+			       "Landlock, cgroups (a sandbox cgroup is created and removed),\n"
+			       "overlayfs, idmapped mounts, the kernel configuration, runsc.\n"
+			       "\n"
+			       "  --json   print one JSON object (levels, probes)\n"
+			       "\n"
+			       "Exit status: 0 when at least one level can run, 1 when none can,\n"
+			       "125 bad input.\n");
 			return 0;
 		} else
 			return cli_fail("doctor", "unknown option '%s'", argv[i]);

@@ -26,6 +26,7 @@ static const struct {
 	{"audit", cli_audit, "verify an audit trail (audit verify FILE)"},
 	{"policy", cli_policy, "print the effective policy (policy show)"},
 	{"doctor", cli_doctor, "report which isolation levels this host can run"},
+	{"serve", cli_serve, "serve MCP and JSON-RPC (stdio, a unix socket, HTTP)"},
 };
 
 static void
@@ -37,16 +38,6 @@ usage(FILE *f)
 	fprintf(f, "\n'warden COMMAND --help' describes each command's options.\n");
 }
 
-void
-cli_log_handler(int level, const char *func, const char *msg, void *data)
-{
-	static const char *names[] = {"error", "warning", "info", "debug", "trace"};
-	(void)data;
-	if (level >= WD_LOG_DEBUG)
-		fprintf(stderr, "warden: %s: %s: %s\n", names[level], func, msg);
-	else
-		fprintf(stderr, "warden: %s: %s\n", names[level], msg);
-}
 
 int
 main(int argc, char **argv)

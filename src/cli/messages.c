@@ -37,11 +37,21 @@ json_string(FILE *f, const char *s)
 int
 cli_fail(const char *sub, const char *fmt, ...)
 {
-	char msg[2048];
+	char raw[2048], msg[2048 * 4];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* Whatever a message quotes (a path, a library's message that names
+	 * one), no control byte from it reaches the terminal: an escape
+	 * sequence in a value could recolour, move or retitle it. */
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)raw; *p && o < sizeof(msg) - 5; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			o += (size_t)snprintf(msg + o, sizeof(msg) - o, "\\x%02x", *p);
+		else
+			msg[o++] = (char)*p;
+	msg[o] = '\0';
 	fprintf(stderr, "warden: %s%s%s\n", sub ? sub : "", sub ? ": " : "", msg);
 	if (json_errors) {
 		/* --json holds for every outcome: bad input is an object too */
@@ -51,6 +61,17 @@ cli_fail(const char *sub, const char *fmt, ...)
 		fflush(stdout);
 	}
 	return CLI_EXIT_FAILURE;
+}
+
+void
+cli_log_handler(int level, const char *func, const char *msg, void *data)
+{
+	static const char *names[] = {"error", "warning", "info", "debug", "trace"};
+	(void)data;
+	if (level >= WD_LOG_DEBUG)
+		fprintf(stderr, "warden: %s: %s: %s\n", names[level], func, msg);
+	else
+		fprintf(stderr, "warden: %s: %s\n", names[level], msg);
 }
 
 const char *
@@ -95,17 +116,21 @@ cli_bad_option(const char *sub, int argc, char **argv, const struct option *opts
 	bool long_opt = !strncmp(last, "--", 2) || optopt > 255;
 	if (optopt && !long_opt) {
 		const char *in = cluster_of(argc, argv, optopt);
+		/* the option letter as typed, escaped like any value (the fuzz
+		 * target cli_options found a control byte echoed raw) */
+		char opt[3] = {'-', (char)optopt, '\0'};
+		const char *shown = cli_quote(opt);
 		bool alone = in[0] && !in[2];
 		/* getopt returns ':' for a missing value when the option string
 		 * starts with ':'; else '?' with optopt set: tell them apart by
 		 * whether the option is known at all */
 		const char *known = strchr("w:vp:c:", optopt);
 		if (known && known[1] == ':')
-			return cli_fail(sub, "option '-%c' needs a value", optopt);
+			return cli_fail(sub, "option %s needs a value", shown);
 		if (alone)
-			return cli_fail(sub, "unknown option '-%c' (see warden %s --help)", optopt,
+			return cli_fail(sub, "unknown option %s (see warden %s --help)", shown,
 					sub);
-		return cli_fail(sub, "unknown option '-%c' in %s (see warden %s --help)", optopt,
+		return cli_fail(sub, "unknown option %s in %s (see warden %s --help)", shown,
 				cli_quote(in), sub);
 	}
 	const char *arg = argv[optind - 1];
@@ -119,6 +144,20 @@ cli_bad_option(const char *sub, int argc, char **argv, const struct option *opts
 		}
 	}
 	return cli_fail(sub, "unknown option %s (see warden %s --help)", cli_quote(arg), sub);
+}
+
+bool
+cli_looks_like_option(const char *value, const struct option *opts)
+{
+	if (!strcmp(value, "--"))
+		return true;
+	if (strncmp(value, "--", 2))
+		return false;
+	size_t n = strcspn(value + 2, "=");
+	for (const struct option *o = opts; o && o->name; o++)
+		if (strlen(o->name) == n && !strncmp(value + 2, o->name, n))
+			return true;
+	return false;
 }
 
 /* What Docker users type, and what warden calls it. */

@@ -45,6 +45,9 @@ static const char usage_text[] =
 	"      --allow-port PORT    allow TCP bind/connect on PORT (loopback servers)\n"
 	"      --reproducible       SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, LC_ALL, TZ fixed\n"
 	"      --best-effort        run even where the limits cannot be enforced\n"
+	;
+/* the rest (one string would pass C99's 4095-byte limit for literals) */
+static const char usage_text2[] =
 	"Network:\n"
 	"      --net MODE           none (default: loopback only) or allow (egress only\n"
 	"                           through warden's proxy, by the rules below)\n"
@@ -55,6 +58,18 @@ static const char usage_text[] =
 	"                           or private (admits no host by itself)\n"
 	"      --tls-intercept      check each request inside HTTPS tunnels (a per-sandbox CA)\n"
 	"      --upstream-ca FILE   CA bundle to verify real servers with (interception)\n"
+	"Secrets (never inside the sandbox; warden's proxy adds them to requests):\n"
+	"      --secret NAME=@FILE  read secret NAME from FILE (or NAME=env:VAR from\n"
+	"                           warden's environment); at most 4 KiB\n"
+	"      --inject 'DEST HEADER=TEMPLATE'\n"
+	"                           on requests to DEST ([http://]HOST[:PORT][/PATH]) set\n"
+	"                           HEADER to TEMPLATE, {NAME} being secret NAME's value\n"
+	"                           (HTTPS needs --tls-intercept; http:// is plain HTTP)\n"
+	"      --inject-basic 'DEST USER:PASSWORD'\n"
+	"                           the same as HTTP basic auth (Authorization: Basic)\n"
+	"      --placeholder VAR[=NAME]\n"
+	"                           VAR in the sandbox holds a placeholder for secret NAME\n"
+	"                           (default: VAR), replaced by the proxy, refused elsewhere\n"
 	"Policy (any of these turns the policy stage on):\n"
 	"  -p, --policy FILE        policy document (default: the built-in policy)\n"
 	"  -c, --command STRING     the command as one string, split without a shell\n"
@@ -107,6 +122,10 @@ enum {
 	OPT_WORKSPACE_MODE,
 	OPT_DISK,
 	OPT_PROTECT,
+	OPT_SECRET,
+	OPT_INJECT,
+	OPT_INJECT_BASIC,
+	OPT_PLACEHOLDER,
 };
 
 static const struct option long_opts[] = {
@@ -145,6 +164,10 @@ static const struct option long_opts[] = {
 	{"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"protect", required_argument, NULL, OPT_PROTECT},
+	{"secret", required_argument, NULL, OPT_SECRET},
+	{"inject", required_argument, NULL, OPT_INJECT},
+	{"inject-basic", required_argument, NULL, OPT_INJECT_BASIC},
+	{"placeholder", required_argument, NULL, OPT_PLACEHOLDER},
 	{NULL, 0, NULL, 0},
 };
 
@@ -159,6 +182,9 @@ struct run_opts {
 	const char *policy, *command, *tool, *audit;
 	bool approve_tty;
 	bool disk_given, cow; /* --disk, --workspace-mode cow */
+	/* --placeholder, applied once every --secret is declared */
+	const char **placeholders;
+	size_t nplaceholders;
 };
 
 static int
@@ -306,6 +332,58 @@ net_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 	return -1;
 }
 
+/* Secrets (issue 13): the values are read here, by warden, and never
+ * printed; an error names the option's source, not what it holds. */
+static int
+secret_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts *o)
+{
+	struct wd_err e = {0};
+	switch (c) {
+	case OPT_SECRET: {
+		const char *eq = strchr(val, '=');
+		if (!eq || eq == val || !eq[1])
+			return bad_value(name, val, "expected NAME=@FILE or NAME=env:VAR");
+		char *n = strndup(val, (size_t)(eq - val));
+		if (!n)
+			abort();
+		int rc = wd_spec_add_secret(spec, n, eq + 1, &e);
+		free(n);
+		return rc < 0 ? cli_fail(sub_name, "--secret: %s", e.msg) : 0;
+	}
+	case OPT_INJECT:
+	case OPT_INJECT_BASIC:
+		if (wd_spec_add_inject(spec, c == OPT_INJECT ? WD_INJECT_HEADER : WD_INJECT_BASIC,
+				       val, &e) < 0)
+			return bad_value(name, val, e.msg);
+		return 0;
+	case OPT_PLACEHOLDER:
+		o->placeholders = realloc(o->placeholders, (o->nplaceholders + 1) * sizeof(char *));
+		if (!o->placeholders)
+			abort();
+		o->placeholders[o->nplaceholders++] = val;
+		return 0;
+	}
+	return -1;
+}
+
+/* --placeholder VAR[=NAME], after every --secret. */
+static int
+apply_placeholders(wd_spec *spec, const struct run_opts *o)
+{
+	struct wd_err e = {0};
+	for (size_t i = 0; i < o->nplaceholders; i++) {
+		const char *v = o->placeholders[i], *eq = strchr(v, '=');
+		char *var = strndup(v, eq ? (size_t)(eq - v) : strlen(v));
+		if (!var)
+			abort();
+		int rc = wd_spec_add_placeholder(spec, var, eq ? eq + 1 : var, &e);
+		free(var);
+		if (rc < 0)
+			return bad_value("placeholder", v, e.msg);
+	}
+	return 0;
+}
+
 static int
 policy_opt(int c, const char *val, struct run_opts *o)
 {
@@ -339,7 +417,7 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 	uint64_t v;
 	int rc;
 	if ((rc = limit_opt(c, name, val, o)) >= 0 || (rc = net_opt(c, name, val, spec, o)) >= 0 ||
-	    (rc = policy_opt(c, val, o)) >= 0)
+	    (rc = secret_opt(c, name, val, spec, o)) >= 0 || (rc = policy_opt(c, val, o)) >= 0)
 		return rc;
 	switch (c) {
 	case 'w':
@@ -433,18 +511,32 @@ parse_with(int argc, char **argv, const struct option *opts, const char *shortop
 	if ((rc = cli_docker_hints(sub_name, argc, argv)))
 		return rc;
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* 0: glibc reinitialises all of getopt's state */
 	while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
 		const char *name = NULL;
 		for (const struct option *lo = opts; lo->name; lo++)
 			if (lo->val == c)
 				name = lo->name;
 		if (c == OPT_HELP) {
-			fputs(x ? x->usage : usage_text, stdout);
+			if (x) {
+				fputs(x->usage, stdout);
+			} else {
+				fputs(usage_text, stdout);
+				fputs(usage_text2, stdout);
+			}
 			return -1;
 		}
 		if (c == ':' || c == '?')
 			return cli_bad_option(sub_name, argc, argv, opts);
+		/* "--memory -- prog": getopt took "--" (or the next option) as
+		 * the value; what the user left out is the value */
+		if (optarg && cli_looks_like_option(optarg, opts)) {
+			/* name it as it was typed: the word before the value */
+			const char *typed = optind >= 2 && optarg == argv[optind - 1]
+						    ? argv[optind - 2]
+						    : argv[optind - 1];
+			return cli_fail(sub_name, "option %s needs a value", cli_quote(typed));
+		}
 		if (x && (rc = x->fn(c, optarg, x->data)) >= 0) {
 			if (rc)
 				return rc;
@@ -466,7 +558,10 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 /* Options of run that a session takes when it runs a command (warden
  * exec), not when it is made. */
 static const char *const exec_only[] = {"command", "tool",	"audit", "approve",
-					"stdin",   "print-plan", NULL};
+					"stdin",   "print-plan",
+					/* secrets: a session's spec is kept on disk,
+					 * and a secret's value must never be */
+					"secret", "inject", "inject-basic", "placeholder", NULL};
 
 int
 cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
@@ -671,6 +766,9 @@ finish_sandbox(wd_spec *spec, struct run_opts *o, bool default_workspace)
 		wd_spec_set_net(spec, o->net);
 	if (o->tls || o->upstream_ca)
 		wd_spec_set_tls_intercept(spec, o->tls, o->upstream_ca);
+	int rc = apply_placeholders(spec, o);
+	if (rc)
+		return rc;
 	const char *term = getenv("TERM");
 	if (term && (isatty(0) || isatty(1) || isatty(2)))
 		wd_spec_set_term(spec, term);
@@ -704,6 +802,29 @@ plan(const wd_spec *spec)
 	return 0;
 }
 
+/* Options and program into spec, cmd and o: 0, -1 after --help, or an
+ * exit status (125, the message printed). */
+static int
+prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int *first)
+{
+	cli_json_errors(false);
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			cli_json_errors(true); /* bad input in JSON too */
+	int rc = parse(argc, argv, spec, o, first);
+	if (rc == 0)
+		rc = finish_spec(spec, cmd, o, argc, argv, *first);
+	return rc;
+}
+
+int
+cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd)
+{
+	struct run_opts o = {.isolation = WD_ISOLATION_CONTAINER};
+	int first = 0;
+	return prepare(argc, argv, spec, cmd, &o, &first);
+}
+
 int
 cli_run(int argc, char **argv)
 {
@@ -713,15 +834,9 @@ cli_run(int argc, char **argv)
 	wd_cmd *cmd = wd_cmd_new();
 	wd_ctx *ctx = NULL;
 	wd_result *r = NULL;
-	int first = 0, rc;
+	int first = 0;
 
-	cli_json_errors(false);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--json"))
-			cli_json_errors(true); /* bad input in JSON too */
-	rc = parse(argc, argv, spec, &o, &first);
-	if (rc == 0)
-		rc = finish_spec(spec, cmd, &o, argc, argv, first);
+	int rc = prepare(argc, argv, spec, cmd, &o, &first);
 	if (rc) {
 		rc = rc < 0 ? 0 : rc;
 		goto out;
@@ -750,5 +865,6 @@ out:
 	wd_ctx_free(ctx);
 	wd_cmd_free(cmd);
 	wd_spec_free(spec);
+	free(o.placeholders);
 	return rc;
 }

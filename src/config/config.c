@@ -225,7 +225,7 @@ load_member(struct vctx *v, const char *k, json_t *val, struct config_policy *p)
 {
 	static const char *const known[] = {"version",	"workspace", "programs", "tools",
 					    "profiles", "approvals", "audit",	 "network",
-					    "sandbox",	"env",	     NULL};
+					    "sandbox",	"env",	     "secrets",	 NULL};
 	if (!strcmp(k, "version")) {
 		if (!json_is_integer(val))
 			return vctx_fail(v, false, "expected an integer, got %s",
@@ -254,6 +254,8 @@ load_member(struct vctx *v, const char *k, json_t *val, struct config_policy *p)
 		return config_load_sandbox(v, val, &p->sandbox);
 	if (!strcmp(k, "env"))
 		return config_load_env(v, val, &p->env_deny);
+	if (!strcmp(k, "secrets"))
+		return config_load_secrets(v, val, p);
 	return vctx_unknown_key(v, k, known);
 }
 
@@ -426,6 +428,7 @@ config_policy_free(struct config_policy *p)
 	free(p->net.upstream_ca);
 	config_strv_free(&p->env_deny);
 	config_strv_free(&p->wprotect);
+	config_secrets_free(p);
 	free(p->source);
 	free(p->mount);
 	free(p->audit_path);

@@ -106,6 +106,17 @@ struct config_network {
 	char *upstream_ca; /* absolute path, or NULL: the host's store */
 };
 
+/* "secrets": a credential by name: where warden reads it ("env:VAR" or
+ * "@/abs/path"), the variable that gets its placeholder, and where the
+ * proxy adds it (issue 13).  Never a value. */
+struct config_secret {
+	char *name;
+	char *from;
+	char *placeholder; /* or NULL */
+	struct config_strv inject;	 /* "DEST HEADER=TEMPLATE" */
+	struct config_strv inject_basic; /* "DEST USER:PASSWORD" */
+};
+
 enum config_tool_class {
 	CONFIG_TOOL_BLOCKED = 0, /* never runs */
 	CONFIG_TOOL_DIRECT = 1,	 /* runs in the harness (e.g. a file read through openat2) */
@@ -137,6 +148,8 @@ struct config_policy {
 	uint64_t approval_ttl_s;
 	char *audit_path; /* NULL: no audit unless --audit */
 	struct config_network net;
+	struct config_secret *secrets; /* in document order */
+	size_t nsecrets;
 	struct config_sandbox sandbox;
 	struct config_strv env_deny; /* "env.deny": NAME or PREFIX*, for every program */
 	char *allowed_names;	     /* "cat, diff, find, ..." for advice */

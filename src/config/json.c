@@ -226,6 +226,8 @@ config_policy_to_json(const struct config_policy *p)
 		json_object_set_new(root, "network", net);
 	else
 		json_decref(net);
+	if (p->nsecrets)
+		json_object_set_new(root, "secrets", config_secrets_json(p));
 	json_t *sb = sandbox_json(&p->sandbox);
 	if (json_object_size(sb))
 		json_object_set_new(root, "sandbox", sb);

@@ -62,6 +62,10 @@ int config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb);
 int config_load_network(struct vctx *v, json_t *j, struct config_network *net);
 int config_load_workspace(struct vctx *v, json_t *j, struct config_policy *p);
 int config_load_env(struct vctx *v, json_t *j, struct config_strv *deny);
+/* secrets.c */
+int config_load_secrets(struct vctx *v, json_t *j, struct config_policy *p);
+void config_secrets_free(struct config_policy *p);
+json_t *config_secrets_json(const struct config_policy *p);
 
 /* The built-in profiles (shell_commands is the base of a custom one). */
 struct config_builtin_profile {

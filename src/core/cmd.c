@@ -8,6 +8,7 @@ wd_cmd_new(void)
 {
 	wd_cmd *c = wd_xcalloc(1, sizeof(*c));
 	c->stdin_fd = -1;
+	c->cancel_fd = -1;
 	c->stream_fd[0] = c->stream_fd[1] = c->stream_fd[2] = -1;
 	return c;
 }
@@ -97,22 +98,7 @@ wd_cmd_set_cwd(wd_cmd *c, const char *cwd, struct wd_err *err)
 WD_API int
 wd_cmd_setenv(wd_cmd *c, const char *name, const char *value, struct wd_err *err)
 {
-	if (!name || !name[0] || strchr(name, '=') || !value)
-		return wd_err_set(err, WD_E_INVAL, "bad environment variable name '%s'",
-				  name ? name : "");
-	size_t nl = strlen(name);
-	char *kv = wd_xasprintf("%s=%s", name, value);
-	for (size_t i = 0; i < c->nenv; i++) {
-		if (!strncmp(c->env[i], name, nl) && c->env[i][nl] == '=') {
-			free(c->env[i]);
-			c->env[i] = kv;
-			return 0;
-		}
-	}
-	c->env = wd_xrealloc(c->env, (c->nenv + 2) * sizeof(char *));
-	c->env[c->nenv++] = kv;
-	c->env[c->nenv] = NULL;
-	return 0;
+	return wd_env_set(&c->env, &c->nenv, name, value, err);
 }
 
 WD_API void
@@ -138,4 +124,10 @@ wd_cmd_set_stream(wd_cmd *c, int out_fd, int err_fd)
 {
 	c->stream_fd[1] = out_fd;
 	c->stream_fd[2] = err_fd;
+}
+
+WD_API void
+wd_cmd_set_cancel_fd(wd_cmd *c, int fd)
+{
+	c->cancel_fd = fd;
 }

@@ -59,6 +59,7 @@ struct wd_cmd {
 	bool policy, interactive;
 	uint64_t timeout_ms, output_limit;
 	int stdin_fd;
+	int cancel_fd; /* wd_cmd_set_cancel_fd: readable -> killed, or -1 */
 	int stream_fd[3];
 };
 
@@ -127,6 +128,17 @@ void gate_fini(struct gate *g);
 int gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *cmd,
 	     const char *sandbox_id, struct gate *g, wd_result **refusal, struct wd_err *err);
 
+/* pipeline.c: the steps every command takes, one-shot or live.
+ * pipeline_decide: no program is bad input; the policy stage when the
+ * command asks for it (*refused set for a denial or a pause); *argv the
+ * argv to run (the judged one, or the command's own). */
+int pipeline_decide(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id,
+		    struct gate *g, char *const **argv, wd_result **refused, struct wd_err *err);
+/* After the command: the decision and the digest into the result, and the
+ * "result" event (a failure's message when r is NULL; none when warden
+ * failed with the policy stage off). */
+void pipeline_finish(wd_ctx *ctx, const char *id, struct gate *g, const wd_cmd *cmd, wd_result *r,
+		     const char *failure);
 /* pipeline.c: an exec request from a command (argv: the judged one, or
  * the command's own); free with exec_req_fini(). */
 bool cmd_needs_policy(const wd_cmd *cmd);

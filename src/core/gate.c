@@ -265,6 +265,32 @@ spec_has_protect(const wd_spec *spec, const char *path)
 	return false;
 }
 
+/* The policy's "secrets" (issue 13), added to the caller's: read now, by
+ * warden, from where the policy says; a secret the caller declared too
+ * is an error rather than a silent choice of one value. */
+static int
+apply_secrets(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct gate *g,
+	      struct wd_err *err)
+{
+	for (size_t i = 0; i < ps->nsecrets; i++) {
+		const struct wd_policy_secret *s = &ps->secrets[i];
+		wd_spec *sp = spec_of(spec, g);
+		if (wd_spec_add_secret(sp, s->name, s->source, err) < 0)
+			return wd_err_prefix(err, "policy secrets.%s", s->name);
+		for (size_t k = 0; k < s->ninject; k++)
+			if (wd_spec_add_inject(sp, WD_INJECT_HEADER, s->inject[k], err) < 0)
+				return wd_err_prefix(err, "policy secrets.%s.inject", s->name);
+		for (size_t k = 0; k < s->ninject_basic; k++)
+			if (wd_spec_add_inject(sp, WD_INJECT_BASIC, s->inject_basic[k], err) < 0)
+				return wd_err_prefix(err, "policy secrets.%s.inject_basic",
+						     s->name);
+		if (s->placeholder &&
+		    wd_spec_add_placeholder(sp, s->placeholder, s->name, err) < 0)
+			return wd_err_prefix(err, "policy secrets.%s.placeholder", s->name);
+	}
+	return 0;
+}
+
 /* One limit: the caller's, else the tool profile's, else the policy's. */
 static uint64_t
 pick(uint64_t given, uint64_t profile, uint64_t policy)
@@ -324,7 +350,8 @@ allow(const wd_policy *pol, const wd_spec *spec, const wd_decision *d, struct ga
 	struct wd_policy_sandbox ps;
 	wd_policy_sandbox(pol, &ps);
 	apply_sandbox(&ps, spec, g);
-	return apply_network(&ps, spec, g, err);
+	int rc = apply_network(&ps, spec, g, err);
+	return rc < 0 ? rc : apply_secrets(&ps, spec, g, err);
 }
 
 int

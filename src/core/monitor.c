@@ -159,6 +159,7 @@ exec_req_of(json_t *q, char ***argv, char ***env, struct exec_req *x, struct wd_
 	x->stream_fd[0] = x->stream_fd[1] = x->stream_fd[2] = -1;
 	x->log_fd = -1;
 	x->cancel_fd = -1;
+	x->cmd_cancel_fd = -1;
 	return 0;
 }
 

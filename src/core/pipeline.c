@@ -42,6 +42,7 @@ pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned fl
 	x->flags = flags;
 	x->cancel_fd = ctx->cancel_fd;
 	x->cancel_sig = &ctx->cancel_sig;
+	x->cmd_cancel_fd = cmd->cancel_fd;
 }
 
 void
@@ -64,16 +65,38 @@ policy_cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 		x->output_limit = g->limits.output_limit;
 }
 
-/* The result carries the decision that let it run and the policy's
- * digest ("off" when there was no policy stage). */
-static void
-attach_decision(wd_result *r, struct gate *g, bool policy)
+int
+pipeline_decide(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id,
+		struct gate *g, char *const **argv, wd_result **refused, struct wd_err *err)
 {
-	if (!policy)
-		return;
-	r->decision = g->decision;
-	g->decision = NULL;
-	snprintf(r->policy, sizeof(r->policy), "%s", g->digest);
+	*refused = NULL;
+	*argv = cmd->argv;
+	if (!cmd->command && cmd->argc == 0)
+		return wd_err_set(err, WD_E_INVAL, "no program given");
+	if (!cmd_needs_policy(cmd))
+		return 0;
+	wd_autofree char *cwd = spec->workspace ? NULL : getcwd(NULL, 0);
+	int rc = gate_run(ctx, spec, spec->workspace ? spec->workspace : cwd, cmd, id, g, refused,
+			  err);
+	if (rc == 0 && !*refused)
+		*argv = g->argv;
+	return rc;
+}
+
+void
+pipeline_finish(wd_ctx *ctx, const char *id, struct gate *g, const wd_cmd *cmd, wd_result *r,
+		const char *failure)
+{
+	bool policy = cmd_needs_policy(cmd);
+	if (r && policy) {
+		/* the result carries the decision that let it run and the
+		 * policy's digest ("off" when there was no policy stage) */
+		r->decision = g->decision;
+		g->decision = NULL;
+		snprintf(r->policy, sizeof(r->policy), "%s", g->digest);
+	}
+	if (r || policy)
+		pipeline_result_event(ctx, id, r ? r->decision : g->decision, r, failure);
 }
 
 WD_API int
@@ -89,32 +112,17 @@ wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 	struct gate g = {0};
 	struct sandbox *sb = NULL;
 	wd_result *r = NULL;
-	bool policy = cmd_needs_policy(cmd);
-	const wd_spec *eff = spec;
-	char *const *argv = cmd->argv;
 	struct box *b = NULL;
 	wd_spec *own = NULL;
 	struct ws_trees t = {-1, -1, -1};
-	int rc;
-
-	if (!cmd->command && cmd->argc == 0) {
-		rc = wd_err_set(err, WD_E_INVAL, "no program given");
-		goto out;
-	}
-	if (policy) {
-		wd_autofree char *cwd = spec->workspace ? NULL : getcwd(NULL, 0);
-		rc = gate_run(ctx, spec, spec->workspace ? spec->workspace : cwd, cmd, id, &g, &r,
-			      err);
-		if (rc < 0 || r)
-			goto out; /* bad input, or denied or paused: nothing starts */
-		argv = g.argv;
-		if (g.spec)
-			eff = g.spec;
-	}
+	char *const *argv;
+	int rc = pipeline_decide(ctx, spec, cmd, id, &g, &argv, &r, err);
+	if (rc < 0 || r)
+		goto out; /* bad input, or denied or paused: nothing starts */
+	const wd_spec *eff = g.spec ? g.spec : spec;
 	struct exec_req x;
 	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
-	if (policy)
-		policy_cmd_limits(spec, &g, &x);
+	policy_cmd_limits(spec, &g, &x);
 	/* a cow workspace: layers in the state directory for this run only
 	 * (nothing of it reaches the real directory: there is no apply) */
 	if (box_needed(eff)) {
@@ -135,13 +143,11 @@ wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 	if ((rc = sandbox_start(sb, err)) < 0 || (rc = gate_require(&g, sb, err)) < 0 ||
 	    (rc = sandbox_exec(sb, &x, &r, err)) < 0)
 		goto fail;
-	attach_decision(r, &g, policy);
-	pipeline_result_event(ctx, id, r->decision, r, NULL);
+	pipeline_finish(ctx, id, &g, cmd, r, NULL);
 	rc = 0;
 	goto out;
 fail:
-	if (policy)
-		pipeline_result_event(ctx, id, g.decision, NULL, err->msg);
+	pipeline_finish(ctx, id, &g, cmd, NULL, err->msg);
 out:
 	sandbox_free(sb);
 	ws_trees_close(&t);

@@ -304,8 +304,8 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 	wd_result *r = NULL;
 	struct sandbox *sb = NULL;
 	int tree = -1, rc;
-	bool policy = cmd_needs_policy(cmd), waited;
-	char *const *argv = cmd->argv;
+	bool waited;
+	char *const *argv = NULL;
 	if (!cmd->command && cmd->argc == 0) {
 		rc = wd_err_set(err, WD_E_INVAL, "no program given");
 		goto out;
@@ -317,24 +317,20 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 		rc = wd_err_set(err, WD_E_INVAL, "the pool is stopping");
 		goto out;
 	}
-	if (policy) {
-		rc = gate_run(ctx, spec, spec->workspace, cmd, sb->id, &g, &r, err);
-		if (rc < 0 || r)
-			goto out; /* the instance goes unused, and is destroyed */
-		argv = g.argv;
-		if (g.spec && g.spec->net == WD_NET_PROXY && spec->net != WD_NET_PROXY) {
-			rc = wd_err_set(err, WD_E_INVAL,
-					"the policy's network.allow needs a pool made with egress");
-			goto out;
-		}
+	/* the same policy stage as any run's; a refused command's instance
+	 * goes unused, and is destroyed */
+	if ((rc = pipeline_decide(ctx, spec, cmd, sb->id, &g, &argv, &r, err)) < 0 || r)
+		goto out;
+	if (g.spec && g.spec->net == WD_NET_PROXY && spec->net != WD_NET_PROXY) {
+		rc = wd_err_set(err, WD_E_INVAL,
+				"the policy's network.allow needs a pool made with egress");
+		goto out;
 	}
 	struct exec_req x;
 	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
-	if (policy) {
-		policy_cmd_limits(spec, &g, &x);
-		if ((rc = gate_require(&g, sb, err)) < 0)
-			goto fail;
-	}
+	policy_cmd_limits(spec, &g, &x);
+	if ((rc = gate_require(&g, sb, err)) < 0)
+		goto fail;
 	wd_log(WD_LOG_DEBUG, "pool: sandbox %s taken", sb->id);
 	if ((tree = rc = workspace_tree(p, spec->workspace, err)) < 0)
 		goto fail;
@@ -342,17 +338,11 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 	/* the workspace, then the command right behind it */
 	if ((rc = sandbox_attach(sb, tree, err)) < 0 || (rc = sandbox_exec(sb, &x, &r, err)) < 0)
 		goto fail;
-	if (policy) {
-		r->decision = g.decision;
-		g.decision = NULL;
-		snprintf(r->policy, sizeof(r->policy), "%s", g.digest);
-	}
-	pipeline_result_event(ctx, sb->id, r->decision, r, NULL);
+	pipeline_finish(ctx, sb->id, &g, cmd, r, NULL);
 	rc = 0;
 	goto out;
 fail:
-	if (policy)
-		pipeline_result_event(ctx, sb ? sb->id : "", g.decision, NULL, err->msg);
+	pipeline_finish(ctx, sb->id, &g, cmd, NULL, err->msg);
 out:
 	if (tree >= 0)
 		close(tree);

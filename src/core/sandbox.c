@@ -76,47 +76,27 @@ wd_sandbox_exec(wd_sandbox *s, const wd_cmd *cmd, wd_result **out, struct wd_err
 	CTX_ENTER(ctx);
 	struct gate g = {0};
 	wd_result *r = NULL;
-	bool policy = cmd_needs_policy(cmd);
-	char *const *argv = cmd->argv;
-	int rc;
-
-	if (!cmd->command && cmd->argc == 0) {
-		rc = wd_err_set(err, WD_E_INVAL, "no program given");
+	char *const *argv;
+	int rc = pipeline_decide(ctx, sb->spec, cmd, sb->id, &g, &argv, &r, err);
+	if (rc < 0 || r)
 		goto out;
-	}
-	if (policy) {
-		rc = gate_run(ctx, sb->spec, sb->spec->workspace, cmd, sb->id, &g, &r, err);
-		if (rc < 0 || r)
-			goto out;
-		argv = g.argv;
-		/* A live sandbox's egress and limits were fixed when it was
-		 * built: a policy that would widen them for this command cannot
-		 * here, and says so rather than running it without. */
-		if (g.spec && g.spec->net == WD_NET_PROXY && sb->spec->net != WD_NET_PROXY) {
-			rc = wd_err_set(err, WD_E_INVAL,
-					"the policy's network.allow needs a sandbox created with "
-					"--net allow; this one has no egress");
-			goto out;
-		}
+	/* A live sandbox's egress and limits were fixed when it was built:
+	 * a policy that would widen them for this command cannot here, and
+	 * says so rather than running it without. */
+	if (g.spec && g.spec->net == WD_NET_PROXY && sb->spec->net != WD_NET_PROXY) {
+		rc = wd_err_set(err, WD_E_INVAL,
+				"the policy's network.allow needs a sandbox created with "
+				"--net allow; this one has no egress");
+		goto out;
 	}
 	struct exec_req x;
 	pipeline_exec_req(ctx, cmd, argv, 0, &x);
-	if (policy) {
-		policy_cmd_limits(sb->spec, &g, &x);
-		if ((rc = gate_require(&g, sb, err)) < 0)
-			goto out;
-	}
-	if ((rc = sandbox_exec(sb, &x, &r, err)) < 0) {
-		if (policy)
-			pipeline_result_event(ctx, sb->id, g.decision, NULL, err->msg);
+	policy_cmd_limits(sb->spec, &g, &x);
+	if ((rc = gate_require(&g, sb, err)) < 0 || (rc = sandbox_exec(sb, &x, &r, err)) < 0) {
+		pipeline_finish(ctx, sb->id, &g, cmd, NULL, err->msg);
 		goto out;
 	}
-	if (policy) {
-		r->decision = g.decision;
-		g.decision = NULL;
-		snprintf(r->policy, sizeof(r->policy), "%s", g.digest);
-	}
-	pipeline_result_event(ctx, sb->id, r->decision, r, NULL);
+	pipeline_finish(ctx, sb->id, &g, cmd, r, NULL);
 out:
 	gate_fini(&g);
 	if (rc == 0)
@@ -246,7 +226,10 @@ wd_spec_plan(const wd_spec *spec, char **out, struct wd_err *err)
 	wd_spec_free(own);
 	if (rc < 0)
 		return rc;
-	*out = sb->ops->plan_text(sb);
+	char *plan = sb->ops->plan_text(sb), *secrets = spec_plan_secrets(sb->spec);
+	*out = wd_xasprintf("%s%s", plan, secrets);
+	free(plan);
+	free(secrets);
 	sandbox_free(sb);
 	return 0;
 }

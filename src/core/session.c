@@ -95,21 +95,24 @@ connect_monitor(int sbdir, struct wd_err *err)
  * waiting: a cancel record goes to the monitor with *cancel_sig. */
 static int
 await_reply(int s, json_t **resp, int *rfd, int cancel_fd, const atomic_int *cancel_sig,
-	    struct wd_err *err)
+	    int cmd_cancel_fd, struct wd_err *err)
 {
 	bool cancelled = false;
 	*rfd = -1;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = s, .events = POLLIN},
-				      {.fd = cancel_fd, .events = POLLIN}};
-		int n = poll(p, cancel_fd >= 0 && !cancelled ? 2 : 1, -1);
+		/* the context's cancellation (its signal), and the command's own
+		 * (wd_cmd_set_cancel_fd: as SIGKILL) */
+		struct pollfd p[3] = {{.fd = s, .events = POLLIN},
+				      {.fd = cancelled ? -1 : cancel_fd, .events = POLLIN},
+				      {.fd = cancelled ? -1 : cmd_cancel_fd, .events = POLLIN}};
+		int n = poll(p, 3, -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return wd_err_sys(err, errno, "poll");
-		if (n > 0 && !cancelled && cancel_fd >= 0 && p[1].revents) {
-			char *c = wd_xasprintf("{\"op\":\"cancel\",\"signal\":%d}",
-					       cancel_sig ? atomic_load(cancel_sig) : 9);
+		if (n > 0 && !cancelled && (p[1].revents || p[2].revents)) {
+			int sig = p[1].revents && cancel_sig ? atomic_load(cancel_sig) : 9;
+			char *c = wd_xasprintf("{\"op\":\"cancel\",\"signal\":%d}", sig ? sig : 9);
 			mp_send(s, c, NULL, 0);
 			free(c);
 			cancelled = true;
@@ -159,7 +162,7 @@ session_call(int sbdir, const char *req, const int *fds, int nfds, json_t **resp
 	}
 	int rfd = -1;
 	json_t *j = NULL;
-	rc = await_reply(s, &j, &rfd, -1, NULL, err);
+	rc = await_reply(s, &j, &rfd, -1, NULL, -1, err);
 	close(s);
 	if (rc == 0 && data) {
 		*data = rfd >= 0 ? mp_read_memfd(rfd, 1ULL << 32, dlen) : wd_xstrdup("");
@@ -564,7 +567,8 @@ wd_session_exec(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, wd_result **out
 		wd_err_sys(err, -rc, "send the command to the sandbox's monitor");
 		goto fail;
 	}
-	if ((rc = await_reply(s, &resp, &rfd, ctx->cancel_fd, &ctx->cancel_sig, err)) < 0)
+	if ((rc = await_reply(s, &resp, &rfd, ctx->cancel_fd, &ctx->cancel_sig, cmd->cancel_fd,
+			      err)) < 0)
 		goto fail;
 	size_t dlen = 0;
 	char *data = rfd >= 0 ? mp_read_memfd(rfd, 1ULL << 31, &dlen) : NULL;
@@ -575,17 +579,11 @@ wd_session_exec(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, wd_result **out
 		l1 = l2 = 0; /* no windows rather than wrong ones */
 	r = result_wire_read(res, data ? data : "", l1, data ? data + l1 : "", l2);
 	free(data);
-	if (policy) {
-		r->decision = g.decision;
-		g.decision = NULL;
-		snprintf(r->policy, sizeof(r->policy), "%s", g.digest);
-	}
-	pipeline_result_event(ctx, w.id, r->decision, r, NULL);
+	pipeline_finish(ctx, w.id, &g, cmd, r, NULL);
 	rc = 0;
 	goto out;
 fail:
-	if (policy)
-		pipeline_result_event(ctx, w.id, g.decision, NULL, err->msg);
+	pipeline_finish(ctx, w.id, &g, cmd, NULL, err->msg);
 out:
 	if (s >= 0)
 		close(s);

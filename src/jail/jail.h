@@ -354,6 +354,20 @@ void jail_reset_signals(void);
 /* Ignore sig (SIG_IGN). */
 void jail_ignore_signal(int sig);
 
+/* The next decimal pid of a list such as cgroup.procs or a task's
+ * children file, advancing *s past it and what follows; 0 at the end.
+ * No library call: safe after clone. */
+static inline pid_t
+jail_next_pid(const char **s)
+{
+	pid_t v = 0;
+	while (**s >= '0' && **s <= '9')
+		v = v * 10 + (*(*s)++ - '0');
+	while (**s && (**s < '0' || **s > '9'))
+		(*s)++;
+	return v;
+}
+
 /* Child-side report of a failed step on the sandbox channel (no formatting). */
 void jail_report_error(struct sync_chan *c, int step, int err, int op_index);
 

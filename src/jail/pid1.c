@@ -424,12 +424,8 @@ kill_leftovers(struct pid1 *p)
 			return;
 		buf[n] = '\0';
 		bool any = false;
-		for (char *s = buf; *s;) {
-			pid_t v = 0;
-			while (*s >= '0' && *s <= '9')
-				v = v * 10 + (*s++ - '0');
-			while (*s && (*s < '0' || *s > '9'))
-				s++;
+		for (const char *s = buf; *s;) {
+			pid_t v = jail_next_pid(&s);
 			if (v > 0 && !is_running(p, v)) {
 				kill(v, SIGKILL);
 				waitpid(v, NULL, __WALL);

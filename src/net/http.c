@@ -718,10 +718,14 @@ net_body_feed(struct net_body *b, const char *p, size_t n)
 		b->payload += k;
 		if (b->remaining == 0)
 			b->done = true;
+		if (b->content && k)
+			b->content(b->content_arg, p, k);
 		return (ssize_t)k;
 	}
 	case NET_BODY_CLOSE:
 		b->payload += n;
+		if (b->content && n)
+			b->content(b->content_arg, p, n);
 		return (ssize_t)n;
 	case NET_BODY_CHUNKED:
 		break;
@@ -757,6 +761,8 @@ net_body_feed(struct net_body *b, const char *p, size_t n)
 				b->cstate = CS_SIZE_LF;
 			else if (!vchar(c) || ++b->cline > 1024)
 				return -1;
+			else if (b->content) /* extensions carry data too */
+				b->content(b->content_arg, p + i, 1);
 			i++;
 			break;
 		case CS_SIZE_LF:
@@ -775,6 +781,8 @@ net_body_feed(struct net_body *b, const char *p, size_t n)
 			size_t k = n - i < b->remaining ? n - i : (size_t)b->remaining;
 			b->remaining -= k;
 			b->payload += k;
+			if (b->content && k)
+				b->content(b->content_arg, p + i, k);
 			i += k;
 			if (b->remaining == 0)
 				b->cstate = CS_DATA_CR;
@@ -817,6 +825,8 @@ net_body_feed(struct net_body *b, const char *p, size_t n)
 				b->cstate = CS_TRAILER_LF;
 			else if (!vchar(c) || ++b->cline > 8192)
 				return -1;
+			else if (b->content)
+				b->content(b->content_arg, p + i, 1);
 			i++;
 			break;
 		case CS_TRAILER_LF:

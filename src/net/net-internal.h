@@ -65,6 +65,44 @@ SSL *net_tls_client(struct net_tls *t, const char *host, int fd);
 /* Text of the calling thread's last OpenSSL error (static storage). */
 const char *net_tls_last_error(void);
 
+/* ---- secrets (secrets.c, exfil.c) ---- */
+struct net_secret {
+	char name[65];
+	char *mem; /* wd_secure_alloc: value, NUL, percent-encoded, NUL, lowercase */
+	size_t memsz;
+	size_t len;	  /* the value: mem[0..len) */
+	const char *penc; /* percent-encoded value */
+	size_t penc_len;  /* 0 when it is the value itself */
+	char *lower;	  /* lowercase value, len bytes */
+	char core[33];	  /* the placeholder's random part, lowercase hex */
+	char placeholder[NET_PLACEHOLDER_LEN + 1];
+};
+
+struct net_inject {
+	enum net_inject_kind kind;
+	bool http; /* plain HTTP only ("http://"); else intercepted HTTPS only */
+	char host[256];
+	uint16_t port;
+	char *path; /* prefix, or NULL */
+	char header[65];
+	char *tmpl;
+	char *text;    /* the rule as given */
+	uint64_t uses; /* secrets the template names */
+};
+
+struct net_secrets {
+	_Atomic int refs;
+	size_t n, nrules, nvars;
+	struct net_secret v[NET_SECRETS_MAX];
+	struct net_inject rules[NET_INJECTS_MAX];
+	struct {
+		unsigned secret;
+		char *env; /* VAR=placeholder */
+	} vars[NET_SECRETS_MAX * 2];
+};
+
+bool net_secret_name_ok(const char *name);
+
 /* True if header i of h must not be forwarded (http.c). */
 bool net_http_hop_by_hop(const char *buf, const struct net_http_head *h, unsigned i, bool request);
 
@@ -166,6 +204,21 @@ struct conn {
 	bool aliased;
 	struct sockaddr_storage alias_addr;
 
+	/* secrets (issue 13): the inject rules that apply to the request in
+	 * progress, the body scanner, and for its event the rules applied and
+	 * the secrets used (or the one found on its way out: exfil >= 0).
+	 * secret_buf: uout has held a credential, so it is wiped rather than
+	 * only reset; secret_left: bytes of the head with the credential still
+	 * to send (once 0, every other byte of uout is wiped). */
+	struct net_inject_match inj;
+	struct net_scan *scan;
+	int exfil;
+	bool secret_buf;
+	size_t secret_left;
+	char inj_rules[512];
+	char inj_names[256];
+	uint64_t masked; /* secrets whose values the response had, masked */
+
 	/* tunnel */
 	int pcu[2], puc[2];
 	size_t pend_cu, pend_uc;
@@ -181,7 +234,8 @@ struct net_proxy {
 	int epfd, stopfd, lfd_http, lfd_socks, dns_fd, res_fd;
 	struct handle h_stop, h_http, h_socks, h_dns, h_res;
 	struct net_resolver *res;
-	struct net_tls *tls; /* tls_intercept only */
+	struct net_tls *tls;	     /* tls_intercept only */
+	struct net_secrets *secrets; /* a reference, or NULL */
 	char *upstream_ca_file;
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -228,6 +282,25 @@ void proxy_conn_close(struct conn *c, enum net_reason reason, const char *advice
 void proxy_refuse(struct conn *c, int status, enum net_reason reason, const struct net_rule *rule,
 		  const char *advice);
 void proxy_conn_step(struct conn *c);
+
+/* proxy_secrets.c */
+void proxy_rehead_free(struct conn *c);
+void proxy_wipe_uout(struct conn *c, bool all);
+void proxy_wrote_up(struct conn *c, size_t n);
+/* Refuse the request as attempted exfiltration of secret i, found in
+ * where ("the URL", "the body", ...). */
+void proxy_refuse_exfil(struct conn *c, int i, const char *where);
+/* A host the request names holds a secret: refused (true). */
+bool proxy_host_exfil(struct conn *c, const char *host);
+bool proxy_dropped_field(const char *buf, const struct net_http_head *h, unsigned i, void *arg);
+bool proxy_put_injected(struct conn *c);
+void proxy_body_content(void *arg, const char *p, size_t n);
+/* Which rules apply to the request in progress, and whether its head
+ * carries a secret they do not bind to its destination (then refused:
+ * false); sets up the body check. */
+bool proxy_secrets_gate(struct conn *c, const char *buf, const char *host, uint16_t port);
+size_t proxy_response_window(struct conn *c, size_t k);
+const char *proxy_masked_advice(struct conn *c);
 
 /* proxy_http.c */
 void proxy_request_reset(struct conn *c);

@@ -105,6 +105,10 @@ enum net_reason {
 	NET_R_FRAMING,	   /* "ambiguous-framing": a head that a server could frame
 			    * or route differently from the proxy (request
 			    * smuggling; enum net_http_flaw says which shape) */
+	NET_R_EXFIL,	   /* "secret-exfiltration": a secret's placeholder or
+			    * value on its way to a destination no inject rule
+			    * binds it to (the URL, a header, the body, a host
+			    * name or a DNS query) */
 	NET_R__COUNT
 };
 const char *net_reason_name(enum net_reason r);
@@ -209,6 +213,12 @@ enum net_addr_class {
 enum net_addr_class net_addr_classify(const struct sockaddr *sa);
 const char *net_addr_class_name(enum net_addr_class c);
 
+/* A request path under an allow or inject rule's path prefix: the
+ * prefix matches the path before any '?' or '#', and the path has no dot
+ * segment, backslash or percent-encoded '.', '/' or '\\' that a server
+ * could resolve out of the prefix ("/pub/../admin"). */
+bool net_path_prefix_match(const char *prefix, const char *path);
+
 /* Host-name helpers.  net_host_normalize lowercases and drops one trailing
  * dot into out (cap bytes); 0, or -EINVAL for anything but LDH labels of
  * 1..63 bytes (underscore allowed), at most 253 bytes in all, or an address
@@ -217,6 +227,166 @@ int net_host_normalize(const char *host, size_t len, char *out, size_t cap);
 /* Parse an address literal (IPv4 dotted quad, or IPv6 with or without
  * brackets) into sa with port; true on success. */
 bool net_addr_parse(const char *s, size_t len, uint16_t port, struct sockaddr_storage *sa);
+
+/* --------------------------------------------------------------- secrets
+ *
+ * Credentials the sandbox never holds (issue 13).  Warden reads each value
+ * (net_secret_read: "@FILE" or "env:VAR"), keeps it in locked memory
+ * (util's wd_secure_alloc: mlock, MADV_DONTDUMP, MADV_WIPEONFORK, wiped on
+ * free) and the proxy adds it to requests for the destinations an inject
+ * rule names, inside intercepted HTTPS (or plain HTTP where the rule says
+ * "http://").  The sandbox sees at most a placeholder
+ * ("warden-placeholder-" and 32 random hex digits) in a variable of its
+ * environment.  A request to any other destination that carries a
+ * secret's placeholder or its value (the URL, a header, a Basic
+ * credential, the body), a host name or a DNS query that contains one,
+ * is refused with NET_R_EXFIL and audited.
+ *
+ * Inject rules:
+ *   header  "[http://]HOST[:PORT][/PATH] HEADER=TEMPLATE"
+ *           ("api.github.test Authorization=Bearer {GITHUB_TOKEN}")
+ *   basic   "[http://]HOST[:PORT][/PATH] USER:PASSWORD", both templates
+ *           ("git.test x-access-token:{GITHUB_TOKEN}"), sent as
+ *           "Authorization: Basic base64(USER:PASSWORD)"
+ * HOST is one exact name or address (no wildcard: a credential goes where
+ * it is named); PORT defaults to 443 (80 with http://); PATH is a prefix,
+ * matched like an allow rule's (no dot segments, no encoded '.', '/', '\').
+ * TEMPLATE is printable ASCII with {NAME} for the value of secret NAME.
+ * The header is added, replacing every field of that name the client sent;
+ * when two rules set one header the longer path wins.
+ *
+ * Lifetime: built single-threaded (net_secrets_add*), then shared read-
+ * only: net_secrets_ref() takes a reference (a spec's copies share one
+ * object), net_secrets_free() drops one; adding to a shared object fails
+ * with -EBUSY (copy it with net_secrets_clone()). */
+#define NET_SECRET_MIN 8       /* bytes: shorter values turn up in traffic by chance */
+#define NET_SECRET_MAX 4096    /* bytes of one value (a file may add one newline) */
+#define NET_SECRETS_MAX 32     /* secrets per set */
+#define NET_INJECTS_MAX 64     /* inject rules per set */
+#define NET_PLACEHOLDER_LEN 51 /* "warden-placeholder-" + 32 hex */
+
+typedef struct net_secrets net_secrets;
+
+enum net_inject_kind {
+	NET_INJECT_HEADER = 0, /* HEADER=TEMPLATE */
+	NET_INJECT_BASIC = 1,  /* USER:PASSWORD, as Authorization: Basic */
+};
+
+int net_secrets_new(struct net_secrets **out);
+/* Drop a reference; the last one wipes and frees every value. */
+void net_secrets_free(struct net_secrets *s);
+WD_DEFINE_AUTOPTR(net_secrets, net_secrets_free)
+/* Another reference to s (shared read-only from now on). */
+struct net_secrets *net_secrets_ref(struct net_secrets *s);
+/* More than one reference: read-only. */
+bool net_secrets_shared(const struct net_secrets *s);
+/* A private copy (values in new locked memory, same placeholders). */
+int net_secrets_clone(const struct net_secrets *s, struct net_secrets **out, struct wd_err *err);
+
+/* Read a secret's value from source: "@FILE" (a regular file of at most
+ * NET_SECRET_MAX bytes plus one trailing newline, which is dropped; opened
+ * with O_NONBLOCK and checked on the descriptor, so a FIFO or a device is
+ * refused without blocking) or "env:VAR" (warden's own environment).
+ * Into out (cap bytes, which should be secure memory); *len gets the
+ * length.  -EINVAL with err naming the source and what is wrong, never
+ * the content. */
+int net_secret_read(const char *source, char *out, size_t cap, size_t *len, struct wd_err *err);
+/* Declare secret name ([A-Za-z_][A-Za-z0-9_]*, at most 64) with value
+ * (len bytes, copied into locked memory): NET_SECRET_MIN..NET_SECRET_MAX
+ * bytes of printable ASCII or UTF-8 (no control byte: the value goes into
+ * a header line).  Gets a random placeholder.  -EINVAL, -EEXIST (declared
+ * twice), -EBUSY (shared); err names the secret, never the value. */
+int net_secrets_add(struct net_secrets *s, const char *name, const char *value, size_t len,
+		    struct wd_err *err);
+/* net_secret_read() then net_secrets_add(). */
+int net_secrets_add_from(struct net_secrets *s, const char *name, const char *source,
+			 struct wd_err *err);
+/* Add an inject rule (syntax above).  Names in templates are resolved by
+ * net_secrets_check(), so rules and secrets may come in any order. */
+int net_secrets_add_inject(struct net_secrets *s, enum net_inject_kind kind, const char *rule,
+			   struct wd_err *err);
+/* The sandbox's environment variable var holds secret name's placeholder. */
+int net_secrets_add_placeholder(struct net_secrets *s, const char *var, const char *name,
+				struct wd_err *err);
+/* Everything fits together: every name a template or placeholder uses is
+ * declared, every secret is used by some rule, every rule's destination is
+ * admitted by an allow rule of rules, and a rule without "http://" has
+ * tls_intercept to work in.  0 or -EINVAL naming the rule or secret. */
+int net_secrets_check(const struct net_secrets *s, const struct net_rules *rules,
+		      bool tls_intercept, struct wd_err *err);
+size_t net_secrets_count(const struct net_secrets *s);
+/* "VAR=warden-placeholder-..." for each placeholder variable, i < n;
+ * NULL past the end.  Valid as long as s. */
+const char *net_secrets_env(const struct net_secrets *s, size_t i);
+/* The placeholder of secret name, or NULL. */
+const char *net_secrets_placeholder(const struct net_secrets *s, const char *name);
+
+/* Which rules apply to a request: at most one per header (the longest
+ * path), and the mask of secrets those rules use ("bound": they may
+ * appear in this request). */
+struct net_inject_match {
+	unsigned n;
+	uint16_t rule[NET_INJECTS_MAX];
+	uint64_t bound; /* bit i: secret i */
+};
+/* https: the request is inside an intercepted tunnel (else plain HTTP).
+ * host normalized; path the origin-form target. */
+void net_secrets_match(const struct net_secrets *s, bool https, const char *host, uint16_t port,
+		       const char *path, struct net_inject_match *m);
+/* True if header name (len bytes) is set by one of m's rules (the
+ * client's field is dropped). */
+bool net_secrets_sets_header(const struct net_secrets *s, const struct net_inject_match *m,
+			     const char *name, size_t len);
+/* Write "Header: value\r\n" for rule m->rule[i] into out (cap bytes);
+ * returns the length, or -1 if it does not fit.  The only place a value
+ * leaves its locked memory: the caller wipes out after use. */
+ssize_t net_secrets_put_header(const struct net_secrets *s, unsigned rule, char *out, size_t cap);
+/* Rule text ("git.test x-access-token:{TOKEN}") and the secrets it uses
+ * as "A,B" into buf; for events. */
+const char *net_secrets_rule_text(const struct net_secrets *s, unsigned rule);
+void net_secrets_names(const struct net_secrets *s, uint64_t mask, char *buf, size_t cap);
+size_t net_secrets_rule_count(const struct net_secrets *s);
+const char *net_secrets_name(const struct net_secrets *s, unsigned i);
+
+/* Exfiltration checks.  Each returns the index of a secret whose
+ * placeholder (any case) or value (as is, or percent-encoded) occurs in
+ * the bytes given, among the secrets not in bound, or -1. */
+int net_secrets_find(const struct net_secrets *s, uint64_t bound, const char *p, size_t n);
+/* A host name or DNS query name: dots ignored (a placeholder split over
+ * labels), case ignored. */
+int net_secrets_find_name(const struct net_secrets *s, const char *name);
+struct net_http_head;
+/* A request head about to be forwarded: the target (as sent and percent-
+ * decoded) and the method, every field the proxy forwards (skip set by the caller: hop-by-
+ * hop and replaced fields), and the decoded credentials of "Basic" fields.
+ * *where gets "the URL" or the field name (static or into where_buf). */
+int net_secrets_find_head(const struct net_secrets *s, uint64_t bound, const char *buf,
+			  const struct net_http_head *h,
+			  bool (*skip)(const char *buf, const struct net_http_head *h, unsigned i,
+				       void *arg),
+			  void *arg, char *where, size_t where_cap);
+
+/* Replace every occurrence of a value (any case, or percent-encoded) in
+ * the string buf (cap bytes) with "{NAME}": for what goes into events
+ * (paths, host names), which must never carry a value.  Placeholders are
+ * left: they are evidence, not secrets. */
+void net_secrets_redact(const struct net_secrets *s, char *buf, size_t cap);
+
+/* Responses: replace every complete occurrence of a value (as it is, or
+ * percent-encoded) in p[0..n) with as many '*' (lengths and framing stay
+ * the upstream's); returns how many, and ORs the secrets found into
+ * *found (may be NULL). */
+size_t net_secrets_mask(const struct net_secrets *s, char *p, size_t n, uint64_t *found);
+/* How many bytes at the end of p[0..n) could be the start of a value
+ * (hold them back until the rest arrives, or the body ends). */
+size_t net_secrets_partial_tail(const struct net_secrets *s, const char *p, size_t n);
+
+/* A body, streamed: matches across feeds (the last bytes are kept). */
+struct net_scan;
+struct net_scan *net_scan_new(const struct net_secrets *s, uint64_t bound);
+void net_scan_free(struct net_scan *sc);
+/* -1, or the secret found in the stream so far. */
+int net_scan_feed(struct net_scan *sc, const char *p, size_t n);
 
 /* ------------------------------------------------------------ HTTP parser */
 
@@ -319,6 +489,11 @@ struct net_body {
 	int cstate;	    /* chunked decoder state */
 	unsigned cdigits, cline;
 	bool done;
+	/* Optional, set after net_body_init(): called with the content as it
+	 * is consumed (payload, chunk extensions and trailer fields; not the
+	 * sizes and CRLFs of the framing), for the exfiltration check. */
+	void (*content)(void *arg, const char *p, size_t n);
+	void *content_arg;
 };
 void net_body_init(struct net_body *b, enum net_body_mode mode, uint64_t length);
 /* Consume up to n bytes of p; returns how many belong to the body (<= n),
@@ -441,6 +616,12 @@ struct net_event {
 	uint64_t bytes_up;	/* client -> upstream (payload, for HTTP with head) */
 	uint64_t bytes_down;	/* upstream -> client */
 	uint64_t duration_us;
+	/* Secrets (issue 13), names only, never a value: for a request the
+	 * proxy added credentials to, the inject rules applied ("; "-joined)
+	 * and the secrets they used ("A,B"); for an NET_R_EXFIL refusal, the
+	 * secret found (inject NULL).  NULL otherwise. */
+	const char *inject;
+	const char *secrets;
 };
 typedef void (*net_event_fn)(const struct net_event *ev, void *data);
 
@@ -466,6 +647,10 @@ struct net_config {
 	 * host's default CA store when NULL. */
 	bool tls_intercept;
 	const char *upstream_ca_file; /* copied */
+	/* Credentials to inject and guard (issue 13), or NULL: a reference
+	 * is taken; net_proxy_new() fails unless net_secrets_check() passes
+	 * against rules and tls_intercept. */
+	struct net_secrets *secrets;
 };
 /* Fill cfg with the defaults shown above (0 fields in a config given to
  * net_proxy_new also mean "default"). */

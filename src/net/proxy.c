@@ -226,7 +226,10 @@ proxy_u_rd(struct conn *c)
 ssize_t
 proxy_u_wr(struct conn *c)
 {
-	return c->ussl ? ssl_wr(c->ussl, &c->uout) : proxy_wr(c->ufd, &c->uout);
+	ssize_t n = c->ussl ? ssl_wr(c->ussl, &c->uout) : proxy_wr(c->ufd, &c->uout);
+	if (n > 0)
+		proxy_wrote_up(c, (size_t)n);
+	return n;
 }
 
 void
@@ -287,16 +290,28 @@ proxy_emit(struct conn *c, bool allowed, enum net_reason reason, const char *adv
 		p->cl_suppressed = 0;
 		p->cl_window_end = p->now + proxy_ms(1000);
 	}
-	char path[EVENT_PATH_MAX + 1];
+	char path[EVENT_PATH_MAX + 1], host[sizeof(c->host)];
 	const char *pp = NULL;
 	if (c->path && (c->proto == NET_PROTO_HTTP || c->proto == NET_PROTO_HTTPS)) {
 		snprintf(path, sizeof(path), "%s", c->path);
+		/* a value the sandbox got back from an upstream and sent on in
+		 * a URL must not reach the audit trail through its event */
+		net_secrets_redact(p->secrets, path, sizeof(path));
 		pp = path;
+	}
+	snprintf(host, sizeof(host), "%s", c->host);
+	net_secrets_redact(p->secrets, host, sizeof(host));
+	/* advice can quote what the client sent (a field name, a host) */
+	char adv[512];
+	if (p->secrets && advice) {
+		snprintf(adv, sizeof(adv), "%s", advice);
+		net_secrets_redact(p->secrets, adv, sizeof(adv));
+		advice = adv;
 	}
 	struct net_event ev = {
 	    .sandbox_id = p->sandbox_id,
 	    .proto = c->proto,
-	    .host = c->host[0] ? c->host : NULL,
+	    .host = host[0] ? host : NULL,
 	    .port = c->port,
 	    .method = c->method[0] ? c->method : NULL,
 	    .path = pp,
@@ -309,6 +324,8 @@ proxy_emit(struct conn *c, bool allowed, enum net_reason reason, const char *adv
 	    .bytes_up = c->up,
 	    .bytes_down = c->down,
 	    .duration_us = (p->now - c->t0) / 1000,
+	    .inject = c->inj_rules[0] ? c->inj_rules : NULL,
+	    .secrets = c->inj_names[0] ? c->inj_names : NULL,
 	};
 	p->cb(&ev, p->cb_data);
 }
@@ -327,8 +344,9 @@ void
 proxy_close_upstream(struct conn *c)
 {
 	c->up_idle = c->reused = false;
-	free(c->rehead);
-	c->rehead = NULL;
+	proxy_rehead_free(c);
+	proxy_wipe_uout(c, true);
+	c->secret_left = 0;
 	if (c->ussl) {
 		SSL_free(c->ussl);
 		c->ussl = NULL;
@@ -391,10 +409,12 @@ conn_free(struct conn *c)
 	proxy_buf_free(&c->cin);
 	proxy_buf_free(&c->cout);
 	proxy_buf_free(&c->uin);
+	proxy_wipe_uout(c, true);
 	proxy_buf_free(&c->uout);
 	free(c->path);
 	free(c->h);
-	free(c->rehead);
+	proxy_rehead_free(c);
+	net_scan_free(c->scan);
 	free(c);
 }
 
@@ -706,6 +726,7 @@ accept_all(struct net_proxy *p, int lfd, bool socks)
 		c->ufd = -1;
 		c->pcu[0] = c->pcu[1] = c->puc[0] = c->puc[1] = -1;
 		c->socks = socks;
+		c->exfil = -1;
 		c->st = socks ? ST_SOCKS_GREET : ST_HEAD;
 		c->hc.kind = H_CLIENT;
 		c->hc.c = c;
@@ -901,6 +922,17 @@ net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data, stru
 	/* No thread starts here (the resolver pool starts with the proxy):
 	 * the supervisor creates the proxy before clone(), and a child of a
 	 * process with threads in flight can inherit a lock one of them held. */
+	if (cfg->secrets) {
+		/* every rule usable, every secret used: a credential that can
+		 * never be sent is a configuration error, not a silent no-op */
+		rc = net_secrets_check(cfg->secrets, cfg->rules, cfg->tls_intercept, err);
+		if (rc < 0) {
+			net_proxy_free(p);
+			return rc;
+		}
+		p->secrets = net_secrets_ref(cfg->secrets);
+	}
+	p->cfg.secrets = p->secrets;
 	if (cfg->tls_intercept) {
 		rc = net_tls_new(p->sandbox_id, p->upstream_ca_file, &p->tls, err);
 		if (rc < 0) {
@@ -1017,6 +1049,7 @@ net_proxy_free(struct net_proxy *p)
 	wd_close_reset(&p->epfd);
 	pthread_mutex_destroy(&p->lock);
 	net_tls_free(p->tls);
+	net_secrets_free(p->secrets);
 	free(p->aliases);
 	free(p->upstream_ca_file);
 	free(p->sandbox_id);

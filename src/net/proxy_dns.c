@@ -48,10 +48,24 @@ dns_event(struct net_proxy *p, const struct net_dns_query *q, bool allowed, enum
 	} else if (reason == NET_R_NO_RULE) {
 		snprintf(advice, sizeof(advice), "no rule allows this name; work without it");
 	}
+	const char *secret = NULL;
+	if (reason == NET_R_EXFIL) {
+		int i = net_secrets_find_name(p->secrets, q->name);
+		secret = i >= 0 ? net_secrets_name(p->secrets, (unsigned)i) : NULL;
+		snprintf(advice, sizeof(advice),
+			 "the name carries the placeholder or the value of secret %s, which never "
+			 "leaves by DNS",
+			 secret ? secret : "?");
+	}
+	/* the event must not carry a value the query did */
+	char name[sizeof(q->name)];
+	snprintf(name, sizeof(name), "%s", q->name);
+	net_secrets_redact(p->secrets, name, sizeof(name));
 	struct net_event ev = {
 	    .sandbox_id = p->sandbox_id,
 	    .proto = NET_PROTO_DNS,
-	    .host = q->name[0] ? q->name : NULL,
+	    .secrets = secret,
+	    .host = name[0] ? name : NULL,
 	    .port = q->qtype,
 	    .allowed = allowed,
 	    .reason = reason,
@@ -140,12 +154,27 @@ proxy_dns_read(struct net_proxy *p)
 				   NET_R_RATE_LIMIT, t0);
 			continue;
 		}
+		if (rc > 0 && net_secrets_find_name(p->secrets, q.name) >= 0) {
+			dns_answer(p, &q, rc, NULL, 0, &from, fl, (size_t)n, false, NET_R_EXFIL,
+				   t0);
+			continue;
+		}
 		if (rc > 0) {
 			dns_answer(p, &q, rc, NULL, 0, &from, fl, (size_t)n, false,
 				   label		    ? NET_R_LABEL
 				   : rc == NET_DNS_NXDOMAIN ? NET_R_BAD_HOST
 							    : NET_R_MALFORMED,
 				   t0);
+			continue;
+		}
+		/* Before the rules: a name under an allowed wildcard would be
+		 * resolved on the host, and its labels would reach that zone's
+		 * name servers (docs/network.md, "What a wildcard still lets
+		 * out"); a name holding a secret goes nowhere, allowed or not,
+		 * and is on the record as an attempt. */
+		if (net_secrets_find_name(p->secrets, q.name) >= 0) {
+			dns_answer(p, &q, NET_DNS_REFUSED, NULL, 0, &from, fl, (size_t)n, false,
+				   NET_R_EXFIL, t0);
 			continue;
 		}
 		enum net_reason why;

@@ -36,6 +36,12 @@ proxy_request_reset(struct conn *c)
 	c->resp_head = c->resp_started = false;
 	c->head_req = c->client_close = false;
 	c->aliased = false;
+	memset(&c->inj, 0, sizeof(c->inj));
+	c->masked = 0;
+	net_scan_free(c->scan);
+	c->scan = NULL;
+	c->exfil = -1;
+	c->inj_rules[0] = c->inj_names[0] = '\0';
 }
 
 static bool
@@ -230,7 +236,8 @@ put_field(struct buf *o, const char *buf, const struct net_http_head *h, unsigne
 }
 
 /* Build the upstream request head: origin-form request line, Host from
- * the URI, the client's end-to-end fields, "Connection: keep-alive". */
+ * the URI, the client's end-to-end fields, the injected ones,
+ * "Connection: keep-alive". */
 static bool
 build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 {
@@ -245,10 +252,16 @@ build_upstream_head(struct conn *c, const char *buf, const struct net_target *t)
 	    !proxy_buf_put(o, t->authority, strlen(t->authority)) || !proxy_buf_put(o, "\r\n", 2))
 		return false;
 	for (unsigned i = 0; i < h->n_headers; i++)
-		if (!net_http_hop_by_hop(buf, h, i, true) && !put_field(o, buf, h, i))
+		if (!proxy_dropped_field(buf, h, i, c) && !put_field(o, buf, h, i))
 			return false;
+	if (c->inj.n && !proxy_put_injected(c))
+		return false;
 	int n = snprintf(line, sizeof(line), "Connection: keep-alive\r\n\r\n");
-	return proxy_buf_put(o, line, (size_t)n);
+	if (!proxy_buf_put(o, line, (size_t)n))
+		return false;
+	if (c->inj.n)
+		c->secret_left = o->len;
+	return true;
 }
 
 /* From here on the host is the form the rules matched: lowercase, no
@@ -340,6 +353,8 @@ handle_http_request(struct conn *c)
 			return;
 		}
 		c->path = wd_xasprintf("%.*s", (int)tl, tg);
+		if (!proxy_secrets_gate(c, buf, c->t_host, c->t_port))
+			return;
 		memset(&t, 0, sizeof(t));
 		snprintf(t.authority, sizeof(t.authority), "%s", c->t_authority);
 		struct net_request q = {
@@ -356,6 +371,10 @@ handle_http_request(struct conn *c)
 		}
 		snprintf(c->host, sizeof(c->host), "%s", t.host);
 		c->port = t.port;
+		/* the proxy would resolve the name on the host: a secret in
+		 * its labels would leave through the host's resolver */
+		if (proxy_host_exfil(c, t.host))
+			return;
 		struct net_request q = {.host = t.host, .port = t.port, .tunnel = true};
 		net_rules_decide(p->rules, &q, &d);
 		proxy_try_alias(c, &d);
@@ -387,6 +406,8 @@ handle_http_request(struct conn *c)
 		c->port = t.port;
 		bool slash = t.path_len > 0 && t.path[0] == '/';
 		c->path = wd_xasprintf("%s%.*s", slash ? "" : "/", (int)t.path_len, t.path);
+		if (proxy_host_exfil(c, t.host) || !proxy_secrets_gate(c, buf, t.host, t.port))
+			return;
 		struct net_request q = {
 		    .host = t.host, .port = t.port, .method = c->method, .path = c->path};
 		net_rules_decide(p->rules, &q, &d);
@@ -414,6 +435,10 @@ handle_http_request(struct conn *c)
 			return;
 		}
 		net_body_init(&c->qbody, h->body, h->content_length);
+		if (c->scan) {
+			c->qbody.content = proxy_body_content;
+			c->qbody.content_arg = c;
+		}
 		c->head_req = strcmp(c->method, "HEAD") == 0;
 	}
 	proxy_buf_consume(&c->cin, h->head_len);
@@ -442,10 +467,12 @@ handle_http_request(struct conn *c)
 		/* another destination: the idle upstream goes, but the head
 		 * just built in uout stays */
 		struct buf keep = c->uout;
+		size_t left = c->secret_left; /* the new head's credential */
 		c->uout.d = NULL;
 		proxy_close_upstream(c);
 		proxy_buf_free(&c->uout);
 		c->uout = keep;
+		c->secret_left = left;
 	}
 	if (c->intercept) {
 		/* a new connection to the address the CONNECT checked */
@@ -709,6 +736,9 @@ retry_fresh(struct conn *c)
 	proxy_close_upstream(c);
 	proxy_buf_alloc(&c->uout);
 	proxy_buf_put(&c->uout, head, len);
+	if (c->secret_buf)
+		c->secret_left = len;
+	explicit_bzero(head, len);
 	free(head);
 	c->addr[0] = '\0';
 	if (c->intercept) {
@@ -743,6 +773,22 @@ proxy_st_forward(struct conn *c)
 				else
 					proxy_conn_close(c, NET_R_MALFORMED,
 							 "malformed chunked body");
+				return -1;
+			}
+			if (c->exfil >= 0) {
+				/* nothing of this read reaches the upstream */
+				if (!c->resp_started) {
+					proxy_refuse_exfil(c, c->exfil, "the body");
+				} else {
+					char adv[200];
+					snprintf(adv, sizeof(adv),
+						 "the body carries the placeholder or the value of "
+						 "secret %s",
+						 net_secrets_name(p->secrets, (unsigned)c->exfil));
+					snprintf(c->inj_names, sizeof(c->inj_names), "%s",
+						 net_secrets_name(p->secrets, (unsigned)c->exfil));
+					proxy_conn_close(c, NET_R_EXFIL, adv);
+				}
 				return -1;
 			}
 			if (c->max_body && c->qbody.payload > c->max_body) {
@@ -812,6 +858,11 @@ proxy_st_forward(struct conn *c)
 			return -1;
 		}
 	}
+	/* An echoed credential never reaches the sandbox: complete values
+	 * in what came from the upstream (head or body) are masked before
+	 * anything of it is passed on (proxy_secrets.c, exfil.c). */
+	if (p->secrets && c->uin.len)
+		net_secrets_mask(p->secrets, c->uin.d + c->uin.off, c->uin.len, &c->masked);
 	/* response head */
 	bool head_incomplete = !c->resp_head && c->uin.len == 0;
 	while (!c->resp_head && c->uin.len) {
@@ -864,6 +915,7 @@ proxy_st_forward(struct conn *c)
 		size_t space = proxy_buf_space(&c->cout);
 		if (c->uin.len && space) {
 			size_t k = c->uin.len < space ? c->uin.len : space;
+			k = proxy_response_window(c, k);
 			ssize_t used = net_body_feed(&c->rbody, c->uin.d + c->uin.off, k);
 			if (used < 0) {
 				proxy_conn_close(c, NET_R_UPSTREAM,
@@ -908,15 +960,14 @@ proxy_st_forward(struct conn *c)
 		if (up_keep) {
 			c->up_idle = true;
 			c->reused = false;
-			free(c->rehead);
-			c->rehead = NULL;
+			proxy_rehead_free(c);
 			snprintf(c->up_host, sizeof(c->up_host), "%s", c->host);
 			c->up_port = c->port;
 			snprintf(c->up_addr, sizeof(c->up_addr), "%s", c->addr);
 		} else {
 			proxy_close_upstream(c);
 		}
-		proxy_emit(c, true, NET_R_NONE, NULL);
+		proxy_emit(c, true, NET_R_NONE, proxy_masked_advice(c));
 		if (keep) {
 			c->st = ST_HEAD;
 			c->deadline = p->now + proxy_ms(p->cfg.header_timeout_ms);

@@ -74,6 +74,8 @@ proxy_st_socks_req(struct conn *c)
 	proxy_buf_consume(&c->cin, (size_t)rc);
 	snprintf(c->host, sizeof(c->host), "%s", q.host);
 	c->port = q.port;
+	if (proxy_host_exfil(c, q.host)) /* as for CONNECT (proxy_http.c) */
+		return 1;
 	struct net_request r = {.host = q.host, .port = q.port, .tunnel = true};
 	struct net_decision d;
 	net_rules_decide(c->p->rules, &r, &d);

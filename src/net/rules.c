@@ -175,6 +175,7 @@ static const char *const reason_names[NET_R__COUNT] = {
     [NET_R_TLS] = "tls-failed",
     [NET_R_MISDIRECTED] = "misdirected",
     [NET_R_FRAMING] = "ambiguous-framing",
+    [NET_R_EXFIL] = "secret-exfiltration",
 };
 
 const char *
@@ -417,6 +418,14 @@ rule_parse(const char *spec, bool deny, struct net_rule *r, struct wd_err *err)
 		if (memchr(h, '*', hl))
 			return wd_err_set(err, WD_E_INVAL,
 					  "rule '%s': '*' only as a leading '*.' label", spec);
+		/* A rule names a real host name: no label starts or ends with
+		 * '-' (RFC 1123), which also keeps a rule from reading as an
+		 * option ("-example.com") wherever it is echoed. */
+		for (size_t i = 0; i < hl; i++)
+			if (h[i] == '-' && (i == 0 || h[i - 1] == '.' || i + 1 == hl || h[i + 1] == '.'))
+				return wd_err_set(err, WD_E_INVAL,
+						  "rule '%s': a label may not start or end with '-'",
+						  spec);
 		if (net_host_normalize(h, hl, r->host, sizeof(r->host)) < 0)
 			return wd_err_set(err, WD_E_INVAL, "rule '%s': bad host name", spec);
 		if (is_public_suffix(r->host) || (r->kind == RULE_SUFFIX && !strchr(r->host, '.')))
@@ -483,6 +492,20 @@ rule_parse(const char *spec, bool deny, struct net_rule *r, struct wd_err *err)
 			for (size_t i = 0; i < ml; i++)
 				dst[i] = (char)toupper((unsigned char)m[i]);
 			dst[ml] = '\0';
+			/* Only the methods of RFC 9110 and PATCH (RFC 5789): a typo
+			 * ("GTE") would otherwise be a rule that silently admits
+			 * nothing, and an invented one is never what a user meant. */
+			static const char *const known[] = {"GET",    "HEAD",	 "POST",
+							    "PUT",    "DELETE",	 "CONNECT",
+							    "OPTIONS", "TRACE", "PATCH"};
+			bool ok = false;
+			for (size_t k = 0; k < sizeof(known) / sizeof(known[0]) && !ok; k++)
+				ok = !strcmp(dst, known[k]);
+			if (!ok)
+				return wd_err_set(err, WD_E_INVAL,
+						  "rule '%s': unknown method '%s' (GET, HEAD, POST, "
+						  "PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH)",
+						  spec, dst);
 			m += ml;
 			if (*m == ',') {
 				m++;
@@ -701,8 +724,12 @@ method_match(const struct net_rule *r, const char *method)
 static bool
 path_match(const struct net_rule *r, const char *path)
 {
-	if (!r->path)
-		return true;
+	return !r->path || net_path_prefix_match(r->path, path);
+}
+
+bool
+net_path_prefix_match(const char *prefix, const char *path)
+{
 	size_t plen = strcspn(path, "?#");
 	if (plen == 0 || path[0] != '/')
 		return false;
@@ -722,8 +749,8 @@ path_match(const struct net_rule *r, const char *path)
 				return false;
 		}
 	}
-	size_t rl = strlen(r->path);
-	return plen >= rl && strncmp(path, r->path, rl) == 0;
+	size_t rl = strlen(prefix);
+	return plen >= rl && strncmp(path, prefix, rl) == 0;
 }
 
 static unsigned

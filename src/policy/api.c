@@ -15,6 +15,7 @@
 
 struct wd_policy {
 	struct config_policy *cfg;
+	struct wd_policy_secret *secrets; /* views of cfg->secrets */
 };
 
 struct wd_request {
@@ -46,6 +47,19 @@ wd_policy_load(const char *path, wd_policy **out, struct wd_err *err)
 		return rc;
 	wd_policy *p = wd_xcalloc(1, sizeof(*p));
 	p->cfg = cfg;
+	p->secrets = wd_xcalloc(cfg->nsecrets + 1, sizeof(*p->secrets));
+	for (size_t i = 0; i < cfg->nsecrets; i++) {
+		const struct config_secret *c = &cfg->secrets[i];
+		p->secrets[i] = (struct wd_policy_secret){
+		    .name = c->name,
+		    .source = c->from,
+		    .placeholder = c->placeholder,
+		    .inject = (const char *const *)c->inject.v,
+		    .ninject = c->inject.n,
+		    .inject_basic = (const char *const *)c->inject_basic.v,
+		    .ninject_basic = c->inject_basic.n,
+		};
+	}
 	*out = p;
 	return 0;
 }
@@ -56,6 +70,7 @@ wd_policy_free(wd_policy *p)
 	if (!p)
 		return;
 	config_policy_free(p->cfg);
+	free(p->secrets);
 	free(p);
 }
 
@@ -134,6 +149,8 @@ wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out)
 	out->upstream_ca = n->upstream_ca;
 	out->protect = (const char *const *)p->cfg->wprotect.v;
 	out->nprotect = p->cfg->wprotect.n;
+	out->secrets = p->secrets;
+	out->nsecrets = p->cfg->nsecrets;
 }
 
 WD_API int

@@ -57,12 +57,21 @@ hex32(const unsigned char md[32], char out[65])
 static EVP_MD *sha256_md;
 static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
 static _Thread_local EVP_MD_CTX *sha256_ctx;
+/* The thread's context is freed when the thread ends (a server's worker
+ * threads come and go; a _Thread_local pointer alone would leak it). */
+static pthread_key_t sha256_key;
+
+static void
+sha256_ctx_free(void *c)
+{
+	EVP_MD_CTX_free(c);
+}
 
 static void
 sha256_init(void)
 {
 	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
-	if (!sha256_md)
+	if (!sha256_md || pthread_key_create(&sha256_key, sha256_ctx_free) != 0)
 		abort(); /* libcrypto without SHA-256 is a broken invariant */
 }
 
@@ -100,8 +109,11 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 {
 	char f[POLICY_ID_FIELDS][65];
 	pthread_once(&sha256_once, sha256_init);
-	if (!sha256_ctx && !(sha256_ctx = EVP_MD_CTX_new()))
-		abort();
+	if (!sha256_ctx) {
+		if (!(sha256_ctx = EVP_MD_CTX_new()))
+			abort();
+		pthread_setspecific(sha256_key, sha256_ctx);
+	}
 	EVP_MD_CTX *c = sha256_ctx;
 
 	begin(c);

@@ -85,6 +85,10 @@ capture_feed(struct capture *c, const char *buf, size_t n)
 		c->head_len += k;
 		if (c->stream_fd >= 0)
 			stream_out(c, buf, k);
+		/* the output events (WD_EVENT_OUTPUT) carry the head as it
+		 * arrives, as the stream does */
+		if (c->on_head)
+			c->on_head(c->on_head_data, c->stream, buf, k);
 		buf += k;
 		n -= k;
 	}

@@ -81,35 +81,6 @@ gv_probe(struct backend_probe *out)
 
 /* ---- prepare ---- */
 
-static void
-net_event_cb(const struct net_event *ev, void *data)
-{
-	struct sandbox *sb = data;
-	struct wd_event e = {
-	    .kind = WD_EVENT_NETWORK, .name = "network", .sandbox_id = sb->id, .net = ev};
-	event_emit(sb->events, &e);
-	if (sb->spec->event_fn) {
-		char *j = result_net_event_json(ev);
-		sb->spec->event_fn(j, sb->spec->event_data);
-		free(j);
-	}
-}
-
-static int
-prepare_proxy(struct sandbox *sb, struct wd_err *err)
-{
-	const wd_spec *spec = sb->spec;
-	if (!spec->net_rules && net_rules_new(&sb->own_rules) < 0)
-		return wd_err_set(err, WD_E_INTERNAL, "out of memory");
-	struct net_config nc;
-	net_config_init(&nc);
-	nc.sandbox_id = sb->id;
-	nc.rules = spec->net_rules ? spec->net_rules : sb->own_rules;
-	nc.tls_intercept = spec->tls_intercept;
-	nc.upstream_ca_file = spec->upstream_ca;
-	return net_proxy_new(&nc, net_event_cb, sb, &sb->proxy, err);
-}
-
 static int
 gv_prepare(struct sandbox *sb, struct wd_err *err)
 {
@@ -145,39 +116,10 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 	snprintf(g->opt_log, sizeof(g->opt_log), "--log=%s/runsc.log", g->dir);
 	g->opt_net = spec->net == WD_NET_PROXY ? "--network=host" : "--network=none";
 
-	if (spec->net == WD_NET_PROXY && (rc = prepare_proxy(sb, err)) < 0)
-		return rc;
-	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
-	for (size_t i = 0; i < spec->nbinds; i++)
-		binds[i] =
-		    (struct jail_bind){spec->binds[i].src, spec->binds[i].dst, spec->binds[i].rw};
-	wd_autofree char *cwd = NULL;
-	const char *ws = spec->workspace;
-	if (!ws)
-		ws = cwd = getcwd(NULL, 0);
 	/* The container's plan: its mounts, /etc, environment and limits are
-	 * what the sandbox gets, through the OCI bundle (gvisor_oci.c). */
-	struct jail_config cfg = {
-	    .container = true,
-	    .workspace = ws ? ws : ".",
-	    .binds = binds,
-	    .nbinds = spec->nbinds,
-	    .env = (const char *const *)(const void *)spec->env,
-	    .nenv = spec->nenv,
-	    .term = spec->term,
-	    .tmp_bytes = spec->lim.tmp_bytes,
-	    .nofile = spec->lim.nofile,
-	    .fsize = spec->lim.fsize,
-	    .ports = spec->ports,
-	    .nports = spec->nports,
-	    .net_proxy = sb->proxy != NULL,
-	    .ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
-	    .time_ns = false,
-	    .reproducible = spec->reproducible,
-	};
-	rc = jail_plan_build(&cfg, &sb->prep, err);
-	free(binds);
-	if (rc < 0)
+	 * what the sandbox gets, through the OCI bundle (gvisor_oci.c); no
+	 * time namespace (gVisor keeps its own clocks). */
+	if ((rc = sandbox_plan(sb, true, false, err)) < 0)
 		return rc;
 	/* The workspace's owner appears as the sandbox user to gVisor's
 	 * gofer, which creates as root and then chowns (jail/hostpath.c). */

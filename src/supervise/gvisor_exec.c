@@ -44,9 +44,8 @@ struct grun {
 	const struct exec_req *x;
 	bool oneshot;
 	uint32_t seq;
-	int out_r, err_r;
+	struct cmd_output io; /* io.fd[1], io.fd[2]: the output pipes */
 	int pidfd; /* runsc run (the launcher) or the runsc exec client */
-	struct capture cap[3];
 	int ep;
 	bool exited, timed_out, sandbox_dead, closed_late, stopped;
 	int wstatus;
@@ -54,40 +53,6 @@ struct grun {
 	uint64_t exit_ns, stop_ns;
 	struct stdin_relay relay;
 };
-
-static void
-on_head(void *data, int stream, const char *buf, size_t n)
-{
-	struct grun *r = data;
-	struct wd_event e = {.kind = WD_EVENT_OUTPUT,
-			     .name = "output",
-			     .sandbox_id = r->sb->id,
-			     .data = buf,
-			     .len = n,
-			     .stream = stream};
-	event_emit(r->sb->events, &e);
-}
-
-static void
-drain(struct grun *r, int stream, char *buf, size_t cap)
-{
-	int *fdp = stream == 1 ? &r->out_r : &r->err_r;
-	for (int round = 0; round < 16; round++) {
-		ssize_t n = read(*fdp, buf, cap);
-		if (n > 0) {
-			capture_feed(&r->cap[stream], buf, (size_t)n);
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		epoll_ctl(r->ep, EPOLL_CTL_DEL, *fdp, NULL);
-		close(*fdp);
-		*fdp = -1;
-		return;
-	}
-}
 
 /* The whole sandbox: gVisor's processes are all in its cgroup. */
 static void
@@ -172,7 +137,7 @@ loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
 	struct sandbox *sb = r->sb;
 	size_t cap = 256 << 10;
 	char *buf = wd_xmalloc(cap);
-	while (!(r->exited && r->out_r < 0 && r->err_r < 0)) {
+	while (!(r->exited && r->io.fd[1] < 0 && r->io.fd[2] < 0)) {
 		uint64_t now = wd_now_ns();
 		int timeout = -1;
 		if (!r->exited && !r->stopped)
@@ -201,19 +166,18 @@ loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
 			r->stop_ns = UINT64_MAX / 2;
 		}
 		if (r->exited && !r->oneshot && now >= r->exit_ns + DRAIN_GRACE_NS &&
-		    (r->out_r >= 0 || r->err_r >= 0)) {
+		    (r->io.fd[1] >= 0 || r->io.fd[2] >= 0)) {
 			r->closed_late = true;
-			wd_close_reset(&r->out_r);
-			wd_close_reset(&r->err_r);
+			cmd_output_close(&r->io);
 		}
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
 			if (stdin_relay_owns(&r->relay, fd))
 				stdin_relay_pump(&r->relay);
-			else if (fd == r->out_r && r->out_r >= 0)
-				drain(r, 1, buf, cap);
-			else if (fd == r->err_r && r->err_r >= 0)
-				drain(r, 2, buf, cap);
+			else if (fd == r->io.fd[1] && r->io.fd[1] >= 0)
+				cmd_output_drain(&r->io, 1, r->ep, buf, cap);
+			else if (fd == r->io.fd[2] && r->io.fd[2] >= 0)
+				cmd_output_drain(&r->io, 2, r->ep, buf, cap);
 			else if (fd == r->pidfd && !r->exited)
 				on_exit_of_runsc(r);
 			else if (fd == r->g->sentry_pidfd && r->g->sentry_pidfd >= 0)
@@ -222,34 +186,15 @@ loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
 				on_cancel(r, atomic_load(&sb->cancel_sig));
 			else if (fd == r->x->cancel_fd)
 				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
+			else if (fd == r->x->cmd_cancel_fd) {
+				/* the caller's fd stays readable: watched once */
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
+				on_cancel(r, SIGKILL);
+			}
 		}
 	}
 	free(buf);
 	return 0;
-}
-
-/* The working directory in the sandbox: the workspace, or cwd below it. */
-static char *
-command_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err)
-{
-	const char *base = sb->prep->plan.cwd;
-	if (!cwd || !cwd[0] || !strcmp(cwd, "."))
-		return wd_xstrdup(base);
-	if (cwd[0] == '/')
-		goto bad;
-	for (const char *c = cwd; *c;) {
-		size_t n = strcspn(c, "/");
-		if (n == 2 && c[0] == '.' && c[1] == '.')
-			goto bad;
-		c += n;
-		c += strspn(c, "/");
-	}
-	return wd_xasprintf("%s/%s", base, cwd);
-bad:
-	wd_err_set(err, WD_E_INVAL,
-		   "working directory '%s': give a path relative to the workspace, without ..",
-		   cwd);
-	return NULL;
 }
 
 /* Write the command's process (one-shot: the whole config.json) and start
@@ -260,7 +205,7 @@ start_command(struct grun *r, int in, int out_w, int err_w, struct wd_err *err)
 	struct sandbox *sb = r->sb;
 	struct gv *g = r->g;
 	const struct exec_req *x = r->x;
-	wd_autofree char *cwd = command_cwd(sb, x->cwd, err);
+	wd_autofree char *cwd = sandbox_command_cwd(sb, x->cwd, err);
 	if (!cwd)
 		return -EINVAL;
 	const char **argv = NULL;
@@ -335,8 +280,8 @@ launch(struct grun *r, struct wd_err *err)
 	}
 	if ((rc = start_command(r, in, outp[1], errp[1], err)) < 0)
 		goto out;
-	r->out_r = wd_steal_fd(&outp[0]);
-	r->err_r = wd_steal_fd(&errp[0]);
+	r->io.fd[1] = wd_steal_fd(&outp[0]);
+	r->io.fd[2] = wd_steal_fd(&errp[0]);
 out:
 	for (int i = 0; i < 2; i++) {
 		if (outp[i] >= 0)
@@ -428,12 +373,7 @@ collect(struct grun *r, uint64_t t0, const struct cgroup_stats *before)
 			res->oom_killed = st.oom_killed && !before->oom_killed;
 		}
 	}
-	for (int i = 1; i <= 2; i++) {
-		res->out[i] = capture_window(&r->cap[i], &res->out_len[i]);
-		res->total[i] = r->cap[i].total;
-		res->omitted[i] = capture_omitted(&r->cap[i]);
-		capture_flush(&r->cap[i]);
-	}
+	cmd_output_collect(&r->io, res);
 	set_status(r, res);
 	if (res->oom_killed && !r->timed_out && !r->killed_by) {
 		res->exit_code = -1;
@@ -447,11 +387,10 @@ int
 gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
 	struct gv *g = sb->priv;
-	struct grun r = {.sb = sb, .g = g, .x = x, .out_r = -1, .err_r = -1, .pidfd = -1, .ep = -1};
+	struct grun r = {.sb = sb, .g = g, .x = x, .io.fd = {-1, -1, -1}, .pidfd = -1, .ep = -1};
 	stdin_relay_init(&r.relay);
 	uint64_t t0 = wd_now_ns();
 	uint64_t timeout_ms = x->timeout_ms ? x->timeout_ms : sb->spec->lim.timeout_ms;
-	uint64_t limit = x->output_limit ? x->output_limit : sb->spec->lim.output_limit;
 	uint64_t deadline = t0 + timeout_ms * 1000000ULL;
 	struct cgroup_stats before = {0};
 	int rc;
@@ -476,30 +415,26 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		goto out;
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 6 runsc %s started", sb->id,
 	       (double)(wd_now_ns() - sb->t0) / 1e6, r.oneshot ? "run" : "exec");
-	bool outputs = event_wanted(sb->events, WD_EVENT_OUTPUT);
-	for (int i = 1; i <= 2; i++) {
-		capture_init(&r.cap[i], limit, i, x->stream_fd[i]);
-		r.cap[i].deadline_ns = deadline;
-		r.cap[i].abort_fd = sb->cancel_fd;
-		if (outputs) {
-			r.cap[i].on_head = on_head;
-			r.cap[i].on_head_data = &r;
-		}
-	}
+	cmd_output_init(&r.io, sb, x, deadline);
 	r.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (r.ep < 0) {
 		rc = wd_err_sys(err, errno, "epoll_create1");
 		goto out;
 	}
 	r.relay.ep = r.ep;
-	int fds[] = {r.out_r,	    r.err_r,	 r.pidfd, r.oneshot ? -1 : g->sentry_pidfd,
-		     sb->cancel_fd, x->cancel_fd};
+	int fds[] = {r.io.fd[1],	    r.io.fd[2],	 r.pidfd, r.oneshot ? -1 : g->sentry_pidfd,
+		     sb->cancel_fd, x->cancel_fd, x->cmd_cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	stdin_relay_watch(&r.relay);
 	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
 		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
 							   : atomic_load(x->cancel_sig));
+	struct pollfd cp = {.fd = x->cmd_cancel_fd, .events = POLLIN};
+	if (x->cmd_cancel_fd >= 0 && poll(&cp, 1, 0) == 1) {
+		epoll_ctl(r.ep, EPOLL_CTL_DEL, x->cmd_cancel_fd, NULL);
+		on_cancel(&r, SIGKILL);
+	}
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
 	if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 && !r.timed_out &&
@@ -522,6 +457,17 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 7 command ended", sb->id,
 	       (double)(wd_now_ns() - sb->t0) / 1e6);
 	*out = collect(&r, t0, &before);
+	if (!r.oneshot && (*out)->oom_killed) {
+		/* Under gVisor the host's OOM killer can only have taken one
+		 * of gVisor's own processes (the command's memory is the
+		 * sentry's), and runsc exec may return before the sentry's
+		 * exit shows: the sandbox is lost either way, so end it now
+		 * rather than let the next command find it half dead. */
+		kill_sandbox(sb);
+		pthread_mutex_lock(&sb->lock);
+		sb->state = SB_DEAD;
+		pthread_mutex_unlock(&sb->lock);
+	}
 	if (r.closed_late)
 		wd_log(WD_LOG_WARN,
 		       "sandbox %s: a process the command started still held its "
@@ -529,10 +475,9 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		       sb->id, DRAIN_GRACE_NS / 1e6);
 	rc = 0;
 out:
-	for (int i = 1; i <= 2; i++)
-		capture_fini(&r.cap[i]);
+	cmd_output_fini(&r.io);
 	stdin_relay_stop(&r.relay);
-	int own[] = {r.out_r, r.err_r, r.ep};
+	int own[] = {r.ep};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++)
 		if (own[i] >= 0)
 			close(own[i]);

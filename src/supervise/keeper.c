@@ -100,12 +100,8 @@ kill_procs(char *path, size_t dlen)
 		return 0;
 	buf[n] = '\0';
 	int k = 0;
-	for (char *s = buf; *s;) {
-		pid_t v = 0;
-		while (*s >= '0' && *s <= '9')
-			v = v * 10 + (*s++ - '0');
-		while (*s && (*s < '0' || *s > '9'))
-			s++;
+	for (const char *s = buf; *s;) {
+		pid_t v = jail_next_pid(&s);
 		if (v > 0 && kill(v, SIGKILL) == 0)
 			k++;
 	}

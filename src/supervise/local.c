@@ -56,10 +56,6 @@ static int
 prepare_proxy(struct sandbox *sb, struct wd_err *err)
 {
 	const wd_spec *spec = sb->spec;
-	if (!is_container(sb))
-		return wd_err_set(err, WD_E_INVAL,
-				  "--net allow needs --isolation container or gvisor (a network "
-				  "namespace with warden's proxy as its only way out)");
 	if (!spec->net_rules && net_rules_new(&sb->own_rules) < 0)
 		return wd_err_set(err, WD_E_INTERNAL, "out of memory");
 	struct net_config nc;
@@ -68,17 +64,24 @@ prepare_proxy(struct sandbox *sb, struct wd_err *err)
 	nc.rules = spec->net_rules ? spec->net_rules : sb->own_rules;
 	nc.tls_intercept = spec->tls_intercept;
 	nc.upstream_ca_file = spec->upstream_ca;
+	nc.secrets = spec->secrets; /* checked against the rules there */
 	return net_proxy_new(&nc, net_event_cb, sb, &sb->proxy, err);
 }
 
 int
-local_prepare(struct sandbox *sb, struct wd_err *err)
+sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *err)
 {
 	const wd_spec *spec = sb->spec;
 	int rc;
 	/* Egress: the proxy exists before the plan, which needs its CA for
-	 * the jail's trust store; it serves once pid 1 sends its sockets. */
+	 * the jail's trust store; it serves once its sockets exist. */
 	if (spec->net == WD_NET_PROXY && (rc = prepare_proxy(sb, err)) < 0)
+		return rc;
+	/* the spec's variables and the secrets' placeholders; never a
+	 * secret's value, which stays in warden (issue 13) */
+	const char **env = NULL;
+	size_t nenv = 0;
+	if ((rc = spec_jail_env(spec, &env, &nenv, err)) < 0)
 		return rc;
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
 	for (size_t i = 0; i < spec->nbinds; i++)
@@ -109,12 +112,12 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 	for (size_t i = 0; i < spec->nprotect; i++)
 		protect[nd + i] = spec->protect[i];
 	struct jail_config cfg = {
-		.container = is_container(sb),
+		.container = container,
 		.workspace = ws ? ws : ".",
 		.binds = binds,
 		.nbinds = spec->nbinds,
-		.env = (const char *const *)(const void *)spec->env,
-		.nenv = spec->nenv,
+		.env = env,
+		.nenv = nenv,
 		.term = spec->term,
 		.tmp_bytes = spec->lim.tmp_bytes,
 		.nofile = spec->lim.nofile,
@@ -123,19 +126,30 @@ local_prepare(struct sandbox *sb, struct wd_err *err)
 		.nports = spec->nports,
 		.net_proxy = sb->proxy != NULL,
 		.ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
-		.time_ns = spec->time_ns,
+		.time_ns = time_ns,
 		.reproducible = spec->reproducible,
 		.trees = trees,
 		.ntrees = ntrees,
 		.home = spec->tree_home >= 0 ? "/home/sandbox" : NULL,
 		.protect = protect,
-		.nprotect = is_container(sb) ? nd + spec->nprotect : 0,
+		.nprotect = container ? nd + spec->nprotect : 0,
 		.vacant = spec->vacant,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	free(binds);
 	free(protect);
+	free(env);
 	return rc;
+}
+
+int
+local_prepare(struct sandbox *sb, struct wd_err *err)
+{
+	if (sb->spec->net == WD_NET_PROXY && !is_container(sb))
+		return wd_err_set(err, WD_E_INVAL,
+				  "--net allow needs --isolation container or gvisor (a network "
+				  "namespace with warden's proxy as its only way out)");
+	return sandbox_plan(sb, is_container(sb), sb->spec->time_ns, err);
 }
 
 /* ---- spawn ---- */

@@ -9,6 +9,7 @@
 #include "jail/jail.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,9 +27,8 @@
 struct xrun {
 	struct sandbox *sb;
 	const struct exec_req *x;
-	int out_r, err_r;
+	struct cmd_output io;  /* io.fd[1], io.fd[2]: the output pipes */
 	struct sync_chan chan; /* the command's channel */
-	struct capture cap[3];
 	int ep;
 	bool got_exit, exec_failed, sandbox_dead, timed_out, closed_late;
 	int exec_errno, exec_step, status, start_err;
@@ -43,39 +43,6 @@ static bool
 last(const struct xrun *r)
 {
 	return r->x->flags & SYNC_EXEC_LAST;
-}
-
-static void
-on_head(void *data, int stream, const char *buf, size_t n)
-{
-	struct xrun *r = data;
-	struct wd_event e = {.kind = WD_EVENT_OUTPUT, .name = "output",
-			     .sandbox_id = r->sb->id, .data = buf, .len = n, .stream = stream};
-	event_emit(r->sb->events, &e);
-}
-
-static void
-drain(struct xrun *r, int stream, char *buf, size_t cap)
-{
-	int *fdp = stream == 1 ? &r->out_r : &r->err_r;
-	/* a bounded number of reads per wake-up, so a command that writes
-	 * faster than we read cannot starve the deadline and signal checks */
-	for (int round = 0; round < 16; round++) {
-		ssize_t n = read(*fdp, buf, cap);
-		if (n > 0) {
-			capture_feed(&r->cap[stream], buf, (size_t)n);
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		/* EOF or error: this stream is done */
-		epoll_ctl(r->ep, EPOLL_CTL_DEL, *fdp, NULL);
-		close(*fdp);
-		*fdp = -1;
-		return;
-	}
 }
 
 /* End the command: a one-shot run's whole sandbox (pid 1's death takes
@@ -163,7 +130,7 @@ loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
 
 	/* Done when the command's end is known and both pipes are drained;
 	 * or the sandbox died (then its pipes close by themselves). */
-	while (!((r->got_exit || r->sandbox_dead) && r->out_r < 0 && r->err_r < 0)) {
+	while (!((r->got_exit || r->sandbox_dead) && r->io.fd[1] < 0 && r->io.fd[2] < 0)) {
 		uint64_t now = wd_now_ns();
 		int timeout = -1;
 		if (!r->got_exit && !r->sandbox_dead && !r->timed_out)
@@ -189,25 +156,20 @@ loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
 			stop_command(r);
 		}
 		if (r->got_exit && !last(r) && now >= r->exit_ns + DRAIN_GRACE_NS &&
-		    (r->out_r >= 0 || r->err_r >= 0)) {
+		    (r->io.fd[1] >= 0 || r->io.fd[2] >= 0)) {
 			/* something the command started outside its process group
 			 * still holds the pipes: stop reading them */
 			r->closed_late = true;
-			for (int s = 1; s <= 2; s++) {
-				int *fdp = s == 1 ? &r->out_r : &r->err_r;
-				if (*fdp >= 0)
-					close(*fdp);
-				*fdp = -1;
-			}
+			cmd_output_close(&r->io);
 		}
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
 			if (stdin_relay_owns(&r->relay, fd))
 				stdin_relay_pump(&r->relay);
-			else if (fd == r->out_r && r->out_r >= 0)
-				drain(r, 1, buf, cap);
-			else if (fd == r->err_r && r->err_r >= 0)
-				drain(r, 2, buf, cap);
+			else if (fd == r->io.fd[1] && r->io.fd[1] >= 0)
+				cmd_output_drain(&r->io, 1, r->ep, buf, cap);
+			else if (fd == r->io.fd[2] && r->io.fd[2] >= 0)
+				cmd_output_drain(&r->io, 2, r->ep, buf, cap);
 			else if (fd == r->chan.fd)
 				on_channel(r);
 			else if (fd == sb->pidfd)
@@ -227,36 +189,15 @@ loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
 				on_cancel(r, atomic_load(&sb->cancel_sig));
 			} else if (fd == r->x->cancel_fd) {
 				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
+			} else if (fd == r->x->cmd_cancel_fd) {
+				/* the caller's fd stays readable: watched once */
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
+				on_cancel(r, SIGKILL);
 			}
 		}
 	}
 	free(buf);
 	return 0;
-}
-
-/* The working directory in the jail's view: the workspace (at /workspace
- * in a container, its host path at the process level) and cwd below it. */
-static char *
-jail_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err)
-{
-	const char *base = sb->prep->plan.cwd;
-	if (!cwd || !cwd[0] || !strcmp(cwd, "."))
-		return wd_xstrdup(base);
-	if (cwd[0] == '/')
-		goto bad;
-	for (const char *c = cwd; *c;) {
-		size_t n = strcspn(c, "/");
-		if (n == 2 && c[0] == '.' && c[1] == '.')
-			goto bad;
-		c += n;
-		c += strspn(c, "/");
-	}
-	return wd_xasprintf("%s/%s", base, cwd);
-bad:
-	wd_err_set(err, WD_E_INVAL,
-		   "working directory '%s': give a path relative to the workspace, without ..",
-		   cwd);
-	return NULL;
 }
 
 /* Pipes, the plan and the channel; then SYNC_EXEC.  The descriptors the
@@ -294,7 +235,7 @@ send_exec(struct xrun *r, struct wd_err *err)
 		rc = -ENOTSUP;
 		goto out;
 	}
-	if (!(cwd = jail_cwd(sb, x->cwd, err))) {
+	if (!(cwd = sandbox_command_cwd(sb, x->cwd, err))) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -323,8 +264,8 @@ send_exec(struct xrun *r, struct wd_err *err)
 	pthread_mutex_unlock(&sb->lock);
 	if (rc < 0)
 		goto out;
-	r->out_r = outp[0];
-	r->err_r = errp[0];
+	r->io.fd[1] = outp[0];
+	r->io.fd[2] = errp[0];
 	outp[0] = errp[0] = -1;
 	sync_chan_init(&r->chan, cp[0], SYNC_SUPERVISOR, SYNC_S_SENT);
 	cp[0] = -1;
@@ -409,12 +350,7 @@ collect(struct xrun *r, uint64_t t0)
 			res->oom_killed = st.oom_killed;
 		}
 	}
-	for (int i = 1; i <= 2; i++) {
-		res->out[i] = capture_window(&r->cap[i], &res->out_len[i]);
-		res->total[i] = r->cap[i].total;
-		res->omitted[i] = capture_omitted(&r->cap[i]);
-		capture_flush(&r->cap[i]);
-	}
+	cmd_output_collect(&r->io, res);
 	set_status(r, res);
 	return res;
 }
@@ -422,34 +358,25 @@ collect(struct xrun *r, uint64_t t0)
 int
 local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
-	struct xrun r = {.sb = sb, .x = x, .out_r = -1, .err_r = -1, .ep = -1};
+	struct xrun r = {.sb = sb, .x = x, .io.fd = {-1, -1, -1}, .ep = -1};
 	stdin_relay_init(&r.relay);
 	bool sent = false;
 	uint64_t t0 = wd_now_ns();
 	uint64_t timeout_ms = x->timeout_ms ? x->timeout_ms : sb->spec->lim.timeout_ms;
-	uint64_t limit = x->output_limit ? x->output_limit : sb->spec->lim.output_limit;
 	uint64_t deadline = t0 + timeout_ms * 1000000ULL;
 	sync_chan_init(&r.chan, -1, SYNC_SUPERVISOR, SYNC_S_SENT);
 	int rc = send_exec(&r, err);
 	if (rc < 0)
 		goto out;
 	sent = true;
-	bool outputs = event_wanted(sb->events, WD_EVENT_OUTPUT);
-	for (int i = 1; i <= 2; i++) {
-		capture_init(&r.cap[i], limit, i, x->stream_fd[i]);
-		r.cap[i].deadline_ns = deadline;
-		r.cap[i].abort_fd = sb->cancel_fd;
-		if (outputs) {
-			r.cap[i].on_head = on_head;
-			r.cap[i].on_head_data = &r;
-		}
-	}
+	cmd_output_init(&r.io, sb, x, deadline);
 	r.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (r.ep < 0) {
 		rc = wd_err_sys(err, errno, "epoll_create1");
 		goto out;
 	}
-	int fds[] = {r.out_r, r.err_r, r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd};
+	int fds[] = {r.io.fd[1], r.io.fd[2], r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd,
+		     x->cmd_cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	r.relay.ep = r.ep;
@@ -458,6 +385,11 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
 		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
 							  : atomic_load(x->cancel_sig));
+	struct pollfd cp = {.fd = x->cmd_cancel_fd, .events = POLLIN};
+	if (x->cmd_cancel_fd >= 0 && poll(&cp, 1, 0) == 1) {
+		epoll_ctl(r.ep, EPOLL_CTL_DEL, x->cmd_cancel_fd, NULL);
+		on_cancel(&r, SIGKILL);
+	}
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
 
@@ -477,10 +409,9 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 		       sb->id, DRAIN_GRACE_NS / 1e6);
 	rc = 0;
 out:
-	for (int i = 1; i <= 2; i++)
-		capture_fini(&r.cap[i]);
+	cmd_output_fini(&r.io);
 	stdin_relay_stop(&r.relay);
-	int own[] = {r.out_r, r.err_r, r.chan.fd, r.ep};
+	int own[] = {r.chan.fd, r.ep};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++)
 		if (own[i] >= 0)
 			close(own[i]);

@@ -43,6 +43,7 @@ wd_spec_free(wd_spec *s)
 		free(s->rules[i].text);
 	free(s->rules);
 	free(s->upstream_ca);
+	net_secrets_free(s->secrets);
 	for (size_t i = 0; i < s->nprotect; i++)
 		free(s->protect[i]);
 	free(s->protect);
@@ -77,6 +78,9 @@ spec_copy(const wd_spec *s)
 		memcpy(c->ports, s->ports, s->nports * sizeof(uint16_t));
 	c->term = s->term ? wd_xstrdup(s->term) : NULL;
 	c->upstream_ca = s->upstream_ca ? wd_xstrdup(s->upstream_ca) : NULL;
+	/* one set of values in locked memory, however many copies: a copy
+	 * that changes it gets its own first (own_secrets) */
+	c->secrets = net_secrets_ref(s->secrets);
 	c->protect = copy_strv(s->protect, s->nprotect, false);
 	/* the rules were validated when added: rebuilding them cannot fail */
 	c->net_rules = NULL;
@@ -286,43 +290,10 @@ wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct w
 	return 0;
 }
 
-bool
-spec_env_name_ok(const char *name)
-{
-	/* POSIX's portable names: a letter or '_', then letters, digits and
-	 * '_'.  Anything else (spaces, '=', control bytes) is how a value
-	 * smuggles itself into another variable or a log line. */
-	size_t n = strlen(name);
-	if (n == 0 || n > 255 || (name[0] >= '0' && name[0] <= '9'))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		      c == '_'))
-			return false;
-	}
-	return true;
-}
-
 WD_API int
 wd_spec_setenv(wd_spec *s, const char *name, const char *value, struct wd_err *err)
 {
-	if (!name || !spec_env_name_ok(name) || !value)
-		return wd_err_set(err, WD_E_INVAL,
-				  "bad environment variable name (a letter or _, then letters, "
-				  "digits and _, at most 255)");
-	size_t nl = strlen(name);
-	char *kv = wd_xasprintf("%s=%s", name, value);
-	for (size_t i = 0; i < s->nenv; i++) {
-		if (!strncmp(s->env[i], name, nl) && s->env[i][nl] == '=') {
-			free(s->env[i]);
-			s->env[i] = kv;
-			return 0;
-		}
-	}
-	s->env = wd_xrealloc(s->env, (s->nenv + 1) * sizeof(char *));
-	s->env[s->nenv++] = kv;
-	return 0;
+	return wd_env_set(&s->env, &s->nenv, name, value, err);
 }
 
 WD_API int
@@ -423,6 +394,123 @@ wd_spec_set_time_namespace(wd_spec *s, bool on)
 {
 	s->time_ns = on;
 }
+
+/* ---- secrets (issue 13) ---- */
+
+/* The spec's own set of secrets, to change: made on first use, copied if
+ * another spec or a sandbox shares it. */
+static struct net_secrets *
+own_secrets(wd_spec *s, struct wd_err *err)
+{
+	if (!s->secrets) {
+		net_secrets_new(&s->secrets);
+	} else if (net_secrets_shared(s->secrets)) {
+		struct net_secrets *c;
+		if (net_secrets_clone(s->secrets, &c, err) < 0)
+			return NULL;
+		net_secrets_free(s->secrets);
+		s->secrets = c;
+	}
+	return s->secrets;
+}
+
+WD_API int
+wd_spec_add_secret(wd_spec *s, const char *name, const char *source, struct wd_err *err)
+{
+	if (!name || !source)
+		return wd_err_set(err, WD_E_INVAL, "secret: a name and a source are needed");
+	struct net_secrets *set = own_secrets(s, err);
+	if (!set)
+		return -ENOMEM;
+	int rc = net_secrets_add_from(set, name, source, err);
+	if (rc < 0 && err && rc != -ENOMEM)
+		err->code = WD_E_INVAL;
+	return rc == -EEXIST ? -EINVAL : rc;
+}
+
+WD_API int
+wd_spec_add_inject(wd_spec *s, enum wd_inject_kind kind, const char *rule, struct wd_err *err)
+{
+	if (!rule || (kind != WD_INJECT_HEADER && kind != WD_INJECT_BASIC))
+		return wd_err_set(err, WD_E_INVAL, "inject: unknown rule kind");
+	struct net_secrets *set = own_secrets(s, err);
+	if (!set)
+		return -ENOMEM;
+	return net_secrets_add_inject(
+	    set, kind == WD_INJECT_BASIC ? NET_INJECT_BASIC : NET_INJECT_HEADER, rule, err);
+}
+
+WD_API int
+wd_spec_add_placeholder(wd_spec *s, const char *var, const char *name, struct wd_err *err)
+{
+	if (!var || !name || !wd_env_name_ok(var))
+		return wd_err_set(err, WD_E_INVAL,
+				  "placeholder: bad environment variable name (a letter or _, "
+				  "then letters, digits and _)");
+	struct net_secrets *set = own_secrets(s, err);
+	if (!set)
+		return -ENOMEM;
+	return net_secrets_add_placeholder(set, var, name, err);
+}
+
+int
+spec_jail_env(const wd_spec *s, const char ***out, size_t *n, struct wd_err *err)
+{
+	size_t nsec = net_secrets_count(s->secrets), nvar = 0;
+	while (net_secrets_env(s->secrets, nvar))
+		nvar++;
+	if (nsec && s->net != WD_NET_PROXY)
+		return wd_err_set(err, WD_E_INVAL,
+				  "--secret needs --net allow: the credentials are added by "
+				  "warden's proxy, the sandbox's only way out");
+	const char **env = wd_xcalloc(s->nenv + nvar + 1, sizeof(char *));
+	for (size_t i = 0; i < s->nenv; i++)
+		env[i] = s->env[i];
+	for (size_t k = 0; k < nvar; k++) {
+		const char *kv = net_secrets_env(s->secrets, k);
+		size_t nl = strcspn(kv, "=");
+		for (size_t i = 0; i < s->nenv; i++)
+			if (!strncmp(s->env[i], kv, nl + 1)) {
+				free(env);
+				return wd_err_set(err, WD_E_INVAL,
+						  "placeholder variable %.*s is also set with "
+						  "--setenv/--pass-env",
+						  (int)nl, kv);
+			}
+		env[s->nenv + k] = kv;
+	}
+	*out = env;
+	*n = s->nenv + nvar;
+	return 0;
+}
+
+char *
+spec_plan_secrets(const wd_spec *s)
+{
+	const struct net_secrets *set = s->secrets;
+	size_t n = net_secrets_count(set), nr = net_secrets_rule_count(set);
+	char *text = wd_xstrdup("");
+	for (size_t i = 0; i < n; i++) {
+		char *t = wd_xasprintf("%ssecret %s: read by warden, never in the sandbox\n", text,
+				       net_secrets_name(set, (unsigned)i));
+		free(text);
+		text = t;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		char *t = wd_xasprintf("%sinject %s\n", text, net_secrets_rule_text(set, (unsigned)i));
+		free(text);
+		text = t;
+	}
+	for (size_t i = 0; net_secrets_env(set, i); i++) {
+		const char *kv = net_secrets_env(set, i);
+		char *t = wd_xasprintf("%splaceholder %.*s\n", text, (int)strcspn(kv, "="), kv);
+		free(text);
+		text = t;
+	}
+	return text;
+}
+
+/* ---- the workspace (issue 9) ---- */
 
 WD_API void
 wd_spec_set_workspace_mode(wd_spec *s, enum wd_workspace_mode mode)

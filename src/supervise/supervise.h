@@ -69,6 +69,9 @@ struct wd_spec {
 	size_t nrules;
 	bool tls_intercept;
 	char *upstream_ca;
+	/* credentials for the proxy to inject (net/net.h): shared between
+	 * copies (a reference each), copied before a change */
+	struct net_secrets *secrets;
 	bool time_ns;
 	bool best_effort;  /* run without limits the host cannot enforce */
 	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
@@ -90,8 +93,6 @@ wd_spec *spec_copy(const wd_spec *s);
 /* "/", /root, /var and the system trees (/etc, /usr, /proc, ...), which
  * must never be writable by a sandbox; real is a resolved path. */
 bool spec_is_system_dir(const char *real);
-/* A portable environment variable name. */
-bool spec_env_name_ok(const char *name);
 /* The spec as JSON (what the caller set; a new jansson object) and back
  * (through the public setters, so everything is checked again). */
 struct json_t;
@@ -100,6 +101,16 @@ int spec_from_json(struct json_t *j, wd_spec **out, struct wd_err *err);
 /* A protected path in normal form (relative, no "", "." or ".."
  * component): a new copy, or NULL when it is not one. */
 char *spec_protect_path(const char *p);
+
+/* The sandbox's base environment: the spec's variables and the secrets'
+ * placeholders (issue 13), as a new NULL-terminated array of pointers
+ * into spec (free the array only); *n gets the count.  -EINVAL when the
+ * spec has secrets without the proxy, or a placeholder's variable is also
+ * set with wd_spec_setenv(). */
+int spec_jail_env(const wd_spec *spec, const char ***out, size_t *n, struct wd_err *err);
+/* The secrets' lines of a plan (names, rules, placeholder variables;
+ * never a value): a new string, "" without secrets. */
+char *spec_plan_secrets(const wd_spec *spec);
 
 /* ---- events ---- */
 struct wd_event {
@@ -186,6 +197,31 @@ bool stdin_relay_owns(const struct stdin_relay *r, int fd);
 void stdin_relay_pump(struct stdin_relay *r);
 void stdin_relay_stop(struct stdin_relay *r);
 
+/* ---- a command's output (output.c), shared by every backend's loop ---- */
+struct sandbox;
+struct exec_req;
+struct cmd_output {
+	struct sandbox *sb;
+	int fd[3];            /* [1] stdout, [2] stderr read ends; -1: drained */
+	struct capture cap[3];
+};
+/* Windows of the command's (or the spec's) output limit, live copies to
+ * x's stream fds, output events when the sandbox's sink wants them.  The
+ * fds are the caller's to set. */
+void cmd_output_init(struct cmd_output *o, struct sandbox *sb, const struct exec_req *x,
+		     uint64_t deadline_ns);
+/* Read what stream (1 or 2) has, a bounded number of reads; at EOF the fd
+ * leaves ep and is closed. */
+void cmd_output_drain(struct cmd_output *o, int stream, int ep, char *buf, size_t cap);
+/* Stop reading (close what is left open). */
+void cmd_output_close(struct cmd_output *o);
+/* The kept windows, counts and the rest of the live copy, into res. */
+void cmd_output_collect(struct cmd_output *o, wd_result *res);
+void cmd_output_fini(struct cmd_output *o);
+/* A command's working directory in the sandbox's view: the workspace, or
+ * cwd below it (relative, no ".."); NULL with err otherwise. */
+char *sandbox_command_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err);
+
 /* ---- results ---- */
 struct wd_result {
 	enum wd_outcome outcome;
@@ -256,6 +292,7 @@ struct exec_req {
 				    * file), instead of the capture's pipes */
 	int cancel_fd;             /* readable: stop (the context's), or -1 */
 	const atomic_int *cancel_sig; /* the signal behind cancel_fd */
+	int cmd_cancel_fd;         /* this command's own: readable -> SIGKILL, or -1 */
 };
 
 /* ---- the keeper (keeper.c) ---- */
@@ -376,6 +413,11 @@ int sandbox_attach(struct sandbox *sb, int tree_fd, struct wd_err *err);
 void sandbox_event(struct sandbox *sb, const char *what, const char *detail);
 /* A new random 16-hex id. */
 void sandbox_make_id(char out[17]);
+
+/* The sandbox's jail plan from its spec, and its egress proxy (whose CA
+ * the plan needs) when the spec asks for egress: any backend's prepare
+ * (local.c).  container: namespaces and mounts in the plan. */
+int sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *err);
 
 /* ---- the local backend (container, process): local.c, local_exec.c ---- */
 int local_prepare(struct sandbox *sb, struct wd_err *err);

@@ -261,3 +261,40 @@ wd_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
+
+bool
+wd_env_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > 255 || (name[0] >= '0' && name[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '_'))
+			return false;
+	}
+	return true;
+}
+
+int
+wd_env_set(char ***env, size_t *n, const char *name, const char *value, struct wd_err *err)
+{
+	if (!wd_env_name_ok(name) || !value)
+		return wd_err_set(err, WD_E_INVAL,
+				  "bad environment variable name (a letter or _, then letters, "
+				  "digits and _, at most 255)");
+	size_t nl = strlen(name);
+	char *kv = wd_xasprintf("%s=%s", name, value);
+	for (size_t i = 0; i < *n; i++) {
+		if (!strncmp((*env)[i], name, nl) && (*env)[i][nl] == '=') {
+			free((*env)[i]);
+			(*env)[i] = kv;
+			return 0;
+		}
+	}
+	*env = wd_xrealloc(*env, (*n + 2) * sizeof(char *));
+	(*env)[(*n)++] = kv;
+	(*env)[*n] = NULL;
+	return 0;
+}

@@ -121,7 +121,24 @@ void wd_log_emit(int level, const char *func, const char *fmt, ...) WD_PRINTF(3,
 			wd_log_emit((level), __func__, __VA_ARGS__);                               \
 	} while (0)
 
+/* ---- memory for secret values (secure.c) ----
+ * A mapping of its own, mlock()ed, excluded from core dumps and wiped in
+ * children (MADV_DONTDUMP, MADV_WIPEONFORK); wd_secure_free() wipes it
+ * before unmapping.  n is the size asked for (pass the same to free).
+ * NULL with err set if any of that fails. */
+void *wd_secure_alloc(size_t n, struct wd_err *err);
+void wd_secure_free(void *p, size_t n);
+
 /* ---- parsing helpers: wd_parse_size/u64/fixed6 are public (warden.h) ---- */
+
+/* ---- environment lists ---- */
+/* A portable variable name: a letter or '_', then letters, digits and
+ * '_', at most 255 bytes.  Anything else (spaces, '=', control bytes) is
+ * how a value smuggles itself into another variable or a log line. */
+bool wd_env_name_ok(const char *name);
+/* Set NAME=VALUE in *env (n entries, kept NULL-terminated), replacing an
+ * earlier entry of the same name.  -EINVAL (err filled) for a bad name. */
+int wd_env_set(char ***env, size_t *n, const char *name, const char *value, struct wd_err *err);
 
 /* ---- fd helpers ---- */
 /* write all of buf, retrying on EINTR and short writes. 0 or -errno. */

@@ -17,8 +17,8 @@
  * host cannot make the sandboxes' namespaces.
  */
 #include "warden.h"
+#include "proc_stats.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -48,61 +48,6 @@ check(int ok, const char *fmt, ...)
 		failures++;
 	fflush(stdout);
 	pthread_mutex_unlock(&out_lock);
-}
-
-static int
-count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	int n = 0;
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-/* Children of any thread of this process (zombies included). */
-static int
-count_children(void)
-{
-	char path[300], buf[4096];
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int n = 0;
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/children", de->d_name);
-		FILE *f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fscanf(f, "%4095s", buf) == 1)
-			n++;
-		fclose(f);
-	}
-	closedir(d);
-	return n;
-}
-
-static long
-rss_kb(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	long kb = -1;
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
 }
 
 struct shared {
@@ -261,8 +206,8 @@ main(int argc, char **argv)
 			return 77;
 		}
 		if (round == 1) { /* after the first rounds' one-time allocations */
-			fds0 = count_dir("/proc/self/fd");
-			rss0 = rss_kb();
+			fds0 = proc_count_fds();
+			rss0 = proc_rss_kb();
 		}
 	}
 	check(atomic_load(&s.errors) == 0, "%d rounds of %d sandboxes from %d threads: every result "
@@ -271,9 +216,9 @@ main(int argc, char **argv)
 		  atomic_load(&s.bad_events) == 0,
 	      "events: %d, each with a sandbox id and JSON (%d bad)", atomic_load(&s.events),
 	      atomic_load(&s.bad_events));
-	int fds1 = count_dir("/proc/self/fd");
+	int fds1 = proc_count_fds();
 	check(fds1 == fds0, "no descriptor left open (%d after round 2, %d at the end)", fds0, fds1);
-	long rss1 = rss_kb();
+	long rss1 = proc_rss_kb();
 	printf("# VmRSS after round 2 %ld kB, at the end %ld kB\n", rss0, rss1);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	/* sanitizers keep freed memory in quarantine: LeakSanitizer at exit
@@ -283,11 +228,11 @@ main(int argc, char **argv)
 	check(rss1 - rss0 < 8192, "memory does not grow with rounds (< 8 MiB over %d rounds)",
 	      rounds - 2);
 #endif
-	int kids = count_children();
+	int kids = proc_count_children();
 	/* the context's keeper is its one child until wd_ctx_free */
 	check(kids <= 1, "no sandbox process left to the caller (%d children, the keeper at most)",
 	      kids);
 	wd_ctx_free(s.ctx);
-	check(count_children() == 0, "none at all once the context is freed");
+	check(proc_count_children() == 0, "none at all once the context is freed");
 	return failures ? 1 : 0;
 }

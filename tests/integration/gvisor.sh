@@ -203,10 +203,12 @@ check "no process of the tree survives" test "$(count_sandbox "$marker")" = 0
 wd "${G[@]}" --timeout 1 --json -- /usr/bin/yes
 expect_rc 124 "--timeout 1 on yes(1)"
 check "the flood is kept as head and tail windows" \
-	python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["stdout"]; sys.exit(not (o["total_bytes"] > 1 << 20 and o["data"].startswith("y\ny\n") and o["omitted_bytes"] == o["total_bytes"] - 65536))' "$OUT"
+	python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["stdout"]; sys.exit(not (o["total_bytes"] > 1 << 20 and o["data"].startswith("y\ny\n") and o["total_bytes"] - 65536 <= o["omitted_bytes"] <= o["total_bytes"] - 65536 + 1024))' "$OUT"
 wd "${G[@]}" --output-limit 1K --json -- /usr/bin/seq 1 20000
-check "--output-limit 1K: 1 KiB kept of 108894 bytes" \
-	test "$(json_get '[j["stdout"]["total_bytes"], j["stdout"]["omitted_bytes"]]')" = '[108894, 107870]'
+# (the windows break at a line boundary within 128 bytes: a quarter of a
+# 512-byte half)
+check "--output-limit 1K: about 1 KiB kept of 108894 bytes" \
+	python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["stdout"]; sys.exit(not (o["total_bytes"] == 108894 and 107870 <= o["omitted_bytes"] <= 107870 + 256))' "$OUT"
 
 # ---- --stdin: a terminal is relayed, never handed to gVisor
 if command -v script >/dev/null; then

@@ -62,10 +62,12 @@ MAN1=(warden)
 MAN5=(warden-policy)
 MAN3=(
 	libwarden
-	wd_approval_consume wd_approval_grant wd_approval_pending wd_approval_recorded
+	wd_approval_consume wd_approval_grant wd_approval_list wd_approval_pending
+	wd_approval_recorded
 	wd_audit_approval wd_audit_close wd_audit_decision wd_audit_event wd_audit_open
 	wd_audit_result wd_audit_sandbox_id wd_audit_verify
-	wd_cmd_free wd_cmd_new wd_cmd_set_argv wd_cmd_set_command wd_cmd_set_cwd
+	wd_cmd_free wd_cmd_new wd_cmd_set_argv wd_cmd_set_cancel_fd wd_cmd_set_command
+	wd_cmd_set_cwd
 	wd_cmd_set_interactive wd_cmd_set_output_limit wd_cmd_set_policy wd_cmd_set_stdin
 	wd_cmd_set_stream wd_cmd_set_timeout wd_cmd_set_tool wd_cmd_setenv
 	wd_ctx_cancel wd_ctx_free wd_ctx_new wd_ctx_run wd_ctx_set_approver
@@ -94,13 +96,15 @@ MAN3=(
 	wd_session_exec_detached wd_session_list wd_session_remove wd_session_snapshot
 	wd_session_start wd_session_stop
 	wd_set_log_handler
-	wd_spec_add_bind wd_spec_add_net_rule wd_spec_add_protected wd_spec_allow_port
-	wd_spec_free wd_spec_new
+	wd_spec_add_bind wd_spec_add_inject wd_spec_add_net_rule wd_spec_add_placeholder
+	wd_spec_add_protected wd_spec_add_secret wd_spec_allow_port wd_spec_free wd_spec_new
 	wd_spec_plan wd_spec_set_argv wd_spec_set_best_effort wd_spec_set_disk
 	wd_spec_set_event_handler
 	wd_spec_set_isolation wd_spec_set_limits wd_spec_set_net wd_spec_set_reproducible
 	wd_spec_set_stdin wd_spec_set_stream wd_spec_set_term wd_spec_set_time_namespace
 	wd_spec_set_tls_intercept wd_spec_set_workspace wd_spec_set_workspace_mode wd_spec_setenv
+	wd_workspace_close wd_workspace_open wd_workspace_openat wd_workspace_path
+	wd_workspace_protected wd_workspace_write
 )
 
 expect_file() {
@@ -205,8 +209,8 @@ check "warden-policy(5) names every key of docs/policy.md's table ($(wc -w <<<"$
 	test -n "$keys" -a ${#nokey[@]} -eq 0
 cli_txt=$(render 1 warden)
 noopt=()
-for sub in run check approve audit policy doctor create exec ls stop start rm snapshot diff apply \
-	discard; do
+for sub in run check approve audit policy doctor serve create exec ls stop start rm snapshot diff \
+	apply discard; do
 	for o in $("$WARDEN" "$sub" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
 		grep -qF -- "$o" <<<"$cli_txt" || noopt+=("$sub $o")
 	done
@@ -237,6 +241,11 @@ check "pkg-config --validate warden" pkg-config --validate warden
 flags=$(pkg-config --cflags --libs warden)
 check "pkg-config --cflags --libs warden points into the install ($flags)" \
 	grep -q -- "-I$DEST$INCLUDEDIR .*-L$LIB -lwarden" <<<"$flags"
+# In the ASan tree the installed library is instrumented: a program linked
+# with it must load the sanitizer runtime first.
+if nm -D "$LIB/libwarden.so.$SOVERSION" 2>/dev/null | grep __asan_init >/dev/null; then
+	flags="$flags -fsanitize=address,undefined"
+fi
 # shellcheck disable=SC2086 # flags are words
 if cc -std=c17 -Wall -Wextra -Wpedantic -Werror "$SRC/tests/integration/install_consumer.c" \
 	$flags -o "$T/consumer" 2>"$T/cc.err"; then
@@ -270,10 +279,12 @@ same_check() {
 }
 # The checks of the CLI built by section 6.
 cli_so() {
+	# (a sanitizer build's own runtimes are not the CLI's dependencies)
 	needed=$(readelf -d "$T/warden-so" 2>/dev/null | grep -oE 'NEEDED.*\[[^]]+\]' | grep -oE '\[[^]]+\]' |
-		tr -d '[]' | sort | tr '\n' ' ')
-	check "that CLI needs libwarden.so.$SOVERSION and libc only (needs: $needed)" \
-		test "$needed" = "libc.so.6 libwarden.so.$SOVERSION "
+		tr -d '[]' | grep -vE '^lib(asan|ubsan|tsan)\.so' | sort | tr '
+' ' ')
+	check "that CLI needs libwarden.so.$SOVERSION, jansson (warden serve) and libc only (needs: $needed)" \
+		test "$needed" = "libc.so.6 libjansson.so.4 libwarden.so.$SOVERSION "
 	check "warden-so --version" test "$(wso --version)" = "warden $VERSION"
 	wso run -- /bin/true >"$OUT" 2>"$ERR"
 	RC=$?
@@ -337,13 +348,17 @@ else
 fi
 
 # ---- 6. the CLI from its sources, against libwarden.so only ----
-# Only the installed include directory and the CLI's own headers are on
-# the include path: an internal header (util/, jail/, ...) fails to
-# compile, an internal function fails to link (libwarden.so hides them).
-mkdir -p "$T/cli/cli"
+# Only the installed include directory and the front ends' own headers
+# are on the include path: an internal header (util/, jail/, ...) fails
+# to compile, an internal function fails to link (libwarden.so hides
+# them).  The front ends are src/cli and src/server (warden serve), which
+# parses JSON-RPC with jansson, as libwarden itself does.
+mkdir -p "$T/cli/cli" "$T/cli/server"
 cp "$SRC"/src/cli/*.c "$SRC"/src/cli/*.h "$T/cli/cli/"
+cp "$SRC"/src/server/*.c "$SRC"/src/server/*.h "$T/cli/server/"
 # shellcheck disable=SC2086
-if cc -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$T/cli" "$T"/cli/cli/*.c $flags \
+if cc -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$T/cli" "$T"/cli/cli/*.c \
+	"$T"/cli/server/*.c $flags -ljansson -pthread \
 	-o "$T/warden-so" 2>"$T/cc.err"; then
 	ok "the CLI builds from src/cli against the installed libwarden.so alone"
 	cli_so

@@ -150,6 +150,18 @@ static const struct bad_case bad[] = {
 	{"{\"version\": 1, \"workspace\": {\"programs\": {\"bin/\": {}}}}", "must be a normalized path"},
 	{"{\"version\": 1, \"workspace\": {\"programs\": {\"bin/x\": {\"paths\": 1}}}}", "workspace.programs[bin/x].paths: expected a string"},
 	{"{\"version\": 1, \"workspace\": {\"programs\": []}}", "workspace.programs: expected an object"},
+	/* secrets: where a value is, never the value */
+	{"{\"version\": 1, \"secrets\": []}", "secrets: expected an object of secrets by name"},
+	{"{\"version\": 1, \"secrets\": {\"1X\": \"env:A\"}}", "'1X' is not a secret name"},
+	{"{\"version\": 1, \"secrets\": {\"X\": \"hunter22\"}}", "secrets.X: expected \"@/path/to/file\" or \"env:VAR\""},
+	{"{\"version\": 1, \"secrets\": {\"X\": \"@rel/tok\"}}", "secrets.X: \"@FILE\" needs an absolute path"},
+	{"{\"version\": 1, \"secrets\": {\"X\": \"env:\"}}", "\"env:VAR\" needs a variable name"},
+	{"{\"version\": 1, \"secrets\": {\"X\": {}}}", "'X' needs \"from\""},
+	{"{\"version\": 1, \"secrets\": {\"X\": {\"from\": \"env:A\", \"value\": \"x\"}}}", "secrets.X.value: unknown key 'value'"},
+	{"{\"version\": 1, \"secrets\": {\"X\": {\"from\": \"env:A\", \"placeholder\": \"a b\"}}}", "secrets.X.placeholder: expected an environment variable name"},
+	{"{\"version\": 1, \"secrets\": {\"X\": {\"from\": \"env:A\", \"inject\": [\"api.test\"]}}}", "secrets.X.inject[0]: 'api.test' is not 'HOST[:PORT][/PATH] WHAT'"},
+	{"{\"version\": 1, \"secrets\": {\"X\": {\"from\": \"env:A\", \"inject_basic\": [\"*.a.test u:{X}\"]}}}", "names a wildcard"},
+	{"{\"version\": 1, \"secrets\": {\"X\": {\"from\": \"env:A\", \"inject\": \"a H=v\"}}}", "secrets.X.inject: expected an array of strings"},
 };
 /* clang-format on */
 
@@ -438,4 +450,32 @@ Test(config_load_file, refuses_a_fifo_without_blocking, .timeout = 10)
 	cr_expect_not_null(strstr(e.msg, "/dev/zero: not a regular file"), "%s", e.msg);
 	unlink(fifo);
 	rmdir(dir);
+}
+
+Test(config_load_buffer, secrets_name_sources_not_values)
+{
+	static const char doc[] =
+	    "{\"version\": 1, \"secrets\": {"
+	    "\"GITHUB_TOKEN\": {\"from\": \"env:GH_TOKEN\", \"placeholder\": \"GITHUB_TOKEN\","
+	    " \"inject\": [\"api.test Authorization=Bearer {GITHUB_TOKEN}\"],"
+	    " \"inject_basic\": [\"git.test x-access-token:{GITHUB_TOKEN}\"]},"
+	    "\"NPM_TOKEN\": \"@/run/secrets/npm\"}}";
+	struct config_policy *p = NULL;
+	struct wd_err e = {0};
+	cr_assert_eq(config_load_buffer(doc, strlen(doc), "doc", &p, &e), 0, "%s", e.msg);
+	cr_assert_eq(p->nsecrets, 2);
+	cr_expect_str_eq(p->secrets[0].name, "GITHUB_TOKEN");
+	cr_expect_str_eq(p->secrets[0].from, "env:GH_TOKEN");
+	cr_expect_str_eq(p->secrets[0].placeholder, "GITHUB_TOKEN");
+	cr_expect_eq(p->secrets[0].inject.n, 1);
+	cr_expect_str_eq(p->secrets[0].inject_basic.v[0], "git.test x-access-token:{GITHUB_TOKEN}");
+	cr_expect_str_eq(p->secrets[1].from, "@/run/secrets/npm");
+	cr_expect_null(p->secrets[1].placeholder);
+	/* the effective policy shows them, so they are in its digest */
+	json_t *j = config_policy_to_json(p);
+	char *s = json_dumps(j, JSON_COMPACT);
+	cr_expect_not_null(strstr(s, "\"NPM_TOKEN\":{\"from\":\"@/run/secrets/npm\""), "%s", s);
+	free(s);
+	json_decref(j);
+	config_policy_free(p);
 }

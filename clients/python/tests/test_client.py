@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Tests of the warden Python client against a real `warden serve`:
+over the unix socket (the harness's transport) and over stdio.
+
+    WARDEN=build/warden PYTHONPATH=clients/python python3 clients/python/tests/test_client.py
+
+Exits 77 when the host cannot run sandboxes (1 under WD_MUST_WORK=1)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import warden  # noqa: E402
+from warden import (Client, Denied, FileRefused, Forbidden, NoSuchSandbox,  # noqa: E402
+                    NotAvailable, Paused, Timeout, CommandFailed, ConnectionClosed)
+
+WARDEN = os.path.realpath(os.environ.get("WARDEN", "warden"))
+
+
+class Fixture:
+    def __init__(self):
+        self.top = tempfile.mkdtemp(prefix="wd-py.")
+        os.chmod(self.top, 0o755)
+        self.ws = os.path.join(self.top, "ws")
+        os.mkdir(self.ws)
+        os.chmod(self.ws, 0o755)
+        with open(os.path.join(self.ws, "hello.txt"), "w") as f:
+            f.write("hello\n")
+        self.env = dict(os.environ, WARDEN_STATE_DIR=os.path.join(self.top, "state"))
+        self.sock = os.path.join(self.top, "warden.sock")
+        self.p = subprocess.Popen([WARDEN, "serve", "--socket", self.sock, "-w", self.ws],
+                                  env=self.env, stderr=subprocess.DEVNULL)
+        for _ in range(500):
+            if os.path.exists(self.sock):
+                break
+            time.sleep(0.01)
+
+    def close(self):
+        self.p.terminate()
+        self.p.wait(30)
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+F = None
+
+
+def setUpModule():
+    global F
+    F = Fixture()
+
+
+def tearDownModule():
+    F.close()
+
+
+class TestSocket(unittest.TestCase):
+    def setUp(self):
+        self.c = Client.connect(F.sock)
+
+    def tearDown(self):
+        self.c.close()
+
+    def test_run_and_stream(self):
+        seen = []
+        r = self.c.run(argv=["/bin/sh", "-c", "echo one; echo two >&2"],
+                       on_output=lambda s, t: seen.append((s, t)))
+        self.assertTrue(r.ok)
+        self.assertEqual(r.stdout, "one\n")
+        self.assertEqual(r.stderr, "two\n")
+        self.assertEqual(r.policy, "off")
+        self.assertIn(("stdout", "one\n"), seen)
+        self.assertIn(("stderr", "two\n"), seen)
+
+    def test_typed_exceptions(self):
+        with self.assertRaises(Denied) as d:
+            self.c.run("rm -rf /")
+        self.assertEqual(d.exception.rule, "programs")
+        self.assertTrue(d.exception.advice)
+        with self.assertRaises(Denied) as d:
+            self.c.run("cat ../../etc/passwd")
+        self.assertEqual(d.exception.rule, "workspace.containment")
+        with self.assertRaises(Paused) as p:
+            self.c.run("git push origin main")
+        self.assertEqual(len(p.exception.approval_id), 64)
+        with self.assertRaises(Timeout):
+            self.c.run(argv=["/bin/sleep", "5"], timeout=0.3)
+        with self.assertRaises(CommandFailed):
+            self.c.run(argv=["/bin/false"], check=True)
+        self.assertEqual(self.c.run(argv=["/bin/false"]).status, 1)
+
+    def test_sandbox_files(self):
+        with self.c.sandbox(memory=256 << 20, timeout=20) as sb:
+            self.assertIn(sb.id, self.c.sandboxes())
+            sb.write_file("dir/a.txt", "alpha\nbeta\n")
+            self.assertEqual(sb.read_file("dir/a.txt"), "alpha\nbeta\n")
+            self.assertEqual(sb.edit_file("dir/a.txt", "beta", "gamma"), 1)
+            sb.write_file("bin", b"\x00\xff")
+            self.assertEqual(sb.read_file("bin", binary=True), b"\x00\xff")
+            names = {e["path"] for e in sb.list_dir(depth=2)}
+            self.assertTrue({"dir/", "dir/a.txt", "bin"} <= names | {"dir/"})
+            self.assertEqual(sb.search("gamma")[0]["path"], "dir/a.txt")
+            r = sb.exec("cat dir/a.txt")
+            self.assertEqual(r.stdout, "alpha\ngamma\n")
+            with self.assertRaises(FileRefused) as e:
+                sb.read_file("../outside")
+            self.assertEqual(e.exception.errno_name, "EXDEV")
+            with self.assertRaises(FileRefused):
+                sb.write_file(".git/hooks/pre-commit", "#!/bin/sh\n")
+            with self.assertRaises(NotAvailable):
+                sb.apply()
+            with self.assertRaises(NotAvailable):
+                sb.discard()
+            sid = sb.id
+        with self.assertRaises(NoSuchSandbox):
+            self.c.call("sandbox.exec", {"sandbox": sid, "command": "ls"})
+
+    def test_concurrent_calls_on_one_connection(self):
+        results = [None] * 8
+
+        def one(i):
+            results[i] = self.c.run(argv=["/bin/sh", "-c", "echo %d" % i])
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual([r.stdout for r in results], ["%d\n" % i for i in range(8)])
+
+    def test_approval_by_a_human(self):
+        agent = self.c
+        with self.assertRaises(Paused) as p:
+            agent.run("git push origin main")
+        aid = p.exception.approval_id
+        with Client.connect(F.sock) as human:
+            self.assertIn(aid, [x["id"] for x in human.approvals()])
+            self.assertIn("git", human.approve(aid))
+        r = agent.run("git push origin main")   # runs once (git itself fails: no repo)
+        self.assertEqual(r.outcome, "ran")
+        with self.assertRaises(Paused):
+            agent.run("git push origin main")
+
+    def test_policy_answers(self):
+        self.assertEqual(self.c.check("ls -l")["decision"], "allow")
+        self.assertEqual(self.c.check(argv=["rm", "x"])["decision"], "deny")
+        self.assertEqual(self.c.route("read_file")["class"], "direct")
+
+    def test_cancel_by_timeout(self):
+        t0 = time.time()
+        with self.assertRaises(warden.WardenError):
+            self.c.call("sandbox.run", {"argv": ["/bin/sleep", "30"]}, timeout=0.5)
+        self.assertLess(time.time() - t0, 5)
+
+
+class TestStdio(unittest.TestCase):
+    def test_stdio_cannot_approve(self):
+        with Client.stdio(workspace=F.ws, warden=WARDEN, env=F.env) as c:
+            self.assertEqual(c.run("ls hello.txt").stdout, "hello.txt\n")
+            with self.assertRaises(Paused) as p:
+                c.run("git push origin main")
+            with self.assertRaises(Forbidden):
+                c.approve(p.exception.approval_id)
+        with self.assertRaises(ConnectionClosed):
+            c.run("ls")
+
+
+if __name__ == "__main__":
+    r = subprocess.run([WARDEN, "run", "--", "/bin/true"], capture_output=True)
+    if r.returncode != 0:
+        print("# skip: this host cannot run a sandbox")
+        sys.exit(1 if os.environ.get("WD_MUST_WORK") == "1" else 77)
+    prog = unittest.main(exit=False, verbosity=2)
+    sys.exit(0 if prog.result.wasSuccessful() else 1)

@@ -1,0 +1,318 @@
+/* cli/serve: warden serve [OPTIONS] (--stdio | --socket PATH | --listen ADDR:PORT)...
+ *
+ * Parse the options into struct server_opts and hand over to src/server
+ * (docs/server.md). */
+#include "cli/cli.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: warden serve [OPTIONS] (--stdio | --socket PATH | --listen ADDR:PORT)...\n"
+    "\n"
+    "Serve MCP (for agents) and JSON-RPC 2.0 (for harnesses): commands run in sandboxes\n"
+    "behind the policy, file tools run in warden on the workspace (docs/server.md).\n"
+    "\n"
+    "Transports (any combination):\n"
+    "      --stdio              newline-delimited JSON-RPC on stdin/stdout (an MCP\n"
+    "                           client starts warden); EOF on stdin stops the server\n"
+    "      --socket PATH        a unix socket, created 0600; the owner's connections may\n"
+    "                           grant approvals (approval.grant)\n"
+    "      --allow-group GROUP  also accept socket connections from GROUP's members\n"
+    "      --listen ADDR:PORT   MCP Streamable HTTP at http://ADDR:PORT/mcp (loopback)\n"
+    "      --token-file FILE    the bearer token for --listen (a file only you can read)\n"
+    "      --behind-tls-proxy   allow a non-loopback --listen: a proxy in front ends TLS\n"
+    "      --allow-origin URL   an HTTP Origin to accept besides loopback ones\n"
+    "Sandboxes:\n"
+    "  -w, --workspace DIR      the workspace (default: .)\n"
+    "  -p, --policy FILE        the policy (default: the built-in policy)\n"
+    "      --audit FILE         append every decision and result to FILE\n"
+    "      --isolation LEVEL    container (default), process or gvisor\n"
+    "      --memory SIZE  --pids N  --cpus N  --tmp-size SIZE\n"
+    "      --timeout SECONDS    per command; also the most a caller may ask (default 30)\n"
+    "      --output-limit SIZE  bytes kept per stream (default 64K)\n"
+    "      --best-effort        run where the limits cannot be enforced\n"
+    "Server:\n"
+    "      --max-calls N        calls running at once (default 64)\n"
+    "      --max-queue N        calls waiting for a worker (default 4096)\n"
+    "      --max-sandboxes N    live sandboxes from sandbox.create (default 64)\n"
+    "      --max-message SIZE   bytes in one message (default 16M)\n"
+    "      --session-idle SECS  an idle HTTP session ends (default 1800)\n"
+    "      --sanitize-images    neutralise markdown images to hosts outside the\n"
+    "                           policy's network.allow in text for the model\n"
+    "  -v, --verbose            log each call\n";
+
+enum {
+	OPT_STDIO = 256,
+	OPT_SOCKET,
+	OPT_ALLOW_GROUP,
+	OPT_LISTEN,
+	OPT_TOKEN_FILE,
+	OPT_BEHIND_PROXY,
+	OPT_ALLOW_ORIGIN,
+	OPT_AUDIT,
+	OPT_ISOLATION,
+	OPT_MEMORY,
+	OPT_PIDS,
+	OPT_CPUS,
+	OPT_TMP_SIZE,
+	OPT_TIMEOUT,
+	OPT_OUTPUT_LIMIT,
+	OPT_BEST_EFFORT,
+	OPT_MAX_CALLS,
+	OPT_MAX_QUEUE,
+	OPT_MAX_SANDBOXES,
+	OPT_MAX_MESSAGE,
+	OPT_SESSION_IDLE,
+	OPT_SANITIZE_IMAGES,
+	OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"stdio", no_argument, NULL, OPT_STDIO},
+    {"socket", required_argument, NULL, OPT_SOCKET},
+    {"allow-group", required_argument, NULL, OPT_ALLOW_GROUP},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"behind-tls-proxy", no_argument, NULL, OPT_BEHIND_PROXY},
+    {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+    {"workspace", required_argument, NULL, 'w'},
+    {"policy", required_argument, NULL, 'p'},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"isolation", required_argument, NULL, OPT_ISOLATION},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"cpus", required_argument, NULL, OPT_CPUS},
+    {"tmp-size", required_argument, NULL, OPT_TMP_SIZE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
+    {"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
+    {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
+    {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
+    {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
+    {"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
+    {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+    {"sanitize-images", no_argument, NULL, OPT_SANITIZE_IMAGES},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static int
+bad(const char *opt, const char *val, const char *why)
+{
+	return cli_fail("serve", "--%s: invalid value %s: %s", opt, cli_quote(val), why);
+}
+
+static int
+number(const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char why[80];
+	snprintf(why, sizeof(why), "expected a whole number from %llu to %llu",
+		 (unsigned long long)min, (unsigned long long)max);
+	if (wd_parse_u64(val, out) < 0 || *out < min || *out > max)
+		return bad(opt, val, why);
+	return 0;
+}
+
+static int
+size(const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *out)
+{
+	int rc = wd_parse_size(val, out);
+	if (rc < 0)
+		return bad(opt, val, "expected a size such as 512M, 1G or 65536 (binary units)");
+	if (*out < min || *out > max)
+		return bad(opt, val, "out of range");
+	return 0;
+}
+
+static int
+group(struct server_opts *o, const char *val)
+{
+	if (o->nallow_gids == SERVER_MAX_GROUPS)
+		return bad("allow-group", val, "too many groups");
+	struct group *g = getgrnam(val);
+	uint64_t gid;
+	if (g)
+		o->allow_gids[o->nallow_gids++] = g->gr_gid;
+	else if (wd_parse_u64(val, &gid) == 0 && gid < 0xffffffffu)
+		o->allow_gids[o->nallow_gids++] = (gid_t)gid;
+	else
+		return bad("allow-group", val, "no such group");
+	return 0;
+}
+
+static int
+limit_opt(int c, const char *name, const char *val, struct server_opts *o)
+{
+	uint64_t v;
+	int rc;
+	struct wd_limits *l = &o->limits;
+	switch (c) {
+	case OPT_MEMORY:
+		return size(name, val, 4 << 20, 1ull << 50, &l->memory_bytes);
+	case OPT_TMP_SIZE:
+		return size(name, val, 64 << 10, 1ull << 50, &l->tmp_bytes);
+	case OPT_OUTPUT_LIMIT:
+		return size(name, val, 64, 16 << 20, &l->output_limit);
+	case OPT_PIDS:
+		return number(name, val, 1, 4194304, &l->pids);
+	case OPT_CPUS:
+		rc = wd_parse_fixed6(val, &v);
+		if (rc < 0 || v < 10000 || v > 1024000000)
+			return bad(name, val, "expected a number of CPUs from 0.01 to 1024");
+		l->cpu_millionths = v;
+		return 0;
+	case OPT_TIMEOUT:
+		rc = wd_parse_fixed6(val, &v);
+		if (rc < 0 || v % 1000 || v < 1000 || v > 86400ull * 1000000)
+			return bad(name, val, "expected seconds such as 30 or 0.5 (1 ms to a day)");
+		l->timeout_ms = v / 1000;
+		return 0;
+	}
+	return -1;
+}
+
+static int
+server_opt(int c, const char *name, const char *val, struct server_opts *o)
+{
+	uint64_t v;
+	int rc;
+	switch (c) {
+	case OPT_MAX_CALLS:
+		rc = number(name, val, 1, 1024, &v);
+		o->max_calls = (unsigned)v;
+		return rc;
+	case OPT_MAX_QUEUE:
+		rc = number(name, val, 1, 1000000, &v);
+		o->max_queue = (unsigned)v;
+		return rc;
+	case OPT_MAX_SANDBOXES:
+		rc = number(name, val, 1, 4096, &v);
+		o->max_live = (unsigned)v;
+		return rc;
+	case OPT_MAX_MESSAGE:
+		rc = size(name, val, 4096, 1ull << 30, &v);
+		o->max_message = (size_t)v;
+		return rc;
+	case OPT_SESSION_IDLE:
+		return number(name, val, 1, 7 * 86400, &o->session_idle_s);
+	}
+	return -1;
+}
+
+static int
+one_opt(int c, const char *name, const char *val, struct server_opts *o)
+{
+	int rc;
+	if ((rc = limit_opt(c, name, val, o)) >= 0 || (rc = server_opt(c, name, val, o)) >= 0)
+		return rc;
+	switch (c) {
+	case OPT_STDIO:
+		o->stdio = true;
+		return 0;
+	case OPT_SOCKET:
+		o->socket_path = val;
+		return val[0] ? 0 : bad(name, val, "empty path");
+	case OPT_ALLOW_GROUP:
+		return group(o, val);
+	case OPT_LISTEN:
+		o->listen = val;
+		return 0;
+	case OPT_TOKEN_FILE:
+		o->token_file = val;
+		return 0;
+	case OPT_BEHIND_PROXY:
+		o->behind_proxy = true;
+		return 0;
+	case OPT_ALLOW_ORIGIN:
+		if (o->nallow_origins == SERVER_MAX_ORIGINS)
+			return bad(name, val, "too many origins");
+		if (strncmp(val, "http://", 7) && strncmp(val, "https://", 8))
+			return bad(name, val, "expected an origin such as https://app.example");
+		o->allow_origins[o->nallow_origins++] = val;
+		return 0;
+	case 'w':
+		o->workspace = val;
+		return 0;
+	case 'p':
+		o->policy = val;
+		return 0;
+	case OPT_AUDIT:
+		o->audit = val;
+		return 0;
+	case OPT_ISOLATION:
+		if (!strcmp(val, "container"))
+			o->isolation = WD_ISOLATION_CONTAINER;
+		else if (!strcmp(val, "process"))
+			o->isolation = WD_ISOLATION_PROCESS;
+		else if (!strcmp(val, "gvisor"))
+			o->isolation = WD_ISOLATION_GVISOR;
+		else
+			return bad(name, val, "expected container, process or gvisor");
+		return 0;
+	case OPT_BEST_EFFORT:
+		o->best_effort = true;
+		return 0;
+	case OPT_SANITIZE_IMAGES:
+		o->sanitize_images = true;
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	}
+	return -1;
+}
+
+/* Options that only make sense together. */
+static int
+check(const struct server_opts *o, int extra)
+{
+	if (extra)
+		return cli_fail("serve", "unexpected argument (warden serve takes only options)");
+	if (!o->stdio && !o->socket_path && !o->listen)
+		return cli_fail("serve", "no transport: give --stdio, --socket PATH or --listen "
+					 "ADDR:PORT (see warden serve --help)");
+	if (o->listen && !o->token_file)
+		return cli_fail("serve", "--listen needs --token-file FILE: HTTP clients are "
+					 "authenticated with a bearer token");
+	if (o->token_file && !o->listen)
+		return cli_fail("serve", "--token-file is for --listen");
+	if ((o->behind_proxy || o->nallow_origins) && !o->listen)
+		return cli_fail("serve", "--behind-tls-proxy and --allow-origin are for --listen");
+	if (o->nallow_gids && !o->socket_path)
+		return cli_fail("serve", "--allow-group is for --socket");
+	return 0;
+}
+
+int
+cli_serve(int argc, char **argv)
+{
+	struct server_opts o;
+	server_opts_init(&o);
+	int c, rc;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+:w:p:v", long_opts, NULL)) != -1) {
+		const char *name = NULL;
+		for (const struct option *lo = long_opts; lo->name; lo++)
+			if (lo->val == c)
+				name = lo->name;
+		if (c == OPT_HELP) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (c == ':' || c == '?')
+			return cli_bad_option("serve", argc, argv, long_opts);
+		if ((rc = one_opt(c, name, optarg, &o)))
+			return rc;
+	}
+	if ((rc = check(&o, argc - optind)))
+		return rc;
+	return server_run(&o);
+}

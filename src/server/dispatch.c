@@ -1,0 +1,710 @@
+/* server/dispatch: peers, calls and the worker pool.
+ *
+ * A text from a peer is parsed (rpc.c); each request becomes a call:
+ *
+ *   method lookup -> -32601          channel rules -> -32002 / -32003
+ *   duplicate id in flight -> -32004 params not an object -> -32602
+ *   M_LIVE: params.sandbox names a live sandbox of this peer -> -32001
+ *   M_INLINE: answered now, on the loop thread
+ *   else: queued for a worker (-32005 when the queue is full)
+ *
+ * A worker runs the method, and posts the answer (and notifications on
+ * the way) to the out-queue; the loop delivers it where the peer reads:
+ * its line connection, or the HTTP exchange the request came in.
+ *
+ * Cancellation (notifications/cancelled): a queued call is dropped; a
+ * running one is marked, and the sandbox it runs in is killed
+ * (wd_sandbox_cancel), which ends the command at once.  MCP says a
+ * cancelled request gets no answer; a harness gets -32800. */
+#include "server/server-internal.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local struct call *tls_call;
+
+struct call *
+call_current(void)
+{
+	return tls_call;
+}
+
+int
+rpc_err_set(struct rpc_err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- batches on line transports: one array answers one array ---- */
+struct batchcol {
+	int pending;
+	json_t *answers;
+	struct peer *p;
+};
+
+static void
+col_answer(struct srv *s, struct batchcol *col, json_t *msg)
+{
+	if (msg)
+		json_array_append(col->answers, msg);
+	if (--col->pending > 0)
+		return;
+	if (json_array_size(col->answers) && col->p->conn) {
+		size_t n;
+		char *t = rpc_dump(col->answers, &n);
+		conn_send_line(col->p->conn, t, n, false);
+		free(t);
+	}
+	json_decref(col->answers);
+	peer_put(col->p);
+	free(col);
+	(void)s;
+}
+
+/* ---- peers ---- */
+
+struct peer *
+peer_new(struct srv *s, enum transport kind)
+{
+	struct peer *p = xcalloc(1, sizeof(*p));
+	p->srv = s;
+	p->kind = kind;
+	p->refs = 1;
+	p->last_ns = now_ns();
+	p->seq = atomic_fetch_add(&s->seq, 1) + 1;
+	p->next = s->peers;
+	if (s->peers)
+		s->peers->prev = p;
+	s->peers = p;
+	return p;
+}
+
+void
+peer_put(struct peer *p)
+{
+	if (!p || --p->refs > 0)
+		return;
+	struct srv *s = p->srv;
+	if (p->prev)
+		p->prev->next = p->next;
+	else if (s->peers == p)
+		s->peers = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	free(p);
+}
+
+/* ---- live sandboxes ---- */
+
+struct live *
+live_get(struct live *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->refs++;
+	pthread_mutex_unlock(&l->lock);
+	return l;
+}
+
+void
+live_put(struct live *l)
+{
+	pthread_mutex_lock(&l->lock);
+	int left = --l->refs;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->lock);
+	if (left == 0) {
+		wd_sandbox_destroy(l->sb);
+		atomic_fetch_sub(&l->srv->nlive, 1);
+		pthread_cond_destroy(&l->cv);
+		pthread_mutex_destroy(&l->lock);
+		free(l);
+	}
+}
+
+void
+live_end(struct live *l)
+{
+	pthread_mutex_lock(&l->lock);
+	if (l->running > 0)
+		wd_sandbox_cancel(l->sb, SIGKILL);
+	while (l->refs > 1)
+		pthread_cond_wait(&l->cv, &l->lock);
+	pthread_mutex_unlock(&l->lock);
+	live_put(l);
+}
+
+struct ender {
+	struct srv *s;
+	struct live *l;
+};
+
+static void *
+ender_main(void *arg)
+{
+	struct ender *e = arg;
+	struct srv *s = e->s;
+	live_end(e->l);
+	free(e);
+	atomic_fetch_sub(&s->ending, 1);
+	uint64_t one = 1;
+	(void)!write(s->wake_fd, &one, sizeof(one));
+	return NULL;
+}
+
+/* End l on a thread of its own: the loop never waits for a sandbox. */
+static void
+end_async(struct srv *s, struct live *l)
+{
+	struct ender *e = xcalloc(1, sizeof(*e));
+	e->s = s;
+	e->l = l;
+	atomic_fetch_add(&s->ending, 1);
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, ender_main, e) != 0)
+		ender_main(e); /* no thread: end it here, late but surely */
+	pthread_attr_destroy(&a);
+}
+
+/* ---- calls ---- */
+
+struct call *
+call_get(struct call *c)
+{
+	atomic_fetch_add(&c->refs, 1);
+	return c;
+}
+
+void
+call_put(struct call *c)
+{
+	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	if (c->live)
+		live_put(c->live);
+	if (c->created)
+		live_end(c->created); /* never handed to its peer: shutdown */
+	if (c->x)
+		xchg_put(c->x);
+	if (c->peer)
+		peer_put(c->peer);
+	json_decref(c->id);
+	json_decref(c->params);
+	json_decref(c->progress);
+	for (int i = 0; i < 3; i++)
+		free(c->carry[i]);
+	free(c->method);
+	free(c->idkey);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+bool
+call_cancelled(struct call *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool v = c->cancelled;
+	pthread_mutex_unlock(&c->lock);
+	return v;
+}
+
+void
+call_notify(struct call *c, json_t *msg)
+{
+	srv_post(c->srv, c, msg, false);
+}
+
+static void
+unlink_call(struct call *c)
+{
+	struct peer *p = c->peer;
+	if (!p || (!c->pprev && p->calls != c))
+		return;
+	if (c->pprev)
+		c->pprev->pnext = c->pnext;
+	else
+		p->calls = c->pnext;
+	if (c->pnext)
+		c->pnext->pprev = c->pprev;
+	c->pnext = c->pprev = NULL;
+}
+
+bool
+deliver_to_peer(struct srv *s, struct peer *p, struct xchg *x, json_t *msg, bool final)
+{
+	if (x)
+		return xchg_send(x, msg, final);
+	if (!p || !p->conn || !msg)
+		return false;
+	size_t n;
+	char *t = rpc_dump(msg, &n);
+	bool ok = conn_send_line(p->conn, t, n, !final);
+	free(t);
+	(void)s;
+	return ok;
+}
+
+/* The answer of c goes out: into its batch, its exchange or its line. */
+static void
+answer(struct srv *s, struct call *c, json_t *msg, struct batchcol *col)
+{
+	if (col)
+		col_answer(s, col, msg);
+	else
+		deliver_to_peer(s, c->peer, c->x, msg, true);
+}
+
+void
+dispatch_deliver(struct srv *s, struct outmsg *m)
+{
+	struct call *c = m->c;
+	if (!m->final) {
+		if (!c->done && !call_cancelled(c))
+			deliver_to_peer(s, c->peer, c->x, m->msg, false);
+		json_decref(m->msg);
+		return;
+	}
+	c->done = true;
+	unlink_call(c);
+	struct peer *p = c->peer;
+	if (c->created) {
+		/* sandbox.create: the peer keeps it, unless it is gone */
+		struct live *l = c->created;
+		c->created = NULL;
+		if (p && !p->closed) {
+			l->next = p->lives;
+			p->lives = l;
+		} else {
+			end_async(s, l);
+		}
+	}
+	bool silent = c->mcp && call_cancelled(c);
+	struct batchcol *col = c->col;
+	c->col = NULL;
+	answer(s, c, silent ? NULL : m->msg, col);
+	json_decref(m->msg);
+	if (p && p->conn && p->conn->closing)
+		conn_flush(p->conn);
+	call_put(c); /* the in-flight reference */
+}
+
+/* ---- the worker pool ---- */
+
+static void
+run_call(struct srv *s, struct call *c)
+{
+	struct rpc_err e = {0};
+	tls_call = c;
+	json_t *res = c->m->fn(c, &e);
+	tls_call = NULL;
+	json_t *msg;
+	if (call_cancelled(c) && !c->mcp) {
+		json_decref(res);
+		json_decref(e.data);
+		msg = rpc_error(c->id, SRV_E_CANCELLED, "request cancelled", NULL);
+	} else if (res) {
+		msg = rpc_result(c->id, res);
+	} else {
+		msg = rpc_error(c->id, e.code ? e.code : RPC_INTERNAL_ERROR, e.msg, e.data);
+	}
+	srv_post(s, c, msg, true);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct srv *s = arg;
+	pthread_mutex_lock(&s->wlock);
+	for (;;) {
+		while (!s->jobs_head && !s->workers_stop) {
+			s->nidle++;
+			pthread_cond_wait(&s->wcv, &s->wlock);
+			s->nidle--;
+		}
+		if (!s->jobs_head)
+			break;
+		struct call *c = s->jobs_head;
+		s->jobs_head = c->qnext ? c->qnext : NULL;
+		if (!s->jobs_head)
+			s->jobs_tail = NULL;
+		c->qnext = NULL;
+		c->queued = false;
+		s->njobs--;
+		s->nbusy++;
+		pthread_mutex_unlock(&s->wlock);
+		run_call(s, c);
+		pthread_mutex_lock(&s->wlock);
+		s->nbusy--;
+	}
+	pthread_mutex_unlock(&s->wlock);
+	return NULL;
+}
+
+int
+workers_start(struct srv *s)
+{
+	s->threads = xcalloc(s->o.max_calls, sizeof(pthread_t));
+	return 0;
+}
+
+void
+workers_stop(struct srv *s)
+{
+	pthread_mutex_lock(&s->wlock);
+	s->workers_stop = true;
+	pthread_cond_broadcast(&s->wcv);
+	unsigned n = s->nworkers;
+	pthread_mutex_unlock(&s->wlock);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(s->threads[i], NULL);
+	free(s->threads);
+	s->threads = NULL;
+}
+
+/* Queue c for a worker; a worker is started when none is idle and the
+ * pool is below --max-calls.  false when the queue is full. */
+static bool
+enqueue(struct srv *s, struct call *c)
+{
+	pthread_mutex_lock(&s->wlock);
+	if (s->njobs >= s->o.max_queue) {
+		pthread_mutex_unlock(&s->wlock);
+		return false;
+	}
+	c->qnext = NULL;
+	c->queued = true;
+	if (s->jobs_tail)
+		s->jobs_tail->qnext = c;
+	else
+		s->jobs_head = c;
+	s->jobs_tail = c;
+	s->njobs++;
+	if (s->nidle < s->njobs && s->nworkers < s->o.max_calls) {
+		if (pthread_create(&s->threads[s->nworkers], NULL, worker_main, s) == 0)
+			s->nworkers++;
+		else if (s->nworkers == 0)
+			srv_log(s, WD_LOG_ERROR, "cannot start a worker thread: %s",
+				strerror(errno));
+	}
+	pthread_cond_signal(&s->wcv);
+	pthread_mutex_unlock(&s->wlock);
+	return true;
+}
+
+/* Take c out of the queue if it is still there.  true if it was. */
+static bool
+dequeue(struct srv *s, struct call *c)
+{
+	bool found = false;
+	pthread_mutex_lock(&s->wlock);
+	struct call *prev = NULL;
+	for (struct call *q = s->jobs_head; q; prev = q, q = q->qnext) {
+		if (q != c)
+			continue;
+		if (prev)
+			prev->qnext = q->qnext;
+		else
+			s->jobs_head = q->qnext;
+		if (s->jobs_tail == q)
+			s->jobs_tail = prev;
+		q->qnext = NULL;
+		q->queued = false;
+		s->njobs--;
+		found = true;
+		break;
+	}
+	pthread_mutex_unlock(&s->wlock);
+	return found;
+}
+
+static void
+cancel_call(struct srv *s, struct call *c, const char *why)
+{
+	pthread_mutex_lock(&c->lock);
+	bool was = c->cancelled;
+	c->cancelled = true;
+	/* the sandbox dies at once: pid 1 is killed, and every process of
+	 * the command with it (async-signal-safe, no waiting here) */
+	if (c->running_in)
+		wd_sandbox_cancel(c->running_in, SIGKILL);
+	uint64_t one = 1;
+	if (c->cancel_efd >= 0)
+		(void)!write(c->cancel_efd, &one, sizeof(one));
+	pthread_mutex_unlock(&c->lock);
+	if (!was)
+		srv_log(s, WD_LOG_INFO, "call %s %s cancelled: %s", c->method, c->idkey, why);
+	if (dequeue(s, c)) {
+		json_t *msg = c->mcp ? json_null()
+				     : rpc_error(c->id, SRV_E_CANCELLED, "request cancelled", NULL);
+		srv_post(s, c, msg, true);
+	}
+}
+
+/* ---- requests ---- */
+
+static json_t *
+immediate_error(json_t *id, struct rpc_err *e)
+{
+	return rpc_error(id, e->code, e->msg, e->data);
+}
+
+/* Channel rules and the live sandbox, before anything runs. */
+static bool
+admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, struct call *c,
+      struct rpc_err *e)
+{
+	if ((m->flags & M_MCP) && !p->mcp)
+		return rpc_err_set(e, SRV_E_NOT_INITIALIZED,
+				   "not initialized: send \"initialize\" first") == 0;
+	if ((m->flags & M_HUMAN) && !(p->kind == T_UNIX && p->owner && !p->mcp))
+		return rpc_err_set(e, SRV_E_FORBIDDEN,
+				   "%s is for a human: only on warden's unix socket, from the "
+				   "user who started the server, on a connection that is not an "
+				   "MCP session (or use `warden approve ID`)",
+				   m->name) == 0;
+	if (!(m->flags & M_LIVE))
+		return true;
+	json_t *sid = json_object_get(params, "sandbox");
+	if (!json_is_string(sid))
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: 'sandbox' (a sandbox id) is required") == 0;
+	struct live **lp = &p->lives;
+	while (*lp && strcmp((*lp)->id, json_string_value(sid)))
+		lp = &(*lp)->next;
+	if (!*lp)
+		return rpc_err_set(e, SRV_E_NO_SANDBOX,
+				   "no sandbox '%.64s' on this connection (sandboxes belong to the "
+				   "connection that created them)",
+				   json_string_value(sid)) == 0;
+	if (m->flags & M_TAKE_LIVE) {
+		c->live = *lp; /* the table's reference moves to the call */
+		*lp = (*lp)->next;
+		c->live->next = NULL;
+	} else {
+		c->live = live_get(*lp);
+	}
+	(void)s;
+	return true;
+}
+
+static struct call *
+find_call(struct peer *p, const char *key)
+{
+	for (struct call *c = p->calls; c; c = c->pnext)
+		if (!strcmp(c->idkey, key))
+			return c;
+	return NULL;
+}
+
+static struct call *
+call_new(struct srv *s, struct peer *p, struct xchg *x, const struct rpc_msg *msg,
+	 const struct method *m, char *key)
+{
+	struct call *c = xcalloc(1, sizeof(*c));
+	atomic_init(&c->refs, 1);
+	c->srv = s;
+	c->peer = p;
+	p->refs++;
+	c->x = x ? xchg_get(x) : NULL;
+	c->idkey = key;
+	c->id = json_incref(msg->id);
+	c->method = xstrdup(msg->method);
+	c->m = m;
+	c->mcp = p->mcp;
+	c->owner = p->owner;
+	c->cancel_efd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	c->params = msg->params ? json_deep_copy(msg->params) : json_object();
+	json_t *tok = json_object_get(json_object_get(c->params, "_meta"), "progressToken");
+	if (json_is_string(tok) || json_is_integer(tok))
+		c->progress = json_incref(tok);
+	return c;
+}
+
+static void
+start_call(struct srv *s, struct peer *p, struct xchg *x, const struct rpc_msg *msg,
+	   struct batchcol *col)
+{
+	struct rpc_err e = {0};
+	const struct method *m = method_find(msg->method);
+	json_t *err = NULL;
+	char *key = rpc_id_key(msg->id);
+	if (x)
+		xchg_add_pending(x);
+	if (!m) {
+		rpc_err_set(&e, RPC_METHOD_NOT_FOUND, "Method not found: '%.100s'", msg->method);
+	} else if (msg->params && !json_is_object(msg->params)) {
+		rpc_err_set(&e, RPC_INVALID_PARAMS,
+			    "Invalid params: warden's methods take named parameters (an object)");
+	} else if (find_call(p, key)) {
+		rpc_err_set(&e, SRV_E_DUPLICATE_ID,
+			    "request id %.64s is still in progress on this connection", key);
+	}
+	if (e.code) {
+		err = immediate_error(msg->id, &e);
+		free(key);
+		goto answer_now;
+	}
+	struct call *c = call_new(s, p, x, msg, m, key);
+	if (!admit(s, p, m, c->params, c, &e)) {
+		err = immediate_error(msg->id, &e);
+		call_put(c);
+		goto answer_now;
+	}
+	c->pnext = p->calls;
+	if (p->calls)
+		p->calls->pprev = c;
+	p->calls = c;
+	if (col)
+		col->pending++;
+	c->col = col;
+	if (c->progress && x)
+		xchg_wants_stream(x);
+	if (m->flags & M_INLINE) {
+		tls_call = c;
+		json_t *res = m->fn(c, &e);
+		tls_call = NULL;
+		json_t *out = res ? rpc_result(c->id, res) : immediate_error(c->id, &e);
+		struct outmsg om = {.c = c, .msg = out, .final = true};
+		dispatch_deliver(s, &om);
+		return;
+	}
+	if (!enqueue(s, c)) {
+		unlink_call(c);
+		c->col = NULL;
+		if (col)
+			col->pending--;
+		rpc_err_set(&e, SRV_E_BUSY, "server busy: %u calls are waiting (--max-queue)",
+			    s->o.max_queue);
+		err = immediate_error(msg->id, &e);
+		call_put(c);
+		goto answer_now;
+	}
+	return;
+answer_now:
+	if (col) {
+		col->pending++;
+		col_answer(s, col, err);
+	} else {
+		deliver_to_peer(s, p, x, err, true);
+	}
+	json_decref(err);
+}
+
+static void
+notification(struct srv *s, struct peer *p, const struct rpc_msg *msg)
+{
+	if (!strcmp(msg->method, "notifications/initialized")) {
+		p->initialized = true;
+	} else if (!strcmp(msg->method, "notifications/cancelled")) {
+		json_t *rid = json_object_get(msg->params, "requestId");
+		if (!rid)
+			return;
+		char *key = rpc_id_key(rid);
+		struct call *c = find_call(p, key);
+		free(key);
+		const char *why = json_string_value(json_object_get(msg->params, "reason"));
+		if (c)
+			cancel_call(s, c, why ? why : "notifications/cancelled");
+	}
+	/* other notifications (progress from the client, roots changes) are
+	 * not used: ignored, as JSON-RPC says notifications are */
+}
+
+void
+dispatch_text(struct srv *s, struct peer *p, struct xchg *x, const char *buf, size_t len)
+{
+	struct rpc_batch b;
+	p->last_ns = now_ns();
+	if (rpc_parse(buf, len, &b) < 0) {
+		if (x)
+			xchg_add_pending(x);
+		json_t *err = rpc_error(NULL, b.err_code, b.err_msg, NULL);
+		deliver_to_peer(s, p, x, err, true);
+		json_decref(err);
+		rpc_batch_fini(&b);
+		return;
+	}
+	struct batchcol *col = NULL;
+	if (b.batch && !x) {
+		col = xcalloc(1, sizeof(*col));
+		col->answers = json_array();
+		col->p = p;
+		p->refs++;
+		col->pending = 1; /* held until the whole batch is dispatched */
+	}
+	for (size_t i = 0; i < b.n; i++) {
+		struct rpc_msg *m = &b.msgs[i];
+		if (m->kind == RPC_INVALID) {
+			json_t *err = rpc_error(m->id, m->err_code, m->err_msg, NULL);
+			if (col) {
+				col->pending++;
+				col_answer(s, col, err);
+			} else {
+				if (x)
+					xchg_add_pending(x);
+				deliver_to_peer(s, p, x, err, true);
+			}
+			json_decref(err);
+		} else if (m->kind == RPC_NOTIFICATION) {
+			notification(s, p, m);
+		} else if (m->kind == RPC_REQUEST) {
+			start_call(s, p, x, m, col);
+		}
+		/* responses: warden sends no requests, so there is nothing to
+		 * match them with */
+	}
+	if (col)
+		col_answer(s, col, NULL);
+	rpc_batch_fini(&b);
+}
+
+void
+dispatch_cancel_xchg(struct srv *s, struct xchg *x, struct peer *p)
+{
+	for (struct call *c = p ? p->calls : NULL; c; c = c->pnext)
+		if (c->x == x)
+			cancel_call(s, c, "the HTTP connection closed");
+}
+
+void
+peer_close(struct srv *s, struct peer *p)
+{
+	if (p->closed)
+		return;
+	p->closed = true;
+	for (struct call *c = p->calls; c; c = c->pnext)
+		cancel_call(s, c, "the client went away");
+	while (p->lives) {
+		struct live *l = p->lives;
+		p->lives = l->next;
+		l->next = NULL;
+		end_async(s, l);
+	}
+}
+
+void
+dispatch_stop(struct srv *s)
+{
+	/* new commands are refused by the library from here on, and the ones
+	 * running end as killed by SIGTERM */
+	wd_ctx_cancel(s->ctx, SIGTERM);
+	for (struct peer *p = s->peers, *next; p; p = next) {
+		next = p->next;
+		/* an open HTTP session holds the table's reference: ended,
+		 * which drops it; a connection's peer goes with it */
+		if (p->kind == T_HTTP && !p->closed)
+			session_end(s, p, "the server is stopping");
+		else
+			peer_close(s, p);
+	}
+}

@@ -1,0 +1,334 @@
+/* server/harness: the JSON-RPC methods for programs (harnesses, SDKs):
+ * the same operations as the MCP tools, shaped as data, plus live
+ * sandboxes, the policy's answers and the human side of approvals.
+ *
+ *   sandbox.create / destroy          a live sandbox owned by the connection
+ *   sandbox.read_file / write_file / edit_file / list_dir / search_files
+ *   sandbox.apply / discard           need copy-on-write workspaces: -32006
+ *   policy.check, tool.route          what the policy would decide, nothing run
+ *   approval.list, approval.grant     the owner's socket only (M_HUMAN)
+ *   audit.verify                      the server's audit trail */
+#include "server/server-internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- sandbox.create ---- */
+
+static const struct wd_limits lib_defaults = {
+    .memory_bytes = 512ull << 20,
+    .pids = 128,
+    .cpu_millionths = 1000000,
+    .tmp_bytes = 128ull << 20,
+    .timeout_ms = 30000,
+    .output_limit = 64u << 10,
+};
+
+/* One limit: at most the server's (its own or the library's default). */
+static bool
+limit(json_t *lim, const char *key, uint64_t scale, uint64_t server, uint64_t def, uint64_t *out,
+      struct rpc_err *e)
+{
+	json_t *v = json_object_get(lim, key);
+	if (!v)
+		return true;
+	uint64_t ceiling = server ? server : def;
+	double d = json_number_value(v);
+	if (!json_is_number(v) || d <= 0 || d * (double)scale > (double)ceiling)
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: limits.%s must be a number above 0 and at most "
+				   "the server's %g",
+				   key, (double)ceiling / (double)scale) == 0;
+	*out = (uint64_t)(d * (double)scale);
+	if (!*out)
+		*out = 1;
+	return true;
+}
+
+static bool
+create_limits(struct srv *s, json_t *params, struct wd_limits *l, struct rpc_err *e)
+{
+	static const char *const keys[] = {"memory",	   "pids",     "cpus", "timeout",
+					   "output_limit", "tmp_size", NULL};
+	const struct wd_limits *sl = &s->o.limits, *d = &lib_defaults;
+	*l = *sl;
+	json_t *lim = json_object_get(params, "limits");
+	if (!lim)
+		return true;
+	if (!json_is_object(lim))
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: 'limits' must be an object") == 0;
+	return p_only(lim, keys, e) &&
+	       limit(lim, "memory", 1, sl->memory_bytes, d->memory_bytes, &l->memory_bytes, e) &&
+	       limit(lim, "pids", 1, sl->pids, d->pids, &l->pids, e) &&
+	       limit(lim, "cpus", 1000000, sl->cpu_millionths, d->cpu_millionths,
+		     &l->cpu_millionths, e) &&
+	       limit(lim, "timeout", 1000, sl->timeout_ms, d->timeout_ms, &l->timeout_ms, e) &&
+	       limit(lim, "output_limit", 1, sl->output_limit, d->output_limit, &l->output_limit,
+		     e) &&
+	       limit(lim, "tmp_size", 1, sl->tmp_bytes, d->tmp_bytes, &l->tmp_bytes, e);
+}
+
+json_t *
+h_sandbox_create(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"limits", "env", "reproducible", NULL};
+	struct srv *s = c->srv;
+	struct wd_err err = {0};
+	struct wd_limits l;
+	bool repro = false;
+	json_t *env = json_object_get(c->params, "env");
+	if (!p_only(c->params, keys, e) || !create_limits(s, c->params, &l, e) ||
+	    !p_bool(c->params, "reproducible", &repro, e))
+		return NULL;
+	if (env && !json_is_object(env)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: 'env' must be an object");
+		return NULL;
+	}
+	wd_spec *spec = run_spec(s, &l, &err);
+	if (!spec) {
+		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
+		return NULL;
+	}
+	wd_spec_set_reproducible(spec, repro);
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v)
+	{
+		if (!json_is_string(v) || wd_spec_setenv(spec, k, json_string_value(v), &err) < 0) {
+			rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: env.%.100s: %s", k,
+				    json_is_string(v) ? err.msg : "must be a string");
+			wd_spec_free(spec);
+			return NULL;
+		}
+	}
+	if (atomic_fetch_add(&s->nlive, 1) >= (int)s->o.max_live) {
+		atomic_fetch_sub(&s->nlive, 1);
+		wd_spec_free(spec);
+		rpc_err_set(e, SRV_E_BUSY, "too many live sandboxes (%u, --max-sandboxes)",
+			    s->o.max_live);
+		return NULL;
+	}
+	wd_sandbox *sb = NULL;
+	int rc = wd_sandbox_create(s->ctx, spec, &sb, &err);
+	wd_spec_free(spec);
+	if (rc < 0) {
+		atomic_fetch_sub(&s->nlive, 1);
+		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
+		return NULL;
+	}
+	struct live *lv = xcalloc(1, sizeof(*lv));
+	snprintf(lv->id, sizeof(lv->id), "%s", wd_sandbox_id(sb));
+	lv->sb = sb;
+	lv->srv = s;
+	lv->refs = 1;
+	pthread_mutex_init(&lv->lock, NULL);
+	pthread_cond_init(&lv->cv, NULL);
+	c->created = lv; /* the loop puts it in the peer's table (dispatch_deliver) */
+	return json_pack("{s:s, s:s, s:s}", "sandbox", lv->id, "workspace",
+			 wd_workspace_path(s->ws), "isolation",
+			 s->o.isolation == WD_ISOLATION_PROCESS	 ? "process"
+			 : s->o.isolation == WD_ISOLATION_GVISOR ? "gvisor"
+								 : "container");
+}
+
+json_t *
+h_sandbox_destroy(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"sandbox", NULL};
+	if (!p_only(c->params, keys, e))
+		return NULL;
+	struct live *l = c->live;
+	c->live = NULL;
+	json_t *r = json_pack("{s:s, s:b}", "sandbox", l->id, "destroyed", 1);
+	live_end(l);
+	return r;
+}
+
+json_t *
+h_sandbox_files(struct call *c, struct rpc_err *e)
+{
+	/* a live sandbox's workspace is the server's, bound directly: the
+	 * file methods read and write it as the tools do */
+	const char *tool = c->method + strlen("sandbox.");
+	return file_tool(c, tool, c->params, false, e);
+}
+
+json_t *
+h_not_available(struct call *c, struct rpc_err *e)
+{
+	rpc_err_set(e, SRV_E_NOT_AVAILABLE,
+		    "not available: workspace modes are not built yet (%s needs a copy-on-write "
+		    "workspace; this sandbox's workspace is the directory itself, so its changes "
+		    "are already there)",
+		    c->method);
+	return NULL;
+}
+
+/* ---- the policy's answers ---- */
+
+static wd_policy *
+load_policy(struct srv *s, struct rpc_err *e)
+{
+	struct wd_err err = {0};
+	wd_policy *p = NULL;
+	/* loaded again for each question: the answer is the file's as it is now */
+	if (wd_policy_load(s->o.policy, &p, &err) < 0) {
+		rpc_err_set(e, SRV_E_FAILED, "policy: %s", err.msg);
+		return NULL;
+	}
+	return p;
+}
+
+static json_t *
+parse_json_text(char *text)
+{
+	json_error_t je;
+	json_t *o = json_loads(text, 0, &je);
+	free(text);
+	return o ? o : json_object();
+}
+
+json_t *
+h_policy_check(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"command", "argv", "cwd", NULL};
+	struct srv *s = c->srv;
+	struct wd_err err = {0};
+	const char *command = NULL, *cwd = NULL;
+	json_t *argv = json_object_get(c->params, "argv");
+	if (!p_only(c->params, keys, e) || !p_str(c->params, "command", false, &command, e) ||
+	    !p_str(c->params, "cwd", false, &cwd, e))
+		return NULL;
+	if (!!command == !!argv) {
+		rpc_err_set(
+		    e, RPC_INVALID_PARAMS,
+		    "Invalid params: give either 'command' (a string) or 'argv' (an array)");
+		return NULL;
+	}
+	wd_request *req = wd_request_new();
+	int rc = 0;
+	if (command) {
+		rc = wd_request_set_command(req, command, &err);
+	} else {
+		size_t n = json_is_array(argv) ? json_array_size(argv) : 0;
+		const char **v = xcalloc(n + 1, sizeof(char *));
+		bool ok = n > 0;
+		for (size_t i = 0; i < n; i++)
+			ok = ok && (v[i] = json_string_value(json_array_get(argv, i)));
+		rc = ok ? wd_request_set_argv(req, (int)n, v, &err)
+			: err_set(&err, EINVAL, "'argv' must be a non-empty array of strings");
+		free(v);
+	}
+	if (rc == 0)
+		rc = wd_request_set_workspace(req, wd_workspace_path(s->ws), &err);
+	if (rc == 0 && cwd)
+		rc = wd_request_set_cwd(req, cwd, &err);
+	json_t *res = NULL;
+	wd_policy *p = rc == 0 ? load_policy(s, e) : NULL;
+	wd_decision *d = NULL;
+	if (rc < 0)
+		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: %s", err.msg);
+	else if (p && wd_policy_decide(p, req, &d, &err) < 0)
+		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: %s", err.msg);
+	else if (p) {
+		res = parse_json_text(wd_decision_json(d));
+		json_object_set_new(res, "approved", json_boolean(wd_approval_recorded(d)));
+	}
+	wd_decision_free(d);
+	wd_policy_free(p);
+	wd_request_free(req);
+	return res;
+}
+
+json_t *
+h_tool_route(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"tool", NULL};
+	static const char *const classes[] = {"blocked", "direct", "sandbox"};
+	const char *tool = NULL;
+	if (!p_only(c->params, keys, e) || !p_str(c->params, "tool", true, &tool, e))
+		return NULL;
+	wd_policy *p = load_policy(c->srv, e);
+	if (!p)
+		return NULL;
+	enum wd_tool_class k = WD_TOOL_BLOCKED;
+	const char *profile = NULL;
+	struct wd_limits l = {0};
+	struct wd_err err = {0};
+	bool defined = wd_policy_route(p, tool, &k, &profile, &l, &err) == 0;
+	json_t *r = json_pack("{s:s, s:s, s:b, s:s*, s:{s:I, s:I, s:I, s:I}}", "tool", tool,
+			      "class", classes[k], "defined", defined, "profile", profile, "limits",
+			      "timeout_ms", (json_int_t)l.timeout_ms, "memory",
+			      (json_int_t)l.memory_bytes, "cpu_millionths",
+			      (json_int_t)l.cpu_millionths, "output", (json_int_t)l.output_limit);
+	wd_policy_free(p);
+	return r;
+}
+
+/* ---- approvals: the human side ---- */
+
+json_t *
+h_approval_list(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {NULL};
+	if (!p_only(c->params, keys, e))
+		return NULL;
+	char *out = NULL;
+	struct wd_err err = {0};
+	if (wd_approval_list(&out, &err) < 0) {
+		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
+		return NULL;
+	}
+	return json_pack("{s:o}", "pending", parse_json_text(out));
+}
+
+json_t *
+h_approval_grant(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"id", "ttl", NULL};
+	const char *id = NULL;
+	uint64_t ttl = 0;
+	if (!p_only(c->params, keys, e) || !p_str(c->params, "id", true, &id, e) ||
+	    !p_uint(c->params, "ttl", 7 * 86400, &ttl, e))
+		return NULL;
+	char *summary = NULL;
+	struct wd_err err = {0};
+	if (wd_approval_grant(id, (unsigned)ttl, NULL, &summary, &err) < 0) {
+		rpc_err_set(e, err.code == WD_E_INVAL ? RPC_INVALID_PARAMS : SRV_E_FAILED, "%s",
+			    err.msg);
+		return NULL;
+	}
+	srv_log(c->srv, WD_LOG_INFO, "approval granted on the owner's socket: %.16s...", id);
+	json_t *r = json_pack("{s:b, s:s}", "granted", 1, "summary", summary ? summary : "");
+	free(summary);
+	return r;
+}
+
+json_t *
+h_audit_verify(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {NULL};
+	struct srv *s = c->srv;
+	if (!p_only(c->params, keys, e))
+		return NULL;
+	const char *path = s->o.audit ? s->o.audit : wd_policy_audit_path(s->policy);
+	if (!path) {
+		rpc_err_set(e, SRV_E_NOT_AVAILABLE,
+			    "not available: this server keeps no audit trail (--audit FILE or the "
+			    "policy's audit.path)");
+		return NULL;
+	}
+	char *report = NULL;
+	struct wd_err err = {0};
+	int rc = wd_audit_verify(path, &report, &err);
+	if (rc < 0) {
+		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
+		free(report);
+		return NULL;
+	}
+	json_t *r = json_pack("{s:s, s:b, s:s}", "path", path, "intact", rc == 0, "report",
+			      report ? report : "");
+	free(report);
+	return r;
+}

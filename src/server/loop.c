@@ -1,0 +1,742 @@
+/* server/loop: one epoll loop for every transport.
+ *
+ *   listeners   the unix socket (SO_PEERCRED checked on accept), the TCP
+ *               socket of --listen
+ *   connections stdio (fds 0 and 1), unix-socket and HTTP connections:
+ *               non-blocking reads into a buffer, newline framing for the
+ *               line transports, non-blocking writes from a buffer
+ *   wake_fd     an eventfd: workers posted messages to the out-queue
+ *   sig_fd      SIGINT, SIGTERM, SIGHUP: stop
+ *   timer_fd    once a second: idle HTTP sessions, the stop deadline
+ *
+ * Backpressure: a connection whose unread output passes CONN_SOFT_LIMIT
+ * is not read from (its client is not reading what it asked for) and its
+ * progress notifications are dropped; past CONN_HARD_LIMIT it is closed.
+ * Other clients never wait for a slow one: every write is non-blocking. */
+#include "server/server-internal.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+
+/* epoll tags below this are not connections */
+enum { TAG_UNIX = 1, TAG_TCP, TAG_WAKE, TAG_SIG, TAG_TIMER, TAG_MAX = 16 };
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void
+srv_log(struct srv *s, int level, const char *fmt, ...)
+{
+	static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
+	if (level > (s && s->o.verbose ? WD_LOG_DEBUG : WD_LOG_WARN))
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* the log is for an operator's terminal: no byte of it may drive it */
+	size_t n = 0;
+	char *clean = sanitize_text(msg, strlen(msg), true, NULL, &n);
+	pthread_mutex_lock(&log_lock);
+	/* errors read as the CLI's do ("warden: serve: --listen: ..."),
+	 * everything else says its level */
+	if (level <= WD_LOG_ERROR)
+		fprintf(stderr, "warden: serve: %s\n", clean);
+	else
+		fprintf(stderr, "warden: serve: %s: %s\n", names[level > 4 ? 4 : level], clean);
+	pthread_mutex_unlock(&log_lock);
+	free(clean);
+}
+
+static void
+lib_log(int level, const char *func, const char *msg, void *data)
+{
+	srv_log(data, level, "%s", msg);
+	(void)func;
+}
+
+/* ---- buffers and connections ---- */
+
+void
+buf_add(struct buf *b, const char *s, size_t n)
+{
+	if (b->off && b->off == b->len)
+		b->off = b->len = 0;
+	if (b->len + n + 1 > b->cap) {
+		if (b->off) {
+			memmove(b->p, b->p + b->off, b->len - b->off);
+			b->len -= b->off;
+			b->off = 0;
+		}
+		if (b->len + n + 1 > b->cap) {
+			b->cap = (b->len + n + 1) * 2 < 65536 ? 65536 : (b->len + n + 1) * 2;
+			b->p = xrealloc(b->p, b->cap);
+		}
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void
+buf_fini(struct buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+size_t
+conn_backlog(const struct conn *c)
+{
+	return c->out.len - c->out.off;
+}
+
+static void
+set_rmask(struct conn *c, uint32_t mask)
+{
+	if (c->rfd < 0 || c->rmask == mask)
+		return;
+	struct epoll_event ev = {.events = mask, .data.ptr = c};
+	if (c->rfd == c->wfd && c->wout)
+		ev.events |= EPOLLOUT;
+	epoll_ctl(c->srv->ep, EPOLL_CTL_MOD, c->rfd, &ev);
+	c->rmask = mask;
+}
+
+static void
+want_out(struct conn *c, bool on)
+{
+	if (c->wout == on || c->wfd < 0 || !c->wfd_poll)
+		return;
+	c->wout = on;
+	struct epoll_event ev = {.events = on ? EPOLLOUT : 0, .data.ptr = c};
+	if (c->wfd == c->rfd) {
+		ev.events |= c->rmask;
+		epoll_ctl(c->srv->ep, EPOLL_CTL_MOD, c->wfd, &ev);
+	} else {
+		epoll_ctl(c->srv->ep, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, c->wfd, &ev);
+	}
+}
+
+static void conn_close_now(struct conn *c);
+
+void
+conn_flush(struct conn *c)
+{
+	while (!c->dead && conn_backlog(c) > 0) {
+		ssize_t w;
+		if (c->kind == T_STDIO)
+			w = write(c->wfd, c->out.p + c->out.off, conn_backlog(c));
+		else
+			w = send(c->wfd, c->out.p + c->out.off, conn_backlog(c), MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			want_out(c, true);
+			return;
+		}
+		if (w <= 0) {
+			/* the client is gone: EPIPE, ECONNRESET */
+			conn_kill(c);
+			return;
+		}
+		c->out.off += (size_t)w;
+	}
+	if (c->dead)
+		return;
+	want_out(c, false);
+	if (c->paused && conn_backlog(c) < CONN_SOFT_LIMIT / 2) {
+		c->paused = false;
+		set_rmask(c, EPOLLIN | EPOLLRDHUP);
+	}
+	if (c->closing && conn_backlog(c) == 0 && (!c->peer || !c->peer->calls))
+		conn_close_now(c);
+}
+
+bool
+conn_send_line(struct conn *c, const char *s, size_t n, bool droppable)
+{
+	if (c->dead || c->closing)
+		return false;
+	if (droppable && conn_backlog(c) > CONN_SOFT_LIMIT)
+		return false;
+	if (conn_backlog(c) > CONN_HARD_LIMIT) {
+		srv_log(c->srv, WD_LOG_WARN, "connection %llu: not reading its answers; closed",
+			(unsigned long long)c->id);
+		conn_kill(c);
+		return false;
+	}
+	buf_add(&c->out, s, n);
+	buf_add(&c->out, "\n", 1);
+	if (!c->wout)
+		conn_flush(c);
+	return !c->dead;
+}
+
+void
+conn_finish(struct conn *c)
+{
+	if (c->dead)
+		return;
+	c->closing = true;
+	set_rmask(c, 0);
+	conn_flush(c);
+}
+
+static void
+unregister(struct conn *c)
+{
+	if (c->rfd >= 0)
+		epoll_ctl(c->srv->ep, EPOLL_CTL_DEL, c->rfd, NULL);
+	if (c->wfd >= 0 && c->wfd != c->rfd && c->wout)
+		epoll_ctl(c->srv->ep, EPOLL_CTL_DEL, c->wfd, NULL);
+}
+
+/* The connection is gone: its peer's calls are cancelled (line
+ * transports) or its exchange detached (HTTP); the memory goes when the
+ * last exchange lets go of it. */
+void
+conn_kill(struct conn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	struct srv *s = c->srv;
+	unregister(c);
+	if (c->kind == T_HTTP)
+		http_conn_closed(s, c);
+	if (c->peer) {
+		struct peer *p = c->peer;
+		c->peer = NULL;
+		p->conn = NULL;
+		peer_close(s, p);
+		peer_put(p);
+		if (c->kind == T_STDIO && !s->stopping) {
+			srv_log(s, WD_LOG_INFO, "stdin closed: stopping");
+			s->stopping = true;
+		}
+	}
+	if (c->rfd >= 0)
+		close(c->rfd);
+	if (c->wfd >= 0 && c->wfd != c->rfd)
+		close(c->wfd);
+	c->rfd = c->wfd = -1;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+	conn_put(c);
+}
+
+static void
+conn_close_now(struct conn *c)
+{
+	conn_kill(c);
+}
+
+void
+conn_put(struct conn *c)
+{
+	if (c && --c->refs == 0) {
+		buf_fini(&c->in);
+		buf_fini(&c->out);
+		free(c);
+	}
+}
+
+static struct conn *
+conn_new(struct srv *s, enum transport kind, int rfd, int wfd)
+{
+	struct conn *c = xcalloc(1, sizeof(*c));
+	c->srv = s;
+	c->kind = kind;
+	c->rfd = rfd;
+	c->wfd = wfd;
+	c->wfd_poll = true;
+	c->refs = 1;
+	c->id = atomic_fetch_add(&s->seq, 1) + 1;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, rfd, &ev) == 0)
+		c->rmask = ev.events;
+	return c;
+}
+
+/* ---- line transports: one JSON-RPC text per line ---- */
+
+static void
+line_input(struct srv *s, struct conn *c)
+{
+	struct buf *b = &c->in;
+	while (!c->dead && c->peer && b->off < b->len) {
+		char *start = b->p + b->off;
+		/* the bytes scanned already hold no newline: a message that
+		 * arrives in many reads is scanned once, not once per read */
+		char *nl = memchr(start + c->scanned, '\n', b->len - b->off - c->scanned);
+		if (!nl) {
+			c->scanned = b->len - b->off;
+			if (b->len - b->off > s->o.max_message)
+				goto too_large;
+			break;
+		}
+		c->scanned = 0;
+		size_t n = (size_t)(nl - start);
+		b->off += n + 1;
+		if (n > s->o.max_message)
+			goto too_large;
+		if (n && start[n - 1] == '\r')
+			n--;
+		/* blank lines between messages are tolerated */
+		size_t k = 0;
+		while (k < n && (start[k] == ' ' || start[k] == '\t'))
+			k++;
+		if (k < n)
+			dispatch_text(s, c->peer, NULL, start, n);
+		if (conn_backlog(c) > CONN_SOFT_LIMIT) {
+			c->paused = true;
+			set_rmask(c, 0);
+			break;
+		}
+	}
+	if (b->off == b->len)
+		b->off = b->len = 0;
+	return;
+too_large : {
+	/* The rest of an oversize line cannot be told from the next
+	 * message: answer once and close. */
+	char msg[160];
+	snprintf(msg, sizeof(msg), "message too large: more than %zu bytes (--max-message)",
+		 s->o.max_message);
+	json_t *e = rpc_error(NULL, SRV_E_TOO_LARGE, msg, NULL);
+	size_t len;
+	char *t = rpc_dump(e, &len);
+	conn_send_line(c, t, len, false);
+	free(t);
+	json_decref(e);
+	srv_log(s, WD_LOG_WARN, "connection %llu: %s; closed", (unsigned long long)c->id, msg);
+	b->off = b->len = 0;
+	c->scanned = 0;
+	conn_finish(c);
+}
+}
+
+/* events: what epoll said.  EOF on a unix socket with EPOLLHUP is a
+ * client that closed the connection (its calls are cancelled); without it,
+ * a half-close (shutdown(SHUT_WR)): the client still reads its answers.
+ * EOF on stdin is always taken as a half-close: the calls in flight
+ * finish and are answered, then the server stops. */
+static void
+conn_readable(struct srv *s, struct conn *c, uint32_t events)
+{
+	char tmp[65536];
+	for (int rounds = 0; rounds < 16 && !c->dead && !c->paused && !c->closing; rounds++) {
+		ssize_t n = read(c->rfd, tmp, sizeof(tmp));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			c->eof = true;
+			break;
+		}
+		buf_add(&c->in, tmp, (size_t)n);
+		if (c->kind == T_HTTP) {
+			if (http_conn_input(s, c) < 0)
+				return;
+		} else {
+			line_input(s, c);
+		}
+	}
+	if (!c->eof || c->dead)
+		return;
+	if (c->kind == T_HTTP || (c->kind == T_UNIX && (events & EPOLLHUP))) {
+		conn_kill(c);
+		return;
+	}
+	if (c->kind == T_STDIO) {
+		/* a pipe's HUP is reported whatever the mask: leave epoll */
+		epoll_ctl(s->ep, EPOLL_CTL_DEL, c->rfd, NULL);
+		c->rmask = 0;
+	} else {
+		set_rmask(c, 0);
+	}
+	c->closing = true;
+	conn_flush(c);
+}
+
+/* ---- listeners ---- */
+
+static bool
+in_groups(struct srv *s, int fd, gid_t gid)
+{
+	for (size_t i = 0; i < s->o.nallow_gids; i++)
+		if (s->o.allow_gids[i] == gid)
+			return true;
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+	if (s->o.nallow_gids && getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
+		for (size_t i = 0; i < len / sizeof(gid_t); i++)
+			for (size_t j = 0; j < s->o.nallow_gids; j++)
+				if (groups[i] == s->o.allow_gids[j])
+					return true;
+	return false;
+}
+
+static void
+accept_unix(struct srv *s)
+{
+	for (;;) {
+		int fd = accept4(s->unix_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		/* SO_PEERCRED is the peer's identity at connect(): who it is,
+		 * not what it claims.  Owner, or a member of --allow-group. */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
+		    (cr.uid != s->owner_uid && !in_groups(s, fd, cr.gid))) {
+			srv_log(s, WD_LOG_WARN, "socket: refused uid %d (pid %d)", (int)cr.uid,
+				(int)cr.pid);
+			close(fd);
+			continue;
+		}
+		struct conn *c = conn_new(s, T_UNIX, fd, fd);
+		c->uid = cr.uid;
+		c->gid = cr.gid;
+		c->pid = cr.pid;
+		c->peer = peer_new(s, T_UNIX);
+		c->peer->conn = c;
+		c->peer->owner = cr.uid == s->owner_uid;
+		srv_log(s, WD_LOG_DEBUG, "socket: connection %llu from uid %d pid %d%s",
+			(unsigned long long)c->id, (int)cr.uid, (int)cr.pid,
+			c->peer->owner ? " (owner)" : "");
+	}
+}
+
+static void
+accept_tcp(struct srv *s)
+{
+	for (;;) {
+		int fd = accept4(s->tcp_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		struct conn *c = conn_new(s, T_HTTP, fd, fd);
+		srv_log(s, WD_LOG_DEBUG, "http: connection %llu", (unsigned long long)c->id);
+	}
+}
+
+/* ---- the out-queue: workers -> loop ---- */
+
+void
+srv_post(struct srv *s, struct call *c, json_t *msg, bool final)
+{
+	struct outmsg *m = xcalloc(1, sizeof(*m));
+	m->c = call_get(c);
+	m->msg = msg;
+	m->final = final;
+	pthread_mutex_lock(&s->qlock);
+	if (s->qtail)
+		s->qtail->next = m;
+	else
+		s->qhead = m;
+	s->qtail = m;
+	pthread_mutex_unlock(&s->qlock);
+	uint64_t one = 1;
+	(void)!write(s->wake_fd, &one, sizeof(one));
+}
+
+static void
+drain_queue(struct srv *s)
+{
+	uint64_t v;
+	(void)!read(s->wake_fd, &v, sizeof(v));
+	pthread_mutex_lock(&s->qlock);
+	struct outmsg *m = s->qhead;
+	s->qhead = s->qtail = NULL;
+	pthread_mutex_unlock(&s->qlock);
+	while (m) {
+		struct outmsg *next = m->next;
+		dispatch_deliver(s, m);
+		call_put(m->c);
+		free(m);
+		m = next;
+	}
+}
+
+/* ---- set-up ---- */
+
+static int
+setup_stdio(struct srv *s)
+{
+	/* Not a tty: the client's pipes are ours alone, so non-blocking is
+	 * safe; a regular file cannot be polled and is read by a relay. */
+	for (int fd = 0; fd <= 1; fd++) {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl >= 0 && !isatty(fd))
+			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	}
+	int rfd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+	int wfd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	if (rfd < 0 || wfd < 0)
+		return -errno;
+	struct conn *c = conn_new(s, T_STDIO, rfd, wfd);
+	if (!c->rmask) {
+		srv_log(s, WD_LOG_ERROR,
+			"--stdio: stdin cannot be polled (a regular file?); "
+			"pipe the requests in");
+		return -EINVAL;
+	}
+	struct epoll_event probe = {.events = EPOLLOUT, .data.ptr = c};
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, wfd, &probe) < 0) {
+		c->wfd_poll = false; /* a regular file: writes do not block */
+		fcntl(wfd, F_SETFL, fcntl(wfd, F_GETFL) & ~O_NONBLOCK);
+	} else {
+		epoll_ctl(s->ep, EPOLL_CTL_DEL, wfd, NULL);
+	}
+	c->peer = peer_new(s, T_STDIO);
+	c->peer->conn = c;
+	return 0;
+}
+
+static int
+setup_unix(struct srv *s)
+{
+	const char *path = s->o.socket_path;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		srv_log(s, WD_LOG_ERROR, "--socket: path too long (at most %zu bytes)",
+			sizeof(a.sun_path) - 1);
+		return -EINVAL;
+	}
+	strcpy(a.sun_path, path);
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			srv_log(s, WD_LOG_ERROR, "--socket: %s exists and is not a socket", path);
+			return -EEXIST;
+		}
+		/* a socket nobody listens on is a leftover of a crashed server */
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int rc = connect(probe, (struct sockaddr *)&a, sizeof(a));
+		close(probe);
+		if (rc == 0) {
+			srv_log(s, WD_LOG_ERROR, "--socket: %s is in use by another server", path);
+			return -EADDRINUSE;
+		}
+		unlink(path);
+	}
+	s->unix_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* 0600 from the start (umask around bind): no window in which another
+	 * user could connect before a chmod */
+	mode_t old = umask(s->o.nallow_gids ? 0117 : 0177);
+	int rc = bind(s->unix_fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (rc < 0 || listen(s->unix_fd, 128) < 0) {
+		srv_log(s, WD_LOG_ERROR, "--socket: %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (s->o.nallow_gids && chown(path, (uid_t)-1, s->o.allow_gids[0]) < 0) {
+		srv_log(s, WD_LOG_ERROR, "--allow-group: chown %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_UNIX};
+	epoll_ctl(s->ep, EPOLL_CTL_ADD, s->unix_fd, &ev);
+	srv_log(s, WD_LOG_INFO, "listening on unix socket %s", path);
+	return 0;
+}
+
+static int
+setup(struct srv *s)
+{
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	/* blocked before any thread exists, so every worker inherits it and
+	 * only the signalfd sees these signals */
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->ep < 0 || s->wake_fd < 0 || s->sig_fd < 0 || s->timer_fd < 0)
+		return -errno;
+	struct itimerspec its = {{1, 0}, {1, 0}};
+	timerfd_settime(s->timer_fd, 0, &its, NULL);
+	struct {
+		int fd;
+		int tag;
+	} fixed[] = {{s->wake_fd, TAG_WAKE}, {s->sig_fd, TAG_SIG}, {s->timer_fd, TAG_TIMER}};
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)fixed[i].tag};
+		epoll_ctl(s->ep, EPOLL_CTL_ADD, fixed[i].fd, &ev);
+	}
+	int rc;
+	if (s->o.socket_path && (rc = setup_unix(s)) < 0)
+		return rc;
+	if (s->o.listen && (rc = http_listen(s, TAG_TCP)) < 0)
+		return rc;
+	if (s->o.stdio && (rc = setup_stdio(s)) < 0)
+		return rc;
+	return 0;
+}
+
+static void
+stop_listening(struct srv *s)
+{
+	if (s->unix_fd >= 0) {
+		close(s->unix_fd);
+		s->unix_fd = -1;
+		unlink(s->o.socket_path);
+	}
+	if (s->tcp_fd >= 0) {
+		close(s->tcp_fd);
+		s->tcp_fd = -1;
+	}
+}
+
+static bool
+quiet(struct srv *s)
+{
+	pthread_mutex_lock(&s->wlock);
+	bool idle = s->nbusy == 0 && s->njobs == 0;
+	pthread_mutex_unlock(&s->wlock);
+	pthread_mutex_lock(&s->qlock);
+	bool empty = s->qhead == NULL;
+	pthread_mutex_unlock(&s->qlock);
+	return idle && empty && atomic_load(&s->ending) == 0;
+}
+
+static void
+handle(struct srv *s, struct epoll_event *ev)
+{
+	uint64_t tag = ev->data.u64;
+	if (tag == TAG_UNIX) {
+		accept_unix(s);
+	} else if (tag == TAG_TCP) {
+		accept_tcp(s);
+	} else if (tag == TAG_WAKE) {
+		drain_queue(s);
+	} else if (tag == TAG_SIG) {
+		struct signalfd_siginfo si;
+		while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+			srv_log(s, WD_LOG_INFO, "signal %u: stopping", si.ssi_signo);
+			s->stopping = true;
+		}
+	} else if (tag == TAG_TIMER) {
+		uint64_t n;
+		(void)!read(s->timer_fd, &n, sizeof(n));
+		http_sessions_tick(s);
+	} else {
+		struct conn *c = ev->data.ptr;
+		c->refs++;
+		if (ev->events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+			conn_flush(c);
+		if (!c->dead && (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+			conn_readable(s, c, ev->events);
+		conn_put(c);
+	}
+}
+
+/* Run the loop until stopped, then until every call has ended (or a
+ * deadline passed), answering what can be answered. */
+static void
+run(struct srv *s)
+{
+	bool draining = false;
+	uint64_t deadline = 0;
+	for (;;) {
+		struct epoll_event evs[64];
+		int n = epoll_wait(s->ep, evs, 64, draining ? 100 : -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n; i++)
+			handle(s, &evs[i]);
+		if (s->stopping && !draining) {
+			draining = true;
+			deadline = now_ns() + 10ull * 1000000000ull;
+			stop_listening(s);
+			dispatch_stop(s);
+		}
+		if (draining && (quiet(s) || now_ns() > deadline))
+			break;
+	}
+	drain_queue(s);
+	/* a last chance for the answers to go out */
+	for (struct conn *c = s->conns; c; c = c->next)
+		if (!c->dead && conn_backlog(c) && c->wfd >= 0) {
+			int fl = fcntl(c->wfd, F_GETFL);
+			fcntl(c->wfd, F_SETFL, fl & ~O_NONBLOCK);
+			conn_flush(c);
+		}
+}
+
+void
+server_opts_init(struct server_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->isolation = WD_ISOLATION_CONTAINER;
+	o->max_calls = 64;
+	o->max_queue = 4096;
+	o->max_live = 64;
+	o->max_message = 16u << 20;
+	o->session_idle_s = 1800;
+}
+
+/* Each running call holds a sandbox's descriptors (pidfd, pipes, the
+ * sync socket, eventfds, cgroup files: about twenty), and each client a
+ * connection: the default soft limit of 1024 runs out near fifty calls.
+ * The soft limit goes up to the hard one, as servers do; commands get
+ * their own RLIMIT_NOFILE in the jail (step 6), so nothing leaks into a
+ * sandbox. */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int
+server_run(const struct server_opts *o)
+{
+	raise_nofile();
+	struct srv *s = xcalloc(1, sizeof(*s));
+	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = -1;
+	int rc = srv_init(s, o);
+	if (rc == 0) {
+		wd_ctx_set_log_handler(s->ctx, lib_log, s, o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
+		rc = setup(s);
+	}
+	if (rc == 0 && (rc = workers_start(s)) == 0) {
+		run(s);
+		workers_stop(s);
+	}
+	stop_listening(s);
+	while (s->conns)
+		conn_kill(s->conns);
+	srv_fini(s);
+	return rc < 0 ? 125 : 0;
+}

@@ -1,0 +1,133 @@
+/* server/mcp: the Model Context Protocol methods (initialize, tools/list,
+ * tools/call) over whatever transport the peer uses.
+ *
+ * Protocol versions: the client proposes one in initialize; warden
+ * answers with the same when it speaks it, else with its newest, and the
+ * client decides whether to go on (MCP's lifecycle, "Version
+ * Negotiation").  What changed between the versions warden speaks does
+ * not touch the methods it offers: tools with structuredContent and
+ * outputSchema (2025-06-18) are sent to every client, and older clients
+ * ignore the members they do not know.
+ *
+ * A connection that sent initialize is a model's channel from then on:
+ * approval.grant and approval.list are refused on it (dispatch.c). */
+#include "server/server-internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+json_t *
+mcp_initialize(struct call *c, struct rpc_err *e)
+{
+	struct srv *s = c->srv;
+	struct peer *p = c->peer;
+	const char *want = NULL;
+	if (!p_str(c->params, "protocolVersion", true, &want, e))
+		return NULL;
+	json_t *caps = json_object_get(c->params, "capabilities");
+	if (caps && !json_is_object(caps)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: 'capabilities' must be an object");
+		return NULL;
+	}
+	const char *v = mcp_version_known(want) ? want : mcp_versions[0];
+	p->mcp = true;
+	snprintf(p->proto, sizeof(p->proto), "%s", v);
+	const char *name =
+	    json_string_value(json_object_get(json_object_get(c->params, "clientInfo"), "name"));
+	snprintf(p->client, sizeof(p->client), "%s", name ? name : "?");
+	srv_log(s, WD_LOG_INFO, "MCP session %llu: client '%s', protocol %s",
+		(unsigned long long)p->seq, p->client, v);
+	return json_pack(
+	    "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v, "capabilities",
+	    "tools", "listChanged", 0, "serverInfo", "name", "warden", "title",
+	    "warden: a sandbox for an agent's commands", "version", "0.1.0", "instructions",
+	    "Commands run in a fresh sandbox with the workspace at /workspace, behind a policy. "
+	    "One program per run_command call, never a shell: no pipes, redirections, ; or &&. "
+	    "A refusal says why and what to do instead; a pause needs a human's approval, which "
+	    "you cannot give. Use the file tools for reading and editing files.");
+}
+
+json_t *
+mcp_tools_list(struct call *c, struct rpc_err *e)
+{
+	(void)e;
+	return json_pack("{s:O}", "tools", c->srv->tools);
+}
+
+json_t *
+mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_error)
+{
+	size_t n = 0;
+	char *clean = sanitize_text(text, strlen(text), true, NULL, &n);
+	if (s->o.sanitize_images) {
+		size_t na = 0;
+		const char *const *allow =
+		    s->policy ? wd_policy_network_allow(s->policy, &na) : NULL;
+		char *safe = sanitize_images(clean, allow, na);
+		free(clean);
+		clean = safe;
+	}
+	json_t *r = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", clean,
+			      "isError", is_error);
+	free(clean);
+	if (!r)
+		abort();
+	if (structured)
+		json_object_set_new(r, "structuredContent", structured);
+	return r;
+}
+
+/* Is the tool refused by the policy's own definition of it?  A policy
+ * that defines a tool as blocked removes it; one that does not define
+ * it leaves warden's built-in tools available (they are direct tools by
+ * nature: file tools in warden, commands through the policy). */
+bool
+mcp_tool_blocked(struct srv *s, const char *tool)
+{
+	enum wd_tool_class k;
+	const char *profile = NULL;
+	struct wd_limits lim;
+	struct wd_err err = {0};
+	if (!s->policy || wd_policy_route(s->policy, tool, &k, &profile, &lim, &err) < 0)
+		return false;
+	return k == WD_TOOL_BLOCKED;
+}
+
+json_t *
+mcp_tools_call(struct call *c, struct rpc_err *e)
+{
+	struct srv *s = c->srv;
+	const char *name = NULL;
+	if (!p_str(c->params, "name", true, &name, e))
+		return NULL;
+	json_t *args = json_object_get(c->params, "arguments");
+	if (args && !json_is_object(args)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: 'arguments' must be an object");
+		return NULL;
+	}
+	const json_t *schema = mcp_tool_schema(name);
+	if (!schema || mcp_tool_blocked(s, name)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS, "Unknown tool: '%.100s'", name);
+		return NULL;
+	}
+	json_t *empty = json_object();
+	if (!args)
+		args = empty;
+	char why[300];
+	if (schema_check(schema, args, why, sizeof(why)) < 0) {
+		char text[400];
+		snprintf(text, sizeof(text), "invalid arguments for %s: %s", name, why);
+		json_decref(empty);
+		return mcp_tool_result(s, text, NULL, true);
+	}
+	json_t *r;
+	if (!strcmp(name, "run_command"))
+		r = run_command_tool(c, args, e);
+	else if (!strcmp(name, "workspace_diff"))
+		r = diff_tool(c, args, e);
+	else
+		r = file_tool(c, name, args, true, e);
+	json_decref(empty);
+	return r;
+}

@@ -1,0 +1,236 @@
+/* server/result: a wd_result as the model reads it (text and
+ * structuredContent, sanitised) and as a harness reads it (the library's
+ * JSON with "outcome"). */
+#include "server/server-internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The library writes bytes that are not UTF-8 as "\udcXX" (a lone
+ * surrogate, util/json.h), which jansson refuses to parse.  Escapes come
+ * in pairs, so a scan that skips each "\\?" pair finds exactly those and
+ * rewrites them as the visible text \xXX. */
+static char *
+fix_surrogates(const char *in)
+{
+	size_t n = strlen(in);
+	char *out = xmalloc(n + 1);
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		if (in[i] != '\\' || i + 1 >= n) {
+			out[o++] = in[i++];
+			continue;
+		}
+		if (in[i + 1] == 'u' && i + 5 < n && (in[i + 2] == 'd' || in[i + 2] == 'D') &&
+		    (in[i + 3] == 'c' || in[i + 3] == 'C')) {
+			/* \udcXX (6 chars) -> \\xXX (5 chars): fits in place */
+			out[o++] = '\\';
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = in[i + 4];
+			out[o++] = in[i + 5];
+			i += 6;
+			continue;
+		}
+		out[o++] = in[i++];
+		out[o++] = in[i++];
+	}
+	out[o] = '\0';
+	return out;
+}
+
+json_t *
+result_parsed(const wd_result *r)
+{
+	char *j = wd_result_json(r);
+	char *f = fix_surrogates(j);
+	free(j);
+	json_error_t je;
+	json_t *o = json_loads(f, 0, &je);
+	free(f);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		o = json_object();
+	}
+	return o;
+}
+
+static json_t *
+decision_parsed(const wd_decision *d)
+{
+	if (!d)
+		return NULL;
+	char *j = wd_decision_json(d);
+	char *f = fix_surrogates(j);
+	free(j);
+	json_error_t je;
+	json_t *o = json_loads(f, 0, &je);
+	free(f);
+	return o;
+}
+
+static const char *
+outcome_name(enum wd_outcome o)
+{
+	return o == WD_OUTCOME_DENIED ? "denied" : o == WD_OUTCOME_PAUSED ? "paused" : "ran";
+}
+
+json_t *
+result_for_harness(const wd_result *r)
+{
+	enum wd_outcome o = wd_result_outcome(r);
+	if (o == WD_OUTCOME_RAN) {
+		json_t *j = result_parsed(r);
+		json_object_set_new(j, "outcome", json_string("ran"));
+		return j;
+	}
+	json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "outcome", outcome_name(o), "status",
+			      wd_result_status(r), "sandbox_id", wd_result_sandbox_id(r), "policy",
+			      wd_result_policy(r));
+	json_t *d = decision_parsed(wd_result_decision(r));
+	if (d)
+		json_object_set_new(j, "decision", d);
+	const char *why = wd_result_refusal(r);
+	if (why)
+		json_object_set_new(j, "refusal", json_string(why));
+	return j;
+}
+
+/* ---- for a model ---- */
+
+struct text {
+	char *p;
+	size_t len, cap;
+};
+
+static void SRV_PRINTF(2, 3) tprintf(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		va_start(ap, fmt);
+		int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			abort();
+		if (t->p && t->len + (size_t)n < t->cap) {
+			t->len += (size_t)n;
+			return;
+		}
+		t->cap = (t->len + (size_t)n + 1) * 2;
+		t->p = xrealloc(t->p, t->cap);
+		if (t->len == 0)
+			t->p[0] = '\0';
+	}
+}
+
+static json_t *
+copy_members(json_t *from, const char *const *keys)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; keys[i]; i++) {
+		json_t *v = json_object_get(from, keys[i]);
+		if (v)
+			json_object_set(o, keys[i], v);
+	}
+	return o;
+}
+
+static json_t *
+refusal_for_model(struct srv *s, const wd_result *r)
+{
+	static const char *const keys[] = {"rule", "reason", "advice", "approval_id", "argv", NULL};
+	const wd_decision *d = wd_result_decision(r);
+	json_t *dj = decision_parsed(d);
+	json_t *sc = copy_members(dj ? dj : json_object(), keys);
+	json_decref(dj);
+	bool paused = wd_result_outcome(r) == WD_OUTCOME_PAUSED;
+	json_object_set_new(sc, "outcome", json_string(paused ? "paused" : "denied"));
+	json_object_set_new(sc, "status", json_integer(wd_result_status(r)));
+	json_object_set_new(sc, "policy", json_string(wd_result_policy(r)));
+	struct text t = {0};
+	if (paused) {
+		const char *id = wd_decision_approval_id(d);
+		tprintf(
+		    &t,
+		    "PAUSED: this command needs a human's approval (%s): %s\n"
+		    "Nothing ran. You cannot approve it yourself, and must not work around it.\n"
+		    "Approval id: %s\n"
+		    "Ask the user to approve it (`warden approve %s`, or approval.grant on "
+		    "warden's socket), then call run_command again with exactly the same "
+		    "command.",
+		    wd_decision_rule(d), wd_decision_reason(d), id, id);
+	} else if (d && wd_decision_kind(d) == WD_DECISION_DENY) {
+		tprintf(&t, "REFUSED by the policy (%s): %s", wd_decision_rule(d),
+			wd_decision_reason(d));
+		if (wd_decision_advice(d)[0])
+			tprintf(&t, "\nadvice: %s", wd_decision_advice(d));
+		tprintf(&t, "\nNothing ran.");
+	} else {
+		const char *why = wd_result_refusal(r);
+		tprintf(&t, "REFUSED: %s\nNothing ran.", why ? why : "refused");
+		if (why)
+			json_object_set_new(sc, "reason", json_string(why));
+	}
+	json_t *res = mcp_tool_result(s, t.p, sc, true);
+	free(t.p);
+	return res;
+}
+
+/* The window of stream n, sanitised for a model, into sc and t. */
+static void
+window(struct srv *s, const wd_result *r, int n, json_t *sc, struct text *t)
+{
+	static const char *const names[] = {"", "stdout", "stderr"};
+	size_t len = 0, clean_len = 0;
+	const char *data = wd_result_output(r, n, &len);
+	char *clean = sanitize_text(data ? data : "", len, true, NULL, &clean_len);
+	char key[40];
+	json_object_set_new(sc, names[n], json_string(clean));
+	snprintf(key, sizeof(key), "%s_total_bytes", names[n]);
+	json_object_set_new(sc, key, json_integer((json_int_t)wd_result_output_total(r, n)));
+	snprintf(key, sizeof(key), "%s_omitted_bytes", names[n]);
+	json_object_set_new(sc, key, json_integer((json_int_t)wd_result_output_omitted(r, n)));
+	if (clean_len)
+		tprintf(t, "\n--- %s ---\n%s%s", names[n], clean,
+			clean[clean_len - 1] == '\n' ? "" : "\n");
+	free(clean);
+	(void)s;
+}
+
+json_t *
+result_for_model(struct srv *s, const wd_result *r)
+{
+	if (wd_result_outcome(r) != WD_OUTCOME_RAN)
+		return refusal_for_model(s, r);
+	json_t *full = result_parsed(r);
+	static const char *const keys[] = {"status",	  "exit_code", "signal",     "timed_out",
+					   "oom_killed",  "wall_ms",   "sandbox_id", "policy",
+					   "protections", NULL};
+	json_t *sc = copy_members(full, keys);
+	json_decref(full);
+	json_object_set_new(sc, "outcome", json_string("ran"));
+	struct text t = {0};
+	int status = wd_result_status(r);
+	if (wd_result_timed_out(r))
+		tprintf(&t, "TIMED OUT (status 124): the command was killed");
+	else if (wd_result_oom_killed(r))
+		tprintf(&t, "OUT OF MEMORY (status %d): the sandbox was killed", status);
+	else if (wd_result_signal(r))
+		tprintf(&t, "killed by signal %d (status %d)", wd_result_signal(r), status);
+	else if (wd_result_exec_errno(r))
+		tprintf(&t, "cannot execute (status %d): %s", status,
+			strerror(wd_result_exec_errno(r)));
+	else
+		tprintf(&t, "exit status %d", status);
+	window(s, r, 1, sc, &t);
+	window(s, r, 2, sc, &t);
+	if (!wd_result_output_total(r, 1) && !wd_result_output_total(r, 2))
+		tprintf(&t, "\n(no output)");
+	/* a command that ran is not a tool error, whatever its status: the
+	 * status says how it went; a kill by warden's limits is */
+	json_t *res =
+	    mcp_tool_result(s, t.p, sc, wd_result_timed_out(r) || wd_result_oom_killed(r));
+	free(t.p);
+	return res;
+}

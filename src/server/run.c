@@ -1,0 +1,348 @@
+/* server/run: commands.
+ *
+ *   run_command (MCP) and sandbox.run (harness): the library's one-shot
+ *     pipeline (wd_ctx_run), so the policy's sandbox and network objects
+ *     and tool profiles apply as for `warden run`, and a refused command
+ *     costs no sandbox; notifications/cancelled kills the command and its
+ *     sandbox through wd_cmd_set_cancel_fd().
+ *   sandbox.exec (harness): one exec in a live sandbox of the peer.
+ *
+ * Output streams while a command runs: the context's event handler gets
+ * WD_EVENT_OUTPUT on the thread running the command, which is the
+ * worker running the call (call_current()); each chunk becomes an MCP
+ * progress notification (when the client sent a progressToken) or a
+ * sandbox.output notification (harness, unless "stream": false). */
+#include "server/server-internal.h"
+
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- output streaming ---- */
+
+void
+run_on_event(const wd_event *ev, void *data)
+{
+	struct call *c = call_current();
+	if (!c || wd_event_kind(ev) != WD_EVENT_OUTPUT || (!c->progress && !c->stream))
+		return;
+	int stream = 1;
+	size_t len = 0;
+	const char *buf = wd_event_output(ev, &stream, &len);
+	if (stream != 1 && stream != 2)
+		return;
+	/* the unfinished tail of the last chunk (a UTF-8 character or an
+	 * escape sequence cut in two) goes in front of this one */
+	size_t total = c->carry_len[stream] + len;
+	char *joined = xmalloc(total + 1);
+	if (c->carry_len[stream])
+		memcpy(joined, c->carry[stream], c->carry_len[stream]);
+	memcpy(joined + c->carry_len[stream], buf, len);
+	size_t used = 0, n = 0;
+	char *text = c->progress ? sanitize_text(joined, total, false, &used, &n)
+				 : utf8_visible(joined, total, false, &used, &n);
+	free(c->carry[stream]);
+	c->carry[stream] = NULL;
+	c->carry_len[stream] = total - used;
+	if (total > used)
+		c->carry[stream] = xstrdup(joined + used);
+	free(joined);
+	c->progress_n += len;
+	json_t *msg = NULL;
+	if (n && c->progress) {
+		msg = rpc_notification("notifications/progress",
+				       json_pack("{s:O, s:I, s:s}", "progressToken", c->progress,
+						 "progress", (json_int_t)c->progress_n, "message",
+						 text));
+	} else if (n) {
+		msg = rpc_notification("sandbox.output",
+				       json_pack("{s:O, s:s, s:s, s:s}", "id", c->id, "sandbox",
+						 wd_event_sandbox_id(ev), "stream",
+						 stream == 1 ? "stdout" : "stderr", "data", text));
+	}
+	free(text);
+	if (msg)
+		call_notify(c, msg);
+	(void)data;
+}
+
+/* ---- specs and commands ---- */
+
+static uint64_t
+server_timeout_ms(const struct srv *s)
+{
+	return s->o.limits.timeout_ms ? s->o.limits.timeout_ms : 30000;
+}
+
+wd_spec *
+run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err)
+{
+	wd_spec *spec = wd_spec_new();
+	if (wd_spec_set_workspace(spec, wd_workspace_path(s->ws), err) < 0) {
+		wd_spec_free(spec);
+		return NULL;
+	}
+	wd_spec_set_isolation(spec, s->o.isolation);
+	wd_spec_set_limits(spec, lim ? lim : &s->o.limits);
+	wd_spec_set_best_effort(spec, s->o.best_effort);
+	return spec;
+}
+
+/* Arm the call's cancellation for cmd: an eventfd the canceller writes
+ * to (wd_cmd_set_cancel_fd).  -1: already cancelled, or no eventfd. */
+static int
+arm_cancel(struct call *c, wd_cmd *cmd, struct wd_err *err)
+{
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0)
+		return err_set(err, errno, "eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&c->lock);
+	bool cancelled = c->cancelled;
+	if (!cancelled)
+		c->cancel_efd = efd;
+	pthread_mutex_unlock(&c->lock);
+	if (cancelled) {
+		close(efd);
+		return err_set(err, ECANCELED, "cancelled");
+	}
+	wd_cmd_set_cancel_fd(cmd, efd);
+	return efd;
+}
+
+static void
+disarm_cancel(struct call *c, int efd)
+{
+	pthread_mutex_lock(&c->lock);
+	c->cancel_efd = -1;
+	pthread_mutex_unlock(&c->lock);
+	close(efd);
+}
+
+/* Run cmd through the library's one-shot pipeline (wd_ctx_run: decide,
+ * and only if allowed build the sandbox the policy says, run, tear down),
+ * cancellable: the call's cancellation kills the command at once, and
+ * its sandbox with it.  0 with *out, or -errno with err (-ECANCELED:
+ * cancelled before it started). */
+int
+run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out, struct wd_err *err)
+{
+	int efd = arm_cancel(c, cmd, err);
+	if (efd < 0)
+		return efd;
+	int rc = wd_ctx_run(c->srv->ctx, spec, cmd, out, err);
+	disarm_cancel(c, efd);
+	return rc;
+}
+
+/* ---- run_command (MCP) ---- */
+
+json_t *
+run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
+{
+	struct srv *s = c->srv;
+	struct wd_err err = {0};
+	const char *command = json_string_value(json_object_get(args, "command"));
+	const char *cwd = json_string_value(json_object_get(args, "cwd"));
+	json_t *tv = json_object_get(args, "timeout");
+	uint64_t timeout = server_timeout_ms(s);
+	if (tv && json_number_value(tv) * 1000.0 < (double)timeout)
+		timeout = (uint64_t)(json_number_value(tv) * 1000.0);
+	if (timeout < 1)
+		timeout = 1;
+	wd_cmd *cmd = wd_cmd_new();
+	wd_spec *spec = NULL;
+	wd_result *r = NULL;
+	json_t *res = NULL;
+	int rc = wd_cmd_set_command(cmd, command, &err);
+	if (rc == 0 && cwd)
+		rc = wd_cmd_set_cwd(cmd, cwd, &err);
+	/* a policy that defines a "run_command" tool gives its route and
+	 * resource profile; otherwise the command alone is judged */
+	enum wd_tool_class k;
+	const char *prof = NULL;
+	struct wd_limits plim;
+	struct wd_err rerr = {0};
+	if (rc == 0 && wd_policy_route(s->policy, "run_command", &k, &prof, &plim, &rerr) == 0)
+		rc = wd_cmd_set_tool(cmd, "run_command", &err);
+	if (rc < 0) {
+		char text[400];
+		snprintf(text, sizeof(text), "invalid arguments for run_command: %s", err.msg);
+		res = mcp_tool_result(s, text, NULL, true);
+		goto out;
+	}
+	wd_cmd_set_timeout(cmd, timeout);
+	if (!(spec = run_spec(s, NULL, &err))) {
+		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
+		goto out;
+	}
+	rc = run_oneshot(c, spec, cmd, &r, &err);
+	if (rc < 0) {
+		if (call_cancelled(c))
+			goto out;
+		char text[400];
+		snprintf(text, sizeof(text), "warden could not run the command: %s", err.msg);
+		res = mcp_tool_result(s, text, NULL, true);
+		goto out;
+	}
+	res = result_for_model(s, r);
+out:
+	wd_result_free(r);
+	wd_spec_free(spec);
+	wd_cmd_free(cmd);
+	return res;
+}
+
+/* ---- the harness: sandbox.run and sandbox.exec ---- */
+
+static bool
+env_params(json_t *params, wd_cmd *cmd, struct rpc_err *e)
+{
+	json_t *env = json_object_get(params, "env");
+	if (!env)
+		return true;
+	if (!json_is_object(env))
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: 'env' must be an object of strings") == 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v)
+	{
+		struct wd_err err = {0};
+		if (!json_is_string(v))
+			return rpc_err_set(e, RPC_INVALID_PARAMS,
+					   "Invalid params: env.%.100s must be a string", k) == 0;
+		if (wd_cmd_setenv(cmd, k, json_string_value(v), &err) < 0)
+			return rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: env: %s",
+					   err.msg) == 0;
+	}
+	return true;
+}
+
+/* The command of a harness request: "command" (a string, always judged)
+ * or "argv" (judged when "policy" is true), cwd, env, timeout (seconds,
+ * at most the server's), output_limit, tool, stream. */
+static wd_cmd *
+harness_cmd(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"sandbox", "command",      "argv",	"cwd",
+					   "env",     "timeout",      "policy", "tool",
+					   "stream",  "output_limit", NULL};
+	struct srv *s = c->srv;
+	struct wd_err err = {0};
+	const char *command = NULL, *cwd = NULL, *tool = NULL;
+	bool policy = false, stream = true;
+	uint64_t output = 0;
+	json_t *argv = json_object_get(c->params, "argv");
+	json_t *tv = json_object_get(c->params, "timeout");
+	if (!p_only(c->params, keys, e) || !p_str(c->params, "command", false, &command, e) ||
+	    !p_str(c->params, "cwd", false, &cwd, e) ||
+	    !p_str(c->params, "tool", false, &tool, e) ||
+	    !p_bool(c->params, "policy", &policy, e) || !p_bool(c->params, "stream", &stream, e) ||
+	    !p_uint(c->params, "output_limit", 16u << 20, &output, e))
+		return NULL;
+	if (!!command == !!argv) {
+		rpc_err_set(
+		    e, RPC_INVALID_PARAMS,
+		    "Invalid params: give either 'command' (a string) or 'argv' (an array)");
+		return NULL;
+	}
+	if (tv && (!json_is_number(tv) || json_number_value(tv) <= 0)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: 'timeout' must be seconds > 0");
+		return NULL;
+	}
+	wd_cmd *cmd = wd_cmd_new();
+	int rc = 0;
+	if (command) {
+		rc = wd_cmd_set_command(cmd, command, &err);
+	} else {
+		size_t n = json_is_array(argv) ? json_array_size(argv) : 0;
+		const char **v = xcalloc(n + 1, sizeof(char *));
+		for (size_t i = 0; i < n; i++)
+			v[i] = json_string_value(json_array_get(argv, i));
+		bool ok = n > 0 && n < 65536;
+		for (size_t i = 0; i < n; i++)
+			ok = ok && v[i];
+		if (!ok)
+			rc = err_set(&err, EINVAL, "'argv' must be a non-empty array of strings");
+		else
+			rc = wd_cmd_set_argv(cmd, (int)n, v, &err);
+		free(v);
+		wd_cmd_set_policy(cmd, policy);
+	}
+	if (rc == 0 && cwd)
+		rc = wd_cmd_set_cwd(cmd, cwd, &err);
+	if (rc == 0 && tool)
+		rc = wd_cmd_set_tool(cmd, tool, &err);
+	if (rc < 0 || !env_params(c->params, cmd, e)) {
+		if (rc < 0)
+			rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: %s", err.msg);
+		wd_cmd_free(cmd);
+		return NULL;
+	}
+	uint64_t timeout = server_timeout_ms(s);
+	if (tv && json_number_value(tv) * 1000.0 < (double)timeout)
+		timeout = (uint64_t)(json_number_value(tv) * 1000.0);
+	wd_cmd_set_timeout(cmd, timeout ? timeout : 1);
+	if (output)
+		wd_cmd_set_output_limit(cmd, output);
+	c->stream = stream;
+	return cmd;
+}
+
+json_t *
+run_harness(struct call *c, struct rpc_err *e)
+{
+	struct wd_err err = {0};
+	if (json_object_get(c->params, "sandbox")) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: sandbox.run makes its own sandbox; use sandbox.exec");
+		return NULL;
+	}
+	wd_cmd *cmd = harness_cmd(c, e);
+	if (!cmd)
+		return NULL;
+	wd_spec *spec = run_spec(c->srv, NULL, &err);
+	wd_result *r = NULL;
+	json_t *res = NULL;
+	if (spec && run_oneshot(c, spec, cmd, &r, &err) == 0)
+		res = result_for_harness(r);
+	else
+		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
+	wd_result_free(r);
+	wd_spec_free(spec);
+	wd_cmd_free(cmd);
+	return res;
+}
+
+json_t *
+exec_harness(struct call *c, struct rpc_err *e)
+{
+	struct wd_err err = {0};
+	wd_cmd *cmd = harness_cmd(c, e);
+	if (!cmd)
+		return NULL;
+	struct live *l = c->live;
+	pthread_mutex_lock(&l->lock);
+	l->running++;
+	pthread_mutex_unlock(&l->lock);
+	/* a cancel ends this command (its process group), not the sandbox */
+	wd_result *r = NULL;
+	int efd = arm_cancel(c, cmd, &err);
+	int rc = efd;
+	if (efd >= 0) {
+		rc = wd_sandbox_exec(l->sb, cmd, &r, &err);
+		disarm_cancel(c, efd);
+	}
+	pthread_mutex_lock(&l->lock);
+	l->running--;
+	pthread_mutex_unlock(&l->lock);
+	json_t *res = NULL;
+	if (rc == 0)
+		res = result_for_harness(r);
+	else
+		rpc_err_set(e, SRV_E_FAILED, "sandbox %s: %s", l->id, err.msg);
+	wd_result_free(r);
+	wd_cmd_free(cmd);
+	return res;
+}

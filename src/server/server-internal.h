@@ -1,0 +1,440 @@
+/* server-internal.h - private to src/server.
+ *
+ *   rpc.c        JSON-RPC 2.0 messages: parse, classify, build (pure)
+ *   http.c       HTTP/1.1 request heads (pure)
+ *   schema.c     the JSON Schema subset the tool arguments are checked with (pure)
+ *   sanitize.c   text for a model: control sequences out, bad UTF-8 visible (pure)
+ *   loop.c       the epoll loop: listeners, connections, line framing, signals
+ *   httpconn.c   MCP Streamable HTTP on a connection: auth, sessions, SSE
+ *   dispatch.c   peers and calls: routing, cancellation, the worker pool
+ *   mcp.c        initialize, tools/list, tools/call and the tool table
+ *   run.c        commands: run_command, sandbox.run/exec, progress, results
+ *   files.c      read_file, write_file, edit_file, list_dir, search_files
+ *   harness.c    the JSON-RPC methods for harnesses (sandbox.*, policy.*, approval.*)
+ *
+ * Threads: the loop thread owns connections, peers and the tables of
+ * calls and live sandboxes.  A worker owns the call it runs; it talks to
+ * the loop only through the out-queue (srv_post), and to a call's
+ * canceller through call->lock. */
+#ifndef WD_SERVER_INTERNAL_H
+#define WD_SERVER_INTERNAL_H
+
+#include "server/server.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ---- small helpers (server.c): the server links only the public API ---- */
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define SRV_PRINTF(f, a) __attribute__((format(printf, f, a)))
+/* allocation aborts on failure: a server out of memory cannot answer */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) SRV_PRINTF(1, 2);
+uint64_t now_ns(void);
+/* Fill err (bad input, errno e) and return -e. */
+int err_set(struct wd_err *err, int e, const char *fmt, ...) SRV_PRINTF(3, 4);
+
+/* ---- error codes (docs/server.md, "Errors"): stable, never reused ---- */
+enum {
+	RPC_PARSE_ERROR = -32700,
+	RPC_INVALID_REQUEST = -32600,
+	RPC_METHOD_NOT_FOUND = -32601,
+	RPC_INVALID_PARAMS = -32602,
+	RPC_INTERNAL_ERROR = -32603,
+	SRV_E_FAILED = -32000,		/* warden could not run it (the library failed) */
+	SRV_E_NO_SANDBOX = -32001,	/* no such live sandbox on this connection */
+	SRV_E_NOT_INITIALIZED = -32002, /* an MCP method before initialize */
+	SRV_E_FORBIDDEN = -32003,	/* not on this channel (approvals: the owner's socket) */
+	SRV_E_DUPLICATE_ID = -32004,	/* this id is still in progress on this connection */
+	SRV_E_BUSY = -32005,		/* too many calls waiting */
+	SRV_E_NOT_AVAILABLE = -32006,	/* a capability not built yet */
+	SRV_E_FILE = -32007,		/* a file operation refused (outside, protected, ...) */
+	SRV_E_TOO_LARGE = -32008,	/* a message over --max-message (then closed) */
+	SRV_E_CANCELLED = -32800,	/* cancelled by notifications/cancelled */
+};
+
+/* ---- rpc.c ---- */
+#define RPC_MAX_BATCH 1000
+
+enum rpc_kind { RPC_REQUEST, RPC_NOTIFICATION, RPC_RESPONSE, RPC_INVALID };
+
+struct rpc_msg {
+	enum rpc_kind kind;
+	json_t *id;	    /* borrowed from the batch's root; NULL: none */
+	const char *method; /* requests and notifications */
+	json_t *params;	    /* object, array or NULL */
+	int err_code;	    /* RPC_INVALID: the error to answer with */
+	char err_msg[160];
+};
+
+struct rpc_batch {
+	json_t *root;
+	struct rpc_msg *msgs;
+	size_t n;
+	bool batch;   /* the text was an array: answers go in one array */
+	int err_code; /* rpc_parse() < 0: one error for the whole text */
+	char err_msg[200];
+};
+
+/* Parse one text.  0: b->msgs holds n classified messages; -1: b->err_code
+ * and b->err_msg say why the whole text is refused.  rpc_batch_fini()
+ * either way. */
+int rpc_parse(const char *buf, size_t len, struct rpc_batch *b);
+void rpc_batch_fini(struct rpc_batch *b);
+/* New message objects.  rpc_result and rpc_error take a reference to id
+ * and steal result / data. */
+json_t *rpc_result(json_t *id, json_t *result);
+json_t *rpc_error(json_t *id, int code, const char *msg, json_t *data);
+json_t *rpc_notification(const char *method, json_t *params);
+const char *rpc_code_name(int code);
+/* Compact text, one line (a new string). */
+char *rpc_dump(const json_t *msg, size_t *len);
+/* The id as a table key (a new string). */
+char *rpc_id_key(const json_t *id);
+
+/* ---- sanitize.c ---- */
+char *sanitize_text(const char *buf, size_t len, bool final, size_t *consumed, size_t *out_len);
+char *sanitize_images(const char *text, const char *const *allow, size_t nallow);
+char *utf8_visible(const char *buf, size_t len, bool final, size_t *consumed, size_t *out_len);
+
+/* ---- http.c ---- */
+#define HTTP_MAX_HEAD 16384
+
+struct http_req {
+	char method[16];
+	char path[256];
+	int minor; /* HTTP/1.minor */
+	bool has_length, chunked, keep_alive, expect_continue;
+	uint64_t content_length;
+	char auth[600];	   /* Authorization */
+	char session[128]; /* Mcp-Session-Id */
+	char version[40];  /* MCP-Protocol-Version */
+	char origin[256];
+	char host[256];
+	char accept[256];
+	char content_type[128];
+	size_t head_len; /* bytes of the head, blank line included */
+};
+
+/* Parse the request head at buf.  1: complete, r filled; 0: incomplete;
+ * negative: -HTTP status to answer with (400, 431, 501, 505). */
+int http_parse_head(const char *buf, size_t len, struct http_req *r);
+/* Whether accept lists type (or a wildcard covering it). */
+bool http_accepts(const char *accept, const char *type);
+const char *http_reason(int status);
+
+/* ---- schema.c ---- */
+/* Check value against the subset of JSON Schema the tools use (type,
+ * properties, required, additionalProperties false, items, enum,
+ * minimum, maximum, minLength, maxLength).  0, or -1 with why filled
+ * ("command: expected a string"). */
+int schema_check(const json_t *schema, const json_t *value, char *why, size_t cap);
+
+/* ---- the server ---- */
+struct srv;
+struct conn;
+struct peer;
+struct call;
+struct live;
+struct xchg;
+struct batchcol;
+
+enum transport { T_STDIO, T_UNIX, T_HTTP };
+
+/* A JSON-RPC endpoint: a stdio or socket connection, or an HTTP session. */
+struct peer {
+	struct srv *srv;
+	enum transport kind;
+	bool owner;	    /* the unix socket, from the owning uid */
+	bool mcp;	    /* sent "initialize": the model's channel */
+	bool initialized;   /* and notifications/initialized */
+	char proto[24];	    /* the negotiated MCP protocol version */
+	char client[64];    /* clientInfo.name, for the log */
+	struct call *calls; /* in flight */
+	struct live *lives; /* live sandboxes it owns */
+	struct conn *conn;  /* line transports */
+	char session[40];   /* HTTP: Mcp-Session-Id */
+	uint64_t last_ns;
+	uint64_t seq; /* for the log */
+	int refs;     /* loop thread only */
+	bool closed;
+	struct peer *next, *prev;
+};
+
+/* A live sandbox created by sandbox.create: held by its owner's table
+ * and by every exec running in it. */
+struct live {
+	char id[17];
+	wd_sandbox *sb;
+	struct srv *srv;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	int refs;	   /* under lock */
+	int running;	   /* execs in progress, under lock */
+	struct live *next; /* in the owner's table (loop thread) */
+};
+
+struct live *live_get(struct live *l);
+void live_put(struct live *l);
+/* End it: cancel what runs in it, wait for the other holders, destroy,
+ * free.  The caller holds the last table reference.  May block: workers
+ * and destroyer threads only. */
+void live_end(struct live *l);
+
+/* One request in flight. */
+struct call {
+	atomic_int refs;
+	struct srv *srv;
+	/* loop thread */
+	struct peer *peer;
+	struct call *pnext, *pprev; /* in peer->calls */
+	struct xchg *x;		    /* HTTP: the exchange that answers it */
+	char *idkey;
+	bool queued;
+	struct call *qnext;
+	struct batchcol *col; /* a batch on a line transport */
+	bool done;
+	/* fixed before the worker starts */
+	json_t *id;
+	char *method;
+	json_t *params; /* a copy owned by the call */
+	const struct method *m;
+	json_t *progress;     /* MCP progressToken, or NULL */
+	bool mcp;	      /* the peer speaks MCP: no answer after a cancel */
+	bool owner;	      /* the peer is the owner's socket */
+	struct live *live;    /* sandbox.exec/destroy/files: its sandbox (a reference) */
+	struct live *created; /* sandbox.create: the new one, for the loop to keep */
+	/* shared with whoever cancels */
+	pthread_mutex_t lock;
+	bool cancelled;
+	wd_sandbox *running_in; /* cancelling kills it */
+	int cancel_efd;		/* a one-shot's wd_cmd_set_cancel_fd(), or -1 */
+	/* the worker's */
+	uint64_t progress_n;
+	char *carry[3]; /* an incomplete UTF-8 or escape tail per stream */
+	size_t carry_len[3];
+	bool stream; /* harness: sandbox.output notifications */
+};
+
+struct call *call_get(struct call *c);
+/* The call this worker thread is running (NULL on other threads). */
+struct call *call_current(void);
+void call_put(struct call *c);
+bool call_cancelled(struct call *c);
+/* Send a notification for c (any thread); dropped if its client is gone
+ * or cannot keep up. */
+void call_notify(struct call *c, json_t *msg);
+
+/* What a method returns: a result, or an error. */
+struct rpc_err {
+	int code;
+	char msg[512];
+	json_t *data;
+};
+int rpc_err_set(struct rpc_err *e, int code, const char *fmt, ...) SRV_PRINTF(3, 4);
+
+enum {
+	M_INLINE = 0x1,	    /* cheap: run on the loop thread */
+	M_MCP = 0x2,	    /* an MCP method: needs initialize first */
+	M_HUMAN = 0x4,	    /* the owner's socket only, never a model's channel */
+	M_LIVE = 0x8,	    /* params.sandbox names a live sandbox of this peer */
+	M_TAKE_LIVE = 0x10, /* ... and the call takes it out of the table */
+};
+
+struct method {
+	const char *name;
+	unsigned flags;
+	/* The result (a new reference), or NULL with e filled. */
+	json_t *(*fn)(struct call *c, struct rpc_err *e);
+};
+
+const struct method *method_find(const char *name);
+
+/* ---- the server object ---- */
+struct outmsg {
+	struct call *c;
+	json_t *msg;
+	bool final;
+	struct outmsg *next;
+};
+
+struct srv {
+	struct server_opts o;
+	wd_ctx *ctx;
+	wd_workspace *ws;
+	wd_policy *policy; /* for tool annotations and the image allowlist */
+	json_t *tools;	   /* what tools/list answers */
+	char *token;	   /* HTTP bearer token */
+	uid_t owner_uid;
+	int ep;	     /* epoll */
+	int wake_fd; /* eventfd: the out-queue has messages */
+	int sig_fd;
+	int timer_fd;
+	int unix_fd, tcp_fd;
+	bool tcp_loopback;
+	bool stopping;
+	struct conn *conns;
+	struct peer *peers;
+	/* the out-queue (workers -> loop) */
+	pthread_mutex_t qlock;
+	struct outmsg *qhead, *qtail;
+	/* the worker pool */
+	pthread_mutex_t wlock;
+	pthread_cond_t wcv, idle_cv;
+	struct call *jobs_head, *jobs_tail;
+	unsigned njobs, nworkers, nidle, nbusy;
+	pthread_t *threads;
+	bool workers_stop;
+	/* live sandboxes being ended by destroyer threads */
+	atomic_int ending;
+	atomic_uint_fast64_t seq;
+	atomic_int nlive; /* live sandboxes, at most o.max_live */
+};
+
+/* A transport connection (loop thread only). */
+struct buf {
+	char *p;
+	size_t len, cap, off; /* bytes [off, len) are pending */
+};
+
+struct conn {
+	struct srv *srv;
+	enum transport kind;
+	int rfd, wfd;
+	bool wfd_poll;	/* false: a regular file, written synchronously */
+	uint32_t rmask; /* events registered for rfd */
+	bool wout;	/* EPOLLOUT registered (wfd) */
+	struct buf in, out;
+	size_t scanned; /* bytes after in.off known to hold no newline */
+	bool eof, closing, dead, paused;
+	struct peer *peer; /* line transports: its peer */
+	/* HTTP */
+	struct http_req req;
+	bool have_head;
+	struct xchg *x;	  /* the exchange in progress */
+	bool close_after; /* Connection: close, or an SSE stream */
+	bool parsing;	  /* inside http_conn_input */
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	uint64_t id;
+	int refs; /* exchanges that point at it */
+	struct conn *next, *prev;
+};
+
+void buf_add(struct buf *b, const char *s, size_t n);
+void conn_flush(struct conn *c);
+/* Close after what is queued has been written. */
+void conn_finish(struct conn *c);
+void conn_kill(struct conn *c);
+void conn_put(struct conn *c);
+/* Output pending on c, in bytes. */
+size_t conn_backlog(const struct conn *c);
+#define CONN_SOFT_LIMIT (4u << 20)  /* notifications dropped, reading paused */
+#define CONN_HARD_LIMIT (64u << 20) /* the client is not reading: closed */
+
+/* server.c: the context, the workspace, the policy, the token */
+int srv_init(struct srv *s, const struct server_opts *o);
+void srv_fini(struct srv *s);
+
+/* loop.c */
+void srv_post(struct srv *s, struct call *c, json_t *msg, bool final);
+void srv_log(struct srv *s, int level, const char *fmt, ...) SRV_PRINTF(3, 4);
+
+/* dispatch.c: a text from peer p (a line, a body); x: its HTTP exchange
+ * (or NULL).  Answers go out through the peer's connection or x. */
+void dispatch_text(struct srv *s, struct peer *p, struct xchg *x, const char *buf, size_t len);
+/* The loop's side of a worker's message. */
+void dispatch_deliver(struct srv *s, struct outmsg *m);
+struct peer *peer_new(struct srv *s, enum transport kind);
+/* The peer's connection is gone: cancel its calls, end its sandboxes. */
+void peer_close(struct srv *s, struct peer *p);
+void peer_put(struct peer *p);
+/* Cancel every call and end every sandbox (shutdown). */
+void dispatch_stop(struct srv *s);
+int workers_start(struct srv *s);
+void workers_stop(struct srv *s);
+/* Send msg to where c's answers go (loop thread); returns false when
+ * nobody is there to read it. */
+bool deliver_to_peer(struct srv *s, struct peer *p, struct xchg *x, json_t *msg, bool final);
+
+/* conn-level output for line transports and HTTP (loop.c, httpconn.c) */
+bool conn_send_line(struct conn *c, const char *s, size_t n, bool droppable);
+/* HTTP exchanges (httpconn.c) */
+void xchg_add_pending(struct xchg *x);
+bool xchg_send(struct xchg *x, json_t *msg, bool final);
+void xchg_put(struct xchg *x);
+struct xchg *xchg_get(struct xchg *x);
+void xchg_wants_stream(struct xchg *x);
+/* Parse and serve what the connection has read (loop.c calls it). */
+struct conn;
+int http_conn_input(struct srv *s, struct conn *c);
+void http_conn_closed(struct srv *s, struct conn *c);
+void http_sessions_tick(struct srv *s);
+/* End an HTTP session: cancel its calls, end its sandboxes, drop the
+ * session table's reference. */
+void session_end(struct srv *s, struct peer *p, const char *why);
+int http_listen(struct srv *s, uint64_t tag);
+/* dispatch.c: cancel the calls answered through x (its client is gone) */
+void dispatch_cancel_xchg(struct srv *s, struct xchg *x, struct peer *p);
+
+/* mcp.c */
+extern const char *const mcp_versions[4];
+bool mcp_version_known(const char *v);
+bool mcp_tool_blocked(struct srv *s, const char *tool);
+json_t *tooldefs_load(void); /* tooldefs.c: the tools as tools/list shows them */
+json_t *mcp_initialize(struct call *c, struct rpc_err *e);
+json_t *mcp_tools_list(struct call *c, struct rpc_err *e);
+json_t *mcp_tools_call(struct call *c, struct rpc_err *e);
+/* The tools' JSON Schemas, for mcp.c and the fuzz target. */
+const json_t *mcp_tool_schema(const char *tool);
+/* A tool result: content text (sanitised here), structuredContent, isError. */
+json_t *mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_error);
+
+/* result.c */
+json_t *result_parsed(const wd_result *r);
+json_t *result_for_harness(const wd_result *r);
+json_t *result_for_model(struct srv *s, const wd_result *r);
+
+/* run.c */
+wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err);
+int run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out,
+		struct wd_err *err);
+json_t *run_command_tool(struct call *c, json_t *args, struct rpc_err *e);
+json_t *run_harness(struct call *c, struct rpc_err *e);	 /* sandbox.run */
+json_t *exec_harness(struct call *c, struct rpc_err *e); /* sandbox.exec */
+json_t *diff_tool(struct call *c, json_t *args, struct rpc_err *e);
+json_t *diff_harness(struct call *c, struct rpc_err *e);
+/* The event handler of the context: output events to the running call. */
+void run_on_event(const wd_event *ev, void *data);
+
+/* files.c: the file tools, shared by MCP (text for a model) and the
+ * harness methods (data for a program). */
+json_t *file_tool(struct call *c, const char *tool, json_t *args, bool for_model,
+		  struct rpc_err *e);
+
+/* harness.c */
+json_t *h_sandbox_create(struct call *c, struct rpc_err *e);
+json_t *h_sandbox_destroy(struct call *c, struct rpc_err *e);
+json_t *h_sandbox_files(struct call *c, struct rpc_err *e);
+json_t *h_not_available(struct call *c, struct rpc_err *e);
+json_t *h_policy_check(struct call *c, struct rpc_err *e);
+json_t *h_tool_route(struct call *c, struct rpc_err *e);
+json_t *h_approval_list(struct call *c, struct rpc_err *e);
+json_t *h_approval_grant(struct call *c, struct rpc_err *e);
+json_t *h_audit_verify(struct call *c, struct rpc_err *e);
+
+/* params helpers (harness.c): typed members with -32602 on a wrong type */
+bool p_str(json_t *params, const char *key, bool required, const char **out, struct rpc_err *e);
+bool p_bool(json_t *params, const char *key, bool *out, struct rpc_err *e);
+bool p_uint(json_t *params, const char *key, uint64_t max, uint64_t *out, struct rpc_err *e);
+bool p_only(json_t *params, const char *const *keys, struct rpc_err *e);
+
+#endif

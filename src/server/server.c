@@ -1,0 +1,263 @@
+/* server/server: the server object (the library's context, the
+ * workspace, the policy, the token) and the table of methods. */
+#include "server/server-internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static json_t *
+m_ping(struct call *c, struct rpc_err *e)
+{
+	(void)c;
+	(void)e;
+	return json_object();
+}
+
+static json_t *
+m_sandbox_list(struct call *c, struct rpc_err *e)
+{
+	(void)e;
+	json_t *a = json_array();
+	for (struct live *l = c->peer->lives; l; l = l->next)
+		json_array_append_new(a, json_string(l->id));
+	return json_pack("{s:o}", "sandboxes", a);
+}
+
+/* clang-format off */
+static const struct method methods[] = {
+	{"initialize", M_INLINE, mcp_initialize},
+	{"ping", M_INLINE, m_ping},
+	{"tools/list", M_INLINE | M_MCP, mcp_tools_list},
+	{"tools/call", M_MCP, mcp_tools_call},
+	{"sandbox.create", 0, h_sandbox_create},
+	{"sandbox.list", M_INLINE, m_sandbox_list},
+	{"sandbox.run", 0, run_harness},
+	{"sandbox.exec", M_LIVE, exec_harness},
+	{"sandbox.read_file", M_LIVE, h_sandbox_files},
+	{"sandbox.write_file", M_LIVE, h_sandbox_files},
+	{"sandbox.edit_file", M_LIVE, h_sandbox_files},
+	{"sandbox.list_dir", M_LIVE, h_sandbox_files},
+	{"sandbox.search_files", M_LIVE, h_sandbox_files},
+	{"sandbox.diff", M_LIVE, diff_harness},
+	{"sandbox.apply", M_LIVE, h_not_available},
+	{"sandbox.discard", M_LIVE, h_not_available},
+	{"sandbox.destroy", M_LIVE | M_TAKE_LIVE, h_sandbox_destroy},
+	{"policy.check", 0, h_policy_check},
+	{"tool.route", 0, h_tool_route},
+	{"approval.list", M_HUMAN, h_approval_list},
+	{"approval.grant", M_HUMAN, h_approval_grant},
+	{"audit.verify", 0, h_audit_verify},
+};
+/* clang-format on */
+
+const struct method *
+method_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++)
+		if (!strcmp(methods[i].name, name))
+			return &methods[i];
+	return NULL;
+}
+
+/* ---- parameters ---- */
+
+bool
+p_str(json_t *params, const char *key, bool required, const char **out, struct rpc_err *e)
+{
+	json_t *v = json_object_get(params, key);
+	if (!v) {
+		if (required)
+			return rpc_err_set(e, RPC_INVALID_PARAMS,
+					   "Invalid params: '%s' is required", key) == 0;
+		return true;
+	}
+	if (!json_is_string(v))
+		return rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: '%s' must be a string",
+				   key) == 0;
+	*out = json_string_value(v);
+	return true;
+}
+
+bool
+p_bool(json_t *params, const char *key, bool *out, struct rpc_err *e)
+{
+	json_t *v = json_object_get(params, key);
+	if (!v)
+		return true;
+	if (!json_is_boolean(v))
+		return rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: '%s' must be a boolean",
+				   key) == 0;
+	*out = json_is_true(v);
+	return true;
+}
+
+bool
+p_uint(json_t *params, const char *key, uint64_t max, uint64_t *out, struct rpc_err *e)
+{
+	json_t *v = json_object_get(params, key);
+	if (!v)
+		return true;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) > max)
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: '%s' must be an integer from 0 to %llu", key,
+				   (unsigned long long)max) == 0;
+	*out = (uint64_t)json_integer_value(v);
+	return true;
+}
+
+bool
+p_only(json_t *params, const char *const *keys, struct rpc_err *e)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(params, k, v)
+	{
+		bool ok = !strcmp(k, "_meta");
+		for (size_t i = 0; keys[i] && !ok; i++)
+			ok = !strcmp(k, keys[i]);
+		if (!ok)
+			return rpc_err_set(e, RPC_INVALID_PARAMS,
+					   "Invalid params: unknown member '%.100s'", k) == 0;
+	}
+	return true;
+}
+
+/* ---- set-up ---- */
+
+/* The bearer token: a file only its owner can read (the token is the
+ * only thing between the network and the sandboxes), at least 16
+ * characters, trailing whitespace trimmed.  Never logged. */
+static int
+load_token(struct srv *s, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		srv_log(s, WD_LOG_ERROR, "--token-file: %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -EINVAL;
+	}
+	int rc = -EINVAL;
+	char buf[4097];
+	ssize_t n = 0;
+	if (!S_ISREG(st.st_mode)) {
+		srv_log(s, WD_LOG_ERROR, "--token-file: %s is not a regular file", path);
+	} else if (st.st_mode & 077) {
+		srv_log(s, WD_LOG_ERROR,
+			"--token-file: %s is readable by others (mode %04o); chmod 600 it", path,
+			(unsigned)(st.st_mode & 07777));
+	} else if ((n = read(fd, buf, sizeof(buf) - 1)) < 0 || n == (ssize_t)sizeof(buf) - 1) {
+		srv_log(s, WD_LOG_ERROR, "--token-file: %s: unreadable or over 4 KiB", path);
+	} else {
+		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
+				 buf[n - 1] == '\t'))
+			n--;
+		buf[n] = '\0';
+		bool printable = true;
+		for (ssize_t i = 0; i < n; i++)
+			printable = printable && buf[i] > 0x20 && buf[i] < 0x7f;
+		if (n < 16 || !printable)
+			srv_log(s, WD_LOG_ERROR,
+				"--token-file: %s: the token must be at least 16 printable "
+				"characters without spaces",
+				path);
+		else
+			rc = 0;
+	}
+	close(fd);
+	if (rc == 0)
+		s->token = xstrdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return rc;
+}
+
+/* The tools this server offers: the built-in table without the tools
+ * the policy blocks, run_command's openWorldHint from network.allow. */
+static json_t *
+offered_tools(struct srv *s)
+{
+	json_t *all = tooldefs_load(), *out = json_array();
+	size_t na = 0;
+	if (s->policy)
+		wd_policy_network_allow(s->policy, &na);
+	size_t i;
+	json_t *t;
+	json_array_foreach(all, i, t)
+	{
+		const char *name = json_string_value(json_object_get(t, "name"));
+		if (mcp_tool_blocked(s, name))
+			continue;
+		if (!strcmp(name, "run_command"))
+			json_object_set_new(json_object_get(t, "annotations"), "openWorldHint",
+					    json_boolean(na > 0));
+		json_array_append(out, t);
+	}
+	json_decref(all);
+	return out;
+}
+
+int
+srv_init(struct srv *s, const struct server_opts *o)
+{
+	struct wd_err err = {0};
+	s->o = *o;
+	s->owner_uid = geteuid();
+	pthread_mutex_init(&s->qlock, NULL);
+	pthread_mutex_init(&s->wlock, NULL);
+	pthread_cond_init(&s->wcv, NULL);
+	pthread_cond_init(&s->idle_cv, NULL);
+	atomic_init(&s->ending, 0);
+	atomic_init(&s->seq, 0);
+	if (wd_ctx_new(&s->ctx, &err) < 0) {
+		srv_log(s, WD_LOG_ERROR, "%s", err.msg);
+		return -EINVAL;
+	}
+	const char *ws = o->workspace ? o->workspace : ".";
+	wd_spec *probe = wd_spec_new();
+	int rc = wd_spec_set_workspace(probe, ws, &err);
+	wd_spec_free(probe);
+	if (rc < 0 || wd_workspace_open(ws, &s->ws, &err) < 0) {
+		srv_log(s, WD_LOG_ERROR, "--workspace: %s", err.msg);
+		return -EINVAL;
+	}
+	if ((o->policy && wd_ctx_set_policy_file(s->ctx, o->policy, &err) < 0) ||
+	    wd_policy_load(o->policy, &s->policy, &err) < 0) {
+		srv_log(s, WD_LOG_ERROR, "--policy: %s", err.msg);
+		return -EINVAL;
+	}
+	if (o->audit && wd_ctx_set_audit_file(s->ctx, o->audit, &err) < 0) {
+		srv_log(s, WD_LOG_ERROR, "--audit: %s", err.msg);
+		return -EINVAL;
+	}
+	if (o->listen && load_token(s, o->token_file) < 0)
+		return -EINVAL;
+	wd_ctx_set_event_handler(s->ctx, run_on_event, s, WD_EVENT_BIT(WD_EVENT_OUTPUT));
+	s->tools = offered_tools(s);
+	return 0;
+}
+
+void
+srv_fini(struct srv *s)
+{
+	wd_ctx_free(s->ctx);
+	wd_workspace_close(s->ws);
+	wd_policy_free(s->policy);
+	json_decref(s->tools);
+	if (s->token) {
+		explicit_bzero(s->token, strlen(s->token));
+		free(s->token);
+	}
+	int fds[] = {s->ep, s->wake_fd, s->sig_fd, s->timer_fd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	pthread_mutex_destroy(&s->qlock);
+	pthread_mutex_destroy(&s->wlock);
+	pthread_cond_destroy(&s->wcv);
+	pthread_cond_destroy(&s->idle_cv);
+	free(s);
+}

@@ -1,0 +1,52 @@
+/* server: `warden serve`, JSON-RPC 2.0 and MCP for agents and harnesses.
+ *
+ * A thin front end over include/warden.h (it includes nothing of jail/,
+ * supervise/ or core/): one epoll loop for every transport (stdio, a unix
+ * socket, MCP Streamable HTTP), a worker thread per running call, the
+ * library's context for policy, audit and sandboxes, and wd_workspace for
+ * the direct file tools.  docs/server.md is the user's manual. */
+#ifndef WD_SERVER_H
+#define WD_SERVER_H
+
+#include "warden.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SERVER_MAX_GROUPS 16
+#define SERVER_MAX_ORIGINS 16
+
+struct server_opts {
+	bool stdio;		 /* newline-delimited JSON-RPC on stdin/stdout */
+	const char *socket_path; /* a unix socket, created 0600 */
+	const char *listen;	 /* ADDR:PORT for MCP Streamable HTTP at /mcp */
+	const char *token_file;	 /* the bearer token for --listen */
+	bool behind_proxy;	 /* a non-loopback --listen: TLS ends in a proxy in front */
+	gid_t allow_gids[SERVER_MAX_GROUPS]; /* socket peers in these groups too */
+	size_t nallow_gids;
+	const char *allow_origins[SERVER_MAX_ORIGINS]; /* HTTP Origin values accepted */
+	size_t nallow_origins;
+	const char *workspace; /* the workspace (default: the current directory) */
+	const char *policy;    /* NULL: the built-in policy */
+	const char *audit;     /* NULL: the policy's audit.path, if any */
+	enum wd_isolation isolation;
+	struct wd_limits limits; /* each sandbox's, and the ceiling of what callers ask */
+	bool best_effort;
+	unsigned max_calls;	 /* calls running at once (worker threads) */
+	unsigned max_queue;	 /* calls waiting for a worker */
+	unsigned max_live;	 /* live sandboxes (sandbox.create) at once */
+	size_t max_message;	 /* bytes in one message (line or body) */
+	bool sanitize_images;	 /* markdown images to hosts outside network.allow */
+	uint64_t session_idle_s; /* an idle HTTP session ends (its sandboxes too) */
+	bool verbose;
+};
+
+/* Defaults for every field. */
+void server_opts_init(struct server_opts *o);
+/* Run until EOF on stdin (with --stdio) or SIGINT/SIGTERM.  Start-up
+ * problems are printed on stderr and return 125; 0 after a clean stop. */
+int server_run(const struct server_opts *o);
+
+#endif

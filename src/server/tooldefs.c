@@ -1,0 +1,182 @@
+/* server/tooldefs: the MCP tools, as tools/list publishes them.
+ *
+ * One JSON document, parsed once: the input schemas here are the ones
+ * tools/call checks the arguments against (schema.c), so the description
+ * a model reads and the check it meets cannot drift apart.  The
+ * annotations follow MCP's ToolAnnotations: readOnlyHint (changes
+ * nothing), destructiveHint (may change or delete what exists),
+ * idempotentHint (the same call twice does nothing more), openWorldHint
+ * (reaches beyond the workspace; run_command's is set from the policy's
+ * network.allow when the server starts). */
+#include "server/server-internal.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* clang-format off */
+static const char *const tool_defs[] = {
+"{\"name\":\"run_command\",\"title\":\"Run a command in a sandbox\","
+"\"description\":\"Run one command in a fresh, isolated sandbox whose working directory is the "
+"workspace (/workspace). The command is one program with its arguments, split into words as a "
+"shell would (quotes work) but never run by a shell: pipes, redirections, ;, &&, ||, $VAR, "
+"globs and backquotes are refused, so run several commands as several calls. A policy decides "
+"which programs may run; a refusal says which rule refused it and what to do instead. Some "
+"commands (git push) pause until a human approves them. There is no network unless the policy "
+"allows hosts. Output is kept as head and tail windows; the middle of a long output is omitted "
+"and counted.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"command\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":65536,\"description\":"
+"\"the program and its arguments, e.g. \\\"pytest -q tests/test_api.py\\\"\"},"
+"\"cwd\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"working directory, "
+"relative to the workspace (default: its root)\"},"
+"\"timeout\":{\"type\":\"number\",\"minimum\":0.001,\"maximum\":86400,\"description\":"
+"\"seconds before the command is killed (default, and at most: the server's)\"}},"
+"\"required\":[\"command\"],\"additionalProperties\":false},"
+"\"outputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"outcome\":{\"type\":\"string\",\"enum\":[\"ran\",\"denied\",\"paused\"]},"
+"\"status\":{\"type\":\"integer\",\"description\":\"exit status as a shell reports it; 124 "
+"timed out, 126 refused, 123 paused\"},"
+"\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"integer\",\"null\"]},"
+"\"timed_out\":{\"type\":\"boolean\"},\"oom_killed\":{\"type\":\"boolean\"},"
+"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+"\"stdout_total_bytes\":{\"type\":\"integer\"},\"stdout_omitted_bytes\":{\"type\":\"integer\"},"
+"\"stderr_total_bytes\":{\"type\":\"integer\"},\"stderr_omitted_bytes\":{\"type\":\"integer\"},"
+"\"wall_ms\":{\"type\":\"number\"},\"sandbox_id\":{\"type\":\"string\"},"
+"\"policy\":{\"type\":\"string\"},\"rule\":{\"type\":\"string\"},\"reason\":{\"type\":\"string\"},"
+"\"advice\":{\"type\":\"string\"},\"approval_id\":{\"type\":\"string\"},"
+"\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+"\"protections\":{\"type\":\"object\"}},"
+"\"required\":[\"outcome\",\"status\"]},"
+"\"annotations\":{\"title\":\"Run a command\",\"readOnlyHint\":false,\"destructiveHint\":true,"
+"\"idempotentHint\":false,\"openWorldHint\":false}}",
+
+"{\"name\":\"read_file\",\"title\":\"Read a workspace file\","
+"\"description\":\"Read a text file of the workspace, by lines: offset is the first line "
+"(1-based), limit the number of lines. At most 64 KiB are returned per call; the rest is "
+"counted, and the reply says which offset to ask for next.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"relative "
+"to the workspace, or absolute below /workspace\"},"
+"\"offset\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"first line, 1-based "
+"(default 1)\"},"
+"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"description\":\"lines "
+"(default 2000)\"}},"
+"\"required\":[\"path\"],\"additionalProperties\":false},"
+"\"annotations\":{\"title\":\"Read a file\",\"readOnlyHint\":true,\"destructiveHint\":false,"
+"\"idempotentHint\":true,\"openWorldHint\":false}}",
+
+"{\"name\":\"write_file\",\"title\":\"Write a workspace file\","
+"\"description\":\"Create or replace a file of the workspace with the given text, atomically. "
+"Missing parent directories are created. Protected paths (.git/hooks, .git/config, "
+".gitmodules, .envrc, .vscode, .idea) and symlinks are refused.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096},"
+"\"content\":{\"type\":\"string\",\"maxLength\":8388608}},"
+"\"required\":[\"path\",\"content\"],\"additionalProperties\":false},"
+"\"annotations\":{\"title\":\"Write a file\",\"readOnlyHint\":false,\"destructiveHint\":true,"
+"\"idempotentHint\":true,\"openWorldHint\":false}}",
+
+"{\"name\":\"edit_file\",\"title\":\"Edit a workspace file\","
+"\"description\":\"Replace an exact string in a file of the workspace. old_string must occur "
+"exactly once (give more context to make it unique), unless replace_all is true.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096},"
+"\"old_string\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":1048576},"
+"\"new_string\":{\"type\":\"string\",\"maxLength\":1048576},"
+"\"replace_all\":{\"type\":\"boolean\",\"description\":\"replace every occurrence "
+"(default false)\"}},"
+"\"required\":[\"path\",\"old_string\",\"new_string\"],\"additionalProperties\":false},"
+"\"annotations\":{\"title\":\"Edit a file\",\"readOnlyHint\":false,\"destructiveHint\":true,"
+"\"idempotentHint\":false,\"openWorldHint\":false}}",
+
+"{\"name\":\"list_dir\",\"title\":\"List a workspace directory\","
+"\"description\":\"List a directory of the workspace: names, types and sizes, directories "
+"first, to the given depth. At most 1000 entries.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"default: the "
+"workspace's root\"},"
+"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5,\"description\":\"levels "
+"(default 1)\"}},"
+"\"additionalProperties\":false},"
+"\"annotations\":{\"title\":\"List a directory\",\"readOnlyHint\":true,\"destructiveHint\":false,"
+"\"idempotentHint\":true,\"openWorldHint\":false}}",
+
+"{\"name\":\"search_files\",\"title\":\"Search the workspace\","
+"\"description\":\"Search the text files of the workspace for a string (or an extended regular "
+"expression with regex true), like grep -rn. Binary files, .git and files over 8 MiB are "
+"skipped; at most max_results matching lines are returned.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":1000},"
+"\"path\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"a directory or file "
+"(default: the workspace)\"},"
+"\"regex\":{\"type\":\"boolean\",\"description\":\"pattern is a POSIX extended regular "
+"expression (default: a plain string)\"},"
+"\"ignore_case\":{\"type\":\"boolean\"},"
+"\"glob\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"only files whose name "
+"matches, e.g. *.py\"},"
+"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":"
+"\"default 100\"}},"
+"\"required\":[\"pattern\"],\"additionalProperties\":false},"
+"\"annotations\":{\"title\":\"Search files\",\"readOnlyHint\":true,\"destructiveHint\":false,"
+"\"idempotentHint\":true,\"openWorldHint\":false}}",
+
+"{\"name\":\"workspace_diff\",\"title\":\"Show the workspace's changes\","
+"\"description\":\"Show what changed in the workspace: the files git sees as changed, then a "
+"unified diff against HEAD (git runs in a sandbox). The workspace must be a git repository.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"only this file or "
+"directory\"}},"
+"\"additionalProperties\":false},"
+"\"annotations\":{\"title\":\"Workspace diff\",\"readOnlyHint\":true,\"destructiveHint\":false,"
+"\"idempotentHint\":true,\"openWorldHint\":false}}",
+};
+/* clang-format on */
+
+json_t *
+tooldefs_load(void)
+{
+	json_t *all = json_array();
+	for (size_t i = 0; i < ARRAY_SIZE(tool_defs); i++) {
+		json_error_t je;
+		json_t *t = json_loads(tool_defs[i], JSON_REJECT_DUPLICATES, &je);
+		if (!json_is_object(t))
+			abort(); /* a broken built-in table is a broken invariant */
+		json_array_append_new(all, t);
+	}
+	return all;
+}
+
+static json_t *builtin_tools;
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+
+static void
+load_builtin(void)
+{
+	builtin_tools = tooldefs_load();
+}
+
+const json_t *
+mcp_tool_schema(const char *tool)
+{
+	pthread_once(&builtin_once, load_builtin);
+	size_t i;
+	json_t *t;
+	json_array_foreach(builtin_tools, i, t)
+	{
+		if (!strcmp(json_string_value(json_object_get(t, "name")), tool))
+			return json_object_get(t, "inputSchema");
+	}
+	return NULL;
+}
+
+/* The MCP protocol versions warden speaks, newest first. */
+const char *const mcp_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+bool
+mcp_version_known(const char *v)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(mcp_versions); i++)
+		if (!strcmp(v, mcp_versions[i]))
+			return true;
+	return false;
+}

@@ -1,0 +1,413 @@
+/* workspace/files: the workspace as direct file tools see it.
+ *
+ * Direct tools (read_file, write_file, edit_file, list_dir, search_files)
+ * run in warden itself, outside every jail, so they must be held to the
+ * same containment as the policy's path check (docs/policy.md,
+ * "Containment"): every path is opened with
+ *
+ *   openat2(workspace_fd, path, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+ *
+ * so the check and the use are one system call on one directory fd.  The
+ * kernel refuses ("EXDEV") any resolution that leaves the tree under the
+ * fd, by "..", an absolute symlink or a symlink that climbs out, and
+ * ("ELOOP") /proc/<pid>/fd-style magic links (kernel commit fddb5d430ad9).
+ *
+ * Writes are atomic and never go through an existing name:
+ *   parent = openat2(ws, dirname, O_PATH|O_DIRECTORY, BENEATH)
+ *   tmp    = openat2(parent, ".NAME.warden-RANDOM", O_CREAT|O_EXCL, BENEATH)
+ *   write, fchmod (the old file's mode), renameat(parent, tmp, parent, NAME)
+ * A symlink or a hard link at NAME is replaced, never written through, so
+ * a link planted in the workspace cannot redirect a write to a host file
+ * or to a protected one (the open(2) of an O_TRUNC through a hard link to
+ * .git/config would rewrite it; a rename cannot).
+ *
+ * Protected paths (issue 9): .git/hooks, .git/config, .gitmodules, .envrc,
+ * .vscode and .idea are read-only to the tools, because git and editors on
+ * the host execute what they hold (core.fsmonitor, diff.external, hooks,
+ * direnv, tasks.json).  The check is on where the parent directory really
+ * is (its fd's path), not on the string the caller gave, so "a/../.git",
+ * a symlink "h -> .git/hooks" or a bind of .git elsewhere cannot dodge it. */
+#include "util/util.h"
+
+#include <stdarg.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#define WS_MOUNT "/workspace"
+
+struct wd_workspace {
+	int fd;	    /* O_PATH | O_DIRECTORY */
+	char *real; /* resolved host path, for messages and the protected check */
+	uid_t uid;  /* owner: files warden creates as root are given to it */
+	gid_t gid;
+};
+
+/* clang-format off */
+static const char *const protected_paths[] = {
+	".git/hooks", ".git/config", ".gitmodules", ".envrc", ".vscode", ".idea",
+};
+/* clang-format on */
+
+static int
+beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+	    .flags = (uint64_t)(flags | O_CLOEXEC),
+	    .mode = (flags & O_CREAT) ? mode : 0,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	for (int tries = 0;; tries++) {
+		int fd = (int)syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
+		if (fd >= 0)
+			return fd;
+		/* EAGAIN: a concurrent rename raced a ".." walk; the kernel asks
+		 * for a retry rather than risk a wrong answer. */
+		if (errno != EAGAIN || tries > 8)
+			return -errno;
+	}
+}
+
+/* Bad input with errno e kept: the message names the path and says why. */
+static int WD_PRINTF(3, 4) refuse(struct wd_err *err, int e, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		err->code = WD_E_INVAL;
+		err->sys_errno = e;
+		err->step = 0;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -e;
+}
+
+WD_API int
+wd_workspace_open(const char *dir, wd_workspace **out, struct wd_err *err)
+{
+	wd_autofree char *real = realpath(dir, NULL);
+	if (!real) {
+		int rc = wd_err_sys(err, errno, "workspace '%s'", dir);
+		if (err)
+			err->code = WD_E_INVAL;
+		return rc;
+	}
+	wd_autoclose int fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		int rc = wd_err_sys(err, errno, "workspace '%s'", dir);
+		if (err)
+			err->code = WD_E_INVAL;
+		return rc;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return wd_err_sys(err, errno, "workspace '%s'", dir);
+	wd_workspace *ws = wd_xcalloc(1, sizeof(*ws));
+	ws->fd = wd_steal_fd(&fd);
+	ws->real = wd_steal_ptr(&real);
+	ws->uid = st.st_uid;
+	ws->gid = st.st_gid;
+	*out = ws;
+	return 0;
+}
+
+WD_API void
+wd_workspace_close(wd_workspace *ws)
+{
+	if (!ws)
+		return;
+	close(ws->fd);
+	free(ws->real);
+	free(ws);
+}
+
+WD_API const char *
+wd_workspace_path(const wd_workspace *ws)
+{
+	return ws->real;
+}
+
+/* The path relative to the workspace: "/workspace/x" (the jail's view)
+ * and the host path are taken relative to it, as the policy does; any
+ * other absolute path is outside.  Returns a pointer into path or NULL. */
+static const char *
+relative(const wd_workspace *ws, const char *path)
+{
+	if (path[0] != '/')
+		return path;
+	const char *prefixes[] = {WS_MOUNT, ws->real};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(prefixes); i++) {
+		size_t n = strlen(prefixes[i]);
+		if (!strncmp(path, prefixes[i], n) && (path[n] == '\0' || path[n] == '/')) {
+			const char *rest = path + n;
+			while (*rest == '/')
+				rest++;
+			return rest;
+		}
+	}
+	return NULL;
+}
+
+static int
+open_error(const wd_workspace *ws, const char *path, int rc, struct wd_err *err)
+{
+	int e = -rc;
+	if (e == EXDEV)
+		return refuse(err, e, "'%s' resolves outside the workspace %s", path, ws->real);
+	if (e == ELOOP)
+		return refuse(err, e, "'%s': a symlink loop or a magic link", path);
+	if (e == ENOENT)
+		return refuse(err, e, "'%s' does not exist", path);
+	if (e == ENOTDIR)
+		return refuse(err, e, "'%s': a component is not a directory", path);
+	return wd_err_sys(err, e, "'%s'", path);
+}
+
+WD_API int
+wd_workspace_openat(const wd_workspace *ws, const char *path, int flags, struct wd_err *err)
+{
+	/* Reading only: writes go through wd_workspace_write(), which never
+	 * opens an existing name for writing (see the top of this file). */
+	const int allowed = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_PATH | O_NONBLOCK | O_NOATIME;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & ~allowed))
+		return refuse(err, EINVAL, "wd_workspace_openat opens for reading only");
+	const char *rel = relative(ws, path);
+	if (!rel)
+		return open_error(ws, path, -EXDEV, err);
+	int fd = beneath(ws->fd, rel, flags & ~O_NOATIME, 0);
+	return fd < 0 ? open_error(ws, path, fd, err) : fd;
+}
+
+/* Where dirfd really is, relative to the workspace ("" for its root), in
+ * rel.  -EXDEV if it is not below the workspace any more (moved). */
+static int
+where(const wd_workspace *ws, int dirfd, char *rel, size_t cap)
+{
+	char link[64], real[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+	ssize_t n = readlink(link, real, sizeof(real) - 1);
+	if (n < 0)
+		return -errno;
+	real[n] = '\0';
+	size_t wl = strlen(ws->real);
+	if (!strcmp(ws->real, "/"))
+		wl = 0;
+	if (strncmp(real, ws->real, wl) || (real[wl] != '\0' && real[wl] != '/'))
+		return -EXDEV;
+	const char *r = real + wl;
+	while (*r == '/')
+		r++;
+	if ((size_t)snprintf(rel, cap, "%s", r) >= cap)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Is rel (relative to the workspace, no leading slash) a protected path or
+ * below one? */
+static const char *
+protected_prefix(const char *rel)
+{
+	for (size_t i = 0; i < WD_ARRAY_SIZE(protected_paths); i++) {
+		size_t n = strlen(protected_paths[i]);
+		if (!strncmp(rel, protected_paths[i], n) && (rel[n] == '\0' || rel[n] == '/'))
+			return protected_paths[i];
+	}
+	return NULL;
+}
+
+WD_API bool
+wd_workspace_protected(const char *relpath)
+{
+	while (*relpath == '/' || (relpath[0] == '.' && relpath[1] == '/'))
+		relpath++;
+	return protected_prefix(relpath) != NULL;
+}
+
+/* Split rel into its directory part (a new string, "" for the root) and
+ * its last component (pointer into rel).  -EISDIR for "", "." or "..". */
+static int
+split(const char *rel, char **dir, const char **base)
+{
+	size_t n = strlen(rel);
+	while (n > 0 && rel[n - 1] == '/')
+		n--;
+	if (n == 0)
+		return -EISDIR;
+	const char *slash = memrchr(rel, '/', n);
+	const char *b = slash ? slash + 1 : rel;
+	size_t bl = (size_t)(rel + n - b);
+	if ((bl == 1 && b[0] == '.') || (bl == 2 && b[0] == '.' && b[1] == '.'))
+		return -EISDIR;
+	if (bl > NAME_MAX)
+		return -ENAMETOOLONG;
+	*dir = slash ? strndup(rel, (size_t)(slash - rel)) : wd_xstrdup("");
+	if (!*dir)
+		abort();
+	*base = b;
+	return (int)bl;
+}
+
+/* Open (creating with mkdirat when mkdirs) the directory dir beneath the
+ * workspace, one component at a time so that nothing is created through
+ * a symlink. */
+static int
+open_parent(const wd_workspace *ws, const char *dir, bool mkdirs, bool as_root)
+{
+	int fd = beneath(ws->fd, dir, O_PATH | O_DIRECTORY, 0);
+	if (fd >= 0 || fd != -ENOENT || !mkdirs)
+		return fd;
+	fd = beneath(ws->fd, "", O_PATH | O_DIRECTORY, 0);
+	const char *p = dir;
+	while (fd >= 0 && *p) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (n == 0)
+			break;
+		char name[NAME_MAX + 1];
+		if (n > NAME_MAX) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		int next = beneath(fd, name, O_PATH | O_DIRECTORY, 0);
+		if (next == -ENOENT) {
+			char rel[PATH_MAX];
+			int rc = where(ws, fd, rel, sizeof(rel));
+			if (rc == 0) {
+				size_t l = strlen(rel);
+				snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", name);
+				if (protected_prefix(rel))
+					rc = -EACCES;
+			}
+			if (rc == 0 && mkdirat(fd, name, 0755) < 0 && errno != EEXIST)
+				rc = -errno;
+			/* as root, the new directory belongs to the workspace's
+			 * owner, as one the sandbox made would (idmapped) */
+			if (rc == 0 && as_root)
+				(void)!fchownat(fd, name, ws->uid, ws->gid, AT_SYMLINK_NOFOLLOW);
+			next = rc < 0 ? rc : beneath(fd, name, O_PATH | O_DIRECTORY, 0);
+		}
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+/* The checks before a write to base in parent: not protected, not a
+ * directory, not a link to follow.  *mode gets the mode to keep. */
+static int
+check_target(const wd_workspace *ws, int parent, const char *path, const char *base, unsigned flags,
+	     mode_t *mode, struct wd_err *err)
+{
+	char rel[PATH_MAX];
+	int rc = where(ws, parent, rel, sizeof(rel));
+	if (rc < 0)
+		return open_error(ws, path, rc, err);
+	size_t l = strlen(rel);
+	snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", base);
+	const char *prot = protected_prefix(rel);
+	if (prot)
+		return refuse(err, EACCES,
+			      "'%s' is protected: %s is read-only here (tools on the host run "
+			      "what it holds)",
+			      path, prot);
+	struct stat st;
+	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (flags & WD_WRITE_NEW)
+			return refuse(err, EEXIST, "'%s' exists", path);
+		if (S_ISDIR(st.st_mode))
+			return refuse(err, EISDIR, "'%s' is a directory", path);
+		if (S_ISLNK(st.st_mode))
+			return refuse(err, ELOOP, "'%s' is a symlink: write to the file it names",
+				      path);
+		if (!S_ISREG(st.st_mode))
+			return refuse(err, EINVAL, "'%s' is not a regular file", path);
+		*mode = st.st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+	} else if (errno != ENOENT) {
+		return wd_err_sys(err, errno, "'%s'", path);
+	} else if (flags & WD_WRITE_EXISTING) {
+		return refuse(err, ENOENT, "'%s' does not exist", path);
+	}
+	return 0;
+}
+
+static int
+write_tmp(const wd_workspace *ws, int parent, const char *tmp, const void *data, size_t len,
+	  mode_t mode, struct wd_err *err)
+{
+	wd_autoclose int fd = beneath(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return wd_err_sys(err, -fd, "create a temporary file");
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return wd_err_sys(err, errno, "write");
+		p += w;
+		left -= (size_t)w;
+	}
+	if (geteuid() == 0)
+		(void)!fchown(fd, ws->uid, ws->gid);
+	if (fchmod(fd, mode) < 0)
+		return wd_err_sys(err, errno, "fchmod");
+	return 0;
+}
+
+WD_API int
+wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, size_t len,
+		   unsigned flags, struct wd_err *err)
+{
+	const char *rel = relative(ws, path);
+	if (!rel)
+		return open_error(ws, path, -EXDEV, err);
+	wd_autofree char *dir = NULL;
+	const char *base = NULL;
+	int rc = split(rel, &dir, &base);
+	if (rc == -EISDIR)
+		return refuse(err, EISDIR, "'%s' names a directory, not a file", path);
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "'%s'", path);
+	char name[NAME_MAX + 1];
+	snprintf(name, sizeof(name), "%.*s", rc, base);
+
+	wd_autoclose int parent = open_parent(ws, dir, flags & WD_WRITE_MKDIRS, geteuid() == 0);
+	if (parent == -EACCES)
+		return refuse(err, EACCES, "'%s' is protected (read-only to the tools)", path);
+	if (parent < 0)
+		return open_error(ws, path, parent, err);
+	mode_t mode = 0644;
+	if ((rc = check_target(ws, parent, path, name, flags, &mode, err)) < 0)
+		return rc;
+
+	unsigned char rnd[6];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return wd_err_sys(err, errno, "getrandom");
+	char tmp[NAME_MAX + 1];
+	snprintf(tmp, sizeof(tmp), ".%.200s.warden-%02x%02x%02x%02x%02x%02x", name, rnd[0], rnd[1],
+		 rnd[2], rnd[3], rnd[4], rnd[5]);
+	if ((rc = write_tmp(ws, parent, tmp, data, len, mode, err)) < 0) {
+		unlinkat(parent, tmp, 0);
+		return rc;
+	}
+	/* RENAME_NOREPLACE for a new file: a file that appeared meanwhile is
+	 * reported, not replaced. */
+	unsigned rflags = (flags & WD_WRITE_NEW) ? RENAME_NOREPLACE : 0;
+	if (renameat2(parent, tmp, parent, name, rflags) < 0) {
+		int e = errno;
+		unlinkat(parent, tmp, 0);
+		return wd_err_sys(err, e, "'%s'", path);
+	}
+	return 0;
+}
