@@ -149,8 +149,8 @@ await_reply(int s, json_t **resp, int *rfd, int cancel_fd, const atomic_int *can
 }
 
 int
-session_call(int sbdir, const char *req, const int *fds, int nfds, json_t **resp, char **data, size_t *dlen,
-     struct wd_err *err)
+session_call(int sbdir, const char *req, const int *fds, int nfds, json_t **resp, char **data,
+	     size_t *dlen, struct wd_err *err)
 {
 	int s = connect_monitor(sbdir, err);
 	if (s < 0)
