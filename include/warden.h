@@ -222,6 +222,29 @@ int wd_spec_add_placeholder(wd_spec *spec, const char *var, const char *name,
 typedef void (*wd_event_fn)(const char *json, void *data);
 void wd_spec_set_event_handler(wd_spec *spec, wd_event_fn fn, void *data);
 
+/* Workspaces (issue 9).  WD_WORKSPACE_DIRECT (the default): the directory
+ * is bound read-write at /workspace and what the sandbox writes lands in
+ * it at once.  WD_WORKSPACE_COW: an overlay whose lower layer is the
+ * directory (read-only) and whose upper layer lives on the sandbox's disk
+ * in warden's state directory; the directory is written only by
+ * wd_sandbox_apply() / wd_session_apply().  Container level, as root
+ * (creating the sandbox fails with -ENOTSUP otherwise). */
+enum wd_workspace_mode {
+	WD_WORKSPACE_DIRECT = 0,
+	WD_WORKSPACE_COW = 1,
+};
+void wd_spec_set_workspace_mode(wd_spec *spec, enum wd_workspace_mode mode);
+/* The bound of what a sandbox with a disk (a cow workspace, a session)
+ * can write: its upper layer, home directory and /tmp share one ext4
+ * image of this many bytes (default 1 GiB); past it, writes fail with
+ * ENOSPC inside.  -EINVAL outside 32 MiB .. 1 PiB. */
+int wd_spec_set_disk(wd_spec *spec, uint64_t bytes, struct wd_err *err);
+/* Add a protected path (relative to the workspace, normal form) to
+ * warden's own (.git/hooks, .git/config, .gitmodules, .envrc, .vscode,
+ * .idea): read-only inside the sandbox where it exists, never written by
+ * apply.  -EINVAL for an absolute path or one with "." or "..". */
+int wd_spec_add_protected(wd_spec *spec, const char *path, struct wd_err *err);
+
 /* ----------------------------------------------------------- run: result */
 
 typedef struct wd_result wd_result;
@@ -294,6 +317,12 @@ void wd_ctx_set_log_handler(wd_ctx *ctx, wd_log_fn fn, void *data, int level);
  * again whenever an approval is consumed, so the decision that lets an
  * approved command run is made under the policy as it is then. */
 int wd_ctx_set_policy_file(wd_ctx *ctx, const char *path, struct wd_err *err);
+/* Where warden keeps sandboxes' state (cow layers, sessions, snapshots):
+ * dir, which must be the caller's with no permission for others (created
+ * 0700 if missing).  Default: $WARDEN_STATE_DIR, else
+ * $XDG_STATE_HOME/warden, else /var/lib/warden (root) or
+ * ~/.local/state/warden.  -EINVAL naming what is wrong with dir. */
+int wd_ctx_set_state_dir(wd_ctx *ctx, const char *dir, struct wd_err *err);
 /* Append every event but output to this hash-chained audit trail (created
  * 0600).  Without it, the policy's audit.path is used when the policy
  * stage runs. */
@@ -407,6 +436,127 @@ const char *wd_sandbox_id(const wd_sandbox *sb);
  * may call it. */
 void wd_sandbox_cancel(wd_sandbox *sb, int signo);
 
+/* The change set of a cow sandbox (paths, npaths: only what is at or
+ * below them; 0 for all), as text: a line per change then unified diffs
+ * (binary files named), or per flags: WD_DIFF_STAT (git's --stat),
+ * WD_DIFF_JSON (the file list with modes, sizes, SHA-256 of contents,
+ * conflict and protected flags), WD_DIFF_NAMES (the lines only).  *out
+ * is a new string, free with free().  -EINVAL for a direct workspace or a
+ * path with no change.  Thread-safe with commands running. */
+#define WD_DIFF_STAT 0x1u
+#define WD_DIFF_JSON 0x2u
+#define WD_DIFF_NAMES 0x4u
+int wd_sandbox_diff(wd_sandbox *sb, const char *const *paths, size_t npaths, unsigned flags,
+		    char **out, struct wd_err *err);
+/* Write the change set (or what is at or below paths) into the real
+ * directory, each file atomically (a temporary file renamed over it),
+ * modes kept but set-id bits, owners kept.  A change to a file the host
+ * changed since the sandbox first saw it (a conflict), or to a protected
+ * path, applies nothing at all: returns 1 and the report names them.
+ * Returns 0 when everything was applied; negative when warden failed
+ * (-ENOSPC: the host's disk; nothing is left half-written).  *report (if
+ * not NULL) is a new string: a line per file, or JSON if json. */
+int wd_sandbox_apply(wd_sandbox *sb, const char *const *paths, size_t npaths, bool json,
+		     char **report, struct wd_err *err);
+/* Drop the change set (or what is at or below paths): the sandbox sees
+ * the real directory's files again.  Returns the number of changes
+ * dropped, or a negative errno value. */
+int wd_sandbox_discard(wd_sandbox *sb, const char *const *paths, size_t npaths,
+		       struct wd_err *err);
+
+/* ---- sessions: sandboxes that outlive the caller (issue 9) ----
+ *
+ * A session is a sandbox kept in warden's state directory (see
+ * wd_ctx_set_state_dir) whose processes are owned by a monitor: a small
+ * process of its own (the warden-monitor program, detached, as conmon is
+ * for podman), reached over a unix socket in the state directory that
+ * only its owner can open.  Files, the home directory and installed
+ * packages persist across commands; wd_session_stop() ends the processes
+ * and keeps the files; wd_session_start() builds a new jail over them.
+ * Killing the monitor (even with SIGKILL) ends every process, cgroup and
+ * mount of the session; its files stay.  ref, everywhere: a name, an id,
+ * or a unique prefix (4+ digits) of an id; -ENOENT when there is none.
+ * Thread-safe: any number of threads and processes may use sessions at
+ * once. */
+struct wd_session_params {
+	const char *name;         /* NULL: none (the id only) */
+	const char *from;         /* "NAME@TAG": start from that snapshot's files */
+	uint64_t idle_timeout_ms; /* stop after this long without a command
+				   * (default 30 min); UINT64_MAX: never */
+};
+/* Create a session from spec (its workspace, mode, limits, network...)
+ * and start its monitor; id gets its id (16 hex digits).  -EEXIST when
+ * the name is taken, -EINVAL bad input, -ENOTSUP the host cannot. */
+int wd_session_create(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p,
+		      char id[17], struct wd_err *err);
+/* Run cmd in the session and wait for it: the policy stage, audit and
+ * timeout as for wd_ctx_run(), in the caller's context; the command runs
+ * in the session's jail.  The stream descriptors of cmd get the output
+ * live.  Returns as wd_sandbox_exec(); -ESRCH when the session is not
+ * running (wd_session_start()). */
+int wd_session_exec(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, wd_result **out,
+		    struct wd_err *err);
+/* Start cmd in the background (a dev server): it and what it starts live
+ * until the session stops, inside its cgroup; its output goes to
+ * detached-N.log in the session's directory (head and tail kept).
+ * *seq gets N.  Container level. */
+int wd_session_exec_detached(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, unsigned *seq,
+			     struct wd_err *err);
+/* Every session of the state directory: a table for people, or (json) a
+ * JSON array of objects (id, name, state "running" or "stopped",
+ * workspace, workspace_mode, created, and for a running one its monitor's
+ * pid, commands and detached commands running, idle_ms; idle_timeout_ms,
+ * disk_bytes_used, snapshots).  *out is new, free with free(). */
+int wd_session_list(wd_ctx *ctx, bool json, char **out, struct wd_err *err);
+int wd_session_stop(wd_ctx *ctx, const char *ref, struct wd_err *err);
+int wd_session_start(wd_ctx *ctx, const char *ref, struct wd_err *err);
+/* Stop if running, then remove the session's state (files, snapshots). */
+int wd_session_remove(wd_ctx *ctx, const char *ref, struct wd_err *err);
+/* Keep a copy of the session's files as NAME@tag (a sparse copy of its
+ * disk; a running session's disk is frozen for the copy). */
+int wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err *err);
+/* wd_sandbox_diff, _apply and _discard for a session, running or not. */
+int wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
+		    unsigned flags, char **out, struct wd_err *err);
+int wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
+		     bool json, char **report, struct wd_err *err);
+int wd_session_discard(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
+		       struct wd_err *err);
+
+/* ---- the warm pool (issue 9) ----
+ *
+ * Sandboxes built ahead from a template spec (namespaces, root file
+ * system, cgroup, a ready pid 1; no workspace), each used for exactly one
+ * command: taking one hands it its workspace (an idmapped clone of the
+ * directory, moved into place by pid 1), runs the command and destroys
+ * it; a replacement is built in the background.  An instance is never
+ * handed out twice.  Container level, as root.  Thread-safe: any number of
+ * threads may run commands through one pool. */
+typedef struct wd_pool wd_pool;
+/* A pool of size ready sandboxes (1..64) from tmpl (copied; its
+ * workspace is ignored).  Building starts at once, on threads of the pool;
+ * the call does not wait for it. */
+int wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out,
+		struct wd_err *err);
+/* Run cmd with workspace as /workspace (direct) in a pooled sandbox: as
+ * wd_ctx_run() (policy stage included), waiting for an instance if none
+ * is ready.  Returns as wd_ctx_run(). */
+int wd_pool_run(wd_pool *pool, const char *workspace, const wd_cmd *cmd, wd_result **out,
+		struct wd_err *err);
+struct wd_pool_stats {
+	unsigned size;      /* instances kept ready */
+	unsigned ready;     /* ready now */
+	uint64_t built;     /* instances built so far */
+	uint64_t taken;     /* commands run */
+	uint64_t waited;    /* of them, how many waited for an instance */
+	uint64_t failed;    /* builds that failed */
+	uint64_t build_ns;  /* time spent building, summed over the builders */
+};
+void wd_pool_stats(wd_pool *pool, struct wd_pool_stats *out);
+/* Destroy every ready instance and stop building.  No wd_pool_run() may
+ * be in progress. */
+void wd_pool_free(wd_pool *pool);
+
 /* The whole pipeline in a fresh sandbox: decide, and only if allowed
  * create, run cmd, destroy.  The sandbox, the decision, the network
  * events and the result share one id.  Returns as wd_sandbox_exec(). */
@@ -512,6 +662,8 @@ struct wd_policy_sandbox {
 	size_t nallow_ports;
 	bool tls_intercept;     /* network.tls_intercept */
 	const char *upstream_ca; /* network.upstream_ca (absolute), or NULL */
+	const char *const *protect; /* workspace.protect: paths kept read-only */
+	size_t nprotect;
 	const struct wd_policy_secret *secrets; /* "secrets", in document order */
 	size_t nsecrets;
 };

@@ -10,6 +10,9 @@ pkgs=(
 	groff-base man-db
 	# the gvisor isolation level (issue 11): Debian's gVisor build
 	runsc
+	# sessions and cow workspaces (issue 9): diffs (libgit2, dlopen'ed),
+	# sandbox disks (mke2fs), and the tests' venv and pip
+	libgit2-dev libgit2-1.5 e2fsprogs python3-venv
 )
 
 missing=()

@@ -28,6 +28,40 @@ int cli_check(int argc, char **argv);
 int cli_approve(int argc, char **argv);
 int cli_audit(int argc, char **argv);
 int cli_policy(int argc, char **argv);
+int cli_create(int argc, char **argv);
+int cli_exec(int argc, char **argv);
+int cli_ls(int argc, char **argv);
+int cli_stop(int argc, char **argv);
+int cli_start(int argc, char **argv);
+int cli_rm(int argc, char **argv);
+int cli_snapshot(int argc, char **argv);
+int cli_diff(int argc, char **argv);
+int cli_apply(int argc, char **argv);
+int cli_discard(int argc, char **argv);
+
+/* Ask at /dev/tty whether to run a paused command once (an approver). */
+struct wd_decision;
+int cli_ask_tty(const wd_decision *d, void *data);
+
+/* warden run's sandbox options (workspace, isolation, limits, network,
+ * workspace mode...) for another subcommand (create), plus its own: fn
+ * gets each option code of opts and returns 0 (taken), -1 (not one of
+ * its own) or an exit status.  Returns 0, -1 after --help, or an exit
+ * status. */
+struct option;
+struct cli_sandbox_extra {
+	const struct option *opts; /* NULL-name terminated */
+	const char *shortopts;     /* getopt's string for the whole set */
+	int (*fn)(int c, const char *val, void *data);
+	void *data;
+	const char *usage;       /* for --help */
+	bool default_workspace;  /* no --workspace: the current directory */
+	bool *verbose;           /* -v seen */
+	bool *json;              /* --json seen */
+	const char **policy;     /* --policy FILE (its workspace.protect) */
+};
+int cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
+			wd_spec *spec, int *first_arg);
 int cli_serve(int argc, char **argv);
 
 /* Print "warden: <subcommand>: <message>" to stderr (and, after

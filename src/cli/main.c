@@ -11,6 +11,16 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{"run", cli_run, "run a command in a fresh sandbox"},
+	{"create", cli_create, "make a session: a sandbox kept between commands"},
+	{"exec", cli_exec, "run a command in a session"},
+	{"ls", cli_ls, "list sessions"},
+	{"stop", cli_stop, "end a session's processes, keep its files"},
+	{"start", cli_start, "bring a stopped session back"},
+	{"rm", cli_rm, "remove a session and its files"},
+	{"snapshot", cli_snapshot, "keep a copy of a session's files as NAME@TAG"},
+	{"diff", cli_diff, "show a cow session's changes"},
+	{"apply", cli_apply, "write a cow session's changes into the real directory"},
+	{"discard", cli_discard, "drop a cow session's changes"},
 	{"check", cli_check, "print the policy decision for a command, run nothing"},
 	{"approve", cli_approve, "record a single-use approval for a paused command"},
 	{"audit", cli_audit, "verify an audit trail (audit verify FILE)"},

@@ -24,6 +24,12 @@ static const char usage_text[] =
 	"\n"
 	"Sandbox:\n"
 	"  -w, --workspace DIR      directory bound read-write at /workspace (default: .)\n"
+	"      --workspace-mode MODE  direct (default: writes land in DIR) or cow (an overlay:\n"
+	"                           writes land in warden's state directory; container, root)\n"
+	"      --disk SIZE          bound of what a cow sandbox writes: its upper layer, /tmp\n"
+	"                           and home share one disk of SIZE (default 1G)\n"
+	"      --protect PATH       keep PATH (relative to DIR) read-only inside, like .git/hooks,\n"
+	"                           .git/config, .gitmodules, .envrc, .vscode and .idea\n"
 	"      --isolation LEVEL    container (default), process, or gvisor (gVisor's\n"
 	"                           user-space kernel through runsc; root only)\n"
 	"      --memory SIZE        memory limit, no swap (default 512M)\n"
@@ -39,6 +45,9 @@ static const char usage_text[] =
 	"      --allow-port PORT    allow TCP bind/connect on PORT (loopback servers)\n"
 	"      --reproducible       SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, LC_ALL, TZ fixed\n"
 	"      --best-effort        run even where the limits cannot be enforced\n"
+	;
+/* the rest (one string would pass C99's 4095-byte limit for literals) */
+static const char usage_text2[] =
 	"Network:\n"
 	"      --net MODE           none (default: loopback only) or allow (egress only\n"
 	"                           through warden's proxy, by the rules below)\n"
@@ -77,6 +86,10 @@ static const char usage_text[] =
 	"approval; 124 timed out; 125 warden failed (bad input included); 126 refused\n"
 	"by the policy or cannot execute; 127 not found.\n";
 
+/* The subcommand whose options these are: run, or create (which takes
+ * run's sandbox options, cli_sandbox_options). */
+static const char *sub_name = "run";
+
 enum {
 	OPT_ISOLATION = 256,
 	OPT_MEMORY,
@@ -106,6 +119,9 @@ enum {
 	OPT_BEST_EFFORT,
 	OPT_REPRODUCIBLE,
 	OPT_ALLOW_RANGE,
+	OPT_WORKSPACE_MODE,
+	OPT_DISK,
+	OPT_PROTECT,
 	OPT_SECRET,
 	OPT_INJECT,
 	OPT_INJECT_BASIC,
@@ -145,6 +161,9 @@ static const struct option long_opts[] = {
 	{"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
 	{"reproducible", no_argument, NULL, OPT_REPRODUCIBLE},
 	{"allow-range", required_argument, NULL, OPT_ALLOW_RANGE},
+	{"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
+	{"disk", required_argument, NULL, OPT_DISK},
+	{"protect", required_argument, NULL, OPT_PROTECT},
 	{"secret", required_argument, NULL, OPT_SECRET},
 	{"inject", required_argument, NULL, OPT_INJECT},
 	{"inject-basic", required_argument, NULL, OPT_INJECT_BASIC},
@@ -162,6 +181,7 @@ struct run_opts {
 	/* the policy stage */
 	const char *policy, *command, *tool, *audit;
 	bool approve_tty;
+	bool disk_given, cow; /* --disk, --workspace-mode cow */
 	/* --placeholder, applied once every --secret is declared */
 	const char **placeholders;
 	size_t nplaceholders;
@@ -170,7 +190,7 @@ struct run_opts {
 static int
 bad_value(const char *opt, const char *val, const char *why)
 {
-	return cli_fail("run", "--%s: invalid value %s: %s", opt, cli_quote(val), why);
+	return cli_fail(sub_name, "--%s: invalid value %s: %s", opt, cli_quote(val), why);
 }
 
 static int
@@ -209,7 +229,7 @@ bind_opt(wd_spec *spec, const char *val, bool rw)
 	if (!copy[0] || (dst && !dst[0]) || (dst && strchr(dst, ':')))
 		rc = bad_value(name, val, "expected SRC[:DST] (paths without ':')");
 	else if (wd_spec_add_bind(spec, copy, dst, rw, &e) < 0)
-		rc = cli_fail("run", "%s", e.msg);
+		rc = cli_fail(sub_name, "%s", e.msg);
 	free(copy);
 	return rc;
 }
@@ -328,7 +348,7 @@ secret_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_o
 			abort();
 		int rc = wd_spec_add_secret(spec, n, eq + 1, &e);
 		free(n);
-		return rc < 0 ? cli_fail("run", "--secret: %s", e.msg) : 0;
+		return rc < 0 ? cli_fail(sub_name, "--secret: %s", e.msg) : 0;
 	}
 	case OPT_INJECT:
 	case OPT_INJECT_BASIC:
@@ -402,7 +422,7 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 	switch (c) {
 	case 'w':
 		if (wd_spec_set_workspace(spec, val, &e) < 0)
-			return cli_fail("run", "--workspace: %s", e.msg);
+			return cli_fail(sub_name, "--workspace: %s", e.msg);
 		o->workspace_given = true;
 		return 0;
 	case OPT_ISOLATION:
@@ -431,6 +451,26 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 			return bad_value(name, val, e.msg);
 		return 0;
 	}
+	case OPT_WORKSPACE_MODE:
+		if (!strcmp(val, "direct"))
+			wd_spec_set_workspace_mode(spec, WD_WORKSPACE_DIRECT);
+		else if (!strcmp(val, "cow"))
+			wd_spec_set_workspace_mode(spec, WD_WORKSPACE_COW);
+		else
+			return bad_value(name, val, "expected direct or cow");
+		o->cow = !strcmp(val, "cow");
+		return 0;
+	case OPT_DISK:
+		if ((rc = size_opt(name, val, 32 << 20, &v)))
+			return rc;
+		if (wd_spec_set_disk(spec, v, &e) < 0)
+			return bad_value(name, val, e.msg);
+		o->disk_given = true;
+		return 0;
+	case OPT_PROTECT:
+		if (wd_spec_add_protected(spec, val, &e) < 0)
+			return bad_value(name, val, e.msg);
+		return 0;
 	case OPT_ALLOW_PORT:
 		if (wd_parse_u64(val, &v) < 0 || v < 1 || v > 65535)
 			return bad_value(name, val, "expected a port from 1 to 65535");
@@ -458,36 +498,49 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 	return -1;
 }
 
+static int finish_sandbox(wd_spec *spec, struct run_opts *o, bool default_workspace);
+
 /* Parse options into spec and o.  Returns 0, -1 after --help, or an exit
  * status. */
 static int
-parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
+parse_with(int argc, char **argv, const struct option *opts, const char *shortopts,
+	   const struct cli_sandbox_extra *x, wd_spec *spec, struct run_opts *o, int *first_arg)
 {
 	int c, rc;
 
-	if ((rc = cli_docker_hints("run", argc, argv)))
+	if ((rc = cli_docker_hints(sub_name, argc, argv)))
 		return rc;
 	opterr = 0;
 	optind = 0; /* 0: glibc reinitialises all of getopt's state */
-	while ((c = getopt_long(argc, argv, "+:w:vp:c:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
 		const char *name = NULL;
-		for (const struct option *lo = long_opts; lo->name; lo++)
+		for (const struct option *lo = opts; lo->name; lo++)
 			if (lo->val == c)
 				name = lo->name;
 		if (c == OPT_HELP) {
-			fputs(usage_text, stdout);
+			if (x) {
+				fputs(x->usage, stdout);
+			} else {
+				fputs(usage_text, stdout);
+				fputs(usage_text2, stdout);
+			}
 			return -1;
 		}
 		if (c == ':' || c == '?')
-			return cli_bad_option("run", argc, argv, long_opts);
+			return cli_bad_option(sub_name, argc, argv, opts);
 		/* "--memory -- prog": getopt took "--" (or the next option) as
 		 * the value; what the user left out is the value */
-		if (optarg && cli_looks_like_option(optarg, long_opts)) {
+		if (optarg && cli_looks_like_option(optarg, opts)) {
 			/* name it as it was typed: the word before the value */
 			const char *typed = optind >= 2 && optarg == argv[optind - 1]
 						    ? argv[optind - 2]
 						    : argv[optind - 1];
-			return cli_fail("run", "option %s needs a value", cli_quote(typed));
+			return cli_fail(sub_name, "option %s needs a value", cli_quote(typed));
+		}
+		if (x && (rc = x->fn(c, optarg, x->data)) >= 0) {
+			if (rc)
+				return rc;
+			continue;
 		}
 		if ((rc = one_opt(c, name, optarg, spec, o)))
 			return rc;
@@ -496,12 +549,63 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 	return 0;
 }
 
+static int
+parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
+{
+	return parse_with(argc, argv, long_opts, "+:w:vp:c:", NULL, spec, o, first_arg);
+}
+
+/* Options of run that a session takes when it runs a command (warden
+ * exec), not when it is made. */
+static const char *const exec_only[] = {"command", "tool",	"audit", "approve",
+					"stdin",   "print-plan",
+					/* secrets: a session's spec is kept on disk,
+					 * and a secret's value must never be */
+					"secret", "inject", "inject-basic", "placeholder", NULL};
+
+int
+cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
+		    wd_spec *spec, int *first_arg)
+{
+	sub_name = sub;
+	size_t n = 0, nx = 0;
+	while (long_opts[n].name)
+		n++;
+	while (x->opts[nx].name)
+		nx++;
+	struct option *all = calloc(n + nx + 1, sizeof(*all));
+	if (!all)
+		abort();
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool skip = false;
+		for (size_t j = 0; exec_only[j]; j++)
+			skip |= !strcmp(long_opts[i].name, exec_only[j]);
+		if (!skip)
+			all[k++] = long_opts[i];
+	}
+	for (size_t i = 0; i < nx; i++)
+		all[k++] = x->opts[i];
+	struct run_opts o = {.isolation = WD_ISOLATION_CONTAINER};
+	int rc = parse_with(argc, argv, all, x->shortopts, x, spec, &o, first_arg);
+	free(all);
+	if (rc == 0)
+		rc = finish_sandbox(spec, &o, x->default_workspace);
+	if (rc == 0 && x->verbose)
+		*x->verbose = o.verbose;
+	if (rc == 0 && x->json)
+		*x->json = o.json;
+	if (rc == 0 && x->policy)
+		*x->policy = o.policy;
+	return rc;
+}
+
 /* ---- the policy stage's human side ---- */
 
 /* Ask at /dev/tty, never on the command's stdin (which may be the model's
  * own pipe).  1 yes, 0 no, -1 no terminal. */
-static int
-ask_tty(const wd_decision *d, void *data)
+int
+cli_ask_tty(const wd_decision *d, void *data)
 {
 	(void)data;
 	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
@@ -610,18 +714,43 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 	struct wd_err e = {0};
 	bool program = first < argc;
 	if (o->command && program)
-		return cli_fail("run", "--command and a program after -- are exclusive");
+		return cli_fail(sub_name, "--command and a program after -- are exclusive");
 	if (!o->command && !program)
-		return cli_fail("run", "no program given (usage: warden run [OPTIONS] -- PROGRAM "
+		return cli_fail(sub_name, "no program given (usage: warden run [OPTIONS] -- PROGRAM "
 				       "[ARGS...] | --command STRING)");
 	if (o->command ? wd_cmd_set_command(cmd, o->command, &e) < 0
 		       : wd_cmd_set_argv(cmd, argc - first, (const char *const *)(argv + first),
 					 &e) < 0)
-		return cli_fail("run", "%s", e.msg);
+		return cli_fail(sub_name, "%s", e.msg);
+	int rc = finish_sandbox(spec, o, true);
+	if (rc)
+		return rc;
+	/* a one-shot direct run has no disk: its /tmp is the --tmp-size tmpfs
+	 * and its writes land in the workspace itself */
+	if (o->disk_given && !o->cow)
+		return cli_fail(sub_name, "--disk bounds a cow workspace's layers: use it with "
+					  "--workspace-mode cow (a direct run's /tmp is --tmp-size)");
+	if (o->pass_stdin)
+		wd_cmd_set_stdin(cmd, 0);
+	if (!o->json)
+		wd_cmd_set_stream(cmd, 1, 2);
+	if (o->tool && wd_cmd_set_tool(cmd, o->tool, &e) < 0)
+		return cli_fail(sub_name, "--tool: %s", e.msg);
+	/* Any policy option turns the stage on for an explicit argv too. */
+	wd_cmd_set_policy(cmd, o->policy || o->audit || o->approve_tty);
+	wd_cmd_set_interactive(cmd, o->approve_tty);
+	return 0;
+}
+
+/* The sandbox's part of the options, into spec. */
+static int
+finish_sandbox(wd_spec *spec, struct run_opts *o, bool default_workspace)
+{
+	struct wd_err e = {0};
 	/* the default workspace, the current directory, is checked as an
 	 * explicit one would be */
-	if (!o->workspace_given && wd_spec_set_workspace(spec, ".", &e) < 0)
-		return cli_fail("run", "--workspace (the current directory): %s", e.msg);
+	if (default_workspace && !o->workspace_given && wd_spec_set_workspace(spec, ".", &e) < 0)
+		return cli_fail(sub_name, "--workspace (the current directory): %s", e.msg);
 	if (o->isolation_given)
 		wd_spec_set_isolation(spec, o->isolation);
 	wd_spec_set_limits(spec, &o->lim);
@@ -630,9 +759,9 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 	if (!o->net_given && o->net_rules)
 		o->net = WD_NET_PROXY;
 	if (o->net == WD_NET_NONE && o->net_given && (o->net_rules || o->tls))
-		return cli_fail("run", "--net none contradicts --allow-host/--tls-intercept");
+		return cli_fail(sub_name, "--net none contradicts --allow-host/--tls-intercept");
 	if (o->net == WD_NET_NONE && o->tls)
-		return cli_fail("run", "--tls-intercept needs --net allow and --allow-host rules");
+		return cli_fail(sub_name, "--tls-intercept needs --net allow and --allow-host rules");
 	if (o->net_given || o->net_rules)
 		wd_spec_set_net(spec, o->net);
 	if (o->tls || o->upstream_ca)
@@ -640,18 +769,9 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 	int rc = apply_placeholders(spec, o);
 	if (rc)
 		return rc;
-	if (o->pass_stdin)
-		wd_cmd_set_stdin(cmd, 0);
-	if (!o->json)
-		wd_cmd_set_stream(cmd, 1, 2);
 	const char *term = getenv("TERM");
 	if (term && (isatty(0) || isatty(1) || isatty(2)))
 		wd_spec_set_term(spec, term);
-	if (o->tool && wd_cmd_set_tool(cmd, o->tool, &e) < 0)
-		return cli_fail("run", "--tool: %s", e.msg);
-	/* Any policy option turns the stage on for an explicit argv too. */
-	wd_cmd_set_policy(cmd, o->policy || o->audit || o->approve_tty);
-	wd_cmd_set_interactive(cmd, o->approve_tty);
 	return 0;
 }
 
@@ -660,11 +780,11 @@ setup_ctx(wd_ctx *ctx, const struct run_opts *o)
 {
 	struct wd_err e = {0};
 	if (o->policy && wd_ctx_set_policy_file(ctx, o->policy, &e) < 0)
-		return cli_fail("run", "%s", e.msg);
+		return cli_fail(sub_name, "%s", e.msg);
 	if (o->audit && wd_ctx_set_audit_file(ctx, o->audit, &e) < 0)
-		return cli_fail("run", "--audit: %s", e.msg);
+		return cli_fail(sub_name, "--audit: %s", e.msg);
 	if (o->approve_tty)
-		wd_ctx_set_approver(ctx, ask_tty, NULL);
+		wd_ctx_set_approver(ctx, cli_ask_tty, NULL);
 	wd_ctx_set_log_handler(ctx, cli_log_handler, NULL,
 			       o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
 	return 0;
@@ -676,7 +796,7 @@ plan(const wd_spec *spec)
 	struct wd_err e = {0};
 	char *text = NULL;
 	if (wd_spec_plan(spec, &text, &e) < 0)
-		return cli_fail("run", "%s", e.msg);
+		return cli_fail(sub_name, "%s", e.msg);
 	fputs(text, stdout);
 	free(text);
 	return 0;
@@ -727,7 +847,7 @@ cli_run(int argc, char **argv)
 		goto out;
 	}
 	if (wd_ctx_new(&ctx, &e) < 0) {
-		rc = cli_fail("run", "%s", e.msg);
+		rc = cli_fail(sub_name, "%s", e.msg);
 		goto out;
 	}
 	if ((rc = setup_ctx(ctx, &o)))
@@ -735,7 +855,7 @@ cli_run(int argc, char **argv)
 	catch_signals(ctx);
 	fflush(stdout);
 	if (wd_ctx_run(ctx, spec, cmd, &r, &e) < 0) {
-		rc = cli_fail("run", "%s", e.msg);
+		rc = cli_fail(sub_name, "%s", e.msg);
 		goto out;
 	}
 	print_result(r, first < argc ? argv[first] : o.command, &o);

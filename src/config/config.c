@@ -427,6 +427,7 @@ config_policy_free(struct config_policy *p)
 	free(p->net.ports);
 	free(p->net.upstream_ca);
 	config_strv_free(&p->env_deny);
+	config_strv_free(&p->wprotect);
 	config_secrets_free(p);
 	free(p->source);
 	free(p->mount);

@@ -140,6 +140,7 @@ struct config_policy {
 	size_t nprograms;
 	struct config_program *wprograms; /* workspace.programs, sorted by path */
 	size_t nwprograms;
+	struct config_strv wprotect; /* workspace.protect: paths kept read-only inside */
 	struct config_tool *tools;
 	size_t ntools;
 	struct config_profile *profiles; /* built-ins first, then the document's */

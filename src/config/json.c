@@ -177,6 +177,12 @@ workspace_json(const struct config_policy *p)
 					    program_json(&p->wprograms[i]));
 		json_object_set_new(o, "programs", w);
 	}
+	if (p->wprotect.n) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < p->wprotect.n; i++)
+			json_array_append_new(a, json_string(p->wprotect.v[i]));
+		json_object_set_new(o, "protect", a);
+	}
 	return o;
 }
 

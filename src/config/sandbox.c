@@ -343,10 +343,29 @@ load_wprograms(struct vctx *v, json_t *val, struct config_policy *p)
 	return 0;
 }
 
+/* A protected path (workspace.protect): relative, in normal form, as
+ * wd_spec_add_protected() takes it. */
+static const char *
+check_protect(const char *s)
+{
+	if (s[0] == '/')
+		return "must be relative to the workspace";
+	for (const char *c = s;;) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return "must be a normalized relative path (no '//', '.', '..' or trailing "
+			       "'/')";
+		if (!c[n])
+			break;
+		c += n + 1;
+	}
+	return strlen(s) >= 4096 ? "is too long" : NULL;
+}
+
 int
 config_load_workspace(struct vctx *v, json_t *j, struct config_policy *p)
 {
-	static const char *const known[] = {"mount", "programs", NULL};
+	static const char *const known[] = {"mount", "programs", "protect", NULL};
 	int rc = config_want_type(v, j, JSON_OBJECT, "an object");
 	if (rc < 0)
 		return rc;
@@ -363,6 +382,9 @@ config_load_workspace(struct vctx *v, json_t *j, struct config_policy *p)
 				return vctx_fail(v, false, "'%.80s' %s", p->mount, why);
 		} else if (!strcmp(k, "programs")) {
 			if ((rc = load_wprograms(v, val, p)) < 0)
+				return rc;
+		} else if (!strcmp(k, "protect")) {
+			if ((rc = config_get_strv(v, val, &p->wprotect, false, check_protect)) < 0)
 				return rc;
 		} else {
 			return vctx_unknown_key(v, k, known);

@@ -45,6 +45,7 @@ struct wd_ctx {
 	int cancel_fd;          /* eventfd, readable once cancelled */
 	atomic_int cancel_sig;
 	atomic_int live;        /* sandboxes not yet destroyed */
+	char *state_dir;        /* wd_ctx_set_state_dir, or NULL: the default */
 };
 
 struct wd_cmd {
@@ -62,9 +63,12 @@ struct wd_cmd {
 	int stream_fd[3];
 };
 
+struct box;
+
 struct wd_sandbox {
 	wd_ctx *ctx;
 	struct sandbox *sb;
+	struct box *box; /* its state (a cow workspace, a disk), or NULL */
 };
 
 /* Make this thread log to the context's sink (if it has one) for the
@@ -146,5 +150,87 @@ void policy_cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_re
 /* Emit the RESULT event for a command (r NULL: warden failed with why). */
 void pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decision *d,
 			   const wd_result *r, const char *why);
+
+/* ---- state (state.c, box.c): issue 9 ---- */
+
+/* The policy's workspace.protect into spec when the context has a policy
+ * file (state.c). */
+int ctx_policy_protect(wd_ctx *ctx, wd_spec *spec, struct wd_err *err);
+/* The context's state directory, checked (ws_state_root): out PATH_MAX. */
+int ctx_state_root(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err);
+
+/* A sandbox's state: its directory under sandboxes/, its disk and
+ * layers (workspace/).  Ephemeral boxes (a cow wd_sandbox or run) go with
+ * the sandbox; a session's stay until it is removed. */
+struct box {
+	char id[17];
+	char root[4096];
+	int sbdir;      /* sandboxes/ */
+	struct ws *ws;
+	bool ephemeral;
+	bool cow;
+	pthread_mutex_t lock; /* one diff, apply or discard at a time */
+};
+/* Whether spec needs a box of its own (a cow workspace) when it is not
+ * a session. */
+bool box_needed(const wd_spec *spec);
+/* Make the state of sandbox id for spec: its directory, meta.json, a disk
+ * of spec's size, the baseline of a cow workspace; then open it.
+ * -ENOTSUP where the host cannot (not root, not the container level). */
+int box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral,
+	       struct box **out, struct wd_err *err);
+/* Open the existing state of sandbox id (root: a checked state dir) for
+ * spec (its workspace and mode). */
+int box_open(const char *root, const char *id, const wd_spec *spec, struct box **out,
+	     struct wd_err *err);
+/* Close; an ephemeral box's directory is removed. */
+void box_close(struct box *b);
+/* Fresh trees for one jail into spec (a copy made for it); the caller
+ * closes t once the sandbox is started. */
+struct ws_trees;
+int box_trees(struct box *b, wd_spec *spec, struct ws_trees *t, struct wd_err *err);
+/* Remove ephemeral boxes whose process is gone (warden killed mid-run). */
+void box_sweep(const char *root);
+/* The change set operations on a box (live: its overlay is in a jail). */
+int box_diff(struct box *b, const char *const *paths, size_t np, unsigned flags, char **out,
+	     struct wd_err *err);
+int box_apply(struct box *b, const char *const *paths, size_t np, bool json, char **report,
+	      struct wd_err *err);
+int box_discard(struct box *b, const char *const *paths, size_t np, bool live,
+		struct wd_err *err);
+
+/* ---- sessions (mproto.c, monitor.c, session.c) ---- */
+#define MP_MAX_FDS 4
+/* One JSON record with descriptors each way (large ones in a memfd). */
+int mp_send(int sock, const char *json, const int *fds, int nfds);
+/* *json is new (free it), fds get up to MP_MAX_FDS; timeout_ms < 0 waits. */
+int mp_recv(int sock, char **json, int *fds, int *nfds, int timeout_ms);
+/* A sealed memfd holding data, or -errno. */
+int mp_memfd(const char *name, const void *data, size_t len);
+/* The content of a memfd (at most max bytes): a new NUL-terminated copy. */
+char *mp_read_memfd(int fd, size_t max, size_t *len);
+/* The monitor program's body: warden-monitor ROOT ID (fd 3: readiness). */
+int session_monitor_main(int argc, char **argv);
+/* session.c, for session_changes.c: a session by reference (its state
+ * directory open), a request to its monitor. */
+struct where {
+	char root[4096];
+	char id[17];
+	int sbdir; /* sandboxes/<id> */
+};
+int session_locate(wd_ctx *ctx, const char *ref, struct where *w, struct wd_err *err);
+void session_where_fini(struct where *w);
+/* One request, one reply: 0 with *resp (if not NULL) and the reply's
+ * memfd read into *data (if not NULL); -ESRCH when it is not running. */
+int session_call(int sbdir, const char *req, const int *fds, int nfds, struct json_t **resp,
+		 char **data, size_t *dlen, struct wd_err *err);
+/* A session's snapshot of its disk and baseline as tag (sbdir: its state
+ * directory; disk: its mounted disk to freeze, or -1 when stopped). */
+int session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err);
+
+/* A wd_sandbox over a box (b may be NULL): create as wd_sandbox_create
+ * does; the sandbox owns b from then on. */
+int sandbox_create_boxed(wd_ctx *ctx, const wd_spec *spec, struct box *b, const char *id,
+			 wd_sandbox **out, struct wd_err *err);
 
 #endif

@@ -57,6 +57,7 @@ wd_ctx_free(wd_ctx *ctx)
 		audit_close(ctx->audit);
 	free(ctx->audit_path);
 	free(ctx->policy_path);
+	free(ctx->state_dir);
 	ctx_policy_put(ctx->policy);
 	if (ctx->cancel_fd >= 0)
 		close(ctx->cancel_fd);

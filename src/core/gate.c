@@ -256,6 +256,15 @@ apply_network(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 	return 0;
 }
 
+static bool
+spec_has_protect(const wd_spec *spec, const char *path)
+{
+	for (size_t i = 0; i < spec->nprotect; i++)
+		if (!strcmp(spec->protect[i], path))
+			return true;
+	return false;
+}
+
 /* The policy's "secrets" (issue 13), added to the caller's: read now, by
  * warden, from where the policy says; a secret the caller declared too
  * is an error rather than a silent choice of one value. */
@@ -321,6 +330,11 @@ apply_sandbox(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 		wd_spec_set_isolation(spec_of(spec, g), ps->isolation);
 	if (ps->reproducible && !spec->reproducible)
 		wd_spec_set_reproducible(spec_of(spec, g), true);
+	/* workspace.protect: more paths kept read-only (issue 9); checked by
+	 * the policy's loader as the setter checks them */
+	for (size_t i = 0; i < ps->nprotect; i++)
+		if (!spec_has_protect(spec, ps->protect[i]))
+			wd_spec_add_protected(spec_of(spec, g), ps->protect[i], NULL);
 }
 
 /* Allowed: the judged words, and what the policy says the sandbox is. */

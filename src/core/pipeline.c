@@ -13,6 +13,7 @@
  *     the same policy stage and result event, then sandbox_exec. */
 #include "core/core.h"
 #include "policy/policy.h"
+#include "workspace/workspace.h"
 
 #include <string.h>
 
@@ -111,6 +112,9 @@ wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 	struct gate g = {0};
 	struct sandbox *sb = NULL;
 	wd_result *r = NULL;
+	struct box *b = NULL;
+	wd_spec *own = NULL;
+	struct ws_trees t = {-1, -1, -1};
 	char *const *argv;
 	int rc = pipeline_decide(ctx, spec, cmd, id, &g, &argv, &r, err);
 	if (rc < 0 || r)
@@ -119,6 +123,16 @@ wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 	struct exec_req x;
 	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
 	policy_cmd_limits(spec, &g, &x);
+	/* a cow workspace: layers in the state directory for this run only
+	 * (nothing of it reaches the real directory: there is no apply) */
+	if (box_needed(eff)) {
+		if ((rc = box_create(ctx, eff, id, true, &b, err)) < 0)
+			goto fail;
+		own = spec_copy(eff);
+		if ((rc = box_trees(b, own, &t, err)) < 0)
+			goto fail;
+		eff = own;
+	}
 	if ((rc = sandbox_new(eff, id, &ctx->sink, &sb, err)) < 0)
 		goto fail;
 	sb->get_keeper = ctx_keeper;
@@ -136,6 +150,9 @@ fail:
 	pipeline_finish(ctx, id, &g, cmd, NULL, err->msg);
 out:
 	sandbox_free(sb);
+	ws_trees_close(&t);
+	box_close(b);
+	wd_spec_free(own);
 	gate_fini(&g);
 	if (rc == 0)
 		*out = r;

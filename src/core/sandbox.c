@@ -2,16 +2,27 @@
  * one-call wd_run(), and the plan printer. */
 #include "core/core.h"
 #include "jail/jail.h"
+#include "workspace/workspace.h"
 
 #include <stdio.h>
 #include <string.h>
 
-WD_API int
-wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct wd_err *err)
+int
+sandbox_create_boxed(wd_ctx *ctx, const wd_spec *spec, struct box *b, const char *id,
+		     wd_sandbox **out, struct wd_err *err)
 {
-	CTX_ENTER(ctx);
 	struct sandbox *sb = NULL;
-	int rc = sandbox_new(spec, NULL, &ctx->sink, &sb, err);
+	struct ws_trees t = {-1, -1, -1};
+	wd_spec *own = NULL;
+	int rc = 0;
+	if (b) {
+		/* the jail gets its own clones of the box's trees */
+		own = spec_copy(spec);
+		rc = box_trees(b, own, &t, err);
+		spec = own;
+	}
+	if (rc == 0)
+		rc = sandbox_new(spec, b ? b->id : id, &ctx->sink, &sb, err);
 	if (rc == 0) {
 		sb->get_keeper = ctx_keeper;
 		sb->keeper_data = ctx;
@@ -19,18 +30,39 @@ wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct wd_
 	}
 	if (rc == 0)
 		rc = sandbox_wait_ready(sb, err);
+	ws_trees_close(&t); /* the sandbox's build holds its copies */
+	wd_spec_free(own);
 	if (rc < 0) {
 		sandbox_free(sb);
-		CTX_LEAVE();
 		return rc;
 	}
 	wd_sandbox *s = wd_xcalloc(1, sizeof(*s));
 	s->ctx = ctx;
 	s->sb = sb;
+	s->box = b;
 	atomic_fetch_add(&ctx->live, 1);
 	*out = s;
-	CTX_LEAVE();
 	return 0;
+}
+
+WD_API int
+wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct box *b = NULL;
+	char id[17];
+	sandbox_make_id(id);
+	wd_spec *own = spec_copy(spec);
+	int rc = ctx_policy_protect(ctx, own, err);
+	/* a cow workspace: its layers live in the state directory while the
+	 * sandbox does */
+	if (rc == 0 && box_needed(own))
+		rc = box_create(ctx, own, id, true, &b, err);
+	if (rc == 0 && (rc = sandbox_create_boxed(ctx, own, b, id, out, err)) < 0)
+		box_close(b);
+	wd_spec_free(own);
+	CTX_LEAVE();
+	return rc;
 }
 
 WD_API int
@@ -83,6 +115,7 @@ wd_sandbox_destroy(wd_sandbox *s)
 	wd_ctx *ctx = s->ctx;
 	CTX_ENTER(ctx);
 	sandbox_free(s->sb);
+	box_close(s->box); /* after the jail: its mounts held the layers */
 	atomic_fetch_sub(&ctx->live, 1);
 	free(s);
 	CTX_LEAVE();
@@ -98,6 +131,54 @@ WD_API void
 wd_sandbox_cancel(wd_sandbox *s, int signo)
 {
 	sandbox_cancel(s->sb, signo);
+}
+
+/* ---- the change set of a cow sandbox (issue 9) ---- */
+
+static int
+need_cow(const wd_sandbox *s, struct wd_err *err)
+{
+	if (!s->box || !s->box->cow)
+		return wd_err_set(err, WD_E_INVAL,
+				  "sandbox %s has a direct workspace: what it wrote is on the host "
+				  "already (--workspace-mode cow keeps a change set)",
+				  s->sb->id);
+	return 0;
+}
+
+WD_API int
+wd_sandbox_diff(wd_sandbox *s, const char *const *paths, size_t npaths, unsigned flags,
+		char **out, struct wd_err *err)
+{
+	CTX_ENTER(s->ctx);
+	int rc = need_cow(s, err);
+	if (rc == 0)
+		rc = box_diff(s->box, paths, npaths, flags, out, err);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_sandbox_apply(wd_sandbox *s, const char *const *paths, size_t npaths, bool json,
+		 char **report, struct wd_err *err)
+{
+	CTX_ENTER(s->ctx);
+	int rc = need_cow(s, err);
+	if (rc == 0)
+		rc = box_apply(s->box, paths, npaths, json, report, err);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_sandbox_discard(wd_sandbox *s, const char *const *paths, size_t npaths, struct wd_err *err)
+{
+	CTX_ENTER(s->ctx);
+	int rc = need_cow(s, err);
+	if (rc == 0)
+		rc = box_discard(s->box, paths, npaths, true, err);
+	CTX_LEAVE();
+	return rc;
 }
 
 /* ---- one call ---- */
@@ -132,7 +213,17 @@ wd_spec_plan(const wd_spec *spec, char **out, struct wd_err *err)
 	/* the plan of the spec's sandbox, prepared (so bad input shows) but
 	 * never started */
 	struct sandbox *sb = NULL;
+	wd_spec *own = NULL;
+	if (box_needed(spec) && spec->isolation == WD_ISOLATION_CONTAINER) {
+		/* a cow sandbox's trees are made only when it is built: the
+		 * plan shows where they go (the descriptors are never used:
+		 * nothing is built here) */
+		own = spec_copy(spec);
+		own->tree_ws = own->tree_home = own->tree_tmp = 0;
+		spec = own;
+	}
 	int rc = sandbox_new(spec, NULL, NULL, &sb, err);
+	wd_spec_free(own);
 	if (rc < 0)
 		return rc;
 	char *plan = sb->ops->plan_text(sb), *secrets = spec_plan_secrets(sb->spec);

@@ -143,6 +143,16 @@ jail_build_host(struct jail_prep *p, struct wd_err *err)
 		} else if (op->kind == JAIL_OP_BIND && (op->flags & JAIL_OPF_HOSTPATH) &&
 			   pl->root_mode) {
 			rc = build_bind(p, op, &cache, err);
+		} else if (op->kind == JAIL_OP_BIND && (op->flags & JAIL_OPF_PROVIDED)) {
+			/* a tree the caller made (workspace/: a cow overlay, a
+			 * directory of the disk image): our own copy of its
+			 * descriptor, moved into place by pid 1 */
+			int fd = op->tree >= 0 && op->tree < p->ntrees ? p->trees[op->tree] : -1;
+			op->fd = fd >= 0 ? keep_fd(p, fcntl(fd, F_DUPFD_CLOEXEC, 3)) : -1;
+			if (op->fd < 0)
+				rc = wd_err_sys(err, fd < 0 ? EBADF : errno, "%s tree", what(op));
+			else
+				op->kind = JAIL_OP_MOVE;
 		}
 	}
 	if (cache.userns >= 0)

@@ -46,6 +46,7 @@ enum jail_step {
 	JAIL_STEP_3B_MOUNTS,       /* 3b: binds, /etc, /workspace, /tmp, /proc, /dev */
 	JAIL_STEP_3C_PIVOT,        /* 3c: pivot_root, detach the old root */
 	JAIL_STEP_3D_ROOT_RO,      /* 3d: root read-only */
+	JAIL_STEP_3E_ATTACH,       /* 3e: a vacant sandbox's workspace attached (warm pool) */
 	JAIL_STEP_4_NET,           /* 4: loopback up (4a: the proxy's sockets) */
 	JAIL_STEP_4B_CGROUP,       /* 4b: join the sandbox's cgroup, cgroup namespace */
 	JAIL_STEP_5_PID1,          /* 5: pid 1 reaper */
@@ -74,6 +75,8 @@ enum jail_op_kind {
 	JAIL_OP_MOUNT,     /* mount fstype (src) on path with flags and data */
 	JAIL_OP_SETATTR,   /* mount_setattr(path, attr_set, recursive?) */
 	JAIL_OP_MASK,      /* bind src (/dev/null or an empty ro dir) on path if path exists */
+	JAIL_OP_PROTECT,   /* data (relative to the workspace mounted at path): read-only over
+			    * itself if it exists (protected paths, issue 9) */
 };
 
 #define JAIL_OPF_RECURSIVE 0x1 /* AT_RECURSIVE / MS_REC */
@@ -83,6 +86,10 @@ enum jail_op_kind {
 				* sandbox user by jail_build_host() */
 #define JAIL_OPF_WORKSPACE 0x10 /* BIND: this is the workspace (its idmapping is reported) */
 #define JAIL_OPF_HOSTFILE 0x20 /* COPY: src is a host file, opened by jail_build_host() */
+#define JAIL_OPF_PROVIDED 0x40 /* BIND: a detached tree the caller provides
+				* (jail_config.trees[op->tree]); the build makes it a MOVE */
+#define JAIL_OPF_LATE 0x80     /* done by pid 1 after SYNC_ATTACH (a vacant sandbox of the
+				* warm pool), in the view after pivot_root; skipped at set-up */
 
 struct jail_op {
 	enum jail_op_kind kind;
@@ -94,6 +101,7 @@ struct jail_op {
 	int fd;
 	unsigned long mflags;  /* mount(2) flags */
 	uint64_t attr;         /* MOUNT_ATTR_* for SETATTR */
+	int tree;              /* PROVIDED: index into jail_config.trees */
 };
 
 const char *jail_op_name(enum jail_op_kind kind);
@@ -120,6 +128,8 @@ struct jail_plan {
 	bool root_mode;		   /* warden runs as root: ids map to nobody */
 	bool net_proxy;		   /* step 4a: make the proxy's sockets */
 	bool time_ns;		   /* step 2c: clocks start near zero (container) */
+	bool vacant;		   /* no workspace until SYNC_ATTACH (warm pool); pid 1
+				    * keeps its capabilities until then */
 	int sync_fd;		   /* pid 1's end of the sandbox channel */
 	int devnull_fd;		   /* host /dev/null, read-write (build) */
 
@@ -155,9 +165,30 @@ struct jail_bind {
 	bool rw;
 };
 
+/* A detached mount tree the caller made (the workspace module: a cow
+ * overlay, a home or /tmp on the sandbox's disk image), placed at dst. */
+struct jail_tree {
+	const char *dst;  /* in the jail: "/workspace", "/tmp", "/home/sandbox" */
+	int fd;           /* open_tree()/fsmount() descriptor; not owned: the build
+			   * keeps its own copy */
+	const char *what; /* label for messages and --print-plan */
+};
+#define JAIL_MAX_TREES 4
+
 struct jail_config {
 	bool container;
 	const char *workspace; /* host directory */
+	/* trees the caller provides: one at /workspace replaces the bind of
+	 * workspace (which still names the host directory), one at /tmp the
+	 * tmpfs */
+	const struct jail_tree *trees;
+	size_t ntrees;
+	const char *home; /* HOME in the jail (a tree's dst); NULL: the workspace */
+	/* paths relative to the workspace made read-only over themselves
+	 * (container level): .git/hooks, .envrc, ... (issue 9) */
+	const char *const *protect;
+	size_t nprotect;
+	bool vacant; /* build without a workspace; it comes with SYNC_ATTACH */
 	const struct jail_bind *binds;
 	size_t nbinds;
 	const char *const *env; /* NAME=VALUE added after the defaults */
@@ -212,6 +243,10 @@ struct jail_prep {
 	 * sets the owner to appear as host_uid/gid (the container's sandbox
 	 * user); another backend may change it before the build */
 	struct jail_idmap idmap;
+	/* the provided trees (jail_config.trees), not owned until the build
+	 * dups them into fds[] */
+	int trees[JAIL_MAX_TREES];
+	int ntrees;
 };
 
 /* Plan (pure: strings and numbers; reads host paths, opens nothing that

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
@@ -33,6 +34,55 @@ jail_make_readonly(const char *path, bool recursive)
 		  NULL) < 0)
 		return -errno;
 	return 0;
+}
+
+/* JAIL_OP_PROTECT: the workspace's op->data, if it exists, read-only over
+ * itself.  Resolved beneath the workspace without following any symbolic
+ * link (the sandbox may have planted them in a direct workspace in an
+ * earlier run): a link there cannot be covered by a mount, so it is
+ * refused (ELOOP) rather than left writable.  The mount is a clone of
+ * what is there, made read-only, moved onto the same place: neither
+ * unlink nor rename can take a mount point away (EBUSY). */
+static int
+protect(const struct jail_op *op)
+{
+	int ws = open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ws < 0)
+		return -errno;
+	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, ws, op->data, &how, sizeof(how));
+	int rc = fd < 0 ? -errno : 0;
+	close(ws);
+	/* absent (or below a file: .git as a worktree's file): nothing to
+	 * protect */
+	if (rc == -ENOENT || rc == -ENOTDIR)
+		return 0;
+	if (rc < 0)
+		return rc;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+		rc = S_ISLNK(st.st_mode) ? -ELOOP : -errno;
+		close(fd);
+		return rc;
+	}
+	int tree = (int)syscall(SYS_open_tree, fd, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+			       .propagation = MS_PRIVATE};
+	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a) < 0 ||
+	    syscall(SYS_move_mount, tree, "", fd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		rc = -errno;
+	close(tree);
+	close(fd);
+	return rc;
 }
 
 int
@@ -130,6 +180,8 @@ jail_op_do(const struct jail_op *op)
 			return -errno;
 		return 0;
 	}
+	case JAIL_OP_PROTECT:
+		return protect(op);
 	case JAIL_OP_MASK:
 		/* Hide a /proc entry: /dev/null over files, an empty read-only
 		 * directory over directories (what Docker and runc mask). */

@@ -246,6 +246,8 @@ build_root(struct jail_plan *plan, struct sync_chan *c)
 	}
 	for (int i = 0; i < plan->nops; i++) {
 		const struct jail_op *op = &plan->ops[i];
+		if (op->flags & JAIL_OPF_LATE)
+			continue; /* after SYNC_ATTACH (attach_workspace) */
 		rc = jail_op_do(op);
 		if (rc < 0 && !((op->flags & JAIL_OPF_OPTIONAL) && rc == -ENOENT)) {
 			/* the operation's index + 1, so the supervisor can name
@@ -270,6 +272,50 @@ build_root(struct jail_plan *plan, struct sync_chan *c)
 	/* 3d. Everything but the workspace, /tmp and /dev/shm read-only. */
 	if ((rc = jail_make_readonly("/", false)) < 0)
 		fail(c, JAIL_STEP_3D_ROOT_RO, -rc);
+}
+
+/* 6d-6e for pid 1 too: from here on it needs no privilege, so every
+ * command inherits empty capability sets and NoNewPrivs. */
+static void
+drop_privileges(const struct jail_plan *plan, struct sync_chan *c)
+{
+	int rc;
+	if ((rc = jail_drop_caps(plan->last_cap, true)) < 0)
+		fail(c, JAIL_STEP_6D_CAPS, -rc);
+	if (jail_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail(c, JAIL_STEP_6E_NNP, errno);
+}
+
+/* 3e. A vacant sandbox's workspace (SYNC_ATTACH): the detached tree the
+ * supervisor made (an idmapped clone of the host directory) moved onto
+ * /workspace, which the plan left empty; the plan's late operations (the
+ * protected paths), then the capabilities go as they would have at
+ * set-up, and SYNC_ATTACHED.  The root is read-only already: mounting
+ * over its directory writes nothing to it. */
+static void
+attach_workspace(struct jail_plan *plan, struct sync_chan *c, int tree)
+{
+	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) <
+	    0) {
+		jail_report_error(c, JAIL_STEP_3E_ATTACH, errno, 0);
+		_exit(125);
+	}
+	close(tree);
+	for (int i = 0; i < plan->nops; i++) {
+		const struct jail_op *op = &plan->ops[i];
+		if (!(op->flags & JAIL_OPF_LATE))
+			continue;
+		int rc = jail_op_do(op);
+		if (rc < 0) {
+			jail_report_error(c, JAIL_STEP_3E_ATTACH, -rc, i + 1);
+			_exit(125);
+		}
+	}
+	drop_privileges(plan, c);
+	plan->vacant = false;
+	struct sync_msg m = {.kind = SYNC_ATTACHED};
+	if (sync_send(c, &m, NULL, 0) < 0)
+		_exit(125);
 }
 
 /* Returns SYNC_READY_* bits of what is in force. */
@@ -307,14 +353,11 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 			fail(c, JAIL_STEP_5_PID1, errno);
 	}
 	join_cgroup(plan, c);
-	if (plan->container) {
-		/* 6d-6e for pid 1 too: from here on it needs no privilege, so
-		 * every command inherits empty capability sets and NoNewPrivs. */
-		if ((rc = jail_drop_caps(plan->last_cap, true)) < 0)
-			fail(c, JAIL_STEP_6D_CAPS, -rc);
-		if (jail_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-			fail(c, JAIL_STEP_6E_NNP, errno);
-	}
+	/* A vacant sandbox keeps CAP_SYS_ADMIN over its namespaces until its
+	 * workspace is attached (move_mount needs it); no command runs
+	 * before that (the protocol refuses EXEC in VACANT). */
+	if (plan->container && !plan->vacant)
+		drop_privileges(plan, c);
 	return in_force;
 }
 
@@ -458,6 +501,10 @@ end_command(struct pid1 *p, struct running *r, int status, const struct rusage *
 	r->pid = 0;
 	if (flags & SYNC_EXEC_LAST && p->plan->container)
 		_exit(0); /* the whole pid namespace goes with pid 1 */
+	/* A detached command's background processes live on until the
+	 * sandbox ends (sync.h, SYNC_EXEC_DETACH). */
+	if (flags & SYNC_EXEC_DETACH)
+		return;
 	/* What the command started ends with it: its process group, and at
 	 * the process level whatever it orphaned. */
 	kill(-pgid, SIGKILL);
@@ -527,6 +574,8 @@ on_sandbox_channel(struct pid1 *p)
 	}
 	if (m.kind == SYNC_EXEC)
 		start_command(p, &m, fds);
+	else if (m.kind == SYNC_ATTACH)
+		attach_workspace(p->plan, &p->sb, fds[0]);
 }
 
 static void
@@ -645,7 +694,10 @@ jail_pid1_main(struct jail_plan *plan)
 	if (sync_recv(&p.sb, &m, fds, &nfds, 0) < 0 || m.kind != SYNC_GO)
 		_exit(125);
 
-	struct sync_msg ready = {.kind = SYNC_READY, .status = setup(plan, &p.sb)};
+	/* a vacant sandbox says so instead: it waits for SYNC_ATTACH */
+	int in_force = setup(plan, &p.sb);
+	struct sync_msg ready = {.kind = plan->vacant ? SYNC_VACANT : SYNC_READY,
+				 .status = in_force};
 	if (sync_send(&p.sb, &ready, NULL, 0) < 0)
 		_exit(125);
 	serve(&p);

@@ -36,6 +36,7 @@ static const char *const step_names[JAIL_STEP_COUNT] = {
 	[JAIL_STEP_3B_MOUNTS] = "3b mounts",
 	[JAIL_STEP_3C_PIVOT] = "3c pivot_root",
 	[JAIL_STEP_3D_ROOT_RO] = "3d read-only root",
+	[JAIL_STEP_3E_ATTACH] = "3e attach the workspace",
 	[JAIL_STEP_4_NET] = "4 loopback",
 	[JAIL_STEP_4B_CGROUP] = "4b join cgroup",
 	[JAIL_STEP_5_PID1] = "5 pid 1",
@@ -65,7 +66,7 @@ jail_op_name(enum jail_op_kind kind)
 		[JAIL_OP_MKDIR] = "mkdir", [JAIL_OP_MKFILE] = "create", [JAIL_OP_SYMLINK] = "symlink",
 		[JAIL_OP_WRITE] = "write", [JAIL_OP_COPY] = "copy",	[JAIL_OP_BIND] = "bind",
 		[JAIL_OP_MOVE] = "move mount", [JAIL_OP_MOUNT] = "mount", [JAIL_OP_SETATTR] = "setattr",
-		[JAIL_OP_MASK] = "mask",
+		[JAIL_OP_MASK] = "mask", [JAIL_OP_PROTECT] = "protect",
 	};
 	return (unsigned)kind < WD_ARRAY_SIZE(names) ? names[kind] : "?";
 }
@@ -116,6 +117,7 @@ add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
 	op->kind = kind;
 	op->path = path;
 	op->fd = -1;
+	op->tree = -1;
 	return op;
 }
 
@@ -144,11 +146,49 @@ static const char *const etc_copies[] = {
 /* Directories bound read-only. */
 static const char *const etc_dirs[] = {"ssl/certs", "alternatives", "ca-certificates"};
 
-/* /tmp: a size-limited tmpfs, the jail's only scratch space. */
+/* The index of the provided tree at dst, or -1. */
+static int
+find_tree(const struct jail_config *cfg, const char *dst)
+{
+	for (size_t i = 0; i < cfg->ntrees; i++)
+		if (!strcmp(cfg->trees[i].dst, dst))
+			return (int)i;
+	return -1;
+}
+
+/* A provided tree (jail_config.trees[t]) at its place: a BIND the build
+ * turns into a MOVE of its own copy of the descriptor. */
+static struct jail_op *
+add_tree(struct jail_prep *p, const struct jail_config *cfg, int t)
+{
+	const char *R = p->plan.new_root;
+	char *dst = sdup(p, "%s%s", R, cfg->trees[t].dst);
+	for (char *c = dst + strlen(R) + 1; (c = strchr(c, '/')); c++) {
+		*c = '\0';
+		add_op(p, JAIL_OP_MKDIR, sdup(p, "%s", dst));
+		*c = '/';
+	}
+	add_op(p, JAIL_OP_MKDIR, dst);
+	struct jail_op *op = add_op(p, JAIL_OP_BIND, dst);
+	op->flags = JAIL_OPF_PROVIDED;
+	op->tree = t;
+	op->data = cfg->trees[t].what;
+	op->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	return op;
+}
+
+/* /tmp: a size-limited tmpfs, the jail's only scratch space; or a tree
+ * the caller provides (a directory of the sandbox's disk image, so --disk
+ * bounds it). */
 static int
 plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 {
 	const char *R = p->plan.new_root;
+	int t = find_tree(cfg, "/tmp");
+	if (t >= 0) {
+		add_tree(p, cfg, t);
+		return 0;
+	}
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/tmp", R));
 	struct jail_op *op = add_op(p, JAIL_OP_MOUNT, sdup(p, "%s/tmp", R));
 	op->src = "tmpfs";
@@ -171,6 +211,30 @@ add_host_bind(struct jail_prep *p, const char *what, const char *src, const char
 	op->attr = rw ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
 		      : MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	return op;
+}
+
+/* The home directory (a provided tree), then the protected paths of the
+ * workspace: each made read-only over itself by pid 1 where it exists
+ * (issue 9).  Why: `git status` on the host runs .git/config's
+ * core.fsmonitor and the .git/hooks scripts, direnv runs .envrc, editors run tasks
+ * from .vscode and .idea: a sandbox that can write them runs code on the
+ * host the next time its owner looks at the project.  A vacant sandbox
+ * (warm pool) does them after SYNC_ATTACH, in the view after pivot. */
+static void
+plan_home_protect(struct jail_prep *p, const struct jail_config *cfg)
+{
+	const char *R = p->plan.new_root;
+	int t = cfg->home ? find_tree(cfg, cfg->home) : -1;
+	if (t >= 0)
+		add_tree(p, cfg, t);
+	const char *ws = cfg->vacant ? "/workspace" : sdup(p, "%s/workspace", R);
+	for (size_t i = 0; i < cfg->nprotect; i++) {
+		struct jail_op *op = add_op(p, JAIL_OP_PROTECT, ws);
+		op->data = sdup(p, "%s", cfg->protect[i]);
+		op->src = sdup(p, "%s/%s", ws, cfg->protect[i]); /* the whole path, for views */
+		if (cfg->vacant)
+			op->flags |= JAIL_OPF_LATE;
+	}
 }
 
 static int
@@ -212,7 +276,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 
 	/* A curated /etc: synthetic identity files, a few copies, two dirs. */
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc", R));
-	const struct {
+	struct {
 		const char *name, *text;
 		size_t len;
 	} synth[] = {
@@ -223,6 +287,14 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		{"nsswitch.conf", nsswitch_text, sizeof(nsswitch_text) - 1},
 		{"hostname", hostname_text, sizeof(hostname_text) - 1},
 	};
+	if (cfg->home) {
+		/* the sandbox user's home is where HOME points */
+		synth[0].text = sdup(p, "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+					"sandbox:x:1000:1000:sandbox:%s:/bin/sh\n"
+					"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+				     cfg->home);
+		synth[0].len = strlen(synth[0].text);
+	}
 	for (size_t i = 0; i < WD_ARRAY_SIZE(synth); i++) {
 		op = add_op(p, JAIL_OP_WRITE, sdup(p, "%s/etc/%s", R, synth[i].name));
 		op->data = synth[i].text;
@@ -300,6 +372,12 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		const char *jdst = i == 0 ? "/workspace" : cfg->binds[i - 1].dst;
 		bool rw = i == 0 ? true : cfg->binds[i - 1].rw;
 		const char *what = i == 0 ? "workspace" : (rw ? "--bind" : "--ro-bind");
+		if (i == 0 && cfg->vacant) {
+			/* the workspace comes later, with SYNC_ATTACH: only its
+			 * mount point now */
+			add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/workspace", R));
+			continue;
+		}
 		if (i > 0) {
 			char resolved[PATH_MAX];
 			if ((rc = jail_safe_resolve(src, roots, nroots, resolved, err)) < 0) {
@@ -341,6 +419,12 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		 * one may land in it. */
 		if (i == 1 && (rc = plan_tmp(p, cfg, err)) < 0)
 			goto fail;
+		if (i == 0 && find_tree(cfg, "/workspace") >= 0) {
+			/* a cow overlay (or another tree) made by the caller */
+			op = add_tree(p, cfg, find_tree(cfg, "/workspace"));
+			op->flags |= JAIL_OPF_WORKSPACE;
+			continue;
+		}
 		/* mount points on the way to dst: mkdir -p on the tmpfs root */
 		char *dst = sdup(p, "%s%s", R, jdst);
 		for (char *c = dst + strlen(R) + 1; (c = strchr(c, '/')); c++) {
@@ -357,6 +441,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	}
 	if (cfg->nbinds == 0 && (rc = plan_tmp(p, cfg, err)) < 0)
 		return rc;
+	plan_home_protect(p, cfg);
 
 	/* /dev: a small tmpfs with the six harmless devices bound from the
 	 * host, a private devpts instance, shm, and the fd links. */
@@ -504,7 +589,7 @@ plan_env(struct jail_prep *p, const struct jail_config *cfg)
 	size_t ne = 0, cap = 6 + 16 + 4 + cfg->nenv + 1;
 	pl->envp = wd_xcalloc(cap, sizeof(char *));
 	keep(p, (char *)pl->envp);
-	const char *home = cfg->container ? "/workspace" : cfg->workspace;
+	const char *home = cfg->home ? cfg->home : cfg->container ? "/workspace" : cfg->workspace;
 	pl->envp[ne++] = sdup(p, "PATH=" JAIL_PATH);
 	pl->envp[ne++] = sdup(p, "HOME=%s", home);
 	pl->envp[ne++] = sdup(p, "LANG=C.UTF-8");
@@ -565,12 +650,14 @@ plan_landlock(struct jail_prep *p, const struct jail_config *cfg)
 	static const char *const dev_paths[] = {"/dev/null", "/dev/zero",   "/dev/full",
 						"/dev/tty",  "/dev/random", "/dev/urandom",
 						"/dev/pts",  NULL};
-	const char **rw = wd_xcalloc(cfg->nbinds + 5, sizeof(char *));
+	const char **rw = wd_xcalloc(cfg->nbinds + 6, sizeof(char *));
 	keep(p, (char *)rw);
 	size_t nrw = 0;
 	rw[nrw++] = cfg->container ? "/workspace" : sdup(p, "%s", cfg->workspace);
 	rw[nrw++] = "/tmp";
 	rw[nrw++] = "/dev/shm";
+	if (cfg->home && cfg->container)
+		rw[nrw++] = sdup(p, "%s", cfg->home);
 	for (size_t i = 0; i < cfg->nbinds; i++)
 		if (cfg->binds[i].rw)
 			rw[nrw++] = sdup(p, "%s", cfg->binds[i].dst);
@@ -607,6 +694,7 @@ jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd
 	pl->container = cfg->container;
 	pl->net_proxy = cfg->net_proxy;
 	pl->time_ns = cfg->container && cfg->time_ns;
+	pl->vacant = cfg->container && cfg->vacant;
 	pl->root_mode = geteuid() == 0;
 	pl->sync_fd = -1;
 	pl->devnull_fd = -1;
@@ -617,6 +705,12 @@ jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd
 	p->idmap = (struct jail_idmap){p->host_uid, p->host_gid, false};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(p->fds); i++)
 		p->fds[i] = -1;
+	if (cfg->ntrees > JAIL_MAX_TREES) {
+		rc = wd_err_set(err, WD_E_INVAL, "too many provided trees");
+		goto fail;
+	}
+	for (size_t i = 0; i < cfg->ntrees; i++)
+		p->trees[p->ntrees++] = cfg->trees[i].fd;
 
 	char lc[16];
 	pl->last_cap = 40;
@@ -760,6 +854,12 @@ jail_plan_text(const struct jail_prep *prep)
 		case JAIL_OP_BIND:
 		case JAIL_OP_MOVE:
 			/* a host source is a host path: shown as it is */
+			if (op->flags & JAIL_OPF_PROVIDED) {
+				fprintf(f, "bind %s (detached tree) on %s (", op->data, path);
+				attr_text(f, op->attr, op->flags);
+				fputs(")\n", f);
+				break;
+			}
 			fprintf(f, "bind %s%s on %s (", (op->flags & JAIL_OPF_HOSTPATH) ? "host " : "",
 				op->src ? ((op->flags & JAIL_OPF_HOSTPATH) ? op->src
 									   : jail_view(pl, op->src))
@@ -781,10 +881,16 @@ jail_plan_text(const struct jail_prep *prep)
 			fprintf(f, "mask %s with %s%s\n", path, jail_view(pl, op->src),
 				(op->flags & JAIL_OPF_OPTIONAL) ? " (if present)" : "");
 			break;
+		case JAIL_OP_PROTECT:
+			fprintf(f, "protect %s/%s read-only (if present)%s\n", path, op->data,
+				(op->flags & JAIL_OPF_LATE) ? " after the workspace is attached" : "");
+			break;
 		}
 	}
 	if (pl->container)
 		fprintf(f, "pivot_root to the new root; / read-only\n");
+	if (pl->vacant)
+		fprintf(f, "/workspace empty until a workspace is attached (warm pool)\n");
 	fprintf(f, "cwd %s\n", pl->cwd ? pl->cwd : "");
 	for (size_t i = 0; pl->envp && pl->envp[i]; i++) {
 		size_t nl = strcspn(pl->envp[i], "=");

@@ -26,7 +26,8 @@ struct sync_rule {
 
 /* The protocol.  send_in and recv_in differ only for EXEC: the supervisor
  * may queue a command behind the set-up (it is in MAPPED or SETUP by its
- * own count), pid 1 reads it only when IDLE.  Every other message is
+ * own count) or behind a vacant sandbox's ATTACH (ATTACHING), pid 1 reads
+ * it only when IDLE.  Every other message is
  * legal in the same states at both ends. */
 /* clang-format off */
 static const struct sync_rule rules[SYNC__COUNT] = {
@@ -35,20 +36,23 @@ static const struct sync_rule rules[SYNC__COUNT] = {
 	[SYNC_NET_READY]   = {"net-ready",   FROM_PID1, ST(SYNC_S_MAPPED) | ST(SYNC_S_SETUP),
 					    ST(SYNC_S_MAPPED) | ST(SYNC_S_SETUP), 3, 3, STAY},
 	[SYNC_READY]       = {"ready",       FROM_PID1, ST(SYNC_S_SETUP),  ST(SYNC_S_SETUP),  0, 0, SYNC_S_IDLE},
-	[SYNC_ERROR]       = {"error",       FROM_PID1, ST(SYNC_S_CLONED) | ST(SYNC_S_MAPPED) | ST(SYNC_S_SETUP),
-					    ST(SYNC_S_CLONED) | ST(SYNC_S_MAPPED) | ST(SYNC_S_SETUP), 0, 0, SYNC_S_DEAD},
-	[SYNC_EXEC]        = {"exec",        FROM_SUP,  ST(SYNC_S_MAPPED) | ST(SYNC_S_SETUP) | ST(SYNC_S_IDLE),
+	[SYNC_ERROR]       = {"error",       FROM_PID1, ST(SYNC_S_CLONED) | ST(SYNC_S_MAPPED) | ST(SYNC_S_SETUP) | ST(SYNC_S_ATTACHING),
+					    ST(SYNC_S_CLONED) | ST(SYNC_S_MAPPED) | ST(SYNC_S_SETUP) | ST(SYNC_S_ATTACHING), 0, 0, SYNC_S_DEAD},
+	[SYNC_EXEC]        = {"exec",        FROM_SUP,  ST(SYNC_S_MAPPED) | ST(SYNC_S_SETUP) | ST(SYNC_S_IDLE) | ST(SYNC_S_ATTACHING),
 					    ST(SYNC_S_IDLE), SYNC_EXEC_NFDS, SYNC_EXEC_NFDS, STAY},
 	[SYNC_EXEC_FAILED] = {"exec-failed", FROM_CMD,  ST(SYNC_S_SENT),   ST(SYNC_S_SENT),   0, 0, STAY},
 	[SYNC_KILL]        = {"kill",        FROM_SUP,  ST(SYNC_S_SENT),   ST(SYNC_S_SENT),   0, 0, STAY},
 	[SYNC_EXIT]        = {"exit",        FROM_PID1, ST(SYNC_S_SENT),   ST(SYNC_S_SENT),   0, 0, SYNC_S_DONE},
+	[SYNC_VACANT]      = {"vacant",      FROM_PID1, ST(SYNC_S_SETUP),  ST(SYNC_S_SETUP),  0, 0, SYNC_S_VACANT},
+	[SYNC_ATTACH]      = {"attach",      FROM_SUP,  ST(SYNC_S_VACANT), ST(SYNC_S_VACANT), 1, 1, SYNC_S_ATTACHING},
+	[SYNC_ATTACHED]    = {"attached",    FROM_PID1, ST(SYNC_S_ATTACHING), ST(SYNC_S_ATTACHING), 0, 0, SYNC_S_IDLE},
 };
 /* clang-format on */
 
 static const char *const state_names[SYNC_S__COUNT] = {
 	[SYNC_S_CLONED] = "cloned", [SYNC_S_MAPPED] = "mapped", [SYNC_S_SETUP] = "setup",
 	[SYNC_S_IDLE] = "idle",	    [SYNC_S_DEAD] = "dead",	[SYNC_S_SENT] = "sent",
-	[SYNC_S_DONE] = "done",
+	[SYNC_S_DONE] = "done",	    [SYNC_S_VACANT] = "vacant", [SYNC_S_ATTACHING] = "attaching",
 };
 
 const char *

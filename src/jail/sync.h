@@ -27,6 +27,22 @@
  *     SETUP  --ERROR (p>s)--> DEAD                       a step failed
  *     IDLE   --EXEC (s>p, 5 fds)--> IDLE                 may repeat
  *
+ *   A vacant sandbox (the warm pool's: its plan says vacant) is built
+ *   without a workspace and is told its workspace once, before any command:
+ *
+ *     SETUP  --VACANT (p>s)--> VACANT                    built, /workspace empty;
+ *                                                        pid 1 still holds its
+ *                                                        capabilities
+ *     VACANT --ATTACH (s>p, 1 fd)--> ATTACHING           a detached tree: pid 1
+ *                                                        moves it to /workspace,
+ *                                                        protects paths in it,
+ *                                                        drops its capabilities
+ *     ATTACHING --ATTACHED (p>s)--> IDLE
+ *     ATTACHING --ERROR (p>s)--> DEAD                    the attach failed
+ *
+ *   EXEC may be sent behind ATTACH (the pool pipelines its one command):
+ *   legal to send in ATTACHING, read by pid 1 only once it is IDLE.
+ *
  *   s>p: supervisor to pid 1; p>s: pid 1 to supervisor.  The supervisor may
  *   queue EXEC before READY arrives (a one-shot run pipelines its only
  *   command behind the set-up): pid 1 reads it only once it is IDLE, so
@@ -39,6 +55,11 @@
  *     SENT --EXIT (p>s)--> DONE                          its wait status, usage
  *
  *   x>s: the command's own process before execve, on its inherited copy.
+ *
+ *   SYNC_EXEC_DETACH (a session's `warden exec --detach`): when the
+ *   command's own process ends, pid 1 reports EXIT as usual but leaves its
+ *   process group alone: what it started in the background (a dev server)
+ *   lives until the sandbox ends.  Without the flag the group is killed.
  *
  * Nothing here allocates or formats: both sides use it, the child side
  * after clone(). */
@@ -58,6 +79,9 @@ enum sync_kind {
 	SYNC_EXEC_FAILED, /* a step of the command's set-up or execve failed */
 	SYNC_KILL,       /* signal the command's process group (status: signal) */
 	SYNC_EXIT,       /* the command ended: wait status and usage */
+	SYNC_VACANT,     /* the jail is built without a workspace (warm pool) */
+	SYNC_ATTACH,     /* the workspace: a detached mount tree for /workspace */
+	SYNC_ATTACHED,   /* the workspace is in place: commands may run */
 	SYNC__COUNT
 };
 
@@ -68,6 +92,8 @@ enum sync_state {
 	SYNC_S_SETUP,
 	SYNC_S_IDLE,
 	SYNC_S_DEAD,
+	SYNC_S_VACANT,
+	SYNC_S_ATTACHING,
 	/* exec channel */
 	SYNC_S_SENT,
 	SYNC_S_DONE,
@@ -86,6 +112,7 @@ enum sync_role {
 
 /* SYNC_EXEC flags */
 #define SYNC_EXEC_LAST 0x1u   /* pid 1 exits once this command has ended */
+#define SYNC_EXEC_DETACH 0x2u /* at its end, its process group is left running */
 
 /* Descriptor slots of SYNC_EXEC, in order. */
 enum { SYNC_FD_STDIN, SYNC_FD_STDOUT, SYNC_FD_STDERR, SYNC_FD_PLAN, SYNC_FD_CHANNEL, SYNC_EXEC_NFDS };

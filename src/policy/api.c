@@ -147,6 +147,8 @@ wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out)
 	out->nallow_ports = n->nports;
 	out->tls_intercept = n->tls_intercept;
 	out->upstream_ca = n->upstream_ca;
+	out->protect = (const char *const *)p->cfg->wprotect.v;
+	out->nprotect = p->cfg->wprotect.n;
 	out->secrets = p->secrets;
 	out->nsecrets = p->cfg->nsecrets;
 }

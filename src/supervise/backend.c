@@ -30,6 +30,7 @@ static const struct backend_ops container_ops = {
 	.describe = local_describe,
 	.destroy = local_destroy,
 	.plan_text = local_plan_text,
+	.attach = local_attach,
 };
 
 static const struct backend_ops process_ops = {

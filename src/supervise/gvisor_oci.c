@@ -129,6 +129,31 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			add_mount(g, (struct gv_mount){jp, "bind", src, "bind,ro", -1, true});
 			break;
 		}
+		case JAIL_OP_PROTECT: {
+			/* a protected path of the workspace (issue 9): the host
+			 * entry bound read-only over itself, when it is there
+			 * and is no symbolic link (which no mount can cover) */
+			struct stat st;
+			char *src = wd_xasprintf("%s/%s", sb->spec->workspace ? sb->spec->workspace
+									  : ".",
+						 op->data);
+			if (lstat(src, &st) < 0) {
+				free(src);
+				break;
+			}
+			if (S_ISLNK(st.st_mode)) {
+				free(src);
+				return wd_err_set(err, WD_E_INVAL,
+						  "protected path %s is a symbolic link, which cannot "
+						  "be made read-only",
+						  op->data);
+			}
+			add_mount(g, (struct gv_mount){jail_path(pl, op->src), "bind", src,
+						       bind_options(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+								    MOUNT_ATTR_NODEV),
+						       -1, !S_ISDIR(st.st_mode)});
+			break;
+		}
 		case JAIL_OP_MKDIR:
 		case JAIL_OP_MKFILE:
 		case JAIL_OP_SYMLINK:
@@ -205,6 +230,7 @@ rootfs_op(const struct jail_op *op, const char *path)
 	case JAIL_OP_MOUNT:
 	case JAIL_OP_SETATTR:
 	case JAIL_OP_MASK:
+	case JAIL_OP_PROTECT:
 		return 0;
 	}
 	return 0;

@@ -10,6 +10,7 @@
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 #include "net/net.h"
+#include "workspace/workspace.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -90,6 +91,26 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	const char *ws = spec->workspace;
 	if (!ws)
 		ws = cwd = getcwd(NULL, 0);
+	/* trees workspace/ made for this sandbox: a cow overlay, the home and
+	 * /tmp of its disk (issue 9) */
+	struct jail_tree trees[3];
+	size_t ntrees = 0;
+	if (spec->tree_ws >= 0)
+		trees[ntrees++] = (struct jail_tree){"/workspace", spec->tree_ws, "cow workspace"};
+	if (spec->tree_home >= 0)
+		trees[ntrees++] = (struct jail_tree){"/home/sandbox", spec->tree_home,
+						     "home (sandbox disk)"};
+	if (spec->tree_tmp >= 0)
+		trees[ntrees++] = (struct jail_tree){"/tmp", spec->tree_tmp, "/tmp (sandbox disk)"};
+	/* protected paths: warden's, then the spec's (and the policy's) */
+	size_t nd = 0;
+	while (ws_default_protect[nd])
+		nd++;
+	const char **protect = wd_xcalloc(nd + spec->nprotect + 1, sizeof(char *));
+	for (size_t i = 0; i < nd; i++)
+		protect[i] = ws_default_protect[i];
+	for (size_t i = 0; i < spec->nprotect; i++)
+		protect[nd + i] = spec->protect[i];
 	struct jail_config cfg = {
 		.container = container,
 		.workspace = ws ? ws : ".",
@@ -107,9 +128,16 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		.ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
 		.time_ns = time_ns,
 		.reproducible = spec->reproducible,
+		.trees = trees,
+		.ntrees = ntrees,
+		.home = spec->tree_home >= 0 ? "/home/sandbox" : NULL,
+		.protect = protect,
+		.nprotect = container ? nd + spec->nprotect : 0,
+		.vacant = spec->vacant,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	free(binds);
+	free(protect);
 	free(env);
 	return rc;
 }
@@ -351,9 +379,15 @@ local_read_setup(struct sandbox *sb)
 			net_ready(sb, fds, nfds);
 			break;
 		case SYNC_READY:
+		case SYNC_VACANT:
 			sb->state = SB_READY;
+			sb->vacant = m.kind == SYNC_VACANT;
 			sb->time_ns_active = m.status & SYNC_READY_TIME_NS;
-			STEP("3-4 jail ready");
+			STEP(sb->vacant ? "3-4 jail ready, vacant" : "3-4 jail ready");
+			break;
+		case SYNC_ATTACHED:
+			sb->state = SB_READY;
+			STEP("3e workspace attached");
 			break;
 		case SYNC_ERROR:
 			sb->setup_step = m.step;
@@ -412,6 +446,32 @@ local_ready(struct sandbox *sb, struct wd_err *err)
 			pthread_mutex_unlock(&sb->lock);
 		}
 	}
+}
+
+/* SYNC_ATTACH: a vacant sandbox's workspace.  The sandbox goes back to
+ * SB_SPAWNED until SYNC_ATTACHED comes, so whoever waits (ready, or a
+ * command sent right behind: the sync table allows EXEC in ATTACHING)
+ * reads the answer, or the error, as it would a set-up's. */
+int
+local_attach(struct sandbox *sb, int tree_fd, struct wd_err *err)
+{
+	int rc;
+	pthread_mutex_lock(&sb->lock);
+	if (sb->state != SB_READY || !sb->vacant) {
+		pthread_mutex_unlock(&sb->lock);
+		return wd_err_set(err, WD_E_INVAL, "sandbox %s is not waiting for a workspace",
+				  sb->id);
+	}
+	struct sync_msg m = {.kind = SYNC_ATTACH};
+	rc = sync_send(&sb->chan, &m, &tree_fd, 1);
+	if (rc == 0) {
+		sb->vacant = false;
+		sb->state = SB_SPAWNED;
+	}
+	pthread_mutex_unlock(&sb->lock);
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "attach the workspace to sandbox %s", sb->id);
+	return 0;
 }
 
 /* ---- kill, destroy, describe ---- */

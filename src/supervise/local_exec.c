@@ -228,6 +228,13 @@ send_exec(struct xrun *r, struct wd_err *err)
 	if (x->stdin_fd >= 0 && isatty(x->stdin_fd) &&
 	    (rc = stdin_relay_open(&r->relay, x->stdin_fd, &relay_r, err)) < 0)
 		goto out;
+	if ((x->flags & SYNC_EXEC_DETACH) && !sb->prep->plan.container) {
+		/* the process level's monitor kills the orphans of every command
+		 * that ends: nothing could stay in the background */
+		wd_err_set(err, WD_E_UNSUPPORTED, "a detached command needs --isolation container");
+		rc = -ENOTSUP;
+		goto out;
+	}
 	if (!(cwd = sandbox_command_cwd(sb, x->cwd, err))) {
 		rc = -EINVAL;
 		goto out;
@@ -238,7 +245,11 @@ send_exec(struct xrun *r, struct wd_err *err)
 		goto out;
 	}
 	int in = relay_r >= 0 ? relay_r : x->stdin_fd >= 0 ? x->stdin_fd : sb->prep->plan.devnull_fd;
-	int fds[SYNC_EXEC_NFDS] = {in, outp[1], errp[1], plan, cp[1]};
+	/* a detached command writes its log itself: a pipe would outlive our
+	 * reading it (the drain grace) and break its writers with EPIPE */
+	bool logged = (x->flags & SYNC_EXEC_DETACH) && x->log_fd >= 0;
+	int fds[SYNC_EXEC_NFDS] = {in, logged ? x->log_fd : outp[1], logged ? x->log_fd : errp[1],
+				   plan, cp[1]};
 
 	pthread_mutex_lock(&sb->lock);
 	struct sync_msg m = {.kind = SYNC_EXEC, .flags = x->flags, .seq = ++sb->seq};

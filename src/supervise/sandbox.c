@@ -94,6 +94,17 @@ sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, stru
 	return sb->ops->exec(sb, x, out, err);
 }
 
+int
+sandbox_attach(struct sandbox *sb, int tree_fd, struct wd_err *err)
+{
+	if (!sb->ops->attach) {
+		wd_err_set(err, WD_E_UNSUPPORTED, "a workspace cannot be attached to a %s sandbox",
+			   sb->ops->name);
+		return -ENOTSUP;
+	}
+	return sb->ops->attach(sb, tree_fd, err);
+}
+
 void
 sandbox_cancel(struct sandbox *sb, int signo)
 {

@@ -14,6 +14,7 @@ wd_spec_new(void)
 	s->stream_fd[1] = s->stream_fd[2] = -1;
 	s->isolation = WD_ISOLATION_CONTAINER;
 	s->time_ns = true;
+	s->tree_ws = s->tree_home = s->tree_tmp = -1;
 	wd_spec_set_limits(s, NULL);
 	return s;
 }
@@ -43,6 +44,9 @@ wd_spec_free(wd_spec *s)
 	free(s->rules);
 	free(s->upstream_ca);
 	net_secrets_free(s->secrets);
+	for (size_t i = 0; i < s->nprotect; i++)
+		free(s->protect[i]);
+	free(s->protect);
 	free(s);
 }
 
@@ -77,6 +81,7 @@ spec_copy(const wd_spec *s)
 	/* one set of values in locked memory, however many copies: a copy
 	 * that changes it gets its own first (own_secrets) */
 	c->secrets = net_secrets_ref(s->secrets);
+	c->protect = copy_strv(s->protect, s->nprotect, false);
 	/* the rules were validated when added: rebuilding them cannot fail */
 	c->net_rules = NULL;
 	c->rules = NULL;
@@ -503,4 +508,58 @@ spec_plan_secrets(const wd_spec *s)
 		text = t;
 	}
 	return text;
+}
+
+/* ---- the workspace (issue 9) ---- */
+
+WD_API void
+wd_spec_set_workspace_mode(wd_spec *s, enum wd_workspace_mode mode)
+{
+	s->ws_mode = mode == WD_WORKSPACE_COW ? WD_WORKSPACE_COW : WD_WORKSPACE_DIRECT;
+}
+
+WD_API int
+wd_spec_set_disk(wd_spec *s, uint64_t bytes, struct wd_err *err)
+{
+	/* ext4 needs a few MiB for itself; below 32 MiB little is left */
+	if (bytes < (32ULL << 20) || bytes > (1ULL << 50))
+		return wd_err_set(err, WD_E_INVAL, "disk size must be from 32M to 1P");
+	s->disk_bytes = bytes;
+	return 0;
+}
+
+WD_API int
+wd_spec_add_protected(wd_spec *s, const char *path, struct wd_err *err)
+{
+	char *rel = spec_protect_path(path);
+	if (!rel)
+		return wd_err_set(err, WD_E_INVAL,
+				  "protected path '%s': give a path relative to the workspace, "
+				  "without . or ..",
+				  path ? path : "");
+	for (size_t i = 0; i < s->nprotect; i++)
+		if (!strcmp(s->protect[i], rel)) {
+			free(rel);
+			return 0;
+		}
+	s->protect = wd_xrealloc(s->protect, (s->nprotect + 1) * sizeof(char *));
+	s->protect[s->nprotect++] = rel;
+	return 0;
+}
+
+char *
+spec_protect_path(const char *p)
+{
+	/* relative, normal form: no empty, "." or ".." component */
+	if (!p || !p[0] || p[0] == '/' || strlen(p) >= 4096)
+		return NULL;
+	for (const char *c = p;;) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return NULL;
+		if (!c[n])
+			break;
+		c += n + 1;
+	}
+	return wd_xstrdup(p);
 }

@@ -77,6 +77,15 @@ struct wd_spec {
 	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
 	wd_event_fn event_fn; /* wd_spec_set_event_handler: network events as JSON */
 	void *event_data;
+	/* the workspace (issue 9) */
+	enum wd_workspace_mode ws_mode;
+	uint64_t disk_bytes;  /* --disk; 0: warden's default (1G) */
+	char **protect;       /* protected paths beyond the defaults */
+	size_t nprotect;
+	/* set by core for one sandbox, never by the caller: detached trees
+	 * from workspace/ (not owned; -1 none), and a vacant build */
+	int tree_ws, tree_home, tree_tmp;
+	bool vacant;
 };
 
 /* A deep copy (the sandbox keeps its own). */
@@ -84,6 +93,14 @@ wd_spec *spec_copy(const wd_spec *s);
 /* "/", /root, /var and the system trees (/etc, /usr, /proc, ...), which
  * must never be writable by a sandbox; real is a resolved path. */
 bool spec_is_system_dir(const char *real);
+/* The spec as JSON (what the caller set; a new jansson object) and back
+ * (through the public setters, so everything is checked again). */
+struct json_t;
+struct json_t *spec_to_json(const wd_spec *s);
+int spec_from_json(struct json_t *j, wd_spec **out, struct wd_err *err);
+/* A protected path in normal form (relative, no "", "." or ".."
+ * component): a new copy, or NULL when it is not one. */
+char *spec_protect_path(const char *p);
 
 /* The sandbox's base environment: the spec's variables and the secrets'
  * placeholders (issue 13), as a new NULL-terminated array of pointers
@@ -269,7 +286,10 @@ struct exec_req {
 	uint64_t output_limit;     /* 0: the spec's */
 	int stdin_fd;              /* -1: /dev/null */
 	int stream_fd[3];          /* [1], [2]: live copies, or -1 */
-	unsigned flags;            /* SYNC_EXEC_LAST: the sandbox ends with it */
+	unsigned flags;            /* SYNC_EXEC_LAST: the sandbox ends with it;
+				    * SYNC_EXEC_DETACH: a session's background command */
+	int log_fd;                /* with SYNC_EXEC_DETACH: its stdout and stderr (a
+				    * file), instead of the capture's pipes */
 	int cancel_fd;             /* readable: stop (the context's), or -1 */
 	const atomic_int *cancel_sig; /* the signal behind cancel_fd */
 	int cmd_cancel_fd;         /* this command's own: readable -> SIGKILL, or -1 */
@@ -324,6 +344,10 @@ struct backend_ops {
 	/* What the sandbox would be, as text, from a prepared sandbox that
 	 * was never started (`warden run --print-plan`): a new string. */
 	char *(*plan_text)(struct sandbox *sb);
+	/* A vacant sandbox (warm pool): hand it its workspace, a detached
+	 * tree (not owned), before its first command.  NULL: the level
+	 * cannot (sandbox_attach() says -ENOTSUP). */
+	int (*attach)(struct sandbox *sb, int tree_fd, struct wd_err *err);
 };
 
 const struct backend_ops *backend_for(enum wd_isolation level);
@@ -361,6 +385,7 @@ struct sandbox {
 	int setup_step, setup_errno, setup_op;
 	bool time_ns_active; /* pid 1 made the time namespace (SYNC_READY) */
 	bool reaped;
+	bool vacant; /* built without a workspace (SYNC_VACANT), not attached yet */
 
 	/* a backend's own state (gvisor.c), freed by its destroy */
 	void *priv;
@@ -380,6 +405,10 @@ int sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
 		 struct wd_err *err);
 void sandbox_cancel(struct sandbox *sb, int signo);
 void sandbox_free(struct sandbox *sb); /* destroys what is left first */
+/* A ready vacant sandbox's workspace (tree_fd not owned): sent to pid 1,
+ * which moves it into place; a command may be sent right behind it.
+ * -ENOTSUP at a level that cannot, -EINVAL when not vacant. */
+int sandbox_attach(struct sandbox *sb, int tree_fd, struct wd_err *err);
 /* Lifecycle event "sandbox.<what>" with an optional detail line. */
 void sandbox_event(struct sandbox *sb, const char *what, const char *detail);
 /* A new random 16-hex id. */
@@ -398,6 +427,7 @@ int local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
 	       struct wd_err *err);
 void local_kill(struct sandbox *sb);
 void local_destroy(struct sandbox *sb);
+int local_attach(struct sandbox *sb, int tree_fd, struct wd_err *err);
 /* Handle what pid 1 sent on the sandbox channel (under sb->lock). */
 void local_read_setup(struct sandbox *sb);
 /* The error a failed set-up reported, as err (returns -errno). */
@@ -416,6 +446,12 @@ char *local_plan_text(struct sandbox *sb);
 
 /* ---- the gvisor backend (gvisor*.c) ---- */
 extern const struct backend_ops gvisor_ops;
+
+/* A result across a process boundary (result_wire.c): every field by
+ * name into w; back from the object with the output windows apart. */
+void result_wire_write(struct jw *w, const wd_result *r);
+wd_result *result_wire_read(struct json_t *o, const char *out, size_t out_len, const char *err,
+			    size_t err_len);
 
 /* One JSON object for a proxy or DNS decision (compat: spec event handler). */
 char *result_net_event_json(const struct net_event *ev);

@@ -1,0 +1,164 @@
+/* cli/changes: warden diff, apply, discard (issue 9): a cow session's
+ * change set, shown, written into the real directory, or dropped. */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	OPT_STAT = 3000,
+	OPT_JSON,
+	OPT_NAMES,
+	OPT_HELP,
+};
+
+static const struct option opts[] = {
+    {"stat", no_argument, NULL, OPT_STAT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"name-status", no_argument, NULL, OPT_NAMES},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* SANDBOX [PATH...] with the options of sub (allowed: which of opts). */
+static int
+args(const char *sub, const char *usage, int argc, char **argv, unsigned allowed, unsigned *flags,
+     const char **ref, int *first)
+{
+	int c;
+	cli_json_errors(false);
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			cli_json_errors(true);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		if (c == OPT_HELP) {
+			fputs(usage, stdout);
+			return -1;
+		}
+		if (c == ':' || c == '?')
+			return cli_bad_option(sub, argc, argv, opts);
+		unsigned bit = c == OPT_STAT   ? WD_DIFF_STAT
+			       : c == OPT_JSON ? WD_DIFF_JSON
+					       : WD_DIFF_NAMES;
+		if (!(allowed & bit))
+			return cli_fail(sub, "unknown option %s (warden %s --help)",
+					cli_quote(argv[optind - 1]), sub);
+		*flags |= bit;
+	}
+	if ((*flags & WD_DIFF_JSON) && (*flags & (WD_DIFF_STAT | WD_DIFF_NAMES)))
+		return cli_fail(sub, "--json and --stat/--name-status are exclusive");
+	if (optind >= argc)
+		return cli_fail(sub, "no sandbox given (usage: warden %s SANDBOX [PATH...])", sub);
+	*ref = argv[optind];
+	*first = optind + 1;
+	return 0;
+}
+
+static int
+fail(const char *sub, wd_ctx *ctx, const struct wd_err *e)
+{
+	wd_ctx_free(ctx);
+	return cli_fail(sub, "%s", e->msg);
+}
+
+int
+cli_diff(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: warden diff SANDBOX [PATH...] [--stat | --json | --name-status]\n\n"
+	    "Show what a cow session changed in its workspace (or at or below PATHs): a line\n"
+	    "per file (added, modified, deleted, renamed, mode; links and directories too),\n"
+	    "then unified diffs, binary files named.  Conflicts (files the host changed\n"
+	    "since the session first saw them) and protected paths are marked.\n\n"
+	    "      --stat               git's diffstat instead of the diffs\n"
+	    "      --json               the file list: status, type, modes, sizes, SHA-256\n"
+	    "      --name-status        the lines only, no diffs\n";
+	unsigned flags = 0;
+	const char *ref;
+	int first, rc = args("diff", usage, argc, argv, WD_DIFF_STAT | WD_DIFF_JSON | WD_DIFF_NAMES,
+			     &flags, &ref, &first);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	char *out = NULL;
+	if (wd_ctx_new(&ctx, &e) < 0 ||
+	    wd_session_diff(ctx, ref, (const char *const *)(argv + first), (size_t)(argc - first),
+			    flags, &out, &e) < 0)
+		return fail("diff", ctx, &e);
+	fputs(out, stdout);
+	free(out);
+	wd_ctx_free(ctx);
+	return 0;
+}
+
+int
+cli_apply(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: warden apply SANDBOX [PATH...] [--json]\n\n"
+	    "Write a cow session's changes (or those at or below PATHs) into the real\n"
+	    "directory: each file atomically (a temporary file renamed over it), modes kept\n"
+	    "(set-id bits dropped).  A file the host changed since the session first saw it\n"
+	    "is a conflict, and a protected path (.git/hooks, .envrc, ...) is refused: then\n"
+	    "nothing at all is written (name the other PATHs to apply them).\n\n"
+	    "      --json               the report as JSON\n\n"
+	    "Exit status: 0 applied; 1 conflicts or protected paths, nothing applied;\n"
+	    "125 bad input or warden failed (nothing half-written).\n";
+	unsigned flags = 0;
+	const char *ref;
+	int first, rc = args("apply", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	char *rep = NULL;
+	if (wd_ctx_new(&ctx, &e) < 0)
+		return fail("apply", ctx, &e);
+	rc = wd_session_apply(ctx, ref, (const char *const *)(argv + first), (size_t)(argc - first),
+			      flags & WD_DIFF_JSON, &rep, &e);
+	if (rc < 0)
+		return fail("apply", ctx, &e);
+	if (rep)
+		fputs(rep, (flags & WD_DIFF_JSON) || rc == 0 ? stdout : stderr);
+	if ((flags & WD_DIFF_JSON) && rep && rep[0] && rep[strlen(rep) - 1] != '\n')
+		fputc('\n', stdout);
+	if (rc == 1 && !(flags & WD_DIFF_JSON))
+		fprintf(stderr, "warden: apply: nothing applied: conflicts or protected paths "
+				"(above); apply the other paths by naming them\n");
+	free(rep);
+	wd_ctx_free(ctx);
+	return rc;
+}
+
+int
+cli_discard(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: warden discard SANDBOX [PATH...] [--json]\n\n"
+	    "Drop a cow session's changes (or those at or below PATHs): the session sees the\n"
+	    "real directory's files again.  The real directory is not touched.\n";
+	unsigned flags = 0;
+	const char *ref;
+	int first, rc = args("discard", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	if (wd_ctx_new(&ctx, &e) < 0)
+		return fail("discard", ctx, &e);
+	rc = wd_session_discard(ctx, ref, (const char *const *)(argv + first),
+				(size_t)(argc - first), &e);
+	if (rc < 0)
+		return fail("discard", ctx, &e);
+	if (flags & WD_DIFF_JSON)
+		printf("{\"discarded\":%d}\n", rc);
+	else
+		fprintf(stderr, "warden: discard: %d change%s dropped\n", rc, rc == 1 ? "" : "s");
+	wd_ctx_free(ctx);
+	return 0;
+}

@@ -1,0 +1,775 @@
+/* core/monitor: a session's monitor (issue 9), the body of the
+ * warden-monitor program (as conmon is podman's).
+ *
+ * One per running session, detached from whoever started it (its own
+ * session and process group, stdio on /dev/null, its log in the session's
+ * monitor.log).  It holds everything the session's processes depend on:
+ * the sandbox (pid 1's channel), its cgroup keeper, its disk and overlay
+ * (detached mounts: their last descriptors are here).  So its death, even
+ * by SIGKILL, takes all of it along: pid 1 reads EOF and exits (the pid
+ * namespace dies with it), the keeper reads EOF and removes the cgroup,
+ * and the mounts and loop device go with their last descriptors.  Only
+ * files stay: the session is then "stopped" and can be started again.
+ *
+ * It serves the protocol of mproto.c, one thread per connection (commands
+ * run concurrently), and ends the session after idle_timeout_ms without a
+ * request (a background command started with --detach does not keep it
+ * alive: an idle session with a forgotten dev server is what the timeout
+ * is for). */
+#include "core/core.h"
+#include "util/json.h"
+#include "workspace/workspace.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+
+struct mon {
+	char root[4096];
+	char id[17];
+	int dirfd; /* sandboxes/<id> */
+	wd_ctx *ctx;
+	wd_spec *spec;
+	wd_sandbox *sb;
+	int lsock;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int active;   /* requests being served, detached commands included */
+	int detached; /* detached commands running */
+	int working;  /* requests that count as use (not info) being served */
+	unsigned seq; /* detached commands started */
+	uint64_t last_ns;
+	uint64_t idle_ns; /* 0: never */
+	bool stopping;
+	int wake[2]; /* the main loop's: stop now */
+	FILE *log;
+};
+
+static struct mon M;
+
+static void
+mon_log(int level, const char *func, const char *msg, void *data)
+{
+	static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
+	(void)data;
+	(void)func;
+	if (!M.log)
+		return;
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	fprintf(M.log, "%04d-%02d-%02dT%02d:%02d:%02dZ %s: %s\n", tm.tm_year + 1900, tm.tm_mon + 1,
+		tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, names[level & 3], msg);
+	fflush(M.log);
+}
+
+/* ---- replies ---- */
+
+static void
+reply_error(int conn, int code, const char *msg)
+{
+	struct jw w;
+	jw_init(&w, 0);
+	jw_obj_begin(&w);
+	jw_kbool(&w, "ok", false);
+	jw_kint(&w, "code", code);
+	jw_kstr(&w, "error", msg);
+	jw_obj_end(&w);
+	char *s = jw_steal(&w);
+	mp_send(conn, s, NULL, 0);
+	free(s);
+}
+
+static void
+reply_err(int conn, int rc, const struct wd_err *e)
+{
+	reply_error(conn, rc < 0 ? -rc : EIO, e->msg[0] ? e->msg : strerror(rc < 0 ? -rc : EIO));
+}
+
+/* {"ok":true, ...members} (members: JSON text without braces, or NULL)
+ * with a memfd of data if data is not NULL. */
+static void
+reply_ok(int conn, const char *members, const char *data, size_t len)
+{
+	char *s = wd_xasprintf("{\"ok\":true%s%s}", members ? "," : "", members ? members : "");
+	int fd = data ? mp_memfd("warden-reply", data, len) : -1;
+	mp_send(conn, s, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+	if (fd >= 0)
+		close(fd);
+	free(s);
+}
+
+/* ---- requests ---- */
+
+static char **
+strv(json_t *a)
+{
+	if (!json_is_array(a))
+		return NULL;
+	char **v = wd_xcalloc(json_array_size(a) + 1, sizeof(char *));
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		const char *s = json_string_value(json_array_get(a, i));
+		v[i] = wd_xstrdup(s ? s : "");
+	}
+	return v;
+}
+
+static void
+strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static uint64_t
+ju(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v)
+							       : 0;
+}
+
+/* Build the command of an exec or detach request.  fds: stdin, stdout,
+ * stderr as the request's flags say which came. */
+static int
+exec_req_of(json_t *q, char ***argv, char ***env, struct exec_req *x, struct wd_err *err)
+{
+	*argv = strv(json_object_get(q, "argv"));
+	*env = strv(json_object_get(q, "env"));
+	if (!*argv || !(*argv)[0] || !(*argv)[0][0])
+		return wd_err_set(err, WD_E_INVAL, "no program given");
+	memset(x, 0, sizeof(*x));
+	x->argv = (const char *const *)*argv;
+	x->env = *env && (*env)[0] ? (const char *const *)*env : NULL;
+	x->cwd = json_string_value(json_object_get(q, "cwd"));
+	x->timeout_ms = ju(q, "timeout_ms");
+	x->output_limit = ju(q, "output_limit");
+	x->stdin_fd = -1;
+	x->stream_fd[0] = x->stream_fd[1] = x->stream_fd[2] = -1;
+	x->log_fd = -1;
+	x->cancel_fd = -1;
+	x->cmd_cancel_fd = -1;
+	return 0;
+}
+
+static void
+do_exec(int conn, json_t *q, int *fds, int nfds)
+{
+	struct wd_err e = {0};
+	char **argv = NULL, **env = NULL;
+	struct exec_req x;
+	int rc = exec_req_of(q, &argv, &env, &x, &e);
+	/* the client's stdio, in order, as far as it sent them */
+	int k = 0;
+	if (json_is_true(json_object_get(q, "stdin")) && k < nfds)
+		x.stdin_fd = fds[k++];
+	if (json_is_true(json_object_get(q, "stdout")) && k < nfds)
+		x.stream_fd[1] = fds[k++];
+	if (json_is_true(json_object_get(q, "stderr")) && k < nfds)
+		x.stream_fd[2] = fds[k++];
+	/* a cancellation: the client's record, or its end (readable
+	 * either way); the signal is read after */
+	atomic_int sig;
+	atomic_init(&sig, 0);
+	x.cancel_fd = conn;
+	x.cancel_sig = &sig;
+	struct gate g = {.require = (unsigned)ju(q, "require")};
+	wd_result *r = NULL;
+	if (rc == 0)
+		rc = gate_require(&g, M.sb->sb, &e);
+	if (rc == 0)
+		rc = sandbox_exec(M.sb->sb, &x, &r, &e);
+	if (rc < 0) {
+		reply_err(conn, rc, &e);
+	} else {
+		/* a cancel record says which signal the client wanted */
+		char *c = NULL;
+		int cf[MP_MAX_FDS], cn = 0;
+		if (mp_recv(conn, &c, cf, &cn, 0) == 0) {
+			json_t *cj = json_loads(c, 0, NULL);
+			int s = (int)json_integer_value(json_object_get(cj, "signal"));
+			if (s > 0 && s < 65 && r->signal == SIGKILL && !r->timed_out) {
+				r->signal = s;
+				r->status = 128 + s;
+			}
+			json_decref(cj);
+			for (int i = 0; i < cn; i++)
+				close(cf[i]);
+		}
+		free(c);
+		struct jw w;
+		jw_init(&w, 0);
+		result_wire_write(&w, r);
+		char *obj = jw_steal(&w);
+		char *members = wd_xasprintf("\"result\":%s", obj);
+		free(obj);
+		/* the windows, out then err, raw */
+		size_t l1 = r->out_len[1], l2 = r->out_len[2];
+		char *data = wd_xmalloc(l1 + l2 + 1);
+		if (l1)
+			memcpy(data, r->out[1], l1);
+		if (l2)
+			memcpy(data + l1, r->out[2], l2);
+		reply_ok(conn, members, data, l1 + l2);
+		free(data);
+		free(members);
+		wd_result_free(r);
+	}
+	strv_free(argv);
+	strv_free(env);
+}
+
+/* ---- detached commands ---- */
+
+struct detached {
+	char **argv, **env;
+	struct exec_req x;
+	unsigned seq;
+	bool done;
+	int status;
+};
+
+static void
+detached_free(struct detached *d)
+{
+	strv_free(d->argv);
+	strv_free(d->env);
+	if (d->x.log_fd >= 0)
+		close(d->x.log_fd);
+	free(d);
+}
+
+static void *
+detached_thread(void *arg)
+{
+	struct detached *d = arg;
+	struct wd_err e = {0};
+	wd_result *r = NULL;
+	CTX_ENTER(M.ctx);
+	int rc = sandbox_exec(M.sb->sb, &d->x, &r, &e);
+	if (rc < 0)
+		wd_log(WD_LOG_WARN, "detached command %u: %s", d->seq, e.msg);
+	else
+		wd_log(WD_LOG_INFO, "detached command %u ended: status %d", d->seq,
+		       wd_result_status(r));
+	CTX_LEAVE();
+	pthread_mutex_lock(&M.lock);
+	d->done = true;
+	d->status = rc < 0 ? -1 : wd_result_status(r);
+	M.detached--;
+	M.active--;
+	pthread_cond_broadcast(&M.cond);
+	bool owner_gone = d->seq == 0; /* the request gave up waiting: ours to free */
+	pthread_mutex_unlock(&M.lock);
+	wd_result_free(r);
+	if (owner_gone)
+		detached_free(d);
+	return NULL;
+}
+
+/* The command's stdout and stderr: ~/.warden/detached-N.log on the
+ * session's disk (bounded by --disk, readable in the sandbox), else
+ * /dev/null. */
+static int
+detached_log(unsigned seq)
+{
+	struct ws *w = M.sb->box ? M.sb->box->ws : NULL;
+	if (!w || w->disk < 0)
+		return open("/dev/null", O_WRONLY | O_CLOEXEC);
+	wd_autoclose int home = ws_open_beneath(w->disk, "home", O_RDONLY | O_DIRECTORY);
+	if (home < 0)
+		return -1;
+	if (mkdirat(home, ".warden", 0755) == 0)
+		(void)!fchownat(home, ".warden", w->uid, w->gid, AT_SYMLINK_NOFOLLOW);
+	wd_autoclose int dir = ws_open_beneath(home, ".warden", O_RDONLY | O_DIRECTORY);
+	if (dir < 0)
+		return -1;
+	char name[48];
+	snprintf(name, sizeof(name), "detached-%u.log", seq);
+	int fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+			0644);
+	if (fd >= 0)
+		(void)!fchown(fd, w->uid, w->gid);
+	return fd;
+}
+
+static void
+do_detach(int conn, json_t *q)
+{
+	struct wd_err e = {0};
+	struct detached *d = wd_xcalloc(1, sizeof(*d));
+	int rc = exec_req_of(q, &d->argv, &d->env, &d->x, &e);
+	if (rc < 0) {
+		reply_err(conn, rc, &e);
+		detached_free(d);
+		return;
+	}
+	pthread_mutex_lock(&M.lock);
+	d->seq = ++M.seq;
+	pthread_mutex_unlock(&M.lock);
+	d->x.flags = SYNC_EXEC_DETACH;
+	/* until the session ends: 20 days is the most one epoll wait can say */
+	d->x.timeout_ms = 20ULL * 86400 * 1000;
+	d->x.log_fd = detached_log(d->seq);
+	pthread_t t;
+	pthread_mutex_lock(&M.lock);
+	M.detached++;
+	M.active++;
+	pthread_mutex_unlock(&M.lock);
+	if (pthread_create(&t, NULL, detached_thread, d) != 0) {
+		pthread_mutex_lock(&M.lock);
+		M.detached--;
+		M.active--;
+		pthread_mutex_unlock(&M.lock);
+		reply_error(conn, EAGAIN, "cannot start a thread for the detached command");
+		detached_free(d);
+		return;
+	}
+	pthread_detach(t);
+	/* a moment for a command that fails at once (not found) to say so */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 150 * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&M.lock);
+	while (!d->done && pthread_cond_timedwait(&M.cond, &M.lock, &until) == 0)
+		;
+	bool done = d->done;
+	int status = d->status;
+	unsigned seq = d->seq;
+	if (!done)
+		d->seq = 0; /* the thread frees it */
+	pthread_mutex_unlock(&M.lock);
+	char *m = done ? wd_xasprintf("\"seq\":%u,\"running\":false,\"status\":%d", seq, status)
+		       : wd_xasprintf("\"seq\":%u,\"running\":true", seq);
+	reply_ok(conn, m, NULL, 0);
+	free(m);
+	if (done)
+		detached_free(d);
+}
+
+/* ---- the rest ---- */
+
+static const char **
+paths_of(json_t *q, size_t *n)
+{
+	json_t *a = json_object_get(q, "paths");
+	*n = json_is_array(a) ? json_array_size(a) : 0;
+	const char **p = wd_xcalloc(*n + 1, sizeof(char *));
+	for (size_t i = 0; i < *n; i++)
+		p[i] = json_string_value(json_array_get(a, i));
+	for (size_t i = 0; i < *n; i++)
+		if (!p[i])
+			p[i] = "";
+	return p;
+}
+
+static void
+do_changes(int conn, const char *op, json_t *q)
+{
+	struct wd_err e = {0};
+	size_t np;
+	const char **paths = paths_of(q, &np);
+	char *out = NULL;
+	int rc;
+	if (!M.sb->box || !M.sb->box->cow) {
+		rc = wd_err_set(&e, WD_E_INVAL,
+				"sandbox %s has a direct workspace: what it wrote is on the host "
+				"already",
+				M.id);
+	} else if (!strcmp(op, "diff")) {
+		rc = box_diff(M.sb->box, paths, np, (unsigned)ju(q, "flags"), &out, &e);
+		if (rc == 0)
+			reply_ok(conn, NULL, out, strlen(out));
+	} else if (!strcmp(op, "apply")) {
+		rc = box_apply(M.sb->box, paths, np, json_is_true(json_object_get(q, "json")), &out,
+			       &e);
+		if (rc >= 0) {
+			char *m = wd_xasprintf("\"status\":%d", rc);
+			reply_ok(conn, m, out ? out : "", out ? strlen(out) : 0);
+			free(m);
+		}
+	} else {
+		rc = box_discard(M.sb->box, paths, np, true, &e);
+		if (rc >= 0) {
+			char *m = wd_xasprintf("\"dropped\":%d", rc);
+			reply_ok(conn, m, NULL, 0);
+			free(m);
+		}
+	}
+	if (rc < 0)
+		reply_err(conn, rc, &e);
+	free(out);
+	free(paths);
+}
+
+static void
+do_info(int conn)
+{
+	pthread_mutex_lock(&M.lock);
+	uint64_t idle = (wd_now_ns() - M.last_ns) / 1000000;
+	char *m = wd_xasprintf("\"id\":\"%s\",\"pid\":%d,\"running\":%d,\"detached\":%d,"
+			       "\"idle_ms\":%llu,\"idle_timeout_ms\":%llu",
+			       M.id, (int)getpid(), M.active - M.detached - 1, M.detached,
+			       (unsigned long long)idle, (unsigned long long)(M.idle_ns / 1000000));
+	pthread_mutex_unlock(&M.lock);
+	reply_ok(conn, m, NULL, 0);
+	free(m);
+}
+
+static void
+do_snapshot(int conn, json_t *q)
+{
+	struct wd_err e = {0};
+	const char *tag = json_string_value(json_object_get(q, "tag"));
+	int disk = M.sb->box && M.sb->box->ws ? M.sb->box->ws->disk : -1;
+	int rc = tag ? session_snapshot_copy(M.dirfd, tag, disk, &e)
+		     : wd_err_set(&e, WD_E_INVAL, "no tag");
+	if (rc < 0)
+		reply_err(conn, rc, &e);
+	else
+		reply_ok(conn, NULL, NULL, 0);
+}
+
+/* Record the session's state in meta.json (running, stopped). */
+static void
+set_state(const char *state)
+{
+	json_t *meta = NULL;
+	if (ws_meta_read(M.dirfd, &meta, NULL) < 0)
+		return;
+	json_object_set_new(meta, "state", json_string(state));
+	if (!strcmp(state, "running")) {
+		json_object_set_new(meta, "monitor_pid", json_integer(getpid()));
+		json_object_set_new(meta, "started", json_integer((json_int_t)time(NULL)));
+	} else {
+		json_object_del(meta, "monitor_pid");
+		json_object_set_new(meta, "stopped", json_integer((json_int_t)time(NULL)));
+	}
+	ws_meta_write(M.dirfd, meta, NULL);
+	json_decref(meta);
+}
+
+/* End the session: every command (they reply with their results), the
+ * sandbox, its layers; then the record says stopped.  Called once. */
+static void
+teardown(const char *why, int self)
+{
+	wd_log(WD_LOG_INFO, "stopping: %s", why);
+	pthread_mutex_lock(&M.lock);
+	M.stopping = true;
+	pthread_mutex_unlock(&M.lock);
+	wd_sandbox_cancel(M.sb, SIGKILL);
+	/* wait for the other requests and the detached commands */
+	pthread_mutex_lock(&M.lock);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	while (M.active > self && pthread_cond_timedwait(&M.cond, &M.lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&M.lock);
+	wd_sandbox_destroy(M.sb);
+	M.sb = NULL;
+	unlinkat(M.dirfd, "monitor.sock", 0);
+	set_state("stopped");
+}
+
+struct conn_arg {
+	int fd;
+};
+
+static void *
+conn_thread(void *arg)
+{
+	struct conn_arg *ca = arg;
+	int conn = ca->fd;
+	free(ca);
+	CTX_ENTER(M.ctx);
+	char *text = NULL;
+	int fds[MP_MAX_FDS], nfds = 0;
+	json_t *q = NULL;
+	bool activity = false;
+	if (mp_recv(conn, &text, fds, &nfds, 5000) < 0)
+		goto out;
+	q = json_loads(text, 0, NULL);
+	const char *op = json_string_value(json_object_get(q, "op"));
+	/* what keeps a session from its idle timeout: anything but a look at
+	 * it (warden ls asks every running session for its info) */
+	activity = op && strcmp(op, "info") != 0;
+	if (activity) {
+		pthread_mutex_lock(&M.lock);
+		M.working++;
+		pthread_mutex_unlock(&M.lock);
+	}
+	pthread_mutex_lock(&M.lock);
+	bool stopping = M.stopping;
+	pthread_mutex_unlock(&M.lock);
+	if (!op) {
+		reply_error(conn, EINVAL, "bad request");
+	} else if (stopping) {
+		reply_error(conn, ESRCH, "the session is stopping");
+	} else if (!strcmp(op, "exec")) {
+		do_exec(conn, q, fds, nfds);
+	} else if (!strcmp(op, "detach")) {
+		do_detach(conn, q);
+	} else if (!strcmp(op, "info")) {
+		do_info(conn);
+	} else if (!strcmp(op, "diff") || !strcmp(op, "apply") || !strcmp(op, "discard")) {
+		do_changes(conn, op, q);
+	} else if (!strcmp(op, "snapshot")) {
+		do_snapshot(conn, q);
+	} else if (!strcmp(op, "stop")) {
+		teardown("asked to", 1);
+		CTX_LEAVE();
+		wd_ctx_free(M.ctx); /* the keeper's goodbye */
+		reply_ok(conn, NULL, NULL, 0);
+		_exit(0);
+	} else {
+		reply_error(conn, EINVAL, "unknown request");
+	}
+out:
+	json_decref(q);
+	free(text);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	close(conn);
+	pthread_mutex_lock(&M.lock);
+	if (activity) {
+		M.last_ns = wd_now_ns();
+		M.working--;
+	}
+	M.active--;
+	pthread_cond_broadcast(&M.cond);
+	pthread_mutex_unlock(&M.lock);
+	CTX_LEAVE();
+	return NULL;
+}
+
+/* Only our own user (or root) may talk to us: the directory's 0700 says
+ * so already; the peer's credentials say it again, whatever the
+ * directory's mode became. */
+static bool
+peer_ok(int conn)
+{
+	struct ucred uc;
+	socklen_t l = sizeof(uc);
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0)
+		return false;
+	return uc.uid == geteuid() || uc.uid == 0;
+}
+
+static int
+listen_socket(struct wd_err *err)
+{
+	unlinkat(M.dirfd, "monitor.sock", 0);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return wd_err_sys(err, errno, "socket");
+	/* through the directory's descriptor: the state directory's path may
+	 * be longer than sun_path's 108 bytes */
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/monitor.sock", M.dirfd);
+	mode_t old = umask(0177);
+	int rc = bind(s, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (rc < 0 || listen(s, 128) < 0) {
+		rc = wd_err_sys(err, errno, "listen on monitor.sock");
+		close(s);
+		return rc;
+	}
+	return s;
+}
+
+static void
+serve(void)
+{
+	for (;;) {
+		int timeout = -1;
+		if (M.idle_ns) {
+			pthread_mutex_lock(&M.lock);
+			uint64_t now = wd_now_ns(), due = M.last_ns + M.idle_ns;
+			bool busy = M.working > 0;
+			pthread_mutex_unlock(&M.lock);
+			if (!busy && now >= due) {
+				teardown("idle timeout", 0);
+				return;
+			}
+			timeout = busy ? 1000 : (int)((due - now) / 1000000 + 1);
+			if (timeout > 60000)
+				timeout = 60000;
+		}
+		struct pollfd p[2] = {{.fd = M.lsock, .events = POLLIN},
+				      {.fd = M.wake[0], .events = POLLIN}};
+		int n = poll(p, 2, timeout);
+		if (n < 0 && errno != EINTR)
+			return;
+		if (n > 0 && p[1].revents) {
+			teardown("signalled", 0);
+			return;
+		}
+		if (n <= 0 || !(p[0].revents & POLLIN))
+			continue;
+		int conn = accept4(M.lsock, NULL, NULL, SOCK_CLOEXEC);
+		if (conn < 0)
+			continue;
+		if (!peer_ok(conn)) {
+			wd_log(WD_LOG_WARN, "refused a connection from another user");
+			close(conn);
+			continue;
+		}
+		struct conn_arg *ca = wd_xmalloc(sizeof(*ca));
+		ca->fd = conn;
+		pthread_mutex_lock(&M.lock);
+		M.active++;
+		pthread_mutex_unlock(&M.lock);
+		pthread_t t;
+		if (pthread_create(&t, NULL, conn_thread, ca) != 0) {
+			close(conn);
+			free(ca);
+			pthread_mutex_lock(&M.lock);
+			M.active--;
+			pthread_mutex_unlock(&M.lock);
+			continue;
+		}
+		pthread_detach(t);
+	}
+}
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	(void)!write(M.wake[1], "x", 1);
+}
+
+/* The readiness pipe: "ok", or "error CODE MESSAGE". */
+static void
+ready(int fd, int rc, const struct wd_err *e)
+{
+	char buf[400];
+	int n = rc == 0 ? snprintf(buf, sizeof(buf), "ok\n")
+			: snprintf(buf, sizeof(buf), "error %d %s\n", -rc, e->msg);
+	(void)!write(fd, buf, (size_t)n);
+	close(fd);
+}
+
+static int
+start(int readyfd)
+{
+	struct wd_err e = {0};
+	json_t *meta = NULL;
+	int rc = ws_meta_read(M.dirfd, &meta, &e);
+	if (rc == 0)
+		rc = spec_from_json(json_object_get(meta, "spec"), &M.spec, &e);
+	if (rc == 0) {
+		json_t *it = json_object_get(meta, "idle_timeout_ms");
+		uint64_t ms = json_is_integer(it) ? (uint64_t)json_integer_value(it) : 1800000;
+		M.idle_ns = ms * 1000000ULL;
+	}
+	json_decref(meta);
+	struct stat st;
+	bool disk = fstatat(M.dirfd, "disk.img", &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (rc == 0 && (rc = wd_ctx_new(&M.ctx, &e)) == 0) {
+		wd_ctx_set_log_handler(M.ctx, mon_log, NULL, WD_LOG_INFO);
+		rc = wd_ctx_set_state_dir(M.ctx, M.root, &e);
+	}
+	struct box *b = NULL;
+	if (rc == 0 && disk)
+		rc = box_open(M.root, M.id, M.spec, &b, &e);
+	CTX_ENTER(M.ctx);
+	if (rc == 0 && (rc = sandbox_create_boxed(M.ctx, M.spec, b, M.id, &M.sb, &e)) < 0)
+		box_close(b);
+	CTX_LEAVE();
+	if (rc == 0 && (M.lsock = listen_socket(&e)) < 0)
+		rc = M.lsock;
+	if (rc == 0) {
+		M.last_ns = wd_now_ns();
+		set_state("running");
+		wd_log(WD_LOG_INFO, "running (pid %d)", (int)getpid());
+	} else {
+		wd_log(WD_LOG_ERROR, "cannot start: %s", e.msg);
+	}
+	ready(readyfd, rc, &e);
+	return rc;
+}
+
+int
+session_monitor_main(int argc, char **argv)
+{
+	if (argc != 3 || strlen(argv[2]) != 16)
+		return 2;
+	/* A daemon: the parent (our starter's child) exits at once, so the
+	 * starter reaps it and never holds a zombie of ours; we are nobody's
+	 * child but init's (or a subreaper's). */
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid > 0)
+		_exit(0);
+	setsid();
+	/* the sandbox's processes inherit it: the usual one (every file of
+	 * ours is made with an explicit mode) */
+	umask(022);
+	if (chdir("/") < 0)
+		_exit(1);
+	prctl(PR_SET_NAME, "warden-monitor", 0, 0, 0);
+	snprintf(M.root, sizeof(M.root), "%s", argv[1]);
+	snprintf(M.id, sizeof(M.id), "%s", argv[2]);
+	pthread_mutex_init(&M.lock, NULL);
+	pthread_cond_init(&M.cond, NULL);
+	M.lsock = -1;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd <= 2; fd++)
+		dup2(null, fd);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/sandboxes/%s", M.root, M.id);
+	M.dirfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (M.dirfd < 0) {
+		struct wd_err e = {0};
+		ready(3, wd_err_sys(&e, errno, "%s", path), &e);
+		return 1;
+	}
+	/* one monitor per session: a second start waits for nothing, it
+	 * fails here (the lock goes with our death) */
+	int lk = openat(M.dirfd, "monitor.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0) {
+		struct wd_err e = {0};
+		wd_err_set(&e, WD_E_INVAL, "the session %s is running already", M.id);
+		ready(3, -EBUSY, &e);
+		return 1;
+	}
+	int lf = openat(M.dirfd, "monitor.log",
+			O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct stat st;
+	if (lf >= 0 && fstat(lf, &st) == 0 && st.st_size > (1 << 20))
+		(void)!ftruncate(lf, 0);
+	M.log = lf >= 0 ? fdopen(lf, "a") : NULL;
+	wd_set_log_handler(mon_log, NULL, WD_LOG_INFO);
+	if (pipe2(M.wake, O_CLOEXEC) < 0)
+		return 1;
+	struct sigaction sa = {.sa_handler = on_term};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	if (start(3) < 0)
+		return 1;
+	serve();
+	wd_ctx_free(M.ctx);
+	return 0;
+}

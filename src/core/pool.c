@@ -1,0 +1,398 @@
+/* core/pool: the warm pool (issue 9).
+ *
+ * Sandboxes built ahead from a template, without a workspace (a vacant
+ * plan: /workspace is an empty mount point, pid 1 waits in the sync
+ * protocol's VACANT state with its capabilities).  A command takes one:
+ *
+ *   take      the first ready instance leaves the pool (under the lock);
+ *             a builder is woken to replace it
+ *   attach    the workspace as a detached tree (an idmapped clone of the
+ *             directory, made here) goes to pid 1 in SYNC_ATTACH; pid 1
+ *             moves it onto /workspace, protects its paths, drops its
+ *             capabilities
+ *   exec      the command, SYNC_EXEC_LAST, pipelined behind the attach
+ *   destroy   pid 1 exits with the command, the pid namespace with it;
+ *             the cgroup is removed
+ *
+ * An instance is owned by the pool or by exactly one run, never both, and
+ * a run always destroys what it took: no path hands an instance out twice
+ * (tests/integration/pool_reuse.c plants a file and a process in each of
+ * 1,000 runs and finds neither in the next).
+ *
+ * Builders: threads of the pool, one per CPU (at most size), each building
+ * one instance at a time while fewer than size are ready or building. */
+#include "core/core.h"
+#include "jail/jail.h"
+#include "workspace/workspace.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#define POOL_MAX 64
+
+struct wd_pool {
+	wd_ctx *ctx;
+	wd_spec *tmpl; /* vacant */
+	unsigned size;
+	pthread_mutex_t lock;
+	pthread_cond_t more; /* an instance is ready (or the pool stops) */
+	pthread_cond_t room; /* a slot is free (or the pool stops) */
+	struct sandbox *ready[POOL_MAX];
+	unsigned nready, building;
+	unsigned taken_out; /* taken, their run not over: not replaced yet */
+	bool stopping;
+	pthread_t builders[POOL_MAX];
+	unsigned nbuilders;
+	/* used instances, destroyed off the caller's path: the namespace's
+	 * teardown (an RCU grace period for the mount namespace) and the
+	 * cgroup's removal cost milliseconds nobody waits for */
+	pthread_cond_t dead;
+	struct sandbox **reap;
+	size_t nreap, capreap;
+	pthread_t reaper;
+	bool reaper_started;
+	/* the idmapping of workspaces: one user namespace per owner */
+	pthread_mutex_t idmap_lock;
+	int userns;
+	uid_t ns_uid;
+	gid_t ns_gid;
+	struct wd_pool_stats st;
+};
+
+static int
+build_one(wd_pool *p, struct sandbox **out, struct wd_err *err)
+{
+	struct sandbox *sb = NULL;
+	int rc = sandbox_new(p->tmpl, NULL, &p->ctx->sink, &sb, err);
+	if (rc == 0) {
+		sb->get_keeper = ctx_keeper;
+		sb->keeper_data = p->ctx;
+		rc = sandbox_start(sb, err);
+	}
+	if (rc == 0)
+		rc = sandbox_wait_ready(sb, err);
+	if (rc == 0 && !sb->vacant)
+		rc = wd_err_set(err, WD_E_INTERNAL, "a pool instance came up with a workspace");
+	if (rc < 0) {
+		sandbox_free(sb);
+		return rc;
+	}
+	*out = sb;
+	return 0;
+}
+
+static void *
+builder(void *arg)
+{
+	wd_pool *p = arg;
+	CTX_ENTER(p->ctx);
+	unsigned failures = 0;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stopping && p->nready + p->building + p->taken_out >= p->size)
+			pthread_cond_wait(&p->room, &p->lock);
+		if (p->stopping)
+			break;
+		p->building++;
+		pthread_mutex_unlock(&p->lock);
+		struct wd_err e = {0};
+		struct sandbox *sb = NULL;
+		uint64_t t0 = wd_now_ns();
+		int rc = build_one(p, &sb, &e);
+		uint64_t dt = wd_now_ns() - t0;
+		if (rc < 0) {
+			wd_log(WD_LOG_WARN, "pool: building an instance failed: %s", e.msg);
+			/* a host that cannot build now (out of pids, memory): do
+			 * not spin; back off up to a second */
+			struct timespec ts = {0,
+					      (long)(failures < 10 ? failures : 10) * 100000000L};
+			failures++;
+			nanosleep(&ts, NULL);
+		} else {
+			failures = 0;
+		}
+		pthread_mutex_lock(&p->lock);
+		p->building--;
+		p->st.build_ns += dt;
+		if (rc < 0) {
+			p->st.failed++;
+		} else if (p->stopping) {
+			pthread_mutex_unlock(&p->lock);
+			sandbox_free(sb);
+			pthread_mutex_lock(&p->lock);
+		} else {
+			p->ready[p->nready++] = sb;
+			p->st.built++;
+			pthread_cond_signal(&p->more);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	CTX_LEAVE();
+	return NULL;
+}
+
+static void *reaper(void *arg);
+
+WD_API int
+wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, struct wd_err *err)
+{
+	if (size < 1 || size > POOL_MAX)
+		return wd_err_set(err, WD_E_INVAL, "pool size must be from 1 to %d", POOL_MAX);
+	if (tmpl->isolation != WD_ISOLATION_CONTAINER || geteuid() != 0) {
+		wd_err_set(err, WD_E_UNSUPPORTED,
+			   "the warm pool needs --isolation container, as root (the workspace is "
+			   "a detached clone of the directory, which needs CAP_SYS_ADMIN on the "
+			   "host)");
+		return -ENOTSUP;
+	}
+	if (tmpl->ws_mode == WD_WORKSPACE_COW) {
+		wd_err_set(err, WD_E_UNSUPPORTED, "the warm pool attaches direct workspaces only");
+		return -ENOTSUP;
+	}
+	wd_pool *p = wd_xcalloc(1, sizeof(*p));
+	p->ctx = ctx;
+	p->tmpl = spec_copy(tmpl);
+	p->tmpl->vacant = true;
+	p->size = size;
+	p->userns = -1;
+	p->st.size = size;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->idmap_lock, NULL);
+	pthread_cond_init(&p->more, NULL);
+	pthread_cond_init(&p->room, NULL);
+	pthread_cond_init(&p->dead, NULL);
+	/* the template must plan: bad input now, not in every builder */
+	struct sandbox *probe = NULL;
+	int rc = sandbox_new(p->tmpl, NULL, NULL, &probe, err);
+	sandbox_free(probe);
+	if (rc < 0) {
+		wd_pool_free(p);
+		return rc;
+	}
+	if (pthread_create(&p->reaper, NULL, reaper, p) != 0) {
+		wd_pool_free(p);
+		return wd_err_set(err, WD_E_SYS, "cannot start the pool's reaper");
+	}
+	p->reaper_started = true;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned nb = ncpu > 0 ? (unsigned)ncpu : 1;
+	if (nb > size)
+		nb = size;
+	for (unsigned i = 0; i < nb; i++) {
+		if (pthread_create(&p->builders[p->nbuilders], NULL, builder, p) != 0)
+			break;
+		p->nbuilders++;
+	}
+	if (p->nbuilders == 0) {
+		wd_pool_free(p);
+		return wd_err_set(err, WD_E_SYS, "cannot start the pool's builders");
+	}
+	*out = p;
+	return 0;
+}
+
+/* The workspace as a detached tree for pid 1: an idmapped clone (its
+ * owner appears as the sandbox user, as for a direct workspace), nosuid,
+ * nodev, private.  The idmapping's user namespace is made once per owner. */
+static int
+workspace_tree(wd_pool *p, const char *dir, struct wd_err *err)
+{
+	wd_autoclose int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return wd_err_sys(err, errno, "workspace '%s'", dir);
+	struct jail_idmap map = {WD_NOBODY, WD_NOBODY, false};
+	pthread_mutex_lock(&p->idmap_lock);
+	int t = jail_idmapped_tree(fd, &st, &map, &p->userns, &p->ns_uid, &p->ns_gid, err);
+	pthread_mutex_unlock(&p->idmap_lock);
+	if (t >= 0 || (t != -EINVAL && t != -ENOSYS && t != -EPERM))
+		return t;
+	/* a file system that cannot be idmapped: a plain clone, as a direct
+	 * workspace gets (jail/build.c) */
+	t = (int)syscall(SYS_open_tree, fd, "",
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (t < 0)
+		return wd_err_sys(err, errno, "clone workspace '%s'", dir);
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+			       .propagation = MS_PRIVATE};
+	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
+		int e = errno;
+		close(t);
+		return wd_err_sys(err, e, "workspace '%s'", dir);
+	}
+	return t;
+}
+
+static void *
+reaper(void *arg)
+{
+	wd_pool *p = arg;
+	CTX_ENTER(p->ctx);
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stopping && p->nreap == 0)
+			pthread_cond_wait(&p->dead, &p->lock);
+		if (p->nreap == 0 && p->stopping)
+			break;
+		struct sandbox *sb = p->reap[--p->nreap];
+		pthread_mutex_unlock(&p->lock);
+		sandbox_free(sb);
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_broadcast(&p->dead); /* wd_pool_free may wait for the last */
+	}
+	pthread_mutex_unlock(&p->lock);
+	CTX_LEAVE();
+	return NULL;
+}
+
+/* A used (or refused) instance: destroyed by the reaper, never handed out
+ * again (it is in no list take() reads). */
+static void
+discard_instance(wd_pool *p, struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	pthread_mutex_lock(&p->lock);
+	/* the replacement is built now, after the command: building while it
+	 * runs would compete with it for the CPUs and the kernel's mount
+	 * locks (namespace_sem) */
+	p->taken_out--;
+	pthread_cond_signal(&p->room);
+	if (p->nreap == p->capreap) {
+		p->capreap = p->capreap ? p->capreap * 2 : 16;
+		p->reap = wd_xrealloc(p->reap, p->capreap * sizeof(*p->reap));
+	}
+	p->reap[p->nreap++] = sb;
+	pthread_cond_broadcast(&p->dead);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static struct sandbox *
+take(wd_pool *p, bool *waited)
+{
+	pthread_mutex_lock(&p->lock);
+	*waited = p->nready == 0;
+	while (!p->stopping && p->nready == 0)
+		pthread_cond_wait(&p->more, &p->lock);
+	struct sandbox *sb = NULL;
+	if (p->nready) {
+		sb = p->ready[0];
+		memmove(p->ready, p->ready + 1, (p->nready - 1) * sizeof(p->ready[0]));
+		p->ready[--p->nready] = NULL;
+		p->st.taken++;
+		p->st.waited += *waited;
+		p->taken_out++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return sb;
+}
+
+WD_API int
+wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **out,
+	    struct wd_err *err)
+{
+	struct wd_err scratch = {0};
+	if (!err)
+		err = &scratch;
+	wd_ctx *ctx = p->ctx;
+	CTX_ENTER(ctx);
+	wd_spec *spec = spec_copy(p->tmpl);
+	struct gate g = {0};
+	wd_result *r = NULL;
+	struct sandbox *sb = NULL;
+	int tree = -1, rc;
+	bool waited;
+	char *const *argv = NULL;
+	if (!cmd->command && cmd->argc == 0) {
+		rc = wd_err_set(err, WD_E_INVAL, "no program given");
+		goto out;
+	}
+	/* the same rule as any workspace's (no system directory, no home) */
+	if ((rc = wd_spec_set_workspace(spec, workspace ? workspace : ".", err)) < 0)
+		goto out;
+	if (!(sb = take(p, &waited))) {
+		rc = wd_err_set(err, WD_E_INVAL, "the pool is stopping");
+		goto out;
+	}
+	/* the same policy stage as any run's; a refused command's instance
+	 * goes unused, and is destroyed */
+	if ((rc = pipeline_decide(ctx, spec, cmd, sb->id, &g, &argv, &r, err)) < 0 || r)
+		goto out;
+	if (g.spec && g.spec->net == WD_NET_PROXY && spec->net != WD_NET_PROXY) {
+		rc = wd_err_set(err, WD_E_INVAL,
+				"the policy's network.allow needs a pool made with egress");
+		goto out;
+	}
+	struct exec_req x;
+	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
+	policy_cmd_limits(spec, &g, &x);
+	if ((rc = gate_require(&g, sb, err)) < 0)
+		goto fail;
+	wd_log(WD_LOG_DEBUG, "pool: sandbox %s taken", sb->id);
+	if ((tree = rc = workspace_tree(p, spec->workspace, err)) < 0)
+		goto fail;
+	wd_log(WD_LOG_DEBUG, "pool: sandbox %s: workspace tree made", sb->id);
+	/* the workspace, then the command right behind it */
+	if ((rc = sandbox_attach(sb, tree, err)) < 0 || (rc = sandbox_exec(sb, &x, &r, err)) < 0)
+		goto fail;
+	pipeline_finish(ctx, sb->id, &g, cmd, r, NULL);
+	rc = 0;
+	goto out;
+fail:
+	pipeline_finish(ctx, sb->id, &g, cmd, NULL, err->msg);
+out:
+	if (tree >= 0)
+		close(tree);
+	discard_instance(p, sb); /* used (or refused): never back into the pool */
+	gate_fini(&g);
+	wd_spec_free(spec);
+	if (rc == 0)
+		*out = r;
+	else
+		wd_result_free(r);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API void
+wd_pool_stats(wd_pool *p, struct wd_pool_stats *out)
+{
+	pthread_mutex_lock(&p->lock);
+	*out = p->st;
+	out->ready = p->nready;
+	pthread_mutex_unlock(&p->lock);
+}
+
+WD_API void
+wd_pool_free(wd_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->room);
+	pthread_cond_broadcast(&p->more);
+	pthread_cond_broadcast(&p->dead);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->nbuilders; i++)
+		pthread_join(p->builders[i], NULL);
+	if (p->reaper_started)
+		pthread_join(p->reaper, NULL); /* after it destroyed every used one */
+	CTX_ENTER(p->ctx);
+	for (unsigned i = 0; i < p->nready; i++)
+		sandbox_free(p->ready[i]);
+	CTX_LEAVE();
+	if (p->userns >= 0)
+		close(p->userns);
+	wd_spec_free(p->tmpl);
+	free(p->reap);
+	pthread_cond_destroy(&p->dead);
+	pthread_cond_destroy(&p->more);
+	pthread_cond_destroy(&p->room);
+	pthread_mutex_destroy(&p->idmap_lock);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}

@@ -1,0 +1,909 @@
+/* core/session: sessions from the caller's side (issue 9): their state in
+ * the state directory, their monitors (started, asked, stopped), and what
+ * can be done without one (a stopped session's diff, apply, discard,
+ * snapshot).
+ *
+ * The policy stage and the audit trail stay with the caller: a command
+ * for a session is judged, recorded and its result audited in the
+ * caller's context, exactly as a run's; the monitor only runs what it is
+ * sent.  (It never sees the policy file or the audit trail: those belong
+ * to whoever asks, and different callers may use one session under
+ * different policies.) */
+#include "core/core.h"
+#include "jail/jail.h"
+#include "util/json.h"
+#include "workspace/workspace.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#ifndef WD_MONITOR_PATH
+#define WD_MONITOR_PATH "/usr/local/libexec/warden/warden-monitor"
+#endif
+
+#define DEFAULT_IDLE_MS (30ULL * 60 * 1000)
+
+/* ---- where things are ---- */
+
+void
+session_where_fini(struct where *w)
+{
+	if (w->sbdir >= 0)
+		close(w->sbdir);
+	w->sbdir = -1;
+}
+
+int
+session_locate(wd_ctx *ctx, const char *ref, struct where *w, struct wd_err *err)
+{
+	w->sbdir = -1;
+	if (!ref || !ref[0])
+		return wd_err_set(err, WD_E_INVAL, "no sandbox named");
+	int rc = ctx_state_root(ctx, w->root, sizeof(w->root), err);
+	if (rc < 0)
+		return rc;
+	int sfd = ws_state_sandboxes(w->root, err);
+	if (sfd < 0)
+		return sfd;
+	if ((rc = ws_resolve(w->root, ref, w->id, err)) == 0) {
+		w->sbdir = openat(sfd, w->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (w->sbdir < 0) {
+			wd_err_set(err, WD_E_INVAL, "no sandbox '%s' (warden ls lists them)", ref);
+			rc = -ENOENT;
+		}
+	}
+	close(sfd);
+	return rc;
+}
+
+/* ---- talking to the monitor ---- */
+
+static int
+connect_monitor(int sbdir, struct wd_err *err)
+{
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return wd_err_sys(err, errno, "socket");
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/monitor.sock", sbdir);
+	if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int e = errno;
+		close(s);
+		if (e == ENOENT || e == ECONNREFUSED) {
+			wd_err_set(err, WD_E_INVAL, "the sandbox is not running (warden start)");
+			return -ESRCH;
+		}
+		return wd_err_sys(err, e, "connect to the sandbox's monitor");
+	}
+	return s;
+}
+
+/* The reply of a request: 0 with *resp (and *rfd, a memfd or -1), or the
+ * monitor's error as -code with its message.  cancel_fd readable while
+ * waiting: a cancel record goes to the monitor with *cancel_sig. */
+static int
+await_reply(int s, json_t **resp, int *rfd, int cancel_fd, const atomic_int *cancel_sig,
+	    int cmd_cancel_fd, struct wd_err *err)
+{
+	bool cancelled = false;
+	*rfd = -1;
+	for (;;) {
+		/* the context's cancellation (its signal), and the command's own
+		 * (wd_cmd_set_cancel_fd: as SIGKILL) */
+		struct pollfd p[3] = {{.fd = s, .events = POLLIN},
+				      {.fd = cancelled ? -1 : cancel_fd, .events = POLLIN},
+				      {.fd = cancelled ? -1 : cmd_cancel_fd, .events = POLLIN}};
+		int n = poll(p, 3, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return wd_err_sys(err, errno, "poll");
+		if (n > 0 && !cancelled && (p[1].revents || p[2].revents)) {
+			int sig = p[1].revents && cancel_sig ? atomic_load(cancel_sig) : 9;
+			char *c = wd_xasprintf("{\"op\":\"cancel\",\"signal\":%d}", sig ? sig : 9);
+			mp_send(s, c, NULL, 0);
+			free(c);
+			cancelled = true;
+		}
+		if (p[0].revents)
+			break;
+	}
+	char *text = NULL;
+	int fds[MP_MAX_FDS], nfds = 0;
+	int rc = mp_recv(s, &text, fds, &nfds, -1);
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "the sandbox's monitor did not answer (it died?)");
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+	free(text);
+	for (int i = 1; i < nfds; i++)
+		close(fds[i]);
+	if (nfds)
+		*rfd = fds[0];
+	if (!j)
+		return wd_err_set(err, WD_E_INTERNAL, "the monitor's reply: %s", je.text);
+	if (!json_is_true(json_object_get(j, "ok"))) {
+		int code = (int)json_integer_value(json_object_get(j, "code"));
+		const char *msg = json_string_value(json_object_get(j, "error"));
+		wd_err_set(err, code == EINVAL ? WD_E_INVAL : WD_E_SYS, "%s", msg ? msg : "failed");
+		if (err && code != EINVAL)
+			err->sys_errno = code;
+		json_decref(j);
+		wd_close_reset(rfd);
+		return -(code > 0 ? code : EIO);
+	}
+	*resp = j;
+	return 0;
+}
+
+int
+session_call(int sbdir, const char *req, const int *fds, int nfds, json_t **resp, char **data,
+	     size_t *dlen, struct wd_err *err)
+{
+	int s = connect_monitor(sbdir, err);
+	if (s < 0)
+		return s;
+	int rc = mp_send(s, req, fds, nfds);
+	if (rc < 0) {
+		close(s);
+		return wd_err_sys(err, -rc, "send to the sandbox's monitor");
+	}
+	int rfd = -1;
+	json_t *j = NULL;
+	rc = await_reply(s, &j, &rfd, -1, NULL, -1, err);
+	close(s);
+	if (rc == 0 && data) {
+		*data = rfd >= 0 ? mp_read_memfd(rfd, 1ULL << 32, dlen) : wd_xstrdup("");
+		if (rfd < 0 && dlen)
+			*dlen = 0;
+	}
+	if (rfd >= 0)
+		close(rfd);
+	if (rc == 0 && resp)
+		*resp = j;
+	else
+		json_decref(j);
+	return rc;
+}
+
+/* ---- the monitor program ---- */
+
+static const char *
+monitor_program(char *buf, size_t cap)
+{
+	const char *env = getenv("WARDEN_MONITOR");
+	if (env && env[0] == '/' && access(env, X_OK) == 0)
+		return env;
+	/* next to the running program: a build tree, or an installation whose
+	 * libexec is the same directory */
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(buf, cap, "%s/warden-monitor", self);
+			if (access(buf, X_OK) == 0)
+				return buf;
+		}
+	}
+	return WD_MONITOR_PATH;
+}
+
+extern char **environ;
+
+/* Start the session's monitor and wait until it says ready (or why not). */
+static int
+spawn_monitor(const char *root, const char *id, struct wd_err *err)
+{
+	char pbuf[PATH_MAX];
+	const char *prog = monitor_program(pbuf, sizeof(pbuf));
+	if (access(prog, X_OK) < 0)
+		return wd_err_sys(err, errno,
+				  "the session monitor %s (set WARDEN_MONITOR to warden-monitor's "
+				  "path)",
+				  prog);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return wd_err_sys(err, errno, "pipe");
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 3);
+	/* nothing of ours but fd 3: an embedding program's descriptors stay */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_RDWR, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_RDWR, 0);
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	sigset_t none;
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSID);
+	const char *argv[] = {"warden-monitor", root, id, NULL};
+	static const char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
+					   NULL};
+	pid_t pid;
+	int rc = posix_spawn(&pid, prog, &fa, &at, (char *const *)(uintptr_t)argv,
+			     (char *const *)(uintptr_t)envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(p[1]);
+	if (rc != 0) {
+		close(p[0]);
+		return wd_err_sys(err, rc, "start %s", prog);
+	}
+	/* it forks its daemon and exits at once: reap it */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	char buf[512];
+	size_t got = 0;
+	for (;;) {
+		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		int n = poll(&pf, 1, 120000);
+		if (n == 0) {
+			close(p[0]);
+			return wd_err_set(err, WD_E_SYS,
+					  "the session monitor did not start in 120 s");
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		ssize_t r = read(p[0], buf + got, sizeof(buf) - 1 - got);
+		if (r <= 0 || (got += (size_t)r) >= sizeof(buf) - 1)
+			break;
+	}
+	close(p[0]);
+	buf[got] = '\0';
+	if (!strncmp(buf, "ok", 2))
+		return 0;
+	int code = EIO;
+	char *msg = buf;
+	if (!strncmp(buf, "error ", 6)) {
+		code = (int)strtol(buf + 6, &msg, 10);
+		msg += *msg == ' ';
+	}
+	msg[strcspn(msg, "\n")] = '\0';
+	wd_err_set(err,
+		   code == EINVAL    ? WD_E_INVAL
+		   : code == ENOTSUP ? WD_E_UNSUPPORTED
+				     : WD_E_SYS,
+		   "%s", msg[0] ? msg : "the session monitor ended before it was ready");
+	return -(code > 0 ? code : EIO);
+}
+
+/* ---- create ---- */
+
+static bool
+wants_disk(const wd_spec *spec)
+{
+	/* a home and /tmp that persist, bounded: where the host can (root,
+	 * container level) */
+	return spec->ws_mode == WD_WORKSPACE_COW ||
+	       (geteuid() == 0 && spec->isolation == WD_ISOLATION_CONTAINER);
+}
+
+/* NAME@TAG: the snapshot's directory (sandboxes/<id>/snapshots/<tag>). */
+static int
+open_snapshot(wd_ctx *ctx, const char *from, json_t **spec_json, struct wd_err *err)
+{
+	const char *at = strrchr(from, '@');
+	if (!at || at == from || !at[1])
+		return wd_err_set(err, WD_E_INVAL, "--from '%s': expected NAME@TAG", from);
+	char *name = strndup(from, (size_t)(at - from));
+	struct where w;
+	int rc = session_locate(ctx, name, &w, err);
+	free(name);
+	if (rc < 0)
+		return rc;
+	char path[64];
+	snprintf(path, sizeof(path), "snapshots/%s", at + 1);
+	int fd = ws_name_ok(at + 1)
+		     ? openat(w.sbdir, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		     : -1;
+	session_where_fini(&w);
+	if (fd < 0) {
+		wd_err_set(err, WD_E_INVAL, "--from: no snapshot '%s' (warden snapshot makes one)",
+			   from);
+		return -ENOENT;
+	}
+	json_t *meta = NULL;
+	if (ws_meta_read(fd, &meta, NULL) == 0) {
+		*spec_json = json_incref(json_object_get(meta, "spec"));
+		json_decref(meta);
+	}
+	return fd;
+}
+
+static int
+make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p, struct where *w,
+	   int snap, struct wd_err *err)
+{
+	json_t *meta =
+	    json_pack("{s:s, s:I, s:b, s:s, s:I, s:o}", "id", w->id, "created",
+		      (json_int_t)time(NULL), "session", 1, "state", "stopped", "idle_timeout_ms",
+		      (json_int_t)(p && p->idle_timeout_ms
+				       ? (p->idle_timeout_ms == UINT64_MAX ? 0 : p->idle_timeout_ms)
+				       : DEFAULT_IDLE_MS),
+		      "spec", spec_to_json(spec));
+	if (p && p->name)
+		json_object_set_new(meta, "name", json_string(p->name));
+	if (p && p->from)
+		json_object_set_new(meta, "from", json_string(p->from));
+	int rc = ws_meta_write(w->sbdir, meta, err);
+	json_decref(meta);
+	if (rc < 0)
+		return rc;
+	bool root = geteuid() == 0;
+	if (snap >= 0) {
+		/* the snapshot's files: a sparse copy of its disk, its baseline */
+		if ((rc = ws_copy_sparse(snap, "disk.img", w->sbdir, "disk.img", err)) < 0)
+			return rc;
+		if (faccessat(snap, "baseline", F_OK, 0) == 0 &&
+		    (rc = ws_copy_sparse(snap, "baseline", w->sbdir, "baseline", err)) < 0)
+			return rc;
+	} else if (wants_disk(spec)) {
+		if ((rc = ws_disk_supported(err)) < 0)
+			return rc;
+		uint64_t size = spec->disk_bytes ? spec->disk_bytes : WS_DISK_DEFAULT;
+		rc = ws_disk_create(w->sbdir, "disk.img", size, root ? WD_NOBODY : geteuid(),
+				    root ? WD_NOBODY : getegid(), err);
+		if (rc < 0)
+			return rc;
+	}
+	if (spec->ws_mode == WD_WORKSPACE_COW && faccessat(w->sbdir, "baseline", F_OK, 0) < 0) {
+		wd_autofree char *cwd = spec->workspace ? NULL : realpath(".", NULL);
+		wd_autoclose int wsfd =
+		    open(spec->workspace ? spec->workspace : cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		rc = wsfd < 0 ? wd_err_sys(err, errno, "the workspace")
+			      : ws_baseline_record(w->sbdir, wsfd, err);
+	}
+	return rc;
+}
+
+WD_API int
+wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_params *p,
+		  char id[17], struct wd_err *err)
+{
+	struct wd_err scratch = {0};
+	if (!err)
+		err = &scratch;
+	CTX_ENTER(ctx);
+	struct where w = {.sbdir = -1};
+	json_t *from_spec = NULL;
+	wd_spec *spec = NULL;
+	int snap = -1, sfd = -1, rc;
+	bool named = false, made = false;
+	if (p && p->name && !ws_name_ok(p->name)) {
+		rc = wd_err_set(
+		    err, WD_E_INVAL,
+		    "bad name '%s': a letter or digit, then letters, digits, '_', '.' or "
+		    "'-', at most 63",
+		    p->name);
+		goto out;
+	}
+	if ((rc = ctx_state_root(ctx, w.root, sizeof(w.root), err)) < 0)
+		goto out;
+	if ((sfd = ws_state_sandboxes(w.root, err)) < 0) {
+		rc = sfd;
+		goto out;
+	}
+	if (p && p->from && (snap = rc = open_snapshot(ctx, p->from, &from_spec, err)) < 0)
+		goto out;
+	spec = spec_copy(spec_in);
+	if ((rc = ctx_policy_protect(ctx, spec, err)) < 0)
+		goto out;
+	if (from_spec && !spec_in->workspace) {
+		/* the snapshot's workspace and mode, unless given anew */
+		wd_spec *fs = NULL;
+		if ((rc = spec_from_json(from_spec, &fs, err)) < 0)
+			goto out;
+		if (fs->workspace && (rc = wd_spec_set_workspace(spec, fs->workspace, err)) < 0) {
+			wd_spec_free(fs);
+			goto out;
+		}
+		spec->ws_mode = fs->ws_mode;
+		wd_spec_free(fs);
+	}
+	if (spec->ws_mode == WD_WORKSPACE_COW && spec->isolation != WD_ISOLATION_CONTAINER) {
+		wd_err_set(err, WD_E_UNSUPPORTED,
+			   "--workspace-mode cow needs --isolation container (a mount namespace "
+			   "to show the overlay in)");
+		rc = -ENOTSUP;
+		goto out;
+	}
+	sandbox_make_id(w.id);
+	if (p && p->name) {
+		if ((rc = ws_name_take(w.root, p->name, w.id, err)) < 0)
+			goto out;
+		named = true;
+	}
+	if (mkdirat(sfd, w.id, 0700) < 0) {
+		rc = wd_err_sys(err, errno, "create the session's state");
+		goto out;
+	}
+	made = true;
+	w.sbdir = openat(sfd, w.id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (w.sbdir < 0) {
+		rc = wd_err_sys(err, errno, "open the session's state");
+		goto out;
+	}
+	if ((rc = make_state(ctx, spec, p, &w, snap, err)) < 0)
+		goto out;
+	if ((rc = spawn_monitor(w.root, w.id, err)) < 0)
+		goto out;
+	memcpy(id, w.id, 17);
+out:
+	if (rc < 0 && made)
+		ws_remove_tree(sfd, w.id);
+	if (rc < 0 && named)
+		ws_name_release(w.root, p->name);
+	if (sfd >= 0)
+		close(sfd);
+	if (snap >= 0)
+		close(snap);
+	json_decref(from_spec);
+	wd_spec_free(spec);
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+/* ---- exec ---- */
+
+static void
+jw_strv(struct jw *j, const char *k, char *const *v, int n)
+{
+	jw_key(j, k);
+	jw_arr_begin(j);
+	for (int i = 0; v && (n < 0 ? v[i] != NULL : i < n); i++)
+		jw_str(j, v[i]);
+	jw_arr_end(j);
+}
+
+static char *
+exec_request(const char *op, const wd_cmd *cmd, char *const *argv, const struct exec_req *x,
+	     unsigned require, int *fds, int *nfds)
+{
+	struct jw j;
+	jw_init(&j, 0);
+	jw_obj_begin(&j);
+	jw_kstr(&j, "op", op);
+	jw_strv(&j, "argv", argv, -1);
+	jw_strv(&j, "env", cmd->env, -1);
+	if (cmd->cwd)
+		jw_kstr(&j, "cwd", cmd->cwd);
+	jw_kuint(&j, "timeout_ms", x->timeout_ms);
+	jw_kuint(&j, "output_limit", x->output_limit);
+	jw_kuint(&j, "require", require);
+	if (nfds)
+		*nfds = 0;
+	const struct {
+		const char *name;
+		int fd;
+	} io[] = {
+	    {"stdin", cmd->stdin_fd}, {"stdout", cmd->stream_fd[1]}, {"stderr", cmd->stream_fd[2]}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(io) && fds; i++) {
+		jw_kbool(&j, io[i].name, io[i].fd >= 0);
+		if (io[i].fd >= 0)
+			fds[(*nfds)++] = io[i].fd;
+	}
+	jw_obj_end(&j);
+	return jw_steal(&j);
+}
+
+/* The policy stage for a session's command, in the caller's context,
+ * over the session's spec (its workspace, for path checks). */
+static int
+judge(wd_ctx *ctx, struct where *w, const wd_cmd *cmd, struct gate *g, wd_result **refusal,
+      wd_spec **spec, struct wd_err *err)
+{
+	json_t *meta = NULL;
+	int rc = ws_meta_read(w->sbdir, &meta, err);
+	if (rc == 0)
+		rc = spec_from_json(json_object_get(meta, "spec"), spec, err);
+	json_decref(meta);
+	if (rc < 0)
+		return rc;
+	rc = gate_run(ctx, *spec, (*spec)->workspace, cmd, w->id, g, refusal, err);
+	if (rc == 0 && !*refusal && g->spec && g->spec->net == WD_NET_PROXY &&
+	    (*spec)->net != WD_NET_PROXY)
+		rc = wd_err_set(err, WD_E_INVAL,
+				"the policy's network.allow needs a session created with --net "
+				"allow; this one has no egress");
+	return rc;
+}
+
+WD_API int
+wd_session_exec(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, wd_result **out,
+		struct wd_err *err)
+{
+	struct wd_err scratch = {0};
+	if (!err)
+		err = &scratch;
+	CTX_ENTER(ctx);
+	struct where w = {.sbdir = -1};
+	struct gate g = {0};
+	wd_spec *spec = NULL;
+	wd_result *r = NULL;
+	char *req = NULL;
+	int s = -1, rfd = -1;
+	json_t *resp = NULL;
+	bool policy = cmd_needs_policy(cmd);
+	char *const *argv = cmd->argv;
+	int rc;
+	if (!cmd->command && cmd->argc == 0) {
+		rc = wd_err_set(err, WD_E_INVAL, "no program given");
+		goto out;
+	}
+	if ((rc = session_locate(ctx, ref, &w, err)) < 0)
+		goto out;
+	if (policy) {
+		if ((rc = judge(ctx, &w, cmd, &g, &r, &spec, err)) < 0 || r)
+			goto out; /* bad input, or refused or paused: nothing runs */
+		argv = g.argv;
+	}
+	struct exec_req x;
+	pipeline_exec_req(ctx, cmd, argv, 0, &x);
+	if (policy)
+		policy_cmd_limits(spec, &g, &x);
+	int fds[MP_MAX_FDS], nfds = 0;
+	req = exec_request("exec", cmd, argv, &x, g.require, fds, &nfds);
+	if ((s = rc = connect_monitor(w.sbdir, err)) < 0)
+		goto fail;
+	if ((rc = mp_send(s, req, fds, nfds)) < 0) {
+		wd_err_sys(err, -rc, "send the command to the sandbox's monitor");
+		goto fail;
+	}
+	if ((rc = await_reply(s, &resp, &rfd, ctx->cancel_fd, &ctx->cancel_sig, cmd->cancel_fd,
+			      err)) < 0)
+		goto fail;
+	size_t dlen = 0;
+	char *data = rfd >= 0 ? mp_read_memfd(rfd, 1ULL << 31, &dlen) : NULL;
+	json_t *res = json_object_get(resp, "result");
+	size_t l1 = (size_t)json_integer_value(json_object_get(res, "out_len"));
+	size_t l2 = (size_t)json_integer_value(json_object_get(res, "err_len"));
+	if (!data || l1 + l2 != dlen)
+		l1 = l2 = 0; /* no windows rather than wrong ones */
+	r = result_wire_read(res, data ? data : "", l1, data ? data + l1 : "", l2);
+	free(data);
+	pipeline_finish(ctx, w.id, &g, cmd, r, NULL);
+	rc = 0;
+	goto out;
+fail:
+	pipeline_finish(ctx, w.id, &g, cmd, NULL, err->msg);
+out:
+	if (s >= 0)
+		close(s);
+	if (rfd >= 0)
+		close(rfd);
+	json_decref(resp);
+	free(req);
+	gate_fini(&g);
+	wd_spec_free(spec);
+	session_where_fini(&w);
+	if (rc == 0)
+		*out = r;
+	else
+		wd_result_free(r);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_session_exec_detached(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, unsigned *seq,
+			 struct wd_err *err)
+{
+	struct wd_err scratch = {0};
+	if (!err)
+		err = &scratch;
+	CTX_ENTER(ctx);
+	struct where w = {.sbdir = -1};
+	struct gate g = {0};
+	wd_spec *spec = NULL;
+	wd_result *refused = NULL;
+	json_t *resp = NULL;
+	char *req = NULL;
+	char *const *argv = cmd->argv;
+	bool policy = cmd_needs_policy(cmd);
+	int rc;
+	if (!cmd->command && cmd->argc == 0) {
+		rc = wd_err_set(err, WD_E_INVAL, "no program given");
+		goto out;
+	}
+	if ((rc = session_locate(ctx, ref, &w, err)) < 0)
+		goto out;
+	if (policy) {
+		if ((rc = judge(ctx, &w, cmd, &g, &refused, &spec, err)) < 0)
+			goto out;
+		if (refused) {
+			rc = wd_err_set(err, WD_E_INVAL, "refused by the policy: %s",
+					wd_result_refusal(refused) ? wd_result_refusal(refused)
+								   : "denied");
+			goto out;
+		}
+		argv = g.argv;
+	}
+	struct exec_req x;
+	pipeline_exec_req(ctx, cmd, argv, 0, &x);
+	req = exec_request("detach", cmd, argv, &x, g.require, NULL, NULL);
+	if ((rc = session_call(w.sbdir, req, NULL, 0, &resp, NULL, NULL, err)) < 0)
+		goto out;
+	if (json_is_false(json_object_get(resp, "running")) &&
+	    json_integer_value(json_object_get(resp, "status")) != 0) {
+		rc = wd_err_set(err, WD_E_SYS, "the detached command ended at once with status %d",
+				(int)json_integer_value(json_object_get(resp, "status")));
+		goto out;
+	}
+	if (seq)
+		*seq = (unsigned)json_integer_value(json_object_get(resp, "seq"));
+out:
+	json_decref(resp);
+	free(req);
+	gate_fini(&g);
+	wd_spec_free(spec);
+	wd_result_free(refused);
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+/* ---- list, stop, start, remove ---- */
+
+/* Whether the session's monitor answers (and its info if so). */
+static bool
+running(int sbdir, json_t **info)
+{
+	json_t *r = NULL;
+	struct wd_err e = {0};
+	int rc = session_call(sbdir, "{\"op\":\"info\"}", NULL, 0, &r, NULL, NULL, &e);
+	if (rc == 0 && info)
+		*info = r;
+	else
+		json_decref(r);
+	return rc == 0;
+}
+
+static void
+list_one(struct jw *j, int sfd, const char *id)
+{
+	int fd = openat(sfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	json_t *meta = NULL, *info = NULL;
+	if (ws_meta_read(fd, &meta, NULL) < 0 || !json_is_true(json_object_get(meta, "session"))) {
+		json_decref(meta);
+		close(fd);
+		return;
+	}
+	bool up = running(fd, &info);
+	json_t *spec = json_object_get(meta, "spec");
+	jw_obj_begin(j);
+	jw_kstr(j, "id", id);
+	jw_kstr(j, "name", json_string_value(json_object_get(meta, "name")));
+	jw_kstr(j, "state", up ? "running" : "stopped");
+	jw_kstr(j, "workspace", json_string_value(json_object_get(spec, "workspace")));
+	jw_kstr(j, "workspace_mode", json_string_value(json_object_get(spec, "workspace_mode")));
+	jw_kint(j, "created", json_integer_value(json_object_get(meta, "created")));
+	if (up) {
+		jw_kint(j, "pid", json_integer_value(json_object_get(info, "pid")));
+		jw_kint(j, "commands", json_integer_value(json_object_get(info, "running")));
+		jw_kint(j, "detached", json_integer_value(json_object_get(info, "detached")));
+		jw_kint(j, "idle_ms", json_integer_value(json_object_get(info, "idle_ms")));
+	}
+	jw_kint(j, "idle_timeout_ms", json_integer_value(json_object_get(meta, "idle_timeout_ms")));
+	struct stat st;
+	jw_kuint(j, "disk_bytes_used",
+		 fstatat(fd, "disk.img", &st, 0) == 0 ? (uint64_t)st.st_blocks * 512 : 0);
+	jw_key(j, "snapshots");
+	jw_arr_begin(j);
+	int sn = openat(fd, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = sn >= 0 ? fdopendir(sn) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			jw_str(j, de->d_name);
+	if (d)
+		closedir(d);
+	else if (sn >= 0)
+		close(sn);
+	jw_arr_end(j);
+	jw_obj_end(j);
+	json_decref(meta);
+	json_decref(info);
+	close(fd);
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static const char *
+age(long long created, char *buf, size_t cap)
+{
+	long long d = (long long)time(NULL) - created;
+	if (d < 120)
+		snprintf(buf, cap, "%llds", d < 0 ? 0 : d);
+	else if (d < 7200)
+		snprintf(buf, cap, "%lldm", d / 60);
+	else if (d < 172800)
+		snprintf(buf, cap, "%lldh", d / 3600);
+	else
+		snprintf(buf, cap, "%lldd", d / 86400);
+	return buf;
+}
+
+/* The list as a table for people. */
+static char *
+list_text(const char *json)
+{
+	json_t *a = json_loads(json, 0, NULL);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
+	fprintf(f, "%-16s  %-16s  %-7s  %-6s  %-4s  %s\n", "ID", "NAME", "STATE", "MODE", "AGE",
+		"WORKSPACE");
+	size_t i;
+	json_t *s;
+	json_array_foreach(a, i, s)
+	{
+		char buf[32];
+		const char *name = json_string_value(json_object_get(s, "name"));
+		const char *ws = json_string_value(json_object_get(s, "workspace"));
+		const char *mode = json_string_value(json_object_get(s, "workspace_mode"));
+		fprintf(f, "%-16s  %-16s  %-7s  %-6s  %-4s  %s\n",
+			json_string_value(json_object_get(s, "id")), name ? name : "-",
+			json_string_value(json_object_get(s, "state")), mode ? mode : "-",
+			age(json_integer_value(json_object_get(s, "created")), buf, sizeof(buf)),
+			ws ? ws : "-");
+	}
+	fclose(f);
+	json_decref(a);
+	return text;
+}
+
+WD_API int
+wd_session_list(wd_ctx *ctx, bool json, char **out, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	char root[4096];
+	int rc = ctx_state_root(ctx, root, sizeof(root), err);
+	int sfd = rc < 0 ? rc : ws_state_sandboxes(root, err);
+	if (sfd < 0) {
+		CTX_LEAVE();
+		return sfd;
+	}
+	DIR *d = fdopendir(dup(sfd));
+	char **ids = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (strlen(de->d_name) == 16) {
+			ids = wd_xrealloc(ids, (n + 1) * sizeof(char *));
+			ids[n++] = wd_xstrdup(de->d_name);
+		}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(ids, n, sizeof(char *), cmp_str);
+	struct jw j;
+	jw_init(&j, 0);
+	jw_arr_begin(&j);
+	for (size_t i = 0; i < n; i++) {
+		list_one(&j, sfd, ids[i]);
+		free(ids[i]);
+	}
+	free(ids);
+	jw_arr_end(&j);
+	jw_raw(&j, "\n", 1);
+	close(sfd);
+	char *list = jw_steal(&j);
+	if (json) {
+		*out = list;
+	} else {
+		*out = list_text(list);
+		free(list);
+	}
+	CTX_LEAVE();
+	return 0;
+}
+
+/* Ask the monitor to stop and wait until it is gone: its reply comes
+ * once the jail and its layers are, then it exits, and its lock (held for
+ * its life) is free.  A stopped session: nothing to do. */
+static int
+stop(int sbdir, struct wd_err *err)
+{
+	int rc = session_call(sbdir, "{\"op\":\"stop\"}", NULL, 0, NULL, NULL, NULL, err);
+	if (rc == -ESRCH)
+		return 0;
+	if (rc < 0)
+		return rc;
+	int lk = openat(sbdir, "monitor.lock", O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	for (int i = 0; lk >= 0 && i < 1000; i++) {
+		if (flock(lk, LOCK_EX | LOCK_NB) == 0)
+			break;
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	if (lk >= 0)
+		close(lk);
+	return 0;
+}
+
+WD_API int
+wd_session_stop(wd_ctx *ctx, const char *ref, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0)
+		rc = stop(w.sbdir, err);
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_session_start(wd_ctx *ctx, const char *ref, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0 && running(w.sbdir, NULL)) {
+		wd_err_set(err, WD_E_INVAL, "sandbox '%s' is running already", ref);
+		rc = -EBUSY;
+	}
+	if (rc == 0)
+		rc = spawn_monitor(w.root, w.id, err);
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_session_remove(wd_ctx *ctx, const char *ref, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0)
+		rc = stop(w.sbdir, err);
+	if (rc == 0) {
+		json_t *meta = NULL;
+		const char *name = NULL;
+		if (ws_meta_read(w.sbdir, &meta, NULL) == 0)
+			name = json_string_value(json_object_get(meta, "name"));
+		int sfd = ws_state_sandboxes(w.root, err);
+		if (sfd >= 0) {
+			rc = ws_remove_tree(sfd, w.id);
+			if (rc < 0)
+				wd_err_sys(err, -rc, "remove the state of sandbox %s", w.id);
+			close(sfd);
+		} else {
+			rc = sfd;
+		}
+		if (rc == 0 && name)
+			ws_name_release(w.root, name);
+		json_decref(meta);
+	}
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}

@@ -1,0 +1,227 @@
+/* core/session_changes: a session's snapshots, and its change set
+ * (diff, apply, discard) through its monitor when it runs, or in the
+ * calling process when it is stopped (issue 9).  See session.c. */
+#include "core/core.h"
+#include "util/json.h"
+#include "workspace/workspace.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+/* ---- snapshots ---- */
+
+int
+session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err)
+{
+	if (!ws_name_ok(tag))
+		return wd_err_set(err, WD_E_INVAL,
+				  "bad tag '%s': a letter or digit, then letters, digits, '_', '.' "
+				  "or '-', at most 63",
+				  tag);
+	if (mkdirat(sbdir, "snapshots", 0700) < 0 && errno != EEXIST)
+		return wd_err_sys(err, errno, "create snapshots/");
+	wd_autoclose int sn =
+	    openat(sbdir, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sn < 0)
+		return wd_err_sys(err, errno, "snapshots/");
+	if (mkdirat(sn, tag, 0700) < 0) {
+		if (errno == EEXIST) {
+			wd_err_set(err, WD_E_INVAL, "the snapshot '%s' exists already", tag);
+			return -EEXIST;
+		}
+		return wd_err_sys(err, errno, "create the snapshot");
+	}
+	wd_autoclose int to = openat(sn, tag, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = to < 0 ? wd_err_sys(err, errno, "the snapshot") : 0;
+	struct ws_freeze fz = {-1, -1, -1};
+	if (rc == 0 && disk >= 0)
+		rc = ws_disk_freeze(disk, &fz, err);
+	if (rc == 0 && faccessat(sbdir, "disk.img", F_OK, 0) == 0)
+		rc = ws_copy_sparse(sbdir, "disk.img", to, "disk.img", err);
+	if (disk >= 0)
+		ws_disk_thaw(&fz);
+	if (rc == 0 && faccessat(sbdir, "baseline", F_OK, 0) == 0)
+		rc = ws_copy_sparse(sbdir, "baseline", to, "baseline", err);
+	if (rc == 0)
+		rc = ws_copy_sparse(sbdir, "meta.json", to, "meta.json", err);
+	if (rc < 0)
+		ws_remove_tree(sn, tag);
+	return rc;
+}
+
+/* A stopped session's layers, opened here; lock: the session's monitor
+ * lock, so that no monitor mounts the same disk meanwhile. */
+static int
+open_offline(struct where *w, struct box **b, int *lock, struct wd_err *err)
+{
+	*lock = openat(w->sbdir, "monitor.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (*lock < 0)
+		return wd_err_sys(err, errno, "monitor.lock");
+	if (flock(*lock, LOCK_EX | LOCK_NB) < 0) {
+		wd_close_reset(lock);
+		wd_err_set(err, WD_E_INVAL, "the sandbox is busy (starting or running)");
+		return -EBUSY;
+	}
+	json_t *meta = NULL;
+	wd_spec *spec = NULL;
+	int rc = ws_meta_read(w->sbdir, &meta, err);
+	if (rc == 0)
+		rc = spec_from_json(json_object_get(meta, "spec"), &spec, err);
+	json_decref(meta);
+	if (rc == 0 && spec->ws_mode != WD_WORKSPACE_COW)
+		rc = wd_err_set(err, WD_E_INVAL,
+				"sandbox %s has a direct workspace: what it wrote is on the host "
+				"already",
+				w->id);
+	if (rc == 0)
+		rc = box_open(w->root, w->id, spec, b, err);
+	wd_spec_free(spec);
+	if (rc < 0)
+		wd_close_reset(lock);
+	return rc;
+}
+
+WD_API int
+wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0) {
+		struct jw j;
+		jw_init(&j, 0);
+		jw_obj_begin(&j);
+		jw_kstr(&j, "op", "snapshot");
+		jw_kstr(&j, "tag", tag);
+		jw_obj_end(&j);
+		char *req = jw_steal(&j);
+		rc = session_call(w.sbdir, req, NULL, 0, NULL, NULL, NULL, err);
+		free(req);
+		if (rc == -ESRCH) {
+			int lk = openat(w.sbdir, "monitor.lock",
+					O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+			if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) == 0)
+				rc = session_snapshot_copy(w.sbdir, tag, -1, err);
+			else
+				rc = wd_err_set(err, WD_E_INVAL, "the sandbox is busy (starting)");
+			if (lk >= 0)
+				close(lk);
+		}
+	}
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+/* ---- diff, apply, discard ---- */
+
+static char *
+changes_request(const char *op, const char *const *paths, size_t np, const char *key, unsigned v)
+{
+	struct jw j;
+	jw_init(&j, 0);
+	jw_obj_begin(&j);
+	jw_kstr(&j, "op", op);
+	jw_key(&j, "paths");
+	jw_arr_begin(&j);
+	for (size_t i = 0; i < np; i++)
+		jw_str(&j, paths[i]);
+	jw_arr_end(&j);
+	if (key)
+		jw_kuint(&j, key, v);
+	jw_obj_end(&j);
+	return jw_steal(&j);
+}
+
+WD_API int
+wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np, unsigned flags,
+		char **out, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0) {
+		char *req = changes_request("diff", paths, np, "flags", flags);
+		rc = session_call(w.sbdir, req, NULL, 0, NULL, out, NULL, err);
+		free(req);
+		if (rc == -ESRCH) {
+			struct box *b = NULL;
+			int lock = -1;
+			if ((rc = open_offline(&w, &b, &lock, err)) == 0) {
+				rc = box_diff(b, paths, np, flags, out, err);
+				box_close(b);
+				close(lock);
+			}
+		}
+	}
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np, bool json,
+		 char **report, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0) {
+		char *req = changes_request("apply", paths, np, "json", json);
+		json_t *resp = NULL;
+		char *rep = NULL;
+		rc = session_call(w.sbdir, req, NULL, 0, &resp, &rep, NULL, err);
+		free(req);
+		if (rc == 0) {
+			rc = (int)json_integer_value(json_object_get(resp, "status"));
+			if (report)
+				*report = wd_steal_ptr(&rep);
+		} else if (rc == -ESRCH) {
+			struct box *b = NULL;
+			int lock = -1;
+			if ((rc = open_offline(&w, &b, &lock, err)) == 0) {
+				rc = box_apply(b, paths, np, json, report, err);
+				box_close(b);
+				close(lock);
+			}
+		}
+		free(rep);
+		json_decref(resp);
+	}
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_session_discard(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np,
+		   struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0) {
+		char *req = changes_request("discard", paths, np, NULL, 0);
+		json_t *resp = NULL;
+		rc = session_call(w.sbdir, req, NULL, 0, &resp, NULL, NULL, err);
+		free(req);
+		if (rc == 0) {
+			rc = (int)json_integer_value(json_object_get(resp, "dropped"));
+		} else if (rc == -ESRCH) {
+			struct box *b = NULL;
+			int lock = -1;
+			if ((rc = open_offline(&w, &b, &lock, err)) == 0) {
+				rc = box_discard(b, paths, np, false, err);
+				box_close(b);
+				close(lock);
+			}
+		}
+		json_decref(resp);
+	}
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}

@@ -1,0 +1,155 @@
+/* supervise/spec_json: a spec as JSON and back, for what outlives the
+ * process that made it: a session's meta.json, from which its monitor
+ * builds the sandbox and `warden start` builds it again after a restart.
+ *
+ * Only what the caller set is written (limits the caller gave, not
+ * warden's defaults), so a session started after an upgrade gets the new
+ * defaults.  Reading goes through the public setters, which validate
+ * everything again: a hand-edited meta.json is bad input like any other. */
+#include "supervise/supervise.h"
+
+#include <jansson.h>
+#include <string.h>
+
+json_t *
+spec_to_json(const wd_spec *s)
+{
+	json_t *j = json_object();
+	if (s->workspace)
+		json_object_set_new(j, "workspace", json_string(s->workspace));
+	json_object_set_new(j, "workspace_mode",
+			    json_string(s->ws_mode == WD_WORKSPACE_COW ? "cow" : "direct"));
+	json_object_set_new(j, "isolation", json_integer(s->isolation));
+	json_object_set_new(j, "isolation_given", json_boolean(s->isolation_given));
+	json_t *lim = json_object();
+	const struct {
+		const char *name;
+		uint64_t v;
+	} l[] = {{"memory", s->lim_given.memory_bytes},	  {"pids", s->lim_given.pids},
+		 {"cpu", s->lim_given.cpu_millionths},	  {"tmp", s->lim_given.tmp_bytes},
+		 {"timeout_ms", s->lim_given.timeout_ms}, {"output", s->lim_given.output_limit},
+		 {"nofile", s->lim_given.nofile},	  {"fsize", s->lim_given.fsize}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(l); i++)
+		if (l[i].v)
+			json_object_set_new(lim, l[i].name, json_integer((json_int_t)l[i].v));
+	json_object_set_new(j, "limits", lim);
+	json_t *binds = json_array();
+	for (size_t i = 0; i < s->nbinds; i++)
+		json_array_append_new(binds,
+				      json_pack("{s:s, s:s, s:b}", "src", s->binds[i].src, "dst",
+						s->binds[i].dst, "rw", s->binds[i].rw));
+	json_object_set_new(j, "binds", binds);
+	json_t *env = json_array();
+	for (size_t i = 0; i < s->nenv; i++)
+		json_array_append_new(env, json_string(s->env[i]));
+	json_object_set_new(j, "env", env);
+	json_t *ports = json_array();
+	for (size_t i = 0; i < s->nports; i++)
+		json_array_append_new(ports, json_integer(s->ports[i]));
+	json_object_set_new(j, "ports", ports);
+	json_object_set_new(j, "net", json_integer(s->net));
+	json_object_set_new(j, "net_given", json_boolean(s->net_given));
+	json_t *rules = json_array();
+	for (size_t i = 0; i < s->nrules; i++)
+		json_array_append_new(rules, json_pack("{s:i, s:s}", "kind", (int)s->rules[i].kind,
+						       "rule", s->rules[i].text));
+	json_object_set_new(j, "net_rules", rules);
+	json_object_set_new(j, "tls_intercept", json_boolean(s->tls_intercept));
+	if (s->upstream_ca)
+		json_object_set_new(j, "upstream_ca", json_string(s->upstream_ca));
+	json_object_set_new(j, "time_ns", json_boolean(s->time_ns));
+	json_object_set_new(j, "best_effort", json_boolean(s->best_effort));
+	json_object_set_new(j, "reproducible", json_boolean(s->reproducible));
+	if (s->disk_bytes)
+		json_object_set_new(j, "disk", json_integer((json_int_t)s->disk_bytes));
+	json_t *prot = json_array();
+	for (size_t i = 0; i < s->nprotect; i++)
+		json_array_append_new(prot, json_string(s->protect[i]));
+	json_object_set_new(j, "protect", prot);
+	return j;
+}
+
+static uint64_t
+u64(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v)
+							       : 0;
+}
+
+int
+spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
+{
+	wd_spec *s = wd_spec_new();
+	int rc = 0;
+	const char *ws = json_string_value(json_object_get(j, "workspace"));
+	if (ws && (rc = wd_spec_set_workspace(s, ws, err)) < 0)
+		goto fail;
+	const char *mode = json_string_value(json_object_get(j, "workspace_mode"));
+	wd_spec_set_workspace_mode(s, mode && !strcmp(mode, "cow") ? WD_WORKSPACE_COW
+								   : WD_WORKSPACE_DIRECT);
+	if (json_is_true(json_object_get(j, "isolation_given")))
+		wd_spec_set_isolation(s, (enum wd_isolation)u64(j, "isolation"));
+	json_t *lim = json_object_get(j, "limits");
+	struct wd_limits l = {u64(lim, "memory"), u64(lim, "pids"),	  u64(lim, "cpu"),
+			      u64(lim, "tmp"),	  u64(lim, "timeout_ms"), u64(lim, "output"),
+			      u64(lim, "nofile"), u64(lim, "fsize")};
+	wd_spec_set_limits(s, &l);
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(j, "binds"), i, v)
+	{
+		const char *src = json_string_value(json_object_get(v, "src"));
+		const char *dst = json_string_value(json_object_get(v, "dst"));
+		if (!src)
+			goto damaged;
+		if ((rc = wd_spec_add_bind(s, src, dst, json_is_true(json_object_get(v, "rw")),
+					   err)) < 0)
+			goto fail;
+	}
+	json_array_foreach(json_object_get(j, "env"), i, v)
+	{
+		const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
+		if (!eq)
+			goto damaged;
+		char *name = strndup(kv, (size_t)(eq - kv));
+		rc = wd_spec_setenv(s, name, eq + 1, err);
+		free(name);
+		if (rc < 0)
+			goto fail;
+	}
+	json_array_foreach(json_object_get(j, "ports"), i, v)
+	    wd_spec_allow_port(s, (unsigned)json_integer_value(v), NULL);
+	if (json_is_true(json_object_get(j, "net_given")))
+		wd_spec_set_net(s, (enum wd_net_mode)u64(j, "net"));
+	json_array_foreach(json_object_get(j, "net_rules"), i, v)
+	{
+		const char *r = json_string_value(json_object_get(v, "rule"));
+		if (!r)
+			goto damaged;
+		if ((rc = wd_spec_add_net_rule(
+			 s, (enum wd_net_rule)json_integer_value(json_object_get(v, "kind")), r,
+			 err)) < 0)
+			goto fail;
+	}
+	const char *ca = json_string_value(json_object_get(j, "upstream_ca"));
+	if (json_is_true(json_object_get(j, "tls_intercept")) || ca)
+		wd_spec_set_tls_intercept(s, json_is_true(json_object_get(j, "tls_intercept")), ca);
+	wd_spec_set_time_namespace(s, !json_is_false(json_object_get(j, "time_ns")));
+	wd_spec_set_best_effort(s, json_is_true(json_object_get(j, "best_effort")));
+	wd_spec_set_reproducible(s, json_is_true(json_object_get(j, "reproducible")));
+	if (u64(j, "disk") && (rc = wd_spec_set_disk(s, u64(j, "disk"), err)) < 0)
+		goto fail;
+	json_array_foreach(json_object_get(j, "protect"), i, v)
+	{
+		if ((rc = wd_spec_add_protected(s, json_string_value(v), err)) < 0)
+			goto fail;
+	}
+	*out = s;
+	return 0;
+damaged:
+	rc = wd_err_set(err, WD_E_INVAL, "the session's spec (meta.json) is damaged");
+fail:
+	wd_spec_free(s);
+	return rc;
+}

@@ -1,0 +1,567 @@
+/* workspace/changes: a cow sandbox's change set, read from its upper layer
+ * against the host directory.
+ *
+ * overlayfs (with the options of layers.c) leaves three kinds of entry in
+ * the upper layer:
+ *
+ *   a file, link or directory      written, created or copied up by the
+ *                                  sandbox (a copy-up alone changes nothing:
+ *                                  content and mode are compared with the
+ *                                  host's, and equal ones are no change)
+ *   a whiteout: a 0/0 char device  the lower entry of that name is deleted
+ *   an opaque directory            trusted.overlay.opaque=y: nothing of the
+ *                                  lower directory of that name shows
+ *
+ * So the walk goes over the upper layer only, looking up each name in the
+ * host directory (the lower layer, live): its cost follows what the
+ * sandbox wrote, not the size of the project.  Every host lookup is
+ * beneath the workspace's descriptor with no symbolic link followed.
+ *
+ * Renames: a deleted file and an added file with the same content (and
+ * type) are paired as a rename, as git pairs exact renames. */
+#include "workspace/workspace.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+char *
+ws_relpath(const char *p)
+{
+	if (!p || p[0] == '/')
+		return NULL;
+	char *out = wd_xmalloc(strlen(p) + 1), *o = out;
+	for (const char *c = p; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			free(out);
+			return NULL;
+		}
+		if (n && !(n == 1 && c[0] == '.')) {
+			if (o > out)
+				*o++ = '/';
+			memcpy(o, c, n);
+			o += n;
+		}
+		c += n;
+		c += strspn(c, "/");
+	}
+	*o = '\0';
+	if (!out[0]) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* ---- the host side ---- */
+
+int
+ws_open_beneath(int dirfd, const char *path, int flags)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	if (flags & O_CREAT)
+		how.mode = 0600;
+	int fd, tries = 0;
+	while ((fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how))) < 0 &&
+	       errno == EAGAIN && ++tries < 64)
+		; /* a rename elsewhere raced the lookup: the kernel asks to retry */
+	return fd < 0 ? -errno : fd;
+}
+
+static int
+host_open(const struct ws *w, const char *path, int flags)
+{
+	return ws_open_beneath(w->wsfd, path, flags);
+}
+
+/* lstat of path in the host workspace: 0, -ENOENT, or -ELOOP when the way
+ * there goes through a symbolic link. */
+static int
+host_lstat(const struct ws *w, const char *path, struct stat *st)
+{
+	int fd = host_open(w, path, O_PATH);
+	if (fd < 0)
+		return fd == -ENOTDIR ? -ENOENT : fd;
+	int rc = fstat(fd, st) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* ---- building the set ---- */
+
+struct walker {
+	struct ws *w;
+	struct ws_changes *cs;
+	char path[PATH_MAX];
+	struct wd_err *err;
+};
+
+static struct ws_change *
+add(struct walker *k, enum ws_status status, const char *path)
+{
+	struct ws_changes *cs = k->cs;
+	if (cs->n == cs->cap) {
+		cs->cap = cs->cap ? cs->cap * 2 : 64;
+		cs->c = wd_xrealloc(cs->c, cs->cap * sizeof(*cs->c));
+	}
+	struct ws_change *c = &cs->c[cs->n++];
+	memset(c, 0, sizeof(*c));
+	c->status = status;
+	c->path = wd_xstrdup(path);
+	return c;
+}
+
+static void
+hex(const unsigned char *d, unsigned n, char out[65])
+{
+	for (unsigned i = 0; i < n && i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* SHA-256 of what fd reads, into out; 0 or -errno.  Content is compared
+ * by its hash: two files are equal when their SHA-256 are. */
+static int
+hash_fd(int fd, char out[65])
+{
+	static __thread char buf[65536];
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	if (!c)
+		abort();
+	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	int rc = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			rc = -errno;
+		if (n <= 0)
+			break;
+		EVP_DigestUpdate(c, buf, (size_t)n);
+	}
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned dn = 0;
+	EVP_DigestFinal_ex(c, d, &dn);
+	EVP_MD_CTX_free(c);
+	hex(d, dn, out);
+	return rc;
+}
+
+static void
+hash_text(const char *s, size_t n, char out[65])
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned dn = 0;
+	EVP_Digest(s, n, d, &dn, EVP_sha256(), NULL);
+	hex(d, dn, out);
+}
+
+static void
+hash_link_at(int dirfd, const char *name, char out[65], uint64_t *size)
+{
+	char t[PATH_MAX];
+	ssize_t n = readlinkat(dirfd, name, t, sizeof(t));
+	if (n < 0)
+		n = 0;
+	hash_text(t, (size_t)n, out);
+	*size = (uint64_t)n;
+}
+
+/* Every entry of the host tree at path: deleted (a whiteout or an opaque
+ * directory hid it).  Directories after their contents don't matter here:
+ * the set is sorted, and apply orders deletions itself. */
+static int
+deleted_tree(struct walker *k, const char *path, const struct stat *hst)
+{
+	struct ws_change *c = add(k, WS_DELETED, path);
+	c->old_mode = hst->st_mode;
+	c->old_size = S_ISDIR(hst->st_mode) ? 0 : (uint64_t)hst->st_size;
+	if (S_ISREG(hst->st_mode)) {
+		int fd = host_open(k->w, path, O_RDONLY);
+		if (fd >= 0) {
+			hash_fd(fd, c->old_hash);
+			close(fd);
+		}
+	} else if (S_ISLNK(hst->st_mode)) {
+		int pfd = host_open(k->w, path, O_PATH);
+		if (pfd >= 0) {
+			hash_link_at(pfd, "", c->old_hash, &c->old_size);
+			close(pfd);
+		}
+	}
+	if (!S_ISDIR(hst->st_mode))
+		return 0;
+	int fd = host_open(k->w, path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return 0; /* unreadable: only the directory itself is listed */
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char *sub = wd_xasprintf("%s/%s", path, de->d_name);
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			rc = deleted_tree(k, sub, &st);
+		free(sub);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* An opaque directory hides the host's entries it does not have itself. */
+static int
+opaque_deletions(struct walker *k, int udir, const char *path)
+{
+	int fd = host_open(k->w, path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return 0;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(d))) {
+		struct stat st, ust;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(udir, de->d_name, &ust, AT_SYMLINK_NOFOLLOW) == 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		char *sub = wd_xasprintf("%s/%s", path, de->d_name);
+		rc = deleted_tree(k, sub, &st);
+		free(sub);
+	}
+	closedir(d);
+	return rc;
+}
+
+static bool
+is_whiteout(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 && minor(st->st_rdev) == 0;
+}
+
+/* A file or link of the upper layer against the host's (hst, or absent). */
+static int
+leaf(struct walker *k, int udir, const char *name, const struct stat *ust, int hrc,
+     const struct stat *hst)
+{
+	const char *path = k->path;
+	bool same_type = hrc == 0 && (ust->st_mode & S_IFMT) == (hst->st_mode & S_IFMT);
+	char nh[65] = "", oh[65] = "";
+	uint64_t nsize = (uint64_t)ust->st_size, osize = hrc == 0 ? (uint64_t)hst->st_size : 0;
+	int equal = 0;
+	if (S_ISLNK(ust->st_mode)) {
+		hash_link_at(udir, name, nh, &nsize);
+		if (hrc == 0 && S_ISLNK(hst->st_mode)) {
+			int pfd = host_open(k->w, path, O_PATH);
+			if (pfd >= 0) {
+				hash_link_at(pfd, "", oh, &osize);
+				close(pfd);
+			}
+			equal = !strcmp(nh, oh);
+		}
+	} else {
+		wd_autoclose int u = openat(udir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (u < 0)
+			return wd_err_sys(k->err, errno, "read %s in the sandbox", path);
+		wd_autoclose int h =
+		    hrc == 0 && S_ISREG(hst->st_mode) ? host_open(k->w, path, O_RDONLY) : -1;
+		if (hrc == 0 && S_ISREG(hst->st_mode) && h < 0)
+			return wd_err_sys(k->err, -h, "read %s in the workspace", path);
+		int rc = hash_fd(u, nh);
+		if (rc == 0 && h >= 0)
+			rc = hash_fd(h, oh);
+		if (rc < 0)
+			return wd_err_sys(k->err, -rc, "read %s", path);
+		equal = same_type && h >= 0 && !strcmp(nh, oh);
+	}
+	if (hrc == 0 && S_ISDIR(hst->st_mode)) {
+		/* a directory replaced by a file or link */
+		int rc = deleted_tree(k, path, hst);
+		if (rc < 0)
+			return rc;
+		hrc = -ENOENT;
+		same_type = false;
+	}
+	if (same_type && equal && (ust->st_mode & 07777) == (hst->st_mode & 07777))
+		return 0; /* copied up, nothing changed */
+	enum ws_status s = hrc != 0 ? WS_ADDED : (same_type && equal) ? WS_MODE : WS_MODIFIED;
+	struct ws_change *c = add(k, s, path);
+	c->new_mode = ust->st_mode;
+	c->new_size = nsize;
+	memcpy(c->new_hash, nh, sizeof(nh));
+	if (hrc == 0) {
+		c->old_mode = hst->st_mode;
+		c->old_size = osize;
+		memcpy(c->old_hash, oh, sizeof(oh));
+	}
+	return 0;
+}
+
+static int walk(struct walker *k, int udir, size_t len, bool host_dir);
+
+static int
+entry(struct walker *k, int udir, const char *name, bool host_dir)
+{
+	struct stat ust, hst;
+	if (fstatat(udir, name, &ust, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : wd_err_sys(k->err, errno, "%s", k->path);
+	int hrc = host_dir ? host_lstat(k->w, k->path, &hst) : -ENOENT;
+	if (hrc < 0 && hrc != -ENOENT) {
+		if (hrc != -ELOOP)
+			return wd_err_sys(k->err, -hrc, "%s in the workspace", k->path);
+		hrc = -ENOENT; /* the host's way there is a link: none of ours */
+	}
+	if (is_whiteout(&ust))
+		return hrc == 0 ? deleted_tree(k, k->path, &hst) : 0;
+	if (S_ISREG(ust.st_mode) || S_ISLNK(ust.st_mode))
+		return leaf(k, udir, name, &ust, hrc, &hst);
+	if (!S_ISDIR(ust.st_mode)) {
+		/* a FIFO, socket or device the sandbox made: listed, never applied */
+		struct ws_change *c = add(k, hrc == 0 ? WS_MODIFIED : WS_ADDED, k->path);
+		c->new_mode = ust.st_mode;
+		c->unsupported = true;
+		if (hrc == 0)
+			c->old_mode = hst.st_mode;
+		return 0;
+	}
+	bool host_is_dir = hrc == 0 && S_ISDIR(hst.st_mode);
+	int rc = 0;
+	if (hrc == 0 && !host_is_dir) {
+		/* a file or link replaced by a directory */
+		if ((rc = deleted_tree(k, k->path, &hst)) < 0)
+			return rc;
+	}
+	if (!host_is_dir) {
+		struct ws_change *c = add(k, WS_ADDED, k->path);
+		c->new_mode = ust.st_mode;
+	} else if ((ust.st_mode & 07777) != (hst.st_mode & 07777)) {
+		struct ws_change *c = add(k, WS_MODE, k->path);
+		c->new_mode = ust.st_mode;
+		c->old_mode = hst.st_mode;
+	}
+	wd_autoclose int sub = openat(udir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0)
+		return wd_err_sys(k->err, errno, "%s in the sandbox", k->path);
+	char val[4] = "";
+	ssize_t vn = fgetxattr(sub, "trusted.overlay.opaque", val, sizeof(val));
+	if (host_is_dir && vn == 1 && val[0] == 'y' && (rc = opaque_deletions(k, sub, k->path)) < 0)
+		return rc;
+	return walk(k, sub, strlen(k->path), host_is_dir);
+}
+
+/* The upper directory udir, whose path (relative) is k->path[0..len). */
+static int
+walk(struct walker *k, int udir, size_t len, bool host_dir)
+{
+	int dfd = fcntl(udir, F_DUPFD_CLOEXEC, 3);
+	if (dfd < 0)
+		return wd_err_sys(k->err, errno, "dup");
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return wd_err_sys(k->err, errno, "read the upper layer");
+	}
+	rewinddir(d);
+	int rc = 0;
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		size_t nl = strlen(de->d_name);
+		if (len + nl + 2 >= sizeof(k->path))
+			continue;
+		if (len)
+			k->path[len] = '/';
+		memcpy(k->path + (len ? len + 1 : 0), de->d_name, nl + 1);
+		rc = entry(k, udir, de->d_name, host_dir);
+		k->path[len] = '\0';
+	}
+	closedir(d);
+	return rc;
+}
+
+static int
+cmp_change(const void *a, const void *b)
+{
+	return strcmp(((const struct ws_change *)a)->path, ((const struct ws_change *)b)->path);
+}
+
+/* Pair deleted and added files of the same content and type. */
+static void
+find_renames(struct ws_changes *cs)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		struct ws_change *a = &cs->c[i];
+		if (a->status != WS_ADDED || !a->new_hash[0] || a->unsupported)
+			continue;
+		for (size_t j = 0; j < cs->n; j++) {
+			struct ws_change *d = &cs->c[j];
+			if (d->status != WS_DELETED || !d->old_hash[0] ||
+			    (d->old_mode & S_IFMT) != (a->new_mode & S_IFMT) ||
+			    strcmp(d->old_hash, a->new_hash))
+				continue;
+			a->status = WS_RENAMED;
+			a->old_path = d->path;
+			a->old_mode = d->old_mode;
+			a->old_size = d->old_size;
+			memcpy(a->old_hash, d->old_hash, sizeof(a->old_hash));
+			d->path = NULL; /* dropped below */
+			d->status = WS_ADDED;
+			d->old_hash[0] = '\0';
+			break;
+		}
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < cs->n; i++)
+		if (cs->c[i].path)
+			cs->c[o++] = cs->c[i];
+	cs->n = o;
+}
+
+static bool
+under(const char *path, const char *p)
+{
+	size_t n = strlen(p);
+	return !strncmp(path, p, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The host changed path since the sandbox first saw it (the baseline). */
+static bool
+host_changed(const struct ws *w, const char *path)
+{
+	const struct ws_entry *b = ws_baseline_find(w->base, path);
+	struct stat st;
+	int rc = host_lstat(w, path, &st);
+	if (rc < 0)
+		return b != NULL; /* gone (or unreachable) since */
+	if (!b)
+		return true; /* appeared since */
+	if ((b->mode & S_IFMT) != (st.st_mode & S_IFMT) ||
+	    (b->mode & 07777) != (st.st_mode & 07777))
+		return true;
+	if (S_ISDIR(st.st_mode))
+		return false; /* a directory's own size and time follow its entries */
+	int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	return b->size != (uint64_t)st.st_size || b->mtime_ns != mt || b->ino != st.st_ino;
+}
+
+static void
+flag(struct ws *w, struct ws_changes *cs)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		struct ws_change *c = &cs->c[i];
+		for (size_t p = 0; p < w->nprotect; p++)
+			if (under(c->path, w->protect[p]) ||
+			    (c->old_path && under(c->old_path, w->protect[p])))
+				c->protect = true;
+		c->conflict =
+		    host_changed(w, c->path) || (c->old_path && host_changed(w, c->old_path));
+	}
+}
+
+void
+ws_changes_free(struct ws_changes *cs)
+{
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->n; i++) {
+		free(cs->c[i].path);
+		free(cs->c[i].old_path);
+	}
+	free(cs->c);
+	free(cs);
+}
+
+/* Keep the changes at or below one of paths; each path must match one. */
+static int
+select_paths(struct ws_changes *cs, const char *const *paths, size_t np, struct wd_err *err)
+{
+	bool *keep = wd_xcalloc(cs->n + 1, sizeof(bool));
+	int rc = 0;
+	for (size_t p = 0; p < np && rc == 0; p++) {
+		char *rel = ws_relpath(paths[p]);
+		if (!rel) {
+			rc = wd_err_set(
+			    err, WD_E_INVAL,
+			    "path '%s': give a path relative to the workspace, without ..",
+			    paths[p]);
+			break;
+		}
+		bool any = false;
+		for (size_t i = 0; i < cs->n; i++)
+			if (under(cs->c[i].path, rel) ||
+			    (cs->c[i].old_path && under(cs->c[i].old_path, rel)))
+				keep[i] = any = true;
+		if (!any) {
+			wd_err_set(err, WD_E_INVAL, "no change at '%s' (warden diff lists them)",
+				   paths[p]);
+			rc = -ENOENT;
+		}
+		free(rel);
+	}
+	if (rc == 0) {
+		size_t o = 0;
+		for (size_t i = 0; i < cs->n; i++) {
+			if (keep[i]) {
+				cs->c[o++] = cs->c[i];
+			} else {
+				free(cs->c[i].path);
+				free(cs->c[i].old_path);
+			}
+		}
+		cs->n = o;
+	}
+	free(keep);
+	return rc;
+}
+
+int
+ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_changes **out,
+	   struct wd_err *err)
+{
+	if (!w->cow)
+		return wd_err_set(err, WD_E_INVAL,
+				  "the sandbox's workspace is direct: its changes are on the host "
+				  "already (create it with --workspace-mode cow)");
+	if (!w->base) {
+		int rc = ws_baseline_load(w->dirfd, &w->base, err);
+		if (rc < 0)
+			return rc;
+	}
+	struct ws_changes *cs = wd_xcalloc(1, sizeof(*cs));
+	struct walker k = {.w = w, .cs = cs, .err = err};
+	int rc = walk(&k, w->upper, 0, true);
+	if (rc == 0) {
+		find_renames(cs);
+		if (cs->n)
+			qsort(cs->c, cs->n, sizeof(*cs->c), cmp_change);
+		flag(w, cs);
+		if (npaths)
+			rc = select_paths(cs, paths, npaths, err);
+	}
+	if (rc < 0) {
+		ws_changes_free(cs);
+		return rc;
+	}
+	*out = cs;
+	return 0;
+}

@@ -1,0 +1,434 @@
+/* workspace/patch: the change set as people and programs read it.
+ *
+ * The text diff comes from libgit2's buffer patches (git_patch_from_buffers):
+ * Debian's libgit2 is git's own diff machinery as a library (Myers diff,
+ * binary detection on NUL bytes as git does, "\ No newline at end of
+ * file"), so the hunks are what `git diff` shows and `git apply` takes.
+ * warden writes the headers itself, because a buffer patch knows no file
+ * modes: "new file mode 100755", "old mode"/"new mode", symbolic links as
+ * mode 120000 with their target as content, renames as git's "rename
+ * from/to".  Files over 8 MiB are named, not diffed.
+ *
+ *   (default)   one line per change (status, path, notes), then the diffs
+ *   --stat      git's: " path | N +++--" and the totals
+ *   --json      {"files": [{path, status, type, modes, sizes, SHA-256s,
+ *               binary, insertions, deletions, conflict, protected}], ...} */
+#include "workspace/workspace.h"
+#include "util/json.h"
+
+#include <fcntl.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <git2.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <string.h>
+
+#define DIFF_MAX (8u << 20)
+
+/* libgit2 is loaded on the first diff (dlopen of Debian's libgit2-1.5),
+ * not linked: warden's start is on every command's path, and a shared
+ * libgit2 brings its own dependencies (mbedTLS, libssh2, PCRE2, zlib) to
+ * every start for the few commands that diff. */
+static struct {
+	int (*init)(void);
+	int (*from_buffers)(git_patch **, const void *, size_t, const char *, const void *, size_t,
+			    const char *, const git_diff_options *);
+	int (*to_buf)(git_buf *, git_patch *);
+	int (*line_stats)(size_t *, size_t *, size_t *, const git_patch *);
+	const git_diff_delta *(*get_delta)(const git_patch *);
+	void (*patch_free)(git_patch *);
+	void (*buf_dispose)(git_buf *);
+	bool ok;
+	char why[160];
+} lg;
+static pthread_once_t git_once = PTHREAD_ONCE_INIT;
+
+static void
+git_load(void)
+{
+	static const char *const names[] = {"libgit2.so.1.5", "libgit2.so", NULL};
+	void *h = NULL;
+	for (size_t i = 0; names[i] && !h; i++)
+		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(lg.why, sizeof(lg.why),
+			 "libgit2 (Debian's libgit2-1.5) cannot be loaded: %s", dlerror());
+		return;
+	}
+#define SYM(field, name)                                                                           \
+	do {                                                                                       \
+		*(void **)&lg.field = dlsym(h, name);                                              \
+		if (!lg.field) {                                                                   \
+			snprintf(lg.why, sizeof(lg.why), "libgit2 lacks %s", name);                \
+			return;                                                                    \
+		}                                                                                  \
+	} while (0)
+	SYM(init, "git_libgit2_init");
+	SYM(from_buffers, "git_patch_from_buffers");
+	SYM(to_buf, "git_patch_to_buf");
+	SYM(line_stats, "git_patch_line_stats");
+	SYM(get_delta, "git_patch_get_delta");
+	SYM(patch_free, "git_patch_free");
+	SYM(buf_dispose, "git_buf_dispose");
+#undef SYM
+	lg.init();
+	lg.ok = true;
+}
+
+static const char *
+status_name(const struct ws_change *c)
+{
+	static const char *const n[] = {"added", "modified", "deleted", "renamed", "mode"};
+	return n[c->status];
+}
+
+static const char *
+type_name(mode_t m)
+{
+	return S_ISREG(m) ? "file" : S_ISLNK(m) ? "symlink" : S_ISDIR(m) ? "directory" : "other";
+}
+
+static mode_t
+cur_mode(const struct ws_change *c)
+{
+	return c->new_mode ? c->new_mode : c->old_mode;
+}
+
+/* git's mode word: 100644, 100755, 120000, 040000 */
+static unsigned
+git_mode(mode_t m)
+{
+	if (S_ISLNK(m))
+		return 0120000;
+	if (S_ISDIR(m))
+		return 040000;
+	return (m & 0111) ? 0100755 : 0100644;
+}
+
+/* Read up to DIFF_MAX bytes of a side: the upper layer's or the host's
+ * file, or a link's target.  *len = (size_t)-1 when too large. */
+static char *
+read_side(struct ws *w, bool upper, const char *path, mode_t mode, size_t *len)
+{
+	*len = 0;
+	int fd =
+	    ws_open_beneath(upper ? w->upper : w->wsfd, path, S_ISLNK(mode) ? O_PATH : O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	char *buf = NULL;
+	if (S_ISLNK(mode)) {
+		buf = wd_xmalloc(4097);
+		ssize_t n = readlinkat(fd, "", buf, 4096);
+		*len = n > 0 ? (size_t)n : 0;
+		close(fd);
+		return buf;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > DIFF_MAX) {
+		*len = (size_t)-1;
+		close(fd);
+		return NULL;
+	}
+	buf = wd_xmalloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	*len = got;
+	return buf;
+}
+
+struct file_diff {
+	git_patch *patch; /* NULL: no text diff (directory, other, too large) */
+	char *ob, *nb;	  /* its buffers: a buffer patch points into them */
+	bool binary, large;
+	size_t adds, dels;
+};
+
+static void
+diff_free(struct file_diff *d)
+{
+	if (d->patch && lg.ok)
+		lg.patch_free(d->patch);
+	free(d->ob);
+	free(d->nb);
+	d->patch = NULL;
+	d->ob = d->nb = NULL;
+}
+
+static void
+make_diff(struct ws *w, const struct ws_change *c, struct file_diff *fd)
+{
+	memset(fd, 0, sizeof(*fd));
+	mode_t m = cur_mode(c);
+	if (c->unsupported || S_ISDIR(m) || (c->status == WS_MODE) ||
+	    (c->status == WS_RENAMED && !strcmp(c->old_hash, c->new_hash)))
+		return;
+	size_t ol = 0, nl = 0;
+	char *ob = NULL, *nb = NULL;
+	if (c->old_mode && !S_ISDIR(c->old_mode))
+		ob = read_side(w, false, c->old_path ? c->old_path : c->path, c->old_mode, &ol);
+	if (c->new_mode && !S_ISDIR(c->new_mode))
+		nb = read_side(w, true, c->path, c->new_mode, &nl);
+	if (ol == (size_t)-1 || nl == (size_t)-1) {
+		fd->large = true;
+		free(ob);
+		free(nb);
+		return;
+	}
+	pthread_once(&git_once, git_load);
+	fd->ob = ob;
+	fd->nb = nb;
+	if (!lg.ok ||
+	    lg.from_buffers(&fd->patch, ob, ob ? ol : 0, c->old_path ? c->old_path : c->path, nb,
+			    nb ? nl : 0, c->path, NULL) < 0)
+		fd->patch = NULL;
+	if (!fd->patch)
+		return;
+	const git_diff_delta *d = lg.get_delta(fd->patch);
+	fd->binary = d && (d->flags & GIT_DIFF_FLAG_BINARY);
+	size_t ctx;
+	lg.line_stats(&ctx, &fd->adds, &fd->dels, fd->patch);
+}
+
+/* git's header for the change, then the body of libgit2's patch (from
+ * its "---" or "Binary files" line on), keeping its blob ids. */
+static void
+write_patch(const struct ws_change *c, struct file_diff *fd, FILE *f)
+{
+	const char *op = c->old_path ? c->old_path : c->path;
+	git_buf b = {0};
+	if (fd->patch && lg.to_buf(&b, fd->patch) < 0)
+		b.size = 0;
+	const char *body = NULL, *ids = NULL;
+	size_t idn = 0;
+	for (const char *l = b.ptr; l && l < b.ptr + b.size;) {
+		const char *e = memchr(l, '\n', (size_t)(b.ptr + b.size - l));
+		size_t n = e ? (size_t)(e - l) : (size_t)(b.ptr + b.size - l);
+		if (n > 6 && !strncmp(l, "index ", 6)) {
+			ids = l + 6;
+			idn = strcspn(ids, " \n");
+		}
+		if (!strncmp(l, "--- ", 4) || !strncmp(l, "Binary files", 12)) {
+			body = l;
+			break;
+		}
+		l = e ? e + 1 : b.ptr + b.size;
+	}
+	fprintf(f, "diff --git a/%s b/%s\n", op, c->path);
+	if (c->status == WS_ADDED)
+		fprintf(f, "new file mode %06o\n", git_mode(c->new_mode));
+	else if (c->status == WS_DELETED)
+		fprintf(f, "deleted file mode %06o\n", git_mode(c->old_mode));
+	else if (git_mode(c->old_mode) != git_mode(c->new_mode))
+		fprintf(f, "old mode %06o\nnew mode %06o\n", git_mode(c->old_mode),
+			git_mode(c->new_mode));
+	if (c->status == WS_RENAMED)
+		fprintf(f, "similarity index %d%%\nrename from %s\nrename to %s\n",
+			strcmp(c->old_hash, c->new_hash) ? 50 : 100, op, c->path);
+	if (ids && body) {
+		bool same = git_mode(c->old_mode) == git_mode(c->new_mode) &&
+			    c->status != WS_ADDED && c->status != WS_DELETED;
+		fprintf(f, "index %.*s", (int)idn, ids);
+		if (same)
+			fprintf(f, " %06o", git_mode(c->new_mode));
+		fputc('\n', f);
+		fwrite(body, 1, (size_t)(b.ptr + b.size - body), f);
+	} else if (fd->large) {
+		fprintf(f, "Large file (over %u bytes) a/%s and b/%s differ\n", DIFF_MAX, op,
+			c->path);
+	}
+	if (fd->patch)
+		lg.buf_dispose(&b);
+}
+
+static void
+notes(const struct ws_change *c, FILE *f)
+{
+	if (c->conflict)
+		fputs("  (conflict: changed on the host since the sandbox first saw it)", f);
+	if (c->protect)
+		fputs("  (protected: never applied)", f);
+	if (c->unsupported)
+		fputs("  (not a file, link or directory: never applied)", f);
+}
+
+static void
+summary_line(const struct ws_change *c, FILE *f)
+{
+	const char *slash = S_ISDIR(cur_mode(c)) ? "/" : "";
+	switch (c->status) {
+	case WS_RENAMED:
+		fprintf(f, "%-9s %s -> %s", status_name(c), c->old_path, c->path);
+		break;
+	case WS_MODE:
+		fprintf(f, "%-9s %s%s %04o -> %04o", status_name(c), c->path, slash,
+			(unsigned)(c->old_mode & 07777), (unsigned)(c->new_mode & 07777));
+		break;
+	default:
+		fprintf(f, "%-9s %s%s", status_name(c), c->path, slash);
+		if (S_ISLNK(cur_mode(c)))
+			fputs(" (symlink)", f);
+		break;
+	}
+	notes(c, f);
+	fputc('\n', f);
+}
+
+static void
+write_stat(struct ws *w, const struct ws_changes *cs, FILE *f)
+{
+	size_t width = 0, files = 0, adds = 0, dels = 0, maxn = 0;
+	struct file_diff *fds = wd_xcalloc(cs->n + 1, sizeof(*fds));
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct ws_change *c = &cs->c[i];
+		if (S_ISDIR(cur_mode(c)))
+			continue;
+		make_diff(w, c, &fds[i]);
+		size_t l = strlen(c->path) + (c->old_path ? strlen(c->old_path) + 4 : 0);
+		width = l > width ? l : width;
+		if (fds[i].adds + fds[i].dels > maxn)
+			maxn = fds[i].adds + fds[i].dels;
+	}
+	if (width > 60)
+		width = 60;
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct ws_change *c = &cs->c[i];
+		if (S_ISDIR(cur_mode(c)))
+			continue;
+		files++;
+		char name[PATH_MAX * 2 + 8];
+		if (c->old_path)
+			snprintf(name, sizeof(name), "%s => %s", c->old_path, c->path);
+		else
+			snprintf(name, sizeof(name), "%s", c->path);
+		fprintf(f, " %-*s | ", (int)width, name);
+		struct file_diff *d = &fds[i];
+		if (d->binary || d->large) {
+			fprintf(f, "Bin %llu -> %llu bytes\n", (unsigned long long)c->old_size,
+				(unsigned long long)c->new_size);
+		} else {
+			size_t n = d->adds + d->dels, bar = 40;
+			size_t pa = maxn > bar ? d->adds * bar / maxn : d->adds;
+			size_t pd = maxn > bar ? d->dels * bar / maxn : d->dels;
+			if (d->adds && !pa)
+				pa = 1;
+			if (d->dels && !pd)
+				pd = 1;
+			fprintf(f, "%zu ", n);
+			for (size_t k = 0; k < pa; k++)
+				fputc('+', f);
+			for (size_t k = 0; k < pd; k++)
+				fputc('-', f);
+			fputc('\n', f);
+		}
+		adds += d->adds;
+		dels += d->dels;
+		diff_free(d);
+	}
+	fprintf(f, " %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n", files,
+		files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels, dels == 1 ? "" : "s");
+	free(fds);
+}
+
+static void
+write_json(struct ws *w, const struct ws_changes *cs, FILE *f)
+{
+	struct jw j;
+	jw_init(&j, 0);
+	jw_obj_begin(&j);
+	jw_kstr(&j, "workspace", w->workspace);
+	jw_key(&j, "files");
+	jw_arr_begin(&j);
+	size_t adds = 0, dels = 0, conflicts = 0;
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct ws_change *c = &cs->c[i];
+		struct file_diff d;
+		make_diff(w, c, &d);
+		char mode[8];
+		jw_obj_begin(&j);
+		jw_kstr(&j, "path", c->path);
+		if (c->old_path)
+			jw_kstr(&j, "old_path", c->old_path);
+		jw_kstr(&j, "status", status_name(c));
+		jw_kstr(&j, "type", type_name(cur_mode(c)));
+		if (c->old_mode) {
+			snprintf(mode, sizeof(mode), "%06o", (unsigned)c->old_mode);
+			jw_kstr(&j, "old_mode", mode);
+			jw_kuint(&j, "old_size", c->old_size);
+			if (c->old_hash[0])
+				jw_kstr(&j, "old_sha256", c->old_hash);
+		}
+		if (c->new_mode) {
+			snprintf(mode, sizeof(mode), "%06o", (unsigned)c->new_mode);
+			jw_kstr(&j, "new_mode", mode);
+			jw_kuint(&j, "new_size", c->new_size);
+			if (c->new_hash[0])
+				jw_kstr(&j, "new_sha256", c->new_hash);
+		}
+		jw_kbool(&j, "binary", d.binary);
+		if (d.patch) {
+			jw_kuint(&j, "insertions", d.adds);
+			jw_kuint(&j, "deletions", d.dels);
+		}
+		jw_kbool(&j, "conflict", c->conflict);
+		jw_kbool(&j, "protected", c->protect);
+		if (c->unsupported)
+			jw_kbool(&j, "unsupported", true);
+		jw_obj_end(&j);
+		adds += d.adds;
+		dels += d.dels;
+		conflicts += c->conflict;
+		diff_free(&d);
+	}
+	jw_arr_end(&j);
+	jw_kuint(&j, "changes", cs->n);
+	jw_kuint(&j, "insertions", adds);
+	jw_kuint(&j, "deletions", dels);
+	jw_kuint(&j, "conflicts", conflicts);
+	jw_obj_end(&j);
+	char *s = jw_steal(&j);
+	fputs(s, f);
+	fputc('\n', f);
+	free(s);
+}
+
+int
+ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FILE *f,
+	      struct wd_err *err)
+{
+	pthread_once(&git_once, git_load);
+	if (!lg.ok && !(flags & WS_DIFF_NAMES))
+		return wd_err_set(err, WD_E_UNSUPPORTED, "%s", lg.why);
+	if (flags & WS_DIFF_JSON) {
+		write_json(w, cs, f);
+	} else if (flags & WS_DIFF_STAT) {
+		write_stat(w, cs, f);
+	} else {
+		for (size_t i = 0; i < cs->n; i++)
+			summary_line(&cs->c[i], f);
+		if (!(flags & WS_DIFF_NAMES)) {
+			bool first = true;
+			for (size_t i = 0; i < cs->n; i++) {
+				struct file_diff d;
+				const struct ws_change *c = &cs->c[i];
+				if (S_ISDIR(cur_mode(c)) || c->unsupported)
+					continue;
+				make_diff(w, c, &d);
+				if (first)
+					fputc('\n', f); /* between the list and the diffs */
+				first = false;
+				write_patch(c, &d, f);
+				diff_free(&d);
+			}
+		}
+	}
+	if (fflush(f) != 0)
+		return wd_err_sys(err, errno, "write the diff");
+	return 0;
+}

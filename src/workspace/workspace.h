@@ -1,0 +1,246 @@
+/* workspace: what a sandbox writes, kept outside every jail (issue 9).
+ *
+ *   state.c     warden's state directory: its checks (the caller's, 0700),
+ *               one directory per sandbox, names, metadata
+ *   disk.c      a sandbox's disk: a sparse ext4 image of --disk bytes,
+ *               loop-mounted as a detached tree (never in the host's mount
+ *               table), frozen for snapshots, copied sparsely
+ *   layers.c    the layers of one sandbox: the disk's upper/, work/, home/
+ *               and tmp/, and for a cow workspace the overlay (lower: an
+ *               idmapped clone of the real directory, read-only); fresh
+ *               detached clones of them for each jail
+ *   baseline.c  what the host workspace held when the sandbox first saw it
+ *               (path, type, mode, size, mtime, inode), for conflicts
+ *   changes.c   the change set: the upper layer against the host directory
+ *               (added, modified, deleted, renamed, mode, symlinks)
+ *   patch.c     the change set as text (libgit2's patches), --stat, JSON
+ *   apply.c     apply (atomic per file, conflicts refused) and discard
+ *
+ * Layout of a state directory ($XDG_STATE_HOME/warden, /var/lib/warden):
+ *
+ *   sandboxes/<id>/meta.json     what it is: name, spec, mode, state
+ *                  disk.img      the sparse ext4 image: upper/ work/ home/ tmp/
+ *                  baseline      the host workspace as first seen
+ *                  monitor.sock  the session monitor's socket (0600, in a 0700 dir)
+ *                  snapshots/<tag>/disk.img, baseline, meta.json
+ *   names/<name> -> <id>         a symbolic link per name: taken atomically
+ *
+ * Everything here runs in the supervisor (or the session monitor), never
+ * in a jail; every path inside the host workspace is reached with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) on its descriptor. */
+#ifndef WD_WORKSPACE_H
+#define WD_WORKSPACE_H
+
+#include "util/util.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct json_t;
+
+/* The protected paths of every workspace (relative to its root): read-only
+ * inside in every mode, never written by apply.  NULL-terminated. */
+extern const char *const ws_default_protect[];
+
+/* ---- state.c ---- */
+
+/* The state directory: wd_ctx_set_state_dir()'s, else $WARDEN_STATE_DIR,
+ * else $XDG_STATE_HOME/warden, else /var/lib/warden (root) or
+ * ~/.local/state/warden.  Created 0700 if missing; refused (-EINVAL, a
+ * message saying how to fix it) when it is not a directory owned by the
+ * caller with no group or other permissions.  out: PATH_MAX bytes. */
+int ws_state_root(const char *given, char *out, size_t cap, struct wd_err *err);
+/* sandboxes/ and names/ under root, checked the same way; returns an
+ * O_DIRECTORY fd of sandboxes/ (or -errno). */
+int ws_state_sandboxes(const char *root, struct wd_err *err);
+
+/* A name or tag: [A-Za-z0-9][A-Za-z0-9_.-]{0,62}. */
+bool ws_name_ok(const char *name);
+/* Take name for id (a symbolic link names/<name> -> id): -EEXIST when
+ * taken. */
+int ws_name_take(const char *root, const char *name, const char *id, struct wd_err *err);
+void ws_name_release(const char *root, const char *name);
+/* The id for a name, an id, or a unique prefix of 4+ digits of one; id:
+ * 17 bytes.  -ENOENT "no sandbox NAME", -EINVAL ambiguous. */
+int ws_resolve(const char *root, const char *ref, char id[17], struct wd_err *err);
+
+/* meta.json of a sandbox: read (a jansson object, new reference) and
+ * written atomically (temp + rename, 0600). */
+int ws_meta_read(int sbdir, struct json_t **out, struct wd_err *err);
+int ws_meta_write(int sbdir, struct json_t *meta, struct wd_err *err);
+/* Remove a sandbox's directory and everything in it. */
+int ws_remove_tree(int dirfd, const char *name);
+
+/* ---- disk.c ---- */
+
+#define WS_DISK_DEFAULT (1ULL << 30)
+#define WS_DISK_MIN (32ULL << 20)
+
+/* A new sparse image dirfd/name of bytes, formatted ext4 (mke2fs), with
+ * upper/ work/ home/ tmp/ owned by the sandbox user's host ids. */
+int ws_disk_create(int dirfd, const char *name, uint64_t bytes, uid_t uid, gid_t gid,
+		   struct wd_err *err);
+/* Attach the image to a loop device (autoclear) and mount it as a
+ * detached tree: returns the mount's fd (or -errno).  The loop device
+ * and the mount go when the last descriptor of the tree closes. */
+int ws_disk_mount(int dirfd, const char *name, struct wd_err *err);
+/* Freeze a mounted disk for a consistent copy (a guard process thaws it
+ * should this process die first), then thaw it. */
+struct ws_freeze {
+	int fd, pipe_w;
+	pid_t pid;
+};
+int ws_disk_freeze(int mnt, struct ws_freeze *fz, struct wd_err *err);
+void ws_disk_thaw(struct ws_freeze *fz);
+/* Copy a file sparsely (holes stay holes; data by copy_file_range). */
+int ws_copy_sparse(int from_dir, const char *from, int to_dir, const char *to, struct wd_err *err);
+/* Whether this host can give sandboxes a disk (root, loop devices, ext4):
+ * 0, or -ENOTSUP with why. */
+int ws_disk_supported(struct wd_err *err);
+
+/* ---- layers.c ---- */
+
+struct ws_params {
+	const char *workspace; /* the host directory (resolved) */
+	bool cow;	       /* an overlay over it; else the jail binds it */
+	uid_t uid;	       /* host ids of the sandbox user (root: nobody) */
+	gid_t gid;
+	const char *const *protect; /* extra protected paths (policy, spec) */
+	size_t nprotect;
+};
+
+/* One sandbox's layers, open.  Thread-safe for diff/apply/discard (one
+ * at a time, under lock); the trees are made for one jail each. */
+struct ws {
+	int dirfd;	 /* the sandbox's state directory */
+	char *workspace; /* host path */
+	int wsfd;	 /* O_PATH of the host workspace */
+	bool cow;
+	int disk;  /* the disk's mount (-1: none) */
+	int upper; /* disk: upper/ (cow) */
+	int ovl;   /* the overlay's mount (cow), for live discards */
+	uid_t uid;
+	gid_t gid;
+	char **protect; /* defaults + extras, NULL-terminated */
+	size_t nprotect;
+	struct ws_baseline *base; /* loaded on demand */
+};
+
+/* Open the layers of the sandbox whose state directory is dirfd (taken:
+ * closed by ws_close): mount its disk (if it has one) and, for cow, the
+ * overlay.  *out is new. */
+int ws_open(int dirfd, const struct ws_params *p, struct ws **out, struct wd_err *err);
+void ws_close(struct ws *w);
+
+/* Fresh detached trees for one jail (each -1 when there is none): the
+ * workspace (cow: a clone of the overlay), the home directory and /tmp
+ * (emptied first).  The caller closes them. */
+struct ws_trees {
+	int workspace, home, tmp;
+};
+int ws_trees(struct ws *w, struct ws_trees *t, struct wd_err *err);
+void ws_trees_close(struct ws_trees *t);
+
+/* ---- baseline.c ---- */
+
+struct ws_entry {
+	char *path;  /* relative, no leading "./" */
+	mode_t mode; /* type and permission bits */
+	uint64_t size;
+	int64_t mtime_ns;
+	uint64_t ino;
+};
+struct ws_baseline {
+	struct ws_entry *e; /* sorted by path */
+	size_t n, cap;
+};
+
+/* Walk the host workspace (no symlink followed, no other mount entered)
+ * and write dirfd/baseline. */
+int ws_baseline_record(int dirfd, int wsfd, struct wd_err *err);
+int ws_baseline_load(int dirfd, struct ws_baseline **out, struct wd_err *err);
+int ws_baseline_save(int dirfd, const struct ws_baseline *b, struct wd_err *err);
+void ws_baseline_free(struct ws_baseline *b);
+const struct ws_entry *ws_baseline_find(const struct ws_baseline *b, const char *path);
+/* Set (or, st NULL, remove) the entry for path. */
+void ws_baseline_set(struct ws_baseline *b, const char *path, const struct stat *st);
+
+/* ---- changes.c ---- */
+
+enum ws_status {
+	WS_ADDED = 0,
+	WS_MODIFIED,
+	WS_DELETED,
+	WS_RENAMED, /* old_path -> path, same content (maybe another mode) */
+	WS_MODE,    /* only the permission bits */
+};
+
+struct ws_change {
+	enum ws_status status;
+	char *path;
+	char *old_path;		   /* RENAMED */
+	mode_t old_mode, new_mode; /* 0: absent on that side */
+	uint64_t old_size, new_size;
+	char old_hash[65], new_hash[65]; /* SHA-256 of contents (link target), "" none */
+	bool protect;			 /* a protected path: never applied */
+	bool conflict;			 /* the host changed it since the sandbox first saw it */
+	bool unsupported;		 /* a FIFO, socket or device: listed, never applied */
+};
+
+struct ws_changes {
+	struct ws_change *c; /* sorted by path */
+	size_t n, cap;
+};
+
+/* The change set of a cow sandbox: upper/ against the host directory,
+ * with hashes, conflicts (against the baseline) and protected flags.
+ * paths (n, may be 0): only changes at or below them; a path that
+ * matches none is -ENOENT naming it.  *out is new. */
+int ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_changes **out,
+	       struct wd_err *err);
+void ws_changes_free(struct ws_changes *cs);
+/* openat2(dirfd, path, flags | O_NOFOLLOW) beneath dirfd with no symbolic
+ * link followed anywhere on the way: how every path of a workspace, of an
+ * upper layer or of an overlay is opened (the sandbox may have made any of
+ * its components a link).  The fd or -errno. */
+int ws_open_beneath(int dirfd, const char *path, int flags);
+/* Normalize a user's path relative to the workspace ("./a//b/" -> "a/b");
+ * NULL for absolute paths, "..", or the empty path. */
+char *ws_relpath(const char *p);
+
+/* ---- patch.c ---- */
+
+#define WS_DIFF_STAT 0x1u  /* git's --stat */
+#define WS_DIFF_JSON 0x2u  /* the file list with sizes and hashes */
+#define WS_DIFF_NAMES 0x4u /* one line per file: status and path */
+/* Write the change set to f: a summary line per file then unified diffs
+ * (binary files named), or per flags. */
+int ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FILE *f,
+		  struct wd_err *err);
+
+/* ---- apply.c ---- */
+
+struct ws_apply_report {
+	size_t applied, conflicts, refused;
+	char *text; /* one line per file: what happened; new string */
+	char *json; /* the same as a JSON object; new string */
+};
+/* Apply the change set (or the changes at or below paths) to the host
+ * directory: nothing at all when a selected change conflicts or touches a
+ * protected path (returns 1, the report says which); each file atomically
+ * (written next to its place, renamed over it), modes kept (set-id bits
+ * dropped), owner kept (new files: the workspace owner's).  -ENOSPC and
+ * other failures while writing leave the host as it was.  0 when all was
+ * applied. */
+int ws_apply(struct ws *w, const char *const *paths, size_t npaths, struct ws_apply_report *rep,
+	     struct wd_err *err);
+void ws_apply_report_fini(struct ws_apply_report *rep);
+/* Drop the change set (or the changes at or below paths).  live: the
+ * overlay is mounted in a jail, so the host's version is written back
+ * through it rather than under it.  Returns the number of changes
+ * dropped. */
+int ws_discard(struct ws *w, const char *const *paths, size_t npaths, bool live,
+	       struct wd_err *err);
+
+#endif
