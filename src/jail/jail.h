@@ -236,14 +236,19 @@ struct jail_cmd_spec {
 };
 /* Supervisor: the command's plan as a sealed memfd (returned), or -errno. */
 int jail_cmd_plan_build(const struct jail_cmd_spec *cs, struct wd_err *err);
-/* Command's process: map the plan from fd without malloc. */
+/* pid 1: map the plan from fd without malloc, for the command's process
+ * (which shares pid 1's memory until its execve); unmap it once the
+ * command has gone its own way. */
 struct jail_cmd {
 	char **argv;
 	char **envp;
 	const char *paths[JAIL_MAX_PATH_CANDIDATES + 1]; /* execve candidates, in order */
 	const char *cwd;
+	void *map, *ptrs; /* the two mappings, for jail_cmd_plan_unmap() */
+	size_t map_len, ptrs_len;
 };
 int jail_cmd_plan_map(int fd, struct jail_cmd *out);
+void jail_cmd_plan_unmap(struct jail_cmd *cmd);
 
 /* ---- jail/hostpath.c (supervisor side) ---- */
 /* A detached, idmapped copy of directory dirfd (owner st) in which the
@@ -268,14 +273,18 @@ bool jail_path_within(const char *path, const char *root);
 __attribute__((noreturn)) void jail_pid1_main(struct jail_plan *plan);
 
 /* The command's process (jail/exec.c): step 6 from setsid to execve, with
- * its stdio, its plan and its channel from SYNC_EXEC.  Never returns. */
-struct jail_exec_fds {
-	int in, out, err; /* stdin (-1: /dev/null), stdout, stderr */
-	int plan;         /* the cmdplan memfd */
-	int chan;         /* the exec channel */
+ * its stdio and channel from SYNC_EXEC and its plan as pid 1 mapped it.
+ * Runs on pid 1's memory (CLONE_VM|CLONE_VFORK, pid 1 waits) and on a
+ * stack of its own: it writes nothing but its stack.  Never returns. */
+struct jail_exec_args {
+	int in, out, err;           /* stdin (-1: /dev/null), stdout, stderr */
+	int chan;                   /* the exec channel */
+	int landlock;               /* pid 1's Landlock ruleset, or -1 */
+	const struct jail_cmd *cmd; /* the command's plan, mapped by pid 1 */
+	int cmd_err;                /* errno of mapping it, or 0 */
 };
 __attribute__((noreturn)) void jail_exec_main(const struct jail_plan *plan,
-					      const struct jail_exec_fds *fds);
+					      const struct jail_exec_args *x);
 
 /* Ids after clone, as raw system calls (jail/exec.c).  glibc's setgroups,
  * setresuid and setresgid apply the change to every thread of the
@@ -316,6 +325,10 @@ void jail_child_sanitizer(void);
 void jail_block_signals(void);
 /* Unblock every signal and reset every disposition to the default. */
 void jail_reset_signals(void);
+/* The two halves: every disposition to the default (pid 1, once), and the
+ * blocked mask emptied (each command). */
+void jail_default_signals(void);
+void jail_unblock_signals(void);
 /* Ignore sig (SIG_IGN). */
 void jail_ignore_signal(int sig);
 
