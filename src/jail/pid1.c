@@ -207,9 +207,18 @@ time_namespace(void)
 	return rc;
 }
 
+/* CLOCK_MONOTONIC in ns (the vDSO: no system call, nothing allocated). */
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /* Steps 2b-3d: ids, the mount plan, pivot_root, read-only root. */
 static void
-build_root(struct jail_plan *plan, struct sync_chan *c)
+build_root(struct jail_plan *plan, struct sync_chan *c, uint64_t *t)
 {
 	int rc;
 	/* 2b. Root mode: we are still host uid 0 (unmapped here) with the
@@ -261,6 +270,7 @@ build_root(struct jail_plan *plan, struct sync_chan *c)
 	}
 	if (sethostname("sandbox", 7) < 0)
 		fail(c, JAIL_STEP_3B_MOUNTS, errno);
+	t[SYNC_T_MOUNTS] = now_ns();
 
 	/* 3c. pivot_root(".", "."): the old root ends up stacked on the new
 	 * one and is detached right away, so no host path stays reachable and
@@ -274,9 +284,9 @@ build_root(struct jail_plan *plan, struct sync_chan *c)
 		fail(c, JAIL_STEP_3D_ROOT_RO, -rc);
 }
 
-/* Returns SYNC_READY_* bits of what is in force. */
+/* Returns SYNC_READY_* bits of what is in force; t gets the step times. */
 static int
-setup(struct jail_plan *plan, struct sync_chan *c)
+setup(struct jail_plan *plan, struct sync_chan *c, uint64_t *t)
 {
 	int rc, in_force = 0;
 	if (plan->container && plan->time_ns) {
@@ -295,12 +305,14 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 	if (plan->wipe_end > plan->wipe_start)
 		memset((void *)plan->wipe_start, 0, plan->wipe_end - plan->wipe_start);
 	if (plan->container) {
-		build_root(plan, c);
+		build_root(plan, c, t);
+		t[SYNC_T_ROOT] = now_ns();
 		/* 4. Network: loopback only; 4a the proxy's listeners. */
 		if ((rc = loopback_up()) < 0)
 			fail(c, JAIL_STEP_4_NET, -rc);
 		if (plan->net_proxy && (rc = net_sockets(c)) < 0)
 			fail(c, JAIL_STEP_4_NET, -rc);
+		t[SYNC_T_NET] = now_ns();
 	} else {
 		/* The process level has no pid namespace: orphans of the
 		 * commands come back to this monitor (it is their subreaper),
@@ -309,6 +321,7 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 			fail(c, JAIL_STEP_5_PID1, errno);
 	}
 	join_cgroup(plan, c);
+	t[SYNC_T_CGROUP] = now_ns();
 	if (plan->container) {
 		/* 6d-6e for pid 1 too: from here on it needs no privilege, so
 		 * every command inherits empty capability sets and NoNewPrivs. */
@@ -740,8 +753,11 @@ jail_pid1_main(struct jail_plan *plan)
 	if (sync_recv(&p.sb, &m, fds, &nfds, 0) < 0 || m.kind != SYNC_GO)
 		_exit(125);
 
-	struct sync_msg ready = {.kind = SYNC_READY, .status = setup(plan, &p.sb)};
+	struct sync_msg ready = {.kind = SYNC_READY};
+	ready.t_ns[SYNC_T_GO] = now_ns();
+	ready.status = setup(plan, &p.sb, ready.t_ns);
 	commands_ready(&p);
+	ready.t_ns[SYNC_T_COMMANDS] = now_ns();
 	if (sync_send(&p.sb, &ready, NULL, 0) < 0)
 		_exit(125);
 	serve(&p);

@@ -293,6 +293,27 @@ fail:
 
 /* ---- set-up messages and readiness ---- */
 
+/* pid 1's own steps, from the times SYNC_READY carries (the same clock as
+ * ours), as STEP lines in order. */
+static void
+pid1_steps(struct sandbox *sb, const struct sync_msg *m)
+{
+	static const char *const what[SYNC_T__COUNT] = {
+		[SYNC_T_GO] = "pid 1: SYNC_GO received",
+		[SYNC_T_MOUNTS] = "pid 1: 2b-3b ids, time namespace, mounts",
+		[SYNC_T_ROOT] = "pid 1: 3c-3d pivot_root, old root detached, / read-only",
+		[SYNC_T_NET] = "pid 1: 4 loopback (4a proxy sockets)",
+		[SYNC_T_CGROUP] = "pid 1: 4b cgroup joined",
+		[SYNC_T_COMMANDS] = "pid 1: 6 Landlock ruleset, seccomp; ready",
+	};
+	if (!wd_log_enabled(WD_LOG_DEBUG))
+		return;
+	for (int i = 0; i < SYNC_T__COUNT; i++)
+		if (m->t_ns[i] >= sb->t0)
+			wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms %s", sb->id,
+			       (double)(m->t_ns[i] - sb->t0) / 1e6, what[i]);
+}
+
 /* SYNC_NET_READY: serve the sockets pid 1 made in the sandbox's network
  * namespace from here, on the proxy's own thread. */
 static void
@@ -339,7 +360,8 @@ local_read_setup(struct sandbox *sb)
 		case SYNC_READY:
 			sb->state = SB_READY;
 			sb->time_ns_active = m.status & SYNC_READY_TIME_NS;
-			STEP("3-4 jail ready");
+			pid1_steps(sb, &m);
+			STEP("3-6 jail ready (SYNC_READY read)");
 			break;
 		case SYNC_ERROR:
 			sb->setup_step = m.step;
@@ -431,6 +453,7 @@ reap(struct sandbox *sb, int timeout_ms)
 void
 local_destroy(struct sandbox *sb)
 {
+	STEP("7 destroy");
 	/* How the sandbox ends (level difference 3 of 3): a container's pid 1
 	 * is killed, and the kernel kills the rest of its pid namespace;
 	 * the process level's monitor is asked to go (EOF on its channel), so
@@ -445,6 +468,7 @@ local_destroy(struct sandbox *sb)
 			reap(sb, 2000);
 		}
 	}
+	STEP("7a pid 1 reaped");
 	if (sb->chan.fd >= 0)
 		close(sb->chan.fd);
 	sb->chan.fd = -1;
@@ -461,6 +485,7 @@ local_destroy(struct sandbox *sb)
 		keeper_release(sb->keeper, cgroup_dirs(sb->cg));
 		cgroup_free(sb->cg);
 		sb->cg = NULL;
+		STEP("7b cgroup removed");
 	}
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
