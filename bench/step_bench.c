@@ -17,11 +17,12 @@
  *                         source already read-only (one call); pivot_root
  *                         and the detach of the old root
  *   cgroup mkdir/rmdir    (root, cgroup v1 or v2) one sandbox cgroup made
- *                         and removed in every hierarchy warden uses
+ *                         and removed in every hierarchy warden uses;
+ *                         cgroup_stats with its files kept open or not
  *
  *   step_bench [-n RUNS]
  */
-#include "cgroup/cgroup.h"
+#include "cgroup/cgroup-internal.h"
 #include "jail/jail.h"
 #include "jail/seccomp.h"
 
@@ -298,6 +299,30 @@ main(int argc, char **argv)
 			cgroup_free(cg);
 		}
 		report("cgroup destroy (empty)");
+		struct cgroup *cg = NULL;
+		struct cgroup_limits lim = {512u << 20, 128, 1000000};
+		char id[32];
+		snprintf(id, sizeof(id), "step-bench-%d", (int)getpid());
+		if (cgroup_create_flags(id, &lim, CGROUP_NO_FREEZER, &cg, NULL) == 0) {
+			struct cgroup_stats st;
+			for (int i = 0; i < runs; i++) {
+				uint64_t t0 = now();
+				cgroup_stats(cg, &st);
+				t[i] = now() - t0;
+			}
+			report("cgroup_stats, files kept open");
+			int kept = cg->nstat;
+			cg->nstat = 0; /* as before: open, read, close each file */
+			for (int i = 0; i < runs; i++) {
+				uint64_t t0 = now();
+				cgroup_stats(cg, &st);
+				t[i] = now() - t0;
+			}
+			report("cgroup_stats, files opened each time");
+			cg->nstat = kept;
+			cgroup_destroy(cg);
+			cgroup_free(cg);
+		}
 	}
 	free(heap);
 	free(t);

@@ -134,6 +134,11 @@ int cgroup_version(const struct cgroup *cg);
  * than only discouraged (v1 swappiness 0) or unlimited (no swap accounting,
  * or v1 without a memory limit, where memsw has no value to take). */
 bool cgroup_swap_limited(const struct cgroup *cg);
+/* v1: an O_WRONLY|O_CLOEXEC descriptor on each hierarchy's tasks file,
+ * for a child to move itself (it writes "0"), opened relative to the
+ * cgroup's directory descriptors; at most max.  Returns how many, 0 on v2
+ * (clone3 joins there), or -errno (none left open). */
+int cgroup_tasks_fds(const struct cgroup *cg, int *fds, int max);
 /* Move pid (its whole thread group) into the cgroup: every v1 hierarchy;
  * on v2 only needed when the child was not cloned into it. */
 int cgroup_attach(struct cgroup *cg, pid_t pid, struct wd_err *err);

@@ -194,6 +194,19 @@ struct jail_idmap {
 	bool root_creates;
 };
 
+/* The idmapping namespace between calls (for one owner uid/gid), and the
+ * process that held it until its fd was open: killed, not yet reaped.
+ * Initialise with JAIL_IDMAP_CACHE_INIT; jail_idmap_reap() waits for that
+ * process (dead by then) and frees its stack. */
+struct jail_idmap_cache {
+	int userns;
+	uid_t uid;
+	gid_t gid;
+	int holder_pidfd;
+	void *holder_stack;
+};
+#define JAIL_IDMAP_CACHE_INIT {.userns = -1, .holder_pidfd = -1}
+
 /* The plan plus everything it points to (strings; after jail_build_host,
  * descriptors).  Free with jail_prep_free() once pid 1 has its copy. */
 struct jail_prep {
@@ -204,6 +217,7 @@ struct jail_prep {
 	int nfds;
 	struct jail_op scratch; /* where operations past JAIL_MAX_OPS go */
 	bool idmapped;      /* the workspace is an idmapped mount (after build) */
+	struct jail_idmap_cache idmap_cache; /* jail_build_host(); jail_build_reap() */
 	bool overflow;      /* more than JAIL_MAX_OPS operations */
 	bool built;         /* jail_build_host() ran */
 	uid_t host_uid;     /* host id of the sandbox user */
@@ -220,6 +234,9 @@ int jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struc
 /* Host side of the build, before clone: open the plan's host sources and,
  * as root, turn binds into detached (idmapped where writable) trees. */
 int jail_build_host(struct jail_prep *prep, struct wd_err *err);
+/* After clone: reap what the build left to reap (the idmap holder), off
+ * the path to pid 1.  jail_prep_free() does it too. */
+void jail_build_reap(struct jail_prep *prep);
 void jail_prep_free(struct jail_prep *prep);
 /* The plan as text, one operation per line, paths as the jail sees them:
  * what `warden run --print-plan` shows.  A new string, free with free(). */
@@ -251,11 +268,11 @@ int jail_cmd_plan_map(int fd, struct jail_cmd *out);
 void jail_cmd_plan_unmap(struct jail_cmd *cmd);
 
 /* ---- jail/hostpath.c (supervisor side) ---- */
+void jail_idmap_reap(struct jail_idmap_cache *c);
 /* A detached, idmapped copy of directory dirfd (owner st) in which the
- * owner appears as to->uid/gid; *userns_cache holds the idmapping namespace
- * between calls.  Returns the tree fd or -errno. */
+ * owner appears as to->uid/gid.  Returns the tree fd or -errno. */
 int jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to,
-		       int *userns_cache, uid_t *cache_uid, gid_t *cache_gid, struct wd_err *err);
+		       struct jail_idmap_cache *c, struct wd_err *err);
 /* Resolve given into out (PATH_MAX bytes) component by component,
  * refusing a symlink inside any of roots (trees the sandbox can write). */
 int jail_safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,

@@ -615,6 +615,7 @@ jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd
 	p->host_uid = pl->root_mode ? WD_NOBODY : geteuid();
 	p->host_gid = pl->root_mode ? WD_NOBODY : getegid();
 	p->idmap = (struct jail_idmap){p->host_uid, p->host_gid, false};
+	p->idmap_cache = (struct jail_idmap_cache)JAIL_IDMAP_CACHE_INIT;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(p->fds); i++)
 		p->fds[i] = -1;
 
@@ -691,6 +692,7 @@ jail_prep_free(struct jail_prep *p)
 {
 	if (!p)
 		return;
+	jail_build_reap(p);
 	for (int i = 0; i < p->nfds; i++)
 		close(p->fds[i]);
 

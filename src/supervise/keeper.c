@@ -25,6 +25,7 @@
 #include "jail/jail.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <pthread.h>
 #include <signal.h>
@@ -237,23 +238,32 @@ keeper_start(struct keeper **out, struct wd_err *err)
 	return 0;
 }
 
+/* All of dirs' lines in one write where they fit in PIPE_BUF (a write that
+ * size is atomic, never interleaved with another thread's), so the keeper
+ * wakes once per sandbox rather than once per hierarchy. */
 static void
 say(struct keeper *k, char op, const char *const *dirs)
 {
 	if (!k || !dirs)
 		return;
+	char buf[PIPE_BUF];
+	size_t len = 0;
 	pthread_mutex_lock(&k->lock);
 	for (size_t i = 0; dirs[i]; i++) {
 		size_t n = strlen(dirs[i]);
-		char line[4100];
-		if (n + 3 > sizeof(line))
-			continue;
-		line[0] = op;
-		memcpy(line + 1, dirs[i], n);
-		line[n + 1] = '\n';
-		/* one write per line, below PIPE_BUF: never interleaved */
-		(void)!wd_write_all(k->fd, line, n + 2);
+		if (n + 2 > sizeof(buf))
+			continue; /* longer than any cgroup path */
+		if (len + n + 2 > sizeof(buf)) {
+			(void)!wd_write_all(k->fd, buf, len);
+			len = 0;
+		}
+		buf[len] = op;
+		memcpy(buf + len + 1, dirs[i], n);
+		buf[len + n + 1] = '\n';
+		len += n + 2;
 	}
+	if (len)
+		(void)!wd_write_all(k->fd, buf, len);
 	pthread_mutex_unlock(&k->lock);
 }
 

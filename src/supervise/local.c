@@ -176,24 +176,13 @@ static int
 send_cgroup(struct sandbox *sb, struct wd_err *err)
 {
 	int fds[SYNC_MAX_FDS], n = 0, rc = 0;
-	if (sb->cg && cgroup_dirfd(sb->cg) < 0) {
-		const char *const *dirs = cgroup_dirs(sb->cg);
-		for (; dirs[n] && n < SYNC_MAX_FDS; n++) {
-			char path[PATH_MAX];
-			snprintf(path, sizeof(path), "%s/tasks", dirs[n]);
-			fds[n] = open(path, O_WRONLY | O_CLOEXEC);
-			if (fds[n] < 0) {
-				rc = wd_err_sys(err, errno, "open %s", path);
-				break;
-			}
-		}
-	}
+	if (sb->cg && (n = cgroup_tasks_fds(sb->cg, fds, SYNC_MAX_FDS)) < 0)
+		return wd_err_sys(err, -n, "open the tasks files of the sandbox's cgroup");
 	struct sync_msg m = {.kind = SYNC_CGROUP, .status = n};
-	if (rc == 0 && (rc = sync_send(&sb->chan, &m, fds, n)) < 0)
+	if ((rc = sync_send(&sb->chan, &m, fds, n)) < 0)
 		wd_err_sys(err, -rc, "hand the cgroup to the sandbox");
 	for (int i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+		close(fds[i]);
 	return rc;
 }
 
@@ -282,6 +271,8 @@ local_spawn(struct sandbox *sb, struct wd_err *err)
 	if ((rc = send_cgroup(sb, err)) < 0)
 		return rc;
 	STEP("2c cgroup sent");
+	/* The idmap holder was killed in 1a; reap it now that pid 1 works. */
+	jail_build_reap(sb->prep);
 	return 0;
 fail:
 	if (sp[0] >= 0)
