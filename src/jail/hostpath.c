@@ -49,16 +49,7 @@
  * 0.115 ms and 0.16 ms after; the CPU of a whole run did not move
  * measurably (spawn_bench, 400 runs: 4.56 and 4.54 ms).  Invisible to
  * the caller's waitpid(-1) meanwhile (exit signal 0). */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define HOSTPATH_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(HOSTPATH_SANITIZED)
-#define HOLDER_SHARES_MEMORY 0
-#else
-#define HOLDER_SHARES_MEMORY 1
-#endif
+#define HOLDER_SHARES_MEMORY (!WD_SANITIZED)
 #define HOLDER_STACK (64 << 10)
 
 static int

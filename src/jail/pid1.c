@@ -444,12 +444,7 @@ command_entry(void *arg)
  * Sanitizer builds fork instead: their runtimes keep per-thread state
  * (TSan's fd table, ASan's stack bounds) in memory the command's process
  * would share and change under pid 1. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PID1_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(PID1_SANITIZED)
+#if WD_SANITIZED
 #define PID1_SPAWN_FLAGS SIGCHLD
 #else
 #define PID1_SPAWN_FLAGS (CLONE_VM | CLONE_VFORK | SIGCHLD)
