@@ -208,8 +208,11 @@ local_spawn(struct sandbox *sb, struct wd_err *err)
 	/* 1b. On cgroup v2 the cgroup exists before clone3 so pid 1 is born
 	 * in it (CLONE_INTO_CGROUP).  On v1 it is made after clone3, while
 	 * pid 1 builds its mounts, and pid 1 joins it itself before anything
-	 * of a command runs (step 4b).  (level difference 2 of 3) */
-	int host_cg = cgroup_host_version();
+	 * of a command runs (step 4b); so is the discovery of the host's
+	 * hierarchies when three statfs calls show a v1 host.  Measured (STEP
+	 * "1b" of `warden run -v`, 60 runs): 0.19 ms less before clone3.
+	 * (level difference 2 of 3) */
+	int host_cg = cgroup_host_surely_v1() ? 1 : cgroup_host_version();
 	if (host_cg == 2 && (rc = make_cgroup(sb, err)) < 0)
 		goto fail;
 	STEP("1b cgroup (v2)");
