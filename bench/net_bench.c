@@ -478,6 +478,17 @@ tls_median_ns(SSL *s, int n)
 	return m;
 }
 
+/* CPU time of this whole process (every thread: the upstream, the proxy,
+ * the client), in ns: on a shared machine what a transfer costs moves
+ * less than how long it takes. */
+static uint64_t
+cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static double
 tls_bulk_gbps(SSL *s)
 {
@@ -514,7 +525,7 @@ tls_via_proxy(uint16_t pport, uint16_t up_port, const char *ca_pem)
 }
 
 static void
-tls_bench(struct net_rules *rules, int nreq)
+tls_bench(struct net_rules *rules, int nreq, int rounds)
 {
 	struct wd_err err = {0};
 	up_key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
@@ -562,29 +573,49 @@ tls_bench(struct net_rules *rules, int nreq)
 	net_proxy_start(p, &err);
 	const char *proxy_ca = net_proxy_ca_pem(p);
 
-	double direct = 0, icpt = 0;
-	for (int r = 0; r < 3; r++) {
-		SSL *d = tls_dial(dial(tport), up_pem);
-		double gd = tls_bulk_gbps(d);
-		SSL *i = tls_via_proxy(pport, tport, proxy_ca);
-		double gi = tls_bulk_gbps(i);
-		direct = gd > direct ? gd : direct;
-		icpt = gi > icpt ? gi : icpt;
-		close(SSL_get_fd(d));
-		SSL_free(d);
-		close(SSL_get_fd(i));
-		SSL_free(i);
-	}
-	printf("TLS bulk %zu MiB: direct %.2f Gbit/s, intercepted %.2f Gbit/s = %.0f%% of direct\n",
-	       bulk_bytes >> 20, direct, icpt, 100 * icpt / direct);
+	/* keep-alive connections made once: the figures are the transfer,
+	 * not the handshakes; direct and intercepted in turn, the ratio
+	 * taken pair by pair */
 	SSL *d = tls_dial(dial(tport), up_pem);
 	SSL *i = tls_via_proxy(pport, tport, proxy_ca);
+	double gd[32], gi[32], ratio[32], cd[32], ci[32], lo, hi, dlo, dhi, ilo, ihi;
+	if (rounds > 32)
+		rounds = 32;
+	double mib = (double)bulk_bytes / (1 << 20);
+	for (int r = 0; r < rounds; r++) {
+		for (int k = 0; k < 2; k++) {
+			uint64_t c0 = cpu_ns();
+			if ((k + r) % 2) {
+				gi[r] = tls_bulk_gbps(i);
+				ci[r] = (double)(cpu_ns() - c0) / 1e6 / mib;
+			} else {
+				gd[r] = tls_bulk_gbps(d);
+				cd[r] = (double)(cpu_ns() - c0) / 1e6 / mib;
+			}
+		}
+		ratio[r] = gi[r] / gd[r];
+	}
+	double rmed = median(ratio, rounds, &lo, &hi);
+	double dmed = median(gd, rounds, &dlo, &dhi);
+	double imed = median(gi, rounds, &ilo, &ihi);
+	printf("TLS bulk %zu MiB over keep-alive, %d rounds: direct %.2f Gbit/s (%.2f-%.2f), "
+	       "intercepted %.2f (%.2f-%.2f) = %.0f%% of direct (%.0f-%.0f%%, target >= 70%%)\n",
+	       bulk_bytes >> 20, rounds, dmed, dlo, dhi, imed, ilo, ihi, 100 * rmed, 100 * lo,
+	       100 * hi);
+	printf("summary\tinterception_vs_direct\t%.3f\n", rmed);
+	double cdm = median(cd, rounds, &lo, &hi), cim = median(ci, rounds, &lo, &hi);
+	printf("TLS CPU per MiB (all threads): direct %.3f ms, intercepted %.3f ms: the proxy "
+	       "adds %.3f ms, %.0f%% of the two ends' own\n",
+	       cdm, cim, cim - cdm, 100 * (cim - cdm) / cdm);
+	printf("summary\tinterception_cpu_per_mib_ms\t%.3f\n", cim - cdm);
 	tls_median_ns(d, 200);
 	tls_median_ns(i, 200);
 	uint64_t md = tls_median_ns(d, nreq);
 	uint64_t mi = tls_median_ns(i, nreq);
-	printf("TLS latency, median of %d: direct %.1f us, intercepted %.1f us (+%.1f us)\n", nreq,
-	       md / 1e3, mi / 1e3, ((double)mi - (double)md) / 1e3);
+	printf("TLS latency, median of %d: direct %.1f us, intercepted %.1f us (+%.1f us, target "
+	       "<= +50 us)\n",
+	       nreq, md / 1e3, mi / 1e3, ((double)mi - (double)md) / 1e3);
+	printf("summary\ttls_added_us\t%.1f\n", ((double)mi - (double)md) / 1e3);
 	close(SSL_get_fd(d));
 	SSL_free(d);
 	close(SSL_get_fd(i));
@@ -716,11 +747,11 @@ main(int argc, char **argv)
 	struct net_rules *trules;
 	net_rules_new(&trules);
 	net_rules_add_host(trules, "web.test=127.0.0.1", &err);
-	tls_bench(trules, nreq);
+	tls_bench(trules, nreq, rounds);
 	net_rules_free(trules);
 	bulk_bytes = plain_bytes;
 
-	bool ok = rmed >= 0.95 && (double)mp - (double)md < 50e3 && (double)mt - (double)md < 50e3;
+	bool ok = rmed >= 0.95 && (double)mp - (double)md <= 50e3 && (double)mt - (double)md <= 50e3;
 	printf("net_bench: %s\n", ok ? "targets met" : "TARGETS MISSED");
 	return 0;
 }
