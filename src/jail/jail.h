@@ -121,6 +121,7 @@ struct jail_plan {
 	bool net_proxy;		   /* step 4a: make the proxy's sockets */
 	bool time_ns;		   /* step 2c: clocks start near zero (container) */
 	int sync_fd;		   /* pid 1's end of the sandbox channel */
+	int sync_peer;		   /* the supervisor's end, which pid 1 closes first */
 	int devnull_fd;		   /* host /dev/null, read-write (build) */
 
 	/* container: the mount plan */

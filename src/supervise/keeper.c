@@ -10,7 +10,11 @@
  *
  *     "+DIR\n"   watch DIR (a sandbox's cgroup, one line per hierarchy)
  *     "-DIR\n"   DIR is gone, forget it
- *     "q\n"      goodbye: the context is freed and cleaned up itself
+ *     "rDIR\n"   remove DIR for us once its tasks are gone, then forget it
+ *               (a one-shot sandbox's cgroup: warden need not wait for the
+ *               namespace teardown of its pid 1)
+ *     "q\n"      goodbye: the context is freed (the removals asked for
+ *               before it are done first)
  *
  * EOF without the goodbye means the program died: the keeper kills
  * whatever is left in each watched directory and removes it, retrying
@@ -19,8 +23,12 @@
  * It is a raw clone of a possibly multithreaded program (an embedder's
  * threads, the proxy's), so after the clone it uses system calls only: no
  * malloc (a lock may have been copied held), no stdio.  Its table lives in
- * an anonymous mapping.  exit_signal 0 keeps it out of the caller's
- * waitpid(-1) and SIGCHLD; keeper_stop() reaps it through its pidfd. */
+ * an anonymous mapping.  It is not the program's child
+ * (supervise_clone_orphan): the init process or the caller's subreaper
+ * reaps it, so keeper_stop() waits for nothing, while removals asked for
+ * with keeper_remove() finish after the program has gone.  Sanitizer
+ * builds start it as our child (exit_signal 0: out of the caller's
+ * waitpid(-1)) and keeper_stop() reaps it. */
 #include "supervise/supervise.h"
 #include "jail/jail.h"
 
@@ -41,8 +49,8 @@
 
 struct keeper {
 	pthread_mutex_t lock;
-	int fd; /* write end of the pipe */
-	int pidfd;
+	int fd;	   /* write end of the pipe */
+	int pidfd; /* sanitizer builds: our child, reaped by keeper_stop(); else -1 */
 };
 
 /* ---- the keeper process: system calls only ---- */
@@ -183,10 +191,18 @@ keeper_main(int rfd)
 			size_t len = (size_t)(nl - line);
 			if (len == 1 && line[0] == 'q')
 				_exit(0);
-			if (len > 1 && line[0] == '+')
+			if (len > 1 && line[0] == '+') {
 				table_add(&t, line + 1, len - 1);
-			else if (len > 1 && line[0] == '-')
+			} else if (len > 1 && line[0] == '-') {
 				table_del(&t, line + 1, len - 1);
+			} else if (len > 1 && line[0] == 'r' && len < 4090) {
+				/* NUL-terminated for remove_dir, then forgotten */
+				char dir[4096];
+				memcpy(dir, line + 1, len - 1);
+				dir[len - 1] = '\0';
+				remove_dir(dir);
+				table_del(&t, line + 1, len - 1);
+			}
 			line = nl + 1;
 		}
 		have -= (size_t)(line - buf);
@@ -205,6 +221,15 @@ keeper_main(int rfd)
 
 /* ---- the program's side ---- */
 
+static void
+keeper_child(void *arg)
+{
+	const int *p = arg;
+	jail_child_sanitizer();
+	close(p[1]);
+	keeper_main(p[0]);
+}
+
 int
 keeper_start(struct keeper **out, struct wd_err *err)
 {
@@ -214,20 +239,23 @@ keeper_start(struct keeper **out, struct wd_err *err)
 	int pidfd = -1;
 	struct clone_args ca;
 	memset(&ca, 0, sizeof(ca));
-	ca.flags = CLONE_PIDFD;
-	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
-	ca.exit_signal = 0; /* invisible to the caller's waitpid(-1) */
-	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	/* exit signal SIGCHLD for whoever inherits the orphan */
+	ca.exit_signal = SIGCHLD;
+	pid_t pid = supervise_clone_orphan(&ca, keeper_child, p);
+	if (pid == -ENOTSUP) {
+		ca.flags = CLONE_PIDFD;
+		ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+		ca.exit_signal = 0; /* invisible to the caller's waitpid(-1) */
+		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid == 0)
+			keeper_child(p);
+		if (pid < 0)
+			pid = -errno;
+	}
 	if (pid < 0) {
-		int e = errno;
 		close(p[0]);
 		close(p[1]);
-		return wd_err_sys(err, e, "start the cgroup keeper");
-	}
-	if (pid == 0) {
-		jail_child_sanitizer();
-		close(p[1]);
-		keeper_main(p[0]);
+		return wd_err_sys(err, -pid, "start the cgroup keeper");
 	}
 	close(p[0]);
 	struct keeper *k = wd_xcalloc(1, sizeof(*k));
@@ -280,10 +308,17 @@ keeper_release(struct keeper *k, const char *const *dirs)
 }
 
 void
+keeper_remove(struct keeper *k, const char *const *dirs)
+{
+	say(k, 'r', dirs);
+}
+
+void
 keeper_stop(struct keeper *k)
 {
 	if (!k)
 		return;
+	/* goodbye; an orphaned keeper (pidfd -1) ends on its own */
 	(void)!wd_write_all(k->fd, "q\n", 2);
 	close(k->fd);
 	if (k->pidfd >= 0) {
