@@ -19,7 +19,8 @@
  * the first command (the baseline, usually the bare program), and the
  * median CPU time of the run (user + system of the command and every
  * descendant it or they waited for, from wait4: on a shared machine CPU
- * time moves less with other people's load than wall time does); with
+ * time moves less with other people's load than wall time does; what a
+ * command leaves to init, like warden's container pid 1, is not in it); with
  * -t, also tab-separated "summary LABEL MEDIAN_US P10_US P90_US CPU_US"
  * lines for scripts.
  */
