@@ -136,15 +136,15 @@ work(void *arg)
 /* Execs per second of THREADS threads for about `seconds`: through the
  * sandbox, or bare (sb NULL) for the machine's own figure. */
 static double
-throughput(wd_sandbox *sb, const wd_cmd *cmd, char **argv, int devnull, int threads,
-	   double seconds, long *failed)
+throughput(wd_sandbox *sb, const wd_cmd *cmd, char **argv, int devnull, int threads, double seconds,
+	   long *failed)
 {
 	atomic_long done = 0;
 	pthread_t tid[64];
 	struct worker w[64];
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < threads; i++) {
-		w[i] = (struct worker){sb,	 cmd, argv, devnull, t0 + (uint64_t)(seconds * 1e9),
+		w[i] = (struct worker){sb,    cmd, argv, devnull, t0 + (uint64_t)(seconds * 1e9),
 				       &done, 0};
 		pthread_create(&tid[i], NULL, work, &w[i]);
 	}

@@ -202,8 +202,8 @@ main(int argc, char **argv)
 	report("fork + exit + wait (8 MiB heap)");
 	for (int i = 0; i < runs; i++) {
 		uint64_t t0 = now();
-		pid_t p = clone(child_exit, stack + stack_len, CLONE_VM | CLONE_VFORK | SIGCHLD,
-				NULL);
+		pid_t p =
+		    clone(child_exit, stack + stack_len, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
 		waitpid(p, NULL, 0);
 		t[i] = now() - t0;
 	}
@@ -256,11 +256,11 @@ main(int argc, char **argv)
 		enum mstep s;
 		const char *name;
 	} ms[] = {
-		{M_TMPFS, "mount tmpfs"},
-		{M_MASK_SETATTR, "mask: bind + setattr read-only"},
-		{M_MASK_RO_SOURCE, "mask: bind of a read-only source"},
-		{M_PIVOT, "pivot_root"},
-		{M_DETACH, "umount2 old root, MNT_DETACH"},
+	    {M_TMPFS, "mount tmpfs"},
+	    {M_MASK_SETATTR, "mask: bind + setattr read-only"},
+	    {M_MASK_RO_SOURCE, "mask: bind of a read-only source"},
+	    {M_PIVOT, "pivot_root"},
+	    {M_DETACH, "umount2 old root, MNT_DETACH"},
 	};
 	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
 		enum mstep s = ms[i].s;
