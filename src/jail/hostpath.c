@@ -173,9 +173,9 @@ jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to
 	if (tree < 0)
 		return -errno;
 	struct mount_attr a = {
-		.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-		.propagation = MS_PRIVATE, /* see add_host_bind */
-		.userns_fd = (uint64_t)c->userns,
+	    .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	    .propagation = MS_PRIVATE, /* see add_host_bind */
+	    .userns_fd = (uint64_t)c->userns,
 	};
 	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) <
 	    0) {

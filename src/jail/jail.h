@@ -295,11 +295,11 @@ __attribute__((noreturn)) void jail_pid1_main(struct jail_plan *plan);
  * Runs on pid 1's memory (CLONE_VM|CLONE_VFORK, pid 1 waits) and on a
  * stack of its own: it writes nothing but its stack.  Never returns. */
 struct jail_exec_args {
-	int in, out, err;           /* stdin (-1: /dev/null), stdout, stderr */
-	int chan;                   /* the exec channel */
-	int landlock;               /* pid 1's Landlock ruleset, or -1 */
+	int in, out, err;	    /* stdin (-1: /dev/null), stdout, stderr */
+	int chan;		    /* the exec channel */
+	int landlock;		    /* pid 1's Landlock ruleset, or -1 */
 	const struct jail_cmd *cmd; /* the command's plan, mapped by pid 1 */
-	int cmd_err;                /* errno of mapping it, or 0 */
+	int cmd_err;		    /* errno of mapping it, or 0 */
 };
 __attribute__((noreturn)) void jail_exec_main(const struct jail_plan *plan,
 					      const struct jail_exec_args *x);

@@ -455,9 +455,9 @@ spawn_command(struct pid1 *p, const int *fds)
 {
 	struct jail_cmd cmd;
 	struct spawn s = {
-		.plan = p->plan,
-		.x = {fds[SYNC_FD_STDIN], fds[SYNC_FD_STDOUT], fds[SYNC_FD_STDERR],
-		      fds[SYNC_FD_CHANNEL], p->landlock, &cmd, 0},
+	    .plan = p->plan,
+	    .x = {fds[SYNC_FD_STDIN], fds[SYNC_FD_STDOUT], fds[SYNC_FD_STDERR],
+		  fds[SYNC_FD_CHANNEL], p->landlock, &cmd, 0},
 	};
 	int rc = jail_cmd_plan_map(fds[SYNC_FD_PLAN], &cmd);
 	if (rc < 0)

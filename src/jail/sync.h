@@ -88,11 +88,11 @@ enum sync_role {
  * (CLOCK_MONOTONIC of the host: pid 1 itself stays outside the time
  * namespace it makes), for the step breakdown of `warden run -v`. */
 enum {
-	SYNC_T_GO,       /* SYNC_GO received */
-	SYNC_T_MOUNTS,   /* 2b-3b: ids, time namespace, the mount plan */
-	SYNC_T_ROOT,     /* 3c-3d: pivot_root, old root detached, / read-only */
-	SYNC_T_NET,      /* 4-4a: loopback, the proxy's sockets */
-	SYNC_T_CGROUP,   /* 4b: SYNC_CGROUP received and the cgroup joined */
+	SYNC_T_GO,	 /* SYNC_GO received */
+	SYNC_T_MOUNTS,	 /* 2b-3b: ids, time namespace, the mount plan */
+	SYNC_T_ROOT,	 /* 3c-3d: pivot_root, old root detached, / read-only */
+	SYNC_T_NET,	 /* 4-4a: loopback, the proxy's sockets */
+	SYNC_T_CGROUP,	 /* 4b: SYNC_CGROUP received and the cgroup joined */
 	SYNC_T_COMMANDS, /* 6: Landlock ruleset, seccomp: ready for commands */
 	SYNC_T__COUNT
 };

@@ -322,12 +322,12 @@ static void
 pid1_steps(struct sandbox *sb, const struct sync_msg *m)
 {
 	static const char *const what[SYNC_T__COUNT] = {
-		[SYNC_T_GO] = "pid 1: SYNC_GO received",
-		[SYNC_T_MOUNTS] = "pid 1: 2b-3b ids, time namespace, mounts",
-		[SYNC_T_ROOT] = "pid 1: 3c-3d pivot_root, old root detached, / read-only",
-		[SYNC_T_NET] = "pid 1: 4 loopback (4a proxy sockets)",
-		[SYNC_T_CGROUP] = "pid 1: 4b cgroup joined",
-		[SYNC_T_COMMANDS] = "pid 1: 6 Landlock ruleset, seccomp; ready",
+	    [SYNC_T_GO] = "pid 1: SYNC_GO received",
+	    [SYNC_T_MOUNTS] = "pid 1: 2b-3b ids, time namespace, mounts",
+	    [SYNC_T_ROOT] = "pid 1: 3c-3d pivot_root, old root detached, / read-only",
+	    [SYNC_T_NET] = "pid 1: 4 loopback (4a proxy sockets)",
+	    [SYNC_T_CGROUP] = "pid 1: 4b cgroup joined",
+	    [SYNC_T_COMMANDS] = "pid 1: 6 Landlock ruleset, seccomp; ready",
 	};
 	if (!wd_log_enabled(WD_LOG_DEBUG))
 		return;

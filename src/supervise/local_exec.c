@@ -119,8 +119,9 @@ on_channel(struct xrun *r)
 		} else if (m.kind == SYNC_EXIT) {
 			r->got_exit = true;
 			r->exit_ns = wd_now_ns();
-			wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 6-7 command %u ended (SYNC_EXIT)",
-			       r->sb->id, (double)(r->exit_ns - r->sb->t0) / 1e6, r->seq);
+			wd_log(WD_LOG_DEBUG,
+			       "sandbox %s: +%.3f ms 6-7 command %u ended (SYNC_EXIT)", r->sb->id,
+			       (double)(r->exit_ns - r->sb->t0) / 1e6, r->seq);
 			r->status = m.status;
 			r->start_err = m.err;
 			r->cpu_us = m.cpu_us;

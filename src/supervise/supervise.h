@@ -338,7 +338,7 @@ struct sandbox {
 	int setup_step, setup_errno, setup_op;
 	bool time_ns_active; /* pid 1 made the time namespace (SYNC_READY) */
 	bool reaped;
-	bool orphan;    /* pid 1 is not our child (supervise_clone_orphan) */
+	bool orphan;	/* pid 1 is not our child (supervise_clone_orphan) */
 	bool last_sent; /* a SYNC_EXEC_LAST command went out: pid 1 ends with it */
 
 	/* a backend's own state (gvisor.c), freed by its destroy */
