@@ -64,8 +64,8 @@ def main(argv):
     base_path = args[1] if len(args) > 1 else "bench/baseline.txt"
     if save:
         with open(base_path, "w") as f:
-            f.write("# bench/baseline.txt: `make bench` figures to compare with (summary.py);\n")
-            f.write("# rewritten by `bench/summary.py --save RESULTS`.  KEY<TAB>VALUE\n")
+            f.write("# bench/baseline.txt: the figures `make bench` is compared with\n")
+            f.write("# (bench/summary.py), from one run: %s.  KEY<TAB>VALUE\n" % args[0])
             for key, _, _, _ in FIGURES:
                 if key in results:
                     f.write("summary\t%s\t%.4g\n" % (key, results[key]))
