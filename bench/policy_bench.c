@@ -178,16 +178,19 @@ main(int argc, char **argv)
 	double paths = bench_decide(p, path_cmds, WD_ARRAY_SIZE(path_cmds), wfd, ws, 1.0, &n);
 	printf("policy.decide.paths  %12.0f decisions/s  (%lu decisions; one openat2 per path)\n",
 	       paths, n);
+	printf("summary\tpolicy_decisions_per_s\t%.0f\n", pure);
 	double stage = bench_stage(ws, 0.5);
 	printf("policy.stage         %12.1f us/decision (load built-in policy, open workspace, "
 	       "decide)\n",
 	       stage * 1e6);
 	if (argc > 1) {
 		double run = bench_run(argv[1], ws, 20);
-		if (run > 0)
+		if (run > 0) {
 			printf("warden.run.true      %12.1f us/run; policy stage = %.2f%% of it "
 			       "(target < 5%%)\n",
 			       run * 1e6, 100.0 * stage / run);
+			printf("summary\tpolicy_stage_share\t%.4f\n", stage / run);
+		}
 		else
 			printf("warden.run.true      not measured: `%s run -- /bin/true` failed\n",
 			       argv[1]);

@@ -1,26 +1,54 @@
 #!/usr/bin/env bash
-# make bench: every benchmark against the build in BUILD (default build/).
-# The spawn benchmark first (bench/spawn.sh), then the benchmark() entries
-# other modules register in meson.  A copy of the output is kept in
-# bench/results/ (not in git) for comparison with earlier runs.
+# make bench: the benchmarks against the build in BUILD (default build/),
+# then one summary table compared with the committed baseline of ratios
+# (bench/baseline.txt, bench/summary.py): a figure worse by more than 20 %
+# is flagged and the status is 1.
+#
+#   cold start       bench/spawn.sh: `warden run` against bare execution,
+#                    bubblewrap and the namespace floor (bench/ns_floor),
+#                    and SPAWN_BEFORE (an older warden) when given
+#   step breakdown   bench/steps.sh: the -v STEP lines as medians
+#   exec-into-live   live_bench: one sandbox, then execs against bare
+#                    fork+exec, execs per second, memory per sandbox
+#   policy stage     policy_bench
+#   egress           net_bench: tunnel vs a two-hop splice relay and direct,
+#                    added latency, TLS interception
+#   WD_BENCH_ALL=1   also every other meson benchmark() (gvisor: ~15 min)
+#
+# A copy of the output is kept in bench/results/ (not in git).
 set -uo pipefail
 BUILD=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 mkdir -p bench/results
 log=bench/results/$(date -u +%Y%m%dT%H%M%SZ).txt
+ws=$(mktemp -d /tmp/wd-bench.XXXXXXXX)
+trap 'rm -rf "$ws"' EXIT
 status=0
 {
 	echo "# warden benchmarks, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u)"
-	if [ -x "$BUILD/bench/spawn_bench" ]; then
-		bench/spawn.sh "$BUILD/warden" "$BUILD/bench/spawn_bench" || status=1
-	fi
+	echo "# $(uname -sr), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	bench/spawn.sh "$BUILD/warden" "$BUILD/bench/spawn_bench" || status=1
 	echo
-	# The rest: meson benchmark() entries, spawn excluded (it ran above).
-	meson test -C "$BUILD" --benchmark --verbose --no-rebuild \
-		$(meson introspect "$BUILD" --benchmarks 2>/dev/null |
-			python3 -c 'import json,sys; print(" ".join(b["name"] for b in json.load(sys.stdin) if b["name"] != "spawn"))') ||
-		status=1
+	echo "## per-step breakdown of warden run -- /bin/true"
+	bench/steps.sh "$BUILD/warden" 40 || status=1
+	echo
+	echo "## exec into a live sandbox"
+	"$BUILD/bench/live_bench" -n 300 -t 2 -k 8 "$ws" -- /bin/true || status=1
+	echo
+	echo "## policy stage"
+	"$BUILD/bench/policy_bench" "$BUILD/warden" || status=1
+	echo
+	echo "## egress"
+	"$BUILD/bench/net_bench" 512 2000 7 || status=1
+	if [ "${WD_BENCH_ALL:-0}" = 1 ]; then
+		echo
+		meson test -C "$BUILD" --benchmark --verbose --no-rebuild \
+			$(meson introspect "$BUILD" --benchmarks 2>/dev/null |
+				python3 -c 'import json,sys; print(" ".join(b["name"] for b in json.load(sys.stdin) if b["name"] not in ("spawn", "net-proxy", "policy-decisions")))') ||
+			status=1
+	fi
 } 2>&1 | tee "$log"
+bench/summary.py "$log" bench/baseline.txt | tee -a "$log" || status=1
 echo "# saved in $log"
 exit $status

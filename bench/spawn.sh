@@ -4,6 +4,9 @@
 #
 #   bench/spawn.sh WARDEN SPAWN_BENCH        (or: bench/spawn.sh BUILD-DIR)
 #   SPAWN_RUNS=200 SPAWN_WARMUP=10           runs per command, warm-up rounds
+#   SPAWN_BEFORE=/path/to/older/warden       one more series, "before": an
+#                                            older build (e.g. the commit before
+#                                            the redesign) in the same run
 #
 # For /bin/true and for python3 -c pass it prints the medians, each one's
 # overhead over bare execution, and warden/bwrap ratios (of the medians and
@@ -53,6 +56,9 @@ bench() {
 	local name=$1 key=$2
 	shift 2
 	local sets=(bare "$@" :: warden "$WARDEN" run --workspace "$ws" -- "$@")
+	if [ -n "${SPAWN_BEFORE:-}" ]; then
+		sets+=(:: before "$(readlink -f "$SPAWN_BEFORE")" run --workspace "$ws" -- "$@")
+	fi
 	if [ -n "$BWRAP" ]; then
 		sets+=(:: bwrap "$BWRAP" "${bwrap_args[@]}" -- "$@")
 	fi
@@ -64,7 +70,7 @@ bench() {
 	"$DRIVER" -n "$RUNS" -w "$WARMUP" -t -- "${sets[@]}" >"$ws/.out"
 	grep -v '^summary' "$ws/.out"
 	awk -F'\t' '
-		$1 == "summary" { m[$2] = $3; p10[$2] = $4 }
+		$1 == "summary" { m[$2] = $3; p10[$2] = $4; cpu[$2] = $6 }
 		END {
 			if (!("warden" in m) || !("bare" in m)) exit
 			printf "warden overhead over bare: %.3f ms (target <= 2.0 ms)\n", (m["warden"] - m["bare"]) / 1000
@@ -77,10 +83,23 @@ bench() {
 					(p10["warden"] - p10["bare"]) / 1000, (p10["bwrap"] - p10["bare"]) / 1000,
 					(p10["warden"] - p10["bare"]) / (p10["bwrap"] - p10["bare"])
 			}
-			if ("ns-floor" in m)
+			if ("ns-floor" in m) {
 				printf "namespace floor (clone with the same namespaces, maps, fork): +%.3f ms; warden above it: %.3f ms\n",
 					(m["ns-floor"] - m["bare"]) / 1000, (m["warden"] - m["ns-floor"]) / 1000
-		}' "$ws/.out"
+				# (no CPU ratio: the pid 1 of a container and its command are
+				# not children of warden, so their CPU is not in the
+				# rusage spawn_bench reads)
+				r = (m["warden"] - m["bare"]) / (m["ns-floor"] - m["bare"])
+				printf "added time warden / floor: %.2f of the medians (target <= 1.3), %.2f at p10 (less moved by other load)\n", r,
+					(p10["warden"] - p10["bare"]) / (p10["ns-floor"] - p10["bare"])
+				printf "summary\tcold_%s_ratio\t%.3f\n", key, r
+			}
+			if ("before" in m) {
+				printf "before (%s): +%.3f ms over bare; warden now / before: %.2f of the added times\n",
+					before, (m["before"] - m["bare"]) / 1000, (m["warden"] - m["bare"]) / (m["before"] - m["bare"])
+				printf "summary\tcold_%s_vs_before\t%.3f\n", key, (m["warden"] - m["bare"]) / (m["before"] - m["bare"])
+			}
+		}' key="$key" before="${SPAWN_BEFORE:-}" "$ws/.out"
 	if [ -f "$baseline" ]; then
 		awk -F'\t' -v key="$key" '
 			FILENAME == ARGV[1] && $1 == key { base[$2] = $3; bp10[$2] = $4; next }

@@ -15,10 +15,14 @@
  * command exits non-zero is counted as a failure and left out.
  *
  * Output: one line per command with the median, the 10th and 90th
- * percentiles, min and mean in milliseconds, and the median's overhead over
- * the first command (the baseline, usually the bare program); with -t,
- * also tab-separated "summary LABEL MEDIAN_US P10_US P90_US" lines for
- * scripts.
+ * percentiles, min and mean in milliseconds, the median's overhead over
+ * the first command (the baseline, usually the bare program), and the
+ * median CPU time of the run (user + system of the command and every
+ * descendant it or they waited for, from wait4: on a shared machine CPU
+ * time moves less with other people's load than wall time does; what a
+ * command leaves to init, like warden's container pid 1, is not in it); with
+ * -t, also tab-separated "summary LABEL MEDIAN_US P10_US P90_US CPU_US"
+ * lines for scripts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +43,7 @@ struct cmd {
 	const char *label;
 	char **argv;
 	uint64_t *ns;
+	uint64_t *cpu; /* us, same order of runs as ns until sorted */
 	int n;
 	int failed;
 };
@@ -51,10 +57,12 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* One launch; returns the elapsed ns, or 0 if the command failed. */
+/* One launch; returns the elapsed ns, or 0 if the command failed; *cpu_us
+ * gets its CPU time (user + system, the waited-for tree). */
 static uint64_t
-run_once(char **argv, int devnull)
+run_once(char **argv, int devnull, uint64_t *cpu_us)
 {
+	struct rusage ru;
 	uint64_t t0 = now_ns();
 	pid_t pid = fork();
 	int status;
@@ -70,12 +78,15 @@ run_once(char **argv, int devnull)
 		execve(argv[0], argv, environ);
 		_exit(127);
 	}
-	while (waitpid(pid, &status, 0) < 0)
+	while (wait4(pid, &status, 0, &ru) < 0)
 		if (errno != EINTR) {
-			perror("spawn_bench: waitpid");
+			perror("spawn_bench: wait4");
 			exit(1);
 		}
 	uint64_t t1 = now_ns();
+	if (cpu_us)
+		*cpu_us = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+			  (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return 0;
@@ -152,7 +163,8 @@ main(int argc, char **argv)
 			return 2;
 		}
 		cmds[ncmds].ns = calloc((size_t)runs, sizeof(uint64_t));
-		if (!cmds[ncmds].ns)
+		cmds[ncmds].cpu = calloc((size_t)runs, sizeof(uint64_t));
+		if (!cmds[ncmds].ns || !cmds[ncmds].cpu)
 			return 1;
 		argv[j < argc ? j : argc] = NULL; /* argv[argc] is NULL already */
 		ncmds++;
@@ -168,25 +180,27 @@ main(int argc, char **argv)
 	/* Warm-up: page cache, dentries, the dynamic linker's caches. */
 	for (int w = 0; w < warmup; w++)
 		for (int c = 0; c < ncmds; c++)
-			if (!run_once(cmds[c].argv, devnull) && w == 0)
+			if (!run_once(cmds[c].argv, devnull, NULL) && w == 0)
 				fprintf(stderr, "spawn_bench: warning: %s fails\n", cmds[c].label);
 
 	for (int r = 0; r < runs; r++) {
 		for (int k = 0; k < ncmds; k++) {
 			struct cmd *c = &cmds[(r + k) % ncmds];
-			uint64_t t = run_once(c->argv, devnull);
+			uint64_t cpu = 0, t = run_once(c->argv, devnull, &cpu);
 
-			if (t)
+			if (t) {
+				c->cpu[c->n] = cpu;
 				c->ns[c->n++] = t;
-			else
+			} else {
 				c->failed++;
+			}
 		}
 	}
 
 	double base = 0;
 
-	printf("%-14s %6s %9s %9s %9s %9s %9s %10s\n", "command", "runs", "median", "p10", "p90",
-	       "min", "mean", "overhead");
+	printf("%-14s %6s %9s %9s %9s %9s %9s %10s %9s\n", "command", "runs", "median", "p10", "p90",
+	       "min", "mean", "overhead", "cpu");
 	for (int c = 0; c < ncmds; c++) {
 		struct cmd *m = &cmds[c];
 		double sum = 0, med;
@@ -196,14 +210,16 @@ main(int argc, char **argv)
 			continue;
 		}
 		qsort(m->ns, (size_t)m->n, sizeof(uint64_t), cmp_u64);
+		qsort(m->cpu, (size_t)m->n, sizeof(uint64_t), cmp_u64);
 		for (int i = 0; i < m->n; i++)
 			sum += (double)m->ns[i];
 		med = pct(m->ns, m->n, 50);
 		if (c == 0)
 			base = med;
-		printf("%-14s %6d %7.3fms %7.3fms %7.3fms %7.3fms %7.3fms %+8.3fms", m->label, m->n,
-		       med / 1e6, pct(m->ns, m->n, 10) / 1e6, pct(m->ns, m->n, 90) / 1e6,
-		       (double)m->ns[0] / 1e6, sum / m->n / 1e6, (med - base) / 1e6);
+		printf("%-14s %6d %7.3fms %7.3fms %7.3fms %7.3fms %7.3fms %+8.3fms %7.3fms", m->label,
+		       m->n, med / 1e6, pct(m->ns, m->n, 10) / 1e6, pct(m->ns, m->n, 90) / 1e6,
+		       (double)m->ns[0] / 1e6, sum / m->n / 1e6, (med - base) / 1e6,
+		       pct(m->cpu, m->n, 50) / 1e3);
 		if (m->failed)
 			printf("  (%d failed)", m->failed);
 		putchar('\n');
@@ -211,9 +227,10 @@ main(int argc, char **argv)
 	if (tsv)
 		for (int c = 0; c < ncmds; c++)
 			if (cmds[c].n)
-				printf("summary\t%s\t%.1f\t%.1f\t%.1f\n", cmds[c].label,
+				printf("summary\t%s\t%.1f\t%.1f\t%.1f\t%.1f\n", cmds[c].label,
 				       pct(cmds[c].ns, cmds[c].n, 50) / 1e3,
 				       pct(cmds[c].ns, cmds[c].n, 10) / 1e3,
-				       pct(cmds[c].ns, cmds[c].n, 90) / 1e3);
+				       pct(cmds[c].ns, cmds[c].n, 90) / 1e3,
+				       pct(cmds[c].cpu, cmds[c].n, 50));
 	return 0;
 }

@@ -58,6 +58,7 @@ struct cg_host {
 	unsigned v2_enabled; /* CG_V2_WANTED bits usable in <base>/warden/<id> */
 };
 
+#define CG_STAT_FILES 6
 struct cgroup {
 	int version;
 	int ndirs;
@@ -65,6 +66,13 @@ struct cgroup {
 	unsigned ctrls[CG_NCTRL]; /* controllers usable in dirs[i] */
 	char *dirs[CG_NCTRL + 1]; /* absolute paths, NULL-terminated */
 	bool swap_limited;	  /* swap is capped (memsw / memory.swap.max) */
+	/* statistics files kept open after their first read (cg_stat_read) */
+	struct {
+		const char *file; /* a string literal */
+		int dir;	  /* index into fd[] */
+		int fd;
+	} stat[CG_STAT_FILES];
+	int nstat;
 };
 
 /* host.c */
@@ -76,6 +84,10 @@ int cg_write_u64(int dfd, const char *file, uint64_t v);
 int cg_read_u64(int dfd, const char *file, uint64_t *out);
 /* "key value" lines (memory.events, cpu.stat, memory.oom_control, pids.events) */
 int cg_read_keyed(int dfd, const char *file, const char *key, uint64_t *out);
+/* The same two for statistics read after every command: the file (a string
+ * literal) of hierarchy i is opened once and re-read with pread(). */
+int cg_stat_u64(struct cgroup *cg, int i, const char *file, uint64_t *out);
+int cg_stat_keyed(struct cgroup *cg, int i, const char *file, const char *key, uint64_t *out);
 /* Freeze/kill/thaw loop over cgroup.procs of dfd (cgroup.c).  freeze(dfd,
  * true/false) brackets each pass; NULL without a freezer. */
 int cg_kill_loop(int dfd, int (*freeze)(int dfd, bool on));

@@ -92,6 +92,100 @@ cg_read_keyed(int dfd, const char *file, const char *key, uint64_t *out)
 	return -ENOENT;
 }
 
+/* Statistics of a live sandbox are read after each of its commands: the
+ * files are opened once, when the cgroup is made, and re-read from offset
+ * 0 (kernfs regenerates a file's text at every read from its start).  The
+ * table is not changed after that, so commands finishing at once on
+ * several threads read it without a lock.  Measured (bench/step_bench):
+ * cgroup_stats() 1.2 us against 5.1 us opening its four files each time
+ * (v1), a few us of every exec into a live sandbox. */
+static void
+stat_keep(struct cgroup *cg, int i, const char *file)
+{
+	if (i < 0 || cg->nstat >= CG_STAT_FILES)
+		return;
+	int fd = openat(cg->fd[i], file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return; /* not on this kernel (memory.peak before 5.19): read as missing */
+	cg->stat[cg->nstat].file = file;
+	cg->stat[cg->nstat].dir = i;
+	cg->stat[cg->nstat++].fd = fd;
+}
+
+static void
+stat_open(struct cgroup *cg)
+{
+	if (cg->version == 1) {
+		int m = cg_dir_of(cg, CG_MEMORY);
+		stat_keep(cg, m, "memory.max_usage_in_bytes");
+		stat_keep(cg, m, "memory.oom_control");
+		stat_keep(cg, cg_dir_of(cg, CG_CPUACCT), "cpuacct.usage");
+		stat_keep(cg, cg_dir_of(cg, CG_PIDS), "pids.events");
+	} else {
+		if (cg->ctrls[0] & CG_BIT(CG_MEMORY)) {
+			stat_keep(cg, 0, "memory.peak");
+			stat_keep(cg, 0, "memory.events");
+		}
+		stat_keep(cg, 0, "cpu.stat");
+		if (cg->ctrls[0] & CG_BIT(CG_PIDS))
+			stat_keep(cg, 0, "pids.events");
+	}
+}
+
+static ssize_t
+stat_read(struct cgroup *cg, int i, const char *file, char *buf, size_t cap)
+{
+	int fd = -1;
+	for (int k = 0; k < cg->nstat && fd < 0; k++)
+		if (cg->stat[k].dir == i && strcmp(cg->stat[k].file, file) == 0)
+			fd = cg->stat[k].fd;
+	bool kept = fd >= 0;
+	if (!kept && (fd = openat(cg->fd[i], file, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	ssize_t n = pread(fd, buf, cap - 1, 0);
+	int e = errno;
+	if (!kept)
+		close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	return n;
+}
+
+int
+cg_stat_u64(struct cgroup *cg, int i, const char *file, uint64_t *out)
+{
+	char buf[64];
+	ssize_t n = stat_read(cg, i, file, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	buf[strcspn(buf, "\n")] = '\0';
+	if (strcmp(buf, "max") == 0) {
+		*out = UINT64_MAX;
+		return 0;
+	}
+	return wd_parse_u64(buf, out);
+}
+
+int
+cg_stat_keyed(struct cgroup *cg, int i, const char *file, const char *key, uint64_t *out)
+{
+	char buf[2048];
+	ssize_t n = stat_read(cg, i, file, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	size_t kl = strlen(key);
+	for (char *line = buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
+			return wd_parse_u64(line + kl + 1, out);
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
 /* cgroup.procs, whole; returns the number of pids and a malloc'd array. */
 static int
 read_procs(int dfd, pid_t **out)
@@ -332,6 +426,8 @@ cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned fl
 	}
 	if (rc == 0)
 		rc = h->version == 1 ? cg_v1_apply(cg, lim, err) : cg_v2_apply(cg, lim, err);
+	if (rc == 0)
+		stat_open(cg);
 	if (rc < 0) {
 		/* Roll back what we made (only dirs we created are listed). */
 		cgroup_destroy(cg);
@@ -384,6 +480,26 @@ bool
 cgroup_swap_limited(const struct cgroup *cg)
 {
 	return cg && cg->swap_limited;
+}
+
+int
+cgroup_tasks_fds(const struct cgroup *cg, int *fds, int max)
+{
+	if (!cg || cg->version != 1)
+		return 0;
+	int n = 0;
+	for (int i = 0; i < cg->ndirs && n < max; i++) {
+		/* relative to the directory we hold: no walk from / per file */
+		fds[n] = openat(cg->fd[i], "tasks", O_WRONLY | O_CLOEXEC);
+		if (fds[n] < 0) {
+			int e = errno;
+			while (n > 0)
+				close(fds[--n]);
+			return -e;
+		}
+		n++;
+	}
+	return n;
 }
 
 int
@@ -484,6 +600,8 @@ cgroup_free(struct cgroup *cg)
 		wd_close_reset(&cg->fd[i]);
 		free(cg->dirs[i]);
 	}
+	for (int k = 0; k < cg->nstat; k++)
+		wd_close_reset(&cg->stat[k].fd);
 	free(cg);
 }
 

@@ -66,6 +66,14 @@ struct cgroup;
  * nothing about permission: see cgroup_host_check(). */
 int cgroup_host_version(void);
 
+/* Whether cgroup_host_version() would say 1, known without the discovery
+ * (which parses /proc/self/mountinfo: ~0.15 ms): true when the memory,
+ * pids and cpu controllers are v1 hierarchies at their usual places under
+ * /sys/fs/cgroup (three statfs calls).  false means "not known": ask
+ * cgroup_host_version().  A v1 sandbox cgroup is made after clone3, so its
+ * caller can leave the discovery until then. */
+bool cgroup_host_surely_v1(void);
+
 /* 0 if this process can create sandbox cgroups, else -EPERM (not root and
  * no writable delegated subtree) or -ENOTSUP (no usable hierarchy), with the
  * reason in err (for `warden doctor`). */
@@ -134,6 +142,11 @@ int cgroup_version(const struct cgroup *cg);
  * than only discouraged (v1 swappiness 0) or unlimited (no swap accounting,
  * or v1 without a memory limit, where memsw has no value to take). */
 bool cgroup_swap_limited(const struct cgroup *cg);
+/* v1: an O_WRONLY|O_CLOEXEC descriptor on each hierarchy's tasks file,
+ * for a child to move itself (it writes "0"), opened relative to the
+ * cgroup's directory descriptors; at most max.  Returns how many, 0 on v2
+ * (clone3 joins there), or -errno (none left open). */
+int cgroup_tasks_fds(const struct cgroup *cg, int *fds, int max);
 /* Move pid (its whole thread group) into the cgroup: every v1 hierarchy;
  * on v2 only needed when the child was not cloned into it. */
 int cgroup_attach(struct cgroup *cg, pid_t pid, struct wd_err *err);

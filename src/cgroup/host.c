@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
 #include <sys/statfs.h>
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -364,6 +365,19 @@ cg_host_get(void)
 {
 	pthread_once(&host_once, discover);
 	return &host;
+}
+
+bool
+cgroup_host_surely_v1(void)
+{
+	static const char *const dirs[] = {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids",
+					   "/sys/fs/cgroup/cpu"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
+		struct statfs sf;
+		if (statfs(dirs[i], &sf) < 0 || sf.f_type != CGROUP_SUPER_MAGIC)
+			return false;
+	}
+	return true;
 }
 
 int

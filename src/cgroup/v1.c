@@ -104,16 +104,15 @@ cg_v1_stats(struct cgroup *cg, struct cgroup_stats *st)
 	uint64_t v;
 	int i;
 	if ((i = cg_dir_of(cg, CG_MEMORY)) >= 0) {
-		if (cg_read_u64(cg->fd[i], "memory.max_usage_in_bytes", &v) == 0)
+		if (cg_stat_u64(cg, i, "memory.max_usage_in_bytes", &v) == 0)
 			st->memory_peak = v;
 		/* "oom_kill N" since 4.13 */
-		if (cg_read_keyed(cg->fd[i], "memory.oom_control", "oom_kill", &v) == 0)
+		if (cg_stat_keyed(cg, i, "memory.oom_control", "oom_kill", &v) == 0)
 			st->oom_killed = v > 0;
 	}
-	if ((i = cg_dir_of(cg, CG_CPUACCT)) >= 0 &&
-	    cg_read_u64(cg->fd[i], "cpuacct.usage", &v) == 0)
+	if ((i = cg_dir_of(cg, CG_CPUACCT)) >= 0 && cg_stat_u64(cg, i, "cpuacct.usage", &v) == 0)
 		st->cpu_ns = v;
 	if ((i = cg_dir_of(cg, CG_PIDS)) >= 0 &&
-	    cg_read_keyed(cg->fd[i], "pids.events", "max", &v) == 0)
+	    cg_stat_keyed(cg, i, "pids.events", "max", &v) == 0)
 		st->pids_peak_hit = v;
 }

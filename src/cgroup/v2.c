@@ -271,18 +271,17 @@ cg_v2_kill(struct cgroup *cg)
 void
 cg_v2_stats(struct cgroup *cg, struct cgroup_stats *st)
 {
-	int dfd = cg->fd[0];
 	uint64_t v;
 	if (cg->ctrls[0] & CG_BIT(CG_MEMORY)) {
-		if (cg_read_u64(dfd, "memory.peak", &v) == 0) /* 5.19+ */
+		if (cg_stat_u64(cg, 0, "memory.peak", &v) == 0) /* 5.19+ */
 			st->memory_peak = v;
-		if (cg_read_keyed(dfd, "memory.events", "oom_kill", &v) == 0)
+		if (cg_stat_keyed(cg, 0, "memory.events", "oom_kill", &v) == 0)
 			st->oom_killed = v > 0;
 	}
 	/* cpu.stat's usage_usec exists in every v2 cgroup, cpu controller or not. */
-	if (cg_read_keyed(dfd, "cpu.stat", "usage_usec", &v) == 0)
+	if (cg_stat_keyed(cg, 0, "cpu.stat", "usage_usec", &v) == 0)
 		st->cpu_ns = v * 1000;
-	if ((cg->ctrls[0] & CG_BIT(CG_PIDS)) && cg_read_keyed(dfd, "pids.events", "max", &v) == 0)
+	if ((cg->ctrls[0] & CG_BIT(CG_PIDS)) && cg_stat_keyed(cg, 0, "pids.events", "max", &v) == 0)
 		st->pids_peak_hit = v;
 }
 

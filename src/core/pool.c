@@ -56,9 +56,7 @@ struct wd_pool {
 	bool reaper_started;
 	/* the idmapping of workspaces: one user namespace per owner */
 	pthread_mutex_t idmap_lock;
-	int userns;
-	uid_t ns_uid;
-	gid_t ns_gid;
+	struct jail_idmap_cache idmap; /* the idmapping's namespace, per owner */
 	struct wd_pool_stats st;
 };
 
@@ -157,7 +155,7 @@ wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, stru
 	p->tmpl = spec_copy(tmpl);
 	p->tmpl->vacant = true;
 	p->size = size;
-	p->userns = -1;
+	p->idmap = (struct jail_idmap_cache)JAIL_IDMAP_CACHE_INIT;
 	p->st.size = size;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->idmap_lock, NULL);
@@ -206,7 +204,7 @@ workspace_tree(wd_pool *p, const char *dir, struct wd_err *err)
 		return wd_err_sys(err, errno, "workspace '%s'", dir);
 	struct jail_idmap map = {WD_NOBODY, WD_NOBODY, false};
 	pthread_mutex_lock(&p->idmap_lock);
-	int t = jail_idmapped_tree(fd, &st, &map, &p->userns, &p->ns_uid, &p->ns_gid, err);
+	int t = jail_idmapped_tree(fd, &st, &map, &p->idmap, err);
 	pthread_mutex_unlock(&p->idmap_lock);
 	if (t >= 0 || (t != -EINVAL && t != -ENOSYS && t != -EPERM))
 		return t;
@@ -385,8 +383,9 @@ wd_pool_free(wd_pool *p)
 	for (unsigned i = 0; i < p->nready; i++)
 		sandbox_free(p->ready[i]);
 	CTX_LEAVE();
-	if (p->userns >= 0)
-		close(p->userns);
+	if (p->idmap.userns >= 0)
+		close(p->idmap.userns);
+	jail_idmap_reap(&p->idmap);
 	wd_spec_free(p->tmpl);
 	free(p->reap);
 	pthread_cond_destroy(&p->dead);

@@ -67,23 +67,16 @@ clone_tree(struct jail_prep *p, struct jail_op *op, int sfd, struct wd_err *err)
 	return 0;
 }
 
-struct idmap_cache {
-	int userns;
-	uid_t uid;
-	gid_t gid;
-};
-
 /* Root: a writable host tree, idmapped so the sandbox user (p->idmap: host
  * nobody for a container) owns it.  Returns 1 when done, 0 when this filesystem cannot be
  * idmapped (the caller clones it plainly), or -errno. */
 static int
-idmap_tree(struct jail_prep *p, struct jail_op *op, int sfd, struct idmap_cache *c,
-	   struct wd_err *err)
+idmap_tree(struct jail_prep *p, struct jail_op *op, int sfd, struct wd_err *err)
 {
 	struct stat st;
 	if (fstat(sfd, &st) < 0)
 		return wd_err_sys(err, errno, "%s '%s'", what(op), op->src);
-	int tree = jail_idmapped_tree(sfd, &st, &p->idmap, &c->userns, &c->uid, &c->gid, err);
+	int tree = jail_idmapped_tree(sfd, &st, &p->idmap, &p->idmap_cache, err);
 	if (tree >= 0) {
 		keep_fd(p, tree);
 		op->kind = JAIL_OP_MOVE;
@@ -103,7 +96,7 @@ idmap_tree(struct jail_prep *p, struct jail_op *op, int sfd, struct idmap_cache 
 }
 
 static int
-build_bind(struct jail_prep *p, struct jail_op *op, struct idmap_cache *c, struct wd_err *err)
+build_bind(struct jail_prep *p, struct jail_op *op, struct wd_err *err)
 {
 	int sfd = jail_open_nofollow(op->src);
 	if (sfd < 0) {
@@ -114,7 +107,7 @@ build_bind(struct jail_prep *p, struct jail_op *op, struct idmap_cache *c, struc
 	}
 	int rc = 0;
 	if (op->flags & JAIL_OPF_IDMAP)
-		rc = idmap_tree(p, op, sfd, c, err);
+		rc = idmap_tree(p, op, sfd, err);
 	if (rc == 0)
 		rc = clone_tree(p, op, sfd, err);
 	close(sfd);
@@ -125,7 +118,6 @@ int
 jail_build_host(struct jail_prep *p, struct wd_err *err)
 {
 	struct jail_plan *pl = &p->plan;
-	struct idmap_cache cache = {.userns = -1};
 	int rc = 0;
 
 	if (p->built)
@@ -142,7 +134,7 @@ jail_build_host(struct jail_prep *p, struct wd_err *err)
 				rc = wd_err_sys(err, errno, "open %s", op->src);
 		} else if (op->kind == JAIL_OP_BIND && (op->flags & JAIL_OPF_HOSTPATH) &&
 			   pl->root_mode) {
-			rc = build_bind(p, op, &cache, err);
+			rc = build_bind(p, op, err);
 		} else if (op->kind == JAIL_OP_BIND && (op->flags & JAIL_OPF_PROVIDED)) {
 			/* a tree the caller made (workspace/: a cow overlay, a
 			 * directory of the disk image): our own copy of its
@@ -155,9 +147,16 @@ jail_build_host(struct jail_prep *p, struct wd_err *err)
 				op->kind = JAIL_OP_MOVE;
 		}
 	}
-	if (cache.userns >= 0)
-		close(cache.userns);
+	if (p->idmap_cache.userns >= 0)
+		close(p->idmap_cache.userns);
+	p->idmap_cache.userns = -1;
 	if (rc == 0)
 		p->built = true;
 	return rc;
+}
+
+void
+jail_build_reap(struct jail_prep *p)
+{
+	jail_idmap_reap(&p->idmap_cache);
 }

@@ -4,11 +4,13 @@
  * A sandbox outlives its first command, so a command's argv, environment
  * and execve candidates cannot be part of the plan pid 1 was cloned with.
  * They travel as a sealed memfd in SYNC_EXEC: one flat, self-describing
- * block (no pointers), mapped copy-on-write by the command's process,
- * which builds its argv/envp arrays in a fresh anonymous mapping.  The
- * reader allocates nothing through malloc (it runs in a clone of pid 1,
- * itself a raw clone of a possibly multithreaded supervisor) and checks
- * every offset, although only warden writes the block.
+ * block (no pointers), mapped copy-on-write by pid 1, which builds the
+ * argv/envp arrays in a fresh anonymous mapping.  The reader, pid 1,
+ * allocates nothing through malloc (it is a raw clone of a
+ * possibly multithreaded supervisor) and checks every offset, although
+ * only warden writes the block; the command's process, which shares pid
+ * 1's memory until its execve, uses the mapping, and pid 1 unmaps it once
+ * the command has exec'd or died.
  *
  * Layout: struct jail_cmd_hdr, then NUL-terminated strings in order:
  * argc argv words, nenv NAME=VALUE entries, npaths execve candidates, and
@@ -178,9 +180,12 @@ jail_cmd_plan_map(int fd, struct jail_cmd *out)
 	size_t size = (size_t)st.st_size;
 	/* MAP_PRIVATE: the strings must be writable for execve's char *const
 	 * argv[], and a private copy leaves the sealed original alone. */
+	memset(out, 0, sizeof(*out));
 	char *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	if (base == MAP_FAILED)
 		return -errno;
+	out->map = base;
+	out->map_len = size;
 	struct jail_cmd_hdr h;
 	memcpy(&h, base, sizeof(h));
 	if (h.magic != CMD_MAGIC || h.size != size || h.argc == 0 ||
@@ -191,6 +196,8 @@ jail_cmd_plan_map(int fd, struct jail_cmd *out)
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (ptrs == MAP_FAILED)
 		return -errno;
+	out->ptrs = ptrs;
+	out->ptrs_len = nptr * sizeof(char *);
 	const char *cur = base + sizeof(h), *end = base + size;
 	out->argv = ptrs;
 	for (uint32_t i = 0; i < h.argc; i++)
@@ -209,4 +216,14 @@ jail_cmd_plan_map(int fd, struct jail_cmd *out)
 	if (!(out->cwd = next_string(&cur, end)))
 		return -EINVAL;
 	return 0;
+}
+
+void
+jail_cmd_plan_unmap(struct jail_cmd *cmd)
+{
+	if (cmd->map)
+		munmap(cmd->map, cmd->map_len);
+	if (cmd->ptrs)
+		munmap(cmd->ptrs, cmd->ptrs_len);
+	cmd->map = cmd->ptrs = NULL;
 }

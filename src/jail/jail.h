@@ -131,6 +131,7 @@ struct jail_plan {
 	bool vacant;		   /* no workspace until SYNC_ATTACH (warm pool); pid 1
 				    * keeps its capabilities until then */
 	int sync_fd;		   /* pid 1's end of the sandbox channel */
+	int sync_peer;		   /* the supervisor's end, which pid 1 closes first */
 	int devnull_fd;		   /* host /dev/null, read-write (build) */
 
 	/* container: the mount plan */
@@ -225,6 +226,19 @@ struct jail_idmap {
 	bool root_creates;
 };
 
+/* The idmapping namespace between calls (for one owner uid/gid), and the
+ * process that held it until its fd was open: killed, not yet reaped.
+ * Initialise with JAIL_IDMAP_CACHE_INIT; jail_idmap_reap() waits for that
+ * process (dead by then) and frees its stack. */
+struct jail_idmap_cache {
+	int userns;
+	uid_t uid;
+	gid_t gid;
+	int holder_pidfd;
+	void *holder_stack;
+};
+#define JAIL_IDMAP_CACHE_INIT {.userns = -1, .holder_pidfd = -1}
+
 /* The plan plus everything it points to (strings; after jail_build_host,
  * descriptors).  Free with jail_prep_free() once pid 1 has its copy. */
 struct jail_prep {
@@ -235,6 +249,7 @@ struct jail_prep {
 	int nfds;
 	struct jail_op scratch; /* where operations past JAIL_MAX_OPS go */
 	bool idmapped;      /* the workspace is an idmapped mount (after build) */
+	struct jail_idmap_cache idmap_cache; /* jail_build_host(); jail_build_reap() */
 	bool overflow;      /* more than JAIL_MAX_OPS operations */
 	bool built;         /* jail_build_host() ran */
 	uid_t host_uid;     /* host id of the sandbox user */
@@ -255,6 +270,9 @@ int jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struc
 /* Host side of the build, before clone: open the plan's host sources and,
  * as root, turn binds into detached (idmapped where writable) trees. */
 int jail_build_host(struct jail_prep *prep, struct wd_err *err);
+/* After clone: reap what the build left to reap (the idmap holder), off
+ * the path to pid 1.  jail_prep_free() does it too. */
+void jail_build_reap(struct jail_prep *prep);
 void jail_prep_free(struct jail_prep *prep);
 /* The plan as text, one operation per line, paths as the jail sees them:
  * what `warden run --print-plan` shows.  A new string, free with free(). */
@@ -271,21 +289,26 @@ struct jail_cmd_spec {
 };
 /* Supervisor: the command's plan as a sealed memfd (returned), or -errno. */
 int jail_cmd_plan_build(const struct jail_cmd_spec *cs, struct wd_err *err);
-/* Command's process: map the plan from fd without malloc. */
+/* pid 1: map the plan from fd without malloc, for the command's process
+ * (which shares pid 1's memory until its execve); unmap it once the
+ * command has gone its own way. */
 struct jail_cmd {
 	char **argv;
 	char **envp;
 	const char *paths[JAIL_MAX_PATH_CANDIDATES + 1]; /* execve candidates, in order */
 	const char *cwd;
+	void *map, *ptrs; /* the two mappings, for jail_cmd_plan_unmap() */
+	size_t map_len, ptrs_len;
 };
 int jail_cmd_plan_map(int fd, struct jail_cmd *out);
+void jail_cmd_plan_unmap(struct jail_cmd *cmd);
 
 /* ---- jail/hostpath.c (supervisor side) ---- */
+void jail_idmap_reap(struct jail_idmap_cache *c);
 /* A detached, idmapped copy of directory dirfd (owner st) in which the
- * owner appears as to->uid/gid; *userns_cache holds the idmapping namespace
- * between calls.  Returns the tree fd or -errno. */
+ * owner appears as to->uid/gid.  Returns the tree fd or -errno. */
 int jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to,
-		       int *userns_cache, uid_t *cache_uid, gid_t *cache_gid, struct wd_err *err);
+		       struct jail_idmap_cache *c, struct wd_err *err);
 /* Resolve given into out (PATH_MAX bytes) component by component,
  * refusing a symlink inside any of roots (trees the sandbox can write). */
 int jail_safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,
@@ -303,14 +326,18 @@ bool jail_path_within(const char *path, const char *root);
 __attribute__((noreturn)) void jail_pid1_main(struct jail_plan *plan);
 
 /* The command's process (jail/exec.c): step 6 from setsid to execve, with
- * its stdio, its plan and its channel from SYNC_EXEC.  Never returns. */
-struct jail_exec_fds {
-	int in, out, err; /* stdin (-1: /dev/null), stdout, stderr */
-	int plan;         /* the cmdplan memfd */
-	int chan;         /* the exec channel */
+ * its stdio and channel from SYNC_EXEC and its plan as pid 1 mapped it.
+ * Runs on pid 1's memory (CLONE_VM|CLONE_VFORK, pid 1 waits) and on a
+ * stack of its own: it writes nothing but its stack.  Never returns. */
+struct jail_exec_args {
+	int in, out, err;	    /* stdin (-1: /dev/null), stdout, stderr */
+	int chan;		    /* the exec channel */
+	int landlock;		    /* pid 1's Landlock ruleset, or -1 */
+	const struct jail_cmd *cmd; /* the command's plan, mapped by pid 1 */
+	int cmd_err;		    /* errno of mapping it, or 0 */
 };
 __attribute__((noreturn)) void jail_exec_main(const struct jail_plan *plan,
-					      const struct jail_exec_fds *fds);
+					      const struct jail_exec_args *x);
 
 /* Ids after clone, as raw system calls (jail/exec.c).  glibc's setgroups,
  * setresuid and setresgid apply the change to every thread of the
@@ -351,6 +378,10 @@ void jail_child_sanitizer(void);
 void jail_block_signals(void);
 /* Unblock every signal and reset every disposition to the default. */
 void jail_reset_signals(void);
+/* The two halves: every disposition to the default (pid 1, once), and the
+ * blocked mask emptied (each command). */
+void jail_default_signals(void);
+void jail_unblock_signals(void);
 /* Ignore sig (SIG_IGN). */
 void jail_ignore_signal(int sig);
 

@@ -179,7 +179,7 @@ add_paths(int ruleset, const char *const *list, __u64 rights, struct wd_err *err
 }
 
 int
-jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_err *err)
+jail_landlock_ruleset(const struct jail_landlock_rules *rules, int abi, struct wd_err *err)
 {
 	if (abi <= 0)
 		return wd_err_step(err, JAIL_STEP_6F_LANDLOCK, EOPNOTSUPP);
@@ -221,7 +221,16 @@ jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_
 		if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
 			rc = wd_err_step(err, JAIL_STEP_6F_LANDLOCK, errno);
 	}
+	if (rc < 0) {
+		close(ruleset);
+		return rc;
+	}
+	return ruleset;
+}
 
+int
+jail_landlock_restrict(int ruleset)
+{
 	/* landlock_restrict_self needs NoNewPrivs unless the caller holds
 	 * CAP_SYS_ADMIN (like seccomp: a restricted process must not exec a
 	 * setuid program that would run confused by the restriction).  The
@@ -231,10 +240,22 @@ jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_
 	 * No restrict_self flags (ABI 7's LOG_*): the defaults log denials of
 	 * warden's own code before execve (there should be none) and not the
 	 * command's, which would only flood the audit log. */
-	if (rc == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		rc = wd_err_step(err, JAIL_STEP_6F_LANDLOCK, errno);
-	if (rc == 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
-		rc = wd_err_step(err, JAIL_STEP_6F_LANDLOCK, errno);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+int
+jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_err *err)
+{
+	int ruleset = jail_landlock_ruleset(rules, abi, err);
+	if (ruleset < 0)
+		return ruleset;
+	int rc = jail_landlock_restrict(ruleset);
+	if (rc < 0)
+		wd_err_step(err, JAIL_STEP_6F_LANDLOCK, -rc);
 	close(ruleset);
 	return rc;
 }

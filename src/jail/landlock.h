@@ -34,4 +34,13 @@ int jail_landlock_abi(void);
  * errno and step (JAIL_STEP_6F_LANDLOCK). */
 int jail_landlock_apply(const struct jail_landlock_rules *rules, int abi, struct wd_err *err);
 
+/* The two halves of jail_landlock_apply(), for a ruleset made once and
+ * entered by many processes (pid 1 builds it, each command restricts
+ * itself with it: every landlock_restrict_self() makes a new domain).
+ * jail_landlock_ruleset returns the ruleset fd (close-on-exec) or -errno;
+ * jail_landlock_restrict sets NoNewPrivs and enters it: 0 or -errno.
+ * No allocation, no formatting. */
+int jail_landlock_ruleset(const struct jail_landlock_rules *rules, int abi, struct wd_err *err);
+int jail_landlock_restrict(int ruleset);
+
 #endif

@@ -17,6 +17,7 @@
  * a possibly multithreaded supervisor, where a malloc lock may have been
  * copied held.  Failures travel as struct sync_msg records. */
 #include "jail/jail.h"
+#include "jail/seccomp.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -205,9 +207,18 @@ time_namespace(void)
 	return rc;
 }
 
+/* CLOCK_MONOTONIC in ns (the vDSO: no system call, nothing allocated). */
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /* Steps 2b-3d: ids, the mount plan, pivot_root, read-only root. */
 static void
-build_root(struct jail_plan *plan, struct sync_chan *c)
+build_root(struct jail_plan *plan, struct sync_chan *c, uint64_t *t)
 {
 	int rc;
 	/* 2b. Root mode: we are still host uid 0 (unmapped here) with the
@@ -261,6 +272,7 @@ build_root(struct jail_plan *plan, struct sync_chan *c)
 	}
 	if (sethostname("sandbox", 7) < 0)
 		fail(c, JAIL_STEP_3B_MOUNTS, errno);
+	t[SYNC_T_MOUNTS] = now_ns();
 
 	/* 3c. pivot_root(".", "."): the old root ends up stacked on the new
 	 * one and is detached right away, so no host path stays reachable and
@@ -292,8 +304,11 @@ drop_privileges(const struct jail_plan *plan, struct sync_chan *c)
  * protected paths), then the capabilities go as they would have at
  * set-up, and SYNC_ATTACHED.  The root is read-only already: mounting
  * over its directory writes nothing to it. */
+struct pid1;
+static void commands_ready(struct pid1 *p);
+
 static void
-attach_workspace(struct jail_plan *plan, struct sync_chan *c, int tree)
+attach_workspace(struct pid1 *p, struct jail_plan *plan, struct sync_chan *c, int tree)
 {
 	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) <
 	    0) {
@@ -312,15 +327,19 @@ attach_workspace(struct jail_plan *plan, struct sync_chan *c, int tree)
 		}
 	}
 	drop_privileges(plan, c);
+	/* what every command enters (seccomp on pid 1, the Landlock ruleset)
+	 * only now: the ruleset opens /workspace, which must be the attached
+	 * tree, and move_mount above is a call the filter refuses */
+	commands_ready(p);
 	plan->vacant = false;
 	struct sync_msg m = {.kind = SYNC_ATTACHED};
 	if (sync_send(c, &m, NULL, 0) < 0)
 		_exit(125);
 }
 
-/* Returns SYNC_READY_* bits of what is in force. */
+/* Returns SYNC_READY_* bits of what is in force; t gets the step times. */
 static int
-setup(struct jail_plan *plan, struct sync_chan *c)
+setup(struct jail_plan *plan, struct sync_chan *c, uint64_t *t)
 {
 	int rc, in_force = 0;
 	if (plan->container && plan->time_ns) {
@@ -339,12 +358,14 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 	if (plan->wipe_end > plan->wipe_start)
 		memset((void *)plan->wipe_start, 0, plan->wipe_end - plan->wipe_start);
 	if (plan->container) {
-		build_root(plan, c);
+		build_root(plan, c, t);
+		t[SYNC_T_ROOT] = now_ns();
 		/* 4. Network: loopback only; 4a the proxy's listeners. */
 		if ((rc = loopback_up()) < 0)
 			fail(c, JAIL_STEP_4_NET, -rc);
 		if (plan->net_proxy && (rc = net_sockets(c)) < 0)
 			fail(c, JAIL_STEP_4_NET, -rc);
+		t[SYNC_T_NET] = now_ns();
 	} else {
 		/* The process level has no pid namespace: orphans of the
 		 * commands come back to this monitor (it is their subreaper),
@@ -353,6 +374,7 @@ setup(struct jail_plan *plan, struct sync_chan *c)
 			fail(c, JAIL_STEP_5_PID1, errno);
 	}
 	join_cgroup(plan, c);
+	t[SYNC_T_CGROUP] = now_ns();
 	/* A vacant sandbox keeps CAP_SYS_ADMIN over its namespaces until its
 	 * workspace is attached (move_mount needs it); no command runs
 	 * before that (the protocol refuses EXEC in VACANT). */
@@ -373,6 +395,9 @@ struct pid1 {
 	struct jail_plan *plan;
 	struct sync_chan sb; /* the sandbox channel */
 	int ep, sigfd;
+	int landlock; /* the commands' Landlock ruleset, or -1 */
+	char *stack;  /* where a command's process runs until its execve */
+	size_t stack_len;
 	struct running run[PID1_MAX_RUNNING];
 };
 
@@ -437,6 +462,59 @@ kill_leftovers(struct pid1 *p)
 	}
 }
 
+/* The command's process starts here, on pid 1's spare stack. */
+struct spawn {
+	const struct jail_plan *plan;
+	struct jail_exec_args x;
+};
+
+static int
+command_entry(void *arg)
+{
+	const struct spawn *s = arg;
+	jail_exec_main(s->plan, &s->x);
+}
+
+/* Start the command's process.  It shares pid 1's memory and pid 1 waits
+ * (CLONE_VM|CLONE_VFORK, what posix_spawn does) until it has exec'd or
+ * died: no page tables to copy and no copy-on-write faults on either
+ * side.  Measured (bench/step_bench, a process with 8 MiB of heap like
+ * the supervisor whose copy pid 1 is): ~140 us for fork, exit and wait
+ * against ~10 us, and pid 1's later writes fault no more (~1.5 us a
+ * page).  The process writes only
+ * its own stack (errno aside, which pid 1 does not read across the
+ * call); it is a raw clone, not glibc's fork(): we are a raw clone of a
+ * possibly multithreaded supervisor, and fork() would take malloc locks
+ * that may have been copied held.
+ *
+ * Sanitizer builds fork instead: their runtimes keep per-thread state
+ * (TSan's fd table, ASan's stack bounds) in memory the command's process
+ * would share and change under pid 1. */
+#if WD_SANITIZED
+#define PID1_SPAWN_FLAGS SIGCHLD
+#else
+#define PID1_SPAWN_FLAGS (CLONE_VM | CLONE_VFORK | SIGCHLD)
+#endif
+
+static pid_t
+spawn_command(struct pid1 *p, const int *fds)
+{
+	struct jail_cmd cmd;
+	struct spawn s = {
+	    .plan = p->plan,
+	    .x = {fds[SYNC_FD_STDIN], fds[SYNC_FD_STDOUT], fds[SYNC_FD_STDERR],
+		  fds[SYNC_FD_CHANNEL], p->landlock, &cmd, 0},
+	};
+	int rc = jail_cmd_plan_map(fds[SYNC_FD_PLAN], &cmd);
+	if (rc < 0)
+		s.x.cmd_err = -rc; /* the command's process reports it */
+	pid_t pid = clone(command_entry, p->stack + p->stack_len, PID1_SPAWN_FLAGS, &s);
+	if (pid < 0)
+		pid = -errno;
+	jail_cmd_plan_unmap(&cmd);
+	return pid;
+}
+
 static void
 start_command(struct pid1 *p, const struct sync_msg *m, int *fds)
 {
@@ -446,22 +524,8 @@ start_command(struct pid1 *p, const struct sync_msg *m, int *fds)
 			r = &p->run[i];
 	struct sync_chan chan;
 	sync_chan_init(&chan, fds[SYNC_FD_CHANNEL], SYNC_PID1, SYNC_S_SENT);
-	pid_t pid = -EAGAIN;
-	if (r) {
-		/* A raw clone, not glibc's fork(): we are a raw clone of a
-		 * possibly multithreaded supervisor, and fork() would take
-		 * malloc locks that may have been copied held.  Every signal
-		 * is blocked here; the command restores its mask. */
-		pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
-		if (pid == 0) {
-			struct jail_exec_fds xf = {fds[SYNC_FD_STDIN], fds[SYNC_FD_STDOUT],
-						   fds[SYNC_FD_STDERR], fds[SYNC_FD_PLAN],
-						   fds[SYNC_FD_CHANNEL]};
-			jail_exec_main(p->plan, &xf);
-		}
-		if (pid < 0)
-			pid = -errno;
-	}
+	/* Every signal is blocked here; the command restores its mask. */
+	pid_t pid = r ? spawn_command(p, fds) : -EAGAIN;
 	/* pid 1 keeps no copy of the command's stdio: EOF must follow the
 	 * command and its descendants, not pid 1. */
 	for (int i = 0; i < SYNC_FD_CHANNEL; i++)
@@ -575,7 +639,7 @@ on_sandbox_channel(struct pid1 *p)
 	if (m.kind == SYNC_EXEC)
 		start_command(p, &m, fds);
 	else if (m.kind == SYNC_ATTACH)
-		attach_workspace(p->plan, &p->sb, fds[0]);
+		attach_workspace(p, p->plan, &p->sb, fds[0]);
 }
 
 static void
@@ -633,6 +697,41 @@ serve(struct pid1 *p)
 	}
 }
 
+/* What every command would otherwise redo, done once before READY: the
+ * signal dispositions back to the default (SIG_IGN survives execve), the
+ * Landlock ruleset, a stack for the commands' processes, and the seccomp
+ * filter, which pid 1 takes on itself so that every command inherits it.
+ * pid 1's own work from here on (epoll, sendmsg, clone without namespace
+ * flags, wait4, kill, reading /proc) is nothing the filter refuses. */
+static void
+commands_ready(struct pid1 *p)
+{
+	struct jail_plan *plan = p->plan;
+	int rc;
+	jail_default_signals();
+	p->landlock = -1;
+	if (plan->landlock_abi > 0) {
+		struct wd_err e = {0};
+		p->landlock = jail_landlock_ruleset(&plan->landlock, plan->landlock_abi, &e);
+		if (p->landlock < 0)
+			fail(&p->sb, JAIL_STEP_6F_LANDLOCK, e.sys_errno ? e.sys_errno : EPERM);
+	}
+	/* 256 KiB and a guard page below it: step 6 needs a few KiB. */
+	p->stack_len = 256 << 10;
+	char *st = mmap(NULL, p->stack_len + 4096, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (st == MAP_FAILED || mprotect(st, 4096, PROT_NONE) < 0)
+		fail(&p->sb, JAIL_STEP_5_PID1, errno);
+	p->stack = st + 4096;
+	/* 6e-6h for every command: seccomp needs NoNewPrivs (a container's
+	 * pid 1 has it already; the process level's monitor takes it here,
+	 * which its commands would take at step 6e anyway). */
+	if (jail_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail(&p->sb, JAIL_STEP_6E_NNP, errno);
+	if ((rc = jail_seccomp_load(plan->seccomp)) < 0)
+		fail(&p->sb, JAIL_STEP_6H_SECCOMP, -rc);
+}
+
 /* Keep only what pid 1 needs: its channel, /dev/null and the plan's
  * descriptors.  A raw clone copies every descriptor of the supervisor,
  * and a library supervisor has many: other sandboxes' channels, other
@@ -672,6 +771,13 @@ jail_pid1_main(struct jail_plan *plan)
 {
 	jail_child_sanitizer();
 	close_others(plan);
+	/* 0, 1 and 2 taken (by /dev/null), so that no descriptor pid 1 keeps
+	 * or receives lands there: a command's process dup2()s its stdio onto
+	 * them, which would otherwise close its own channel or the Landlock
+	 * ruleset first. */
+	for (int fd = 0; fd < 3 && plan->devnull_fd >= 0; fd++)
+		if (fcntl(fd, F_GETFD) < 0) /* free: not one close_others kept */
+			dup2(plan->devnull_fd, fd);
 	struct pid1 p;
 	memset(&p, 0, sizeof(p));
 	p.plan = plan;
@@ -694,10 +800,14 @@ jail_pid1_main(struct jail_plan *plan)
 	if (sync_recv(&p.sb, &m, fds, &nfds, 0) < 0 || m.kind != SYNC_GO)
 		_exit(125);
 
-	/* a vacant sandbox says so instead: it waits for SYNC_ATTACH */
-	int in_force = setup(plan, &p.sb);
-	struct sync_msg ready = {.kind = plan->vacant ? SYNC_VACANT : SYNC_READY,
-				 .status = in_force};
+	/* a vacant sandbox says so instead: it waits for SYNC_ATTACH, and
+	 * makes its commands' seccomp and Landlock state then */
+	struct sync_msg ready = {.kind = plan->vacant ? SYNC_VACANT : SYNC_READY};
+	ready.t_ns[SYNC_T_GO] = now_ns();
+	ready.status = setup(plan, &p.sb, ready.t_ns);
+	if (!plan->vacant)
+		commands_ready(&p);
+	ready.t_ns[SYNC_T_COMMANDS] = now_ns();
 	if (sync_send(&p.sb, &ready, NULL, 0) < 0)
 		_exit(125);
 	serve(&p);

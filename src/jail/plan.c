@@ -697,12 +697,14 @@ jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd
 	pl->vacant = cfg->container && cfg->vacant;
 	pl->root_mode = geteuid() == 0;
 	pl->sync_fd = -1;
+	pl->sync_peer = -1;
 	pl->devnull_fd = -1;
 	pl->run_uid = (uid_t)-1;
 	pl->run_gid = (gid_t)-1;
 	p->host_uid = pl->root_mode ? WD_NOBODY : geteuid();
 	p->host_gid = pl->root_mode ? WD_NOBODY : getegid();
 	p->idmap = (struct jail_idmap){p->host_uid, p->host_gid, false};
+	p->idmap_cache = (struct jail_idmap_cache)JAIL_IDMAP_CACHE_INIT;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(p->fds); i++)
 		p->fds[i] = -1;
 	if (cfg->ntrees > JAIL_MAX_TREES) {
@@ -785,6 +787,7 @@ jail_prep_free(struct jail_prep *p)
 {
 	if (!p)
 		return;
+	jail_build_reap(p);
 	for (int i = 0; i < p->nfds; i++)
 		close(p->fds[i]);
 

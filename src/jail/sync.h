@@ -110,6 +110,19 @@ enum sync_role {
 /* SYNC_READY status bits: what pid 1 could put in force */
 #define SYNC_READY_TIME_NS 0x1 /* a time namespace (kernels without CONFIG_TIME_NS: 0) */
 
+/* SYNC_READY t_ns[]: when pid 1 finished each part of its set-up
+ * (CLOCK_MONOTONIC of the host: pid 1 itself stays outside the time
+ * namespace it makes), for the step breakdown of `warden run -v`. */
+enum {
+	SYNC_T_GO,	 /* SYNC_GO received */
+	SYNC_T_MOUNTS,	 /* 2b-3b: ids, time namespace, the mount plan */
+	SYNC_T_ROOT,	 /* 3c-3d: pivot_root, old root detached, / read-only */
+	SYNC_T_NET,	 /* 4-4a: loopback, the proxy's sockets */
+	SYNC_T_CGROUP,	 /* 4b: SYNC_CGROUP received and the cgroup joined */
+	SYNC_T_COMMANDS, /* 6: Landlock ruleset, seccomp: ready for commands */
+	SYNC_T__COUNT
+};
+
 /* SYNC_EXEC flags */
 #define SYNC_EXEC_LAST 0x1u   /* pid 1 exits once this command has ended */
 #define SYNC_EXEC_DETACH 0x2u /* at its end, its process group is left running */
@@ -130,6 +143,7 @@ struct sync_msg {
 	uint32_t seq;   /* EXEC: the command's number in this sandbox */
 	uint64_t cpu_us;    /* EXIT: the command's and its reaped children's CPU */
 	uint64_t maxrss_kb; /* EXIT: their peak resident set */
+	uint64_t t_ns[SYNC_T__COUNT]; /* READY: see SYNC_T_* */
 };
 
 /* One end of one channel. */

@@ -34,6 +34,7 @@ struct xrun {
 	int exec_errno, exec_step, status, start_err;
 	uint64_t cpu_us, maxrss_kb;
 	int killed_by; /* the signal of a cancellation */
+	uint32_t seq;  /* the command's number in the sandbox */
 	uint64_t exit_ns;
 	/* stdin from a terminal: relayed, never handed over */
 	struct stdin_relay relay;
@@ -85,6 +86,9 @@ on_channel(struct xrun *r)
 		} else if (m.kind == SYNC_EXIT) {
 			r->got_exit = true;
 			r->exit_ns = wd_now_ns();
+			wd_log(WD_LOG_DEBUG,
+			       "sandbox %s: +%.3f ms 6-7 command %u ended (SYNC_EXIT)", r->sb->id,
+			       (double)(r->exit_ns - r->sb->t0) / 1e6, r->seq);
 			r->status = m.status;
 			r->start_err = m.err;
 			r->cpu_us = m.cpu_us;
@@ -261,6 +265,8 @@ send_exec(struct xrun *r, struct wd_err *err)
 				   : wd_err_sys(err, -rc, "send the command to the sandbox");
 	else
 		sb->running++;
+	if (rc == 0 && (x->flags & SYNC_EXEC_LAST))
+		sb->last_sent = true;
 	pthread_mutex_unlock(&sb->lock);
 	if (rc < 0)
 		goto out;
@@ -269,6 +275,9 @@ send_exec(struct xrun *r, struct wd_err *err)
 	outp[0] = errp[0] = -1;
 	sync_chan_init(&r->chan, cp[0], SYNC_SUPERVISOR, SYNC_S_SENT);
 	cp[0] = -1;
+	r->seq = m.seq;
+	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 5 command %u sent (SYNC_EXEC)", sb->id,
+	       (double)(wd_now_ns() - sb->t0) / 1e6, r->seq);
 	rc = 0;
 out:
 	for (int i = 0; i < 2; i++) {

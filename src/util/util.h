@@ -18,6 +18,20 @@
 #define WD_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define WD_UNUSED __attribute__((unused))
 
+/* 1 in builds with AddressSanitizer or ThreadSanitizer (gcc's and clang's
+ * spellings).  Their runtimes keep per-thread state in process memory, so
+ * code that lets a child share our memory (CLONE_VM) forks instead there. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WD_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WD_SANITIZED 1
+#endif
+#endif
+#ifndef WD_SANITIZED
+#define WD_SANITIZED 0
+#endif
+
 /* ---- cleanup attributes (bubblewrap's and crun's pattern) ---- */
 static inline void wd_freep(void *p)
 {

@@ -55,12 +55,11 @@ overlay(struct ws *w, struct wd_err *err)
 	/* the lower layer: the workspace as the jail sees a direct one, its
 	 * owner shown as the sandbox user */
 	struct jail_idmap map = {w->uid, w->gid, false};
-	int userns = -1;
-	uid_t cu = 0;
-	gid_t cg = 0;
-	wd_autoclose int lower = jail_idmapped_tree(w->wsfd, &st, &map, &userns, &cu, &cg, err);
-	if (userns >= 0)
-		close(userns);
+	struct jail_idmap_cache cache = JAIL_IDMAP_CACHE_INIT;
+	wd_autoclose int lower = jail_idmapped_tree(w->wsfd, &st, &map, &cache, err);
+	if (cache.userns >= 0)
+		close(cache.userns);
+	jail_idmap_reap(&cache);
 	if (lower < 0)
 		return wd_err_prefix(err, "cow workspace %s", w->workspace);
 	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The one table of `make bench`: the figures the benchmarks printed as
+"summary KEY VALUE" lines, against the committed baseline of ratios
+(bench/baseline.txt).  A figure worse than its baseline by more than 20 %
+is flagged (and the exit status is 1).
+
+  bench/summary.py RESULTS [BASELINE]     (RESULTS: the benchmarks' output)
+  bench/summary.py --save RESULTS [BASELINE]   write RESULTS as the baseline
+"""
+import sys
+
+# key, what, better ("low" or "high"), target text
+FIGURES = [
+    ("cold_true_ratio", "cold `run -- /bin/true`: added time / namespace floor's", "low", "<= 1.3"),
+    ("cold_python_ratio", "cold `run -- python3 -c pass`: added / floor's", "low", "<= 1.3"),
+    ("cold_true_vs_before", "cold /bin/true: added time / pre-redesign build's", "low", "<= 1.0"),
+    ("live_ratio", "exec into a live sandbox / bare fork+exec", "low", "<= 1.5"),
+    ("live_added_us", "exec into a live sandbox: added us", "low", "< 500"),
+    ("live_execs_per_s", "execs/s through wd_sandbox_exec (2 threads)", "high", ">= 1000"),
+    ("live_vs_bare_rate", "execs/s through the library / bare fork+exec's", "high", ""),
+    ("policy_stage_share", "policy stage / whole `warden run`", "low", "< 0.05"),
+    ("proxy_latency_ratio", "keep-alive request via proxy / direct", "low", ""),
+    ("proxy_added_us", "keep-alive request via proxy: added us", "low", "<= 50"),
+    ("tls_added_us", "keep-alive HTTPS request intercepted: added us", "low", "<= 50"),
+    ("tunnel_vs_relay", "CONNECT tunnel / two-hop splice relay", "high", ">= 0.95"),
+    ("tunnel_vs_direct", "CONNECT tunnel / direct loopback", "high", ""),
+    ("interception_vs_direct", "TLS interception / direct HTTPS (keep-alive)", "high", ">= 0.70"),
+    ("rss_per_sandbox_kb", "memory per idle live sandbox, kB", "low", ""),
+]
+
+
+def read(path):
+    vals = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 3 and parts[0] == "summary":
+                try:
+                    vals[parts[1]] = float(parts[2])
+                except ValueError:
+                    pass
+    return vals
+
+
+def derive(v):
+    if "live_execs_per_s" in v and v.get("bare_execs_per_s"):
+        v["live_vs_bare_rate"] = v["live_execs_per_s"] / v["bare_execs_per_s"]
+    return v
+
+
+def main(argv):
+    save = argv[1:2] == ["--save"]
+    args = argv[2:] if save else argv[1:]
+    if not args:
+        print(__doc__, file=sys.stderr)
+        return 2
+    # On a shared machine the load moves every figure: say what it was.
+    try:
+        with open("/proc/loadavg") as f:
+            print("# load average now:", " ".join(f.read().split()[:3]))
+    except OSError:
+        pass
+    results = derive(read(args[0]))
+    base_path = args[1] if len(args) > 1 else "bench/baseline.txt"
+    if save:
+        with open(base_path, "w") as f:
+            f.write("# bench/baseline.txt: the figures `make bench` is compared with\n")
+            f.write("# (bench/summary.py), from one run: %s.  KEY<TAB>VALUE\n" % args[0])
+            for key, _, _, _ in FIGURES:
+                if key in results:
+                    f.write("summary\t%s\t%.4g\n" % (key, results[key]))
+        print("baseline written to", base_path)
+        return 0
+    try:
+        base = read(base_path)
+    except OSError:
+        base = {}
+    worse = 0
+    print()
+    print("%-52s %10s %10s %8s %9s  %s" % ("figure", "now", "baseline", "change", "target", ""))
+    for key, what, better, target in FIGURES:
+        if key not in results:
+            continue
+        now = results[key]
+        flag = ""
+        change = ""
+        b = base.get(key)
+        if b:
+            rel = now / b
+            change = "%+.0f%%" % (100 * (rel - 1))
+            if (better == "low" and rel > 1.2) or (better == "high" and rel < 1 / 1.2):
+                flag = "WORSE by more than 20%"
+                worse += 1
+        print("%-52s %10.4g %10s %8s %9s  %s" % (what, now, "%.4g" % b if b else "-", change,
+                                                  target, flag))
+    print("%d figure(s) worse than the baseline by more than 20%%" % worse)
+    return 1 if worse else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
