@@ -306,10 +306,8 @@ typedef struct wd_event wd_event;
  * cgroup.  Thread-safe: every wd_ctx_* setter may be called at any time,
  * and the context may serve many threads at once. */
 int wd_ctx_new(wd_ctx **out, struct wd_err *err);
-/* Free the context.  Every sandbox of it must have been destroyed.  The
- * keeper is told to leave and does so once the cgroups of one-shot runs
- * handed to it are removed; it is not the caller's child (init reaps it),
- * so nothing is waited for. */
+/* Free the context.  Every sandbox of it must have been destroyed.  Waits
+ * for the keeper to finish (a fraction of a millisecond). */
 void wd_ctx_free(wd_ctx *ctx);
 /* This context's log handler (instead of wd_set_log_handler()'s) for
  * messages at or below level, from every thread working for it. */
@@ -561,11 +559,7 @@ void wd_pool_free(wd_pool *pool);
 
 /* The whole pipeline in a fresh sandbox: decide, and only if allowed
  * create, run cmd, destroy.  The sandbox, the decision, the network
- * events and the result share one id.  Returns as wd_sandbox_exec(),
- * once the command has ended: a container's pid 1 is killed if it has
- * not ended with the command, its namespaces come down and the context's
- * keeper removes its cgroup without the caller waiting (pid 1 is not the
- * caller's child: init reaps it). */
+ * events and the result share one id.  Returns as wd_sandbox_exec(). */
 int wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
 	       struct wd_err *err);
 /* End every command in progress in this context, and every later one,

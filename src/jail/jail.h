@@ -131,7 +131,6 @@ struct jail_plan {
 	bool vacant;		   /* no workspace until SYNC_ATTACH (warm pool); pid 1
 				    * keeps its capabilities until then */
 	int sync_fd;		   /* pid 1's end of the sandbox channel */
-	int sync_peer;		   /* the supervisor's end, which pid 1 closes first */
 	int devnull_fd;		   /* host /dev/null, read-write (build) */
 
 	/* container: the mount plan */

@@ -697,7 +697,6 @@ jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd
 	pl->vacant = cfg->container && cfg->vacant;
 	pl->root_mode = geteuid() == 0;
 	pl->sync_fd = -1;
-	pl->sync_peer = -1;
 	pl->devnull_fd = -1;
 	pl->run_uid = (uid_t)-1;
 	pl->run_gid = (gid_t)-1;

@@ -10,11 +10,7 @@
  *
  *     "+DIR\n"   watch DIR (a sandbox's cgroup, one line per hierarchy)
  *     "-DIR\n"   DIR is gone, forget it
- *     "rDIR\n"   remove DIR for us once its tasks are gone, then forget it
- *               (a one-shot sandbox's cgroup: warden need not wait for the
- *               namespace teardown of its pid 1)
- *     "q\n"      goodbye: the context is freed (the removals asked for
- *               before it are done first)
+ *     "q\n"      goodbye: the context is freed and cleaned up itself
  *
  * EOF without the goodbye means the program died: the keeper kills
  * whatever is left in each watched directory and removes it, retrying
@@ -26,12 +22,9 @@
  * wrappers for them: a sanitizer intercepts open(), read() and mmap() and
  * takes its own locks there, which a raw clone (unlike fork(), which the
  * sanitizer brackets) may have copied held (a keeper hung on a futex under
- * TSan).  Its table lives in an anonymous mapping.  It is not the
- * program's child (supervise_clone_orphan): the init process or the
- * caller's subreaper reaps it, so keeper_stop() waits for nothing, while
- * removals asked for with keeper_remove() finish after the program has
- * gone.  Sanitizer builds start it as our child (exit_signal 0: out of the
- * caller's waitpid(-1)) and keeper_stop() reaps it. */
+ * TSan).  Its table lives in an anonymous mapping.  exit_signal 0 keeps it
+ * out of the caller's waitpid(-1) and SIGCHLD; keeper_stop() reaps it
+ * through its pidfd. */
 #include "supervise/supervise.h"
 #include "jail/jail.h"
 
@@ -67,8 +60,8 @@ k_exit(int status)
 
 struct keeper {
 	pthread_mutex_t lock;
-	int fd;	   /* write end of the pipe */
-	int pidfd; /* sanitizer builds: our child, reaped by keeper_stop(); else -1 */
+	int fd; /* write end of the pipe */
+	int pidfd;
 };
 
 /* ---- the keeper process: system calls only ---- */
@@ -205,18 +198,10 @@ keeper_main(int rfd)
 			size_t len = (size_t)(nl - line);
 			if (len == 1 && line[0] == 'q')
 				k_exit(0);
-			if (len > 1 && line[0] == '+') {
+			if (len > 1 && line[0] == '+')
 				table_add(&t, line + 1, len - 1);
-			} else if (len > 1 && line[0] == '-') {
+			else if (len > 1 && line[0] == '-')
 				table_del(&t, line + 1, len - 1);
-			} else if (len > 1 && line[0] == 'r' && len < 4090) {
-				/* NUL-terminated for remove_dir, then forgotten */
-				char dir[4096];
-				memcpy(dir, line + 1, len - 1);
-				dir[len - 1] = '\0';
-				remove_dir(dir);
-				table_del(&t, line + 1, len - 1);
-			}
 			line = nl + 1;
 		}
 		have -= (size_t)(line - buf);
@@ -235,15 +220,6 @@ keeper_main(int rfd)
 
 /* ---- the program's side ---- */
 
-static void
-keeper_child(void *arg)
-{
-	const int *p = arg;
-	jail_child_sanitizer();
-	k_close(p[1]);
-	keeper_main(p[0]);
-}
-
 int
 keeper_start(struct keeper **out, struct wd_err *err)
 {
@@ -253,23 +229,20 @@ keeper_start(struct keeper **out, struct wd_err *err)
 	int pidfd = -1;
 	struct clone_args ca;
 	memset(&ca, 0, sizeof(ca));
-	/* exit signal SIGCHLD for whoever inherits the orphan */
-	ca.exit_signal = SIGCHLD;
-	pid_t pid = supervise_clone_orphan(&ca, keeper_child, p);
-	if (pid == -ENOTSUP) {
-		ca.flags = CLONE_PIDFD;
-		ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
-		ca.exit_signal = 0; /* invisible to the caller's waitpid(-1) */
-		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-		if (pid == 0)
-			keeper_child(p);
-		if (pid < 0)
-			pid = -errno;
-	}
+	ca.flags = CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = 0; /* invisible to the caller's waitpid(-1) */
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid < 0) {
+		int e = errno;
 		close(p[0]);
 		close(p[1]);
-		return wd_err_sys(err, -pid, "start the cgroup keeper");
+		return wd_err_sys(err, e, "start the cgroup keeper");
+	}
+	if (pid == 0) {
+		jail_child_sanitizer();
+		k_close(p[1]);
+		keeper_main(p[0]);
 	}
 	close(p[0]);
 	struct keeper *k = wd_xcalloc(1, sizeof(*k));
@@ -322,17 +295,10 @@ keeper_release(struct keeper *k, const char *const *dirs)
 }
 
 void
-keeper_remove(struct keeper *k, const char *const *dirs)
-{
-	say(k, 'r', dirs);
-}
-
-void
 keeper_stop(struct keeper *k)
 {
 	if (!k)
 		return;
-	/* goodbye; an orphaned keeper (pidfd -1) ends on its own */
 	(void)!wd_write_all(k->fd, "q\n", 2);
 	close(k->fd);
 	if (k->pidfd >= 0) {

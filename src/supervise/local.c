@@ -228,16 +228,6 @@ send_cgroup(struct sandbox *sb, struct wd_err *err)
 	return rc;
 }
 
-/* pid 1's first instruction after clone: its plan, our end of the channel
- * closed (its copy of the descriptor table has both). */
-static void
-pid1_entry(void *arg)
-{
-	struct jail_plan *plan = arg;
-	close(plan->sync_peer);
-	jail_pid1_main(plan);
-}
-
 #define STEP(what)                                                                                 \
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms %s", sb->id,                                     \
 	       (double)(wd_now_ns() - sb->t0) / 1e6, what)
@@ -289,40 +279,21 @@ local_spawn(struct sandbox *sb, struct wd_err *err)
 		ca.cgroup = (uint64_t)cgroup_dirfd(sb->cg);
 	}
 	plan->sync_fd = sp[1];
-	plan->sync_peer = sp[0];
-	/* A container's pid 1 is not our child (supervise_clone_orphan): it
-	 * is reaped by init, not by us, so a one-shot run can return once the
-	 * command has ended, leaving the namespace teardown and the cgroup's
-	 * removal to the kernel and the keeper, and no zombie of it is ever
-	 * the caller's (local_destroy).  Measured (bench/spawn_bench, 3 x 150
-	 * alternating runs of `warden run -- /bin/true`, load ~2.5 on 2
-	 * CPUs): the median added time 0.07-0.25 ms lower than waiting for
-	 * pid 1 and removing the cgroup ourselves (3.42-3.71 ms against
-	 * 3.55-3.96), level with the pre-redesign build's asynchronous
-	 * teardown (3.40-3.76).  Its teardown's CPU is no longer counted in
-	 * the caller's rusage.  The process level's monitor stays our child:
-	 * its destroy waits for it to end what its commands left. */
-	pid_t pid = -ENOTSUP;
-	if (container)
-		pid = supervise_clone_orphan(&ca, pid1_entry, plan);
-	sb->orphan = pid > 0;
-	if (pid == -ENOTSUP) {
-		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-		if (pid == 0)
-			pid1_entry(plan);
-		if (pid < 0)
-			pid = -errno;
-	}
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid < 0) {
-		rc = wd_err_sys(err, -pid, "clone3 (step %s)", jail_step_name(JAIL_STEP_1_CLONE));
+		rc = wd_err_sys(err, errno, "clone3 (step %s)", jail_step_name(JAIL_STEP_1_CLONE));
 		if (err)
 			err->step = JAIL_STEP_1_CLONE;
 		goto fail;
 	}
+	if (pid == 0) {
+		close(sp[0]);
+		jail_pid1_main(plan);
+	}
 	sb->pid = pid;
 	close(sp[1]);
 	sp[1] = -1;
-	plan->sync_fd = plan->sync_peer = -1;
+	plan->sync_fd = -1;
 	sync_chan_init(&sb->chan, sp[0], SYNC_SUPERVISOR, SYNC_S_CLONED);
 	sp[0] = -1;
 	sb->state = SB_SPAWNED;
@@ -533,9 +504,6 @@ local_kill(struct sandbox *sb)
 		cgroup_kill(sb->cg);
 }
 
-/* Wait for pid 1 to end (killing it after timeout_ms if >= 0): reap it
- * when it is our child, else (an orphan, which init reaps) wait until its
- * pidfd says it has exited. */
 static void
 reap(struct sandbox *sb, int timeout_ms)
 {
@@ -544,15 +512,10 @@ reap(struct sandbox *sb, int timeout_ms)
 	struct pollfd p = {.fd = sb->pidfd, .events = POLLIN};
 	if (timeout_ms >= 0 && poll(&p, 1, timeout_ms) == 0)
 		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-	if (sb->orphan) {
-		while (poll(&p, 1, -1) < 0 && errno == EINTR)
-			;
-	} else {
-		siginfo_t si;
-		while (syscall(SYS_waitid, P_PIDFD, sb->pidfd, &si, WEXITED | __WALL, NULL) < 0 &&
-		       errno == EINTR)
-			;
-	}
+	siginfo_t si;
+	while (syscall(SYS_waitid, P_PIDFD, sb->pidfd, &si, WEXITED | __WALL, NULL) < 0 &&
+	       errno == EINTR)
+		;
 	sb->reaped = true;
 }
 
@@ -564,25 +527,7 @@ local_destroy(struct sandbox *sb)
 	 * is killed, and the kernel kills the rest of its pid namespace;
 	 * the process level's monitor is asked to go (EOF on its channel), so
 	 * it kills its commands' descendants, which have no namespace to die
-	 * with, before it exits.
-	 *
-	 * A one-shot container (its last command sent, pid 1 an orphan): pid
-	 * 1 is killed and nothing waits for its namespaces to come down; the
-	 * keeper removes the cgroup once its tasks are gone, after we have
-	 * returned if need be.  Nothing of the sandbox can run any more: pid
-	 * 1 ended (or was killed) with its last command, and its death takes
-	 * the whole pid namespace. */
-	if (is_container(sb) && sb->orphan && sb->last_sent && sb->pidfd >= 0 && !sb->reaped &&
-	    (!sb->cg || sb->keeper)) {
-		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-		sb->reaped = true;
-		if (sb->cg) {
-			keeper_remove(sb->keeper, cgroup_dirs(sb->cg));
-			cgroup_free(sb->cg);
-			sb->cg = NULL;
-		}
-		STEP("7a pid 1 killed, the cgroup handed to the keeper");
-	}
+	 * with, before it exits. */
 	if (sb->pidfd >= 0 && !sb->reaped) {
 		if (is_container(sb)) {
 			syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
@@ -591,8 +536,8 @@ local_destroy(struct sandbox *sb)
 			shutdown(sb->chan.fd, SHUT_RDWR);
 			reap(sb, 2000);
 		}
-		STEP("7a pid 1 reaped");
 	}
+	STEP("7a pid 1 reaped");
 	if (sb->chan.fd >= 0)
 		close(sb->chan.fd);
 	sb->chan.fd = -1;

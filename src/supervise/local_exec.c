@@ -265,8 +265,6 @@ send_exec(struct xrun *r, struct wd_err *err)
 				   : wd_err_sys(err, -rc, "send the command to the sandbox");
 	else
 		sb->running++;
-	if (rc == 0 && (x->flags & SYNC_EXEC_LAST))
-		sb->last_sent = true;
 	pthread_mutex_unlock(&sb->lock);
 	if (rc < 0)
 		goto out;

@@ -305,22 +305,8 @@ int keeper_start(struct keeper **out, struct wd_err *err);
  * gone (release).  Thread-safe. */
 void keeper_watch(struct keeper *k, const char *const *dirs);
 void keeper_release(struct keeper *k, const char *const *dirs);
-/* Remove dirs for us once their tasks are gone (a one-shot sandbox's
- * cgroup, its pid 1 killed and still exiting), then forget them; done
- * even after the program has exited, before the keeper leaves. */
-void keeper_remove(struct keeper *k, const char *const *dirs);
-/* Say goodbye and free (the keeper is not our child: nothing to wait for,
- * except in sanitizer builds, where it is and is reaped here). */
+/* Say goodbye, wait for it to exit, free. */
 void keeper_stop(struct keeper *k);
-
-/* Start ca's child (clone3 with ca) as an orphan: not the caller's child,
- * reaped by init or the caller's subreaper, so never a zombie of the
- * caller's (orphan.c).  child(arg) runs in it on a copy of our memory and
- * must not return.  Returns its pid, or -errno; -ENOTSUP in sanitizer
- * builds (clone it directly there).  A CLONE_PIDFD pidfd signals and
- * polls it; waitid on it fails (ECHILD). */
-struct clone_args;
-pid_t supervise_clone_orphan(struct clone_args *ca, void (*child)(void *), void *arg);
 
 /* ---- sandboxes and backends ---- */
 struct sandbox;
@@ -400,8 +386,6 @@ struct sandbox {
 	bool time_ns_active; /* pid 1 made the time namespace (SYNC_READY) */
 	bool reaped;
 	bool vacant; /* built without a workspace (SYNC_VACANT), not attached yet */
-	bool orphan;	/* pid 1 is not our child (supervise_clone_orphan) */
-	bool last_sent; /* a SYNC_EXEC_LAST command went out: pid 1 ends with it */
 
 	/* a backend's own state (gvisor.c), freed by its destroy */
 	void *priv;
