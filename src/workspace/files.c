@@ -467,6 +467,18 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 		return wd_err_sys(err, -rc, "'%s'", path);
 	char name[NAME_MAX + 1];
 	snprintf(name, sizeof(name), "%.*s", rc, base);
+	/* A protected path as given is refused before anything is made for
+	 * it: WD_WRITE_MKDIRS would otherwise leave ".git" behind for a
+	 * refused ".git/hooks/x" (in a cow view, an added directory that
+	 * apply would write).  Where the parent really is is checked below,
+	 * for links and "..". */
+	wd_autofree char *norm = ws_relpath(rel);
+	const char *prot = norm ? protected_prefix(ws, norm) : NULL;
+	if (prot)
+		return refuse(err, EACCES,
+			      "'%s' is protected: %s is read-only here (tools on the host run "
+			      "what it holds)",
+			      path, prot);
 
 	wd_autoclose int parent = open_parent(ws, dir, flags & WD_WRITE_MKDIRS, geteuid() == 0);
 	if (parent == -EACCES)
