@@ -94,6 +94,39 @@ r = io.call("sandbox.exec", {"sandbox": "0123456789abcdef", "command": "ls"})
 ok(err_code(r) == -32001, "sandbox.exec on an unknown sandbox: -32001")
 r = io.call("sandbox.create", {"limits": {"memory": 1 << 50}})
 ok(err_code(r) == -32602, "sandbox.create above the server's memory: -32602")
+# the workspace of sandbox.create: refused before anything is built,
+# naming the member (as the CLI names the option)
+for params, what, needle in (
+        ({"workspace_mode": "overlay"}, "an unknown workspace_mode", "workspace_mode"),
+        ({"workspace_mode": 1}, "workspace_mode a number", "workspace_mode"),
+        ({"disk": "64M"}, "disk without workspace_mode cow", "workspace_mode"),
+        ({"workspace_mode": "cow", "disk": "16M"}, "a disk under 32M", "disk"),
+        ({"workspace_mode": "cow", "disk": "lots"}, "a disk that is not a size", "disk"),
+        ({"workspace_mode": "cow", "disk": -1}, "a negative disk", "disk"),
+        ({"workspace_mode": "cow", "disk": 1 << 40}, "a disk over the server's", "--disk"),
+        ({"protect": "x"}, "protect a string", "protect"),
+        ({"protect": ["../x"]}, "a protected path with ..", "protect[0]"),
+        ({"protect": ["/etc"]}, "an absolute protected path", "protect[0]"),
+        ({"protect": ["ok", 7]}, "a protected path that is a number", "protect[1]")):
+    r = io.call("sandbox.create", params)
+    ok(err_code(r) == -32602 and needle in r["error"]["message"],
+       "sandbox.create with %s: -32602 naming %s" % (what, needle))
+r = io.call("sandbox.create", {})
+sid = r.get("result", {}).get("sandbox")
+for method, params, what in (
+        ("sandbox.diff", {"format": "patch"}, "an unknown format"),
+        ("sandbox.diff", {"path": "a", "paths": ["b"]}, "path and paths"),
+        ("sandbox.diff", {"paths": "a"}, "paths a string"),
+        ("sandbox.diff", {"paths": [""]}, "an empty path"),
+        ("sandbox.apply", {"paths": [1]}, "a path that is a number"),
+        ("sandbox.discard", {"bogus": True}, "an unknown member")):
+    r = io.call(method, dict(params, sandbox=sid))
+    ok(err_code(r) == -32602, "%s with %s: -32602" % (method, what))
+for method in ("sandbox.apply", "sandbox.discard"):
+    r = io.call(method, {"sandbox": sid})
+    ok(err_code(r) == -32006 and "direct workspace" in r["error"]["message"],
+       "%s of a direct sandbox: -32006 (nothing to apply or drop)" % method)
+io.call("sandbox.destroy", {"sandbox": sid})
 
 # ---- a request id reused while the first is in flight ----
 io.send({"jsonrpc": "2.0", "id": "dup", "method": "sandbox.run", "params": {
