@@ -10,15 +10,25 @@ the server keeps serving other clients, and no sandbox is left behind.
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srvlib import Env, LineClient, Server, done, http_post, ok  # noqa: E402
+from srvlib import WARDEN, Env, LineClient, Server, done, http_post, ok  # noqa: E402
 
 env = Env()
 env.require_sandboxes()
+
+# ---- bad options: refused before anything starts, naming the option ----
+for args, opt in ((["--protect", "../x"], "--protect"), (["--protect", "/etc"], "--protect"),
+                  (["--disk", "1M"], "--disk"), (["--disk", "lots"], "--disk")):
+    r = subprocess.run([WARDEN, "serve", "--stdio", "-w", env.ws] + args, capture_output=True,
+                       text=True, env=env.env, stdin=subprocess.DEVNULL, timeout=30)
+    ok(r.returncode == 125 and opt in r.stderr,
+       "serve %s: exit 125 naming %s (%d: %s)" % (" ".join(args), opt, r.returncode,
+                                                  r.stderr.strip()))
 sock = os.path.join(env.top, "s.sock")
 srv = Server(env, "--socket", sock, "--listen", "127.0.0.1:0", "--token-file", env.token,
              "--max-message", "16M", stdio=True)
