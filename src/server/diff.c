@@ -180,7 +180,6 @@ list_text(char *buf, size_t cap, json_t *paths, const char *why)
 				 json_string_value(p), why);
 		if (w < 0 || (size_t)w >= cap - len) {
 			snprintf(buf + (cap > 4 ? cap - 4 : 0), 4, "...");
-			len = cap;
 			break;
 		}
 		len += (size_t)w;

@@ -136,6 +136,11 @@ for method in ("sandbox.apply", "sandbox.discard"):
     r = io.call(method, {"sandbox": sid})
     ok(err_code(r) == -32006 and "direct workspace" in r["error"]["message"],
        "%s of a direct sandbox: -32006 (nothing to apply or drop)" % method)
+# the library's message (256 bytes) cut inside a UTF-8 character: the
+# error keeps its "message" (the cut byte shown as \xNN)
+r = io.call("sandbox.read_file", {"sandbox": sid, "path": "a" + "\u00e9" * 300})
+ok(err_code(r) == -32007 and isinstance(r["error"].get("message"), str) and
+   "\\x" in r["error"]["message"], "an error message cut inside a character keeps its message")
 io.call("sandbox.destroy", {"sandbox": sid})
 
 # ---- a request id reused while the first is in flight ----
