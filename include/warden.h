@@ -788,9 +788,11 @@ int wd_audit_verify(const char *path, char **report, struct wd_err *err);
  * so the check and the use are one system call (docs/policy.md).  Paths
  * are relative to the workspace, or absolute below "/workspace" (the
  * jail's view) or below the workspace's host path; any other absolute
- * path is outside.  Protected paths (.git/hooks, .git/config, .gitmodules,
- * .envrc, .vscode, .idea: host tools run what they hold) are read-only.
- * A wd_workspace is immutable once open: any number of threads may use
+ * path is outside.  Protected paths are read-only: warden's own
+ * (.git/hooks, .git/config, .gitmodules, .envrc, .vscode, .idea: host
+ * tools run what they hold, and pid 1 makes them read-only in every jail)
+ * and those added with wd_workspace_protect().  Once its protected paths
+ * are added, a wd_workspace does not change: any number of threads may use
  * it at once. */
 typedef struct wd_workspace wd_workspace;
 
@@ -807,9 +809,27 @@ const char *wd_workspace_path(const wd_workspace *ws);
  * the path resolves outside the workspace, -ELOOP a symlink loop or a
  * magic link, -ENOENT, -ENOTDIR, -EINVAL other flags. */
 int wd_workspace_openat(const wd_workspace *ws, const char *path, int flags, struct wd_err *err);
-/* Whether relpath (relative to the workspace) is a protected path or
- * below one.  For listing; writes check where the file really is. */
+/* Whether relpath (relative to the workspace) is one of warden's own
+ * protected paths or below one.  For listing; writes check where the file
+ * really is, against the workspace's whole list. */
 bool wd_workspace_protected(const char *relpath);
+/* Protect path (relative to the workspace, normal form, as
+ * wd_spec_add_protected() takes it) too: writes to it or below it are
+ * refused (-EACCES).  For a policy's workspace.protect and a front end's
+ * own list, so that the tools refuse what pid 1 makes read-only.  Not
+ * thread-safe: add every path before ws is shared.  -EINVAL for an
+ * absolute path or one with "." or "..". */
+int wd_workspace_protect(wd_workspace *ws, const char *path, struct wd_err *err);
+/* The workspace as sandbox sb sees it at /workspace, for direct tools
+ * working on a live sandbox: for a cow sandbox its overlay (reads see what
+ * the sandbox wrote; writes land in its change set, for wd_sandbox_diff,
+ * _apply and _discard, never in the real directory), for a direct one the
+ * directory itself.  Protected as its jail is: warden's paths, the
+ * policy's workspace.protect and the spec's (wd_spec_add_protected()).
+ * *out is new, close with wd_workspace_close() before
+ * wd_sandbox_destroy(sb) (a cow view keeps the sandbox's disk mounted
+ * while it is open).  Thread-safe with commands running in sb. */
+int wd_sandbox_workspace(wd_sandbox *sb, wd_workspace **out, struct wd_err *err);
 
 #define WD_WRITE_MKDIRS 0x1u   /* create missing parent directories (0755) */
 #define WD_WRITE_NEW 0x2u      /* fail with -EEXIST if path exists */

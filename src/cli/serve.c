@@ -37,6 +37,10 @@ static const char usage_text[] =
     "      --timeout SECONDS    per command; also the most a caller may ask (default 30)\n"
     "      --output-limit SIZE  bytes kept per stream (default 64K)\n"
     "      --best-effort        run where the limits cannot be enforced\n"
+    "      --protect PATH       keep PATH (relative to the workspace) read-only in every\n"
+    "                           sandbox and to the file tools, like .git/hooks\n"
+    "      --disk SIZE          a cow sandbox's disk (sandbox.create's workspace_mode\n"
+    "                           \"cow\"), and the most a caller may ask (default 1G)\n"
     "Server:\n"
     "      --max-calls N        calls running at once (default 64)\n"
     "      --max-queue N        calls waiting for a worker (default 4096)\n"
@@ -64,6 +68,8 @@ enum {
 	OPT_TIMEOUT,
 	OPT_OUTPUT_LIMIT,
 	OPT_BEST_EFFORT,
+	OPT_PROTECT,
+	OPT_DISK,
 	OPT_MAX_CALLS,
 	OPT_MAX_QUEUE,
 	OPT_MAX_SANDBOXES,
@@ -92,6 +98,8 @@ static const struct option long_opts[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
     {"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
+    {"protect", required_argument, NULL, OPT_PROTECT},
+    {"disk", required_argument, NULL, OPT_DISK},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
     {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
@@ -144,6 +152,22 @@ group(struct server_opts *o, const char *val)
 		o->allow_gids[o->nallow_gids++] = (gid_t)gid;
 	else
 		return bad("allow-group", val, "no such group");
+	return 0;
+}
+
+/* --protect: checked now, in the form every sandbox's spec takes it */
+static int
+protect_opt(struct server_opts *o, const char *name, const char *val)
+{
+	struct wd_err e = {0};
+	wd_spec *probe = wd_spec_new();
+	int rc = wd_spec_add_protected(probe, val, &e);
+	wd_spec_free(probe);
+	if (rc < 0)
+		return bad(name, val, e.msg);
+	if (o->nprotect == SERVER_MAX_PROTECT)
+		return bad(name, val, "too many protected paths");
+	o->protect[o->nprotect++] = val;
 	return 0;
 }
 
@@ -259,6 +283,10 @@ one_opt(int c, const char *name, const char *val, struct server_opts *o)
 	case OPT_BEST_EFFORT:
 		o->best_effort = true;
 		return 0;
+	case OPT_PROTECT:
+		return protect_opt(o, name, val);
+	case OPT_DISK:
+		return size(name, val, 32 << 20, 1ull << 50, &o->disk_bytes);
 	case OPT_SANITIZE_IMAGES:
 		o->sanitize_images = true;
 		return 0;

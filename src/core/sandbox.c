@@ -4,6 +4,7 @@
 #include "jail/jail.h"
 #include "workspace/workspace.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -177,6 +178,33 @@ wd_sandbox_discard(wd_sandbox *s, const char *const *paths, size_t npaths, struc
 	int rc = need_cow(s, err);
 	if (rc == 0)
 		rc = box_discard(s->box, paths, npaths, true, err);
+	CTX_LEAVE();
+	return rc;
+}
+
+/* The workspace as the sandbox sees it, for direct tools: a cow
+ * sandbox's overlay (so a tool's write joins its change set, as the
+ * sandbox's own writes do), or the directory; protected as the jail is
+ * (its spec's list holds the policy's and the caller's paths, and the
+ * layers' list warden's as well). */
+WD_API int
+wd_sandbox_workspace(wd_sandbox *s, wd_workspace **out, struct wd_err *err)
+{
+	CTX_ENTER(s->ctx);
+	const wd_spec *spec = s->sb->spec;
+	int rc;
+	if (s->box && s->box->cow) {
+		const struct ws *w = s->box->ws;
+		rc = ws_files_view(w->ovl, w->workspace, (const char *const *)w->protect,
+				   w->nprotect, out, err);
+	} else {
+		wd_autofree char *cwd = spec->workspace ? NULL : getcwd(NULL, 0);
+		const char *dir = spec->workspace ? spec->workspace : cwd;
+		wd_autoclose int fd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		rc = fd < 0 ? wd_err_sys(err, errno, "workspace '%s'", dir ? dir : ".")
+			    : ws_files_view(fd, dir, (const char *const *)spec->protect,
+					    spec->nprotect, out, err);
+	}
 	CTX_LEAVE();
 	return rc;
 }

@@ -1,18 +1,29 @@
-/* server/diff: workspace_diff (MCP) and sandbox.diff (harness).
+/* server/diff: the change set of a workspace.
  *
- * Until copy-on-write workspaces exist (issue 9), a sandbox's workspace
- * is the directory itself, bound read-write: what a sandbox changed is
- * what git sees as changed there.  So the diff is git's, run in a
- * sandbox (never on the host: a planted .git/config could make git run
- * programs, core.fsmonitor or diff.external, and inside the jail those
- * reach nothing), with warden's own argv:
+ *   sandbox.diff      a live sandbox's changes
+ *   sandbox.apply     a cow sandbox's changes written into the directory
+ *   sandbox.discard   a cow sandbox's changes dropped
+ *   workspace_diff    (MCP) the server's workspace
  *
- *   git status --porcelain=v1 --untracked-files=all [-- PATH]
- *   git diff --no-ext-diff --no-textconv HEAD [-- PATH]
+ * A copy-on-write sandbox keeps what it wrote in an upper layer: its
+ * change set is the library's (wd_sandbox_diff, _apply, _discard), exact
+ * whatever the directory is, with conflicts (files the host changed since
+ * the sandbox first saw them) and protected paths marked.
+ *
+ * A direct sandbox, and the MCP tools, which work on the server's
+ * workspace itself, have no change set of their own: what they wrote is
+ * in the directory already, mixed with everyone else's edits.  There the
+ * only account of "what changed" is the repository's, so the diff is
+ * git's, run in a sandbox (never on the host: a planted .git/config could
+ * make git run programs, core.fsmonitor or diff.external, and inside the
+ * jail those reach nothing), with warden's own argv:
+ *
+ *   git status --porcelain=v1 --untracked-files=all [-- PATH...]
+ *   git diff --no-ext-diff --no-textconv [--stat | --name-status] HEAD [-- PATH...]
  *
  * core.fsmonitor is switched off and colour and pagers too, on the
  * command line, where the repository's configuration cannot override
- * them. */
+ * them.  apply and discard have no meaning there: -32006. */
 #include "server/server-internal.h"
 
 #include <fcntl.h>
@@ -20,6 +31,225 @@
 #include <string.h>
 
 #define DIFF_OUTPUT (256u << 10)
+#define DIFF_MAX_PATHS 256
+
+/* ---- parameters ---- */
+
+enum fmt { F_UNIFIED, F_STAT, F_NAMES, F_JSON };
+static const char *const fmt_names[] = {"unified", "stat", "names", "json", NULL};
+
+/* "path" (a string) or "paths" (an array of strings), not both: *paths
+ * (a new array of borrowed strings, NULL when none) and *n. */
+static bool
+p_paths(json_t *params, const char ***paths, size_t *n, struct rpc_err *e)
+{
+	const char *one = NULL;
+	json_t *many = json_object_get(params, "paths");
+	*paths = NULL;
+	*n = 0;
+	if (!p_str(params, "path", false, &one, e))
+		return false;
+	if (one && many)
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: give 'path' (a string) or 'paths' (an array), "
+				   "not both") == 0;
+	if (one) {
+		*paths = xcalloc(2, sizeof(char *));
+		(*paths)[(*n)++] = one;
+		return true;
+	}
+	if (!many)
+		return true;
+	size_t k = json_is_array(many) ? json_array_size(many) : 0;
+	if (!json_is_array(many) || k > DIFF_MAX_PATHS)
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: 'paths' must be an array of at most %d strings",
+				   DIFF_MAX_PATHS) == 0;
+	*paths = xcalloc(k + 1, sizeof(char *));
+	for (size_t i = 0; i < k; i++) {
+		(*paths)[i] = json_string_value(json_array_get(many, i));
+		if (!(*paths)[i] || !(*paths)[i][0]) {
+			free(*paths);
+			*paths = NULL;
+			return rpc_err_set(e, RPC_INVALID_PARAMS,
+					   "Invalid params: paths[%zu] must be a non-empty string",
+					   i) == 0;
+		}
+	}
+	*n = k;
+	return true;
+}
+
+static bool
+p_format(json_t *params, enum fmt *out, struct rpc_err *e)
+{
+	const char *f = "unified";
+	if (!p_str(params, "format", false, &f, e))
+		return false;
+	for (int i = 0; fmt_names[i]; i++)
+		if (!strcmp(f, fmt_names[i])) {
+			*out = (enum fmt)i;
+			return true;
+		}
+	return rpc_err_set(e, RPC_INVALID_PARAMS,
+			   "Invalid params: 'format' must be \"unified\", \"stat\", \"names\" or "
+			   "\"json\"") == 0;
+}
+
+/* A failure of the library on a cow sandbox's change set: bad paths (a
+ * path with no change, an absolute one) are the caller's; the rest is
+ * warden's. */
+static void
+lib_failed(struct rpc_err *e, const struct live *l, const struct wd_err *err)
+{
+	rpc_err_set(e, err->code == WD_E_INVAL ? RPC_INVALID_PARAMS : SRV_E_FAILED, "%s%s: %s",
+		    err->code == WD_E_INVAL ? "Invalid params: " : "", l->id, err->msg);
+}
+
+static bool
+need_cow(const struct live *l, const char *method, struct rpc_err *e)
+{
+	if (l->cow)
+		return true;
+	return rpc_err_set(e, SRV_E_NOT_AVAILABLE,
+			   "not available: sandbox %s has a direct workspace: what it wrote is in "
+			   "the directory already, so there is no change set to %s (create the "
+			   "sandbox with \"workspace_mode\": \"cow\" to keep one)",
+			   l->id, method) == 0;
+}
+
+/* ---- a cow sandbox: the library's change set ---- */
+
+static json_t *
+cow_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, struct rpc_err *e)
+{
+	struct live *l = c->live;
+	struct wd_err err = {0};
+	char *js = NULL, *text = NULL;
+	static const unsigned flags[] = {0, WD_DIFF_STAT, WD_DIFF_NAMES};
+	/* the file list always, the text in the format asked: two reads of
+	 * the upper layer, each consistent in itself */
+	if (wd_sandbox_diff(l->sb, paths, n, WD_DIFF_JSON, &js, &err) < 0 ||
+	    (f != F_JSON && wd_sandbox_diff(l->sb, paths, n, flags[f], &text, &err) < 0)) {
+		free(js);
+		lib_failed(e, l, &err);
+		return NULL;
+	}
+	json_t *r = lib_json(js);
+	free(js);
+	json_object_set_new(r, "sandbox", json_string(l->id));
+	json_object_set_new(r, "mode", json_string("cow"));
+	json_object_set_new(r, "source", json_string("overlay"));
+	json_object_set_new(r, "format", json_string(fmt_names[f]));
+	if (text) {
+		char *vis = utf8_visible(text, strlen(text), true, NULL, NULL);
+		json_object_set_new(r, "diff", json_string(vis));
+		free(vis);
+		free(text);
+	}
+	return r;
+}
+
+/* The paths of a report's files whose "result" is what. */
+static json_t *
+report_paths(json_t *rep, const char *what)
+{
+	json_t *out = json_array(), *f;
+	size_t i;
+	json_array_foreach(json_object_get(rep, "files"), i, f)
+	{
+		const char *res = json_string_value(json_object_get(f, "result"));
+		if (json_is_string(json_object_get(f, "path")) && res && !strcmp(res, what))
+			json_array_append(out, json_object_get(f, "path"));
+	}
+	return out;
+}
+
+/* "a (why), b (why), ..." for the error message, bounded (the full lists
+ * are in data). */
+static void
+list_text(char *buf, size_t cap, json_t *paths, const char *why)
+{
+	size_t i, len = strlen(buf);
+	json_t *p;
+	json_array_foreach(paths, i, p)
+	{
+		if (len + 8 >= cap)
+			break;
+		int w = snprintf(buf + len, cap - len, "%s%s (%s)", len ? ", " : "",
+				 json_string_value(p), why);
+		if (w < 0 || (size_t)w >= cap - len) {
+			snprintf(buf + (cap > 4 ? cap - 4 : 0), 4, "...");
+			break;
+		}
+		len += (size_t)w;
+	}
+}
+
+json_t *
+apply_harness(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"sandbox", "path", "paths", NULL};
+	struct live *l = c->live;
+	const char **paths = NULL;
+	size_t n = 0;
+	if (!p_only(c->params, keys, e) || !p_paths(c->params, &paths, &n, e))
+		return NULL;
+	if (!need_cow(l, "apply", e)) {
+		free(paths);
+		return NULL;
+	}
+	struct wd_err err = {0};
+	char *rep = NULL;
+	int rc = wd_sandbox_apply(l->sb, paths, n, true, &rep, &err);
+	free(paths);
+	if (rc < 0) {
+		free(rep);
+		lib_failed(e, l, &err);
+		return NULL;
+	}
+	json_t *r = lib_json(rep);
+	free(rep);
+	json_object_set_new(r, "sandbox", json_string(l->id));
+	if (rc == 0)
+		return r;
+	/* 1: a conflict or a protected path stopped it, and nothing at all
+	 * was written; the caller names the other paths to apply the rest */
+	json_t *conflicts = report_paths(r, "conflict"), *prot = report_paths(r, "refused");
+	char list[400] = "";
+	list_text(list, sizeof(list), prot, "protected");
+	list_text(list, sizeof(list), conflicts, "conflict: changed on the host");
+	rpc_err_set(e, SRV_E_APPLY_REFUSED,
+		    "apply refused, nothing applied: %s; name the other paths to apply them", list);
+	e->data =
+	    json_pack("{s:o, s:o, s:o}", "conflicts", conflicts, "protected", prot, "report", r);
+	return NULL;
+}
+
+json_t *
+discard_harness(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"sandbox", "path", "paths", NULL};
+	struct live *l = c->live;
+	const char **paths = NULL;
+	size_t n = 0;
+	if (!p_only(c->params, keys, e) || !p_paths(c->params, &paths, &n, e))
+		return NULL;
+	if (!need_cow(l, "discard", e)) {
+		free(paths);
+		return NULL;
+	}
+	struct wd_err err = {0};
+	int rc = wd_sandbox_discard(l->sb, paths, n, &err);
+	free(paths);
+	if (rc < 0) {
+		lib_failed(e, l, &err);
+		return NULL;
+	}
+	return json_pack("{s:s, s:i}", "sandbox", l->id, "discarded", rc);
+}
+
+/* ---- a direct workspace: git's account ---- */
 
 struct git_out {
 	int status;
@@ -27,26 +257,27 @@ struct git_out {
 };
 
 static int
-git(wd_sandbox *sb, const char *const *args, const char *path, struct git_out *g,
+git(wd_sandbox *sb, const char *const *args, const char *const *paths, size_t n, struct git_out *g,
     struct wd_err *err)
 {
-	const char *argv[24];
-	int n = 0;
 	static const char *const pre[] = {"git", "--no-pager",	   "-c", "core.fsmonitor=false",
 					  "-c",	 "color.ui=never", "-c", "core.quotepath=false",
 					  NULL};
+	const char **argv = xcalloc(ARRAY_SIZE(pre) + 8 + n + 2, sizeof(char *));
+	int k = 0;
 	for (int i = 0; pre[i]; i++)
-		argv[n++] = pre[i];
+		argv[k++] = pre[i];
 	for (int i = 0; args[i]; i++)
-		argv[n++] = args[i];
-	if (path) {
-		argv[n++] = "--";
-		argv[n++] = path;
+		argv[k++] = args[i];
+	if (n) {
+		argv[k++] = "--";
+		for (size_t i = 0; i < n; i++)
+			argv[k++] = paths[i];
 	}
-	argv[n] = NULL;
 	wd_cmd *cmd = wd_cmd_new();
 	wd_result *r = NULL;
-	int rc = wd_cmd_set_argv(cmd, n, argv, err);
+	int rc = wd_cmd_set_argv(cmd, k, argv, err);
+	free(argv);
 	if (rc == 0) {
 		wd_cmd_set_output_limit(cmd, DIFF_OUTPUT);
 		rc = wd_sandbox_exec(sb, cmd, &r, err);
@@ -64,16 +295,17 @@ git(wd_sandbox *sb, const char *const *args, const char *path, struct git_out *g
 	return rc;
 }
 
-/* The diff of the workspace (or of path in it): *status_out and *diff_out
- * (new strings).  -1 with e (or *why for the model) on failure. */
+/* git status, then (unless F_JSON) git diff in format f, of the server's
+ * workspace (or of paths in it), in a fresh sandbox.  -1 with e (or *why
+ * for the model) on failure. */
 static int
-workspace_diff(struct call *c, const char *path, struct git_out *st, struct git_out *df, char **why,
-	       struct rpc_err *e)
+git_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, struct git_out *st,
+	 struct git_out *df, char **why, struct rpc_err *e)
 {
 	struct srv *s = c->srv;
 	struct wd_err err = {0};
-	if (path) {
-		int fd = wd_workspace_openat(s->ws, path, O_PATH, &err);
+	for (size_t i = 0; i < n; i++) {
+		int fd = wd_workspace_openat(s->ws, paths[i], O_PATH, &err);
 		if (fd < 0) {
 			*why = xasprintf("workspace_diff: %s", err.msg);
 			return -1;
@@ -93,18 +325,21 @@ workspace_diff(struct call *c, const char *path, struct git_out *st, struct git_
 	pthread_mutex_unlock(&c->lock);
 	static const char *const status_args[] = {"status", "--porcelain=v1",
 						  "--untracked-files=all", NULL};
-	static const char *const diff_args[] = {"diff", "--no-ext-diff", "--no-textconv", "HEAD",
-						NULL};
-	static const char *const diff_root[] = {"diff", "--no-ext-diff", "--no-textconv",
-						"--cached", NULL};
-	int rc = git(sb, status_args, path, st, &err);
-	if (rc == 0 && st->status == 0) {
-		rc = git(sb, diff_args, path, df, &err);
+	const char *diff_args[8] = {"diff", "--no-ext-diff", "--no-textconv"}, *root_args[8];
+	int k = 3;
+	if (f == F_STAT || f == F_NAMES)
+		diff_args[k++] = f == F_STAT ? "--stat" : "--name-status";
+	memcpy(root_args, diff_args, sizeof(root_args));
+	root_args[k] = "--cached";
+	diff_args[k++] = "HEAD";
+	int rc = git(sb, status_args, paths, n, st, &err);
+	if (rc == 0 && st->status == 0 && f != F_JSON) {
+		rc = git(sb, diff_args, paths, n, df, &err);
 		/* a repository without a commit has no HEAD: what is staged */
 		if (rc == 0 && df->status != 0) {
 			free(df->out);
 			free(df->err);
-			rc = git(sb, diff_root, path, df, &err);
+			rc = git(sb, root_args, paths, n, df, &err);
 		}
 	}
 	pthread_mutex_lock(&c->lock);
@@ -115,8 +350,8 @@ workspace_diff(struct call *c, const char *path, struct git_out *st, struct git_
 		return rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 	if (st->status != 0) {
 		*why = xasprintf("workspace_diff: git status failed (status %d): %s\nThe "
-				 "workspace must be a git repository: until copy-on-write "
-				 "workspaces exist, the change set is what git sees.",
+				 "workspace is used directly (no copy-on-write change set), so "
+				 "what changed is what git sees: it must be a git repository.",
 				 st->status, st->err);
 		return -1;
 	}
@@ -137,7 +372,7 @@ diff_tool(struct call *c, json_t *args, struct rpc_err *e)
 	struct git_out st = {0}, df = {0};
 	char *why = NULL;
 	json_t *res = NULL;
-	if (workspace_diff(c, path, &st, &df, &why, e) < 0) {
+	if (git_diff(c, path ? &path : NULL, path ? 1 : 0, F_UNIFIED, &st, &df, &why, e) < 0) {
 		if (why)
 			res = mcp_tool_result(c->srv, why, NULL, true);
 	} else if (!st.out[0]) {
@@ -154,17 +389,13 @@ diff_tool(struct call *c, json_t *args, struct rpc_err *e)
 	return res;
 }
 
-json_t *
-diff_harness(struct call *c, struct rpc_err *e)
+static json_t *
+direct_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, struct rpc_err *e)
 {
-	static const char *const keys[] = {"sandbox", "path", NULL};
-	const char *path = NULL;
-	if (!p_only(c->params, keys, e) || !p_str(c->params, "path", false, &path, e))
-		return NULL;
 	struct git_out st = {0}, df = {0};
 	char *why = NULL;
 	json_t *res = NULL;
-	if (workspace_diff(c, path, &st, &df, &why, e) < 0) {
+	if (git_diff(c, paths, n, f, &st, &df, &why, e) < 0) {
 		if (why)
 			rpc_err_set(e, SRV_E_FAILED, "%s", why);
 	} else {
@@ -179,11 +410,28 @@ diff_harness(struct call *c, struct rpc_err *e)
 								(size_t)2, "path", line + 3));
 			line = nl ? nl + 1 : NULL;
 		}
-		res = json_pack("{s:s, s:s, s:o, s:s}", "mode", "direct", "source", "git", "files",
-				files, "diff", df.out ? df.out : "");
+		res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "sandbox", c->live->id, "mode",
+				"direct", "source", "git", "format", fmt_names[f], "files", files);
+		if (f != F_JSON)
+			json_object_set_new(res, "diff", json_string(df.out ? df.out : ""));
 	}
 	free(why);
 	git_out_fini(&st);
 	git_out_fini(&df);
 	return res;
+}
+
+json_t *
+diff_harness(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"sandbox", "path", "paths", "format", NULL};
+	const char **paths = NULL;
+	size_t n = 0;
+	enum fmt f = F_UNIFIED;
+	if (!p_only(c->params, keys, e) || !p_format(c->params, &f, e) ||
+	    !p_paths(c->params, &paths, &n, e))
+		return NULL;
+	json_t *r = c->live->cow ? cow_diff(c, paths, n, f, e) : direct_diff(c, paths, n, f, e);
+	free(paths);
+	return r;
 }

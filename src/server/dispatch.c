@@ -120,6 +120,7 @@ live_put(struct live *l)
 	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->lock);
 	if (left == 0) {
+		wd_workspace_close(l->ws); /* first: a cow view holds the sandbox's disk */
 		wd_sandbox_destroy(l->sb);
 		atomic_fetch_sub(&l->srv->nlive, 1);
 		pthread_cond_destroy(&l->cv);

@@ -6,9 +6,14 @@
  * with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS on the workspace's fd, the
  * policy's own containment, so nothing here resolves a path by string;
  * writes are atomic renames that never follow a link and never touch a
- * protected path.  Walking a tree opens each entry again through
- * wd_workspace_openat() with O_NOFOLLOW: a symlink is listed, never
- * followed, and a directory swapped for a link mid-walk fails to open.
+ * protected path (warden's, the policy's workspace.protect, --protect and
+ * a live sandbox's own: the paths its jail makes read-only).  The MCP
+ * tools work on the server's workspace; the harness's sandbox.* file
+ * methods on the live sandbox's view (wd_sandbox_workspace): for a cow
+ * sandbox its overlay, so what they write joins its change set.
+ * Walking a tree opens each entry again through wd_workspace_openat()
+ * with O_NOFOLLOW: a symlink is listed, never followed, and a directory
+ * swapped for a link mid-walk fails to open.
  *
  * Each tool answers a model (text, sanitised by mcp_tool_result) or a
  * harness (JSON data; errors as -32007 with the errno's name).  Sizes are
@@ -38,6 +43,7 @@
 struct ftool {
 	struct call *c;
 	struct srv *s;
+	wd_workspace *ws; /* the server's, or a live sandbox's view */
 	bool model;
 	json_t *args;
 	struct rpc_err *e;
@@ -107,7 +113,7 @@ static int
 open_regular(struct ftool *t, const char *path, struct stat *st, json_t **failed)
 {
 	struct wd_err err = {0};
-	int fd = wd_workspace_openat(t->s->ws, path, O_RDONLY | O_NONBLOCK, &err);
+	int fd = wd_workspace_openat(t->ws, path, O_RDONLY | O_NONBLOCK, &err);
 	if (fd < 0) {
 		*failed = fail_wd(t, fd, &err);
 		return -1;
@@ -324,8 +330,7 @@ write_file(struct ftool *t)
 		return fail(t, EFBIG, "content over %u bytes", FILE_CAP);
 	}
 	struct wd_err err = {0};
-	int rc =
-	    wd_workspace_write(t->s->ws, path, content, len, mkdirs ? WD_WRITE_MKDIRS : 0, &err);
+	int rc = wd_workspace_write(t->ws, path, content, len, mkdirs ? WD_WRITE_MKDIRS : 0, &err);
 	free(raw);
 	if (rc < 0)
 		return fail_wd(t, rc, &err);
@@ -397,7 +402,7 @@ edit_file(struct ftool *t)
 	memcpy(q, p, n - (size_t)(p - b));
 	free(b);
 	struct wd_err err = {0};
-	int rc = wd_workspace_write(t->s->ws, path, o, outn, WD_WRITE_EXISTING, &err);
+	int rc = wd_workspace_write(t->ws, path, o, outn, WD_WRITE_EXISTING, &err);
 	free(o);
 	if (rc < 0)
 		return fail_wd(t, rc, &err);
@@ -439,9 +444,9 @@ join(const char *dir, const char *name)
 /* The entries of directory rel (opened beneath the workspace), sorted;
  * *n entries, or NULL with err. */
 static struct entry *
-read_dir(struct srv *s, const char *rel, size_t *n, struct wd_err *err)
+read_dir(wd_workspace *ws, const char *rel, size_t *n, struct wd_err *err)
 {
-	int fd = wd_workspace_openat(s->ws, rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, err);
+	int fd = wd_workspace_openat(ws, rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, err);
 	if (fd < 0)
 		return NULL;
 	DIR *d = fdopendir(fd);
@@ -544,7 +549,7 @@ static void
 list_rec(struct ftool *t, const char *rel, int depth, struct listing *l, struct wd_err *err)
 {
 	size_t n = 0;
-	struct entry *v = read_dir(t->s, rel, &n, err);
+	struct entry *v = read_dir(t->ws, rel, &n, err);
 	if (!v)
 		return;
 	for (size_t i = 0; i < n; i++) {
@@ -659,7 +664,7 @@ static void
 search_file(struct search *q, const char *rel)
 {
 	struct wd_err err = {0};
-	int fd = wd_workspace_openat(q->t->s->ws, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, &err);
+	int fd = wd_workspace_openat(q->t->ws, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, &err);
 	if (fd < 0)
 		return;
 	struct stat st;
@@ -694,7 +699,7 @@ search_rec(struct search *q, const char *rel, int depth)
 	size_t n = 0;
 	if (depth > 64)
 		return;
-	struct entry *v = read_dir(q->t->s, rel, &n, &err);
+	struct entry *v = read_dir(q->t->ws, rel, &n, &err);
 	for (size_t i = 0; v && i < n && !q->truncated; i++) {
 		if (q->files >= SEARCH_FILES || now_ns() > q->deadline || call_cancelled(q->t->c)) {
 			q->stopped = true;
@@ -747,7 +752,7 @@ search_files(struct ftool *t)
 	q.arr = t->model ? NULL : json_array();
 	struct wd_err err = {0};
 	const char *root = path ? path : ".";
-	int fd = wd_workspace_openat(t->s->ws, root, O_PATH, &err);
+	int fd = wd_workspace_openat(t->ws, root, O_PATH, &err);
 	json_t *r = NULL;
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
@@ -788,9 +793,10 @@ search_files(struct ftool *t)
 /* ---- entry points ---- */
 
 json_t *
-file_tool(struct call *c, const char *tool, json_t *args, bool for_model, struct rpc_err *e)
+file_tool(struct call *c, wd_workspace *ws, const char *tool, json_t *args, bool for_model,
+	  struct rpc_err *e)
 {
-	struct ftool t = {c, c->srv, for_model, args, e};
+	struct ftool t = {c, c->srv, ws, for_model, args, e};
 	if (!for_model) {
 		/* the harness's params are not schema-checked: the types here */
 		const char *path = NULL;

@@ -2,9 +2,11 @@
  * the same operations as the MCP tools, shaped as data, plus live
  * sandboxes, the policy's answers and the human side of approvals.
  *
- *   sandbox.create / destroy          a live sandbox owned by the connection
+ *   sandbox.create / destroy          a live sandbox owned by the connection,
+ *                                     direct or copy-on-write (workspace_mode)
  *   sandbox.read_file / write_file / edit_file / list_dir / search_files
- *   sandbox.apply / discard           need copy-on-write workspaces: -32006
+ *                                     on the sandbox's view of the workspace
+ *   (sandbox.diff / apply / discard: diff.c)
  *   policy.check, tool.route          what the policy would decide, nothing run
  *   approval.list, approval.grant     the owner's socket only (M_HUMAN)
  *   audit.verify                      the server's audit trail */
@@ -69,38 +71,132 @@ create_limits(struct srv *s, json_t *params, struct wd_limits *l, struct rpc_err
 	       limit(lim, "tmp_size", 1, sl->tmp_bytes, d->tmp_bytes, &l->tmp_bytes, e);
 }
 
+/* The workspace of a new sandbox: "workspace_mode" ("direct", the
+ * default, or "cow"), "disk" (a cow sandbox's, bytes or a size string
+ * such as "2G", at most the server's --disk) and "protect" (more paths
+ * kept read-only, as `warden create --protect`).  Bad input is -32602
+ * naming the member, as the CLI names the option. */
+static bool
+create_workspace(struct srv *s, json_t *params, wd_spec *spec, bool *cow, uint64_t *disk,
+		 struct rpc_err *e)
+{
+	const char *mode = "direct";
+	struct wd_err err = {0};
+	if (!p_str(params, "workspace_mode", false, &mode, e))
+		return false;
+	if (strcmp(mode, "direct") && strcmp(mode, "cow"))
+		return rpc_err_set(
+			   e, RPC_INVALID_PARAMS,
+			   "Invalid params: 'workspace_mode' must be \"direct\" or \"cow\"") == 0;
+	*cow = !strcmp(mode, "cow");
+	wd_spec_set_workspace_mode(spec, *cow ? WD_WORKSPACE_COW : WD_WORKSPACE_DIRECT);
+	uint64_t ceiling = s->o.disk_bytes ? s->o.disk_bytes : 1ull << 30;
+	json_t *dv = json_object_get(params, "disk");
+	*disk = *cow ? ceiling : 0;
+	if (dv) {
+		/* a direct sandbox has no disk: nothing would bound (the CLI
+		 * refuses --disk without --workspace-mode cow the same way) */
+		if (!*cow)
+			return rpc_err_set(
+				   e, RPC_INVALID_PARAMS,
+				   "Invalid params: 'disk' bounds a cow workspace's layers: "
+				   "give it with \"workspace_mode\": \"cow\"") == 0;
+		int rc = json_is_string(dv) ? wd_parse_size(json_string_value(dv), disk)
+			 : json_is_integer(dv) && json_integer_value(dv) > 0
+			     ? (*disk = (uint64_t)json_integer_value(dv), 0)
+			     : -EINVAL;
+		if (rc < 0 || *disk > ceiling || wd_spec_set_disk(spec, *disk, &err) < 0)
+			return rpc_err_set(e, RPC_INVALID_PARAMS,
+					   "Invalid params: 'disk' must be bytes (an integer) or a "
+					   "size such as \"512M\", from 32M to the server's %llu "
+					   "(--disk)",
+					   (unsigned long long)ceiling) == 0;
+	} else if (*cow && wd_spec_set_disk(spec, ceiling, &err) < 0) {
+		return rpc_err_set(e, SRV_E_FAILED, "%s", err.msg) == 0;
+	}
+	json_t *pv = json_object_get(params, "protect");
+	if (pv && !json_is_array(pv))
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: 'protect' must be an array of paths") == 0;
+	size_t i;
+	json_t *v;
+	json_array_foreach(pv, i, v)
+	{
+		if (!json_is_string(v) ||
+		    wd_spec_add_protected(spec, json_string_value(v), &err) < 0)
+			return rpc_err_set(e, RPC_INVALID_PARAMS,
+					   "Invalid params: protect[%zu]: %s", i,
+					   json_is_string(v) ? err.msg : "must be a string") == 0;
+	}
+	return true;
+}
+
+static bool
+create_env(json_t *params, wd_spec *spec, struct rpc_err *e)
+{
+	json_t *env = json_object_get(params, "env");
+	if (env && !json_is_object(env))
+		return rpc_err_set(e, RPC_INVALID_PARAMS,
+				   "Invalid params: 'env' must be an object") == 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(env, k, v)
+	{
+		struct wd_err err = {0};
+		if (!json_is_string(v) || wd_spec_setenv(spec, k, json_string_value(v), &err) < 0)
+			return rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: env.%.100s: %s",
+					   k,
+					   json_is_string(v) ? err.msg : "must be a string") == 0;
+	}
+	return true;
+}
+
+/* A live sandbox around sb (taken) and its view of the workspace. */
+static struct live *
+live_new(struct srv *s, wd_sandbox *sb, bool cow, struct rpc_err *e)
+{
+	struct wd_err err = {0};
+	wd_workspace *ws = NULL;
+	if (wd_sandbox_workspace(sb, &ws, &err) < 0) {
+		wd_sandbox_destroy(sb);
+		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
+		return NULL;
+	}
+	struct live *lv = xcalloc(1, sizeof(*lv));
+	snprintf(lv->id, sizeof(lv->id), "%s", wd_sandbox_id(sb));
+	lv->sb = sb;
+	lv->ws = ws;
+	lv->cow = cow;
+	lv->srv = s;
+	lv->refs = 1;
+	pthread_mutex_init(&lv->lock, NULL);
+	pthread_cond_init(&lv->cv, NULL);
+	return lv;
+}
+
 json_t *
 h_sandbox_create(struct call *c, struct rpc_err *e)
 {
-	static const char *const keys[] = {"limits", "env", "reproducible", NULL};
+	static const char *const keys[] = {
+	    "limits", "env", "reproducible", "workspace_mode", "disk", "protect", NULL};
 	struct srv *s = c->srv;
 	struct wd_err err = {0};
 	struct wd_limits l;
-	bool repro = false;
-	json_t *env = json_object_get(c->params, "env");
+	bool repro = false, cow = false;
+	uint64_t disk = 0;
 	if (!p_only(c->params, keys, e) || !create_limits(s, c->params, &l, e) ||
 	    !p_bool(c->params, "reproducible", &repro, e))
 		return NULL;
-	if (env && !json_is_object(env)) {
-		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: 'env' must be an object");
-		return NULL;
-	}
 	wd_spec *spec = run_spec(s, &l, &err);
 	if (!spec) {
 		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 		return NULL;
 	}
 	wd_spec_set_reproducible(spec, repro);
-	const char *k;
-	json_t *v;
-	json_object_foreach(env, k, v)
-	{
-		if (!json_is_string(v) || wd_spec_setenv(spec, k, json_string_value(v), &err) < 0) {
-			rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: env.%.100s: %s", k,
-				    json_is_string(v) ? err.msg : "must be a string");
-			wd_spec_free(spec);
-			return NULL;
-		}
+	if (!create_workspace(s, c->params, spec, &cow, &disk, e) ||
+	    !create_env(c->params, spec, e)) {
+		wd_spec_free(spec);
+		return NULL;
 	}
 	if (atomic_fetch_add(&s->nlive, 1) >= (int)s->o.max_live) {
 		atomic_fetch_sub(&s->nlive, 1);
@@ -112,24 +208,27 @@ h_sandbox_create(struct call *c, struct rpc_err *e)
 	wd_sandbox *sb = NULL;
 	int rc = wd_sandbox_create(s->ctx, spec, &sb, &err);
 	wd_spec_free(spec);
-	if (rc < 0) {
+	/* -ENOTSUP: the host cannot give this sandbox what it asks (a cow
+	 * workspace needs root, container isolation, overlayfs and loop
+	 * devices) */
+	if (rc < 0)
+		rpc_err_set(e, rc == -ENOTSUP ? SRV_E_NOT_AVAILABLE : SRV_E_FAILED, "%s%s",
+			    rc == -ENOTSUP ? "not available: " : "", err.msg);
+	struct live *lv = rc < 0 ? NULL : live_new(s, sb, cow, e);
+	if (!lv) {
 		atomic_fetch_sub(&s->nlive, 1);
-		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 		return NULL;
 	}
-	struct live *lv = xcalloc(1, sizeof(*lv));
-	snprintf(lv->id, sizeof(lv->id), "%s", wd_sandbox_id(sb));
-	lv->sb = sb;
-	lv->srv = s;
-	lv->refs = 1;
-	pthread_mutex_init(&lv->lock, NULL);
-	pthread_cond_init(&lv->cv, NULL);
 	c->created = lv; /* the loop puts it in the peer's table (dispatch_deliver) */
-	return json_pack("{s:s, s:s, s:s}", "sandbox", lv->id, "workspace",
-			 wd_workspace_path(s->ws), "isolation",
-			 s->o.isolation == WD_ISOLATION_PROCESS	 ? "process"
-			 : s->o.isolation == WD_ISOLATION_GVISOR ? "gvisor"
-								 : "container");
+	json_t *r = json_pack("{s:s, s:s, s:s, s:s}", "sandbox", lv->id, "workspace",
+			      wd_workspace_path(s->ws), "isolation",
+			      s->o.isolation == WD_ISOLATION_PROCESS  ? "process"
+			      : s->o.isolation == WD_ISOLATION_GVISOR ? "gvisor"
+								      : "container",
+			      "workspace_mode", cow ? "cow" : "direct");
+	if (cow)
+		json_object_set_new(r, "disk", json_integer((json_int_t)disk));
+	return r;
 }
 
 json_t *
@@ -148,21 +247,11 @@ h_sandbox_destroy(struct call *c, struct rpc_err *e)
 json_t *
 h_sandbox_files(struct call *c, struct rpc_err *e)
 {
-	/* a live sandbox's workspace is the server's, bound directly: the
-	 * file methods read and write it as the tools do */
+	/* the sandbox's own view: a direct sandbox's is the directory, a cow
+	 * sandbox's its overlay (what it wrote, and where a write joins its
+	 * change set); protected as its jail is */
 	const char *tool = c->method + strlen("sandbox.");
-	return file_tool(c, tool, c->params, false, e);
-}
-
-json_t *
-h_not_available(struct call *c, struct rpc_err *e)
-{
-	rpc_err_set(e, SRV_E_NOT_AVAILABLE,
-		    "not available: workspace modes are not built yet (%s needs a copy-on-write "
-		    "workspace; this sandbox's workspace is the directory itself, so its changes "
-		    "are already there)",
-		    c->method);
-	return NULL;
+	return file_tool(c, c->live->ws, tool, c->params, false, e);
 }
 
 /* ---- the policy's answers ---- */

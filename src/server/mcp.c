@@ -127,7 +127,7 @@ mcp_tools_call(struct call *c, struct rpc_err *e)
 	else if (!strcmp(name, "workspace_diff"))
 		r = diff_tool(c, args, e);
 	else
-		r = file_tool(c, name, args, true, e);
+		r = file_tool(c, c->srv->ws, name, args, true, e);
 	json_decref(empty);
 	return r;
 }

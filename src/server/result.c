@@ -41,11 +41,9 @@ fix_surrogates(const char *in)
 }
 
 json_t *
-result_parsed(const wd_result *r)
+lib_json(const char *text)
 {
-	char *j = wd_result_json(r);
-	char *f = fix_surrogates(j);
-	free(j);
+	char *f = fix_surrogates(text ? text : "{}");
 	json_error_t je;
 	json_t *o = json_loads(f, 0, &je);
 	free(f);
@@ -53,6 +51,15 @@ result_parsed(const wd_result *r)
 		json_decref(o);
 		o = json_object();
 	}
+	return o;
+}
+
+json_t *
+result_parsed(const wd_result *r)
+{
+	char *j = wd_result_json(r);
+	json_t *o = lib_json(j);
+	free(j);
 	return o;
 }
 

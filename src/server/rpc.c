@@ -151,7 +151,15 @@ rpc_error(json_t *id, int code, const char *msg, json_t *data)
 {
 	json_t *e = json_object();
 	json_object_set_new(e, "code", json_integer(code));
-	json_object_set_new(e, "message", json_string(msg ? msg : rpc_code_name(code)));
+	json_t *m = json_string(msg ? msg : rpc_code_name(code));
+	if (!m) {
+		/* not UTF-8: a message cut in the middle of a character (at its
+		 * buffer's end), or bytes from a file name; shown as \xNN */
+		char *v = utf8_visible(msg, strlen(msg), true, NULL, NULL);
+		m = json_string(v);
+		free(v);
+	}
+	json_object_set_new(e, "message", m);
 	if (data)
 		json_object_set_new(e, "data", data);
 	json_t *o = json_object();

@@ -86,6 +86,13 @@ run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err)
 	wd_spec_set_isolation(spec, s->o.isolation);
 	wd_spec_set_limits(spec, lim ? lim : &s->o.limits);
 	wd_spec_set_best_effort(spec, s->o.best_effort);
+	/* --protect (checked by the CLI); the policy's workspace.protect is
+	 * the library's to add, from the context's policy */
+	for (size_t i = 0; i < s->o.nprotect; i++)
+		if (wd_spec_add_protected(spec, s->o.protect[i], err) < 0) {
+			wd_spec_free(spec);
+			return NULL;
+		}
 	return spec;
 }
 

@@ -10,6 +10,7 @@
  *   mcp.c        initialize, tools/list, tools/call and the tool table
  *   run.c        commands: run_command, sandbox.run/exec, progress, results
  *   files.c      read_file, write_file, edit_file, list_dir, search_files
+ *   diff.c       the change set: workspace_diff, sandbox.diff, sandbox.apply/discard
  *   harness.c    the JSON-RPC methods for harnesses (sandbox.*, policy.*, approval.*)
  *
  * Threads: the loop thread owns connections, peers and the tables of
@@ -54,9 +55,10 @@ enum {
 	SRV_E_FORBIDDEN = -32003,	/* not on this channel (approvals: the owner's socket) */
 	SRV_E_DUPLICATE_ID = -32004,	/* this id is still in progress on this connection */
 	SRV_E_BUSY = -32005,		/* too many calls waiting */
-	SRV_E_NOT_AVAILABLE = -32006,	/* a capability not built yet */
+	SRV_E_NOT_AVAILABLE = -32006,	/* not here: a direct sandbox's apply, cow on this host */
 	SRV_E_FILE = -32007,		/* a file operation refused (outside, protected, ...) */
 	SRV_E_TOO_LARGE = -32008,	/* a message over --max-message (then closed) */
+	SRV_E_APPLY_REFUSED = -32009,	/* apply: conflicts or protected paths, none applied */
 	SRV_E_CANCELLED = -32800,	/* cancelled by notifications/cancelled */
 };
 
@@ -173,6 +175,8 @@ struct peer {
 struct live {
 	char id[17];
 	wd_sandbox *sb;
+	wd_workspace *ws; /* its view for the file methods (wd_sandbox_workspace) */
+	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
 	struct srv *srv;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
@@ -399,6 +403,10 @@ const json_t *mcp_tool_schema(const char *tool);
 json_t *mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_error);
 
 /* result.c */
+/* A JSON object the library wrote (a result, a change set, an apply
+ * report): parsed, with its "\udcXX" (bytes that are not UTF-8) made the
+ * visible text \xXX; an empty object if it is not one. */
+json_t *lib_json(const char *text);
 json_t *result_parsed(const wd_result *r);
 json_t *result_for_harness(const wd_result *r);
 json_t *result_for_model(struct srv *s, const wd_result *r);
@@ -411,20 +419,22 @@ json_t *run_command_tool(struct call *c, json_t *args, struct rpc_err *e);
 json_t *run_harness(struct call *c, struct rpc_err *e);	 /* sandbox.run */
 json_t *exec_harness(struct call *c, struct rpc_err *e); /* sandbox.exec */
 json_t *diff_tool(struct call *c, json_t *args, struct rpc_err *e);
-json_t *diff_harness(struct call *c, struct rpc_err *e);
+json_t *diff_harness(struct call *c, struct rpc_err *e);    /* sandbox.diff */
+json_t *apply_harness(struct call *c, struct rpc_err *e);   /* sandbox.apply */
+json_t *discard_harness(struct call *c, struct rpc_err *e); /* sandbox.discard */
 /* The event handler of the context: output events to the running call. */
 void run_on_event(const wd_event *ev, void *data);
 
 /* files.c: the file tools, shared by MCP (text for a model) and the
- * harness methods (data for a program). */
-json_t *file_tool(struct call *c, const char *tool, json_t *args, bool for_model,
+ * harness methods (data for a program), on ws: the server's workspace,
+ * or a live sandbox's view of it. */
+json_t *file_tool(struct call *c, wd_workspace *ws, const char *tool, json_t *args, bool for_model,
 		  struct rpc_err *e);
 
 /* harness.c */
 json_t *h_sandbox_create(struct call *c, struct rpc_err *e);
 json_t *h_sandbox_destroy(struct call *c, struct rpc_err *e);
 json_t *h_sandbox_files(struct call *c, struct rpc_err *e);
-json_t *h_not_available(struct call *c, struct rpc_err *e);
 json_t *h_policy_check(struct call *c, struct rpc_err *e);
 json_t *h_tool_route(struct call *c, struct rpc_err *e);
 json_t *h_approval_list(struct call *c, struct rpc_err *e);

@@ -41,8 +41,8 @@ static const struct method methods[] = {
 	{"sandbox.list_dir", M_LIVE, h_sandbox_files},
 	{"sandbox.search_files", M_LIVE, h_sandbox_files},
 	{"sandbox.diff", M_LIVE, diff_harness},
-	{"sandbox.apply", M_LIVE, h_not_available},
-	{"sandbox.discard", M_LIVE, h_not_available},
+	{"sandbox.apply", M_LIVE, apply_harness},
+	{"sandbox.discard", M_LIVE, discard_harness},
 	{"sandbox.destroy", M_LIVE | M_TAKE_LIVE, h_sandbox_destroy},
 	{"policy.check", 0, h_policy_check},
 	{"tool.route", 0, h_tool_route},
@@ -229,6 +229,22 @@ srv_init(struct srv *s, const struct server_opts *o)
 		srv_log(s, WD_LOG_ERROR, "--policy: %s", err.msg);
 		return -EINVAL;
 	}
+	/* The file tools refuse what every jail of this server makes
+	 * read-only: warden's paths (the workspace starts with them), the
+	 * policy's workspace.protect and --protect.  Both lists were checked
+	 * already (the policy's loader, the CLI), in the same form. */
+	struct wd_policy_sandbox ps;
+	wd_policy_sandbox(s->policy, &ps);
+	for (size_t i = 0; i < ps.nprotect; i++)
+		if (wd_workspace_protect(s->ws, ps.protect[i], &err) < 0) {
+			srv_log(s, WD_LOG_ERROR, "--policy: workspace.protect: %s", err.msg);
+			return -EINVAL;
+		}
+	for (size_t i = 0; i < o->nprotect; i++)
+		if (wd_workspace_protect(s->ws, o->protect[i], &err) < 0) {
+			srv_log(s, WD_LOG_ERROR, "--protect: %s", err.msg);
+			return -EINVAL;
+		}
 	if (o->audit && wd_ctx_set_audit_file(s->ctx, o->audit, &err) < 0) {
 		srv_log(s, WD_LOG_ERROR, "--audit: %s", err.msg);
 		return -EINVAL;

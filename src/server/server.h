@@ -17,6 +17,7 @@
 
 #define SERVER_MAX_GROUPS 16
 #define SERVER_MAX_ORIGINS 16
+#define SERVER_MAX_PROTECT 64
 
 struct server_opts {
 	bool stdio;		 /* newline-delimited JSON-RPC on stdin/stdout */
@@ -34,6 +35,9 @@ struct server_opts {
 	enum wd_isolation isolation;
 	struct wd_limits limits; /* each sandbox's, and the ceiling of what callers ask */
 	bool best_effort;
+	const char *protect[SERVER_MAX_PROTECT]; /* more protected paths: every jail, the tools */
+	size_t nprotect;
+	uint64_t disk_bytes;	 /* a cow sandbox's disk, and the most a caller may ask (0: 1G) */
 	unsigned max_calls;	 /* calls running at once (worker threads) */
 	unsigned max_queue;	 /* calls waiting for a worker */
 	unsigned max_live;	 /* live sandboxes (sandbox.create) at once */

@@ -22,12 +22,23 @@
  * .git/config would rewrite it; a rename cannot).
  *
  * Protected paths (issue 9): .git/hooks, .git/config, .gitmodules, .envrc,
- * .vscode and .idea are read-only to the tools, because git and editors on
- * the host execute what they hold (core.fsmonitor, diff.external, hooks,
- * direnv, tasks.json).  The check is on where the parent directory really
- * is (its fd's path), not on the string the caller gave, so "a/../.git",
- * a symlink "h -> .git/hooks" or a bind of .git elsewhere cannot dodge it. */
-#include "util/util.h"
+ * .vscode and .idea (ws_default_protect, the list pid 1 makes read-only in
+ * every jail) are read-only to the tools, because git and editors on the
+ * host execute what they hold (core.fsmonitor, diff.external, hooks,
+ * direnv, tasks.json); wd_workspace_protect() adds more (a policy's
+ * workspace.protect, a sandbox's own), and a sandbox's view
+ * (wd_sandbox_workspace) starts with the same list as its jail.  The check
+ * is on where the parent directory really is (its fd's path), not on the
+ * string the caller gave, so "a/../.git", a symlink "h -> .git/hooks" or a
+ * bind of .git elsewhere cannot dodge it.
+ *
+ * A cow sandbox's view is its overlay (a detached mount): the same calls
+ * on the overlay's root fd, so a write lands in the sandbox's upper layer
+ * (its change set), never in the host directory.  A detached mount's fd
+ * reads back from /proc/self/fd as "/..." (the path below the mount's
+ * root), so where() compares with what the root fd itself reads back as,
+ * not with the host path. */
+#include "workspace/workspace.h"
 
 #include <stdarg.h>
 #include <fcntl.h>
@@ -42,17 +53,14 @@
 #define WS_MOUNT "/workspace"
 
 struct wd_workspace {
-	int fd;	    /* O_PATH | O_DIRECTORY */
-	char *real; /* resolved host path, for messages and the protected check */
-	uid_t uid;  /* owner: files warden creates as root are given to it */
+	int fd;		 /* O_PATH | O_DIRECTORY */
+	char *real;	 /* resolved host path: messages, absolute paths given */
+	char *root_link; /* what /proc/self/fd/<fd> reads back as (where()) */
+	uid_t uid;	 /* owner: files warden creates as root are given to it */
 	gid_t gid;
+	char **protect; /* ws_default_protect, then wd_workspace_protect()'s */
+	size_t nprotect;
 };
-
-/* clang-format off */
-static const char *const protected_paths[] = {
-	".git/hooks", ".git/config", ".gitmodules", ".envrc", ".vscode", ".idea",
-};
-/* clang-format on */
 
 static int
 beneath(int dirfd, const char *path, int flags, mode_t mode)
@@ -88,6 +96,80 @@ static int WD_PRINTF(3, 4) refuse(struct wd_err *err, int e, const char *fmt, ..
 	return -e;
 }
 
+/* A workspace over fd (taken): real is the host path it stands for. */
+static int
+files_new(int fd, const char *real, wd_workspace **out, struct wd_err *err)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int rc = wd_err_sys(err, errno, "workspace '%s'", real);
+		close(fd);
+		return rc;
+	}
+	char link[64], buf[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		int rc = wd_err_sys(err, errno, "workspace '%s': readlink %s", real, link);
+		close(fd);
+		return rc;
+	}
+	buf[n] = '\0';
+	wd_workspace *ws = wd_xcalloc(1, sizeof(*ws));
+	ws->fd = fd;
+	ws->real = wd_xstrdup(real);
+	ws->root_link = wd_xstrdup(buf);
+	ws->uid = st.st_uid;
+	ws->gid = st.st_gid;
+	size_t nd = 0;
+	while (ws_default_protect[nd])
+		nd++;
+	ws->protect = wd_xcalloc(nd + 1, sizeof(char *));
+	for (size_t i = 0; i < nd; i++)
+		ws->protect[ws->nprotect++] = wd_xstrdup(ws_default_protect[i]);
+	*out = ws;
+	return 0;
+}
+
+int
+ws_files_view(int fd, const char *real, const char *const *protect, size_t nprotect,
+	      wd_workspace **out, struct wd_err *err)
+{
+	int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (own < 0)
+		return wd_err_sys(err, errno, "workspace '%s'", real);
+	wd_workspace *ws = NULL;
+	int rc = files_new(own, real, &ws, err);
+	for (size_t i = 0; rc == 0 && i < nprotect; i++)
+		rc = wd_workspace_protect(ws, protect[i], err);
+	if (rc < 0) {
+		wd_workspace_close(ws);
+		return rc;
+	}
+	*out = ws;
+	return 0;
+}
+
+WD_API int
+wd_workspace_protect(wd_workspace *ws, const char *path, struct wd_err *err)
+{
+	/* the form wd_spec_add_protected() and the policy's workspace.protect
+	 * take: relative, no empty, "." or ".." component */
+	wd_autofree char *rel = path ? ws_relpath(path) : NULL;
+	if (!rel || strcmp(rel, path))
+		return refuse(err, EINVAL,
+			      "protected path '%s': give a path relative to the workspace, "
+			      "without . or ..",
+			      path ? path : "");
+	for (size_t i = 0; i < ws->nprotect; i++)
+		if (!strcmp(ws->protect[i], rel))
+			return 0;
+	ws->protect = wd_xrealloc(ws->protect, (ws->nprotect + 2) * sizeof(char *));
+	ws->protect[ws->nprotect++] = wd_steal_ptr(&rel);
+	ws->protect[ws->nprotect] = NULL;
+	return 0;
+}
+
 WD_API int
 wd_workspace_open(const char *dir, wd_workspace **out, struct wd_err *err)
 {
@@ -105,16 +187,7 @@ wd_workspace_open(const char *dir, wd_workspace **out, struct wd_err *err)
 			err->code = WD_E_INVAL;
 		return rc;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return wd_err_sys(err, errno, "workspace '%s'", dir);
-	wd_workspace *ws = wd_xcalloc(1, sizeof(*ws));
-	ws->fd = wd_steal_fd(&fd);
-	ws->real = wd_steal_ptr(&real);
-	ws->uid = st.st_uid;
-	ws->gid = st.st_gid;
-	*out = ws;
-	return 0;
+	return files_new(wd_steal_fd(&fd), real, out, err);
 }
 
 WD_API void
@@ -124,6 +197,10 @@ wd_workspace_close(wd_workspace *ws)
 		return;
 	close(ws->fd);
 	free(ws->real);
+	free(ws->root_link);
+	for (size_t i = 0; i < ws->nprotect; i++)
+		free(ws->protect[i]);
+	free(ws->protect);
 	free(ws);
 }
 
@@ -195,10 +272,10 @@ where(const wd_workspace *ws, int dirfd, char *rel, size_t cap)
 	if (n < 0)
 		return -errno;
 	real[n] = '\0';
-	size_t wl = strlen(ws->real);
-	if (!strcmp(ws->real, "/"))
+	size_t wl = strlen(ws->root_link);
+	if (!strcmp(ws->root_link, "/"))
 		wl = 0;
-	if (strncmp(real, ws->real, wl) || (real[wl] != '\0' && real[wl] != '/'))
+	if (strncmp(real, ws->root_link, wl) || (real[wl] != '\0' && real[wl] != '/'))
 		return -EXDEV;
 	const char *r = real + wl;
 	while (*r == '/')
@@ -208,17 +285,23 @@ where(const wd_workspace *ws, int dirfd, char *rel, size_t cap)
 	return 0;
 }
 
-/* Is rel (relative to the workspace, no leading slash) a protected path or
- * below one? */
+/* Is rel (relative to the workspace, no leading slash) a path of list or
+ * below one?  The entry, or NULL. */
 static const char *
-protected_prefix(const char *rel)
+under_any(const char *const *list, size_t n, const char *rel)
 {
-	for (size_t i = 0; i < WD_ARRAY_SIZE(protected_paths); i++) {
-		size_t n = strlen(protected_paths[i]);
-		if (!strncmp(rel, protected_paths[i], n) && (rel[n] == '\0' || rel[n] == '/'))
-			return protected_paths[i];
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(list[i]);
+		if (!strncmp(rel, list[i], l) && (rel[l] == '\0' || rel[l] == '/'))
+			return list[i];
 	}
 	return NULL;
+}
+
+static const char *
+protected_prefix(const wd_workspace *ws, const char *rel)
+{
+	return under_any((const char *const *)ws->protect, ws->nprotect, rel);
 }
 
 WD_API bool
@@ -226,7 +309,10 @@ wd_workspace_protected(const char *relpath)
 {
 	while (*relpath == '/' || (relpath[0] == '.' && relpath[1] == '/'))
 		relpath++;
-	return protected_prefix(relpath) != NULL;
+	size_t nd = 0;
+	while (ws_default_protect[nd])
+		nd++;
+	return under_any(ws_default_protect, nd, relpath) != NULL;
 }
 
 /* Split rel into its directory part (a new string, "" for the root) and
@@ -285,7 +371,7 @@ open_parent(const wd_workspace *ws, const char *dir, bool mkdirs, bool as_root)
 			if (rc == 0) {
 				size_t l = strlen(rel);
 				snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", name);
-				if (protected_prefix(rel))
+				if (protected_prefix(ws, rel))
 					rc = -EACCES;
 			}
 			if (rc == 0 && mkdirat(fd, name, 0755) < 0 && errno != EEXIST)
@@ -314,7 +400,7 @@ check_target(const wd_workspace *ws, int parent, const char *path, const char *b
 		return open_error(ws, path, rc, err);
 	size_t l = strlen(rel);
 	snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", base);
-	const char *prot = protected_prefix(rel);
+	const char *prot = protected_prefix(ws, rel);
 	if (prot)
 		return refuse(err, EACCES,
 			      "'%s' is protected: %s is read-only here (tools on the host run "
@@ -381,6 +467,18 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 		return wd_err_sys(err, -rc, "'%s'", path);
 	char name[NAME_MAX + 1];
 	snprintf(name, sizeof(name), "%.*s", rc, base);
+	/* A protected path as given is refused before anything is made for
+	 * it: WD_WRITE_MKDIRS would otherwise leave ".git" behind for a
+	 * refused ".git/hooks/x" (in a cow view, an added directory that
+	 * apply would write).  Where the parent really is is checked below,
+	 * for links and "..". */
+	wd_autofree char *norm = ws_relpath(rel);
+	const char *prot = norm ? protected_prefix(ws, norm) : NULL;
+	if (prot)
+		return refuse(err, EACCES,
+			      "'%s' is protected: %s is read-only here (tools on the host run "
+			      "what it holds)",
+			      path, prot);
 
 	wd_autoclose int parent = open_parent(ws, dir, flags & WD_WRITE_MKDIRS, geteuid() == 0);
 	if (parent == -EACCES)

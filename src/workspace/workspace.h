@@ -43,6 +43,16 @@ struct json_t;
  * inside in every mode, never written by apply.  NULL-terminated. */
 extern const char *const ws_default_protect[];
 
+/* ---- files.c (wd_workspace) ---- */
+
+/* A wd_workspace over the directory fd (not taken: duplicated), standing
+ * for the host path real (messages, absolute paths given), protected by
+ * warden's list and protect (n of them, in wd_spec_add_protected()'s
+ * form).  For a sandbox's view of its workspace: a cow overlay's mount.
+ * *out is new, close with wd_workspace_close(). */
+int ws_files_view(int fd, const char *real, const char *const *protect, size_t nprotect,
+		  wd_workspace **out, struct wd_err *err);
+
 /* ---- state.c ---- */
 
 /* The state directory: wd_ctx_set_state_dir()'s, else $WARDEN_STATE_DIR,

@@ -91,7 +91,7 @@ MAN3=(
 	wd_result_sandbox_id wd_result_signal wd_result_status wd_result_timed_out
 	wd_run
 	wd_sandbox_apply wd_sandbox_cancel wd_sandbox_create wd_sandbox_destroy wd_sandbox_diff
-	wd_sandbox_discard wd_sandbox_exec wd_sandbox_id
+	wd_sandbox_discard wd_sandbox_exec wd_sandbox_id wd_sandbox_workspace
 	wd_session_apply wd_session_create wd_session_diff wd_session_discard wd_session_exec
 	wd_session_exec_detached wd_session_list wd_session_remove wd_session_snapshot
 	wd_session_start wd_session_stop
@@ -104,7 +104,7 @@ MAN3=(
 	wd_spec_set_stdin wd_spec_set_stream wd_spec_set_term wd_spec_set_time_namespace
 	wd_spec_set_tls_intercept wd_spec_set_workspace wd_spec_set_workspace_mode wd_spec_setenv
 	wd_workspace_close wd_workspace_open wd_workspace_openat wd_workspace_path
-	wd_workspace_protected wd_workspace_write
+	wd_workspace_protect wd_workspace_protected wd_workspace_write
 )
 
 expect_file() {

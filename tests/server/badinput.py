@@ -10,15 +10,25 @@ the server keeps serving other clients, and no sandbox is left behind.
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srvlib import Env, LineClient, Server, done, http_post, ok  # noqa: E402
+from srvlib import WARDEN, Env, LineClient, Server, done, http_post, ok  # noqa: E402
 
 env = Env()
 env.require_sandboxes()
+
+# ---- bad options: refused before anything starts, naming the option ----
+for args, opt in ((["--protect", "../x"], "--protect"), (["--protect", "/etc"], "--protect"),
+                  (["--disk", "1M"], "--disk"), (["--disk", "lots"], "--disk")):
+    r = subprocess.run([WARDEN, "serve", "--stdio", "-w", env.ws] + args, capture_output=True,
+                       text=True, env=env.env, stdin=subprocess.DEVNULL, timeout=30)
+    ok(r.returncode == 125 and opt in r.stderr,
+       "serve %s: exit 125 naming %s (%d: %s)" % (" ".join(args), opt, r.returncode,
+                                                  r.stderr.strip()))
 sock = os.path.join(env.top, "s.sock")
 srv = Server(env, "--socket", sock, "--listen", "127.0.0.1:0", "--token-file", env.token,
              "--max-message", "16M", stdio=True)
@@ -94,6 +104,44 @@ r = io.call("sandbox.exec", {"sandbox": "0123456789abcdef", "command": "ls"})
 ok(err_code(r) == -32001, "sandbox.exec on an unknown sandbox: -32001")
 r = io.call("sandbox.create", {"limits": {"memory": 1 << 50}})
 ok(err_code(r) == -32602, "sandbox.create above the server's memory: -32602")
+# the workspace of sandbox.create: refused before anything is built,
+# naming the member (as the CLI names the option)
+for params, what, needle in (
+        ({"workspace_mode": "overlay"}, "an unknown workspace_mode", "workspace_mode"),
+        ({"workspace_mode": 1}, "workspace_mode a number", "workspace_mode"),
+        ({"disk": "64M"}, "disk without workspace_mode cow", "workspace_mode"),
+        ({"workspace_mode": "cow", "disk": "16M"}, "a disk under 32M", "disk"),
+        ({"workspace_mode": "cow", "disk": "lots"}, "a disk that is not a size", "disk"),
+        ({"workspace_mode": "cow", "disk": -1}, "a negative disk", "disk"),
+        ({"workspace_mode": "cow", "disk": 1 << 40}, "a disk over the server's", "--disk"),
+        ({"protect": "x"}, "protect a string", "protect"),
+        ({"protect": ["../x"]}, "a protected path with ..", "protect[0]"),
+        ({"protect": ["/etc"]}, "an absolute protected path", "protect[0]"),
+        ({"protect": ["ok", 7]}, "a protected path that is a number", "protect[1]")):
+    r = io.call("sandbox.create", params)
+    ok(err_code(r) == -32602 and needle in r["error"]["message"],
+       "sandbox.create with %s: -32602 naming %s" % (what, needle))
+r = io.call("sandbox.create", {})
+sid = r.get("result", {}).get("sandbox")
+for method, params, what in (
+        ("sandbox.diff", {"format": "patch"}, "an unknown format"),
+        ("sandbox.diff", {"path": "a", "paths": ["b"]}, "path and paths"),
+        ("sandbox.diff", {"paths": "a"}, "paths a string"),
+        ("sandbox.diff", {"paths": [""]}, "an empty path"),
+        ("sandbox.apply", {"paths": [1]}, "a path that is a number"),
+        ("sandbox.discard", {"bogus": True}, "an unknown member")):
+    r = io.call(method, dict(params, sandbox=sid))
+    ok(err_code(r) == -32602, "%s with %s: -32602" % (method, what))
+for method in ("sandbox.apply", "sandbox.discard"):
+    r = io.call(method, {"sandbox": sid})
+    ok(err_code(r) == -32006 and "direct workspace" in r["error"]["message"],
+       "%s of a direct sandbox: -32006 (nothing to apply or drop)" % method)
+# the library's message (256 bytes) cut inside a UTF-8 character: the
+# error keeps its "message" (the cut byte shown as \xNN)
+r = io.call("sandbox.read_file", {"sandbox": sid, "path": "a" + "\u00e9" * 300})
+ok(err_code(r) == -32007 and isinstance(r["error"].get("message"), str) and
+   "\\x" in r["error"]["message"], "an error message cut inside a character keeps its message")
+io.call("sandbox.destroy", {"sandbox": sid})
 
 # ---- a request id reused while the first is in flight ----
 io.send({"jsonrpc": "2.0", "id": "dup", "method": "sandbox.run", "params": {

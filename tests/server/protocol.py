@@ -186,10 +186,15 @@ ok(r["result"]["matches"][0]["path"] == "hello.txt", "sandbox.search_files")
 r = h1.call("sandbox.diff", {"sandbox": sid})
 ok(any(f["path"] == "hello.txt" for f in r["result"]["files"]) and "+howdy" in r["result"]["diff"],
    "sandbox.diff: the changed files and the diff (git's, in a sandbox)")
+ok(r["result"]["mode"] == "direct" and r["result"]["source"] == "git",
+   "... a direct sandbox's diff says it is git's account")
+r = h1.call("sandbox.diff", {"sandbox": sid, "format": "stat"})
+ok("hello.txt" in r["result"]["diff"] and "changed" in r["result"]["diff"],
+   "sandbox.diff format stat: git's --stat")
 for m in ("sandbox.apply", "sandbox.discard"):
     r = h1.call(m, {"sandbox": sid})
-    ok(code(r) == -32006 and "workspace modes are not built yet" in r["error"]["message"],
-       "%s: -32006, workspace modes are not built yet" % m)
+    ok(code(r) == -32006 and "direct workspace" in r["error"]["message"],
+       "%s of a direct sandbox: -32006, its writes are in the directory already" % m)
 other = LineClient(path=sock)
 ok(code(other.call("sandbox.exec", {"sandbox": sid, "command": "ls"})) == -32001,
    "another connection cannot use the sandbox: -32001")

@@ -16,10 +16,12 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import warden  # noqa: E402
-from warden import (Client, Denied, FileRefused, Forbidden, NoSuchSandbox,  # noqa: E402
-                    NotAvailable, Paused, Timeout, CommandFailed, ConnectionClosed)
+from warden import (ApplyRefused, Client, Denied, FileRefused, Forbidden,  # noqa: E402
+                    NoSuchSandbox, NotAvailable, Paused, Timeout, CommandFailed,
+                    ConnectionClosed)
 
 WARDEN = os.path.realpath(os.environ.get("WARDEN", "warden"))
+MUST_WORK = os.environ.get("WD_MUST_WORK") == "1"
 
 
 class Fixture:
@@ -119,6 +121,56 @@ class TestSocket(unittest.TestCase):
         with self.assertRaises(NoSuchSandbox):
             self.c.call("sandbox.exec", {"sandbox": sid, "command": "ls"})
 
+    def test_cow_sandbox(self):
+        # a copy-on-write workspace needs root (an overlay, a loop-mounted
+        # disk): skipped without it, a failure under WD_MUST_WORK=1
+        if os.geteuid() != 0:
+            if MUST_WORK:
+                self.fail("copy-on-write sandboxes need root")
+            self.skipTest("copy-on-write sandboxes need root")
+        hello = os.path.join(F.ws, "hello.txt")
+        new = os.path.join(F.ws, "cow-new.txt")
+        with self.c.sandbox(workspace_mode="cow", disk="64M", protect=["locked"]) as sb:
+            self.assertEqual(sb.workspace_mode, "cow")
+            sb.exec(argv=["/bin/sh", "-c", "echo changed > hello.txt"], check=True)
+            sb.write_file("cow-new.txt", "new\n")
+            with open(hello) as f:
+                self.assertEqual(f.read(), "hello\n")
+            self.assertFalse(os.path.exists(new))
+            d = sb.diff()
+            self.assertEqual({f["path"]: f["status"] for f in d["files"]},
+                             {"hello.txt": "modified", "cow-new.txt": "added"})
+            self.assertIn("+changed", d["diff"])
+            self.assertIn("2 files changed", sb.diff(format="stat")["diff"])
+            self.assertNotIn("diff", sb.diff(format="json", path="cow-new.txt"))
+            self.assertEqual(sb.discard("hello.txt"), 1)
+            self.assertEqual(sb.read_file("hello.txt"), "hello\n")
+            with self.assertRaises(FileRefused) as e:
+                sb.write_file("locked/x", "x")
+            self.assertEqual(e.exception.errno_name, "EACCES")
+            sb.exec(argv=["/bin/sh", "-c", "mkdir -p .git/hooks && echo x > .git/hooks/pre-push"],
+                    check=True)
+            with self.assertRaises(ApplyRefused) as e:
+                sb.apply()
+            self.assertIn(".git/hooks/pre-push", e.exception.protected)
+            self.assertEqual(e.exception.conflicts, [])
+            self.assertFalse(os.path.exists(new))
+            self.assertEqual(sb.apply(paths=["cow-new.txt"])["applied"], 1)
+            with open(new) as f:
+                self.assertEqual(f.read(), "new\n")
+            self.assertEqual(sb.discard(), 3)  # .git/, .git/hooks/ and the hook
+            self.assertEqual(sb.diff()["files"], [])
+        self.assertFalse(os.path.exists(os.path.join(F.ws, ".git")))
+        os.unlink(new)
+
+    def test_direct_sandbox_has_no_change_set(self):
+        with self.c.sandbox() as sb:
+            self.assertEqual(sb.workspace_mode, "direct")
+            with self.assertRaises(NotAvailable):
+                sb.apply(["hello.txt"])
+            with self.assertRaises(NotAvailable):
+                sb.discard()
+
     def test_concurrent_calls_on_one_connection(self):
         results = [None] * 8
 
@@ -154,6 +206,24 @@ class TestSocket(unittest.TestCase):
         with self.assertRaises(warden.WardenError):
             self.c.call("sandbox.run", {"argv": ["/bin/sleep", "30"]}, timeout=0.5)
         self.assertLess(time.time() - t0, 5)
+
+
+class TestErrors(unittest.TestCase):
+    """The client's side of the error codes, without a server."""
+
+    def test_apply_refused_carries_the_paths(self):
+        data = {"conflicts": ["a.txt"], "protected": [".envrc"],
+                "report": {"applied": 0, "ok": False}}
+        e = warden.client._ERRORS[warden.APPLY_REFUSED](warden.APPLY_REFUSED, "refused", data)
+        self.assertIsInstance(e, ApplyRefused)
+        self.assertEqual((e.conflicts, e.protected, e.report["ok"]), (["a.txt"], [".envrc"],
+                                                                      False))
+        self.assertEqual(ApplyRefused(-32009, "x").conflicts, [])
+
+    def test_paths_parameter(self):
+        self.assertEqual(warden.Sandbox._paths(None), {})
+        self.assertEqual(warden.Sandbox._paths("a"), {"paths": ["a"]})
+        self.assertEqual(warden.Sandbox._paths(("a", "b")), {"paths": ["a", "b"]})
 
 
 class TestStdio(unittest.TestCase):

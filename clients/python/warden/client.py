@@ -40,6 +40,7 @@ BUSY = -32005
 NOT_AVAILABLE = -32006
 FILE_REFUSED = -32007
 TOO_LARGE = -32008
+APPLY_REFUSED = -32009
 CANCELLED = -32800
 
 
@@ -70,8 +71,9 @@ class Forbidden(RPCError):
 
 
 class NotAvailable(RPCError):
-    """A capability the server does not have yet (apply/discard without
-    copy-on-write workspaces)."""
+    """Not available here: apply/discard of a direct sandbox (its writes
+    are in the directory already), a cow sandbox on a host that cannot
+    make one, audit.verify without an audit trail."""
 
 
 class FileRefused(RPCError):
@@ -82,12 +84,30 @@ class FileRefused(RPCError):
         return (self.data or {}).get("errno")
 
 
+class ApplyRefused(RPCError):
+    """sandbox.apply stopped by conflicts (files the host changed since the
+    sandbox first saw them) or protected paths: nothing was applied.  Name
+    the other paths to apply them, discard the conflicting ones."""
+
+    @property
+    def conflicts(self):
+        return (self.data or {}).get("conflicts", [])
+
+    @property
+    def protected(self):
+        return (self.data or {}).get("protected", [])
+
+    @property
+    def report(self):
+        return (self.data or {}).get("report", {})
+
+
 class Cancelled(RPCError):
     pass
 
 
 _ERRORS = {NO_SANDBOX: NoSuchSandbox, FORBIDDEN: Forbidden, NOT_AVAILABLE: NotAvailable,
-           FILE_REFUSED: FileRefused, CANCELLED: Cancelled}
+           FILE_REFUSED: FileRefused, APPLY_REFUSED: ApplyRefused, CANCELLED: Cancelled}
 
 
 class CommandError(WardenError):
@@ -364,9 +384,15 @@ class Client:
         return _raise_for(Result(self.call("sandbox.run", p, on_output)), check)
 
     def sandbox(self, memory=None, pids=None, cpus=None, timeout=None, output_limit=None,
-                env=None, reproducible=False):
+                env=None, reproducible=False, workspace_mode=None, disk=None, protect=None):
         """A live sandbox (sandbox.create) for several commands; a context
-        manager that destroys it."""
+        manager that destroys it.
+
+        workspace_mode "cow" keeps what the sandbox writes out of the
+        workspace, in a change set that diff() shows, apply() writes into
+        the directory and discard() drops; disk bounds it (bytes, or a size
+        such as "512M"; at most the server's --disk).  protect: more paths
+        kept read-only, inside and to the file methods."""
         limits = {k: v for k, v in (("memory", memory), ("pids", pids), ("cpus", cpus),
                                     ("timeout", timeout), ("output_limit", output_limit))
                   if v is not None}
@@ -377,7 +403,14 @@ class Client:
             p["env"] = env
         if reproducible:
             p["reproducible"] = True
-        return Sandbox(self, self.call("sandbox.create", p)["sandbox"])
+        if workspace_mode is not None:
+            p["workspace_mode"] = workspace_mode
+        if disk is not None:
+            p["disk"] = disk
+        if protect is not None:
+            p["protect"] = list(protect)
+        r = self.call("sandbox.create", p)
+        return Sandbox(self, r["sandbox"], r.get("workspace_mode", "direct"))
 
     def sandboxes(self):
         return self.call("sandbox.list")["sandboxes"]
@@ -409,11 +442,13 @@ class Client:
 
 class Sandbox:
     """A live sandbox: commands share its processes' environment; files
-    are the workspace's."""
+    are the workspace as the sandbox sees it (for a cow sandbox, its own
+    copy until apply())."""
 
-    def __init__(self, client, sandbox_id):
+    def __init__(self, client, sandbox_id, workspace_mode="direct"):
         self.client = client
         self.id = sandbox_id
+        self.workspace_mode = workspace_mode
         self.closed = False
 
     def __enter__(self):
@@ -477,16 +512,35 @@ class Sandbox:
             p["glob"] = glob
         return self._call("sandbox.search_files", **p)["matches"]
 
-    def diff(self, path=None):
-        return self._call("sandbox.diff", **({"path": path} if path else {}))
+    @staticmethod
+    def _paths(paths):
+        if paths is None:
+            return {}
+        return {"paths": [paths] if isinstance(paths, str) else list(paths)}
 
-    def apply(self):
-        """Raises NotAvailable until copy-on-write workspaces exist."""
-        return self._call("sandbox.apply")
+    def diff(self, path=None, format=None, paths=None):
+        """The sandbox's changes (sandbox.diff): a dict with "files" and,
+        unless format is "json", the text in "diff" (format "unified", the
+        default, "stat" or "names").  A cow sandbox's change set is exact;
+        a direct sandbox's is what git sees in the workspace."""
+        p = self._paths(paths)
+        if path:
+            p["path"] = path
+        if format:
+            p["format"] = format
+        return self._call("sandbox.diff", **p)
 
-    def discard(self):
-        """Raises NotAvailable until copy-on-write workspaces exist."""
-        return self._call("sandbox.discard")
+    def apply(self, paths=None):
+        """Write a cow sandbox's changes (or those at or below paths) into
+        the directory; returns the report.  Raises ApplyRefused (nothing
+        applied; .conflicts, .protected) and, for a direct sandbox,
+        NotAvailable."""
+        return self._call("sandbox.apply", **self._paths(paths))
+
+    def discard(self, paths=None):
+        """Drop a cow sandbox's changes (or those at or below paths); the
+        number dropped.  Raises NotAvailable for a direct sandbox."""
+        return self._call("sandbox.discard", **self._paths(paths))["discarded"]
 
     def close(self):
         if not self.closed:

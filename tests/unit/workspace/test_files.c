@@ -190,3 +190,62 @@ Test(wd_workspace_write, directories_are_not_files)
 	cr_expect(wd_workspace_write(ws, "", "x", 1, 0, &e) == -EISDIR);
 	cr_expect(wd_workspace_write(ws, "sub/..", "x", 1, 0, &e) == -EISDIR);
 }
+
+TestSuite(wd_workspace_protect, .init = setup, .fini = teardown);
+
+Test(wd_workspace_protect, adds_paths_in_normal_form_only)
+{
+	struct wd_err e = {0};
+	const char *bad[] = {"/etc", "../x", "a/../b", "./a", "a//b", "a/", ""};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = wd_workspace_protect(ws, bad[i], &e);
+		cr_expect(rc == -EINVAL, "'%s': %d", bad[i], rc);
+		cr_expect(strstr(e.msg, "relative to the workspace"), "%s", e.msg);
+	}
+	cr_expect(wd_workspace_protect(ws, NULL, &e) == -EINVAL);
+	cr_assert(wd_workspace_protect(ws, "ci/deploy.sh", &e) == 0, "%s", e.msg);
+	cr_assert(wd_workspace_protect(ws, "ci/deploy.sh", &e) == 0, "twice is once");
+	cr_assert(wd_workspace_protect(ws, "Makefile", &e) == 0, "%s", e.msg);
+}
+
+Test(wd_workspace_protect, refuses_writes_there_and_below)
+{
+	struct wd_err e = {0};
+	cr_assert(wd_workspace_protect(ws, "ci", &e) == 0, "%s", e.msg);
+	cr_assert(wd_workspace_protect(ws, "a.txt", &e) == 0, "%s", e.msg);
+	cr_expect(wd_workspace_write(ws, "a.txt", "x", 1, 0, &e) == -EACCES);
+	cr_expect(strstr(e.msg, "protected"), "%s", e.msg);
+	cr_expect_str_eq(get("ws/a.txt"), "alpha\n");
+	cr_expect(wd_workspace_write(ws, "/workspace/a.txt", "x", 1, 0, &e) == -EACCES);
+	cr_expect(wd_workspace_write(ws, "sub/../a.txt", "x", 1, 0, &e) == -EACCES);
+	cr_expect(wd_workspace_write(ws, "ci/deploy.sh", "x", 1, WD_WRITE_MKDIRS, &e) == -EACCES);
+	/* refused as given, before any directory is made for it */
+	cr_expect(access(strcat(strcpy((char[PATH_MAX * 2]){0}, ws_dir), "/ci"), F_OK) != 0,
+		  "no ci/ was made for a refused write");
+	/* a link to it does not dodge the check: where the file really is */
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/ws/sub/ci", top);
+	mkdir(strcat(strcpy((char[PATH_MAX * 2]){0}, ws_dir), "/ci"), 0755);
+	cr_assert(symlink("../ci", p) == 0);
+	cr_expect(wd_workspace_write(ws, "sub/ci/x", "x", 1, 0, &e) == -EACCES, "%s", e.msg);
+	/* a name that only starts like one is not protected */
+	cr_expect(wd_workspace_write(ws, "ci2", "x", 1, 0, &e) == 0, "%s", e.msg);
+	cr_expect(wd_workspace_write(ws, "a.txt.bak", "x", 1, 0, &e) == 0, "%s", e.msg);
+	/* warden's own list is still there */
+	cr_expect(wd_workspace_write(ws, ".envrc", "x", 1, 0, &e) == -EACCES);
+	/* and wd_workspace_protected() answers for warden's list only */
+	cr_expect(!wd_workspace_protected("ci/x"));
+}
+
+Test(wd_workspace_write, refused_protected_write_makes_no_directory)
+{
+	struct wd_err e = {0};
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof(p), "%s/.git", ws_dir);
+	char cmd[PATH_MAX * 3];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", p);
+	cr_assert(system(cmd) == 0);
+	cr_expect(wd_workspace_write(ws, ".git/hooks/pre-commit", "x", 1, WD_WRITE_MKDIRS, &e) ==
+		  -EACCES);
+	cr_expect(access(p, F_OK) != 0, "no .git was made for a refused .git/hooks/x");
+}
