@@ -37,7 +37,8 @@ proc_start(pid_t pid)
 	if (!s)
 		return 0;
 	int field = 2;
-	for (char *tok = strtok(s + 1, " "); tok; tok = strtok(NULL, " "))
+	char *save = NULL; /* strtok_r: the library is called from many threads */
+	for (char *tok = strtok_r(s + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
 		if (++field == 22)
 			return strtoull(tok, NULL, 10);
 	return 0;

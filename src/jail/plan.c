@@ -568,7 +568,8 @@ read_wipe_range(struct jail_plan *pl)
 		return -EIO;
 	unsigned long long v[4];
 	int field = 2;
-	for (char *tok = strtok(s + 1, " "); tok; tok = strtok(NULL, " ")) {
+	char *save = NULL; /* strtok_r: plans are built from many threads at once */
+	for (char *tok = strtok_r(s + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		field++;
 		if (field >= 48 && field <= 51)
 			v[field - 48] = strtoull(tok, NULL, 10);
