@@ -203,6 +203,34 @@ print(s.recv(4096) or b"closed")' "$WARDEN_STATE_DIR/sandboxes/$id/monitor.sock"
 		bash -c "! grep -q '\"ok\":true' <<<'$out'"
 fi
 
+# ---- a session at the gvisor level (runsc create/start, runsc exec per
+# command): files persist across commands and across stop/start
+if command -v runsc >/dev/null; then
+	GWS=$T/gws
+	mkdir -p "$GWS"
+	chown 1000:1000 "$GWS"
+	w create g1 --isolation gvisor --workspace "$GWS" --timeout 60
+	expect_rc 0 "gvisor: create"
+	gid=$(cat "$OUT")
+	w exec g1 -- /bin/sh -c 'echo one > /workspace/g.txt; uname -r'
+	expect_rc 0 "gvisor: exec"
+	expect_out '^4\.4\.0$' "gvisor: the command runs on gVisor's kernel"
+	w exec g1 -- cat /workspace/g.txt
+	expect_out '^one$' "gvisor: a second exec sees the first one's file"
+	w stop g1
+	expect_rc 0 "gvisor: stop"
+	w start g1
+	expect_rc 0 "gvisor: start"
+	w exec g1 -- cat /workspace/g.txt
+	expect_out '^one$' "gvisor: the files survive stop/start"
+	w rm g1
+	expect_rc 0 "gvisor: rm"
+	check "gvisor: nothing of g1 is left" test -z "$(leftovers "$gid")"
+	check "gvisor: no runsc process of it left" test -z "$(pgrep -f "runsc.*$gid")"
+else
+	echo "# no runsc: the gvisor session checks did not run (gvisor.sh fails under WD_MUST_WORK)"
+fi
+
 w rm s1
 expect_rc 0 "rm"
 w rm s1
