@@ -666,6 +666,7 @@ struct wd_policy_sandbox {
 	size_t nprotect;
 	const struct wd_policy_secret *secrets; /* "secrets", in document order */
 	size_t nsecrets;
+	unsigned pool; /* sandbox.pool: warden serve's warm pool size, 0-64 (0: none) */
 };
 /* Fill *out from the policy.  Never fails. */
 void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);
