@@ -29,6 +29,7 @@
 #include <jansson.h>
 #include <linux/mount.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -172,19 +173,27 @@ wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, stru
 		wd_pool_free(p);
 		return rc;
 	}
-	if (pthread_create(&p->reaper, NULL, reaper, p) != 0) {
-		wd_pool_free(p);
-		return wd_err_set(err, WD_E_SYS, "cannot start the pool's reaper");
-	}
-	p->reaper_started = true;
+	/* The pool's threads take no signal: they inherit the mask they are
+	 * created with, and an embedder that blocks SIGTERM on its own threads
+	 * to read it from a signalfd (warden serve) would otherwise see the
+	 * process killed by a signal delivered to a builder. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	p->reaper_started = pthread_create(&p->reaper, NULL, reaper, p) == 0;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned nb = ncpu > 0 ? (unsigned)ncpu : 1;
 	if (nb > size)
 		nb = size;
-	for (unsigned i = 0; i < nb; i++) {
+	for (unsigned i = 0; p->reaper_started && i < nb; i++) {
 		if (pthread_create(&p->builders[p->nbuilders], NULL, builder, p) != 0)
 			break;
 		p->nbuilders++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!p->reaper_started) {
+		wd_pool_free(p);
+		return wd_err_set(err, WD_E_SYS, "cannot start the pool's reaper");
 	}
 	if (p->nbuilders == 0) {
 		wd_pool_free(p);
