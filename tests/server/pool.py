@@ -179,5 +179,61 @@ err = srv.stderr()
 ok(rc == 0 and "pool: size 2," in err and "calls pooled 2, fresh 2" in err,
    "stats: %s" % [ln for ln in err.splitlines() if "pool" in ln])
 ok(srv.no_sandbox_left(), "no sandbox is left")
+
+# ---- the policy's sandbox limits and workspace.protect: folded into the
+# pool's template, so run_command is pooled, with them in force ----
+with open(pol, "w") as f:
+    json.dump({"version": 1, "sandbox": {"pool": 1, "memory": "200MiB", "pids": 48},
+               "workspace": {"protect": ["hello.txt"]},
+               "programs": {"cat": {}, "python3": {"interpreter": True,
+                                                  "data_options": ["-c"]}}}, f)
+srv = Server(env, "--policy", pol, stdio=True)
+mcp = LineClient(srv)
+mcp.initialize()
+r = tool(mcp, {"command": "cat hello.txt"})
+sc = r.get("structuredContent", {})
+ok(sc.get("stdout") == "hello from the workspace\n" and sc.get("pooled") is True,
+   "under a policy with sandbox limits and workspace.protect, run_command is pooled (%s)"
+   % sc.get("pooled"))
+r = tool(mcp, {"command": "python3 -c \"open('hello.txt', 'a').write('x')\""})
+sc = r.get("structuredContent", {})
+ok(sc.get("pooled") is True and sc.get("status") != 0 and "Read-only" in sc.get("stderr", ""),
+   "... and the protected path is read-only in the pooled sandbox (status %s)" % sc.get("status"))
+# the memory limit, read on the host from the running command's cgroup
+mcp.send({"jsonrpc": "2.0", "id": 950, "method": "tools/call",
+          "params": {"name": "run_command", "arguments": {
+              "command": "python3 -c 'import time; time.sleep(3)' " + mark + "m"}}})
+limit = None
+end = time.time() + 10
+while time.time() < end and limit is None:
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if (mark + "m").encode() not in f.read():
+                    continue
+            with open("/proc/%s/cgroup" % pid) as f:
+                for line in f:
+                    _, ctrl, path = line.rstrip("\n").split(":", 2)
+                    # v1: the memory controller's line; v2: the "0::" line
+                    if "memory" in ctrl.split(","):
+                        fn = "/sys/fs/cgroup/memory%s/memory.limit_in_bytes" % path
+                    elif ctrl == "" and path != "/":
+                        fn = "/sys/fs/cgroup%s/memory.max" % path
+                    else:
+                        continue
+                    if os.path.exists(fn):
+                        with open(fn) as g:
+                            limit = g.read().strip()
+        except OSError:
+            pass
+    time.sleep(0.02)
+r = mcp.answer(950)
+ok(r.get("result", {}).get("structuredContent", {}).get("pooled") is True and
+   limit == str(200 << 20), "... with the policy's memory limit on its cgroup (%s)" % limit)
+mcp.close()
+srv.p.stdin.close()
+srv.stop()
+with open(os.path.join(env.ws, "hello.txt")) as f:
+    ok(f.read() == "hello from the workspace\n", "the protected file is unchanged")
 env.close()
 done()
