@@ -171,12 +171,23 @@ ok(r.get("outcome") == "ran" and r.get("pooled") is True,
 r = h.call("sandbox.run", {"command": "ls hello.txt", "tool": "run_command"}).get("result", {})
 ok(r.get("outcome") == "ran" and r.get("pooled") is False,
    "sandbox.run for the tool with other limits runs fresh: %s" % r.get("pooled"))
+# a client that goes away: its pooled command is killed at once
+h.send({"jsonrpc": "2.0", "id": 77, "method": "sandbox.run",
+        "params": {"argv": ["/usr/bin/python3", "-c", "import time; time.sleep(30)",
+                                  mark + "d"]}})
+end = time.time() + 10
+while time.time() < end and not host_has(mark + "d"):
+    time.sleep(0.02)
+ok(host_has(mark + "d"), "a pooled sandbox.run runs")
 h.close()
+t0 = time.time()
+ok(gone(mark + "d", 1.0), "... its client disconnects: the command is gone within a second "
+   "(%.2f s)" % (time.time() - t0))
 mcp.close()
 srv.p.stdin.close()
 rc = srv.stop()
 err = srv.stderr()
-ok(rc == 0 and "pool: size 2," in err and "calls pooled 2, fresh 2" in err,
+ok(rc == 0 and "pool: size 2," in err and "calls pooled 3, fresh 2" in err,
    "stats: %s" % [ln for ln in err.splitlines() if "pool" in ln])
 ok(srv.no_sandbox_left(), "no sandbox is left")
 
