@@ -401,9 +401,10 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 	 * ones this pool holds; a caller that wants it should run such a
 	 * command with wd_ctx_run() (warden serve decides before it calls) */
 	if (g.spec && !template_fits(p->tmpl, g.spec)) {
-		rc = wd_err_set(err, WD_E_INVAL,
-				"the policy or the tool's profile asks for a sandbox other than the "
-				"pool's (limits, protected paths, network or secrets); nothing ran");
+		const char *why = "the policy or the tool's profile asks for a sandbox other than "
+				  "the pool's (limits, protected paths, network or secrets); "
+				  "nothing ran";
+		rc = wd_err_set(err, WD_E_INVAL, "%s", why);
 		goto out;
 	}
 	struct exec_req x;
