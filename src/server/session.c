@@ -103,7 +103,7 @@ tool_error(struct srv *s, const char *fmt, ...)
 /* ---- sandbox_create ---- */
 
 static json_t *
-create_tool(struct call *c, json_t *args, struct rpc_err *e)
+create_tool(struct call *c, json_t *args)
 {
 	struct srv *s = c->srv;
 	const char *mode = json_string_value(json_object_get(args, "workspace_mode"));
@@ -138,8 +138,8 @@ create_tool(struct call *c, json_t *args, struct rpc_err *e)
 			    ce.msg);
 		if (ce.code == RPC_INVALID_PARAMS || ce.code == SRV_E_NOT_AVAILABLE)
 			return tool_error(s, "sandbox_create: %s", ce.msg);
-		*e = ce;
-		return NULL;
+		/* warden failed: still a tool result, as run_command's are */
+		return tool_error(s, "warden could not create the sandbox: %s", ce.msg);
 	}
 	c->created->by_mcp = true;
 	bool cow = c->created->cow;
@@ -296,7 +296,7 @@ session_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e)
 {
 	struct srv *s = c->srv;
 	if (!strcmp(name, "sandbox_create"))
-		return create_tool(c, args, e);
+		return create_tool(c, args);
 	if (!strcmp(name, "sandbox_list")) {
 		json_t *a = c->lives ? json_incref(c->lives) : json_array();
 		size_t n = json_array_size(a);
