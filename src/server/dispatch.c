@@ -502,6 +502,11 @@ admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, str
 				   "user who started the server, on a connection that is not an "
 				   "MCP session (or use `warden approve ID`)",
 				   m->name) == 0;
+	/* Why: a cow sandbox exists so that a human reviews what a model
+	 * wrote before it reaches the project; an MCP session is the
+	 * model's channel (its client may pass any method on), so applying
+	 * there would let the model approve its own changes, as an
+	 * approval.grant there would (docs/server.md, "The human applies") */
 	if ((m->flags & M_NOT_MODEL) && p->mcp)
 		return rpc_err_set(e, SRV_E_FORBIDDEN,
 				   "%s is for a human: not on an MCP session (a model's channel); "
