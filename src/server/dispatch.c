@@ -5,6 +5,8 @@
  *   method lookup -> -32601          channel rules -> -32002 / -32003
  *   duplicate id in flight -> -32004 params not an object -> -32602
  *   M_LIVE: params.sandbox names a live sandbox of this peer -> -32001
+ *     (M_ANY_PEER: on the human's channel, of any peer)
+ *   tools/call: its arguments' sandbox, if this peer has it (session.c)
  *   M_INLINE: answered now, on the loop thread
  *   else: queued for a worker (-32005 when the queue is full)
  *
@@ -194,6 +196,7 @@ call_put(struct call *c)
 		live_put(c->live);
 	if (c->created)
 		live_end(c->created); /* never handed to its peer: shutdown */
+	json_decref(c->lives);
 	if (c->x)
 		xchg_put(c->x);
 	if (c->peer)
@@ -458,6 +461,33 @@ immediate_error(json_t *id, struct rpc_err *e)
 	return rpc_error(id, e->code, e->msg, e->data);
 }
 
+/* The human's channel: the unix socket, from the user who started the
+ * server, on a connection that never sent initialize (an MCP session is
+ * a model's channel, whatever its transport). */
+static bool
+human_channel(const struct peer *p)
+{
+	return p->kind == T_UNIX && p->owner && !p->mcp;
+}
+
+/* A live sandbox of another peer, by id, with a reference for the call
+ * (the human reviewing or applying what a model's sandbox wrote).  The
+ * loop thread owns every peer's table, and this runs on it, so the walk
+ * needs no lock; the reference keeps the sandbox whole while the call
+ * runs even if its owner goes away meanwhile (live_end waits for it). */
+static struct live *
+other_peers_live(struct srv *s, const struct peer *self, const char *id)
+{
+	for (struct peer *q = s->peers; q; q = q->next) {
+		if (q == self || q->closed)
+			continue;
+		for (struct live *l = q->lives; l; l = l->next)
+			if (!strcmp(l->id, id))
+				return live_get(l);
+	}
+	return NULL;
+}
+
 /* Channel rules and the live sandbox, before anything runs. */
 static bool
 admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, struct call *c,
@@ -466,12 +496,25 @@ admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, str
 	if ((m->flags & M_MCP) && !p->mcp)
 		return rpc_err_set(e, SRV_E_NOT_INITIALIZED,
 				   "not initialized: send \"initialize\" first") == 0;
-	if ((m->flags & M_HUMAN) && !(p->kind == T_UNIX && p->owner && !p->mcp))
+	if ((m->flags & M_HUMAN) && !human_channel(p))
 		return rpc_err_set(e, SRV_E_FORBIDDEN,
 				   "%s is for a human: only on warden's unix socket, from the "
 				   "user who started the server, on a connection that is not an "
 				   "MCP session (or use `warden approve ID`)",
 				   m->name) == 0;
+	/* Why: a cow sandbox exists so that a human reviews what a model
+	 * wrote before it reaches the project; an MCP session is the
+	 * model's channel (its client may pass any method on), so applying
+	 * there would let the model approve its own changes, as an
+	 * approval.grant there would (docs/server.md, "The human applies") */
+	if ((m->flags & M_NOT_MODEL) && p->mcp)
+		return rpc_err_set(e, SRV_E_FORBIDDEN,
+				   "%s is for a human: not on an MCP session (a model's channel); "
+				   "use warden's unix socket from a connection that did not send "
+				   "initialize",
+				   m->name) == 0;
+	if (m->fn == mcp_tools_call)
+		session_admit(p, c); /* a tool's "sandbox" argument */
 	if (!(m->flags & M_LIVE))
 		return true;
 	json_t *sid = json_object_get(params, "sandbox");
@@ -481,6 +524,9 @@ admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, str
 	struct live **lp = &p->lives;
 	while (*lp && strcmp((*lp)->id, json_string_value(sid)))
 		lp = &(*lp)->next;
+	if (!*lp && (m->flags & M_ANY_PEER) && human_channel(p) &&
+	    (c->live = other_peers_live(s, p, json_string_value(sid))))
+		return true;
 	if (!*lp)
 		return rpc_err_set(e, SRV_E_NO_SANDBOX,
 				   "no sandbox '%.64s' on this connection (sandboxes belong to the "

@@ -177,6 +177,12 @@ live_new(struct srv *s, wd_sandbox *sb, bool cow, struct rpc_err *e)
 json_t *
 h_sandbox_create(struct call *c, struct rpc_err *e)
 {
+	return sandbox_create_with(c, c->params, e);
+}
+
+json_t *
+sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
+{
 	static const char *const keys[] = {
 	    "limits", "env", "reproducible", "workspace_mode", "disk", "protect", NULL};
 	struct srv *s = c->srv;
@@ -184,8 +190,8 @@ h_sandbox_create(struct call *c, struct rpc_err *e)
 	struct wd_limits l;
 	bool repro = false, cow = false;
 	uint64_t disk = 0;
-	if (!p_only(c->params, keys, e) || !create_limits(s, c->params, &l, e) ||
-	    !p_bool(c->params, "reproducible", &repro, e))
+	if (!p_only(params, keys, e) || !create_limits(s, params, &l, e) ||
+	    !p_bool(params, "reproducible", &repro, e))
 		return NULL;
 	wd_spec *spec = run_spec(s, &l, &err);
 	if (!spec) {
@@ -193,8 +199,7 @@ h_sandbox_create(struct call *c, struct rpc_err *e)
 		return NULL;
 	}
 	wd_spec_set_reproducible(spec, repro);
-	if (!create_workspace(s, c->params, spec, &cow, &disk, e) ||
-	    !create_env(c->params, spec, e)) {
+	if (!create_workspace(s, params, spec, &cow, &disk, e) || !create_env(params, spec, e)) {
 		wd_spec_free(spec);
 		return NULL;
 	}

@@ -42,7 +42,9 @@ mcp_initialize(struct call *c, struct rpc_err *e)
 	    "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v, "capabilities",
 	    "tools", "listChanged", 0, "serverInfo", "name", "warden", "title",
 	    "warden: a sandbox for an agent's commands", "version", "0.1.0", "instructions",
-	    "Commands run in a fresh sandbox with the workspace at /workspace, behind a policy. "
+	    "Commands run in a fresh sandbox with the workspace at /workspace, behind a policy, "
+	    "or in a sandbox of yours that lasts (sandbox_create; its copy-on-write changes reach "
+	    "the project only when a human applies them). "
 	    "One program per run_command call, never a shell: no pipes, redirections, ; or &&. "
 	    "A refusal says why and what to do instead; a pause needs a human's approval, which "
 	    "you cannot give. Use the file tools for reading and editing files.");
@@ -122,7 +124,9 @@ mcp_tools_call(struct call *c, struct rpc_err *e)
 		return mcp_tool_result(s, text, NULL, true);
 	}
 	json_t *r;
-	if (!strcmp(name, "run_command"))
+	if (session_tool_wants(name, args))
+		r = session_tool(c, name, args, e); /* live sandboxes: session.c */
+	else if (!strcmp(name, "run_command"))
 		r = run_command_tool(c, args, e);
 	else if (!strcmp(name, "workspace_diff"))
 		r = diff_tool(c, args, e);

@@ -5,7 +5,8 @@
  *     and tool profiles apply as for `warden run`, and a refused command
  *     costs no sandbox; notifications/cancelled kills the command and its
  *     sandbox through wd_cmd_set_cancel_fd().
- *   sandbox.exec (harness): one exec in a live sandbox of the peer.
+ *   sandbox.exec (harness): one exec in a live sandbox of the peer
+ *     (live_exec, which run_command with a "sandbox" uses too: session.c).
  *
  * Output streams while a command runs: the context's event handler gets
  * WD_EVENT_OUTPUT on the thread running the command, which is the
@@ -358,6 +359,25 @@ run_harness(struct call *c, struct rpc_err *e)
 	return res;
 }
 
+int
+live_exec(struct call *c, struct live *l, wd_cmd *cmd, wd_result **out, struct wd_err *err)
+{
+	pthread_mutex_lock(&l->lock);
+	l->running++;
+	pthread_mutex_unlock(&l->lock);
+	/* a cancel ends this command (its process group), not the sandbox */
+	int efd = arm_cancel(c, cmd, err);
+	int rc = efd;
+	if (efd >= 0) {
+		rc = wd_sandbox_exec(l->sb, cmd, out, err);
+		disarm_cancel(c, efd);
+	}
+	pthread_mutex_lock(&l->lock);
+	l->running--;
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
 json_t *
 exec_harness(struct call *c, struct rpc_err *e)
 {
@@ -366,20 +386,8 @@ exec_harness(struct call *c, struct rpc_err *e)
 	if (!cmd)
 		return NULL;
 	struct live *l = c->live;
-	pthread_mutex_lock(&l->lock);
-	l->running++;
-	pthread_mutex_unlock(&l->lock);
-	/* a cancel ends this command (its process group), not the sandbox */
 	wd_result *r = NULL;
-	int efd = arm_cancel(c, cmd, &err);
-	int rc = efd;
-	if (efd >= 0) {
-		rc = wd_sandbox_exec(l->sb, cmd, &r, &err);
-		disarm_cancel(c, efd);
-	}
-	pthread_mutex_lock(&l->lock);
-	l->running--;
-	pthread_mutex_unlock(&l->lock);
+	int rc = live_exec(c, l, cmd, &r, &err);
 	json_t *res = NULL;
 	if (rc == 0)
 		res = result_for_harness(r);

@@ -12,6 +12,7 @@
  *   files.c      read_file, write_file, edit_file, list_dir, search_files
  *   diff.c       the change set: workspace_diff, sandbox.diff, sandbox.apply/discard
  *   harness.c    the JSON-RPC methods for harnesses (sandbox.*, policy.*, approval.*)
+ *   session.c    the MCP tools on live sandboxes (sandbox_create, a "sandbox" argument)
  *
  * Threads: the loop thread owns connections, peers and the tables of
  * calls and live sandboxes.  A worker owns the call it runs; it talks to
@@ -177,6 +178,7 @@ struct live {
 	wd_sandbox *sb;
 	wd_workspace *ws; /* its view for the file methods (wd_sandbox_workspace) */
 	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
+	bool by_mcp;	  /* made by the sandbox_create tool (sandbox_list says so) */
 	struct srv *srv;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
@@ -215,6 +217,7 @@ struct call {
 	bool owner;	      /* the peer is the owner's socket */
 	struct live *live;    /* sandbox.exec/destroy/files: its sandbox (a reference) */
 	struct live *created; /* sandbox.create: the new one, for the loop to keep */
+	json_t *lives;	      /* tools/call sandbox_list: the peer's, when admitted */
 	/* shared with whoever cancels */
 	pthread_mutex_t lock;
 	bool cancelled;
@@ -250,6 +253,8 @@ enum {
 	M_HUMAN = 0x4,	    /* the owner's socket only, never a model's channel */
 	M_LIVE = 0x8,	    /* params.sandbox names a live sandbox of this peer */
 	M_TAKE_LIVE = 0x10, /* ... and the call takes it out of the table */
+	M_ANY_PEER = 0x20,  /* ... or, on the human's channel, of any peer (review, apply) */
+	M_NOT_MODEL = 0x40, /* refused on an MCP session: a human's decision (apply) */
 };
 
 struct method {
@@ -420,6 +425,9 @@ int run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **ou
 json_t *run_command_tool(struct call *c, json_t *args, struct rpc_err *e);
 json_t *run_harness(struct call *c, struct rpc_err *e);	 /* sandbox.run */
 json_t *exec_harness(struct call *c, struct rpc_err *e); /* sandbox.exec */
+/* cmd in the live sandbox l (held by the caller), cancellable by c's
+ * cancellation (which ends the command, not the sandbox).  0 with *out. */
+int live_exec(struct call *c, struct live *l, wd_cmd *cmd, wd_result **out, struct wd_err *err);
 /* An ephemeral run from the warm pool (pool.c), cancellable as run_oneshot. */
 int run_pooled(struct call *c, wd_cmd *cmd, wd_result **out, struct wd_err *err);
 
@@ -446,8 +454,20 @@ void run_on_event(const wd_event *ev, void *data);
 json_t *file_tool(struct call *c, wd_workspace *ws, const char *tool, json_t *args, bool for_model,
 		  struct rpc_err *e);
 
+/* session.c: the MCP tools on live sandboxes (sandbox_create, _list,
+ * _destroy, workspace_discard, and the tools given a "sandbox") */
+/* On the loop thread, as tools/call is admitted: the sandbox its
+ * arguments name, if this peer has it, becomes c->live (taken out of the
+ * table for sandbox_destroy); sandbox_list gets the table's ids. */
+void session_admit(struct peer *p, struct call *c);
+/* Whether tools/call of name with args is session.c's to answer. */
+bool session_tool_wants(const char *name, const json_t *args);
+json_t *session_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e);
+
 /* harness.c */
 json_t *h_sandbox_create(struct call *c, struct rpc_err *e);
+/* sandbox.create with these params (the MCP tool's): c->created is set. */
+json_t *sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e);
 json_t *h_sandbox_destroy(struct call *c, struct rpc_err *e);
 json_t *h_sandbox_files(struct call *c, struct rpc_err *e);
 json_t *h_policy_check(struct call *c, struct rpc_err *e);

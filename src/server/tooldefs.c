@@ -132,8 +132,105 @@ static const char *const tool_defs[] = {
 "\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"Workspace diff\",\"readOnlyHint\":true,\"destructiveHint\":false,"
 "\"idempotentHint\":true,\"openWorldHint\":false}}",
+"{\"name\":\"sandbox_create\",\"title\":\"Create a sandbox that lasts\","
+"\"description\":\"Create a live sandbox that lasts across calls, and return its id. Pass the id "
+"as the sandbox argument of run_command, the file tools and workspace_diff to work in it: "
+"installed packages, files in /tmp and the home directory persist between commands. With "
+"workspace_mode cow (the default where the host can make one) the sandbox works on its own "
+"copy-on-write layer over the workspace: nothing you write reaches the project until a human "
+"reviews the change set (workspace_diff shows it) and applies it; you cannot apply it yourself. "
+"With direct, writes go to the project at once. The sandbox ends with sandbox_destroy or when "
+"this connection ends, its unapplied changes with it.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"workspace_mode\":{\"type\":\"string\",\"enum\":[\"cow\",\"direct\"],\"description\":"
+"\"cow: a reviewable layer over the workspace (default where the host can make one); direct: "
+"the workspace itself\"},"
+"\"limits\":{\"type\":\"object\",\"properties\":{"
+"\"memory\":{\"type\":\"number\",\"minimum\":1,\"description\":\"bytes\"},"
+"\"pids\":{\"type\":\"number\",\"minimum\":1},"
+"\"cpus\":{\"type\":\"number\",\"minimum\":0.001},"
+"\"timeout\":{\"type\":\"number\",\"minimum\":0.001,\"description\":\"seconds per command\"},"
+"\"output_limit\":{\"type\":\"number\",\"minimum\":1,\"description\":\"bytes\"},"
+"\"tmp_size\":{\"type\":\"number\",\"minimum\":1,\"description\":\"bytes\"}},"
+"\"additionalProperties\":false,\"description\":\"each at most the server's (default: the "
+"server's)\"}},"
+"\"additionalProperties\":false},"
+"\"outputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"sandbox\":{\"type\":\"string\"},\"workspace_mode\":{\"type\":\"string\",\"enum\":[\"cow\","
+"\"direct\"]},\"isolation\":{\"type\":\"string\"},\"disk\":{\"type\":\"integer\"}},"
+"\"required\":[\"sandbox\",\"workspace_mode\"]},"
+"\"annotations\":{\"title\":\"Create a sandbox\",\"readOnlyHint\":false,\"destructiveHint\":false,"
+"\"idempotentHint\":false,\"openWorldHint\":false}}",
+
+"{\"name\":\"sandbox_list\",\"title\":\"List your sandboxes\","
+"\"description\":\"List the live sandboxes this connection created, with their workspace "
+"modes.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},"
+"\"outputSchema\":{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\","
+"\"items\":{\"type\":\"object\"}}},\"required\":[\"sandboxes\"]},"
+"\"annotations\":{\"title\":\"List sandboxes\",\"readOnlyHint\":true,\"destructiveHint\":false,"
+"\"idempotentHint\":true,\"openWorldHint\":false}}",
+
+"{\"name\":\"sandbox_destroy\",\"title\":\"Destroy a sandbox\","
+"\"description\":\"End a sandbox made by sandbox_create: its processes are killed and its "
+"files in /tmp and home go. A cow sandbox's changes that a human has not applied are lost.\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"the id "
+"sandbox_create returned\"}},"
+"\"required\":[\"sandbox\"],\"additionalProperties\":false},"
+"\"annotations\":{\"title\":\"Destroy a sandbox\",\"readOnlyHint\":false,"
+"\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}}",
+
+"{\"name\":\"workspace_discard\",\"title\":\"Discard a sandbox's changes\","
+"\"description\":\"Drop the changes of a copy-on-write sandbox (all of them, or those at or "
+"below paths): the sandbox sees the project's files again. What is discarded cannot be "
+"recovered. (Applying changes to the project is a human's decision: there is no tool for "
+"it.)\","
+"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+"\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64},"
+"\"paths\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":1,"
+"\"maxLength\":4096},\"maxItems\":256,\"description\":\"only these files or directories "
+"(default: every change)\"}},"
+"\"required\":[\"sandbox\"],\"additionalProperties\":false},"
+"\"annotations\":{\"title\":\"Discard changes\",\"readOnlyHint\":false,\"destructiveHint\":true,"
+"\"idempotentHint\":true,\"openWorldHint\":false}}",
 };
 /* clang-format on */
+
+/* The tools that take an optional "sandbox": one made by sandbox_create,
+ * whose view of the workspace they work on (session.c).  The property
+ * and a sentence of description are added here, once, so that the
+ * schema the model reads is the one its arguments are checked against. */
+static const char *const sandbox_tools[] = {"run_command",   "read_file", "write_file",
+					    "edit_file",     "list_dir",  "search_files",
+					    "workspace_diff"};
+
+static void
+add_sandbox_arg(json_t *t)
+{
+	const char *name = json_string_value(json_object_get(t, "name"));
+	bool run = !strcmp(name, "run_command");
+	json_t *props = json_object_get(json_object_get(t, "inputSchema"), "properties");
+	json_object_set_new(
+	    props, "sandbox",
+	    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1, "maxLength", 64,
+		      "description",
+		      run ? "a sandbox id from sandbox_create: run in that sandbox (packages and "
+			    "/tmp persist) instead of a fresh one"
+			  : "a sandbox id from sandbox_create: work on that sandbox's view of "
+			    "the workspace instead of the project's"));
+	const char *d = json_string_value(json_object_get(t, "description"));
+	char *more = xasprintf(
+	    "%s With sandbox (an id from sandbox_create) it works in that sandbox%s; in a cow "
+	    "sandbox the project itself is untouched until a human applies the changes.",
+	    d,
+	    strcmp(name, "workspace_diff")
+		? ""
+		: ": a cow sandbox's diff is its exact change set (what a human would apply), "
+		  "git is not needed");
+	json_object_set_new(t, "description", json_string(more));
+	free(more);
+}
 
 json_t *
 tooldefs_load(void)
@@ -144,6 +241,10 @@ tooldefs_load(void)
 		json_t *t = json_loads(tool_defs[i], JSON_REJECT_DUPLICATES, &je);
 		if (!json_is_object(t))
 			abort(); /* a broken built-in table is a broken invariant */
+		const char *name = json_string_value(json_object_get(t, "name"));
+		for (size_t k = 0; k < ARRAY_SIZE(sandbox_tools); k++)
+			if (!strcmp(name, sandbox_tools[k]))
+				add_sandbox_arg(t);
 		json_array_append_new(all, t);
 	}
 	return all;

@@ -128,14 +128,17 @@ for method, params, what in (
         ("sandbox.diff", {"path": "a", "paths": ["b"]}, "path and paths"),
         ("sandbox.diff", {"paths": "a"}, "paths a string"),
         ("sandbox.diff", {"paths": [""]}, "an empty path"),
-        ("sandbox.apply", {"paths": [1]}, "a path that is a number"),
+        ("sandbox.discard", {"paths": [1]}, "a path that is a number"),
         ("sandbox.discard", {"bogus": True}, "an unknown member")):
     r = io.call(method, dict(params, sandbox=sid))
     ok(err_code(r) == -32602, "%s with %s: -32602" % (method, what))
-for method in ("sandbox.apply", "sandbox.discard"):
-    r = io.call(method, {"sandbox": sid})
-    ok(err_code(r) == -32006 and "direct workspace" in r["error"]["message"],
-       "%s of a direct sandbox: -32006 (nothing to apply or drop)" % method)
+r = io.call("sandbox.discard", {"sandbox": sid})
+ok(err_code(r) == -32006 and "direct workspace" in r["error"]["message"],
+   "sandbox.discard of a direct sandbox: -32006 (nothing to drop)")
+# io is an MCP session: applying is a human's decision, never its own
+r = io.call("sandbox.apply", {"sandbox": sid})
+ok(err_code(r) == -32003 and "human" in r["error"]["message"],
+   "sandbox.apply on an MCP session: -32003")
 # the library's message (256 bytes) cut inside a UTF-8 character: the
 # error keeps its "message" (the cut byte shown as \xNN)
 r = io.call("sandbox.read_file", {"sandbox": sid, "path": "a" + "\u00e9" * 300})

@@ -237,8 +237,11 @@ ok(r["stdout"]["data"] == "host edit\n", "... the sandbox sees the host's edit")
 
 # ---- ownership, the end of a sandbox, a connection that goes away ----
 other = LineClient(path=sock)
-ok(code(other.call("sandbox.apply", {"sandbox": sid})) == -32001,
-   "another connection cannot apply it: -32001")
+ok(code(other.call("sandbox.exec", {"sandbox": sid, "argv": ["/bin/true"]})) == -32001,
+   "another connection cannot exec in it: -32001")
+other.initialize()
+ok(code(other.call("sandbox.apply", {"sandbox": sid})) == -32003,
+   "an MCP session cannot apply it: -32003 (the human's socket can: mcp_sessions.py)")
 other.close()
 r = h.call("sandbox.destroy", {"sandbox": sid})
 ok(r.get("result", {}).get("destroyed") is True and sid not in state_sandboxes(),

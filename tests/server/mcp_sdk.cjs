@@ -46,8 +46,9 @@ async function tools(client, label) {
   const { tools: list } = await client.listTools();
   const names = list.map((t) => t.name).sort();
   ok(names.join(',') ===
-     'edit_file,list_dir,read_file,run_command,search_files,workspace_diff,write_file',
-     `${label}: tools/list names the seven tools (${names.join(', ')})`);
+     'edit_file,list_dir,read_file,run_command,sandbox_create,sandbox_destroy,sandbox_list,' +
+     'search_files,workspace_diff,workspace_discard,write_file',
+     `${label}: tools/list names the eleven tools (${names.join(', ')})`);
   const byName = Object.fromEntries(list.map((t) => [t.name, t]));
   ok(list.every((t) => t.inputSchema && t.inputSchema.type === 'object' && t.annotations),
      `${label}: every tool has a JSON Schema and annotations`);

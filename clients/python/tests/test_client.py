@@ -163,6 +163,36 @@ class TestSocket(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(F.ws, ".git")))
         os.unlink(new)
 
+    def test_human_reviews_a_models_sandbox(self):
+        # a model's cow sandbox (the MCP tools, on an MCP session of the
+        # same socket) reviewed and applied by the human's connection
+        if os.geteuid() != 0:
+            if MUST_WORK:
+                self.fail("copy-on-write sandboxes need root")
+            self.skipTest("copy-on-write sandboxes need root")
+        with Client.connect(F.sock) as model:
+            model.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "model", "version": "1"}})
+            r = model.call("tools/call", {"name": "sandbox_create", "arguments": {}})
+            sid = r["structuredContent"]["sandbox"]
+            model.call("tools/call", {"name": "write_file", "arguments": {
+                "sandbox": sid, "path": "reviewed.txt", "content": "by the model\n"}})
+            target = os.path.join(F.ws, "reviewed.txt")
+            self.assertFalse(os.path.exists(target))
+            with self.assertRaises(Forbidden):
+                model.call("sandbox.apply", {"sandbox": sid})
+            rv = self.c.review(sid)
+            self.assertEqual([f["path"] for f in rv.diff()["files"]], ["reviewed.txt"])
+            with self.assertRaises(NoSuchSandbox):
+                rv.exec("ls")
+            self.assertEqual(rv.apply()["applied"], 1)
+            rv.close()  # not the reviewer's: the model's sandbox lives on
+            r = model.call("tools/call", {"name": "sandbox_list", "arguments": {}})
+            self.assertEqual([x["sandbox"] for x in r["structuredContent"]["sandboxes"]], [sid])
+        with open(target) as f:
+            self.assertEqual(f.read(), "by the model\n")
+        os.unlink(target)
+
     def test_direct_sandbox_has_no_change_set(self):
         with self.c.sandbox() as sb:
             self.assertEqual(sb.workspace_mode, "direct")

@@ -415,6 +415,15 @@ class Client:
     def sandboxes(self):
         return self.call("sandbox.list")["sandboxes"]
 
+    def review(self, sandbox_id):
+        """Another connection's live sandbox, for a human to review: diff(),
+        apply() and discard() of, say, a model's cow sandbox made with the
+        MCP tool sandbox_create (whose id the model reports).  Only on the
+        server's unix socket, from the user who started it, on a connection
+        that is not an MCP session; the sandbox stays its creator's (close()
+        does not destroy it, exec and the file methods raise NoSuchSandbox)."""
+        return Sandbox(self, sandbox_id, "cow", owned=False)
+
     # ---- the policy, approvals, audit ----
     def check(self, command=None, argv=None, cwd=None):
         p = {"command": command} if command is not None else {"argv": list(argv)}
@@ -445,11 +454,12 @@ class Sandbox:
     are the workspace as the sandbox sees it (for a cow sandbox, its own
     copy until apply())."""
 
-    def __init__(self, client, sandbox_id, workspace_mode="direct"):
+    def __init__(self, client, sandbox_id, workspace_mode="direct", owned=True):
         self.client = client
         self.id = sandbox_id
         self.workspace_mode = workspace_mode
-        self.closed = False
+        self.owned = owned  # False: another connection's (Client.review)
+        self.closed = not owned
 
     def __enter__(self):
         return self
