@@ -1,6 +1,6 @@
 /* server_bench: what `warden serve` adds over the library (issue 10).
  *
- *   server_bench WARDEN [ROUNDS]
+ *   server_bench WARDEN [ROUNDS [pool]]
  *
  *   roundtrip   run_command "true" through MCP over stdio, against the
  *               same command through the library in the same process:
@@ -16,6 +16,10 @@
  *   first byte  from sending sandbox.run of `sh -c 'echo x; sleep 0.2'`
  *               to its first sandbox.output notification, against the
  *               library's first WD_EVENT_OUTPUT for the same command.
+ *   pool        run_command "true" through MCP over stdio to a server with
+ *               --pool 2 against one without, rounds alternating between
+ *               the two (root only: the pool's condition).  Alone with
+ *               `server_bench WARDEN ROUNDS pool`.
  *
  * The command string goes through the policy in every variant (a policy
  * file allowing `true` and `sh`), so both sides decide, audit nothing,
@@ -510,11 +514,94 @@ first_byte(int rounds)
 	free(s);
 }
 
+/* ---- 5. the warm pool ---- */
+
+/* A stdio server with --pool pool, its stderr into errpath.  The pipes
+ * are close-on-exec (dup2 clears it on 0 and 1): a second server must not
+ * hold the first one's stdin open, or closing it would not stop it. */
+static void
+spawn_stdio(struct conn *c, const char *pool, const char *errpath)
+{
+	int in[2], out[2];
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		abort();
+	c->pid = fork();
+	if (c->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		int ef = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		dup2(ef, 2);
+		execl(warden, warden, "serve", "--stdio", "-w", ws, "-p", policy, "--pool", pool,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->rfd = out[0];
+	c->wfd = in[1];
+	c->len = 0;
+}
+
+static void
+pool_roundtrip(int rounds)
+{
+	if (geteuid() != 0) {
+		printf("pool: skipped (the warm pool needs root)\n");
+		return;
+	}
+	char errs[2][300];
+	struct conn srv[2]; /* [0] fresh sandboxes, [1] --pool 2 */
+	for (int k = 0; k < 2; k++) {
+		snprintf(errs[k], sizeof(errs[k]), "%s/serve%d.err", top, k);
+		spawn_stdio(&srv[k], k ? "2" : "0", errs[k]);
+		initialize(&srv[k]);
+	}
+	uint64_t *v[2] = {calloc((size_t)rounds, 8), calloc((size_t)rounds, 8)};
+	const char *params = "{\"name\":\"run_command\",\"arguments\":{\"command\":\"true\"}}";
+	int pooled = 0;
+	for (int i = -10; i < rounds; i++) { /* 10 warm-up rounds */
+		for (int k = 0; k < 2; k++) {
+			uint64_t t0 = now_ns();
+			json_t *m = call(&srv[k], i + 100, "tools/call", params, NULL);
+			uint64_t t1 = now_ns();
+			failures += !tool_ok(m);
+			json_t *sc =
+			    json_object_get(json_object_get(m, "result"), "structuredContent");
+			pooled += k == 1 && i >= 0 && json_is_true(json_object_get(sc, "pooled"));
+			json_decref(m);
+			if (i >= 0)
+				v[k][i] = t1 - t0;
+		}
+	}
+	double fm = pct(v[0], (size_t)rounds, .5), pm = pct(v[1], (size_t)rounds, .5);
+	printf("pool (%d rounds alternating, run_command `true` over MCP stdio; median / p90 ms)\n",
+	       rounds);
+	printf("  fresh sandbox (no --pool)          %7.3f / %7.3f\n", fm,
+	       pct(v[0], (size_t)rounds, .9));
+	printf("  --pool 2                           %7.3f / %7.3f  (%d of %d pooled)\n", pm,
+	       pct(v[1], (size_t)rounds, .9), pooled, rounds);
+	printf("  pooled / fresh                     %7.2fx\n", pm / fm);
+	for (int k = 0; k < 2; k++) {
+		close(srv[k].wfd); /* EOF on stdin: a clean stop, stats logged */
+		waitpid(srv[k].pid, NULL, 0);
+		close(srv[k].rfd);
+	}
+	char line[512];
+	FILE *ef = fopen(errs[1], "r");
+	while (ef && fgets(line, sizeof(line), ef))
+		if (strstr(line, "pool: size"))
+			printf("  %s", line);
+	if (ef)
+		fclose(ef);
+	free(v[0]);
+	free(v[1]);
+}
+
 int
 main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: server_bench WARDEN [ROUNDS]\n");
+		fprintf(stderr, "usage: server_bench WARDEN [ROUNDS [pool]]\n");
 		return 2;
 	}
 	warden = argv[1];
@@ -540,10 +627,15 @@ main(int argc, char **argv)
 	snprintf(state, sizeof(state), "%s/state", top);
 	setenv("WARDEN_STATE_DIR", state, 1);
 	signal(SIGPIPE, SIG_IGN);
-	roundtrip(rounds);
-	concurrent(rounds);
-	rss();
-	first_byte(rounds);
+	if (argc > 3 && !strcmp(argv[3], "pool")) {
+		pool_roundtrip(rounds);
+	} else {
+		roundtrip(rounds);
+		concurrent(rounds);
+		rss();
+		first_byte(rounds);
+		pool_roundtrip(rounds);
+	}
 	char rm[400];
 	snprintf(rm, sizeof(rm), "rm -rf %s", top);
 	if (system(rm) != 0)

@@ -540,7 +540,10 @@ int wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out,
 		struct wd_err *err);
 /* Run cmd with workspace as /workspace (direct) in a pooled sandbox: as
  * wd_ctx_run() (policy stage included), waiting for an instance if none
- * is ready.  Returns as wd_ctx_run(). */
+ * is ready.  Returns as wd_ctx_run(); -ECANCELED when cmd's cancel fd (or
+ * wd_ctx_cancel) fired while it waited.  A policy or tool profile that asks
+ * for another sandbox than the template (limits, protected paths, egress,
+ * secrets) is refused with -EINVAL, nothing run: use wd_ctx_run() for it. */
 int wd_pool_run(wd_pool *pool, const char *workspace, const wd_cmd *cmd, wd_result **out,
 		struct wd_err *err);
 struct wd_pool_stats {
@@ -666,6 +669,7 @@ struct wd_policy_sandbox {
 	size_t nprotect;
 	const struct wd_policy_secret *secrets; /* "secrets", in document order */
 	size_t nsecrets;
+	unsigned pool; /* sandbox.pool: warden serve's warm pool size, 0-64 (0: none) */
 };
 /* Fill *out from the policy.  Never fails. */
 void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);

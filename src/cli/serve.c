@@ -41,6 +41,9 @@ static const char usage_text[] =
     "                           sandbox and to the file tools, like .git/hooks\n"
     "      --disk SIZE          a cow sandbox's disk (sandbox.create's workspace_mode\n"
     "                           \"cow\"), and the most a caller may ask (default 1G)\n"
+    "      --pool N             keep N sandboxes built ahead for run_command and\n"
+    "                           sandbox.run (0-64; default: the policy's sandbox.pool,\n"
+    "                           else 0); container level, as root\n"
     "Server:\n"
     "      --max-calls N        calls running at once (default 64)\n"
     "      --max-queue N        calls waiting for a worker (default 4096)\n"
@@ -70,6 +73,7 @@ enum {
 	OPT_BEST_EFFORT,
 	OPT_PROTECT,
 	OPT_DISK,
+	OPT_POOL,
 	OPT_MAX_CALLS,
 	OPT_MAX_QUEUE,
 	OPT_MAX_SANDBOXES,
@@ -100,6 +104,7 @@ static const struct option long_opts[] = {
     {"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
     {"protect", required_argument, NULL, OPT_PROTECT},
     {"disk", required_argument, NULL, OPT_DISK},
+    {"pool", required_argument, NULL, OPT_POOL},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
     {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
@@ -226,6 +231,12 @@ server_opt(int c, const char *name, const char *val, struct server_opts *o)
 		return rc;
 	case OPT_SESSION_IDLE:
 		return number(name, val, 1, 7 * 86400, &o->session_idle_s);
+	case OPT_POOL:
+		/* 64: the library's limit (wd_pool_new) */
+		rc = number(name, val, 0, 64, &v);
+		o->pool = (unsigned)v;
+		o->pool_set = true;
+		return rc;
 	}
 	return -1;
 }

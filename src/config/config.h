@@ -90,6 +90,7 @@ struct config_sandbox {
 	struct config_limits lim;
 	unsigned require; /* WD_REQUIRE_* bits: protections a run must have */
 	bool reproducible;
+	unsigned pool; /* warden serve's warm pool: instances kept ready (0: none) */
 };
 
 /* "network": egress, as the run options --net, --allow-host, --deny-host,

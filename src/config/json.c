@@ -137,6 +137,8 @@ sandbox_json(const struct config_sandbox *sb)
 	}
 	if (sb->reproducible)
 		json_object_set_new(o, "reproducible", json_true());
+	if (sb->pool)
+		json_object_set_new(o, "pool", json_integer(sb->pool));
 	return o;
 }
 

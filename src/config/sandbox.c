@@ -112,7 +112,7 @@ config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 {
 	static const char *const known[] = {"isolation",    "memory",  "pids",	 "cpu",
 					    "tmp_size",	    "timeout", "output", "require",
-					    "reproducible", NULL};
+					    "reproducible", "pool",    NULL};
 	int rc = config_want_type(v, j, JSON_OBJECT, "an object");
 	if (rc < 0)
 		return rc;
@@ -142,6 +142,12 @@ config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 			rc = load_require(v, val, &sb->require);
 		} else if (!strcmp(k, "reproducible")) {
 			rc = config_get_bool(v, val, &sb->reproducible);
+		} else if (!strcmp(k, "pool")) {
+			/* warden serve's warm pool; 64 is the library's limit
+			 * (wd_pool_new) */
+			int64_t n = 0;
+			if ((rc = config_get_int(v, val, 0, 64, &n)) == 0)
+				sb->pool = (unsigned)n;
 		} else {
 			return vctx_unknown_key(v, k, known);
 		}

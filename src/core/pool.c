@@ -26,7 +26,10 @@
 #include "workspace/workspace.h"
 
 #include <fcntl.h>
+#include <jansson.h>
 #include <linux/mount.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -170,19 +173,27 @@ wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, stru
 		wd_pool_free(p);
 		return rc;
 	}
-	if (pthread_create(&p->reaper, NULL, reaper, p) != 0) {
-		wd_pool_free(p);
-		return wd_err_set(err, WD_E_SYS, "cannot start the pool's reaper");
-	}
-	p->reaper_started = true;
+	/* The pool's threads take no signal: they inherit the mask they are
+	 * created with, and an embedder that blocks SIGTERM on its own threads
+	 * to read it from a signalfd (warden serve) would otherwise see the
+	 * process killed by a signal delivered to a builder. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	p->reaper_started = pthread_create(&p->reaper, NULL, reaper, p) == 0;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned nb = ncpu > 0 ? (unsigned)ncpu : 1;
 	if (nb > size)
 		nb = size;
-	for (unsigned i = 0; i < nb; i++) {
+	for (unsigned i = 0; p->reaper_started && i < nb; i++) {
 		if (pthread_create(&p->builders[p->nbuilders], NULL, builder, p) != 0)
 			break;
 		p->nbuilders++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!p->reaper_started) {
+		wd_pool_free(p);
+		return wd_err_set(err, WD_E_SYS, "cannot start the pool's reaper");
 	}
 	if (p->nbuilders == 0) {
 		wd_pool_free(p);
@@ -268,15 +279,43 @@ discard_instance(wd_pool *p, struct sandbox *sb)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Is fd (an eventfd or pipe end) readable now?  -1 is never. */
+static bool
+fd_ready(int fd)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	return fd >= 0 && poll(&pf, 1, 0) == 1;
+}
+
+/* The first ready instance, waiting for one when none is.  The wait ends
+ * early when the pool stops or the command is cancelled (the context's
+ * wd_ctx_cancel() or the command's wd_cmd_set_cancel_fd()): a cancelled
+ * call must not sit here until a builder finishes (tens of milliseconds,
+ * or never on a host that has stopped being able to build), so the wait
+ * is in slices of 20 ms with a look at both descriptors between them.
+ * NULL with *cancelled set, or NULL when the pool is stopping. */
 static struct sandbox *
-take(wd_pool *p, bool *waited)
+take(wd_pool *p, const wd_cmd *cmd, bool *waited, bool *cancelled)
 {
 	pthread_mutex_lock(&p->lock);
 	*waited = p->nready == 0;
-	while (!p->stopping && p->nready == 0)
-		pthread_cond_wait(&p->more, &p->lock);
+	*cancelled = false;
+	while (!p->stopping && p->nready == 0) {
+		if (fd_ready(cmd->cancel_fd) || atomic_load(&p->ctx->cancel_sig)) {
+			*cancelled = true;
+			break;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->more, &p->lock, &ts);
+	}
 	struct sandbox *sb = NULL;
-	if (p->nready) {
+	if (p->nready && !*cancelled) {
 		sb = p->ready[0];
 		memmove(p->ready, p->ready + 1, (p->nready - 1) * sizeof(p->ready[0]));
 		p->ready[--p->nready] = NULL;
@@ -286,6 +325,34 @@ take(wd_pool *p, bool *waited)
 	}
 	pthread_mutex_unlock(&p->lock);
 	return sb;
+}
+
+/* Does the sandbox the policy stage asks for (eff: the template with the
+ * policy's sandbox and network objects and the tool's profile applied)
+ * match the instances, which were built from the template alone?  The
+ * cgroup's limits, /tmp's size, the isolation level, the protected paths,
+ * egress and the environment are fixed when an instance is built, so a
+ * run whose policy wants other values must not get one: it would run
+ * with looser limits than the policy says, or without its protected
+ * paths.  The timeout and the output bound are the command's own
+ * (policy_cmd_limits), so they may differ. */
+static bool
+template_fits(const wd_spec *tmpl, const wd_spec *eff)
+{
+	if (eff->secrets != tmpl->secrets)
+		return false;
+	json_t *a = spec_to_json(tmpl), *b = spec_to_json(eff);
+	json_t *objs[] = {a, b};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(objs); i++) {
+		json_object_del(objs[i], "workspace");
+		json_t *lim = json_object_get(objs[i], "limits");
+		json_object_del(lim, "timeout_ms");
+		json_object_del(lim, "output");
+	}
+	bool same = json_equal(a, b);
+	json_decref(a);
+	json_decref(b);
+	return same;
 }
 
 WD_API int
@@ -302,7 +369,7 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 	wd_result *r = NULL;
 	struct sandbox *sb = NULL;
 	int tree = -1, rc;
-	bool waited;
+	bool waited, cancelled;
 	char *const *argv = NULL;
 	if (!cmd->command && cmd->argc == 0) {
 		rc = wd_err_set(err, WD_E_INVAL, "no program given");
@@ -311,8 +378,13 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 	/* the same rule as any workspace's (no system directory, no home) */
 	if ((rc = wd_spec_set_workspace(spec, workspace ? workspace : ".", err)) < 0)
 		goto out;
-	if (!(sb = take(p, &waited))) {
-		rc = wd_err_set(err, WD_E_INVAL, "the pool is stopping");
+	if (!(sb = take(p, cmd, &waited, &cancelled))) {
+		if (cancelled) {
+			wd_err_set(err, WD_E_INVAL, "cancelled while waiting for a pooled sandbox");
+			rc = -ECANCELED;
+		} else {
+			rc = wd_err_set(err, WD_E_INVAL, "the pool is stopping");
+		}
 		goto out;
 	}
 	/* the same policy stage as any run's; a refused command's instance
@@ -322,6 +394,17 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 	if (g.spec && g.spec->net == WD_NET_PROXY && spec->net != WD_NET_PROXY) {
 		rc = wd_err_set(err, WD_E_INVAL,
 				"the policy's network.allow needs a pool made with egress");
+		goto out;
+	}
+	/* fail closed: the policy (sandbox limits, workspace.protect, network,
+	 * secrets) or the tool's profile asks for a sandbox other than the
+	 * ones this pool holds; a caller that wants it should run such a
+	 * command with wd_ctx_run() (warden serve decides before it calls) */
+	if (g.spec && !template_fits(p->tmpl, g.spec)) {
+		const char *why = "the policy or the tool's profile asks for a sandbox other than "
+				  "the pool's (limits, protected paths, network or secrets); "
+				  "nothing ran";
+		rc = wd_err_set(err, WD_E_INVAL, "%s", why);
 		goto out;
 	}
 	struct exec_req x;

@@ -135,6 +135,7 @@ wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out)
 	out->isolation = sb->isolation;
 	out->require = sb->require;
 	out->reproducible = sb->reproducible;
+	out->pool = sb->pool;
 	out->net_mode_set = n->mode_set;
 	out->net_mode = n->mode;
 	out->net_allow = (const char *const *)n->allow.v;

@@ -143,6 +143,19 @@ run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out, s
 	return rc;
 }
 
+/* The same from the warm pool (pool.c): wd_pool_run() honours the cancel
+ * fd while it waits for an instance and while the command runs. */
+int
+run_pooled(struct call *c, wd_cmd *cmd, wd_result **out, struct wd_err *err)
+{
+	int efd = arm_cancel(c, cmd, err);
+	if (efd < 0)
+		return efd;
+	int rc = srv_pool_run(c->srv, cmd, out, err);
+	disarm_cancel(c, efd);
+	return rc;
+}
+
 /* ---- run_command (MCP) ---- */
 
 json_t *
@@ -171,8 +184,11 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 	const char *prof = NULL;
 	struct wd_limits plim;
 	struct wd_err rerr = {0};
-	if (rc == 0 && wd_policy_route(s->policy, "run_command", &k, &prof, &plim, &rerr) == 0)
+	bool routed = false;
+	if (rc == 0 && wd_policy_route(s->policy, "run_command", &k, &prof, &plim, &rerr) == 0) {
 		rc = wd_cmd_set_tool(cmd, "run_command", &err);
+		routed = true;
+	}
 	if (rc < 0) {
 		char text[400];
 		snprintf(text, sizeof(text), "invalid arguments for run_command: %s", err.msg);
@@ -184,7 +200,12 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 		goto out;
 	}
-	rc = run_oneshot(c, spec, cmd, &r, &err);
+	/* The warm pool when this call's sandbox is the pool's template; a
+	 * call the policy or its tool profile gives another sandbox (other
+	 * limits, egress) runs fresh, deliberately: never in an instance built
+	 * for other limits (srv_pool_fits says why, pool.c) */
+	bool pooled = srv_pool_fits(s, true, routed ? "run_command" : NULL);
+	rc = pooled ? run_pooled(c, cmd, &r, &err) : run_oneshot(c, spec, cmd, &r, &err);
 	if (rc < 0) {
 		if (call_cancelled(c))
 			goto out;
@@ -194,6 +215,8 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 		goto out;
 	}
 	res = result_for_model(s, r);
+	json_object_set_new(json_object_get(res, "structuredContent"), "pooled",
+			    json_boolean(pooled));
 out:
 	wd_result_free(r);
 	wd_spec_free(spec);
@@ -313,9 +336,22 @@ run_harness(struct call *c, struct rpc_err *e)
 	wd_spec *spec = run_spec(c->srv, NULL, &err);
 	wd_result *r = NULL;
 	json_t *res = NULL;
-	if (spec && run_oneshot(c, spec, cmd, &r, &err) == 0)
+	/* from the warm pool when the run's sandbox is its template (a
+	 * command string, a tool or "policy": true go through the policy
+	 * stage), else fresh, as for run_command */
+	const char *tool = json_string_value(json_object_get(c->params, "tool"));
+	bool judged = json_object_get(c->params, "command") || tool ||
+		      json_is_true(json_object_get(c->params, "policy"));
+	bool pooled = spec && srv_pool_fits(c->srv, judged, tool);
+	int rc = -EINVAL;
+	if (pooled)
+		rc = run_pooled(c, cmd, &r, &err);
+	else if (spec)
+		rc = run_oneshot(c, spec, cmd, &r, &err);
+	if (rc == 0) {
 		res = result_for_harness(r);
-	else
+		json_object_set_new(res, "pooled", json_boolean(pooled));
+	} else
 		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 	wd_result_free(r);
 	wd_spec_free(spec);

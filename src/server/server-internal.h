@@ -289,6 +289,8 @@ struct srv {
 	int unix_fd, tcp_fd;
 	bool tcp_loopback;
 	bool stopping;
+	/* the warm pool (pool.c), or NULL */
+	struct srv_pool *pool;
 	struct conn *conns;
 	struct peer *peers;
 	/* the out-queue (workers -> loop) */
@@ -426,6 +428,19 @@ json_t *exec_harness(struct call *c, struct rpc_err *e); /* sandbox.exec */
 /* cmd in the live sandbox l (held by the caller), cancellable by c's
  * cancellation (which ends the command, not the sandbox).  0 with *out. */
 int live_exec(struct call *c, struct live *l, wd_cmd *cmd, wd_result **out, struct wd_err *err);
+/* An ephemeral run from the warm pool (pool.c), cancellable as run_oneshot. */
+int run_pooled(struct call *c, wd_cmd *cmd, wd_result **out, struct wd_err *err);
+
+/* pool.c: the warm pool (--pool, sandbox.pool).  start: at the end of
+ * srv_init (a pool that cannot work is an error); stop: when every call
+ * has ended, logging the pool's stats. */
+int srv_pool_start(struct srv *s);
+void srv_pool_stop(struct srv *s);
+/* Should an ephemeral run take a pooled sandbox?  judged: the command goes
+ * through the policy stage; tool: its tool (NULL: none).  false without a
+ * pool, or when the run's sandbox would differ from the pool's. */
+bool srv_pool_fits(struct srv *s, bool judged, const char *tool);
+int srv_pool_run(struct srv *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err);
 json_t *diff_tool(struct call *c, json_t *args, struct rpc_err *e);
 json_t *diff_harness(struct call *c, struct rpc_err *e);    /* sandbox.diff */
 json_t *apply_harness(struct call *c, struct rpc_err *e);   /* sandbox.apply */

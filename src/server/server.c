@@ -253,12 +253,13 @@ srv_init(struct srv *s, const struct server_opts *o)
 		return -EINVAL;
 	wd_ctx_set_event_handler(s->ctx, run_on_event, s, WD_EVENT_BIT(WD_EVENT_OUTPUT));
 	s->tools = offered_tools(s);
-	return 0;
+	return srv_pool_start(s);
 }
 
 void
 srv_fini(struct srv *s)
 {
+	srv_pool_stop(s); /* before its context */
 	wd_ctx_free(s->ctx);
 	wd_workspace_close(s->ws);
 	wd_policy_free(s->policy);

@@ -38,6 +38,8 @@ struct server_opts {
 	const char *protect[SERVER_MAX_PROTECT]; /* more protected paths: every jail, the tools */
 	size_t nprotect;
 	uint64_t disk_bytes;	 /* a cow sandbox's disk, and the most a caller may ask (0: 1G) */
+	unsigned pool;		 /* --pool: sandboxes kept ready (0: none) */
+	bool pool_set;		 /* --pool given: it wins over the policy's sandbox.pool */
 	unsigned max_calls;	 /* calls running at once (worker threads) */
 	unsigned max_queue;	 /* calls waiting for a worker */
 	unsigned max_live;	 /* live sandboxes (sandbox.create) at once */

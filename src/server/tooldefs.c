@@ -45,7 +45,9 @@ static const char *const tool_defs[] = {
 "\"policy\":{\"type\":\"string\"},\"rule\":{\"type\":\"string\"},\"reason\":{\"type\":\"string\"},"
 "\"advice\":{\"type\":\"string\"},\"approval_id\":{\"type\":\"string\"},"
 "\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-"\"protections\":{\"type\":\"object\"}},"
+"\"protections\":{\"type\":\"object\"},"
+"\"pooled\":{\"type\":\"boolean\",\"description\":\"the sandbox came from the server's warm "
+"pool (built ahead, used once)\"}},"
 "\"required\":[\"outcome\",\"status\"]},"
 "\"annotations\":{\"title\":\"Run a command\",\"readOnlyHint\":false,\"destructiveHint\":true,"
 "\"idempotentHint\":false,\"openWorldHint\":false}}",

@@ -111,6 +111,8 @@ static const struct bad_case bad[] = {
 	{"{\"version\": 1, \"sandbox\": {\"require\": [\"gpu\"]}}", "sandbox.require[0]: expected one of cgroup, landlock, seccomp, netns, userns"},
 	{"{\"version\": 1, \"sandbox\": {\"require\": \"cgroup\"}}", "sandbox.require: expected an array"},
 	{"{\"version\": 1, \"sandbox\": {\"reproducible\": \"yes\"}}", "sandbox.reproducible: expected a boolean"},
+	{"{\"version\": 1, \"sandbox\": {\"pool\": 65}}", "sandbox.pool: expected an integer from 0 to 64"},
+	{"{\"version\": 1, \"sandbox\": {\"pool\": \"2\"}}", "sandbox.pool: expected an integer from 0 to 64"},
 	{"{\"version\": 1, \"sandbox\": {\"memroy\": 1}}", "sandbox.memroy: unknown key 'memroy' (did you mean 'memory'?)"},
 	{"{\"version\": 1, \"sandbox\": {\"memory\": \"1E\"}}", "sandbox.memory: '1E' is not a size"},
 	{"{\"version\": 1, \"sandbox\": {\"timeout\": 100000}}", "sandbox.timeout: must be from 0.001 to 86400"},
@@ -342,7 +344,8 @@ Test(config_load_buffer, sandbox_network_env_keys)
 	    "{\"version\": 1,"
 	    " \"sandbox\": {\"isolation\": \"process\", \"memory\": \"256M\", \"pids\": 64,"
 	    "   \"cpu\": 0.5, \"tmp_size\": \"32MiB\", \"timeout\": 12.5, \"output\": \"128K\","
-	    "   \"require\": [\"seccomp\", \"cgroup\", \"userns\"], \"reproducible\": true},"
+	    "   \"require\": [\"seccomp\", \"cgroup\", \"userns\"], \"reproducible\": true,"
+	    "   \"pool\": 3},"
 	    " \"network\": {\"mode\": \"allow\", \"allow\": [\"pypi.org\", "
 	    "\"*.github.com:443=GET\"],"
 	    "   \"deny\": [\"evil.pypi.org\"], \"hosts\": [\"db.test=10.0.0.5\", \"v6.test=::1\"],"
@@ -366,6 +369,7 @@ Test(config_load_buffer, sandbox_network_env_keys)
 	cr_expect_eq(sb->lim.output_bytes, 128ULL << 10);
 	cr_expect_eq(sb->require, WD_REQUIRE_SECCOMP | WD_REQUIRE_CGROUP | WD_REQUIRE_USERNS);
 	cr_expect(sb->reproducible);
+	cr_expect_eq(sb->pool, 3);
 	const struct config_network *n = &p->net;
 	cr_expect(n->mode_set);
 	cr_expect_eq(n->mode, WD_NET_PROXY);
@@ -390,6 +394,7 @@ Test(config_load_buffer, sandbox_network_env_keys)
 	char *s = json_dumps(j, JSON_COMPACT);
 	cr_expect_not_null(strstr(s, "\"require\":[\"cgroup\",\"seccomp\",\"userns\"]"), "%s", s);
 	cr_expect_not_null(strstr(s, "\"allow_ports\":[8080,5432]"), "%s", s);
+	cr_expect_not_null(strstr(s, "\"pool\":3"), "%s", s);
 	cr_expect_not_null(strstr(s, "\"tools/run\""), "%s", s);
 	json_decref(j);
 	/* a profile without builtins reloads (small's own limits are kept) */
@@ -423,6 +428,7 @@ Test(wd_policy_sandbox, reports_the_policy)
 	cr_expect_not(sb.isolation_set);
 	cr_expect_eq(sb.require, WD_REQUIRE_LANDLOCK | WD_REQUIRE_NETNS);
 	cr_expect_not(sb.reproducible);
+	cr_expect_eq(sb.pool, 0);
 	cr_expect_not(sb.net_mode_set);
 	cr_expect_eq(sb.net_nallow, 0);
 	cr_expect_eq(sb.net_ndeny, 1);

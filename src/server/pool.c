@@ -1,0 +1,241 @@
+/* server/pool: the warm pool behind run_command and sandbox.run (issue 10,
+ * item 6).
+ *
+ * `warden serve --pool N` (or the policy's sandbox.pool) keeps N sandboxes
+ * built ahead with wd_pool_new() from the template every ephemeral run of
+ * this server uses (run_spec()), with what the policy's "sandbox" object
+ * and workspace.protect would add to it folded in; an ephemeral run whose
+ * sandbox is that template takes one (wd_pool_run(): the same policy
+ * stage, a fresh instance that is destroyed after the one command).
+ *
+ * A call whose sandbox would be another runs fresh (wd_ctx_run()), never
+ * in an instance built for other limits:
+ *   - a tool whose resource profile sets limits the template does not
+ *     have (the profile wins over the policy's sandbox object);
+ *   - a policy with a network object or secrets: egress goes through a
+ *     proxy made per run, which the instances are built without;
+ *   - a command that skips the policy stage (a harness argv) when the
+ *     template carries the policy's values, which such a run would not.
+ * The library refuses the same mismatch itself (pool.c's template_fits),
+ * so a policy changed on disk after the start fails closed too.
+ *
+ * Fail closed at start: a pool where it cannot work (not root, another
+ * isolation level, a host where its first instance cannot be built)
+ * stops the server with 125 rather than leaving a flag that does nothing. */
+#include "server/server-internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+struct srv_pool {
+	wd_pool *pool;
+	unsigned size;
+	struct wd_limits given; /* the template's limits as set (0: not set) */
+	bool folded;		/* the template carries values of the policy */
+	const char *net_why;	/* judged commands run fresh, and why; or NULL */
+	atomic_uint_fast64_t pooled, fresh;
+};
+
+/* What the option is called in messages: --pool, or the policy's key. */
+static void
+pool_name(const struct srv *s, char *buf, size_t cap)
+{
+	if (s->o.pool_set)
+		snprintf(buf, cap, "--pool %u", s->o.pool);
+	else
+		snprintf(buf, cap, "--policy %s: sandbox.pool %u",
+			 s->o.policy ? s->o.policy : "(built-in)", s->pool->size);
+}
+
+/* The template: run_spec() plus the policy's sandbox limits (those the
+ * server's options leave unset), workspace.protect and reproducible, as
+ * the policy stage would add them to every judged run. */
+static wd_spec *
+pool_template(struct srv *s, const struct wd_policy_sandbox *ps, struct wd_err *err)
+{
+	struct srv_pool *p = s->pool;
+	struct wd_limits l = s->o.limits;
+	uint64_t *mine[] = {&l.memory_bytes, &l.pids, &l.cpu_millionths, &l.tmp_bytes};
+	const uint64_t theirs[] = {ps->limits.memory_bytes, ps->limits.pids,
+				   ps->limits.cpu_millionths, ps->limits.tmp_bytes};
+	for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
+		if (!*mine[i] && theirs[i]) {
+			*mine[i] = theirs[i];
+			p->folded = true;
+		}
+	p->given = l;
+	wd_spec *t = run_spec(s, &l, err);
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < ps->nprotect; i++) {
+		if (wd_spec_add_protected(t, ps->protect[i], err) < 0) {
+			wd_spec_free(t);
+			return NULL;
+		}
+		p->folded = true;
+	}
+	if (ps->reproducible) {
+		wd_spec_set_reproducible(t, true);
+		p->folded = true;
+	}
+	if (ps->net_nallow || ps->net_ndeny || ps->net_nhosts || ps->nallow_ports ||
+	    ps->net_mode_set || ps->tls_intercept || ps->upstream_ca)
+		p->net_why = "the policy's network object (egress goes through a proxy made for "
+			     "each run; pooled sandboxes are built without one)";
+	else if (ps->nsecrets)
+		p->net_why = "the policy's secrets (injected by a proxy made for each run; "
+			     "pooled sandboxes are built without one)";
+	return t;
+}
+
+/* Why a judged command for tool (NULL: none) cannot take a pooled
+ * sandbox, or NULL when it can. */
+static const char *
+profile_why(const struct srv *s, const char *tool)
+{
+	enum wd_tool_class k;
+	const char *prof = NULL;
+	struct wd_limits pl;
+	struct wd_err err = {0};
+	if (!tool || wd_policy_route(s->policy, tool, &k, &prof, &pl, &err) < 0)
+		return NULL; /* no profile; an unknown tool is refused by the policy stage */
+	const struct wd_limits *g = &s->pool->given;
+	/* the profile's limit wins over the policy's sandbox object for what
+	 * the server's options leave unset (docs/policy.md) */
+	if ((pl.memory_bytes && !s->o.limits.memory_bytes && pl.memory_bytes != g->memory_bytes) ||
+	    (pl.pids && !s->o.limits.pids && pl.pids != g->pids) ||
+	    (pl.cpu_millionths && !s->o.limits.cpu_millionths &&
+	     pl.cpu_millionths != g->cpu_millionths) ||
+	    (pl.tmp_bytes && !s->o.limits.tmp_bytes && pl.tmp_bytes != g->tmp_bytes))
+		return "its tool profile sets other limits than the pool's sandboxes have";
+	return NULL;
+}
+
+bool
+srv_pool_fits(struct srv *s, bool judged, const char *tool)
+{
+	struct srv_pool *p = s->pool;
+	if (!p)
+		return false;
+	const char *why = NULL;
+	if (!judged)
+		why = p->folded ? "it skips the policy stage, and the pool's sandboxes carry the "
+				  "policy's values"
+				: NULL;
+	else
+		why = p->net_why ? p->net_why : profile_why(s, tool);
+	atomic_fetch_add(why ? &p->fresh : &p->pooled, 1);
+	if (why)
+		srv_log(s, WD_LOG_DEBUG, "pool: a fresh sandbox for this call: %s", why);
+	return !why;
+}
+
+int
+srv_pool_run(struct srv *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err)
+{
+	return wd_pool_run(s->pool->pool, wd_workspace_path(s->ws), cmd, out, err);
+}
+
+/* Wait until the first instance is ready, or a build failed with none
+ * made: a pool that cannot build would make every call wait forever. */
+static int
+first_instance(struct srv *s)
+{
+	struct wd_pool_stats st;
+	for (int i = 0; i < 6000; i++) {
+		wd_pool_stats(s->pool->pool, &st);
+		if (st.ready || st.built)
+			return 0;
+		if (st.failed)
+			break;
+		struct timespec ts = {0, 10000000L};
+		nanosleep(&ts, NULL);
+	}
+	char name[300];
+	pool_name(s, name, sizeof(name));
+	srv_log(s, WD_LOG_ERROR,
+		"%s: the pool's first sandbox could not be built%s; nothing is served "
+		"(run without a pool, or see warden doctor)",
+		name, st.failed ? " (the warning above says why)" : " within 60 s");
+	return -EINVAL;
+}
+
+int
+srv_pool_start(struct srv *s)
+{
+	struct wd_policy_sandbox ps;
+	wd_policy_sandbox(s->policy, &ps);
+	unsigned n = s->o.pool_set ? s->o.pool : ps.pool;
+	if (n == 0)
+		return 0;
+	s->pool = xcalloc(1, sizeof(*s->pool));
+	s->pool->size = n;
+	atomic_init(&s->pool->pooled, 0);
+	atomic_init(&s->pool->fresh, 0);
+	char name[300];
+	pool_name(s, name, sizeof(name));
+	/* the library's limits, said with the option that asked (wd_pool_new
+	 * would refuse them too, in its own words) */
+	if (s->o.isolation != WD_ISOLATION_CONTAINER) {
+		srv_log(s, WD_LOG_ERROR,
+			"%s: the warm pool works at the container level only, not with "
+			"--isolation %s",
+			name, s->o.isolation == WD_ISOLATION_PROCESS ? "process" : "gvisor");
+		return -EINVAL;
+	}
+	if (geteuid() != 0) {
+		srv_log(s, WD_LOG_ERROR,
+			"%s: the warm pool needs root (a pooled sandbox gets the workspace as a "
+			"clone of its mount, which needs CAP_SYS_ADMIN on the host)",
+			name);
+		return -EINVAL;
+	}
+	struct wd_err err = {0};
+	wd_spec *t = pool_template(s, &ps, &err);
+	int rc = t ? wd_pool_new(s->ctx, t, n, &s->pool->pool, &err) : -EINVAL;
+	wd_spec_free(t);
+	if (rc < 0) {
+		srv_log(s, WD_LOG_ERROR, "%s: %s", name, err.msg);
+		return -EINVAL;
+	}
+	if ((rc = first_instance(s)) < 0)
+		return rc;
+	const char *why = s->pool->net_why ? s->pool->net_why : profile_why(s, "run_command");
+	if (why)
+		srv_log(s, WD_LOG_WARN,
+			"%s: run_command runs in fresh sandboxes under this policy: %s; the "
+			"pool serves sandbox.run's commands that fit it",
+			name, why);
+	srv_log(s, WD_LOG_INFO, "pool: %u sandboxes kept ready", n);
+	return 0;
+}
+
+/* After every call has ended (workers_stop): wd_pool_free() may not race
+ * a wd_pool_run(). */
+void
+srv_pool_stop(struct srv *s)
+{
+	struct srv_pool *p = s->pool;
+	if (!p)
+		return;
+	if (p->pool) {
+		struct wd_pool_stats st;
+		wd_pool_stats(p->pool, &st);
+		/* one line for the operator, whatever the log level, like the
+		 * listening line: what the pool did over the server's life */
+		fprintf(stderr,
+			"warden: serve: pool: size %u, ready %u, built %llu, taken %llu, waited "
+			"%llu, failed builds %llu, build time %.1f ms each; calls pooled %llu, "
+			"fresh %llu\n",
+			st.size, st.ready, (unsigned long long)st.built,
+			(unsigned long long)st.taken, (unsigned long long)st.waited,
+			(unsigned long long)st.failed,
+			st.built ? (double)st.build_ns / 1e6 / (double)st.built : 0.0,
+			(unsigned long long)atomic_load(&p->pooled),
+			(unsigned long long)atomic_load(&p->fresh));
+		wd_pool_free(p->pool);
+	}
+	free(p);
+	s->pool = NULL;
+}
