@@ -113,13 +113,13 @@ create_tool(struct call *c, json_t *args)
 		json_object_set(params, "limits", lim);
 	struct rpc_err ce = {0};
 	json_t *r = sandbox_create_with(c, params, &ce);
-	char fallback[400] = "";
+	char fallback[700] = "";
 	if (!r && !mode && ce.code == SRV_E_NOT_AVAILABLE) {
 		/* the default is cow where the host can make one (root,
 		 * container isolation, overlayfs, loop devices); elsewhere a
 		 * direct sandbox, and the model is told its writes are real */
 		snprintf(fallback, sizeof(fallback),
-			 "\nA copy-on-write workspace is not available on this host (%s), so this "
+			 "\nA copy-on-write workspace is not available on this host (%.400s), so this "
 			 "sandbox is direct: what it writes goes to the project at once.",
 			 ce.msg);
 		json_decref(ce.data);
