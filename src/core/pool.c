@@ -207,7 +207,7 @@ wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, stru
  * owner appears as the sandbox user, as for a direct workspace), nosuid,
  * nodev, private.  The idmapping's user namespace is made once per owner. */
 static int
-workspace_tree(wd_pool *p, const char *dir, struct wd_err *err)
+workspace_tree(wd_pool *p, const char *dir, bool *idmapped, struct wd_err *err)
 {
 	wd_autoclose int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	struct stat st;
@@ -217,6 +217,7 @@ workspace_tree(wd_pool *p, const char *dir, struct wd_err *err)
 	pthread_mutex_lock(&p->idmap_lock);
 	int t = jail_idmapped_tree(fd, &st, &map, &p->idmap, err);
 	pthread_mutex_unlock(&p->idmap_lock);
+	*idmapped = t >= 0;
 	if (t >= 0 || (t != -EINVAL && t != -ENOSYS && t != -EPERM))
 		return t;
 	/* a file system that cannot be idmapped: a plain clone, as a direct
@@ -413,12 +414,16 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 	if ((rc = gate_require(&g, sb, err)) < 0)
 		goto fail;
 	wd_log(WD_LOG_DEBUG, "pool: sandbox %s taken", sb->id);
-	if ((tree = rc = workspace_tree(p, spec->workspace, err)) < 0)
+	bool idmapped = false;
+	if ((tree = rc = workspace_tree(p, spec->workspace, &idmapped, err)) < 0)
 		goto fail;
 	wd_log(WD_LOG_DEBUG, "pool: sandbox %s: workspace tree made", sb->id);
 	/* the workspace, then the command right behind it */
 	if ((rc = sandbox_attach(sb, tree, err)) < 0 || (rc = sandbox_exec(sb, &x, &r, err)) < 0)
 		goto fail;
+	/* the template was planned without a workspace: what the result
+	 * reports is the tree this run attached */
+	r->idmapped = idmapped;
 	pipeline_finish(ctx, sb->id, &g, cmd, r, NULL);
 	rc = 0;
 	goto out;

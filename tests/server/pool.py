@@ -96,6 +96,10 @@ ok(all(o["structuredContent"].get("pooled") is True for o in outs),
    % [o.get("structuredContent", {}).get("pooled") for o in outs])
 ok(len({o["structuredContent"]["sandbox_id"] for o in outs}) == 6,
    "... each in a sandbox of its own")
+ok(all(o["structuredContent"].get("protections", {}).get("idmapped_workspace") is True
+       for o in outs),
+   "... each reports the idmapped workspace it was given (%s)"
+   % [o["structuredContent"].get("protections", {}).get("idmapped_workspace") for o in outs])
 
 # a file in /tmp and a process left behind: neither in the next call
 mark = "wdpoolmark%d" % os.getpid()
