@@ -37,11 +37,15 @@ static int failures;
 
 /* A process that outlives the command: in a session of its own (so the
  * end of the command's process group spares it), waited for until it is
- * (its session id is its pid), so the command cannot end first. */
+ * `sleep` (setsid(1) calls setsid() and then execs sleep, so a comm of
+ * "sleep" means both have happened; waiting only for the session id, as
+ * this once did, let the command end while the process was still called
+ * "setsid", and under load the control below then missed it), so the
+ * command cannot end first.  Up to ~10 s for a loaded machine. */
 #define PLANT                                                                                      \
-	"setsid sleep 1000 </dev/null >/dev/null 2>&1 & p=$!; i=0; "                               \
-	"while [ $i -lt 200 ] && [ \"$(cut -d' ' -f6 /proc/$p/stat 2>/dev/null)\" != $p ]; "       \
-	"do i=$((i+1)); sleep 0.01; done; exit 0"
+	"setsid sleep 1000 </dev/null >/dev/null 2>&1 & p=$!; i=0; n=; "                           \
+	"while [ $i -lt 1000 ] && [ \"$n\" != sleep ]; "                                           \
+	"do i=$((i+1)); sleep 0.01; read n < /proc/$p/comm 2>/dev/null || n=; done; exit 0"
 
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \
