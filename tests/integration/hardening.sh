@@ -56,7 +56,12 @@ ticks=$(wc -l <"$WS/tick" 2>/dev/null || echo 0)
 check "sandbox killed at its deadline with the reader stalled ($ticks ticks)" test "$ticks" -le 6
 
 # 6. Process level: an orphan that daemonised is killed at the command's end.
-wd --isolation process --timeout 5 -- sh -c 'setsid sleep 3471 & echo started'
+# The command waits until the orphan is `sleep` (setsid(1) execs it after
+# setsid()), so the check below cannot pass because it never started.
+wd --isolation process --timeout 8 -- sh -c 'setsid sleep 3471 & p=$!; i=0; n=
+while [ $i -lt 500 ] && [ "$n" != sleep ]; do i=$((i+1)); sleep 0.01; read n </proc/$p/comm || n=; done
+echo "started $n"'
+expect_out 'started sleep' "the daemonised orphan was running when the command ended"
 expect_rc 0 "process level returns when the command ends"
 check "the daemonised orphan is gone" wait_until 3 sh -c '! pgrep -f "[s]leep 3471" >/dev/null'
 
