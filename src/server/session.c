@@ -202,6 +202,9 @@ run_tool(struct call *c, struct live *l, json_t *args, struct rpc_err *e)
 		goto out;
 	}
 	res = result_for_model(s, r);
+	/* the same fields as run_command without a sandbox: a live sandbox
+	 * is never the pool's */
+	json_object_set_new(json_object_get(res, "structuredContent"), "pooled", json_false());
 out:
 	(void)e;
 	wd_result_free(r);

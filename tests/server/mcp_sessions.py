@@ -113,6 +113,8 @@ r = call("run_command", {"sandbox": sid, "command":
 ok(not r.get("isError") and r["structuredContent"]["status"] == 0,
    "run_command in the sandbox writes made.txt and /tmp/keep (%s)" % text(r)[:200])
 ok(r["structuredContent"].get("sandbox_id") == sid, "... in that sandbox (sandbox_id)")
+ok(r["structuredContent"].get("pooled") is False,
+   "... and says it is not the pool's (pooled: %s)" % r["structuredContent"].get("pooled"))
 r = call("run_command", {"sandbox": sid, "command": "cat made.txt"})
 ok(r.get("structuredContent", {}).get("stdout") == "made\n",
    "a later run_command sees made.txt")
