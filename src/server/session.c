@@ -118,10 +118,11 @@ create_tool(struct call *c, json_t *args)
 		/* the default is cow where the host can make one (root,
 		 * container isolation, overlayfs, loop devices); elsewhere a
 		 * direct sandbox, and the model is told its writes are real */
-		snprintf(fallback, sizeof(fallback),
-			 "\nA copy-on-write workspace is not available on this host (%.400s), so this "
-			 "sandbox is direct: what it writes goes to the project at once.",
-			 ce.msg);
+		snprintf(
+		    fallback, sizeof(fallback),
+		    "\nA copy-on-write workspace is not available on this host (%.400s), so this "
+		    "sandbox is direct: what it writes goes to the project at once.",
+		    ce.msg);
 		json_decref(ce.data);
 		ce = (struct rpc_err){0};
 		json_object_set_new(params, "workspace_mode", json_string("direct"));
