@@ -158,13 +158,36 @@ run_pooled(struct call *c, wd_cmd *cmd, wd_result **out, struct wd_err *err)
 
 /* ---- run_command (MCP) ---- */
 
+/* run_command's command and cwd as a command for the policy stage (a
+ * command string: always judged, in a fresh sandbox or a live one); a
+ * policy that defines a "run_command" tool gives its route and resource
+ * profile (*routed), otherwise the command alone is judged.  0, or -errno
+ * with err naming what is wrong. */
+int
+run_command_cmd(struct srv *s, json_t *args, wd_cmd *cmd, bool *routed, struct wd_err *err)
+{
+	const char *command = json_string_value(json_object_get(args, "command"));
+	const char *cwd = json_string_value(json_object_get(args, "cwd"));
+	int rc = wd_cmd_set_command(cmd, command, err);
+	if (rc == 0 && cwd)
+		rc = wd_cmd_set_cwd(cmd, cwd, err);
+	enum wd_tool_class k;
+	const char *prof = NULL;
+	struct wd_limits plim;
+	struct wd_err rerr = {0};
+	*routed = false;
+	if (rc == 0 && wd_policy_route(s->policy, "run_command", &k, &prof, &plim, &rerr) == 0) {
+		rc = wd_cmd_set_tool(cmd, "run_command", err);
+		*routed = true;
+	}
+	return rc;
+}
+
 json_t *
 run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 {
 	struct srv *s = c->srv;
 	struct wd_err err = {0};
-	const char *command = json_string_value(json_object_get(args, "command"));
-	const char *cwd = json_string_value(json_object_get(args, "cwd"));
 	json_t *tv = json_object_get(args, "timeout");
 	uint64_t timeout = server_timeout_ms(s);
 	if (tv && json_number_value(tv) * 1000.0 < (double)timeout)
@@ -175,21 +198,8 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 	wd_spec *spec = NULL;
 	wd_result *r = NULL;
 	json_t *res = NULL;
-	int rc = wd_cmd_set_command(cmd, command, &err);
-	if (rc == 0 && cwd)
-		rc = wd_cmd_set_cwd(cmd, cwd, &err);
-	/* a policy that defines a "run_command" tool gives its route and
-	 * resource profile; otherwise the command alone is judged */
-	enum wd_tool_class k;
-	const char *prof = NULL;
-	struct wd_limits plim;
-	struct wd_err rerr = {0};
-	bool routed = false;
-	if (rc == 0 && wd_policy_route(s->policy, "run_command", &k, &prof, &plim, &rerr) == 0) {
-		rc = wd_cmd_set_tool(cmd, "run_command", &err);
-		routed = true;
-	}
-	if (rc < 0) {
+	bool routed;
+	if (run_command_cmd(s, args, cmd, &routed, &err) < 0) {
 		char text[400];
 		snprintf(text, sizeof(text), "invalid arguments for run_command: %s", err.msg);
 		res = mcp_tool_result(s, text, NULL, true);
@@ -205,7 +215,7 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 	 * limits, egress) runs fresh, deliberately: never in an instance built
 	 * for other limits (srv_pool_fits says why, pool.c) */
 	bool pooled = srv_pool_fits(s, true, routed ? "run_command" : NULL);
-	rc = pooled ? run_pooled(c, cmd, &r, &err) : run_oneshot(c, spec, cmd, &r, &err);
+	int rc = pooled ? run_pooled(c, cmd, &r, &err) : run_oneshot(c, spec, cmd, &r, &err);
 	if (rc < 0) {
 		if (call_cancelled(c))
 			goto out;

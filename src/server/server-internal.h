@@ -422,6 +422,8 @@ json_t *result_for_model(struct srv *s, const wd_result *r);
 wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err);
 int run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out,
 		struct wd_err *err);
+/* run_command's arguments as a wd_cmd for the policy stage (run.c) */
+int run_command_cmd(struct srv *s, json_t *args, wd_cmd *cmd, bool *routed, struct wd_err *err);
 json_t *run_command_tool(struct call *c, json_t *args, struct rpc_err *e);
 json_t *run_harness(struct call *c, struct rpc_err *e);	 /* sandbox.run */
 json_t *exec_harness(struct call *c, struct rpc_err *e); /* sandbox.exec */

@@ -166,24 +166,14 @@ run_tool(struct call *c, struct live *l, json_t *args, struct rpc_err *e)
 {
 	struct srv *s = c->srv;
 	struct wd_err err = {0};
-	const char *command = json_string_value(json_object_get(args, "command"));
-	const char *cwd = json_string_value(json_object_get(args, "cwd"));
 	json_t *tv = json_object_get(args, "timeout");
 	wd_cmd *cmd = wd_cmd_new();
 	wd_result *r = NULL;
 	json_t *res = NULL;
-	/* a command string: always judged by the policy (wd_cmd_set_command),
-	 * as in a fresh sandbox; a policy that defines a "run_command" tool
-	 * gives its route and resource profile here too */
-	int rc = wd_cmd_set_command(cmd, command, &err);
-	if (rc == 0 && cwd)
-		rc = wd_cmd_set_cwd(cmd, cwd, &err);
-	enum wd_tool_class k;
-	const char *prof = NULL;
-	struct wd_limits plim;
-	struct wd_err rerr = {0};
-	if (rc == 0 && wd_policy_route(s->policy, "run_command", &k, &prof, &plim, &rerr) == 0)
-		rc = wd_cmd_set_tool(cmd, "run_command", &err);
+	/* a command string: always judged by the policy, as in a fresh
+	 * sandbox, with the policy's "run_command" tool route if it has one */
+	bool routed;
+	int rc = run_command_cmd(s, args, cmd, &routed, &err);
 	if (rc < 0) {
 		res = tool_error(s, "invalid arguments for run_command: %s", err.msg);
 		goto out;
