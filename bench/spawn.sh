@@ -86,8 +86,8 @@ bench() {
 			if ("ns-floor" in m) {
 				printf "namespace floor (clone with the same namespaces, maps, fork): +%.3f ms; warden above it: %.3f ms\n",
 					(m["ns-floor"] - m["bare"]) / 1000, (m["warden"] - m["ns-floor"]) / 1000
-				# (time only: the floor's CPU and warden's are not
-				# measured alike)
+				# (time only: the CPU of the floor and that of
+				# warden are not measured alike)
 				r = (m["warden"] - m["bare"]) / (m["ns-floor"] - m["bare"])
 				printf "added time warden / floor: %.2f of the medians (target <= 1.3), %.2f at p10 (less moved by other load)\n", r,
 					(p10["warden"] - p10["bare"]) / (p10["ns-floor"] - p10["bare"])
