@@ -23,6 +23,7 @@
  *   net_bench [bulk MiB (default 1024)] [requests (default 3000)] [rounds (default 5)]
  */
 #include "net/net.h"
+#include "net/ossl.h"
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
@@ -639,6 +640,11 @@ main(int argc, char **argv)
 	if (rounds < 1)
 		rounds = 1;
 	bulk_bytes = mib << 20;
+	struct wd_err lerr = {0};
+	if (wd_ossl_load(&lerr) < 0) { /* the bench's own clients and servers use OpenSSL */
+		fprintf(stderr, "net_bench: %s\n", lerr.msg);
+		return 1;
+	}
 
 	struct up u;
 	u.bulk_lfd = listen_lo(&u.bulk_port);

@@ -10,9 +10,9 @@
  * unknown key".
  */
 #include "config/parse.h"
+#include "util/sha256.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -301,16 +301,7 @@ load_root(struct vctx *v, json_t *root, struct config_policy *p)
 void
 config_sha256_hex(const void *buf, size_t len, char out[65])
 {
-	unsigned char md[32];
-	unsigned int mdlen = 0;
-	static const char hex[] = "0123456789abcdef";
-	if (EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
-		abort(); /* libcrypto without SHA-256 is a broken invariant */
-	for (size_t i = 0; i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
-	}
-	out[64] = '\0';
+	wd_sha256_hex_of(buf, len, out);
 }
 
 int

@@ -22,6 +22,7 @@
  * them, from the dead list.
  */
 #include "net/net-internal.h"
+#include "net/ossl.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -878,6 +879,10 @@ net_proxy_new(const struct net_config *cfg, net_event_fn cb, void *cb_data, stru
 {
 	if (!cfg || !cfg->rules)
 		return wd_err_set(err, WD_E_INVAL, "net proxy: no rules");
+	/* every proxy may intercept TLS or parse DNS (ldns): OpenSSL from here */
+	int lrc = wd_ossl_load(err);
+	if (lrc < 0)
+		return lrc;
 	struct net_config def;
 	net_config_init(&def);
 	struct net_proxy *p = wd_xcalloc(1, sizeof(*p));

@@ -26,11 +26,11 @@
 #include "policy/store.h"
 
 #include "audit/audit.h"
+#include "util/sha256.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,66 +41,22 @@ const char *const policy_id_field_names[POLICY_ID_FIELDS] = {"argv", "cwd", "env
 							     "policy"};
 
 static void
-hex32(const unsigned char md[32], char out[65])
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
-	}
-	out[64] = '\0';
-}
-
-/* The digest is fetched once (OpenSSL 3's implicit fetch in EVP_sha256()
- * takes a lock and a name lookup on every use) and each thread keeps one
- * context: a pause is on the decision path too. */
-static EVP_MD *sha256_md;
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-static _Thread_local EVP_MD_CTX *sha256_ctx;
-/* The thread's context is freed when the thread ends (a server's worker
- * threads come and go; a _Thread_local pointer alone would leak it). */
-static pthread_key_t sha256_key;
-
-static void
-sha256_ctx_free(void *c)
-{
-	EVP_MD_CTX_free(c);
-}
-
-static void
-sha256_init(void)
-{
-	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
-	if (!sha256_md || pthread_key_create(&sha256_key, sha256_ctx_free) != 0)
-		abort(); /* libcrypto without SHA-256 is a broken invariant */
-}
-
-static void
-begin(EVP_MD_CTX *c)
-{
-	if (EVP_DigestInit_ex(c, sha256_md, NULL) != 1)
-		abort();
-}
-
-static void
-feed_item(EVP_MD_CTX *c, const char *s)
+feed_item(struct wd_sha256 *c, const char *s)
 {
 	uint64_t n = strlen(s);
 	unsigned char le[8];
 	for (int i = 0; i < 8; i++)
 		le[i] = (unsigned char)(n >> (8 * i));
-	EVP_DigestUpdate(c, le, sizeof(le));
-	EVP_DigestUpdate(c, s, (size_t)n);
+	wd_sha256_update(c, le, sizeof(le));
+	wd_sha256_update(c, s, (size_t)n);
 }
 
 static void
-finish(EVP_MD_CTX *c, char out[65])
+finish(struct wd_sha256 *c, char out[65])
 {
 	unsigned char md[32];
-	unsigned int l = 0;
-	if (EVP_DigestFinal_ex(c, md, &l) != 1 || l != 32)
-		abort();
-	hex32(md, out);
+	wd_sha256_final(c, md);
+	wd_sha256_hex(md, out);
 }
 
 void
@@ -108,38 +64,32 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 		   const char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65])
 {
 	char f[POLICY_ID_FIELDS][65];
-	pthread_once(&sha256_once, sha256_init);
-	if (!sha256_ctx) {
-		if (!(sha256_ctx = EVP_MD_CTX_new()))
-			abort();
-		pthread_setspecific(sha256_key, sha256_ctx);
-	}
-	EVP_MD_CTX *c = sha256_ctx;
+	struct wd_sha256 c[1];
 
-	begin(c);
+	wd_sha256_init(c);
 	for (int i = 0; i < argc; i++)
 		feed_item(c, argv[i]);
 	finish(c, f[0]);
 
-	begin(c);
+	wd_sha256_init(c);
 	feed_item(c, req->cwd && *req->cwd ? req->cwd : ".");
 	finish(c, f[1]);
 
-	begin(c);
+	wd_sha256_init(c);
 	for (size_t i = 0; i < req->nenv; i++)
 		feed_item(c, req->env[i]);
 	finish(c, f[2]);
 
-	begin(c);
+	wd_sha256_init(c);
 	feed_item(c, req->workspace_id ? req->workspace_id : req->workspace ? req->workspace : "");
 	finish(c, f[3]);
 
 	memcpy(f[4], p->digest, 65);
 
-	begin(c);
-	EVP_DigestUpdate(c, "warden-approval-v1", sizeof("warden-approval-v1"));
+	wd_sha256_init(c);
+	wd_sha256_update(c, "warden-approval-v1", sizeof("warden-approval-v1"));
 	for (int i = 0; i < POLICY_ID_FIELDS; i++)
-		EVP_DigestUpdate(c, f[i], 64);
+		wd_sha256_update(c, f[i], 64);
 	finish(c, id);
 	if (fields)
 		memcpy(fields, f, sizeof(f));

@@ -20,12 +20,12 @@
  * Renames: a deleted file and an added file with the same content (and
  * type) are paired as a rename, as git pairs exact renames. */
 #include "workspace/workspace.h"
+#include "util/sha256.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -121,23 +121,14 @@ add(struct walker *k, enum ws_status status, const char *path)
 	return c;
 }
 
-static void
-hex(const unsigned char *d, unsigned n, char out[65])
-{
-	for (unsigned i = 0; i < n && i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
-
 /* SHA-256 of what fd reads, into out; 0 or -errno.  Content is compared
  * by its hash: two files are equal when their SHA-256 are. */
 static int
 hash_fd(int fd, char out[65])
 {
 	static __thread char buf[65536];
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	if (!c)
-		abort();
-	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	struct wd_sha256 c;
+	wd_sha256_init(&c);
 	int rc = 0;
 	for (;;) {
 		ssize_t n = read(fd, buf, sizeof(buf));
@@ -147,23 +138,18 @@ hash_fd(int fd, char out[65])
 			rc = -errno;
 		if (n <= 0)
 			break;
-		EVP_DigestUpdate(c, buf, (size_t)n);
+		wd_sha256_update(&c, buf, (size_t)n);
 	}
-	unsigned char d[EVP_MAX_MD_SIZE];
-	unsigned dn = 0;
-	EVP_DigestFinal_ex(c, d, &dn);
-	EVP_MD_CTX_free(c);
-	hex(d, dn, out);
+	unsigned char d[32];
+	wd_sha256_final(&c, d);
+	wd_sha256_hex(d, out);
 	return rc;
 }
 
 static void
 hash_text(const char *s, size_t n, char out[65])
 {
-	unsigned char d[EVP_MAX_MD_SIZE];
-	unsigned dn = 0;
-	EVP_Digest(s, n, d, &dn, EVP_sha256(), NULL);
-	hex(d, dn, out);
+	wd_sha256_hex_of(s, n, out);
 }
 
 static void

@@ -74,4 +74,30 @@ check "workspace is a file: message names --workspace" grep -qF -- "--workspace"
 RC=$?
 expect_rc 125 "unknown subcommand"
 
+
+# OpenSSL is loaded only when a run needs it (src/net/ossl.h).  Where it
+# cannot be loaded (here: libssl.so.3 hidden by a bind mount of /dev/null
+# in a mount namespace of this test's own), a run with network is refused
+# with 125 naming the library, and nothing runs; a run without network
+# never needs it and runs.
+libssl=$(ldconfig -p | awk '/libssl\.so\.3 .*x86-64/ { print $NF; exit }')
+if [ -z "$libssl" ]; then
+	not_ok "network without libssl: ldconfig knows no libssl.so.3 (the build needs it)"
+elif [ "$(uname -m)" != x86_64 ]; then
+	ok "# SKIP OpenSSL is linked, not loaded late, on $(uname -m)"
+else
+	hide() { unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$libssl" "$@"; }
+	hide "$WARDEN" run --workspace "$WS" --net allow --allow-host example.invalid -- \
+		/usr/bin/touch /workspace/ossl-marker >"$OUT" 2>"$ERR" </dev/null
+	RC=$?
+	expect_rc 125 "network without a loadable libssl.so.3"
+	check "network without libssl: message names libssl.so.3" grep -qF -- "libssl.so.3" "$ERR"
+	check "network without libssl: nothing ran" test ! -e "$WS/ossl-marker"
+	hide "$WARDEN" run --workspace "$WS" -- /usr/bin/touch /workspace/ossl-marker \
+		>"$OUT" 2>"$ERR" </dev/null
+	RC=$?
+	expect_rc 0 "no network: runs without libssl.so.3"
+	rm -f "$WS/ossl-marker"
+fi
+
 finish

@@ -2,6 +2,7 @@
  * path) over loopback, in-process, so they run under ASan+UBSan: an HTTPS
  * upstream with a CA made here, a client trusting only the proxy's CA. */
 #include "net/net.h"
+#include "net/ossl.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -30,6 +31,10 @@ static void
 no_sigpipe(void)
 {
 	signal(SIGPIPE, SIG_IGN);
+	/* the tests call OpenSSL themselves, before any proxy loads it */
+	struct wd_err err = {0};
+	if (wd_ossl_load(&err) < 0)
+		cr_assert_fail("%s", err.msg);
 }
 TestSuite(net_tls, .init = no_sigpipe);
 
