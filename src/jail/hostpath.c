@@ -77,6 +77,9 @@ holder_start(struct jail_idmap_cache *c, const pid_t *self)
 			c->holder_stack = NULL;
 			return -1;
 		}
+		/* not copied into the sandbox's pid 1, forked from this memory
+		 * while the holder lives (supervise/keeper.c says why) */
+		(void)madvise(c->holder_stack, HOLDER_STACK, MADV_DONTFORK);
 		return clone(holder_main, (char *)c->holder_stack + HOLDER_STACK,
 			     CLONE_VM | CLONE_NEWUSER | CLONE_PIDFD, (void *)(uintptr_t)self,
 			     &c->holder_pidfd);
@@ -177,8 +180,7 @@ jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to
 	    .propagation = MS_PRIVATE, /* see add_host_bind */
 	    .userns_fd = (uint64_t)c->userns,
 	};
-	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) <
-	    0) {
+	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
 		int e = errno;
 		close(tree);
 		return -e;
@@ -209,7 +211,7 @@ jail_path_within(const char *p, const char *root)
 
 int
 jail_safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,
-	     struct wd_err *err)
+		  struct wd_err *err)
 {
 	char todo[PATH_MAX], link[PATH_MAX], tmp[PATH_MAX];
 	if (strlen(given) >= sizeof(todo))
@@ -255,11 +257,12 @@ jail_safe_resolve(const char *given, const char *const *roots, size_t nroots, ch
 		}
 		for (size_t i = 0; i < nroots; i++) {
 			if (jail_path_within(out, roots[i])) {
-				int rc = wd_err_set(err, WD_E_INVAL,
-						    "'%s' goes through the symlink %s, which lies in "
-						    "%s where the sandbox can write; name the target "
-						    "directly",
-						    given, cand, roots[i]);
+				int rc =
+				    wd_err_set(err, WD_E_INVAL,
+					       "'%s' goes through the symlink %s, which lies in "
+					       "%s where the sandbox can write; name the target "
+					       "directly",
+					       given, cand, roots[i]);
 				return rc;
 			}
 		}
@@ -290,4 +293,3 @@ jail_open_nofollow(const char *path)
 	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
 	return fd < 0 ? -errno : fd;
 }
-

@@ -235,6 +235,8 @@ keeper_main(int rfd)
 			  0};
 	if ((unsigned long)t.p > -4096UL)
 		k_exit(1);
+	/* the program's forks need none of it (see keeper_start) */
+	K3(SYS_madvise, t.p, KEEP_TABLE, MADV_DONTFORK);
 	char buf[8192];
 	size_t have = 0;
 	bool goodbye = false;
@@ -305,6 +307,14 @@ keeper_start(struct keeper **out, struct wd_err *err)
 #if KEEPER_SHARES_MEMORY
 	stack = mmap(NULL, KEEPER_STACK, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	/* Not in the sandboxes' pid 1s, which are forked from this memory
+	 * later: the keeper writes its stack after such a fork, and each
+	 * write would copy a page that stays the pid 1's alone (live_bench:
+	 * +20-25 kB of Pss per idle sandbox with 9 of them). */
+	if (stack != MAP_FAILED && madvise(stack, KEEPER_STACK, MADV_DONTFORK) < 0) {
+		munmap(stack, KEEPER_STACK);
+		stack = MAP_FAILED;
+	}
 	if (stack == MAP_FAILED) {
 		int e = errno;
 		close(p[0]);
