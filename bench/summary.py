@@ -19,9 +19,15 @@ FIGURES = [
     ("live_execs_per_s", "execs/s through wd_sandbox_exec (2 threads)", "high", ">= 1000"),
     ("live_vs_bare_rate", "execs/s through the library / bare fork+exec's", "high", ""),
     ("policy_stage_share", "policy stage / whole `warden run`", "low", "< 0.05"),
-    ("proxy_latency_ratio", "keep-alive request via proxy / direct", "low", ""),
-    ("proxy_added_us", "keep-alive request via proxy: added us", "low", "<= 50"),
-    ("tls_added_us", "keep-alive HTTPS request intercepted: added us", "low", "<= 50"),
+    ("proxy_added_us_1cpu", "keep-alive request via proxy: added us (one CPU)", "low", "<= 50"),
+    ("tunnel_added_us_1cpu", "keep-alive request via CONNECT tunnel: added us (one CPU)", "low",
+     "<= 50"),
+    ("tls_added_us_1cpu", "keep-alive HTTPS request intercepted: added us (one CPU)", "low",
+     "<= 50"),
+    # Spread over CPUs the added latency is mostly the VM's wake-ups of
+    # idle vCPUs (bench/run.sh): shown, not targeted; the intercepted
+    # one's direct baseline is itself bimodal there (8 or 80 us).
+    ("proxy_added_us", "keep-alive request via proxy: added us (spread)", "low", ""),
     ("tunnel_vs_relay", "CONNECT tunnel / two-hop splice relay", "high", ">= 0.95"),
     ("tunnel_vs_direct", "CONNECT tunnel / direct loopback", "high", ""),
     ("interception_vs_direct", "TLS interception / direct HTTPS (keep-alive)", "high", ">= 0.70"),
