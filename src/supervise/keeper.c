@@ -54,9 +54,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#define KEEPER_STACK (64 << 10) /* KEEPER_SHARES_MEMORY: its stack */
 #if defined(__x86_64__) && !WD_SANITIZED
 #define KEEPER_SHARES_MEMORY 1
-#define KEEPER_STACK (64 << 10)
 /* No canary: it is read from the creating thread's TLS (see above). */
 #define KEEPER_FN __attribute__((no_stack_protector, noinline))
 
