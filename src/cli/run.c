@@ -822,7 +822,9 @@ cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd)
 {
 	struct run_opts o = {.isolation = WD_ISOLATION_CONTAINER};
 	int first = 0;
-	return prepare(argc, argv, spec, cmd, &o, &first);
+	int rc = prepare(argc, argv, spec, cmd, &o, &first);
+	free(o.placeholders); /* applied to spec by now, or refused */
+	return rc;
 }
 
 int
