@@ -48,6 +48,26 @@ sanitizer_tree "$TSAN" thread
 TSAN_OPTIONS=halt_on_error=1:die_after_fork=0 mtest "$TSAN" check-tsan --suite concurrency ||
 	fail=1
 
+# The libFuzzer targets compile their own source lists (fuzz/meson.build),
+# which the replays above do not: built here (not run; `make fuzz` runs
+# them), so a source one of them lacks fails `make check`, not the next
+# campaign (the policy targets once went a whole session without
+# config/secrets.c).  A failed build counts as a failed run.
+FUZZ=${FUZZ_BUILD:-build-fuzz}
+if command -v clang >/dev/null; then
+	if [ ! -f "$FUZZ/build.ninja" ]; then
+		CC=clang meson setup "$FUZZ" -Dfuzz=enabled >/dev/null || exit 125
+	fi
+	fuzz_bins=()
+	for d in fuzz/corpus/*/; do fuzz_bins+=("fuzz/fuzz_$(basename "$d")"); done
+	if ! ninja -C "$FUZZ" "${fuzz_bins[@]}" >"$FUZZ/check-build.log" 2>&1; then
+		echo "check: the libFuzzer targets do not build ($FUZZ/check-build.log):"
+		grep -E 'error|undefined reference' "$FUZZ/check-build.log" | head -10
+		logs+=("$FUZZ/check-build-failed")
+		fail=1
+	fi
+fi
+
 python3 - "${logs[@]}" <<'PY'
 import json, sys
 passed = failed = skipped = 0
