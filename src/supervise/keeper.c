@@ -321,9 +321,18 @@ keeper_start(struct keeper **out, struct wd_err *err)
 		close(p[1]);
 		return wd_err_sys(err, e, "start the cgroup keeper: its stack");
 	}
+	/* Every signal blocked across the clone, so the keeper starts with
+	 * them blocked: a handler of the program's must not run in it even
+	 * before keeper_main blocks them itself. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	/* exit signal 0: invisible to the caller's waitpid(-1) and SIGCHLD */
 	pid = clone(keeper_entry, (char *)stack + KEEPER_STACK, CLONE_VM | CLONE_PIDFD,
 		    (void *)((uintptr_t)(unsigned)p[0] | (uintptr_t)(unsigned)p[1] << 32), &pidfd);
+	int clone_errno = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = clone_errno;
 #else
 	struct clone_args ca;
 	memset(&ca, 0, sizeof(ca));
