@@ -8,6 +8,8 @@ pkgs=(
 	libseccomp-dev libjansson-dev libssl-dev libldns-dev libcriterion-dev
 	python3 python3-pytest git iproute2 curl openssl bubblewrap procps
 	groff-base man-db
+	# the server's socket test reads the order of bind, listen, rename
+	strace
 	# the gvisor isolation level (issue 11): Debian's gVisor build
 	runsc
 	# sessions and cow workspaces (issue 9): diffs (libgit2, dlopen'ed),

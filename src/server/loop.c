@@ -543,19 +543,43 @@ setup_unix(struct srv *s)
 		}
 		unlink(path);
 	}
+	/* Bound under a temporary name beside PATH, listening (and given its
+	 * group), then renamed onto PATH: a client that waits for PATH to
+	 * appear never meets a socket that is bound but not yet listening,
+	 * which refuses with ECONNREFUSED (the agent_loop example met it under
+	 * ASan).  A PATH too long for the temporary name is bound directly. */
+	struct sockaddr_un t = a;
+	int tl = snprintf(t.sun_path, sizeof(t.sun_path), "%s.%ld.tmp", path, (long)getpid());
+	bool staged = tl > 0 && (size_t)tl < sizeof(t.sun_path);
+	if (!staged)
+		t = a;
+	else
+		unlink(t.sun_path); /* a leftover of a crashed server with our pid */
 	s->unix_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	/* 0600 from the start (umask around bind): no window in which another
 	 * user could connect before a chmod */
 	mode_t old = umask(s->o.nallow_gids ? 0117 : 0177);
-	int rc = bind(s->unix_fd, (struct sockaddr *)&a, sizeof(a));
+	int rc = bind(s->unix_fd, (struct sockaddr *)&t, sizeof(t));
 	umask(old);
 	if (rc < 0 || listen(s->unix_fd, 128) < 0) {
-		srv_log(s, WD_LOG_ERROR, "--socket: %s: %s", path, strerror(errno));
-		return -errno;
+		int e = errno;
+		if (rc == 0 && staged)
+			unlink(t.sun_path);
+		srv_log(s, WD_LOG_ERROR, "--socket: %s: %s", path, strerror(e));
+		return -e;
 	}
-	if (s->o.nallow_gids && chown(path, (uid_t)-1, s->o.allow_gids[0]) < 0) {
-		srv_log(s, WD_LOG_ERROR, "--allow-group: chown %s: %s", path, strerror(errno));
-		return -errno;
+	if (s->o.nallow_gids && chown(t.sun_path, (uid_t)-1, s->o.allow_gids[0]) < 0) {
+		int e = errno;
+		if (staged)
+			unlink(t.sun_path);
+		srv_log(s, WD_LOG_ERROR, "--allow-group: chown %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (staged && rename(t.sun_path, path) < 0) {
+		int e = errno;
+		unlink(t.sun_path);
+		srv_log(s, WD_LOG_ERROR, "--socket: %s: %s", path, strerror(e));
+		return -e;
 	}
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_UNIX};
 	epoll_ctl(s->ep, EPOLL_CTL_ADD, s->unix_fd, &ev);

@@ -9,6 +9,7 @@ the server keeps serving other clients, and no sandbox is left behind.
   mid-call, a slow reader that never reads, bad HTTP requests."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -314,5 +315,44 @@ io.close()
 srv.p.stdin.close()
 ok(srv.stop() == 0, "EOF on stdin: the server stops cleanly")
 ok(not os.path.exists(sock), "the socket is removed")
+
+# The socket path appears only once it is listening: bound under a
+# temporary name, listening, then renamed into place, so a client that
+# connects the moment it sees the path is never refused (bound, not yet
+# listening: ECONNREFUSED, which the agent_loop example met under ASan).
+# The window is microseconds, so the order is read from strace rather
+# than raced for.
+if shutil.which("strace"):
+    path = os.path.join(env.top, "order.sock")
+    trace = os.path.join(env.top, "order.trace")
+    p = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=bind,listen,rename", "-o", trace,
+                          WARDEN, "serve", "--stdio", "--socket", path, "-w", env.ws],
+                         env=env.env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.01)
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        c.connect(path)
+        connected = True
+    except OSError:
+        connected = False
+    c.close()
+    p.stdin.close()
+    p.wait(timeout=60)
+    calls = [ln.split(None, 1)[1] for ln in open(trace).read().splitlines() if " " in ln]
+    bound = [i for i, ln in enumerate(calls) if ln.startswith("bind(") and "sun_path=" in ln]
+    bpath = calls[bound[0]].split('sun_path="', 1)[1].split('"', 1)[0] if bound else ""
+    listened = [i for i, ln in enumerate(calls) if ln.startswith("listen(")]
+    renamed = [i for i, ln in enumerate(calls)
+               if ln.startswith('rename("%s", "%s")' % (bpath, path)) and ln.endswith("= 0")]
+    ok(connected, "the socket accepts a connection once its path is there")
+    ok(bound and bpath != path and listened and renamed and
+       bound[0] < listened[0] < renamed[0],
+       "bound under a temporary name (%s), listening, then renamed onto the path" % bpath)
+else:
+    ok(True, "# SKIP strace is not installed: the bind/listen/rename order is not read")
+ok(not [f for f in os.listdir(env.top) if f.endswith(".tmp")], "no temporary socket name left")
 env.close()
 done()
