@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
@@ -80,9 +81,18 @@ holder_start(struct jail_idmap_cache *c, const pid_t *self)
 		/* not copied into the sandbox's pid 1, forked from this memory
 		 * while the holder lives (supervise/keeper.c says why) */
 		(void)madvise(c->holder_stack, HOLDER_STACK, MADV_DONTFORK);
-		return clone(holder_main, (char *)c->holder_stack + HOLDER_STACK,
-			     CLONE_VM | CLONE_NEWUSER | CLONE_PIDFD, (void *)(uintptr_t)self,
-			     &c->holder_pidfd);
+		/* started with every signal blocked: no handler of the
+		 * program's may run on the memory it shares */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pid_t pid = clone(holder_main, (char *)c->holder_stack + HOLDER_STACK,
+				  CLONE_VM | CLONE_NEWUSER | CLONE_PIDFD, (void *)(uintptr_t)self,
+				  &c->holder_pidfd);
+		int e = errno;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		errno = e;
+		return pid;
 	}
 	struct clone_args ca;
 	memset(&ca, 0, sizeof(ca));
