@@ -13,6 +13,7 @@
 #include "util/json.h"
 
 #include "config/config.h"
+#include "util/sha256.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -255,7 +256,7 @@ last_line(const struct audit_log *a, long long *seq, char hash[65], struct wd_er
 		}
 		*seq = json_integer_value(js);
 		json_decref(ev);
-		config_sha256_hex(buf + start, end - start, hash);
+		wd_sha256_hex_of(buf + start, end - start, hash);
 		return 0;
 	}
 }
@@ -284,8 +285,7 @@ write_head(const char *path, long long seq, const char hash[65], struct wd_err *
 }
 
 int
-audit_append_text(struct audit_log *a, const char *sandbox, const char *members,
-		  struct wd_err *err)
+audit_append_text(struct audit_log *a, const char *sandbox, const char *members, struct wd_err *err)
 {
 	while (flock(a->fd, LOCK_EX) < 0)
 		if (errno != EINTR)
@@ -320,7 +320,7 @@ audit_append_text(struct audit_log *a, const char *sandbox, const char *members,
 		goto out;
 	}
 	char hash[65];
-	config_sha256_hex(w.p, w.len, hash);
+	wd_sha256_hex_of(w.p, w.len, hash);
 	jw_raw(&w, "\n", 1);
 	/* One write(2) per event: with O_APPEND the kernel places it at the end
 	 * atomically with respect to other appenders. */
@@ -360,8 +360,8 @@ audit_append(struct audit_log *a, json_t *ev, struct wd_err *err)
 	size_t n = strlen(text);
 	text[n - 1] = '\0';
 	json_t *sb = json_object_get(ev, "sandbox");
-	int rc = audit_append_text(a, json_is_string(sb) ? json_string_value(sb) : NULL, text + 1,
-				   err);
+	int rc =
+	    audit_append_text(a, json_is_string(sb) ? json_string_value(sb) : NULL, text + 1, err);
 	free(text);
 	return rc;
 }

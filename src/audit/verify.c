@@ -16,6 +16,7 @@
 #include "audit/audit.h"
 
 #include "config/config.h"
+#include "util/sha256.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -118,7 +119,7 @@ chain_line(struct chain *c, const char *ln, size_t ll, struct audit_verify *r)
 			       lineno, lineno - 1, lineno - 1);
 		return false;
 	}
-	config_sha256_hex(ln, ll, c->prev);
+	wd_sha256_hex_of(ln, ll, c->prev);
 	c->last_seq = seq;
 	r->events++;
 	return true;

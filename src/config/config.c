@@ -298,12 +298,6 @@ load_root(struct vctx *v, json_t *root, struct config_policy *p)
 	return 0;
 }
 
-void
-config_sha256_hex(const void *buf, size_t len, char out[65])
-{
-	wd_sha256_hex_of(buf, len, out);
-}
-
 int
 config_load_buffer(const char *buf, size_t len, const char *name, struct config_policy **out,
 		   struct wd_err *err)
@@ -330,7 +324,7 @@ config_load_buffer(const char *buf, size_t len, const char *name, struct config_
 	json_decref(eff);
 	if (!canon)
 		abort();
-	config_sha256_hex(canon, strlen(canon), p->digest);
+	wd_sha256_hex_of(canon, strlen(canon), p->digest);
 	free(canon);
 	*out = p;
 	return 0;

@@ -113,7 +113,7 @@ struct config_network {
 struct config_secret {
 	char *name;
 	char *from;
-	char *placeholder; /* or NULL */
+	char *placeholder;		 /* or NULL */
 	struct config_strv inject;	 /* "DEST HEADER=TEMPLATE" */
 	struct config_strv inject_basic; /* "DEST USER:PASSWORD" */
 };
@@ -207,8 +207,5 @@ struct config_path_elem {
 };
 int config_json_locate(const char *text, size_t len, const struct config_path_elem *path,
 		       size_t depth, bool key, int *line, int *col);
-
-/* SHA-256 of buf as 64 lowercase hex digits + NUL. */
-void config_sha256_hex(const void *buf, size_t len, char out[65]);
 
 #endif

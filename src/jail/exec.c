@@ -8,8 +8,11 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -55,11 +58,37 @@ jail_block_signals(void)
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, sizeof(all));
 }
 
-void
-jail_ignore_signal(int sig)
+pid_t
+jail_clone_vm(int (*fn)(void *), void *arg, unsigned long flags, int *pidfd, void **stack)
 {
-	struct ksigaction ign = {1 /* SIG_IGN */, 0, 0, 0};
-	syscall(SYS_rt_sigaction, sig, &ign, NULL, sizeof(ign.mask));
+	*stack = mmap(NULL, JAIL_VM_STACK, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (*stack == MAP_FAILED) {
+		*stack = NULL;
+		return -1;
+	}
+	/* Not in a sandbox's pid 1, forked from this memory while the child
+	 * lives: the child writes its stack after such a fork, and each write
+	 * would copy a page that stays the pid 1's alone (live_bench: +20-25
+	 * kB of Pss per idle sandbox with the keeper's).  Only memory: a
+	 * failure costs those pages, nothing else. */
+	(void)madvise(*stack, JAIL_VM_STACK, MADV_DONTFORK);
+	/* Every signal blocked across the clone, so the child starts with
+	 * them blocked: a handler of the program's must never run in it, on
+	 * the memory it shares. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(fn, (char *)*stack + JAIL_VM_STACK, (int)(CLONE_VM | CLONE_PIDFD | flags),
+			  arg, pidfd);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		munmap(*stack, JAIL_VM_STACK);
+		*stack = NULL;
+	}
+	errno = e;
+	return pid;
 }
 
 void

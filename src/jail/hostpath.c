@@ -6,7 +6,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
@@ -51,7 +50,6 @@
  * measurably (spawn_bench, 400 runs: 4.56 and 4.54 ms).  Invisible to
  * the caller's waitpid(-1) meanwhile (exit signal 0). */
 #define HOLDER_SHARES_MEMORY (!WD_SANITIZED)
-#define HOLDER_STACK (64 << 10)
 
 static int
 holder_main(void *arg)
@@ -72,27 +70,8 @@ static pid_t
 holder_start(struct jail_idmap_cache *c, const pid_t *self)
 {
 	if (HOLDER_SHARES_MEMORY) {
-		c->holder_stack = mmap(NULL, HOLDER_STACK, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-		if (c->holder_stack == MAP_FAILED) {
-			c->holder_stack = NULL;
-			return -1;
-		}
-		/* not copied into the sandbox's pid 1, forked from this memory
-		 * while the holder lives (supervise/keeper.c says why) */
-		(void)madvise(c->holder_stack, HOLDER_STACK, MADV_DONTFORK);
-		/* started with every signal blocked: no handler of the
-		 * program's may run on the memory it shares */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pid_t pid = clone(holder_main, (char *)c->holder_stack + HOLDER_STACK,
-				  CLONE_VM | CLONE_NEWUSER | CLONE_PIDFD, (void *)(uintptr_t)self,
-				  &c->holder_pidfd);
-		int e = errno;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		errno = e;
-		return pid;
+		return jail_clone_vm(holder_main, (void *)(uintptr_t)self, CLONE_NEWUSER,
+				     &c->holder_pidfd, &c->holder_stack);
 	}
 	struct clone_args ca;
 	memset(&ca, 0, sizeof(ca));
@@ -120,7 +99,7 @@ jail_idmap_reap(struct jail_idmap_cache *c)
 	}
 	/* only once the holder is gone: it ran on this stack */
 	if (c->holder_stack)
-		munmap(c->holder_stack, HOLDER_STACK);
+		munmap(c->holder_stack, JAIL_VM_STACK);
 	c->holder_stack = NULL;
 }
 

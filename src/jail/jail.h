@@ -38,58 +38,61 @@
  * errors and in the audit trail. */
 enum jail_step {
 	JAIL_STEP_NONE = 0,
-	JAIL_STEP_1_CLONE,         /* 1: clone3 into new namespaces */
-	JAIL_STEP_2_MAPS,          /* 2: uid/gid maps written by the supervisor */
-	JAIL_STEP_2B_IDS,          /* 2b: drop supplementary groups, become uid 1000 */
-	JAIL_STEP_2C_TIME,         /* 2c: a time namespace, clocks near zero */
-	JAIL_STEP_3A_ROOT,         /* 3a: fresh tmpfs root */
-	JAIL_STEP_3B_MOUNTS,       /* 3b: binds, /etc, /workspace, /tmp, /proc, /dev */
-	JAIL_STEP_3C_PIVOT,        /* 3c: pivot_root, detach the old root */
-	JAIL_STEP_3D_ROOT_RO,      /* 3d: root read-only */
-	JAIL_STEP_3E_ATTACH,       /* 3e: a vacant sandbox's workspace attached (warm pool) */
-	JAIL_STEP_4_NET,           /* 4: loopback up (4a: the proxy's sockets) */
-	JAIL_STEP_4B_CGROUP,       /* 4b: join the sandbox's cgroup, cgroup namespace */
-	JAIL_STEP_5_PID1,          /* 5: pid 1 reaper */
-	JAIL_STEP_6A_SESSION,      /* 6a: setsid */
-	JAIL_STEP_6B_FDS,          /* 6b: stdin/stdout/stderr */
-	JAIL_STEP_6C_RLIMITS,      /* 6c: rlimits */
-	JAIL_STEP_6D_CAPS,         /* 6d: clear every capability set */
-	JAIL_STEP_6E_NNP,          /* 6e: PR_SET_NO_NEW_PRIVS */
-	JAIL_STEP_6F_LANDLOCK,     /* 6f: Landlock */
-	JAIL_STEP_6G_CLOSE_FDS,    /* 6g: close_range */
-	JAIL_STEP_6H_SECCOMP,      /* 6h: seccomp, last */
-	JAIL_STEP_6I_EXEC,         /* 6i: execve */
+	JAIL_STEP_1_CLONE,	/* 1: clone3 into new namespaces */
+	JAIL_STEP_2_MAPS,	/* 2: uid/gid maps written by the supervisor */
+	JAIL_STEP_2B_IDS,	/* 2b: drop supplementary groups, become uid 1000 */
+	JAIL_STEP_2C_TIME,	/* 2c: a time namespace, clocks near zero */
+	JAIL_STEP_3A_ROOT,	/* 3a: fresh tmpfs root */
+	JAIL_STEP_3B_MOUNTS,	/* 3b: binds, /etc, /workspace, /tmp, /proc, /dev */
+	JAIL_STEP_3C_PIVOT,	/* 3c: pivot_root, detach the old root */
+	JAIL_STEP_3D_ROOT_RO,	/* 3d: root read-only */
+	JAIL_STEP_3E_ATTACH,	/* 3e: a vacant sandbox's workspace attached (warm pool) */
+	JAIL_STEP_4_NET,	/* 4: loopback up (4a: the proxy's sockets) */
+	JAIL_STEP_4B_CGROUP,	/* 4b: join the sandbox's cgroup, cgroup namespace */
+	JAIL_STEP_5_PID1,	/* 5: pid 1 reaper */
+	JAIL_STEP_6A_SESSION,	/* 6a: setsid */
+	JAIL_STEP_6B_FDS,	/* 6b: stdin/stdout/stderr */
+	JAIL_STEP_6C_RLIMITS,	/* 6c: rlimits */
+	JAIL_STEP_6D_CAPS,	/* 6d: clear every capability set */
+	JAIL_STEP_6E_NNP,	/* 6e: PR_SET_NO_NEW_PRIVS */
+	JAIL_STEP_6F_LANDLOCK,	/* 6f: Landlock */
+	JAIL_STEP_6G_CLOSE_FDS, /* 6g: close_range */
+	JAIL_STEP_6H_SECCOMP,	/* 6h: seccomp, last */
+	JAIL_STEP_6I_EXEC,	/* 6i: execve */
 	JAIL_STEP_COUNT,
 };
 const char *jail_step_name(int step);
 
 /* One mount-plan operation, executed in order by the child. */
 enum jail_op_kind {
-	JAIL_OP_MKDIR,     /* path */
-	JAIL_OP_MKFILE,    /* path: empty file, a mount point for a file bind */
-	JAIL_OP_SYMLINK,   /* data -> path */
-	JAIL_OP_WRITE,     /* write data (len) to new file path, mode 0644 */
-	JAIL_OP_COPY,      /* copy fd into new file path, mode 0644 */
-	JAIL_OP_BIND,      /* bind src on path (HOSTPATH: a host path, cloned with attr) */
-	JAIL_OP_MOVE,      /* move the detached mount tree fd onto path */
-	JAIL_OP_MOUNT,     /* mount fstype (src) on path with flags and data */
-	JAIL_OP_SETATTR,   /* mount_setattr(path, attr_set, recursive?) */
-	JAIL_OP_MASK,      /* bind src (/dev/null or an empty ro dir) on path if path exists */
-	JAIL_OP_PROTECT,   /* data (relative to the workspace mounted at path): read-only over
-			    * itself if it exists (protected paths, issue 9) */
+	JAIL_OP_MKDIR,	 /* path */
+	JAIL_OP_MKFILE,	 /* path: empty file, a mount point for a file bind */
+	JAIL_OP_SYMLINK, /* data -> path */
+	JAIL_OP_WRITE,	 /* write data (len) to new file path, mode 0644 */
+	JAIL_OP_COPY,	 /* copy fd into new file path, mode 0644 */
+	JAIL_OP_BIND,	 /* bind src on path (HOSTPATH: a host path, cloned with attr) */
+	JAIL_OP_MOVE,	 /* move the detached mount tree fd onto path */
+	JAIL_OP_MOUNT,	 /* mount fstype (src) on path with flags and data */
+	JAIL_OP_SETATTR, /* mount_setattr(path, attr_set, recursive?) */
+	JAIL_OP_MASK,	 /* bind src (/dev/null or an empty ro dir) on path if path exists */
+	JAIL_OP_PROTECT, /* data (relative to the workspace mounted at path): read-only over
+			  * itself if it exists (protected paths, issue 9) */
 };
 
 #define JAIL_OPF_RECURSIVE 0x1 /* AT_RECURSIVE / MS_REC */
 #define JAIL_OPF_OPTIONAL 0x2  /* skip when the path does not exist */
 #define JAIL_OPF_HOSTPATH 0x4  /* BIND: src is a host path, opened before the new root */
-#define JAIL_OPF_IDMAP 0x8     /* BIND (root): a writable host tree, idmapped to the
-				* sandbox user by jail_build_host() */
+#define JAIL_OPF_IDMAP                                                                             \
+	0x8			/* BIND (root): a writable host tree, idmapped to the              \
+				 * sandbox user by jail_build_host() */
 #define JAIL_OPF_WORKSPACE 0x10 /* BIND: this is the workspace (its idmapping is reported) */
-#define JAIL_OPF_HOSTFILE 0x20 /* COPY: src is a host file, opened by jail_build_host() */
-#define JAIL_OPF_PROVIDED 0x40 /* BIND: a detached tree the caller provides
-				* (jail_config.trees[op->tree]); the build makes it a MOVE */
-#define JAIL_OPF_LATE 0x80     /* done by pid 1 after SYNC_ATTACH (a vacant sandbox of the
-				* warm pool), in the view after pivot_root; skipped at set-up */
+#define JAIL_OPF_HOSTFILE 0x20	/* COPY: src is a host file, opened by jail_build_host() */
+#define JAIL_OPF_PROVIDED                                                                          \
+	0x40 /* BIND: a detached tree the caller provides                                          \
+	      * (jail_config.trees[op->tree]); the build makes it a MOVE */
+#define JAIL_OPF_LATE                                                                              \
+	0x80 /* done by pid 1 after SYNC_ATTACH (a vacant sandbox of the                           \
+	      * warm pool), in the view after pivot_root; skipped at set-up */
 
 struct jail_op {
 	enum jail_op_kind kind;
@@ -99,9 +102,9 @@ struct jail_op {
 	const char *data;
 	size_t len;
 	int fd;
-	unsigned long mflags;  /* mount(2) flags */
-	uint64_t attr;         /* MOUNT_ATTR_* for SETATTR */
-	int tree;              /* PROVIDED: index into jail_config.trees */
+	unsigned long mflags; /* mount(2) flags */
+	uint64_t attr;	      /* MOUNT_ATTR_* for SETATTR */
+	int tree;	      /* PROVIDED: index into jail_config.trees */
 };
 
 const char *jail_op_name(enum jail_op_kind kind);
@@ -124,14 +127,14 @@ const char *jail_op_name(enum jail_op_kind kind);
  * (open_tree) with their attributes and idmappings, turning those BIND
  * operations into MOVE operations of detached trees. */
 struct jail_plan {
-	bool container;		   /* namespaces; false for --isolation process */
-	bool root_mode;		   /* warden runs as root: ids map to nobody */
-	bool net_proxy;		   /* step 4a: make the proxy's sockets */
-	bool time_ns;		   /* step 2c: clocks start near zero (container) */
-	bool vacant;		   /* no workspace until SYNC_ATTACH (warm pool); pid 1
-				    * keeps its capabilities until then */
-	int sync_fd;		   /* pid 1's end of the sandbox channel */
-	int devnull_fd;		   /* host /dev/null, read-write (build) */
+	bool container; /* namespaces; false for --isolation process */
+	bool root_mode; /* warden runs as root: ids map to nobody */
+	bool net_proxy; /* step 4a: make the proxy's sockets */
+	bool time_ns;	/* step 2c: clocks start near zero (container) */
+	bool vacant;	/* no workspace until SYNC_ATTACH (warm pool); pid 1
+			 * keeps its capabilities until then */
+	int sync_fd;	/* pid 1's end of the sandbox channel */
+	int devnull_fd; /* host /dev/null, read-write (build) */
 
 	/* container: the mount plan */
 	struct jail_op ops[JAIL_MAX_OPS];
@@ -169,7 +172,7 @@ struct jail_bind {
  * overlay, a home or /tmp on the sandbox's disk image), placed at dst. */
 struct jail_tree {
 	const char *dst;  /* in the jail: "/workspace", "/tmp", "/home/sandbox" */
-	int fd;           /* open_tree()/fsmount() descriptor; not owned: the build
+	int fd;		  /* open_tree()/fsmount() descriptor; not owned: the build
 			   * keeps its own copy */
 	const char *what; /* label for messages and --print-plan */
 };
@@ -193,7 +196,7 @@ struct jail_config {
 	size_t nbinds;
 	const char *const *env; /* NAME=VALUE added after the defaults */
 	size_t nenv;
-	const char *term;       /* TERM value, or NULL */
+	const char *term; /* TERM value, or NULL */
 	uint64_t tmp_bytes, nofile, fsize;
 	const uint16_t *ports;
 	size_t nports;
@@ -202,7 +205,7 @@ struct jail_config {
 	 * jail's trust store */
 	bool net_proxy;
 	const char *ca_pem;
-	bool time_ns;     /* give the sandbox its own monotonic and boot clocks */
+	bool time_ns;	   /* give the sandbox its own monotonic and boot clocks */
 	bool reproducible; /* fixed build epoch and hash seeds in the environment */
 };
 
@@ -236,7 +239,10 @@ struct jail_idmap_cache {
 	int holder_pidfd;
 	void *holder_stack;
 };
-#define JAIL_IDMAP_CACHE_INIT {.userns = -1, .holder_pidfd = -1}
+#define JAIL_IDMAP_CACHE_INIT                                                                      \
+	{                                                                                          \
+		.userns = -1, .holder_pidfd = -1                                                   \
+	}
 
 /* The plan plus everything it points to (strings; after jail_build_host,
  * descriptors).  Free with jail_prep_free() once pid 1 has its copy. */
@@ -246,12 +252,12 @@ struct jail_prep {
 	size_t nstrings, capstrings;
 	int fds[JAIL_MAX_OPS + 8];
 	int nfds;
-	struct jail_op scratch; /* where operations past JAIL_MAX_OPS go */
-	bool idmapped;      /* the workspace is an idmapped mount (after build) */
+	struct jail_op scratch;		     /* where operations past JAIL_MAX_OPS go */
+	bool idmapped;			     /* the workspace is an idmapped mount (after build) */
 	struct jail_idmap_cache idmap_cache; /* jail_build_host(); jail_build_reap() */
-	bool overflow;      /* more than JAIL_MAX_OPS operations */
-	bool built;         /* jail_build_host() ran */
-	uid_t host_uid;     /* host id of the sandbox user */
+	bool overflow;			     /* more than JAIL_MAX_OPS operations */
+	bool built;			     /* jail_build_host() ran */
+	uid_t host_uid;			     /* host id of the sandbox user */
 	gid_t host_gid;
 	/* how jail_build_host() idmaps writable trees (root mode); the plan
 	 * sets the owner to appear as host_uid/gid (the container's sandbox
@@ -284,7 +290,7 @@ struct jail_cmd_spec {
 	const char *const *argv;     /* NULL-terminated */
 	const char *const *env_base; /* the plan's envp */
 	const char *const *env_add;  /* the command's own NAME=VALUE, NULL-terminated or NULL */
-	const char *cwd;             /* in the jail's view */
+	const char *cwd;	     /* in the jail's view */
 };
 /* Supervisor: the command's plan as a sealed memfd (returned), or -errno. */
 int jail_cmd_plan_build(const struct jail_cmd_spec *cs, struct wd_err *err);
@@ -371,8 +377,8 @@ void jail_child_sanitizer(void);
  * locks a raw clone may have copied held: ThreadSanitizer's thread
  * registry on PR_SET_NAME).  The kernel's calls take none. */
 #define jail_prctl(op, a, b, c, d)                                                                 \
-	syscall(SYS_prctl, (long)(op), (unsigned long)(a), (unsigned long)(b),                      \
-		(unsigned long)(c), (unsigned long)(d))
+	syscall(SYS_prctl, (long)(op), (unsigned long)(a), (unsigned long)(b), (unsigned long)(c), \
+		(unsigned long)(d))
 /* Block every signal (pid 1, which reads them from a signalfd). */
 void jail_block_signals(void);
 /* Unblock every signal and reset every disposition to the default. */
@@ -381,8 +387,15 @@ void jail_reset_signals(void);
  * blocked mask emptied (each command). */
 void jail_default_signals(void);
 void jail_unblock_signals(void);
-/* Ignore sig (SIG_IGN). */
-void jail_ignore_signal(int sig);
+/* A child that shares this process's memory (CLONE_VM | CLONE_PIDFD |
+ * flags, exit signal 0) running fn(arg) on a JAIL_VM_STACK stack of its
+ * own, which *stack returns: unmap it only once the child is reaped.  The
+ * stack is MADV_DONTFORK and the child starts with every signal blocked.
+ * fn may touch nothing of the creating thread's (its TLS, errno included:
+ * supervise/keeper.c and jail/hostpath.c say how each child keeps to
+ * that).  The pid, or -1 with errno (no stack left mapped). */
+#define JAIL_VM_STACK (64 << 10)
+pid_t jail_clone_vm(int (*fn)(void *), void *arg, unsigned long flags, int *pidfd, void **stack);
 
 /* The next decimal pid of a list such as cgroup.procs or a task's
  * children file, advancing *s past it and what follows; 0 at the end.

@@ -52,8 +52,8 @@ load(void)
 		snprintf(load_error, sizeof(load_error), "%s", e ? e : "dlopen failed");
 		return;
 	}
-	ossl_fn found[sizeof(syms) / sizeof(syms[0])];
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+	ossl_fn found[WD_ARRAY_SIZE(syms)];
+	for (size_t i = 0; i < WD_ARRAY_SIZE(syms); i++) {
 		void *p = dlsym(h, syms[i].name);
 		if (!p) {
 			snprintf(load_error, sizeof(load_error), "%s has no %s", OSSL_SONAME,
@@ -62,7 +62,7 @@ load(void)
 		}
 		memcpy(&found[i], &p, sizeof(p));
 	}
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
+	for (size_t i = 0; i < WD_ARRAY_SIZE(syms); i++)
 		*syms[i].slot = found[i];
 }
 

@@ -27,8 +27,8 @@
  * through its pidfd.
  *
  * On x86-64 (not in sanitizer builds) it shares the program's memory
- * (CLONE_VM) on a stack of its own, as the idmap holder does
- * (jail/hostpath.c): no page tables copied at the start, none torn down
+ * (CLONE_VM, jail_clone_vm) on a stack of its own, as the idmap holder
+ * does (jail/hostpath.c): no page tables copied at the start, none torn down
  * at the end, no copy-on-write faults for the program after.  Measured
  * with bench/spawn.sh (200 alternating runs of `warden run -- /bin/true`):
  * see keeper_start.  Sharing memory is safe because the keeper writes only
@@ -46,7 +46,6 @@
 #include <limits.h>
 #include <linux/sched.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -54,7 +53,6 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#define KEEPER_STACK (64 << 10) /* KEEPER_SHARES_MEMORY: its stack */
 #if defined(__x86_64__) && !WD_SANITIZED
 #define KEEPER_SHARES_MEMORY 1
 /* No canary: it is read from the creating thread's TLS (see above). */
@@ -114,7 +112,7 @@ struct keeper {
 	pthread_mutex_t lock;
 	int fd; /* write end of the pipe */
 	int pidfd;
-	void *stack; /* KEEPER_SHARES_MEMORY: the keeper's, unmapped once it is reaped */
+	void *stack; /* jail_clone_vm's, unmapped once the keeper is reaped */
 };
 
 /* ---- the keeper process: system calls only ---- */
@@ -305,34 +303,10 @@ keeper_start(struct keeper **out, struct wd_err *err)
 	void *stack = NULL;
 	pid_t pid;
 #if KEEPER_SHARES_MEMORY
-	stack = mmap(NULL, KEEPER_STACK, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	/* Not in the sandboxes' pid 1s, which are forked from this memory
-	 * later: the keeper writes its stack after such a fork, and each
-	 * write would copy a page that stays the pid 1's alone (live_bench:
-	 * +20-25 kB of Pss per idle sandbox with 9 of them). */
-	if (stack != MAP_FAILED && madvise(stack, KEEPER_STACK, MADV_DONTFORK) < 0) {
-		munmap(stack, KEEPER_STACK);
-		stack = MAP_FAILED;
-	}
-	if (stack == MAP_FAILED) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return wd_err_sys(err, e, "start the cgroup keeper: its stack");
-	}
-	/* Every signal blocked across the clone, so the keeper starts with
-	 * them blocked: a handler of the program's must not run in it even
-	 * before keeper_main blocks them itself. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	/* exit signal 0: invisible to the caller's waitpid(-1) and SIGCHLD */
-	pid = clone(keeper_entry, (char *)stack + KEEPER_STACK, CLONE_VM | CLONE_PIDFD,
-		    (void *)((uintptr_t)(unsigned)p[0] | (uintptr_t)(unsigned)p[1] << 32), &pidfd);
-	int clone_errno = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = clone_errno;
+	pid = jail_clone_vm(keeper_entry,
+			    (void *)((uintptr_t)(unsigned)p[0] | (uintptr_t)(unsigned)p[1] << 32),
+			    0, &pidfd, &stack);
 #else
 	struct clone_args ca;
 	memset(&ca, 0, sizeof(ca));
@@ -350,8 +324,6 @@ keeper_start(struct keeper **out, struct wd_err *err)
 		int e = errno;
 		close(p[0]);
 		close(p[1]);
-		if (stack)
-			munmap(stack, KEEPER_STACK);
 		return wd_err_sys(err, e, "start the cgroup keeper");
 	}
 	close(p[0]);
@@ -419,11 +391,9 @@ keeper_stop(struct keeper *k)
 			;
 		close(k->pidfd);
 	}
-#if KEEPER_SHARES_MEMORY
 	/* only once the keeper is gone: it ran on this stack */
 	if (k->stack)
-		munmap(k->stack, KEEPER_STACK);
-#endif
+		munmap(k->stack, JAIL_VM_STACK);
 	pthread_mutex_destroy(&k->lock);
 	free(k);
 }

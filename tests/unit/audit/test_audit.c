@@ -2,6 +2,7 @@
  * tampering (edit, delete, insert, reorder, truncate, cut mid-line). */
 #include "audit/audit.h"
 #include "config/config.h"
+#include "util/sha256.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -133,7 +134,7 @@ Test(audit, chain_verifies)
 	cr_expect_not_null(strstr(lines[0], "\"sandbox\":\""));
 	/* prev of line 2 is the SHA-256 of line 1 */
 	char h[65], want[80];
-	config_sha256_hex(lines[0], strlen(lines[0]), h);
+	wd_sha256_hex_of(lines[0], strlen(lines[0]), h);
 	snprintf(want, sizeof(want), "\"prev\":\"%s\"", h);
 	cr_expect_not_null(strstr(lines[1], want));
 	free(buf);

@@ -7,6 +7,7 @@
  * hang has a deadline, each that could grow without bound a memory cap. */
 #include "audit/audit.h"
 #include "config/config.h"
+#include "util/sha256.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -115,7 +116,7 @@ write_chain(FILE *f, size_t n, size_t line_len, char last_hash[65])
 				   "{\"seq\":%zu,\"event\":\"x\",\"pad\":\"%s\",\"prev\":\"%s\"}",
 				   i, padding, prev);
 		cr_assert(len > 0 && (size_t)len < cap);
-		config_sha256_hex(line, (size_t)len, prev);
+		wd_sha256_hex_of(line, (size_t)len, prev);
 		line[len] = '\n';
 		cr_assert_eq(fwrite(line, 1, (size_t)len + 1, f), (size_t)len + 1);
 	}
@@ -266,7 +267,7 @@ write_two_lines(size_t len, char **first, char **second)
 {
 	*first = event_of_length(200, 1, AUDIT_ZERO_HASH);
 	char h[65];
-	config_sha256_hex(*first, 200, h);
+	wd_sha256_hex_of(*first, 200, h);
 	*second = event_of_length(len, 2, h);
 	FILE *f = fopen(logp, "w");
 	cr_assert_not_null(f);
