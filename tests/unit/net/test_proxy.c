@@ -725,7 +725,9 @@ Test(net_proxy, forwards_canonical_framing)
 	close(fd);
 	cr_expect(seen_has("GET /cl HTTP/1.1\r\n"), "%s", seen);
 	cr_expect(seen_has("\r\nContent-Length: 5\r\n"), "%s", seen);
-	cr_expect_not(seen_has("005"), "%s", seen);
+	/* the value as sent, not any "005" (the upstream's port may hold one:
+	 * "Host: web.test:59005" once failed this) */
+	cr_expect_not(seen_has(": 005") || seen_has(":  005"), "%s", seen);
 	cr_expect(seen_has("\r\nTransfer-Encoding: chunked\r\n"), "%s", seen);
 	fixture_stop(&f);
 }
