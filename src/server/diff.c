@@ -178,8 +178,11 @@ list_text(char *buf, size_t cap, json_t *paths, const char *why)
 	{
 		if (len + 8 >= cap)
 			break;
-		int w = snprintf(buf + len, cap - len, "%s%s (%s)", len ? ", " : "",
-				 json_string_value(p), why);
+		/* a client prints the message to a human: the sandbox's name
+		 * quoted as warden diff quotes it (util/escape.h) */
+		char *name = wd_esc_path(json_string_value(p));
+		int w = snprintf(buf + len, cap - len, "%s%s (%s)", len ? ", " : "", name, why);
+		free(name);
 		if (w < 0 || (size_t)w >= cap - len) {
 			snprintf(buf + (cap > 4 ? cap - 4 : 0), 4, "...");
 			break;
