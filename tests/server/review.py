@@ -98,6 +98,18 @@ r = human.call("sandbox.diff", {"sandbox": sid})
 d = r.get("result", {}).get("diff", "")
 visible(d, "sandbox.diff on the owner's socket")
 ok('"x\\nmodified  hello.txt\\033[31m"' in d, "sandbox.diff: the forged name C-quoted")
+# a conflict on a name with ESC and a newline: the refusal's message,
+# which a client prints, quotes it; its data keeps the name as it is
+with open(os.path.join(ws, NAME), "w") as f:
+    f.write("the host's\n")
+r = human.call("sandbox.apply", {"sandbox": sid})
+err = r.get("error", {})
+ok(err.get("code") == -32009,
+   "sandbox.apply refuses the conflict (%s)" % err)
+ok(not BAD.search(err.get("message", "")) and
+   '"x\\nmodified  hello.txt\\033[31m" (conflict' in err.get("message", ""),
+   "sandbox.apply's message quotes the name (%r)" % err.get("message", ""))
+ok(NAME in err.get("data", {}).get("conflicts", []), "... its data lists it as it is")
 human.close()
 
 call("sandbox_destroy", {"sandbox": sid})
