@@ -118,3 +118,120 @@ Test(wd_esc_text, long_line_capped_with_marker)
 	cr_expect_str_eq(got, "xxxxxxxxxxxxxxxx... (35 more bytes)");
 	free(got);
 }
+
+/* Whether s (len bytes) is valid UTF-8 with nothing a terminal obeys:
+ * no C0 but TAB (and LF when lines), no DEL, no C1, bidi or zero-width
+ * character.  Python's check in tests/integration/review.sh, in C. */
+static bool
+harmless(const char *s, size_t len, bool lines)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t l;
+		if (p[i] < 0x80) {
+			cp = p[i];
+			l = 1;
+		} else if ((p[i] & 0xe0) == 0xc0 && i + 1 < len) {
+			cp = (uint32_t)(p[i] & 0x1f) << 6 | (p[i + 1] & 0x3f);
+			l = 2;
+		} else if ((p[i] & 0xf0) == 0xe0 && i + 2 < len) {
+			cp = (uint32_t)(p[i] & 0x0f) << 12 | (uint32_t)(p[i + 1] & 0x3f) << 6 |
+			     (p[i + 2] & 0x3f);
+			l = 3;
+		} else if ((p[i] & 0xf8) == 0xf0 && i + 3 < len) {
+			cp = 0x10000;
+			l = 4;
+		} else {
+			return false;
+		}
+		if ((cp < 0x20 && cp != '\t' && !(lines && cp == '\n')) || cp == 0x7f ||
+		    (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) ||
+		    (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+			return false;
+		i += l;
+	}
+	return true;
+}
+
+/* git's unquote_c_style: what a reader of a quoted name gets back. */
+static char *
+unquote(const char *q)
+{
+	size_t n = strlen(q);
+	char *out = malloc(n + 1), *o = out;
+	if (n < 2 || q[0] != '"' || q[n - 1] != '"') {
+		memcpy(out, q, n + 1);
+		return out;
+	}
+	for (size_t i = 1; i < n - 1; i++) {
+		if (q[i] != '\\') {
+			*o++ = q[i];
+			continue;
+		}
+		char c = q[++i];
+		const char *from = "abtnvfr\"\\", *to = "\a\b\t\n\v\f\r\"\\";
+		const char *k = strchr(from, c);
+		if (k && c) {
+			*o++ = to[k - from];
+		} else {
+			*o++ = (char)((q[i] - '0') << 6 | (q[i + 1] - '0') << 3 | (q[i + 2] - '0'));
+			i += 2;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* 20,000 random names and lines (a fixed seed: the same every run), mostly
+ * the bytes that matter: C0, DEL, C1 and bidi encodings, broken UTF-8. */
+Test(wd_esc, random_input_is_always_harmless_and_names_round_trip)
+{
+	static const char *const parts[] = {"\x1b",
+					    "\r",
+					    "\n",
+					    "\t",
+					    "\x7f",
+					    "\xc2\x9b",
+					    "\xe2\x80\xae",
+					    "\xe2\x81\xa6",
+					    "\xe2\x80\x8b",
+					    "\xff",
+					    "\xe2\x80",
+					    "\xc3\xa9",
+					    "\"",
+					    "\\",
+					    " ",
+					    " -> ",
+					    "  (",
+					    "a",
+					    "README.md",
+					    "\xf0\x9f\x98\x80",
+					    "[2K"};
+	unsigned seed = 18;
+	for (int round = 0; round < 20000; round++) {
+		char in[256] = "";
+		size_t len = 0;
+		int k = rand_r(&seed) % 12;
+		for (int j = 0; j < k; j++) {
+			const char *p = parts[rand_r(&seed) % WD_ARRAY_SIZE(parts)];
+			if (len + strlen(p) < sizeof(in)) {
+				memcpy(in + len, p, strlen(p));
+				len += strlen(p);
+			}
+		}
+		in[len] = '\0';
+		char *t = wd_esc_text(in, len, 0, 0);
+		cr_assert(harmless(t, strlen(t), false), "text of round %d: %s", round, t);
+		free(t);
+		t = wd_esc_text(in, len, WD_ESC_LINES, 8);
+		cr_assert(harmless(t, strlen(t), true), "lines of round %d: %s", round, t);
+		free(t);
+		char *q = wd_esc_path(in);
+		cr_assert(harmless(q, strlen(q), false), "name of round %d: %s", round, q);
+		char *back = unquote(q);
+		cr_assert_str_eq(back, in, "round %d: %s does not unquote to its name", round, q);
+		free(back);
+		free(q);
+	}
+}
