@@ -1,5 +1,6 @@
 /* cli/audit: warden audit verify FILE */
 #include "cli/policy_cli.h"
+#include "util/escape.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,10 @@ cli_audit(int argc, char **argv)
 	int rc = wd_audit_verify(argv[2], &report, &e);
 	if (rc < 0)
 		return cli_fail("audit", "verify: %s", e.msg);
-	printf("%s\n", report);
+	/* a report may quote a line of the log, which holds the model's
+	 * argv and reasons: made visible, never sent to the terminal raw */
+	wd_esc_text_put(stdout, report, strlen(report), WD_ESC_LINES, 0);
+	putchar('\n');
 	free(report);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* cli/check: warden check [OPTIONS] (-- PROG ARGS | --command STRING)
  * Print the policy decision for a command without running anything. */
 #include "cli/policy_cli.h"
+#include "util/escape.h"
 
 #include <getopt.h>
 #include <stdint.h>
@@ -37,25 +38,13 @@ cli_policy_load(const char *sub, const char *path, wd_policy **out)
 void
 cli_policy_word(FILE *f, const char *word)
 {
-	fputc('\'', f);
-	for (const unsigned char *p = (const unsigned char *)word; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f || *p == '\\' || *p == '\'')
-			fprintf(f, "\\x%02x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('\'', f);
+	wd_esc_text_put(f, word, strlen(word), WD_ESC_WORD, 0);
 }
 
 void
 cli_policy_text(FILE *f, const char *text)
 {
-	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\x%02x", *p);
-		else
-			fputc(*p, f);
-	}
+	wd_esc_text_put(f, text, strlen(text), 0, 0);
 }
 
 static void

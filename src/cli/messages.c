@@ -3,6 +3,7 @@
  * told apart from an unknown option, and Docker's spellings pointed at
  * warden's own. */
 #include "cli/cli.h"
+#include "util/escape.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -37,21 +38,16 @@ json_string(FILE *f, const char *s)
 int
 cli_fail(const char *sub, const char *fmt, ...)
 {
-	char raw[2048], msg[2048 * 4];
+	char raw[2048];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
 	/* Whatever a message quotes (a path, a library's message that names
 	 * one), no control byte from it reaches the terminal: an escape
-	 * sequence in a value could recolour, move or retitle it. */
-	size_t o = 0;
-	for (const unsigned char *p = (const unsigned char *)raw; *p && o < sizeof(msg) - 5; p++)
-		if (*p < 0x20 || *p == 0x7f)
-			o += (size_t)snprintf(msg + o, sizeof(msg) - o, "\\x%02x", *p);
-		else
-			msg[o++] = (char)*p;
-	msg[o] = '\0';
+	 * sequence in a value could recolour, move or retitle it, a bidi
+	 * control reorder it (util/escape.h). */
+	char *msg = wd_esc_text(raw, strlen(raw), 0, 0);
 	fprintf(stderr, "warden: %s%s%s\n", sub ? sub : "", sub ? ": " : "", msg);
 	if (json_errors) {
 		/* --json holds for every outcome: bad input is an object too */
@@ -60,6 +56,7 @@ cli_fail(const char *sub, const char *fmt, ...)
 		printf("}\n");
 		fflush(stdout);
 	}
+	free(msg);
 	return CLI_EXIT_FAILURE;
 }
 
@@ -68,34 +65,32 @@ cli_log_handler(int level, const char *func, const char *msg, void *data)
 {
 	static const char *names[] = {"error", "warning", "info", "debug", "trace"};
 	(void)data;
+	/* a log line can name what the sandbox chose (a path, an argv at
+	 * DEBUG): made visible, as every line a human reads */
+	char *shown = wd_esc_text(msg, strlen(msg), 0, 0);
 	if (level >= WD_LOG_DEBUG)
-		fprintf(stderr, "warden: %s: %s: %s\n", names[level], func, msg);
+		fprintf(stderr, "warden: %s: %s: %s\n", names[level], func, shown);
 	else
-		fprintf(stderr, "warden: %s: %s\n", names[level], msg);
+		fprintf(stderr, "warden: %s: %s\n", names[level], shown);
+	free(shown);
 }
 
 const char *
 cli_quote(const char *value)
 {
-	static char bufs[4][160];
+	/* 80 bytes kept, each shown as at most 8 ("<U+202E>" for 3) */
+	static char bufs[4][80 * 8 + 64];
 	static int next;
 	char *b = bufs[next++ % 4];
-	size_t len = value ? strlen(value) : 0, o = 0;
+	size_t len = value ? strlen(value) : 0;
 	const size_t keep = 80;
-	b[o++] = '\'';
-	for (size_t i = 0; value && i < len && i < keep && o < sizeof(bufs[0]) - 40; i++) {
-		unsigned char c = (unsigned char)value[i];
-		/* an escape sequence in a value must not reach the terminal */
-		if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'')
-			o += (size_t)snprintf(b + o, sizeof(bufs[0]) - o, "\\x%02x", c);
-		else
-			b[o++] = (char)c;
-	}
-	b[o++] = '\'';
+	/* an escape sequence in a value must not reach the terminal */
+	char *shown = wd_esc_text(value ? value : "", len < keep ? len : keep, WD_ESC_WORD, 0);
 	if (len > keep)
-		snprintf(b + o, sizeof(bufs[0]) - o, "... (%zu bytes)", len);
+		snprintf(b, sizeof(bufs[0]), "%s... (%zu bytes)", shown, len);
 	else
-		b[o] = '\0';
+		snprintf(b, sizeof(bufs[0]), "%s", shown);
+	free(shown);
 	return b;
 }
 

@@ -5,6 +5,7 @@
 #include "policy/store.h"
 
 #include "audit/audit.h"
+#include "util/escape.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -525,40 +526,41 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 		wd_audit_close(own);
 	}
 	if (rc == 0 && summary) {
+		/* Every field escaped (util/escape.h): the argv, the working
+		 * directory and the reason (which quotes arguments) are the
+		 * model's choice, and the human approving must see every byte
+		 * with nothing driving their terminal: an ESC[2K or a CR hid
+		 * an argument, U+202E reversed one (issue 18). */
 		json_t *argv = json_object_get(info, "argv");
 		size_t i;
 		json_t *v;
-		size_t cap = 256, o = 0;
-		char *line = wd_xmalloc(cap);
-		line[0] = '\0';
+		char *line = NULL;
+		size_t ll = 0;
+		FILE *lf = open_memstream(&line, &ll);
+		if (!lf)
+			abort();
 		json_array_foreach(argv, i, v)
 		{
 			const char *s = json_string_value(v);
-			size_t n = 4 * strlen(s ? s : "") + 4;
-			if (o + n + 1 > cap)
-				line = wd_xrealloc(line, cap = (o + n) * 2);
-			/* escaped: the human approving must see every byte, and no
-			 * argument may drive their terminal */
 			if (i)
-				line[o++] = ' ';
-			line[o++] = '\'';
-			for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++)
-				if (*c < 0x20 || *c == 0x7f || *c == '\\' || *c == '\'')
-					o += (size_t)sprintf(line + o, "\\x%02x", *c);
-				else
-					line[o++] = (char)*c;
-			line[o++] = '\'';
-			line[o] = '\0';
+				fputc(' ', lf);
+			wd_esc_text_put(lf, s ? s : "", s ? strlen(s) : 0, WD_ESC_WORD, 0);
+		}
+		if (fclose(lf) != 0 || !line)
+			abort();
+		const char *fields[] = {"workspace", "cwd", "policy_source", "policy", "reason"};
+		char *shown[WD_ARRAY_SIZE(fields)];
+		for (size_t k = 0; k < WD_ARRAY_SIZE(fields); k++) {
+			const char *s = json_string_value(json_object_get(info, fields[k]));
+			shown[k] = wd_esc_text(s ? s : "", s ? strlen(s) : 0, 0, 0);
 		}
 		*summary = wd_xasprintf(
 		    "approved once, for %llu s: %s\n  id        %s\n  workspace %s\n  cwd       "
 		    "%s\n  policy    %s (%s)\n  reason    %s",
-		    (unsigned long long)ttl, line, full,
-		    json_string_value(json_object_get(info, "workspace")),
-		    json_string_value(json_object_get(info, "cwd")),
-		    json_string_value(json_object_get(info, "policy_source")),
-		    json_string_value(json_object_get(info, "policy")),
-		    json_string_value(json_object_get(info, "reason")));
+		    (unsigned long long)ttl, line, full, shown[0], shown[1], shown[2], shown[3],
+		    shown[4]);
+		for (size_t k = 0; k < WD_ARRAY_SIZE(fields); k++)
+			free(shown[k]);
 		free(line);
 	}
 	json_decref(info);

@@ -25,6 +25,7 @@
  * command line, where the repository's configuration cannot override
  * them.  apply and discard have no meaning there: -32006. */
 #include "server/server-internal.h"
+#include "util/escape.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 
 #define DIFF_OUTPUT (256u << 10)
 #define DIFF_MAX_PATHS 256
+#define DIFF_LINE_MAX 4096u /* bytes of a line of git's text shown, as warden diff's hunks */
 
 /* ---- parameters ---- */
 
@@ -176,8 +178,11 @@ list_text(char *buf, size_t cap, json_t *paths, const char *why)
 	{
 		if (len + 8 >= cap)
 			break;
-		int w = snprintf(buf + len, cap - len, "%s%s (%s)", len ? ", " : "",
-				 json_string_value(p), why);
+		/* a client prints the message to a human: the sandbox's name
+		 * quoted as warden diff quotes it (util/escape.h) */
+		char *name = wd_esc_path(json_string_value(p));
+		int w = snprintf(buf + len, cap - len, "%s%s (%s)", len ? ", " : "", name, why);
+		free(name);
 		if (w < 0 || (size_t)w >= cap - len) {
 			snprintf(buf + (cap > 4 ? cap - 4 : 0), 4, "...");
 			break;
@@ -380,7 +385,13 @@ diff_tool(struct call *c, json_t *args, struct rpc_err *e)
 	} else {
 		char *text = xasprintf("changed files (git status --porcelain):\n%s\n%s", st.out,
 				       df.out ? df.out : "");
-		res = mcp_tool_result(c->srv, text, NULL, false);
+		/* git quotes a name with control bytes, but not a bidi or
+		 * zero-width character (core.quotepath=false), and prints
+		 * hunks raw: a client shows this text to a human, so it is
+		 * made visible as warden diff's is (util/escape.h) */
+		char *vis = wd_esc_text(text, strlen(text), WD_ESC_LINES, DIFF_LINE_MAX);
+		res = mcp_tool_result(c->srv, vis, NULL, false);
+		free(vis);
 		free(text);
 	}
 	free(why);
@@ -412,8 +423,13 @@ direct_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, stru
 		}
 		res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "sandbox", c->live->id, "mode",
 				"direct", "source", "git", "format", fmt_names[f], "files", files);
-		if (f != F_JSON)
-			json_object_set_new(res, "diff", json_string(df.out ? df.out : ""));
+		if (f != F_JSON) {
+			/* the text a client shows, made visible as above */
+			const char *d = df.out ? df.out : "";
+			char *vis = wd_esc_text(d, strlen(d), WD_ESC_LINES, DIFF_LINE_MAX);
+			json_object_set_new(res, "diff", json_string(vis));
+			free(vis);
+		}
 	}
 	free(why);
 	git_out_fini(&st);

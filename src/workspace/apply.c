@@ -29,6 +29,7 @@
  * overlay.  The sandbox controls the last two; a link it swaps in must not
  * steer a write (or a read) by warden, which runs as the caller, outside. */
 #include "workspace/workspace.h"
+#include "util/escape.h"
 #include "util/json.h"
 
 #include <dirent.h>
@@ -60,16 +61,36 @@ struct applier {
 	struct wd_err *err;
 };
 
+/* One line of the report: the path quoted and the reason made visible
+ * (both can hold the sandbox's bytes: a name, an error naming one), then
+ * c's modes in octal when c is given (issue 18). */
 static void
-report(struct applier *a, const char *what, const char *path, const char *why)
+report_c(struct applier *a, const char *what, const char *path, const char *why,
+	 const struct ws_change *c)
 {
-	fprintf(a->text, "%-9s %s%s%s\n", what, path, why ? ": " : "", why ? why : "");
+	fprintf(a->text, "%-9s ", what);
+	wd_esc_path_put(a->text, path);
+	if (c && S_ISDIR(c->new_mode))
+		fputc('/', a->text);
+	if (c)
+		ws_change_mode_note(c, a->text);
+	if (why) {
+		fputs(": ", a->text);
+		wd_esc_text_put(a->text, why, strlen(why), 0, 0);
+	}
+	fputc('\n', a->text);
 	jw_obj_begin(a->json);
 	jw_kstr(a->json, "path", path);
 	jw_kstr(a->json, "result", what);
 	if (why)
 		jw_kstr(a->json, "reason", why);
 	jw_obj_end(a->json);
+}
+
+static void
+report(struct applier *a, const char *what, const char *path, const char *why)
+{
+	report_c(a, what, path, why, NULL);
 }
 
 static char *
@@ -438,20 +459,22 @@ run_apply(struct applier *a, struct ws_apply_report *rep)
 			report(a, "failed", p->c->path, strerror(-rc));
 			continue;
 		}
-		report(a, p->c->status == WS_ADDED ? "added" : "written", p->c->path, NULL);
+		report_c(a, p->c->status == WS_ADDED ? "added" : "written", p->c->path, NULL, p->c);
 		rep->applied++;
 	}
 	for (size_t i = 0; i < a->cs->n; i++) {
 		const struct ws_change *c = &a->cs->c[i];
 		if (c->status == WS_ADDED && S_ISDIR(c->new_mode)) {
 			int fd = open_dir(a, c->path);
-			if (fd >= 0)
+			if (fd >= 0) {
 				close(fd);
+				report_c(a, "added", c->path, NULL, c);
+			}
 		} else if (c->status == WS_MODE) {
 			if ((rc = set_mode(a, c)) < 0) {
 				report(a, "failed", c->path, strerror(-rc));
 			} else {
-				report(a, "mode", c->path, NULL);
+				report_c(a, "mode", c->path, NULL, c);
 				rep->applied++;
 			}
 		} else if (c->unsupported) {

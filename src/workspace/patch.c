@@ -14,6 +14,7 @@
  *   --json      {"files": [{path, status, type, modes, sizes, SHA-256s,
  *               binary, insertions, deletions, conflict, protected}], ...} */
 #include "workspace/workspace.h"
+#include "util/escape.h"
 #include "util/json.h"
 
 #include <fcntl.h>
@@ -25,6 +26,9 @@
 #include <string.h>
 
 #define DIFF_MAX (8u << 20)
+/* Bytes of one hunk line shown before "... (N more bytes)": a minified
+ * file's single line would otherwise bury the rest of the review. */
+#define HUNK_LINE_MAX 4096u
 
 /* libgit2 is loaded on the first diff (dlopen of Debian's libgit2-1.5),
  * not linked: warden's start is on every command's path, and a shared
@@ -196,6 +200,58 @@ make_diff(struct ws *w, const struct ws_change *c, struct file_diff *fd)
 	lg.line_stats(&ctx, &fd->adds, &fd->dels, fd->patch);
 }
 
+/* prefix and path as git names a side ("a/x", or "\"a/x\\ny\"" quoted
+ * when the name needs it): a name is the sandbox's choice, and a newline
+ * in it would forge a header or a line of the summary. */
+static void
+put_name(FILE *f, const char *prefix, const char *path)
+{
+	wd_autofree char *full = wd_xasprintf("%s%s", prefix, path);
+	wd_esc_path_put(f, full);
+}
+
+/* libgit2's body (from "---" or "Binary files" on): its headers rewritten
+ * with the names quoted (libgit2 prints them raw), every other line made
+ * visible: the lines are the sandbox's bytes, and a CR, ESC[2K or an OSC
+ * in one would hide or recolour what the human reviews (issue 18). */
+static void
+write_body(const struct ws_change *c, const char *p, size_t n, FILE *f)
+{
+	const char *op = c->old_path ? c->old_path : c->path, *end = p + n;
+	bool hunks = false;
+	while (p < end) {
+		const char *e = memchr(p, '\n', (size_t)(end - p));
+		size_t l = e ? (size_t)(e - p) : (size_t)(end - p);
+		if (!hunks && l >= 2 && !strncmp(p, "@@", 2))
+			hunks = true;
+		if (!hunks && l >= 4 && (!strncmp(p, "--- ", 4) || !strncmp(p, "+++ ", 4))) {
+			bool old = p[0] == '-';
+			fwrite(p, 1, 4, f);
+			if (l == 13 && !strncmp(p + 4, "/dev/null", 9))
+				fputs("/dev/null", f);
+			else
+				put_name(f, old ? "a/" : "b/", old ? op : c->path);
+		} else if (!hunks && l >= 12 && !strncmp(p, "Binary files", 12)) {
+			fputs("Binary files ", f);
+			if (l >= 22 && !strncmp(p, "Binary files /dev/null", 22))
+				fputs("/dev/null", f);
+			else
+				put_name(f, "a/", op);
+			fputs(" and ", f);
+			if (l >= 20 && !strncmp(p + l - 20, " and /dev/null differ", 20))
+				fputs("/dev/null", f);
+			else
+				put_name(f, "b/", c->path);
+			fputs(" differ", f);
+		} else {
+			wd_esc_text_put(f, p, l, 0, HUNK_LINE_MAX);
+		}
+		if (e)
+			fputc('\n', f);
+		p = e ? e + 1 : end;
+	}
+}
+
 /* git's header for the change, then the body of libgit2's patch (from
  * its "---" or "Binary files" line on), keeping its blob ids. */
 static void
@@ -220,7 +276,11 @@ write_patch(const struct ws_change *c, struct file_diff *fd, FILE *f)
 		}
 		l = e ? e + 1 : b.ptr + b.size;
 	}
-	fprintf(f, "diff --git a/%s b/%s\n", op, c->path);
+	fputs("diff --git ", f);
+	put_name(f, "a/", op);
+	fputc(' ', f);
+	put_name(f, "b/", c->path);
+	fputc('\n', f);
 	if (c->status == WS_ADDED)
 		fprintf(f, "new file mode %06o\n", git_mode(c->new_mode));
 	else if (c->status == WS_DELETED)
@@ -228,9 +288,14 @@ write_patch(const struct ws_change *c, struct file_diff *fd, FILE *f)
 	else if (git_mode(c->old_mode) != git_mode(c->new_mode))
 		fprintf(f, "old mode %06o\nnew mode %06o\n", git_mode(c->old_mode),
 			git_mode(c->new_mode));
-	if (c->status == WS_RENAMED)
-		fprintf(f, "similarity index %d%%\nrename from %s\nrename to %s\n",
-			strcmp(c->old_hash, c->new_hash) ? 50 : 100, op, c->path);
+	if (c->status == WS_RENAMED) {
+		fprintf(f, "similarity index %d%%\nrename from ",
+			strcmp(c->old_hash, c->new_hash) ? 50 : 100);
+		wd_esc_path_put(f, op);
+		fputs("\nrename to ", f);
+		wd_esc_path_put(f, c->path);
+		fputc('\n', f);
+	}
 	if (ids && body) {
 		bool same = git_mode(c->old_mode) == git_mode(c->new_mode) &&
 			    c->status != WS_ADDED && c->status != WS_DELETED;
@@ -238,10 +303,13 @@ write_patch(const struct ws_change *c, struct file_diff *fd, FILE *f)
 		if (same)
 			fprintf(f, " %06o", git_mode(c->new_mode));
 		fputc('\n', f);
-		fwrite(body, 1, (size_t)(b.ptr + b.size - body), f);
+		write_body(c, body, (size_t)(b.ptr + b.size - body), f);
 	} else if (fd->large) {
-		fprintf(f, "Large file (over %u bytes) a/%s and b/%s differ\n", DIFF_MAX, op,
-			c->path);
+		fprintf(f, "Large file (over %u bytes) ", DIFF_MAX);
+		put_name(f, "a/", op);
+		fputs(" and ", f);
+		put_name(f, "b/", c->path);
+		fputs(" differ\n", f);
 	}
 	if (fd->patch)
 		lg.buf_dispose(&b);
@@ -258,24 +326,41 @@ notes(const struct ws_change *c, FILE *f)
 		fputs("  (not a file, link or directory: never applied)", f);
 }
 
+/* Every permission change in octal: git's "old mode 100644 / new mode
+ * 100755" only tells the execute bit, so a content change hid a chmod
+ * 0777, and a new directory's mode was never shown (issue 18). */
+void
+ws_change_mode_note(const struct ws_change *c, FILE *f)
+{
+	if (c->status == WS_ADDED && S_ISDIR(c->new_mode))
+		fprintf(f, " (new directory %04o)", (unsigned)(c->new_mode & 07777));
+	else if (c->status == WS_ADDED && S_ISREG(c->new_mode))
+		fprintf(f, " (new file %04o)", (unsigned)(c->new_mode & 07777));
+	else if ((c->status == WS_MODIFIED || c->status == WS_RENAMED || c->status == WS_MODE) &&
+		 c->old_mode && c->new_mode && !S_ISLNK(c->old_mode) && !S_ISLNK(c->new_mode) &&
+		 (c->old_mode & 07777) != (c->new_mode & 07777))
+		fprintf(f, " (mode %04o -> %04o)", (unsigned)(c->old_mode & 07777),
+			(unsigned)(c->new_mode & 07777));
+}
+
 static void
 summary_line(const struct ws_change *c, FILE *f)
 {
 	const char *slash = S_ISDIR(cur_mode(c)) ? "/" : "";
-	switch (c->status) {
-	case WS_RENAMED:
-		fprintf(f, "%-9s %s -> %s", status_name(c), c->old_path, c->path);
-		break;
-	case WS_MODE:
-		fprintf(f, "%-9s %s%s %04o -> %04o", status_name(c), c->path, slash,
-			(unsigned)(c->old_mode & 07777), (unsigned)(c->new_mode & 07777));
-		break;
-	default:
-		fprintf(f, "%-9s %s%s", status_name(c), c->path, slash);
-		if (S_ISLNK(cur_mode(c)))
-			fputs(" (symlink)", f);
-		break;
+	fprintf(f, "%-9s ", status_name(c));
+	if (c->status == WS_RENAMED) {
+		wd_esc_path_put(f, c->old_path);
+		fputs(" -> ", f);
 	}
+	wd_esc_path_put(f, c->path);
+	fputs(slash, f);
+	if (c->status == WS_MODE)
+		fprintf(f, " %04o -> %04o", (unsigned)(c->old_mode & 07777),
+			(unsigned)(c->new_mode & 07777));
+	else if (S_ISLNK(cur_mode(c)))
+		fputs(" (symlink)", f);
+	if (c->status != WS_MODE)
+		ws_change_mode_note(c, f);
 	notes(c, f);
 	fputc('\n', f);
 }
@@ -302,11 +387,10 @@ write_stat(struct ws *w, const struct ws_changes *cs, FILE *f)
 		if (S_ISDIR(cur_mode(c)))
 			continue;
 		files++;
-		char name[PATH_MAX * 2 + 8];
-		if (c->old_path)
-			snprintf(name, sizeof(name), "%s => %s", c->old_path, c->path);
-		else
-			snprintf(name, sizeof(name), "%s", c->path);
+		/* quoted as the summary's names are */
+		wd_autofree char *np = wd_esc_path(c->path);
+		wd_autofree char *op = c->old_path ? wd_esc_path(c->old_path) : NULL;
+		wd_autofree char *name = op ? wd_xasprintf("%s => %s", op, np) : wd_steal_ptr(&np);
 		fprintf(f, " %-*s | ", (int)width, name);
 		struct file_diff *d = &fds[i];
 		if (d->binary || d->large) {

@@ -228,6 +228,9 @@ char *ws_relpath(const char *p);
  * (binary files named), or per flags. */
 int ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FILE *f,
 		  struct wd_err *err);
+/* " (new file 0644)", " (new directory 0700)", " (mode 0644 -> 0777)" or
+ * nothing: the change's permission bits in octal, for a human. */
+void ws_change_mode_note(const struct ws_change *c, FILE *f);
 
 /* ---- apply.c ---- */
 

@@ -92,7 +92,8 @@ expect_out '^ D gone.txt' "git sees the deletion"
 w diff agent
 expect_rc 0 "warden diff"
 expect_out '^modified +lib.py$' "diff: modified file"
-expect_out '^added +src/pkg/mod.py$' "diff: added file in new directories"
+expect_out '^added +src/pkg/mod.py \(new file 0644\)$' "diff: added file in new directories, its mode in octal"
+expect_out '^added +src/pkg/ \(new directory 0755\)$' "diff: a new directory with its mode"
 expect_out '^deleted +gone.txt$' "diff: deleted file"
 expect_out '^renamed +old.txt -> renamed.txt$' "diff: rename paired by content"
 expect_out '^mode +run.sh 0644 -> 0755$' "diff: mode change"
@@ -179,7 +180,7 @@ w exec agent -- /bin/sh -c 'echo kept > kept.txt'
 w stop agent
 expect_rc 0 "stop"
 w diff agent --name-status
-expect_out '^added +kept.txt$' "a stopped session's diff (offline)"
+expect_out '^added +kept.txt \(new file 0644\)$' "a stopped session's diff (offline)"
 w start agent
 expect_rc 0 "start"
 w exec agent -- /bin/sh -c 'cat kept.txt; $HOME/venv/bin/python -c "import wdpkg; print(wdpkg.VALUE)"'

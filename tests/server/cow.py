@@ -144,8 +144,8 @@ ok("+more" in r["diff"] and "+new" in r["diff"] and "--- a/hello.txt" in r["diff
 r = h.call("sandbox.diff", {"sandbox": sid, "format": "stat"})["result"]
 ok("2 files changed" in r["diff"] and "hello.txt" in r["diff"], "format stat: git's diffstat")
 r = h.call("sandbox.diff", {"sandbox": sid, "format": "names"})["result"]
-ok(r["diff"].split() == ["modified", "hello.txt", "added", "new.txt"],
-   "format names: the lines only (%r)" % r["diff"])
+ok(r["diff"].split() == ["modified", "hello.txt", "added", "new.txt", "(new", "file", "0644)"],
+   "format names: the lines only, a new file's mode in octal (%r)" % r["diff"])
 r = h.call("sandbox.diff", {"sandbox": sid, "format": "json", "path": "new.txt"})["result"]
 ok("diff" not in r and [f["path"] for f in r["files"]] == ["new.txt"] and
    len(r["files"][0]["new_sha256"]) == 64, "format json, one path: the file list with hashes")
@@ -185,8 +185,9 @@ for path, why in ((".git/hooks/x", "warden's"), ("secrets/x", "the policy's"),
     ok(code(r) == -32007 and r["error"]["data"]["errno"] == "EACCES",
        "cow sandbox: sandbox.write_file %s refused (%s list)" % (path, why))
 r = h.call("sandbox.diff", {"sandbox": sid, "format": "names"})["result"]
-ok(r["diff"].split() == ["modified", "hello.txt", "added", "new.txt", "added", "tool/",
-                         "added", "tool/made.txt"],
+ok(r["diff"].split() == ["modified", "hello.txt", "added", "new.txt", "(new", "file", "0644)",
+                         "added", "tool/", "(new", "directory", "0755)",
+                         "added", "tool/made.txt", "(new", "file", "0644)"],
    "the tools' writes join the change set, the refused ones leave nothing (%r)" % r["diff"])
 
 # ---- apply ----

@@ -224,7 +224,8 @@ ok(r.get("isError") and "not-changed" in text(r), "discarding a path with no cha
 # ---- the human reviews and applies on the owner's socket ----
 human = LineClient(path=sock)
 r = human.call("sandbox.diff", {"sandbox": sid, "format": "names"})
-ok(r.get("result", {}).get("diff", "").split() == ["modified", "hello.txt", "added", "made.txt"],
+ok(r.get("result", {}).get("diff", "").split() == ["modified", "hello.txt", "added", "made.txt",
+                                                   "(new", "file", "0644)"],
    "the human's socket sees the model's sandbox's change set (%s)" % r)
 r = human.call("sandbox.apply", {"sandbox": sid, "paths": ["made.txt"]})
 ok(r.get("result", {}).get("applied") == 1 and host("made.txt") == "made\n" and
