@@ -5,9 +5,13 @@ secrets_oracle.sh.
   serve                 a plain HTTP upstream on 127.0.0.1 that reflects the
                         bytes it is asked to, then pauses until released;
                         prints its port
-  probe PORT GUESS...   inside the sandbox: for each guess (hex), fetch
+  probe PORT [cl] GUESS[+REST]...
+                        inside the sandbox: for each guess (hex), fetch
                         /echo through warden's proxy, and print as JSON what
                         arrived before the upstream's pause and after it
+                        (REST, hex, is sent after the pause)
+                        (cl: the response has a Content-Length, else it
+                        runs to the close)
   leak PORT N [dns]     inside the sandbox: N requests carrying the
                         placeholder in $TOK where no rule binds it (and with
                         dns, one DNS query for a name holding it); prints
@@ -62,14 +66,18 @@ class Handler(BaseHTTPRequestHandler):
         rid = q.get("id", "")
         if u.path == "/echo":
             guess = bytes.fromhex(q.get("g", ""))
-            # close-delimited: the body ends only when the upstream closes,
-            # so nothing but the window decides what is passed on early
-            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+            # close-delimited (or a Content-Length that counts the "|END"
+            # still to come): the body does not end here, so nothing but
+            # the window decides what is passed on early
+            framing = (b"Content-Length: %d\r\n" %
+                       (FILL + len(guess) + len(q.get("rest", "")) // 2 + 4)
+                       if q.get("cl") else b"")
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + framing +
                              b"Connection: close\r\n\r\n" + b"A" * FILL + guess)
             self.wfile.flush()
             self.ev("sent", rid).set()
             self.ev("release", rid).wait(WAIT)
-            self.wfile.write(b"|END")
+            self.wfile.write(bytes.fromhex(q.get("rest", "")) + b"|END")
             self.wfile.flush()
             self.close_connection = True
         elif u.path == "/sync":
@@ -131,9 +139,10 @@ def body_of(buf):
     return buf.partition(b"\r\n\r\n")[2] if b"\r\n\r\n" in buf else b""
 
 
-def probe_one(host, rid, guess):
+def probe_one(host, rid, guess, cl, rest=b""):
     a = socket.create_connection(PROXY)
-    request(a, host, "/echo?id=%s&g=%s" % (rid, guess.hex()), keep=False)
+    request(a, host, "/echo?id=%s&g=%s%s&rest=%s" % (rid, guess.hex(), "&cl=1" if cl else "",
+                                                      rest.hex()), keep=False)
     got = b""
     deadline = time.monotonic() + WAIT
     want = FILL - LONGEST
@@ -172,9 +181,14 @@ def probe_one(host, rid, guess):
 
 def probe(port, *guesses):
     host = "echo.test:%s" % port
+    cl = guesses[:1] == ("cl",)
     out = []
-    for i, g in enumerate(guesses):
-        out.append(probe_one(host, "%d-%d" % (os.getpid(), i), bytes.fromhex(g)))
+    for i, g in enumerate(guesses[1:] if cl else guesses):
+        # GUESS[+REST]: REST is sent after the pause
+        g, _, rest = g.partition("+")
+        # a fresh id per probe: pids repeat from one sandbox to the next
+        out.append(probe_one(host, os.urandom(8).hex(), bytes.fromhex(g), cl,
+                             bytes.fromhex(rest)))
     print(json.dumps(out))
 
 
