@@ -670,6 +670,8 @@ struct wd_policy_sandbox {
 	const struct wd_policy_secret *secrets; /* "secrets", in document order */
 	size_t nsecrets;
 	unsigned pool; /* sandbox.pool: warden serve's warm pool size, 0-64 (0: none) */
+	const char *const *net_ranges; /* network.allow_ranges: --allow-range CIDR */
+	size_t net_nranges;
 };
 /* Fill *out from the policy.  Never fails. */
 void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);

@@ -39,6 +39,9 @@ static const char usage_text[] =
     "      --best-effort        run where the limits cannot be enforced\n"
     "      --protect PATH       keep PATH (relative to the workspace) read-only in every\n"
     "                           sandbox and to the file tools, like .git/hooks\n"
+    "      --allow-range CIDR   egress to loopback or private addresses in CIDR is not\n"
+    "                           refused (repeatable; admits no host by itself: the\n"
+    "                           policy's network.allow names hosts; docs/network.md)\n"
     "      --disk SIZE          a cow sandbox's disk (sandbox.create's workspace_mode\n"
     "                           \"cow\"), and the most a caller may ask (default 1G)\n"
     "      --pool N             keep N sandboxes built ahead for run_command and\n"
@@ -72,6 +75,7 @@ enum {
 	OPT_OUTPUT_LIMIT,
 	OPT_BEST_EFFORT,
 	OPT_PROTECT,
+	OPT_ALLOW_RANGE,
 	OPT_DISK,
 	OPT_POOL,
 	OPT_MAX_CALLS,
@@ -103,6 +107,7 @@ static const struct option long_opts[] = {
     {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
     {"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
     {"protect", required_argument, NULL, OPT_PROTECT},
+    {"allow-range", required_argument, NULL, OPT_ALLOW_RANGE},
     {"disk", required_argument, NULL, OPT_DISK},
     {"pool", required_argument, NULL, OPT_POOL},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
@@ -173,6 +178,24 @@ protect_opt(struct server_opts *o, const char *name, const char *val)
 	if (o->nprotect == SERVER_MAX_PROTECT)
 		return bad(name, val, "too many protected paths");
 	o->protect[o->nprotect++] = val;
+	return 0;
+}
+
+/* --allow-range: checked now by the network layer's own parser, in the
+ * form every sandbox's spec takes it, so a bad range stops the server
+ * before it serves (125) rather than failing each run */
+static int
+range_opt(struct server_opts *o, const char *name, const char *val)
+{
+	struct wd_err e = {0};
+	wd_spec *probe = wd_spec_new();
+	int rc = wd_spec_add_net_rule(probe, WD_NET_RANGE, val, &e);
+	wd_spec_free(probe);
+	if (rc < 0)
+		return bad(name, val, e.msg);
+	if (o->nranges == SERVER_MAX_RANGES)
+		return bad(name, val, "too many ranges");
+	o->ranges[o->nranges++] = val;
 	return 0;
 }
 
@@ -296,6 +319,8 @@ one_opt(int c, const char *name, const char *val, struct server_opts *o)
 		return 0;
 	case OPT_PROTECT:
 		return protect_opt(o, name, val);
+	case OPT_ALLOW_RANGE:
+		return range_opt(o, name, val);
 	case OPT_DISK:
 		return size(name, val, 32 << 20, 1ull << 50, &o->disk_bytes);
 	case OPT_SANITIZE_IMAGES:

@@ -409,6 +409,7 @@ config_policy_free(struct config_policy *p)
 	config_strv_free(&p->net.allow);
 	config_strv_free(&p->net.deny);
 	config_strv_free(&p->net.hosts);
+	config_strv_free(&p->net.ranges);
 	free(p->net.ports);
 	free(p->net.upstream_ca);
 	config_strv_free(&p->env_deny);

@@ -101,6 +101,7 @@ struct config_network {
 	struct config_strv allow;
 	struct config_strv deny;
 	struct config_strv hosts; /* NAME=ADDRESS */
+	struct config_strv ranges; /* allow_ranges: --allow-range ADDRESS[/PREFIX] */
 	unsigned *ports;	  /* allow_ports */
 	size_t nports;
 	bool tls_intercept;

@@ -155,6 +155,8 @@ network_json(const struct config_network *n)
 		json_object_set_new(o, "deny", strv_json(&n->deny));
 	if (n->hosts.n)
 		json_object_set_new(o, "hosts", strv_json(&n->hosts));
+	if (n->ranges.n)
+		json_object_set_new(o, "allow_ranges", strv_json(&n->ranges));
 	if (n->nports) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < n->nports; i++)

@@ -6,6 +6,7 @@
  */
 #include "config/parse.h"
 
+#include <arpa/inet.h>
 #include <string.h>
 
 /* clang-format off */
@@ -204,6 +205,53 @@ check_hosts_entry(const char *s)
 	return NULL;
 }
 
+/* A range as --allow-range takes it: an address or a CIDR prefix, nothing
+ * else.  It lifts the refusal of loopback and private destinations (the
+ * cloud metadata address among them), so a value that is not certainly an
+ * address is refused here with its position rather than left to the run:
+ * a name, a port or a path would suggest a range admits requests, which
+ * only network.allow does.  The network layer parses it again when a run
+ * applies it (config sits below net, DESIGN.md §4). */
+static const char *
+check_range_entry(const char *s)
+{
+	const char *why = config_check_word(s);
+	if (why)
+		return why;
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	char addr[INET6_ADDRSTRLEN + 2];
+	if (alen == 0 || alen >= sizeof(addr))
+		return "is not an address or CIDR (ADDRESS[/PREFIX]; names go in network.allow "
+		       "and network.hosts)";
+	memcpy(addr, s, alen);
+	addr[alen] = '\0';
+	char *a = addr;
+	if (a[0] == '[' && alen > 2 && a[alen - 1] == ']') {
+		a[alen - 1] = '\0';
+		a++;
+	}
+	unsigned char bin[16];
+	unsigned max;
+	if (inet_pton(AF_INET, a, bin) == 1)
+		max = 32;
+	else if (inet_pton(AF_INET6, a, bin) == 1)
+		max = 128;
+	else
+		return "is not an address or CIDR (ADDRESS[/PREFIX]; names go in network.allow "
+		       "and network.hosts)";
+	if (slash) {
+		uint64_t bits;
+		if (wd_parse_u64(slash + 1, &bits) < 0 || bits > max)
+			return max == 32 ? "has a prefix length that is not 8-32"
+					 : "has a prefix length that is not 8-128";
+		/* as for allow rules: 0.0.0.0/0 is "*" in disguise */
+		if (bits < 8)
+			return "has a prefix shorter than /8, which opens too much: name the range";
+	}
+	return NULL;
+}
+
 static int
 load_ports(struct vctx *v, json_t *j, struct config_network *net)
 {
@@ -230,14 +278,17 @@ load_ports(struct vctx *v, json_t *j, struct config_network *net)
 static int
 load_network_member(struct vctx *v, const char *k, json_t *val, struct config_network *net)
 {
-	static const char *const known[] = {"mode",	   "allow",	    "deny",	   "hosts",
-					    "allow_ports", "tls_intercept", "upstream_ca", NULL};
+	static const char *const known[] = {"mode",	     "allow",	     "deny",
+					    "hosts",	     "allow_ranges", "allow_ports",
+					    "tls_intercept", "upstream_ca",  NULL};
 	if (!strcmp(k, "allow"))
 		return config_get_strv(v, val, &net->allow, false, check_host_rule);
 	if (!strcmp(k, "deny"))
 		return config_get_strv(v, val, &net->deny, false, check_deny_rule);
 	if (!strcmp(k, "hosts"))
 		return config_get_strv(v, val, &net->hosts, false, check_hosts_entry);
+	if (!strcmp(k, "allow_ranges"))
+		return config_get_strv(v, val, &net->ranges, false, check_range_entry);
 	if (!strcmp(k, "allow_ports"))
 		return load_ports(v, val, net);
 	if (!strcmp(k, "tls_intercept"))

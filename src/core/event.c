@@ -96,6 +96,8 @@ net_members(struct jw *w, const struct net_event *ev)
 		jw_kstr(w, "inject", ev->inject);
 	if (ev->secrets)
 		jw_kstr(w, "secrets", ev->secrets);
+	if (ev->reason == NET_R_SECRET_PROBE)
+		jw_kuint(w, "refusals", ev->refusals);
 }
 
 static void

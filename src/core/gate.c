@@ -231,12 +231,14 @@ apply_network(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 	      struct wd_err *err)
 {
 	int rc;
-	if ((rc = add_rules(spec, g, WD_NET_ALLOW, ps->net_allow, ps->net_nallow,
-			    "network.allow", err)) < 0 ||
+	if ((rc = add_rules(spec, g, WD_NET_ALLOW, ps->net_allow, ps->net_nallow, "network.allow",
+			    err)) < 0 ||
 	    (rc = add_rules(spec, g, WD_NET_DENY, ps->net_deny, ps->net_ndeny, "network.deny",
 			    err)) < 0 ||
 	    (rc = add_rules(spec, g, WD_NET_HOST, ps->net_hosts, ps->net_nhosts, "network.hosts",
-			    err)) < 0)
+			    err)) < 0 ||
+	    (rc = add_rules(spec, g, WD_NET_RANGE, ps->net_ranges, ps->net_nranges,
+			    "network.allow_ranges", err)) < 0)
 		return rc;
 	for (size_t i = 0; i < ps->nallow_ports; i++)
 		wd_spec_allow_port(spec_of(spec, g), ps->allow_ports[i], NULL);

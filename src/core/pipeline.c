@@ -40,6 +40,7 @@ pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned fl
 	x->stream_fd[1] = cmd->stream_fd[1];
 	x->stream_fd[2] = cmd->stream_fd[2];
 	x->flags = flags;
+	x->log_fd = -1; /* not 0 (stdin) from the memset: no file for a detached command */
 	x->cancel_fd = ctx->cancel_fd;
 	x->cancel_sig = &ctx->cancel_sig;
 	x->cmd_cancel_fd = cmd->cancel_fd;

@@ -256,6 +256,9 @@ struct net_proxy {
 	unsigned alias_next;
 	uint64_t accept_resume;
 	unsigned dns_inflight;
+	/* secret-exfiltration refusals so far, and the secrets they named
+	 * (proxy_exfil_alert); the proxy's thread only */
+	uint64_t exfil_refusals, exfil_secrets;
 	_Atomic uint64_t st_conns_total, st_open, st_requests, st_refused, st_dns, st_bytes;
 };
 
@@ -290,6 +293,9 @@ void proxy_wrote_up(struct conn *c, size_t n);
 /* Refuse the request as attempted exfiltration of secret i, found in
  * where ("the URL", "the body", ...). */
 void proxy_refuse_exfil(struct conn *c, int i, const char *where);
+/* Count a secret-exfiltration refusal of secret i (its event already
+ * emitted) and raise the secret-probe alert when due. */
+void proxy_exfil_alert(struct net_proxy *p, enum net_proto proto, int i);
 /* A host the request names holds a secret: refused (true). */
 bool proxy_host_exfil(struct conn *c, const char *host);
 bool proxy_dropped_field(const char *buf, const struct net_http_head *h, unsigned i, void *arg);

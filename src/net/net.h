@@ -109,6 +109,10 @@ enum net_reason {
 			    * value on its way to a destination no inject rule
 			    * binds it to (the URL, a header, the body, a host
 			    * name or a DNS query) */
+	NET_R_SECRET_PROBE, /* "secret-probe": an alert, not a request: the
+			     * sandbox's secret-exfiltration refusals reached
+			     * NET_PROBE_ALERT_AT, or doubled since the last
+			     * alert (proxy_exfil_alert) */
 	NET_R__COUNT
 };
 const char *net_reason_name(enum net_reason r);
@@ -261,6 +265,9 @@ bool net_addr_parse(const char *s, size_t len, uint16_t port, struct sockaddr_st
  * with -EBUSY (copy it with net_secrets_clone()). */
 #define NET_SECRET_MIN 8       /* bytes: shorter values turn up in traffic by chance */
 #define NET_SECRET_MAX 4096    /* bytes of one value (a file may add one newline) */
+/* The secret-exfiltration refusals in one sandbox that raise a
+ * "secret-probe" alert event (again at each doubling: 3, 6, 12, ...). */
+#define NET_PROBE_ALERT_AT 3
 #define NET_SECRETS_MAX 32     /* secrets per set */
 #define NET_INJECTS_MAX 64     /* inject rules per set */
 #define NET_PLACEHOLDER_LEN 51 /* "warden-placeholder-" + 32 hex */
@@ -377,9 +384,12 @@ void net_secrets_redact(const struct net_secrets *s, char *buf, size_t cap);
  * the upstream's); returns how many, and ORs the secrets found into
  * *found (may be NULL). */
 size_t net_secrets_mask(const struct net_secrets *s, char *p, size_t n, uint64_t *found);
-/* How many bytes at the end of p[0..n) could be the start of a value
- * (hold them back until the rest arrives, or the body ends). */
-size_t net_secrets_partial_tail(const struct net_secrets *s, const char *p, size_t n);
+/* How many bytes at the end of a response to hold back until more arrive
+ * or the body ends: the longest value (as it is, or percent-encoded) minus
+ * one, for every response and whatever those bytes are, so that what the
+ * sandbox receives before a pause never depends on whether it matches a
+ * value (0 without secrets). */
+size_t net_secrets_hold_len(const struct net_secrets *s);
 
 /* A body, streamed: matches across feeds (the last bytes are kept). */
 struct net_scan;
@@ -622,6 +632,9 @@ struct net_event {
 	 * secret found (inject NULL).  NULL otherwise. */
 	const char *inject;
 	const char *secrets;
+	/* NET_R_SECRET_PROBE: the sandbox's secret-exfiltration refusals so
+	 * far ("refusals"); 0 otherwise. */
+	uint64_t refusals;
 };
 typedef void (*net_event_fn)(const struct net_event *ev, void *data);
 

@@ -49,8 +49,9 @@ dns_event(struct net_proxy *p, const struct net_dns_query *q, bool allowed, enum
 		snprintf(advice, sizeof(advice), "no rule allows this name; work without it");
 	}
 	const char *secret = NULL;
+	int i = -1;
 	if (reason == NET_R_EXFIL) {
-		int i = net_secrets_find_name(p->secrets, q->name);
+		i = net_secrets_find_name(p->secrets, q->name);
 		secret = i >= 0 ? net_secrets_name(p->secrets, (unsigned)i) : NULL;
 		snprintf(advice, sizeof(advice),
 			 "the name carries the placeholder or the value of secret %s, which never "
@@ -77,6 +78,8 @@ dns_event(struct net_proxy *p, const struct net_dns_query *q, bool allowed, enum
 	    .duration_us = (p->now - t0) / 1000,
 	};
 	p->cb(&ev, p->cb_data);
+	if (reason == NET_R_EXFIL)
+		proxy_exfil_alert(p, NET_PROTO_DNS, i);
 }
 
 static void

@@ -787,7 +787,10 @@ proxy_st_forward(struct conn *c)
 						 net_secrets_name(p->secrets, (unsigned)c->exfil));
 					snprintf(c->inj_names, sizeof(c->inj_names), "%s",
 						 net_secrets_name(p->secrets, (unsigned)c->exfil));
+					int i = c->exfil;
+					enum net_proto proto = c->proto;
 					proxy_conn_close(c, NET_R_EXFIL, adv);
+					proxy_exfil_alert(p, proto, i);
 				}
 				return -1;
 			}

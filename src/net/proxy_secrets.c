@@ -63,7 +63,50 @@ proxy_refuse_exfil(struct conn *c, int i, const char *where)
 		 where, name);
 	c->inj_rules[0] = '\0';
 	snprintf(c->inj_names, sizeof(c->inj_names), "%s", name);
+	struct net_proxy *p = c->p;
+	enum net_proto proto = c->proto;
 	proxy_refuse(c, 403, NET_R_EXFIL, NULL, adv);
+	proxy_exfil_alert(p, proto, i);
+}
+
+/* One refusal is an ordinary mistake or a tripwire; many are a program
+ * working at the secret: trying encodings and destinations for a
+ * placeholder it believes is the credential, or guessing at the value
+ * (issue 18: the response window was once an oracle for its prefixes).
+ * Each refusal has its own event already; this adds one event an operator
+ * can alert on, at the NET_PROBE_ALERT_AT-th refusal in the sandbox and
+ * each time the count doubles after (3, 6, 12, ...), so a sandbox that
+ * keeps trying stays visible without an alert per attempt. */
+void
+proxy_exfil_alert(struct net_proxy *p, enum net_proto proto, int i)
+{
+	if (i >= 0 && i < 64)
+		p->exfil_secrets |= 1ull << i;
+	uint64_t n = ++p->exfil_refusals;
+	if (n < NET_PROBE_ALERT_AT || n % NET_PROBE_ALERT_AT)
+		return;
+	uint64_t m = n / NET_PROBE_ALERT_AT;
+	if (m & (m - 1)) /* not a power of two */
+		return;
+	if (!p->cb)
+		return;
+	char names[256], adv[512];
+	net_secrets_names(p->secrets, p->exfil_secrets, names, sizeof(names));
+	snprintf(adv, sizeof(adv),
+		 "%llu requests from this sandbox carried the placeholder or the value of %s to "
+		 "destinations its inject rules do not name: something in the sandbox is trying "
+		 "to obtain or send the credential; look at what it runs",
+		 (unsigned long long)n, names);
+	struct net_event ev = {
+	    .sandbox_id = p->sandbox_id,
+	    .proto = proto,
+	    .allowed = false,
+	    .reason = NET_R_SECRET_PROBE,
+	    .advice = adv,
+	    .secrets = names,
+	    .refusals = n,
+	};
+	p->cb(&ev, p->cb_data);
 }
 
 bool
@@ -152,25 +195,28 @@ proxy_secrets_gate(struct conn *c, const char *buf, const char *host, uint16_t p
 }
 
 /* How much of the response body in uin to pass on now (at most k): all of
- * it unless its last bytes could be the start of a value whose rest has
- * not arrived; those wait for more, unless the body ends within what is
- * here (then the value cannot complete) or the upstream has closed. */
+ * it but the last net_secrets_hold_len() bytes, which wait for more,
+ * unless the body ends within what is here (then no value can complete
+ * after it) or the upstream has closed.  The window is the same for every
+ * byte: holding only a tail that begins a value made the hold an oracle
+ * for the value's prefixes (issue 18, net_secrets_hold_len).  Whether the
+ * body ends here depends on the upstream's framing, never on a value. */
 size_t
 proxy_response_window(struct conn *c, size_t k)
 {
 	const struct net_secrets *s = c->p->secrets;
 	if (!s || c->u_eof)
 		return k;
-	const char *d = c->uin.d + c->uin.off;
-	size_t hold = net_secrets_partial_tail(s, d, c->uin.len);
+	size_t hold = net_secrets_hold_len(s);
 	if (!hold)
 		return k;
+	const char *d = c->uin.d + c->uin.off;
 	struct net_body probe = c->rbody; /* a copy: does the body end here? */
 	probe.content = NULL;
 	ssize_t used = net_body_feed(&probe, d, c->uin.len);
 	if (used < 0 || probe.done)
 		return k;
-	size_t limit = c->uin.len - hold;
+	size_t limit = c->uin.len > hold ? c->uin.len - hold : 0;
 	return k < limit ? k : limit;
 }
 

@@ -176,6 +176,7 @@ static const char *const reason_names[NET_R__COUNT] = {
     [NET_R_MISDIRECTED] = "misdirected",
     [NET_R_FRAMING] = "ambiguous-framing",
     [NET_R_EXFIL] = "secret-exfiltration",
+    [NET_R_SECRET_PROBE] = "secret-probe",
 };
 
 const char *

@@ -145,6 +145,8 @@ wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out)
 	out->net_ndeny = n->deny.n;
 	out->net_hosts = (const char *const *)n->hosts.v;
 	out->net_nhosts = n->hosts.n;
+	out->net_ranges = (const char *const *)n->ranges.v;
+	out->net_nranges = n->ranges.n;
 	out->allow_ports = n->ports;
 	out->nallow_ports = n->nports;
 	out->tls_intercept = n->tls_intercept;

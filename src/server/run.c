@@ -94,6 +94,13 @@ run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err)
 			wd_spec_free(spec);
 			return NULL;
 		}
+	/* --allow-range (checked by the CLI), as warden run's: the policy's
+	 * network.allow_ranges are the library's to add */
+	for (size_t i = 0; i < s->o.nranges; i++)
+		if (wd_spec_add_net_rule(spec, WD_NET_RANGE, s->o.ranges[i], err) < 0) {
+			wd_spec_free(spec);
+			return NULL;
+		}
 	return spec;
 }
 

@@ -18,6 +18,7 @@
 #define SERVER_MAX_GROUPS 16
 #define SERVER_MAX_ORIGINS 16
 #define SERVER_MAX_PROTECT 64
+#define SERVER_MAX_RANGES 64
 
 struct server_opts {
 	bool stdio;		 /* newline-delimited JSON-RPC on stdin/stdout */
@@ -37,6 +38,10 @@ struct server_opts {
 	bool best_effort;
 	const char *protect[SERVER_MAX_PROTECT]; /* more protected paths: every jail, the tools */
 	size_t nprotect;
+	/* --allow-range: every sandbox's egress proxy does not refuse these
+	 * loopback or private destinations (admits no host by itself) */
+	const char *ranges[SERVER_MAX_RANGES];
+	size_t nranges;
 	uint64_t disk_bytes;	 /* a cow sandbox's disk, and the most a caller may ask (0: 1G) */
 	unsigned pool;		 /* --pool: sandboxes kept ready (0: none) */
 	bool pool_set;		 /* --pool given: it wins over the policy's sandbox.pool */

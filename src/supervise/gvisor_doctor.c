@@ -53,7 +53,13 @@ trial(const char *platform, double *ms, char *why, size_t cap)
 				     .stdin_fd = -1,
 				     .stream_fd = {-1, -1, -1},
 				     .flags = SYNC_EXEC_LAST,
-				     .cancel_fd = -1};
+				     /* every descriptor named: a field left
+				      * out is 0, stdin, and a doctor run
+				      * with stdin at EOF had its probe
+				      * cancelled (issue 18) */
+				     .log_fd = -1,
+				     .cancel_fd = -1,
+				     .cmd_cancel_fd = -1};
 		rc = sandbox_exec(sb, &x, &r, &e);
 	}
 	*ms = (double)(wd_now_ns() - t0) / 1e6;

@@ -278,6 +278,8 @@ result_net_event_json(const struct net_event *ev)
 		jw_kstr(&w, "inject", ev->inject);
 	if (ev->secrets)
 		jw_kstr(&w, "secrets", ev->secrets);
+	if (ev->reason == NET_R_SECRET_PROBE)
+		jw_kuint(&w, "refusals", ev->refusals);
 	jw_obj_end(&w);
 	return jw_steal(&w);
 }

@@ -16,6 +16,16 @@ if ! "$WARDEN" run --isolation gvisor --workspace "$WS" -- /bin/true >"$OUT" 2>"
 fi
 
 G=(--isolation gvisor)
+
+# ---- doctor with stdin at EOF (issue 18): its gVisor trial once left the
+# command's cancel descriptor at 0, so stdin at EOF (readable) killed
+# /bin/true and doctor said gVisor was unavailable
+check "doctor </dev/null: gvisor is available" \
+	sh -c '"$0" doctor --json </dev/null | python3 -c "$1"' "$WARDEN" \
+	'import json,sys; sys.exit(not json.load(sys.stdin)["levels"]["gvisor"]["ok"])'
+check "doctor with stdin an empty pipe: gvisor is available" \
+	sh -c ': | "$0" doctor --json | python3 -c "$1"' "$WARDEN" \
+	'import json,sys; sys.exit(not json.load(sys.stdin)["levels"]["gvisor"]["ok"])'
 mounts_before=$(host_mounts)
 cgroups_before=$(sandbox_cgroups)
 # (a v1 host lists each sandbox once per hierarchy)
