@@ -38,7 +38,7 @@ static const char usage_text[] =
     "      --output-limit SIZE  bytes kept per stream (default 64K)\n"
     "      --best-effort        run where the limits cannot be enforced\n"
     "      --protect PATH       keep PATH (relative to the workspace) read-only in every\n"
-    "                           sandbox and to the file tools, like .git/hooks\n"
+    "                           sandbox and to the file tools, like .git\n"
     "      --disk SIZE          a cow sandbox's disk (sandbox.create's workspace_mode\n"
     "                           \"cow\"), and the most a caller may ask (default 1G)\n"
     "      --pool N             keep N sandboxes built ahead for run_command and\n"
