@@ -311,18 +311,19 @@ protect_submodules(int ws, const char *host)
 	return 0;
 }
 
-#define NESTED_DEPTH 3	 /* a/b/c/.git: the deepest nested repository looked for */
-#define NESTED_DIRS 4096 /* directories read at most, so a start stays cheap */
+#define NESTED_DEPTH 2	 /* a/b/.git: the deepest nested repository looked for */
+#define NESTED_DIRS 1024 /* directories read at most, so a start stays cheap */
 
 /* Nested repositories, already there when the sandbox starts: every
- * X/.git at most NESTED_DEPTH directories down (a project of checkouts, a
- * vendored repository, a worktree beside its main repository) protected
- * as the workspace's own .git is, so a human who later runs git in X does
- * not run what the sandbox wrote there (issue 18).  rel (PATH_MAX) holds
- * the directory being read, len its length ("" the root, whose .git the
- * caller did).  Symbolic links are not followed; .git directories are not
- * entered.  At most *budget directories are read: a workspace larger than
- * that is covered near its top only (docs/policy.md says so). */
+ * X/.git and X/Y/.git (a project of checkouts, a vendored repository, a
+ * worktree beside its main repository) protected as the workspace's own
+ * .git is, so a human who later runs git in X does not run what the
+ * sandbox wrote there (issue 18).  rel (PATH_MAX) holds the directory
+ * being read, len its length ("" the root, whose own .git the caller
+ * did).  Each subdirectory costs one fstatat of its .git; a directory is
+ * read (getdents) only above NESTED_DEPTH and at most *budget of them, so
+ * a start over 1,600 directories adds well under a millisecond of reads.
+ * Symbolic links are not followed; .git directories are not entered. */
 static int
 protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char *host)
 {
@@ -342,39 +343,34 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 			struct dirent64 *d = (struct dirent64 *)(void *)(buf + off);
 			off += d->d_reclen;
 			const char *name = d->d_name;
-			if (!strcmp(name, ".") || !strcmp(name, ".."))
-				continue;
 			size_t nl = strlen(name);
-			if (len + 1 + nl + 1 >= PATH_MAX)
+			if (!strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, ".git") ||
+			    len + nl + sizeof("//.git") >= PATH_MAX)
 				continue;
-			unsigned char type = d->d_type;
-			if (type == DT_UNKNOWN) {
-				struct stat st;
-				if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-					continue;
-				type = S_ISDIR(st.st_mode)   ? DT_DIR
-				       : S_ISREG(st.st_mode) ? DT_REG
-							     : 0;
-			}
-			bool git = !strcmp(name, ".git");
-			if (!(type == DT_DIR || (git && type == DT_REG)))
-				continue;
-			if (git && len == 0)
-				continue; /* the workspace's own: the caller's */
-			if (!git && (depth >= NESTED_DEPTH || *budget <= 0))
+			struct stat st;
+			/* a directory, never a link to one (whose .git could be
+			 * anywhere: the fstatat below follows the first component) */
+			if (d->d_type != DT_DIR &&
+			    (d->d_type != DT_UNKNOWN ||
+			     fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			     !S_ISDIR(st.st_mode)))
 				continue;
 			char *end = rel + len;
 			if (len)
 				*end++ = '/';
-			memcpy(end, name, nl + 1);
+			memcpy(end, name, nl);
 			size_t nlen = (size_t)(end - rel) + nl;
-			if (git) {
+			memcpy(rel + nlen, "/.git", sizeof("/.git"));
+			if (fstatat(ws, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
 				rc = pin_ancestors(ws, rel);
 				if (rc == 0)
 					rc = protect_rel(ws, rel);
 				if (rc == 0)
 					rc = protect_gitdir(ws, rel, host);
-			} else {
+			}
+			rel[nlen] = '\0';
+			if (rc == 0 && depth + 1 < NESTED_DEPTH && *budget > 0) {
 				(*budget)--;
 				rc = protect_nested(ws, rel, nlen, depth + 1, budget, host);
 			}

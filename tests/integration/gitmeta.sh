@@ -167,6 +167,16 @@ check "direct (submodule): rewriting sub/.git fails inside" \
 	bash -c "[ $RC != 0 ] && grep -q '^gitdir: ../.git/modules/sub' '$T/super/sub/.git'"
 check "direct (submodule): the host's git status runs nothing" not_pwned "$T/super"
 
+# D8. a nested repository two directories down (vendored): its .git too
+rm -rf "$WS" && mkrepo "$WS" && mkrepo "$WS/vendor/lib"
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c "cd vendor/lib && $PLANT; printf '../evil\n' > .git/commondir" \
+	>"$OUT" 2>"$ERR" </dev/null
+RC=$?
+check "direct (nested vendor/lib/.git): writing its commondir fails inside" \
+	bash -c "[ $RC != 0 ] && grep -q 'Read-only file system' '$ERR'"
+check "direct (nested vendor/lib/.git): the host's git status there runs nothing" \
+	not_pwned "$WS/vendor/lib"
+
 # ==== cow: the session's changes reach the host only through apply
 # C1. a .git file in a workspace that had none
 rm -rf "$WS" && mkdir "$WS" && chmod 755 "$WS" && printf 'hello\n' >"$WS/a.txt"
