@@ -225,6 +225,24 @@ expect_rc 0 "cow: git status, diff and log run in the session"
 expect_out '^ M a.txt' "cow: git status in the session sees its edit"
 w rm c4
 
+# C5. the directory above a protected path that is not there yet: made a
+# symbolic link (or a file) in the session, refused by apply; made a
+# directory, applied
+rm -rf "$WS" && mkrepo "$WS"
+w create c5 --workspace "$WS" --workspace-mode cow --protect conf/run.sh --timeout 120
+w exec c5 -- /bin/sh -c 'ln -s /tmp conf && echo x > other.txt'
+w apply c5
+check "cow: apply refuses conf made a symlink above the protected conf/run.sh (status 1)" \
+	bash -c "[ $RC = 1 ] && grep -Eq '^refused +conf: ' '$ERR'"
+check "cow: nothing applied: no conf, no other.txt" \
+	bash -c "test ! -e '$WS/conf' && test ! -L '$WS/conf' && test ! -e '$WS/other.txt'"
+w discard c5
+w exec c5 -- /bin/sh -c 'mkdir conf && echo x > conf/notes.txt'
+w apply c5
+expect_rc 0 "cow: a new directory above a protected path, with another file, is applied"
+check "cow: conf/notes.txt applied" test -f "$WS/conf/notes.txt"
+w rm c5
+
 # ==== MCP: the write_file tool alone, on the host project (direct)
 rm -rf "$WS" && mkrepo "$WS"
 python3 - "$WARDEN" "$WS" "$T" "$MARK" >"$T/mcp.out" 2>&1 <<'EOF'
