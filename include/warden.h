@@ -816,7 +816,7 @@ const char *wd_workspace_path(const wd_workspace *ws);
  * magic link, -ENOENT, -ENOTDIR, -EINVAL other flags. */
 int wd_workspace_openat(const wd_workspace *ws, const char *path, int flags, struct wd_err *err);
 /* Whether relpath (relative to the workspace) is one of warden's own
- * protected paths or below one.  For listing; writes check where the file
+ * protected paths or below one, or has a .git component at any depth.  For listing; writes check where the file
  * really is, against the workspace's whole list. */
 bool wd_workspace_protected(const char *relpath);
 /* Protect path (relative to the workspace, normal form, as
@@ -844,7 +844,9 @@ int wd_sandbox_workspace(wd_sandbox *sb, wd_workspace **out, struct wd_err *err)
  * atomically: a temporary file beside it, then rename(2).  The old file's
  * mode is kept (new files: 0644; as root, owned by the workspace's
  * owner).  A symlink, a directory or a protected path is never written:
- * -ELOOP, -EISDIR, -EACCES; -EXDEV outside the workspace; -EEXIST or
+ * -ELOOP, -EISDIR, -EACCES (also any .git component, and a file above a
+ * protected path); -EINVAL a ".." component, before anything is made;
+ * -EXDEV outside the workspace; -EEXIST or
  * -ENOENT for WD_WRITE_NEW / WD_WRITE_EXISTING; else -errno.  err->msg
  * names the path. */
 int wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, size_t len,

@@ -104,7 +104,7 @@ cli_apply(int argc, char **argv)
 	    "Write a cow session's changes (or those at or below PATHs) into the real\n"
 	    "directory: each file atomically (a temporary file renamed over it), modes kept\n"
 	    "(set-id bits dropped).  A file the host changed since the session first saw it\n"
-	    "is a conflict, and a protected path (.git/hooks, .envrc, ...) is refused: then\n"
+	    "is a conflict, and a protected path (.git, .envrc, ...) is refused: then\n"
 	    "nothing at all is written (name the other PATHs to apply them).\n\n"
 	    "      --json               the report as JSON\n\n"
 	    "Exit status: 0 applied; 1 conflicts or protected paths, nothing applied;\n"

@@ -38,7 +38,7 @@ static const char usage_text[] =
     "      --output-limit SIZE  bytes kept per stream (default 64K)\n"
     "      --best-effort        run where the limits cannot be enforced\n"
     "      --protect PATH       keep PATH (relative to the workspace) read-only in every\n"
-    "                           sandbox and to the file tools, like .git/hooks\n"
+    "                           sandbox and to the file tools, like .git\n"
     "      --allow-range CIDR   egress to loopback or private addresses in CIDR is not\n"
     "                           refused (repeatable; admits no host by itself: the\n"
     "                           policy's network.allow names hosts; docs/network.md)\n"

@@ -76,7 +76,8 @@ enum jail_op_kind {
 	JAIL_OP_SETATTR, /* mount_setattr(path, attr_set, recursive?) */
 	JAIL_OP_MASK,	 /* bind src (/dev/null or an empty ro dir) on path if path exists */
 	JAIL_OP_PROTECT, /* data (relative to the workspace mounted at path): read-only over
-			  * itself if it exists (protected paths, issue 9) */
+			  * itself if it exists (protected paths, issue 9), its ancestors
+			  * pinned, a .git's gitfile and commondir targets too (issue 18) */
 };
 
 #define JAIL_OPF_RECURSIVE 0x1 /* AT_RECURSIVE / MS_REC */
@@ -105,6 +106,7 @@ struct jail_op {
 	unsigned long mflags; /* mount(2) flags */
 	uint64_t attr;	      /* MOUNT_ATTR_* for SETATTR */
 	int tree;	      /* PROVIDED: index into jail_config.trees */
+	const char *host;     /* PROTECT: the workspace's host path (absolute gitfiles), or NULL */
 };
 
 const char *jail_op_name(enum jail_op_kind kind);

@@ -3,7 +3,9 @@
  * formatting (the plan holds every string). */
 #include "jail/jail.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <string.h>
@@ -36,52 +38,374 @@ jail_make_readonly(const char *path, bool recursive)
 	return 0;
 }
 
-/* JAIL_OP_PROTECT: the workspace's op->data, if it exists, read-only over
- * itself.  Resolved beneath the workspace without following any symbolic
- * link (the sandbox may have planted them in a direct workspace in an
- * earlier run): a link there cannot be covered by a mount, so it is
- * refused (ELOOP) rather than left writable.  The mount is a clone of
- * what is there, made read-only, moved onto the same place: neither
- * unlink nor rename can take a mount point away (EBUSY). */
+/* Open rel beneath the workspace ws without following any symbolic link:
+ * the sandbox may have planted them in a direct workspace in an earlier
+ * run, and a link cannot be covered by a mount.  O_PATH, or -errno. */
+static int
+open_entry(int ws, const char *rel)
+{
+	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, ws, rel, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+/* A clone of the mount tree at fd moved onto fd itself: read-only (ro),
+ * or with the attributes it has (a pin).  Either way the entry becomes a
+ * mount point, which neither unlink, rmdir nor rename can take away
+ * (EBUSY): its name keeps meaning what it means. */
+static int
+over_itself(int fd, bool ro)
+{
+	int tree = (int)syscall(SYS_open_tree, fd, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0)
+		return -errno;
+	struct mount_attr a = {
+	    .attr_set = ro ? MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : 0,
+	    .propagation = MS_PRIVATE};
+	int rc = 0;
+	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a) < 0 ||
+	    syscall(SYS_move_mount, tree, "", fd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		rc = -errno;
+	close(tree);
+	return rc;
+}
+
+/* rel beneath ws read-only over itself, if it exists (absent, or below a
+ * file: nothing to protect); a symbolic link is refused (ELOOP) rather
+ * than left writable. */
+static int
+protect_rel(int ws, const char *rel)
+{
+	int fd = open_entry(ws, rel);
+	if (fd == -ENOENT || fd == -ENOTDIR)
+		return 0;
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	int rc = fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? -ELOOP : 0;
+	if (rc == 0)
+		rc = over_itself(fd, true);
+	close(fd);
+	return rc;
+}
+
+/* Every existing directory above rel (not the workspace's root, which is
+ * a mount point already) pinned over itself.  Why: a rename of a
+ * directory that merely *contains* mount points is allowed, so with only
+ * the protected entry mounted, `mv .git x; mkdir .git` (or `mv sub y` for
+ * sub/.envrc) put a fresh, writable entry under the protected name
+ * (issue 18).  A directory that is already a mount root is left alone. */
+static int
+pin_ancestors(int ws, const char *rel)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(rel);
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, rel, n + 1);
+	for (size_t i = 1; i < n; i++) {
+		if (buf[i] != '/')
+			continue;
+		buf[i] = '\0';
+		int fd = open_entry(ws, buf);
+		buf[i] = '/';
+		if (fd == -ENOENT || fd == -ENOTDIR)
+			return 0; /* the protected path is absent */
+		if (fd < 0)
+			return fd;
+		struct statx sx;
+		int rc = (int)syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE, &sx) < 0
+			     ? -errno
+			     : 0;
+		if (rc == 0 && S_ISDIR(sx.stx_mode) &&
+		    !((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+		      (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
+			rc = over_itself(fd, false);
+		close(fd);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Read the small file rel/name beneath ws into buf (NUL-terminated, the
+ * first line only, its "\n" dropped).  The length, or -errno. */
+static int
+read_line(int ws, const char *dir, const char *name, char *buf, size_t cap)
+{
+	char path[PATH_MAX];
+	size_t dl = strlen(dir), nl = strlen(name);
+	if (dl + 1 + nl >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, dl);
+	path[dl] = '/';
+	memcpy(path + dl + 1, name, nl + 1);
+	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, ws, path, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	ssize_t r = fstat(fd, &st) < 0 ? -1 : S_ISREG(st.st_mode) ? read(fd, buf, cap - 1) : 0;
+	int e = errno;
+	close(fd);
+	if (r < 0)
+		return -e;
+	buf[r] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return (int)strlen(buf);
+}
+
+/* Where a gitfile or commondir (text t, read from a file in directory
+ * base, relative to the workspace) points, relative to the workspace,
+ * into out: t relative to base, or an absolute t under host (the
+ * workspace's host path, which git writes into worktrees' gitfiles).
+ * -EXDEV when it points elsewhere: outside the workspace the sandbox
+ * cannot write (its other writable binds are its caller's choice). */
+static int
+git_target(const char *base, const char *t, const char *host, char *out, size_t cap)
+{
+	size_t bl = strlen(base), tl = strlen(t);
+	if (t[0] == '/') {
+		size_t hl = host ? strlen(host) : 0;
+		if (!hl || strncmp(t, host, hl) || t[hl] != '/')
+			return -EXDEV;
+		t += hl + 1;
+		tl -= hl + 1;
+		bl = 0;
+	}
+	if (bl + 1 + tl >= cap || tl == 0)
+		return -ENAMETOOLONG;
+	if (bl) {
+		memcpy(out, base, bl);
+		out[bl++] = '/';
+	}
+	memcpy(out + bl, t, tl + 1);
+	return 0;
+}
+
+/* The repository behind an entry "X/.git" (issue 18): git follows a
+ * .git *file* ("gitdir: T": a worktree, a submodule's checkout) and a
+ * git directory's "commondir" (a worktree's shared repository) and runs
+ * what it finds there (config, hooks), so where they point inside the
+ * workspace is made read-only too.  rel is ".git" or "sub/.git", already
+ * read-only itself (so what it says cannot change any more). */
+static int
+protect_gitdir(int ws, const char *rel, const char *host)
+{
+	char line[PATH_MAX], gitdir[PATH_MAX], common[PATH_MAX];
+	int fd = open_entry(ws, rel);
+	if (fd < 0)
+		return (fd == -ENOENT || fd == -ENOTDIR) ? 0 : fd;
+	struct stat st;
+	int rc = fstat(fd, &st) < 0 ? -errno : 0;
+	close(fd);
+	if (rc < 0)
+		return rc;
+	size_t rl = strlen(rel);
+	if (rl >= sizeof(gitdir))
+		return -ENAMETOOLONG;
+	memcpy(gitdir, rel, rl + 1);
+	if (S_ISREG(st.st_mode)) {
+		/* "gitdir: T", relative to the directory holding .git */
+		char parent[PATH_MAX];
+		memcpy(parent, rel, rl + 1);
+		char *slash = strrchr(parent, '/');
+		const char *dir = slash ? (*slash = '\0', parent) : ".";
+		rc = read_line(ws, dir, ".git", line, sizeof(line));
+		if (rc < 0 || strncmp(line, "gitdir: ", 8))
+			return 0; /* not a gitfile git would follow */
+		rc = git_target(slash ? parent : "", line + 8, host, gitdir, sizeof(gitdir));
+		if (rc == -EXDEV)
+			return 0;
+		if (rc < 0 || (rc = pin_ancestors(ws, gitdir)) < 0 ||
+		    (rc = protect_rel(ws, gitdir)) < 0)
+			return rc;
+	} else if (!S_ISDIR(st.st_mode)) {
+		return 0;
+	}
+	/* the git directory's commondir, relative to it */
+	rc = read_line(ws, gitdir, "commondir", line, sizeof(line));
+	if (rc <= 0)
+		return 0; /* none (ENOENT), or unreadable: git reads none either */
+	rc = git_target(gitdir, line, host, common, sizeof(common));
+	if (rc == -EXDEV)
+		return 0;
+	if (rc < 0 || (rc = pin_ancestors(ws, common)) < 0)
+		return rc;
+	return protect_rel(ws, common);
+}
+
+/* Is the last component of rel ".git"? */
+static bool
+names_git(const char *rel)
+{
+	const char *b = strrchr(rel, '/');
+	return !strcmp(b ? b + 1 : rel, ".git");
+}
+
+/* The submodules .gitmodules names ("path = X"): each X/.git (a gitfile
+ * into .git/modules, already read-only) protected as .git is.  Why: the
+ * host's `git status` recurses into submodules, so a rewritten sub/.git
+ * would point it at a repository the sandbox wrote (issue 18).  At most
+ * 64, from the first 8 KiB (a larger file would be the sandbox's
+ * doing: .gitmodules is protected itself). */
+static int
+protect_submodules(int ws, const char *host)
+{
+	char text[8192], rel[PATH_MAX];
+	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, ws, ".gitmodules", &how, sizeof(how));
+	if (fd < 0)
+		return 0; /* none: no submodule */
+	struct stat st;
+	ssize_t n =
+	    fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : 0;
+	close(fd);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	int count = 0;
+	for (char *l = text; *l && count < 64;) {
+		char *end = l + strcspn(l, "\n");
+		char next = *end;
+		*end = '\0';
+		while (*l == ' ' || *l == '\t')
+			l++;
+		if (!strncmp(l, "path", 4)) {
+			char *v = l + 4;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			if (*v == '=') {
+				v++;
+				while (*v == ' ' || *v == '\t')
+					v++;
+				size_t vl = strcspn(v, " \t\r");
+				if (vl && vl + 6 < sizeof(rel)) {
+					memcpy(rel, v, vl);
+					memcpy(rel + vl, "/.git", 6);
+					int rc = pin_ancestors(ws, rel);
+					if (rc == 0)
+						rc = protect_rel(ws, rel);
+					if (rc == 0)
+						rc = protect_gitdir(ws, rel, host);
+					/* a submodule path escaping the workspace
+					 * (EXDEV) is not one git checks out */
+					if (rc < 0 && rc != -EXDEV)
+						return rc;
+					count++;
+				}
+			}
+		}
+		if (!next)
+			break;
+		l = end + 1;
+	}
+	return 0;
+}
+
+#define NESTED_DEPTH 2	 /* a/b/.git: the deepest nested repository looked for */
+#define NESTED_DIRS 1024 /* directories read at most, so a start stays cheap */
+
+/* Nested repositories, already there when the sandbox starts: every
+ * X/.git and X/Y/.git (a project of checkouts, a vendored repository, a
+ * worktree beside its main repository) protected as the workspace's own
+ * .git is, so a human who later runs git in X does not run what the
+ * sandbox wrote there (issue 18).  rel (PATH_MAX) holds the directory
+ * being read, len its length ("" the root, whose own .git the caller
+ * did).  Each subdirectory costs one fstatat of its .git; a directory is
+ * read (getdents) only above NESTED_DEPTH and at most *budget of them, so
+ * a start over 1,600 directories adds well under a millisecond of reads.
+ * Symbolic links are not followed; .git directories are not entered. */
+static int
+protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char *host)
+{
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int dfd = (int)syscall(SYS_openat2, ws, len ? rel : ".", &how, sizeof(how));
+	if (dfd < 0)
+		return 0; /* gone or not a directory: nothing below it */
+	char buf[4096];
+	int rc = 0;
+	for (;;) {
+		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n && rc == 0;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(buf + off);
+			off += d->d_reclen;
+			const char *name = d->d_name;
+			size_t nl = strlen(name);
+			if (!strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, ".git") ||
+			    len + nl + sizeof("//.git") >= PATH_MAX)
+				continue;
+			struct stat st;
+			/* a directory, never a link to one (whose .git could be
+			 * anywhere: the fstatat below follows the first component) */
+			if (d->d_type != DT_DIR &&
+			    (d->d_type != DT_UNKNOWN ||
+			     fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			     !S_ISDIR(st.st_mode)))
+				continue;
+			char *end = rel + len;
+			if (len)
+				*end++ = '/';
+			memcpy(end, name, nl);
+			size_t nlen = (size_t)(end - rel) + nl;
+			memcpy(rel + nlen, "/.git", sizeof("/.git"));
+			if (fstatat(ws, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+				rc = pin_ancestors(ws, rel);
+				if (rc == 0)
+					rc = protect_rel(ws, rel);
+				if (rc == 0)
+					rc = protect_gitdir(ws, rel, host);
+			}
+			rel[nlen] = '\0';
+			if (rc == 0 && depth + 1 < NESTED_DEPTH && *budget > 0) {
+				(*budget)--;
+				rc = protect_nested(ws, rel, nlen, depth + 1, budget, host);
+			}
+			rel[len] = '\0';
+		}
+		if (rc < 0)
+			break;
+	}
+	close(dfd);
+	return rc;
+}
+
+/* JAIL_OP_PROTECT: the workspace's op->data (at op->path), if it exists,
+ * read-only over itself, its ancestors pinned, and for a .git what it
+ * points to (protect_gitdir; op->src's host path of the workspace for
+ * absolute gitfiles, NULL when unknown: a vacant sandbox). */
 static int
 protect(const struct jail_op *op)
 {
 	int ws = open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ws < 0)
 		return -errno;
-	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-					  RESOLVE_NO_MAGICLINKS};
-	int fd = (int)syscall(SYS_openat2, ws, op->data, &how, sizeof(how));
-	int rc = fd < 0 ? -errno : 0;
+	int rc = pin_ancestors(ws, op->data);
+	if (rc == 0)
+		rc = protect_rel(ws, op->data);
+	if (rc == 0 && names_git(op->data))
+		rc = protect_gitdir(ws, op->data, op->host);
+	if (rc == 0 && !strcmp(op->data, ".git"))
+		rc = protect_submodules(ws, op->host);
+	if (rc == 0 && !strcmp(op->data, ".git")) {
+		char rel[PATH_MAX] = "";
+		int budget = NESTED_DIRS;
+		rc = protect_nested(ws, rel, 0, 0, &budget, op->host);
+	}
 	close(ws);
-	/* absent (or below a file: .git as a worktree's file): nothing to
-	 * protect */
-	if (rc == -ENOENT || rc == -ENOTDIR)
-		return 0;
-	if (rc < 0)
-		return rc;
-	struct stat st;
-	if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
-		rc = S_ISLNK(st.st_mode) ? -ELOOP : -errno;
-		close(fd);
-		return rc;
-	}
-	int tree = (int)syscall(SYS_open_tree, fd, "",
-				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-	if (tree < 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-			       .propagation = MS_PRIVATE};
-	if (sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a) < 0 ||
-	    syscall(SYS_move_mount, tree, "", fd, "",
-		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		rc = -errno;
-	close(tree);
-	close(fd);
 	return rc;
 }
 
@@ -191,4 +515,3 @@ jail_op_do(const struct jail_op *op)
 	}
 	return -EINVAL;
 }
-

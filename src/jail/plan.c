@@ -232,6 +232,9 @@ plan_home_protect(struct jail_prep *p, const struct jail_config *cfg)
 		struct jail_op *op = add_op(p, JAIL_OP_PROTECT, ws);
 		op->data = sdup(p, "%s", cfg->protect[i]);
 		op->src = sdup(p, "%s/%s", ws, cfg->protect[i]); /* the whole path, for views */
+		/* where a worktree's absolute gitfile may point (unknown for
+		 * a vacant sandbox: only relative ones are followed there) */
+		op->host = cfg->vacant || !cfg->workspace ? NULL : sdup(p, "%s", cfg->workspace);
 		if (cfg->vacant)
 			op->flags |= JAIL_OPF_LATE;
 	}

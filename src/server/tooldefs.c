@@ -69,9 +69,9 @@ static const char *const tool_defs[] = {
 
 "{\"name\":\"write_file\",\"title\":\"Write a workspace file\","
 "\"description\":\"Create or replace a file of the workspace with the given text, atomically. "
-"Missing parent directories are created. Protected paths (.git/hooks, .git/config, "
-".gitmodules, .envrc, .vscode, .idea, and those the policy's workspace.protect names) and "
-"symlinks are refused.\","
+"Missing parent directories are created. Protected paths (.git at any depth, "
+".gitmodules, .envrc, .vscode, .idea, and those the policy's workspace.protect names), "
+"paths with a .. component and symlinks are refused.\","
 "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
 "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096},"
 "\"content\":{\"type\":\"string\",\"maxLength\":8388608}},"

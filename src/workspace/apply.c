@@ -396,9 +396,9 @@ check(struct applier *a)
 	for (size_t i = 0; i < a->cs->n; i++) {
 		const struct ws_change *c = &a->cs->c[i];
 		if (c->protect) {
-			report(
-			    a, "refused", c->path,
-			    "a protected path (.git/hooks, .envrc, ...): warden never writes it");
+			report(a, "refused", c->path,
+			       "a protected path (.git at any depth, .envrc, ...) or its ancestor: "
+			       "warden never writes it");
 			blocked++;
 		} else if (c->conflict) {
 			report(a, "conflict",

@@ -474,10 +474,16 @@ flag(struct ws *w, struct ws_changes *cs)
 {
 	for (size_t i = 0; i < cs->n; i++) {
 		struct ws_change *c = &cs->c[i];
-		for (size_t p = 0; p < w->nprotect; p++)
-			if (under(c->path, w->protect[p]) ||
-			    (c->old_path && under(c->old_path, w->protect[p])))
-				c->protect = true;
+		/* the same question the file tools ask (ws_path_protected): at or
+		 * below a protected path, any .git, or an ancestor of a
+		 * protected path that stops being a directory; a rename's old
+		 * path goes away */
+		const char *const *pl = (const char *const *)w->protect;
+		bool stays = S_ISDIR(c->new_mode) && (!c->old_mode || S_ISDIR(c->old_mode)) &&
+			     c->status != WS_RENAMED && c->status != WS_DELETED;
+		c->protect =
+		    ws_path_protected(pl, w->nprotect, c->path, stays, NULL) ||
+		    (c->old_path && ws_path_protected(pl, w->nprotect, c->old_path, false, NULL));
 		c->conflict =
 		    host_changed(w, c->path) || (c->old_path && host_changed(w, c->old_path));
 	}

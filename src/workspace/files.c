@@ -298,10 +298,66 @@ under_any(const char *const *list, size_t n, const char *rel)
 	return NULL;
 }
 
-static const char *
-protected_prefix(const wd_workspace *ws, const char *rel)
+/* Has rel a component named exactly ".git"? */
+static bool
+has_git_component(const char *rel)
 {
-	return under_any((const char *const *)ws->protect, ws->nprotect, rel);
+	for (const char *c = rel; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 4 && !memcmp(c, ".git", 4))
+			return true;
+		c += n;
+		c += strspn(c, "/");
+	}
+	return false;
+}
+
+/* Is rel a strict ancestor of an entry of list?  The entry, or NULL. */
+static const char *
+above_any(const char *const *list, size_t n, const char *rel)
+{
+	size_t l = strlen(rel);
+	for (size_t i = 0; i < n; i++)
+		if (l == 0 || (!strncmp(list[i], rel, l) && list[i][l] == '/'))
+			return list[i];
+	return NULL;
+}
+
+/* Repository metadata is one protected unit, at any depth: git on the host
+ * executes what a .git directory holds (core.fsmonitor, core.hooksPath,
+ * diff.external, hooks) and follows a .git *file* ("gitdir: X") and
+ * .git/commondir to wherever they point.  A sandbox that can write or
+ * create any entry named .git (sub/.git too: `git status` recurses into
+ * submodules, and a human may cd into a nested repository) chooses a
+ * command the human's next `git status` runs (issue 18).  And a change
+ * that removes, replaces or turns into a file or symlink an *ancestor* of
+ * a protected path changes what that path names: it is a change to it.
+ * Only a directory staying a directory (a new one, a mode change) may sit
+ * above a protected path. */
+const char *
+ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_stays,
+		  bool *ancestor)
+{
+	if (ancestor)
+		*ancestor = false;
+	if (has_git_component(rel))
+		return ".git";
+	const char *p = under_any(list, n, rel);
+	if (p)
+		return p;
+	if (!dir_stays && (p = above_any(list, n, rel)) != NULL) {
+		if (ancestor)
+			*ancestor = true;
+		return p;
+	}
+	return NULL;
+}
+
+static const char *
+protected_prefix(const wd_workspace *ws, const char *rel, bool dir_stays, bool *ancestor)
+{
+	return ws_path_protected((const char *const *)ws->protect, ws->nprotect, rel, dir_stays,
+				 ancestor);
 }
 
 WD_API bool
@@ -312,7 +368,7 @@ wd_workspace_protected(const char *relpath)
 	size_t nd = 0;
 	while (ws_default_protect[nd])
 		nd++;
-	return under_any(ws_default_protect, nd, relpath) != NULL;
+	return ws_path_protected(ws_default_protect, nd, relpath, true, NULL) != NULL;
 }
 
 /* Split rel into its directory part (a new string, "" for the root) and
@@ -371,7 +427,9 @@ open_parent(const wd_workspace *ws, const char *dir, bool mkdirs, bool as_root)
 			if (rc == 0) {
 				size_t l = strlen(rel);
 				snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", name);
-				if (protected_prefix(ws, rel))
+				/* a new directory may sit above a protected
+				 * path, never be one (".git") */
+				if (protected_prefix(ws, rel, true, NULL))
 					rc = -EACCES;
 			}
 			if (rc == 0 && mkdirat(fd, name, 0755) < 0 && errno != EEXIST)
@@ -388,6 +446,38 @@ open_parent(const wd_workspace *ws, const char *dir, bool mkdirs, bool as_root)
 	return fd;
 }
 
+static bool
+has_dotdot(const char *rel)
+{
+	for (const char *c = rel; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			return true;
+		c += n;
+		c += strspn(c, "/");
+	}
+	return false;
+}
+
+static int
+refuse_protected(struct wd_err *err, const char *path, const char *prot, bool above)
+{
+	if (above)
+		return refuse(err, EACCES,
+			      "'%s' is protected: it is above %s, which is read-only here "
+			      "(a file there would replace what %s names)",
+			      path, prot, prot);
+	if (!strcmp(prot, ".git"))
+		return refuse(err, EACCES,
+			      "'%s' is protected: repository metadata (.git, at any depth) is "
+			      "read-only here (git on the host runs what it holds)",
+			      path);
+	return refuse(err, EACCES,
+		      "'%s' is protected: %s is read-only here (tools on the host run "
+		      "what it holds)",
+		      path, prot);
+}
+
 /* The checks before a write to base in parent: not protected, not a
  * directory, not a link to follow.  *mode gets the mode to keep. */
 static int
@@ -400,12 +490,10 @@ check_target(const wd_workspace *ws, int parent, const char *path, const char *b
 		return open_error(ws, path, rc, err);
 	size_t l = strlen(rel);
 	snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", base);
-	const char *prot = protected_prefix(ws, rel);
+	bool above = false;
+	const char *prot = protected_prefix(ws, rel, false, &above);
 	if (prot)
-		return refuse(err, EACCES,
-			      "'%s' is protected: %s is read-only here (tools on the host run "
-			      "what it holds)",
-			      path, prot);
+		return refuse_protected(err, path, prot, above);
 	struct stat st;
 	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (flags & WD_WRITE_NEW)
@@ -458,6 +546,14 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 	const char *rel = relative(ws, path);
 	if (!rel)
 		return open_error(ws, path, -EXDEV, err);
+	/* ".." is refused before anything is made: "new/../x" would create
+	 * new/ (WD_WRITE_MKDIRS) and then fail or land elsewhere than the
+	 * name says; a path to write names its file directly (issue 18). */
+	if (has_dotdot(rel))
+		return refuse(err, EINVAL,
+			      "'%s': a path with a '..' component is refused; name the file "
+			      "without '..'",
+			      path);
 	wd_autofree char *dir = NULL;
 	const char *base = NULL;
 	int rc = split(rel, &dir, &base);
@@ -473,12 +569,10 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 	 * apply would write).  Where the parent really is is checked below,
 	 * for links and "..". */
 	wd_autofree char *norm = ws_relpath(rel);
-	const char *prot = norm ? protected_prefix(ws, norm) : NULL;
+	bool above = false;
+	const char *prot = norm ? protected_prefix(ws, norm, false, &above) : NULL;
 	if (prot)
-		return refuse(err, EACCES,
-			      "'%s' is protected: %s is read-only here (tools on the host run "
-			      "what it holds)",
-			      path, prot);
+		return refuse_protected(err, path, prot, above);
 
 	wd_autoclose int parent = open_parent(ws, dir, flags & WD_WRITE_MKDIRS, geteuid() == 0);
 	if (parent == -EACCES)

@@ -16,7 +16,7 @@
 #include <string.h>
 
 const char *const ws_default_protect[] = {
-    ".git/hooks", ".git/config", ".gitmodules", ".envrc", ".vscode", ".idea", NULL,
+    ".git", ".gitmodules", ".envrc", ".vscode", ".idea", NULL,
 };
 
 static int

@@ -53,6 +53,17 @@ extern const char *const ws_default_protect[];
 int ws_files_view(int fd, const char *real, const char *const *protect, size_t nprotect,
 		  wd_workspace **out, struct wd_err *err);
 
+/* Does a change at rel (relative to the workspace, normal form) touch a
+ * protected path of list (n entries)?  At or below an entry; any component
+ * named .git (repository metadata, at any depth: a gitfile too); or, unless
+ * dir_stays (a directory stays a directory at rel: a new one, a mode
+ * change), a strict ancestor of an entry, whose removal or replacement
+ * would change what the entry names (*ancestor set).  The entry (".git"
+ * for a .git component) or NULL.  What the file tools and apply ask of
+ * every change (files.c). */
+const char *ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_stays,
+			      bool *ancestor);
+
 /* ---- state.c ---- */
 
 /* The state directory: wd_ctx_set_state_dir()'s, else $WARDEN_STATE_DIR,

@@ -145,7 +145,7 @@ Test(wd_workspace_write, mkdirs)
 	cr_expect(wd_workspace_write(ws, "d1/d2/f", "x", 1, 0, &e) == -ENOENT);
 	cr_assert(wd_workspace_write(ws, "d1/d2/f", "x", 1, WD_WRITE_MKDIRS, &e) == 0, "%s", e.msg);
 	cr_expect_str_eq(get("ws/d1/d2/f"), "x");
-	cr_expect(wd_workspace_write(ws, "../d3/f", "x", 1, WD_WRITE_MKDIRS, &e) == -EXDEV);
+	cr_expect(wd_workspace_write(ws, "../d3/f", "x", 1, WD_WRITE_MKDIRS, &e) == -EINVAL);
 	cr_expect(wd_workspace_write(ws, ".vscode/tasks.json", "{}", 2, WD_WRITE_MKDIRS, &e) ==
 		  -EACCES);
 	cr_expect(access(strcat(strcpy((char[PATH_MAX * 2]){0}, ws_dir), "/.vscode"), F_OK) != 0,
@@ -167,9 +167,18 @@ Test(wd_workspace_write, never_through_a_link)
 
 Test(wd_workspace_write, protected_paths)
 {
-	const char *prot[] = {
-	    ".git/config", ".git/hooks/pre-commit", "sub/../.git/hooks/x", "hooks/post-checkout",
-	    ".envrc",	   ".gitmodules",	    ".idea/x.xml"};
+	const char *prot[] = {".git/config",
+			      ".git/hooks/pre-commit",
+			      "hooks/post-checkout",
+			      ".envrc",
+			      ".gitmodules",
+			      ".idea/x.xml",
+			      ".git/commondir",
+			      ".git/HEAD",
+			      ".git",
+			      "sub/.git",
+			      "new/.git/config",
+			      "sub/deep/.git"};
 	for (size_t i = 0; i < sizeof(prot) / sizeof(prot[0]); i++) {
 		struct wd_err e = {0};
 		int rc = wd_workspace_write(ws, prot[i], "x", 1, WD_WRITE_MKDIRS, &e);
@@ -179,7 +188,42 @@ Test(wd_workspace_write, protected_paths)
 	cr_expect(wd_workspace_protected(".git/hooks/pre-commit"));
 	cr_expect(wd_workspace_protected("./.envrc"));
 	cr_expect(!wd_workspace_protected(".gitignore"));
-	cr_expect(!wd_workspace_protected(".git/HEAD"));
+	cr_expect(wd_workspace_protected(".git/HEAD"));
+	cr_expect(wd_workspace_protected("sub/.git/config"));
+	cr_expect(!wd_workspace_protected("sub/.github/x"));
+	cr_expect(access(strcat(strcpy((char[PATH_MAX * 2]){0}, ws_dir), "/new"), F_OK) != 0,
+		  "no new/ was made for a refused new/.git/config");
+}
+
+/* issue 18: "new/../x" made new/ and then failed with a wrong reason */
+Test(wd_workspace_write, dotdot_refused_before_anything_is_made)
+{
+	const char *bad[] = {"new/../x", "sub/../a.txt", "../d3/f", "sub/..",
+			     "/workspace/new/../x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct wd_err e = {0};
+		int rc = wd_workspace_write(ws, bad[i], "x", 1, WD_WRITE_MKDIRS, &e);
+		cr_expect(rc == -EINVAL, "%s: %d %s", bad[i], rc, e.msg);
+		cr_expect(strstr(e.msg, bad[i]) && strstr(e.msg, "'..'"), "%s", e.msg);
+	}
+	cr_expect(access(strcat(strcpy((char[PATH_MAX * 2]){0}, ws_dir), "/new"), F_OK) != 0,
+		  "no new/ was made");
+	cr_expect_str_eq(get("ws/a.txt"), "alpha\n");
+}
+
+/* a file above a protected path would change what it names */
+Test(wd_workspace_protect, an_ancestor_is_protected_too)
+{
+	struct wd_err e = {0};
+	cr_assert(wd_workspace_protect(ws, "ci/deploy/run.sh", &e) == 0, "%s", e.msg);
+	cr_expect(wd_workspace_write(ws, "ci", "x", 1, 0, &e) == -EACCES, "%s", e.msg);
+	cr_expect(strstr(e.msg, "above ci/deploy/run.sh"), "%s", e.msg);
+	cr_expect(wd_workspace_write(ws, "ci/deploy", "x", 1, WD_WRITE_MKDIRS, &e) == -EACCES);
+	/* a directory on the way may be made: it stays a directory */
+	cr_expect(wd_workspace_write(ws, "ci/other.txt", "x", 1, WD_WRITE_MKDIRS, &e) == 0, "%s",
+		  e.msg);
+	cr_expect(wd_workspace_write(ws, "ci/deploy/run.sh", "x", 1, WD_WRITE_MKDIRS, &e) ==
+		  -EACCES);
 }
 
 Test(wd_workspace_write, directories_are_not_files)
@@ -188,7 +232,7 @@ Test(wd_workspace_write, directories_are_not_files)
 	cr_expect(wd_workspace_write(ws, "sub", "x", 1, 0, &e) == -EISDIR);
 	cr_expect(wd_workspace_write(ws, ".", "x", 1, 0, &e) == -EISDIR);
 	cr_expect(wd_workspace_write(ws, "", "x", 1, 0, &e) == -EISDIR);
-	cr_expect(wd_workspace_write(ws, "sub/..", "x", 1, 0, &e) == -EISDIR);
+	cr_expect(wd_workspace_write(ws, "sub/..", "x", 1, 0, &e) == -EINVAL);
 }
 
 TestSuite(wd_workspace_protect, .init = setup, .fini = teardown);
@@ -217,7 +261,7 @@ Test(wd_workspace_protect, refuses_writes_there_and_below)
 	cr_expect(strstr(e.msg, "protected"), "%s", e.msg);
 	cr_expect_str_eq(get("ws/a.txt"), "alpha\n");
 	cr_expect(wd_workspace_write(ws, "/workspace/a.txt", "x", 1, 0, &e) == -EACCES);
-	cr_expect(wd_workspace_write(ws, "sub/../a.txt", "x", 1, 0, &e) == -EACCES);
+	cr_expect(wd_workspace_write(ws, "sub/../a.txt", "x", 1, 0, &e) == -EINVAL);
 	cr_expect(wd_workspace_write(ws, "ci/deploy.sh", "x", 1, WD_WRITE_MKDIRS, &e) == -EACCES);
 	/* refused as given, before any directory is made for it */
 	cr_expect(access(strcat(strcpy((char[PATH_MAX * 2]){0}, ws_dir), "/ci"), F_OK) != 0,
