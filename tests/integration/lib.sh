@@ -223,8 +223,13 @@ sandbox_cgroups() {
 }
 
 # The host's mount table without the per-mount ids, which change.
+# The host's mounts that could be warden's: naming this test's scratch
+# directory (the state directory, workspaces, disks live there) or warden
+# (/run/warden: gVisor bundles).  Not the whole table: another program on
+# the host may mount something meanwhile (a parallel build's test, an
+# automounter), which says nothing about warden.
 host_mounts() {
-	awk '{ $1 = ""; $2 = ""; print }' /proc/self/mountinfo | sort
+	awk '{ $1 = ""; $2 = ""; print }' /proc/self/mountinfo | grep -e "$T" -e warden | sort
 }
 
 # The host must give warden what it needs, or the test is skipped.
