@@ -365,6 +365,27 @@ git_out_fini(struct git_out *g)
 	free(g->err);
 }
 
+/* A model's context is the budget here: the other tools give it at most
+ * 64 KiB per call with a marker (read_file, run_command's windows), and
+ * a diff of a tree of generated files would otherwise be the whole of it
+ * (150 hard links of a 20 MB file made a 1.2 GB answer, issue 18). */
+char *
+diff_text_capped(const char *text)
+{
+	size_t len = strlen(text);
+	if (len <= MODEL_TEXT_CAP)
+		return xstrdup(text);
+	size_t cut = MODEL_TEXT_CAP;
+	const char *nl = memrchr(text, '\n', cut);
+	if (nl && (size_t)(nl - text) > cut / 2)
+		cut = (size_t)(nl - text) + 1;
+	while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
+		cut--; /* never half a UTF-8 character */
+	return xasprintf("%.*s\n[... %zu more bytes of the diff not shown (at most %u KiB per "
+			 "call): ask for one file with \"path\" ...]\n",
+			 (int)cut, text, len - cut, MODEL_TEXT_CAP >> 10);
+}
+
 json_t *
 diff_tool(struct call *c, json_t *args, struct rpc_err *e)
 {
@@ -380,7 +401,9 @@ diff_tool(struct call *c, json_t *args, struct rpc_err *e)
 	} else {
 		char *text = xasprintf("changed files (git status --porcelain):\n%s\n%s", st.out,
 				       df.out ? df.out : "");
-		res = mcp_tool_result(c->srv, text, NULL, false);
+		char *capped = diff_text_capped(text);
+		res = mcp_tool_result(c->srv, capped, NULL, false);
+		free(capped);
 		free(text);
 	}
 	free(why);

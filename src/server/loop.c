@@ -12,7 +12,13 @@
  * Backpressure: a connection whose unread output passes CONN_SOFT_LIMIT
  * is not read from (its client is not reading what it asked for) and its
  * progress notifications are dropped; past CONN_HARD_LIMIT it is closed.
- * Other clients never wait for a slow one: every write is non-blocking. */
+ * Other clients never wait for a slow one: every write is non-blocking,
+ * and a line connection gets at most LINE_BUDGET messages per turn of the
+ * loop (the rest wait in its buffer, and its socket is not read, until a
+ * later turn): a client that floods pings and never reads the answers
+ * made the server answer ~100,000 of them (4 MB of answers, the soft
+ * limit) in turns of 16 x 64 KiB of input before anyone else's, and other
+ * clients' pings waited 2.7-4 s on a slow machine (issue 18). */
 #include "server/server-internal.h"
 
 #include <fcntl.h>
@@ -29,6 +35,9 @@
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
+
+/* messages a line connection may have dispatched in one turn of the loop */
+#define LINE_BUDGET 64
 
 /* epoll tags below this are not connections */
 enum { TAG_UNIX = 1, TAG_TCP, TAG_WAKE, TAG_SIG, TAG_TIMER, TAG_MAX = 16 };
@@ -132,6 +141,31 @@ want_out(struct conn *c, bool on)
 
 static void conn_close_now(struct conn *c);
 
+/* Messages are waiting in c's input buffer: served on a later turn of the
+ * loop (serve_pending), and the socket is not read meanwhile, so the
+ * buffer does not grow. */
+static void
+mark_inq(struct conn *c)
+{
+	if (!c->inq) {
+		c->inq = true;
+		c->srv->ninq++;
+	}
+	set_rmask(c, 0);
+}
+
+/* Read from c again, or first serve what its buffer holds. */
+static void
+conn_resume(struct conn *c)
+{
+	if (c->dead || c->closing || c->paused)
+		return;
+	if (c->kind != T_HTTP && c->in.off < c->in.len)
+		mark_inq(c);
+	else
+		set_rmask(c, EPOLLIN | EPOLLRDHUP);
+}
+
 void
 conn_flush(struct conn *c)
 {
@@ -159,7 +193,7 @@ conn_flush(struct conn *c)
 	want_out(c, false);
 	if (c->paused && conn_backlog(c) < CONN_SOFT_LIMIT / 2) {
 		c->paused = false;
-		set_rmask(c, EPOLLIN | EPOLLRDHUP);
+		conn_resume(c);
 	}
 	if (c->closing && conn_backlog(c) == 0 && (!c->peer || !c->peer->calls))
 		conn_close_now(c);
@@ -214,6 +248,10 @@ conn_kill(struct conn *c)
 		return;
 	c->dead = true;
 	struct srv *s = c->srv;
+	if (c->inq) {
+		c->inq = false;
+		s->ninq--;
+	}
 	unregister(c);
 	if (c->kind == T_HTTP)
 		http_conn_closed(s, c);
@@ -286,7 +324,12 @@ static void
 line_input(struct srv *s, struct conn *c)
 {
 	struct buf *b = &c->in;
+	unsigned budget = LINE_BUDGET;
 	while (!c->dead && c->peer && b->off < b->len) {
+		if (budget == 0) {
+			mark_inq(c);
+			return;
+		}
 		char *start = b->p + b->off;
 		/* the bytes scanned already hold no newline: a message that
 		 * arrives in many reads is scanned once, not once per read */
@@ -308,8 +351,10 @@ line_input(struct srv *s, struct conn *c)
 		size_t k = 0;
 		while (k < n && (start[k] == ' ' || start[k] == '\t'))
 			k++;
-		if (k < n)
+		if (k < n) {
 			dispatch_text(s, c->peer, NULL, start, n);
+			budget--;
+		}
 		if (conn_backlog(c) > CONN_SOFT_LIMIT) {
 			c->paused = true;
 			set_rmask(c, 0);
@@ -347,7 +392,8 @@ static void
 conn_readable(struct srv *s, struct conn *c, uint32_t events)
 {
 	char tmp[65536];
-	for (int rounds = 0; rounds < 16 && !c->dead && !c->paused && !c->closing; rounds++) {
+	for (int rounds = 0; rounds < 16 && !c->dead && !c->paused && !c->closing && !c->inq;
+	     rounds++) {
 		ssize_t n = read(c->rfd, tmp, sizeof(tmp));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -682,6 +728,36 @@ handle(struct srv *s, struct epoll_event *ev)
 	}
 }
 
+/* One more budget of messages for each connection that had more than its
+ * budget buffered (mark_inq), after every connection's events of this
+ * turn: round robin, so nobody's flood delays another's messages by more
+ * than a turn. */
+static void
+serve_pending(struct srv *s)
+{
+	if (!s->ninq)
+		return;
+	struct conn **v = xcalloc(s->ninq, sizeof(*v));
+	size_t n = 0;
+	for (struct conn *c = s->conns; c && n < s->ninq; c = c->next)
+		if (c->inq) {
+			c->refs++;
+			v[n++] = c;
+		}
+	for (size_t i = 0; i < n; i++) {
+		struct conn *c = v[i];
+		if (c->inq) {
+			c->inq = false;
+			s->ninq--;
+			line_input(s, c);
+			if (!c->inq)
+				conn_resume(c);
+		}
+		conn_put(c);
+	}
+	free(v);
+}
+
 /* Run the loop until stopped, then until every call has ended (or a
  * deadline passed), answering what can be answered. */
 static void
@@ -691,11 +767,12 @@ run(struct srv *s)
 	uint64_t deadline = 0;
 	for (;;) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(s->ep, evs, 64, draining ? 100 : -1);
+		int n = epoll_wait(s->ep, evs, 64, s->ninq ? 0 : draining ? 100 : -1);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < n; i++)
 			handle(s, &evs[i]);
+		serve_pending(s);
 		if (s->stopping && !draining) {
 			draining = true;
 			deadline = now_ns() + 10ull * 1000000000ull;

@@ -307,6 +307,7 @@ struct srv {
 	atomic_int ending;
 	atomic_uint_fast64_t seq;
 	atomic_int nlive; /* live sandboxes, at most o.max_live */
+	unsigned ninq;	  /* connections with conn->inq set (loop thread) */
 };
 
 /* A transport connection (loop thread only). */
@@ -325,6 +326,7 @@ struct conn {
 	struct buf in, out;
 	size_t scanned; /* bytes after in.off known to hold no newline */
 	bool eof, closing, dead, paused;
+	bool inq;	   /* messages buffered past this turn's budget (loop.c) */
 	struct peer *peer; /* line transports: its peer */
 	/* HTTP */
 	struct http_req req;
@@ -444,6 +446,12 @@ void srv_pool_stop(struct srv *s);
 bool srv_pool_fits(struct srv *s, bool judged, const char *tool);
 int srv_pool_run(struct srv *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err);
 json_t *diff_tool(struct call *c, json_t *args, struct rpc_err *e);
+/* The text of a diff for a model (diff.c): at most MODEL_TEXT_CAP bytes of
+ * text, cut at a line (or character) boundary, then a marker saying how
+ * many bytes were left out and how to see them (a new string). */
+#define MODEL_TEXT_CAP (64u << 10)
+#define DIFF_MODEL_FILES 1000 /* structuredContent.files, the rest counted */
+char *diff_text_capped(const char *text);
 json_t *diff_harness(struct call *c, struct rpc_err *e);    /* sandbox.diff */
 json_t *apply_harness(struct call *c, struct rpc_err *e);   /* sandbox.apply */
 json_t *discard_harness(struct call *c, struct rpc_err *e); /* sandbox.discard */

