@@ -253,8 +253,10 @@ conn_kill(struct conn *c)
 		s->ninq--;
 	}
 	unregister(c);
-	if (c->kind == T_HTTP)
+	if (c->kind == T_HTTP) {
 		http_conn_closed(s, c);
+		s->nhttp--;
+	}
 	if (c->peer) {
 		struct peer *p = c->peer;
 		c->peer = NULL;
@@ -446,11 +448,51 @@ in_groups(struct srv *s, int fd, gid_t gid)
 	return false;
 }
 
+/* accept4() on the listener lfd, with the descriptor reserve: at EMFILE
+ * (or ENFILE) the pending connection stays in the backlog and the
+ * level-triggered listener is reported again at once, so the loop spun at
+ * 100 % CPU serving nobody (issue 18).  The spare descriptor is given up
+ * to accept the connection and close it, so the backlog drains and the
+ * client learns at once; it is taken back after.  -1 when there is
+ * nothing (more) to accept. */
+static int
+accept_fd(struct srv *s, int lfd, const char *what)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if ((errno != EMFILE && errno != ENFILE) || s->spare_fd < 0)
+			return -1;
+		close(s->spare_fd);
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			if (lfd == s->tcp_fd)
+				http_refuse(s, fd, "warden serve is out of file descriptors");
+			else
+				close(fd);
+		}
+		s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		uint64_t now = now_ns();
+		if (now - s->emfile_log_ns > 10ull * 1000000000ull) {
+			s->emfile_log_ns = now;
+			srv_log(s, WD_LOG_WARN,
+				"%s: out of file descriptors (RLIMIT_NOFILE): a connection was "
+				"refused",
+				what);
+		}
+		if (fd < 0)
+			return -1;
+	}
+}
+
 static void
 accept_unix(struct srv *s)
 {
 	for (;;) {
-		int fd = accept4(s->unix_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept_fd(s, s->unix_fd, "socket");
 		if (fd < 0)
 			return;
 		struct ucred cr;
@@ -481,10 +523,24 @@ static void
 accept_tcp(struct srv *s)
 {
 	for (;;) {
-		int fd = accept4(s->tcp_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept_fd(s, s->tcp_fd, "http");
 		if (fd < 0)
 			return;
+		/* the cap counts every connection: before its head is read,
+		 * nothing tells a client with the token from one without */
+		if (s->nhttp >= HTTP_MAX_CONNS) {
+			uint64_t now = now_ns();
+			if (now - s->cap_log_ns > 10ull * 1000000000ull) {
+				s->cap_log_ns = now;
+				srv_log(s, WD_LOG_WARN,
+					"http: %u connections open: more are refused (503)",
+					s->nhttp);
+			}
+			http_refuse(s, fd, "too many connections");
+			continue;
+		}
 		struct conn *c = conn_new(s, T_HTTP, fd, fd);
+		s->nhttp++;
 		srv_log(s, WD_LOG_DEBUG, "http: connection %llu", (unsigned long long)c->id);
 	}
 }
@@ -637,6 +693,7 @@ static int
 setup(struct srv *s)
 {
 	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	sigset_t set;
 	sigemptyset(&set);
@@ -717,6 +774,7 @@ handle(struct srv *s, struct epoll_event *ev)
 		uint64_t n;
 		(void)!read(s->timer_fd, &n, sizeof(n));
 		http_sessions_tick(s);
+		http_conns_tick(s);
 	} else {
 		struct conn *c = ev->data.ptr;
 		c->refs++;
@@ -825,7 +883,7 @@ server_run(const struct server_opts *o)
 {
 	raise_nofile();
 	struct srv *s = xcalloc(1, sizeof(*s));
-	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = -1;
+	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = s->spare_fd = -1;
 	int rc = srv_init(s, o);
 	if (rc == 0) {
 		wd_ctx_set_log_handler(s->ctx, lib_log, s, o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);

@@ -306,8 +306,11 @@ struct srv {
 	/* live sandboxes being ended by destroyer threads */
 	atomic_int ending;
 	atomic_uint_fast64_t seq;
-	atomic_int nlive; /* live sandboxes, at most o.max_live */
-	unsigned ninq;	  /* connections with conn->inq set (loop thread) */
+	atomic_int nlive;		    /* live sandboxes, at most o.max_live */
+	unsigned ninq;			    /* connections with conn->inq set (loop thread) */
+	unsigned nhttp;			    /* HTTP connections open, at most HTTP_MAX_CONNS */
+	int spare_fd;			    /* /dev/null, given up to accept-and-close at EMFILE */
+	uint64_t emfile_log_ns, cap_log_ns; /* warnings at most every 10 s */
 };
 
 /* A transport connection (loop thread only). */
@@ -334,6 +337,8 @@ struct conn {
 	struct xchg *x;	  /* the exchange in progress */
 	bool close_after; /* Connection: close, or an SSE stream */
 	bool parsing;	  /* inside http_conn_input */
+	uint64_t req_ns;  /* the first byte of a request seen (http_conns_tick) */
+	uint64_t idle_ns; /* no request, no answer pending since */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -391,6 +396,20 @@ struct conn;
 int http_conn_input(struct srv *s, struct conn *c);
 void http_conn_closed(struct srv *s, struct conn *c);
 void http_sessions_tick(struct srv *s);
+/* Once a second: close the HTTP connections past a deadline. */
+void http_conns_tick(struct srv *s);
+/* Answer 503 on a just-accepted fd and close it (the connection cap). */
+void http_refuse(struct srv *s, int fd, const char *why);
+/* Bounds on unauthenticated work (issue 18: 2,000 half-sent heads stayed
+ * open, each a descriptor and a buffer, for ever):
+ *   HTTP_MAX_CONNS      connections at once; more get 503 and are closed
+ *   HTTP_HEAD_TIMEOUT   seconds from a request's first byte to its head's end
+ *   HTTP_BODY_TIMEOUT   ... to its body's end
+ *   HTTP_IDLE_TIMEOUT   seconds a connection may wait with no request */
+#define HTTP_MAX_CONNS 256
+#define HTTP_HEAD_TIMEOUT 10
+#define HTTP_BODY_TIMEOUT 60
+#define HTTP_IDLE_TIMEOUT 120
 /* End an HTTP session: cancel its calls, end its sandboxes, drop the
  * session table's reference. */
 void session_end(struct srv *s, struct peer *p, const char *why);

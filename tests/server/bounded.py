@@ -5,14 +5,14 @@ or on cancellation; workspace_diff's text is capped; unauthenticated HTTP
 connections have a head deadline, a cap, and the loop survives EMFILE;
 sandboxes are refused while a reserve of descriptors remains."""
 import os
-import resource
+import select
 import socket
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srvlib import Env, LineClient, Server, done, ok  # noqa: E402
+from srvlib import Env, LineClient, Server, done, http_post, ok  # noqa: E402
 
 env = Env()
 env.require_sandboxes()
@@ -120,4 +120,71 @@ if ok(sid, "sandbox_create (cow): %s" % text(r)[:200]):
        % len(t.encode()))
     tool("sandbox_destroy", {"sandbox": sid})
 srv.stop()
+
+# ---- HTTP: a connection cap, a head deadline ----
+hsrv = Server(env, "--listen", "127.0.0.1:0", "--token-file", env.token)
+tok = env.token_value()
+
+
+def reply(sk, timeout):
+    """What the server sent before closing (or b"" if nothing by timeout)."""
+    sk.settimeout(timeout)
+    out = b""
+    try:
+        while True:
+            chunk = sk.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return out
+
+
+half = []
+for i in range(300):
+    sk = socket.create_connection(("127.0.0.1", hsrv.port))
+    sk.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head never finished
+    half.append(sk)
+refused = [sk for sk in half if select.select([sk], [], [], 0.2 if sk is half[-1] else 0)[0]]
+end = time.time() + 20
+while time.time() < end and len(refused) < 300 - 256:
+    r, _, _ = select.select(half, [], [], 0.5)
+    refused = r
+got = [reply(sk, 5) for sk in refused]
+ok(len(refused) >= 300 - 256 and all(g.startswith(b"HTTP/1.1 503") for g in got),
+   "HTTP: 300 half-sent heads: the %d past the cap of 256 get 503 (%s)"
+   % (len(refused), got[:1]))
+rest = [sk for sk in half if sk not in refused]
+t0 = time.time()
+answers = [reply(sk, max(0.1, t0 + 60 - time.time())) for sk in rest]
+took = time.time() - t0
+ok(rest and all(a.startswith(b"HTTP/1.1 408") for a in answers),
+   "HTTP: the %d half-sent heads get 408 and are closed at the head deadline (%.1f s; %s)"
+   % (len(rest), took, answers[:1]))
+for sk in half:
+    sk.close()
+st, _, _ = http_post(hsrv.port, tok, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+ok(st == 400, "HTTP: a request with the token is served after them (%d: no session)" % st)
+
+# ---- HTTP at EMFILE: the loop does not spin, and serves again after ----
+nfds = len(os.listdir("/proc/%d/fd" % hsrv.p.pid))
+subprocess.run(["prlimit", "--pid", str(hsrv.p.pid), "--nofile=%d:%d" % (nfds + 16, nfds + 16)],
+               check=True)
+conns = [socket.create_connection(("127.0.0.1", hsrv.port)) for _ in range(60)]
+time.sleep(1)
+c0 = cpu_seconds(hsrv.p.pid)
+time.sleep(2)
+c1 = cpu_seconds(hsrv.p.pid)
+got = [reply(sk, 0.2) for sk in conns]
+n503 = sum(1 for g in got if b"out of file descriptors" in g)
+ok(c1 - c0 < 0.5 and n503 > 0,
+   "HTTP at EMFILE: %.2f s of CPU in 2 s (no spin), %d connections refused with 503"
+   % (c1 - c0, n503))
+for sk in conns:
+    sk.close()
+time.sleep(0.5)
+st, _, _ = http_post(hsrv.port, tok, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+ok(st == 400, "HTTP: served again once descriptors are free (%d)" % st)
+hsrv.stop()
 done()
