@@ -878,6 +878,37 @@ raise_nofile(void)
 	}
 }
 
+/* --max-sandboxes against RLIMIT_NOFILE, once everything else is open: a
+ * value the limit cannot hold is refused when given, and the default is
+ * lowered to what fits (each live sandbox SRV_FDS_PER_SANDBOX, beside the
+ * reserve of srv_fd_reserve). */
+static int
+check_fd_room(struct srv *s)
+{
+	long used = 0, limit = 0;
+	if (srv_fds(&used, &limit) < 0)
+		return 0; /* no /proc: sandbox.create checks again, and fails the same */
+	long room = limit - used - (long)srv_fd_reserve(s);
+	unsigned long fits = room > 0 ? (unsigned long)room / SRV_FDS_PER_SANDBOX : 0;
+	if (s->o.max_live <= fits)
+		return 0;
+	if (s->o.max_live_set) {
+		srv_log(s, WD_LOG_ERROR,
+			"--max-sandboxes %u: RLIMIT_NOFILE (%ld, %ld in use) holds at most %lu "
+			"live sandboxes (about %d descriptors each, and %lu kept for the "
+			"commands in them); give at most %lu, or raise the limit (ulimit -n)",
+			s->o.max_live, limit, used, fits, SRV_FDS_PER_SANDBOX, srv_fd_reserve(s),
+			fits);
+		return -EMFILE;
+	}
+	srv_log(s, WD_LOG_WARN,
+		"RLIMIT_NOFILE (%ld) holds %lu live sandboxes, not %u: --max-sandboxes lowered "
+		"to %lu",
+		limit, fits, s->o.max_live, fits);
+	s->o.max_live = (unsigned)fits;
+	return 0;
+}
+
 int
 server_run(const struct server_opts *o)
 {
@@ -889,6 +920,8 @@ server_run(const struct server_opts *o)
 		wd_ctx_set_log_handler(s->ctx, lib_log, s, o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
 		rc = setup(s);
 	}
+	if (rc == 0)
+		rc = check_fd_room(s);
 	if (rc == 0 && (rc = workers_start(s)) == 0) {
 		run(s);
 		workers_stop(s);

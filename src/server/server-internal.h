@@ -358,6 +358,22 @@ size_t conn_backlog(const struct conn *c);
 #define CONN_SOFT_LIMIT (4u << 20)  /* notifications dropped, reading paused */
 #define CONN_HARD_LIMIT (64u << 20) /* the client is not reading: closed */
 
+/* Descriptors (issue 18: 689 live sandboxes took the server to EMFILE,
+ * and from then on every command in them failed too).  A live sandbox
+ * holds about 29 (a cow one 37: pidfd, pipes, the sync socket, eventfds,
+ * cgroup and overlay files); a command in one about 5 more while it
+ * runs.  A new sandbox is refused while fewer than SRV_FDS_PER_SANDBOX
+ * plus the reserve (SRV_FDS_SLACK, and SRV_FDS_PER_CALL for each of
+ * --max-calls) would stay free, so the live ones keep working. */
+#define SRV_FDS_PER_SANDBOX 40
+#define SRV_FDS_PER_CALL 8
+#define SRV_FDS_SLACK 256
+/* The reserve, in descriptors. */
+unsigned long srv_fd_reserve(const struct srv *s);
+/* Descriptors in use (counted in /proc/self/fd) and RLIMIT_NOFILE's soft
+ * limit; -1 if either cannot be read. */
+int srv_fds(long *in_use, long *limit);
+
 /* server.c: the context, the workspace, the policy, the token */
 int srv_init(struct srv *s, const struct server_opts *o);
 void srv_fini(struct srv *s);

@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srvlib import Env, LineClient, Server, done, http_post, ok  # noqa: E402
+from srvlib import WARDEN, Env, LineClient, Server, done, http_post, ok  # noqa: E402
 
 env = Env()
 env.require_sandboxes()
@@ -187,4 +187,50 @@ time.sleep(0.5)
 st, _, _ = http_post(hsrv.port, tok, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
 ok(st == 400, "HTTP: served again once descriptors are free (%d)" % st)
 hsrv.stop()
+
+# ---- sandboxes and descriptors ----
+# a --max-sandboxes that RLIMIT_NOFILE cannot hold: refused, naming it
+r = subprocess.run(["prlimit", "--nofile=2048:2048", WARDEN, "serve", "--stdio", "-w", env.ws,
+                    "--max-sandboxes", "1000"], input="", capture_output=True, text=True,
+                   env=env.env, timeout=60)
+ok(r.returncode == 125 and "--max-sandboxes 1000" in r.stderr and "RLIMIT_NOFILE" in r.stderr,
+   "serve --max-sandboxes 1000 under a limit of 2,048 descriptors: 125 naming it (%d: %s)"
+   % (r.returncode, r.stderr.strip()[:300]))
+r = subprocess.run(["prlimit", "--nofile=2048:2048", WARDEN, "serve", "--stdio", "-w", env.ws],
+                   input="", capture_output=True, text=True, env=env.env, timeout=60)
+ok(r.returncode == 0 and "lowered" in r.stderr,
+   "... the default is lowered to what fits (%d: %s)" % (r.returncode, r.stderr.strip()[:200]))
+
+# at run time: new sandboxes are refused while a reserve remains, and the
+# live ones keep running commands
+srv = Server(env, stdio=True)
+io = LineClient(srv)
+io.call("ping")
+used = len(os.listdir("/proc/%d/fd" % srv.p.pid))
+# the reserve (64 calls) and room for about ten; above the 1,024 a command
+# in a sandbox gets (RLIMIT_NOFILE is set in the jail, under the hard limit)
+lim = max(used + 256 + 64 * 8 + 400, 1100)
+subprocess.run(["prlimit", "--pid", str(srv.p.pid), "--nofile=%d:%d" % (lim, lim)], check=True)
+ids, refusal = [], None
+for _ in range(60):
+    r = io.call("sandbox.create", {}, timeout=120)
+    if "error" in r:
+        refusal = r["error"]
+        break
+    ids.append(r["result"]["sandbox"])
+ok(refusal and refusal["code"] == -32005 and "file descriptors" in refusal["message"] and
+   "RLIMIT_NOFILE" in refusal["message"] and len(ids) >= 3,
+   "sandbox.create refused with a clear error while a reserve remains, after %d (%s)"
+   % (len(ids), refusal))
+bad = []
+for sid in ids:
+    r = io.call("sandbox.exec", {"sandbox": sid, "argv": ["/bin/true"]}, timeout=120)
+    if r.get("result", {}).get("status") != 0:
+        bad.append(r)
+ok(ids and not bad, "the %d live sandboxes still run commands (%s)" % (len(ids), bad[:1]))
+for sid in ids:
+    io.call("sandbox.destroy", {"sandbox": sid}, timeout=120)
+r = io.call("sandbox.create", {}, timeout=120)
+ok("result" in r, "once they are destroyed a sandbox can be created again")
+srv.stop()
 done()
