@@ -105,6 +105,8 @@ char *rpc_id_key(const json_t *id);
 /* ---- sanitize.c ---- */
 char *sanitize_text(const char *buf, size_t len, bool final, size_t *consumed, size_t *out_len);
 char *sanitize_images(const char *text, const char *const *allow, size_t nallow);
+/* sanitize_images() on every string in v (objects and arrays, in place). */
+void sanitize_images_json(json_t *v, const char *const *allow, size_t nallow);
 char *utf8_visible(const char *buf, size_t len, bool final, size_t *consumed, size_t *out_len);
 
 /* ---- http.c ---- */

