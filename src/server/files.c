@@ -698,8 +698,11 @@ matcher_main(const char *pattern, bool icase)
 				n = SEARCH_LINE_MAX;
 			memcpy(line, p, n);
 			line[n] = '\0';
-			if (regexec(&re, line, 0, NULL, 0) == 0)
+			int m = regexec(&re, line, 0, NULL, 0);
+			if (m == 0)
 				hits[1 + count++] = lineno;
+			else if (m != REG_NOMATCH)
+				_exit(2); /* REG_ESPACE at RLIMIT_AS: no answer, not "no match" */
 			p = nl ? nl + 1 : end;
 		}
 		memcpy(hits, &count, sizeof(count));
@@ -1010,9 +1013,9 @@ search_files(struct ftool *t)
 			search_file(&q, root);
 		const char *why = q.stopped ? q.re_killed
 						  ? "the search stopped early: the regular "
-						    "expression ran out of its time budget "
-						    "(10 s); simplify it, or narrow the search "
-						    "with path or glob"
+						    "expression ran out of its time (10 s) or "
+						    "memory budget; simplify it, or narrow the "
+						    "search with path or glob"
 						  : "the search stopped early (time or file "
 						    "budget); narrow it with path or glob"
 					    : NULL;

@@ -154,13 +154,16 @@ mark_inq(struct conn *c)
 	set_rmask(c, 0);
 }
 
-/* Read from c again, or first serve what its buffer holds. */
+/* Read from c again, or first serve the whole messages its buffer holds
+ * (a partial line waits for more input: marking it would spin). */
 static void
 conn_resume(struct conn *c)
 {
 	if (c->dead || c->closing || c->paused)
 		return;
-	if (c->kind != T_HTTP && c->in.off < c->in.len)
+	const struct buf *b = &c->in;
+	size_t from = b->off + c->scanned;
+	if (c->kind != T_HTTP && from < b->len && memchr(b->p + from, '\n', b->len - from))
 		mark_inq(c);
 	else
 		set_rmask(c, EPOLLIN | EPOLLRDHUP);

@@ -49,7 +49,7 @@ r = mcp.call("tools/call", {"name": "search_files",
                             "arguments": {"pattern": "(a{1,100}){1,100}b", "regex": True}},
              timeout=120)
 took = time.time() - t0
-ok(took < 30 and "stopped early" in text(r) and "budget" in text(r),
+ok(took < 30 and "stopped early" in text(r) and "budget" in text(r) and "no matches" in text(r),
    "search_files: a super-linear regex is stopped at the 10 s budget (%.1f s: %s)"
    % (took, text(r).strip()[:120]))
 ok("result" in mcp.call("ping", timeout=10), "the server answers after it")
@@ -83,6 +83,22 @@ r = mcp.call("tools/call", {"name": "search_files",
 ok(r["result"].get("isError") and "bad regular expression" in text(r),
    "a bad regex: a tool error naming it (%s)" % text(r).strip()[:80])
 os.unlink(os.path.join(env.ws, "aaa.txt"))
+
+# the loop serves a line connection 64 messages a turn: a flood followed by
+# half a message is answered, the half waits for its end without a spin
+mcp.send_raw(b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % (5000 + i)
+                      for i in range(300)) + b'{"jsonrpc":"2.0","id":"half","meth')
+seen = set()
+while len(seen) < 300:
+    seen.add(mcp.recv(30)["id"])
+time.sleep(0.5)
+c0 = cpu_seconds(srv.p.pid)
+time.sleep(1.5)
+c1 = cpu_seconds(srv.p.pid)
+mcp.send_raw(b'od":"ping"}\n')
+ok(c1 - c0 < 0.3 and mcp.recv(30).get("id") == "half",
+   "300 pings and half a message: all answered, the half after its end (%.2f s of CPU "
+   "while it waited)" % (c1 - c0))
 
 
 def tool(name, args):
