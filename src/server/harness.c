@@ -221,8 +221,8 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 		wd_spec_free(spec);
 		rpc_err_set(e, SRV_E_BUSY,
 			    "not enough file descriptors for another sandbox: %ld of %ld "
-			    "(RLIMIT_NOFILE) in use, %lu kept for the commands of the %d live "
-			    "sandboxes; destroy one, or raise the limit (ulimit -n)",
+			    "(RLIMIT_NOFILE) in use, %lu kept for the calls and the commands of "
+			    "the %d live sandboxes; destroy one, or raise the limit (ulimit -n)",
 			    used, limit, reserve, atomic_load(&s->nlive));
 		return NULL;
 	}

@@ -898,16 +898,23 @@ check_fd_room(struct srv *s)
 	if (s->o.max_live_set) {
 		srv_log(s, WD_LOG_ERROR,
 			"--max-sandboxes %u: RLIMIT_NOFILE (%ld, %ld in use) holds at most %lu "
-			"live sandboxes (about %d descriptors each, and %lu kept for the "
-			"commands in them); give at most %lu, or raise the limit (ulimit -n)",
+			"live sandboxes (about %d descriptors each, beside %lu kept for "
+			"--max-calls %u); give at most %lu, or raise the limit (ulimit -n)%s",
 			s->o.max_live, limit, used, fits, SRV_FDS_PER_SANDBOX, srv_fd_reserve(s),
-			fits);
+			s->o.max_calls, fits, fits ? "" : " or lower --max-calls");
 		return -EMFILE;
 	}
-	srv_log(s, WD_LOG_WARN,
-		"RLIMIT_NOFILE (%ld) holds %lu live sandboxes, not %u: --max-sandboxes lowered "
-		"to %lu",
-		limit, fits, s->o.max_live, fits);
+	if (fits == 0)
+		srv_log(s, WD_LOG_WARN,
+			"RLIMIT_NOFILE (%ld) leaves no room for a live sandbox beside the %lu "
+			"descriptors kept for --max-calls %u: sandbox.create will be refused; "
+			"raise the limit (ulimit -n) or lower --max-calls",
+			limit, srv_fd_reserve(s), s->o.max_calls);
+	else
+		srv_log(s, WD_LOG_WARN,
+			"RLIMIT_NOFILE (%ld) holds %lu live sandboxes, not %u: --max-sandboxes "
+			"lowered to %lu",
+			limit, fits, s->o.max_live, fits);
 	s->o.max_live = (unsigned)fits;
 	return 0;
 }

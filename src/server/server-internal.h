@@ -363,12 +363,14 @@ size_t conn_backlog(const struct conn *c);
 /* Descriptors (issue 18: 689 live sandboxes took the server to EMFILE,
  * and from then on every command in them failed too).  A live sandbox
  * holds about 29 (a cow one 37: pidfd, pipes, the sync socket, eventfds,
- * cgroup and overlay files); a command in one about 5 more while it
- * runs.  A new sandbox is refused while fewer than SRV_FDS_PER_SANDBOX
- * plus the reserve (SRV_FDS_SLACK, and SRV_FDS_PER_CALL for each of
- * --max-calls) would stay free, so the live ones keep working. */
+ * cgroup and overlay files), a command in one about 5 more while it runs,
+ * and a one-shot call a fresh sandbox of its own.  A new live sandbox is
+ * refused while fewer than SRV_FDS_PER_SANDBOX plus the reserve would stay
+ * free: SRV_FDS_SLACK (connections, the audit log, the pool's refills)
+ * and SRV_FDS_PER_CALL for each of --max-calls, as each call may need a
+ * fresh sandbox; so the live ones, and the calls, keep working. */
 #define SRV_FDS_PER_SANDBOX 40
-#define SRV_FDS_PER_CALL 8
+#define SRV_FDS_PER_CALL SRV_FDS_PER_SANDBOX
 #define SRV_FDS_SLACK 256
 /* The reserve, in descriptors. */
 unsigned long srv_fd_reserve(const struct srv *s);

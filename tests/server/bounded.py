@@ -6,6 +6,7 @@ connections have a head deadline, a cap, and the loop survives EMFILE;
 sandboxes are refused while a reserve of descriptors remains."""
 import json
 import os
+import re
 import select
 import socket
 import subprocess
@@ -227,25 +228,28 @@ os.unlink(os.path.join(env.ws, "readme.md"))
 # ---- sandboxes and descriptors ----
 # a --max-sandboxes that RLIMIT_NOFILE cannot hold: refused, naming it
 r = subprocess.run(["prlimit", "--nofile=2048:2048", WARDEN, "serve", "--stdio", "-w", env.ws,
-                    "--max-sandboxes", "1000"], input="", capture_output=True, text=True,
+                    "--max-sandboxes", "1000", "--max-calls", "8"], input="", capture_output=True, text=True,
                    env=env.env, timeout=60)
-ok(r.returncode == 125 and "--max-sandboxes 1000" in r.stderr and "RLIMIT_NOFILE" in r.stderr,
+ok(r.returncode == 125 and "--max-sandboxes 1000" in r.stderr and "RLIMIT_NOFILE" in r.stderr
+   and re.search(r"holds at most [1-9][0-9]* live sandboxes", r.stderr),
    "serve --max-sandboxes 1000 under a limit of 2,048 descriptors: 125 naming it (%d: %s)"
    % (r.returncode, r.stderr.strip()[:300]))
-r = subprocess.run(["prlimit", "--nofile=2048:2048", WARDEN, "serve", "--stdio", "-w", env.ws],
+r = subprocess.run(["prlimit", "--nofile=2048:2048", WARDEN, "serve", "--stdio", "-w", env.ws,
+                    "--max-calls", "8"],
                    input="", capture_output=True, text=True, env=env.env, timeout=60)
 ok(r.returncode == 0 and "lowered" in r.stderr,
    "... the default is lowered to what fits (%d: %s)" % (r.returncode, r.stderr.strip()[:200]))
 
 # at run time: new sandboxes are refused while a reserve remains, and the
 # live ones keep running commands
-srv = Server(env, stdio=True)
+srv = Server(env, "--max-calls", "8", stdio=True)
 io = LineClient(srv)
 io.call("ping")
 used = len(os.listdir("/proc/%d/fd" % srv.p.pid))
-# the reserve (64 calls) and room for about ten; above the 1,024 a command
-# in a sandbox gets (RLIMIT_NOFILE is set in the jail, under the hard limit)
-lim = max(used + 256 + 64 * 8 + 400, 1100)
+# the reserve (256, and 40 for each of 8 calls) and room for about ten;
+# above the 1,024 a command in a sandbox gets (RLIMIT_NOFILE is set in the
+# jail, under the hard limit)
+lim = max(used + 256 + 8 * 40 + 400, 1100)
 subprocess.run(["prlimit", "--pid", str(srv.p.pid), "--nofile=%d:%d" % (lim, lim)], check=True)
 ids, refusal = [], None
 for _ in range(60):
