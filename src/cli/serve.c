@@ -247,6 +247,7 @@ server_opt(int c, const char *name, const char *val, struct server_opts *o)
 	case OPT_MAX_SANDBOXES:
 		rc = number(name, val, 1, 4096, &v);
 		o->max_live = (unsigned)v;
+		o->max_live_set = true;
 		return rc;
 	case OPT_MAX_MESSAGE:
 		rc = size(name, val, 4096, 1ull << 30, &v);

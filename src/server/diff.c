@@ -370,6 +370,27 @@ git_out_fini(struct git_out *g)
 	free(g->err);
 }
 
+/* A model's context is the budget here: the other tools give it at most
+ * 64 KiB per call with a marker (read_file, run_command's windows), and
+ * a diff of a tree of generated files would otherwise be the whole of it
+ * (150 hard links of a 20 MB file made a 1.2 GB answer, issue 18). */
+char *
+diff_text_capped(const char *text)
+{
+	size_t len = strlen(text);
+	if (len <= MODEL_TEXT_CAP)
+		return xstrdup(text);
+	size_t cut = MODEL_TEXT_CAP;
+	const char *nl = memrchr(text, '\n', cut);
+	if (nl && (size_t)(nl - text) > cut / 2)
+		cut = (size_t)(nl - text) + 1;
+	while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
+		cut--; /* never half a UTF-8 character */
+	return xasprintf("%.*s\n[... %zu more bytes of the diff not shown (at most %u KiB per "
+			 "call): ask for one file with \"path\" ...]\n",
+			 (int)cut, text, len - cut, MODEL_TEXT_CAP >> 10);
+}
+
 json_t *
 diff_tool(struct call *c, json_t *args, struct rpc_err *e)
 {
@@ -388,9 +409,12 @@ diff_tool(struct call *c, json_t *args, struct rpc_err *e)
 		/* git quotes a name with control bytes, but not a bidi or
 		 * zero-width character (core.quotepath=false), and prints
 		 * hunks raw: a client shows this text to a human, so it is
-		 * made visible as warden diff's is (util/escape.h) */
+		 * made visible as warden diff's is (util/escape.h); then
+		 * bounded like every text a model gets */
 		char *vis = wd_esc_text(text, strlen(text), WD_ESC_LINES, DIFF_LINE_MAX);
-		res = mcp_tool_result(c->srv, vis, NULL, false);
+		char *capped = diff_text_capped(vis);
+		res = mcp_tool_result(c->srv, capped, NULL, false);
+		free(capped);
 		free(vis);
 		free(text);
 	}

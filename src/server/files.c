@@ -27,9 +27,14 @@
 #include <fnmatch.h>
 #include <regex.h>
 #include <stdarg.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #define READ_MODEL_CAP (64u << 10)
 #define FILE_CAP (16u << 20)
@@ -598,16 +603,37 @@ list_dir(struct ftool *t)
 
 /* ---- search ---- */
 
+/* A regular expression is compiled and matched in a child process, never
+ * in the server.  glibc's matcher is super-linear on bounded repetition:
+ * (a{1,100}){1,100}b against a long line of a's ran one regexec() for
+ * minutes at 100 % CPU and 1 GB (issue 18), and neither the search's
+ * budget nor a cancellation can interrupt a function call.  A process can
+ * be killed: the server walks the tree and reads the files as before,
+ * sends each file's text to the matcher and waits for its answer until
+ * the search's deadline or a cancellation, then SIGKILLs it.  The matcher
+ * keeps no descriptor of the server's (a sandbox's pipe or a client's
+ * socket held by it would delay their EOF), runs under RLIMIT_CPU and
+ * (outside sanitizer builds, whose shadow memory is terabytes of address
+ * space) RLIMIT_AS, and dies with the server (PR_SET_PDEATHSIG).  A line
+ * is matched on its first SEARCH_LINE_MAX bytes only.
+ *
+ *   server -> matcher   u32 wanted, u32 length, the file's text
+ *   matcher -> server   u32 count, count x u64 line numbers (1-based)
+ *   at start            u32 0, or u32 length and regcomp's message */
+#define SEARCH_LINE_MAX 4096
+#define MATCHER_AS_EXTRA (512ull << 20)
+
 struct search {
 	struct ftool *t;
 	const char *pattern;
 	size_t plen;
 	bool icase, use_re;
-	regex_t re;
 	const char *glob;
 	uint64_t max, found, files;
 	uint64_t deadline;
-	bool truncated, stopped;
+	bool truncated, stopped, re_killed;
+	pid_t re_pid; /* the matcher, or 0 */
+	int re_wfd, re_rfd;
 	json_t *arr;
 	char *text;
 	size_t len, cap;
@@ -616,20 +642,226 @@ struct search {
 static bool
 line_matches(struct search *q, const char *line, size_t n)
 {
-	if (q->use_re) {
-		char *z = strndup(line, n);
-		if (!z)
-			abort();
-		bool m = regexec(&q->re, z, 0, NULL, 0) == 0;
-		free(z);
-		return m;
-	}
 	if (!q->icase)
 		return memmem(line, n, q->pattern, q->plen) != NULL;
 	for (size_t i = 0; i + q->plen <= n; i++)
 		if (!strncasecmp(line + i, q->pattern, q->plen))
 			return true;
 	return false;
+}
+
+static void
+child_io(int fd, void *p, size_t n, bool wr)
+{
+	for (size_t done = 0; done < n;) {
+		ssize_t r = wr ? write(fd, (char *)p + done, n - done)
+			       : read(fd, (char *)p + done, n - done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			_exit(0); /* the server went away or killed the search */
+		done += (size_t)r;
+	}
+}
+
+/* The matcher process (fd 0: requests, fd 1: answers); never returns. */
+static _Noreturn void
+matcher_main(const char *pattern, bool icase)
+{
+	regex_t re;
+	int rc = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB | (icase ? REG_ICASE : 0));
+	if (rc) {
+		char msg[200];
+		regerror(rc, &re, msg, sizeof(msg));
+		uint32_t l = (uint32_t)strlen(msg);
+		child_io(1, &l, sizeof(l), true);
+		child_io(1, msg, l, true);
+		_exit(0);
+	}
+	uint32_t zero = 0;
+	child_io(1, &zero, sizeof(zero), true);
+	char line[SEARCH_LINE_MAX + 1];
+	for (;;) {
+		uint32_t hdr[2];
+		child_io(0, hdr, sizeof(hdr), false);
+		char *b = malloc(hdr[1] + 1u);
+		uint64_t *hits = malloc(((size_t)hdr[0] + 1) * sizeof(uint64_t));
+		if (!b || !hits)
+			_exit(1);
+		child_io(0, b, hdr[1], false);
+		uint32_t count = 0;
+		uint64_t lineno = 1;
+		for (const char *p = b, *end = b + hdr[1]; p < end && count < hdr[0]; lineno++) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t n = (size_t)((nl ? nl : end) - p);
+			if (n > SEARCH_LINE_MAX)
+				n = SEARCH_LINE_MAX;
+			memcpy(line, p, n);
+			line[n] = '\0';
+			int m = regexec(&re, line, 0, NULL, 0);
+			if (m == 0)
+				hits[1 + count++] = lineno;
+			else if (m != REG_NOMATCH)
+				_exit(2); /* REG_ESPACE at RLIMIT_AS: no answer, not "no match" */
+			p = nl ? nl + 1 : end;
+		}
+		memcpy(hits, &count, sizeof(count));
+		child_io(1, hits, sizeof(count), true);
+		child_io(1, hits + 1, count * sizeof(uint64_t), true);
+		free(b);
+		free(hits);
+	}
+}
+
+/* Move n bytes to or from the matcher before the search's deadline and
+ * while the call is not cancelled; false (the matcher killed) otherwise. */
+static bool
+matcher_io(struct search *q, int fd, void *rp, const void *wp, size_t n)
+{
+	bool wr = wp != NULL;
+	for (size_t done = 0; done < n;) {
+		uint64_t now = now_ns();
+		if (now >= q->deadline || (q->t->c && call_cancelled(q->t->c)))
+			goto kill;
+		uint64_t left_ms = (q->deadline - now) / 1000000 + 1;
+		/* short slices: a cancellation is noticed within 100 ms */
+		struct pollfd pfd = {.fd = fd, .events = wr ? POLLOUT : POLLIN};
+		int rc = poll(&pfd, 1, left_ms < 100 ? (int)left_ms : 100);
+		if (rc < 0 && errno != EINTR)
+			goto kill;
+		if (rc <= 0)
+			continue;
+		ssize_t r = wr ? write(fd, (const char *)wp + done, n - done)
+			       : read(fd, (char *)rp + done, n - done);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			goto kill; /* it died: RLIMIT_CPU, RLIMIT_AS */
+		done += (size_t)r;
+	}
+	return true;
+kill:
+	kill(q->re_pid, SIGKILL);
+	q->re_killed = q->stopped = true;
+	return false;
+}
+
+static long
+vm_bytes(void)
+{
+	char b[64] = {0};
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, b, sizeof(b) - 1);
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? atol(b) * sysconf(_SC_PAGESIZE) : -1;
+}
+
+/* Start the matcher and compile the pattern in it.  0; or -1 with msg
+ * (a bad expression, or the matcher could not start or compile in time). */
+static int
+matcher_start(struct search *q, char *msg, size_t cap)
+{
+	int req[2], ans[2];
+	if (pipe2(req, O_CLOEXEC) < 0)
+		return snprintf(msg, cap, "search: pipe: %s", strerror(errno)), -1;
+	if (pipe2(ans, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(req[0]);
+		close(req[1]);
+		return snprintf(msg, cap, "search: pipe: %s", strerror(e)), -1;
+	}
+	long vm = vm_bytes();
+	unsigned cpu_s = (unsigned)(SEARCH_BUDGET_NS / 1000000000ull) + 1;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* The child of a threaded process: only what is safe after
+		 * fork() until the pattern is compiled (glibc's malloc is). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		int r = fcntl(req[0], F_DUPFD, 10), w = fcntl(ans[1], F_DUPFD, 10);
+		if (r < 0 || w < 0 || dup2(r, 0) < 0 || dup2(w, 1) < 0)
+			_exit(1);
+		/* nothing of the server's stays open in it (fd 2: the
+		 * server's stderr, for a sanitizer's report) */
+		if (close_range(3, ~0u, 0) < 0)
+			_exit(1);
+		struct rlimit cpu = {cpu_s, cpu_s};
+		setrlimit(RLIMIT_CPU, &cpu);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+		if (vm > 0) {
+			struct rlimit as = {(rlim_t)vm + MATCHER_AS_EXTRA,
+					    (rlim_t)vm + MATCHER_AS_EXTRA};
+			setrlimit(RLIMIT_AS, &as);
+		}
+#else
+		(void)vm;
+#endif
+		matcher_main(q->pattern, q->icase);
+	}
+	int e = errno;
+	close(req[0]);
+	close(ans[1]);
+	if (pid < 0) {
+		close(req[1]);
+		close(ans[0]);
+		return snprintf(msg, cap, "search: fork: %s", strerror(e)), -1;
+	}
+	q->re_pid = pid;
+	q->re_wfd = req[1];
+	q->re_rfd = ans[0];
+	fcntl(q->re_wfd, F_SETFL, O_NONBLOCK);
+	fcntl(q->re_rfd, F_SETFL, O_NONBLOCK);
+	uint32_t l = 0;
+	if (!matcher_io(q, q->re_rfd, &l, NULL, sizeof(l)))
+		return snprintf(msg, cap,
+				"the regular expression could not be compiled within the "
+				"search's budget"),
+		       -1;
+	if (l == 0)
+		return 0;
+	char why[200] = {0};
+	if (!matcher_io(q, q->re_rfd, why, NULL, l < sizeof(why) ? l : sizeof(why) - 1))
+		return snprintf(msg, cap, "bad regular expression"), -1;
+	return snprintf(msg, cap, "bad regular expression: %s", why), -1;
+}
+
+static void
+matcher_stop(struct search *q)
+{
+	if (!q->re_pid)
+		return;
+	close(q->re_wfd);
+	close(q->re_rfd);
+	kill(q->re_pid, SIGKILL);
+	while (waitpid(q->re_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	q->re_pid = 0;
+}
+
+/* The line numbers of b's matching lines (at most want), from the
+ * matcher; NULL when it was killed (deadline, cancellation, limits). */
+static uint64_t *
+matcher_lines(struct search *q, const char *b, size_t n, uint32_t want, uint32_t *count)
+{
+	uint32_t hdr[2] = {want, (uint32_t)n};
+	if (q->re_killed || !matcher_io(q, q->re_wfd, NULL, hdr, sizeof(hdr)) ||
+	    !matcher_io(q, q->re_wfd, NULL, b, n) ||
+	    !matcher_io(q, q->re_rfd, count, NULL, sizeof(*count)))
+		return NULL;
+	if (*count > want) {
+		kill(q->re_pid, SIGKILL);
+		q->re_killed = q->stopped = true;
+		return NULL;
+	}
+	uint64_t *v = xcalloc((size_t)*count + 1, sizeof(uint64_t));
+	if (!matcher_io(q, q->re_rfd, v, NULL, *count * sizeof(uint64_t))) {
+		free(v);
+		return NULL;
+	}
+	return v;
 }
 
 static void
@@ -681,6 +913,24 @@ search_file(struct search *q, const char *rel)
 		free(b);
 		return;
 	}
+	if (q->use_re) {
+		uint32_t count = 0;
+		uint64_t want = q->max - q->found + 1; /* one more: truncated */
+		uint64_t *hits = matcher_lines(q, b, n, (uint32_t)want, &count);
+		uint64_t lineno = 1;
+		const char *p = b, *end = b + n;
+		for (uint32_t i = 0; hits && i < count && !q->truncated; i++) {
+			for (; lineno < hits[i] && p < end; lineno++) {
+				const char *nl = memchr(p, '\n', (size_t)(end - p));
+				p = nl ? nl + 1 : end;
+			}
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			add_match(q, rel, lineno, p, (size_t)((nl ? nl : end) - p));
+		}
+		free(hits);
+		free(b);
+		return;
+	}
 	uint64_t lineno = 1;
 	for (const char *p = b, *end = b + n; p < end && !q->truncated; lineno++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -701,7 +951,8 @@ search_rec(struct search *q, const char *rel, int depth)
 		return;
 	struct entry *v = read_dir(q->t->ws, rel, &n, &err);
 	for (size_t i = 0; v && i < n && !q->truncated; i++) {
-		if (q->files >= SEARCH_FILES || now_ns() > q->deadline || call_cancelled(q->t->c)) {
+		if (q->files >= SEARCH_FILES || now_ns() > q->deadline || q->re_killed ||
+		    call_cancelled(q->t->c)) {
 			q->stopped = true;
 			break;
 		}
@@ -738,17 +989,15 @@ search_files(struct ftool *t)
 	     b = strchr(b + 2, '\\'))
 		if (b[1] >= '1' && b[1] <= '9')
 			return fail(t, EINVAL, "back-references (\\%c) are not supported", b[1]);
+	q.deadline = now_ns() + SEARCH_BUDGET_NS;
 	if (regex) {
-		int rc =
-		    regcomp(&q.re, q.pattern, REG_EXTENDED | REG_NOSUB | (q.icase ? REG_ICASE : 0));
-		if (rc) {
-			char msg[200];
-			regerror(rc, &q.re, msg, sizeof(msg));
-			return fail(t, EINVAL, "bad regular expression: %s", msg);
+		char msg[300];
+		if (matcher_start(&q, msg, sizeof(msg)) < 0) {
+			matcher_stop(&q);
+			return fail(t, EINVAL, "%s", msg);
 		}
 		q.use_re = true;
 	}
-	q.deadline = now_ns() + SEARCH_BUDGET_NS;
 	q.arr = t->model ? NULL : json_array();
 	struct wd_err err = {0};
 	const char *root = path ? path : ".";
@@ -762,10 +1011,14 @@ search_files(struct ftool *t)
 			search_rec(&q, root, 0);
 		else
 			search_file(&q, root);
-		const char *why = q.stopped
-				      ? "the search stopped early (time or file budget); narrow it "
-					"with path or glob"
-				      : NULL;
+		const char *why = q.stopped ? q.re_killed
+						  ? "the search stopped early: the regular "
+						    "expression ran out of its time (10 s) or "
+						    "memory budget; simplify it, or narrow the "
+						    "search with path or glob"
+						  : "the search stopped early (time or file "
+						    "budget); narrow it with path or glob"
+					    : NULL;
 		if (!t->model) {
 			r = json_pack("{s:o, s:b, s:I}", "matches", q.arr, "truncated",
 				      q.truncated || q.stopped, "files_searched",
@@ -783,8 +1036,7 @@ search_files(struct ftool *t)
 	}
 	if (fd >= 0)
 		close(fd);
-	if (q.use_re)
-		regfree(&q.re);
+	matcher_stop(&q);
 	json_decref(q.arr);
 	free(q.text);
 	return r;

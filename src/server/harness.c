@@ -210,6 +210,22 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 			    s->o.max_live);
 		return NULL;
 	}
+	/* Refused while the reserve is still free, not when open() fails
+	 * half-way through the set-up: the sandboxes already live keep the
+	 * descriptors their commands need (srv_fd_reserve). */
+	long used = 0, limit = 0;
+	unsigned long reserve = srv_fd_reserve(s);
+	if (srv_fds(&used, &limit) < 0 ||
+	    (unsigned long)(limit - used) < SRV_FDS_PER_SANDBOX + reserve) {
+		atomic_fetch_sub(&s->nlive, 1);
+		wd_spec_free(spec);
+		rpc_err_set(e, SRV_E_BUSY,
+			    "not enough file descriptors for another sandbox: %ld of %ld "
+			    "(RLIMIT_NOFILE) in use, %lu kept for the calls and the commands of "
+			    "the %d live sandboxes; destroy one, or raise the limit (ulimit -n)",
+			    used, limit, reserve, atomic_load(&s->nlive));
+		return NULL;
+	}
 	wd_sandbox *sb = NULL;
 	int rc = wd_sandbox_create(s->ctx, spec, &sb, &err);
 	wd_spec_free(spec);

@@ -251,6 +251,8 @@ http_reason(int status)
 		return "Method Not Allowed";
 	case 406:
 		return "Not Acceptable";
+	case 408:
+		return "Request Timeout";
 	case 411:
 		return "Length Required";
 	case 413:

@@ -22,7 +22,12 @@
  *    a web page the user visits cannot reach the server through DNS
  *    rebinding;
  *  - bodies are bounded by --max-message (413, then closed), heads by
- *    HTTP_MAX_HEAD (431).
+ *    HTTP_MAX_HEAD (431);
+ *  - before any of that, a connection costs a descriptor and a buffer
+ *    without a token: at most HTTP_MAX_CONNS are open (503 for more), a
+ *    head must arrive within HTTP_HEAD_TIMEOUT seconds of its first byte
+ *    and the body within HTTP_BODY_TIMEOUT (408, closed), and a
+ *    connection with nothing to do is closed after HTTP_IDLE_TIMEOUT.
  * A client that closes its connection while its calls run has them
  * cancelled: warden keeps no event log to resume a stream from. */
 #include "server/server-internal.h"
@@ -254,6 +259,63 @@ http_sessions_tick(struct srv *s)
 		    now - p->last_ns > s->o.session_idle_s * 1000000000ull)
 			session_end(s, p, "idle");
 	}
+}
+
+/* The deadlines of HTTP_HEAD_TIMEOUT and its neighbours, at the timer's
+ * one-second grain: when a request started and when the connection went
+ * idle are noted here, not on every read. */
+void
+http_conns_tick(struct srv *s)
+{
+	uint64_t now = now_ns(), sec = 1000000000ull;
+	for (struct conn *c = s->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->kind != T_HTTP || c->dead || c->closing || c->x) {
+			if (c->kind == T_HTTP)
+				c->req_ns = c->idle_ns = 0;
+			continue;
+		}
+		if (c->have_head || c->in.len > c->in.off) {
+			c->idle_ns = 0;
+			if (!c->req_ns)
+				c->req_ns = now;
+			uint64_t limit = c->have_head ? HTTP_BODY_TIMEOUT : HTTP_HEAD_TIMEOUT;
+			if (now - c->req_ns <= limit * sec)
+				continue;
+			srv_log(s, WD_LOG_WARN,
+				"http: connection %llu: the request's %s did not "
+				"arrive within %llu s; closed",
+				(unsigned long long)c->id, c->have_head ? "body" : "head",
+				(unsigned long long)limit);
+			const char *why = c->have_head
+					      ? "the body did not arrive in time"
+					      : "the request's head did not arrive in time";
+			c->close_after = true;
+			c->have_head = false;
+			c->in.off = c->in.len = 0;
+			respond_error(c, 408, why, NULL);
+			continue;
+		}
+		c->req_ns = 0;
+		if (!c->idle_ns)
+			c->idle_ns = now;
+		else if (now - c->idle_ns > HTTP_IDLE_TIMEOUT * sec)
+			conn_kill(c);
+	}
+}
+
+void
+http_refuse(struct srv *s, int fd, const char *why)
+{
+	char h[512];
+	int n = snprintf(h, sizeof(h),
+			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%s\n",
+			 strlen(why) + 1, why);
+	/* best effort: a non-blocking socket's empty send buffer takes it */
+	(void)!send(fd, h, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+	(void)s;
 }
 
 /* Is the body one initialize request (which opens a session)? */

@@ -12,7 +12,13 @@
  * Backpressure: a connection whose unread output passes CONN_SOFT_LIMIT
  * is not read from (its client is not reading what it asked for) and its
  * progress notifications are dropped; past CONN_HARD_LIMIT it is closed.
- * Other clients never wait for a slow one: every write is non-blocking. */
+ * Other clients never wait for a slow one: every write is non-blocking,
+ * and a line connection gets at most LINE_BUDGET messages per turn of the
+ * loop (the rest wait in its buffer, and its socket is not read, until a
+ * later turn): a client that floods pings and never reads the answers
+ * made the server answer ~100,000 of them (4 MB of answers, the soft
+ * limit) in turns of 16 x 64 KiB of input before anyone else's, and other
+ * clients' pings waited 2.7-4 s on a slow machine (issue 18). */
 #include "server/server-internal.h"
 
 #include <fcntl.h>
@@ -29,6 +35,9 @@
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
+
+/* messages a line connection may have dispatched in one turn of the loop */
+#define LINE_BUDGET 64
 
 /* epoll tags below this are not connections */
 enum { TAG_UNIX = 1, TAG_TCP, TAG_WAKE, TAG_SIG, TAG_TIMER, TAG_MAX = 16 };
@@ -132,6 +141,34 @@ want_out(struct conn *c, bool on)
 
 static void conn_close_now(struct conn *c);
 
+/* Messages are waiting in c's input buffer: served on a later turn of the
+ * loop (serve_pending), and the socket is not read meanwhile, so the
+ * buffer does not grow. */
+static void
+mark_inq(struct conn *c)
+{
+	if (!c->inq) {
+		c->inq = true;
+		c->srv->ninq++;
+	}
+	set_rmask(c, 0);
+}
+
+/* Read from c again, or first serve the whole messages its buffer holds
+ * (a partial line waits for more input: marking it would spin). */
+static void
+conn_resume(struct conn *c)
+{
+	if (c->dead || c->closing || c->paused)
+		return;
+	const struct buf *b = &c->in;
+	size_t from = b->off + c->scanned;
+	if (c->kind != T_HTTP && from < b->len && memchr(b->p + from, '\n', b->len - from))
+		mark_inq(c);
+	else
+		set_rmask(c, EPOLLIN | EPOLLRDHUP);
+}
+
 void
 conn_flush(struct conn *c)
 {
@@ -159,7 +196,7 @@ conn_flush(struct conn *c)
 	want_out(c, false);
 	if (c->paused && conn_backlog(c) < CONN_SOFT_LIMIT / 2) {
 		c->paused = false;
-		set_rmask(c, EPOLLIN | EPOLLRDHUP);
+		conn_resume(c);
 	}
 	if (c->closing && conn_backlog(c) == 0 && (!c->peer || !c->peer->calls))
 		conn_close_now(c);
@@ -214,9 +251,15 @@ conn_kill(struct conn *c)
 		return;
 	c->dead = true;
 	struct srv *s = c->srv;
+	if (c->inq) {
+		c->inq = false;
+		s->ninq--;
+	}
 	unregister(c);
-	if (c->kind == T_HTTP)
+	if (c->kind == T_HTTP) {
 		http_conn_closed(s, c);
+		s->nhttp--;
+	}
 	if (c->peer) {
 		struct peer *p = c->peer;
 		c->peer = NULL;
@@ -286,7 +329,12 @@ static void
 line_input(struct srv *s, struct conn *c)
 {
 	struct buf *b = &c->in;
+	unsigned budget = LINE_BUDGET;
 	while (!c->dead && c->peer && b->off < b->len) {
+		if (budget == 0) {
+			mark_inq(c);
+			return;
+		}
 		char *start = b->p + b->off;
 		/* the bytes scanned already hold no newline: a message that
 		 * arrives in many reads is scanned once, not once per read */
@@ -308,8 +356,10 @@ line_input(struct srv *s, struct conn *c)
 		size_t k = 0;
 		while (k < n && (start[k] == ' ' || start[k] == '\t'))
 			k++;
-		if (k < n)
+		if (k < n) {
 			dispatch_text(s, c->peer, NULL, start, n);
+			budget--;
+		}
 		if (conn_backlog(c) > CONN_SOFT_LIMIT) {
 			c->paused = true;
 			set_rmask(c, 0);
@@ -347,7 +397,8 @@ static void
 conn_readable(struct srv *s, struct conn *c, uint32_t events)
 {
 	char tmp[65536];
-	for (int rounds = 0; rounds < 16 && !c->dead && !c->paused && !c->closing; rounds++) {
+	for (int rounds = 0; rounds < 16 && !c->dead && !c->paused && !c->closing && !c->inq;
+	     rounds++) {
 		ssize_t n = read(c->rfd, tmp, sizeof(tmp));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -400,11 +451,51 @@ in_groups(struct srv *s, int fd, gid_t gid)
 	return false;
 }
 
+/* accept4() on the listener lfd, with the descriptor reserve: at EMFILE
+ * (or ENFILE) the pending connection stays in the backlog and the
+ * level-triggered listener is reported again at once, so the loop spun at
+ * 100 % CPU serving nobody (issue 18).  The spare descriptor is given up
+ * to accept the connection and close it, so the backlog drains and the
+ * client learns at once; it is taken back after.  -1 when there is
+ * nothing (more) to accept. */
+static int
+accept_fd(struct srv *s, int lfd, const char *what)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if ((errno != EMFILE && errno != ENFILE) || s->spare_fd < 0)
+			return -1;
+		close(s->spare_fd);
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			if (lfd == s->tcp_fd)
+				http_refuse(s, fd, "warden serve is out of file descriptors");
+			else
+				close(fd);
+		}
+		s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		uint64_t now = now_ns();
+		if (now - s->emfile_log_ns > 10ull * 1000000000ull) {
+			s->emfile_log_ns = now;
+			srv_log(s, WD_LOG_WARN,
+				"%s: out of file descriptors (RLIMIT_NOFILE): a connection was "
+				"refused",
+				what);
+		}
+		if (fd < 0)
+			return -1;
+	}
+}
+
 static void
 accept_unix(struct srv *s)
 {
 	for (;;) {
-		int fd = accept4(s->unix_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept_fd(s, s->unix_fd, "socket");
 		if (fd < 0)
 			return;
 		struct ucred cr;
@@ -435,10 +526,24 @@ static void
 accept_tcp(struct srv *s)
 {
 	for (;;) {
-		int fd = accept4(s->tcp_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept_fd(s, s->tcp_fd, "http");
 		if (fd < 0)
 			return;
+		/* the cap counts every connection: before its head is read,
+		 * nothing tells a client with the token from one without */
+		if (s->nhttp >= HTTP_MAX_CONNS) {
+			uint64_t now = now_ns();
+			if (now - s->cap_log_ns > 10ull * 1000000000ull) {
+				s->cap_log_ns = now;
+				srv_log(s, WD_LOG_WARN,
+					"http: %u connections open: more are refused (503)",
+					s->nhttp);
+			}
+			http_refuse(s, fd, "too many connections");
+			continue;
+		}
 		struct conn *c = conn_new(s, T_HTTP, fd, fd);
+		s->nhttp++;
 		srv_log(s, WD_LOG_DEBUG, "http: connection %llu", (unsigned long long)c->id);
 	}
 }
@@ -591,6 +696,7 @@ static int
 setup(struct srv *s)
 {
 	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	sigset_t set;
 	sigemptyset(&set);
@@ -671,6 +777,7 @@ handle(struct srv *s, struct epoll_event *ev)
 		uint64_t n;
 		(void)!read(s->timer_fd, &n, sizeof(n));
 		http_sessions_tick(s);
+		http_conns_tick(s);
 	} else {
 		struct conn *c = ev->data.ptr;
 		c->refs++;
@@ -682,6 +789,36 @@ handle(struct srv *s, struct epoll_event *ev)
 	}
 }
 
+/* One more budget of messages for each connection that had more than its
+ * budget buffered (mark_inq), after every connection's events of this
+ * turn: round robin, so nobody's flood delays another's messages by more
+ * than a turn. */
+static void
+serve_pending(struct srv *s)
+{
+	if (!s->ninq)
+		return;
+	struct conn **v = xcalloc(s->ninq, sizeof(*v));
+	size_t n = 0;
+	for (struct conn *c = s->conns; c && n < s->ninq; c = c->next)
+		if (c->inq) {
+			c->refs++;
+			v[n++] = c;
+		}
+	for (size_t i = 0; i < n; i++) {
+		struct conn *c = v[i];
+		if (c->inq) {
+			c->inq = false;
+			s->ninq--;
+			line_input(s, c);
+			if (!c->inq)
+				conn_resume(c);
+		}
+		conn_put(c);
+	}
+	free(v);
+}
+
 /* Run the loop until stopped, then until every call has ended (or a
  * deadline passed), answering what can be answered. */
 static void
@@ -691,11 +828,12 @@ run(struct srv *s)
 	uint64_t deadline = 0;
 	for (;;) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(s->ep, evs, 64, draining ? 100 : -1);
+		int n = epoll_wait(s->ep, evs, 64, s->ninq ? 0 : draining ? 100 : -1);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < n; i++)
 			handle(s, &evs[i]);
+		serve_pending(s);
 		if (s->stopping && !draining) {
 			draining = true;
 			deadline = now_ns() + 10ull * 1000000000ull;
@@ -743,17 +881,57 @@ raise_nofile(void)
 	}
 }
 
+/* --max-sandboxes against RLIMIT_NOFILE, once everything else is open: a
+ * value the limit cannot hold is refused when given, and the default is
+ * lowered to what fits (each live sandbox SRV_FDS_PER_SANDBOX, beside the
+ * reserve of srv_fd_reserve). */
+static int
+check_fd_room(struct srv *s)
+{
+	long used = 0, limit = 0;
+	if (srv_fds(&used, &limit) < 0)
+		return 0; /* no /proc: sandbox.create checks again, and fails the same */
+	long room = limit - used - (long)srv_fd_reserve(s);
+	unsigned long fits = room > 0 ? (unsigned long)room / SRV_FDS_PER_SANDBOX : 0;
+	if (s->o.max_live <= fits)
+		return 0;
+	if (s->o.max_live_set) {
+		srv_log(s, WD_LOG_ERROR,
+			"--max-sandboxes %u: RLIMIT_NOFILE (%ld, %ld in use) holds at most %lu "
+			"live sandboxes (about %d descriptors each, beside %lu kept for "
+			"--max-calls %u); give at most %lu, or raise the limit (ulimit -n)%s",
+			s->o.max_live, limit, used, fits, SRV_FDS_PER_SANDBOX, srv_fd_reserve(s),
+			s->o.max_calls, fits, fits ? "" : " or lower --max-calls");
+		return -EMFILE;
+	}
+	if (fits == 0)
+		srv_log(s, WD_LOG_WARN,
+			"RLIMIT_NOFILE (%ld) leaves no room for a live sandbox beside the %lu "
+			"descriptors kept for --max-calls %u: sandbox.create will be refused; "
+			"raise the limit (ulimit -n) or lower --max-calls",
+			limit, srv_fd_reserve(s), s->o.max_calls);
+	else
+		srv_log(s, WD_LOG_WARN,
+			"RLIMIT_NOFILE (%ld) holds %lu live sandboxes, not %u: --max-sandboxes "
+			"lowered to %lu",
+			limit, fits, s->o.max_live, fits);
+	s->o.max_live = (unsigned)fits;
+	return 0;
+}
+
 int
 server_run(const struct server_opts *o)
 {
 	raise_nofile();
 	struct srv *s = xcalloc(1, sizeof(*s));
-	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = -1;
+	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = s->spare_fd = -1;
 	int rc = srv_init(s, o);
 	if (rc == 0) {
 		wd_ctx_set_log_handler(s->ctx, lib_log, s, o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
 		rc = setup(s);
 	}
+	if (rc == 0)
+		rc = check_fd_room(s);
 	if (rc == 0 && (rc = workers_start(s)) == 0) {
 		run(s);
 		workers_stop(s);

@@ -75,6 +75,12 @@ mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_err
 	free(clean);
 	if (!r)
 		abort();
+	if (structured && s->o.sanitize_images) {
+		size_t na = 0;
+		const char *const *allow =
+		    s->policy ? wd_policy_network_allow(s->policy, &na) : NULL;
+		sanitize_images_json(structured, allow, na);
+	}
 	if (structured)
 		json_object_set_new(r, "structuredContent", structured);
 	return r;

@@ -371,3 +371,38 @@ utf8_visible(const char *buf, size_t len, bool final, size_t *consumed, size_t *
 		*out_len = o.len;
 	return o.p;
 }
+
+/* structuredContent is read by the model as much as the text is (a client
+ * may show either, and run_command puts the output windows in both): every
+ * string in it, at any depth, gets what the text gets.  Object keys are
+ * warden's own. */
+void
+sanitize_images_json(json_t *v, const char *const *allow, size_t nallow)
+{
+	size_t i;
+	const char *k;
+	json_t *m;
+	if (json_is_object(v)) {
+		json_object_foreach(v, k, m)
+		{
+			if (json_is_string(m)) {
+				char *safe = sanitize_images(json_string_value(m), allow, nallow);
+				json_object_set_new(v, k, json_string(safe));
+				free(safe);
+			} else {
+				sanitize_images_json(m, allow, nallow);
+			}
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, m)
+		{
+			if (json_is_string(m)) {
+				char *safe = sanitize_images(json_string_value(m), allow, nallow);
+				json_array_set_new(v, i, json_string(safe));
+				free(safe);
+			} else {
+				sanitize_images_json(m, allow, nallow);
+			}
+		}
+	}
+}

@@ -105,6 +105,8 @@ char *rpc_id_key(const json_t *id);
 /* ---- sanitize.c ---- */
 char *sanitize_text(const char *buf, size_t len, bool final, size_t *consumed, size_t *out_len);
 char *sanitize_images(const char *text, const char *const *allow, size_t nallow);
+/* sanitize_images() on every string in v (objects and arrays, in place). */
+void sanitize_images_json(json_t *v, const char *const *allow, size_t nallow);
 char *utf8_visible(const char *buf, size_t len, bool final, size_t *consumed, size_t *out_len);
 
 /* ---- http.c ---- */
@@ -306,7 +308,11 @@ struct srv {
 	/* live sandboxes being ended by destroyer threads */
 	atomic_int ending;
 	atomic_uint_fast64_t seq;
-	atomic_int nlive; /* live sandboxes, at most o.max_live */
+	atomic_int nlive;		    /* live sandboxes, at most o.max_live */
+	unsigned ninq;			    /* connections with conn->inq set (loop thread) */
+	unsigned nhttp;			    /* HTTP connections open, at most HTTP_MAX_CONNS */
+	int spare_fd;			    /* /dev/null, given up to accept-and-close at EMFILE */
+	uint64_t emfile_log_ns, cap_log_ns; /* warnings at most every 10 s */
 };
 
 /* A transport connection (loop thread only). */
@@ -325,6 +331,7 @@ struct conn {
 	struct buf in, out;
 	size_t scanned; /* bytes after in.off known to hold no newline */
 	bool eof, closing, dead, paused;
+	bool inq;	   /* messages buffered past this turn's budget (loop.c) */
 	struct peer *peer; /* line transports: its peer */
 	/* HTTP */
 	struct http_req req;
@@ -332,6 +339,8 @@ struct conn {
 	struct xchg *x;	  /* the exchange in progress */
 	bool close_after; /* Connection: close, or an SSE stream */
 	bool parsing;	  /* inside http_conn_input */
+	uint64_t req_ns;  /* the first byte of a request seen (http_conns_tick) */
+	uint64_t idle_ns; /* no request, no answer pending since */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -350,6 +359,24 @@ void conn_put(struct conn *c);
 size_t conn_backlog(const struct conn *c);
 #define CONN_SOFT_LIMIT (4u << 20)  /* notifications dropped, reading paused */
 #define CONN_HARD_LIMIT (64u << 20) /* the client is not reading: closed */
+
+/* Descriptors (issue 18: 689 live sandboxes took the server to EMFILE,
+ * and from then on every command in them failed too).  A live sandbox
+ * holds about 29 (a cow one 37: pidfd, pipes, the sync socket, eventfds,
+ * cgroup and overlay files), a command in one about 5 more while it runs,
+ * and a one-shot call a fresh sandbox of its own.  A new live sandbox is
+ * refused while fewer than SRV_FDS_PER_SANDBOX plus the reserve would stay
+ * free: SRV_FDS_SLACK (connections, the audit log, the pool's refills)
+ * and SRV_FDS_PER_CALL for each of --max-calls, as each call may need a
+ * fresh sandbox; so the live ones, and the calls, keep working. */
+#define SRV_FDS_PER_SANDBOX 40
+#define SRV_FDS_PER_CALL SRV_FDS_PER_SANDBOX
+#define SRV_FDS_SLACK 256
+/* The reserve, in descriptors. */
+unsigned long srv_fd_reserve(const struct srv *s);
+/* Descriptors in use (counted in /proc/self/fd) and RLIMIT_NOFILE's soft
+ * limit; -1 if either cannot be read. */
+int srv_fds(long *in_use, long *limit);
 
 /* server.c: the context, the workspace, the policy, the token */
 int srv_init(struct srv *s, const struct server_opts *o);
@@ -389,6 +416,20 @@ struct conn;
 int http_conn_input(struct srv *s, struct conn *c);
 void http_conn_closed(struct srv *s, struct conn *c);
 void http_sessions_tick(struct srv *s);
+/* Once a second: close the HTTP connections past a deadline. */
+void http_conns_tick(struct srv *s);
+/* Answer 503 on a just-accepted fd and close it (the connection cap). */
+void http_refuse(struct srv *s, int fd, const char *why);
+/* Bounds on unauthenticated work (issue 18: 2,000 half-sent heads stayed
+ * open, each a descriptor and a buffer, for ever):
+ *   HTTP_MAX_CONNS      connections at once; more get 503 and are closed
+ *   HTTP_HEAD_TIMEOUT   seconds from a request's first byte to its head's end
+ *   HTTP_BODY_TIMEOUT   ... to its body's end
+ *   HTTP_IDLE_TIMEOUT   seconds a connection may wait with no request */
+#define HTTP_MAX_CONNS 256
+#define HTTP_HEAD_TIMEOUT 10
+#define HTTP_BODY_TIMEOUT 60
+#define HTTP_IDLE_TIMEOUT 120
 /* End an HTTP session: cancel its calls, end its sandboxes, drop the
  * session table's reference. */
 void session_end(struct srv *s, struct peer *p, const char *why);
@@ -444,6 +485,12 @@ void srv_pool_stop(struct srv *s);
 bool srv_pool_fits(struct srv *s, bool judged, const char *tool);
 int srv_pool_run(struct srv *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err);
 json_t *diff_tool(struct call *c, json_t *args, struct rpc_err *e);
+/* The text of a diff for a model (diff.c): at most MODEL_TEXT_CAP bytes of
+ * text, cut at a line (or character) boundary, then a marker saying how
+ * many bytes were left out and how to see them (a new string). */
+#define MODEL_TEXT_CAP (64u << 10)
+#define DIFF_MODEL_FILES 1000 /* structuredContent.files, the rest counted */
+char *diff_text_capped(const char *text);
 json_t *diff_harness(struct call *c, struct rpc_err *e);    /* sandbox.diff */
 json_t *apply_harness(struct call *c, struct rpc_err *e);   /* sandbox.apply */
 json_t *discard_harness(struct call *c, struct rpc_err *e); /* sandbox.discard */

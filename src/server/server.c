@@ -2,9 +2,11 @@
  * workspace, the policy, the token) and the table of methods. */
 #include "server/server-internal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static json_t *
@@ -198,6 +200,32 @@ offered_tools(struct srv *s)
 	}
 	json_decref(all);
 	return out;
+}
+
+unsigned long
+srv_fd_reserve(const struct srv *s)
+{
+	return SRV_FDS_SLACK + (unsigned long)s->o.max_calls * SRV_FDS_PER_CALL;
+}
+
+int
+srv_fds(long *in_use, long *limit)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -1;
+	*limit = rl.rlim_cur == RLIM_INFINITY ? (long)(1l << 30) : (long)rl.rlim_cur;
+	/* opendir() itself needs a descriptor: at EMFILE there is no room */
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	long n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	*in_use = n - 1; /* the directory's own descriptor */
+	return 0;
 }
 
 int

@@ -52,6 +52,8 @@ struct server_opts {
 	bool sanitize_images;	 /* markdown images to hosts outside network.allow */
 	uint64_t session_idle_s; /* an idle HTTP session ends (its sandboxes too) */
 	bool verbose;
+	/* --max-sandboxes given: refused if RLIMIT_NOFILE cannot hold it */
+	bool max_live_set;
 };
 
 /* Defaults for every field. */

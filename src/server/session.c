@@ -249,14 +249,24 @@ cow_diff_tool(struct call *c, struct live *l, json_t *args)
 	free(js);
 	json_object_set_new(sc, "sandbox", json_string(l->id));
 	json_object_set_new(sc, "mode", json_string("cow"));
-	size_t changes = json_array_size(json_object_get(sc, "files"));
+	json_t *files = json_object_get(sc, "files");
+	size_t changes = json_array_size(files);
+	/* the list is bounded for a model as the text is (diff_text_capped) */
+	if (changes > DIFF_MODEL_FILES) {
+		while (json_array_size(files) > DIFF_MODEL_FILES)
+			json_array_remove(files, json_array_size(files) - 1);
+		json_object_set_new(sc, "files_omitted",
+				    json_integer((json_int_t)(changes - DIFF_MODEL_FILES)));
+	}
 	char *out = changes ? xasprintf("changes in sandbox %s, not in the project until a human "
 					"applies them:\n%s",
 					l->id, text)
 			    : xasprintf("no changes in sandbox %s", l->id);
 	free(text);
-	json_t *res = mcp_tool_result(s, out, sc, false);
+	char *capped = diff_text_capped(out);
 	free(out);
+	json_t *res = mcp_tool_result(s, capped, sc, false);
+	free(capped);
 	return res;
 }
 
