@@ -184,10 +184,9 @@ do_exec(int conn, json_t *q, int *fds, int nfds)
 	atomic_init(&sig, 0);
 	x.cancel_fd = conn;
 	x.cancel_sig = &sig;
-	struct gate g = {.require = (unsigned)ju(q, "require")};
 	wd_result *r = NULL;
 	if (rc == 0)
-		rc = gate_require(&g, M.sb->sb, &e);
+		rc = gate_require((unsigned)ju(q, "require"), M.sb->sb, &e);
 	if (rc == 0)
 		rc = sandbox_exec(M.sb->sb, &x, &r, &e);
 	if (rc < 0) {
@@ -310,6 +309,9 @@ do_detach(int conn, json_t *q)
 	struct wd_err e = {0};
 	struct detached *d = wd_xcalloc(1, sizeof(*d));
 	int rc = exec_req_of(q, &d->argv, &d->env, &d->x, &e);
+	/* the policy's sandbox.require holds for a background command too */
+	if (rc == 0)
+		rc = gate_require((unsigned)ju(q, "require"), M.sb->sb, &e);
 	if (rc < 0) {
 		reply_err(conn, rc, &e);
 		detached_free(d);
