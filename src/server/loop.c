@@ -418,6 +418,14 @@ accept_unix(struct srv *s)
 			close(fd);
 			continue;
 		}
+		/* Why: a sandboxed command running as the owner must not
+		 * speak on the human's channel (approval.grant) */
+		char why[160];
+		if (!srv_peer_admit(fd, cr.pid, why, sizeof(why))) {
+			srv_log(s, WD_LOG_WARN, "socket: refused uid %d: %s", (int)cr.uid, why);
+			close(fd);
+			continue;
+		}
 		struct conn *c = conn_new(s, T_UNIX, fd, fd);
 		c->uid = cr.uid;
 		c->gid = cr.gid;

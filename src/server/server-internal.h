@@ -43,6 +43,11 @@ uint64_t now_ns(void);
 /* Fill err (bad input, errno e) and return -e. */
 int err_set(struct wd_err *err, int e, const char *fmt, ...) SRV_PRINTF(3, 4);
 
+/* peer.c: whether a unix socket peer may be served: not a process inside
+ * a sandbox (another pid or user namespace, a sandbox's cgroup, a
+ * descendant of this server).  false with the reason in why. */
+bool srv_peer_admit(int fd, pid_t cred_pid, char *why, size_t cap);
+
 /* ---- error codes (docs/server.md, "Errors"): stable, never reused ---- */
 enum {
 	RPC_PARSE_ERROR = -32700,
@@ -255,6 +260,8 @@ enum {
 	M_TAKE_LIVE = 0x10, /* ... and the call takes it out of the table */
 	M_ANY_PEER = 0x20,  /* ... or, on the human's channel, of any peer (review, apply) */
 	M_NOT_MODEL = 0x40, /* refused on an MCP session: a human's decision (apply) */
+	M_ARGV = 0x80,	    /* takes "argv": on an MCP session refused (sandbox.run), or
+			     * refused with "argv" (sandbox.exec) */
 };
 
 struct method {
