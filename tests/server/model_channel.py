@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
@@ -101,17 +102,38 @@ mcp.close()
 srv.stop()
 
 # ---- 2. --socket inside the workspace: 125 ----
-r = subprocess.run([WARDEN, "serve", "-w", ws, "--socket", os.path.join(ws, "w.sock")],
-                   capture_output=True, text=True, env=env.env, timeout=60)
-ok(r.returncode == 125 and "--socket" in r.stderr and "inside the workspace" in r.stderr and
+
+
+def serve_refused(path, cwd=None):
+    """warden serve --socket path: (exit status, stderr), or (None, ...)
+    once the socket appears (it started: the old code did)."""
+    errf = open(os.path.join(env.top, "refused.err"), "w+")
+    p = subprocess.Popen([WARDEN, "serve", "-w", ws, "--socket", path], cwd=cwd,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                         env=env.env)
+    full = os.path.join(cwd or "", path)
+    end = time.time() + 60
+    while p.poll() is None and not os.path.exists(full) and time.time() < end:
+        time.sleep(0.02)
+    rc = p.poll()
+    if rc is None:
+        p.kill()
+        p.wait()
+    errf.seek(0)
+    return rc, errf.read()
+
+
+rc, err = serve_refused(os.path.join(ws, "w.sock"))
+ok(rc == 125 and "--socket" in err and "inside the workspace" in err and
    not os.path.exists(os.path.join(ws, "w.sock")),
-   "serve --socket inside the workspace: exit 125 naming --socket (%d: %s)"
-   % (r.returncode, r.stderr.strip()[:200]))
+   "serve --socket inside the workspace: exit 125 naming --socket (%s: %s)"
+   % (rc, err.strip()[:200]))
 os.mkdir(os.path.join(ws, "sub"))
-r = subprocess.run([WARDEN, "serve", "-w", ws, "--socket", "sub/w.sock"], cwd=ws,
-                   capture_output=True, text=True, env=env.env, timeout=60)
-ok(r.returncode == 125 and "--socket" in r.stderr,
-   "... a relative path under it too (%d)" % r.returncode)
+rc, err = serve_refused("sub/w.sock", cwd=ws)
+ok(rc == 125 and "--socket" in err, "... a relative path under it too (%s)" % rc)
+for leftover in ("w.sock", "sub/w.sock"):
+    if os.path.lexists(os.path.join(ws, leftover)):
+        os.unlink(os.path.join(ws, leftover))
 
 # ---- 3. a sandboxed command speaking on the human's channel ----
 # An unprivileged server: its sandboxes map to its own uid, so SO_PEERCRED
@@ -170,7 +192,6 @@ def userver(*args):
 
 
 def wait_path(path, p):
-    import time
     end = time.time() + 60
     while time.time() < end and p.poll() is None:
         if os.path.exists(path):
@@ -286,7 +307,26 @@ res = [e for e in lines if e.get("event") == "result"]
 ok(r.returncode == 0 and dec and res and "detached" in res[-1].get("result", {}),
    "warden exec --detach under a policy: a decision and a result event in the audit "
    "trail (%s)" % [e.get("event", e.get("decision")) for e in lines])
-subprocess.run([WARDEN, "rm", "netsess"], capture_output=True, env=env.env, timeout=120)
+
+# ---- 7. a failure after an audited decision is audited too ----
+# a session made without the policy has no egress: the policy's
+# network.allow cannot be given to it now, and the command fails (125)
+# after its decision was recorded; the trail must say how it ended
+r = subprocess.run([WARDEN, "create", "plainsess", "-w", ws], capture_output=True, text=True,
+                   env=env.env, timeout=120)
+before = open(audit).read().splitlines()
+r = subprocess.run([WARDEN, "exec", "plainsess", "--policy", policy, "--audit", audit,
+                    "--command", "curl -s -m 5 http://web.test:%d/x" % UP],
+                   capture_output=True, text=True, env=env.env, timeout=120)
+lines = [json.loads(ln) for ln in open(audit).read().splitlines()[len(before):]]
+res = [e for e in lines if e.get("event") == "result"]
+ok(r.returncode == 125 and any(e.get("decision") == "allow" for e in lines) and res and
+   "egress" in res[-1].get("result", {}).get("error", ""),
+   "a session without egress refuses a network.allow command after its decision, and the "
+   "audit trail has the failure (%d: %s; %s)"
+   % (r.returncode, r.stderr.strip()[:160], [e.get("event", e.get("decision")) for e in lines]))
+for name in ("netsess", "plainsess"):
+    subprocess.run([WARDEN, "rm", name], capture_output=True, env=env.env, timeout=120)
 upstream.shutdown()
 env.close()
 done()
