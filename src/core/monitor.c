@@ -571,7 +571,21 @@ peer_ok(int conn)
 	socklen_t l = sizeof(uc);
 	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0)
 		return false;
-	return uc.uid == geteuid() || uc.uid == 0;
+	if (uc.uid != geteuid() && uc.uid != 0)
+		return false;
+	/* Why: the requests here run with no policy stage (the caller's
+	 * context judged them), so a session's own command must not send
+	 * them: at the process level it sees the state directory and runs as
+	 * its owner, and it reached this socket and ran "exec" unjudged
+	 * (issue 18, 4).  Its commands descend from this monitor, and every
+	 * container-level one is in other namespaces: wd_peer_check refuses
+	 * both. */
+	struct wd_err e = {0};
+	if (wd_peer_check(conn, &e) < 0) {
+		wd_log(WD_LOG_WARN, "monitor.sock: refused: %s", e.msg);
+		return false;
+	}
+	return true;
 }
 
 static int

@@ -420,9 +420,9 @@ accept_unix(struct srv *s)
 		}
 		/* Why: a sandboxed command running as the owner must not
 		 * speak on the human's channel (approval.grant) */
-		char why[160];
-		if (!srv_peer_admit(fd, cr.pid, why, sizeof(why))) {
-			srv_log(s, WD_LOG_WARN, "socket: refused uid %d: %s", (int)cr.uid, why);
+		struct wd_err pe = {0};
+		if (wd_peer_check(fd, &pe) < 0) {
+			srv_log(s, WD_LOG_WARN, "socket: refused uid %d: %s", (int)cr.uid, pe.msg);
 			close(fd);
 			continue;
 		}

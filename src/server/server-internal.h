@@ -43,11 +43,6 @@ uint64_t now_ns(void);
 /* Fill err (bad input, errno e) and return -e. */
 int err_set(struct wd_err *err, int e, const char *fmt, ...) SRV_PRINTF(3, 4);
 
-/* peer.c: whether a unix socket peer may be served: not a process inside
- * a sandbox (another pid or user namespace, a sandbox's cgroup, a
- * descendant of this server).  false with the reason in why. */
-bool srv_peer_admit(int fd, pid_t cred_pid, char *why, size_t cap);
-
 /* ---- error codes (docs/server.md, "Errors"): stable, never reused ---- */
 enum {
 	RPC_PARSE_ERROR = -32700,

@@ -248,6 +248,44 @@ for level in ("process", "container"):
     if os.path.lexists(os.path.join(uws, "link.sock")):
         os.unlink(os.path.join(uws, "link.sock"))
 
+# ---- 3b. a session's command speaking to its own monitor ----
+# The monitor runs what its socket is sent with no policy stage (the
+# caller judged it).  A process-level session's command sees the state
+# directory and runs as its owner: it must not reach the monitor.
+MON = r'''
+import glob, json, socket, sys
+for path in sorted(glob.glob(sys.argv[1] + "/sandboxes/*/monitor.sock")):
+    for req in ({"op": "info"}, {"op": "exec", "argv": ["/bin/true"], "env": []}):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            s.connect(path)
+            s.send(json.dumps(req).encode())
+            s.settimeout(60)
+            got = s.recv(65536)
+            print("ANSWER" if got else "EOF", got[:100])
+        except OSError as e:
+            print("EOF", e)
+'''
+with open(os.path.join(uws, "mon.py"), "w") as f:
+    f.write(MON)
+os.chown(os.path.join(uws, "mon.py"), nobody.pw_uid, nobody.pw_gid)
+ustate = uenv["WARDEN_STATE_DIR"]
+r = subprocess.run(AS_NOBODY + [WARDEN, "create", "psess", "--isolation", "process",
+                                "--best-effort", "-w", uws],
+                   capture_output=True, text=True, env=uenv, timeout=120)
+ok(r.returncode == 0, "an unprivileged process-level session (%s)" % r.stderr.strip()[:200])
+r = subprocess.run(AS_NOBODY + [WARDEN, "exec", "psess", "--", "python3", "mon.py", ustate],
+                   capture_output=True, text=True, env=uenv, timeout=120)
+lines = r.stdout.strip().splitlines()
+ok(r.returncode == 0 and lines and all(ln.startswith("EOF") for ln in lines),
+   "a session's command gets no answer from its monitor (info, exec) (%s)"
+   % [ln[:80] for ln in lines])
+r = subprocess.run(AS_NOBODY + [WARDEN, "exec", "psess", "--", "/bin/echo", "still"],
+                   capture_output=True, text=True, env=uenv, timeout=120)
+ok(r.returncode == 0 and "still" in r.stdout,
+   "... and the owner's warden exec still works (%s)" % r.stderr.strip()[:200])
+subprocess.run(AS_NOBODY + [WARDEN, "rm", "psess"], capture_output=True, env=uenv, timeout=120)
+
 # ---- 4. a policy's network.allow for sandboxes made before a command ----
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import net_tool  # noqa: E402

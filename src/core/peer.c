@@ -1,7 +1,10 @@
-/* server/peer: who is on the other end of a unix socket connection.
+/* core/peer: whether the other end of a unix socket is inside a sandbox
+ * (wd_peer_check, for warden serve's socket and a session's monitor).
  *
  * SO_PEERCRED says which user connected, and the owner's connections are
- * the human's channel (approval.grant, sandbox.apply).  A command warden
+ * the human's channel (warden serve's approval.grant and sandbox.apply; a
+ * session monitor's exec, apply and stop, which run what they are sent
+ * with no policy stage).  A command warden
  * runs for a model can be that user too: an unprivileged server's
  * sandboxes map to its own uid, and at the process level a command shares
  * the host's filesystem, so it can reach any --socket whose file it may
@@ -23,11 +26,12 @@
  * still names that process (a dead peer is refused: it cannot be
  * checked).  Without it, SO_PEERCRED's pid is used as it is, with the
  * race that implies (said in docs/server.md). */
-#include "server/server-internal.h"
+#include "core/core.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -130,12 +134,18 @@ descends_from(long pid, long ancestor)
 	return false;
 }
 
-bool
-srv_peer_admit(int fd, pid_t cred_pid, char *why, size_t cap)
+static bool
+admit(int fd, char *why, size_t cap)
 {
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
+		snprintf(why, cap, "SO_PEERCRED: %s", strerror(errno));
+		return false;
+	}
 	int pidfd = -1;
 	socklen_t len = sizeof(pidfd);
-	long pid = cred_pid;
+	long pid = cr.pid;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0)
 		pid = pidfd_pid(pidfd);
 	else
@@ -192,4 +202,14 @@ out:
 	if (pidfd >= 0)
 		close(pidfd);
 	return ok;
+}
+
+WD_API int
+wd_peer_check(int fd, struct wd_err *err)
+{
+	char why[200];
+	if (admit(fd, why, sizeof(why)))
+		return 0;
+	wd_err_set(err, WD_E_INVAL, "%s", why);
+	return -EPERM;
 }
