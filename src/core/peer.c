@@ -148,8 +148,10 @@ admit(int fd, char *why, size_t cap)
 	long pid = cr.pid;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0)
 		pid = pidfd_pid(pidfd);
-	else
+	else if (errno == ENOPROTOOPT)
 		pidfd = -1; /* a kernel before 6.5: SO_PEERCRED's pid, racy */
+	else
+		pid = -1; /* the kernel has it and cannot name the peer: gone */
 	bool ok = false;
 	int procfd = -1;
 	char cg[8192], path[64];
