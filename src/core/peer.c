@@ -107,12 +107,8 @@ static long
 parent_of(long pid)
 {
 	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%ld", pid);
-	int d = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d < 0)
-		return -1;
-	ssize_t n = read_at(d, "stat", buf, sizeof(buf));
-	close(d);
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	ssize_t n = read_at(AT_FDCWD, path, buf, sizeof(buf));
 	const char *p = n > 0 ? strrchr(buf, ')') : NULL;
 	long ppid = -1;
 	char state;
