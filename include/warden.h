@@ -751,6 +751,19 @@ bool wd_approval_recorded(const wd_decision *d);
  * channel only: it shows what the agent tried.  *out is new, free with
  * free(); -errno when the state directory cannot be read. */
 int wd_approval_list(char **out, struct wd_err *err);
+/* A human's channel must not be reachable from a sandbox: a command that
+ * runs as the caller's uid (an unprivileged caller's sandboxes map to it;
+ * the process level shares the host's file system) would otherwise speak
+ * as the human and approve its own requests.  For a connected unix socket
+ * fd: 0 when its peer is not inside a sandbox; -EPERM with err->msg saying
+ * why when it is: its pid or user namespace is not the caller's, it is in
+ * a sandbox's cgroup (<base>/warden/<id>), or it descends from the calling
+ * process (which ran it).  The peer is named by SO_PEERPIDFD where the
+ * kernel has it (Linux 6.5) and checked alive after the look, so a reused
+ * pid cannot pass for it; elsewhere SO_PEERCRED's pid, with that race.  A
+ * peer that cannot be looked at (gone, /proc unreadable) is refused.
+ * Thread-safe; reads /proc only. */
+int wd_peer_check(int fd, struct wd_err *err);
 
 /* ---- audit trail: hash-chained JSON Lines ---- */
 

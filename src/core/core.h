@@ -120,42 +120,62 @@ struct gate {
 				   * policy's "sandbox" (0: warden's default) */
 	unsigned require;         /* WD_REQUIRE_* the policy asks for */
 	char digest[65];
+	bool audited; /* the decision is in the audit trail: a result must follow */
 };
-/* Fail closed when the sandbox lacks a protection the policy requires:
- * -ENOTSUP naming it, nothing run. */
-int gate_require(const struct gate *g, struct sandbox *sb, struct wd_err *err);
+/* Fail closed when the sandbox lacks a protection the policy requires
+ * (require: WD_REQUIRE_* bits): -ENOTSUP naming it, nothing run. */
+int gate_require(unsigned require, struct sandbox *sb, struct wd_err *err);
 void gate_fini(struct gate *g);
+/* The policy's "network" object added to spec's (g->spec: a copy, made
+ * only when something changes). */
+struct wd_policy_sandbox;
+int gate_network(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct gate *g,
+		 struct wd_err *err);
 int gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *cmd,
 	     const char *sandbox_id, struct gate *g, wd_result **refusal, struct wd_err *err);
 
-/* pipeline.c: the steps every command takes, one-shot or live.
- * pipeline_decide: no program is bad input; the policy stage when the
- * command asks for it (*refused set for a denial or a pause); *argv the
- * argv to run (the judged one, or the command's own). */
-int pipeline_decide(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id,
-		    struct gate *g, char *const **argv, wd_result **refused, struct wd_err *err);
-/* After the command: the decision and the digest into the result, and the
- * "result" event (a failure's message when r is NULL; none when warden
- * failed with the policy stage off). */
-void pipeline_finish(wd_ctx *ctx, const char *id, struct gate *g, const wd_cmd *cmd, wd_result *r,
-		     const char *failure);
-/* pipeline.c: an exec request from a command (argv: the judged one, or
- * the command's own); free with exec_req_fini(). */
-bool cmd_needs_policy(const wd_cmd *cmd);
-void pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned flags,
-		       struct exec_req *x);
-/* The command's timeout and output bound where neither the command nor
- * the caller's spec set them: the policy's (tool profile, then sandbox). */
-void policy_cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x);
-/* Emit the RESULT event for a command (r NULL: warden failed with why). */
-void pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decision *d,
-			   const wd_result *r, const char *why);
+/* pipeline.c: the one door every command goes through (see its header).
+ * A placement says where the command runs; the door runs the stages. */
+struct door {
+	wd_ctx *ctx;
+	const wd_cmd *cmd;
+	void *p;              /* the placement's state */
+	char id[17];          /* set by prepare: the decision's and result's id */
+	const wd_spec *spec;  /* set by prepare: what the command is judged against */
+	const wd_spec *eff;   /* spec with the policy applied (the gate's copy or spec) */
+	struct gate g;
+	struct exec_req x;    /* the judged command with the policy's limits */
+	struct sandbox *sb;   /* set by acquire when the sandbox is in this process:
+			       * sandbox.require is checked on it */
+	const char *detached; /* set by exec for a background command: the
+			       * result event says so instead of a result */
+};
+struct placement {
+	const char *name;
+	unsigned exec_flags; /* SYNC_EXEC_* for the exec_req */
+	int (*prepare)(struct door *d, struct wd_err *err);
+	/* after an allow: a sandbox for d->eff, or a failure (audited) */
+	int (*acquire)(struct door *d, struct wd_err *err);
+	/* 0 with *r (or with d->detached set and *r NULL) */
+	int (*exec)(struct door *d, wd_result **r, struct wd_err *err);
+	void (*release)(struct door *d); /* whatever prepare and acquire took */
+};
+/* Run cmd through the stages in the placement pl (state: its own).  0 with
+ * *out: a result (ran, denied or paused; NULL for a detached command);
+ * -errno with err. */
+int pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_cmd *cmd,
+		 wd_result **out, struct wd_err *err);
+/* The refusal a built sandbox gives a command whose policy wants egress
+ * it was made without (what: "sandbox", "session", "pool"). */
+int pipeline_net_fits(const struct door *d, const wd_spec *built, const char *what,
+		      struct wd_err *err);
 
 /* ---- state (state.c, box.c): issue 9 ---- */
 
-/* The policy's workspace.protect into spec when the context has a policy
- * file (state.c). */
-int ctx_policy_protect(wd_ctx *ctx, wd_spec *spec, struct wd_err *err);
+/* The policy's workspace.protect and network object into *spec (replaced
+ * when changed) when the context has a policy file: what a sandbox built
+ * before its first command must get at creation (state.c). */
+int ctx_policy_create(wd_ctx *ctx, wd_spec **spec, struct wd_err *err);
 /* The context's state directory, checked (ws_state_root): out PATH_MAX. */
 int ctx_state_root(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err);
 

@@ -115,6 +115,12 @@ result_members(struct jw *w, const struct wd_event *ev, bool ascii)
 		 * printed: output can hold file contents and secrets, and is
 		 * unbounded in number of runs.  Counts, not windows. */
 		result_write(w, ev->result, false);
+	} else if (ev->detail && !ev->failure) {
+		/* a background command (a session's --detach): it started, and
+		 * its end is the session's (monitor.log), not this caller's */
+		jw_obj_begin(w);
+		jw_kstr(w, "detached", ev->detail);
+		jw_obj_end(w);
 	} else {
 		jw_obj_begin(w);
 		jw_kstr(w, "error", ev->failure ? ev->failure : "warden failed before or while running");

@@ -226,9 +226,9 @@ add_rules(const wd_spec *spec, struct gate *g, enum wd_net_rule kind, const char
 
 /* The policy's "network" object, added to what the caller gave: more
  * rules, never fewer (a deny rule still wins over any allow). */
-static int
-apply_network(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct gate *g,
-	      struct wd_err *err)
+int
+gate_network(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct gate *g,
+	     struct wd_err *err)
 {
 	int rc;
 	if ((rc = add_rules(spec, g, WD_NET_ALLOW, ps->net_allow, ps->net_nallow, "network.allow",
@@ -352,14 +352,14 @@ allow(const wd_policy *pol, const wd_spec *spec, const wd_decision *d, struct ga
 	struct wd_policy_sandbox ps;
 	wd_policy_sandbox(pol, &ps);
 	apply_sandbox(&ps, spec, g);
-	int rc = apply_network(&ps, spec, g, err);
+	int rc = gate_network(&ps, spec, g, err);
 	return rc < 0 ? rc : apply_secrets(&ps, spec, g, err);
 }
 
 int
-gate_require(const struct gate *g, struct sandbox *sb, struct wd_err *err)
+gate_require(unsigned require, struct sandbox *sb, struct wd_err *err)
 {
-	if (!g->require)
+	if (!require)
 		return 0;
 	wd_result *r = result_new(sb->id);
 	sb->ops->describe(sb, r);
@@ -377,7 +377,7 @@ gate_require(const struct gate *g, struct sandbox *sb, struct wd_err *err)
 	};
 	wd_result_free(r);
 	for (size_t i = 0; i < WD_ARRAY_SIZE(need); i++)
-		if ((g->require & need[i].bit) && !need[i].have) {
+		if ((require & need[i].bit) && !need[i].have) {
 			wd_err_set(err, WD_E_UNSUPPORTED,
 				   "the policy requires %s, which this sandbox does not have (see "
 				   "warden doctor); nothing ran",
@@ -416,6 +416,7 @@ gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *
 		wd_err_prefix(err, "audit");
 		goto out;
 	}
+	g->audited = true;
 	snprintf(g->digest, sizeof(g->digest), "%s", wd_policy_digest(pol->p));
 
 	const char *why;

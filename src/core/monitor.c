@@ -184,10 +184,9 @@ do_exec(int conn, json_t *q, int *fds, int nfds)
 	atomic_init(&sig, 0);
 	x.cancel_fd = conn;
 	x.cancel_sig = &sig;
-	struct gate g = {.require = (unsigned)ju(q, "require")};
 	wd_result *r = NULL;
 	if (rc == 0)
-		rc = gate_require(&g, M.sb->sb, &e);
+		rc = gate_require((unsigned)ju(q, "require"), M.sb->sb, &e);
 	if (rc == 0)
 		rc = sandbox_exec(M.sb->sb, &x, &r, &e);
 	if (rc < 0) {
@@ -310,6 +309,9 @@ do_detach(int conn, json_t *q)
 	struct wd_err e = {0};
 	struct detached *d = wd_xcalloc(1, sizeof(*d));
 	int rc = exec_req_of(q, &d->argv, &d->env, &d->x, &e);
+	/* the policy's sandbox.require holds for a background command too */
+	if (rc == 0)
+		rc = gate_require((unsigned)ju(q, "require"), M.sb->sb, &e);
 	if (rc < 0) {
 		reply_err(conn, rc, &e);
 		detached_free(d);
@@ -569,7 +571,21 @@ peer_ok(int conn)
 	socklen_t l = sizeof(uc);
 	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0)
 		return false;
-	return uc.uid == geteuid() || uc.uid == 0;
+	if (uc.uid != geteuid() && uc.uid != 0)
+		return false;
+	/* Why: the requests here run with no policy stage (the caller's
+	 * context judged them), so a session's own command must not send
+	 * them: at the process level it sees the state directory and runs as
+	 * its owner, and it reached this socket and ran "exec" unjudged
+	 * (issue 18, 4).  Its commands descend from this monitor, and every
+	 * container-level one is in other namespaces: wd_peer_check refuses
+	 * both. */
+	struct wd_err e = {0};
+	if (wd_peer_check(conn, &e) < 0) {
+		wd_log(WD_LOG_WARN, "monitor.sock: refused: %s", e.msg);
+		return false;
+	}
+	return true;
 }
 
 static int

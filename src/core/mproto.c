@@ -3,7 +3,8 @@
  * A SOCK_SEQPACKET unix socket, monitor.sock, in the session's state
  * directory (sandboxes/<id>/, 0700 in a 0700 state directory: only its
  * owner can reach it).  The monitor checks SO_PEERCRED too: a peer that is
- * neither its own uid nor root is refused before anything is read.
+ * neither its own uid nor root is refused before anything is read, and so
+ * is a peer inside a sandbox (wd_peer_check: its requests run unjudged).
  *
  * One request per connection, one record each way (a record is a JSON
  * object, written with util/json.h and read with jansson), descriptors as

@@ -1,23 +1,33 @@
-/* core/pipeline: one request from a front end to execve and back.
+/* core/pipeline: the one door.  Every command a front end runs, one-shot
+ * or in a live, pooled or session sandbox, goes through pipeline_run():
  *
- *   wd_ctx_run(ctx, spec, cmd)       (ephemeral: warden run)
- *     id <- a fresh sandbox id (the decision, the sandbox, its traffic and
- *           the result all carry it)
- *     policy stage when the command asks for it (gate.c)
- *       -> denied / paused: a result saying so, nothing started
- *     sandbox_new (plan, host build, proxy) -> sandbox_start (clone, maps,
- *     cgroup) -> sandbox_exec with SYNC_EXEC_LAST (pipelined behind the
- *     set-up) -> "result" event -> sandbox_free (reaped, cgroup removed)
+ *   prepare   the placement names the sandbox id and the spec the command
+ *             is judged against (nothing decided yet: a failure here is
+ *             bad input, unrecorded)
+ *   decide    the policy stage when the command asks for it (gate.c):
+ *             the decision is audited first; denied / paused -> a result
+ *             saying so, nothing acquired
+ *   acquire   the placement gets a sandbox the policy's spec fits (a new
+ *             one, the live one, a pooled instance, the session)
+ *   require   the policy's sandbox.require against what it really has
+ *   exec      the judged argv, with the policy's limits
+ *   result    the "result" event: the result, or the failure of any stage
+ *             after an audited decision (never a decision without an end)
+ *   release   whatever acquire took
  *
- *   wd_sandbox_exec(sb, cmd)         (a live sandbox: sandbox.c)
- *     the same policy stage and result event, then sandbox_exec. */
+ * The placements (struct placement) supply prepare/acquire/exec/release:
+ * fresh (here: wd_ctx_run), live (sandbox.c), pooled (pool.c), session and
+ * detached (session.c).  The public entry points are thin wrappers; before
+ * this each assembled the stages by hand and they drifted (issue 18): two
+ * dropped failures after an audited decision, a detached session command
+ * got no policy limits and no result event. */
 #include "core/core.h"
 #include "policy/policy.h"
 #include "workspace/workspace.h"
 
 #include <string.h>
 
-bool
+static bool
 cmd_needs_policy(const wd_cmd *cmd)
 {
 	/* Every command that arrives as a string, or for a tool, is judged;
@@ -25,9 +35,8 @@ cmd_needs_policy(const wd_cmd *cmd)
 	return cmd->command || cmd->tool || cmd->policy;
 }
 
-void
-pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned flags,
-		  struct exec_req *x)
+static void
+exec_req_of(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned flags, struct exec_req *x)
 {
 	memset(x, 0, sizeof(*x));
 	x->argv = (const char *const *)argv;
@@ -46,19 +55,10 @@ pipeline_exec_req(wd_ctx *ctx, const wd_cmd *cmd, char *const *argv, unsigned fl
 	x->cmd_cancel_fd = cmd->cancel_fd;
 }
 
-void
-pipeline_result_event(wd_ctx *ctx, const char *sandbox_id, const wd_decision *d,
-		      const wd_result *r, const char *why)
-{
-	struct wd_event e = {.kind = WD_EVENT_RESULT, .name = "result", .sandbox_id = sandbox_id,
-			     .decision = d, .result = r, .failure = why};
-	ctx_emit(ctx, &e);
-}
-
 /* The command's timeout and output bound: the command's own, else the
  * caller's spec, else the policy's (profile, then sandbox). */
-void
-policy_cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
+static void
+cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 {
 	if (!x->timeout_ms && !spec->lim_given.timeout_ms && g->limits.timeout_ms)
 		x->timeout_ms = g->limits.timeout_ms;
@@ -66,9 +66,9 @@ policy_cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 		x->output_limit = g->limits.output_limit;
 }
 
-int
-pipeline_decide(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id,
-		struct gate *g, char *const **argv, wd_result **refused, struct wd_err *err)
+static int
+decide(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id, struct gate *g,
+       char *const **argv, wd_result **refused, struct wd_err *err)
 {
 	*refused = NULL;
 	*argv = cmd->argv;
@@ -77,16 +77,16 @@ pipeline_decide(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char 
 	if (!cmd_needs_policy(cmd))
 		return 0;
 	wd_autofree char *cwd = spec->workspace ? NULL : getcwd(NULL, 0);
-	int rc = gate_run(ctx, spec, spec->workspace ? spec->workspace : cwd, cmd, id, g, refused,
-			  err);
+	int rc =
+	    gate_run(ctx, spec, spec->workspace ? spec->workspace : cwd, cmd, id, g, refused, err);
 	if (rc == 0 && !*refused)
 		*argv = g->argv;
 	return rc;
 }
 
-void
-pipeline_finish(wd_ctx *ctx, const char *id, struct gate *g, const wd_cmd *cmd, wd_result *r,
-		const char *failure)
+static void
+finish(wd_ctx *ctx, const char *id, struct gate *g, const wd_cmd *cmd, wd_result *r,
+       const char *failure, const char *detached)
 {
 	bool policy = cmd_needs_policy(cmd);
 	if (r && policy) {
@@ -96,69 +96,157 @@ pipeline_finish(wd_ctx *ctx, const char *id, struct gate *g, const wd_cmd *cmd, 
 		g->decision = NULL;
 		snprintf(r->policy, sizeof(r->policy), "%s", g->digest);
 	}
-	if (r || policy)
-		pipeline_result_event(ctx, id, r ? r->decision : g->decision, r, failure);
+	if (r || policy) {
+		struct wd_event e = {.kind = WD_EVENT_RESULT,
+				     .name = "result",
+				     .sandbox_id = id,
+				     .decision = r ? r->decision : g->decision,
+				     .result = r,
+				     .failure = failure,
+				     .detail = detached};
+		ctx_emit(ctx, &e);
+	}
 }
 
-WD_API int
-wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out,
-	   struct wd_err *err)
+int
+pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_cmd *cmd,
+	     wd_result **out, struct wd_err *err)
 {
 	struct wd_err scratch = {0};
 	if (!err)
 		err = &scratch;
 	CTX_ENTER(ctx);
-	char id[17];
-	sandbox_make_id(id);
-	struct gate g = {0};
-	struct sandbox *sb = NULL;
+	struct door d = {.ctx = ctx, .cmd = cmd, .p = state};
 	wd_result *r = NULL;
-	struct box *b = NULL;
-	wd_spec *own = NULL;
-	struct ws_trees t = {-1, -1, -1};
-	char *const *argv;
-	int rc = pipeline_decide(ctx, spec, cmd, id, &g, &argv, &r, err);
-	if (rc < 0 || r)
-		goto out; /* bad input, or denied or paused: nothing starts */
-	const wd_spec *eff = g.spec ? g.spec : spec;
-	struct exec_req x;
-	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
-	policy_cmd_limits(spec, &g, &x);
-	/* a cow workspace: layers in the state directory for this run only
-	 * (nothing of it reaches the real directory: there is no apply) */
-	if (box_needed(eff)) {
-		if ((rc = box_create(ctx, eff, id, true, &b, err)) < 0)
-			goto fail;
-		own = spec_copy(eff);
-		if ((rc = box_trees(b, own, &t, err)) < 0)
-			goto fail;
-		eff = own;
+	char *const *argv = NULL;
+	int rc;
+	if (!cmd->command && cmd->argc == 0) {
+		rc = wd_err_set(err, WD_E_INVAL, "no program given");
+		goto out;
 	}
-	if ((rc = sandbox_new(eff, id, &ctx->sink, &sb, err)) < 0)
+	if ((rc = pl->prepare(&d, err)) < 0)
+		goto out; /* nothing decided: bad input, or no sandbox to be had */
+	rc = decide(ctx, d.spec, cmd, d.id, &d.g, &argv, &r, err);
+	if (rc < 0 && d.g.audited)
+		goto fail; /* decided and recorded, then failed: say so */
+	if (rc < 0 || r)
+		goto out; /* bad input, or denied or paused: nothing acquired */
+	d.eff = d.g.spec ? d.g.spec : d.spec;
+	exec_req_of(ctx, cmd, argv, pl->exec_flags, &d.x);
+	cmd_limits(d.spec, &d.g, &d.x);
+	if ((rc = pl->acquire(&d, err)) < 0)
 		goto fail;
-	sb->get_keeper = ctx_keeper;
-	sb->keeper_data = ctx;
-	/* The command goes out right behind the set-up messages; pid 1 reads
-	 * it once the jail is built, so no round trip is spent waiting for
-	 * SYNC_READY. */
-	if ((rc = sandbox_start(sb, err)) < 0 || (rc = gate_require(&g, sb, err)) < 0 ||
-	    (rc = sandbox_exec(sb, &x, &r, err)) < 0)
+	/* in-process sandboxes are checked here; a session's monitor checks
+	 * the bits it is sent (monitor.c) */
+	if (d.sb && (rc = gate_require(d.g.require, d.sb, err)) < 0)
 		goto fail;
-	pipeline_finish(ctx, id, &g, cmd, r, NULL);
+	if ((rc = pl->exec(&d, &r, err)) < 0)
+		goto fail;
+	finish(ctx, d.id, &d.g, cmd, r, NULL, d.detached);
 	rc = 0;
 	goto out;
 fail:
-	pipeline_finish(ctx, id, &g, cmd, NULL, err->msg);
+	finish(ctx, d.id, &d.g, cmd, NULL, err->msg, NULL);
 out:
-	sandbox_free(sb);
-	ws_trees_close(&t);
-	box_close(b);
-	wd_spec_free(own);
-	gate_fini(&g);
+	if (pl->release)
+		pl->release(&d);
+	gate_fini(&d.g);
 	if (rc == 0)
 		*out = r;
 	else
 		wd_result_free(r);
 	CTX_LEAVE();
 	return rc;
+}
+
+int
+pipeline_net_fits(const struct door *d, const wd_spec *built, const char *what, struct wd_err *err)
+{
+	/* A built sandbox's egress was fixed when it was made: a policy that
+	 * would widen it for this command cannot here, and says so rather
+	 * than running it without. */
+	if (d->eff->net == WD_NET_PROXY && built->net != WD_NET_PROXY)
+		return wd_err_set(err, WD_E_INVAL,
+				  "the policy's network.allow needs a %s created with egress "
+				  "(--net allow, or the policy's network at creation); this one "
+				  "has none",
+				  what);
+	return 0;
+}
+
+/* ---- fresh: a sandbox for this command only (wd_ctx_run) ---- */
+
+struct fresh {
+	const wd_spec *spec;
+	struct box *box;
+	wd_spec *own;
+	struct ws_trees t;
+};
+
+static int
+fresh_prepare(struct door *d, struct wd_err *err)
+{
+	struct fresh *f = d->p;
+	(void)err;
+	sandbox_make_id(d->id);
+	d->spec = f->spec;
+	return 0;
+}
+
+static int
+fresh_acquire(struct door *d, struct wd_err *err)
+{
+	struct fresh *f = d->p;
+	const wd_spec *eff = d->eff;
+	int rc;
+	/* a cow workspace: layers in the state directory for this run only
+	 * (nothing of it reaches the real directory: there is no apply) */
+	if (box_needed(eff)) {
+		if ((rc = box_create(d->ctx, eff, d->id, true, &f->box, err)) < 0)
+			return rc;
+		f->own = spec_copy(eff);
+		if ((rc = box_trees(f->box, f->own, &f->t, err)) < 0)
+			return rc;
+		eff = f->own;
+	}
+	if ((rc = sandbox_new(eff, d->id, &d->ctx->sink, &d->sb, err)) < 0)
+		return rc;
+	d->sb->get_keeper = ctx_keeper;
+	d->sb->keeper_data = d->ctx;
+	return sandbox_start(d->sb, err);
+}
+
+static int
+fresh_exec(struct door *d, wd_result **r, struct wd_err *err)
+{
+	/* The command goes out right behind the set-up messages (the
+	 * exec_req's SYNC_EXEC_LAST); pid 1 reads it once the jail is built,
+	 * so no round trip is spent waiting for SYNC_READY. */
+	return sandbox_exec(d->sb, &d->x, r, err);
+}
+
+static void
+fresh_release(struct door *d)
+{
+	struct fresh *f = d->p;
+	sandbox_free(d->sb);
+	ws_trees_close(&f->t);
+	box_close(f->box);
+	wd_spec_free(f->own);
+}
+
+static const struct placement fresh = {
+    .name = "fresh",
+    .exec_flags = SYNC_EXEC_LAST,
+    .prepare = fresh_prepare,
+    .acquire = fresh_acquire,
+    .exec = fresh_exec,
+    .release = fresh_release,
+};
+
+WD_API int
+wd_ctx_run(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, wd_result **out, struct wd_err *err)
+{
+	struct fresh f = {.spec = spec, .t = {-1, -1, -1}};
+	return pipeline_run(ctx, &fresh, &f, cmd, out, err);
 }

@@ -336,7 +336,7 @@ take(wd_pool *p, const wd_cmd *cmd, bool *waited, bool *cancelled)
  * run whose policy wants other values must not get one: it would run
  * with looser limits than the policy says, or without its protected
  * paths.  The timeout and the output bound are the command's own
- * (policy_cmd_limits), so they may differ. */
+ * (pipeline.c), so they may differ. */
 static bool
 template_fits(const wd_spec *tmpl, const wd_spec *eff)
 {
@@ -356,91 +356,102 @@ template_fits(const wd_spec *tmpl, const wd_spec *eff)
 	return same;
 }
 
-WD_API int
-wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **out,
-	    struct wd_err *err)
+/* ---- pooled: a ready instance, the workspace attached, one command ---- */
+
+struct pooled {
+	wd_pool *pool;
+	const char *workspace;
+	wd_spec *spec; /* the template with this run's workspace */
+	struct sandbox *sb;
+	int tree;
+};
+
+static int
+pooled_prepare(struct door *d, struct wd_err *err)
 {
-	struct wd_err scratch = {0};
-	if (!err)
-		err = &scratch;
-	wd_ctx *ctx = p->ctx;
-	CTX_ENTER(ctx);
-	wd_spec *spec = spec_copy(p->tmpl);
-	struct gate g = {0};
-	wd_result *r = NULL;
-	struct sandbox *sb = NULL;
-	int tree = -1, rc;
+	struct pooled *q = d->p;
 	bool waited, cancelled;
-	char *const *argv = NULL;
-	if (!cmd->command && cmd->argc == 0) {
-		rc = wd_err_set(err, WD_E_INVAL, "no program given");
-		goto out;
-	}
+	q->spec = spec_copy(q->pool->tmpl);
 	/* the same rule as any workspace's (no system directory, no home) */
-	if ((rc = wd_spec_set_workspace(spec, workspace ? workspace : ".", err)) < 0)
-		goto out;
-	if (!(sb = take(p, cmd, &waited, &cancelled))) {
-		if (cancelled) {
-			wd_err_set(err, WD_E_INVAL, "cancelled while waiting for a pooled sandbox");
-			rc = -ECANCELED;
-		} else {
-			rc = wd_err_set(err, WD_E_INVAL, "the pool is stopping");
-		}
-		goto out;
+	int rc = wd_spec_set_workspace(q->spec, q->workspace ? q->workspace : ".", err);
+	if (rc < 0)
+		return rc;
+	if (!(q->sb = take(q->pool, d->cmd, &waited, &cancelled))) {
+		if (!cancelled)
+			return wd_err_set(err, WD_E_INVAL, "the pool is stopping");
+		wd_err_set(err, WD_E_INVAL, "cancelled while waiting for a pooled sandbox");
+		return -ECANCELED;
 	}
-	/* the same policy stage as any run's; a refused command's instance
-	 * goes unused, and is destroyed */
-	if ((rc = pipeline_decide(ctx, spec, cmd, sb->id, &g, &argv, &r, err)) < 0 || r)
-		goto out;
-	if (g.spec && g.spec->net == WD_NET_PROXY && spec->net != WD_NET_PROXY) {
-		rc = wd_err_set(err, WD_E_INVAL,
-				"the policy's network.allow needs a pool made with egress");
-		goto out;
-	}
+	snprintf(d->id, sizeof(d->id), "%s", q->sb->id);
+	d->spec = q->spec;
+	return 0;
+}
+
+static int
+pooled_acquire(struct door *d, struct wd_err *err)
+{
+	struct pooled *q = d->p;
+	int rc = pipeline_net_fits(d, q->spec, "pool", err);
+	if (rc < 0)
+		return rc;
 	/* fail closed: the policy (sandbox limits, workspace.protect, network,
 	 * secrets) or the tool's profile asks for a sandbox other than the
 	 * ones this pool holds; a caller that wants it should run such a
 	 * command with wd_ctx_run() (warden serve decides before it calls) */
-	if (g.spec && !template_fits(p->tmpl, g.spec)) {
-		const char *why = "the policy or the tool's profile asks for a sandbox other than "
+	if (d->g.spec && !template_fits(q->pool->tmpl, d->g.spec))
+		return wd_err_set(err, WD_E_INVAL,
+				  "the policy or the tool's profile asks for a sandbox other than "
 				  "the pool's (limits, protected paths, network or secrets); "
-				  "nothing ran";
-		rc = wd_err_set(err, WD_E_INVAL, "%s", why);
-		goto out;
-	}
-	struct exec_req x;
-	pipeline_exec_req(ctx, cmd, argv, SYNC_EXEC_LAST, &x);
-	policy_cmd_limits(spec, &g, &x);
-	if ((rc = gate_require(&g, sb, err)) < 0)
-		goto fail;
-	wd_log(WD_LOG_DEBUG, "pool: sandbox %s taken", sb->id);
+				  "nothing ran");
+	d->sb = q->sb;
+	wd_log(WD_LOG_DEBUG, "pool: sandbox %s taken", q->sb->id);
+	return 0;
+}
+
+static int
+pooled_exec(struct door *d, wd_result **r, struct wd_err *err)
+{
+	struct pooled *q = d->p;
 	bool idmapped = false;
-	if ((tree = rc = workspace_tree(p, spec->workspace, &idmapped, err)) < 0)
-		goto fail;
-	wd_log(WD_LOG_DEBUG, "pool: sandbox %s: workspace tree made", sb->id);
+	int rc = q->tree = workspace_tree(q->pool, q->spec->workspace, &idmapped, err);
+	if (rc < 0)
+		return rc;
+	wd_log(WD_LOG_DEBUG, "pool: sandbox %s: workspace tree made", q->sb->id);
 	/* the workspace, then the command right behind it */
-	if ((rc = sandbox_attach(sb, tree, err)) < 0 || (rc = sandbox_exec(sb, &x, &r, err)) < 0)
-		goto fail;
+	if ((rc = sandbox_attach(q->sb, q->tree, err)) < 0 ||
+	    (rc = sandbox_exec(q->sb, &d->x, r, err)) < 0)
+		return rc;
 	/* the template was planned without a workspace: what the result
 	 * reports is the tree this run attached */
-	r->idmapped = idmapped;
-	pipeline_finish(ctx, sb->id, &g, cmd, r, NULL);
-	rc = 0;
-	goto out;
-fail:
-	pipeline_finish(ctx, sb->id, &g, cmd, NULL, err->msg);
-out:
-	if (tree >= 0)
-		close(tree);
-	discard_instance(p, sb); /* used (or refused): never back into the pool */
-	gate_fini(&g);
-	wd_spec_free(spec);
-	if (rc == 0)
-		*out = r;
-	else
-		wd_result_free(r);
-	CTX_LEAVE();
-	return rc;
+	(*r)->idmapped = idmapped;
+	return 0;
+}
+
+static void
+pooled_release(struct door *d)
+{
+	struct pooled *q = d->p;
+	if (q->tree >= 0)
+		close(q->tree);
+	discard_instance(q->pool, q->sb); /* used (or refused): never back into the pool */
+	wd_spec_free(q->spec);
+}
+
+static const struct placement pooled = {
+    .name = "pooled",
+    .exec_flags = SYNC_EXEC_LAST,
+    .prepare = pooled_prepare,
+    .acquire = pooled_acquire,
+    .exec = pooled_exec,
+    .release = pooled_release,
+};
+
+WD_API int
+wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **out,
+	    struct wd_err *err)
+{
+	struct pooled q = {.pool = p, .workspace = workspace, .tree = -1};
+	return pipeline_run(p->ctx, &pooled, &q, cmd, out, err);
 }
 
 WD_API void

@@ -54,7 +54,7 @@ wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct wd_
 	char id[17];
 	sandbox_make_id(id);
 	wd_spec *own = spec_copy(spec);
-	int rc = ctx_policy_protect(ctx, own, err);
+	int rc = ctx_policy_create(ctx, &own, err);
 	/* a cow workspace: its layers live in the state directory while the
 	 * sandbox does */
 	if (rc == 0 && box_needed(own))
@@ -66,46 +66,44 @@ wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct wd_
 	return rc;
 }
 
+/* ---- live: a command in a sandbox that outlives it ---- */
+
+static int
+live_prepare(struct door *d, struct wd_err *err)
+{
+	struct sandbox *sb = d->p;
+	(void)err;
+	snprintf(d->id, sizeof(d->id), "%s", sb->id);
+	d->spec = sb->spec;
+	return 0;
+}
+
+static int
+live_acquire(struct door *d, struct wd_err *err)
+{
+	/* its limits and mounts were fixed when it was built; its egress
+	 * is checked against what the policy asks now */
+	d->sb = d->p;
+	return pipeline_net_fits(d, d->sb->spec, "sandbox", err);
+}
+
+static int
+live_exec(struct door *d, wd_result **r, struct wd_err *err)
+{
+	return sandbox_exec(d->sb, &d->x, r, err);
+}
+
+static const struct placement live = {
+    .name = "live",
+    .prepare = live_prepare,
+    .acquire = live_acquire,
+    .exec = live_exec,
+};
+
 WD_API int
 wd_sandbox_exec(wd_sandbox *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err)
 {
-	struct wd_err scratch = {0};
-	if (!err)
-		err = &scratch;
-	wd_ctx *ctx = s->ctx;
-	struct sandbox *sb = s->sb;
-	CTX_ENTER(ctx);
-	struct gate g = {0};
-	wd_result *r = NULL;
-	char *const *argv;
-	int rc = pipeline_decide(ctx, sb->spec, cmd, sb->id, &g, &argv, &r, err);
-	if (rc < 0 || r)
-		goto out;
-	/* A live sandbox's egress and limits were fixed when it was built:
-	 * a policy that would widen them for this command cannot here, and
-	 * says so rather than running it without. */
-	if (g.spec && g.spec->net == WD_NET_PROXY && sb->spec->net != WD_NET_PROXY) {
-		rc = wd_err_set(err, WD_E_INVAL,
-				"the policy's network.allow needs a sandbox created with "
-				"--net allow; this one has no egress");
-		goto out;
-	}
-	struct exec_req x;
-	pipeline_exec_req(ctx, cmd, argv, 0, &x);
-	policy_cmd_limits(sb->spec, &g, &x);
-	if ((rc = gate_require(&g, sb, err)) < 0 || (rc = sandbox_exec(sb, &x, &r, err)) < 0) {
-		pipeline_finish(ctx, sb->id, &g, cmd, NULL, err->msg);
-		goto out;
-	}
-	pipeline_finish(ctx, sb->id, &g, cmd, r, NULL);
-out:
-	gate_fini(&g);
-	if (rc == 0)
-		*out = r;
-	else
-		wd_result_free(r);
-	CTX_LEAVE();
-	return rc;
+	return pipeline_run(s->ctx, &live, s->sb, cmd, out, err);
 }
 
 WD_API void
@@ -148,8 +146,8 @@ need_cow(const wd_sandbox *s, struct wd_err *err)
 }
 
 WD_API int
-wd_sandbox_diff(wd_sandbox *s, const char *const *paths, size_t npaths, unsigned flags,
-		char **out, struct wd_err *err)
+wd_sandbox_diff(wd_sandbox *s, const char *const *paths, size_t npaths, unsigned flags, char **out,
+		struct wd_err *err)
 {
 	CTX_ENTER(s->ctx);
 	int rc = need_cow(s, err);
@@ -160,8 +158,8 @@ wd_sandbox_diff(wd_sandbox *s, const char *const *paths, size_t npaths, unsigned
 }
 
 WD_API int
-wd_sandbox_apply(wd_sandbox *s, const char *const *paths, size_t npaths, bool json,
-		 char **report, struct wd_err *err)
+wd_sandbox_apply(wd_sandbox *s, const char *const *paths, size_t npaths, bool json, char **report,
+		 struct wd_err *err)
 {
 	CTX_ENTER(s->ctx);
 	int rc = need_cow(s, err);

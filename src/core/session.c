@@ -403,7 +403,7 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 	if (p && p->from && (snap = rc = open_snapshot(ctx, p->from, &from_spec, err)) < 0)
 		goto out;
 	spec = spec_copy(spec_in);
-	if ((rc = ctx_policy_protect(ctx, spec, err)) < 0)
+	if ((rc = ctx_policy_create(ctx, &spec, err)) < 0)
 		goto out;
 	if (from_spec && !spec_in->workspace) {
 		/* the snapshot's workspace and mode, unless given anew */
@@ -464,7 +464,7 @@ out:
 /* ---- exec ---- */
 
 static void
-jw_strv(struct jw *j, const char *k, char *const *v, int n)
+jw_strv(struct jw *j, const char *k, const char *const *v, int n)
 {
 	jw_key(j, k);
 	jw_arr_begin(j);
@@ -474,7 +474,7 @@ jw_strv(struct jw *j, const char *k, char *const *v, int n)
 }
 
 static char *
-exec_request(const char *op, const wd_cmd *cmd, char *const *argv, const struct exec_req *x,
+exec_request(const char *op, const wd_cmd *cmd, const char *const *argv, const struct exec_req *x,
 	     unsigned require, int *fds, int *nfds)
 {
 	struct jw j;
@@ -482,7 +482,7 @@ exec_request(const char *op, const wd_cmd *cmd, char *const *argv, const struct 
 	jw_obj_begin(&j);
 	jw_kstr(&j, "op", op);
 	jw_strv(&j, "argv", argv, -1);
-	jw_strv(&j, "env", cmd->env, -1);
+	jw_strv(&j, "env", (const char *const *)cmd->env, -1);
 	if (cmd->cwd)
 		jw_kstr(&j, "cwd", cmd->cwd);
 	jw_kuint(&j, "timeout_ms", x->timeout_ms);
@@ -504,102 +504,138 @@ exec_request(const char *op, const wd_cmd *cmd, char *const *argv, const struct 
 	return jw_steal(&j);
 }
 
-/* The policy stage for a session's command, in the caller's context,
- * over the session's spec (its workspace, for path checks). */
+/* ---- session: a command sent to the session's monitor ----
+ *
+ * The policy stage and the result event stay here, in the caller's
+ * context (see the header); the monitor runs the judged argv with the
+ * limits and the sandbox.require bits it is sent. */
+
+struct sess {
+	const char *ref;
+	struct where w;
+	wd_spec *spec; /* the session's, from its meta.json */
+	char *req;
+	int s, rfd;
+	json_t *resp;
+	unsigned seq;
+	char detail[64];
+};
+
 static int
-judge(wd_ctx *ctx, struct where *w, const wd_cmd *cmd, struct gate *g, wd_result **refusal,
-      wd_spec **spec, struct wd_err *err)
+sess_prepare(struct door *d, struct wd_err *err)
 {
+	struct sess *q = d->p;
 	json_t *meta = NULL;
-	int rc = ws_meta_read(w->sbdir, &meta, err);
-	if (rc == 0)
-		rc = spec_from_json(json_object_get(meta, "spec"), spec, err);
+	int rc = session_locate(d->ctx, q->ref, &q->w, err);
+	if (rc < 0)
+		return rc;
+	/* its spec: the workspace the command's paths are judged against,
+	 * the egress it was built with */
+	if ((rc = ws_meta_read(q->w.sbdir, &meta, err)) == 0)
+		rc = spec_from_json(json_object_get(meta, "spec"), &q->spec, err);
 	json_decref(meta);
 	if (rc < 0)
 		return rc;
-	rc = gate_run(ctx, *spec, (*spec)->workspace, cmd, w->id, g, refusal, err);
-	if (rc == 0 && !*refusal && g->spec && g->spec->net == WD_NET_PROXY &&
-	    (*spec)->net != WD_NET_PROXY)
-		rc = wd_err_set(err, WD_E_INVAL,
-				"the policy's network.allow needs a session created with --net "
-				"allow; this one has no egress");
-	return rc;
+	snprintf(d->id, sizeof(d->id), "%s", q->w.id);
+	d->spec = q->spec;
+	return 0;
 }
+
+static int
+sess_acquire(struct door *d, struct wd_err *err)
+{
+	struct sess *q = d->p;
+	return pipeline_net_fits(d, q->spec, "session", err);
+}
+
+static int
+sess_exec(struct door *d, wd_result **r, struct wd_err *err)
+{
+	struct sess *q = d->p;
+	wd_ctx *ctx = d->ctx;
+	const wd_cmd *cmd = d->cmd;
+	const char *const *argv = d->x.argv;
+	int rc;
+	int fds[MP_MAX_FDS], nfds = 0;
+	q->req = exec_request("exec", cmd, argv, &d->x, d->g.require, fds, &nfds);
+	if ((q->s = rc = connect_monitor(q->w.sbdir, err)) < 0)
+		return rc;
+	if ((rc = mp_send(q->s, q->req, fds, nfds)) < 0)
+		return wd_err_sys(err, -rc, "send the command to the sandbox's monitor");
+	if ((rc = await_reply(q->s, &q->resp, &q->rfd, ctx->cancel_fd, &ctx->cancel_sig,
+			      cmd->cancel_fd, err)) < 0)
+		return rc;
+	size_t dlen = 0;
+	char *data = q->rfd >= 0 ? mp_read_memfd(q->rfd, 1ULL << 31, &dlen) : NULL;
+	json_t *res = json_object_get(q->resp, "result");
+	size_t l1 = (size_t)json_integer_value(json_object_get(res, "out_len"));
+	size_t l2 = (size_t)json_integer_value(json_object_get(res, "err_len"));
+	if (!data || l1 + l2 != dlen)
+		l1 = l2 = 0; /* no windows rather than wrong ones */
+	*r = result_wire_read(res, data ? data : "", l1, data ? data + l1 : "", l2);
+	free(data);
+	return 0;
+}
+
+static int
+sess_detach(struct door *d, wd_result **r, struct wd_err *err)
+{
+	struct sess *q = d->p;
+	const char *const *argv = d->x.argv;
+	int rc;
+	*r = NULL;
+	q->req = exec_request("detach", d->cmd, argv, &d->x, d->g.require, NULL, NULL);
+	if ((rc = session_call(q->w.sbdir, q->req, NULL, 0, &q->resp, NULL, NULL, err)) < 0)
+		return rc;
+	if (json_is_false(json_object_get(q->resp, "running")) &&
+	    json_integer_value(json_object_get(q->resp, "status")) != 0)
+		return wd_err_set(err, WD_E_SYS,
+				  "the detached command ended at once with status %d",
+				  (int)json_integer_value(json_object_get(q->resp, "status")));
+	q->seq = (unsigned)json_integer_value(json_object_get(q->resp, "seq"));
+	snprintf(q->detail, sizeof(q->detail), "started as background command %u", q->seq);
+	d->detached = q->detail;
+	return 0;
+}
+
+static void
+sess_release(struct door *d)
+{
+	struct sess *q = d->p;
+	if (q->s >= 0)
+		close(q->s);
+	if (q->rfd >= 0)
+		close(q->rfd);
+	json_decref(q->resp);
+	free(q->req);
+	wd_spec_free(q->spec);
+	session_where_fini(&q->w);
+}
+
+static const struct placement session = {
+    .name = "session",
+    .prepare = sess_prepare,
+    .acquire = sess_acquire,
+    .exec = sess_exec,
+    .release = sess_release,
+};
+
+/* A background command: the same stages; the result event records that
+ * it started (its end is the session's, in monitor.log). */
+static const struct placement detached = {
+    .name = "detached",
+    .prepare = sess_prepare,
+    .acquire = sess_acquire,
+    .exec = sess_detach,
+    .release = sess_release,
+};
 
 WD_API int
 wd_session_exec(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, wd_result **out,
 		struct wd_err *err)
 {
-	struct wd_err scratch = {0};
-	if (!err)
-		err = &scratch;
-	CTX_ENTER(ctx);
-	struct where w = {.sbdir = -1};
-	struct gate g = {0};
-	wd_spec *spec = NULL;
-	wd_result *r = NULL;
-	char *req = NULL;
-	int s = -1, rfd = -1;
-	json_t *resp = NULL;
-	bool policy = cmd_needs_policy(cmd);
-	char *const *argv = cmd->argv;
-	int rc;
-	if (!cmd->command && cmd->argc == 0) {
-		rc = wd_err_set(err, WD_E_INVAL, "no program given");
-		goto out;
-	}
-	if ((rc = session_locate(ctx, ref, &w, err)) < 0)
-		goto out;
-	if (policy) {
-		if ((rc = judge(ctx, &w, cmd, &g, &r, &spec, err)) < 0 || r)
-			goto out; /* bad input, or refused or paused: nothing runs */
-		argv = g.argv;
-	}
-	struct exec_req x;
-	pipeline_exec_req(ctx, cmd, argv, 0, &x);
-	if (policy)
-		policy_cmd_limits(spec, &g, &x);
-	int fds[MP_MAX_FDS], nfds = 0;
-	req = exec_request("exec", cmd, argv, &x, g.require, fds, &nfds);
-	if ((s = rc = connect_monitor(w.sbdir, err)) < 0)
-		goto fail;
-	if ((rc = mp_send(s, req, fds, nfds)) < 0) {
-		wd_err_sys(err, -rc, "send the command to the sandbox's monitor");
-		goto fail;
-	}
-	if ((rc = await_reply(s, &resp, &rfd, ctx->cancel_fd, &ctx->cancel_sig, cmd->cancel_fd,
-			      err)) < 0)
-		goto fail;
-	size_t dlen = 0;
-	char *data = rfd >= 0 ? mp_read_memfd(rfd, 1ULL << 31, &dlen) : NULL;
-	json_t *res = json_object_get(resp, "result");
-	size_t l1 = (size_t)json_integer_value(json_object_get(res, "out_len"));
-	size_t l2 = (size_t)json_integer_value(json_object_get(res, "err_len"));
-	if (!data || l1 + l2 != dlen)
-		l1 = l2 = 0; /* no windows rather than wrong ones */
-	r = result_wire_read(res, data ? data : "", l1, data ? data + l1 : "", l2);
-	free(data);
-	pipeline_finish(ctx, w.id, &g, cmd, r, NULL);
-	rc = 0;
-	goto out;
-fail:
-	pipeline_finish(ctx, w.id, &g, cmd, NULL, err->msg);
-out:
-	if (s >= 0)
-		close(s);
-	if (rfd >= 0)
-		close(rfd);
-	json_decref(resp);
-	free(req);
-	gate_fini(&g);
-	wd_spec_free(spec);
-	session_where_fini(&w);
-	if (rc == 0)
-		*out = r;
-	else
-		wd_result_free(r);
-	CTX_LEAVE();
-	return rc;
+	struct sess q = {.ref = ref, .w = {.sbdir = -1}, .s = -1, .rfd = -1};
+	return pipeline_run(ctx, &session, &q, cmd, out, err);
 }
 
 WD_API int
@@ -609,54 +645,18 @@ wd_session_exec_detached(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, unsign
 	struct wd_err scratch = {0};
 	if (!err)
 		err = &scratch;
-	CTX_ENTER(ctx);
-	struct where w = {.sbdir = -1};
-	struct gate g = {0};
-	wd_spec *spec = NULL;
+	struct sess q = {.ref = ref, .w = {.sbdir = -1}, .s = -1, .rfd = -1};
 	wd_result *refused = NULL;
-	json_t *resp = NULL;
-	char *req = NULL;
-	char *const *argv = cmd->argv;
-	bool policy = cmd_needs_policy(cmd);
-	int rc;
-	if (!cmd->command && cmd->argc == 0) {
-		rc = wd_err_set(err, WD_E_INVAL, "no program given");
-		goto out;
+	int rc = pipeline_run(ctx, &detached, &q, cmd, &refused, err);
+	if (rc == 0 && refused) {
+		/* denied or paused: nothing started, and the caller has no
+		 * result to read it from */
+		rc = wd_err_set(err, WD_E_INVAL, "refused by the policy: %s",
+				wd_result_refusal(refused) ? wd_result_refusal(refused) : "denied");
 	}
-	if ((rc = session_locate(ctx, ref, &w, err)) < 0)
-		goto out;
-	if (policy) {
-		if ((rc = judge(ctx, &w, cmd, &g, &refused, &spec, err)) < 0)
-			goto out;
-		if (refused) {
-			rc = wd_err_set(err, WD_E_INVAL, "refused by the policy: %s",
-					wd_result_refusal(refused) ? wd_result_refusal(refused)
-								   : "denied");
-			goto out;
-		}
-		argv = g.argv;
-	}
-	struct exec_req x;
-	pipeline_exec_req(ctx, cmd, argv, 0, &x);
-	req = exec_request("detach", cmd, argv, &x, g.require, NULL, NULL);
-	if ((rc = session_call(w.sbdir, req, NULL, 0, &resp, NULL, NULL, err)) < 0)
-		goto out;
-	if (json_is_false(json_object_get(resp, "running")) &&
-	    json_integer_value(json_object_get(resp, "status")) != 0) {
-		rc = wd_err_set(err, WD_E_SYS, "the detached command ended at once with status %d",
-				(int)json_integer_value(json_object_get(resp, "status")));
-		goto out;
-	}
-	if (seq)
-		*seq = (unsigned)json_integer_value(json_object_get(resp, "seq"));
-out:
-	json_decref(resp);
-	free(req);
-	gate_fini(&g);
-	wd_spec_free(spec);
 	wd_result_free(refused);
-	session_where_fini(&w);
-	CTX_LEAVE();
+	if (rc == 0 && seq)
+		*seq = q.seq;
 	return rc;
 }
 

@@ -31,11 +31,17 @@ ctx_state_root(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err)
 	return rc;
 }
 
-/* The policy's workspace.protect into spec, when the context has a policy
- * file: sandboxes made outside the pipeline (wd_sandbox_create, sessions)
- * get the mounts it asks for at creation, the only time they can. */
+/* What the policy says a sandbox is that can only be given when it is
+ * built, into *spec (replaced by a new copy when the network changes it),
+ * when the context has a policy file: workspace.protect (the mounts) and
+ * the "network" object (the egress proxy and its rules).  Sandboxes made
+ * outside the one-shot pipeline (wd_sandbox_create, sessions) are built
+ * before any command is judged, so without this a policy with
+ * network.allow made them without egress and then refused every command
+ * that needed it (issue 18, 7).  Rules are only added (a deny still wins),
+ * and a caller's --net wins over the policy's mode, as in gate.c. */
 int
-ctx_policy_protect(wd_ctx *ctx, wd_spec *spec, struct wd_err *err)
+ctx_policy_create(wd_ctx *ctx, wd_spec **spec, struct wd_err *err)
 {
 	pthread_mutex_lock(&ctx->lock);
 	bool file = ctx->policy_path != NULL;
@@ -49,7 +55,14 @@ ctx_policy_protect(wd_ctx *ctx, wd_spec *spec, struct wd_err *err)
 	wd_policy_sandbox(ref->p, &ps);
 	int rc = 0;
 	for (size_t i = 0; i < ps.nprotect && rc == 0; i++)
-		rc = wd_spec_add_protected(spec, ps.protect[i], err);
+		rc = wd_spec_add_protected(*spec, ps.protect[i], err);
+	struct gate g = {0};
+	if (rc == 0 && (rc = gate_network(&ps, *spec, &g, err)) == 0 && g.spec) {
+		wd_spec_free(*spec);
+		*spec = g.spec;
+		g.spec = NULL;
+	}
+	gate_fini(&g);
 	ctx_policy_put(ref);
 	return rc;
 }

@@ -513,6 +513,20 @@ admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, str
 				   "use warden's unix socket from a connection that did not send "
 				   "initialize",
 				   m->name) == 0;
+	/* Why: a model's commands are judged by the policy (issue 18, 4).
+	 * The harness methods take an explicit argv, which the library runs
+	 * with the policy stage off unless "policy": true; on the model's
+	 * channel that ran rm and git push that run_command refused or
+	 * paused.  So an MCP session gets none of it: no sandbox.run (its
+	 * run_command is the one-shot door), and sandbox.exec only with a
+	 * command string, which is always judged. */
+	if ((m->flags & M_ARGV) && p->mcp &&
+	    (m->fn == run_harness || json_object_get(params, "argv")))
+		return rpc_err_set(e, SRV_E_FORBIDDEN,
+				   "%s%s is a harness method: not on an MCP session (a model's "
+				   "channel), where every command is a string the policy judges; "
+				   "use the run_command tool",
+				   m->name, m->fn == run_harness ? "" : " with 'argv'") == 0;
 	if (m->fn == mcp_tools_call)
 		session_admit(p, c); /* a tool's "sandbox" argument */
 	if (!(m->flags & M_LIVE))

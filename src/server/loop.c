@@ -509,6 +509,14 @@ accept_unix(struct srv *s)
 			close(fd);
 			continue;
 		}
+		/* Why: a sandboxed command running as the owner must not
+		 * speak on the human's channel (approval.grant) */
+		struct wd_err pe = {0};
+		if (wd_peer_check(fd, &pe) < 0) {
+			srv_log(s, WD_LOG_WARN, "socket: refused uid %d: %s", (int)cr.uid, pe.msg);
+			close(fd);
+			continue;
+		}
 		struct conn *c = conn_new(s, T_UNIX, fd, fd);
 		c->uid = cr.uid;
 		c->gid = cr.gid;

@@ -316,7 +316,9 @@ harness_cmd(struct call *c, struct rpc_err *e)
 		else
 			rc = wd_cmd_set_argv(cmd, (int)n, v, &err);
 		free(v);
-		wd_cmd_set_policy(cmd, policy);
+		/* an MCP session never gets here with an argv (admit); if it
+		 * did, the policy would judge it all the same */
+		wd_cmd_set_policy(cmd, policy || c->mcp);
 	}
 	if (rc == 0 && cwd)
 		rc = wd_cmd_set_cwd(cmd, cwd, &err);

@@ -257,6 +257,8 @@ enum {
 	M_TAKE_LIVE = 0x10, /* ... and the call takes it out of the table */
 	M_ANY_PEER = 0x20,  /* ... or, on the human's channel, of any peer (review, apply) */
 	M_NOT_MODEL = 0x40, /* refused on an MCP session: a human's decision (apply) */
+	M_ARGV = 0x80,	    /* takes "argv": on an MCP session refused (sandbox.run), or
+			     * refused with "argv" (sandbox.exec) */
 };
 
 struct method {

@@ -35,8 +35,8 @@ static const struct method methods[] = {
 	{"tools/call", M_MCP, mcp_tools_call},
 	{"sandbox.create", 0, h_sandbox_create},
 	{"sandbox.list", M_INLINE, m_sandbox_list},
-	{"sandbox.run", 0, run_harness},
-	{"sandbox.exec", M_LIVE, exec_harness},
+	{"sandbox.run", M_ARGV, run_harness},
+	{"sandbox.exec", M_LIVE | M_ARGV, exec_harness},
 	{"sandbox.read_file", M_LIVE, h_sandbox_files},
 	{"sandbox.write_file", M_LIVE, h_sandbox_files},
 	{"sandbox.edit_file", M_LIVE, h_sandbox_files},
@@ -177,6 +177,41 @@ load_token(struct srv *s, const char *path)
 	return rc;
 }
 
+/* Refuse a --socket inside the workspace.  Why: every sandbox of this
+ * server has the workspace (a bind mount), so a sandboxed command could
+ * connect to the socket there; running as the owner's uid (an
+ * unprivileged server maps its sandboxes to it) it would pass the
+ * SO_PEERCRED check and could grant its own approvals.  The peer check at
+ * accept (peer.c) refuses sandboxed processes too: this is the first of
+ * two locks.  The workspace is the only host directory the server's
+ * sandboxes share (it has no --bind; their /tmp and home are their own). */
+static int
+socket_in_workspace(struct srv *s, const char *path)
+{
+	char *copy = xstrdup(path), *slash = strrchr(copy, '/');
+	const char *dir = !slash ? "." : slash == copy ? "/" : (*slash = '\0', copy);
+	char *rdir = realpath(dir, NULL), *rws = realpath(wd_workspace_path(s->ws), NULL);
+	int rc = 0;
+	if (!rdir) {
+		srv_log(s, WD_LOG_ERROR, "--socket: %s: %s", dir, strerror(errno));
+		rc = -EINVAL;
+	} else if (rws) {
+		size_t n = strlen(rws);
+		if (!strncmp(rdir, rws, n) && (rdir[n] == '\0' || rdir[n] == '/' || n == 1)) {
+			srv_log(s, WD_LOG_ERROR,
+				"--socket: %s is inside the workspace %s, where a sandboxed "
+				"command could connect to it as you (and grant its own "
+				"approvals); put it outside, e.g. in $XDG_RUNTIME_DIR",
+				path, rws);
+			rc = -EINVAL;
+		}
+	}
+	free(rdir);
+	free(rws);
+	free(copy);
+	return rc;
+}
+
 /* The tools this server offers: the built-in table without the tools
  * the policy blocks, run_command's openWorldHint from network.allow. */
 static json_t *
@@ -252,6 +287,8 @@ srv_init(struct srv *s, const struct server_opts *o)
 		srv_log(s, WD_LOG_ERROR, "--workspace: %s", err.msg);
 		return -EINVAL;
 	}
+	if (o->socket_path && socket_in_workspace(s, o->socket_path) < 0)
+		return -EINVAL;
 	if ((o->policy && wd_ctx_set_policy_file(s->ctx, o->policy, &err) < 0) ||
 	    wd_policy_load(o->policy, &s->policy, &err) < 0) {
 		srv_log(s, WD_LOG_ERROR, "--policy: %s", err.msg);

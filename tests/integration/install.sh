@@ -79,6 +79,7 @@ MAN3=(
 	wd_event_decision wd_event_json wd_event_kind wd_event_name wd_event_output
 	wd_event_result wd_event_sandbox_id
 	wd_parse_fixed6 wd_parse_size wd_parse_u64
+	wd_peer_check
 	wd_policy_approval_ttl wd_policy_audit_path wd_policy_decide wd_policy_digest
 	wd_policy_free wd_policy_json wd_policy_load wd_policy_network_allow wd_policy_route
 	wd_policy_sandbox

@@ -98,8 +98,12 @@ ok(r.get("result", {}).get("isError") is True and
 r = io.call("tools/call", {"name": "read_file", "arguments": {"path": "x", "bogus": 1}})
 ok(r.get("result", {}).get("isError") is True, "an unknown argument: a tool error")
 r = io.call("sandbox.run", {"argv": "not-an-array"})
+ok(err_code(r) == -32003, "sandbox.run on an MCP session: -32003 (a model's channel)")
+# the harness's bad params, on the owner's socket (not an MCP session)
+hs = LineClient(path=sock)
+r = hs.call("sandbox.run", {"argv": "not-an-array"})
 ok(err_code(r) == -32602, "sandbox.run with argv a string: -32602")
-r = io.call("sandbox.run", {"command": "ls", "timeout": "soon"})
+r = hs.call("sandbox.run", {"command": "ls", "timeout": "soon"})
 ok(err_code(r) == -32602, "sandbox.run with timeout a string: -32602")
 r = io.call("sandbox.exec", {"sandbox": "0123456789abcdef", "command": "ls"})
 ok(err_code(r) == -32001, "sandbox.exec on an unknown sandbox: -32001")
@@ -148,12 +152,12 @@ ok(err_code(r) == -32007 and isinstance(r["error"].get("message"), str) and
 io.call("sandbox.destroy", {"sandbox": sid})
 
 # ---- a request id reused while the first is in flight ----
-io.send({"jsonrpc": "2.0", "id": "dup", "method": "sandbox.run", "params": {
+hs.send({"jsonrpc": "2.0", "id": "dup", "method": "sandbox.run", "params": {
     "argv": ["/bin/sleep", "1"]}})
 time.sleep(0.2)
-io.send({"jsonrpc": "2.0", "id": "dup", "method": "ping"})
-first = io.recv()
-second = io.recv(10)
+hs.send({"jsonrpc": "2.0", "id": "dup", "method": "ping"})
+first = hs.recv()
+second = hs.recv(10)
 ok(err_code(first) == -32004 and second.get("result", {}).get("status") == 0,
    "an id in flight reused: -32004, and the first call still answers")
 
