@@ -293,6 +293,33 @@ uint64_t wd_result_output_omitted(const wd_result *r, int stream);
  * free with free(). */
 char *wd_result_json(const wd_result *r);
 
+/* ------------------------------------------------------- text for a human */
+
+/* Everything a person reads and decides on (a diff, an apply report, an
+ * approval prompt, a refusal) may hold bytes a sandboxed program chose: a
+ * file name, a line of a file, an argument.  A terminal obeys them (ESC[2K
+ * erases a line, CR returns over it, U+202E reverses what follows, a
+ * newline in a name forges a line).  These make such bytes visible; the
+ * library's own texts use them, and a front end uses them for what it
+ * prints.
+ *
+ * wd_esc_path: name as git's core.quotePath prints it: bare when harmless,
+ * else C-quoted in double quotes (\t \n \r \" \\, octal for other
+ * bytes); also quoted for a C1, bidi or zero-width character, a leading
+ * or trailing space, or the separators " -> " and "  (".
+ *
+ * wd_esc_text: len bytes of s with control bytes shown as \xNN, C1, bidi
+ * and zero-width characters as <U+XXXX>, invalid UTF-8 bytes as \xNN;
+ * tabs kept.  flags: WD_ESC_LINES keeps newlines, WD_ESC_WORD renders one
+ * argument in single quotes.  max: bytes of a line kept before
+ * "... (N more bytes)" ends it; 0 for no cap.
+ *
+ * Both return a new string, free with free(); thread-safe. */
+#define WD_ESC_LINES 0x1u /* keep '\n' (text of several lines); else shown as \x0a */
+#define WD_ESC_WORD 0x2u  /* one argv word: in single quotes, ' and \ as \x27, \x5c */
+char *wd_esc_path(const char *name);
+char *wd_esc_text(const char *s, size_t len, unsigned flags, size_t max);
+
 /* ---------------------------------------------------------------- context */
 
 typedef struct wd_ctx wd_ctx;

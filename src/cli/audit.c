@@ -1,6 +1,5 @@
 /* cli/audit: warden audit verify FILE */
 #include "cli/policy_cli.h"
-#include "util/escape.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +31,10 @@ cli_audit(int argc, char **argv)
 		return cli_fail("audit", "verify: %s", e.msg);
 	/* a report may quote a line of the log, which holds the model's
 	 * argv and reasons: made visible, never sent to the terminal raw */
-	wd_esc_text_put(stdout, report, strlen(report), WD_ESC_LINES, 0);
+	char *vis = wd_esc_text(report, strlen(report), WD_ESC_LINES, 0);
+	fputs(vis, stdout);
 	putchar('\n');
+	free(vis);
 	free(report);
 	return rc;
 }

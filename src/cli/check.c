@@ -1,7 +1,6 @@
 /* cli/check: warden check [OPTIONS] (-- PROG ARGS | --command STRING)
  * Print the policy decision for a command without running anything. */
 #include "cli/policy_cli.h"
-#include "util/escape.h"
 
 #include <getopt.h>
 #include <stdint.h>
@@ -38,13 +37,17 @@ cli_policy_load(const char *sub, const char *path, wd_policy **out)
 void
 cli_policy_word(FILE *f, const char *word)
 {
-	wd_esc_text_put(f, word, strlen(word), WD_ESC_WORD, 0);
+	char *vis = wd_esc_text(word, strlen(word), WD_ESC_WORD, 0);
+	fputs(vis, f);
+	free(vis);
 }
 
 void
 cli_policy_text(FILE *f, const char *text)
 {
-	wd_esc_text_put(f, text, strlen(text), 0, 0);
+	char *vis = wd_esc_text(text, strlen(text), 0, 0);
+	fputs(vis, f);
+	free(vis);
 }
 
 static void

@@ -3,7 +3,6 @@
  * told apart from an unknown option, and Docker's spellings pointed at
  * warden's own. */
 #include "cli/cli.h"
-#include "util/escape.h"
 
 #include <getopt.h>
 #include <stdarg.h>

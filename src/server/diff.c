@@ -25,7 +25,6 @@
  * command line, where the repository's configuration cannot override
  * them.  apply and discard have no meaning there: -32006. */
 #include "server/server-internal.h"
-#include "util/escape.h"
 
 #include <fcntl.h>
 #include <stdio.h>

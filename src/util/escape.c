@@ -2,6 +2,7 @@
  * locale (a terminal's idea of a character is UTF-8's here, whatever
  * LC_CTYPE says: the bytes reach the terminal as they are). */
 #include "util/escape.h"
+#include "util/util.h" /* WD_API */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -132,7 +133,7 @@ wd_esc_path_put(FILE *f, const char *name)
 	fputc('"', f);
 }
 
-char *
+WD_API char *
 wd_esc_path(const char *name)
 {
 	char *out = NULL;
@@ -194,7 +195,7 @@ wd_esc_text_put(FILE *f, const char *text, size_t len, unsigned flags, size_t ma
 		fputc('\'', f);
 }
 
-char *
+WD_API char *
 wd_esc_text(const char *s, size_t len, unsigned flags, size_t max)
 {
 	char *out = NULL;

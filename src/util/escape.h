@@ -29,23 +29,16 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define WD_ESC_LINES 0x1u /* keep '\n' (text of several lines); else shown as \x0a */
-#define WD_ESC_WORD 0x2u  /* one argv word: in single quotes, ' and \ as \x27, \x5c */
+#include "warden.h" /* WD_ESC_*, wd_esc_path, wd_esc_text: public, for front ends */
 
 /* True when name must be quoted: a control byte, '"', '\', a byte that is
  * not valid UTF-8, a C1, bidi or zero-width character, a leading or
  * trailing space, or one of the separators of warden's summary lines
  * (" -> ", "  (") that could forge a rename or a note. */
 bool wd_esc_path_needs_quote(const char *name);
-/* name as a human reads it (see above).  Returns a new string. */
-char *wd_esc_path(const char *name);
 /* The same, written to f. */
 void wd_esc_path_put(FILE *f, const char *name);
 
-/* len bytes of s made visible (see above); flags: WD_ESC_*.  max: bytes of
- * one line kept before "... (N more bytes)" ends it; 0 for no cap.
- * Returns a new string. */
-char *wd_esc_text(const char *s, size_t len, unsigned flags, size_t max);
 /* The same, written to f. */
 void wd_esc_text_put(FILE *f, const char *s, size_t len, unsigned flags, size_t max);
 

@@ -76,6 +76,7 @@ MAN3=(
 	wd_decision_advice wd_decision_approval_id wd_decision_argv wd_decision_free
 	wd_decision_json wd_decision_kind wd_decision_reason wd_decision_rule
 	wd_doctor
+	wd_esc_path wd_esc_text
 	wd_event_decision wd_event_json wd_event_kind wd_event_name wd_event_output
 	wd_event_result wd_event_sandbox_id
 	wd_parse_fixed6 wd_parse_size wd_parse_u64

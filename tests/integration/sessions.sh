@@ -168,7 +168,7 @@ fi
 w ls
 expect_out "^$vid +victim +stopped" "the killed session shows as stopped"
 w diff victim --name-status
-expect_out '^added +f.txt$' "its files survived"
+expect_out '^added +f\.txt \(new file 0[0-7]{3}\)$' "its files survived"
 w start victim
 expect_rc 0 "and it starts again"
 w rm victim
