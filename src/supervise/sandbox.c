@@ -93,11 +93,12 @@ int
 sandbox_freeze(struct sandbox *sb, bool on, struct wd_err *err)
 {
 	pthread_mutex_lock(&sb->lock);
-	int rc = 0;
-	if (on != (sb->review_frozen != 0)) {
-		rc = cgroup_freeze(sb->cg, on, &sb->review_frozen);
+	int rc = 0, how = atomic_load(&sb->review_frozen);
+	if (on != (how != 0)) {
+		rc = cgroup_freeze(sb->cg, on, &how);
 		if (rc < 0)
 			wd_err_sys(err, -rc, "%s sandbox %s", on ? "freeze" : "thaw", sb->id);
+		atomic_store(&sb->review_frozen, how);
 	}
 	pthread_mutex_unlock(&sb->lock);
 	return rc;
@@ -108,7 +109,7 @@ sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, stru
 {
 	/* a new command ends a review: the processes run again (an apply
 	 * after it checks the set against its digest, --expect) */
-	if (sb->review_frozen)
+	if (atomic_load(&sb->review_frozen))
 		sandbox_freeze(sb, false, NULL);
 	return sb->ops->exec(sb, x, out, err);
 }
@@ -141,8 +142,8 @@ sandbox_free(struct sandbox *sb)
 	if (!sb)
 		return;
 	bool started = sb->state != SB_NEW;
-	if (sb->review_frozen) /* its end must not wait on frozen processes */
-		cgroup_freeze(sb->cg, false, &sb->review_frozen);
+	if (atomic_load(&sb->review_frozen)) /* its end must not wait on frozen processes */
+		sandbox_freeze(sb, false, NULL);
 	if (sb->ops)
 		sb->ops->destroy(sb);
 	if (started)

@@ -377,7 +377,9 @@ struct sandbox {
 	/* the local monitor (container and process levels) */
 	struct jail_prep *prep;
 	struct cgroup *cg;
-	int review_frozen; /* sandbox_freeze: 0 running, else cgroup_freeze's how */
+	/* sandbox_freeze: 0 running, else cgroup_freeze's how (read
+	 * unlocked by sandbox_exec) */
+	atomic_int review_frozen;
 	struct net_proxy *proxy;
 	struct net_rules *own_rules;
 	int pidfd;

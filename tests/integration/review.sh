@@ -21,6 +21,9 @@ grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
 	skip "no overlayfs in this kernel"
 [ -e /dev/loop-control ] || skip "no loop devices (sandbox disks)"
 SWAP_PRELOAD=${SWAP_PRELOAD:?set SWAP_PRELOAD to the built swap-preload.so}
+# an ASan build's runtime must come first in the preload list
+asan=$(ldd "$WARDEN" 2>/dev/null | awk '/libasan/ { print $3 }')
+[ -n "$asan" ] && SWAP_PRELOAD=$asan:$SWAP_PRELOAD
 command -v strace >/dev/null || skip "no strace (scripts/deps.sh installs it)"
 
 export WARDEN_STATE_DIR=$T/state
