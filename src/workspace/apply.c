@@ -17,11 +17,12 @@
  *            rewrote a file between the diff and the apply).  A failure here
  *            (ENOSPC, a mismatch) removes every temporary file and directory
  *            made so far: the host is as it was
- *   commit   deletions (deepest first), then each file linked in (an
- *            unnamed one under a temporary name first) and renamed over its
- *            place (atomic per file: a reader sees the old or the new
- *            content, never a mix), then mode changes.  Hard links of the
- *            upper layer are written once and linked on the host too
+ *   commit   deletions (deepest first), then each file linked in: at its
+ *            name when that is free, else under a temporary name renamed
+ *            over its place (atomic per file: a reader sees the old or the
+ *            new content, never a mix); symbolic links are made here too;
+ *            then mode changes.  Hard links of the upper layer are written
+ *            once and linked on the host too
  *
  * Before all this, the set must be the one reviewed when the caller gives
  * its digest (--expect), and the bytes it writes no more than the sandbox's
@@ -54,12 +55,15 @@
 
 struct pending {
 	const struct ws_change *c;
-	int dirfd;  /* the parent directory in the host workspace */
-	char *base; /* the final name */
-	char *tmp;  /* the temporary name in dirfd, or NULL */
-	int fd;	    /* an unnamed (O_TMPFILE) file with the content, or -1 */
-	bool late;  /* the way there is not a directory yet (typechange) */
-	bool done;  /* committed: base is the new content */
+	int dirfd;    /* the parent directory in the host workspace */
+	char *base;   /* the final name */
+	char *tmp;    /* the temporary name in dirfd, or NULL */
+	int fd;	      /* an unnamed (O_TMPFILE) file with the content, or -1 */
+	char *target; /* a symbolic link's target, made at commit */
+	uid_t uid;    /* the owner of what target makes */
+	gid_t gid;
+	bool late; /* the way there is not a directory yet (typechange) */
+	bool done; /* committed: base is the new content */
 };
 
 struct applier {
@@ -267,20 +271,10 @@ prepare_one(struct applier *a, struct pending *p)
 		wd_sha256_hex_of(target, (size_t)n, th);
 		if (strcmp(th, c->new_hash))
 			return stale(a, c->path);
-		for (int tries = 0; tries < 8; tries++) {
-			free(p->tmp);
-			p->tmp = temp_name(p->base);
-			if (symlinkat(target, p->dirfd, p->tmp) == 0)
-				break;
-			if (errno != EEXIST) {
-				int e = errno;
-				free(p->tmp);
-				p->tmp = NULL;
-				return wd_err_sys(a->err, e, "%s: write", c->path);
-			}
-		}
-		if (fchownat(p->dirfd, p->tmp, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-			return wd_err_sys(a->err, errno, "%s: chown", c->path);
+		/* made at commit: nothing named stays should warden die */
+		p->target = wd_xstrdup(target);
+		p->uid = uid;
+		p->gid = gid;
 		return 0;
 	}
 	if (c->link_to) {
@@ -429,54 +423,67 @@ commit_deletions(struct applier *a)
 	free(modes);
 }
 
-/* Give p's content a temporary name in its directory: the unnamed file,
- * or a hard link of the file its change links to (committed before it:
- * the set is sorted, a link points to an earlier path). */
+/* Make p's content appear as name in its directory: the unnamed file
+ * linked in, a hard link of the file its change links to (committed
+ * before it: the set is sorted, a link points to an earlier path), or the
+ * symbolic link.  0 or -errno (-EEXIST: name is taken). */
 static int
-name_one(struct applier *a, struct pending *p)
+place(struct applier *a, struct pending *p, const char *name)
 {
-	const struct pending *first = p->c->link_to ? find_pending(a, p->c->link_to) : NULL;
-	if (p->tmp || (p->fd < 0 && !first))
-		return 0;
-	if (p->fd < 0 && !first->done)
-		return -ENOENT; /* its first path failed */
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p->fd);
-	for (int tries = 0; tries < 8; tries++) {
-		free(p->tmp);
-		p->tmp = temp_name(p->base);
-		int rc = p->fd >= 0 ? linkat(AT_FDCWD, proc, p->dirfd, p->tmp, AT_SYMLINK_FOLLOW)
-				    : linkat(first->dirfd, first->base, p->dirfd, p->tmp, 0);
-		/* no /proc here: AT_EMPTY_PATH (CAP_DAC_READ_SEARCH) */
-		if (rc < 0 && errno == ENOENT && p->fd >= 0)
-			rc = linkat(p->fd, "", p->dirfd, p->tmp, AT_EMPTY_PATH);
-		if (rc == 0) {
-			wd_close_reset(&p->fd);
-			return 0;
+	if (p->target) {
+		if (symlinkat(p->target, p->dirfd, name) < 0)
+			return -errno;
+		if (fchownat(p->dirfd, name, p->uid, p->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			int e = errno;
+			unlinkat(p->dirfd, name, 0);
+			return -e;
 		}
-		if (errno != EEXIST)
-			break;
+		return 0;
 	}
-	int e = errno;
-	free(p->tmp);
-	p->tmp = NULL;
-	wd_close_reset(&p->fd);
-	return -e;
+	if (p->fd >= 0) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p->fd);
+		if (linkat(AT_FDCWD, proc, p->dirfd, name, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		/* no /proc here: AT_EMPTY_PATH (CAP_DAC_READ_SEARCH) */
+		if (errno != ENOENT)
+			return -errno;
+		return linkat(p->fd, "", p->dirfd, name, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+	}
+	const struct pending *first = p->c->link_to ? find_pending(a, p->c->link_to) : NULL;
+	if (!first || !first->done)
+		return -ENOENT; /* its first path failed */
+	return linkat(first->dirfd, first->base, p->dirfd, name, 0) == 0 ? 0 : -errno;
 }
 
 static int
 commit_one(struct applier *a, struct pending *p)
 {
-	int rc = name_one(a, p);
-	if (rc < 0)
-		return rc;
+	int rc = 0;
+	if (!p->tmp) {
+		/* a new name: linked straight in, no temporary name at all */
+		if ((rc = place(a, p, p->base)) == 0)
+			goto done;
+		for (int tries = 0; rc == -EEXIST && tries < 8; tries++) {
+			free(p->tmp);
+			p->tmp = temp_name(p->base);
+			rc = place(a, p, p->tmp);
+		}
+		if (rc < 0) {
+			free(p->tmp);
+			p->tmp = NULL;
+			return rc;
+		}
+	}
 	if (renameat(p->dirfd, p->tmp, p->dirfd, p->base) < 0) {
 		int e = errno;
 		unlinkat(p->dirfd, p->tmp, 0);
 		return -e;
 	}
+done:
 	free(p->tmp);
 	p->tmp = NULL;
+	wd_close_reset(&p->fd);
 	p->done = true;
 	return 0;
 }
@@ -695,6 +702,7 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expe
 			close(a.p[i].dirfd);
 		free(a.p[i].base);
 		free(a.p[i].tmp);
+		free(a.p[i].target);
 	}
 	free(a.p);
 	for (size_t i = 0; i < a.nmade; i++)
