@@ -183,9 +183,9 @@ copy_fd(int in, int out)
 	}
 }
 
-/* Copy in to out, hashing what passes: at most max + 1 bytes are read, so
- * a file grown since the diff is seen without copying all of it.  *n: the
- * bytes copied; hash: their SHA-256. */
+/* Copy in to out (-1: only hash), hashing what passes: at most max + 1
+ * bytes are read, so a file grown since the diff is seen without copying
+ * all of it.  *n: the bytes copied; hash: their SHA-256. */
 static int
 copy_hashed(int in, int out, uint64_t max, uint64_t *n, char hash[65])
 {
@@ -206,7 +206,7 @@ copy_hashed(int in, int out, uint64_t max, uint64_t *n, char hash[65])
 			break;
 		ws_hasher_update(h, buf, (size_t)r);
 		*n += (uint64_t)r;
-		if (wd_write_all(out, buf, (size_t)r) < 0) {
+		if (out >= 0 && wd_write_all(out, buf, (size_t)r) < 0) {
 			rc = -errno;
 			break;
 		}
@@ -236,6 +236,25 @@ find_pending(struct applier *a, const char *path)
 	return NULL;
 }
 
+/* The upper layer's file of c is the change set's: a regular file of its
+ * size and SHA-256 (read without blocking), else stale(). */
+static int
+check_upper(struct applier *a, const struct ws_change *c)
+{
+	wd_autoclose int in = ws_open_beneath(a->w->upper, c->path, O_RDONLY | O_NONBLOCK);
+	struct stat st;
+	if (in < 0)
+		return wd_err_sys(a->err, -in, "%s in the sandbox", c->path);
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != c->new_size)
+		return stale(a, c->path);
+	char hash[65];
+	uint64_t n = 0;
+	int rc = copy_hashed(in, -1, c->new_size, &n, hash);
+	if (rc < 0)
+		return wd_err_sys(a->err, -rc, "read %s in the sandbox", c->path);
+	return n == c->new_size && !strcmp(hash, c->new_hash) ? 0 : stale(a, c->path);
+}
+
 /* Write the new content of p->c (a file or link of the upper layer) as a
  * temporary file next to its place. */
 static int
@@ -246,8 +265,10 @@ prepare_one(struct applier *a, struct pending *p)
 	p->dirfd = open_dir(a, parent);
 	free(parent);
 	if (p->dirfd == -ENOTDIR) {
+		/* written after the deletions; its content is checked now, so
+		 * that a mismatch still applies nothing at all */
 		p->late = true;
-		return 0;
+		return S_ISREG(c->new_mode) ? check_upper(a, c) : 0;
 	}
 	if (p->dirfd < 0)
 		return wd_err_sys(a->err, -p->dirfd, "%s: its directory", c->path);

@@ -96,10 +96,12 @@ w rm rw
 # ---- 2-4. a stopped session: the CLI reads the upper layer; the preload
 # swaps or rewrites a file at a chosen open
 rm -f "$WS/f.txt"
+printf 'a file on the host\n' >"$WS/tc"
 w create off --workspace "$WS" --workspace-mode cow --timeout 120
 expect_rc 0 "create a second cow session"
-w exec off -- /bin/sh -c 'for f in swap1 swap2 rewr k1 k2 k3 k4 k5; do head -c 4096 /dev/zero | tr "\0" x >$f.txt; done'
-expect_rc 0 "the session writes its files"
+w exec off -- /bin/sh -c 'for f in swap1 swap2 rewr k1 k2 k3 k4 k5; do head -c 4096 /dev/zero | tr "\0" x >$f.txt; done &&
+	rm tc && mkdir tc && echo inside >tc/in.txt'
+expect_rc 0 "the session writes its files (and replaces the file tc by a directory)"
 w stop off
 expect_rc 0 "stop the session (diff and apply run in the CLI now)"
 
@@ -131,6 +133,14 @@ expect_rc 125 "rewritten after the change set was read: apply refuses"
 expect_out 'rewr.txt changed in the sandbox since' "the refusal names the file" "$ERR"
 check "rewritten: nothing applied" test ! -e "$WS/rewr.txt"
 check "rewritten: no temporary file in the project" no_temps
+
+# the same for a file written only after the deletions (tc/in.txt: its
+# directory is the host's file tc until then): checked before anything
+WD_SWAP_NAME=in.txt WD_SWAP_AT=2 WD_SWAP_DO=rewrite LD_PRELOAD=$SWAP_PRELOAD \
+	timeout 120 "$WARDEN" apply off tc >"$OUT" 2>"$ERR" </dev/null
+RC=$?
+expect_rc 125 "rewritten below a file replaced by a directory: apply refuses"
+check "... and the host's file tc is still there (nothing deleted)" test -f "$WS/tc"
 
 # warden killed in the middle of an apply (at its 3rd fdatasync: two
 # contents written and synced): nothing of it stays in the project
