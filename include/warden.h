@@ -467,7 +467,8 @@ void wd_sandbox_cancel(wd_sandbox *sb, int signo);
  * below them; 0 for all), as text: a line per change then unified diffs
  * (binary files named), or per flags: WD_DIFF_STAT (git's --stat),
  * WD_DIFF_JSON (the file list with modes, sizes, SHA-256 of contents,
- * conflict and protected flags), WD_DIFF_NAMES (the lines only).  *out
+ * conflict and protected flags, and the set's "digest"), WD_DIFF_NAMES
+ * (the lines only).  The text's first line is "change set DIGEST".  *out
  * is a new string, free with free().  -EINVAL for a direct workspace or a
  * path with no change.  Thread-safe with commands running. */
 #define WD_DIFF_STAT 0x1u
@@ -482,9 +483,18 @@ int wd_sandbox_diff(wd_sandbox *sb, const char *const *paths, size_t npaths, uns
  * path, applies nothing at all: returns 1 and the report names them.
  * Returns 0 when everything was applied; negative when warden failed
  * (-ENOSPC: the host's disk; nothing is left half-written).  *report (if
- * not NULL) is a new string: a line per file, or JSON if json. */
-int wd_sandbox_apply(wd_sandbox *sb, const char *const *paths, size_t npaths, bool json,
-		     char **report, struct wd_err *err);
+ * not NULL) is a new string: a line per file, or JSON if json.
+ *
+ * What is applied is what was reviewed: expect (NULL: any) is the digest
+ * wd_sandbox_diff() showed; a set that is not that one now applies
+ * nothing and returns -ESTALE (-EINVAL: expect is not a digest).  Every
+ * file is re-hashed as it is copied and must be the set's (else -ESTALE,
+ * nothing written).  Hard links of the sandbox are written once and
+ * linked; a set that would write more bytes than the sandbox's disk holds
+ * is refused (-EFBIG).  The sandbox's processes are frozen from a diff
+ * through the apply that follows (see wd_sandbox_diff). */
+int wd_sandbox_apply(wd_sandbox *sb, const char *const *paths, size_t npaths, const char *expect,
+		     bool json, char **report, struct wd_err *err);
 /* Drop the change set (or what is at or below paths): the sandbox sees
  * the real directory's files again.  Returns the number of changes
  * dropped, or a negative errno value. */
@@ -546,7 +556,7 @@ int wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd
 int wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		    unsigned flags, char **out, struct wd_err *err);
 int wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
-		     bool json, char **report, struct wd_err *err);
+		     const char *expect, bool json, char **report, struct wd_err *err);
 int wd_session_discard(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		       struct wd_err *err);
 

@@ -100,11 +100,15 @@ int cg_open_dir(const struct cgroup *cg, int i);
 /* v1.c */
 int cg_v1_apply(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err);
 int cg_v1_kill(struct cgroup *cg);
+/* freezer.state FROZEN/THAWED; -ENOTSUP without a freezer hierarchy */
+int cg_v1_freeze(struct cgroup *cg, bool on);
 void cg_v1_stats(struct cgroup *cg, struct cgroup_stats *st);
 
 /* v2.c */
 int cg_v2_apply(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err);
 int cg_v2_kill(struct cgroup *cg);
+/* cgroup.freeze (5.2+); -ENOTSUP without it */
+int cg_v2_freeze(struct cgroup *cg, bool on);
 void cg_v2_stats(struct cgroup *cg, struct cgroup_stats *st);
 
 #endif

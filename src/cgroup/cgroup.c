@@ -524,6 +524,63 @@ cgroup_kill(struct cgroup *cg)
 	return cg->version == 2 ? cg_v2_kill(cg) : cg_v1_kill(cg);
 }
 
+/* SIGSTOP or SIGCONT every process of dfd's cgroup.procs, until a pass
+ * finds none it has not signalled (a stopped process forks no more). */
+static int
+signal_all(int dfd, int sig)
+{
+	pid_t *done = NULL;
+	int ndone = 0, rc = 0;
+	for (int pass = 0; pass < 64; pass++) {
+		pid_t *pids = NULL;
+		int n = read_procs(dfd, &pids), fresh = 0;
+		if (n < 0) {
+			rc = n;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			bool seen = false;
+			for (int k = 0; k < ndone && !seen; k++)
+				seen = done[k] == pids[i];
+			if (seen)
+				continue;
+			kill(pids[i], sig);
+			done = wd_xrealloc(done, (size_t)(ndone + 1) * sizeof(*done));
+			done[ndone++] = pids[i];
+			fresh++;
+		}
+		free(pids);
+		if (!fresh)
+			break;
+	}
+	free(done);
+	return rc;
+}
+
+int
+cgroup_freeze(struct cgroup *cg, bool on, int *how)
+{
+	if (!cg || cg->ndirs == 0)
+		return -ENOENT;
+	if (on || *how == 1) {
+		int rc = cg->version == 2 ? cg_v2_freeze(cg, on) : cg_v1_freeze(cg, on);
+		if (rc != -ENOTSUP) {
+			if (rc == 0)
+				*how = on ? 1 : 0;
+			return rc;
+		}
+	}
+	/* no freezer here: stopped by signal (a process may catch SIGCONT,
+	 * never SIGSTOP) */
+	wd_autoclose int dfd = cg_open_dir(cg, 0);
+	if (dfd < 0)
+		return dfd;
+	int rc = signal_all(dfd, on ? SIGSTOP : SIGCONT);
+	if (rc == 0)
+		*how = on ? 2 : 0;
+	return rc;
+}
+
 int
 cgroup_stats(struct cgroup *cg, struct cgroup_stats *out)
 {

@@ -86,6 +86,18 @@ v1_freeze(int dfd, bool on)
 }
 
 int
+cg_v1_freeze(struct cgroup *cg, bool on)
+{
+	int i = cg_dir_of(cg, CG_FREEZER);
+	if (i < 0)
+		return -ENOTSUP;
+	wd_autoclose int dfd = cg_open_dir(cg, i);
+	if (dfd < 0)
+		return dfd;
+	return v1_freeze(dfd, on);
+}
+
+int
 cg_v1_kill(struct cgroup *cg)
 {
 	int fz = cg_dir_of(cg, CG_FREEZER);

@@ -254,6 +254,17 @@ v2_freeze(int dfd, bool on)
 }
 
 int
+cg_v2_freeze(struct cgroup *cg, bool on)
+{
+	wd_autoclose int dfd = cg_open_dir(cg, 0);
+	if (dfd < 0)
+		return dfd;
+	if (faccessat(dfd, "cgroup.freeze", W_OK, 0) < 0)
+		return -ENOTSUP;
+	return v2_freeze(dfd, on);
+}
+
+int
 cg_v2_kill(struct cgroup *cg)
 {
 	wd_autoclose int dfd = cg_open_dir(cg, 0);

@@ -12,20 +12,25 @@ enum {
 	OPT_JSON,
 	OPT_NAMES,
 	OPT_HELP,
+	OPT_EXPECT,
 };
 
+/* clang-format off */
 static const struct option opts[] = {
     {"stat", no_argument, NULL, OPT_STAT},
     {"json", no_argument, NULL, OPT_JSON},
     {"name-status", no_argument, NULL, OPT_NAMES},
     {"help", no_argument, NULL, OPT_HELP},
+    {"expect", required_argument, NULL, OPT_EXPECT},
     {NULL, 0, NULL, 0},
 };
+/* clang-format on */
 
-/* SANDBOX [PATH...] with the options of sub (allowed: which of opts). */
+/* SANDBOX [PATH...] with the options of sub (allowed: which of opts;
+ * expect: NULL where --expect is not one of them). */
 static int
 args(const char *sub, const char *usage, int argc, char **argv, unsigned allowed, unsigned *flags,
-     const char **ref, int *first)
+     const char **ref, int *first, const char **expect)
 {
 	int c;
 	cli_json_errors(false);
@@ -41,6 +46,19 @@ args(const char *sub, const char *usage, int argc, char **argv, unsigned allowed
 		}
 		if (c == ':' || c == '?')
 			return cli_bad_option(sub, argc, argv, opts);
+		if (c == OPT_EXPECT) {
+			if (!expect)
+				return cli_fail(sub, "unknown option --expect (warden %s --help)",
+						sub);
+			/* checked here so that a typo says which option */
+			if (strlen(optarg) != 64 || strspn(optarg, "0123456789abcdef") != 64)
+				return cli_fail(sub,
+						"--expect %s: not a change set digest (64 hex "
+						"digits: the \"digest\" of warden diff --json)",
+						cli_quote(optarg));
+			*expect = optarg;
+			continue;
+		}
 		unsigned bit = c == OPT_STAT   ? WD_DIFF_STAT
 			       : c == OPT_JSON ? WD_DIFF_JSON
 					       : WD_DIFF_NAMES;
@@ -80,7 +98,7 @@ cli_diff(int argc, char **argv)
 	unsigned flags = 0;
 	const char *ref;
 	int first, rc = args("diff", usage, argc, argv, WD_DIFF_STAT | WD_DIFF_JSON | WD_DIFF_NAMES,
-			     &flags, &ref, &first);
+			     &flags, &ref, &first, NULL);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	wd_ctx *ctx = NULL;
@@ -100,18 +118,25 @@ int
 cli_apply(int argc, char **argv)
 {
 	static const char usage[] =
-	    "usage: warden apply SANDBOX [PATH...] [--json]\n\n"
+	    "usage: warden apply SANDBOX [PATH...] [--expect DIGEST] [--json]\n\n"
 	    "Write a cow session's changes (or those at or below PATHs) into the real\n"
 	    "directory: each file atomically (a temporary file renamed over it), modes kept\n"
 	    "(set-id bits dropped).  A file the host changed since the session first saw it\n"
 	    "is a conflict, and a protected path (.git, .envrc, ...) is refused: then\n"
-	    "nothing at all is written (name the other PATHs to apply them).\n\n"
+	    "nothing at all is written (name the other PATHs to apply them).  The session\n"
+	    "is frozen from warden diff through apply; each file is re-hashed as it is\n"
+	    "copied and must be what the diff showed.\n\n"
+	    "      --expect DIGEST      apply only the change set reviewed: the digest of\n"
+	    "                           warden diff (its first line, or \"digest\" in --json);\n"
+	    "                           any other set applies nothing (status 125)\n"
 	    "      --json               the report as JSON\n\n"
 	    "Exit status: 0 applied; 1 conflicts or protected paths, nothing applied;\n"
 	    "125 bad input or warden failed (nothing half-written).\n";
 	unsigned flags = 0;
 	const char *ref;
-	int first, rc = args("apply", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first);
+	const char *expect = NULL;
+	int first,
+	    rc = args("apply", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first, &expect);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	wd_ctx *ctx = NULL;
@@ -120,7 +145,7 @@ cli_apply(int argc, char **argv)
 	if (wd_ctx_new(&ctx, &e) < 0)
 		return fail("apply", ctx, &e);
 	rc = wd_session_apply(ctx, ref, (const char *const *)(argv + first), (size_t)(argc - first),
-			      flags & WD_DIFF_JSON, &rep, &e);
+			      expect, flags & WD_DIFF_JSON, &rep, &e);
 	if (rc < 0)
 		return fail("apply", ctx, &e);
 	if (rep)
@@ -144,7 +169,8 @@ cli_discard(int argc, char **argv)
 	    "real directory's files again.  The real directory is not touched.\n";
 	unsigned flags = 0;
 	const char *ref;
-	int first, rc = args("discard", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first);
+	int first,
+	    rc = args("discard", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first, NULL);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	wd_ctx *ctx = NULL;

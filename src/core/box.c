@@ -278,12 +278,12 @@ box_diff(struct box *b, const char *const *paths, size_t np, unsigned flags, cha
 }
 
 int
-box_apply(struct box *b, const char *const *paths, size_t np, bool json, char **report,
-	  struct wd_err *err)
+box_apply(struct box *b, const char *const *paths, size_t np, const char *expect, bool json,
+	  char **report, struct wd_err *err)
 {
 	pthread_mutex_lock(&b->lock);
 	struct ws_apply_report rep;
-	int rc = ws_apply(b->ws, paths, np, &rep, err);
+	int rc = ws_apply(b->ws, paths, np, expect, &rep, err);
 	if (rc >= 0 && report) {
 		*report = json ? rep.json : rep.text;
 		if (json)

@@ -214,8 +214,12 @@ void box_sweep(const char *root);
 /* The change set operations on a box (live: its overlay is in a jail). */
 int box_diff(struct box *b, const char *const *paths, size_t np, unsigned flags, char **out,
 	     struct wd_err *err);
-int box_apply(struct box *b, const char *const *paths, size_t np, bool json, char **report,
-	      struct wd_err *err);
+/* Freeze (on) or thaw a sandbox for a review of its change set; a
+ * failure is logged (sandbox.c). */
+void sandbox_review(struct sandbox *sb, bool on);
+/* expect: the reviewed set's digest, or NULL (ws_apply) */
+int box_apply(struct box *b, const char *const *paths, size_t np, const char *expect, bool json,
+	      char **report, struct wd_err *err);
 int box_discard(struct box *b, const char *const *paths, size_t np, bool live,
 		struct wd_err *err);
 

@@ -394,12 +394,17 @@ do_changes(int conn, const char *op, json_t *q)
 				"already",
 				M.id);
 	} else if (!strcmp(op, "diff")) {
+		/* frozen until the apply, discard or command that follows */
+		sandbox_review(M.sb->sb, true);
 		rc = box_diff(M.sb->box, paths, np, (unsigned)ju(q, "flags"), &out, &e);
 		if (rc == 0)
 			reply_ok(conn, NULL, out, strlen(out));
 	} else if (!strcmp(op, "apply")) {
-		rc = box_apply(M.sb->box, paths, np, json_is_true(json_object_get(q, "json")), &out,
-			       &e);
+		sandbox_review(M.sb->sb, true);
+		rc =
+		    box_apply(M.sb->box, paths, np, json_string_value(json_object_get(q, "expect")),
+			      json_is_true(json_object_get(q, "json")), &out, &e);
+		sandbox_review(M.sb->sb, false);
 		if (rc >= 0) {
 			char *m = wd_xasprintf("\"status\":%d", rc);
 			reply_ok(conn, m, out ? out : "", out ? strlen(out) : 0);
@@ -407,6 +412,7 @@ do_changes(int conn, const char *op, json_t *q)
 		}
 	} else {
 		rc = box_discard(M.sb->box, paths, np, true, &e);
+		sandbox_review(M.sb->sb, false);
 		if (rc >= 0) {
 			char *m = wd_xasprintf("\"dropped\":%d", rc);
 			reply_ok(conn, m, NULL, 0);

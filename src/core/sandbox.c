@@ -145,6 +145,19 @@ need_cow(const wd_sandbox *s, struct wd_err *err)
 	return 0;
 }
 
+/* Review and apply are one transaction (issue 18): a diff freezes the
+ * sandbox's processes and leaves them frozen, so what the human reads is
+ * what an apply then writes; apply and discard end the review, and so does
+ * a new command (sandbox_exec).  A host where nothing can be frozen still
+ * has the digest (--expect) and apply's re-hashing of every file. */
+void
+sandbox_review(struct sandbox *sb, bool on)
+{
+	struct wd_err e = {0};
+	if (sb && sandbox_freeze(sb, on, &e) < 0)
+		wd_log(WD_LOG_WARN, "review: %s", e.msg);
+}
+
 WD_API int
 wd_sandbox_diff(wd_sandbox *s, const char *const *paths, size_t npaths, unsigned flags, char **out,
 		struct wd_err *err)
@@ -152,19 +165,24 @@ wd_sandbox_diff(wd_sandbox *s, const char *const *paths, size_t npaths, unsigned
 	CTX_ENTER(s->ctx);
 	int rc = need_cow(s, err);
 	if (rc == 0)
+		sandbox_review(s->sb, true);
+	if (rc == 0)
 		rc = box_diff(s->box, paths, npaths, flags, out, err);
 	CTX_LEAVE();
 	return rc;
 }
 
 WD_API int
-wd_sandbox_apply(wd_sandbox *s, const char *const *paths, size_t npaths, bool json, char **report,
-		 struct wd_err *err)
+wd_sandbox_apply(wd_sandbox *s, const char *const *paths, size_t npaths, const char *expect,
+		 bool json, char **report, struct wd_err *err)
 {
 	CTX_ENTER(s->ctx);
 	int rc = need_cow(s, err);
-	if (rc == 0)
-		rc = box_apply(s->box, paths, npaths, json, report, err);
+	if (rc == 0) {
+		sandbox_review(s->sb, true);
+		rc = box_apply(s->box, paths, npaths, expect, json, report, err);
+		sandbox_review(s->sb, false);
+	}
 	CTX_LEAVE();
 	return rc;
 }
@@ -176,6 +194,8 @@ wd_sandbox_discard(wd_sandbox *s, const char *const *paths, size_t npaths, struc
 	int rc = need_cow(s, err);
 	if (rc == 0)
 		rc = box_discard(s->box, paths, npaths, true, err);
+	if (rc >= 0)
+		sandbox_review(s->sb, false);
 	CTX_LEAVE();
 	return rc;
 }

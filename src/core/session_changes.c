@@ -119,7 +119,8 @@ wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err
 /* ---- diff, apply, discard ---- */
 
 static char *
-changes_request(const char *op, const char *const *paths, size_t np, const char *key, unsigned v)
+changes_request(const char *op, const char *const *paths, size_t np, const char *key, unsigned v,
+		const char *expect)
 {
 	struct jw j;
 	jw_init(&j, 0);
@@ -132,6 +133,8 @@ changes_request(const char *op, const char *const *paths, size_t np, const char 
 	jw_arr_end(&j);
 	if (key)
 		jw_kuint(&j, key, v);
+	if (expect)
+		jw_kstr(&j, "expect", expect);
 	jw_obj_end(&j);
 	return jw_steal(&j);
 }
@@ -144,7 +147,7 @@ wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t n
 	struct where w;
 	int rc = session_locate(ctx, ref, &w, err);
 	if (rc == 0) {
-		char *req = changes_request("diff", paths, np, "flags", flags);
+		char *req = changes_request("diff", paths, np, "flags", flags, NULL);
 		rc = session_call(w.sbdir, req, NULL, 0, NULL, out, NULL, err);
 		free(req);
 		if (rc == -ESRCH) {
@@ -163,14 +166,14 @@ wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t n
 }
 
 WD_API int
-wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np, bool json,
-		 char **report, struct wd_err *err)
+wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np,
+		 const char *expect, bool json, char **report, struct wd_err *err)
 {
 	CTX_ENTER(ctx);
 	struct where w;
 	int rc = session_locate(ctx, ref, &w, err);
 	if (rc == 0) {
-		char *req = changes_request("apply", paths, np, "json", json);
+		char *req = changes_request("apply", paths, np, "json", json, expect);
 		json_t *resp = NULL;
 		char *rep = NULL;
 		rc = session_call(w.sbdir, req, NULL, 0, &resp, &rep, NULL, err);
@@ -183,7 +186,7 @@ wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t 
 			struct box *b = NULL;
 			int lock = -1;
 			if ((rc = open_offline(&w, &b, &lock, err)) == 0) {
-				rc = box_apply(b, paths, np, json, report, err);
+				rc = box_apply(b, paths, np, expect, json, report, err);
 				box_close(b);
 				close(lock);
 			}
@@ -204,7 +207,7 @@ wd_session_discard(wd_ctx *ctx, const char *ref, const char *const *paths, size_
 	struct where w;
 	int rc = session_locate(ctx, ref, &w, err);
 	if (rc == 0) {
-		char *req = changes_request("discard", paths, np, NULL, 0);
+		char *req = changes_request("discard", paths, np, NULL, 0, NULL);
 		json_t *resp = NULL;
 		rc = session_call(w.sbdir, req, NULL, 0, &resp, NULL, NULL, err);
 		free(req);

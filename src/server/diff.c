@@ -193,11 +193,21 @@ list_text(char *buf, size_t cap, json_t *paths, const char *why)
 json_t *
 apply_harness(struct call *c, struct rpc_err *e)
 {
-	static const char *const keys[] = {"sandbox", "path", "paths", NULL};
+	static const char *const keys[] = {"sandbox", "path", "paths", "expect", NULL};
 	struct live *l = c->live;
 	const char **paths = NULL;
 	size_t n = 0;
-	if (!p_only(c->params, keys, e) || !p_paths(c->params, &paths, &n, e))
+	if (!p_only(c->params, keys, e))
+		return NULL;
+	/* expect: the digest of the change set the human reviewed (the
+	 * diff's "digest"); another set applies nothing (issue 18) */
+	json_t *ex = json_object_get(c->params, "expect");
+	if (ex && !json_is_string(ex)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "'expect' must be a string: the \"digest\" of sandbox.diff");
+		return NULL;
+	}
+	if (!p_paths(c->params, &paths, &n, e))
 		return NULL;
 	if (!need_cow(l, "apply", e)) {
 		free(paths);
@@ -205,7 +215,8 @@ apply_harness(struct call *c, struct rpc_err *e)
 	}
 	struct wd_err err = {0};
 	char *rep = NULL;
-	int rc = wd_sandbox_apply(l->sb, paths, n, true, &rep, &err);
+	int rc =
+	    wd_sandbox_apply(l->sb, paths, n, ex ? json_string_value(ex) : NULL, true, &rep, &err);
 	free(paths);
 	if (rc < 0) {
 		free(rep);

@@ -207,8 +207,13 @@ make_cgroup(struct sandbox *sb, struct wd_err *err)
 	/* cpuacct stays: it counts the CPU of processes killed at a timeout,
 	 * which no rusage sees.  No freezer in a container: pid 1's death
 	 * takes the pid namespace with it, so kill-all needs no freezing.
-	 * (level difference 2 of 3) */
-	unsigned flags = is_container(sb) ? CGROUP_NO_FREEZER : 0;
+	 * (level difference 2 of 3)  But a cow workspace keeps it: its
+	 * processes are frozen from a review of the change set through the
+	 * apply (issue 18: a process left running rewrote a file between the
+	 * two), and SIGSTOP, the fallback, can be undone by a SIGCONT from
+	 * a sibling that was not stopped yet. */
+	unsigned flags =
+	    is_container(sb) && spec->ws_mode != WD_WORKSPACE_COW ? CGROUP_NO_FREEZER : 0;
 	return sandbox_cgroup_create(sb, &cl, flags, err);
 }
 

@@ -1,6 +1,7 @@
 /* supervise/sandbox: the sandbox object over its backend: create (prepare
  * + spawn), wait until ready, run commands, cancel, destroy. */
 #include "supervise/supervise.h"
+#include "cgroup/cgroup.h"
 #include "jail/jail.h"
 
 #include <signal.h>
@@ -89,8 +90,27 @@ sandbox_wait_ready(struct sandbox *sb, struct wd_err *err)
 }
 
 int
+sandbox_freeze(struct sandbox *sb, bool on, struct wd_err *err)
+{
+	pthread_mutex_lock(&sb->lock);
+	int rc = 0, how = atomic_load(&sb->review_frozen);
+	if (on != (how != 0)) {
+		rc = cgroup_freeze(sb->cg, on, &how);
+		if (rc < 0)
+			wd_err_sys(err, -rc, "%s sandbox %s", on ? "freeze" : "thaw", sb->id);
+		atomic_store(&sb->review_frozen, how);
+	}
+	pthread_mutex_unlock(&sb->lock);
+	return rc;
+}
+
+int
 sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
+	/* a new command ends a review: the processes run again (an apply
+	 * after it checks the set against its digest, --expect) */
+	if (atomic_load(&sb->review_frozen))
+		sandbox_freeze(sb, false, NULL);
 	return sb->ops->exec(sb, x, out, err);
 }
 
@@ -122,6 +142,8 @@ sandbox_free(struct sandbox *sb)
 	if (!sb)
 		return;
 	bool started = sb->state != SB_NEW;
+	if (atomic_load(&sb->review_frozen)) /* its end must not wait on frozen processes */
+		sandbox_freeze(sb, false, NULL);
 	if (sb->ops)
 		sb->ops->destroy(sb);
 	if (started)

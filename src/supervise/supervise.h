@@ -377,6 +377,9 @@ struct sandbox {
 	/* the local monitor (container and process levels) */
 	struct jail_prep *prep;
 	struct cgroup *cg;
+	/* sandbox_freeze: 0 running, else cgroup_freeze's how (read
+	 * unlocked by sandbox_exec) */
+	atomic_int review_frozen;
 	struct net_proxy *proxy;
 	struct net_rules *own_rules;
 	int pidfd;
@@ -401,6 +404,10 @@ int sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *ev
 		struct sandbox **out, struct wd_err *err);
 int sandbox_start(struct sandbox *sb, struct wd_err *err); /* spawn */
 int sandbox_wait_ready(struct sandbox *sb, struct wd_err *err);
+/* Freeze (on) the sandbox's processes for a review of its change set, or
+ * let them run again; a command sent to it thaws it first.  Under lock.
+ * 0, or -errno (-ENOENT: the sandbox has no cgroup to freeze). */
+int sandbox_freeze(struct sandbox *sb, bool on, struct wd_err *err);
 int sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
 		 struct wd_err *err);
 void sandbox_cancel(struct sandbox *sb, int signo);

@@ -6,15 +6,27 @@
  *   check    any change that conflicts (the host changed the file since the
  *            sandbox first saw it) or touches a protected path stops
  *            everything: nothing is written, each is reported
- *   prepare  every new content is written next to its place under a
- *            temporary name (.warden-<name>-XXXXXX), with its mode (set-id
- *            bits dropped: the sandbox's user made them) and its owner (the
- *            replaced file's, else the workspace's), and synced.  A failure
- *            here (ENOSPC: the host's disk is full) removes every temporary
- *            file and directory made so far: the host is as it was
- *   commit   deletions (deepest first), then each temporary file renamed
+ *   prepare  every new content is written into its directory as an
+ *            unnamed file (O_TMPFILE: nothing is left should warden die
+ *            here), or, where the file system has none or descriptors run
+ *            short, under a temporary name (.warden-<name>-XXXXXX); with its
+ *            mode (set-id bits dropped: the sandbox's user made them) and
+ *            its owner (the replaced file's, else the workspace's), and
+ *            synced.  Each content is re-hashed as it is copied and must be
+ *            the change set's (issue 18: a process left in the session
+ *            rewrote a file between the diff and the apply).  A failure here
+ *            (ENOSPC, a mismatch) removes every temporary file and directory
+ *            made so far: the host is as it was
+ *   commit   deletions (deepest first), then each file linked in: at its
+ *            name when that is free, else under a temporary name renamed
  *            over its place (atomic per file: a reader sees the old or the
- *            new content, never a mix), then mode changes
+ *            new content, never a mix); symbolic links are made here too;
+ *            then mode changes.  Hard links of the upper layer are written
+ *            once and linked on the host too
+ *
+ * Before all this, the set must be the one reviewed when the caller gives
+ * its digest (--expect), and the bytes it writes no more than the sandbox's
+ * disk holds (50 links to a 20 MB file once wrote 1 GB from a 64 MB disk).
  *
  * Then the baseline takes the applied files' new state, so applying again
  * after further changes in the sandbox is not a conflict with ourselves.
@@ -31,6 +43,7 @@
 #include "workspace/workspace.h"
 #include "util/escape.h"
 #include "util/json.h"
+#include "util/sha256.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -38,13 +51,20 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 
 struct pending {
 	const struct ws_change *c;
-	int dirfd;  /* the parent directory in the host workspace */
-	char *base; /* the final name */
-	char *tmp;  /* the temporary name in dirfd, or NULL */
-	bool late;  /* the way there is not a directory yet (typechange) */
+	int dirfd;    /* the parent directory in the host workspace */
+	char *base;   /* the final name */
+	char *tmp;    /* the temporary name in dirfd, or NULL */
+	int fd;	      /* an unnamed (O_TMPFILE) file with the content, or -1 */
+	char *target; /* a symbolic link's target, made at commit */
+	uid_t uid;    /* the owner of what target makes */
+	gid_t gid;
+	bool late; /* the way there is not a directory yet (typechange) */
+	bool done; /* committed: base is the new content */
 };
 
 struct applier {
@@ -56,6 +76,7 @@ struct applier {
 	size_t nmade;
 	uid_t owner;
 	gid_t group;
+	size_t fd_budget; /* unnamed files that may stay open until commit */
 	FILE *text;
 	struct jw *json;
 	struct wd_err *err;
@@ -183,6 +204,78 @@ copy_fd(int in, int out)
 	}
 }
 
+/* Copy in to out (-1: only hash), hashing what passes: at most max + 1
+ * bytes are read, so a file grown since the diff is seen without copying
+ * all of it.  *n: the bytes copied; hash: their SHA-256. */
+static int
+copy_hashed(int in, int out, uint64_t max, uint64_t *n, char hash[65])
+{
+	static __thread char buf[65536];
+	struct ws_hasher *h = ws_hasher_new();
+	int rc = 0;
+	*n = 0;
+	while (*n <= max) {
+		size_t want = sizeof(buf);
+		if (max + 1 - *n < want)
+			want = (size_t)(max + 1 - *n);
+		ssize_t r = read(in, buf, want);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = -errno;
+		if (r <= 0)
+			break;
+		ws_hasher_update(h, buf, (size_t)r);
+		*n += (uint64_t)r;
+		if (out >= 0 && wd_write_all(out, buf, (size_t)r) < 0) {
+			rc = -errno;
+			break;
+		}
+	}
+	ws_hasher_final(h, hash);
+	return rc;
+}
+
+/* The sandbox's file is not what the change set says (rewritten, grown,
+ * swapped for a FIFO or a link since): nothing is applied. */
+static int
+stale(struct applier *a, const char *path)
+{
+	wd_err_set(a->err, WD_E_INVAL,
+		   "%s changed in the sandbox since the change set was read: run warden diff "
+		   "again",
+		   path);
+	return -ESTALE;
+}
+
+static struct pending *
+find_pending(struct applier *a, const char *path)
+{
+	for (size_t i = 0; i < a->np; i++)
+		if (!strcmp(a->p[i].c->path, path))
+			return &a->p[i];
+	return NULL;
+}
+
+/* The upper layer's file of c is the change set's: a regular file of its
+ * size and SHA-256 (read without blocking), else stale(). */
+static int
+check_upper(struct applier *a, const struct ws_change *c)
+{
+	wd_autoclose int in = ws_open_beneath(a->w->upper, c->path, O_RDONLY | O_NONBLOCK);
+	struct stat st;
+	if (in < 0)
+		return wd_err_sys(a->err, -in, "%s in the sandbox", c->path);
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != c->new_size)
+		return stale(a, c->path);
+	char hash[65];
+	uint64_t n = 0;
+	int rc = copy_hashed(in, -1, c->new_size, &n, hash);
+	if (rc < 0)
+		return wd_err_sys(a->err, -rc, "read %s in the sandbox", c->path);
+	return n == c->new_size && !strcmp(hash, c->new_hash) ? 0 : stale(a, c->path);
+}
+
 /* Write the new content of p->c (a file or link of the upper layer) as a
  * temporary file next to its place. */
 static int
@@ -193,8 +286,10 @@ prepare_one(struct applier *a, struct pending *p)
 	p->dirfd = open_dir(a, parent);
 	free(parent);
 	if (p->dirfd == -ENOTDIR) {
+		/* written after the deletions; its content is checked now, so
+		 * that a mismatch still applies nothing at all */
 		p->late = true;
-		return 0;
+		return S_ISREG(c->new_mode) ? check_upper(a, c) : 0;
 	}
 	if (p->dirfd < 0)
 		return wd_err_sys(a->err, -p->dirfd, "%s: its directory", c->path);
@@ -214,26 +309,45 @@ prepare_one(struct applier *a, struct pending *p)
 		if (n < 0)
 			return wd_err_sys(a->err, l < 0 ? -l : errno, "%s in the sandbox", c->path);
 		target[n] = '\0';
-		for (int tries = 0; tries < 8; tries++) {
-			free(p->tmp);
-			p->tmp = temp_name(p->base);
-			if (symlinkat(target, p->dirfd, p->tmp) == 0)
-				break;
-			if (errno != EEXIST) {
-				int e = errno;
-				free(p->tmp);
-				p->tmp = NULL;
-				return wd_err_sys(a->err, e, "%s: write", c->path);
-			}
-		}
-		if (fchownat(p->dirfd, p->tmp, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-			return wd_err_sys(a->err, errno, "%s: chown", c->path);
+		char th[65];
+		wd_sha256_hex_of(target, (size_t)n, th);
+		if (strcmp(th, c->new_hash))
+			return stale(a, c->path);
+		/* made at commit: nothing named stays should warden die */
+		p->target = wd_xstrdup(target);
+		p->uid = uid;
+		p->gid = gid;
 		return 0;
 	}
-	wd_autoclose int in = ws_open_beneath(a->w->upper, c->path, O_RDONLY);
+	if (c->link_to) {
+		/* a hard link of a file written earlier in this apply: the
+		 * content once, linked at commit (its bytes are not counted
+		 * again) */
+		const struct pending *first = find_pending(a, c->link_to);
+		if (first && !first->late)
+			return 0;
+	}
+	/* O_NONBLOCK: a FIFO swapped in since the diff would make the open
+	 * wait for a writer (issue 18: it hung apply); whatever was opened
+	 * must be a regular file of the size the change set says */
+	wd_autoclose int in = ws_open_beneath(a->w->upper, c->path, O_RDONLY | O_NONBLOCK);
+	struct stat ist;
 	if (in < 0)
 		return wd_err_sys(a->err, -in, "%s in the sandbox", c->path);
+	if (fstat(in, &ist) < 0)
+		return wd_err_sys(a->err, errno, "%s in the sandbox", c->path);
+	if (!S_ISREG(ist.st_mode) || (uint64_t)ist.st_size != c->new_size)
+		return stale(a, c->path);
 	wd_autoclose int out = -1;
+	if (a->fd_budget) {
+		/* unnamed until commit: a warden killed meanwhile leaves
+		 * nothing in the project (200 MB of .warden-* stayed) */
+		out = openat(p->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+		if (out >= 0)
+			a->fd_budget--;
+		else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return wd_err_sys(a->err, errno, "%s: create", c->path);
+	}
 	for (int tries = 0; tries < 8 && out < 0; tries++) {
 		free(p->tmp);
 		p->tmp = temp_name(p->base);
@@ -248,13 +362,23 @@ prepare_one(struct applier *a, struct pending *p)
 		p->tmp = NULL;
 		return wd_err_sys(a->err, e, "%s: create", c->path);
 	}
-	int rc = copy_fd(in, out);
+	char hash[65];
+	uint64_t n = 0;
+	int rc = copy_hashed(in, out, c->new_size, &n, hash);
+	if (rc < 0) {
+		if (!p->tmp)
+			p->fd = wd_steal_fd(&out); /* closed, so gone, by unprepare */
+		return wd_err_sys(a->err, -rc, "%s: write", c->path);
+	}
+	/* the bytes written are the bytes reviewed, or nothing is applied */
+	if (n != c->new_size || strcmp(hash, c->new_hash))
+		return stale(a, c->path);
 	/* set-id bits are dropped: the sandbox's user set them */
 	mode_t m = c->new_mode & 01777;
-	if (rc == 0 && (fchown(out, uid, gid) < 0 || fchmod(out, m) < 0 || fdatasync(out) < 0))
-		rc = -errno;
-	if (rc < 0)
-		return wd_err_sys(a->err, -rc, "%s: write", c->path);
+	if (fchown(out, uid, gid) < 0 || fchmod(out, m) < 0 || fdatasync(out) < 0)
+		return wd_err_sys(a->err, errno, "%s: write", c->path);
+	if (!p->tmp)
+		p->fd = wd_steal_fd(&out);
 	return 0;
 }
 
@@ -268,6 +392,7 @@ unprepare(struct applier *a)
 			unlinkat(p->dirfd, p->tmp, 0);
 		free(p->tmp);
 		p->tmp = NULL;
+		wd_close_reset(&p->fd); /* an unnamed file goes with it */
 	}
 	for (size_t i = a->nmade; i-- > 0;) {
 		char *parent = dir_of(a->made_dirs[i]);
@@ -340,16 +465,68 @@ commit_deletions(struct applier *a)
 	free(modes);
 }
 
+/* Make p's content appear as name in its directory: the unnamed file
+ * linked in, a hard link of the file its change links to (committed
+ * before it: the set is sorted, a link points to an earlier path), or the
+ * symbolic link.  0 or -errno (-EEXIST: name is taken). */
+static int
+place(struct applier *a, struct pending *p, const char *name)
+{
+	if (p->target) {
+		if (symlinkat(p->target, p->dirfd, name) < 0)
+			return -errno;
+		if (fchownat(p->dirfd, name, p->uid, p->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			int e = errno;
+			unlinkat(p->dirfd, name, 0);
+			return -e;
+		}
+		return 0;
+	}
+	if (p->fd >= 0) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p->fd);
+		if (linkat(AT_FDCWD, proc, p->dirfd, name, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		/* no /proc here: AT_EMPTY_PATH (CAP_DAC_READ_SEARCH) */
+		if (errno != ENOENT)
+			return -errno;
+		return linkat(p->fd, "", p->dirfd, name, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+	}
+	const struct pending *first = p->c->link_to ? find_pending(a, p->c->link_to) : NULL;
+	if (!first || !first->done)
+		return -ENOENT; /* its first path failed */
+	return linkat(first->dirfd, first->base, p->dirfd, name, 0) == 0 ? 0 : -errno;
+}
+
 static int
 commit_one(struct applier *a, struct pending *p)
 {
+	int rc = 0;
+	if (!p->tmp) {
+		/* a new name: linked straight in, no temporary name at all */
+		if ((rc = place(a, p, p->base)) == 0)
+			goto done;
+		for (int tries = 0; rc == -EEXIST && tries < 8; tries++) {
+			free(p->tmp);
+			p->tmp = temp_name(p->base);
+			rc = place(a, p, p->tmp);
+		}
+		if (rc < 0) {
+			free(p->tmp);
+			p->tmp = NULL;
+			return rc;
+		}
+	}
 	if (renameat(p->dirfd, p->tmp, p->dirfd, p->base) < 0) {
 		int e = errno;
 		unlinkat(p->dirfd, p->tmp, 0);
 		return -e;
 	}
+done:
 	free(p->tmp);
 	p->tmp = NULL;
+	wd_close_reset(&p->fd);
+	p->done = true;
 	return 0;
 }
 
@@ -418,7 +595,26 @@ run_apply(struct applier *a, struct ws_apply_report *rep)
 		/* nothing is written: name the paths to apply the rest */
 		return 1;
 	}
+	/* The bytes written are bounded by what the sandbox's disk holds:
+	 * a hard-linked inode counts once (cs->bytes), so only sparse files
+	 * (a 1 TB hole written out as zeros) can claim more. */
+	struct statvfs sv;
+	if (fstatvfs(a->w->upper, &sv) == 0) {
+		uint64_t used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+		if (a->cs->bytes > used) {
+			wd_err_set(a->err, WD_E_INVAL,
+				   "nothing applied: the change set would write %llu bytes, more "
+				   "than the sandbox's disk holds (%llu bytes used: sparse files?)",
+				   (unsigned long long)a->cs->bytes, (unsigned long long)used);
+			return -EFBIG;
+		}
+	}
 	/* prepare */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		a->fd_budget = rl.rlim_cur > 512 ? (size_t)(rl.rlim_cur - 256) / 2 : 0;
+	else
+		a->fd_budget = 4096;
 	a->p = wd_xcalloc(a->cs->n + 1, sizeof(*a->p));
 	for (size_t i = 0; i < a->cs->n; i++) {
 		const struct ws_change *c = &a->cs->c[i];
@@ -427,6 +623,7 @@ run_apply(struct applier *a, struct ws_apply_report *rep)
 		struct pending *p = &a->p[a->np++];
 		p->c = c;
 		p->dirfd = -1;
+		p->fd = -1;
 		if ((rc = prepare_one(a, p)) < 0) {
 			unprepare(a);
 			return wd_err_prefix(a->err, "nothing applied");
@@ -453,6 +650,10 @@ run_apply(struct applier *a, struct ws_apply_report *rep)
 		struct pending *p = &a->p[i];
 		if (p->late && (rc = prepare_one(a, p)) < 0) {
 			report(a, "failed", p->c->path, a->err->msg);
+			/* no temporary file outlives a failed apply */
+			if (p->tmp && p->dirfd >= 0)
+				unlinkat(p->dirfd, p->tmp, 0);
+			wd_close_reset(&p->fd);
 			continue;
 		}
 		if ((rc = commit_one(a, p)) < 0) {
@@ -486,14 +687,32 @@ run_apply(struct applier *a, struct ws_apply_report *rep)
 }
 
 int
-ws_apply(struct ws *w, const char *const *paths, size_t npaths, struct ws_apply_report *rep,
-	 struct wd_err *err)
+ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expect,
+	 struct ws_apply_report *rep, struct wd_err *err)
 {
 	memset(rep, 0, sizeof(*rep));
+	if (expect && (strlen(expect) != 64 || strspn(expect, "0123456789abcdef") != 64))
+		return wd_err_set(
+		    err, WD_E_INVAL,
+		    "expect '%.80s': not a change set digest (64 hex digits, as warden "
+		    "diff --json prints in \"digest\")",
+		    expect);
 	struct ws_changes *cs = NULL;
 	int rc = ws_changes(w, paths, npaths, &cs, err);
 	if (rc < 0)
 		return rc;
+	/* What is applied is what was reviewed: the set recomputed now must
+	 * be the one whose digest the human saw, or nothing is written
+	 * (issue 18: a process left in the session rewrote a file after the
+	 * diff, and apply wrote the new content). */
+	if (expect && strcmp(expect, cs->digest)) {
+		wd_err_set(err, WD_E_INVAL,
+			   "nothing applied: the change set is not the one reviewed (digest %s, "
+			   "expected %s): it changed since; run warden diff again",
+			   cs->digest, expect);
+		ws_changes_free(cs);
+		return -ESTALE;
+	}
 	struct stat st;
 	if (fstat(w->wsfd, &st) < 0) {
 		ws_changes_free(cs);
@@ -519,10 +738,15 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, struct ws_apply_
 	if (rc >= 0 && rep->applied && rebase(&a) < 0)
 		wd_log(WD_LOG_WARN, "apply: %s", err->msg);
 	for (size_t i = 0; i < a.np; i++) {
+		if (a.p[i].fd >= 0)
+			close(a.p[i].fd);
+		if (a.p[i].tmp && a.p[i].dirfd >= 0)
+			unlinkat(a.p[i].dirfd, a.p[i].tmp, 0); /* never left behind */
 		if (a.p[i].dirfd >= 0)
 			close(a.p[i].dirfd);
 		free(a.p[i].base);
 		free(a.p[i].tmp);
+		free(a.p[i].target);
 	}
 	free(a.p);
 	for (size_t i = 0; i < a.nmade; i++)

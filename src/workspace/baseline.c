@@ -179,6 +179,18 @@ ws_baseline_load(int dirfd, struct ws_baseline **out, struct wd_err *err)
 		}
 		e.path[pl] = '\0';
 		e.mode = (mode_t)mode;
+		/* a NUL inside a path would save back as another (shorter)
+		 * record, and lookups bisect: refuse both rather than answer
+		 * "no baseline entry", which apply reads as "appeared since"
+		 * (found by fuzz_ws_baseline) */
+		if (strlen(e.path) != pl || (b->n && strcmp(b->e[b->n - 1].path, e.path) >= 0)) {
+			free(e.path);
+			rc =
+			    wd_err_set(err, WD_E_INVAL,
+				       "the baseline is damaged (a path with a NUL byte, or out of "
+				       "order)");
+			goto out;
+		}
 		if (b->n == b->cap) {
 			b->cap = b->cap ? b->cap * 2 : 256;
 			b->e = wd_xrealloc(b->e, b->cap * sizeof(*b->e));

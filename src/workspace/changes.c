@@ -101,12 +101,31 @@ host_lstat(const struct ws *w, const char *path, struct stat *st)
 
 /* ---- building the set ---- */
 
+/* An upper-layer inode with more than one link, hashed once: 150 links
+ * to one 20 MB file were 150 reads of it per diff (issue 18). */
+struct seen_ino {
+	uint64_t ino;
+	uint64_t size;
+	char hash[65];
+};
+
 struct walker {
 	struct ws *w;
 	struct ws_changes *cs;
 	char path[PATH_MAX];
+	struct seen_ino *seen;
+	size_t nseen;
 	struct wd_err *err;
 };
+
+static const struct seen_ino *
+seen_find(const struct walker *k, uint64_t ino)
+{
+	for (size_t i = 0; i < k->nseen; i++)
+		if (k->seen[i].ino == ino)
+			return &k->seen[i];
+	return NULL;
+}
 
 static struct ws_change *
 add(struct walker *k, enum ws_status status, const char *path)
@@ -128,16 +147,60 @@ add(struct walker *k, enum ws_status status, const char *path)
  * can be large: libcrypto's SHA-256 (SHA-NI here: 1,190 MB/s against
  * util/sha256.c's 320 MB/s on this VM kind) when it loads (net/ossl.h; a
  * diff is not on a cold start's path), else warden's own. */
+struct ws_hasher {
+	EVP_MD_CTX *e; /* NULL: warden's own */
+	struct wd_sha256 c;
+};
+
+struct ws_hasher *
+ws_hasher_new(void)
+{
+	struct ws_hasher *h = wd_xcalloc(1, sizeof(*h));
+	if (wd_ossl_load(NULL) == 0) {
+		h->e = EVP_MD_CTX_new();
+		if (!h->e || EVP_DigestInit_ex(h->e, EVP_sha256(), NULL) != 1)
+			abort(); /* libcrypto without SHA-256 is a broken invariant */
+	} else {
+		wd_sha256_init(&h->c);
+	}
+	return h;
+}
+
+void
+ws_hasher_update(struct ws_hasher *h, const void *p, size_t n)
+{
+	if (h->e)
+		EVP_DigestUpdate(h->e, p, n);
+	else
+		wd_sha256_update(&h->c, p, n);
+}
+
+void
+ws_hasher_final(struct ws_hasher *h, char out[65])
+{
+	unsigned char d[32];
+	unsigned dn = 32;
+	if (h->e) {
+		if (EVP_DigestFinal_ex(h->e, d, &dn) != 1 || dn != 32)
+			abort();
+		EVP_MD_CTX_free(h->e);
+	} else {
+		wd_sha256_final(&h->c, d);
+	}
+	wd_sha256_hex(d, out);
+	free(h);
+}
+
+/* SHA-256 of what fd reads, into out; 0 or -errno.  Content is compared
+ * by its hash: two files are equal when their SHA-256 are.  File contents
+ * can be large: libcrypto's SHA-256 (SHA-NI here: 1,190 MB/s against
+ * util/sha256.c's 320 MB/s on this VM kind) when it loads (net/ossl.h; a
+ * diff is not on a cold start's path), else warden's own. */
 static int
 hash_fd(int fd, char out[65])
 {
 	static __thread char buf[65536];
-	bool fast = wd_ossl_load(NULL) == 0;
-	EVP_MD_CTX *e = fast ? EVP_MD_CTX_new() : NULL;
-	struct wd_sha256 c;
-	if (fast && (!e || EVP_DigestInit_ex(e, EVP_sha256(), NULL) != 1))
-		abort(); /* libcrypto without SHA-256 is a broken invariant */
-	wd_sha256_init(&c);
+	struct ws_hasher *h = ws_hasher_new();
 	int rc = 0;
 	for (;;) {
 		ssize_t n = read(fd, buf, sizeof(buf));
@@ -147,21 +210,9 @@ hash_fd(int fd, char out[65])
 			rc = -errno;
 		if (n <= 0)
 			break;
-		if (fast)
-			EVP_DigestUpdate(e, buf, (size_t)n);
-		else
-			wd_sha256_update(&c, buf, (size_t)n);
+		ws_hasher_update(h, buf, (size_t)n);
 	}
-	unsigned char d[32];
-	unsigned dn = 32;
-	if (fast) {
-		if (EVP_DigestFinal_ex(e, d, &dn) != 1 || dn != 32)
-			abort();
-		EVP_MD_CTX_free(e);
-	} else {
-		wd_sha256_final(&c, d);
-	}
-	wd_sha256_hex(d, out);
+	ws_hasher_final(h, out);
 	return rc;
 }
 
@@ -284,14 +335,48 @@ leaf(struct walker *k, int udir, const char *name, const struct stat *ust, int h
 			equal = !strcmp(nh, oh);
 		}
 	} else {
-		wd_autoclose int u = openat(udir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (u < 0)
+		/* O_NONBLOCK: the sandbox may have swapped a FIFO in since the
+		 * fstatat above, and opening a FIFO for reading waits for a
+		 * writer: that hung this diff and every later one (issue 18).
+		 * What was opened is checked again: a regular file or not
+		 * read at all. */
+		wd_autoclose int u =
+		    openat(udir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat ost;
+		if (u < 0 && errno != ENXIO && errno != ELOOP)
 			return wd_err_sys(k->err, errno, "read %s in the sandbox", path);
+		if (u < 0 || fstat(u, &ost) < 0 || !S_ISREG(ost.st_mode)) {
+			struct ws_change *c = add(k, hrc == 0 ? WS_MODIFIED : WS_ADDED, path);
+			c->new_mode = u >= 0 && fstat(u, &ost) == 0 ? ost.st_mode : S_IFIFO;
+			c->unsupported = true; /* listed, never applied */
+			if (hrc == 0)
+				c->old_mode = hst->st_mode;
+			return 0;
+		}
+		nsize = (uint64_t)ost.st_size;
 		wd_autoclose int h =
 		    hrc == 0 && S_ISREG(hst->st_mode) ? host_open(k->w, path, O_RDONLY) : -1;
 		if (hrc == 0 && S_ISREG(hst->st_mode) && h < 0)
 			return wd_err_sys(k->err, -h, "read %s in the workspace", path);
-		int rc = hash_fd(u, nh);
+		const struct seen_ino *si = ost.st_nlink > 1 ? seen_find(k, ost.st_ino) : NULL;
+		int rc = 0;
+		if (si) {
+			memcpy(nh, si->hash, sizeof(nh));
+			nsize = si->size;
+			goto hashed;
+		}
+		rc = hash_fd(u, nh);
+		struct stat after;
+		/* the size said is the size hashed (a writer still at work
+		 * shows as a mismatch at apply, which re-hashes) */
+		if (rc == 0 && fstat(u, &after) == 0)
+			nsize = (uint64_t)after.st_size;
+		if (rc == 0 && ost.st_nlink > 1) {
+			k->seen = wd_xrealloc(k->seen, (k->nseen + 1) * sizeof(*k->seen));
+			k->seen[k->nseen] = (struct seen_ino){.ino = ost.st_ino, .size = nsize};
+			memcpy(k->seen[k->nseen++].hash, nh, sizeof(nh));
+		}
+	hashed:
 		if (rc == 0 && h >= 0)
 			rc = hash_fd(h, oh);
 		if (rc < 0)
@@ -313,6 +398,8 @@ leaf(struct walker *k, int udir, const char *name, const struct stat *ust, int h
 	c->new_mode = ust->st_mode;
 	c->new_size = nsize;
 	memcpy(c->new_hash, nh, sizeof(nh));
+	if (S_ISREG(ust->st_mode) && ust->st_nlink > 1)
+		c->ino = (uint64_t)ust->st_ino;
 	if (hrc == 0) {
 		c->old_mode = hst->st_mode;
 		c->old_size = osize;
@@ -545,6 +632,65 @@ select_paths(struct ws_changes *cs, const char *const *paths, size_t np, struct 
 	return rc;
 }
 
+/* Each change with the inode of an earlier one (by path) is a hard link
+ * to it: apply writes the content once and links the rest, and the diff
+ * shows the content once.  Then the bytes an apply writes. */
+static bool
+writes(const struct ws_change *c)
+{
+	return S_ISREG(c->new_mode) && !c->unsupported &&
+	       (c->status == WS_ADDED || c->status == WS_MODIFIED || c->status == WS_RENAMED);
+}
+
+static void
+find_links(struct ws_changes *cs)
+{
+	cs->bytes = 0;
+	for (size_t i = 0; i < cs->n; i++) {
+		struct ws_change *c = &cs->c[i];
+		c->link_to = NULL;
+		if (!writes(c))
+			continue;
+		for (size_t j = 0; c->ino && j < i; j++)
+			if (cs->c[j].ino == c->ino && !cs->c[j].link_to && writes(&cs->c[j])) {
+				c->link_to = cs->c[j].path;
+				break;
+			}
+		if (!c->link_to && writes(c))
+			cs->bytes += c->new_size;
+	}
+}
+
+void
+ws_changes_digest(const struct ws_changes *cs, char out[65])
+{
+	/* One line per change, every field that decides what apply writes
+	 * or what the human was shown; paths are length-prefixed, so no name
+	 * (a newline in it, say) can forge a field boundary. */
+	struct wd_sha256 h;
+	wd_sha256_init(&h);
+	wd_sha256_update(&h, "warden-changes-1\n", 17);
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct ws_change *c = &cs->c[i];
+		char line[512];
+		const char *op = c->old_path ? c->old_path : "";
+		const char *lt = c->link_to ? c->link_to : "";
+		int n = snprintf(
+		    line, sizeof(line), "%d %zu:%zu:%zu: %o %o %llu %llu %s %s %d%d%d\n",
+		    (int)c->status, strlen(c->path), strlen(op), strlen(lt), (unsigned)c->old_mode,
+		    (unsigned)c->new_mode, (unsigned long long)c->old_size,
+		    (unsigned long long)c->new_size, c->old_hash[0] ? c->old_hash : "-",
+		    c->new_hash[0] ? c->new_hash : "-", c->protect, c->conflict, c->unsupported);
+		wd_sha256_update(&h, line, (size_t)n);
+		wd_sha256_update(&h, c->path, strlen(c->path));
+		wd_sha256_update(&h, op, strlen(op));
+		wd_sha256_update(&h, lt, strlen(lt));
+	}
+	unsigned char d[32];
+	wd_sha256_final(&h, d);
+	wd_sha256_hex(d, out);
+}
+
 int
 ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_changes **out,
 	   struct wd_err *err)
@@ -568,6 +714,11 @@ ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_chan
 		flag(w, cs);
 		if (npaths)
 			rc = select_paths(cs, paths, npaths, err);
+	}
+	free(k.seen);
+	if (rc == 0) {
+		find_links(cs);
+		ws_changes_digest(cs, cs->digest);
 	}
 	if (rc < 0) {
 		ws_changes_free(cs);

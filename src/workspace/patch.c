@@ -116,8 +116,10 @@ static char *
 read_side(struct ws *w, bool upper, const char *path, mode_t mode, size_t *len)
 {
 	*len = 0;
-	int fd =
-	    ws_open_beneath(upper ? w->upper : w->wsfd, path, S_ISLNK(mode) ? O_PATH : O_RDONLY);
+	/* O_NONBLOCK, and a regular file checked after the open: the sandbox
+	 * may swap a FIFO in, whose open would wait for a writer (issue 18) */
+	int fd = ws_open_beneath(upper ? w->upper : w->wsfd, path,
+				 S_ISLNK(mode) ? O_PATH : O_RDONLY | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
 	char *buf = NULL;
@@ -129,7 +131,11 @@ read_side(struct ws *w, bool upper, const char *path, mode_t mode, size_t *len)
 		return buf;
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > DIFF_MAX) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return NULL;
+	}
+	if ((uint64_t)st.st_size > DIFF_MAX) {
 		*len = (size_t)-1;
 		close(fd);
 		return NULL;
@@ -170,7 +176,7 @@ make_diff(struct ws *w, const struct ws_change *c, struct file_diff *fd)
 {
 	memset(fd, 0, sizeof(*fd));
 	mode_t m = cur_mode(c);
-	if (c->unsupported || S_ISDIR(m) || (c->status == WS_MODE) ||
+	if (c->unsupported || S_ISDIR(m) || (c->status == WS_MODE) || c->link_to ||
 	    (c->status == WS_RENAMED && !strcmp(c->old_hash, c->new_hash)))
 		return;
 	size_t ol = 0, nl = 0;
@@ -324,6 +330,8 @@ notes(const struct ws_change *c, FILE *f)
 		fputs("  (protected: never applied)", f);
 	if (c->unsupported)
 		fputs("  (not a file, link or directory: never applied)", f);
+	if (c->link_to)
+		fprintf(f, "  (hard link to %s: same content, shown once)", c->link_to);
 }
 
 /* Every permission change in octal: git's "old mode 100644 / new mode
@@ -464,6 +472,8 @@ write_json(struct ws *w, const struct ws_changes *cs, FILE *f)
 		jw_kbool(&j, "protected", c->protect);
 		if (c->unsupported)
 			jw_kbool(&j, "unsupported", true);
+		if (c->link_to)
+			jw_kstr(&j, "link_to", c->link_to);
 		jw_obj_end(&j);
 		adds += d.adds;
 		dels += d.dels;
@@ -475,6 +485,9 @@ write_json(struct ws *w, const struct ws_changes *cs, FILE *f)
 	jw_kuint(&j, "insertions", adds);
 	jw_kuint(&j, "deletions", dels);
 	jw_kuint(&j, "conflicts", conflicts);
+	jw_kuint(&j, "bytes", cs->bytes);
+	/* what `warden apply --expect` takes: the set as reviewed */
+	jw_kstr(&j, "digest", cs->digest);
 	jw_obj_end(&j);
 	char *s = jw_steal(&j);
 	fputs(s, f);
@@ -494,6 +507,10 @@ ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FILE *f
 	} else if (flags & WS_DIFF_STAT) {
 		write_stat(w, cs, f);
 	} else {
+		/* the header names the set: `warden apply --expect DIGEST` then
+		 * applies exactly what is shown below, or nothing */
+		if (cs->n && !(flags & WS_DIFF_NAMES))
+			fprintf(f, "change set %s\n", cs->digest);
 		for (size_t i = 0; i < cs->n; i++)
 			summary_line(&cs->c[i], f);
 		if (!(flags & WS_DIFF_NAMES)) {
@@ -501,7 +518,8 @@ ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FILE *f
 			for (size_t i = 0; i < cs->n; i++) {
 				struct file_diff d;
 				const struct ws_change *c = &cs->c[i];
-				if (S_ISDIR(cur_mode(c)) || c->unsupported)
+				/* a hard link's content is its first path's */
+				if (S_ISDIR(cur_mode(c)) || c->unsupported || c->link_to)
 					continue;
 				make_diff(w, c, &d);
 				if (first)

@@ -207,11 +207,16 @@ struct ws_change {
 	bool protect;			 /* a protected path: never applied */
 	bool conflict;			 /* the host changed it since the sandbox first saw it */
 	bool unsupported;		 /* a FIFO, socket or device: listed, never applied */
+	uint64_t ino;			 /* the upper file's inode when it has other links */
+	const char *link_to;		 /* another change's path, same inode: written once,
+					  * linked (points into that change) */
 };
 
 struct ws_changes {
 	struct ws_change *c; /* sorted by path */
 	size_t n, cap;
+	char digest[65]; /* SHA-256 of the set as reviewed: see ws_changes_digest */
+	uint64_t bytes;	 /* what an apply writes: a hard-linked inode counted once */
 };
 
 /* The change set of a cow sandbox: upper/ against the host directory,
@@ -221,6 +226,19 @@ struct ws_changes {
 int ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_changes **out,
 	       struct wd_err *err);
 void ws_changes_free(struct ws_changes *cs);
+/* The digest of a change set (cs->digest, set by ws_changes): SHA-256 of
+ * one canonical line per change (status, paths, modes, sizes, SHA-256 of
+ * both sides, flags, hard link), so two sets with one digest write the
+ * same bytes.  What `warden diff --json` prints and `apply --expect`
+ * compares. */
+void ws_changes_digest(const struct ws_changes *cs, char out[65]);
+/* Incremental SHA-256 of file contents (libcrypto's when it loads, else
+ * warden's own): the same hash as the change set's. */
+struct ws_hasher;
+struct ws_hasher *ws_hasher_new(void);
+void ws_hasher_update(struct ws_hasher *h, const void *p, size_t n);
+/* Frees h. */
+void ws_hasher_final(struct ws_hasher *h, char out[65]);
 /* openat2(dirfd, path, flags | O_NOFOLLOW) beneath dirfd with no symbolic
  * link followed anywhere on the way: how every path of a workspace, of an
  * upper layer or of an overlay is opened (the sandbox may have made any of
@@ -257,8 +275,12 @@ struct ws_apply_report {
  * dropped), owner kept (new files: the workspace owner's).  -ENOSPC and
  * other failures while writing leave the host as it was.  0 when all was
  * applied. */
-int ws_apply(struct ws *w, const char *const *paths, size_t npaths, struct ws_apply_report *rep,
-	     struct wd_err *err);
+/* expect (NULL: any): the digest the human reviewed; another set is
+ * refused with -ESTALE and nothing written.  Every file is re-hashed as it
+ * is copied and must match the set (else -ESTALE, nothing written); the
+ * bytes written are bounded by the sandbox disk's used bytes. */
+int ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expect,
+	     struct ws_apply_report *rep, struct wd_err *err);
 void ws_apply_report_fini(struct ws_apply_report *rep);
 /* Drop the change set (or the changes at or below paths).  live: the
  * overlay is mounted in a jail, so the host's version is written back

@@ -191,7 +191,20 @@ ok(r["diff"].split() == ["modified", "hello.txt", "added", "new.txt", "(new", "f
    "the tools' writes join the change set, the refused ones leave nothing (%r)" % r["diff"])
 
 # ---- apply ----
-r = h.call("sandbox.apply", {"sandbox": sid, "paths": ["new.txt"]})
+# expect (issue 18): the digest of the set reviewed; a set changed since
+# (a command rewrote a file after the diff) applies nothing
+d = h.call("sandbox.diff", {"sandbox": sid, "format": "json"})["result"]
+ok(len(d.get("digest", "")) == 64, "sandbox.diff returns the set's digest")
+h.call("sandbox.exec", {"sandbox": sid, "argv": ["/bin/sh", "-c", "echo newer > new.txt"]})
+r = h.call("sandbox.apply", {"sandbox": sid, "expect": d["digest"]})
+ok(code(r) == -32602 and "not the one reviewed" in r["error"]["message"] and
+   host("new.txt") is None, "sandbox.apply expect of a set changed since: -32602, nothing (%s)" %
+   r.get("error"))
+r = h.call("sandbox.apply", {"sandbox": sid, "expect": 7})
+ok(code(r) == -32602 and "expect" in r["error"]["message"], "expect not a string: -32602")
+h.call("sandbox.exec", {"sandbox": sid, "argv": ["/bin/sh", "-c", "echo new > new.txt"]})
+d = h.call("sandbox.diff", {"sandbox": sid, "paths": ["new.txt"]})["result"]
+r = h.call("sandbox.apply", {"sandbox": sid, "paths": ["new.txt"], "expect": d["digest"]})
 ok(r.get("result", {}).get("applied") == 1 and host("new.txt") == "new\n" and
    host("tool/made.txt") is None, "sandbox.apply of one path writes only it")
 r = h.call("sandbox.apply", {"sandbox": sid})

@@ -903,3 +903,78 @@ Test(cgroup_v2, delegated_base_holding_warden_moves_it_aside)
 	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status %#x", st);
 	cr_expect_eq(cgroup_destroy(cg), 0);
 }
+
+/* ---- cgroup_freeze (issue 18): a review of a sandbox's change set stops
+ * every process of it, children included, until the apply ---- */
+
+static volatile uint64_t *spins; /* shared: [0] the child, [1] its child */
+
+static void
+spin_pair(void)
+{
+	int i = fork() == 0 ? 1 : 0;
+	for (;;)
+		spins[i]++;
+}
+
+/* Both counters move, within a generous deadline. */
+static bool
+both_move(int ms)
+{
+	uint64_t a = spins[0], b = spins[1];
+	for (int t = 0; t < ms; t += 10) {
+		if (spins[0] != a && spins[1] != b)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void
+freeze_case(unsigned flags, int want_how)
+{
+	struct wd_err err = {0};
+	struct cgroup_limits lim = {128 * MiB, 64, 0};
+	void *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(map, MAP_FAILED);
+	spins = map;
+	cr_assert_eq(cgroup_create_flags(test_id(flags ? "fznone" : "fz"), &lim, flags, &cg, &err),
+		     0, "%s", err.msg);
+	struct gate g = spawn(spin_pair);
+	cr_assert_eq(cgroup_attach(cg, g.pid, &err), 0, "%s", err.msg);
+	release(&g);
+	cr_assert(both_move(20000), "the pair never ran");
+	int how = 0;
+	cr_assert_eq(cgroup_freeze(cg, true, &how), 0);
+	cr_expect_eq(how, want_how, "frozen by %d, want %d", how, want_how);
+	/* frozen: no counter moves, however long we look (a short look can
+	 * only miss a failure, never make one) */
+	uint64_t a = spins[0], b = spins[1];
+	usleep(200000);
+	cr_expect(spins[0] == a && spins[1] == b, "ran while frozen: %llu->%llu, %llu->%llu",
+		  (unsigned long long)a, (unsigned long long)spins[0], (unsigned long long)b,
+		  (unsigned long long)spins[1]);
+	cr_assert_eq(cgroup_freeze(cg, false, &how), 0);
+	cr_expect_eq(how, 0);
+	cr_expect(both_move(20000), "the pair did not run again after the thaw");
+	cr_expect_eq(cgroup_kill(cg), 0);
+	wait_status(g.pid);
+	nkids = 0;
+	cr_expect(wait_empty(2000), "%d processes survived", count_procs());
+	cr_expect_eq(cgroup_destroy(cg), 0);
+	munmap(map, 4096);
+}
+
+Test(cgroup, freeze_stops_the_whole_tree)
+{
+	need_root();
+	freeze_case(0, 1);
+}
+
+/* No freezer hierarchy (v1 with CGROUP_NO_FREEZER; the same path as a
+ * host without one): SIGSTOP/SIGCONT of every process in cgroup.procs. */
+Test(cgroup, freeze_without_freezer_stops_by_signal)
+{
+	need_root();
+	freeze_case(CGROUP_NO_FREEZER, cgroup_host_version() == 2 ? 1 : 2);
+}
