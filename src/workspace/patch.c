@@ -330,8 +330,12 @@ notes(const struct ws_change *c, FILE *f)
 		fputs("  (protected: never applied)", f);
 	if (c->unsupported)
 		fputs("  (not a file, link or directory: never applied)", f);
-	if (c->link_to)
-		fprintf(f, "  (hard link to %s: same content, shown once)", c->link_to);
+	if (c->link_to) {
+		/* the other name is the sandbox's too: quoted as every name is */
+		fputs("  (hard link to ", f);
+		wd_esc_path_put(f, c->link_to);
+		fputs(": same content, shown once)", f);
+	}
 }
 
 /* Every permission change in octal: git's "old mode 100644 / new mode

@@ -63,6 +63,7 @@ w exec rv -- /bin/sh -c '
 	umask 022
 	printf "forged\n" > "$(printf "x\nmodified  README.md")"
 	printf "osc\n" > "$(printf "t\033]0;pwned\007\033[2Kname")"
+	ln "$(printf "t\033]0;pwned\007\033[2Kname")" zz-hardlink
 	printf "cr\n" > "$(printf "hide\rREADME.md")"
 	printf "bidi\n" > "$(printf "evil\342\200\256txt.sh")"
 	printf "line one\nrm -rf ~ \033[2K\r# a harmless comment\n\033]8;;http://x\033\\\\link\033]8;;\033\\\\\nif (admin\342\200\256) {\nline two\n" > README.md
@@ -77,6 +78,7 @@ expect_rc 0 "warden diff"
 check "diff: no raw control byte, C1 or bidi character reaches the terminal" clean "$OUT"
 check "diff: a name with a newline is quoted, not a second 'modified README.md' line" \
 	test "$(grep -cE '^modified +README\.md$' "$OUT")" = 1
+check "diff: a hard link's other name is quoted too" has "$OUT" '(hard link to "t\033]0;pwned\a\033[2Kname": same content, shown once)'
 check "diff: the newline name is shown C-quoted" has "$OUT" 'added     "x\nmodified  README.md" (new file 0644)'
 check "diff: a name with ESC and OSC is shown C-quoted, octal" has "$OUT" '"t\033]0;pwned\a\033[2Kname"'
 check "diff: a name with CR is shown C-quoted" has "$OUT" '"hide\rREADME.md"'
