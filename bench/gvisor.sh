@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gvisor isolation level (issue 11) against the container level and the
+# The gvisor isolation level against the container level and the
 # bare program, as ratios measured in one run (alternating series, so load
 # drift is shared):
 #

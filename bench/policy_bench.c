@@ -7,7 +7,7 @@
  *   run         (with a warden binary as argv[1]) `warden run -- /bin/true`,
  *               to put the stage in proportion (target: stage < 5% of run)
  *
- * Target (issue 3): over 1,000,000 pure decisions per second.
+ * Target: over 1,000,000 pure decisions per second.
  * Usage: policy_bench [WARDEN_BINARY]; exits 1 if the pure target is missed.
  */
 #include "policy/policy.h"

@@ -1,5 +1,5 @@
 /*
- * pool_bench: the warm pool (issue 9), measured against bare execution in
+ * pool_bench: the warm pool, measured against bare execution in
  * one process, alternating.
  *
  *   pool_bench [-n RUNS] [-s SIZE] WORKSPACE

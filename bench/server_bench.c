@@ -1,4 +1,4 @@
-/* server_bench: what `warden serve` adds over the library (issue 10).
+/* server_bench: what `warden serve` adds over the library.
  *
  *   server_bench WARDEN [ROUNDS [pool]]
  *

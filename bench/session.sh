@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sessions, copy-on-write workspaces and the warm pool (issue 9), measured.
+# Sessions, copy-on-write workspaces and the warm pool, measured.
 #
 #   bench/session.sh WARDEN POOL_BENCH SPAWN_BENCH   (or: bench/session.sh BUILD-DIR)
 #   SESSION_RUNS=200                                  runs per latency series

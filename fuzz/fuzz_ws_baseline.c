@@ -1,7 +1,7 @@
 /* fuzz_ws_baseline: the reader of a cow sandbox's baseline file (the host
  * workspace as the sandbox first saw it; workspace/baseline.c), which
  * every diff and apply loads from the state directory to tell the host's
- * edits from the sandbox's (issue 18).  Input: the file's bytes.
+ * edits from the sandbox's (docs/threat-model.md).  Input: the file's bytes.
  *
  * Invariants: a load either fails with a message or gives entries that
  * are sorted, NUL-free, each found by ws_baseline_find; such a baseline,

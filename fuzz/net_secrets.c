@@ -1,4 +1,4 @@
-/* Fuzz target: the exfiltration checks of issue 13, fed what a sandbox
+/* Fuzz target: the exfiltration checks of the secrets module, fed what a sandbox
  * controls: a request head (parsed as the proxy parses it, then the URL,
  * every field and decoded Basic credentials searched), a body streamed in
  * uneven reads, a host or DNS name, text to redact from an event, a

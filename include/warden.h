@@ -4,7 +4,7 @@
  * warden runs the commands and tools of an AI agent inside a kernel-enforced
  * sandbox, behind a deterministic policy, with every decision on the record.
  *
- * Conventions (see shared STYLE.md):
+ * Conventions (CONTRIBUTING.md, "Code"):
  *  - every function that can fail returns int: 0 (or a count) on success, a
  *    negative errno value on failure, and fills the caller-owned struct wd_err;
  *  - objects come back through **out, set only on success; _new/_free pairs;
@@ -166,7 +166,7 @@ int wd_spec_add_net_rule(wd_spec *spec, enum wd_net_rule kind, const char *rule,
  * installed into the jail's trust; every request in a tunnel is checked.
  * upstream_ca_file (or NULL: the host's store) verifies the real servers. */
 void wd_spec_set_tls_intercept(wd_spec *spec, bool on, const char *upstream_ca_file);
-/* Secrets the sandbox never holds (issue 13, docs/network.md "Secrets").
+/* Secrets the sandbox never holds (docs/network.md "Secrets").
  * Declare a secret: warden reads its value now, outside any jail, from
  * source "@FILE" (a regular file of at most 4 KiB plus one trailing
  * newline, which is dropped; a FIFO, device or directory is refused
@@ -222,7 +222,7 @@ int wd_spec_add_placeholder(wd_spec *spec, const char *var, const char *name,
 typedef void (*wd_event_fn)(const char *json, void *data);
 void wd_spec_set_event_handler(wd_spec *spec, wd_event_fn fn, void *data);
 
-/* Workspaces (issue 9).  WD_WORKSPACE_DIRECT (the default): the directory
+/* Workspaces.  WD_WORKSPACE_DIRECT (the default): the directory
  * is bound read-write at /workspace and what the sandbox writes lands in
  * it at once.  WD_WORKSPACE_COW: an overlay whose lower layer is the
  * directory (read-only) and whose upper layer lives on the sandbox's disk
@@ -501,7 +501,7 @@ int wd_sandbox_apply(wd_sandbox *sb, const char *const *paths, size_t npaths, co
 int wd_sandbox_discard(wd_sandbox *sb, const char *const *paths, size_t npaths,
 		       struct wd_err *err);
 
-/* ---- sessions: sandboxes that outlive the caller (issue 9) ----
+/* ---- sessions: sandboxes that outlive the caller ----
  *
  * A session is a sandbox kept in warden's state directory (see
  * wd_ctx_set_state_dir) whose processes are owned by a monitor: a small
@@ -560,7 +560,7 @@ int wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, siz
 int wd_session_discard(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		       struct wd_err *err);
 
-/* ---- the warm pool (issue 9) ----
+/* ---- the warm pool ----
  *
  * Sandboxes built ahead from a template spec (namespaces, root file
  * system, cgroup, a ready pid 1; no workspace), each used for exactly one
@@ -665,7 +665,7 @@ enum wd_require {
 	WD_REQUIRE_USERNS = 1 << 4,   /* a user namespace of its own */
 };
 
-/* One entry of a policy's "secrets" (issue 13): where warden reads the
+/* One entry of a policy's "secrets": where warden reads the
  * value ("env:VAR" or "@/path"), the variable that gets its placeholder
  * (or NULL), and its inject rules, as wd_spec_add_secret(),
  * wd_spec_add_placeholder() and wd_spec_add_inject() take them. */

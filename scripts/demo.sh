@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make demo: the policy layer in front of the jail, on the eight commands of
-# issue 3, in a fresh temporary workspace: a small repo with a test file, a
+# make demo: the policy layer in front of the jail, on eight
+# commands, in a fresh temporary workspace: a small repo with a test file, a
 # huge.log of several MB, and a symlink pointing out of the workspace.
 # Prints what ran and what was refused, with each reason.
 #

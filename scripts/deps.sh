@@ -10,9 +10,9 @@ pkgs=(
 	groff-base man-db
 	# the server's socket test reads the order of bind, listen, rename
 	strace
-	# the gvisor isolation level (issue 11): Debian's gVisor build
+	# the gvisor isolation level: Debian's gVisor build
 	runsc
-	# sessions and cow workspaces (issue 9): diffs (libgit2, dlopen'ed),
+	# sessions and cow workspaces: diffs (libgit2, dlopen'ed),
 	# sandbox disks (mke2fs), and the tests' venv and pip
 	libgit2-dev libgit2-1.5 e2fsprogs python3-venv
 )

@@ -139,7 +139,7 @@ not_regular(struct wd_err *err, const char *what, const char *path, mode_t mode)
 int
 audit_open_regular(const char *path, int flags, const char *what, struct wd_err *err)
 {
-	/* O_NONBLOCK for the open only (issue 8: `warden audit verify FIFO`
+	/* O_NONBLOCK for the open only (`warden audit verify FIFO`
 	 * and `--audit FIFO` hung): without it, opening a FIFO for reading
 	 * waits for a writer and for writing waits for a reader.  With it, the
 	 * read side opens at once and fstat() refuses it; the write side fails

@@ -3,7 +3,7 @@
  * The state carried from one line to the next is small (the SHA-256 of the
  * previous line, the line number, the last seq), so a log is read as a
  * stream: memory depends on the longest line, which is bounded
- * (AUDIT_LINE_MAX), never on the log (issue 8: a 500 MB log took 491 MB,
+ * (AUDIT_LINE_MAX), never on the log (a 500 MB log took 491 MB,
  * /dev/zero grew without bound).  A line longer than the bound is not one
  * warden wrote (audit_append refuses such an event): verification stops
  * there and reports the line as broken, by number, after reading at most

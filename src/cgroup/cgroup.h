@@ -156,7 +156,7 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct wd_err *err);
  * (-EBUSY if something survived 5 s). */
 int cgroup_kill(struct cgroup *cg);
 /* Stop (on) or let run again every process of the cgroup, for a review of
- * what they wrote (issue 18): v1's freezer, v2's cgroup.freeze, else
+ * what they wrote (docs/threat-model.md): v1's freezer, v2's cgroup.freeze, else
  * SIGSTOP/SIGCONT of each process in cgroup.procs, passes until no new one
  * appears (a process stopped cannot fork; the pids limit bounds the
  * passes).  *how: 1 frozen, 2 stopped by signal (thaw with the same how).

@@ -1,4 +1,4 @@
-/* cli/changes: warden diff, apply, discard (issue 9): a cow session's
+/* cli/changes: warden diff, apply, discard: a cow session's
  * change set, shown, written into the real directory, or dropped. */
 #include "cli/cli.h"
 

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-/* Exit statuses (DESIGN.md §10, timeout(1)/env(1) conventions). */
+/* Exit statuses (README "Exit status"; timeout(1)/env(1) conventions). */
 enum {
 	CLI_EXIT_PAUSED = 123,
 	CLI_EXIT_TIMEOUT = 124,

@@ -332,7 +332,7 @@ net_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 	return -1;
 }
 
-/* Secrets (issue 13): the values are read here, by warden, and never
+/* Secrets: the values are read here, by warden, and never
  * printed; an error names the option's source, not what it holds. */
 static int
 secret_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts *o)

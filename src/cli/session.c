@@ -1,4 +1,4 @@
-/* cli/session: warden create, exec, ls, stop, start, rm, snapshot (issue 9).
+/* cli/session: warden create, exec, ls, stop, start, rm, snapshot.
  *
  * Parse and print over include/warden.h: a session is made with run's
  * sandbox options (cli_sandbox_options) and driven through the

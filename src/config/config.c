@@ -332,7 +332,7 @@ config_load_buffer(const char *buf, size_t len, const char *name, struct config_
 
 /* The file is opened O_NONBLOCK and must be a regular file: a FIFO given
  * to --policy used to block warden forever in open(), a device would be
- * read without end (issue 8, item 4).  O_NONBLOCK does not change reads
+ * read without end.  O_NONBLOCK does not change reads
  * of a regular file. */
 int
 config_load_file(const char *path, struct config_policy **out, struct wd_err *err)

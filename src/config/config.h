@@ -110,7 +110,7 @@ struct config_network {
 
 /* "secrets": a credential by name: where warden reads it ("env:VAR" or
  * "@/abs/path"), the variable that gets its placeholder, and where the
- * proxy adds it (issue 13).  Never a value. */
+ * proxy adds it.  Never a value. */
 struct config_secret {
 	char *name;
 	char *from;

@@ -1,6 +1,6 @@
 /* default.c - the built-in policy, used when no --policy is given.
  *
- * A conservative allowlist for coding work (issue 3): run the tests, read
+ * A conservative allowlist for coding work: run the tests, read
  * files, inspect git history.  Nothing that writes outside the workspace,
  * nothing that reaches the network without a human: `git push` pauses.
  * It is JSON and goes through the same validator as a user's file, so the
@@ -8,7 +8,7 @@
  *
  * Every option of every program here was audited against its manual
  * (coreutils 9.1, grep 3.8, diffutils 3.8, findutils 4.9, git 2.39, pytest
- * 7.2, Python 3.11; issue 8, item 2).  An option is refused when it runs a
+ * 7.2, Python 3.11).  An option is refused when it runs a
  * program, writes outside the workspace, or reads a file named in its
  * value that cannot be judged for containment; an option whose value names
  * a file is a value_option (the value is judged like any path); an option

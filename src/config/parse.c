@@ -3,7 +3,7 @@
  * Every getter refuses what does not fit exactly: a wrong type, a value out
  * of range, a number that would have to be rounded.  A policy is read by a
  * program that enforces it, so "close enough" is a silent change of meaning
- * (issue 8: a memory size above the signed 64-bit range was accepted and
+ * (a memory size above the signed 64-bit range was accepted and
  * printed negative by `policy show`).
  */
 #include "config/parse.h"

@@ -1,8 +1,7 @@
 /* sandbox.c - the parts of the document that describe the jail rather than
  * the decision: resource limits (profiles.NAME and "sandbox"), "network",
  * "workspace" and "env".  One policy file can describe a whole sandbox:
- * every limit and egress option of `warden run` has a key here (issue 8,
- * item 7), with the same ranges as the option.
+ * every limit and egress option of `warden run` has a key here, with the same ranges as the option.
  */
 #include "config/parse.h"
 
@@ -160,8 +159,8 @@ config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 }
 
 /* A host rule as --allow-host / --deny-host take it.  The network layer
- * parses it fully when a run applies it (config sits below net, DESIGN.md
- * §4); here what is certainly wrong is refused with its position. */
+ * parses it fully when a run applies it (config sits below net,
+ * docs/architecture.md "Modules"); here what is certainly wrong is refused with its position. */
 static const char *
 check_host_rule(const char *s)
 {
@@ -211,7 +210,7 @@ check_hosts_entry(const char *s)
  * address is refused here with its position rather than left to the run:
  * a name, a port or a path would suggest a range admits requests, which
  * only network.allow does.  The network layer parses it again when a run
- * applies it (config sits below net, DESIGN.md §4). */
+ * applies it (config sits below net, docs/architecture.md). */
 static const char *
 check_range_entry(const char *s)
 {

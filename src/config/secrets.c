@@ -1,4 +1,4 @@
-/* secrets.c - the policy's "secrets" object (issue 13): the credentials a
+/* secrets.c - the policy's "secrets" object: the credentials a
  * run gets without the sandbox holding them, as `warden run --secret`,
  * `--inject`, `--inject-basic` and `--placeholder` say it:
  *

@@ -1,4 +1,4 @@
-/* core/box: a sandbox's state in warden's state directory (issue 9): its
+/* core/box: a sandbox's state in warden's state directory: its
  * directory under sandboxes/, meta.json, its disk, the baseline of a cow
  * workspace, and its layers opened (workspace/).
  *

@@ -170,7 +170,7 @@ int pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_
 int pipeline_net_fits(const struct door *d, const wd_spec *built, const char *what,
 		      struct wd_err *err);
 
-/* ---- state (state.c, box.c): issue 9 ---- */
+/* ---- state (state.c, box.c) ---- */
 
 /* The policy's workspace.protect and network object into *spec (replaced
  * when changed) when the context has a policy file: what a sandbox built

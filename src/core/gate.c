@@ -267,7 +267,7 @@ spec_has_protect(const wd_spec *spec, const char *path)
 	return false;
 }
 
-/* The policy's "secrets" (issue 13), added to the caller's: read now, by
+/* The policy's "secrets", added to the caller's: read now, by
  * warden, from where the policy says; a secret the caller declared too
  * is an error rather than a silent choice of one value. */
 static int
@@ -332,7 +332,7 @@ apply_sandbox(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 		wd_spec_set_isolation(spec_of(spec, g), ps->isolation);
 	if (ps->reproducible && !spec->reproducible)
 		wd_spec_set_reproducible(spec_of(spec, g), true);
-	/* workspace.protect: more paths kept read-only (issue 9); checked by
+	/* workspace.protect: more paths kept read-only; checked by
 	 * the policy's loader as the setter checks them */
 	for (size_t i = 0; i < ps->nprotect; i++)
 		if (!spec_has_protect(spec, ps->protect[i]))

@@ -1,4 +1,4 @@
-/* core/monitor: a session's monitor (issue 9), the body of the
+/* core/monitor: a session's monitor, the body of the
  * warden-monitor program (as conmon is podman's).
  *
  * One per running session, detached from whoever started it (its own
@@ -583,7 +583,7 @@ peer_ok(int conn)
 	 * context judged them), so a session's own command must not send
 	 * them: at the process level it sees the state directory and runs as
 	 * its owner, and it reached this socket and ran "exec" unjudged
-	 * (issue 18, 4).  Its commands descend from this monitor, and every
+	 * (docs/threat-model.md).  Its commands descend from this monitor, and every
 	 * container-level one is in other namespaces: wd_peer_check refuses
 	 * both. */
 	struct wd_err e = {0};

@@ -1,4 +1,4 @@
-/* core/mproto: the session monitor's protocol, both ends (issue 9).
+/* core/mproto: the session monitor's protocol, both ends.
  *
  * A SOCK_SEQPACKET unix socket, monitor.sock, in the session's state
  * directory (sandboxes/<id>/, 0700 in a 0700 state directory: only its

@@ -9,7 +9,7 @@
  * sandboxes map to its own uid, and at the process level a command shares
  * the host's filesystem, so it can reach any --socket whose file it may
  * write.  A model that can connect as the owner approves its own
- * requests (issue 18, 4).  So a connection is also refused when its
+ * requests (docs/threat-model.md).  So a connection is also refused when its
  * process is inside a sandbox:
  *
  *   - its pid namespace or user namespace is not the server's (every

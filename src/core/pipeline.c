@@ -18,7 +18,7 @@
  * The placements (struct placement) supply prepare/acquire/exec/release:
  * fresh (here: wd_ctx_run), live (sandbox.c), pooled (pool.c), session and
  * detached (session.c).  The public entry points are thin wrappers; before
- * this each assembled the stages by hand and they drifted (issue 18): two
+ * this each assembled the stages by hand and they drifted (docs/threat-model.md): two
  * dropped failures after an audited decision, a detached session command
  * got no policy limits and no result event. */
 #include "core/core.h"

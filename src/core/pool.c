@@ -1,4 +1,4 @@
-/* core/pool: the warm pool (issue 9).
+/* core/pool: the warm pool.
  *
  * Sandboxes built ahead from a template, without a workspace (a vacant
  * plan: /workspace is an empty mount point, pid 1 waits in the sync

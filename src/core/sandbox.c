@@ -132,7 +132,7 @@ wd_sandbox_cancel(wd_sandbox *s, int signo)
 	sandbox_cancel(s->sb, signo);
 }
 
-/* ---- the change set of a cow sandbox (issue 9) ---- */
+/* ---- the change set of a cow sandbox ---- */
 
 static int
 need_cow(const wd_sandbox *s, struct wd_err *err)
@@ -145,7 +145,7 @@ need_cow(const wd_sandbox *s, struct wd_err *err)
 	return 0;
 }
 
-/* Review and apply are one transaction (issue 18): a diff freezes the
+/* Review and apply are one transaction (docs/threat-model.md): a diff freezes the
  * sandbox's processes and leaves them frozen, so what the human reads is
  * what an apply then writes; apply and discard end the review, and so does
  * a new command (sandbox_exec).  A host where nothing can be frozen still

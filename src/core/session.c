@@ -1,4 +1,4 @@
-/* core/session: sessions from the caller's side (issue 9): their state in
+/* core/session: sessions from the caller's side: their state in
  * the state directory, their monitors (started, asked, stopped), and what
  * can be done without one (a stopped session's diff, apply, discard,
  * snapshot).

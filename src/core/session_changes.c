@@ -1,6 +1,6 @@
 /* core/session_changes: a session's snapshots, and its change set
  * (diff, apply, discard) through its monitor when it runs, or in the
- * calling process when it is stopped (issue 9).  See session.c. */
+ * calling process when it is stopped.  See session.c. */
 #include "core/core.h"
 #include "util/json.h"
 #include "workspace/workspace.h"

@@ -1,4 +1,4 @@
-/* core/state: the context's state directory (issue 9). */
+/* core/state: the context's state directory. */
 #include "core/core.h"
 #include "workspace/workspace.h"
 
@@ -38,7 +38,7 @@ ctx_state_root(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err)
  * outside the one-shot pipeline (wd_sandbox_create, sessions) are built
  * before any command is judged, so without this a policy with
  * network.allow made them without egress and then refused every command
- * that needed it (issue 18, 7).  Rules are only added (a deny still wins),
+ * that needed it (docs/threat-model.md).  Rules are only added (a deny still wins),
  * and a caller's --net wins over the policy's mode, as in gate.c. */
 int
 ctx_policy_create(wd_ctx *ctx, wd_spec **spec, struct wd_err *err)

@@ -1,5 +1,5 @@
 /* jail/build: the supervisor's part of building a sandbox, after the plan
- * and before clone (DESIGN.md §5 step 1).
+ * and before clone (docs/architecture.md, the step order: step 1).
  *
  * It opens what the plan names on the host: /dev/null for commands' stdin,
  * the small /etc files the plan copies, and, as root, every bind source:

@@ -1,5 +1,5 @@
 /* jail/exec: the command's own process, from pid 1's clone to execve
- * (DESIGN.md §5 step 6).  Runs after clone(): system calls only, no
+ * (docs/architecture.md, the step order: step 6).  Runs after clone(): system calls only, no
  * allocation, no formatting.  A failed step is reported on the command's
  * exec channel as SYNC_EXEC_FAILED (step and errno); the supervisor writes
  * the text. */

@@ -1,4 +1,4 @@
-/* jail: the privileged steps of DESIGN.md §5.
+/* jail: the privileged steps of docs/architecture.md's step order.
  *
  * Which side of clone() each file runs on:
  *   supervisor, before clone   plan.c (the plan), build.c (host side of the
@@ -9,7 +9,7 @@
  *   a command's process        exec.c (step 6), cmdplan.c (mapping),
  *                              landlock.c, seccomp.c, sync.c;
  *   build time                 gen-seccomp.c.
- * After clone() nothing allocates or formats (STYLE.md §3, §5): failures
+ * After clone() nothing allocates or formats (CONTRIBUTING.md, "Code"): failures
  * travel to the supervisor as struct sync_msg records (jail/sync.h), and
  * the supervisor writes the text. */
 #ifndef WD_JAIL_H
@@ -34,7 +34,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
-/* Steps, numbered after DESIGN.md §5 (letters for sub-steps).  Used in
+/* Steps, numbered as docs/architecture.md's step table (letters for sub-steps).  Used in
  * errors and in the audit trail. */
 enum jail_step {
 	JAIL_STEP_NONE = 0,
@@ -76,8 +76,9 @@ enum jail_op_kind {
 	JAIL_OP_SETATTR, /* mount_setattr(path, attr_set, recursive?) */
 	JAIL_OP_MASK,	 /* bind src (/dev/null or an empty ro dir) on path if path exists */
 	JAIL_OP_PROTECT, /* data (relative to the workspace mounted at path): read-only over
-			  * itself if it exists (protected paths, issue 9), its ancestors
-			  * pinned, a .git's gitfile and commondir targets too (issue 18) */
+			  * itself if it exists (protected paths), its ancestors
+			  * pinned, a .git's gitfile and commondir targets too
+			  * (docs/threat-model.md, 3) */
 };
 
 #define JAIL_OPF_RECURSIVE 0x1 /* AT_RECURSIVE / MS_REC */
@@ -190,7 +191,7 @@ struct jail_config {
 	size_t ntrees;
 	const char *home; /* HOME in the jail (a tree's dst); NULL: the workspace */
 	/* paths relative to the workspace made read-only over themselves
-	 * (container level): .git/hooks, .envrc, ... (issue 9) */
+	 * (container level): .git/hooks, .envrc, ... */
 	const char *const *protect;
 	size_t nprotect;
 	bool vacant; /* build without a workspace; it comes with SYNC_ATTACH */

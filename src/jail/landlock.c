@@ -13,7 +13,7 @@
  * sandboxer.c) does: start from everything this file knows and remove what
  * the running ABI lacks, so one binary handles every kernel from 5.13 on.
  * Everything here runs in the child between clone() and execve(): raw
- * syscalls, no allocation, no formatting (STYLE.md §5). */
+ * syscalls, no allocation, no formatting (CONTRIBUTING.md, "Code"). */
 #include "jail/landlock.h"
 
 #include "jail/jail.h"

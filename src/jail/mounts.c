@@ -98,7 +98,7 @@ protect_rel(int ws, const char *rel)
  * directory that merely *contains* mount points is allowed, so with only
  * the protected entry mounted, `mv .git x; mkdir .git` (or `mv sub y` for
  * sub/.envrc) put a fresh, writable entry under the protected name
- * (issue 18).  A directory that is already a mount root is left alone. */
+ * (docs/threat-model.md).  A directory that is already a mount root is left alone. */
 static int
 pin_ancestors(int ws, const char *rel)
 {
@@ -189,7 +189,7 @@ git_target(const char *base, const char *t, const char *host, char *out, size_t 
 	return 0;
 }
 
-/* The repository behind an entry "X/.git" (issue 18): git follows a
+/* The repository behind an entry "X/.git" (docs/threat-model.md): git follows a
  * .git *file* ("gitdir: T": a worktree, a submodule's checkout) and a
  * git directory's "commondir" (a worktree's shared repository) and runs
  * what it finds there (config, hooks), so where they point inside the
@@ -252,7 +252,7 @@ names_git(const char *rel)
 /* The submodules .gitmodules names ("path = X"): each X/.git (a gitfile
  * into .git/modules, already read-only) protected as .git is.  Why: the
  * host's `git status` recurses into submodules, so a rewritten sub/.git
- * would point it at a repository the sandbox wrote (issue 18).  At most
+ * would point it at a repository the sandbox wrote (docs/threat-model.md).  At most
  * 64, from the first 8 KiB (a larger file would be the sandbox's
  * doing: .gitmodules is protected itself). */
 static int
@@ -318,7 +318,7 @@ protect_submodules(int ws, const char *host)
  * X/.git and X/Y/.git (a project of checkouts, a vendored repository, a
  * worktree beside its main repository) protected as the workspace's own
  * .git is, so a human who later runs git in X does not run what the
- * sandbox wrote there (issue 18).  rel (PATH_MAX) holds the directory
+ * sandbox wrote there (docs/threat-model.md).  rel (PATH_MAX) holds the directory
  * being read, len its length ("" the root, whose own .git the caller
  * did).  Each subdirectory costs one fstatat of its .git; a directory is
  * read (getdents) only above NESTED_DEPTH and at most *budget of them, so

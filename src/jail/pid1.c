@@ -13,7 +13,7 @@
  * command marked SYNC_EXEC_LAST (a one-shot run) ends the sandbox the same
  * way once it has ended.
  *
- * Nothing here allocates or formats (STYLE.md §3): pid 1 is a raw clone of
+ * Nothing here allocates or formats (CONTRIBUTING.md, "Code"): pid 1 is a raw clone of
  * a possibly multithreaded supervisor, where a malloc lock may have been
  * copied held.  Failures travel as struct sync_msg records. */
 #include "jail/jail.h"

@@ -214,8 +214,8 @@ add_host_bind(struct jail_prep *p, const char *what, const char *src, const char
 }
 
 /* The home directory (a provided tree), then the protected paths of the
- * workspace: each made read-only over itself by pid 1 where it exists
- * (issue 9).  Why: `git status` on the host runs .git/config's
+ * workspace: each made read-only over itself by pid 1 where it exists.
+ * Why: `git status` on the host runs .git/config's
  * core.fsmonitor and the .git/hooks scripts, direnv runs .envrc, editors run tasks
  * from .vscode and .idea: a sandbox that can write them runs code on the
  * host the next time its owner looks at the project.  A vacant sandbox

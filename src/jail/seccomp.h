@@ -3,7 +3,7 @@
  * The rule table lives in seccomp_rules.c and is compiled into BPF with
  * libseccomp at build time (gen-seccomp.c), so the run path neither
  * links libseccomp nor spends time compiling the filter; the child loads the
- * raw program with seccomp(2), which allocates nothing (STYLE.md §5). */
+ * raw program with seccomp(2), which allocates nothing (CONTRIBUTING.md, "Code"). */
 #ifndef WD_JAIL_SECCOMP_H
 #define WD_JAIL_SECCOMP_H
 

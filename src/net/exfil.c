@@ -1,4 +1,4 @@
-/* net/exfil.c: the exfiltration checks of the secrets module (issue 13).
+/* net/exfil.c: the exfiltration checks of the secrets module.
  *
  * A request that carries a secret's placeholder, or its value, to a
  * destination no inject rule binds that secret to is refused and audited
@@ -372,7 +372,7 @@ net_secrets_mask(const struct net_secrets *s, char *p, size_t n, uint64_t *found
 	return count;
 }
 
-/* The response window (issue 18): how many bytes at the end of what has
+/* The response window (docs/threat-model.md): how many bytes at the end of what has
  * arrived are held back, whatever they are.  The old window held a tail
  * only when it matched a prefix of a value, so whether bytes arrived
  * before a pause told the sandbox, through any allowed host that reflects

@@ -1,5 +1,5 @@
 /* net/listen.c: create the proxy's listening sockets inside a sandbox's
- * network namespace (DESIGN.md §6: the namespace has no route, only these
+ * network namespace (docs/network.md: the namespace has no route, only these
  * three sockets on its loopback, served from outside). */
 #include "net/net.h"
 

@@ -204,7 +204,7 @@ struct conn {
 	bool aliased;
 	struct sockaddr_storage alias_addr;
 
-	/* secrets (issue 13): the inject rules that apply to the request in
+	/* secrets: the inject rules that apply to the request in
 	 * progress, the body scanner, and for its event the rules applied and
 	 * the secrets used (or the one found on its way out: exfil >= 0).
 	 * secret_buf: uout has held a credential, so it is wiped rather than

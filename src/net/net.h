@@ -1,5 +1,5 @@
 /* net: the egress proxy and DNS filter that serve a sandbox's network
- * namespace from the supervisor (DESIGN.md §6, issue 4).
+ * namespace from the supervisor (docs/network.md).
  *
  * Shape
  * -----
@@ -234,7 +234,7 @@ bool net_addr_parse(const char *s, size_t len, uint16_t port, struct sockaddr_st
 
 /* --------------------------------------------------------------- secrets
  *
- * Credentials the sandbox never holds (issue 13).  Warden reads each value
+ * Credentials the sandbox never holds.  Warden reads each value
  * (net_secret_read: "@FILE" or "env:VAR"), keeps it in locked memory
  * (util's wd_secure_alloc: mlock, MADV_DONTDUMP, MADV_WIPEONFORK, wiped on
  * free) and the proxy adds it to requests for the destinations an inject
@@ -626,7 +626,7 @@ struct net_event {
 	uint64_t bytes_up;	/* client -> upstream (payload, for HTTP with head) */
 	uint64_t bytes_down;	/* upstream -> client */
 	uint64_t duration_us;
-	/* Secrets (issue 13), names only, never a value: for a request the
+	/* Secrets, names only, never a value: for a request the
 	 * proxy added credentials to, the inject rules applied ("; "-joined)
 	 * and the secrets they used ("A,B"); for an NET_R_EXFIL refusal, the
 	 * secret found (inject NULL).  NULL otherwise. */
@@ -660,7 +660,7 @@ struct net_config {
 	 * host's default CA store when NULL. */
 	bool tls_intercept;
 	const char *upstream_ca_file; /* copied */
-	/* Credentials to inject and guard (issue 13), or NULL: a reference
+	/* Credentials to inject and guard, or NULL: a reference
 	 * is taken; net_proxy_new() fails unless net_secrets_check() passes
 	 * against rules and tls_intercept. */
 	struct net_secrets *secrets;

@@ -1,4 +1,4 @@
-/* net/proxy_secrets.c: credentials in the proxy engine (issue 13): the
+/* net/proxy_secrets.c: credentials in the proxy engine: the
  * inject rules that apply to a request, the fields written into its head,
  * the exfiltration checks of its head, body and host names, and keeping
  * the one copy of a value outside locked memory (the upstream buffer) no
@@ -20,7 +20,7 @@ proxy_rehead_free(struct conn *c)
 	c->rehead = NULL;
 }
 
-/* uout has held an injected credential (issue 13): wipe every byte of it
+/* uout has held an injected credential: wipe every byte of it
  * but those still to be sent (all of them when the upstream goes).  The
  * buffer is compacted with memmove(), which leaves stale copies behind the
  * live bytes, so "outside the live bytes" is the whole rest. */
@@ -72,7 +72,7 @@ proxy_refuse_exfil(struct conn *c, int i, const char *where)
 /* One refusal is an ordinary mistake or a tripwire; many are a program
  * working at the secret: trying encodings and destinations for a
  * placeholder it believes is the credential, or guessing at the value
- * (issue 18: the response window was once an oracle for its prefixes).
+ * (the response window was once an oracle for its prefixes).
  * Each refusal has its own event already; this adds one event an operator
  * can alert on, at the NET_PROBE_ALERT_AT-th refusal in the sandbox and
  * each time the count doubles after (3, 6, 12, ...), so a sandbox that
@@ -199,7 +199,7 @@ proxy_secrets_gate(struct conn *c, const char *buf, const char *host, uint16_t p
  * unless the body ends within what is here (then no value can complete
  * after it) or the upstream has closed.  The window is the same for every
  * byte: holding only a tail that begins a value made the hold an oracle
- * for the value's prefixes (issue 18, net_secrets_hold_len).  Whether the
+ * for the value's prefixes (net_secrets_hold_len).  Whether the
  * body ends here depends on the upstream's framing, never on a value. */
 size_t
 proxy_response_window(struct conn *c, size_t k)

@@ -18,7 +18,7 @@
  * rule does both, and so admits the literal address with its own (often
  * unrestricted) methods: "127.0.0.2:8080" written to let web.test reach a
  * local upstream also passed "PUT http://127.0.0.2:8080/" while web.test's
- * rule allowed GET only (issue 8).  A range widens nothing: every request
+ * rule allowed GET only.  A range widens nothing: every request
  * still needs an allow rule for what it names.
  */
 #include "net/net.h"

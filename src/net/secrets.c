@@ -1,4 +1,4 @@
-/* net/secrets.c: credentials the sandbox never holds (issue 13): reading
+/* net/secrets.c: credentials the sandbox never holds: reading
  * and keeping the values, inject rules, and the headers the proxy adds.
  * The exfiltration checks are in exfil.c.
  *

@@ -1,4 +1,4 @@
-/* net/tls.c: TLS interception for --tls-intercept (issue 4).
+/* net/tls.c: TLS interception for --tls-intercept.
  *
  * Per sandbox (per proxy): an ephemeral CA, an EC P-256 key made here and
  * never written anywhere, so it lives only in the supervisor's memory and
@@ -111,7 +111,7 @@ file_kind(mode_t m)
 }
 
 /* The upstream CA bundle (--upstream-ca, network.upstream_ca).  OpenSSL's
- * loader opens the name itself and blocks for ever on a FIFO (issue 8), so
+ * loader opens the name itself and blocks for ever on a FIFO, so
  * the file is opened here with O_NONBLOCK (a FIFO's open would wait for a
  * writer) and O_NOCTTY, checked with fstat on that descriptor (no window
  * between the check and the read for the name to change), required to be

@@ -532,7 +532,7 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 		 * directory and the reason (which quotes arguments) are the
 		 * model's choice, and the human approving must see every byte
 		 * with nothing driving their terminal: an ESC[2K or a CR hid
-		 * an argument, U+202E reversed one (issue 18). */
+		 * an argument, U+202E reversed one (docs/threat-model.md). */
 		json_t *argv = json_object_get(info, "argv");
 		size_t i;
 		json_t *v;
@@ -644,7 +644,7 @@ policy_decision_event(const wd_request *r, const wd_decision *d)
 	json_object_set_new(req, "cwd", audit_json_text(r->cwd ? r->cwd : "."));
 	json_t *names = json_array();
 	for (size_t i = 0; i < r->nenv; i++) {
-		/* Names only: values can be secrets (DESIGN.md §9). */
+		/* Names only: values can be secrets (docs/threat-model.md, 7). */
 		const char *eq = strchr(r->env[i], '=');
 		wd_autofree char *name = wd_xasprintf("%.*s", (int)(eq - r->env[i]), r->env[i]);
 		json_array_append_new(names, audit_json_text(name));

@@ -262,7 +262,7 @@ program_by_path(const struct config_policy *p, const struct policy_request *req,
 		return pg;
 	case POLICY_PROG_WORKSPACE:
 		/* Never the rule of a system program with the same basename:
-		 * the model can write this file (issue 8, item 2). */
+		 * the model can write this file. */
 		if ((pg = config_wprogram_find(p, r.rel)))
 			return pg;
 		deny(d, "programs.path",
@@ -407,7 +407,7 @@ option_denied(const struct config_policy *p, const struct policy_request *req,
 	}
 	/* A data value (code, a pattern, a count) is not a path: judging
 	 * `python3 -c CODE` as one refused long programs as "File name too
-	 * long" and 'print("a/../../b")' for containment (issue 8). */
+	 * long" and 'print("a/../../b")' for containment. */
 	return val && o.takes == POLICY_OPT_VALUE && path_denied(p, req, pg, val, d);
 }
 

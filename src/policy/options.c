@@ -5,7 +5,7 @@
  * decides what it means.  The parsers of the programs a policy allows are
  * mostly getopt_long(3) (coreutils, grep, diff), git's parse-options and
  * Python's argparse, and all three accept more than the spelling in the
- * manual (issue 8, item 2):
+ * manual:
  *
  *  - a long option may be abbreviated to any unambiguous prefix:
  *    `sort --compress-prog=sh` is --compress-program.  A word that is a

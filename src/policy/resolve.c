@@ -6,7 +6,7 @@
  * name is the program.  A word with a slash names a file, and its spelling
  * says little: `./cat`, `/workspace/./cat`, `sub/../cat` and a symlink
  * named `cat` are all whatever file they resolve to, and the workspace is
- * written by the model (issue 8, item 2: each of them ran a workspace file
+ * written by the model (each of them ran a workspace file
  * under the rule for /usr/bin/cat).  So the file is resolved here, as the
  * jail will resolve it:
  *

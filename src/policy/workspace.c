@@ -1,7 +1,7 @@
 /* workspace.c - which host directories may be a workspace.
  *
  * One rule for every front end: `warden check` and `warden run` judged the
- * workspace differently (issue 8: `check --workspace /` allowed what `run`
+ * workspace differently (`check --workspace /` allowed what `run`
  * refused), so the rule lives here, below both, and the run side calls it
  * too.  The workspace is writable by the sandbox (and, as root, idmapped
  * so the sandbox writes as its owner), and the policy's containment check
@@ -72,7 +72,7 @@ policy_workspace_validate(const char *real, struct wd_err *err)
 	/* A home directory holds the caller's credentials and start-up files
 	 * (.ssh, .bashrc, .gitconfig, tokens): a sandbox that can write them
 	 * reaches the caller's next login.  A directory containing it
-	 * (/home) contains them too.  Issue 9. */
+	 * (/home) contains them too. */
 	char home[PATH_MAX];
 	if (home_of_caller(home, sizeof(home)) == 0 && at_or_below(home, real))
 		return wd_err_set(err, WD_E_INVAL,

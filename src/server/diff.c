@@ -200,7 +200,7 @@ apply_harness(struct call *c, struct rpc_err *e)
 	if (!p_only(c->params, keys, e))
 		return NULL;
 	/* expect: the digest of the change set the human reviewed (the
-	 * diff's "digest"); another set applies nothing (issue 18) */
+	 * diff's "digest"); another set applies nothing (docs/threat-model.md) */
 	json_t *ex = json_object_get(c->params, "expect");
 	if (ex && !json_is_string(ex)) {
 		rpc_err_set(e, RPC_INVALID_PARAMS,
@@ -383,7 +383,7 @@ git_out_fini(struct git_out *g)
 /* A model's context is the budget here: the other tools give it at most
  * 64 KiB per call with a marker (read_file, run_command's windows), and
  * a diff of a tree of generated files would otherwise be the whole of it
- * (150 hard links of a 20 MB file made a 1.2 GB answer, issue 18). */
+ * (150 hard links of a 20 MB file made a 1.2 GB answer). */
 char *
 diff_text_capped(const char *text)
 {

@@ -513,7 +513,7 @@ admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, str
 				   "use warden's unix socket from a connection that did not send "
 				   "initialize",
 				   m->name) == 0;
-	/* Why: a model's commands are judged by the policy (issue 18, 4).
+	/* Why: a model's commands are judged by the policy (docs/threat-model.md).
 	 * The harness methods take an explicit argv, which the library runs
 	 * with the policy stage off unless "policy": true; on the model's
 	 * channel that ran rm and git push that run_command refused or

@@ -606,7 +606,7 @@ list_dir(struct ftool *t)
 /* A regular expression is compiled and matched in a child process, never
  * in the server.  glibc's matcher is super-linear on bounded repetition:
  * (a{1,100}){1,100}b against a long line of a's ran one regexec() for
- * minutes at 100 % CPU and 1 GB (issue 18), and neither the search's
+ * minutes at 100 % CPU and 1 GB (docs/threat-model.md), and neither the search's
  * budget nor a cancellation can interrupt a function call.  A process can
  * be killed: the server walks the tree and reads the files as before,
  * sends each file's text to the matcher and waits for its answer until

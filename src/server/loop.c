@@ -18,7 +18,7 @@
  * later turn): a client that floods pings and never reads the answers
  * made the server answer ~100,000 of them (4 MB of answers, the soft
  * limit) in turns of 16 x 64 KiB of input before anyone else's, and other
- * clients' pings waited 2.7-4 s on a slow machine (issue 18). */
+ * clients' pings waited 2.7-4 s on a slow machine (docs/threat-model.md). */
 #include "server/server-internal.h"
 
 #include <fcntl.h>
@@ -454,7 +454,7 @@ in_groups(struct srv *s, int fd, gid_t gid)
 /* accept4() on the listener lfd, with the descriptor reserve: at EMFILE
  * (or ENFILE) the pending connection stays in the backlog and the
  * level-triggered listener is reported again at once, so the loop spun at
- * 100 % CPU serving nobody (issue 18).  The spare descriptor is given up
+ * 100 % CPU serving nobody (docs/threat-model.md).  The spare descriptor is given up
  * to accept the connection and close it, so the backlog drains and the
  * client learns at once; it is taken back after.  -1 when there is
  * nothing (more) to accept. */

@@ -1,5 +1,4 @@
-/* server/pool: the warm pool behind run_command and sandbox.run (issue 10,
- * item 6).
+/* server/pool: the warm pool behind run_command and sandbox.run.
  *
  * `warden serve --pool N` (or the policy's sandbox.pool) keeps N sandboxes
  * built ahead with wd_pool_new() from the template every ephemeral run of

@@ -362,7 +362,7 @@ size_t conn_backlog(const struct conn *c);
 #define CONN_SOFT_LIMIT (4u << 20)  /* notifications dropped, reading paused */
 #define CONN_HARD_LIMIT (64u << 20) /* the client is not reading: closed */
 
-/* Descriptors (issue 18: 689 live sandboxes took the server to EMFILE,
+/* Descriptors (689 live sandboxes took the server to EMFILE,
  * and from then on every command in them failed too).  A live sandbox
  * holds about 29 (a cow one 37: pidfd, pipes, the sync socket, eventfds,
  * cgroup and overlay files), a command in one about 5 more while it runs,
@@ -422,7 +422,7 @@ void http_sessions_tick(struct srv *s);
 void http_conns_tick(struct srv *s);
 /* Answer 503 on a just-accepted fd and close it (the connection cap). */
 void http_refuse(struct srv *s, int fd, const char *why);
-/* Bounds on unauthenticated work (issue 18: 2,000 half-sent heads stayed
+/* Bounds on unauthenticated work (2,000 half-sent heads stayed
  * open, each a descriptor and a buffer, for ever):
  *   HTTP_MAX_CONNS      connections at once; more get 503 and are closed
  *   HTTP_HEAD_TIMEOUT   seconds from a request's first byte to its head's end

@@ -114,7 +114,7 @@ capture_feed(struct capture *c, const char *buf, size_t n)
 /* Where the kept windows break.  A cut falls at a line boundary when one
  * is near: the head ends after its last newline and the tail starts
  * after its first, if that costs at most NEAR bytes each, so the marker
- * never sits in the middle of a line (issue 8).  The head that was
+ * never sits in the middle of a line.  The head that was
  * already streamed live cannot be taken back: the streamed copy keeps it
  * whole (its marker starts on a new line). */
 #define NEAR 512

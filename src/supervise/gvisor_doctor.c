@@ -56,7 +56,7 @@ trial(const char *platform, double *ms, char *why, size_t cap)
 				     /* every descriptor named: a field left
 				      * out is 0, stdin, and a doctor run
 				      * with stdin at EOF had its probe
-				      * cancelled (issue 18) */
+				      * cancelled (docs/threat-model.md) */
 				     .log_fd = -1,
 				     .cancel_fd = -1,
 				     .cmd_cancel_fd = -1};

@@ -130,7 +130,7 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			break;
 		}
 		case JAIL_OP_PROTECT: {
-			/* a protected path of the workspace (issue 9): the host
+			/* a protected path of the workspace: the host
 			 * entry bound read-only over itself, when it is there
 			 * and is no symbolic link (which no mount can cover) */
 			struct stat st;

@@ -1,6 +1,6 @@
 /* supervise/local: the backend of the container and process levels: a
  * sandbox is a pid 1 of our own (jail/pid1.c) cloned from this process,
- * with its cgroup and egress proxy held here (DESIGN.md §5 steps 1, 2, 7).
+ * with its cgroup and egress proxy held here (docs/architecture.md's step order: 1, 2, 7).
  *
  * The two levels differ in the plan (namespaces and mounts or none) and in
  * three places below, each marked: the clone flags and the uid maps, when
@@ -78,7 +78,7 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	if (spec->net == WD_NET_PROXY && (rc = prepare_proxy(sb, err)) < 0)
 		return rc;
 	/* the spec's variables and the secrets' placeholders; never a
-	 * secret's value, which stays in warden (issue 13) */
+	 * secret's value, which stays in warden */
 	const char **env = NULL;
 	size_t nenv = 0;
 	if ((rc = spec_jail_env(spec, &env, &nenv, err)) < 0)
@@ -92,7 +92,7 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	if (!ws)
 		ws = cwd = getcwd(NULL, 0);
 	/* trees workspace/ made for this sandbox: a cow overlay, the home and
-	 * /tmp of its disk (issue 9) */
+	 * /tmp of its disk */
 	struct jail_tree trees[3];
 	size_t ntrees = 0;
 	if (spec->tree_ws >= 0)
@@ -209,7 +209,7 @@ make_cgroup(struct sandbox *sb, struct wd_err *err)
 	 * takes the pid namespace with it, so kill-all needs no freezing.
 	 * (level difference 2 of 3)  But a cow workspace keeps it: its
 	 * processes are frozen from a review of the change set through the
-	 * apply (issue 18: a process left running rewrote a file between the
+	 * apply (a process left running rewrote a file between the
 	 * two), and SIGSTOP, the fallback, can be undone by a SIGCONT from
 	 * a sibling that was not stopped yet. */
 	unsigned flags =

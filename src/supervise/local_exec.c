@@ -1,5 +1,5 @@
-/* supervise/local_exec: one command in a local sandbox (DESIGN.md §5 step
- * 7): its pipes, its plan and its channel go to pid 1 in SYNC_EXEC; then
+/* supervise/local_exec: one command in a local sandbox (docs/architecture.md's
+ * step 7): its pipes, its plan and its channel go to pid 1 in SYNC_EXEC; then
  * one epoll loop over the output pipes, the command's channel, pid 1's
  * pidfd, the cancellation descriptors and the clock, until the command has
  * ended and its output is drained.  Each command has its own state here

@@ -273,7 +273,7 @@ result_net_event_json(const struct net_event *ev)
 	jw_kuint(&w, "bytes_up", ev->bytes_up);
 	jw_kuint(&w, "bytes_down", ev->bytes_down);
 	jw_kuint(&w, "duration_us", ev->duration_us);
-	/* secrets (issue 13): names and rule texts, never a value */
+	/* secrets: names and rule texts, never a value */
 	if (ev->inject)
 		jw_kstr(&w, "inject", ev->inject);
 	if (ev->secrets)

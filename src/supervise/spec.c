@@ -395,7 +395,7 @@ wd_spec_set_time_namespace(wd_spec *s, bool on)
 	s->time_ns = on;
 }
 
-/* ---- secrets (issue 13) ---- */
+/* ---- secrets ---- */
 
 /* The spec's own set of secrets, to change: made on first use, copied if
  * another spec or a sandbox shares it. */
@@ -510,7 +510,7 @@ spec_plan_secrets(const wd_spec *s)
 	return text;
 }
 
-/* ---- the workspace (issue 9) ---- */
+/* ---- the workspace ---- */
 
 WD_API void
 wd_spec_set_workspace_mode(wd_spec *s, enum wd_workspace_mode mode)

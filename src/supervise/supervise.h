@@ -77,7 +77,7 @@ struct wd_spec {
 	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
 	wd_event_fn event_fn; /* wd_spec_set_event_handler: network events as JSON */
 	void *event_data;
-	/* the workspace (issue 9) */
+	/* the workspace */
 	enum wd_workspace_mode ws_mode;
 	uint64_t disk_bytes;  /* --disk; 0: warden's default (1G) */
 	char **protect;       /* protected paths beyond the defaults */
@@ -103,7 +103,7 @@ int spec_from_json(struct json_t *j, wd_spec **out, struct wd_err *err);
 char *spec_protect_path(const char *p);
 
 /* The sandbox's base environment: the spec's variables and the secrets'
- * placeholders (issue 13), as a new NULL-terminated array of pointers
+ * placeholders, as a new NULL-terminated array of pointers
  * into spec (free the array only); *n gets the count.  -EINVAL when the
  * spec has secrets without the proxy, or a placeholder's variable is also
  * set with wd_spec_setenv(). */

@@ -1,4 +1,4 @@
-/* util/escape: model-chosen text made safe for a human's terminal (issue 18).
+/* util/escape: model-chosen text made safe for a human's terminal (docs/threat-model.md).
  *
  * Everything warden prints for a person to read and decide on (a diff, an
  * apply report, an approval summary, a refusal) may hold bytes a sandboxed

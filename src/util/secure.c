@@ -1,4 +1,4 @@
-/* util/secure: memory for secret values (issue 13).
+/* util/secure: memory for secret values.
  *
  * A secret (a token, a registry password) lives in warden, never in the
  * sandbox, so its copies in warden's memory are what an attacker would go

@@ -82,7 +82,7 @@ void *wd_xrealloc(void *p, size_t n);
 char *wd_xstrdup(const char *s);
 char *wd_xasprintf(const char *fmt, ...) WD_PRINTF(1, 2);
 
-/* ---- errors (STYLE.md §3) ----
+/* ---- errors (CONTRIBUTING.md, "Code") ----
  * Each returns -code (a negative errno value) so failing is one line:
  *     return wd_err_sys(err, errno, "open %s", path);
  * err may be NULL.  wd_err_step() formats nothing and is safe after clone(). */
@@ -100,7 +100,7 @@ static inline int wd_err_step(struct wd_err *err, int step, int sys_errno)
 	return -(sys_errno ? sys_errno : EIO);
 }
 
-/* ---- logging (STYLE.md §6): the level is checked before formatting ----
+/* ---- logging (CONTRIBUTING.md, "Code"): the level is checked before formatting ----
  * Messages go to the sink of the context the calling thread works for
  * (set by the public entry points of a wd_ctx, and by the threads a
  * context starts), else to the process-wide handler of

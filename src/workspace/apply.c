@@ -13,7 +13,7 @@
  *            mode (set-id bits dropped: the sandbox's user made them) and
  *            its owner (the replaced file's, else the workspace's), and
  *            synced.  Each content is re-hashed as it is copied and must be
- *            the change set's (issue 18: a process left in the session
+ *            the change set's (a process left in the session
  *            rewrote a file between the diff and the apply).  A failure here
  *            (ENOSPC, a mismatch) removes every temporary file and directory
  *            made so far: the host is as it was
@@ -84,7 +84,7 @@ struct applier {
 
 /* One line of the report: the path quoted and the reason made visible
  * (both can hold the sandbox's bytes: a name, an error naming one), then
- * c's modes in octal when c is given (issue 18). */
+ * c's modes in octal when c is given (docs/threat-model.md). */
 static void
 report_c(struct applier *a, const char *what, const char *path, const char *why,
 	 const struct ws_change *c)
@@ -328,7 +328,7 @@ prepare_one(struct applier *a, struct pending *p)
 			return 0;
 	}
 	/* O_NONBLOCK: a FIFO swapped in since the diff would make the open
-	 * wait for a writer (issue 18: it hung apply); whatever was opened
+	 * wait for a writer (it hung apply); whatever was opened
 	 * must be a regular file of the size the change set says */
 	wd_autoclose int in = ws_open_beneath(a->w->upper, c->path, O_RDONLY | O_NONBLOCK);
 	struct stat ist;
@@ -703,7 +703,7 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expe
 		return rc;
 	/* What is applied is what was reviewed: the set recomputed now must
 	 * be the one whose digest the human saw, or nothing is written
-	 * (issue 18: a process left in the session rewrote a file after the
+	 * (a process left in the session rewrote a file after the
 	 * diff, and apply wrote the new content). */
 	if (expect && strcmp(expect, cs->digest)) {
 		wd_err_set(err, WD_E_INVAL,

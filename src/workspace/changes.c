@@ -102,7 +102,7 @@ host_lstat(const struct ws *w, const char *path, struct stat *st)
 /* ---- building the set ---- */
 
 /* An upper-layer inode with more than one link, hashed once: 150 links
- * to one 20 MB file were 150 reads of it per diff (issue 18). */
+ * to one 20 MB file were 150 reads of it per diff (docs/threat-model.md). */
 struct seen_ino {
 	uint64_t ino;
 	uint64_t size;
@@ -337,7 +337,7 @@ leaf(struct walker *k, int udir, const char *name, const struct stat *ust, int h
 	} else {
 		/* O_NONBLOCK: the sandbox may have swapped a FIFO in since the
 		 * fstatat above, and opening a FIFO for reading waits for a
-		 * writer: that hung this diff and every later one (issue 18).
+		 * writer: that hung this diff and every later one (docs/threat-model.md).
 		 * What was opened is checked again: a regular file or not
 		 * read at all. */
 		wd_autoclose int u =

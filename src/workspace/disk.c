@@ -1,4 +1,4 @@
-/* workspace/disk: a sandbox's disk (issue 9, --disk).
+/* workspace/disk: a sandbox's disk (--disk).
  *
  * What a sandbox writes outside a direct workspace (a cow workspace's upper
  * layer, its home directory, its /tmp) lives on one sparse ext4 image of

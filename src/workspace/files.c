@@ -21,7 +21,7 @@
  * or to a protected one (the open(2) of an O_TRUNC through a hard link to
  * .git/config would rewrite it; a rename cannot).
  *
- * Protected paths (issue 9): .git/hooks, .git/config, .gitmodules, .envrc,
+ * Protected paths: .git/hooks, .git/config, .gitmodules, .envrc,
  * .vscode and .idea (ws_default_protect, the list pid 1 makes read-only in
  * every jail) are read-only to the tools, because git and editors on the
  * host execute what they hold (core.fsmonitor, diff.external, hooks,
@@ -329,7 +329,7 @@ above_any(const char *const *list, size_t n, const char *rel)
  * .git/commondir to wherever they point.  A sandbox that can write or
  * create any entry named .git (sub/.git too: `git status` recurses into
  * submodules, and a human may cd into a nested repository) chooses a
- * command the human's next `git status` runs (issue 18).  And a change
+ * command the human's next `git status` runs (docs/threat-model.md).  And a change
  * that removes, replaces or turns into a file or symlink an *ancestor* of
  * a protected path changes what that path names: it is a change to it.
  * Only a directory staying a directory (a new one, a mode change) may sit
@@ -548,7 +548,7 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 		return open_error(ws, path, -EXDEV, err);
 	/* ".." is refused before anything is made: "new/../x" would create
 	 * new/ (WD_WRITE_MKDIRS) and then fail or land elsewhere than the
-	 * name says; a path to write names its file directly (issue 18). */
+	 * name says; a path to write names its file directly (docs/threat-model.md). */
 	if (has_dotdot(rel))
 		return refuse(err, EINVAL,
 			      "'%s': a path with a '..' component is refused; name the file "

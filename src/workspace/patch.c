@@ -117,7 +117,7 @@ read_side(struct ws *w, bool upper, const char *path, mode_t mode, size_t *len)
 {
 	*len = 0;
 	/* O_NONBLOCK, and a regular file checked after the open: the sandbox
-	 * may swap a FIFO in, whose open would wait for a writer (issue 18) */
+	 * may swap a FIFO in, whose open would wait for a writer (docs/threat-model.md) */
 	int fd = ws_open_beneath(upper ? w->upper : w->wsfd, path,
 				 S_ISLNK(mode) ? O_PATH : O_RDONLY | O_NONBLOCK);
 	if (fd < 0)
@@ -219,7 +219,7 @@ put_name(FILE *f, const char *prefix, const char *path)
 /* libgit2's body (from "---" or "Binary files" on): its headers rewritten
  * with the names quoted (libgit2 prints them raw), every other line made
  * visible: the lines are the sandbox's bytes, and a CR, ESC[2K or an OSC
- * in one would hide or recolour what the human reviews (issue 18). */
+ * in one would hide or recolour what the human reviews (docs/threat-model.md). */
 static void
 write_body(const struct ws_change *c, const char *p, size_t n, FILE *f)
 {
@@ -340,7 +340,7 @@ notes(const struct ws_change *c, FILE *f)
 
 /* Every permission change in octal: git's "old mode 100644 / new mode
  * 100755" only tells the execute bit, so a content change hid a chmod
- * 0777, and a new directory's mode was never shown (issue 18). */
+ * 0777, and a new directory's mode was never shown (docs/threat-model.md). */
 void
 ws_change_mode_note(const struct ws_change *c, FILE *f)
 {

@@ -1,4 +1,4 @@
-/* workspace: what a sandbox writes, kept outside every jail (issue 9).
+/* workspace: what a sandbox writes, kept outside every jail.
  *
  *   state.c     warden's state directory: its checks (the caller's, 0700),
  *               one directory per sandbox, names, metadata

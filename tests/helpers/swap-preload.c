@@ -1,5 +1,5 @@
 /* swap-preload: LD_PRELOAD into `warden diff/apply` of a stopped session
- * (the CLI then reads the upper layer itself) to make the race of issue 18
+ * (the CLI then reads the upper layer itself) to make the race of docs/threat-model.md's review->apply
  * happen at a chosen moment instead of by luck: what a process left in a
  * session does between warden's look at a file and its read of it.
  *

@@ -1,6 +1,6 @@
 /*
  * api_concurrent: many sandboxes at once from many threads of one process,
- * through the public API only (issue 7's re-entrancy test).
+ * through the public API only (the library's re-entrancy test).
  *
  *   api_concurrent WORKSPACE-PARENT [THREADS SANDBOXES-PER-ROUND ROUNDS]
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What is applied is what was reviewed (issue 18, part 2), through the CLI
+# What is applied is what was reviewed (docs/threat-model.md), through the CLI
 # with real sessions, overlayfs, cgroup freezer, FIFOs and hard links:
 #   - a process left running in the session (exec --detach) rewrites a file
 #     in a loop: the diff freezes it, so apply writes what the diff showed;

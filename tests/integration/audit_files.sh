@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Files that are not files, for the audit trail (issue 8): a FIFO or a
+# Files that are not files, for the audit trail: a FIFO or a
 # device given as the log, its head or --audit is refused at once with exit
 # 125 and a message naming it, whichever subcommand opens it (the refusal
 # is audit_open's and audit_verify_file's, not a front end's); verification

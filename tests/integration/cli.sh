@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command line (issue 8, items 5, 6 and 8): messages that name the
+# The command line: messages that name the
 # right argument and quote and cut values, refusals of what a user would
 # expect refused, Docker's spellings pointed at warden's, --json for every
 # outcome, a signal reported as itself, invalid UTF-8 escaped visibly,

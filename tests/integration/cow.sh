@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Copy-on-write workspaces (issue 9) through the CLI, with real overlayfs,
+# Copy-on-write workspaces through the CLI, with real overlayfs,
 # real processes and real files: an agent-like session (files, a venv with
 # a local wheel installed by pip, git), diff in every form, apply, conflicts
 # refused with nothing half-applied, protected paths in both modes,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Repository metadata is code (issue 18).  Whatever a sandbox writes, the
+# Repository metadata is code (docs/threat-model.md).  Whatever a sandbox writes, the
 # host's next `git status` (GIT_CONFIG_NOSYSTEM=1, HOME a scratch
 # directory) must not run a command the sandbox chose: core.fsmonitor in a
 # config git reaches through .git/commondir, a renamed and re-planted .git,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --isolation gvisor (issue 11): the container level's contract through
+# --isolation gvisor: the container level's contract through
 # Debian's runsc.  The probe's checks that apply to a user-space kernel,
 # exit codes, --json, limits, the timeout, output windows, the idmapped
 # workspace, the refusal where runsc is missing, the demo, and nothing
@@ -17,7 +17,7 @@ fi
 
 G=(--isolation gvisor)
 
-# ---- doctor with stdin at EOF (issue 18): its gVisor trial once left the
+# ---- doctor with stdin at EOF (docs/threat-model.md): its gVisor trial once left the
 # command's cancel descriptor at 0, so stdin at EOF (readable) killed
 # /bin/true and doctor said gVisor was unavailable
 check "doctor </dev/null: gvisor is available" \
@@ -236,7 +236,7 @@ if command -v script >/dev/null; then
 		test "$(grep -c typed-line "$OUT")" -ge 2
 fi
 
-# ---- the demo of issue 3 at this level
+# ---- scripts/demo.sh at this level
 WARDEN_ISOLATION=gvisor "$(dirname "$0")/../../scripts/demo.sh" "$(dirname "$WARDEN")" >"$OUT" 2>&1
 check "the demo: 2 ran, 5 refused, 1 paused" grep -q 'summary.*2 ran, 5 refused, 1 paused' "$OUT"
 check "the demo: pytest passed inside gVisor" grep -q '2 passed' "$OUT"

@@ -1,5 +1,5 @@
 /*
- * gvisor_session: a live gVisor sandbox through the public API (issue 11):
+ * gvisor_session: a live gVisor sandbox through the public API:
  * wd_sandbox_create (runsc create + start), many wd_sandbox_exec (runsc
  * exec), concurrently from threads, each with its own timeout that ends
  * the command's process group and not the sandbox, state kept between

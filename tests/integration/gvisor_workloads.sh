@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real workloads at --isolation gvisor (issue 11), each run as an agent
+# Real workloads at --isolation gvisor, each run as an agent
 # would: a C build with make, a Python venv with a wheel built locally, git,
 # node, and coreutils.  The README's list of what works and what fails
 # under Debian 12's runsc is this test: a check here that stops holding

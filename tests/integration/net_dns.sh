@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DNS filter on host loopback (issue 4): A/AAAA for allowed names only,
+# DNS filter on host loopback: A/AAAA for allowed names only,
 # NXDOMAIN otherwise, REFUSED for other types and oversized labels, a rate
 # limit, and an event per query.  Usage: net_dns.sh NET_PROXYD SRCDIR.
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Egress from inside a real sandbox (issue 4): `warden run --net allow`
+# Egress from inside a real sandbox: `warden run --net allow`
 # with curl, python3 urllib, the resolver, git over HTTPS and pip from a
 # local PEP 503 index, against upstreams on host loopback reached through
 # --add-host names.  Usage: net_jail.sh WARDEN SRCDIR [LEVEL].  Loopback

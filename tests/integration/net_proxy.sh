@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Egress proxy with real clients on host loopback (issue 4): curl over the
+# Egress proxy with real clients on host loopback: curl over the
 # HTTP proxy and SOCKS5 against a local upstream reached through hosts
 # entries.  Usage: net_proxy.sh NET_PROXYD SRCDIR.  Loopback only.
 set -uo pipefail
@@ -128,7 +128,7 @@ check "Content-Length with Transfer-Encoding is 400" "HTTP/1.1 400" "$r"
 r=$($TOOL raw "$p_http" 'GET http://user@web.test:'"$UP"'/ HTTP/1.1\r\n\r\n')
 check "userinfo in the URL is 400" "HTTP/1.1 400" "$r"
 
-# Request smuggling (issue 8).  A Connection header naming the framing
+# Request smuggling.  A Connection header naming the framing
 # field: obeyed, it strips the Content-Length (or Transfer-Encoding) while
 # the body is still forwarded, and the upstream reads the body as a PUT
 # that no rule checked, on a GET-only host.
@@ -201,7 +201,7 @@ grep -q '"proto":"connect","host":"tun.test".*"allowed":true' "$T/p.events" &&
 	ok "the closed tunnel got its event" || nok "tunnel event at stop"
 grep -q "open=0" "$T/p.err" && ok "no connection left open after stop" || nok "open after stop" "$(cat "$T/p.err")"
 
-# Ranges (issue 8): an address allow rule written so that web.test may reach
+# Ranges: an address allow rule written so that web.test may reach
 # a loopback upstream also admits the address itself with every method;
 # --range lifts only the loopback refusal, and the name's rule decides.
 $TOOL serve "$T/up2.log" 127.0.0.2 >"$T/up2.port" &

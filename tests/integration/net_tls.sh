@@ -88,7 +88,7 @@ check "python3 urllib with HTTPS_PROXY and SSL_CERT_FILE" "200 GET /py" "$r"
 r=$(SSL_CERT_FILE="$T/sandbox-ca.pem" $TOOL urllib "$http" "https://secure.test:$UP/py" PUT)
 check "python3 urllib PUT refused" "403 method" "$r"
 
-# Request smuggling inside the intercepted tunnel (issue 8): a GET whose
+# Request smuggling inside the intercepted tunnel: a GET whose
 # Connection names its framing field and whose body is a PUT.
 r=$(SSL_CERT_FILE="$T/sandbox-ca.pem" $TOOL smuggle "$http" secure.test "$UP" Content-Length tls)
 check "inside TLS: Connection: Content-Length is 400 ambiguous-framing" \

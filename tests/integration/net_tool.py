@@ -40,7 +40,7 @@ class Upstream(BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path == "/conn-cl":
-            # a response whose Connection names its own framing (issue 8)
+            # a response whose Connection names its own framing
             body = b"hello"
             self.send_response(200)
             self.send_header("Connection", "Content-Length")
@@ -333,7 +333,7 @@ def cmd_smuggle(proxy_port, host, port, conn, mode="plain"):
     """A GET whose Connection header names its own framing field (conn:
     Content-Length or Transfer-Encoding) and whose body is a PUT: a proxy
     that obeys the Connection option strips the framing but forwards the
-    body, and the upstream reads the PUT as a request of its own (issue 8).
+    body, and the upstream reads the PUT as a request of its own.
     mode "plain": absolute-form to the proxy; "tls": CONNECT, then TLS
     trusting SSL_CERT_FILE, then origin-form.  Prints the status line and
     X-Warden-Denied."""

@@ -21,7 +21,7 @@ check "under the limit: omitted 0, total exact" \
 # window_ok FILE LIMIT [streamed]: FILE is a head of $T/full (at most
 # LIMIT/2 bytes), one marker line, and a tail of $T/full (at most LIMIT/2
 # bytes).  The windows break at a line boundary when one is within 512
-# bytes (issue 8): the kept head then ends with a newline and the tail
+# bytes: the kept head then ends with a newline and the tail
 # starts a line, so the marker never splits a line.  A streamed head went
 # out live and is kept whole (LIMIT/2 bytes).  The marker's count is what
 # lies between.

@@ -76,7 +76,7 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "git" in d["
 expect_rc 123 "escape sequences in an argument" "$WARDEN" check -- git push "$(printf 'x\033[2K\033[1Ay')"
 expect_in "$T/out" "'x\x1b[2K\x1b[1Ay'" "  ... are shown escaped"
 if grep -q "$(printf '\033')" "$T/out"; then not_ok "  ... and never raw"; else ok "  ... and never raw"; fi
-# ---- issue 8, item 2: a program given by a path is the file it resolves to
+# ---- a program given by a path is the file it resolves to
 printf '#!/bin/sh\necho fake\n' >"$WS/cat"
 chmod +x "$WS/cat"
 ln -s cat "$WS/mycat"
@@ -119,7 +119,7 @@ expect_rc 125 "--workspace / is refused" "$WARDEN" check -w / -- ls
 expect_in "$T/err" "workspace / is a system directory" "  ... says why"
 expect_rc 125 "--workspace /etc is refused" "$WARDEN" check -w /etc -- ls
 mkdir -p "$T/home/me/project"
-HOME=$T/home/me expect_rc 125 "--workspace \$HOME is refused (issue 9)" "$WARDEN" check -w "$T/home/me" -- ls
+HOME=$T/home/me expect_rc 125 "--workspace \$HOME is refused" "$WARDEN" check -w "$T/home/me" -- ls
 HOME=$T/home/me expect_rc 125 "  ... and a directory containing it" "$WARDEN" check -w "$T/home" -- ls
 HOME=$T/home/me expect_rc 0 "  ... a project below it is fine" "$WARDEN" check -w "$T/home/me/project" -- ls
 printf '{"version": 1,\n "workspace": {"mount": "//"}, "programs": {"cat": {}}}' >"$T/mount.json"

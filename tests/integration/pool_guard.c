@@ -1,6 +1,6 @@
 /*
- * pool_guard: what wd_pool_run() refuses, and its cancellation (issue 10,
- * item 6: the server's pool relies on both).
+ * pool_guard: what wd_pool_run() refuses, and its cancellation (the
+ * server's pool relies on both).
  *
  *   pool_guard DIR           (DIR: a scratch directory for the workspace)
  *

@@ -1,5 +1,5 @@
 /*
- * pool_reuse: a pooled instance is never handed out twice (issue 9).
+ * pool_reuse: a pooled instance is never handed out twice.
  *
  *   pool_reuse [RUNS]        (default 1000)
  *

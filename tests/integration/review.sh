@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The review channel cannot be forged (issue 18, part 3).  A command in a cow
+# The review channel cannot be forged (docs/threat-model.md).  A command in a cow
 # session writes what a human later reads through warden: file names with a
 # newline, ESC sequences, CR and bidi controls; contents with CR, ESC[2K and
 # OSC; a chmod 0777 beside a content change; a new directory 0700.  warden

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Secrets that never enter the sandbox (issue 13), end to end: real clients
+# Secrets that never enter the sandbox, end to end: real clients
 # inside `warden run` (git, pip, curl, npm) against local upstreams that
 # check the credential warden's proxy injects; then the negative: the
 # value is in no file the sandbox can read, in no output of warden

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The secret hold is not an oracle (issue 18, part 6): tools for
+"""The secret hold is not an oracle (docs/threat-model.md): tools for
 secrets_oracle.sh.
 
   serve                 a plain HTTP upstream on 127.0.0.1 that reflects the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The secret hold is not an oracle (issue 18, part 6).  warden's proxy masks
+# The secret hold is not an oracle (docs/threat-model.md).  warden's proxy masks
 # a secret's value in responses, holding back the end of what has arrived
 # in case a value spans reads.  It once held a tail only when the tail began
 # a value, so a sandbox could send a guess through any allowed host that

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Helpers for secrets.sh (issue 13): local upstreams that check the
+"""Helpers for secrets.sh: local upstreams that check the
 credential warden's proxy injects, and a scanner of a process's memory.
 Loopback only.
 

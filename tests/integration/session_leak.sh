@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 200 create/exec/rm cycles of cow sessions leave nothing behind (issue 9):
+# 200 create/exec/rm cycles of cow sessions leave nothing behind:
 # no process (monitor, jail, keeper), no descriptor in the caller, no
 # cgroup, no mount, no loop device, no state directory.
 . "$(dirname "$0")/lib.sh"

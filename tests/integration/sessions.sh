@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sessions (issue 9): create, exec, ls, stop, start, rm, snapshot and
+# Sessions: create, exec, ls, stop, start, rm, snapshot and
 # create --from; a --detach server reachable from a later exec on the
 # session's loopback; the idle timeout; SIGKILL of the monitor leaving no
 # process, cgroup, mount or loop device; the state directory's checks.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""--allow-range everywhere a sandbox's egress is set (issue 18, item 7):
+"""--allow-range everywhere a sandbox's egress is set (docs/threat-model.md):
 warden run had the flag, but a policy had no key for it and warden serve
 no flag, so an MCP server could never reach a loopback or private service
 its policy's network.allow names.  Now the policy's network.allow_ranges

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Work a model triggers is bounded (issue 18, part 5): a regular
+"""Work a model triggers is bounded (docs/threat-model.md): a regular
 expression that would run for minutes is killed at the search's budget
 or on cancellation; workspace_diff's text is capped; unauthenticated HTTP
 connections have a head deadline, a cap, and the loop survives EMFILE;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`warden serve` with copy-on-write sandboxes (issue 9 meets issue 10):
+"""`warden serve` with copy-on-write sandboxes:
 sandbox.create with workspace_mode "cow", what the sandbox writes seen by
 sandbox.diff (every format) and not on the host, sandbox.discard dropping
 it, sandbox.apply writing it, conflicts and protected paths refused whole
@@ -191,7 +191,7 @@ ok(r["diff"].split() == ["modified", "hello.txt", "added", "new.txt", "(new", "f
    "the tools' writes join the change set, the refused ones leave nothing (%r)" % r["diff"])
 
 # ---- apply ----
-# expect (issue 18): the digest of the set reviewed; a set changed since
+# expect (docs/threat-model.md): the digest of the set reviewed; a set changed since
 # (a command rewrote a file after the diff) applies nothing
 d = h.call("sandbox.diff", {"sandbox": sid, "format": "json"})["result"]
 ok(len(d.get("digest", "")) == 64, "sandbox.diff returns the set's digest")

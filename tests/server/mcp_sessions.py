@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The MCP tools on live sandboxes (issue 10 item 2): sandbox_create (cow by
+"""The MCP tools on live sandboxes: sandbox_create (cow by
 default), run_command in the sandbox with files, /tmp and a pip-installed
 package persisting across calls, the file tools and workspace_diff on the
 sandbox's view with the host directory untouched, workspace_discard, a

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The model's channel is always judged, and never the human's (issue 18, 4
-and 7): real runs of `warden serve`.
+"""The model's channel is always judged, and never the human's (docs/threat-model.md,
+6): real runs of `warden serve`.
 
   - sandbox.run with an argv (`rm -rf`) on an MCP session, over stdio and
     over HTTP: refused (-32003), nothing removed; sandbox.exec with an argv

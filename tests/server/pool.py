@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`warden serve --pool N` (issue 10, item 6): run_command and sandbox.run
+"""`warden serve --pool N`: run_command and sandbox.run
 take sandboxes built ahead when their sandbox is the pool's template.
 
   - several run_command calls succeed, each result says "pooled": true;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The review channel of warden serve cannot be forged (issue 18, part 3).
+"""The review channel of warden serve cannot be forged (docs/threat-model.md).
 
 The model writes a file whose lines hold CR, ESC[2K, an OSC and U+202E,
 and a file named with a newline and an ESC.  The text a client shows a

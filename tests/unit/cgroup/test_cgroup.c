@@ -904,7 +904,7 @@ Test(cgroup_v2, delegated_base_holding_warden_moves_it_aside)
 	cr_expect_eq(cgroup_destroy(cg), 0);
 }
 
-/* ---- cgroup_freeze (issue 18): a review of a sandbox's change set stops
+/* ---- cgroup_freeze (docs/threat-model.md): a review of a sandbox's change set stops
  * every process of it, children included, until the apply ---- */
 
 static volatile uint64_t *spins; /* shared: [0] the child, [1] its child */

@@ -81,7 +81,7 @@ static const struct bad_case bad[] = {
 	{"{\"version\": 1, \"workspace\": {\"mount\": \"/a/../b\"}}", "workspace.mount: '/a/../b' must be a normalized absolute path"},
 	{"{\"version\": 1, \"workspace\": {\"mount\": \"/\"}}", "workspace.mount: '/' must be a normalized absolute path"},
 	{"{\"version\": 1, \"network\": {\"allow\": \"x\"}}", "network.allow: expected an array of strings"},
-	/* issue 8: strict mount, sizes in range, nothing silently rounded */
+	/* strict mount, sizes in range, nothing silently rounded */
 	{"{\"version\": 1, \"workspace\": {\"mount\": \"//\"}}", "workspace.mount: '//' must be a normalized absolute path"},
 	{"{\"version\": 1, \"workspace\": {\"mount\": \"/workspace/\"}}", "must be a normalized absolute path"},
 	{"{\"version\": 1, \"workspace\": {\"mount\": \"/a//b\"}}", "must be a normalized absolute path"},
@@ -337,7 +337,7 @@ Test(config_load_file, errors_name_the_file)
 	unlink(path);
 }
 
-/* Issue 8, item 7: every limit and egress option of `warden run` has a key. */
+/* Every limit and egress option of `warden run` has a key. */
 Test(config_load_buffer, sandbox_network_env_keys)
 {
 	static const char doc[] =
@@ -440,7 +440,7 @@ Test(wd_policy_sandbox, reports_the_policy)
 	wd_policy_free(p);
 }
 
-/* Issue 8, item 4: a FIFO given as the policy used to block forever. */
+/* A FIFO given as the policy used to block forever. */
 Test(config_load_file, refuses_a_fifo_without_blocking, .timeout = 10)
 {
 	char dir[] = "/tmp/wd-config-XXXXXX", fifo[64];

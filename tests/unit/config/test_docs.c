@@ -1,5 +1,5 @@
-/* The documentation and the loader are held to one another (issue 8, item
- * 7: docs/network.md documented network.deny, network.hosts and
+/* The documentation and the loader are held to one another
+ * (docs/network.md once documented network.deny, network.hosts and
  * network.tls_intercept, which the loader rejected):
  *
  *  1. every ```json block of docs/policy.md that is a policy document (it
@@ -210,7 +210,7 @@ Test(docs, every_documented_key_loads)
 	}
 	mentioned_keys_are_in_table("docs/network.md", network, keys, nkeys);
 	mentioned_keys_are_in_table("docs/policy.md", policy, keys, nkeys);
-	/* the three keys issue 8 found documented but refused */
+	/* the three keys once documented but refused */
 	cr_expect(in_table(keys, nkeys, "network.deny"));
 	cr_expect(in_table(keys, nkeys, "network.hosts"));
 	cr_expect(in_table(keys, nkeys, "network.tls_intercept"));

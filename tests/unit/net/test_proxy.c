@@ -644,7 +644,7 @@ Test(net_proxy, socks_to_an_address_the_dns_filter_answered_is_judged_by_name)
 	close(echo.lfd);
 }
 
-/* Issue 8: "Connection: Content-Length" on a request with a body.  Obeyed,
+/* "Connection: Content-Length" on a request with a body.  Obeyed,
  * it strips the framing the proxy used while the proxy still forwards the
  * body, and the upstream reads the body as a second request no rule
  * checked: here a PUT behind an allowed GET to a GET-only host.  Refused
@@ -732,7 +732,7 @@ Test(net_proxy, forwards_canonical_framing)
 	fixture_stop(&f);
 }
 
-/* Issue 8: with a range instead of an address rule, the names reach the
+/* With a range instead of an address rule, the names reach the
  * loopback upstream under their own rules, and the address itself admits
  * nothing: PUT http://127.0.0.1:PORT/ is no-rule while web.test is
  * GET-only. */

@@ -383,7 +383,7 @@ Test(net_host_normalize, lowercases_and_strips_dot)
 	cr_expect_str_eq(out, "::ffff:127.0.0.1");
 }
 
-/* Issue 8: a range only lifts the address stage's refusal of special
+/* A range only lifts the address stage's refusal of special
  * ranges; it admits no request by itself. */
 Test(net_rules_add_range, parses_addresses_and_prefixes_only)
 {

@@ -1,4 +1,4 @@
-/* Unit tests for credentials injected at the proxy (issue 13): reading
+/* Unit tests for credentials injected at the proxy: reading
  * values, inject rules, the headers written, the exfiltration checks, and
  * the engine in-process on loopback with a plain-HTTP upstream that
  * records what it receives. */

@@ -366,7 +366,7 @@ Test(net_tls, ca_pem_has_no_private_key)
 	net_rules_free(r);
 }
 
-/* Issue 8, inside an intercepted tunnel: "Connection: Content-Length" on a
+/* Inside an intercepted tunnel: "Connection: Content-Length" on a
  * GET whose body is a PUT.  Obeyed, the PUT reaches the GET-only host
  * unchecked; refused with 400 ambiguous-framing, inside TLS. */
 Test(net_tls, connection_naming_content_length_is_refused_inside_tls)
@@ -393,7 +393,7 @@ Test(net_tls, connection_naming_content_length_is_refused_inside_tls)
 	fx_stop(&f);
 }
 
-/* Issue 8 items 4 and 10: --upstream-ca naming something that is not a
+/* --upstream-ca naming something that is not a
  * regular PEM file.  A FIFO blocked net_proxy_new() for ever (OpenSSL opens
  * the name itself and waits for a writer); now every case fails at once
  * with a message naming the file, and nothing leaks on the way out (this

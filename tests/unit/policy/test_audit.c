@@ -2,8 +2,8 @@
  * default policy"): every refused option, in the spellings its program's
  * parser accepts (--opt=value, --opt value, abbreviations, short clusters,
  * attached values), every value that is judged as a path, the values that
- * are data and must not be, and the refused environment variables.  Issue
- * 8, item 2: `sort --compress-program=sh` was allowed and ran sh. */
+ * are data and must not be, and the refused environment variables.
+ * `sort --compress-program=sh` was once allowed and ran sh. */
 #include "policy/policy.h"
 
 #include "fixture.h"

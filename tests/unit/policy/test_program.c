@@ -1,5 +1,5 @@
 /* Programs given by a path are judged by the file they resolve to in the
- * jail's view (src/policy/resolve.c).  Issue 8, item 2: `/workspace/cat`
+ * jail's view (src/policy/resolve.c).  `/workspace/cat`
  * was refused while `./cat`, `/workspace/./cat`, `sub/../cat` and a
  * workspace symlink named cat ran a workspace file under the rule of
  * /usr/bin/cat.  The fixture (fixture.h) gets, in the workspace:

@@ -1,4 +1,4 @@
-/* util/escape: what a human reads of the model's bytes (issue 18). */
+/* util/escape: what a human reads of the model's bytes (docs/threat-model.md). */
 #include "util/escape.h"
 #include "util/util.h"
 

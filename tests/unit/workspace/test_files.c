@@ -195,7 +195,7 @@ Test(wd_workspace_write, protected_paths)
 		  "no new/ was made for a refused new/.git/config");
 }
 
-/* issue 18: "new/../x" made new/ and then failed with a wrong reason */
+/* "new/../x" made new/ and then failed with a wrong reason */
 Test(wd_workspace_write, dotdot_refused_before_anything_is_made)
 {
 	const char *bad[] = {"new/../x", "sub/../a.txt", "../d3/f", "sub/..",

@@ -1,4 +1,4 @@
-/* Unit tests for src/workspace (issue 9): what needs no mount and no
+/* Unit tests for src/workspace: what needs no mount and no
  * privilege: path normalization, names, the state directory's checks,
  * the baseline's round trip and lookups, the sync table's vacant states,
  * the spec's workspace setters and its JSON round trip. */
