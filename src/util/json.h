@@ -1,6 +1,7 @@
-/* util/json: the one JSON writer of the library's output.  Results,
- * events and the audit trail's lines are written with it, never parsed
- * back.  It appends to a growing buffer; strings are escaped so that the
+/* util/json: the library's own JSON writer.  Results, events, the
+ * monitor's protocol and the audit trail's members are written with it;
+ * jansson writes the rest, and some of this text is parsed back (both
+ * listed in docs/architecture.md, "Events").  It appends to a growing buffer; strings are escaped so that the
  * text is valid JSON whatever bytes they hold:
  *
  *  - control characters, '"' and '\' as JSON escapes;
