@@ -1,8 +1,9 @@
 /* util/json: the library's own JSON writer.  Results, events, the
  * monitor's protocol and the audit trail's members are written with it;
  * jansson writes the rest, and some of this text is parsed back (both
- * listed in docs/architecture.md, "Events").  It appends to a growing buffer; strings are escaped so that the
- * text is valid JSON whatever bytes they hold:
+ * listed in docs/architecture.md, "Events").  It appends to a growing
+ * buffer; strings are escaped so that the text is valid JSON whatever
+ * bytes they hold:
  *
  *  - control characters, '"' and '\' as JSON escapes;
  *  - bytes that are not valid UTF-8 as "\udcXX" (a lone low surrogate, the

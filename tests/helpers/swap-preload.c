@@ -1,7 +1,8 @@
 /* swap-preload: LD_PRELOAD into `warden diff/apply` of a stopped session
- * (the CLI then reads the upper layer itself) to make the race of docs/threat-model.md's review->apply
- * happen at a chosen moment instead of by luck: what a process left in a
- * session does between warden's look at a file and its read of it.
+ * (the CLI then reads the upper layer itself) to make the review->apply
+ * race (docs/threat-model.md, 4) happen at a chosen moment instead of by
+ * luck: what a process left in a session does between warden's look at a
+ * file and its read of it.
  *
  *   WD_SWAP_NAME=f      the file name (last component) to act on
  *   WD_SWAP_AT=N        at the Nth open of it for reading (openat or
