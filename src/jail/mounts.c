@@ -2,6 +2,7 @@
  * sandbox's new mount namespace.  System calls only: no allocation, no
  * formatting (the plan holds every string). */
 #include "jail/jail.h"
+#include "jail/raw.h"
 
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -46,7 +47,7 @@ jail_make_readonly(const char *path, bool recursive)
 static int
 protect(const struct jail_op *op)
 {
-	int ws = open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int ws = raw_open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	if (ws < 0)
 		return -errno;
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
@@ -54,7 +55,7 @@ protect(const struct jail_op *op)
 					  RESOLVE_NO_MAGICLINKS};
 	int fd = (int)syscall(SYS_openat2, ws, op->data, &how, sizeof(how));
 	int rc = fd < 0 ? -errno : 0;
-	close(ws);
+	raw_close(ws);
 	/* absent (or below a file: .git as a worktree's file): nothing to
 	 * protect */
 	if (rc == -ENOENT || rc == -ENOTDIR)
@@ -62,16 +63,16 @@ protect(const struct jail_op *op)
 	if (rc < 0)
 		return rc;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+	if (raw_fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
 		rc = S_ISLNK(st.st_mode) ? -ELOOP : -errno;
-		close(fd);
+		raw_close(fd);
 		return rc;
 	}
 	int tree = (int)syscall(SYS_open_tree, fd, "",
 				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	if (tree < 0) {
 		rc = -errno;
-		close(fd);
+		raw_close(fd);
 		return rc;
 	}
 	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
@@ -80,8 +81,8 @@ protect(const struct jail_op *op)
 	    syscall(SYS_move_mount, tree, "", fd, "",
 		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		rc = -errno;
-	close(tree);
-	close(fd);
+	raw_close(tree);
+	raw_close(fd);
 	return rc;
 }
 
@@ -95,28 +96,34 @@ jail_op_do(const struct jail_op *op)
 			return -errno;
 		return 0;
 	case JAIL_OP_MKFILE:
-		fd = open(op->path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+		fd = raw_open(op->path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return -errno;
-		close(fd);
+		raw_close(fd);
 		return 0;
 	case JAIL_OP_SYMLINK:
 		if (symlink(op->data, op->path) < 0 && errno != EEXIST)
 			return -errno;
 		return 0;
 	case JAIL_OP_WRITE:
-		fd = open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+		fd = raw_open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return -errno;
-		if (wd_write_all(fd, op->data, op->len) < 0) {
-			int e = errno;
-			close(fd);
-			return -e;
+		for (size_t done = 0; done < op->len;) {
+			ssize_t n = raw_write(fd, op->data + done, op->len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				int e = errno;
+				raw_close(fd);
+				return -e;
+			}
+			done += (size_t)n;
 		}
-		close(fd);
+		raw_close(fd);
 		return 0;
 	case JAIL_OP_COPY: {
-		fd = open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+		fd = raw_open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return -errno;
 		off_t off = 0;
@@ -124,13 +131,13 @@ jail_op_do(const struct jail_op *op)
 			ssize_t n = sendfile(fd, op->fd, &off, 1 << 20);
 			if (n < 0) {
 				int e = errno;
-				close(fd);
+				raw_close(fd);
 				return -e;
 			}
 			if (n == 0)
 				break;
 		}
-		close(fd);
+		raw_close(fd);
 		return 0;
 	}
 	case JAIL_OP_BIND:
@@ -149,7 +156,7 @@ jail_op_do(const struct jail_op *op)
 			    syscall(SYS_move_mount, tree, "", AT_FDCWD, op->path,
 				    MOVE_MOUNT_F_EMPTY_PATH) < 0)
 				rc = -errno;
-			close(tree);
+			raw_close(tree);
 			return rc;
 		}
 		if (mount(op->src, op->path, NULL,
