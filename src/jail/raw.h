@@ -4,9 +4,9 @@
  *
  * Why: those processes are raw clones of a possibly multithreaded program,
  * and in a sanitizer build libc's wrapper is the runtime's interceptor.
- * An interceptor may take a lock of the runtime's (TSan's fd table
- * allocates under a StaticSpinMutex on recvmsg, close and dup2; its _exit
- * runs the race report's finalisation), and a raw clone copies such a
+ * An interceptor may take a lock of the runtime's (TSan's descriptor
+ * bookkeeping on recvmsg, close and dup2 allocates under spin locks; its
+ * _exit runs the race report's finalisation), and a raw clone copies such a
  * lock held if another thread had it at that instant: two pid 1s of
  * api-concurrent under TSan spun in sched_yield inside
  * __interceptor_recvmsg -> StaticSpinMutex::Lock until the 600 s timeout.
