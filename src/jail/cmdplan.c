@@ -16,6 +16,7 @@
  * argc argv words, nenv NAME=VALUE entries, npaths execve candidates, and
  * the working directory. */
 #include "jail/jail.h"
+#include "jail/raw.h"
 
 #include <fcntl.h>
 #include <linux/memfd.h>
@@ -173,7 +174,7 @@ int
 jail_cmd_plan_map(int fd, struct jail_cmd *out)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0)
+	if (raw_fstat(fd, &st) < 0)
 		return -errno;
 	if (st.st_size < (off_t)sizeof(struct jail_cmd_hdr) || st.st_size > (off_t)CMD_MAX_BYTES)
 		return -EINVAL;
@@ -181,7 +182,7 @@ jail_cmd_plan_map(int fd, struct jail_cmd *out)
 	/* MAP_PRIVATE: the strings must be writable for execve's char *const
 	 * argv[], and a private copy leaves the sealed original alone. */
 	memset(out, 0, sizeof(*out));
-	char *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	char *base = raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	if (base == MAP_FAILED)
 		return -errno;
 	out->map = base;
@@ -192,8 +193,8 @@ jail_cmd_plan_map(int fd, struct jail_cmd *out)
 	    h.npaths > JAIL_MAX_PATH_CANDIDATES || h.argc + h.nenv > CMD_MAX_WORDS)
 		return -EINVAL;
 	size_t nptr = (size_t)h.argc + 1 + h.nenv + 1;
-	char **ptrs = mmap(NULL, nptr * sizeof(char *), PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char **ptrs = raw_mmap(NULL, nptr * sizeof(char *), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (ptrs == MAP_FAILED)
 		return -errno;
 	out->ptrs = ptrs;
@@ -222,8 +223,8 @@ void
 jail_cmd_plan_unmap(struct jail_cmd *cmd)
 {
 	if (cmd->map)
-		munmap(cmd->map, cmd->map_len);
+		raw_munmap(cmd->map, cmd->map_len);
 	if (cmd->ptrs)
-		munmap(cmd->ptrs, cmd->ptrs_len);
+		raw_munmap(cmd->ptrs, cmd->ptrs_len);
 	cmd->map = cmd->ptrs = NULL;
 }

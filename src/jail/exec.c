@@ -4,6 +4,7 @@
  * exec channel as SYNC_EXEC_FAILED (step and errno); the supervisor writes
  * the text. */
 #include "jail/jail.h"
+#include "jail/raw.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -26,23 +27,23 @@ fail(struct sync_chan *c, int step, int err)
 {
 	struct sync_msg m = {.kind = SYNC_EXEC_FAILED, .step = step, .err = err};
 	sync_send(c, &m, NULL, 0);
-	_exit(err == ENOENT && step == JAIL_STEP_6I_EXEC ? 127 : 126);
+	raw_exit(err == ENOENT && step == JAIL_STEP_6I_EXEC ? 127 : 126);
 }
 
-/* ThreadSanitizer's annotations, weak: NULL unless libtsan is linked. */
-void AnnotateIgnoreReadsBegin(const char *file, int line) __attribute__((weak));
-void AnnotateIgnoreWritesBegin(const char *file, int line) __attribute__((weak));
-void AnnotateIgnoreSyncBegin(const char *file, int line) __attribute__((weak));
+/* ThreadSanitizer's switch for a thread's memory accesses, weak: NULL
+ * unless libtsan is linked.  Not the AnnotateIgnore*Begin annotations
+ * used before: they record the caller's stack in TSan's stack depot,
+ * whose bucket spin locks and allocator mutex a raw clone may have
+ * copied held (the same hang as an interceptor's, jail/raw.h); this one
+ * passes no pc and records nothing.  Synchronisation needs no ignoring:
+ * after clone nothing calls an interceptor or an atomic TSan sees. */
+void __tsan_ignore_thread_begin(void) __attribute__((weak));
 
 void
 jail_child_sanitizer(void)
 {
-	if (AnnotateIgnoreReadsBegin)
-		AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
-	if (AnnotateIgnoreWritesBegin)
-		AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
-	if (AnnotateIgnoreSyncBegin)
-		AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+	if (__tsan_ignore_thread_begin)
+		__tsan_ignore_thread_begin();
 }
 
 /* The kernel's struct sigaction (x86_64, arm64, ...): handler, flags,
@@ -164,8 +165,8 @@ jail_rearm_pdeathsig(int chan_fd)
 	jail_prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* POLLRDHUP, not a peek: a queued message would hide the hang-up */
 	struct pollfd pfd = {.fd = chan_fd, .events = POLLRDHUP};
-	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP)))
-		_exit(125);
+	if (raw_poll_now(&pfd, 1) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP)))
+		raw_exit(125);
 }
 
 /* Process level only: leave root behind, and the capabilities. */
@@ -229,7 +230,7 @@ jail_exec_main(const struct jail_plan *plan, const struct jail_exec_args *x)
 
 	/* 6b. stdin is /dev/null unless the caller passed one. */
 	int in = x->in >= 0 ? x->in : plan->devnull_fd;
-	if (dup2(in, 0) < 0 || dup2(x->out, 1) < 0 || dup2(x->err, 2) < 0)
+	if (raw_dup2(in, 0) < 0 || raw_dup2(x->out, 1) < 0 || raw_dup2(x->err, 2) < 0)
 		fail(&chan, JAIL_STEP_6B_FDS, errno);
 
 	/* 6c. rlimits: no core dumps (they would land in the workspace),

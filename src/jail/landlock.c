@@ -17,6 +17,7 @@
 #include "jail/landlock.h"
 
 #include "jail/jail.h"
+#include "jail/raw.h"
 
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -147,7 +148,7 @@ static int
 add_paths(int ruleset, const char *const *list, __u64 rights, struct wd_err *err)
 {
 	for (; list && *list; list++) {
-		int fd = open(*list, O_PATH | O_CLOEXEC);
+		int fd = raw_open(*list, O_PATH | O_CLOEXEC, 0);
 		if (fd < 0) {
 			/* Tolerated: the caller lists paths that exist on some hosts
 			 * only (/lib64, /etc/alternatives); a rule for nothing is
@@ -157,9 +158,9 @@ add_paths(int ruleset, const char *const *list, __u64 rights, struct wd_err *err
 			return wd_err_step(err, JAIL_STEP_6F_LANDLOCK, errno);
 		}
 		struct stat st;
-		if (fstat(fd, &st) < 0) {
+		if (raw_fstat(fd, &st) < 0) {
 			int e = errno;
-			close(fd);
+			raw_close(fd);
 			return wd_err_step(err, JAIL_STEP_6F_LANDLOCK, e);
 		}
 		struct landlock_path_beneath_attr pb = {
@@ -171,7 +172,7 @@ add_paths(int ruleset, const char *const *list, __u64 rights, struct wd_err *err
 			rc = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH,
 				     &pb, 0);
 		int e = errno;
-		close(fd);
+		raw_close(fd);
 		if (rc < 0)
 			return wd_err_step(err, JAIL_STEP_6F_LANDLOCK, e);
 	}
@@ -222,7 +223,7 @@ jail_landlock_ruleset(const struct jail_landlock_rules *rules, int abi, struct w
 			rc = wd_err_step(err, JAIL_STEP_6F_LANDLOCK, errno);
 	}
 	if (rc < 0) {
-		close(ruleset);
+		raw_close(ruleset);
 		return rc;
 	}
 	return ruleset;
@@ -240,7 +241,7 @@ jail_landlock_restrict(int ruleset)
 	 * No restrict_self flags (ABI 7's LOG_*): the defaults log denials of
 	 * warden's own code before execve (there should be none) and not the
 	 * command's, which would only flood the audit log. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	if (jail_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
 	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
 		return -errno;

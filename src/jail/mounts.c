@@ -2,6 +2,7 @@
  * sandbox's new mount namespace.  System calls only: no allocation, no
  * formatting (the plan holds every string). */
 #include "jail/jail.h"
+#include "jail/raw.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -70,7 +71,7 @@ over_itself(int fd, bool ro)
 	    syscall(SYS_move_mount, tree, "", fd, "",
 		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		rc = -errno;
-	close(tree);
+	raw_close(tree);
 	return rc;
 }
 
@@ -86,10 +87,10 @@ protect_rel(int ws, const char *rel)
 	if (fd < 0)
 		return fd;
 	struct stat st;
-	int rc = fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? -ELOOP : 0;
+	int rc = raw_fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? -ELOOP : 0;
 	if (rc == 0)
 		rc = over_itself(fd, true);
-	close(fd);
+	raw_close(fd);
 	return rc;
 }
 
@@ -125,7 +126,7 @@ pin_ancestors(int ws, const char *rel)
 		    !((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
 		      (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
 			rc = over_itself(fd, false);
-		close(fd);
+		raw_close(fd);
 		if (rc < 0)
 			return rc;
 	}
@@ -151,9 +152,9 @@ read_line(int ws, const char *dir, const char *name, char *buf, size_t cap)
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	ssize_t r = fstat(fd, &st) < 0 ? -1 : S_ISREG(st.st_mode) ? read(fd, buf, cap - 1) : 0;
+	ssize_t r = raw_fstat(fd, &st) < 0 ? -1 : S_ISREG(st.st_mode) ? raw_read(fd, buf, cap - 1) : 0;
 	int e = errno;
-	close(fd);
+	raw_close(fd);
 	if (r < 0)
 		return -e;
 	buf[r] = '\0';
@@ -203,8 +204,8 @@ protect_gitdir(int ws, const char *rel, const char *host)
 	if (fd < 0)
 		return (fd == -ENOENT || fd == -ENOTDIR) ? 0 : fd;
 	struct stat st;
-	int rc = fstat(fd, &st) < 0 ? -errno : 0;
-	close(fd);
+	int rc = raw_fstat(fd, &st) < 0 ? -errno : 0;
+	raw_close(fd);
 	if (rc < 0)
 		return rc;
 	size_t rl = strlen(rel);
@@ -267,8 +268,8 @@ protect_submodules(int ws, const char *host)
 		return 0; /* none: no submodule */
 	struct stat st;
 	ssize_t n =
-	    fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : 0;
-	close(fd);
+	    raw_fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? raw_read(fd, text, sizeof(text) - 1) : 0;
+	raw_close(fd);
 	if (n <= 0)
 		return 0;
 	text[n] = '\0';
@@ -352,7 +353,7 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 			 * anywhere: the fstatat below follows the first component) */
 			if (d->d_type != DT_DIR &&
 			    (d->d_type != DT_UNKNOWN ||
-			     fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			     raw_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 			     !S_ISDIR(st.st_mode)))
 				continue;
 			char *end = rel + len;
@@ -361,7 +362,7 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 			memcpy(end, name, nl);
 			size_t nlen = (size_t)(end - rel) + nl;
 			memcpy(rel + nlen, "/.git", sizeof("/.git"));
-			if (fstatat(ws, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			if (raw_fstatat(ws, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
 				rc = pin_ancestors(ws, rel);
 				if (rc == 0)
@@ -379,7 +380,7 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 		if (rc < 0)
 			break;
 	}
-	close(dfd);
+	raw_close(dfd);
 	return rc;
 }
 
@@ -390,7 +391,7 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 static int
 protect(const struct jail_op *op)
 {
-	int ws = open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int ws = raw_open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	if (ws < 0)
 		return -errno;
 	int rc = pin_ancestors(ws, op->data);
@@ -405,7 +406,7 @@ protect(const struct jail_op *op)
 		int budget = NESTED_DIRS;
 		rc = protect_nested(ws, rel, 0, 0, &budget, op->host);
 	}
-	close(ws);
+	raw_close(ws);
 	return rc;
 }
 
@@ -419,28 +420,34 @@ jail_op_do(const struct jail_op *op)
 			return -errno;
 		return 0;
 	case JAIL_OP_MKFILE:
-		fd = open(op->path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+		fd = raw_open(op->path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return -errno;
-		close(fd);
+		raw_close(fd);
 		return 0;
 	case JAIL_OP_SYMLINK:
 		if (symlink(op->data, op->path) < 0 && errno != EEXIST)
 			return -errno;
 		return 0;
 	case JAIL_OP_WRITE:
-		fd = open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+		fd = raw_open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return -errno;
-		if (wd_write_all(fd, op->data, op->len) < 0) {
-			int e = errno;
-			close(fd);
-			return -e;
+		for (size_t done = 0; done < op->len;) {
+			ssize_t n = raw_write(fd, op->data + done, op->len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				int e = errno;
+				raw_close(fd);
+				return -e;
+			}
+			done += (size_t)n;
 		}
-		close(fd);
+		raw_close(fd);
 		return 0;
 	case JAIL_OP_COPY: {
-		fd = open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+		fd = raw_open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return -errno;
 		off_t off = 0;
@@ -448,13 +455,13 @@ jail_op_do(const struct jail_op *op)
 			ssize_t n = sendfile(fd, op->fd, &off, 1 << 20);
 			if (n < 0) {
 				int e = errno;
-				close(fd);
+				raw_close(fd);
 				return -e;
 			}
 			if (n == 0)
 				break;
 		}
-		close(fd);
+		raw_close(fd);
 		return 0;
 	}
 	case JAIL_OP_BIND:
@@ -473,7 +480,7 @@ jail_op_do(const struct jail_op *op)
 			    syscall(SYS_move_mount, tree, "", AT_FDCWD, op->path,
 				    MOVE_MOUNT_F_EMPTY_PATH) < 0)
 				rc = -errno;
-			close(tree);
+			raw_close(tree);
 			return rc;
 		}
 		if (mount(op->src, op->path, NULL,

@@ -15,9 +15,12 @@
  *
  * Nothing here allocates or formats (CONTRIBUTING.md, "Code"): pid 1 is a raw clone of
  * a possibly multithreaded supervisor, where a malloc lock may have been
- * copied held.  Failures travel as struct sync_msg records. */
+ * copied held; for the same reason it calls no libc wrapper that a
+ * sanitizer intercepts (jail/raw.h; tests/integration/child_calls.py).
+ * Failures travel as struct sync_msg records. */
 #include "jail/jail.h"
 #include "jail/seccomp.h"
+#include "jail/raw.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -60,7 +63,7 @@ __attribute__((noreturn)) static void
 fail(struct sync_chan *c, int step, int err)
 {
 	jail_report_error(c, step, err, 0);
-	_exit(125);
+	raw_exit(125);
 }
 
 /* ---- set-up ---- */
@@ -69,15 +72,15 @@ fail(struct sync_chan *c, int step, int err)
 static int
 loopback_up(void)
 {
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int s = raw_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
 	struct ifreq ifr;
 	memset(&ifr, 0, sizeof(ifr));
 	memcpy(ifr.ifr_name, "lo", 3);
 	ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
-	int rc = ioctl(s, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
-	close(s);
+	int rc = raw_ioctl(s, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+	raw_close(s);
 	return rc;
 }
 
@@ -90,17 +93,17 @@ loopback_up(void)
 static int
 net_socket(int type, uint16_t port)
 {
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = raw_socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	raw_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    (type == SOCK_STREAM && listen(fd, 256) < 0)) {
+	if (raw_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    (type == SOCK_STREAM && raw_listen(fd, 256) < 0)) {
 		int e = errno;
-		close(fd);
+		raw_close(fd);
 		return -e;
 	}
 	return fd;
@@ -122,7 +125,7 @@ net_sockets(struct sync_chan *c)
 	}
 	for (int i = 0; i < 3; i++) /* the supervisor holds them now */
 		if (fds[i] >= 0)
-			close(fds[i]);
+			raw_close(fds[i]);
 	return rc;
 }
 
@@ -142,11 +145,11 @@ join_cgroup(const struct jail_plan *plan, struct sync_chan *c)
 	struct sync_msg m;
 	int fds[SYNC_MAX_FDS], nfds;
 	if (sync_recv(c, &m, fds, &nfds, 0) < 0 || m.kind != SYNC_CGROUP)
-		_exit(125); /* the supervisor is gone or gave up on us */
+		raw_exit(125); /* the supervisor is gone or gave up on us */
 	for (int i = 0; i < nfds; i++) {
-		if (write(fds[i], "0", 1) != 1)
+		if (raw_write(fds[i], "0", 1) != 1)
 			fail(c, JAIL_STEP_4B_CGROUP, errno);
-		close(fds[i]);
+		raw_close(fds[i]);
 	}
 	if (plan->container && unshare(CLONE_NEWCGROUP) < 0)
 		fail(c, JAIL_STEP_4B_CGROUP, errno);
@@ -187,8 +190,8 @@ time_namespace(void)
 		return errno == EINVAL ? 0 : -errno;
 	int applied = 1;
 	struct timespec mono, boot;
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	clock_gettime(CLOCK_BOOTTIME, &boot);
+	raw_clock_gettime(CLOCK_MONOTONIC, &mono);
+	raw_clock_gettime(CLOCK_BOOTTIME, &boot);
 	char buf[128], *p = buf;
 	static const char m[] = "monotonic ", b[] = "boottime ";
 	memcpy(p, m, sizeof(m) - 1);
@@ -199,11 +202,11 @@ time_namespace(void)
 	p = put_dec(p + sizeof(b) - 1, -(long long)boot.tv_sec + 1);
 	memcpy(p, " 0\n", 3);
 	p += 3;
-	int fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+	int fd = raw_open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	int rc = write(fd, buf, (size_t)(p - buf)) == p - buf ? applied : -errno;
-	close(fd);
+	int rc = raw_write(fd, buf, (size_t)(p - buf)) == p - buf ? applied : -errno;
+	raw_close(fd);
 	return rc;
 }
 
@@ -212,7 +215,7 @@ static uint64_t
 now_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	raw_clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
@@ -251,7 +254,7 @@ build_root(struct jail_plan *plan, struct sync_chan *c, uint64_t *t)
 			op->fd = (int)syscall(SYS_openat2, AT_FDCWD, op->src, &how, sizeof(how));
 			if (op->fd < 0) {
 				jail_report_error(c, JAIL_STEP_3B_MOUNTS, errno, i + 1);
-				_exit(125);
+				raw_exit(125);
 			}
 		}
 	}
@@ -265,10 +268,10 @@ build_root(struct jail_plan *plan, struct sync_chan *c, uint64_t *t)
 			 * the path */
 			jail_report_error(c, i == 0 ? JAIL_STEP_3A_ROOT : JAIL_STEP_3B_MOUNTS, -rc,
 					  i + 1);
-			_exit(125);
+			raw_exit(125);
 		}
 		if (op->fd >= 0)
-			close(op->fd);
+			raw_close(op->fd);
 	}
 	if (sethostname("sandbox", 7) < 0)
 		fail(c, JAIL_STEP_3B_MOUNTS, errno);
@@ -313,9 +316,9 @@ attach_workspace(struct pid1 *p, struct jail_plan *plan, struct sync_chan *c, in
 	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) <
 	    0) {
 		jail_report_error(c, JAIL_STEP_3E_ATTACH, errno, 0);
-		_exit(125);
+		raw_exit(125);
 	}
-	close(tree);
+	raw_close(tree);
 	for (int i = 0; i < plan->nops; i++) {
 		const struct jail_op *op = &plan->ops[i];
 		if (!(op->flags & JAIL_OPF_LATE))
@@ -323,7 +326,7 @@ attach_workspace(struct pid1 *p, struct jail_plan *plan, struct sync_chan *c, in
 		int rc = jail_op_do(op);
 		if (rc < 0) {
 			jail_report_error(c, JAIL_STEP_3E_ATTACH, -rc, i + 1);
-			_exit(125);
+			raw_exit(125);
 		}
 	}
 	drop_privileges(plan, c);
@@ -334,7 +337,7 @@ attach_workspace(struct pid1 *p, struct jail_plan *plan, struct sync_chan *c, in
 	plan->vacant = false;
 	struct sync_msg m = {.kind = SYNC_ATTACHED};
 	if (sync_send(c, &m, NULL, 0) < 0)
-		_exit(125);
+		raw_exit(125);
 }
 
 /* Returns SYNC_READY_* bits of what is in force; t gets the step times. */
@@ -440,11 +443,11 @@ kill_leftovers(struct pid1 *p)
 		*q++ = digits[--nd];
 	memcpy(q, "/children", 10);
 	for (int round = 0; round < 256; round++) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = raw_open(path, O_RDONLY | O_CLOEXEC, 0);
 		if (fd < 0)
 			return;
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
+		ssize_t n = raw_read(fd, buf, sizeof(buf) - 1);
+		raw_close(fd);
 		if (n <= 0)
 			return;
 		buf[n] = '\0';
@@ -452,8 +455,8 @@ kill_leftovers(struct pid1 *p)
 		for (const char *s = buf; *s;) {
 			pid_t v = jail_next_pid(&s);
 			if (v > 0 && !is_running(p, v)) {
-				kill(v, SIGKILL);
-				waitpid(v, NULL, __WALL);
+				raw_kill(v, SIGKILL);
+				raw_wait4(v, NULL, __WALL, NULL);
 				any = true;
 			}
 		}
@@ -539,20 +542,20 @@ start_command(struct pid1 *p, const struct sync_msg *m, int *fds)
 	 * command and its descendants, not pid 1. */
 	for (int i = 0; i < SYNC_FD_CHANNEL; i++)
 		if (fds[i] >= 0)
-			close(fds[i]);
+			raw_close(fds[i]);
 	if (pid < 0) {
 		struct sync_msg x = {.kind = SYNC_EXIT, .err = -pid, .seq = m->seq};
 		sync_send(&chan, &x, NULL, 0);
-		close(chan.fd);
+		raw_close(chan.fd);
 		if (m->flags & SYNC_EXEC_LAST)
-			_exit(0);
+			raw_exit(0);
 		return;
 	}
 	r->pid = pid;
 	r->flags = m->flags;
 	r->chan = chan;
 	struct epoll_event ev = {.events = EPOLLIN, .data.fd = chan.fd};
-	epoll_ctl(p->ep, EPOLL_CTL_ADD, chan.fd, &ev);
+	raw_epoll_ctl(p->ep, EPOLL_CTL_ADD, chan.fd, &ev);
 }
 
 static void
@@ -569,22 +572,22 @@ end_command(struct pid1 *p, struct running *r, int status, const struct rusage *
 	unsigned flags = r->flags;
 	/* The report goes out first: the supervisor is waiting for it. */
 	sync_send(&r->chan, &x, NULL, 0);
-	epoll_ctl(p->ep, EPOLL_CTL_DEL, r->chan.fd, NULL);
-	close(r->chan.fd);
+	raw_epoll_ctl(p->ep, EPOLL_CTL_DEL, r->chan.fd, NULL);
+	raw_close(r->chan.fd);
 	r->pid = 0;
 	if (flags & SYNC_EXEC_LAST && p->plan->container)
-		_exit(0); /* the whole pid namespace goes with pid 1 */
+		raw_exit(0); /* the whole pid namespace goes with pid 1 */
 	/* A detached command's background processes live on until the
 	 * sandbox ends (sync.h, SYNC_EXEC_DETACH). */
 	if (flags & SYNC_EXEC_DETACH)
 		return;
 	/* What the command started ends with it: its process group, and at
 	 * the process level whatever it orphaned. */
-	kill(-pgid, SIGKILL);
+	raw_kill(-pgid, SIGKILL);
 	if (!p->plan->container)
 		kill_leftovers(p);
 	if (flags & SYNC_EXEC_LAST)
-		_exit(0);
+		raw_exit(0);
 }
 
 static void
@@ -593,7 +596,7 @@ reap(struct pid1 *p)
 	for (;;) {
 		int st;
 		struct rusage ru;
-		pid_t pid = wait4(-1, &st, WNOHANG | __WALL, &ru);
+		pid_t pid = raw_wait4(-1, &st, WNOHANG | __WALL, &ru);
 		if (pid <= 0)
 			return;
 		struct running *r = find_pid(p, pid);
@@ -607,7 +610,7 @@ on_signal(struct pid1 *p)
 {
 	struct signalfd_siginfo si;
 	bool child = false;
-	while (read(p->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+	while (raw_read(p->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
 			child = true;
 			continue;
@@ -615,7 +618,7 @@ on_signal(struct pid1 *p)
 		/* anything else sent to pid 1 goes on to the commands */
 		for (int i = 0; i < PID1_MAX_RUNNING; i++)
 			if (p->run[i].pid > 0)
-				kill(p->run[i].pid, (int)si.ssi_signo);
+				raw_kill(p->run[i].pid, (int)si.ssi_signo);
 	}
 	if (child)
 		reap(p);
@@ -637,13 +640,13 @@ on_sandbox_channel(struct pid1 *p)
 		if (!p->plan->container) {
 			for (int i = 0; i < PID1_MAX_RUNNING; i++)
 				if (p->run[i].pid > 0) {
-					kill(-p->run[i].pid, SIGKILL);
-					kill(p->run[i].pid, SIGKILL);
+					raw_kill(-p->run[i].pid, SIGKILL);
+					raw_kill(p->run[i].pid, SIGKILL);
 					p->run[i].pid = 0;
 				}
 			kill_leftovers(p);
 		}
-		_exit(0);
+		raw_exit(0);
 	}
 	if (m.kind == SYNC_EXEC)
 		start_command(p, &m, fds);
@@ -667,14 +670,14 @@ on_exec_channel(struct pid1 *p, int fd)
 		return;
 	if (rc < 0) {
 		/* the supervisor gave the command up: end it */
-		epoll_ctl(p->ep, EPOLL_CTL_DEL, fd, NULL);
-		kill(-r->pid, SIGKILL);
-		kill(r->pid, SIGKILL);
+		raw_epoll_ctl(p->ep, EPOLL_CTL_DEL, fd, NULL);
+		raw_kill(-r->pid, SIGKILL);
+		raw_kill(r->pid, SIGKILL);
 		return;
 	}
 	if (m.kind == SYNC_KILL && m.status > 0 && m.status < NSIG) {
-		kill(-r->pid, m.status);
-		kill(r->pid, m.status);
+		raw_kill(-r->pid, m.status);
+		raw_kill(r->pid, m.status);
 	}
 }
 
@@ -682,18 +685,18 @@ __attribute__((noreturn)) static void
 serve(struct pid1 *p)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
-	p->ep = epoll_create1(EPOLL_CLOEXEC);
+	p->ep = raw_epoll_create1(EPOLL_CLOEXEC);
 	unsigned long all = ~0UL; /* raw: see jail_prctl */
 	p->sigfd = (int)syscall(SYS_signalfd4, -1, &all, sizeof(all), SFD_CLOEXEC | SFD_NONBLOCK);
 	if (p->ep < 0 || p->sigfd < 0)
-		_exit(125);
+		raw_exit(125);
 	ev.data.fd = p->sb.fd;
-	epoll_ctl(p->ep, EPOLL_CTL_ADD, p->sb.fd, &ev);
+	raw_epoll_ctl(p->ep, EPOLL_CTL_ADD, p->sb.fd, &ev);
 	ev.data.fd = p->sigfd;
-	epoll_ctl(p->ep, EPOLL_CTL_ADD, p->sigfd, &ev);
+	raw_epoll_ctl(p->ep, EPOLL_CTL_ADD, p->sigfd, &ev);
 	for (;;) {
 		struct epoll_event evs[16];
-		int n = epoll_wait(p->ep, evs, 16, -1);
+		int n = raw_epoll_wait(p->ep, evs, 16, -1);
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
 			if (fd == p->sigfd)
@@ -727,9 +730,9 @@ commands_ready(struct pid1 *p)
 	}
 	/* 256 KiB and a guard page below it: step 6 needs a few KiB. */
 	p->stack_len = 256 << 10;
-	char *st = mmap(NULL, p->stack_len + 4096, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (st == MAP_FAILED || mprotect(st, 4096, PROT_NONE) < 0)
+	char *st = raw_mmap(NULL, p->stack_len + 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (st == MAP_FAILED || raw_mprotect(st, 4096, PROT_NONE) < 0)
 		fail(&p->sb, JAIL_STEP_5_PID1, errno);
 	p->stack = st + 4096;
 	/* 6e-6h for every command: seccomp needs NoNewPrivs (a container's
@@ -785,8 +788,8 @@ jail_pid1_main(struct jail_plan *plan)
 	 * them, which would otherwise close its own channel or the Landlock
 	 * ruleset first. */
 	for (int fd = 0; fd < 3 && plan->devnull_fd >= 0; fd++)
-		if (fcntl(fd, F_GETFD) < 0) /* free: not one close_others kept */
-			dup2(plan->devnull_fd, fd);
+		if (raw_fcntl(fd, F_GETFD, 0) < 0) /* free: not one close_others kept */
+			raw_dup2(plan->devnull_fd, fd);
 	struct pid1 p;
 	memset(&p, 0, sizeof(p));
 	p.plan = plan;
@@ -807,7 +810,7 @@ jail_pid1_main(struct jail_plan *plan)
 	struct sync_msg m;
 	int fds[SYNC_MAX_FDS], nfds;
 	if (sync_recv(&p.sb, &m, fds, &nfds, 0) < 0 || m.kind != SYNC_GO)
-		_exit(125);
+		raw_exit(125);
 
 	/* a vacant sandbox says so instead: it waits for SYNC_ATTACH, and
 	 * makes its commands' seccomp and Landlock state then */
@@ -818,6 +821,6 @@ jail_pid1_main(struct jail_plan *plan)
 		commands_ready(&p);
 	ready.t_ns[SYNC_T_COMMANDS] = now_ns();
 	if (sync_send(&p.sb, &ready, NULL, 0) < 0)
-		_exit(125);
+		raw_exit(125);
 	serve(&p);
 }

@@ -25,7 +25,7 @@ jail_seccomp_load(const struct sock_fprog *prog)
 	int e = errno;
 	/* seccomp(2) appeared in Linux 3.17; the prctl form is older and takes
 	 * the same program (filter flags were never needed above). */
-	if (e == ENOSYS && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) == 0)
+	if (e == ENOSYS && syscall(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) == 0)
 		return 0;
 	if (e == ENOSYS)
 		e = errno;

@@ -1,6 +1,7 @@
 /* jail/sync: the protocol table and the two calls that enforce it.  Used
  * on both sides of clone(): nothing here allocates or formats. */
 #include "jail/sync.h"
+#include "jail/raw.h"
 
 #include <errno.h>
 #include <string.h>
@@ -118,7 +119,7 @@ sync_send(struct sync_chan *c, const struct sync_msg *m, const int *fds, int nfd
 		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
 	}
 	ssize_t n;
-	while ((n = sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	while ((n = raw_sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	if (n != (ssize_t)sizeof(*m))
 		return n < 0 ? -errno : -EPIPE;
@@ -138,7 +139,7 @@ sync_recv(struct sync_chan *c, struct sync_msg *m, int *fds, int *nfds, int flag
 			    .msg_controllen = sizeof(u.buf)};
 	ssize_t n;
 	*nfds = 0;
-	while ((n = recvmsg(c->fd, &mh, flags | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+	while ((n = raw_recvmsg(c->fd, &mh, flags | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
@@ -152,13 +153,13 @@ sync_recv(struct sync_chan *c, struct sync_msg *m, int *fds, int *nfds, int flag
 			if (*nfds < SYNC_MAX_FDS)
 				fds[(*nfds)++] = fd;
 			else
-				close(fd);
+				raw_close(fd);
 		}
 	}
 	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		/* EOF, a torn record, or descriptors the kernel had to drop */
 		for (int i = 0; i < *nfds; i++)
-			close(fds[i]);
+			raw_close(fds[i]);
 		*nfds = 0;
 		return -EPIPE;
 	}
@@ -169,7 +170,7 @@ sync_recv(struct sync_chan *c, struct sync_msg *m, int *fds, int *nfds, int flag
 		  *nfds >= r->min_fds && *nfds <= r->max_fds;
 	if (!ok) {
 		for (int i = 0; i < *nfds; i++)
-			close(fds[i]);
+			raw_close(fds[i]);
 		*nfds = 0;
 		return -EPROTO;
 	}

@@ -63,7 +63,7 @@ while [ $i -lt 500 ] && [ "$n" != sleep ]; do i=$((i+1)); sleep 0.01; read n </p
 echo "started $n"'
 expect_out 'started sleep' "the daemonised orphan was running when the command ended"
 expect_rc 0 "process level returns when the command ends"
-check "the daemonised orphan is gone" wait_until 3 sh -c '! pgrep -f "[s]leep 3471" >/dev/null'
+check "the daemonised orphan is gone" wait_until "$(scaled 3)" sh -c '! pgrep -f "[s]leep 3471" >/dev/null'
 
 # 7. Process level as root: every capability set, bounding included, empty.
 mkdir -p "$T/rootws"

@@ -50,7 +50,7 @@ check "host: it belongs to root, the workspace owner" test "$(stat -c %u:%g "$ws
 marker=wd-idmap-$RANDOM$RANDOM
 "$WARDEN" run --workspace "$WS" --timeout 30 -- /bin/sh -c "sleep 20; : $marker" >/dev/null 2>&1 </dev/null &
 wpid=$!
-wait_until 10 pgrep -u 65534 -f -- "$marker" >/dev/null
+wait_until "$(scaled 10)" pgrep -u 65534 -f -- "$marker" >/dev/null
 p=$(pgrep -f -- "sleep 20; : $marker" | while read -r q; do
 	[ "$(awk '/^Uid:/ { print $2 }' "/proc/$q/status")" != 0 ] && echo "$q"
 done | head -n1)

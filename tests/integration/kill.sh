@@ -48,7 +48,7 @@ kill_case() {
 	"$WARDEN" run --workspace "$WS" --timeout 120 "${PROBE_BIND[@]}" -- \
 		"$PROBE" stubborn 3 "$marker" >"$T/k.out" 2>"$T/k.err" </dev/null &
 	pid=$!
-	if ! wait_until 10 grep -q 'children forked' "$T/k.out"; then
+	if ! wait_until "$(scaled 10)" grep -q 'children forked' "$T/k.out"; then
 		not_ok "SIG$sig: the sandbox did not start"
 		kill -KILL "$pid" 2>/dev/null
 		return
@@ -62,17 +62,17 @@ kill_case() {
 	check "SIG$sig: found the sandbox's cgroups (${cgs[*]})" test "${#cgs[@]}" -gt 0
 	kill -"$sig" "$pid"
 	wait "$pid" 2>/dev/null
-	if wait_until 5 none_marked "$marker"; then
+	if wait_until "$(scaled 5)" none_marked "$marker"; then
 		ok "SIG$sig: no process of the sandbox survives warden"
 	else
-		not_ok "SIG$sig: $(count_marked "$marker") process(es) survive warden after 5 s"
+		not_ok "SIG$sig: $(count_marked "$marker") process(es) survive warden after $(scaled 5) s"
 		ps -o pid,ppid,user,stat,args -p "$(pgrep -d, -f -- "$marker")" | sed 's/^/  | /'
 		pgrep -f -- "$marker" | xargs -r kill -KILL
 	fi
-	if wait_until 5 no_dirs "${cgs[@]}"; then
+	if wait_until "$(scaled 5)" no_dirs "${cgs[@]}"; then
 		ok "SIG$sig: the sandbox's cgroups are removed"
 	else
-		not_ok "SIG$sig: cgroups left after 5 s: ${cgs[*]}"
+		not_ok "SIG$sig: cgroups left after $(scaled 5) s: ${cgs[*]}"
 	fi
 	check "SIG$sig: no mount left on the host" test "$(our_mounts)" = "$mounts_before"
 }
@@ -82,41 +82,65 @@ kill_case TERM
 kill_case INT
 
 # Killed during set-up, at assorted moments: nothing may be left either.
-cg_before=$(sandbox_cgroups)
+# Which cgroups are ours: each run's first -v line ("1 planned") names its
+# sandbox id before any cgroup is made, and the directories are
+# <hierarchy>/warden/<id>.  (Not "new since the start of this test": other
+# users' and other tests' sandboxes come and go on a shared host, and a
+# session or a pool of theirs outlives any fixed wait; that is what this
+# test once blamed on warden, "empty sandbox cgroups left after 21 s".)
+# The moments: fixed delays after the start (on a loaded host most land
+# before the sandbox is planned), then delays after its "1 planned" line,
+# so that some always land in the cgroup's and pid 1's set-up.
 marker=wd-early-$RANDOM$RANDOM
-for delay in 0 0.001 0.002 0.004 0.006 0.008 0.010 0.015 0.020 0.030 0.050; do
-	"$WARDEN" run --workspace "$WS" --timeout 120 -- /bin/sh -c "sleep 100; : $marker" \
-		>/dev/null 2>&1 </dev/null &
+n=0
+planned() {
+	grep -q ' 1 planned' "$1"
+}
+for delay in 0 0.001 0.002 0.004 0.008 0.015 0.030 0.050 @0 @0.002 @0.005 @0.010 @0.020; do
+	n=$((n + 1))
+	"$WARDEN" run -v --workspace "$WS" --timeout 120 -- /bin/sh -c "sleep 100; : $marker" \
+		>/dev/null 2>"$T/early-$n.err" </dev/null &
+	case $delay in
+	@*)
+		deadline=$((SECONDS + $(scaled 10)))
+		until planned "$T/early-$n.err" || [ "$SECONDS" -ge "$deadline" ]; do
+			sleep 0.002
+		done
+		delay=${delay#@}
+		;;
+	esac
 	sleep "$delay"
 	kill -KILL $! 2>/dev/null
 	wait $! 2>/dev/null
 done
-if wait_until 5 none_marked "$marker"; then
-	ok "warden killed during set-up (11 moments): no process left"
+if wait_until "$(scaled 5)" none_marked "$marker"; then
+	ok "warden killed during set-up ($n moments): no process left"
 else
-	not_ok "warden killed during set-up: $(count_marked "$marker") process(es) left after 5 s"
+	not_ok "warden killed during set-up: $(count_marked "$marker") process(es) left after $(scaled 5) s"
 	ps -o pid,ppid,user,stat,args -p "$(pgrep -d, -f -- "$marker")" | sed 's/^/  | /'
 	pgrep -f -- "$marker" | xargs -r kill -KILL
 fi
 check "warden killed during set-up: no mount left on the host" test "$(our_mounts)" = "$mounts_before"
-# New sandbox cgroups that are still there, and empty, 6 s later and 15 s
-# after that are ours (other users' sandboxes come and go much faster; a
-# janitor's sweep may take a few seconds).
-sleep 6
-leftover=$(comm -13 <(echo "$cg_before") <(sandbox_cgroups) | while read -r d; do
-	[ -s "$d/cgroup.procs" ] || echo "$d"
-done)
-gone() {
-	local d
-	for d in $leftover; do
-		[ -d "$d" ] && return 1
+ids=$(cat "$T"/early-*.err | sed -n 's/.*: sandbox \([0-9a-f]\{16\}\): .*/\1/p' | sort -u)
+ours=()
+for id in $ids; do
+	for h in /sys/fs/cgroup/*/warden /sys/fs/cgroup/warden /sys/fs/cgroup/unified/warden; do
+		ours+=("$h/$id")
 	done
-	return 0
-}
-if [ -n "$leftover" ] && ! wait_until 15 gone; then
-	not_ok "warden killed during set-up: empty sandbox cgroups left after 21 s: $leftover"
+done
+check "warden killed during set-up: the runs named their sandboxes ($(echo $ids | wc -w) of $n)" \
+	test "$(echo $ids | wc -w)" -ge 5
+# The keeper (supervise/keeper.c) removes them once warden's end of its
+# pipe closes; it retries while exiting tasks drain.  Waited for, not
+# slept: the deadline only bounds a failure.
+if wait_until "$(scaled 20)" no_dirs "${ours[@]}"; then
+	ok "warden killed during set-up: no sandbox cgroup of these runs left"
 else
-	ok "warden killed during set-up: no empty sandbox cgroup left${leftover:+ (some took over 6 s to go)}"
+	left=$(for d in "${ours[@]}"; do [ -d "$d" ] && echo "$d"; done)
+	not_ok "warden killed during set-up: sandbox cgroups left after $(scaled 20) s: $left"
+	for d in $left; do
+		echo "  | $d: tasks $(tr '\n' ' ' <"$d/cgroup.procs" 2>/dev/null)"
+	done
 fi
 
 finish

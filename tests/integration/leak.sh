@@ -44,7 +44,7 @@ check "$runs distinct sandbox ids" test "$(sort -u "$ids" | wc -l)" = "$runs"
 none_marked() {
 	[ "$(count_marked "$marker")" = 0 ]
 }
-if wait_until 10 none_marked; then
+if wait_until "$(scaled 10)" none_marked; then
 	ok "no process of the runs is left (warden, janitor or sandbox)"
 else
 	not_ok "$(count_marked "$marker") process(es) left after 10 s"
@@ -57,7 +57,7 @@ cg_left() {
 		find /sys/fs/cgroup -maxdepth 8 -type d -name "$id" 2>/dev/null
 	done <"$ids"
 }
-if wait_until 10 test -z "$(cg_left)"; then
+if wait_until "$(scaled 10)" test -z "$(cg_left)"; then
 	ok "no cgroup of the $runs sandboxes is left"
 else
 	not_ok "cgroups left: $(cg_left | head -n 5 | tr '\n' ' ')"
@@ -75,7 +75,7 @@ check "no growth in /tmp /var/tmp /dev/shm /run ($(echo -n "$new_tmp" | grep -c 
 no_growth() {
 	[ "$(njail)" -le "$procs_before" ]
 }
-if wait_until 10 no_growth; then
+if wait_until "$(scaled 10)" no_growth; then
 	ok "no jail pid 1 or sandbox-user process left ($procs_before before, $(njail) after)"
 else
 	not_ok "jail processes grew: $procs_before before, $(njail) after 10 s"

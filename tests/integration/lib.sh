@@ -205,6 +205,19 @@ count_sandbox() {
 	echo "$n"
 }
 
+# scaled SECONDS: a deadline for a wait on an event, stretched for this
+# host: by 1 + load/CPUs (the 1-minute load average when the test
+# started) and 3x for a sanitizer build of warden.  It bounds a failure
+# only: a wait that passes returns as soon as its event happens.
+WD_SLOWDOWN=$(awk -v cpus="$(nproc)" '{ f = 1 + $1 / cpus; print (f > 20 ? 20 : f) }' /proc/loadavg)
+if grep -qa -e __asan_init -e __tsan_init "$WARDEN" 2>/dev/null ||
+	ldd "$WARDEN" 2>/dev/null | grep -q -e libasan -e libtsan; then
+	WD_SLOWDOWN=$(awk -v f="$WD_SLOWDOWN" 'BEGIN { print 3 * f }')
+fi
+scaled() {
+	awk -v s="$1" -v f="$WD_SLOWDOWN" 'BEGIN { printf "%d\n", s * f + 0.999 }'
+}
+
 # wait_until SECONDS COMMAND...: poll every 0.1 s until COMMAND succeeds.
 wait_until() {
 	local deadline=$((SECONDS + $1))

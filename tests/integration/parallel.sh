@@ -49,6 +49,6 @@ check "$n concurrent sandboxes each held to their own --pids ($fails wrong)" tes
 none_left() {
 	[ "$(count_marked "$marker")" = 0 ]
 }
-check "nothing of the concurrent or killed runs is left" wait_until 10 none_left
+check "nothing of the concurrent or killed runs is left" wait_until "$(scaled 10)" none_left
 
 finish

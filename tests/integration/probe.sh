@@ -44,7 +44,7 @@ while True:
 PY
 listener=$!
 at_exit "kill $listener 2>/dev/null"
-if wait_until 5 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null; then
+if wait_until "$(scaled 5)" python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null; then
 	rm -f "$hits" # the host's own check connected once
 	ok "host listener on 127.0.0.1:$port reachable from the host"
 else

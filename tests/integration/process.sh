@@ -28,7 +28,7 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4); time.sleep(120)' "$port" &
 listener=$!
 at_exit "kill $listener 2>/dev/null"
-wait_until 5 python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null
+wait_until "$(scaled 5)" python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" 2>/dev/null
 
 # (with descriptors of the caller open that must not cross)
 exec 5<"$T" 101<"$T"
@@ -113,7 +113,7 @@ check "returned promptly ($((SECONDS - start)) s)" test $((SECONDS - start)) -le
 none_left() {
 	[ "$(count_marked "$marker")" = 0 ]
 }
-check "no process of the tree is left" wait_until 3 none_left
+check "no process of the tree is left" wait_until "$(scaled 3)" none_left
 
 # Limits from the cgroup, when one exists.
 if [ "$cgroup" != none ]; then

@@ -81,7 +81,7 @@ fetch() {
 	"$WARDEN" exec s1 -- curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8123/hello.txt >"$OUT" 2>"$ERR"
 	[ "$(cat "$OUT")" = 200 ]
 }
-if wait_until 15 fetch; then
+if wait_until "$(scaled 15)" fetch; then
 	ok "a later exec reaches the detached server on the session's loopback"
 else
 	not_ok "the detached server is not reachable: $(cat "$OUT" "$ERR")"
@@ -138,7 +138,7 @@ w exec idle -- true
 stopped() {
 	"$WARDEN" ls --json | python3 -c 'import json,sys; sys.exit(0 if [x["state"] for x in json.load(sys.stdin) if x["name"]=="idle"][0]=="stopped" else 1)'
 }
-if wait_until 10 stopped; then
+if wait_until "$(scaled 10)" stopped; then
 	ok "the idle session stopped by itself"
 else
 	not_ok "the idle session is still running after 10 s"
@@ -160,7 +160,7 @@ kill -KILL "$mpid"
 gone() {
 	[ -z "$(leftovers "$vid")" ] && ! pgrep -f 'sleep 1000' >/dev/null
 }
-if wait_until 10 gone; then
+if wait_until "$(scaled 10)" gone; then
 	ok "after SIGKILL of the monitor nothing is left (processes, cgroups, mounts, loop device)"
 else
 	not_ok "left after SIGKILL: $(leftovers "$vid" | tr '\n' ' ') $(pgrep -af 'sleep 1000')"

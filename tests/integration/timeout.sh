@@ -24,7 +24,7 @@ fi
 none_marked() {
 	[ "$(count_marked "$marker")" = 0 ]
 }
-check "nothing with the marker (warden's janitor included) within 3 s" wait_until 3 none_marked
+check "nothing with the marker (warden's janitor included) within $(scaled 3) s" wait_until "$(scaled 3)" none_marked
 
 # Without --json, same status, and a message on stderr.
 marker=wd-stubborn-$RANDOM$RANDOM
@@ -56,7 +56,7 @@ for level in container process; do
 	none_bg() {
 		[ "$(count_marked "$marker")" = 0 ]
 	}
-	check "$level: the background child does not survive" wait_until 3 none_bg
+	check "$level: the background child does not survive" wait_until "$(scaled 3)" none_bg
 done
 
 # A command that stops itself (SIGSTOP) still meets the deadline.
