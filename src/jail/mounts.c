@@ -21,6 +21,30 @@ sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *
 	return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
 }
 
+/* strcspn and strrchr, written out: a sanitizer intercepts libc's (and an
+ * interceptor may take a lock a clone copied held: docs/threat-model.md,
+ * "Raw clones"); tests/integration/child_calls.py checks it. */
+static size_t
+span_until(const char *s, const char *stop)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		for (const char *c = stop; *c; c++)
+			if (s[n] == *c)
+				return n;
+	return n;
+}
+
+static const char *
+last_slash(const char *s)
+{
+	const char *last = NULL;
+	for (; *s; s++)
+		if (*s == '/')
+			last = s;
+	return last;
+}
+
 /* Make a mount read-only (and nosuid, nodev): mount_setattr when the kernel
  * has it (one call, and AT_RECURSIVE reaches submounts a remount would
  * miss), else the classic bind remount of that one mount. */
@@ -158,7 +182,7 @@ read_line(int ws, const char *dir, const char *name, char *buf, size_t cap)
 	if (r < 0)
 		return -e;
 	buf[r] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
+	buf[span_until(buf, "\r\n")] = '\0';
 	return (int)strlen(buf);
 }
 
@@ -216,7 +240,8 @@ protect_gitdir(int ws, const char *rel, const char *host)
 		/* "gitdir: T", relative to the directory holding .git */
 		char parent[PATH_MAX];
 		memcpy(parent, rel, rl + 1);
-		char *slash = strrchr(parent, '/');
+		const char *ls = last_slash(parent);
+		char *slash = ls ? parent + (ls - parent) : NULL;
 		const char *dir = slash ? (*slash = '\0', parent) : ".";
 		rc = read_line(ws, dir, ".git", line, sizeof(line));
 		if (rc < 0 || strncmp(line, "gitdir: ", 8))
@@ -246,7 +271,7 @@ protect_gitdir(int ws, const char *rel, const char *host)
 static bool
 names_git(const char *rel)
 {
-	const char *b = strrchr(rel, '/');
+	const char *b = last_slash(rel);
 	return !strcmp(b ? b + 1 : rel, ".git");
 }
 
@@ -275,7 +300,7 @@ protect_submodules(int ws, const char *host)
 	text[n] = '\0';
 	int count = 0;
 	for (char *l = text; *l && count < 64;) {
-		char *end = l + strcspn(l, "\n");
+		char *end = l + span_until(l, "\n");
 		char next = *end;
 		*end = '\0';
 		while (*l == ' ' || *l == '\t')
@@ -288,7 +313,7 @@ protect_submodules(int ws, const char *host)
 				v++;
 				while (*v == ' ' || *v == '\t')
 					v++;
-				size_t vl = strcspn(v, " \t\r");
+				size_t vl = span_until(v, " \t\r");
 				if (vl && vl + 6 < sizeof(rel)) {
 					memcpy(rel, v, vl);
 					memcpy(rel + vl, "/.git", 6);
