@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The approval store is the human's channel too: a file a sandbox can write
+is not one (attack pass on issue 18, boundary 6).
+
+`warden approve` records an approval as a file, approvals/<id>.json in the
+state directory ($WARDEN_STATE_DIR, $XDG_STATE_HOME/warden, ...), and a
+paused command runs once such a file with a future "expires" exists.  When
+that directory lies inside the workspace (a project that keeps its tools'
+state in ./.state) or inside a writable --bind (`--bind ~/.local`), the
+model writes the file itself: before the fix, MCP `write_file` of
+`.state/approvals/<id>.json` = {"expires": ...} made the paused
+`git push` run, with no human.  Now such a workspace or bind is refused
+before anything runs (exit 125 naming the state directory)."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from srvlib import WARDEN, Env, LineClient, Server, done, ok  # noqa: E402
+
+env = Env()
+env.require_sandboxes()
+ws = env.ws
+
+
+def text(r):
+    return "".join(c.get("text", "") for c in r.get("content", []))
+
+
+def tool(c, name, args):
+    return c.call("tools/call", {"name": name, "arguments": args}).get("result", {})
+
+
+# ---- 1. the state directory inside the workspace: the model approves itself ----
+inside = os.path.join(ws, ".state")
+os.mkdir(inside)
+env.env["WARDEN_STATE_DIR"] = inside
+srv = Server(env, stdio=True)
+mcp = LineClient(srv)
+try:
+    started = "result" in mcp.initialize()
+except (EOFError, OSError):
+    started = False  # refused at start (the fix)
+outcome = None
+if started:
+    r = tool(mcp, "run_command", {"command": "git push origin main"})
+    aid = r.get("structuredContent", {}).get("approval_id")
+    if aid:
+        # the model's own tool writes the approval the human never gave
+        tool(mcp, "write_file", {"path": ".state/approvals/%s.json" % aid,
+                                 "content": json.dumps({"expires": 4102444800})})
+        r = tool(mcp, "run_command", {"command": "git push origin main"})
+        outcome = r.get("structuredContent", {}).get("outcome")
+    mcp.close()
+try:
+    srv.p.stdin.close()  # the end of stdio: the server stops
+except OSError:
+    pass  # it is gone already (refused at start)
+rc = srv.p.wait(timeout=120)
+err = srv.stderr()
+ok(outcome != "ran", "a paused git push never runs on an approval the model wrote (%s)" % outcome)
+ok(not started and rc == 125 and "state directory" in err and inside in err,
+   "serve -w WS with WARDEN_STATE_DIR inside WS: exit 125 naming it (%d: %s)"
+   % (rc, err.strip()[-300:]))
+
+
+def run(*args, extra_env=None):
+    e = dict(env.env, **(extra_env or {}))
+    return subprocess.run([WARDEN, "run", *args, "--", "/bin/true"], capture_output=True,
+                          text=True, env=e, timeout=120)
+
+
+# ---- 2. the same through `warden run`, XDG_STATE_HOME, and a writable bind ----
+r = run("-w", ws)
+ok(r.returncode == 125 and "state directory" in r.stderr,
+   "warden run -w WS with the store inside WS: 125 (%d: %s)" % (r.returncode, r.stderr.strip()))
+xdg = os.path.join(ws, "xdg")
+os.mkdir(xdg)
+r = run("-w", ws, extra_env={"WARDEN_STATE_DIR": "", "XDG_STATE_HOME": xdg})
+ok(r.returncode == 125 and os.path.join(xdg, "warden") in r.stderr,
+   "XDG_STATE_HOME inside the workspace, store not made yet: 125 (%d: %s)"
+   % (r.returncode, r.stderr.strip()))
+outside = os.path.join(env.top, "dotlocal")
+os.makedirs(os.path.join(outside, "state", "warden"))
+store = {"WARDEN_STATE_DIR": os.path.join(outside, "state", "warden")}
+r = run("-w", ws, "--bind", outside + ":/home/sandbox/.local", extra_env=store)
+ok(r.returncode == 125 and "--bind" in r.stderr and "state directory" in r.stderr,
+   "--bind of a directory holding the store: 125 (%d: %s)" % (r.returncode, r.stderr.strip()))
+r = run("-w", ws, "--ro-bind", outside + ":/home/sandbox/.local", extra_env=store)
+ok(r.returncode == 0, "... read-only it is fine (%d: %s)" % (r.returncode, r.stderr.strip()))
+r = run("-w", ws, extra_env={"WARDEN_STATE_DIR": env.state})
+ok(r.returncode == 0, "a store outside the workspace: runs (%d: %s)"
+   % (r.returncode, r.stderr.strip()))
+env.close()
+done()
