@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* a is b, or below it */
 static bool
@@ -91,6 +92,45 @@ policy_store_within(const char *real, char *store, size_t cap)
 	 * command (attack pass on issue 18, boundary 6).  The store cannot
 	 * tell who wrote it, so it must be out of every sandbox's reach. */
 	return store_real(store, cap) == 0 && real && at_or_below(store, real);
+}
+
+bool
+policy_store_exposed(const char *const *dirs, uid_t uid, char *store, size_t cap)
+{
+	if (store_real(store, cap) < 0)
+		return false;
+	const char *top = NULL;
+	for (size_t i = 0; dirs[i] && !top; i++)
+		if (at_or_below(store, dirs[i]))
+			top = dirs[i];
+	if (!top)
+		return false;
+	/* Why: at the process level the command writes what its uid may in
+	 * these trees (Landlock allows them, and they are the host's).  The
+	 * store is out of its reach only if every existing directory from
+	 * the store up to the tree belongs to someone else and is not
+	 * writable by others; a store whose first directory below the tree
+	 * does not exist yet is taken by whoever makes it first (in a
+	 * sticky /tmp too: issue 18's attack pass wrote approvals/<id>.json
+	 * into WARDEN_STATE_DIR=/tmp/... from an allowed command). */
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s", store);
+	bool seen = false;
+	while (strcmp(p, top) && strlen(p) > strlen(top)) {
+		struct stat st;
+		if (lstat(p, &st) == 0) {
+			seen = true;
+			if (st.st_uid == uid || (st.st_mode & S_IWOTH) || !S_ISDIR(st.st_mode))
+				return true;
+		} else if (seen) {
+			return true; /* a parent vanished under a child: not ours to trust */
+		}
+		char *slash = strrchr(p, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+	}
+	return !seen;
 }
 
 int

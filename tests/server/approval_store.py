@@ -13,8 +13,11 @@ model writes the file itself: before the fix, MCP `write_file` of
 before anything runs (exit 125 naming the state directory)."""
 import json
 import os
+import pwd
+import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from srvlib import WARDEN, Env, LineClient, Server, done, ok  # noqa: E402
@@ -92,5 +95,55 @@ ok(r.returncode == 0, "... read-only it is fine (%d: %s)" % (r.returncode, r.std
 r = run("-w", ws, extra_env={"WARDEN_STATE_DIR": env.state})
 ok(r.returncode == 0, "a store outside the workspace: runs (%d: %s)"
    % (r.returncode, r.stderr.strip()))
+
+
+# ---- 3. the process level: the host's /tmp is writable by the command ----
+# An unprivileged caller (nobody here) with WARDEN_STATE_DIR in /tmp: its
+# process-level commands run as its own uid.  Before the fix an allowed
+# python3 wrote approvals/<id>.json and the paused echo then ran.
+if os.geteuid() == 0 and shutil.which("setpriv"):
+    nobody = pwd.getpwnam("nobody")
+    ptop = tempfile.mkdtemp(prefix="wd-as.")
+    pws = os.path.join(ptop, "ws")
+    os.mkdir(pws)
+    pol = os.path.join(ptop, "p.json")
+    with open(pol, "w") as f:
+        json.dump({"version": 1, "programs": {"echo": {"approve": [["publish"]]},
+                                                "python3": {}}}, f)
+    subprocess.run(["chown", "-R", "%d:%d" % (nobody.pw_uid, nobody.pw_gid), ptop],
+                   check=True)
+    pstate = os.path.join(ptop, "state")
+    penv = dict(os.environ, HOME=ptop, WARDEN_STATE_DIR=pstate)
+    AS = ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
+          "--clear-groups"]
+
+    def prun(*argv):
+        return subprocess.run(AS + [WARDEN, "run", "-w", pws, "--isolation", "process",
+                                    "--best-effort", "-p", pol, "--", *argv],
+                              capture_output=True, text=True, env=penv, timeout=120)
+
+    r = prun("echo", "publish", "now")
+    aid = None
+    for ln in r.stderr.splitlines():
+        if "warden approve " in ln:
+            aid = ln.split("warden approve ")[1].split()[0]
+    ok(r.returncode == 123 and aid, "process level: echo publish pauses (%d)" % r.returncode)
+    forge = ("import os; d = %r + '/approvals'; os.makedirs(d, exist_ok=True); "
+             "open(d + '/%s.json', 'w').write('{\"expires\": 4102444800}')" % (pstate, aid))
+    w = prun("python3", "-c", forge)
+    r = prun("echo", "publish", "now")
+    ok(r.returncode != 0 and "publish now" not in r.stdout,
+       "process level: the paused echo does not run on an approval its sandbox wrote "
+       "(%d %s)" % (r.returncode, r.stdout.strip()))
+    ok(w.returncode == 125 and "state directory" in w.stderr and "/tmp" in w.stderr,
+       "process level with the store in /tmp, writable by the command: 125 (%d: %s)"
+       % (w.returncode, w.stderr.strip()[-300:]))
+    r = subprocess.run([WARDEN, "run", "-w", pws, "--isolation", "process", "--", "/bin/true"],
+                       capture_output=True, text=True, env=dict(env.env), timeout=120)
+    ok(r.returncode == 0, "process level as root, the store root's own in /tmp: runs (%d: %s)"
+       % (r.returncode, r.stderr.strip()))
+    shutil.rmtree(ptop, ignore_errors=True)
+else:
+    print("# skip: the process-level check needs root and setpriv")
 env.close()
 done()
