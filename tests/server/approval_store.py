@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from srvlib import WARDEN, Env, LineClient, Server, done, ok  # noqa: E402
@@ -142,8 +143,65 @@ if os.geteuid() == 0 and shutil.which("setpriv"):
                        capture_output=True, text=True, env=dict(env.env), timeout=120)
     ok(r.returncode == 0, "process level as root, the store root's own in /tmp: runs (%d: %s)"
        % (r.returncode, r.stderr.strip()))
+
+    # ---- 4. another warden's socket, from a process-level command ----
+    # The same unprivileged caller runs `warden serve --socket` (the human's
+    # approval channel) and, for the model, process-level `warden run`s
+    # with no cgroup (--best-effort, all an ordinary user has on cgroup v1).
+    # Such a command shares the server's namespaces, is in no sandbox's
+    # cgroup and does not descend from that server: before the fix it
+    # connected as the owner and granted its own pause.
+    vtop = tempfile.mkdtemp(prefix="wd-as.", dir="/var/tmp")
+    vws = os.path.join(vtop, "ws")
+    os.mkdir(vws)
+    sock = os.path.join(vtop, "h.sock")
+    with open(os.path.join(vws, "grant.py"), "w") as f:
+        # the path is in the script, not an argument the policy would judge
+        f.write("import json, socket, sys\n"
+                "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+                "s.connect(%r)\n"
+                "s.sendall((json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': sys.argv[1],\n"
+                "    'params': json.loads(sys.argv[2])}) + '\\n').encode())\n"
+                "print(s.makefile().readline().strip() or 'EOF')\n" % sock)
+    subprocess.run(["chown", "-R", "%d:%d" % (nobody.pw_uid, nobody.pw_gid), vtop], check=True)
+    os.chmod(vtop, 0o700)
+    venv = dict(os.environ, HOME=vtop, WARDEN_STATE_DIR=os.path.join(vtop, "state"))
+    errf = open(os.path.join(vtop, "serve.err"), "w+")
+    srv2 = subprocess.Popen(AS + [WARDEN, "serve", "-w", vws, "--best-effort", "--socket", sock],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                            env=venv)
+    for _ in range(600):
+        if os.path.exists(sock) or srv2.poll() is not None:
+            break
+        time.sleep(0.1)
+
+    def vrun(*argv):
+        return subprocess.run(AS + [WARDEN, "run", "-w", vws, "--isolation", "process",
+                                    "--best-effort", "-p", pol, "--", *argv],
+                              capture_output=True, text=True, env=venv, timeout=120)
+
+    r = vrun("echo", "publish", "now")
+    aid = None
+    for ln in r.stderr.splitlines():
+        if "warden approve " in ln:
+            aid = ln.split("warden approve ")[1].split()[0]
+    g = vrun("python3", "grant.py", "approval.grant", json.dumps({"id": aid}))
+    r = vrun("echo", "publish", "now")
+    ok(os.path.exists(sock) and aid and r.returncode == 123 and "publish now" not in r.stdout,
+       "a process-level command of another warden cannot grant its own pause on the owner's "
+       "socket (%d %s | %s)" % (r.returncode, r.stdout.strip(), g.stdout.strip()[:200]))
+    ok('"granted"' not in g.stdout, "... its approval.grant got no answer (%s)"
+       % g.stdout.strip()[:200])
+    h = subprocess.run(AS + ["python3", os.path.join(vws, "grant.py"), "approval.list", "{}"],
+                       capture_output=True, text=True, env=venv, timeout=120)
+    ok(aid and aid in h.stdout, "the owner's own client still lists it (%s)" % h.stdout[:200])
+    srv2.terminate()
+    srv2.wait(timeout=60)
+    errf.seek(0)
+    ok("seccomp filters" in errf.read(), "the server says why it refused the connection")
+    shutil.rmtree(vtop, ignore_errors=True)
     shutil.rmtree(ptop, ignore_errors=True)
 else:
-    print("# skip: the process-level check needs root and setpriv")
+    print("# skip: the process-level checks need root and setpriv")
 env.close()
 done()
