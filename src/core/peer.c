@@ -18,7 +18,10 @@
  *   - it is in a sandbox's cgroup (<base>/warden/<16 hex>, cgroup/cgroup.c);
  *   - it descends from the server itself (the process level: commands
  *     are the server's children; a daemonised one comes back to warden,
- *     the subreaper).
+ *     the subreaper);
+ *   - it runs under more seccomp filters than the server (the process
+ *     level of any warden, with or without a cgroup: every jail's
+ *     command carries one, for good).
  *
  * The pid is checked against reuse: with SO_PEERPIDFD (Linux 6.5) the
  * connecting process's pidfd is taken first, its pid read from the pidfd,
@@ -101,6 +104,18 @@ read_at(int dirfd, const char *name, char *buf, size_t cap)
 	return (ssize_t)len;
 }
 
+/* The number of seccomp filters a /proc/PID/status text shows
+ * ("Seccomp_filters:", Linux 5.9; before it, 1 for filter mode), or -1. */
+static long
+seccomp_filters(const char *status)
+{
+	const char *p = strstr(status, "\nSeccomp_filters:");
+	if (p)
+		return strtol(p + 17, NULL, 10);
+	p = strstr(status, "\nSeccomp:");
+	return p ? (strtol(p + 9, NULL, 10) == 2 ? 1 : 0) : -1;
+}
+
 /* The parent of pid (from /proc/PID/stat, after the last ')' of comm,
  * which may itself hold ") "), or -1. */
 static long
@@ -180,6 +195,31 @@ admit(int fd, char *why, size_t cap)
 	    !(read_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own)) > 0 &&
 	      in_sandbox_cgroup(own))) {
 		snprintf(why, cap, "its process %ld is in a sandbox's cgroup", pid);
+		goto out;
+	}
+	/* Why: at the process level without a cgroup (an unprivileged caller
+	 * on a cgroup v1 host needs --best-effort), a command of *another*
+	 * warden (warden run, a second server) shares our namespaces, has no
+	 * sandbox cgroup and does not descend from us: it connected to this
+	 * server's socket as the owner and granted its own pause (attack pass
+	 * on issue 18).  Every jail loads a seccomp filter into the command,
+	 * which it and every process it starts keep for good (a daemonised one
+	 * too), so a peer under more filters than this server is inside one.
+	 * A human's client confined more than the server is refused too. */
+	char st[16384], ownst[16384];
+	long pf = read_at(procfd, "status", st, sizeof(st)) > 0 ? seccomp_filters(st) : -1;
+	long of = read_at(AT_FDCWD, "/proc/self/status", ownst, sizeof(ownst)) > 0
+		      ? seccomp_filters(ownst)
+		      : -1;
+	if (pf < 0 || of < 0) {
+		snprintf(why, cap, "its process %ld cannot be checked (seccomp)", pid);
+		goto out;
+	}
+	if (pf > of) {
+		snprintf(why, cap,
+			 "its process %ld runs under %ld seccomp filters, this server under %ld "
+			 "(a sandboxed command)",
+			 pid, pf, of);
 		goto out;
 	}
 	if (descends_from(pid, (long)getpid())) {

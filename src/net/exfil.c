@@ -377,10 +377,15 @@ net_secrets_mask(const struct net_secrets *s, char *p, size_t n, uint64_t *found
  * only when it matched a prefix of a value, so whether bytes arrived
  * before a pause told the sandbox, through any allowed host that reflects
  * its bytes, whether a guess was a prefix of the value: 23 characters were
- * recovered in 273 s.  A window of the longest pattern minus one, held
- * always, still catches every value that spans reads (its first byte is
- * within the last len - 1 bytes until it completes, and is masked then),
- * and what is held no longer depends on content. */
+ * recovered in 273 s.  The window must hold the longest pattern minus one
+ * (a value's first byte stays within it until the value completes, and is
+ * masked then), but it must not *be* that length either: the number of
+ * bytes held before a pause is what the sandbox measures, and a window of
+ * exactly (longest - 1) told it the value's length, or its percent-encoded
+ * length, which counts its reserved characters (the attack pass on issue
+ * 18).  So the window is one of two sizes, fixed in advance: 255 bytes
+ * while every pattern fits in 256, else the most any value can encode to
+ * (3 * NET_SECRET_MAX - 1).  All it tells is which of the two. */
 size_t
 net_secrets_hold_len(const struct net_secrets *s)
 {
@@ -392,5 +397,7 @@ net_secrets_hold_len(const struct net_secrets *s)
 		if (v->penc_len > longest)
 			longest = v->penc_len;
 	}
-	return longest ? longest - 1 : 0;
+	if (!longest)
+		return 0;
+	return (longest <= NET_HOLD_SMALL ? NET_HOLD_SMALL : 3 * (size_t)NET_SECRET_MAX) - 1;
 }

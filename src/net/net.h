@@ -265,6 +265,7 @@ bool net_addr_parse(const char *s, size_t len, uint16_t port, struct sockaddr_st
  * with -EBUSY (copy it with net_secrets_clone()). */
 #define NET_SECRET_MIN 8       /* bytes: shorter values turn up in traffic by chance */
 #define NET_SECRET_MAX 4096    /* bytes of one value (a file may add one newline) */
+#define NET_HOLD_SMALL 256     /* the response window while every value encodes to this */
 /* The secret-exfiltration refusals in one sandbox that raise a
  * "secret-probe" alert event (again at each doubling: 3, 6, 12, ...). */
 #define NET_PROBE_ALERT_AT 3

@@ -9,12 +9,14 @@
  * and write.
  */
 #include "policy/policy.h"
+#include "policy/store.h"
 
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* a is b, or below it */
 static bool
@@ -49,6 +51,88 @@ home_of_caller(char *out, size_t cap)
 	return 0;
 }
 
+/* The approval store as the kernel will resolve it, in out: realpath of
+ * the longest part that exists, the rest as written (a store made later,
+ * at the first pause, lands exactly there).  -1 when there is none. */
+static int
+store_real(char *out, size_t cap)
+{
+	char want[PATH_MAX], head[PATH_MAX], real[PATH_MAX];
+	if (policy_state_dir(want, sizeof(want), NULL) < 0 || want[0] != '/')
+		return -1;
+	snprintf(head, sizeof(head), "%s", want);
+	for (;;) {
+		if (realpath(head, real)) {
+			const char *tail = want + strlen(head);
+			while (*tail == '/')
+				tail++;
+			int n = snprintf(out, cap, "%s%s%s", real,
+					 *tail && strcmp(real, "/") ? "/" : "", tail);
+			return n < 0 || (size_t)n >= cap ? -1 : 0;
+		}
+		char *slash = strrchr(head, '/');
+		if (!slash)
+			return -1;
+		if (slash == head) {
+			head[1] = '\0';
+			continue;
+		}
+		*slash = '\0';
+	}
+}
+
+int
+policy_store_within(const char *real, char *store, size_t cap)
+{
+	/* Why: a paused command runs once approvals/<id>.json exists in the
+	 * store with a future "expires" (approval.c): the file *is* the
+	 * human's yes.  A sandbox that can write the store (it lies in the
+	 * workspace, or in a writable bind) writes that file for its own
+	 * pause, and the model approves itself with its own write_file or a
+	 * command (attack pass on issue 18, boundary 6).  The store cannot
+	 * tell who wrote it, so it must be out of every sandbox's reach. */
+	return store_real(store, cap) == 0 && real && at_or_below(store, real);
+}
+
+bool
+policy_store_exposed(const char *const *dirs, uid_t uid, char *store, size_t cap)
+{
+	if (store_real(store, cap) < 0)
+		return false;
+	const char *top = NULL;
+	for (size_t i = 0; dirs[i] && !top; i++)
+		if (at_or_below(store, dirs[i]))
+			top = dirs[i];
+	if (!top)
+		return false;
+	/* Why: at the process level the command writes what its uid may in
+	 * these trees (Landlock allows them, and they are the host's).  The
+	 * store is out of its reach only if every existing directory from
+	 * the store up to the tree belongs to someone else and is not
+	 * writable by others; a store whose first directory below the tree
+	 * does not exist yet is taken by whoever makes it first (in a
+	 * sticky /tmp too: issue 18's attack pass wrote approvals/<id>.json
+	 * into WARDEN_STATE_DIR=/tmp/... from an allowed command). */
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s", store);
+	bool seen = false;
+	while (strcmp(p, top) && strlen(p) > strlen(top)) {
+		struct stat st;
+		if (lstat(p, &st) == 0) {
+			seen = true;
+			if (st.st_uid == uid || (st.st_mode & S_IWOTH) || !S_ISDIR(st.st_mode))
+				return true;
+		} else if (seen) {
+			return true; /* a parent vanished under a child: not ours to trust */
+		}
+		char *slash = strrchr(p, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+	}
+	return !seen;
+}
+
 int
 policy_workspace_validate(const char *real, struct wd_err *err)
 {
@@ -79,5 +163,12 @@ policy_workspace_validate(const char *real, struct wd_err *err)
 				  "workspace %s %s your home directory %s, with your credentials "
 				  "and start-up files; use a project directory below it",
 				  real, strcmp(home, real) ? "contains" : "is", home);
+	char store[PATH_MAX];
+	if (policy_store_within(real, store, sizeof(store)))
+		return wd_err_set(err, WD_E_INVAL,
+				  "workspace %s holds warden's state directory %s, where a sandbox "
+				  "could write its own approvals; set WARDEN_STATE_DIR (or "
+				  "XDG_STATE_HOME) outside the workspace",
+				  real, store);
 	return 0;
 }

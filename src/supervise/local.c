@@ -10,6 +10,7 @@
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 #include "net/net.h"
+#include "policy/policy.h"
 #include "workspace/workspace.h"
 
 #include <fcntl.h>
@@ -136,6 +137,19 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		.vacant = spec->vacant,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
+	/* The process level: the command also writes the host's /tmp and
+	 * /dev/shm (the workspace and binds were checked when the spec was
+	 * made): an approval store there, writable by the command's uid,
+	 * lets it approve its own pauses (policy/workspace.c). */
+	static const char *const host_rw[] = {"/tmp", "/dev/shm", NULL};
+	char store[PATH_MAX];
+	if (rc == 0 && !container &&
+	    policy_store_exposed(host_rw, sb->prep->host_uid, store, sizeof(store)))
+		rc = wd_err_set(err, WD_E_INVAL,
+				"--isolation process: warden's state directory %s is in the host's "
+				"/tmp or /dev/shm, where the command (uid %u) could write its own "
+				"approvals; set WARDEN_STATE_DIR to a directory of yours outside them",
+				store, (unsigned)sb->prep->host_uid);
 	free(binds);
 	free(protect);
 	free(env);

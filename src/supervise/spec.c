@@ -3,6 +3,7 @@
 #include "net/net.h"
 #include "policy/policy.h"
 
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -263,12 +264,22 @@ wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct w
 		 * directory (or /) is the host itself. */
 		char *real = realpath(src, NULL);
 		bool sys = real && spec_is_system_dir(real);
+		/* and the workspace's rule for the approval store: a sandbox
+		 * that writes it approves its own pauses (policy/workspace.c) */
+		char store[PATH_MAX];
+		bool holds = !sys && real && policy_store_within(real, store, sizeof(store));
 		free(real);
 		if (sys)
 			return wd_err_set(err, WD_E_INVAL,
 					  "%s: source '%s' is a system directory; bind it read-only "
 					  "(--ro-bind)",
 					  opt, src);
+		if (holds)
+			return wd_err_set(err, WD_E_INVAL,
+					  "%s: source '%s' holds warden's state directory %s, where "
+					  "a sandbox could write its own approvals; bind it "
+					  "read-only (--ro-bind) or set WARDEN_STATE_DIR elsewhere",
+					  opt, src, store);
 	}
 	char *abs = absolute(src);
 	if (!abs)

@@ -39,8 +39,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-FILL = 200
-LONGEST = 64  # the test's values are shorter: no window holds more of FILL
+FILL = 600
+LONGEST = 256  # the window while values encode to 256 bytes: less than FILL
 WAIT = 120  # seconds: only a bound for a broken run, never a measurement
 
 

@@ -90,19 +90,28 @@ for pair in "0 1 $L" "2 3 8"; do
 			"right prefix: ${br:-?} bytes, wrong: ${bw:-?} bytes ($got)"
 	fi
 done
-# what was held is the same number of bytes for every guess: the window is
-# the value's length minus one, not what the bytes are
-got=$(py "print(' '.join(str(200 + len(x['guess']) - x['before']) for x in d))")
-want="$L $L $L $L"
-[ "$got" = "$want" ] && ok "each response held back exactly the value's length minus one ($L bytes)" ||
-	nok "each response held back exactly the value's length minus one" "held: $got, want $want"
-got=$(py "print(all(x['body'] == 'A' * 200 + x['guess'] + '|END' for x in d))")
+# what was held is the same number of bytes for every guess, and not the
+# value's length: a window of the value's length minus one (the fix of
+# issue 18 as merged) told a reflecting host the length
+got=$(py "print(' '.join(str(600 + len(x['guess']) - x['before']) for x in d))")
+want="255 255 255 255"
+[ "$got" = "$want" ] && ok "each response held back the same 255 bytes, not the value's length minus one ($L)" ||
+	nok "each response held back the same 255 bytes, not the value's length minus one ($L)" "held: $got, want $want"
+# a value of another length (11 characters): the same bytes are held
+printf '%s' "${VALUE:0:11}" >"$T/secrets/tok"
+r=$(run window-short probe "$P" "$(hex "$WRONG_8")")
+printf '%s' "$VALUE" >"$T/secrets/tok"
+got2=$(py "print(600 + len(d[0]['guess']) - d[0]['before'])")
+[ "$got2" = 255 ] && ok "an 11-character value: the same 255 bytes held (the length is not learnable)" ||
+	nok "an 11-character value: the same 255 bytes held (the length is not learnable)" \
+		"held: $got2 ($r $(cat "$T/stderr"))"
+got=$(py "print(all(x['body'] == 'A' * 600 + x['guess'] + '|END' for x in d))")
 [ "$got" = True ] && ok "after the pause every byte arrives, unmasked (a prefix is not the value)" ||
 	nok "after the pause every byte arrives" "$got: $r"
 # the same with a Content-Length that counts what is still to come (the
 # proxy knows the body goes on; the old window held a matching tail here too)
 r=$(run window-cl probe "$P" cl "$(hex "$RIGHT_L")" "$(hex "$WRONG_L")")
-got=$(py "print(d[0]['before'], d[1]['before'], all(x['body'] == 'A' * 200 + x['guess'] + '|END' for x in d))")
+got=$(py "print(d[0]['before'], d[1]['before'], all(x['body'] == 'A' * 600 + x['guess'] + '|END' for x in d))")
 read -r br bw whole <<<"$got"
 if [ -n "$bw" ] && [ "$br" = "$bw" ] && [ "$whole" = True ]; then
 	ok "with a Content-Length: a prefix and a wrong guess arrive alike before the pause ($br body bytes each), whole after"
@@ -112,7 +121,7 @@ else
 fi
 # the value itself, reflected, is still masked (the window is wide enough)
 r=$(run masked probe "$P" "$(hex "$VALUE")" "$(hex "$RIGHT_L")+$(hex "${VALUE:$L}")")
-got=$(py "print(d[0]['body'] == 'A' * 200 + '*' * len(d[0]['guess']) + '|END', d[1]['body'] == 'A' * 200 + '*' * $((L + 1)) + '|END')")
+got=$(py "print(d[0]['body'] == 'A' * 600 + '*' * len(d[0]['guess']) + '|END', d[1]['body'] == 'A' * 600 + '*' * $((L + 1)) + '|END')")
 [ "$got" = "True True" ] && ok "the value reflected whole, and split across the pause, arrives masked" ||
 	nok "the value reflected whole, and split across the pause, arrives masked" "$got: $r $(cat "$T/stderr")"
 if grep -rqF -- "$VALUE" "$T"/audit.*.log; then

@@ -27,6 +27,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -169,7 +170,12 @@ for d in (utop, uws):
     with open(os.path.join(d, "client.py"), "w") as f:
         f.write(CLIENT)
 subprocess.run(["chown", "-R", "%d:%d" % (nobody.pw_uid, nobody.pw_gid), utop], check=True)
-uenv = dict(env.env, HOME=utop, WARDEN_STATE_DIR=os.path.join(utop, "state"))
+# the unprivileged server's state directory is its own and outside the host's
+# /tmp: at the process level its commands write /tmp as the same uid, and a
+# state directory there is refused (approval_store.py)
+ustate_top = tempfile.mkdtemp(prefix="wd-mc.", dir="/var/tmp")
+os.chown(ustate_top, nobody.pw_uid, nobody.pw_gid)
+uenv = dict(env.env, HOME=utop, WARDEN_STATE_DIR=os.path.join(ustate_top, "state"))
 AS_NOBODY = ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
              "--clear-groups"]
 
@@ -367,4 +373,5 @@ for name in ("netsess", "plainsess"):
     subprocess.run([WARDEN, "rm", name], capture_output=True, env=env.env, timeout=120)
 upstream.shutdown()
 env.close()
+shutil.rmtree(ustate_top, ignore_errors=True)
 done()
