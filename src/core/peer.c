@@ -201,8 +201,8 @@ admit(int fd, char *why, size_t cap)
 	 * on a cgroup v1 host needs --best-effort), a command of *another*
 	 * warden (warden run, a second server) shares our namespaces, has no
 	 * sandbox cgroup and does not descend from us: it connected to this
-	 * server's socket as the owner and granted its own pause (attack pass
-	 * on issue 18).  Every jail loads a seccomp filter into the command,
+	 * server's socket as the owner and granted its own pause (an attack pass:
+	 * docs/threat-model.md, boundary 6).  Every jail loads a seccomp filter into the command,
 	 * which it and every process it starts keep for good (a daemonised one
 	 * too), so a peer under more filters than this server is inside one.
 	 * A human's client confined more than the server is refused too. */

@@ -382,8 +382,8 @@ net_secrets_mask(const struct net_secrets *s, char *p, size_t n, uint64_t *found
  * masked then), but it must not *be* that length either: the number of
  * bytes held before a pause is what the sandbox measures, and a window of
  * exactly (longest - 1) told it the value's length, or its percent-encoded
- * length, which counts its reserved characters (the attack pass on issue
- * 18).  So the window is one of two sizes, fixed in advance: 255 bytes
+ * length, which counts its reserved characters (found by an attack
+ * pass).  So the window is one of two sizes, fixed in advance: 255 bytes
  * while every pattern fits in 256, else the most any value can encode to
  * (3 * NET_SECRET_MAX - 1).  All it tells is which of the two. */
 size_t

@@ -89,7 +89,7 @@ policy_store_within(const char *real, char *store, size_t cap)
 	 * human's yes.  A sandbox that can write the store (it lies in the
 	 * workspace, or in a writable bind) writes that file for its own
 	 * pause, and the model approves itself with its own write_file or a
-	 * command (attack pass on issue 18, boundary 6).  The store cannot
+	 * command (an attack pass; docs/threat-model.md, boundary 6).  The store cannot
 	 * tell who wrote it, so it must be out of every sandbox's reach. */
 	return store_real(store, cap) == 0 && real && at_or_below(store, real);
 }
@@ -111,7 +111,7 @@ policy_store_exposed(const char *const *dirs, uid_t uid, char *store, size_t cap
 	 * the store up to the tree belongs to someone else and is not
 	 * writable by others; a store whose first directory below the tree
 	 * does not exist yet is taken by whoever makes it first (in a
-	 * sticky /tmp too: issue 18's attack pass wrote approvals/<id>.json
+	 * sticky /tmp too: an attack pass wrote approvals/<id>.json
 	 * into WARDEN_STATE_DIR=/tmp/... from an allowed command). */
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s", store);

@@ -91,8 +91,8 @@ for pair in "0 1 $L" "2 3 8"; do
 	fi
 done
 # what was held is the same number of bytes for every guess, and not the
-# value's length: a window of the value's length minus one (the fix of
-# issue 18 as merged) told a reflecting host the length
+# value's length: a window of the value's length minus one (the first fix
+# of the oracle) told a reflecting host the length
 got=$(py "print(' '.join(str(600 + len(x['guess']) - x['before']) for x in d))")
 want="255 255 255 255"
 [ "$got" = "$want" ] && ok "each response held back the same 255 bytes, not the value's length minus one ($L)" ||

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The approval store is the human's channel too: a file a sandbox can write
-is not one (attack pass on issue 18, boundary 6).
+is not one (docs/threat-model.md, boundary 6).
 
 `warden approve` records an approval as a file, approvals/<id>.json in the
 state directory ($WARDEN_STATE_DIR, $XDG_STATE_HOME/warden, ...), and a
