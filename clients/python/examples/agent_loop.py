@@ -71,7 +71,7 @@ def expect_refusal(t, sb, command, rule_prefix):
                "%s: %s (advice: %s)" % (d.rule, d.reason, d.advice))
 
 
-def agent_turn(t, agent, human_socket):
+def agent_turn(t, agent, human_socket, ws):
     # no .pyc files: an edit in the same second that keeps the size would
     # otherwise be hidden by a cached .pyc (Python compares mtime and size)
     with agent.sandbox(timeout=30, env={"PYTHONDONTWRITEBYTECODE": "1"}) as sb:
@@ -86,12 +86,19 @@ def agent_turn(t, agent, human_socket):
         r = sb.exec("pytest -q -p no:cacheprovider")
         t.step("after the fix (edit_file), the tests pass", r.ok, r.stdout.strip()[-40:])
 
-        # commit with the harness's own argv (git commit is not in the
-        # model's policy; a harness's explicit argv may skip it, and the
-        # result says "policy": "off")
+        # the repository's metadata is read-only in every sandbox (git
+        # runs code from it on the host: docs/threat-model.md), so a
+        # commit fails there, even with the harness's own argv ...
         r = sb.exec(argv=["git", "-c", "user.email=agent@example.org", "-c", "user.name=agent",
                           "commit", "-qam", "fix add"])
-        t.step("the harness commits the fix", r.ok and r.policy == "off", r.stderr.strip())
+        t.step("a commit inside the sandbox fails: .git is read-only there",
+               not r.ok and r.policy == "off" and "Read-only" in r.stderr, r.stderr.strip())
+        # ... and the harness, which runs on the host, commits what the
+        # model wrote in a direct workspace itself
+        c = subprocess.run(["git", "-C", ws, "-c", "user.email=agent@example.org",
+                            "-c", "user.name=agent", "commit", "-qam", "fix add"],
+                           capture_output=True, text=True)
+        t.step("the harness commits the fix on the host", c.returncode == 0, c.stderr.strip())
 
         try:
             sb.exec("git push origin main")
@@ -142,7 +149,7 @@ def main():
                 break
             time.sleep(0.01)
         with Client.connect(sock) as agent:
-            agent_turn(t, agent, sock)
+            agent_turn(t, agent, sock, ws)
         pushed = subprocess.run(["git", "-C", os.path.join(ws, "origin.git"), "log", "--oneline",
                                  "main"], capture_output=True, text=True).stdout
         t.step("the origin has the fix", "fix add" in pushed, pushed.strip().replace("\n", "; "))
