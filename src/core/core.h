@@ -124,6 +124,10 @@ struct gate {
 /* Fail closed when the sandbox lacks a protection the policy requires:
  * -ENOTSUP naming it, nothing run. */
 int gate_require(const struct gate *g, struct sandbox *sb, struct wd_err *err);
+/* 0 when the sandbox made from spec built runs in the image the decision
+ * was made in (the policy's sandbox.image set one on g->spec), else
+ * -EINVAL: a live sandbox cannot change its /usr. */
+int gate_image_check(const wd_spec *built, const struct gate *g, struct wd_err *err);
 void gate_fini(struct gate *g);
 int gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *cmd,
 	     const char *sandbox_id, struct gate *g, wd_result **refusal, struct wd_err *err);

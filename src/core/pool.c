@@ -397,6 +397,8 @@ wd_pool_run(wd_pool *p, const char *workspace, const wd_cmd *cmd, wd_result **ou
 				"the policy's network.allow needs a pool made with egress");
 		goto out;
 	}
+	if ((rc = gate_image_check(spec, &g, err)) < 0)
+		goto out;
 	/* fail closed: the policy (sandbox limits, workspace.protect, network,
 	 * secrets) or the tool's profile asks for a sandbox other than the
 	 * ones this pool holds; a caller that wants it should run such a

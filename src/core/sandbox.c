@@ -90,6 +90,8 @@ wd_sandbox_exec(wd_sandbox *s, const wd_cmd *cmd, wd_result **out, struct wd_err
 				"--net allow; this one has no egress");
 		goto out;
 	}
+	if ((rc = gate_image_check(sb->spec, &g, err)) < 0)
+		goto out;
 	struct exec_req x;
 	pipeline_exec_req(ctx, cmd, argv, 0, &x);
 	policy_cmd_limits(sb->spec, &g, &x);

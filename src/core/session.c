@@ -518,6 +518,8 @@ judge(wd_ctx *ctx, struct where *w, const wd_cmd *cmd, struct gate *g, wd_result
 	if (rc < 0)
 		return rc;
 	rc = gate_run(ctx, *spec, (*spec)->workspace, cmd, w->id, g, refusal, err);
+	if (rc == 0 && !*refusal)
+		rc = gate_image_check(*spec, g, err);
 	if (rc == 0 && !*refusal && g->spec && g->spec->net == WD_NET_PROXY &&
 	    (*spec)->net != WD_NET_PROXY)
 		rc = wd_err_set(err, WD_E_INVAL,

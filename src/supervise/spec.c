@@ -47,6 +47,9 @@ wd_spec_free(wd_spec *s)
 	for (size_t i = 0; i < s->nprotect; i++)
 		free(s->protect[i]);
 	free(s->protect);
+	free(s->image);
+	free(s->image_root);
+	free(s->image_digest);
 	free(s);
 }
 
@@ -78,6 +81,9 @@ spec_copy(const wd_spec *s)
 		memcpy(c->ports, s->ports, s->nports * sizeof(uint16_t));
 	c->term = s->term ? wd_xstrdup(s->term) : NULL;
 	c->upstream_ca = s->upstream_ca ? wd_xstrdup(s->upstream_ca) : NULL;
+	c->image = s->image ? wd_xstrdup(s->image) : NULL;
+	c->image_root = s->image_root ? wd_xstrdup(s->image_root) : NULL;
+	c->image_digest = s->image_digest ? wd_xstrdup(s->image_digest) : NULL;
 	/* one set of values in locked memory, however many copies: a copy
 	 * that changes it gets its own first (own_secrets) */
 	c->secrets = net_secrets_ref(s->secrets);

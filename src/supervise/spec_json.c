@@ -66,6 +66,10 @@ spec_to_json(const wd_spec *s)
 	for (size_t i = 0; i < s->nprotect; i++)
 		json_array_append_new(prot, json_string(s->protect[i]));
 	json_object_set_new(j, "protect", prot);
+	/* pinned by digest: a session started again later gets the same
+	 * environment even if the name was built anew (issue 19) */
+	if (s->image_digest)
+		json_object_set_new(j, "image", json_sprintf("sha256:%s", s->image_digest));
 	return j;
 }
 
@@ -145,6 +149,9 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 		if ((rc = wd_spec_add_protected(s, json_string_value(v), err)) < 0)
 			goto fail;
 	}
+	const char *image = json_string_value(json_object_get(j, "image"));
+	if (image && (rc = wd_spec_set_image(s, image, err)) < 0)
+		goto fail;
 	*out = s;
 	return 0;
 damaged:

@@ -82,6 +82,10 @@ struct wd_spec {
 	uint64_t disk_bytes;  /* --disk; 0: warden's default (1G) */
 	char **protect;       /* protected paths beyond the defaults */
 	size_t nprotect;
+	/* the environment (issue 19): the image's reference as given, the
+	 * rootfs it resolved to (host path) and its digest; NULL: the host's
+	 * /usr and /etc (core/image.c resolves, wd_spec_set_image) */
+	char *image, *image_root, *image_digest;
 	/* set by core for one sandbox, never by the caller: detached trees
 	 * from workspace/ (not owned; -1 none), and a vacant build */
 	int tree_ws, tree_home, tree_tmp;
@@ -376,6 +380,7 @@ struct sandbox {
 
 	/* the local monitor (container and process levels) */
 	struct jail_prep *prep;
+	int image_fd; /* the image's directory, flock(LOCK_SH) while we live */
 	struct cgroup *cg;
 	struct net_proxy *proxy;
 	struct net_rules *own_rules;

@@ -1,0 +1,1077 @@
+/* core/image: environments (issue 19).  An image is a root filesystem
+ * built from Debian packages by mmdebstrap, kept under the state
+ * directory:
+ *
+ *   images/                      0700, the caller's
+ *     sha256-HEX/                one per content: rootfs/ and image.json
+ *     names/NAME -> ../sha256-HEX
+ *     tmp.XXXXXX/                a build under way (removed when it ends)
+ *
+ * HEX is the digest of a canonical walk of rootfs (digest_tree below):
+ * names sorted bytewise, each entry's path, type, mode, owner, size and
+ * content (or link target) hashed, modification times left out.  What
+ * mmdebstrap writes that varies from one build to the next (logs, apt's
+ * lists and caches, ldconfig's aux-cache, dpkg's -old files, machine-id,
+ * /dev's nodes) is removed before the walk, so two builds from the same
+ * recipe and the same mirror state give the same digest.
+ *
+ * The rootfs is read by the jail (its /usr and /etc, jail/plan.c) through
+ * read-only binds and by the policy's program resolution; nothing a
+ * sandbox does writes it.  A sandbox holds a shared flock on its image's
+ * directory while it lives and a session's meta.json names the digest, so
+ * wd_image_remove() can refuse while either uses it. */
+#include "core/core.h"
+#include "supervise/supervise.h"
+#include "workspace/workspace.h"
+#include "util/escape.h"
+#include "util/sha256.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Every build's file times and dpkg's records come from this moment
+ * (mmdebstrap honours SOURCE_DATE_EPOCH): 2023-06-10, bookworm's release. */
+#define IMAGE_EPOCH "1686355200"
+#define IMAGE_NAME_MAX 64
+
+struct wd_image_recipe {
+	char *suite;
+	char **packages;
+	size_t npackages;
+	char **env;
+	size_t nenv;
+	char *from;
+};
+
+WD_API wd_image_recipe *
+wd_image_recipe_new(void)
+{
+	return wd_xcalloc(1, sizeof(wd_image_recipe));
+}
+
+static void
+strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+WD_API void
+wd_image_recipe_free(wd_image_recipe *r)
+{
+	if (!r)
+		return;
+	free(r->suite);
+	strv_free(r->packages, r->npackages);
+	strv_free(r->env, r->nenv);
+	free(r->from);
+	free(r);
+}
+
+static void
+strv_add(char ***v, size_t *n, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*v)[i], s))
+			return; /* a set: once is enough */
+	*v = wd_xrealloc(*v, (*n + 1) * sizeof(char *));
+	(*v)[(*n)++] = wd_xstrdup(s);
+}
+
+/* An image name: a lowercase letter or digit, then letters, digits, '.',
+ * '_', '-': it becomes a file name under names/ and appears in listings,
+ * so nothing else (no '/', no control bytes, never '.' or '..'). */
+static bool
+name_ok(const char *n)
+{
+	size_t len = strlen(n);
+	if (len == 0 || len > IMAGE_NAME_MAX ||
+	    !(islower((unsigned char)n[0]) || isdigit((unsigned char)n[0])))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!islower((unsigned char)n[i]) && !isdigit((unsigned char)n[i]) &&
+		    !strchr("._-", n[i]))
+			return false;
+	return true;
+}
+
+/* A Debian package name (policy 5.6.7: [a-z0-9][a-z0-9+.-]+), optionally
+ * =VERSION.  Checked because each becomes an argument of mmdebstrap: a
+ * word starting with '-' would be an option, a ',' two packages. */
+static bool
+package_ok(const char *p)
+{
+	const char *eq = strchr(p, '=');
+	size_t n = eq ? (size_t)(eq - p) : strlen(p);
+	if (n < 2 || n > 128 || !(islower((unsigned char)p[0]) || isdigit((unsigned char)p[0])))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)p[i]) && !isdigit((unsigned char)p[i]) &&
+		    !strchr("+.-", p[i]))
+			return false;
+	if (!eq)
+		return true;
+	if (!eq[1] || strlen(eq + 1) > 128)
+		return false;
+	for (const char *c = eq + 1; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr(".+~:-", *c))
+			return false;
+	return true;
+}
+
+static bool
+suite_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 32 || !islower((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+static bool
+env_ok(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv || !(isalpha((unsigned char)kv[0]) || kv[0] == '_'))
+		return false;
+	for (const char *c = kv; c < eq; c++)
+		if (!isalnum((unsigned char)*c) && *c != '_')
+			return false;
+	for (const char *c = eq + 1; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	return strlen(kv) <= 4096;
+}
+
+WD_API int
+wd_image_recipe_set_suite(wd_image_recipe *r, const char *suite, struct wd_err *err)
+{
+	if (!suite_ok(suite))
+		return wd_err_set(err, WD_E_INVAL,
+				  "suite '%s' is not a Debian suite name (bookworm, trixie, ...)",
+				  suite);
+	free(r->suite);
+	r->suite = wd_xstrdup(suite);
+	return 0;
+}
+
+/* list: package names separated by commas or blanks. */
+WD_API int
+wd_image_recipe_add_packages(wd_image_recipe *r, const char *list, struct wd_err *err)
+{
+	char *dup = wd_xstrdup(list), *save = NULL;
+	int rc = 0;
+	for (char *w = strtok_r(dup, ", \t", &save); w; w = strtok_r(NULL, ", \t", &save)) {
+		if (!package_ok(w)) {
+			wd_autofree char *q = wd_esc_path(w);
+			rc = wd_err_set(
+			    err, WD_E_INVAL,
+			    "package %s is not a Debian package name ([a-z0-9][a-z0-9+.-]+, "
+			    "optionally =VERSION)",
+			    q);
+			break;
+		}
+		strv_add(&r->packages, &r->npackages, w);
+	}
+	free(dup);
+	return rc;
+}
+
+WD_API int
+wd_image_recipe_add_env(wd_image_recipe *r, const char *kv, struct wd_err *err)
+{
+	if (!env_ok(kv))
+		return wd_err_set(err, WD_E_INVAL,
+				  "env entry is not NAME=VALUE (a name of letters, "
+				  "digits and '_', a value without control bytes)");
+	strv_add(&r->env, &r->nenv, kv);
+	return 0;
+}
+
+WD_API int
+wd_image_recipe_set_from(wd_image_recipe *r, const char *name, struct wd_err *err)
+{
+	if (!name_ok(name))
+		return wd_err_set(err, WD_E_INVAL,
+				  "image name '%s' is not [a-z0-9][a-z0-9._-]* (at most %d bytes)",
+				  name, IMAGE_NAME_MAX);
+	free(r->from);
+	r->from = wd_xstrdup(name);
+	return 0;
+}
+
+/* ---- the recipe file ----
+ *
+ *   # an environment with Lua
+ *   suite = bookworm
+ *   packages = lua5.4, ca-certificates
+ *   env = LANG=C.UTF-8
+ *
+ * One key a line; packages and env may repeat (they add).  Errors name
+ * PATH:LINE:COLUMN of what is wrong, as the policy's do. */
+WD_API int
+wd_image_recipe_load(wd_image_recipe *r, const char *path, struct wd_err *err)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return wd_err_sys(err, errno, "recipe %s", path);
+	wd_autofree char *qpath = wd_esc_path(path);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int rc = 0, lineno = 0;
+	while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if ((size_t)len != strlen(line)) {
+			rc = wd_err_set(err, WD_E_INVAL, "%s:%d:%zu: a NUL byte", qpath, lineno,
+					strlen(line) + 1);
+			break;
+		}
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = '\0';
+		char *k = line;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		if (!*k || *k == '#')
+			continue;
+		int col = (int)(k - line) + 1;
+		char *eq = strchr(k, '=');
+		if (!eq) {
+			rc = wd_err_set(err, WD_E_INVAL, "%s:%d:%d: expected KEY = VALUE", qpath,
+					lineno, col);
+			break;
+		}
+		char *ke = eq;
+		while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
+			ke--;
+		*ke = '\0';
+		char *v = eq + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		int vcol = (int)(v - line) + 1;
+		char *ve = v + strlen(v);
+		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+			*--ve = '\0';
+		struct wd_err e = {0};
+		if (!strcmp(k, "suite"))
+			rc = wd_image_recipe_set_suite(r, v, &e);
+		else if (!strcmp(k, "packages"))
+			rc = wd_image_recipe_add_packages(r, v, &e);
+		else if (!strcmp(k, "env"))
+			rc = wd_image_recipe_add_env(r, v, &e);
+		else if (!strcmp(k, "from"))
+			rc = wd_image_recipe_set_from(r, v, &e);
+		else {
+			wd_autofree char *qk = wd_esc_path(k);
+			rc = wd_err_set(err, WD_E_INVAL,
+					"%s:%d:%d: unknown key %s (suite, packages, env, from)",
+					qpath, lineno, col, qk);
+			break;
+		}
+		if (rc < 0)
+			rc = wd_err_set(err, WD_E_INVAL, "%s:%d:%d: %s: %s", qpath, lineno, vcol, k,
+					e.msg);
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* ---- the store ---- */
+
+static int
+images_dir(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err)
+{
+	char root[PATH_MAX];
+	int rc = ctx ? ctx_state_root(ctx, root, sizeof(root), err)
+		     : ws_state_root(NULL, root, sizeof(root), err);
+	if (rc < 0)
+		return rc;
+	if (snprintf(out, cap, "%s/images", root) >= (int)cap)
+		return wd_err_set(err, WD_E_INVAL, "state directory path too long");
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return wd_err_sys(err, errno, "create %s", out);
+	char names[PATH_MAX];
+	snprintf(names, sizeof(names), "%s/names", out);
+	if (mkdir(names, 0700) < 0 && errno != EEXIST)
+		return wd_err_sys(err, errno, "create %s", names);
+	return 0;
+}
+
+/* ref: NAME or sha256:HEX.  Fills the digest (64 hex digits). */
+static int
+resolve_ref(const char *dir, const char *ref, char digest[65], struct wd_err *err)
+{
+	if (!strncmp(ref, "sha256:", 7)) {
+		const char *h = ref + 7;
+		if (strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64)
+			return wd_err_set(err, WD_E_INVAL, "image sha256:%.64s... is not a digest",
+					  h);
+		memcpy(digest, h, 65);
+	} else {
+		if (!name_ok(ref)) {
+			wd_autofree char *q = wd_esc_path(ref);
+			return wd_err_set(err, WD_E_INVAL,
+					  "image name %s is not [a-z0-9][a-z0-9._-]* (at most %d "
+					  "bytes)",
+					  q, IMAGE_NAME_MAX);
+		}
+		char link[PATH_MAX], target[256];
+		snprintf(link, sizeof(link), "%s/names/%s", dir, ref);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n < 0) {
+			if (errno == ENOENT) {
+				wd_err_set(err, WD_E_INVAL,
+					   "no image '%s' (warden image ls lists them; warden "
+					   "image build makes one)",
+					   ref);
+				return -ENOENT;
+			}
+			return wd_err_sys(err, errno, "image %s", ref);
+		}
+		target[n] = '\0';
+		if (strncmp(target, "../sha256-", 10) || strlen(target + 10) != 64)
+			return wd_err_set(err, WD_E_INVAL, "image name %s points elsewhere (%s)",
+					  ref, link);
+		memcpy(digest, target + 10, 65);
+	}
+	char d[PATH_MAX];
+	struct stat st;
+	snprintf(d, sizeof(d), "%s/sha256-%s/rootfs", dir, digest);
+	if (stat(d, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		wd_err_set(err, WD_E_INVAL, "image %s: its files are gone (%s)", ref, d);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static json_t *
+read_meta(const char *dir, const char *digest, struct wd_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/sha256-%s/image.json", dir, digest);
+	json_error_t je;
+	json_t *j = json_load_file(p, 0, &je);
+	if (!j || !json_is_object(j)) {
+		json_decref(j);
+		wd_err_set(err, WD_E_INVAL, "%s:%d:%d: %s", p, je.line, je.column, je.text);
+		return NULL;
+	}
+	return j;
+}
+
+/* The names that point at digest, as a JSON array. */
+static json_t *
+names_of(const char *dir, const char *digest)
+{
+	json_t *a = json_array();
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/names", dir);
+	struct dirent **ents = NULL;
+	int n = scandir(p, &ents, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		char d[65];
+		if (ents[i]->d_name[0] != '.' && resolve_ref(dir, ents[i]->d_name, d, NULL) == 0 &&
+		    !strcmp(d, digest))
+			json_array_append_new(a, json_string(ents[i]->d_name));
+		free(ents[i]);
+	}
+	free(ents);
+	return a;
+}
+
+WD_API int
+wd_spec_set_image(wd_spec *spec, const char *ref, struct wd_err *err)
+{
+	char dir[PATH_MAX], digest[65];
+	int rc = images_dir(NULL, dir, sizeof(dir), err);
+	if (rc < 0 || (rc = resolve_ref(dir, ref, digest, err)) < 0)
+		return rc;
+	json_t *meta = read_meta(dir, digest, err);
+	if (!meta)
+		return -EINVAL;
+	/* the image's variables, unless the caller set the same name */
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(meta, "env"), i, v)
+	{
+		const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
+		if (!eq)
+			continue;
+		bool set = false;
+		for (size_t k = 0; k < spec->nenv && !set; k++)
+			set = !strncmp(spec->env[k], kv, (size_t)(eq - kv) + 1);
+		if (set)
+			continue;
+		char *n = strndup(kv, (size_t)(eq - kv));
+		rc = wd_spec_setenv(spec, n, eq + 1, err);
+		free(n);
+		if (rc < 0) {
+			json_decref(meta);
+			return rc;
+		}
+	}
+	json_decref(meta);
+	free(spec->image);
+	free(spec->image_root);
+	free(spec->image_digest);
+	spec->image = wd_xstrdup(ref);
+	spec->image_root = wd_xasprintf("%s/sha256-%s/rootfs", dir, digest);
+	spec->image_digest = wd_xstrdup(digest);
+	return 0;
+}
+
+/* ---- removing a tree, never through a link ---- */
+
+static int
+rm_tree_at(int dfd, const char *name, int depth)
+{
+	if (depth > 256)
+		return -ELOOP;
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* a read-only directory (0555 in the image) must be writable to empty */
+	fchmod(fd, 0700);
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			rc = rm_tree_at(dirfd(d), e->d_name, depth + 1);
+	closedir(d);
+	if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		rc = -errno;
+	return rc;
+}
+
+static int
+rm_tree(const char *path)
+{
+	return rm_tree_at(AT_FDCWD, path, 0);
+}
+
+/* ---- the digest: a canonical walk ---- */
+
+struct walk {
+	struct wd_sha256 h;
+	uint64_t bytes, files;
+	int err;
+};
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void
+hash_record(struct walk *w, const char *path, const struct stat *st, const char *extra, size_t elen)
+{
+	char rec[PATH_MAX + 128];
+	int n = snprintf(
+	    rec, sizeof(rec), "%s%c%o %u %u %llu %llu", path, 0, (unsigned)st->st_mode,
+	    (unsigned)st->st_uid, (unsigned)st->st_gid,
+	    (unsigned long long)(S_ISREG(st->st_mode) ? st->st_size : 0),
+	    (unsigned long long)(S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? st->st_rdev : 0));
+	wd_sha256_update(&w->h, rec, (size_t)n + 1);
+	if (extra)
+		wd_sha256_update(&w->h, extra, elen);
+}
+
+static void
+walk_dir(struct walk *w, int dfd, const char *rel, int depth)
+{
+	if (depth > 256) {
+		w->err = -ELOOP;
+		return;
+	}
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		w->err = -errno;
+		return;
+	}
+	char **names = NULL;
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			names = wd_xrealloc(names, (n + 1) * sizeof(char *));
+			names[n++] = wd_xstrdup(e->d_name);
+		}
+	closedir(d);
+	qsort(names, n, sizeof(char *), cmp_str);
+	for (size_t i = 0; i < n && !w->err; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", rel, names[i]);
+		struct stat st;
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			w->err = -errno;
+			break;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			char t[PATH_MAX];
+			ssize_t k = readlinkat(dfd, names[i], t, sizeof(t));
+			if (k < 0) {
+				w->err = -errno;
+				break;
+			}
+			hash_record(w, path, &st, t, (size_t)k);
+		} else if (S_ISREG(st.st_mode)) {
+			hash_record(w, path, &st, NULL, 0);
+			int f = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (f < 0) {
+				w->err = -errno;
+				break;
+			}
+			char buf[65536];
+			ssize_t k;
+			while ((k = read(f, buf, sizeof(buf))) > 0)
+				wd_sha256_update(&w->h, buf, (size_t)k);
+			if (k < 0)
+				w->err = -errno;
+			close(f);
+			w->bytes += (uint64_t)st.st_size;
+			w->files++;
+		} else if (S_ISDIR(st.st_mode)) {
+			hash_record(w, path, &st, NULL, 0);
+			int sub =
+			    openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0) {
+				w->err = -errno;
+				break;
+			}
+			walk_dir(w, sub, path, depth + 1);
+			close(sub);
+		} else {
+			hash_record(w, path, &st, NULL, 0);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int
+digest_tree(const char *root, char hex[65], uint64_t *bytes, uint64_t *files)
+{
+	struct walk w = {0};
+	wd_sha256_init(&w.h);
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	walk_dir(&w, fd, "", 0);
+	close(fd);
+	if (w.err)
+		return w.err;
+	unsigned char md[32];
+	wd_sha256_final(&w.h, md);
+	wd_sha256_hex(md, hex);
+	*bytes = w.bytes;
+	*files = w.files;
+	return 0;
+}
+
+/* ---- building ---- */
+
+/* What varies between two builds of the same recipe, or must not be in an
+ * image: removed before the digest.  Paths relative to the rootfs; a
+ * trailing slash empties the directory and keeps it. */
+static const char *const volatile_paths[] = {
+    "dev/",			    /* the jail makes its own /dev */
+    "var/log/",			    /* dpkg.log, apt's term.log: times */
+    "var/cache/apt/",		    /* pkgcache.bin, downloaded .debs */
+    "var/lib/apt/lists/",	    /* the mirror's indexes */
+    "var/cache/ldconfig/aux-cache", /* inode numbers and times */
+    "var/cache/debconf/config.dat-old",
+    "var/cache/debconf/templates.dat-old",
+    "var/lib/dpkg/status-old",
+    "var/lib/dpkg/diversions-old",
+    "var/lib/dpkg/available-old",
+    "etc/machine-id", /* one per machine, never shared by an image */
+    "var/lib/dbus/machine-id",
+    "etc/hostname",    /* the build host's; warden writes its own */
+    "etc/resolv.conf", /* likewise */
+    "etc/shadow-",
+    "etc/gshadow-",
+    "etc/passwd-",
+    "etc/group-",
+    "etc/subuid-",
+    "etc/subgid-",
+};
+
+static int
+scrub(const char *rootfs)
+{
+	for (size_t i = 0; i < WD_ARRAY_SIZE(volatile_paths); i++) {
+		char p[PATH_MAX];
+		const char *v = volatile_paths[i];
+		size_t n = strlen(v);
+		snprintf(p, sizeof(p), "%s/%.*s", rootfs, (int)(v[n - 1] == '/' ? n - 1 : n), v);
+		if (v[n - 1] != '/') {
+			int rc = rm_tree(p);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		DIR *d = opendir(p);
+		if (!d)
+			continue; /* not in this image: nothing to scrub */
+		struct dirent *e;
+		int rc = 0;
+		while (rc == 0 && (e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				rc = rm_tree_at(dirfd(d), e->d_name, 0);
+		closedir(d);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The installed packages, from dpkg's status file: "name version" each. */
+static json_t *
+installed(const char *rootfs)
+{
+	json_t *a = json_array();
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/var/lib/dpkg/status", rootfs);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return a;
+	char *line = NULL, pkg[256] = "", ver[256] = "";
+	size_t cap = 0;
+	bool ok = false;
+	for (;;) {
+		ssize_t len = getline(&line, &cap, f);
+		if (len <= 1) {
+			if (pkg[0] && ok)
+				json_array_append_new(a, json_sprintf("%s %s", pkg, ver));
+			pkg[0] = ver[0] = '\0';
+			ok = false;
+			if (len < 0)
+				break;
+			continue;
+		}
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "Package: ", 9))
+			snprintf(pkg, sizeof(pkg), "%s", line + 9);
+		else if (!strncmp(line, "Version: ", 9))
+			snprintf(ver, sizeof(ver), "%s", line + 9);
+		else if (!strncmp(line, "Status: ", 8))
+			ok = strstr(line, " installed") != NULL;
+	}
+	free(line);
+	fclose(f);
+	return a;
+}
+
+/* Run mmdebstrap, its output into the log at INFO, line by line. */
+static int
+run_mmdebstrap(char *const argv[], struct wd_err *err)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return wd_err_sys(err, errno, "pipe");
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return wd_err_sys(err, errno, "fork");
+	}
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		int nul = open("/dev/null", O_RDONLY);
+		if (nul >= 0)
+			dup2(nul, 0);
+		/* the build is reproducible only with a fixed epoch and locale */
+		setenv("SOURCE_DATE_EPOCH", IMAGE_EPOCH, 1);
+		setenv("LC_ALL", "C.UTF-8", 1);
+		setenv("TZ", "UTC", 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	FILE *f = fdopen(pipefd[0], "r");
+	char *line = NULL, last[256] = "";
+	size_t cap = 0;
+	ssize_t len;
+	while (f && (len = getline(&line, &cap, f)) >= 0) {
+		line[strcspn(line, "\n")] = '\0';
+		wd_autofree char *q = wd_esc_text(line, strlen(line), 0, 512);
+		wd_log(WD_LOG_INFO, "mmdebstrap: %s", q);
+		snprintf(last, sizeof(last), "%s", q);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		return wd_err_set(err, WD_E_UNSUPPORTED,
+				  "mmdebstrap is not installed (apt-get install mmdebstrap)");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return wd_err_set(err, WD_E_INTERNAL, "mmdebstrap failed (status %d): %s",
+				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+				  last);
+	return 0;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static char *
+dump(json_t *j)
+{
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (!s)
+		abort();
+	return s;
+}
+
+WD_API int
+wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char **out,
+	       struct wd_err *err)
+{
+	char dir[PATH_MAX];
+	int rc;
+	wd_autofree char *include = NULL, *suite_copy = NULL;
+	if (!name_ok(name)) {
+		wd_autofree char *q = wd_esc_path(name);
+		return wd_err_set(err, WD_E_INVAL,
+				  "image name %s is not [a-z0-9][a-z0-9._-]* (at most %d bytes)", q,
+				  IMAGE_NAME_MAX);
+	}
+	if (geteuid() != 0)
+		return wd_err_set(err, WD_E_UNSUPPORTED,
+				  "warden image build runs mmdebstrap as root (its unshare mode "
+				  "for other users is not supported yet)");
+	if ((rc = images_dir(ctx, dir, sizeof(dir), err)) < 0)
+		return rc;
+
+	/* The recipe, with --from's packages, env and suite under it. */
+	wd_image_recipe r = {0};
+	const char *suite = r_in->suite;
+	json_t *base = NULL;
+	if (r_in->from) {
+		char bd[65];
+		if ((rc = resolve_ref(dir, r_in->from, bd, err)) < 0)
+			return wd_err_prefix(err, "--from");
+		if (!(base = read_meta(dir, bd, err)))
+			return -EINVAL;
+		const char *bs = json_string_value(json_object_get(base, "suite"));
+		if (suite && bs && strcmp(suite, bs)) {
+			json_decref(base);
+			return wd_err_set(err, WD_E_INVAL,
+					  "--suite %s differs from --from %s's suite %s", suite,
+					  r_in->from, bs);
+		}
+		suite = bs;
+		size_t i;
+		json_t *v;
+		json_array_foreach(json_object_get(base, "packages"), i, v)
+		    strv_add(&r.packages, &r.npackages, json_string_value(v));
+		json_array_foreach(json_object_get(base, "env"), i, v)
+		    strv_add(&r.env, &r.nenv, json_string_value(v));
+	}
+	for (size_t i = 0; i < r_in->npackages; i++)
+		strv_add(&r.packages, &r.npackages, r_in->packages[i]);
+	for (size_t i = 0; i < r_in->nenv; i++)
+		strv_add(&r.env, &r.nenv, r_in->env[i]);
+	if (!suite)
+		suite = "bookworm";
+	/* sorted: the same set in another order is the same image */
+	qsort(r.packages, r.npackages, sizeof(char *), cmp_str);
+	suite_copy = wd_xstrdup(suite);
+	json_decref(base);
+
+	char tmp[PATH_MAX], rootfs[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/tmp.XXXXXX", dir);
+	if (!mkdtemp(tmp)) {
+		rc = wd_err_sys(err, errno, "create a build directory in %s", dir);
+		goto out;
+	}
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
+
+	/* mmdebstrap: the essential packages and the recipe's, with apt's
+	 * choices only (no recommends), from the host's apt sources. */
+	size_t plen = 1;
+	for (size_t i = 0; i < r.npackages; i++)
+		plen += strlen(r.packages[i]) + 1;
+	include = wd_xcalloc(1, plen + 16);
+	strcpy(include, "--include=");
+	for (size_t i = 0; i < r.npackages; i++) {
+		if (i)
+			strcat(include, ",");
+		strcat(include, r.packages[i]);
+	}
+	char a_prog[] = "mmdebstrap", a_mode[] = "--mode=root", a_var[] = "--variant=essential",
+	     a_fmt[] = "--format=directory", a_rec[] = "--aptopt=APT::Install-Recommends \"false\"",
+	     a_doc[] = "--dpkgopt=path-exclude=/usr/share/doc/*",
+	     a_man[] = "--dpkgopt=path-exclude=/usr/share/man/*",
+	     a_loc[] = "--dpkgopt=path-exclude=/usr/share/locale/*",
+	     a_cpy[] = "--dpkgopt=path-include=/usr/share/doc/*/copyright";
+	char *argv[] = {a_prog, a_mode, a_var,	 a_fmt,	     a_rec,  a_doc, a_man,
+			a_loc,	a_cpy,	include, suite_copy, rootfs, NULL};
+	if (!r.npackages) /* nothing beyond the essential set */
+		memmove(&argv[9], &argv[10], 3 * sizeof(char *));
+	uint64_t t0 = now_ms();
+	if ((rc = run_mmdebstrap(argv, err)) < 0)
+		goto out_rm;
+	if ((rc = scrub(rootfs)) < 0) {
+		wd_err_sys(err, -rc, "clean the image's volatile files");
+		goto out_rm;
+	}
+	char hex[65];
+	uint64_t bytes = 0, files = 0;
+	if ((rc = digest_tree(rootfs, hex, &bytes, &files)) < 0) {
+		wd_err_sys(err, -rc, "digest of %s", rootfs);
+		goto out_rm;
+	}
+	uint64_t ms = now_ms() - t0;
+
+	json_t *pk = json_array(), *env = json_array();
+	for (size_t i = 0; i < r.npackages; i++)
+		json_array_append_new(pk, json_string(r.packages[i]));
+	for (size_t i = 0; i < r.nenv; i++)
+		json_array_append_new(env, json_string(r.env[i]));
+	json_t *meta =
+	    json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:s, s:I}", "digest", hex, "suite",
+		      suite_copy, "packages", pk, "env", env, "installed", installed(rootfs),
+		      "size_bytes", (json_int_t)bytes, "files", (json_int_t)files,
+		      "source_date_epoch", IMAGE_EPOCH, "build_ms", (json_int_t)ms);
+	char final[PATH_MAX];
+	snprintf(final, sizeof(final), "%s/sha256-%s", dir, hex);
+	struct stat st;
+	if (stat(final, &st) == 0) {
+		/* the same content is already stored: keep it (its image.json,
+		 * with its own build time), drop this copy */
+		rm_tree(tmp);
+	} else {
+		char mp[PATH_MAX];
+		snprintf(mp, sizeof(mp), "%s/image.json", tmp);
+		if (json_dump_file(meta, mp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
+		    chmod(mp, 0444) < 0) {
+			json_decref(meta);
+			rc = wd_err_sys(err, errno, "write %s", mp);
+			goto out_rm;
+		}
+		if (rename(tmp, final) < 0) {
+			json_decref(meta);
+			rc = wd_err_sys(err, errno, "store %s", final);
+			goto out_rm;
+		}
+	}
+	json_decref(meta);
+	/* the name, atomically: a new link renamed over the old one */
+	char link[PATH_MAX], ltmp[PATH_MAX], target[128];
+	snprintf(link, sizeof(link), "%s/names/%s", dir, name);
+	snprintf(ltmp, sizeof(ltmp), "%s/names/.%s.%d", dir, name, (int)getpid());
+	snprintf(target, sizeof(target), "../sha256-%s", hex);
+	unlink(ltmp);
+	if (symlink(target, ltmp) < 0 || rename(ltmp, link) < 0) {
+		rc = wd_err_sys(err, errno, "name %s", link);
+		unlink(ltmp);
+		goto out;
+	}
+	json_t *m = read_meta(dir, hex, err);
+	if (!m) {
+		rc = -EINVAL;
+		goto out;
+	}
+	json_object_set_new(m, "names", names_of(dir, hex));
+	json_object_set_new(m, "build_ms", json_integer((json_int_t)ms));
+	*out = dump(m);
+	json_decref(m);
+	rc = 0;
+	goto out;
+out_rm:
+	rm_tree(tmp);
+out:
+	strv_free(r.packages, r.npackages);
+	strv_free(r.env, r.nenv);
+	return rc;
+}
+
+/* ---- ls, inspect, rm ---- */
+
+static json_t *
+meta_with_names(const char *dir, const char *digest, struct wd_err *err)
+{
+	json_t *m = read_meta(dir, digest, err);
+	if (m) {
+		json_object_set_new(m, "names", names_of(dir, digest));
+		json_object_del(m, "build_ms"); /* of one build, not the image */
+	}
+	return m;
+}
+
+WD_API int
+wd_image_list(wd_ctx *ctx, char **out, struct wd_err *err)
+{
+	char dir[PATH_MAX];
+	int rc = images_dir(ctx, dir, sizeof(dir), err);
+	if (rc < 0)
+		return rc;
+	json_t *a = json_array();
+	struct dirent **ents = NULL;
+	int n = scandir(dir, &ents, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		const char *e = ents[i]->d_name;
+		if (!strncmp(e, "sha256-", 7) && strlen(e) == 71) {
+			json_t *m = meta_with_names(dir, e + 7, NULL);
+			if (m)
+				json_array_append_new(a, m);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	*out = dump(a);
+	json_decref(a);
+	return 0;
+}
+
+WD_API int
+wd_image_inspect(wd_ctx *ctx, const char *ref, char **out, struct wd_err *err)
+{
+	char dir[PATH_MAX], digest[65];
+	int rc = images_dir(ctx, dir, sizeof(dir), err);
+	if (rc < 0 || (rc = resolve_ref(dir, ref, digest, err)) < 0)
+		return rc;
+	json_t *m = meta_with_names(dir, digest, err);
+	if (!m)
+		return -EINVAL;
+	char rootfs[PATH_MAX];
+	snprintf(rootfs, sizeof(rootfs), "%s/sha256-%s/rootfs", dir, digest);
+	json_object_set_new(m, "path", json_string(rootfs));
+	*out = dump(m);
+	json_decref(m);
+	return 0;
+}
+
+/* A session made with the image (its meta.json's spec names the digest),
+ * running or stopped: its id, or NULL. */
+static char *
+session_using(wd_ctx *ctx, const char *digest)
+{
+	char root[PATH_MAX], p[PATH_MAX];
+	if (ctx_state_root(ctx, root, sizeof(root), NULL) < 0)
+		return NULL;
+	snprintf(p, sizeof(p), "%s/sandboxes", root);
+	DIR *d = opendir(p);
+	if (!d)
+		return NULL;
+	char want[80];
+	snprintf(want, sizeof(want), "sha256:%s", digest);
+	char *found = NULL;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char mp[PATH_MAX];
+		snprintf(mp, sizeof(mp), "%s/%s/meta.json", p, e->d_name);
+		json_t *m = json_load_file(mp, 0, NULL);
+		const char *img =
+		    json_string_value(json_object_get(json_object_get(m, "spec"), "image"));
+		if (img && !strcmp(img, want))
+			found = wd_xstrdup(e->d_name);
+		json_decref(m);
+	}
+	closedir(d);
+	return found;
+}
+
+WD_API int
+wd_image_remove(wd_ctx *ctx, const char *ref, struct wd_err *err)
+{
+	char dir[PATH_MAX], digest[65];
+	int rc = images_dir(ctx, dir, sizeof(dir), err);
+	if (rc < 0 || (rc = resolve_ref(dir, ref, digest, err)) < 0)
+		return rc;
+	char idir[PATH_MAX];
+	snprintf(idir, sizeof(idir), "%s/sha256-%s", dir, digest);
+	/* In use: a sandbox running in it holds a shared lock on idir
+	 * (supervise/sandbox.c); removing its files under it would change the /usr
+	 * of a running program.  The exclusive lock is held to the end, so no
+	 * sandbox can start in it meanwhile. */
+	wd_autoclose int fd = open(idir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return wd_err_sys(err, errno, "%s", idir);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		wd_err_set(err, WD_E_INVAL, "image %s is in use by a running sandbox", ref);
+		return -EBUSY;
+	}
+	wd_autofree char *sess = session_using(ctx, digest);
+	if (sess) {
+		wd_err_set(err, WD_E_INVAL, "image %s is in use by session %s (warden rm %s first)",
+			   ref, sess, sess);
+		return -EBUSY;
+	}
+	json_t *names = names_of(dir, digest);
+	size_t nn = json_array_size(names);
+	if (strncmp(ref, "sha256:", 7)) {
+		char link[PATH_MAX];
+		snprintf(link, sizeof(link), "%s/names/%s", dir, ref);
+		if (unlink(link) < 0 && errno != ENOENT) {
+			json_decref(names);
+			return wd_err_sys(err, errno, "remove %s", link);
+		}
+		nn--;
+	} else {
+		size_t i;
+		json_t *v;
+		json_array_foreach(names, i, v)
+		{
+			char link[PATH_MAX];
+			snprintf(link, sizeof(link), "%s/names/%s", dir, json_string_value(v));
+			unlink(link);
+		}
+		nn = 0;
+	}
+	json_decref(names);
+	if (nn > 0)
+		return 0; /* another name keeps the files */
+	/* renamed out of the way first: a half-removed tree is never found
+	 * by its digest */
+	char gone[PATH_MAX];
+	snprintf(gone, sizeof(gone), "%s/tmp.rm-%s", dir, digest);
+	if (rename(idir, gone) < 0)
+		return wd_err_sys(err, errno, "remove %s", idir);
+	if ((rc = rm_tree(gone)) < 0)
+		return wd_err_sys(err, -rc, "remove %s", gone);
+	return 0;
+}
