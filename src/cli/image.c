@@ -1,6 +1,7 @@
 /* cli/image: warden image build, ls, inspect, rm (issue 19).  Parse and
  * print over the wd_image_* calls of include/warden.h. */
 #include "cli/cli.h"
+#include "util/escape.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -32,6 +33,15 @@ static const char image_usage[] =
 
 enum { OPT_SUITE = 256, OPT_FROM, OPT_ENV, OPT_JSON };
 
+/* A string of image.json as a human reads it: quoted (git's
+ * core.quotePath) when it holds a control byte or the like; image.json is
+ * data from the store, an imported image's could hold anything. */
+static void
+put(const char *s)
+{
+	wd_esc_path_put(stdout, s ? s : "?");
+}
+
 static void
 print_meta(json_t *m)
 {
@@ -39,21 +49,29 @@ print_meta(json_t *m)
 	json_t *names = json_object_get(m, "names");
 	size_t i;
 	json_t *v;
-	printf("sha256:%.12s ", d ? d : "?");
+	printf("sha256:%.12s ", d && strspn(d, "0123456789abcdef") == 64 ? d : "?");
 	json_array_foreach(names, i, v)
 	{
-		const char *q = cli_quote(json_string_value(v));
-		printf("%s%s", i ? "," : "", q);
+		printf("%s", i ? "," : "");
+		put(json_string_value(v));
 	}
 	if (!json_array_size(names))
 		printf("-");
-	printf("  %s  %.1f MB  %zu packages", json_string_value(json_object_get(m, "suite")),
+	const char *suite = json_string_value(json_object_get(m, "suite"));
+	printf("  ");
+	put(suite);
+	printf("  %.1f MB  %zu packages",
 	       (double)json_integer_value(json_object_get(m, "size_bytes")) / 1e6,
 	       json_array_size(json_object_get(m, "installed")));
 	json_t *pk = json_object_get(m, "packages");
 	if (json_array_size(pk)) {
 		printf(" (");
-		json_array_foreach(pk, i, v) printf("%s%s", i ? " " : "", json_string_value(v));
+		json_array_foreach(pk, i, v)
+		{
+			const char *p = json_string_value(v);
+			printf("%s", i ? " " : "");
+			put(p);
+		}
 		printf(")");
 	}
 	printf("\n");
@@ -77,17 +95,30 @@ show(const char *sub, const char *json_text, bool json, bool detail)
 	} else {
 		print_meta(j);
 		if (detail) {
-			printf("digest: sha256:%s\n",
-			       json_string_value(json_object_get(j, "digest")));
+			const char *d = json_string_value(json_object_get(j, "digest"));
+			printf("digest: sha256:");
+			put(d);
+			printf("\n");
 			const char *p = json_string_value(json_object_get(j, "path"));
-			if (p)
-				printf("path: %s\n", cli_quote(p));
+			if (p) {
+				printf("path: ");
+				put(p);
+				printf("\n");
+			}
 			size_t i;
 			json_t *v;
 			json_array_foreach(json_object_get(j, "env"), i, v)
-			    printf("env: %s\n", cli_quote(json_string_value(v)));
+			{
+				printf("env: ");
+				put(json_string_value(v));
+				printf("\n");
+			}
 			json_array_foreach(json_object_get(j, "installed"), i, v)
-			    printf("installed: %s\n", cli_quote(json_string_value(v)));
+			{
+				printf("installed: ");
+				put(json_string_value(v));
+				printf("\n");
+			}
 		}
 	}
 	json_decref(j);

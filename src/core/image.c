@@ -9,10 +9,11 @@
  *
  * HEX is the digest of a canonical walk of rootfs (digest_tree below):
  * names sorted bytewise, each entry's path, type, mode, owner, size and
- * content (or link target) hashed, modification times left out.  What
- * mmdebstrap writes that varies from one build to the next (logs, apt's
- * lists and caches, ldconfig's aux-cache, dpkg's -old files, machine-id,
- * /dev's nodes) is removed before the walk, so two builds from the same
+ * content (or link target) hashed, modification times left out, then the
+ * recipe's env entries, sorted.  What mmdebstrap writes that varies from
+ * one build to the next (logs, apt's lists and caches, ldconfig's
+ * aux-cache, dpkg's -old files, machine-id, /dev's nodes) is removed
+ * before the walk, so two builds from the same
  * recipe and the same mirror state give the same digest.
  *
  * The rootfs is read by the jail (its /usr and /etc, jail/plan.c) through
@@ -200,6 +201,15 @@ wd_image_recipe_add_env(wd_image_recipe *r, const char *kv, struct wd_err *err)
 		return wd_err_set(err, WD_E_INVAL,
 				  "env entry is not NAME=VALUE (a name of letters, "
 				  "digits and '_', a value without control bytes)");
+	/* one value a name, the last given: the list is sorted for the
+	 * digest, so order must not decide between two values */
+	size_t n = (size_t)(strchr(kv, '=') - kv) + 1;
+	for (size_t i = 0; i < r->nenv; i++)
+		if (!strncmp(r->env[i], kv, n)) {
+			free(r->env[i]);
+			r->env[i] = wd_xstrdup(kv);
+			return 0;
+		}
 	strv_add(&r->env, &r->nenv, kv);
 	return 0;
 }
@@ -580,7 +590,8 @@ walk_dir(struct walk *w, int dfd, const char *rel, int depth)
 }
 
 static int
-digest_tree(const char *root, char hex[65], uint64_t *bytes, uint64_t *files)
+digest_tree(const char *root, char *const *env, size_t nenv, char hex[65], uint64_t *bytes,
+	    uint64_t *files)
 {
 	struct walk w = {0};
 	wd_sha256_init(&w.h);
@@ -591,6 +602,11 @@ digest_tree(const char *root, char hex[65], uint64_t *bytes, uint64_t *files)
 	close(fd);
 	if (w.err)
 		return w.err;
+	/* the variables are part of the environment: two images that differ
+	 * only in them are two images (each its own image.json) */
+	wd_sha256_update(&w.h, "env", 4);
+	for (size_t i = 0; i < nenv; i++)
+		wd_sha256_update(&w.h, env[i], strlen(env[i]) + 1);
 	unsigned char md[32];
 	wd_sha256_final(&w.h, md);
 	wd_sha256_hex(md, hex);
@@ -816,6 +832,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 		suite = "bookworm";
 	/* sorted: the same set in another order is the same image */
 	qsort(r.packages, r.npackages, sizeof(char *), cmp_str);
+	qsort(r.env, r.nenv, sizeof(char *), cmp_str);
 	suite_copy = wd_xstrdup(suite);
 	json_decref(base);
 
@@ -858,7 +875,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	}
 	char hex[65];
 	uint64_t bytes = 0, files = 0;
-	if ((rc = digest_tree(rootfs, hex, &bytes, &files)) < 0) {
+	if ((rc = digest_tree(rootfs, r.env, r.nenv, hex, &bytes, &files)) < 0) {
 		wd_err_sys(err, -rc, "digest of %s", rootfs);
 		goto out_rm;
 	}
@@ -984,7 +1001,7 @@ wd_image_inspect(wd_ctx *ctx, const char *ref, char **out, struct wd_err *err)
 }
 
 /* A session made with the image (its meta.json's spec names the digest),
- * running or stopped: its id, or NULL. */
+ * running or stopped: its name (or id), or NULL. */
 static char *
 session_using(wd_ctx *ctx, const char *digest)
 {
@@ -1007,8 +1024,10 @@ session_using(wd_ctx *ctx, const char *digest)
 		json_t *m = json_load_file(mp, 0, NULL);
 		const char *img =
 		    json_string_value(json_object_get(json_object_get(m, "spec"), "image"));
-		if (img && !strcmp(img, want))
-			found = wd_xstrdup(e->d_name);
+		if (img && !strcmp(img, want)) {
+			const char *nm = json_string_value(json_object_get(m, "name"));
+			found = wd_xstrdup(nm ? nm : e->d_name);
+		}
 		json_decref(m);
 	}
 	closedir(d);

@@ -64,6 +64,30 @@ copy_strv(char *const *v, size_t n, bool terminate)
 	return c;
 }
 
+int
+spec_set_image_root(wd_spec *s, const char *ref, const char *root, struct wd_err *err)
+{
+	const char *hex = !strncmp(ref, "sha256:", 7) ? ref + 7 : "";
+	char tail[96];
+	snprintf(tail, sizeof(tail), "/sha256-%s/rootfs", hex);
+	size_t n = strlen(root), t = strlen(tail);
+	struct stat st;
+	if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64 || root[0] != '/' ||
+	    n <= t || strcmp(root + n - t, tail) || strstr(root, "/../") ||
+	    stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
+		return wd_err_set(err, WD_E_INVAL,
+				  "the session's image %s is not stored at %s (removed, or "
+				  "meta.json damaged)",
+				  ref, root);
+	free(s->image);
+	free(s->image_root);
+	free(s->image_digest);
+	s->image = wd_xstrdup(ref);
+	s->image_root = wd_xstrdup(root);
+	s->image_digest = wd_xstrdup(hex);
+	return 0;
+}
+
 wd_spec *
 spec_copy(const wd_spec *s)
 {

@@ -102,6 +102,10 @@ bool spec_is_system_dir(const char *real);
 struct json_t;
 struct json_t *spec_to_json(const wd_spec *s);
 int spec_from_json(struct json_t *j, wd_spec **out, struct wd_err *err);
+/* Set a stored image by its rootfs path (a session's meta.json): root
+ * must be an existing ".../sha256-HEX/rootfs" directory whose HEX is the
+ * digest of ref ("sha256:HEX").  -EINVAL otherwise. */
+int spec_set_image_root(wd_spec *s, const char *ref, const char *root, struct wd_err *err);
 /* A protected path in normal form (relative, no "", "." or ".."
  * component): a new copy, or NULL when it is not one. */
 char *spec_protect_path(const char *p);
