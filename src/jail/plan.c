@@ -359,17 +359,35 @@ plan_etc_dir(struct jail_prep *p, const char *src_dir, const char *dst_dir, bool
 	free(ents);
 }
 
-static void
-plan_etc_image(struct jail_prep *p, const char *image_root)
+static int
+plan_etc_image(struct jail_prep *p, const char *image_root, struct wd_err *err)
 {
 	const char *R = p->plan.new_root;
 	char src[PATH_MAX];
-	snprintf(src, sizeof(src), "%s/etc", image_root);
-	plan_etc_dir(p, src, sdup(p, "%s/etc", R), true);
-	/* ssl entry by entry, so warden's CA bundle can be written beside
-	 * the image's certificates (TLS interception) */
-	snprintf(src, sizeof(src), "%s/etc/ssl", image_root);
-	plan_etc_dir(p, src, sdup(p, "%s/etc/ssl", R), false);
+	struct stat st;
+	/* Only real directories: an image's etc (or etc/ssl) that is a link
+	 * would be followed here, on the host's side, toward the host's /etc
+	 * (its ssh keys): refused, as an image that is not what it claims.
+	 * Below them, links are copied as links (resolved in the jail's
+	 * view) and files and directories are lstat'ed. */
+	const char *const dirs[] = {"etc", "etc/ssl"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
+		snprintf(src, sizeof(src), "%s/%s", image_root, dirs[i]);
+		if (lstat(src, &st) < 0) {
+			if (errno == ENOENT)
+				return 0; /* nothing of the image's: warden's entries only */
+			return wd_err_sys(err, errno, "image %s", src);
+		}
+		if (!S_ISDIR(st.st_mode))
+			return wd_err_set(err, WD_E_INVAL,
+					  "image %s is not a directory (a link is never followed "
+					  "out of an image)",
+					  src);
+		/* ssl entry by entry, so warden's CA bundle can be written
+		 * beside the image's certificates (TLS interception) */
+		plan_etc_dir(p, src, sdup(p, "%s/%s", R, dirs[i]), i == 0);
+	}
+	return 0;
 }
 
 static int
@@ -422,10 +440,10 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/etc/os-release", R));
 	op->data = "../usr/lib/os-release";
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc/ssl", R));
-	if (cfg->image_root)
-		plan_etc_image(p, cfg->image_root);
-	else
+	if (!cfg->image_root)
 		plan_etc_host(p);
+	else if ((rc = plan_etc_image(p, cfg->image_root, err)) < 0)
+		goto fail;
 
 	/* TLS interception: warden's per-sandbox CA joins the trust store.
 	 * The bundle (the host's plus the CA) is what the *_CA_* variables

@@ -13,6 +13,8 @@
 #     policy's `cat` is looked up in the image, so the model's file is not
 #     run under cat's rule (it was, while programs were looked up on the
 #     host)
+#   - an image whose etc links to the host's /etc: refused (125), never
+#     followed on the host's side
 #   - rm refused while a session was made with the image or a sandbox
 #     runs in it
 #
@@ -148,6 +150,15 @@ wd -p "$T/badpol.json" -- lua -v
 expect_rc 125 "policy sandbox.image with a path"
 expect_err "badpol.json:2:23: sandbox.image: expected an image name" "the message is FILE:LINE:COLUMN"
 
+# a session made without the image: its /usr is the host's, so a command
+# judged in the policy's image is refused rather than run there
+"$WARDEN" create plainsess -w "$WS" >/dev/null 2>&1
+"$WARDEN" exec plainsess -p "$T/pol.json" -- lua -v >"$OUT" 2>"$ERR"
+RC=$?
+expect_rc 125 "policy sandbox.image in a session made without it"
+expect_err "is not the image this sandbox was made with" "the message says why"
+"$WARDEN" rm plainsess >/dev/null 2>&1
+
 # ---- the same inputs, the same digest ----
 t0=$SECONDS
 img build lua2 --packages lua5.4 --env WD_IMAGE_TEST=from-the-recipe --json
@@ -187,6 +198,17 @@ expect_rc 126 "the same by its path"
 wd -p "$T/catpol.json" -- cat
 expect_rc 0 "without the image, cat is the host's and runs"
 img rm hostile
+# ... and one whose etc is a link to the host's /etc: never followed
+hd2=$(printf 'h%.0s' {1..64} | tr h f)
+mkdir -p "$WARDEN_STATE_DIR/images/sha256-$hd2/rootfs/usr/bin"
+ln -s /etc "$WARDEN_STATE_DIR/images/sha256-$hd2/rootfs/etc"
+printf '{"digest": "%s", "env": []}\n' "$hd2" >"$WARDEN_STATE_DIR/images/sha256-$hd2/image.json"
+ln -s "../sha256-$hd2" "$WARDEN_STATE_DIR/images/names/etclink"
+wd --image etclink -- /workspace/evil absent /etc/ssh /etc/hostname
+expect_rc 125 "an image whose etc links to the host's /etc is refused"
+expect_err "rootfs/etc is not a directory \(a link is never followed out of an image\)" \
+	"the message says why"
+img rm etclink
 
 # ---- rm refused while in use ----
 "$WARDEN" create imgsess --image lua1 -w "$WS" >"$OUT" 2>"$ERR"
