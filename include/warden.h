@@ -351,6 +351,13 @@ int wd_image_recipe_set_from(wd_image_recipe *r, const char *name, struct wd_err
  * free()) is its metadata.  Logs mmdebstrap's progress at INFO. */
 int wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r, char **json,
 		   struct wd_err *err);
+/* Import an OCI image layout (a directory with oci-layout and
+ * index.json) as image name, with umoci (as root): tag names the image
+ * in the layout (NULL: its only tagged one).  Layers are applied beneath
+ * the image's root; a device node, FIFO or socket, a file past 4 GiB or
+ * more than 1,000,000 entries is refused (-EINVAL) and nothing stored. */
+int wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag,
+		    char **json, struct wd_err *err);
 /* The images as a JSON array of metadata objects, or one image's
  * metadata (-ENOENT: none by that name); *json is new, free(). */
 int wd_image_list(wd_ctx *ctx, char **json, struct wd_err *err);

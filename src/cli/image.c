@@ -12,6 +12,7 @@
 static const char image_usage[] =
     "usage: warden image build NAME [--packages LIST] [--suite SUITE] [--from NAME]\n"
     "                          [--env NAME=VALUE] [-f RECIPE] [--json]\n"
+    "       warden image import NAME PATH [--tag TAG] [--json]\n"
     "       warden image ls [--json]\n"
     "       warden image inspect NAME [--json]\n"
     "       warden image rm NAME... [--json]\n"
@@ -28,6 +29,9 @@ static const char image_usage[] =
     "      --env NAME=VALUE  a variable every command in the image gets\n"
     "  -f, --file RECIPE     a recipe: KEY = VALUE lines (suite, packages, env, from)\n"
     "      --json            print the image's metadata as JSON\n"
+    "import: PATH is an OCI image layout (umoci); --tag chooses the image in it\n"
+    "(default: its only tagged one).  Device nodes, FIFOs, sockets, files past\n"
+    "4 GiB and more than 1,000,000 entries are refused.\n"
     "NAME and the image's digest (sha256:HEX) both name it; an image still used by a\n"
     "running sandbox or a session is not removed.\n";
 
@@ -196,6 +200,52 @@ image_build(int argc, char **argv)
 	return rc;
 }
 
+static int
+image_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"tag", required_argument, NULL, 't'},
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *sub = "image import", *tag = NULL;
+	bool json = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			tag = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			fputs(image_usage, stdout);
+			return 0;
+		default:
+			return cli_bad_option(sub, argc, argv, opts);
+		}
+	}
+	if (optind != argc - 2)
+		return cli_fail(sub, "give an image name and an OCI layout (warden image import "
+				     "NAME PATH)");
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	char *out = NULL;
+	int rc;
+	if (wd_ctx_new(&ctx, &e) < 0 ||
+	    wd_image_import(ctx, argv[optind], argv[optind + 1], tag, &out, &e) < 0)
+		rc = cli_fail(sub, "%s", e.msg);
+	else
+		rc = show(sub, out, json, false);
+	free(out);
+	wd_ctx_free(ctx);
+	return rc;
+}
+
 /* ls, inspect, rm: NAMES... and --json */
 static int
 image_simple(const char *verb, int argc, char **argv)
@@ -270,7 +320,10 @@ cli_image(int argc, char **argv)
 	}
 	if (!strcmp(verb, "build"))
 		return image_build(argc - 1, argv + 1);
+	if (!strcmp(verb, "import"))
+		return image_import(argc - 1, argv + 1);
 	if (!strcmp(verb, "ls") || !strcmp(verb, "inspect") || !strcmp(verb, "rm"))
 		return image_simple(verb, argc - 1, argv + 1);
-	return cli_fail("image", "unknown subcommand %s (build, ls, inspect, rm)", cli_quote(verb));
+	return cli_fail("image", "unknown subcommand %s (build, import, ls, inspect, rm)",
+			cli_quote(verb));
 }

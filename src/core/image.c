@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -487,10 +488,15 @@ rm_tree(const char *path)
 
 /* ---- the digest: a canonical walk ---- */
 
+/* An image holds at most this many entries: a layer of millions of empty
+ * files is refused rather than walked for hours at every import. */
+#define IMAGE_MAX_ENTRIES 1000000
+
 struct walk {
 	struct wd_sha256 h;
-	uint64_t bytes, files;
+	uint64_t bytes, files, entries;
 	int err;
+	char bad[PATH_MAX]; /* the entry refused, with err */
 };
 
 static int
@@ -544,6 +550,7 @@ walk_dir(struct walk *w, int dfd, const char *rel, int depth)
 		struct stat st;
 		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			w->err = -errno;
+			snprintf(w->bad, sizeof(w->bad), "%s", path);
 			break;
 		}
 		if (S_ISLNK(st.st_mode)) {
@@ -581,7 +588,17 @@ walk_dir(struct walk *w, int dfd, const char *rel, int depth)
 			walk_dir(w, sub, path, depth + 1);
 			close(sub);
 		} else {
-			hash_record(w, path, &st, NULL, 0);
+			/* A device node, FIFO or socket: an image is files,
+			 * links and directories.  A device node bound into a
+			 * jail is nodev, but the store is the host's disk,
+			 * and a node there is one mount away from the host's
+			 * disks (issue 19: refused, with its path). */
+			snprintf(w->bad, sizeof(w->bad), "%s", path);
+			w->err = -EPERM;
+		}
+		if (++w->entries > IMAGE_MAX_ENTRIES) {
+			snprintf(w->bad, sizeof(w->bad), "%s", path);
+			w->err = -E2BIG;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
@@ -591,17 +608,26 @@ walk_dir(struct walk *w, int dfd, const char *rel, int depth)
 
 static int
 digest_tree(const char *root, char *const *env, size_t nenv, char hex[65], uint64_t *bytes,
-	    uint64_t *files)
+	    uint64_t *files, struct wd_err *err)
 {
 	struct walk w = {0};
 	wd_sha256_init(&w.h);
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return wd_err_sys(err, errno, "%s", root);
 	walk_dir(&w, fd, "", 0);
 	close(fd);
+	if (w.err == -EPERM)
+		return wd_err_set(
+		    err, WD_E_INVAL,
+		    "%s is a device node, FIFO or socket: an image holds files, links "
+		    "and directories only",
+		    w.bad);
+	if (w.err == -E2BIG)
+		return wd_err_set(err, WD_E_INVAL, "more than %d entries (at %s): refused",
+				  IMAGE_MAX_ENTRIES, w.bad);
 	if (w.err)
-		return w.err;
+		return wd_err_sys(err, -w.err, "digest of %s (at %s)", root, w.bad);
 	/* the variables are part of the environment: two images that differ
 	 * only in them are two images (each its own image.json) */
 	wd_sha256_update(&w.h, "env", 4);
@@ -710,8 +736,14 @@ installed(const char *rootfs)
 }
 
 /* Run mmdebstrap, its output into the log at INFO, line by line. */
+/* A file bigger than this stops an import: a layer's 10 GB (sparse)
+ * entry would otherwise fill the state directory's disk. */
+#define IMAGE_MAX_FILE (4ULL << 30)
+
+/* Run a tool (mmdebstrap, umoci), its output into the log at INFO, line
+ * by line; pkg names the Debian package that has it. */
 static int
-run_mmdebstrap(char *const argv[], struct wd_err *err)
+run_tool(char *const argv[], const char *pkg, struct wd_err *err)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -732,6 +764,13 @@ run_mmdebstrap(char *const argv[], struct wd_err *err)
 		setenv("SOURCE_DATE_EPOCH", IMAGE_EPOCH, 1);
 		setenv("LC_ALL", "C.UTF-8", 1);
 		setenv("TZ", "UTC", 1);
+		/* each file it writes is bounded: past it, write() fails
+		 * with EFBIG (not SIGXFSZ) and the tool gives up */
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur > IMAGE_MAX_FILE)
+			rl.rlim_cur = rl.rlim_max = IMAGE_MAX_FILE; /* a lower one stays */
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -743,7 +782,7 @@ run_mmdebstrap(char *const argv[], struct wd_err *err)
 	while (f && (len = getline(&line, &cap, f)) >= 0) {
 		line[strcspn(line, "\n")] = '\0';
 		wd_autofree char *q = wd_esc_text(line, strlen(line), 0, 512);
-		wd_log(WD_LOG_INFO, "mmdebstrap: %s", q);
+		wd_log(WD_LOG_INFO, "%s: %s", argv[0], q);
 		snprintf(last, sizeof(last), "%s", q);
 	}
 	free(line);
@@ -753,10 +792,10 @@ run_mmdebstrap(char *const argv[], struct wd_err *err)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-		return wd_err_set(err, WD_E_UNSUPPORTED,
-				  "mmdebstrap is not installed (apt-get install mmdebstrap)");
+		return wd_err_set(err, WD_E_UNSUPPORTED, "%s is not installed (apt-get install %s)",
+				  argv[0], pkg);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return wd_err_set(err, WD_E_INTERNAL, "mmdebstrap failed (status %d): %s",
+		return wd_err_set(err, WD_E_INTERNAL, "%s failed (status %d): %s", argv[0],
 				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
 				  last);
 	return 0;
@@ -777,6 +816,51 @@ dump(json_t *j)
 	if (!s)
 		abort();
 	return s;
+}
+
+/* Move the build in tmp (rootfs/) into the store as sha256-hex with meta
+ * as its image.json, unless that content is stored already, then point
+ * name at it.  tmp is gone afterwards either way.  *out: the metadata. */
+static int
+store(const char *dir, const char *tmp, const char *name, const char *hex, json_t *meta,
+      uint64_t ms, char **out, struct wd_err *err)
+{
+	char final[PATH_MAX];
+	snprintf(final, sizeof(final), "%s/sha256-%s", dir, hex);
+	struct stat st;
+	if (stat(final, &st) == 0) {
+		/* the same content is already stored: keep it (its image.json,
+		 * with its own build time), drop this copy */
+		rm_tree(tmp);
+	} else {
+		char mp[PATH_MAX];
+		snprintf(mp, sizeof(mp), "%s/image.json", tmp);
+		if (json_dump_file(meta, mp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
+		    chmod(mp, 0444) < 0 || rename(tmp, final) < 0) {
+			int rc = wd_err_sys(err, errno, "store %s", final);
+			rm_tree(tmp);
+			return rc;
+		}
+	}
+	/* the name, atomically: a new link renamed over the old one */
+	char link[PATH_MAX], ltmp[PATH_MAX], target[128];
+	snprintf(link, sizeof(link), "%s/names/%s", dir, name);
+	snprintf(ltmp, sizeof(ltmp), "%s/names/.%s.%d", dir, name, (int)getpid());
+	snprintf(target, sizeof(target), "../sha256-%s", hex);
+	unlink(ltmp);
+	if (symlink(target, ltmp) < 0 || rename(ltmp, link) < 0) {
+		int rc = wd_err_sys(err, errno, "name %s", link);
+		unlink(ltmp);
+		return rc;
+	}
+	json_t *m = read_meta(dir, hex, err);
+	if (!m)
+		return -EINVAL;
+	json_object_set_new(m, "names", names_of(dir, hex));
+	json_object_set_new(m, "build_ms", json_integer((json_int_t)ms));
+	*out = dump(m);
+	json_decref(m);
+	return 0;
 }
 
 WD_API int
@@ -867,7 +951,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	if (!r.npackages) /* nothing beyond the essential set */
 		memmove(&argv[9], &argv[10], 3 * sizeof(char *));
 	uint64_t t0 = now_ms();
-	if ((rc = run_mmdebstrap(argv, err)) < 0)
+	if ((rc = run_tool(argv, "mmdebstrap", err)) < 0)
 		goto out_rm;
 	if ((rc = scrub(rootfs)) < 0) {
 		wd_err_sys(err, -rc, "clean the image's volatile files");
@@ -875,10 +959,8 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	}
 	char hex[65];
 	uint64_t bytes = 0, files = 0;
-	if ((rc = digest_tree(rootfs, r.env, r.nenv, hex, &bytes, &files)) < 0) {
-		wd_err_sys(err, -rc, "digest of %s", rootfs);
+	if ((rc = digest_tree(rootfs, r.env, r.nenv, hex, &bytes, &files, err)) < 0)
 		goto out_rm;
-	}
 	uint64_t ms = now_ms() - t0;
 
 	json_t *pk = json_array(), *env = json_array();
@@ -891,56 +973,155 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 		      suite_copy, "packages", pk, "env", env, "installed", installed(rootfs),
 		      "size_bytes", (json_int_t)bytes, "files", (json_int_t)files,
 		      "source_date_epoch", IMAGE_EPOCH, "build_ms", (json_int_t)ms);
-	char final[PATH_MAX];
-	snprintf(final, sizeof(final), "%s/sha256-%s", dir, hex);
-	struct stat st;
-	if (stat(final, &st) == 0) {
-		/* the same content is already stored: keep it (its image.json,
-		 * with its own build time), drop this copy */
-		rm_tree(tmp);
-	} else {
-		char mp[PATH_MAX];
-		snprintf(mp, sizeof(mp), "%s/image.json", tmp);
-		if (json_dump_file(meta, mp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
-		    chmod(mp, 0444) < 0) {
-			json_decref(meta);
-			rc = wd_err_sys(err, errno, "write %s", mp);
-			goto out_rm;
-		}
-		if (rename(tmp, final) < 0) {
-			json_decref(meta);
-			rc = wd_err_sys(err, errno, "store %s", final);
-			goto out_rm;
-		}
-	}
+	rc = store(dir, tmp, name, hex, meta, ms, out, err);
 	json_decref(meta);
-	/* the name, atomically: a new link renamed over the old one */
-	char link[PATH_MAX], ltmp[PATH_MAX], target[128];
-	snprintf(link, sizeof(link), "%s/names/%s", dir, name);
-	snprintf(ltmp, sizeof(ltmp), "%s/names/.%s.%d", dir, name, (int)getpid());
-	snprintf(target, sizeof(target), "../sha256-%s", hex);
-	unlink(ltmp);
-	if (symlink(target, ltmp) < 0 || rename(ltmp, link) < 0) {
-		rc = wd_err_sys(err, errno, "name %s", link);
-		unlink(ltmp);
-		goto out;
-	}
-	json_t *m = read_meta(dir, hex, err);
-	if (!m) {
-		rc = -EINVAL;
-		goto out;
-	}
-	json_object_set_new(m, "names", names_of(dir, hex));
-	json_object_set_new(m, "build_ms", json_integer((json_int_t)ms));
-	*out = dump(m);
-	json_decref(m);
-	rc = 0;
 	goto out;
 out_rm:
 	rm_tree(tmp);
 out:
 	strv_free(r.packages, r.npackages);
 	strv_free(r.env, r.nenv);
+	return rc;
+}
+
+/* ---- import: an OCI image layout ---- */
+
+/* A tag of an OCI layout: the annotation org.opencontainers.image.ref.name,
+ * kept to what a tag is (it becomes part of umoci's --image argument). */
+static bool
+tag_ok(const char *t)
+{
+	size_t n = strlen(t);
+	return n > 0 && n <= 128 && isalnum((unsigned char)t[0]) &&
+	       strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+}
+
+/* The layout's one tag when tag is NULL: its index.json must name exactly
+ * one manifest with a ref.name. */
+static int
+layout_tag(const char *layout, const char *tag, char *out, size_t cap, struct wd_err *err)
+{
+	if (tag) {
+		if (!tag_ok(tag))
+			return wd_err_set(err, WD_E_INVAL,
+					  "--tag: '%s' is not a tag ([A-Za-z0-9][A-Za-z0-9_.-]*)",
+					  tag);
+		snprintf(out, cap, "%s", tag);
+		return 0;
+	}
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/index.json", layout);
+	json_error_t je;
+	json_t *j = json_load_file(p, 0, &je);
+	if (!j)
+		return wd_err_set(err, WD_E_INVAL, "%s:%d:%d: %s", p, je.line, je.column, je.text);
+	size_t i, n = 0;
+	json_t *m;
+	const char *found = NULL;
+	json_array_foreach(json_object_get(j, "manifests"), i, m)
+	{
+		const char *t = json_string_value(json_object_get(
+		    json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
+		if (t) {
+			n++;
+			found = t;
+		}
+	}
+	int rc = 0;
+	if (n != 1)
+		rc = wd_err_set(err, WD_E_INVAL,
+				"%s names %zu tagged images: choose one with --tag", p, n);
+	else if (!tag_ok(found))
+		rc =
+		    wd_err_set(err, WD_E_INVAL, "%s: its tag is not [A-Za-z0-9][A-Za-z0-9_.-]*", p);
+	else
+		snprintf(out, cap, "%s", found);
+	json_decref(j);
+	return rc;
+}
+
+WD_API int
+wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag_in, char **out,
+		struct wd_err *err)
+{
+	char dir[PATH_MAX], layout[PATH_MAX], tag[160];
+	int rc;
+	if (!name_ok(name)) {
+		wd_autofree char *q = wd_esc_path(name);
+		return wd_err_set(err, WD_E_INVAL,
+				  "image name %s is not [a-z0-9][a-z0-9._-]* (at most %d bytes)", q,
+				  IMAGE_NAME_MAX);
+	}
+	if (geteuid() != 0)
+		return wd_err_set(
+		    err, WD_E_UNSUPPORTED,
+		    "warden image import runs umoci as root (its rootless mode is not "
+		    "supported yet)");
+	struct stat st;
+	char probe[PATH_MAX];
+	if (!realpath(path, layout))
+		return wd_err_sys(err, errno, "image layout %s", path);
+	snprintf(probe, sizeof(probe), "%s/oci-layout", layout);
+	if (stat(layout, &st) < 0 || !S_ISDIR(st.st_mode) || stat(probe, &st) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return wd_err_set(err, WD_E_INVAL,
+				  "%s is not an OCI image layout (a directory with oci-layout and "
+				  "index.json; a docker save tarball is not supported yet)",
+				  path);
+	if (strchr(layout, ':'))
+		return wd_err_set(err, WD_E_INVAL,
+				  "image layout %s: a ':' in its path would be read as a tag",
+				  layout);
+	if ((rc = layout_tag(layout, tag_in, tag, sizeof(tag), err)) < 0)
+		return rc;
+	if ((rc = images_dir(ctx, dir, sizeof(dir), err)) < 0)
+		return rc;
+	char tmp[PATH_MAX], rootfs[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/tmp.XXXXXX", dir);
+	if (!mkdtemp(tmp))
+		return wd_err_sys(err, errno, "create an import directory in %s", dir);
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
+
+	/* umoci applies the layers in order with their whiteouts, each path
+	 * resolved beneath rootfs (filepath-securejoin: "../", absolute
+	 * names and links followed while extracting stay inside); every file
+	 * is bounded by RLIMIT_FSIZE (run_tool).  What it leaves is checked
+	 * by the walk below: no device node, FIFO or socket, at most
+	 * IMAGE_MAX_ENTRIES entries. */
+	wd_autofree char *image_arg = wd_xasprintf("--image=%s:%s", layout, tag);
+	char a_prog[] = "umoci", a_raw[] = "raw", a_unpack[] = "unpack";
+	char *argv[] = {a_prog, a_raw, a_unpack, image_arg, rootfs, NULL};
+	uint64_t t0 = now_ms();
+	if ((rc = run_tool(argv, "umoci", err)) < 0)
+		goto fail;
+	/* the jail makes its own /dev (as for a build) */
+	char devp[PATH_MAX];
+	snprintf(devp, sizeof(devp), "%s/dev", rootfs);
+	if (lstat(devp, &st) == 0 && S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(devp);
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				rm_tree_at(dirfd(d), e->d_name, 0);
+		if (d)
+			closedir(d);
+	}
+	char hex[65];
+	uint64_t bytes = 0, files = 0;
+	if ((rc = digest_tree(rootfs, NULL, 0, hex, &bytes, &files, err)) < 0)
+		goto fail;
+	uint64_t ms = now_ms() - t0;
+	json_t *meta =
+	    json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:I}", "digest", hex, "source",
+		      image_arg + 8, "packages", json_array(), "env", json_array(), "installed",
+		      installed(rootfs), "size_bytes", (json_int_t)bytes, "files",
+		      (json_int_t)files, "build_ms", (json_int_t)ms);
+	rc = store(dir, tmp, name, hex, meta, ms, out, err);
+	json_decref(meta);
+	return rc;
+fail:
+	wd_err_prefix(err, "import %s", path);
+	rm_tree(tmp);
 	return rc;
 }
 
