@@ -863,6 +863,44 @@ store(const char *dir, const char *tmp, const char *name, const char *hex, json_
 	return 0;
 }
 
+/* A build or import directory, tmp.XXXXXX under dir, locked (flock
+ * LOCK_EX) through a descriptor that is inherited by the tool it runs: the
+ * lock lasts while any process of the build does, warden killed or not.
+ * Directories left by a build that is gone (the lock free) and by an
+ * interrupted rm (tmp.rm-*) are removed first: each is an image's size. */
+static int
+make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_err *err)
+{
+	struct dirent **ents = NULL;
+	int n = scandir(dir, &ents, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		if (!strncmp(ents[i]->d_name, "tmp.", 4)) {
+			char p[PATH_MAX];
+			snprintf(p, sizeof(p), "%s/%s", dir, ents[i]->d_name);
+			int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+				wd_log(WD_LOG_INFO, "removing %s, left by a build that ended", p);
+				rm_tree(p);
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	snprintf(tmp, cap, "%s/tmp.XXXXXX", dir);
+	if (!mkdtemp(tmp))
+		return wd_err_sys(err, errno, "create a build directory in %s", dir);
+	/* not O_CLOEXEC: mmdebstrap, umoci and their children hold it too */
+	*lockfd = open(tmp, O_RDONLY | O_DIRECTORY);
+	if (*lockfd < 0 || flock(*lockfd, LOCK_EX) < 0) {
+		int rc = wd_err_sys(err, errno, "lock %s", tmp);
+		rm_tree(tmp);
+		return rc;
+	}
+	return 0;
+}
+
 WD_API int
 wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char **out,
 	       struct wd_err *err)
@@ -870,6 +908,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	char dir[PATH_MAX];
 	int rc;
 	wd_autofree char *include = NULL, *suite_copy = NULL;
+	wd_autoclose int lockfd = -1;
 	if (!name_ok(name)) {
 		wd_autofree char *q = wd_esc_path(name);
 		return wd_err_set(err, WD_E_INVAL,
@@ -921,11 +960,8 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	json_decref(base);
 
 	char tmp[PATH_MAX], rootfs[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/tmp.XXXXXX", dir);
-	if (!mkdtemp(tmp)) {
-		rc = wd_err_sys(err, errno, "create a build directory in %s", dir);
+	if ((rc = make_tmp(dir, tmp, sizeof(tmp), &lockfd, err)) < 0)
 		goto out;
-	}
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
 
 	/* mmdebstrap: the essential packages and the recipe's, with apt's
@@ -1077,9 +1113,9 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	if ((rc = images_dir(ctx, dir, sizeof(dir), err)) < 0)
 		return rc;
 	char tmp[PATH_MAX], rootfs[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/tmp.XXXXXX", dir);
-	if (!mkdtemp(tmp))
-		return wd_err_sys(err, errno, "create an import directory in %s", dir);
+	wd_autoclose int lockfd = -1;
+	if ((rc = make_tmp(dir, tmp, sizeof(tmp), &lockfd, err)) < 0)
+		return rc;
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
 
 	/* umoci applies the layers in order with their whiteouts, each path

@@ -130,6 +130,22 @@ if command -v umoci >/dev/null; then
 	RC=$?
 	expect_rc 125 "a layer with a 10 GB sparse file is refused at the file size limit"
 	expect_err "file too large" "the message says why"
+	# build directories: one of a build that ended (unlocked) is removed
+	# by the next build or import, one whose build runs (locked) stays
+	I=$WARDEN_STATE_DIR/images
+	mkdir -p "$I/tmp.stale/rootfs/usr" "$I/tmp.live"
+	flock -x "$I/tmp.live" -c "touch '$I/tmp.live/held'; exec sleep 60" &
+	locker=$!
+	at_exit "kill $locker 2>/dev/null"
+	wait_until 10 test -e "$I/tmp.live/held"
+	img import imported2 "$T/oci-probe"
+	expect_rc 0 "a second import"
+	check "it removed the directory of a build that ended" test ! -e "$I/tmp.stale"
+	check "and kept the one a running build holds" test -e "$I/tmp.live/held"
+	kill "$locker" 2>/dev/null
+	wait "$locker" 2>/dev/null
+	rm -rf "$I/tmp.live"
+	img rm imported2
 	img ls --json
 	check "only the good import is named" \
 		python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); sys.exit(not (len(a)==1 and a[0]["names"]==["imported"]))' "$OUT"
