@@ -244,6 +244,14 @@ int wd_spec_set_disk(wd_spec *spec, uint64_t bytes, struct wd_err *err);
  * .idea): read-only inside the sandbox where it exists, never written by
  * apply.  -EINVAL for an absolute path or one with "." or "..". */
 int wd_spec_add_protected(wd_spec *spec, const char *path, struct wd_err *err);
+/* The environment: run in image ref (a name given to
+ * wd_image_build(), or "sha256:" and the full digest) instead of the host's
+ * /usr and /etc.  Resolved now, in the default state directory
+ * (WARDEN_STATE_DIR, $XDG_STATE_HOME/warden, /var/lib/warden as root); the
+ * image's env entries join the spec's where it sets no such variable.
+ * -EINVAL for a malformed ref, -ENOENT for an image not built. */
+int wd_spec_set_image(wd_spec *spec, const char *ref, struct wd_err *err);
+
 
 /* ----------------------------------------------------------- run: result */
 
@@ -350,6 +358,40 @@ int wd_ctx_set_policy_file(wd_ctx *ctx, const char *path, struct wd_err *err);
  * $XDG_STATE_HOME/warden, else /var/lib/warden (root) or
  * ~/.local/state/warden.  -EINVAL naming what is wrong with dir. */
 int wd_ctx_set_state_dir(wd_ctx *ctx, const char *dir, struct wd_err *err);
+
+/* ---------------------------------------------------------------- images
+ * A root filesystem built from Debian packages with mmdebstrap, stored
+ * read-only and content-addressed under the state directory's images/
+ * (docs/architecture.md).  A recipe says what goes in. */
+typedef struct wd_image_recipe wd_image_recipe;
+wd_image_recipe *wd_image_recipe_new(void);
+void wd_image_recipe_free(wd_image_recipe *r);
+/* Read a recipe file (key = value lines: suite, packages, env, from) into
+ * r; -EINVAL with err naming PATH:LINE:COLUMN for a bad line. */
+int wd_image_recipe_load(wd_image_recipe *r, const char *path, struct wd_err *err);
+/* Setters; -EINVAL for a malformed suite, package, NAME=VALUE or name. */
+int wd_image_recipe_set_suite(wd_image_recipe *r, const char *suite, struct wd_err *err);
+int wd_image_recipe_add_packages(wd_image_recipe *r, const char *list, struct wd_err *err);
+int wd_image_recipe_add_env(wd_image_recipe *r, const char *kv, struct wd_err *err);
+int wd_image_recipe_set_from(wd_image_recipe *r, const char *name, struct wd_err *err);
+/* Build image name from r (as root: mmdebstrap needs it); *json (new,
+ * free()) is its metadata.  Logs mmdebstrap's progress at INFO. */
+int wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r, char **json,
+		   struct wd_err *err);
+/* Import an OCI image layout (a directory with oci-layout and
+ * index.json) as image name, with umoci (as root): tag names the image
+ * in the layout (NULL: its only tagged one).  Layers are applied beneath
+ * the image's root; a device node, FIFO or socket, a file past 4 GiB or
+ * more than 1,000,000 entries is refused (-EINVAL) and nothing stored. */
+int wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag,
+		    char **json, struct wd_err *err);
+/* The images as a JSON array of metadata objects, or one image's
+ * metadata (-ENOENT: none by that name); *json is new, free(). */
+int wd_image_list(wd_ctx *ctx, char **json, struct wd_err *err);
+int wd_image_inspect(wd_ctx *ctx, const char *ref, char **json, struct wd_err *err);
+/* Remove the name, and the image's files when no other name holds them.
+ * -EBUSY while a sandbox runs in it or a session was made with it. */
+int wd_image_remove(wd_ctx *ctx, const char *ref, struct wd_err *err);
 /* Append every event but output to this hash-chained audit trail (created
  * 0600).  Without it, the policy's audit.path is used when the policy
  * stage runs. */
@@ -709,6 +751,7 @@ struct wd_policy_sandbox {
 	unsigned pool; /* sandbox.pool: warden serve's warm pool size, 0-64 (0: none) */
 	const char *const *net_ranges; /* network.allow_ranges: --allow-range CIDR */
 	size_t net_nranges;
+	const char *image; /* sandbox.image: the environment (an image reference), or NULL */
 };
 /* Fill *out from the policy.  Never fails. */
 void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);
@@ -732,6 +775,11 @@ int wd_request_set_argv(wd_request *req, int argc, const char *const argv[], str
 int wd_request_set_workspace(wd_request *req, const char *dir, struct wd_err *err);
 /* Working directory relative to the workspace (default "."). */
 int wd_request_set_cwd(wd_request *req, const char *cwd, struct wd_err *err);
+/* The tree the jail's /usr, /bin, /sbin, /lib* and /etc/alternatives come
+ * from (an image's rootfs; default: the host's /): programs are
+ * looked up and resolved there, as the jail will run them.  -EINVAL
+ * unless an absolute directory. */
+int wd_request_set_system_root(wd_request *req, const char *root, struct wd_err *err);
 /* NAME=VALUE passed to the command: covered by the approval id, never
  * written to the audit log (names only). */
 int wd_request_setenv(wd_request *req, const char *name, const char *value, struct wd_err *err);

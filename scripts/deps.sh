@@ -15,6 +15,9 @@ pkgs=(
 	# sessions and cow workspaces: diffs (libgit2, dlopen'ed),
 	# sandbox disks (mke2fs), and the tests' venv and pip
 	libgit2-dev libgit2-1.5 e2fsprogs python3-venv
+	# images: root filesystems from Debian packages, OCI
+	# layouts imported (and made by the tests)
+	mmdebstrap umoci
 )
 
 missing=()

@@ -24,6 +24,7 @@ int cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd);
 /* Each subcommand gets argv with argv[0] the subcommand name. */
 int cli_run(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
+int cli_image(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_approve(int argc, char **argv);
 int cli_audit(int argc, char **argv);

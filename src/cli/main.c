@@ -25,6 +25,7 @@ static const struct {
 	{"approve", cli_approve, "record a single-use approval for a paused command"},
 	{"audit", cli_audit, "verify an audit trail (audit verify FILE)"},
 	{"policy", cli_policy, "print the effective policy (policy show)"},
+	{"image", cli_image, "build, list, inspect and remove images (environments)"},
 	{"doctor", cli_doctor, "report which isolation levels this host can run"},
 	{"serve", cli_serve, "serve MCP and JSON-RPC (stdio, a unix socket, HTTP)"},
 };

@@ -30,6 +30,8 @@ static const char usage_text[] =
 	"                           and home share one disk of SIZE (default 1G)\n"
 	"      --protect PATH       keep PATH (relative to DIR) read-only inside, like .git,\n"
 	"                           .gitmodules, .envrc, .vscode and .idea\n"
+	"      --image NAME         run in image NAME's /usr and /etc, not the host's\n"
+	"                           (warden image build; container level)\n"
 	"      --isolation LEVEL    container (default), process, or gvisor (gVisor's\n"
 	"                           user-space kernel through runsc; root only)\n"
 	"      --memory SIZE        memory limit, no swap (default 512M)\n"
@@ -122,6 +124,7 @@ enum {
 	OPT_WORKSPACE_MODE,
 	OPT_DISK,
 	OPT_PROTECT,
+	OPT_IMAGE,
 	OPT_SECRET,
 	OPT_INJECT,
 	OPT_INJECT_BASIC,
@@ -164,6 +167,7 @@ static const struct option long_opts[] = {
 	{"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"protect", required_argument, NULL, OPT_PROTECT},
+	{"image", required_argument, NULL, OPT_IMAGE},
 	{"secret", required_argument, NULL, OPT_SECRET},
 	{"inject", required_argument, NULL, OPT_INJECT},
 	{"inject-basic", required_argument, NULL, OPT_INJECT_BASIC},
@@ -469,6 +473,10 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 		return 0;
 	case OPT_PROTECT:
 		if (wd_spec_add_protected(spec, val, &e) < 0)
+			return bad_value(name, val, e.msg);
+		return 0;
+	case OPT_IMAGE:
+		if (wd_spec_set_image(spec, val, &e) < 0)
 			return bad_value(name, val, e.msg);
 		return 0;
 	case OPT_ALLOW_PORT:

@@ -394,6 +394,7 @@ config_policy_free(struct config_policy *p)
 	for (size_t i = 0; i < p->nprograms; i++)
 		config_program_fini(&p->programs[i]);
 	free(p->programs);
+	free(p->sandbox.image);
 	for (size_t i = 0; i < p->nwprograms; i++)
 		config_program_fini(&p->wprograms[i]);
 	free(p->wprograms);

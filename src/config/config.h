@@ -91,6 +91,7 @@ struct config_sandbox {
 	unsigned require; /* WD_REQUIRE_* bits: protections a run must have */
 	bool reproducible;
 	unsigned pool; /* warden serve's warm pool: instances kept ready (0: none) */
+	char *image;   /* sandbox.image: an image name or sha256:HEX */
 };
 
 /* "network": egress, as the run options --net, --allow-host, --deny-host,

@@ -107,12 +107,24 @@ load_require(struct vctx *v, json_t *j, unsigned *out)
 	return 0;
 }
 
+/* An image reference as wd_spec_set_image() takes it (core/image.c). */
+static bool
+image_ref_ok(const char *s)
+{
+	if (!strncmp(s, "sha256:", 7))
+		return strlen(s + 7) == 64 && strspn(s + 7, "0123456789abcdef") == 64;
+	size_t n = strlen(s);
+	if (n == 0 || n > 64 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
 int
 config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 {
 	static const char *const known[] = {"isolation",    "memory",  "pids",	 "cpu",
 					    "tmp_size",	    "timeout", "output", "require",
-					    "reproducible", "pool",    NULL};
+					    "reproducible", "pool",    "image",	 NULL};
 	int rc = config_want_type(v, j, JSON_OBJECT, "an object");
 	if (rc < 0)
 		return rc;
@@ -142,6 +154,15 @@ config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 			rc = load_require(v, val, &sb->require);
 		} else if (!strcmp(k, "reproducible")) {
 			rc = config_get_bool(v, val, &sb->reproducible);
+		} else if (!strcmp(k, "image")) {
+			/* the form only: whether it is built is known where the
+			 * policy is used (a run resolves it, or fails with 125) */
+			if ((rc = config_get_string(v, val, &sb->image)) == 0 &&
+			    !image_ref_ok(sb->image))
+				return vctx_fail(
+				    v, false,
+				    "expected an image name ([a-z0-9][a-z0-9._-]*, at most 64 "
+				    "bytes) or sha256:HEX");
 		} else if (!strcmp(k, "pool")) {
 			/* warden serve's warm pool; 64 is the library's limit
 			 * (wd_pool_new) */

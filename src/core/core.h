@@ -125,6 +125,10 @@ struct gate {
 /* Fail closed when the sandbox lacks a protection the policy requires
  * (require: WD_REQUIRE_* bits): -ENOTSUP naming it, nothing run. */
 int gate_require(unsigned require, struct sandbox *sb, struct wd_err *err);
+/* 0 when the sandbox made from spec built runs in the image the decision
+ * was made in (the policy's sandbox.image set one on g->spec), else
+ * -EINVAL: a live sandbox cannot change its /usr. */
+int gate_image_check(const wd_spec *built, const struct gate *g, struct wd_err *err);
 void gate_fini(struct gate *g);
 /* The policy's "network" object added to spec's (g->spec: a copy, made
  * only when something changes). */

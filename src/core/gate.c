@@ -63,6 +63,10 @@ build_request(const wd_spec *spec, const char *workspace, const wd_cmd *cmd, wd_
 		wd_err_prefix(err, "--workspace");
 	if (rc == 0 && cmd->cwd)
 		rc = wd_request_set_cwd(req, cmd->cwd, err);
+	/* programs are looked up where the jail will find them: the image's
+	 * /usr when there is one */
+	if (rc == 0 && spec->image_root)
+		rc = wd_request_set_system_root(req, spec->image_root, err);
 	/* the approval id covers the whole environment the command gets */
 	for (size_t i = 0; rc == 0 && i < spec->nenv + cmd->nenv; i++) {
 		const char *kv = i < spec->nenv ? spec->env[i] : cmd->env[i - spec->nenv];
@@ -388,6 +392,22 @@ gate_require(unsigned require, struct sandbox *sb, struct wd_err *err)
 }
 
 int
+gate_image_check(const wd_spec *built, const struct gate *g, struct wd_err *err)
+{
+	const char *want = g->spec ? g->spec->image_digest : NULL;
+	const char *have = built->image_digest;
+	if (!want || (have && !strcmp(want, have)))
+		return 0;
+	/* the decision was made in one image's /usr; the sandbox runs
+	 * another (or the host's): what it would run is not what was judged */
+	return wd_err_set(err, WD_E_INVAL,
+			  "the policy's sandbox.image %s is not the image this sandbox was made "
+			  "with (%s); create it with --image %s",
+			  g->spec->image, built->image ? built->image : "the host's /usr",
+			  g->spec->image);
+}
+
+int
 gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *cmd,
 	 const char *sandbox_id, struct gate *g, wd_result **out_refusal, struct wd_err *err)
 {
@@ -400,7 +420,17 @@ gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *
 	struct policy_ref *pol = ctx_policy_get(ctx, err);
 	if (!pol)
 		return -EINVAL;
-	if ((rc = build_request(spec, workspace, cmd, &req, err)) < 0)
+	/* sandbox.image: the environment, unless the caller chose one
+	 * (option > policy, as for isolation).  Set before the decision:
+	 * programs are resolved in it. */
+	struct wd_policy_sandbox ps0;
+	wd_policy_sandbox(pol->p, &ps0);
+	if (ps0.image && !spec->image &&
+	    (rc = wd_spec_set_image(spec_of(spec, g), ps0.image, err)) < 0) {
+		wd_err_prefix(err, "policy sandbox.image");
+		goto out;
+	}
+	if ((rc = build_request(g->spec ? g->spec : spec, workspace, cmd, &req, err)) < 0)
 		goto out;
 	if ((rc = wd_policy_decide(pol->p, req, &d, err)) < 0)
 		goto out;

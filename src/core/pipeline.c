@@ -171,7 +171,8 @@ pipeline_net_fits(const struct door *d, const wd_spec *built, const char *what, 
 				  "(--net allow, or the policy's network at creation); this one "
 				  "has none",
 				  what);
-	return 0;
+	/* and its /usr: the decision was made in the policy's image */
+	return gate_image_check(built, &d->g, err);
 }
 
 /* ---- fresh: a sandbox for this command only (wd_ctx_run) ---- */

@@ -210,6 +210,9 @@ struct jail_config {
 	const char *ca_pem;
 	bool time_ns;	   /* give the sandbox its own monotonic and boot clocks */
 	bool reproducible; /* fixed build epoch and hash seeds in the environment */
+	/* an image's rootfs (host path): its /usr, usrmerge links
+	 * and /etc instead of the host's; NULL: the host's */
+	const char *image_root;
 };
 
 /* Host id of the sandbox user when warden runs as root: nobody.  A

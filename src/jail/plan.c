@@ -7,6 +7,7 @@
 #include "jail/jail.h"
 #include "jail/seccomp.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/mount.h>
@@ -240,6 +241,158 @@ plan_home_protect(struct jail_prep *p, const struct jail_config *cfg)
 	}
 }
 
+/* /usr read-only; the usrmerge links (/bin -> usr/bin, ...) copied as
+ * links, or bound read-only where the source has real directories.  The
+ * source is the host's root, or an image's rootfs: the one
+ * place that chooses where the jail's programs and libraries come from
+ * (policy/resolve.c looks programs up in the same tree). */
+static void
+plan_system(struct jail_prep *p, const struct jail_config *cfg)
+{
+	const char *R = p->plan.new_root;
+	const char *base = cfg->image_root ? cfg->image_root : "";
+	const char *what = cfg->image_root ? "image directory" : "system directory";
+	const char *top[] = {"usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"};
+	char buf[PATH_MAX], src[PATH_MAX];
+	for (size_t i = 0; i < WD_ARRAY_SIZE(top); i++) {
+		struct stat st;
+		snprintf(src, sizeof(src), "%s/%s", base, top[i]);
+		ssize_t n = readlink(src, buf, sizeof(buf) - 1);
+		if (n > 0) {
+			/* a link is copied as text, never followed here: an
+			 * image's /bin -> /etc/... resolves in the jail's view */
+			buf[n] = '\0';
+			struct jail_op *op =
+			    add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/%s", R, top[i]));
+			op->data = sdup(p, "%s", buf);
+			continue;
+		}
+		if (lstat(src, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue; /* no /lib32 here: nothing to show */
+		const char *dst = sdup(p, "%s/%s", R, top[i]);
+		add_op(p, JAIL_OP_MKDIR, dst);
+		add_host_bind(p, what, src, dst, false);
+	}
+}
+
+/* The host's /etc, curated: a few copies, three directories. */
+static void
+plan_etc_host(struct jail_prep *p)
+{
+	const char *R = p->plan.new_root;
+	struct jail_op *op;
+	char buf[PATH_MAX];
+	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_copies); i++) {
+		struct stat st;
+		snprintf(buf, sizeof(buf), "/etc/%s", etc_copies[i]);
+		if (lstat(buf, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		op = add_op(p, JAIL_OP_COPY, sdup(p, "%s/etc/%s", R, etc_copies[i]));
+		op->src = sdup(p, "%s", buf);
+		op->flags = JAIL_OPF_HOSTFILE; /* opened by jail_build_host() */
+	}
+	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_dirs); i++) {
+		struct stat st;
+		snprintf(buf, sizeof(buf), "/etc/%s", etc_dirs[i]);
+		if (lstat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		const char *dst = sdup(p, "%s/etc/%s", R, etc_dirs[i]);
+		char real[PATH_MAX];
+		if (!realpath(buf, real))
+			continue;
+		add_op(p, JAIL_OP_MKDIR, dst);
+		add_host_bind(p, "/etc directory", real, dst, false);
+	}
+
+}
+
+/* Names of /etc that warden writes itself (plan_container) or that an
+ * image must not bring: the identity files, and the image's shadow files
+ * (warden's passwd has no password entries to match them). */
+static bool
+etc_reserved(const char *name)
+{
+	static const char *const names[] = {
+	    "passwd",	 "group",      "hosts",	 "resolv.conf", "nsswitch.conf", "hostname",
+	    "localtime", "os-release", "shadow", "gshadow",	"machine-id",	 "ssl"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(names); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/* One directory of an image's /etc into the jail's (a tmpfs directory):
+ * links copied as links, files copied, directories bound read-only.  The
+ * jail's /etc stays warden's tmpfs, so the identity files written on it
+ * are warden's whatever the image holds (the curated entries on
+ * top), and nothing in it is the image's writable file. */
+static void
+plan_etc_dir(struct jail_prep *p, const char *src_dir, const char *dst_dir, bool top)
+{
+	struct dirent **ents = NULL;
+	int n = scandir(src_dir, &ents, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		char src[PATH_MAX], target[PATH_MAX];
+		struct stat st;
+		snprintf(src, sizeof(src), "%s/%s", src_dir, name);
+		if (!strcmp(name, ".") || !strcmp(name, "..") || (top && etc_reserved(name)) ||
+		    lstat(src, &st) < 0)
+			goto next;
+		const char *dst = sdup(p, "%s/%s", dst_dir, name);
+		struct jail_op *op;
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t k = readlink(src, target, sizeof(target) - 1);
+			if (k <= 0)
+				goto next;
+			target[k] = '\0';
+			op = add_op(p, JAIL_OP_SYMLINK, dst);
+			op->data = sdup(p, "%s", target);
+		} else if (S_ISREG(st.st_mode)) {
+			op = add_op(p, JAIL_OP_COPY, dst);
+			op->src = sdup(p, "%s", src);
+			op->flags = JAIL_OPF_HOSTFILE;
+		} else if (S_ISDIR(st.st_mode)) {
+			add_op(p, JAIL_OP_MKDIR, dst);
+			add_host_bind(p, "image /etc directory", src, dst, false);
+		}
+	next:
+		free(ents[i]);
+	}
+	free(ents);
+}
+
+static int
+plan_etc_image(struct jail_prep *p, const char *image_root, struct wd_err *err)
+{
+	const char *R = p->plan.new_root;
+	char src[PATH_MAX];
+	struct stat st;
+	/* Only real directories: an image's etc (or etc/ssl) that is a link
+	 * would be followed here, on the host's side, toward the host's /etc
+	 * (its ssh keys): refused, as an image that is not what it claims.
+	 * Below them, links are copied as links (resolved in the jail's
+	 * view) and files and directories are lstat'ed. */
+	const char *const dirs[] = {"etc", "etc/ssl"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
+		snprintf(src, sizeof(src), "%s/%s", image_root, dirs[i]);
+		if (lstat(src, &st) < 0) {
+			if (errno == ENOENT)
+				return 0; /* nothing of the image's: warden's entries only */
+			return wd_err_sys(err, errno, "image %s", src);
+		}
+		if (!S_ISDIR(st.st_mode))
+			return wd_err_set(err, WD_E_INVAL,
+					  "image %s is not a directory (a link is never followed "
+					  "out of an image)",
+					  src);
+		/* ssl entry by entry, so warden's CA bundle can be written
+		 * beside the image's certificates (TLS interception) */
+		plan_etc_dir(p, src, sdup(p, "%s/%s", R, dirs[i]), i == 0);
+	}
+	return 0;
+}
+
 static int
 plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 {
@@ -256,26 +409,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op->mflags = MS_NOSUID | MS_NODEV;
 	op->data = "mode=0755,size=16m";
 
-	/* /usr read-only; the usrmerge links (/bin -> usr/bin, ...) copied as
-	 * links, or bound read-only where the host has real directories. */
-	const char *top[] = {"usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32"};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(top); i++) {
-		char host[64];
-		struct stat st;
-		snprintf(host, sizeof(host), "/%s", top[i]);
-		ssize_t n = readlink(host, buf, sizeof(buf) - 1);
-		if (n > 0) {
-			buf[n] = '\0';
-			op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/%s", R, top[i]));
-			op->data = sdup(p, "%s", buf);
-			continue;
-		}
-		if (stat(host, &st) < 0 || !S_ISDIR(st.st_mode))
-			continue; /* no /lib32 on this host: nothing to show */
-		const char *dst = sdup(p, "%s/%s", R, top[i]);
-		add_op(p, JAIL_OP_MKDIR, dst);
-		add_host_bind(p, "system directory", host, dst, false);
-	}
+	/* The system trees: the host's, or the image's. */
+	plan_system(p, cfg);
 
 	/* A curated /etc: synthetic identity files, a few copies, two dirs. */
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc", R));
@@ -308,27 +443,10 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/etc/os-release", R));
 	op->data = "../usr/lib/os-release";
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc/ssl", R));
-	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_copies); i++) {
-		struct stat st;
-		snprintf(buf, sizeof(buf), "/etc/%s", etc_copies[i]);
-		if (lstat(buf, &st) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		op = add_op(p, JAIL_OP_COPY, sdup(p, "%s/etc/%s", R, etc_copies[i]));
-		op->src = sdup(p, "%s", buf);
-		op->flags = JAIL_OPF_HOSTFILE; /* opened by jail_build_host() */
-	}
-	for (size_t i = 0; i < WD_ARRAY_SIZE(etc_dirs); i++) {
-		struct stat st;
-		snprintf(buf, sizeof(buf), "/etc/%s", etc_dirs[i]);
-		if (lstat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
-			continue;
-		const char *dst = sdup(p, "%s/etc/%s", R, etc_dirs[i]);
-		char real[PATH_MAX];
-		if (!realpath(buf, real))
-			continue;
-		add_op(p, JAIL_OP_MKDIR, dst);
-		add_host_bind(p, "/etc directory", real, dst, false);
-	}
+	if (!cfg->image_root)
+		plan_etc_host(p);
+	else if ((rc = plan_etc_image(p, cfg->image_root, err)) < 0)
+		goto fail;
 
 	/* TLS interception: warden's per-sandbox CA joins the trust store.
 	 * The bundle (the host's plus the CA) is what the *_CA_* variables
@@ -337,7 +455,10 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	if (cfg->ca_pem) {
 		char *host_bundle = NULL;
 		size_t hl = 0;
-		FILE *f = fopen("/etc/ssl/certs/ca-certificates.crt", "re");
+		/* the trust store the jail shows: the image's, or the host's */
+		snprintf(buf, sizeof(buf), "%s/etc/ssl/certs/ca-certificates.crt",
+			 cfg->image_root ? cfg->image_root : "");
+		FILE *f = fopen(buf, "re");
 		if (f) {
 			FILE *m = open_memstream(&host_bundle, &hl);
 			char chunk[8192];

@@ -27,6 +27,7 @@ struct wd_request {
 	char *workspace_id;
 	int wfd;
 	char *cwd;
+	char *system_root; /* an image's rootfs, or NULL: the host */
 	char **env;
 	size_t nenv;
 };
@@ -137,6 +138,7 @@ wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out)
 	out->require = sb->require;
 	out->reproducible = sb->reproducible;
 	out->pool = sb->pool;
+	out->image = sb->image;
 	out->net_mode_set = n->mode_set;
 	out->net_mode = n->mode;
 	out->net_allow = (const char *const *)n->allow.v;
@@ -216,6 +218,7 @@ wd_request_free(wd_request *r)
 	if (r->wfd >= 0)
 		close(r->wfd);
 	free(r->cwd);
+	free(r->system_root);
 	for (size_t i = 0; i < r->nenv; i++)
 		free(r->env[i]);
 	free(r->env);
@@ -290,6 +293,17 @@ wd_request_set_cwd(wd_request *r, const char *cwd, struct wd_err *err)
 }
 
 WD_API int
+wd_request_set_system_root(wd_request *r, const char *root, struct wd_err *err)
+{
+	struct stat st;
+	if (!root || root[0] != '/' || stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
+		return wd_err_set(err, WD_E_INVAL, "system root must be an absolute directory");
+	free(r->system_root);
+	r->system_root = wd_xstrdup(root);
+	return 0;
+}
+
+WD_API int
 wd_request_setenv(wd_request *r, const char *name, const char *value, struct wd_err *err)
 {
 	if (!name || !*name || strchr(name, '=') || !value)
@@ -330,6 +344,7 @@ to_internal(const wd_request *r, struct policy_request *pr)
 	    .env = (const char *const *)r->env,
 	    .nenv = r->nenv,
 	    .workspace_id = r->workspace_id,
+	    .system_root = r->system_root,
 	};
 }
 

@@ -27,6 +27,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *
 policy_kind_name(enum policy_kind k)
@@ -288,6 +289,26 @@ program(const struct config_policy *p, const struct policy_request *req, const c
 {
 	if (strchr(prog, '/'))
 		return program_by_path(p, req, prog, d);
+	/* In an image a bare name is the first file of that name
+	 * along the jail's PATH in the image, judged as that path is: the
+	 * host's system directories are known, an image's are whatever it
+	 * holds (a /usr/bin/cat that links into the workspace runs a file
+	 * the model wrote).  A name found nowhere is judged by name: the
+	 * jail will fail to find it (127). */
+	if (req->system_root) {
+		static const char *const path[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
+						   "/usr/local/sbin", "/usr/sbin", "/sbin"};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(path); i++) {
+			char host[PATH_MAX], jail[PATH_MAX];
+			struct stat st;
+			if (snprintf(host, sizeof(host), "%s%s/%s", req->system_root, path[i],
+				     prog) >= (int)sizeof(host) ||
+			    lstat(host, &st) < 0)
+				continue;
+			snprintf(jail, sizeof(jail), "%s/%s", path[i], prog);
+			return program_by_path(p, req, jail, d);
+		}
+	}
 	const struct config_program *pg = config_program_find(p, prog, strlen(prog));
 	if (!pg)
 		not_allowed(p, prog, d);

@@ -71,6 +71,9 @@ struct policy_request {
 	const char *const *env; /* NAME=VALUE entries passed to the command; may be NULL */
 	size_t nenv;
 	const char *workspace_id; /* identity for approvals ("dev:ino:path"); NULL: workspace */
+	/* host path of the tree the jail's system directories come from (an
+	 * image's rootfs); NULL: the host's own */
+	const char *system_root;
 };
 
 struct policy_decision {

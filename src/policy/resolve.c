@@ -77,7 +77,7 @@ ancestor(const char *path, const char *p)
 }
 
 static enum area
-area_of(const char *path, const char *mount, const char *ws_host, const char **rel)
+area_of(const char *path, const char *mount, const char *ws_host, bool image, const char **rel)
 {
 	static const char *const system[] = {"/usr",   "/bin",	 "/sbin",  "/lib",
 					     "/lib32", "/lib64", "/libx32"};
@@ -86,7 +86,13 @@ area_of(const char *path, const char *mount, const char *ws_host, const char **r
 	for (size_t i = 0; i < WD_ARRAY_SIZE(system); i++)
 		if (below(path, system[i]))
 			return AREA_SYSTEM;
-	if (ancestor(path, mount) || ancestor(path, ws_host))
+	/* An image's /etc/alternatives is the image's, bound read-only in the
+	 * jail like its /usr (jail/plan.c), and the links of a Debian image's
+	 * programs go through it (/usr/bin/lua -> /etc/alternatives/...). */
+	if (image && below(path, "/etc/alternatives"))
+		return AREA_SYSTEM;
+	if (ancestor(path, mount) || ancestor(path, ws_host) ||
+	    (image && ancestor(path, "/etc/alternatives")))
 		return AREA_ANCESTOR;
 	return AREA_OTHER;
 }
@@ -137,9 +143,16 @@ stat_workspace(int wfd, const char *rel, bool last, char *target, size_t cap)
 	return n;
 }
 
+/* A system path as the jail sees it: in the image's rootfs when there is
+ * one, never the host's file of the same name: the host's
+ * /usr/bin/cat says nothing of what the image's is (a link to the
+ * workspace, in an image that holds one). */
 static enum node
-stat_system(const char *path, char *target, size_t cap)
+stat_system(const char *root, const char *jpath, char *target, size_t cap)
 {
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s%s", root ? root : "", jpath) >= (int)sizeof(path))
+		return NODE_ERROR;
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? NODE_MISSING : NODE_ERROR;
@@ -249,7 +262,7 @@ resolve(const struct policy_request *req, const char *mount, const char *prog,
 		    (int)sizeof(cand))
 			return other(out, prog, "is too long");
 		const char *rel = NULL;
-		enum area a = area_of(cand, mount, ws, &rel);
+		enum area a = area_of(cand, mount, ws, req->system_root != NULL, &rel);
 		enum node nd;
 		if (a == AREA_OTHER)
 			return other(out, cand,
@@ -259,7 +272,7 @@ resolve(const struct policy_request *req, const char *mount, const char *prog,
 		else if (a == AREA_WORKSPACE)
 			nd = stat_workspace(req->workspace_fd, rel, last, target, sizeof(target));
 		else
-			nd = stat_system(cand, target, sizeof(target));
+			nd = stat_system(req->system_root, cand, target, sizeof(target));
 		switch (nd) {
 		case NODE_DIR:
 			if (last)

@@ -135,6 +135,7 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		.protect = protect,
 		.nprotect = container ? nd + spec->nprotect : 0,
 		.vacant = spec->vacant,
+		.image_root = spec->image_root,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	/* The process level: the command also writes the host's /tmp and

@@ -4,10 +4,12 @@
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/random.h>
 
 void
@@ -32,6 +34,25 @@ sandbox_event(struct sandbox *sb, const char *what, const char *detail)
 	event_emit(sb->events, &e);
 }
 
+/* The image's directory (the rootfs's parent), locked shared for the
+ * sandbox's life: wd_image_remove() takes the lock exclusively and refuses
+ * while it cannot, so the /usr of a running program is never deleted. */
+static int
+hold_image(struct sandbox *sb, struct wd_err *err)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", sb->spec->image_root);
+	char *s = strrchr(dir, '/');
+	if (s)
+		*s = '\0';
+	sb->image_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sb->image_fd < 0)
+		return wd_err_sys(err, errno, "image %s", sb->spec->image);
+	if (flock(sb->image_fd, LOCK_SH | LOCK_NB) < 0)
+		return wd_err_set(err, WD_E_INVAL, "image %s is being removed", sb->spec->image);
+	return 0;
+}
+
 int
 sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events,
 	    struct sandbox **out, struct wd_err *err)
@@ -40,7 +61,17 @@ sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events
 	if (!ops)
 		return wd_err_set(err, WD_E_INVAL, "unknown isolation level %d",
 				  (int)spec->isolation);
+	/* An image replaces the /usr and /etc of the container level's mount
+	 * plan; the process level has no root of its own and gVisor's bundle
+	 * does not take one yet: refused rather than run on the host's /usr
+	 * while the caller believes it chose an environment. */
+	if (spec->image_root && spec->isolation != WD_ISOLATION_CONTAINER)
+		return wd_err_set(err, WD_E_INVAL,
+				  "--image needs --isolation container (the %s level does not "
+				  "take an image yet)",
+				  spec->isolation == WD_ISOLATION_PROCESS ? "process" : "gvisor");
 	struct sandbox *sb = wd_xcalloc(1, sizeof(*sb));
+	sb->image_fd = -1;
 	sb->t0 = wd_now_ns();
 	if (id)
 		snprintf(sb->id, sizeof(sb->id), "%s", id);
@@ -51,6 +82,13 @@ sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events
 	sb->events = events;
 	sb->pidfd = -1;
 	sb->chan.fd = -1;
+	if (spec->image_root) {
+		int rc = hold_image(sb, err);
+		if (rc < 0) {
+			sandbox_free(sb);
+			return rc;
+		}
+	}
 	pthread_mutex_init(&sb->lock, NULL);
 	atomic_init(&sb->cancel_sig, 0);
 	/* level-triggered and never read: once cancelled, every loop that
@@ -151,6 +189,8 @@ sandbox_free(struct sandbox *sb)
 	if (sb->cancel_fd >= 0)
 		close(sb->cancel_fd);
 	pthread_mutex_destroy(&sb->lock);
+	if (sb->image_fd >= 0)
+		close(sb->image_fd);
 	wd_spec_free(sb->spec);
 	free(sb);
 }

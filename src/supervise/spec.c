@@ -48,6 +48,9 @@ wd_spec_free(wd_spec *s)
 	for (size_t i = 0; i < s->nprotect; i++)
 		free(s->protect[i]);
 	free(s->protect);
+	free(s->image);
+	free(s->image_root);
+	free(s->image_digest);
 	free(s);
 }
 
@@ -60,6 +63,30 @@ copy_strv(char *const *v, size_t n, bool terminate)
 	for (size_t i = 0; i < n; i++)
 		c[i] = wd_xstrdup(v[i]);
 	return c;
+}
+
+int
+spec_set_image_root(wd_spec *s, const char *ref, const char *root, struct wd_err *err)
+{
+	const char *hex = !strncmp(ref, "sha256:", 7) ? ref + 7 : "";
+	char tail[96];
+	snprintf(tail, sizeof(tail), "/sha256-%s/rootfs", hex);
+	size_t n = strlen(root), t = strlen(tail);
+	struct stat st;
+	if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64 || root[0] != '/' ||
+	    n <= t || strcmp(root + n - t, tail) || strstr(root, "/../") ||
+	    stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
+		return wd_err_set(err, WD_E_INVAL,
+				  "the session's image %s is not stored at %s (removed, or "
+				  "meta.json damaged)",
+				  ref, root);
+	free(s->image);
+	free(s->image_root);
+	free(s->image_digest);
+	s->image = wd_xstrdup(ref);
+	s->image_root = wd_xstrdup(root);
+	s->image_digest = wd_xstrdup(hex);
+	return 0;
 }
 
 wd_spec *
@@ -79,6 +106,9 @@ spec_copy(const wd_spec *s)
 		memcpy(c->ports, s->ports, s->nports * sizeof(uint16_t));
 	c->term = s->term ? wd_xstrdup(s->term) : NULL;
 	c->upstream_ca = s->upstream_ca ? wd_xstrdup(s->upstream_ca) : NULL;
+	c->image = s->image ? wd_xstrdup(s->image) : NULL;
+	c->image_root = s->image_root ? wd_xstrdup(s->image_root) : NULL;
+	c->image_digest = s->image_digest ? wd_xstrdup(s->image_digest) : NULL;
 	/* one set of values in locked memory, however many copies: a copy
 	 * that changes it gets its own first (own_secrets) */
 	c->secrets = net_secrets_ref(s->secrets);

@@ -66,6 +66,12 @@ spec_to_json(const wd_spec *s)
 	for (size_t i = 0; i < s->nprotect; i++)
 		json_array_append_new(prot, json_string(s->protect[i]));
 	json_object_set_new(j, "protect", prot);
+	/* pinned by digest: a session started again later gets the same
+	 * environment even if the name was built anew */
+	if (s->image_digest) {
+		json_object_set_new(j, "image", json_sprintf("sha256:%s", s->image_digest));
+		json_object_set_new(j, "image_root", json_string(s->image_root));
+	}
 	return j;
 }
 
@@ -144,6 +150,19 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 	{
 		if ((rc = wd_spec_add_protected(s, json_string_value(v), err)) < 0)
 			goto fail;
+	}
+	/* the image by its path: the monitor that reads this may not share
+	 * the creator's environment (WARDEN_STATE_DIR); the path is checked
+	 * to be a stored image with the recorded digest (its env is already
+	 * in "env") */
+	const char *image = json_string_value(json_object_get(j, "image"));
+	if (image) {
+		const char *root = json_string_value(json_object_get(j, "image_root"));
+		if (!root || (rc = spec_set_image_root(s, image, root, err)) < 0) {
+			if (!root)
+				goto damaged;
+			goto fail;
+		}
 	}
 	*out = s;
 	return 0;

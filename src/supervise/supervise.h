@@ -82,6 +82,10 @@ struct wd_spec {
 	uint64_t disk_bytes;  /* --disk; 0: warden's default (1G) */
 	char **protect;       /* protected paths beyond the defaults */
 	size_t nprotect;
+	/* the environment: the image's reference as given, the
+	 * rootfs it resolved to (host path) and its digest; NULL: the host's
+	 * /usr and /etc (core/image.c resolves, wd_spec_set_image) */
+	char *image, *image_root, *image_digest;
 	/* set by core for one sandbox, never by the caller: detached trees
 	 * from workspace/ (not owned; -1 none), and a vacant build */
 	int tree_ws, tree_home, tree_tmp;
@@ -98,6 +102,10 @@ bool spec_is_system_dir(const char *real);
 struct json_t;
 struct json_t *spec_to_json(const wd_spec *s);
 int spec_from_json(struct json_t *j, wd_spec **out, struct wd_err *err);
+/* Set a stored image by its rootfs path (a session's meta.json): root
+ * must be an existing ".../sha256-HEX/rootfs" directory whose HEX is the
+ * digest of ref ("sha256:HEX").  -EINVAL otherwise. */
+int spec_set_image_root(wd_spec *s, const char *ref, const char *root, struct wd_err *err);
 /* A protected path in normal form (relative, no "", "." or ".."
  * component): a new copy, or NULL when it is not one. */
 char *spec_protect_path(const char *p);
@@ -376,6 +384,7 @@ struct sandbox {
 
 	/* the local monitor (container and process levels) */
 	struct jail_prep *prep;
+	int image_fd; /* the image's directory, flock(LOCK_SH) while we live */
 	struct cgroup *cg;
 	/* sandbox_freeze: 0 running, else cgroup_freeze's how (read
 	 * unlocked by sandbox_exec) */
