@@ -26,14 +26,14 @@ sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *
 int
 jail_make_readonly(const char *path, bool recursive)
 {
-	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-					   MOUNT_ATTR_NODEV};
+	struct mount_attr a = {.attr_set =
+				   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	if (sys_mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a) == 0)
 		return 0;
 	if (errno != ENOSYS)
 		return -errno;
-	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-		  NULL) < 0)
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+	    0)
 		return -errno;
 	return 0;
 }
@@ -74,11 +74,18 @@ over_itself(int fd, bool ro)
 	return rc;
 }
 
-/* rel beneath ws read-only over itself, if it exists (absent, or below a
- * file: nothing to protect); a symbolic link is refused (ELOOP) rather
- * than left writable. */
+/* One walk of the protected paths: where a gitfile may point (host) and
+ * what to do with what is found (ops). */
+struct walk {
+	const char *host;
+	const struct jail_protect_ops *ops;
+};
+
+/* rel beneath ws read-only over itself (w->ops->ro), if it exists
+ * (absent, or below a file: nothing to protect); a symbolic link is
+ * refused (ELOOP) rather than left writable. */
 static int
-protect_rel(int ws, const char *rel)
+protect_rel(int ws, const char *rel, const struct walk *w)
 {
 	int fd = open_entry(ws, rel);
 	if (fd == -ENOENT || fd == -ENOTDIR)
@@ -88,19 +95,18 @@ protect_rel(int ws, const char *rel)
 	struct stat st;
 	int rc = fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? -ELOOP : 0;
 	if (rc == 0)
-		rc = over_itself(fd, true);
+		rc = w->ops->ro(w->ops->ctx, fd, rel, S_ISDIR(st.st_mode));
 	close(fd);
 	return rc;
 }
 
-/* Every existing directory above rel (not the workspace's root, which is
- * a mount point already) pinned over itself.  Why: a rename of a
- * directory that merely *contains* mount points is allowed, so with only
- * the protected entry mounted, `mv .git x; mkdir .git` (or `mv sub y` for
- * sub/.envrc) put a fresh, writable entry under the protected name
- * (issue 18).  A directory that is already a mount root is left alone. */
+/* Every existing directory above rel (not the workspace's root) pinned
+ * (w->ops->pin), outermost first.  Why: a rename of a directory that
+ * merely *contains* mount points is allowed, so with only the protected
+ * entry mounted, `mv .git x; mkdir .git` (or `mv sub y` for sub/.envrc)
+ * put a fresh, writable entry under the protected name (issue 18). */
 static int
-pin_ancestors(int ws, const char *rel)
+pin_ancestors(int ws, const char *rel, const struct walk *w)
 {
 	char buf[PATH_MAX];
 	size_t n = strlen(rel);
@@ -112,19 +118,15 @@ pin_ancestors(int ws, const char *rel)
 			continue;
 		buf[i] = '\0';
 		int fd = open_entry(ws, buf);
-		buf[i] = '/';
 		if (fd == -ENOENT || fd == -ENOTDIR)
 			return 0; /* the protected path is absent */
 		if (fd < 0)
 			return fd;
-		struct statx sx;
-		int rc = (int)syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE, &sx) < 0
-			     ? -errno
-			     : 0;
-		if (rc == 0 && S_ISDIR(sx.stx_mode) &&
-		    !((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-		      (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
-			rc = over_itself(fd, false);
+		struct stat st;
+		int rc = fstat(fd, &st) < 0 ? -errno : 0;
+		if (rc == 0 && S_ISDIR(st.st_mode))
+			rc = w->ops->pin(w->ops->ctx, fd, buf);
+		buf[i] = '/';
 		close(fd);
 		if (rc < 0)
 			return rc;
@@ -196,7 +198,7 @@ git_target(const char *base, const char *t, const char *host, char *out, size_t 
  * workspace is made read-only too.  rel is ".git" or "sub/.git", already
  * read-only itself (so what it says cannot change any more). */
 static int
-protect_gitdir(int ws, const char *rel, const char *host)
+protect_gitdir(int ws, const char *rel, const struct walk *w)
 {
 	char line[PATH_MAX], gitdir[PATH_MAX], common[PATH_MAX];
 	int fd = open_entry(ws, rel);
@@ -220,11 +222,11 @@ protect_gitdir(int ws, const char *rel, const char *host)
 		rc = read_line(ws, dir, ".git", line, sizeof(line));
 		if (rc < 0 || strncmp(line, "gitdir: ", 8))
 			return 0; /* not a gitfile git would follow */
-		rc = git_target(slash ? parent : "", line + 8, host, gitdir, sizeof(gitdir));
+		rc = git_target(slash ? parent : "", line + 8, w->host, gitdir, sizeof(gitdir));
 		if (rc == -EXDEV)
 			return 0;
-		if (rc < 0 || (rc = pin_ancestors(ws, gitdir)) < 0 ||
-		    (rc = protect_rel(ws, gitdir)) < 0)
+		if (rc < 0 || (rc = pin_ancestors(ws, gitdir, w)) < 0 ||
+		    (rc = protect_rel(ws, gitdir, w)) < 0)
 			return rc;
 	} else if (!S_ISDIR(st.st_mode)) {
 		return 0;
@@ -233,12 +235,12 @@ protect_gitdir(int ws, const char *rel, const char *host)
 	rc = read_line(ws, gitdir, "commondir", line, sizeof(line));
 	if (rc <= 0)
 		return 0; /* none (ENOENT), or unreadable: git reads none either */
-	rc = git_target(gitdir, line, host, common, sizeof(common));
+	rc = git_target(gitdir, line, w->host, common, sizeof(common));
 	if (rc == -EXDEV)
 		return 0;
-	if (rc < 0 || (rc = pin_ancestors(ws, common)) < 0)
+	if (rc < 0 || (rc = pin_ancestors(ws, common, w)) < 0)
 		return rc;
-	return protect_rel(ws, common);
+	return protect_rel(ws, common, w);
 }
 
 /* Is the last component of rel ".git"? */
@@ -256,7 +258,7 @@ names_git(const char *rel)
  * 64, from the first 8 KiB (a larger file would be the sandbox's
  * doing: .gitmodules is protected itself). */
 static int
-protect_submodules(int ws, const char *host)
+protect_submodules(int ws, const struct walk *w)
 {
 	char text[8192], rel[PATH_MAX];
 	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
@@ -291,11 +293,11 @@ protect_submodules(int ws, const char *host)
 				if (vl && vl + 6 < sizeof(rel)) {
 					memcpy(rel, v, vl);
 					memcpy(rel + vl, "/.git", 6);
-					int rc = pin_ancestors(ws, rel);
+					int rc = pin_ancestors(ws, rel, w);
 					if (rc == 0)
-						rc = protect_rel(ws, rel);
+						rc = protect_rel(ws, rel, w);
 					if (rc == 0)
-						rc = protect_gitdir(ws, rel, host);
+						rc = protect_gitdir(ws, rel, w);
 					/* a submodule path escaping the workspace
 					 * (EXDEV) is not one git checks out */
 					if (rc < 0 && rc != -EXDEV)
@@ -325,7 +327,7 @@ protect_submodules(int ws, const char *host)
  * a start over 1,600 directories adds well under a millisecond of reads.
  * Symbolic links are not followed; .git directories are not entered. */
 static int
-protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char *host)
+protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const struct walk *w)
 {
 	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve =
@@ -363,16 +365,16 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 			memcpy(rel + nlen, "/.git", sizeof("/.git"));
 			if (fstatat(ws, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-				rc = pin_ancestors(ws, rel);
+				rc = pin_ancestors(ws, rel, w);
 				if (rc == 0)
-					rc = protect_rel(ws, rel);
+					rc = protect_rel(ws, rel, w);
 				if (rc == 0)
-					rc = protect_gitdir(ws, rel, host);
+					rc = protect_gitdir(ws, rel, w);
 			}
 			rel[nlen] = '\0';
 			if (rc == 0 && depth + 1 < NESTED_DEPTH && *budget > 0) {
 				(*budget)--;
-				rc = protect_nested(ws, rel, nlen, depth + 1, budget, host);
+				rc = protect_nested(ws, rel, nlen, depth + 1, budget, w);
 			}
 			rel[len] = '\0';
 		}
@@ -383,28 +385,66 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 	return rc;
 }
 
-/* JAIL_OP_PROTECT: the workspace's op->data (at op->path), if it exists,
- * read-only over itself, its ancestors pinned, and for a .git what it
- * points to (protect_gitdir; op->src's host path of the workspace for
- * absolute gitfiles, NULL when unknown: a vacant sandbox). */
+int
+jail_protect_walk(int ws, const char *rel, const char *host, const struct jail_protect_ops *ops)
+{
+	const struct walk w = {host, ops};
+	int rc = pin_ancestors(ws, rel, &w);
+	if (rc == 0)
+		rc = protect_rel(ws, rel, &w);
+	if (rc == 0 && names_git(rel))
+		rc = protect_gitdir(ws, rel, &w);
+	if (rc == 0 && !strcmp(rel, ".git"))
+		rc = protect_submodules(ws, &w);
+	if (rc == 0 && !strcmp(rel, ".git")) {
+		char nested[PATH_MAX] = "";
+		int budget = NESTED_DIRS;
+		rc = protect_nested(ws, nested, 0, 0, &budget, &w);
+	}
+	return rc;
+}
+
+/* pid 1's pin: the directory over itself with the attributes it has, so
+ * that it is a mount point (EBUSY to rename or remove); one that is
+ * already a mount root is left alone, and one inside a read-only mount
+ * stays read-only (the clone keeps its attributes). */
+static int
+pin_mount(void *ctx, int fd, const char *rel)
+{
+	(void)ctx;
+	(void)rel;
+	struct statx sx;
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE, &sx) < 0)
+		return -errno;
+	if ((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	    (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return 0;
+	return over_itself(fd, false);
+}
+
+/* pid 1's protection: the entry read-only over itself. */
+static int
+ro_mount(void *ctx, int fd, const char *rel, bool dir)
+{
+	(void)ctx;
+	(void)rel;
+	(void)dir;
+	return over_itself(fd, true);
+}
+
+/* JAIL_OP_PROTECT: the workspace's op->data (at op->path) walked by
+ * jail_protect_walk() with pid 1's mounts (op->host: the workspace's host
+ * path for absolute gitfiles, NULL when unknown: a vacant sandbox).  The
+ * walk reads a gitfile or commondir only after making it read-only, so
+ * what it follows cannot change under it. */
 static int
 protect(const struct jail_op *op)
 {
 	int ws = open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ws < 0)
 		return -errno;
-	int rc = pin_ancestors(ws, op->data);
-	if (rc == 0)
-		rc = protect_rel(ws, op->data);
-	if (rc == 0 && names_git(op->data))
-		rc = protect_gitdir(ws, op->data, op->host);
-	if (rc == 0 && !strcmp(op->data, ".git"))
-		rc = protect_submodules(ws, op->host);
-	if (rc == 0 && !strcmp(op->data, ".git")) {
-		char rel[PATH_MAX] = "";
-		int budget = NESTED_DIRS;
-		rc = protect_nested(ws, rel, 0, 0, &budget, op->host);
-	}
+	const struct jail_protect_ops ops = {pin_mount, ro_mount, NULL};
+	int rc = jail_protect_walk(ws, op->data, op->host, &ops);
 	close(ws);
 	return rc;
 }
@@ -461,10 +501,10 @@ jail_op_do(const struct jail_op *op)
 		if (op->flags & JAIL_OPF_HOSTPATH) {
 			/* a private copy of the host tree opened before the new
 			 * root, with its attributes, moved into place */
-			int tree = (int)syscall(SYS_open_tree, op->fd, "",
-						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
-							((op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE
-											  : 0));
+			int tree =
+			    (int)syscall(SYS_open_tree, op->fd, "",
+					 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+					     ((op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE : 0));
 			if (tree < 0)
 				return -errno;
 			struct mount_attr ta = {.attr_set = op->attr, .propagation = MS_PRIVATE};
@@ -500,7 +540,8 @@ jail_op_do(const struct jail_op *op)
 			return jail_make_readonly(op->path, op->flags & JAIL_OPF_RECURSIVE);
 		struct mount_attr set = {.attr_set = op->attr};
 		if (sys_mount_setattr(AT_FDCWD, op->path,
-				      (op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE : 0, &set) < 0)
+				      (op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE : 0,
+				      &set) < 0)
 			return -errno;
 		return 0;
 	}
