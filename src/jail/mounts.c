@@ -163,14 +163,51 @@ read_line(int ws, const char *dir, const char *name, char *buf, size_t cap)
 	return (int)strlen(buf);
 }
 
-/* Where a gitfile or commondir (text t, read from a file in directory
- * base, relative to the workspace) points, relative to the workspace,
- * into out: t relative to base, or an absolute t under host (the
- * workspace's host path, which git writes into worktrees' gitfiles).
- * -EXDEV when it points elsewhere: outside the workspace the sandbox
- * cannot write (its other writable binds are its caller's choice). */
+/* rel with "." and "x/.." components taken out, in place (no
+ * allocation): git's "../.." of a worktree's commondir names the
+ * repository, and the callbacks compare and bind names.  -EXDEV when it
+ * climbs above the workspace's root. */
 static int
-git_target(const char *base, const char *t, const char *host, char *out, size_t cap)
+lexical_clean(char *rel)
+{
+	char *w = rel;
+	for (char *c = rel; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.')) {
+			/* nothing to keep */
+		} else if (n == 2 && c[0] == '.' && c[1] == '.') {
+			if (w == rel)
+				return -EXDEV;
+			while (w > rel && w[-1] != '/')
+				w--;
+			if (w > rel)
+				w--; /* the '/' before it */
+		} else {
+			if (w > rel)
+				*w++ = '/';
+			memmove(w, c, n);
+			w += n;
+		}
+		c += n;
+		c += strspn(c, "/");
+	}
+	*w = '\0';
+	return w == rel ? -EXDEV : 0;
+}
+
+/* Where a gitfile or commondir (text t, read from a file in directory
+ * base, relative to the workspace ws) points, relative to the workspace,
+ * into out: t relative to base, or an absolute t under host (the
+ * workspace's host path, which git writes into worktrees' gitfiles),
+ * with ".." taken out.  -EXDEV when it points elsewhere: outside the
+ * workspace the sandbox cannot write (its other writable binds are its
+ * caller's choice).  Why ".." is resolved by name: what git follows is
+ * "worktrees/wt/../..", and a callback that compares names (the file
+ * tools' check, the gVisor binds) must see "repo.git"; the name is the
+ * place because the path as written is first opened without following
+ * any symbolic link (-ELOOP if one is on the way, -ENOENT if absent). */
+static int
+git_target(int ws, const char *base, const char *t, const char *host, char *out, size_t cap)
 {
 	size_t bl = strlen(base), tl = strlen(t);
 	if (t[0] == '/') {
@@ -188,7 +225,11 @@ git_target(const char *base, const char *t, const char *host, char *out, size_t 
 		out[bl++] = '/';
 	}
 	memcpy(out + bl, t, tl + 1);
-	return 0;
+	int fd = open_entry(ws, out);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return lexical_clean(out);
 }
 
 /* The repository behind an entry "X/.git" (issue 18): git follows a
@@ -222,9 +263,9 @@ protect_gitdir(int ws, const char *rel, const struct walk *w)
 		rc = read_line(ws, dir, ".git", line, sizeof(line));
 		if (rc < 0 || strncmp(line, "gitdir: ", 8))
 			return 0; /* not a gitfile git would follow */
-		rc = git_target(slash ? parent : "", line + 8, w->host, gitdir, sizeof(gitdir));
-		if (rc == -EXDEV)
-			return 0;
+		rc = git_target(ws, slash ? parent : "", line + 8, w->host, gitdir, sizeof(gitdir));
+		if (rc == -EXDEV || rc == -ENOENT || rc == -ENOTDIR)
+			return 0; /* elsewhere, or absent: nothing there to protect */
 		if (rc < 0 || (rc = pin_ancestors(ws, gitdir, w)) < 0 ||
 		    (rc = protect_rel(ws, gitdir, w)) < 0)
 			return rc;
@@ -235,8 +276,8 @@ protect_gitdir(int ws, const char *rel, const struct walk *w)
 	rc = read_line(ws, gitdir, "commondir", line, sizeof(line));
 	if (rc <= 0)
 		return 0; /* none (ENOENT), or unreadable: git reads none either */
-	rc = git_target(gitdir, line, w->host, common, sizeof(common));
-	if (rc == -EXDEV)
+	rc = git_target(ws, gitdir, line, w->host, common, sizeof(common));
+	if (rc == -EXDEV || rc == -ENOENT || rc == -ENOTDIR)
 		return 0;
 	if (rc < 0 || (rc = pin_ancestors(ws, common, w)) < 0)
 		return rc;

@@ -50,6 +50,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "jail/jail.h"
+
 #define WS_MOUNT "/workspace"
 
 struct wd_workspace {
@@ -353,11 +355,84 @@ ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_s
 	return NULL;
 }
 
-static const char *
-protected_prefix(const wd_workspace *ws, const char *rel, bool dir_stays, bool *ancestor)
+/* The walk's state for ws_path_implied(). */
+struct implied {
+	const char *rel;
+	bool dir_stays;
+	bool *ancestor;
+	char *out;
+	size_t cap;
+};
+
+static int
+implied_pin(void *ctx, int fd, const char *rel)
 {
-	return ws_path_protected((const char *const *)ws->protect, ws->nprotect, rel, dir_stays,
-				 ancestor);
+	(void)ctx;
+	(void)fd;
+	(void)rel;
+	return 0; /* an ancestor: ws_path_protected's above_any asks of the entry */
+}
+
+static int
+implied_ro(void *ctx, int fd, const char *entry, bool dir)
+{
+	(void)fd;
+	(void)dir;
+	struct implied *im = ctx;
+	size_t l = strlen(entry), rl = strlen(im->rel);
+	bool under = !strncmp(im->rel, entry, l) && (im->rel[l] == '\0' || im->rel[l] == '/');
+	bool above =
+	    !im->dir_stays && (rl == 0 || (!strncmp(entry, im->rel, rl) && entry[rl] == '/'));
+	if (!under && !above)
+		return 0;
+	if (im->ancestor)
+		*im->ancestor = above && !under;
+	snprintf(im->out, im->cap, "%s", entry);
+	return -ECANCELED; /* found: stop the walk */
+}
+
+int
+ws_path_implied(int wsfd, const char *real, const char *const *list, size_t n, const char *rel,
+		bool dir_stays, bool *ancestor, char *out, size_t cap)
+{
+	struct implied im = {rel, dir_stays, ancestor, out, cap};
+	const struct jail_protect_ops ops = {implied_pin, implied_ro, &im};
+	if (ancestor)
+		*ancestor = false;
+	for (size_t i = 0; i < n; i++) {
+		int rc = jail_protect_walk(wsfd, list[i], real, &ops);
+		if (rc == -ECANCELED)
+			return 1;
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* What the file tools ask of a path: ws_path_protected(), then what the
+ * protected paths imply on the host as it is now (ws_path_implied(): a
+ * gitfile's or commondir's target, "repo.git" beside its worktrees), into
+ * buf; a walk that fails refuses (fail closed: the jail would not start
+ * on that workspace either). */
+static const char *
+protected_prefix(const wd_workspace *ws, const char *rel, bool dir_stays, bool *ancestor, char *buf,
+		 size_t cap)
+{
+	const char *p = ws_path_protected((const char *const *)ws->protect, ws->nprotect, rel,
+					  dir_stays, ancestor);
+	if (p)
+		return p;
+	bool above = false;
+	int rc = ws_path_implied(ws->fd, ws->real, (const char *const *)ws->protect, ws->nprotect,
+				 rel, dir_stays, &above, buf, cap);
+	if (rc == 0)
+		return NULL;
+	if (rc < 0)
+		snprintf(buf, cap, "repository metadata warden could not resolve (%s)",
+			 strerror(-rc));
+	if (ancestor)
+		*ancestor = rc > 0 && above;
+	return buf;
 }
 
 WD_API bool
@@ -429,7 +504,8 @@ open_parent(const wd_workspace *ws, const char *dir, bool mkdirs, bool as_root)
 				snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", name);
 				/* a new directory may sit above a protected
 				 * path, never be one (".git") */
-				if (protected_prefix(ws, rel, true, NULL))
+				char imp[PATH_MAX];
+				if (protected_prefix(ws, rel, true, NULL, imp, sizeof(imp)))
 					rc = -EACCES;
 			}
 			if (rc == 0 && mkdirat(fd, name, 0755) < 0 && errno != EEXIST)
@@ -491,7 +567,8 @@ check_target(const wd_workspace *ws, int parent, const char *path, const char *b
 	size_t l = strlen(rel);
 	snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", base);
 	bool above = false;
-	const char *prot = protected_prefix(ws, rel, false, &above);
+	char imp[PATH_MAX];
+	const char *prot = protected_prefix(ws, rel, false, &above, imp, sizeof(imp));
 	if (prot)
 		return refuse_protected(err, path, prot, above);
 	struct stat st;
@@ -570,7 +647,9 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 	 * for links and "..". */
 	wd_autofree char *norm = ws_relpath(rel);
 	bool above = false;
-	const char *prot = norm ? protected_prefix(ws, norm, false, &above) : NULL;
+	char imp[PATH_MAX];
+	const char *prot =
+	    norm ? protected_prefix(ws, norm, false, &above, imp, sizeof(imp)) : NULL;
 	if (prot)
 		return refuse_protected(err, path, prot, above);
 

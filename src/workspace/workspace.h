@@ -64,6 +64,17 @@ int ws_files_view(int fd, const char *real, const char *const *protect, size_t n
 const char *ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_stays,
 			      bool *ancestor);
 
+/* What list implies in the workspace wsfd (host path real) as it is now,
+ * found by the jail's own walk (jail_protect_walk): where a gitfile or a
+ * commondir points inside it, whatever its name ("repo.git" of a bare
+ * repository beside its worktrees, a --separate-git-dir), which the
+ * jail makes read-only but ws_path_protected cannot know by name.  1
+ * when rel is at or below such an entry (or, unless dir_stays, above it:
+ * *ancestor), the entry in out; 0 when not; or -errno when the walk
+ * failed (a protected path that is a symbolic link: -ELOOP). */
+int ws_path_implied(int wsfd, const char *real, const char *const *list, size_t n, const char *rel,
+		    bool dir_stays, bool *ancestor, char *out, size_t cap);
+
 /* ---- state.c ---- */
 
 /* The state directory: wd_ctx_set_state_dir()'s, else $WARDEN_STATE_DIR,

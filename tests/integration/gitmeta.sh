@@ -294,4 +294,54 @@ check "MCP: write_file new/../x is refused naming the path and '..'" \
 	grep -q "^dotdot error: .*'new/../x': a path with a '..' component" "$T/mcp.out"
 check "MCP: ... and leaves no new/ behind" test ! -e "$WS/new"
 
+# ==== MCP: a bare repository beside its worktree (attack pass).  The
+# repository is "repo.git", not ".git": only the walk that follows
+# main/.git's gitfile and its commondir ("../..") knows it is metadata.
+# Before, write_file repo.git/config planted core.fsmonitor and the
+# host's git status in main/ ran it.
+mkdir -p "$T/bproj" && chmod 755 "$T/bproj"
+git init -q --bare "$T/bproj/repo.git"
+mkrepo "$T/bseed" && git -C "$T/bseed" push -q "$T/bproj/repo.git" HEAD:master 2>/dev/null
+git -C "$T/bproj/repo.git" worktree add -q ../main master 2>/dev/null
+check "control: main/ is a worktree of repo.git" grep -q "^gitdir: $T/bproj/repo.git/worktrees/main" "$T/bproj/main/.git"
+python3 - "$WARDEN" "$T/bproj" "$T" "$MARK" >"$T/mcp2.out" 2>&1 <<'EOF2'
+import json, os, subprocess, sys
+warden, ws, top, mark = sys.argv[1:5]
+p = subprocess.Popen([warden, "serve", "-w", ws, "--stdio"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=open(os.path.join(top, "serve2.err"), "w"))
+n = 0
+def call(method, params):
+    global n
+    n += 1
+    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == n:
+            return m
+call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}})
+p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+def tool(name, args):
+    r = call("tools/call", {"name": name, "arguments": args}).get("result", {})
+    text = "".join(c.get("text", "") for c in r.get("content", []))
+    return ("error: " if r.get("isError") else "ok: ") + text.replace("\n", " ")
+cfg = '[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tfsmonitor = "touch %s"\n' % mark
+print("config", tool("write_file", {"path": "repo.git/config", "content": cfg}))
+print("edit", tool("edit_file", {"path": "repo.git/HEAD", "old_string": "ref:", "new_string": "ref:"}))
+print("hook", tool("write_file", {"path": "repo.git/hooks/post-checkout", "content": "#!/bin/sh\n"}))
+print("other", tool("write_file", {"path": "main/notes.txt", "content": "fine\n"}))
+p.stdin.close()
+p.wait(timeout=60)
+EOF2
+sed 's/^/  | /' "$T/mcp2.out"
+check "MCP (bare repo.git + worktree): write_file repo.git/config is refused" \
+	grep -q "^config error: .*'repo.git/config' is protected: repo.git " "$T/mcp2.out"
+check "MCP (bare repo.git + worktree): edit_file repo.git/HEAD, a new hook: refused" \
+	bash -c "grep -q '^edit error: .*protected' '$T/mcp2.out' && grep -q '^hook error: .*protected' '$T/mcp2.out'"
+check "MCP (bare repo.git + worktree): the worktree's other files are written" \
+	grep -q '^other ok' "$T/mcp2.out"
+check "MCP (bare repo.git + worktree): the host's git status in main/ runs nothing" \
+	not_pwned "$T/bproj/main"
+
 finish
