@@ -355,6 +355,78 @@ ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_s
 	return NULL;
 }
 
+/* The entries git reads in a git directory (setup.c, repository.c). */
+static const char *const git_dir_names[] = {
+    "HEAD", "config",	   "config.worktree", "commondir", "gitdir",	"objects",
+    "refs", "packed-refs", "hooks",	      "info",	   "worktrees", "modules",
+    "logs", "index",	   "shallow",	      "branches",  NULL,
+};
+
+/* Does name exist below one of fds (or is it what the change makes)? */
+static bool
+gd_has(const int *fds, size_t nfds, const char *dir, const char *name, const char *made)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir, *dir ? "/" : "", name) >=
+	    sizeof(path))
+		return true; /* cannot tell: as if it were there (refuse) */
+	if (made && !strcmp(made, name))
+		return true;
+	struct stat st;
+	for (size_t i = 0; i < nfds; i++)
+		if (fds[i] >= 0 && fstatat(fds[i], path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			return true;
+	return false;
+}
+
+/* Git's own test for a git directory (is_git_directory(): HEAD, and
+ * objects/ and refs/ or a commondir), asked of dir in any of the views
+ * fds, with made (the first component the change adds below dir)
+ * counted as there. */
+static bool
+gd_is_gitdir(const int *fds, size_t nfds, const char *dir, const char *made)
+{
+	return gd_has(fds, nfds, dir, "HEAD", made) &&
+	       ((gd_has(fds, nfds, dir, "objects", made) && gd_has(fds, nfds, dir, "refs", made)) ||
+		gd_has(fds, nfds, dir, "commondir", made));
+}
+
+int
+ws_path_in_gitdir(const int *fds, size_t nfds, const char *rel, char *out, size_t cap)
+{
+	char dir[PATH_MAX];
+	size_t n = strlen(rel);
+	if (n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	/* each directory on the way, the root first: dir is rel's first i
+	 * bytes, first the component right below it */
+	for (size_t i = 0; i <= n;) {
+		memcpy(dir, rel, i);
+		dir[i > 0 ? i - 1 : 0] = '\0';
+		const char *first = rel + i;
+		size_t fl = strcspn(first, "/");
+		char name[NAME_MAX + 1];
+		if (fl == 0 || fl > NAME_MAX)
+			break;
+		memcpy(name, first, fl);
+		name[fl] = '\0';
+		for (size_t k = 0; git_dir_names[k]; k++) {
+			if (strcmp(name, git_dir_names[k]))
+				continue;
+			if (gd_is_gitdir(fds, nfds, dir, name)) {
+				snprintf(out, cap, "%s", *dir ? dir : ".");
+				return 1;
+			}
+			break;
+		}
+		i += fl;
+		if (rel[i] == '\0')
+			break;
+		i++;
+	}
+	return 0;
+}
+
 /* The walk's state for ws_path_implied(). */
 struct implied {
 	const char *rel;
@@ -422,6 +494,14 @@ protected_prefix(const wd_workspace *ws, const char *rel, bool dir_stays, bool *
 					  dir_stays, ancestor);
 	if (p)
 		return p;
+	char gd[PATH_MAX];
+	if (ws_path_in_gitdir(&ws->fd, 1, rel, gd, sizeof(gd)) > 0) {
+		if (ancestor)
+			*ancestor = false;
+		snprintf(buf, cap, "%.*s (a git directory: HEAD, objects/, refs/)", PATH_MAX / 2,
+			 gd);
+		return buf;
+	}
 	bool above = false;
 	int rc = ws_path_implied(ws->fd, ws->real, (const char *const *)ws->protect, ws->nprotect,
 				 rel, dir_stays, &above, buf, cap);

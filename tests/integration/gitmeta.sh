@@ -243,6 +243,36 @@ expect_rc 0 "cow: a new directory above a protected path, with another file, is 
 check "cow: conf/notes.txt applied" test -f "$WS/conf/notes.txt"
 w rm c5
 
+# C6. a git directory that is not called .git (attack pass): HEAD, config
+# (core.worktree = ., core.fsmonitor), objects/ and refs/ at the root of a
+# project without .git.  git finds a repository in a directory with that
+# layout as it does under .git, so after an apply the host's git status
+# in src/ ran the sandbox's command (seen on the old build).
+rm -rf "$WS" && mkdir -p "$WS/src" && chmod 755 "$WS" && printf 'int x;\n' >"$WS/src/a.c"
+w create c6 --workspace "$WS" --workspace-mode cow --timeout 120
+w exec c6 -- /bin/sh -c 'mkdir -p objects refs/heads && echo "ref: refs/heads/main" > HEAD &&
+	printf "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch '"$MARK"'\"\n" > config &&
+	touch objects/.k refs/heads/.k'
+expect_rc 0 "cow: the session lays out a git directory at its root"
+w apply c6
+check "cow: apply refuses HEAD, config, objects/, refs/ of a git directory (status 1)" \
+	bash -c "[ $RC = 1 ] && grep -Eq '^refused +HEAD: ' '$ERR' && grep -Eq '^refused +config: ' '$ERR'"
+check "cow: nothing of it on the host" \
+	bash -c "test ! -e '$WS/HEAD' && test ! -e '$WS/config' && test ! -e '$WS/objects'"
+check "cow: the host's git status in src/ runs nothing" not_pwned "$WS/src"
+w rm c6
+# ... and deeper, beside ordinary files that are still applied on their own
+w create c7 --workspace "$WS" --workspace-mode cow --timeout 120
+w exec c7 -- /bin/sh -c 'mkdir -p tools/objects tools/refs && echo "ref: refs/heads/main" > tools/HEAD &&
+	printf "[core]\n\tfsmonitor = \"touch '"$MARK"'\"\n" > tools/config && echo more >> src/a.c'
+w apply c7 src/a.c
+expect_rc 0 "cow: apply of src/a.c alone, beside a refused tools/ git directory"
+w apply c7
+check "cow: apply refuses tools/config of the git directory tools/ (status 1)" \
+	bash -c "[ $RC = 1 ] && grep -Eq '^refused +tools/config: ' '$ERR'"
+check "cow: no tools/ git directory on the host" test ! -e "$WS/tools/HEAD"
+w rm c7
+
 # ==== MCP: the write_file tool alone, on the host project (direct)
 rm -rf "$WS" && mkrepo "$WS"
 python3 - "$WARDEN" "$WS" "$T" "$MARK" >"$T/mcp.out" 2>&1 <<'EOF'
@@ -282,6 +312,8 @@ p.wait(timeout=60)
 EOF
 sed 's/^/  | /' "$T/mcp.out"
 check "MCP: write_file plants files outside .git" grep -q '^plant evil/config ok' "$T/mcp.out"
+check "MCP: the write that would complete a git directory (evil/: HEAD, objects/, refs/) is refused" \
+	grep -q "^plant evil/refs/heads/.keep error: .*'evil/refs/heads/.keep' is protected: evil (a git directory" "$T/mcp.out"
 check "MCP: write_file .git/commondir is refused as repository metadata" \
 	grep -q "^commondir error: .*'.git/commondir' is protected: repository metadata" "$T/mcp.out"
 check "MCP: write_file sub/.git (a gitfile) is refused" grep -q '^gitfile error: .*protected' "$T/mcp.out"
