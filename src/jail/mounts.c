@@ -354,6 +354,30 @@ protect_submodules(int ws, const struct walk *w)
 	return 0;
 }
 
+/* Is rel (a directory beneath ws) a git directory by git's own test
+ * (setup.c's is_git_directory()): HEAD, and objects/ and refs/ or a
+ * commondir?  A bare repository, whatever its name: git's discovery takes
+ * it as a repository in the directory it runs in and in each parent. */
+static bool
+is_gitdir(int ws, const char *rel)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	const char *need[] = {"HEAD", "objects", "refs", "commondir"};
+	bool has[4] = {false};
+	size_t rl = strlen(rel);
+	for (size_t i = 0; i < 4; i++) {
+		size_t nl = strlen(need[i]);
+		if (rl + 1 + nl >= sizeof(p))
+			return false;
+		memcpy(p, rel, rl);
+		p[rl] = '/';
+		memcpy(p + rl + 1, need[i], nl + 1);
+		has[i] = fstatat(ws, p, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	}
+	return has[0] && ((has[1] && has[2]) || has[3]);
+}
+
 #define NESTED_DEPTH 2	 /* a/b/.git: the deepest nested repository looked for */
 #define NESTED_DIRS 1024 /* directories read at most, so a start stays cheap */
 
@@ -413,6 +437,18 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const stru
 					rc = protect_gitdir(ws, rel, w);
 			}
 			rel[nlen] = '\0';
+			/* X itself a git directory ("repo.git", a fixture): git
+			 * finds it by its layout, run in X or below, and runs
+			 * what its config says; nothing below it to look for */
+			if (rc == 0 && is_gitdir(ws, rel)) {
+				rc = pin_ancestors(ws, rel, w);
+				if (rc == 0)
+					rc = protect_rel(ws, rel, w);
+				if (rc == 0)
+					rc = protect_gitdir(ws, rel, w);
+				rel[len] = '\0';
+				continue;
+			}
 			if (rc == 0 && depth + 1 < NESTED_DEPTH && *budget > 0) {
 				(*budget)--;
 				rc = protect_nested(ws, rel, nlen, depth + 1, budget, w);

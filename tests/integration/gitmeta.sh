@@ -177,6 +177,30 @@ check "direct (nested vendor/lib/.git): writing its commondir fails inside" \
 check "direct (nested vendor/lib/.git): the host's git status there runs nothing" \
 	not_pwned "$WS/vendor/lib"
 
+# D9. a bare repository not called .git, two directories down (a test
+# fixture) and at the top (attack pass): git finds it by its layout, so
+# its config is code too.  Before, the sandbox appended core.fsmonitor to
+# fixtures/repo.git/config and the host's git status there ran it.
+rm -rf "$WS" && mkdir -p "$WS" && chmod 755 "$WS"
+git init -q --bare "$WS/fixtures/repo.git" && git init -q --bare "$WS/top.git"
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c "printf '[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch $MARK\"\n' >> fixtures/repo.git/config" \
+	>"$OUT" 2>"$ERR" </dev/null
+RC=$?
+check "direct (bare fixtures/repo.git): writing its config fails inside" \
+	bash -c "[ $RC != 0 ] && grep -q 'Read-only file system' '$ERR' && ! grep -q fsmonitor '$WS/fixtures/repo.git/config'"
+check "direct (bare fixtures/repo.git): the host's git status there runs nothing" \
+	not_pwned "$WS/fixtures/repo.git"
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c 'echo x >> top.git/config || exit 3; mv fixtures f2 || exit 4' \
+	>"$OUT" 2>"$ERR" </dev/null
+check "direct (bare top.git): its config read-only" bash -c "! grep -qx x '$WS/top.git/config'"
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c 'mv fixtures f2' >"$OUT" 2>"$ERR" </dev/null
+RC=$?
+check "direct: fixtures/ above a bare repository cannot be renamed (EBUSY)" \
+	bash -c "[ $RC != 0 ] && grep -qi busy '$ERR' && test -d '$WS/fixtures/repo.git'"
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c 'echo ok > fixtures/notes.txt' >"$OUT" 2>"$ERR" </dev/null
+RC=$?
+expect_rc 0 "direct: fixtures/ itself stays writable"
+
 # ==== cow: the session's changes reach the host only through apply
 # C1. a .git file in a workspace that had none
 rm -rf "$WS" && mkdir "$WS" && chmod 755 "$WS" && printf 'hello\n' >"$WS/a.txt"

@@ -126,6 +126,14 @@ gv --workspace "$WS" -- /bin/true
 expect_rc 125 "gvisor: a protected path that is a symbolic link is refused"
 check "gvisor: ... naming it" grep -q '\.envrc.*symbolic link' "$ERR"
 
+# G9. a bare repository not called .git (a fixture two directories down)
+rm -rf "$WS" && mkdir -p "$WS" && chmod 755 "$WS" && git init -q --bare "$WS/fixtures/repo.git"
+gv --workspace "$WS" -- /bin/sh -c "printf '[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch $MARK\"\n' >> fixtures/repo.git/config; mv fixtures f2"
+check "gvisor (bare fixtures/repo.git): its config not written, fixtures/ not renamed" \
+	bash -c "! grep -q fsmonitor '$WS/fixtures/repo.git/config' && test ! -e '$WS/f2'"
+check "gvisor (bare fixtures/repo.git): the host's git status there runs nothing" \
+	not_pwned "$WS/fixtures/repo.git"
+
 # G8. git keeps working read-only inside
 rm -rf "$WS" && mkrepo "$WS" && mkrepo "$WS/vendor/lib"
 printf 'hello, world\n' >"$WS/a.txt"
