@@ -436,6 +436,25 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const stru
 				if (rc == 0)
 					rc = protect_gitdir(ws, rel, w);
 			}
+			/* X's editor and shell configuration, as at the root: a
+			 * human opens X in an editor, direnv loads X/.envrc in
+			 * X (attack pass).  A symbolic link is left alone here
+			 * (sub/.envrc -> ../.envrc is common, and refusing it
+			 * would refuse the workspace); apply and the file tools
+			 * refuse a change to one at any depth. */
+			static const char *const cfgs[] = {"/.envrc", "/.vscode", "/.idea"};
+			for (size_t k = 0; rc == 0 && k < sizeof(cfgs) / sizeof(cfgs[0]); k++) {
+				size_t cl = strlen(cfgs[k]);
+				if (nlen + cl >= PATH_MAX)
+					break;
+				memcpy(rel + nlen, cfgs[k], cl + 1);
+				if (fstatat(ws, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				    !S_ISLNK(st.st_mode)) {
+					rc = pin_ancestors(ws, rel, w);
+					if (rc == 0)
+						rc = protect_rel(ws, rel, w);
+				}
+			}
 			rel[nlen] = '\0';
 			/* X itself a git directory ("repo.git", a fixture): git
 			 * finds it by its layout, run in X or below, and runs

@@ -300,19 +300,33 @@ under_any(const char *const *list, size_t n, const char *rel)
 	return NULL;
 }
 
-/* Has rel a component named exactly ".git"? */
+/* Has rel a component named exactly name? */
 static bool
-has_git_component(const char *rel)
+has_component(const char *rel, const char *name)
 {
+	size_t l = strlen(name);
 	for (const char *c = rel; *c;) {
 		size_t n = strcspn(c, "/");
-		if (n == 4 && !memcmp(c, ".git", 4))
+		if (n == l && !memcmp(c, name, l))
 			return true;
 		c += n;
 		c += strspn(c, "/");
 	}
 	return false;
 }
+
+static bool
+has_git_component(const char *rel)
+{
+	return has_component(rel, ".git");
+}
+
+/* Editor and shell configuration is code at any depth too: a human who
+ * opens frontend/ of a monorepo in an editor (a trusted parent's trust
+ * carries over) runs frontend/.vscode/tasks.json's "runOn: folderOpen"
+ * task, and direnv loads the nearest .envrc above the directory a shell
+ * enters.  Protected only at the root before (issue 18 attack pass). */
+static const char *const any_depth[] = {".envrc", ".vscode", ".idea"};
 
 /* Is rel a strict ancestor of an entry of list?  The entry, or NULL. */
 static const char *
@@ -344,6 +358,9 @@ ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_s
 		*ancestor = false;
 	if (has_git_component(rel))
 		return ".git";
+	for (size_t i = 0; i < WD_ARRAY_SIZE(any_depth); i++)
+		if (has_component(rel, any_depth[i]))
+			return any_depth[i];
 	const char *p = under_any(list, n, rel);
 	if (p)
 		return p;

