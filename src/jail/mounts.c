@@ -9,6 +9,7 @@
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -232,6 +233,122 @@ git_target(int ws, const char *base, const char *t, const char *host, char *out,
 	return lexical_clean(out);
 }
 
+/* Case-insensitive: does s begin with the word w (followed by end, space,
+ * '=', '"' or ']')? */
+static bool
+word_is(const char *s, const char *w)
+{
+	size_t n = strlen(w);
+	if (strncasecmp(s, w, n))
+		return false;
+	char c = s[n];
+	return c == '\0' || c == ' ' || c == '\t' || c == '=' || c == '"' || c == ']';
+}
+
+#define CONFIG_BYTES 8192 /* of a config read: git's own are a few hundred */
+#define CONFIG_DEPTH 3	  /* include.path followed this deep */
+
+/* What a git config file (cfg, relative to the workspace) names in the
+ * workspace that git runs or reads as config, read-only too (attack
+ * pass): core.hooksPath (git runs its hooks from there: husky's
+ * ".husky", ".githooks"), relative to wt (the worktree's root, or the
+ * git directory for a bare repository), and include.path /
+ * includeIf.*.path (more config: core.fsmonitor), relative to the config
+ * file's directory, followed CONFIG_DEPTH deep.  Only a target that
+ * exists is bound (absent, the sandbox can create it in direct mode; see
+ * the README); "~/" and %(prefix) paths are outside.  A line parser, not
+ * git's: sections by name, keys by name, one value per line. */
+static int
+protect_config(int ws, const char *cfg, const char *wt, const struct walk *w, int depth)
+{
+	char text[CONFIG_BYTES], out[PATH_MAX], dir[PATH_MAX];
+	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, ws, cfg, &how, sizeof(how));
+	if (fd < 0)
+		return 0; /* none, or elsewhere: git reads nothing of ours */
+	struct stat st;
+	ssize_t n =
+	    fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1) : 0;
+	close(fd);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	size_t cl = strlen(cfg);
+	if (cl >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, cfg, cl + 1);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		dir[0] = '\0';
+	enum { OTHER, CORE, INCLUDE } sec = OTHER;
+	for (char *l = text; *l;) {
+		char *end = l + strcspn(l, "\n");
+		char next = *end;
+		*end = '\0';
+		while (*l == ' ' || *l == '\t')
+			l++;
+		if (*l == '[') {
+			l++;
+			while (*l == ' ' || *l == '\t')
+				l++;
+			sec = word_is(l, "core")				 ? CORE
+			      : word_is(l, "include") || word_is(l, "includeif") ? INCLUDE
+										 : OTHER;
+		} else if ((sec == CORE && word_is(l, "hookspath")) ||
+			   (sec == INCLUDE && word_is(l, "path"))) {
+			bool hooks = sec == CORE;
+			char *v = strchr(l, '=');
+			if (v) {
+				v++;
+				while (*v == ' ' || *v == '\t')
+					v++;
+				if (*v == '"')
+					v++;
+				size_t vl = strcspn(v, "\"\r;#");
+				while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+					vl--;
+				v[vl] = '\0';
+				int rc = 0;
+				if (vl && v[0] != '~' && v[0] != '%')
+					rc = git_target(ws, hooks ? wt : dir, v, w->host, out,
+							sizeof(out));
+				else
+					rc = -EXDEV;
+				if (rc == 0) {
+					rc = pin_ancestors(ws, out, w);
+					if (rc == 0)
+						rc = protect_rel(ws, out, w);
+					if (rc == 0 && !hooks && depth + 1 < CONFIG_DEPTH)
+						rc = protect_config(ws, out, wt, w, depth + 1);
+				}
+				if (rc < 0 && rc != -EXDEV && rc != -ENOENT && rc != -ENOTDIR)
+					return rc;
+			}
+		}
+		if (!next)
+			break;
+		l = end + 1;
+	}
+	return 0;
+}
+
+/* gitdir's config file (gitdir/config), protect_config()'d. */
+static int
+protect_gitdir_config(int ws, const char *gitdir, const char *wt, const struct walk *w)
+{
+	char cfg[PATH_MAX];
+	size_t gl = strlen(gitdir);
+	if (gl + sizeof("/config") > sizeof(cfg))
+		return -ENAMETOOLONG;
+	memcpy(cfg, gitdir, gl);
+	memcpy(cfg + gl, "/config", sizeof("/config"));
+	return protect_config(ws, cfg, wt, w, 0);
+}
+
 /* The repository behind an entry "X/.git" (issue 18): git follows a
  * .git *file* ("gitdir: T": a worktree, a submodule's checkout) and a
  * git directory's "commondir" (a worktree's shared repository) and runs
@@ -272,6 +389,20 @@ protect_gitdir(int ws, const char *rel, const struct walk *w)
 	} else if (!S_ISDIR(st.st_mode)) {
 		return 0;
 	}
+	/* the worktree's root: the directory holding ".git", or for a bare
+	 * repository (a git directory by another name) the directory itself */
+	char wt[PATH_MAX];
+	memcpy(wt, rel, rl + 1);
+	const char *b = strrchr(wt, '/');
+	if (!strcmp(b ? b + 1 : wt, ".git")) {
+		if (b)
+			wt[b - wt] = '\0';
+		else
+			wt[0] = '\0';
+	}
+	rc = protect_gitdir_config(ws, gitdir, wt, w);
+	if (rc < 0)
+		return rc;
 	/* the git directory's commondir, relative to it */
 	rc = read_line(ws, gitdir, "commondir", line, sizeof(line));
 	if (rc <= 0)
@@ -279,9 +410,10 @@ protect_gitdir(int ws, const char *rel, const struct walk *w)
 	rc = git_target(ws, gitdir, line, w->host, common, sizeof(common));
 	if (rc == -EXDEV || rc == -ENOENT || rc == -ENOTDIR)
 		return 0;
-	if (rc < 0 || (rc = pin_ancestors(ws, common, w)) < 0)
+	if (rc < 0 || (rc = pin_ancestors(ws, common, w)) < 0 ||
+	    (rc = protect_rel(ws, common, w)) < 0)
 		return rc;
-	return protect_rel(ws, common, w);
+	return protect_gitdir_config(ws, common, wt, w);
 }
 
 /* Is the last component of rel ".git"? */

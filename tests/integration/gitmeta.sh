@@ -220,6 +220,27 @@ check "direct: svc/api/.envrc is read-only and svc/ cannot be renamed" \
 RC=$?
 expect_rc 0 "direct: frontend/ itself stays writable"
 
+# D11. what the repository's config names in the worktree (attack pass):
+# core.hooksPath (husky's .husky/: the host's next git commit runs its
+# pre-commit) and include.path (more config: core.fsmonitor).  Both were
+# the sandbox's to write.
+mkhk() {
+	rm -rf "$WS" && mkrepo "$WS" && git -C "$WS" config core.hooksPath .husky &&
+		git -C "$WS" config include.path ../.gitconfig.shared && mkdir -p "$WS/.husky" &&
+		printf '#!/bin/sh\ntrue\n' >"$WS/.husky/pre-commit" && chmod +x "$WS/.husky/pre-commit" &&
+		printf '[user]\n' >"$WS/.gitconfig.shared"
+}
+mkhk
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c "printf '#!/bin/sh\ntouch $MARK\n' > .husky/pre-commit; printf '[core]\n\tfsmonitor = \"touch $MARK\"\n' >> .gitconfig.shared; echo ok > other.txt" \
+	>"$OUT" 2>"$ERR" </dev/null
+check "direct (core.hooksPath .husky, include.path): both read-only inside" \
+	bash -c "grep -qx true '$WS/.husky/pre-commit' && ! grep -q fsmonitor '$WS/.gitconfig.shared' && test -f '$WS/other.txt'"
+check "direct (core.hooksPath, include.path): the host's git status runs nothing" not_pwned "$WS"
+rm -f "$MARK"
+(cd "$WS" && echo more >>a.txt && env -i PATH=/usr/bin:/bin HOME="$HHOME" GIT_CONFIG_NOSYSTEM=1 \
+	git -c user.email=t@example.com -c user.name=t commit -qam x) >/dev/null 2>&1
+check "direct (core.hooksPath): the host's git commit runs no planted hook" test ! -e "$MARK"
+
 # ==== cow: the session's changes reach the host only through apply
 # C1. a .git file in a workspace that had none
 rm -rf "$WS" && mkdir "$WS" && chmod 755 "$WS" && printf 'hello\n' >"$WS/a.txt"
@@ -326,6 +347,14 @@ check "cow: apply refuses frontend/.vscode/tasks.json and frontend/.envrc (statu
 check "cow: no frontend/.vscode on the host" test ! -e "$WS/frontend/.vscode"
 w rm c8
 
+# C9. the same through a session and the MCP tools: the hooks directory
+# and the included config are refused by apply and by write_file
+mkhk
+w create c9 --workspace "$WS" --workspace-mode cow --timeout 120
+w exec c9 -- /bin/sh -c 'echo x > .husky/pre-push'
+check "cow: a new hook in core.hooksPath fails in the session" bash -c "[ $RC != 0 ]"
+w rm c9
+
 # ==== MCP: the write_file tool alone, on the host project (direct)
 rm -rf "$WS" && mkrepo "$WS"
 python3 - "$WARDEN" "$WS" "$T" "$MARK" >"$T/mcp.out" 2>&1 <<'EOF'
@@ -431,5 +460,40 @@ check "MCP (bare repo.git + worktree): the worktree's other files are written" \
 	grep -q '^other ok' "$T/mcp2.out"
 check "MCP (bare repo.git + worktree): the host's git status in main/ runs nothing" \
 	not_pwned "$T/bproj/main"
+
+# ==== MCP on a repository with core.hooksPath and include.path (attack pass)
+mkhk
+python3 - "$WARDEN" "$WS" "$T" >"$T/mcp3.out" 2>&1 <<'EOF3'
+import json, os, subprocess, sys
+warden, ws, top = sys.argv[1:4]
+p = subprocess.Popen([warden, "serve", "-w", ws, "--stdio"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=open(os.path.join(top, "serve3.err"), "w"))
+n = 0
+def call(method, params):
+    global n
+    n += 1
+    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == n:
+            return m
+call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}})
+p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+def tool(name, args):
+    r = call("tools/call", {"name": name, "arguments": args}).get("result", {})
+    text = "".join(c.get("text", "") for c in r.get("content", []))
+    return ("error: " if r.get("isError") else "ok: ") + text.replace("\n", " ")
+print("hook", tool("write_file", {"path": ".husky/pre-commit", "content": "#!/bin/sh\nevil\n"}))
+print("include", tool("edit_file", {"path": ".gitconfig.shared", "old_string": "[user]", "new_string": "[core]\n\tfsmonitor = evil"}))
+p.stdin.close()
+p.wait(timeout=60)
+EOF3
+sed 's/^/  | /' "$T/mcp3.out"
+check "MCP: write_file into core.hooksPath (.husky/pre-commit) is refused" \
+	grep -q "^hook error: .*protected" "$T/mcp3.out"
+check "MCP: edit_file of the included .gitconfig.shared is refused" \
+	grep -q "^include error: .*protected" "$T/mcp3.out"
 
 finish

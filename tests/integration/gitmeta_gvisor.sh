@@ -140,6 +140,15 @@ gv --workspace "$WS" -- /bin/sh -c 'echo evil > frontend/.vscode/tasks.json; mv 
 check "gvisor: frontend/.vscode/tasks.json unchanged, frontend/ not renamed, still writable" \
 	bash -c "grep -qx '{}' '$WS/frontend/.vscode/tasks.json' && test ! -e '$WS/f2' && test -f '$WS/frontend/app.js'"
 
+# G11. core.hooksPath and include.path targets in the worktree
+rm -rf "$WS" && mkrepo "$WS" && git -C "$WS" config core.hooksPath .husky &&
+	git -C "$WS" config include.path ../.gitconfig.shared && mkdir -p "$WS/.husky" &&
+	printf '#!/bin/sh\ntrue\n' >"$WS/.husky/pre-commit" && printf '[user]\n' >"$WS/.gitconfig.shared"
+gv --workspace "$WS" -- /bin/sh -c "printf '#!/bin/sh\ntouch $MARK\n' > .husky/pre-commit; printf '[core]\n\tfsmonitor = \"touch $MARK\"\n' >> .gitconfig.shared"
+check "gvisor (core.hooksPath, include.path): both read-only" \
+	bash -c "grep -qx true '$WS/.husky/pre-commit' && ! grep -q fsmonitor '$WS/.gitconfig.shared'"
+check "gvisor (include.path): the host's git status runs nothing" not_pwned "$WS"
+
 # G8. git keeps working read-only inside
 rm -rf "$WS" && mkrepo "$WS" && mkrepo "$WS/vendor/lib"
 printf 'hello, world\n' >"$WS/a.txt"
