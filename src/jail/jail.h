@@ -372,11 +372,14 @@ int jail_make_readonly(const char *path, bool recursive);
  * workspace; a negative errno stops the walk.  pin: a directory above a
  * protected entry, which must not be renamed or removed; ro: a protected
  * entry (never a symbolic link: the walk refuses one with -ELOOP), which
- * must be read-only.  Called outermost first. */
+ * must be read-only; absent: see the field.  Called outermost first. */
 struct jail_protect_ops {
 	int (*pin)(void *ctx, int fd, const char *rel);
 	int (*ro)(void *ctx, int fd, const char *rel, bool dir);
 	void *ctx;
+	/* optional (NULL): a path git would follow (a gitfile's, commondir's,
+	 * core.hooksPath or include.path target) that does not exist */
+	int (*absent)(void *ctx, const char *rel);
 };
 
 /* The protected path rel of the workspace ws (a directory fd) and what it

@@ -233,6 +233,18 @@ git_target(int ws, const char *base, const char *t, const char *host, char *out,
 	return lexical_clean(out);
 }
 
+/* A target git would follow (out, as git_target() left it) that is not
+ * there (rc -ENOENT): told to ops->absent when the caller asks, so that
+ * a change creating it is refused outside the jail (the jail has nothing
+ * to bind).  0, or what the callback returns. */
+static int
+absent_target(const struct walk *w, char *out, int rc)
+{
+	if (rc != -ENOENT || !w->ops->absent || lexical_clean(out) < 0)
+		return 0;
+	return w->ops->absent(w->ops->ctx, out);
+}
+
 /* Case-insensitive: does s begin with the word w (followed by end, space,
  * '=', '"' or ']')? */
 static bool
@@ -325,6 +337,8 @@ protect_config(int ws, const char *cfg, const char *wt, const struct walk *w, in
 					if (rc == 0 && !hooks && depth + 1 < CONFIG_DEPTH)
 						rc = protect_config(ws, out, wt, w, depth + 1);
 				}
+				if (rc == -ENOENT)
+					rc = absent_target(w, out, rc);
 				if (rc < 0 && rc != -EXDEV && rc != -ENOENT && rc != -ENOTDIR)
 					return rc;
 			}
@@ -381,8 +395,10 @@ protect_gitdir(int ws, const char *rel, const struct walk *w)
 		if (rc < 0 || strncmp(line, "gitdir: ", 8))
 			return 0; /* not a gitfile git would follow */
 		rc = git_target(ws, slash ? parent : "", line + 8, w->host, gitdir, sizeof(gitdir));
-		if (rc == -EXDEV || rc == -ENOENT || rc == -ENOTDIR)
-			return 0; /* elsewhere, or absent: nothing there to protect */
+		if (rc == -ENOENT)
+			return absent_target(w, gitdir, rc);
+		if (rc == -EXDEV || rc == -ENOTDIR)
+			return 0; /* elsewhere: nothing there to protect */
 		if (rc < 0 || (rc = pin_ancestors(ws, gitdir, w)) < 0 ||
 		    (rc = protect_rel(ws, gitdir, w)) < 0)
 			return rc;
@@ -408,7 +424,9 @@ protect_gitdir(int ws, const char *rel, const struct walk *w)
 	if (rc <= 0)
 		return 0; /* none (ENOENT), or unreadable: git reads none either */
 	rc = git_target(ws, gitdir, line, w->host, common, sizeof(common));
-	if (rc == -EXDEV || rc == -ENOENT || rc == -ENOTDIR)
+	if (rc == -ENOENT)
+		return absent_target(w, common, rc);
+	if (rc == -EXDEV || rc == -ENOTDIR)
 		return 0;
 	if (rc < 0 || (rc = pin_ancestors(ws, common, w)) < 0 ||
 	    (rc = protect_rel(ws, common, w)) < 0)
@@ -671,7 +689,7 @@ protect(const struct jail_op *op)
 	int ws = open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ws < 0)
 		return -errno;
-	const struct jail_protect_ops ops = {pin_mount, ro_mount, NULL};
+	const struct jail_protect_ops ops = {pin_mount, ro_mount, NULL, NULL};
 	int rc = jail_protect_walk(ws, op->data, op->host, &ops);
 	close(ws);
 	return rc;

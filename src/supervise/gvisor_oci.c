@@ -163,7 +163,7 @@ protect_walk(struct sandbox *sb, struct pw *pw, const struct jail_op *op, struct
 	wd_autoclose int fd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return wd_err_sys(err, errno, "workspace %s", ws);
-	const struct jail_protect_ops ops = {pw_pin, pw_ro, pw};
+	const struct jail_protect_ops ops = {pw_pin, pw_ro, pw, NULL};
 	int rc = jail_protect_walk(fd, op->data, ws, &ops);
 	if (rc == -ELOOP)
 		return wd_err_set(err, WD_E_INVAL,

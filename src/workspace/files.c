@@ -480,12 +480,20 @@ implied_ro(void *ctx, int fd, const char *entry, bool dir)
 	return -ECANCELED; /* found: stop the walk */
 }
 
+/* An absent target: a change that creates it (or a directory above it
+ * that is not one) is a change to what git follows. */
+static int
+implied_absent(void *ctx, const char *entry)
+{
+	return implied_ro(ctx, -1, entry, false);
+}
+
 int
 ws_path_implied(int wsfd, const char *real, const char *const *list, size_t n, const char *rel,
 		bool dir_stays, bool *ancestor, char *out, size_t cap)
 {
 	struct implied im = {rel, dir_stays, ancestor, out, cap};
-	const struct jail_protect_ops ops = {implied_pin, implied_ro, &im};
+	const struct jail_protect_ops ops = {implied_pin, implied_ro, &im, implied_absent};
 	if (ancestor)
 		*ancestor = false;
 	for (size_t i = 0; i < n; i++) {

@@ -355,6 +355,22 @@ w exec c9 -- /bin/sh -c 'echo x > .husky/pre-push'
 check "cow: a new hook in core.hooksPath fails in the session" bash -c "[ $RC != 0 ]"
 w rm c9
 
+# C10. core.hooksPath names a directory that is not there (yet): the jail
+# has nothing to bind, the session creates .husky/pre-commit, and apply
+# must refuse it (before, it was applied and the host's git commit ran it)
+rm -rf "$WS" && mkrepo "$WS" && git -C "$WS" config core.hooksPath .husky
+w create c10 --workspace "$WS" --workspace-mode cow --timeout 120
+w exec c10 -- /bin/sh -c "mkdir .husky && printf '#!/bin/sh\ntouch $MARK\n' > .husky/pre-commit && chmod +x .husky/pre-commit"
+expect_rc 0 "cow: the session creates the absent core.hooksPath directory in its view"
+w apply c10
+check "cow: apply refuses .husky/ and .husky/pre-commit (status 1)" \
+	bash -c "[ $RC = 1 ] && grep -Eq '^refused +.husky/pre-commit: ' '$ERR'"
+rm -f "$MARK"
+(cd "$WS" && echo more >>a.txt && env -i PATH=/usr/bin:/bin HOME="$HHOME" GIT_CONFIG_NOSYSTEM=1 \
+	git -c user.email=t@example.com -c user.name=t commit -qam x) >/dev/null 2>&1
+check "cow: the host's git commit runs no hook" test ! -e "$MARK"
+w rm c10
+
 # ==== MCP: the write_file tool alone, on the host project (direct)
 rm -rf "$WS" && mkrepo "$WS"
 python3 - "$WARDEN" "$WS" "$T" "$MARK" >"$T/mcp.out" 2>&1 <<'EOF'
