@@ -371,6 +371,31 @@ int jail_op_do(const struct jail_op *op);
 /* mount_setattr read-only (and nosuid, nodev), or the bind-remount fallback. */
 int jail_make_readonly(const char *path, bool recursive);
 
+/* What jail_protect_walk() does with what it finds, each called with an
+ * O_PATH descriptor of the entry (not kept) and its path relative to the
+ * workspace; a negative errno stops the walk.  pin: a directory above a
+ * protected entry, which must not be renamed or removed; ro: a protected
+ * entry (never a symbolic link: the walk refuses one with -ELOOP), which
+ * must be read-only; absent: see the field.  Called outermost first. */
+struct jail_protect_ops {
+	int (*pin)(void *ctx, int fd, const char *rel);
+	int (*ro)(void *ctx, int fd, const char *rel, bool dir);
+	void *ctx;
+	/* optional (NULL): a path git would follow (a gitfile's, commondir's,
+	 * core.hooksPath or include.path target) that does not exist */
+	int (*absent)(void *ctx, const char *rel);
+};
+
+/* The protected path rel of the workspace ws (a directory fd) and what it
+ * implies (docs/threat-model.md): its ancestors, and for a ".git" what a gitfile or
+ * commondir points to inside the workspace (host: the workspace's host
+ * path, for absolute gitfiles, or NULL), and for the root's ".git" the
+ * submodules .gitmodules names and nested repositories two directories
+ * down.  No allocation: pid 1 runs it (its mounts), and the gVisor
+ * backend (its OCI binds).  0, or the first callback's negative errno. */
+int jail_protect_walk(int ws, const char *rel, const char *host,
+		      const struct jail_protect_ops *ops);
+
 /* First thing after clone, in the child: a ThreadSanitizer build keeps
  * its parent's view of the threads it copied, and would report this new
  * process's writes (its own copy of memory) as races with threads that

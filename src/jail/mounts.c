@@ -10,6 +10,7 @@
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -21,7 +22,7 @@ sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *
 	return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
 }
 
-/* strcspn and strrchr, written out: a sanitizer intercepts libc's (and an
+/* strcspn, strrchr and strchr, written out: a sanitizer intercepts libc's (and an
  * interceptor may take a lock a clone copied held: docs/threat-model.md,
  * "Raw clones"); tests/integration/child_calls.py checks it. */
 static size_t
@@ -36,13 +37,29 @@ span_until(const char *s, const char *stop)
 }
 
 static const char *
-last_slash(const char *s)
+last_of_c(const char *s, int c)
 {
 	const char *last = NULL;
 	for (; *s; s++)
-		if (*s == '/')
+		if (*s == c)
 			last = s;
 	return last;
+}
+
+static char *
+last_of(char *s, int c)
+{
+	const char *l = last_of_c(s, c);
+	return l ? s + (l - s) : NULL;
+}
+
+static char *
+first_of(char *s, int c)
+{
+	for (; *s; s++)
+		if (*s == c)
+			return s;
+	return NULL;
 }
 
 /* Make a mount read-only (and nosuid, nodev): mount_setattr when the kernel
@@ -51,14 +68,14 @@ last_slash(const char *s)
 int
 jail_make_readonly(const char *path, bool recursive)
 {
-	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-					   MOUNT_ATTR_NODEV};
+	struct mount_attr a = {.attr_set =
+				   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	if (sys_mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a) == 0)
 		return 0;
 	if (errno != ENOSYS)
 		return -errno;
-	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-		  NULL) < 0)
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+	    0)
 		return -errno;
 	return 0;
 }
@@ -99,11 +116,18 @@ over_itself(int fd, bool ro)
 	return rc;
 }
 
-/* rel beneath ws read-only over itself, if it exists (absent, or below a
- * file: nothing to protect); a symbolic link is refused (ELOOP) rather
- * than left writable. */
+/* One walk of the protected paths: where a gitfile may point (host) and
+ * what to do with what is found (ops). */
+struct walk {
+	const char *host;
+	const struct jail_protect_ops *ops;
+};
+
+/* rel beneath ws read-only over itself (w->ops->ro), if it exists
+ * (absent, or below a file: nothing to protect); a symbolic link is
+ * refused (ELOOP) rather than left writable. */
 static int
-protect_rel(int ws, const char *rel)
+protect_rel(int ws, const char *rel, const struct walk *w)
 {
 	int fd = open_entry(ws, rel);
 	if (fd == -ENOENT || fd == -ENOTDIR)
@@ -113,19 +137,18 @@ protect_rel(int ws, const char *rel)
 	struct stat st;
 	int rc = raw_fstat(fd, &st) < 0 ? -errno : S_ISLNK(st.st_mode) ? -ELOOP : 0;
 	if (rc == 0)
-		rc = over_itself(fd, true);
+		rc = w->ops->ro(w->ops->ctx, fd, rel, S_ISDIR(st.st_mode));
 	raw_close(fd);
 	return rc;
 }
 
-/* Every existing directory above rel (not the workspace's root, which is
- * a mount point already) pinned over itself.  Why: a rename of a
- * directory that merely *contains* mount points is allowed, so with only
- * the protected entry mounted, `mv .git x; mkdir .git` (or `mv sub y` for
- * sub/.envrc) put a fresh, writable entry under the protected name
- * (docs/threat-model.md).  A directory that is already a mount root is left alone. */
+/* Every existing directory above rel (not the workspace's root) pinned
+ * (w->ops->pin), outermost first.  Why: a rename of a directory that
+ * merely *contains* mount points is allowed, so with only the protected
+ * entry mounted, `mv .git x; mkdir .git` (or `mv sub y` for sub/.envrc)
+ * put a fresh, writable entry under the protected name (docs/threat-model.md). */
 static int
-pin_ancestors(int ws, const char *rel)
+pin_ancestors(int ws, const char *rel, const struct walk *w)
 {
 	char buf[PATH_MAX];
 	size_t n = strlen(rel);
@@ -137,19 +160,15 @@ pin_ancestors(int ws, const char *rel)
 			continue;
 		buf[i] = '\0';
 		int fd = open_entry(ws, buf);
-		buf[i] = '/';
 		if (fd == -ENOENT || fd == -ENOTDIR)
 			return 0; /* the protected path is absent */
 		if (fd < 0)
 			return fd;
-		struct statx sx;
-		int rc = (int)syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE, &sx) < 0
-			     ? -errno
-			     : 0;
-		if (rc == 0 && S_ISDIR(sx.stx_mode) &&
-		    !((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-		      (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
-			rc = over_itself(fd, false);
+		struct stat st;
+		int rc = raw_fstat(fd, &st) < 0 ? -errno : 0;
+		if (rc == 0 && S_ISDIR(st.st_mode))
+			rc = w->ops->pin(w->ops->ctx, fd, buf);
+		buf[i] = '/';
 		raw_close(fd);
 		if (rc < 0)
 			return rc;
@@ -186,14 +205,51 @@ read_line(int ws, const char *dir, const char *name, char *buf, size_t cap)
 	return (int)strlen(buf);
 }
 
-/* Where a gitfile or commondir (text t, read from a file in directory
- * base, relative to the workspace) points, relative to the workspace,
- * into out: t relative to base, or an absolute t under host (the
- * workspace's host path, which git writes into worktrees' gitfiles).
- * -EXDEV when it points elsewhere: outside the workspace the sandbox
- * cannot write (its other writable binds are its caller's choice). */
+/* rel with "." and "x/.." components taken out, in place (no
+ * allocation): git's "../.." of a worktree's commondir names the
+ * repository, and the callbacks compare and bind names.  -EXDEV when it
+ * climbs above the workspace's root. */
 static int
-git_target(const char *base, const char *t, const char *host, char *out, size_t cap)
+lexical_clean(char *rel)
+{
+	char *w = rel;
+	for (char *c = rel; *c;) {
+		size_t n = span_until(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.')) {
+			/* nothing to keep */
+		} else if (n == 2 && c[0] == '.' && c[1] == '.') {
+			if (w == rel)
+				return -EXDEV;
+			while (w > rel && w[-1] != '/')
+				w--;
+			if (w > rel)
+				w--; /* the '/' before it */
+		} else {
+			if (w > rel)
+				*w++ = '/';
+			memmove(w, c, n);
+			w += n;
+		}
+		c += n;
+		c += strspn(c, "/");
+	}
+	*w = '\0';
+	return w == rel ? -EXDEV : 0;
+}
+
+/* Where a gitfile or commondir (text t, read from a file in directory
+ * base, relative to the workspace ws) points, relative to the workspace,
+ * into out: t relative to base, or an absolute t under host (the
+ * workspace's host path, which git writes into worktrees' gitfiles),
+ * with ".." taken out.  -EXDEV when it points elsewhere: outside the
+ * workspace the sandbox cannot write (its other writable binds are its
+ * caller's choice).  Why ".." is resolved by name: what git follows is
+ * "worktrees/wt/../..", and a callback that compares names (the file
+ * tools' check, the gVisor binds) must see "repo.git"; the name is the
+ * place because the path as written is first opened without following
+ * any symbolic link (-ELOOP if one is on the way, -ENOENT if absent). */
+static int
+git_target(int ws, const char *base, const char *t, const char *host, char *out, size_t cap)
 {
 	size_t bl = strlen(base), tl = strlen(t);
 	if (t[0] == '/') {
@@ -211,7 +267,141 @@ git_target(const char *base, const char *t, const char *host, char *out, size_t 
 		out[bl++] = '/';
 	}
 	memcpy(out + bl, t, tl + 1);
+	int fd = open_entry(ws, out);
+	if (fd < 0)
+		return fd;
+	raw_close(fd);
+	return lexical_clean(out);
+}
+
+/* A target git would follow (out, as git_target() left it) that is not
+ * there (rc -ENOENT): told to ops->absent when the caller asks, so that
+ * a change creating it is refused outside the jail (the jail has nothing
+ * to bind).  0, or what the callback returns. */
+static int
+absent_target(const struct walk *w, char *out, int rc)
+{
+	if (rc != -ENOENT || !w->ops->absent || lexical_clean(out) < 0)
+		return 0;
+	return w->ops->absent(w->ops->ctx, out);
+}
+
+/* Case-insensitive: does s begin with the word w (followed by end, space,
+ * '=', '"' or ']')? */
+static bool
+word_is(const char *s, const char *w)
+{
+	size_t n = strlen(w);
+	if (strncasecmp(s, w, n))
+		return false;
+	char c = s[n];
+	return c == '\0' || c == ' ' || c == '\t' || c == '=' || c == '"' || c == ']';
+}
+
+#define CONFIG_BYTES 8192 /* of a config read: git's own are a few hundred */
+#define CONFIG_DEPTH 3	  /* include.path followed this deep */
+
+/* What a git config file (cfg, relative to the workspace) names in the
+ * workspace that git runs or reads as config, read-only too (attack
+ * pass): core.hooksPath (git runs its hooks from there: husky's
+ * ".husky", ".githooks"), relative to wt (the worktree's root, or the
+ * git directory for a bare repository), and include.path /
+ * includeIf.*.path (more config: core.fsmonitor), relative to the config
+ * file's directory, followed CONFIG_DEPTH deep.  Only a target that
+ * exists is bound (absent, the sandbox can create it in direct mode; see
+ * the README); "~/" and %(prefix) paths are outside.  A line parser, not
+ * git's: sections by name, keys by name, one value per line. */
+static int
+protect_config(int ws, const char *cfg, const char *wt, const struct walk *w, int depth)
+{
+	char text[CONFIG_BYTES], out[PATH_MAX], dir[PATH_MAX];
+	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, ws, cfg, &how, sizeof(how));
+	if (fd < 0)
+		return 0; /* none, or elsewhere: git reads nothing of ours */
+	struct stat st;
+	ssize_t n =
+	    raw_fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? raw_read(fd, text, sizeof(text) - 1) : 0;
+	raw_close(fd);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	size_t cl = strlen(cfg);
+	if (cl >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, cfg, cl + 1);
+	char *slash = last_of(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		dir[0] = '\0';
+	enum { OTHER, CORE, INCLUDE } sec = OTHER;
+	for (char *l = text; *l;) {
+		char *end = l + span_until(l, "\n");
+		char next = *end;
+		*end = '\0';
+		while (*l == ' ' || *l == '\t')
+			l++;
+		if (*l == '[') {
+			l++;
+			while (*l == ' ' || *l == '\t')
+				l++;
+			sec = word_is(l, "core")				 ? CORE
+			      : word_is(l, "include") || word_is(l, "includeif") ? INCLUDE
+										 : OTHER;
+		} else if ((sec == CORE && word_is(l, "hookspath")) ||
+			   (sec == INCLUDE && word_is(l, "path"))) {
+			bool hooks = sec == CORE;
+			char *v = first_of(l, '=');
+			if (v) {
+				v++;
+				while (*v == ' ' || *v == '\t')
+					v++;
+				if (*v == '"')
+					v++;
+				size_t vl = span_until(v, "\"\r;#");
+				while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+					vl--;
+				v[vl] = '\0';
+				int rc = 0;
+				if (vl && v[0] != '~' && v[0] != '%')
+					rc = git_target(ws, hooks ? wt : dir, v, w->host, out,
+							sizeof(out));
+				else
+					rc = -EXDEV;
+				if (rc == 0) {
+					rc = pin_ancestors(ws, out, w);
+					if (rc == 0)
+						rc = protect_rel(ws, out, w);
+					if (rc == 0 && !hooks && depth + 1 < CONFIG_DEPTH)
+						rc = protect_config(ws, out, wt, w, depth + 1);
+				}
+				if (rc == -ENOENT)
+					rc = absent_target(w, out, rc);
+				if (rc < 0 && rc != -EXDEV && rc != -ENOENT && rc != -ENOTDIR)
+					return rc;
+			}
+		}
+		if (!next)
+			break;
+		l = end + 1;
+	}
 	return 0;
+}
+
+/* gitdir's config file (gitdir/config), protect_config()'d. */
+static int
+protect_gitdir_config(int ws, const char *gitdir, const char *wt, const struct walk *w)
+{
+	char cfg[PATH_MAX];
+	size_t gl = strlen(gitdir);
+	if (gl + sizeof("/config") > sizeof(cfg))
+		return -ENAMETOOLONG;
+	memcpy(cfg, gitdir, gl);
+	memcpy(cfg + gl, "/config", sizeof("/config"));
+	return protect_config(ws, cfg, wt, w, 0);
 }
 
 /* The repository behind an entry "X/.git" (docs/threat-model.md): git follows a
@@ -221,7 +411,7 @@ git_target(const char *base, const char *t, const char *host, char *out, size_t 
  * workspace is made read-only too.  rel is ".git" or "sub/.git", already
  * read-only itself (so what it says cannot change any more). */
 static int
-protect_gitdir(int ws, const char *rel, const char *host)
+protect_gitdir(int ws, const char *rel, const struct walk *w)
 {
 	char line[PATH_MAX], gitdir[PATH_MAX], common[PATH_MAX];
 	int fd = open_entry(ws, rel);
@@ -240,38 +430,56 @@ protect_gitdir(int ws, const char *rel, const char *host)
 		/* "gitdir: T", relative to the directory holding .git */
 		char parent[PATH_MAX];
 		memcpy(parent, rel, rl + 1);
-		const char *ls = last_slash(parent);
-		char *slash = ls ? parent + (ls - parent) : NULL;
+		char *slash = last_of(parent, '/');
 		const char *dir = slash ? (*slash = '\0', parent) : ".";
 		rc = read_line(ws, dir, ".git", line, sizeof(line));
 		if (rc < 0 || strncmp(line, "gitdir: ", 8))
 			return 0; /* not a gitfile git would follow */
-		rc = git_target(slash ? parent : "", line + 8, host, gitdir, sizeof(gitdir));
-		if (rc == -EXDEV)
-			return 0;
-		if (rc < 0 || (rc = pin_ancestors(ws, gitdir)) < 0 ||
-		    (rc = protect_rel(ws, gitdir)) < 0)
+		rc = git_target(ws, slash ? parent : "", line + 8, w->host, gitdir, sizeof(gitdir));
+		if (rc == -ENOENT)
+			return absent_target(w, gitdir, rc);
+		if (rc == -EXDEV || rc == -ENOTDIR)
+			return 0; /* elsewhere: nothing there to protect */
+		if (rc < 0 || (rc = pin_ancestors(ws, gitdir, w)) < 0 ||
+		    (rc = protect_rel(ws, gitdir, w)) < 0)
 			return rc;
 	} else if (!S_ISDIR(st.st_mode)) {
 		return 0;
 	}
+	/* the worktree's root: the directory holding ".git", or for a bare
+	 * repository (a git directory by another name) the directory itself */
+	char wt[PATH_MAX];
+	memcpy(wt, rel, rl + 1);
+	const char *b = last_of(wt, '/');
+	if (!strcmp(b ? b + 1 : wt, ".git")) {
+		if (b)
+			wt[b - wt] = '\0';
+		else
+			wt[0] = '\0';
+	}
+	rc = protect_gitdir_config(ws, gitdir, wt, w);
+	if (rc < 0)
+		return rc;
 	/* the git directory's commondir, relative to it */
 	rc = read_line(ws, gitdir, "commondir", line, sizeof(line));
 	if (rc <= 0)
 		return 0; /* none (ENOENT), or unreadable: git reads none either */
-	rc = git_target(gitdir, line, host, common, sizeof(common));
-	if (rc == -EXDEV)
+	rc = git_target(ws, gitdir, line, w->host, common, sizeof(common));
+	if (rc == -ENOENT)
+		return absent_target(w, common, rc);
+	if (rc == -EXDEV || rc == -ENOTDIR)
 		return 0;
-	if (rc < 0 || (rc = pin_ancestors(ws, common)) < 0)
+	if (rc < 0 || (rc = pin_ancestors(ws, common, w)) < 0 ||
+	    (rc = protect_rel(ws, common, w)) < 0)
 		return rc;
-	return protect_rel(ws, common);
+	return protect_gitdir_config(ws, common, wt, w);
 }
 
 /* Is the last component of rel ".git"? */
 static bool
 names_git(const char *rel)
 {
-	const char *b = last_slash(rel);
+	const char *b = last_of_c(rel, '/');
 	return !strcmp(b ? b + 1 : rel, ".git");
 }
 
@@ -282,7 +490,7 @@ names_git(const char *rel)
  * 64, from the first 8 KiB (a larger file would be the sandbox's
  * doing: .gitmodules is protected itself). */
 static int
-protect_submodules(int ws, const char *host)
+protect_submodules(int ws, const struct walk *w)
 {
 	char text[8192], rel[PATH_MAX];
 	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
@@ -317,11 +525,11 @@ protect_submodules(int ws, const char *host)
 				if (vl && vl + 6 < sizeof(rel)) {
 					memcpy(rel, v, vl);
 					memcpy(rel + vl, "/.git", 6);
-					int rc = pin_ancestors(ws, rel);
+					int rc = pin_ancestors(ws, rel, w);
 					if (rc == 0)
-						rc = protect_rel(ws, rel);
+						rc = protect_rel(ws, rel, w);
 					if (rc == 0)
-						rc = protect_gitdir(ws, rel, host);
+						rc = protect_gitdir(ws, rel, w);
 					/* a submodule path escaping the workspace
 					 * (EXDEV) is not one git checks out */
 					if (rc < 0 && rc != -EXDEV)
@@ -335,6 +543,30 @@ protect_submodules(int ws, const char *host)
 		l = end + 1;
 	}
 	return 0;
+}
+
+/* Is rel (a directory beneath ws) a git directory by git's own test
+ * (setup.c's is_git_directory()): HEAD, and objects/ and refs/ or a
+ * commondir?  A bare repository, whatever its name: git's discovery takes
+ * it as a repository in the directory it runs in and in each parent. */
+static bool
+is_gitdir(int ws, const char *rel)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	const char *need[] = {"HEAD", "objects", "refs", "commondir"};
+	bool has[4] = {false};
+	size_t rl = strlen(rel);
+	for (size_t i = 0; i < 4; i++) {
+		size_t nl = strlen(need[i]);
+		if (rl + 1 + nl >= sizeof(p))
+			return false;
+		memcpy(p, rel, rl);
+		p[rl] = '/';
+		memcpy(p + rl + 1, need[i], nl + 1);
+		has[i] = raw_fstatat(ws, p, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	}
+	return has[0] && ((has[1] && has[2]) || has[3]);
 }
 
 #define NESTED_DEPTH 2	 /* a/b/.git: the deepest nested repository looked for */
@@ -351,7 +583,7 @@ protect_submodules(int ws, const char *host)
  * a start over 1,600 directories adds well under a millisecond of reads.
  * Symbolic links are not followed; .git directories are not entered. */
 static int
-protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char *host)
+protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const struct walk *w)
 {
 	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve =
@@ -389,16 +621,47 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 			memcpy(rel + nlen, "/.git", sizeof("/.git"));
 			if (raw_fstatat(ws, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-				rc = pin_ancestors(ws, rel);
+				rc = pin_ancestors(ws, rel, w);
 				if (rc == 0)
-					rc = protect_rel(ws, rel);
+					rc = protect_rel(ws, rel, w);
 				if (rc == 0)
-					rc = protect_gitdir(ws, rel, host);
+					rc = protect_gitdir(ws, rel, w);
+			}
+			/* X's editor and shell configuration, as at the root: a
+			 * human opens X in an editor, direnv loads X/.envrc in
+			 * X (attack pass).  A symbolic link is left alone here
+			 * (sub/.envrc -> ../.envrc is common, and refusing it
+			 * would refuse the workspace); apply and the file tools
+			 * refuse a change to one at any depth. */
+			static const char *const cfgs[] = {"/.envrc", "/.vscode", "/.idea"};
+			for (size_t k = 0; rc == 0 && k < sizeof(cfgs) / sizeof(cfgs[0]); k++) {
+				size_t cl = strlen(cfgs[k]);
+				if (nlen + cl >= PATH_MAX)
+					break;
+				memcpy(rel + nlen, cfgs[k], cl + 1);
+				if (raw_fstatat(ws, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				    !S_ISLNK(st.st_mode)) {
+					rc = pin_ancestors(ws, rel, w);
+					if (rc == 0)
+						rc = protect_rel(ws, rel, w);
+				}
 			}
 			rel[nlen] = '\0';
+			/* X itself a git directory ("repo.git", a fixture): git
+			 * finds it by its layout, run in X or below, and runs
+			 * what its config says; nothing below it to look for */
+			if (rc == 0 && is_gitdir(ws, rel)) {
+				rc = pin_ancestors(ws, rel, w);
+				if (rc == 0)
+					rc = protect_rel(ws, rel, w);
+				if (rc == 0)
+					rc = protect_gitdir(ws, rel, w);
+				rel[len] = '\0';
+				continue;
+			}
 			if (rc == 0 && depth + 1 < NESTED_DEPTH && *budget > 0) {
 				(*budget)--;
-				rc = protect_nested(ws, rel, nlen, depth + 1, budget, host);
+				rc = protect_nested(ws, rel, nlen, depth + 1, budget, w);
 			}
 			rel[len] = '\0';
 		}
@@ -409,28 +672,66 @@ protect_nested(int ws, char *rel, size_t len, int depth, int *budget, const char
 	return rc;
 }
 
-/* JAIL_OP_PROTECT: the workspace's op->data (at op->path), if it exists,
- * read-only over itself, its ancestors pinned, and for a .git what it
- * points to (protect_gitdir; op->src's host path of the workspace for
- * absolute gitfiles, NULL when unknown: a vacant sandbox). */
+int
+jail_protect_walk(int ws, const char *rel, const char *host, const struct jail_protect_ops *ops)
+{
+	const struct walk w = {host, ops};
+	int rc = pin_ancestors(ws, rel, &w);
+	if (rc == 0)
+		rc = protect_rel(ws, rel, &w);
+	if (rc == 0 && names_git(rel))
+		rc = protect_gitdir(ws, rel, &w);
+	if (rc == 0 && !strcmp(rel, ".git"))
+		rc = protect_submodules(ws, &w);
+	if (rc == 0 && !strcmp(rel, ".git")) {
+		char nested[PATH_MAX] = "";
+		int budget = NESTED_DIRS;
+		rc = protect_nested(ws, nested, 0, 0, &budget, &w);
+	}
+	return rc;
+}
+
+/* pid 1's pin: the directory over itself with the attributes it has, so
+ * that it is a mount point (EBUSY to rename or remove); one that is
+ * already a mount root is left alone, and one inside a read-only mount
+ * stays read-only (the clone keeps its attributes). */
+static int
+pin_mount(void *ctx, int fd, const char *rel)
+{
+	(void)ctx;
+	(void)rel;
+	struct statx sx;
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE, &sx) < 0)
+		return -errno;
+	if ((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	    (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return 0;
+	return over_itself(fd, false);
+}
+
+/* pid 1's protection: the entry read-only over itself. */
+static int
+ro_mount(void *ctx, int fd, const char *rel, bool dir)
+{
+	(void)ctx;
+	(void)rel;
+	(void)dir;
+	return over_itself(fd, true);
+}
+
+/* JAIL_OP_PROTECT: the workspace's op->data (at op->path) walked by
+ * jail_protect_walk() with pid 1's mounts (op->host: the workspace's host
+ * path for absolute gitfiles, NULL when unknown: a vacant sandbox).  The
+ * walk reads a gitfile or commondir only after making it read-only, so
+ * what it follows cannot change under it. */
 static int
 protect(const struct jail_op *op)
 {
 	int ws = raw_open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	if (ws < 0)
 		return -errno;
-	int rc = pin_ancestors(ws, op->data);
-	if (rc == 0)
-		rc = protect_rel(ws, op->data);
-	if (rc == 0 && names_git(op->data))
-		rc = protect_gitdir(ws, op->data, op->host);
-	if (rc == 0 && !strcmp(op->data, ".git"))
-		rc = protect_submodules(ws, op->host);
-	if (rc == 0 && !strcmp(op->data, ".git")) {
-		char rel[PATH_MAX] = "";
-		int budget = NESTED_DIRS;
-		rc = protect_nested(ws, rel, 0, 0, &budget, op->host);
-	}
+	const struct jail_protect_ops ops = {pin_mount, ro_mount, NULL, NULL};
+	int rc = jail_protect_walk(ws, op->data, op->host, &ops);
 	raw_close(ws);
 	return rc;
 }
@@ -458,16 +759,10 @@ jail_op_do(const struct jail_op *op)
 		fd = raw_open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return -errno;
-		for (size_t done = 0; done < op->len;) {
-			ssize_t n = raw_write(fd, op->data + done, op->len - done);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0) {
-				int e = errno;
-				raw_close(fd);
-				return -e;
-			}
-			done += (size_t)n;
+		if (wd_write_all(fd, op->data, op->len) < 0) {
+			int e = errno;
+			raw_close(fd);
+			return -e;
 		}
 		raw_close(fd);
 		return 0;
@@ -493,10 +788,10 @@ jail_op_do(const struct jail_op *op)
 		if (op->flags & JAIL_OPF_HOSTPATH) {
 			/* a private copy of the host tree opened before the new
 			 * root, with its attributes, moved into place */
-			int tree = (int)syscall(SYS_open_tree, op->fd, "",
-						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
-							((op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE
-											  : 0));
+			int tree =
+			    (int)syscall(SYS_open_tree, op->fd, "",
+					 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+					     ((op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE : 0));
 			if (tree < 0)
 				return -errno;
 			struct mount_attr ta = {.attr_set = op->attr, .propagation = MS_PRIVATE};
@@ -532,7 +827,8 @@ jail_op_do(const struct jail_op *op)
 			return jail_make_readonly(op->path, op->flags & JAIL_OPF_RECURSIVE);
 		struct mount_attr set = {.attr_set = op->attr};
 		if (sys_mount_setattr(AT_FDCWD, op->path,
-				      (op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE : 0, &set) < 0)
+				      (op->flags & JAIL_OPF_RECURSIVE) ? AT_RECURSIVE : 0,
+				      &set) < 0)
 			return -errno;
 		return 0;
 	}

@@ -406,8 +406,10 @@ gv_destroy(struct sandbox *sb)
 			remove_tree(g->dir);
 		if (g->lock_fd >= 0)
 			close(g->lock_fd);
-		for (size_t i = 0; i < g->nmounts; i++)
+		for (size_t i = 0; i < g->nmounts; i++) {
 			free(g->mounts[i].src);
+			free(g->mounts[i].dst_owned);
+		}
 		free(g->mounts);
 		free(g);
 		sb->priv = NULL;

@@ -51,6 +51,7 @@ struct gv_mount {
 	const char *options; /* comma-separated OCI options */
 	int tree;	     /* index into the plan's ops of a MOVE tree, or -1 */
 	bool file;	     /* the mount point is a file */
+	char *dst_owned;     /* dst when it was made for this mount (a protected path), or NULL */
 };
 
 /* The sandbox's backend state (sandbox.priv). */

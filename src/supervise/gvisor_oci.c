@@ -80,11 +80,159 @@ bind_options(uint64_t attr)
 	return "rbind,rw,nosuid,nodev";
 }
 
+/* ---- protected paths ----
+ *
+ * pid 1 protects a path with mounts in its own namespace as it walks
+ * (jail/mounts.c); here the same walk (jail_protect_walk) runs in the
+ * supervisor over the host workspace before runsc starts, and what it
+ * finds becomes OCI binds of host paths: every directory above a
+ * protected entry bound over itself (a mount point: gVisor refuses its
+ * rename or removal with EBUSY, so `mv vendor v2` cannot carry a nested
+ * repository away and plant another), then every entry read-only.  Why
+ * the whole walk and not only op->data: at this level only the
+ * workspace's own .git used to be bound, so a nested repository's
+ * commondir, a submodule's gitfile, a gitfile's or commondir's target and
+ * a protected path's parents stayed writable (an attack pass; docs/threat-model.md). */
+
+struct pw_entry {
+	char *rel; /* relative to the workspace; owned */
+	bool pin;  /* a directory above a protected entry (else: read-only) */
+	bool dir;
+	unsigned depth; /* '/' count: parents sort first */
+};
+
+struct pw {
+	struct pw_entry *e;
+	size_t n;
+	/* the workspace's tree where the launcher mounts it (idmapped to
+	 * the sandbox user) and its options, or NULL: the binds are made
+	 * from it, so a pinned directory stays the sandbox's to write */
+	const char *tree;
+	const char *tree_options;
+};
+
+static void
+pw_fini(struct pw *pw)
+{
+	for (size_t i = 0; i < pw->n; i++)
+		free(pw->e[i].rel);
+	free(pw->e);
+}
+
+static void
+pw_add(struct pw *pw, const char *rel, bool pin, bool dir)
+{
+	for (size_t i = 0; i < pw->n; i++)
+		if (pw->e[i].pin == pin && !strcmp(pw->e[i].rel, rel))
+			return;
+	unsigned depth = 0;
+	for (const char *c = rel; *c; c++)
+		depth += *c == '/';
+	pw->e = wd_xrealloc(pw->e, (pw->n + 1) * sizeof(*pw->e));
+	pw->e[pw->n++] = (struct pw_entry){wd_xstrdup(rel), pin, dir, depth};
+}
+
+static int
+pw_pin(void *ctx, int fd, const char *rel)
+{
+	(void)fd;
+	pw_add(ctx, rel, true, true);
+	return 0;
+}
+
+static int
+pw_ro(void *ctx, int fd, const char *rel, bool dir)
+{
+	(void)fd;
+	pw_add(ctx, rel, false, dir);
+	return 0;
+}
+
+/* Is rel at or below the path under? */
+static bool
+at_or_below(const char *rel, const char *under)
+{
+	size_t n = strlen(under);
+	return !strncmp(rel, under, n) && (rel[n] == '\0' || rel[n] == '/');
+}
+
+static int
+protect_walk(struct sandbox *sb, struct pw *pw, const struct jail_op *op, struct wd_err *err)
+{
+	const char *ws = sb->spec->workspace ? sb->spec->workspace : ".";
+	wd_autoclose int fd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return wd_err_sys(err, errno, "workspace %s", ws);
+	const struct jail_protect_ops ops = {pw_pin, pw_ro, pw, NULL};
+	int rc = jail_protect_walk(fd, op->data, ws, &ops);
+	if (rc == -ELOOP)
+		return wd_err_set(err, WD_E_INVAL,
+				  "protected path %s (or one it implies) is a symbolic link, which "
+				  "cannot be made read-only",
+				  op->data);
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "protected path %s", op->data);
+	return 0;
+}
+
+static int
+pw_cmp(const void *a, const void *b)
+{
+	const struct pw_entry *x = a, *y = b;
+	if (x->pin != y->pin)
+		return x->pin ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return strcmp(x->rel, y->rel);
+}
+
+/* The walk's binds, pins first and parents before children, so that no
+ * bind hides one made before it.  A pin inside a read-only entry is left
+ * out: the entry's read-only mount already refuses a rename in it, and a
+ * host bind there would be writable. */
+static int
+protect_emit(struct sandbox *sb, struct gv *g, struct pw *pw, struct wd_err *err)
+{
+	const char *ws = sb->spec->workspace ? sb->spec->workspace : ".";
+	size_t before = g->nmounts;
+	qsort(pw->e, pw->n, sizeof(*pw->e), pw_cmp);
+	for (size_t i = 0; i < pw->n; i++) {
+		const struct pw_entry *e = &pw->e[i];
+		bool inside_ro = false;
+		for (size_t j = 0; j < pw->n && e->pin; j++)
+			inside_ro |= !pw->e[j].pin && at_or_below(e->rel, pw->e[j].rel);
+		if (inside_ro)
+			continue;
+		char *dst = wd_xasprintf("/workspace/%s", e->rel);
+		if (e->pin) {
+			/* a host bind over the directory would hide a --bind the
+			 * caller placed below it: refuse rather than lose it */
+			for (size_t k = 0; k < before; k++)
+				if (at_or_below(g->mounts[k].dst, dst) &&
+				    strcmp(g->mounts[k].dst, dst)) {
+					int rc = wd_err_set(err, WD_E_INVAL,
+							    "gvisor: --bind %s is below %s, a "
+							    "directory above a protected path",
+							    g->mounts[k].dst, dst);
+					free(dst);
+					return rc;
+				}
+		}
+		const char *rw = pw->tree ? pw->tree_options : bind_options(0);
+		add_mount(g,
+			  (struct gv_mount){
+			      dst, "bind", wd_xasprintf("%s/%s", pw->tree ? pw->tree : ws, e->rel),
+			      e->pin ? rw : bind_options(MOUNT_ATTR_RDONLY), -1, !e->dir, dst});
+	}
+	return 0;
+}
+
 int
 gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 {
 	const struct jail_plan *pl = &sb->prep->plan;
 	size_t ntrees = 0;
+	__attribute__((cleanup(pw_fini))) struct pw pw = {0};
 	for (int i = 0; i < pl->nops; i++) {
 		const struct jail_op *op = &pl->ops[i];
 		const char *jp = jail_path(pl, op->path);
@@ -106,8 +254,12 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			struct stat st;
 			bool file = stat(op->src, &st) == 0 && !S_ISDIR(st.st_mode);
 			char *src = wd_xasprintf("%s/mnt/%d", g->dir, i);
-			add_mount(
-			    g, (struct gv_mount){jp, "bind", src, bind_options(op->attr), i, file});
+			add_mount(g, (struct gv_mount){jp, "bind", src, bind_options(op->attr), i,
+						       file, NULL});
+			if (op->flags & JAIL_OPF_WORKSPACE) {
+				pw.tree = src;
+				pw.tree_options = bind_options(op->attr);
+			}
 			break;
 		}
 		case JAIL_OP_MOUNT:
@@ -117,7 +269,7 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 				return wd_err_set(err, WD_E_INTERNAL, "plan: %s mount on %s",
 						  op->src, jp);
 			add_mount(g, (struct gv_mount){jp, "tmpfs", wd_xstrdup("tmpfs"), op->data,
-						       -1, false});
+						       -1, false, NULL});
 			break;
 		case JAIL_OP_MASK: {
 			/* a file of the plan shown over another (the TLS bundle over
@@ -126,32 +278,13 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			if (!sp)
 				return wd_err_set(err, WD_E_INTERNAL, "plan: mask of %s", jp);
 			char *src = wd_xasprintf("%s/rootfs%s", g->dir, sp);
-			add_mount(g, (struct gv_mount){jp, "bind", src, "bind,ro", -1, true});
+			add_mount(g, (struct gv_mount){jp, "bind", src, "bind,ro", -1, true, NULL});
 			break;
 		}
 		case JAIL_OP_PROTECT: {
-			/* a protected path of the workspace: the host
-			 * entry bound read-only over itself, when it is there
-			 * and is no symbolic link (which no mount can cover) */
-			struct stat st;
-			char *src = wd_xasprintf("%s/%s", sb->spec->workspace ? sb->spec->workspace
-									  : ".",
-						 op->data);
-			if (lstat(src, &st) < 0) {
-				free(src);
-				break;
-			}
-			if (S_ISLNK(st.st_mode)) {
-				free(src);
-				return wd_err_set(err, WD_E_INVAL,
-						  "protected path %s is a symbolic link, which cannot "
-						  "be made read-only",
-						  op->data);
-			}
-			add_mount(g, (struct gv_mount){jail_path(pl, op->src), "bind", src,
-						       bind_options(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-								    MOUNT_ATTR_NODEV),
-						       -1, !S_ISDIR(st.st_mode)});
+			int rc = protect_walk(sb, &pw, op, err);
+			if (rc < 0)
+				return rc;
 			break;
 		}
 		case JAIL_OP_MKDIR:
@@ -163,8 +296,11 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			break;
 		}
 	}
+	int rc = protect_emit(sb, g, &pw, err);
+	if (rc < 0)
+		return rc;
 	add_mount(g, (struct gv_mount){"/proc", "proc", wd_xstrdup("proc"), "nosuid,nodev,noexec",
-				       -1, false});
+				       -1, false, NULL});
 	return 0;
 }
 

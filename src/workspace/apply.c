@@ -574,7 +574,8 @@ check(struct applier *a)
 		const struct ws_change *c = &a->cs->c[i];
 		if (c->protect) {
 			report(a, "refused", c->path,
-			       "a protected path (.git at any depth, .envrc, ...) or its ancestor: "
+			       "a protected path (.git at any depth, a git directory, .envrc, ...) "
+			       "or its ancestor: "
 			       "warden never writes it");
 			blocked++;
 		} else if (c->conflict) {

@@ -571,6 +571,22 @@ flag(struct ws *w, struct ws_changes *cs)
 		c->protect =
 		    ws_path_protected(pl, w->nprotect, c->path, stays, NULL) ||
 		    (c->old_path && ws_path_protected(pl, w->nprotect, c->old_path, false, NULL));
+		/* and what they imply on the host now (a gitfile's target
+		 * named anything, "repo.git"): not trusted to the jail's
+		 * read-only mounts alone; a walk that fails refuses */
+		char imp[PATH_MAX];
+		const int views[] = {w->wsfd, w->upper, w->ovl};
+		if (!c->protect)
+			c->protect = ws_path_in_gitdir(views, 3, c->path, imp, sizeof(imp)) != 0 ||
+				     (c->old_path && ws_path_in_gitdir(views, 3, c->old_path, imp,
+								       sizeof(imp)) != 0);
+		if (!c->protect)
+			c->protect =
+			    ws_path_implied(w->wsfd, w->workspace, pl, w->nprotect, c->path, stays,
+					    NULL, imp, sizeof(imp)) != 0 ||
+			    (c->old_path &&
+			     ws_path_implied(w->wsfd, w->workspace, pl, w->nprotect, c->old_path,
+					     false, NULL, imp, sizeof(imp)) != 0);
 		c->conflict =
 		    host_changed(w, c->path) || (c->old_path && host_changed(w, c->old_path));
 	}

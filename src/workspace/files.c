@@ -50,6 +50,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "jail/jail.h"
+
 #define WS_MOUNT "/workspace"
 
 struct wd_workspace {
@@ -298,19 +300,33 @@ under_any(const char *const *list, size_t n, const char *rel)
 	return NULL;
 }
 
-/* Has rel a component named exactly ".git"? */
+/* Has rel a component named exactly name? */
 static bool
-has_git_component(const char *rel)
+has_component(const char *rel, const char *name)
 {
+	size_t l = strlen(name);
 	for (const char *c = rel; *c;) {
 		size_t n = strcspn(c, "/");
-		if (n == 4 && !memcmp(c, ".git", 4))
+		if (n == l && !memcmp(c, name, l))
 			return true;
 		c += n;
 		c += strspn(c, "/");
 	}
 	return false;
 }
+
+static bool
+has_git_component(const char *rel)
+{
+	return has_component(rel, ".git");
+}
+
+/* Editor and shell configuration is code at any depth too: a human who
+ * opens frontend/ of a monorepo in an editor (a trusted parent's trust
+ * carries over) runs frontend/.vscode/tasks.json's "runOn: folderOpen"
+ * task, and direnv loads the nearest .envrc above the directory a shell
+ * enters.  Protected only at the root before (an attack pass; docs/threat-model.md). */
+static const char *const any_depth[] = {".envrc", ".vscode", ".idea"};
 
 /* Is rel a strict ancestor of an entry of list?  The entry, or NULL. */
 static const char *
@@ -342,6 +358,9 @@ ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_s
 		*ancestor = false;
 	if (has_git_component(rel))
 		return ".git";
+	for (size_t i = 0; i < WD_ARRAY_SIZE(any_depth); i++)
+		if (has_component(rel, any_depth[i]))
+			return any_depth[i];
 	const char *p = under_any(list, n, rel);
 	if (p)
 		return p;
@@ -353,11 +372,172 @@ ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_s
 	return NULL;
 }
 
-static const char *
-protected_prefix(const wd_workspace *ws, const char *rel, bool dir_stays, bool *ancestor)
+/* The entries git reads in a git directory (setup.c, repository.c). */
+static const char *const git_dir_names[] = {
+    "HEAD", "config",	   "config.worktree", "commondir", "gitdir",	"objects",
+    "refs", "packed-refs", "hooks",	      "info",	   "worktrees", "modules",
+    "logs", "index",	   "shallow",	      "branches",  NULL,
+};
+
+/* Does name exist below one of fds (or is it what the change makes)? */
+static bool
+gd_has(const int *fds, size_t nfds, const char *dir, const char *name, const char *made)
 {
-	return ws_path_protected((const char *const *)ws->protect, ws->nprotect, rel, dir_stays,
-				 ancestor);
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir, *dir ? "/" : "", name) >=
+	    sizeof(path))
+		return true; /* cannot tell: as if it were there (refuse) */
+	if (made && !strcmp(made, name))
+		return true;
+	struct stat st;
+	for (size_t i = 0; i < nfds; i++)
+		if (fds[i] >= 0 && fstatat(fds[i], path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			return true;
+	return false;
+}
+
+/* Git's own test for a git directory (is_git_directory(): HEAD, and
+ * objects/ and refs/ or a commondir), asked of dir in any of the views
+ * fds, with made (the first component the change adds below dir)
+ * counted as there. */
+static bool
+gd_is_gitdir(const int *fds, size_t nfds, const char *dir, const char *made)
+{
+	return gd_has(fds, nfds, dir, "HEAD", made) &&
+	       ((gd_has(fds, nfds, dir, "objects", made) && gd_has(fds, nfds, dir, "refs", made)) ||
+		gd_has(fds, nfds, dir, "commondir", made));
+}
+
+int
+ws_path_in_gitdir(const int *fds, size_t nfds, const char *rel, char *out, size_t cap)
+{
+	char dir[PATH_MAX];
+	size_t n = strlen(rel);
+	if (n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	/* each directory on the way, the root first: dir is rel's first i
+	 * bytes, first the component right below it */
+	for (size_t i = 0; i <= n;) {
+		memcpy(dir, rel, i);
+		dir[i > 0 ? i - 1 : 0] = '\0';
+		const char *first = rel + i;
+		size_t fl = strcspn(first, "/");
+		char name[NAME_MAX + 1];
+		if (fl == 0 || fl > NAME_MAX)
+			break;
+		memcpy(name, first, fl);
+		name[fl] = '\0';
+		for (size_t k = 0; git_dir_names[k]; k++) {
+			if (strcmp(name, git_dir_names[k]))
+				continue;
+			if (gd_is_gitdir(fds, nfds, dir, name)) {
+				snprintf(out, cap, "%s", *dir ? dir : ".");
+				return 1;
+			}
+			break;
+		}
+		i += fl;
+		if (rel[i] == '\0')
+			break;
+		i++;
+	}
+	return 0;
+}
+
+/* The walk's state for ws_path_implied(). */
+struct implied {
+	const char *rel;
+	bool dir_stays;
+	bool *ancestor;
+	char *out;
+	size_t cap;
+};
+
+static int
+implied_pin(void *ctx, int fd, const char *rel)
+{
+	(void)ctx;
+	(void)fd;
+	(void)rel;
+	return 0; /* an ancestor: ws_path_protected's above_any asks of the entry */
+}
+
+static int
+implied_ro(void *ctx, int fd, const char *entry, bool dir)
+{
+	(void)fd;
+	(void)dir;
+	struct implied *im = ctx;
+	size_t l = strlen(entry), rl = strlen(im->rel);
+	bool under = !strncmp(im->rel, entry, l) && (im->rel[l] == '\0' || im->rel[l] == '/');
+	bool above =
+	    !im->dir_stays && (rl == 0 || (!strncmp(entry, im->rel, rl) && entry[rl] == '/'));
+	if (!under && !above)
+		return 0;
+	if (im->ancestor)
+		*im->ancestor = above && !under;
+	snprintf(im->out, im->cap, "%s", entry);
+	return -ECANCELED; /* found: stop the walk */
+}
+
+/* An absent target: a change that creates it (or a directory above it
+ * that is not one) is a change to what git follows. */
+static int
+implied_absent(void *ctx, const char *entry)
+{
+	return implied_ro(ctx, -1, entry, false);
+}
+
+int
+ws_path_implied(int wsfd, const char *real, const char *const *list, size_t n, const char *rel,
+		bool dir_stays, bool *ancestor, char *out, size_t cap)
+{
+	struct implied im = {rel, dir_stays, ancestor, out, cap};
+	const struct jail_protect_ops ops = {implied_pin, implied_ro, &im, implied_absent};
+	if (ancestor)
+		*ancestor = false;
+	for (size_t i = 0; i < n; i++) {
+		int rc = jail_protect_walk(wsfd, list[i], real, &ops);
+		if (rc == -ECANCELED)
+			return 1;
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* What the file tools ask of a path: ws_path_protected(), then what the
+ * protected paths imply on the host as it is now (ws_path_implied(): a
+ * gitfile's or commondir's target, "repo.git" beside its worktrees), into
+ * buf; a walk that fails refuses (fail closed: the jail would not start
+ * on that workspace either). */
+static const char *
+protected_prefix(const wd_workspace *ws, const char *rel, bool dir_stays, bool *ancestor, char *buf,
+		 size_t cap)
+{
+	const char *p = ws_path_protected((const char *const *)ws->protect, ws->nprotect, rel,
+					  dir_stays, ancestor);
+	if (p)
+		return p;
+	char gd[PATH_MAX];
+	if (ws_path_in_gitdir(&ws->fd, 1, rel, gd, sizeof(gd)) > 0) {
+		if (ancestor)
+			*ancestor = false;
+		snprintf(buf, cap, "%.*s (a git directory: HEAD, objects/, refs/)", PATH_MAX / 2,
+			 gd);
+		return buf;
+	}
+	bool above = false;
+	int rc = ws_path_implied(ws->fd, ws->real, (const char *const *)ws->protect, ws->nprotect,
+				 rel, dir_stays, &above, buf, cap);
+	if (rc == 0)
+		return NULL;
+	if (rc < 0)
+		snprintf(buf, cap, "repository metadata warden could not resolve (%s)",
+			 strerror(-rc));
+	if (ancestor)
+		*ancestor = rc > 0 && above;
+	return buf;
 }
 
 WD_API bool
@@ -429,7 +609,8 @@ open_parent(const wd_workspace *ws, const char *dir, bool mkdirs, bool as_root)
 				snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", name);
 				/* a new directory may sit above a protected
 				 * path, never be one (".git") */
-				if (protected_prefix(ws, rel, true, NULL))
+				char imp[PATH_MAX];
+				if (protected_prefix(ws, rel, true, NULL, imp, sizeof(imp)))
 					rc = -EACCES;
 			}
 			if (rc == 0 && mkdirat(fd, name, 0755) < 0 && errno != EEXIST)
@@ -491,7 +672,8 @@ check_target(const wd_workspace *ws, int parent, const char *path, const char *b
 	size_t l = strlen(rel);
 	snprintf(rel + l, sizeof(rel) - l, "%s%s", l ? "/" : "", base);
 	bool above = false;
-	const char *prot = protected_prefix(ws, rel, false, &above);
+	char imp[PATH_MAX];
+	const char *prot = protected_prefix(ws, rel, false, &above, imp, sizeof(imp));
 	if (prot)
 		return refuse_protected(err, path, prot, above);
 	struct stat st;
@@ -570,7 +752,9 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 	 * for links and "..". */
 	wd_autofree char *norm = ws_relpath(rel);
 	bool above = false;
-	const char *prot = norm ? protected_prefix(ws, norm, false, &above) : NULL;
+	char imp[PATH_MAX];
+	const char *prot =
+	    norm ? protected_prefix(ws, norm, false, &above, imp, sizeof(imp)) : NULL;
 	if (prot)
 		return refuse_protected(err, path, prot, above);
 

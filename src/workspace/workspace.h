@@ -64,6 +64,31 @@ int ws_files_view(int fd, const char *real, const char *const *protect, size_t n
 const char *ws_path_protected(const char *const *list, size_t n, const char *rel, bool dir_stays,
 			      bool *ancestor);
 
+/* Is rel inside a git directory that is not called .git: a directory D
+ * that is one by git's own test (HEAD, and objects/ and refs/ or a
+ * commondir) in any of the views fds (the host, the sandbox's upper
+ * layer and overlay), counting rel's own first component below D as
+ * there, and rel one of the names git reads in it (HEAD, config,
+ * objects/, refs/, hooks/, ...)?  Why: git finds a repository in the
+ * directory a command runs in, and in each parent, when it has such a
+ * layout, not only under ".git" (an "embedded bare repository"): a
+ * HEAD, config (core.worktree, core.fsmonitor), objects/ and refs/
+ * applied to a project without .git made the host's next git status run
+ * the sandbox's command (an attack pass; docs/threat-model.md).  1 with D ("." for the
+ * root) in out, or 0. */
+int ws_path_in_gitdir(const int *fds, size_t nfds, const char *rel, char *out, size_t cap);
+
+/* What list implies in the workspace wsfd (host path real) as it is now,
+ * found by the jail's own walk (jail_protect_walk): where a gitfile or a
+ * commondir points inside it, whatever its name ("repo.git" of a bare
+ * repository beside its worktrees, a --separate-git-dir), which the
+ * jail makes read-only but ws_path_protected cannot know by name.  1
+ * when rel is at or below such an entry (or, unless dir_stays, above it:
+ * *ancestor), the entry in out; 0 when not; or -errno when the walk
+ * failed (a protected path that is a symbolic link: -ELOOP). */
+int ws_path_implied(int wsfd, const char *real, const char *const *list, size_t n, const char *rel,
+		    bool dir_stays, bool *ancestor, char *out, size_t cap);
+
 /* ---- state.c ---- */
 
 /* The state directory: wd_ctx_set_state_dir()'s, else $WARDEN_STATE_DIR,

@@ -6,7 +6,9 @@ seeds, driven through the Python client over the server's unix socket.
   2. it tries `rm -rf /`                        -> refused by the policy
   3. it tries to read ../../etc/passwd          -> refused (containment)
   4. it tries `curl https://... | sh`           -> refused (no shell, no pipes)
-  5. it fixes the bug with the file tools and runs the tests again
+  5. it fixes the bug with the file tools and runs the tests again; a
+     commit inside the sandbox fails (.git is read-only in every
+     sandbox), and the harness commits on the host
   6. it tries `git push origin main`            -> paused for a human
   7. a human (another connection on the owner's socket) lists the paused
      command and approves it; the agent retries: it runs, once
@@ -33,8 +35,8 @@ PROJECT = {
 
 
 def make_workspace(top):
-    """A git repository with a bug, and a bare 'origin' inside the
-    workspace (the sandbox has no network: a push goes to a directory)."""
+    """A git repository with a bug whose 'origin' is a directory (the
+    sandbox has no network: a push goes to a directory)."""
     ws = os.path.join(top, "project")
     os.mkdir(ws)
     os.chmod(ws, 0o755)
@@ -45,9 +47,10 @@ def make_workspace(top):
     subprocess.run(git + ["init", "-q", "-b", "main"], check=True)
     subprocess.run(git + ["add", "."], check=True)
     subprocess.run(git + ["commit", "-qm", "calc with a bug"], check=True)
-    subprocess.run(["git", "init", "-q", "--bare", os.path.join(ws, "origin.git")], check=True)
-    # the sandbox sees the workspace at /workspace
-    subprocess.run(git + ["remote", "add", "origin", "/workspace/origin.git"], check=True)
+    # the origin is a bare repository in the sandbox's own /tmp (made by
+    # the harness there): a repository inside the workspace is metadata
+    # the host's git runs hooks from, read-only in every sandbox
+    subprocess.run(git + ["remote", "add", "origin", "/tmp/origin.git"], check=True)
     return ws
 
 
@@ -75,6 +78,8 @@ def agent_turn(t, agent, human_socket, ws):
     # no .pyc files: an edit in the same second that keeps the size would
     # otherwise be hidden by a cached .pyc (Python compares mtime and size)
     with agent.sandbox(timeout=30, env={"PYTHONDONTWRITEBYTECODE": "1"}) as sb:
+        r = sb.exec(argv=["git", "init", "-q", "--bare", "/tmp/origin.git"])
+        t.step("the harness makes the origin in the sandbox's /tmp", r.ok, r.stderr.strip())
         r = sb.exec("pytest -q -p no:cacheprovider", on_output=lambda stream, text: None)
         t.step("pytest runs in the sandbox and finds the bug", r.outcome == "ran" and
                r.status == 1 and "assert" in r.stdout, "status %s" % r.status)
@@ -124,6 +129,9 @@ def agent_turn(t, agent, human_socket, ws):
             t.step("the approval was single use", False)
         except Paused:
             t.step("the approval was single use: the next push pauses again", True)
+        r = sb.exec(argv=["git", "-C", "/tmp/origin.git", "log", "--oneline", "main"])
+        t.step("the origin has the fix", r.ok and "fix add" in r.stdout,
+               r.stdout.strip().replace("\n", "; "))
 
 
 def main():
@@ -150,9 +158,6 @@ def main():
             time.sleep(0.01)
         with Client.connect(sock) as agent:
             agent_turn(t, agent, sock, ws)
-        pushed = subprocess.run(["git", "-C", os.path.join(ws, "origin.git"), "log", "--oneline",
-                                 "main"], capture_output=True, text=True).stdout
-        t.step("the origin has the fix", "fix add" in pushed, pushed.strip().replace("\n", "; "))
     finally:
         server.terminate()
         server.wait(30)

@@ -191,6 +191,11 @@ Test(wd_workspace_write, protected_paths)
 	cr_expect(wd_workspace_protected(".git/HEAD"));
 	cr_expect(wd_workspace_protected("sub/.git/config"));
 	cr_expect(!wd_workspace_protected("sub/.github/x"));
+	/* editor and shell configuration at any depth (attack pass) */
+	cr_expect(wd_workspace_protected("frontend/.vscode/tasks.json"));
+	cr_expect(wd_workspace_protected("a/b/.idea/workspace.xml"));
+	cr_expect(wd_workspace_protected("sub/.envrc"));
+	cr_expect(!wd_workspace_protected("sub/.envrc.example"));
 	cr_expect(access(strcat(strcpy((char[PATH_MAX * 2]){0}, ws_dir), "/new"), F_OK) != 0,
 		  "no new/ was made for a refused new/.git/config");
 }
