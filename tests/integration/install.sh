@@ -79,6 +79,9 @@ MAN3=(
 	wd_esc_path wd_esc_text
 	wd_event_decision wd_event_json wd_event_kind wd_event_name wd_event_output
 	wd_event_result wd_event_sandbox_id
+	wd_image_build wd_image_import wd_image_inspect wd_image_list wd_image_recipe_add_env
+	wd_image_recipe_add_packages wd_image_recipe_free wd_image_recipe_load wd_image_recipe_new
+	wd_image_recipe_set_from wd_image_recipe_set_suite wd_image_remove
 	wd_parse_fixed6 wd_parse_size wd_parse_u64
 	wd_peer_check
 	wd_policy_approval_ttl wd_policy_audit_path wd_policy_decide wd_policy_digest
@@ -86,7 +89,7 @@ MAN3=(
 	wd_policy_sandbox
 	wd_pool_free wd_pool_new wd_pool_run wd_pool_stats
 	wd_request_free wd_request_new wd_request_set_argv wd_request_set_command
-	wd_request_set_cwd wd_request_set_workspace wd_request_setenv
+	wd_request_set_cwd wd_request_set_system_root wd_request_set_workspace wd_request_setenv
 	wd_result_decision wd_result_exec_errno wd_result_exit_code wd_result_free
 	wd_result_json wd_result_oom_killed wd_result_outcome wd_result_output
 	wd_result_output_omitted wd_result_output_total wd_result_policy wd_result_refusal
@@ -101,7 +104,7 @@ MAN3=(
 	wd_spec_add_bind wd_spec_add_inject wd_spec_add_net_rule wd_spec_add_placeholder
 	wd_spec_add_protected wd_spec_add_secret wd_spec_allow_port wd_spec_free wd_spec_new
 	wd_spec_plan wd_spec_set_argv wd_spec_set_best_effort wd_spec_set_disk
-	wd_spec_set_event_handler
+	wd_spec_set_event_handler wd_spec_set_image
 	wd_spec_set_isolation wd_spec_set_limits wd_spec_set_net wd_spec_set_reproducible
 	wd_spec_set_stdin wd_spec_set_stream wd_spec_set_term wd_spec_set_time_namespace
 	wd_spec_set_tls_intercept wd_spec_set_workspace wd_spec_set_workspace_mode wd_spec_setenv
@@ -212,7 +215,7 @@ check "warden-policy(5) names every key of docs/policy.md's table ($(wc -w <<<"$
 cli_txt=$(render 1 warden)
 noopt=()
 for sub in run check approve audit policy doctor serve create exec ls stop start rm snapshot diff \
-	apply discard; do
+	apply discard image; do
 	for o in $("$WARDEN" "$sub" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
 		grep -qF -- "$o" <<<"$cli_txt" || noopt+=("$sub $o")
 	done
