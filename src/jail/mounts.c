@@ -231,7 +231,8 @@ lexical_clean(char *rel)
 			w += n;
 		}
 		c += n;
-		c += strspn(c, "/");
+		while (*c == '/')
+			c++;
 	}
 	*w = '\0';
 	return w == rel ? -EXDEV : 0;
@@ -292,8 +293,16 @@ static bool
 word_is(const char *s, const char *w)
 {
 	size_t n = strlen(w);
-	if (strncasecmp(s, w, n))
-		return false;
+	for (size_t i = 0; i < n; i++) {
+		char a = s[i], b = w[i];
+		/* ASCII only, as git's keys are (no locale, no interceptor) */
+		if (a >= 'A' && a <= 'Z')
+			a = (char)(a - 'A' + 'a');
+		if (b >= 'A' && b <= 'Z')
+			b = (char)(b - 'A' + 'a');
+		if (a != b)
+			return false;
+	}
 	char c = s[n];
 	return c == '\0' || c == ' ' || c == '\t' || c == '=' || c == '"' || c == ']';
 }
@@ -759,10 +768,16 @@ jail_op_do(const struct jail_op *op)
 		fd = raw_open(op->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd < 0)
 			return -errno;
-		if (wd_write_all(fd, op->data, op->len) < 0) {
-			int e = errno;
-			raw_close(fd);
-			return -e;
+		for (size_t done = 0; done < op->len;) {
+			ssize_t n = raw_write(fd, op->data + done, op->len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				int e = errno;
+				raw_close(fd);
+				return -e;
+			}
+			done += (size_t)n;
 		}
 		raw_close(fd);
 		return 0;
