@@ -259,6 +259,10 @@ gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
 	/* the host trees (read-only clones, the idmapped workspace) */
 	if ((rc = jail_build_host(sb->prep, err)) < 0)
 		return rc;
+	/* after the workspace's tree exists: the protected paths are opened
+	 * beneath it, not named to runsc as host paths */
+	if ((rc = gv_oci_open_protected(sb, g, err)) < 0)
+		return rc;
 	if ((rc = gv_oci_write_rootfs(sb, g, err)) < 0)
 		return rc;
 	STEP("1a bundle");
@@ -409,6 +413,9 @@ gv_destroy(struct sandbox *sb)
 		for (size_t i = 0; i < g->nmounts; i++) {
 			free(g->mounts[i].src);
 			free(g->mounts[i].dst_owned);
+			if (g->mounts[i].rel && g->mounts[i].fd >= 0)
+				close(g->mounts[i].fd);
+			free(g->mounts[i].rel);
 		}
 		free(g->mounts);
 		free(g);

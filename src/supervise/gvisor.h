@@ -29,7 +29,10 @@
 #include <sys/types.h>
 
 #define GV_RUN_DIR "/run/warden/gvisor"
-#define GV_MAX_TREES 80
+/* Host trees the launcher mounts: the plan's (binds, the workspace) and one
+ * per protected entry and pinned parent (gv_oci_open_protected); past it
+ * the sandbox is refused (gv_oci_plan). */
+#define GV_MAX_TREES 256
 
 /* What runsc is on this host (found once per process). */
 struct gv_runsc {
@@ -52,6 +55,13 @@ struct gv_mount {
 	int tree;	     /* index into the plan's ops of a MOVE tree, or -1 */
 	bool file;	     /* the mount point is a file */
 	char *dst_owned;     /* dst when it was made for this mount (a protected path), or NULL */
+	/* a protected entry or a pinned parent: its path relative to the
+	 * workspace (owned), and, once gv_oci_open_protected ran, its own
+	 * detached tree (owned) that the launcher mounts on src; rel NULL:
+	 * not one, fd unused */
+	char *rel;
+	int fd;
+	bool ro; /* rel: a protected entry (read-only), else a pinned parent */
 };
 
 /* The sandbox's backend state (sandbox.priv). */
@@ -80,6 +90,10 @@ struct gv {
 /* ---- gvisor_oci.c ---- */
 /* From sb->prep's ops: the mounts (gv->mounts) and nothing on disk. */
 int gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err);
+/* After jail_build_host(): each protected entry and pinned parent of the
+ * plan opened beneath the workspace's tree (no symbolic link, no "..")
+ * and cloned as its own detached tree, read-only for an entry. */
+int gv_oci_open_protected(struct sandbox *sb, struct gv *g, struct wd_err *err);
 /* Write dir/rootfs (the plan's files, links and mount points) and the
  * mount points of dir/mnt. */
 int gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err);

@@ -35,9 +35,12 @@
 
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* The sandbox user, as at the container level. */
 #define GV_UID 1000
@@ -218,11 +221,104 @@ protect_emit(struct sandbox *sb, struct gv *g, struct pw *pw, struct wd_err *err
 					return rc;
 				}
 		}
+		/* the source is not the entry's host path but dir/mnt/p<k>,
+		 * where the launcher mounts the entry's own tree, opened
+		 * beneath the workspace's tree after it was built
+		 * (gv_oci_open_protected): runsc opens a bind source by name
+		 * and follows symbolic links, and another sandbox on the same
+		 * workspace can turn a directory of the chain into a link to
+		 * any host directory between this walk and runsc's start, which
+		 * with a pinned parent's writable bind was a writable mount of
+		 * that directory (an attack pass; docs/threat-model.md, 3) */
 		const char *rw = pw->tree ? pw->tree_options : bind_options(0);
-		add_mount(g,
-			  (struct gv_mount){
-			      dst, "bind", wd_xasprintf("%s/%s", pw->tree ? pw->tree : ws, e->rel),
-			      e->pin ? rw : bind_options(MOUNT_ATTR_RDONLY), -1, !e->dir, dst});
+		struct gv_mount m = {dst,
+				     "bind",
+				     wd_xasprintf("%s/mnt/p%zu", g->dir, g->nmounts),
+				     e->pin ? rw : bind_options(MOUNT_ATTR_RDONLY),
+				     -1,
+				     !e->dir,
+				     dst,
+				     wd_xstrdup(e->rel),
+				     -1,
+				     !e->pin};
+		add_mount(g, m);
+	}
+	(void)ws;
+	return 0;
+}
+
+/* The workspace's tree (the MOVE of the plan's workspace bind), or -1. */
+static int
+workspace_tree(const struct jail_plan *pl)
+{
+	for (int i = 0; i < pl->nops; i++)
+		if (pl->ops[i].kind == JAIL_OP_MOVE && (pl->ops[i].flags & JAIL_OPF_WORKSPACE))
+			return pl->ops[i].fd;
+	return -1;
+}
+
+int
+gv_oci_open_protected(struct sandbox *sb, struct gv *g, struct wd_err *err)
+{
+	const char *ws = sb->spec->workspace ? sb->spec->workspace : ".";
+	int tree = workspace_tree(&sb->prep->plan);
+	wd_autoclose int host = -1;
+	if (tree < 0) {
+		/* no tree of the workspace (not built as one): beneath the
+		 * host directory itself, as the walk read it */
+		host = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (host < 0)
+			return wd_err_sys(err, errno, "workspace %s", ws);
+		tree = host;
+	}
+	for (size_t i = 0; i < g->nmounts; i++) {
+		struct gv_mount *m = &g->mounts[i];
+		if (!m->rel || m->fd >= 0)
+			continue;
+		/* Beneath the tree, no symbolic link at any component, the
+		 * last included: what is mounted is what the walk found or
+		 * nothing, whatever the workspace became since (a link
+		 * swapped in by another sandbox on it).  The tree is the
+		 * idmapped workspace, so a clone of part of it keeps the
+		 * sandbox user's ownership. */
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+				       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+						  RESOLVE_NO_MAGICLINKS};
+		wd_autoclose int fd = (int)syscall(SYS_openat2, tree, m->rel, &how, sizeof(how));
+		if (fd < 0 && errno == ELOOP)
+			return wd_err_set(
+			    err, WD_E_INVAL,
+			    "gvisor: protected path %s of workspace %s became a symbolic "
+			    "link (or one above it did) after it was checked; refusing",
+			    m->rel, ws);
+		if (fd < 0)
+			return wd_err_sys(err, errno, "gvisor: protected path %s", m->rel);
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return wd_err_sys(err, errno, "gvisor: protected path %s", m->rel);
+		if (!S_ISDIR(st.st_mode) != m->file)
+			return wd_err_set(
+			    err, WD_E_INVAL,
+			    "gvisor: protected path %s of workspace %s is no longer a %s "
+			    "since it was checked; refusing",
+			    m->rel, ws, m->file ? "file" : "directory");
+		int t = (int)syscall(SYS_open_tree, fd, "",
+				     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+					 AT_RECURSIVE);
+		if (t < 0)
+			return wd_err_sys(err, errno, "gvisor: protected path %s: open_tree",
+					  m->rel);
+		m->fd = t;
+		/* read-only at the host's mount too, not only in the OCI
+		 * options: runsc's gofer, root on the host, then cannot write
+		 * it either.  Private, as jail_build_host's clones are. */
+		struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						   (m->ro ? MOUNT_ATTR_RDONLY : 0),
+				       .propagation = MS_PRIVATE};
+		if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) <
+		    0)
+			return wd_err_sys(err, errno, "gvisor: protected path %s: mount_setattr",
+					  m->rel);
 	}
 	return 0;
 }
@@ -255,7 +351,7 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			bool file = stat(op->src, &st) == 0 && !S_ISDIR(st.st_mode);
 			char *src = wd_xasprintf("%s/mnt/%d", g->dir, i);
 			add_mount(g, (struct gv_mount){jp, "bind", src, bind_options(op->attr), i,
-						       file, NULL});
+						       file, NULL, NULL, -1, false});
 			if (op->flags & JAIL_OPF_WORKSPACE) {
 				pw.tree = src;
 				pw.tree_options = bind_options(op->attr);
@@ -269,7 +365,7 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 				return wd_err_set(err, WD_E_INTERNAL, "plan: %s mount on %s",
 						  op->src, jp);
 			add_mount(g, (struct gv_mount){jp, "tmpfs", wd_xstrdup("tmpfs"), op->data,
-						       -1, false, NULL});
+						       -1, false, NULL, NULL, -1, false});
 			break;
 		case JAIL_OP_MASK: {
 			/* a file of the plan shown over another (the TLS bundle over
@@ -278,7 +374,8 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			if (!sp)
 				return wd_err_set(err, WD_E_INTERNAL, "plan: mask of %s", jp);
 			char *src = wd_xasprintf("%s/rootfs%s", g->dir, sp);
-			add_mount(g, (struct gv_mount){jp, "bind", src, "bind,ro", -1, true, NULL});
+			add_mount(g, (struct gv_mount){jp, "bind", src, "bind,ro", -1, true, NULL,
+						       NULL, -1, false});
 			break;
 		}
 		case JAIL_OP_PROTECT: {
@@ -299,8 +396,18 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 	int rc = protect_emit(sb, g, &pw, err);
 	if (rc < 0)
 		return rc;
+	/* each protected entry and pinned parent is a tree of its own for the
+	 * launcher (gv_oci_open_protected) */
+	for (size_t i = 0; i < g->nmounts; i++)
+		ntrees += g->mounts[i].rel != NULL;
+	if (ntrees > GV_MAX_TREES)
+		return wd_err_set(err, WD_E_INVAL,
+				  "gvisor: %zu binds and protected paths (with their parent "
+				  "directories), more than the limit of %d; protect fewer paths "
+				  "(--protect, workspace.protect) or use --isolation container",
+				  ntrees, GV_MAX_TREES);
 	add_mount(g, (struct gv_mount){"/proc", "proc", wd_xstrdup("proc"), "nosuid,nodev,noexec",
-				       -1, false, NULL});
+				       -1, false, NULL, NULL, -1, false});
 	return 0;
 }
 
@@ -398,7 +505,7 @@ gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err)
 	 * tree's root is one */
 	for (size_t i = 0; i < g->nmounts; i++) {
 		const struct gv_mount *m = &g->mounts[i];
-		if (m->tree < 0)
+		if (m->tree < 0 && !m->rel)
 			continue;
 		int rc =
 		    m->file ? write_new(m->src, "", 0) : (mkdir(m->src, 0700) < 0 ? -errno : 0);

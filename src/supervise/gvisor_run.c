@@ -185,9 +185,16 @@ gv_spawn(const struct gv_proc *p, int *pidfd, struct wd_err *err)
 		l.netns = g->netns_fd;
 		for (size_t i = 0; i < g->nmounts; i++) {
 			const struct gv_mount *m = &g->mounts[i];
-			if (m->tree < 0)
+			if (m->tree < 0 && !m->rel)
 				continue;
-			l.trees[l.ntrees].fd = sb->prep->plan.ops[m->tree].fd;
+			/* gv_oci_plan refused more than GV_MAX_TREES */
+			if (l.ntrees >= GV_MAX_TREES || (m->rel && m->fd < 0)) {
+				rc = wd_err_set(err, WD_E_INTERNAL, "gvisor: tree of %s not open",
+						m->dst);
+				goto out;
+			}
+			/* a protected entry's own tree (gv_oci_open_protected) */
+			l.trees[l.ntrees].fd = m->rel ? m->fd : sb->prep->plan.ops[m->tree].fd;
 			l.trees[l.ntrees++].path = m->src;
 		}
 	}
