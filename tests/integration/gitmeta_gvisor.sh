@@ -156,4 +156,73 @@ gv --workspace "$WS" -- /bin/sh -c 'git status --short && git log --oneline && g
 expect_rc 0 "gvisor: git status and log run inside (also in a nested repository)"
 expect_out '^ M a.txt' "gvisor: git status sees the change"
 
+# G12. runsc is never handed a host path to a protected entry or a pinned
+# parent: it opens a bind source by name, following symbolic links, when it
+# starts, and another sandbox on the same workspace can turn a directory of
+# the chain into a link in between (a writable bind of any host directory).
+# Each is its own tree, opened beneath the workspace's with no link
+# followed, mounted by the launcher on dir/mnt/p<k>: check the config.json.
+rm -rf "$WS" && mkrepo "$WS" && mkrepo "$WS/vendor/lib"
+"$WARDEN" run "${G[@]}" --workspace "$WS" --print-plan -- /bin/true >"$OUT" 2>"$ERR" </dev/null
+check "gvisor: every protected entry and pinned parent is bound from a tree of its own (dir/mnt/p<k>)" \
+	python3 - "$OUT" "$WS" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+cfg = json.loads(text[text.index("{", text.index("config.json:")):text.rindex("}") + 1])
+ws = sys.argv[2]
+want = {"/workspace/.git", "/workspace/vendor", "/workspace/vendor/lib", "/workspace/vendor/lib/.git"}
+seen = set()
+for m in cfg["mounts"]:
+    d, s = m["destination"], m.get("source", "")
+    if not d.startswith("/workspace/"):
+        continue
+    seen.add(d)
+    if not re.search(r"/mnt/p[0-9]+$", s) or s.startswith(ws):
+        sys.exit("%s is bound from %s, a path runsc resolves" % (d, s))
+sys.exit(0 if want <= seen else "missing: %s" % sorted(want - seen))
+PY
+
+# G13. the race itself, made deterministic with gdb outside the product:
+# warden stops where it has planned (the walk saw vendor/ as a directory)
+# and is about to build the host trees; a host process (standing for a
+# second sandbox on the workspace) turns vendor/ into a link to a
+# directory outside the workspace laid out alike; gdb detaches and warden
+# goes on.  Before, runsc bound $T/outside writable at the link's target
+# (seen on runsc 20221219: the sandbox wrote $T/outside/x on the host);
+# now the sandbox is refused before runsc starts.
+gone() { ! kill -0 "$1" 2>/dev/null; }
+if command -v gdb >/dev/null; then
+	rm -rf "$WS" "$T/outside" "$T/vendor.planned" && mkrepo "$WS" && mkrepo "$WS/vendor/lib"
+	# one argument without spaces: gdb re-quotes those of its --args
+	printf 'echo escaped > vendor/x\n' >"$WS/attack.sh"
+	mkdir -p "$T/outside/lib/.git" && chmod -R 777 "$T/outside"
+	SWAP="mv '$WS/vendor' '$T/vendor.planned' && ln -s '$T/outside' '$WS/vendor'"
+	# gdb follows warden's clone3 children badly, so it detaches right
+	# after the swap; warden's output goes where gdb's does
+	gdb -q -batch -nx -ex 'set pagination off' -ex 'set confirm off' \
+		-ex 'set startup-with-shell off' \
+		-ex 'handle SIGCHLD SIGPIPE SIGUSR1 SIGUSR2 SIGALRM SIGTERM SIGWINCH SIGURG nostop noprint pass' \
+		-ex 'break jail_build_host' -ex run -ex "shell $SWAP" -ex 'info inferiors' -ex detach \
+		--args "$WARDEN" run "${G[@]}" --workspace "$WS" -- /bin/sh attack.sh \
+		>"$T/gdb.out" 2>&1 </dev/null
+	WPID=$(awk '$1 == "*" && $3 == "process" { print $4 }' "$T/gdb.out")
+	if grep -q 'Breakpoint 1, .*jail_build_host' "$T/gdb.out" && test -L "$WS/vendor" &&
+		[ -n "$WPID" ] && wait_until "$(scaled 120)" gone "$WPID"; then
+		check "gvisor race: vendor/ swapped for a link after planning: nothing written outside the workspace" \
+			test ! -e "$T/outside/x"
+		check "gvisor race: ... the sandbox is refused, naming the path that became a link" \
+			grep -q 'protected path vendor .*became a symbolic link' "$T/gdb.out"
+	else
+		cat "$T/gdb.out"
+		not_ok "gvisor race: gdb stopped warden at jail_build_host, the swap was made, warden ended"
+	fi
+	rm -f "$WS/vendor" && mv "$T/vendor.planned" "$WS/vendor" 2>/dev/null
+else
+	if [ "${WD_MUST_WORK:-0}" = 1 ]; then
+		not_ok "gvisor race: gdb is missing (WD_MUST_WORK=1)"
+	else
+		echo "# gvisor race: gdb is missing, the swap after planning is not run (G12 checks the property)"
+	fi
+fi
+
 finish
