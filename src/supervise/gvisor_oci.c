@@ -88,7 +88,8 @@ bind_options(uint64_t attr)
  * pid 1 protects a path with mounts in its own namespace as it walks
  * (jail/mounts.c); here the same walk (jail_protect_walk) runs in the
  * supervisor over the host workspace before runsc starts, and what it
- * finds becomes OCI binds of host paths: every directory above a
+ * finds becomes OCI binds, each from a tree of its own opened beneath the
+ * workspace's (gv_oci_open_protected), never a host path: every directory above a
  * protected entry bound over itself (a mount point: gVisor refuses its
  * rename or removal with EBUSY, so `mv vendor v2` cannot carry a nested
  * repository away and plant another), then every entry read-only.  Why

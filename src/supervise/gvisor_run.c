@@ -17,7 +17,9 @@
  *      it the sandbox's network, gvisor.c);
  *   c. a private mount namespace where each host tree of the plan (cloned,
  *      read-only or idmapped, by jail_build_host) is mounted on
- *      dir/mnt/<k>, the bind sources of config.json.  Nothing of it is
+ *      dir/mnt/<k>, and each protected path's own tree (cloned from the
+ *      workspace's, gv_oci_open_protected) on dir/mnt/p<k>: the bind
+ *      sources of config.json.  Nothing of it is
  *      ever visible on the host, and it goes when gVisor's processes do;
  *   d. stdio, every other descriptor close-on-exec, execve.
  *
