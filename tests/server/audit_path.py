@@ -47,7 +47,7 @@ ok(not os.path.exists(log) or open(log).read() != "forged\n", "... and the log w
 outside = os.path.join(env.top, "logs")
 os.mkdir(outside)
 blog = os.path.join(outside, "a.log")
-r = run("-w", ws, "--bind", outside + ":/mnt/logs", "--audit", blog)
+r = run("-w", ws, "--bind", outside + ":/mnt/logs", "--audit", blog, argv=("ls",))
 ok(refused(r, "--audit", "--bind"), "--audit in a writable --bind: 125 (%d: %s)"
    % (r.returncode, r.stderr.strip()))
 r = run("-w", ws, "--ro-bind", outside + ":/mnt/logs", "--audit", blog, argv=("ls",))
@@ -85,7 +85,7 @@ mcp = LineClient(srv)
 try:
     mcp.initialize()
     res = mcp.call("tools/call", {"name": "run_command",
-                                  "arguments": {"command": "echo hi"}})
+                                  "arguments": {"command": "ls"}})
 except (EOFError, OSError):
     res = {}
 try:
@@ -94,7 +94,7 @@ except OSError:
     pass
 srv.p.wait(timeout=120)
 body = json.dumps(res)
-ok("hi\\n" not in body and "--audit" in body,
+ok("hello.txt" not in body and "--audit" in body,
    "serve --audit inside the workspace: run_command refused naming --audit (%s)" % body[:300])
 
 # ---- 6. process level: --audit in the host's /tmp, written by the command's uid ----
@@ -113,7 +113,7 @@ if os.geteuid() == 0 and shutil.which("setpriv"):
     penv["WARDEN_STATE_DIR"] = os.path.join(vtop, "state")
     plog = os.path.join(ptop, "audit.log")
     r = run("-w", pws, "--isolation", "process", "--best-effort", "--audit", plog,
-            extra_env=penv, prefix=AS)
+            extra_env=penv, prefix=AS, argv=("ls",))
     ok(refused(r, "--audit", "/tmp"), "process level, --audit in /tmp owned by the command's "
        "uid: 125 (%d: %s)" % (r.returncode, r.stderr.strip()))
     vlog = os.path.join(vtop, "audit.log")
