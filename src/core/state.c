@@ -188,3 +188,12 @@ ctx_records_check(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err)
 	free(policy);
 	return rc;
 }
+
+WD_API int
+wd_ctx_check_spec(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	int rc = ctx_records_check(ctx, spec, err);
+	CTX_LEAVE();
+	return rc;
+}

@@ -68,7 +68,7 @@ ok(refused(r, "audit.path", "workspace"), "policy audit.path inside the workspac
 # ---- 4. --policy inside the workspace: reloaded after an approval ----
 wpol = os.path.join(ws, "policy.json")
 with open(wpol, "w") as f:
-    json.dump({"version": 1, "programs": {"true": {}}}, f)
+    json.dump({"version": 1, "programs": {"true": {}, "ls": {}}}, f)
 r = run("-w", ws, "--policy", wpol, argv=("true",))
 ok(refused(r, "--policy", wpol), "--policy inside the workspace: 125 (%d: %s)"
    % (r.returncode, r.stderr.strip()))
@@ -78,24 +78,35 @@ r = run("-w", ws, "--policy", opol, argv=("true",))
 ok(r.returncode == 0, "--policy outside the workspace: runs (%d: %s)"
    % (r.returncode, r.stderr.strip()))
 
-# ---- 5. serve --audit inside the workspace: no command runs on the model's log ----
-slog = os.path.join(ws, "serve-audit.log")
-srv = Server(env, "--audit", slog, stdio=True)
-mcp = LineClient(srv)
-try:
-    mcp.initialize()
-    res = mcp.call("tools/call", {"name": "run_command",
-                                  "arguments": {"command": "ls"}})
-except (EOFError, OSError):
-    res = {}
-try:
-    srv.p.stdin.close()
-except OSError:
-    pass
-srv.p.wait(timeout=120)
-body = json.dumps(res)
-ok("hello.txt" not in body and "--audit" in body,
-   "serve --audit inside the workspace: run_command refused naming --audit (%s)" % body[:300])
+# ---- 5. serve --audit / --policy inside the workspace: refused at start ----
+def serve(*args):
+    srv = Server(env, *args, stdio=True)
+    mcp = LineClient(srv)
+    body = ""
+    try:
+        mcp.initialize()
+        body = json.dumps(mcp.call("tools/call", {"name": "run_command",
+                                                  "arguments": {"command": "ls"}}))
+    except (EOFError, OSError):
+        pass  # refused at start (the fix)
+    try:
+        srv.p.stdin.close()
+    except OSError:
+        pass
+    return srv.p.wait(timeout=120), srv.stderr(), body
+
+
+rc, err, body = serve("--audit", os.path.join(ws, "serve-audit.log"))
+ok(rc == 125 and "--audit" in err and "workspace" in err and "hello.txt" not in body,
+   "serve --audit inside the workspace: exit 125 at start (%d: %s | %s)"
+   % (rc, err.strip()[-300:], body[:200]))
+rc, err, body = serve("--policy", wpol)
+ok(rc == 125 and "--policy" in err and "hello.txt" not in body,
+   "serve --policy inside the workspace: exit 125 at start (%d: %s | %s)"
+   % (rc, err.strip()[-300:], body[:200]))
+rc, err, body = serve("--audit", os.path.join(outside, "serve.log"), "--policy", opol)
+ok(rc == 0 and "hello.txt" in body, "serve with both outside: serves (%d: %s)"
+   % (rc, err.strip()[-300:]))
 
 # ---- 6. process level: --audit in the host's /tmp, written by the command's uid ----
 if os.geteuid() == 0 and shutil.which("setpriv"):
