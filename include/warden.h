@@ -396,6 +396,15 @@ int wd_image_remove(wd_ctx *ctx, const char *ref, struct wd_err *err);
  * 0600).  Without it, the policy's audit.path is used when the policy
  * stage runs. */
 int wd_ctx_set_audit_file(wd_ctx *ctx, const char *path, struct wd_err *err);
+/* Whether a sandbox of spec could write the context's records: the audit
+ * trail (this function's, or the policy's audit.path), the policy file
+ * (read again after an approval) and the state directory, when one lies
+ * in spec's workspace, a writable bind, or (process level) the host's /tmp
+ * or /dev/shm where the command's uid could write it.  0, or -EINVAL
+ * (WD_E_INVAL) naming the option and the path.  Every run makes this
+ * check before its decision is recorded; a program calls it to refuse
+ * such a set-up at its start.  Thread-safe. */
+int wd_ctx_check_spec(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err);
 
 /* ---- the event stream ---- */
 enum wd_event_kind {

@@ -182,6 +182,11 @@ int pipeline_net_fits(const struct door *d, const wd_spec *built, const char *wh
 int ctx_policy_create(wd_ctx *ctx, wd_spec **spec, struct wd_err *err);
 /* The context's state directory, checked (ws_state_root): out PATH_MAX. */
 int ctx_state_root(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err);
+/* Whether the host's records the context writes or reads again later
+ * (the audit log, the policy file, the state directory) lie where a
+ * sandbox of spec could write them: 0, or -EINVAL naming the option and
+ * the path. */
+int ctx_records_check(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err);
 
 /* A sandbox's state: its directory under sandboxes/, its disk and
  * layers (workspace/).  Ephemeral boxes (a cow wd_sandbox or run) go with

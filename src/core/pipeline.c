@@ -126,6 +126,10 @@ pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_cmd 
 	}
 	if ((rc = pl->prepare(&d, err)) < 0)
 		goto out; /* nothing decided: bad input, or no sandbox to be had */
+	/* before the decision is written: an audit log the sandbox could
+	 * rewrite is refused, not used (state.c) */
+	if ((rc = ctx_records_check(ctx, d.spec, err)) < 0)
+		goto out;
 	rc = decide(ctx, d.spec, cmd, d.id, &d.g, &argv, &r, err);
 	if (rc < 0 && d.g.audited)
 		goto fail; /* decided and recorded, then failed: say so */

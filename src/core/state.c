@@ -1,8 +1,14 @@
 /* core/state: the context's state directory. */
 #include "core/core.h"
+#include "jail/jail.h"
+#include "policy/policy.h"
 #include "workspace/workspace.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 WD_API int
 wd_ctx_set_state_dir(wd_ctx *ctx, const char *dir, struct wd_err *err)
@@ -64,5 +70,130 @@ ctx_policy_create(wd_ctx *ctx, wd_spec **spec, struct wd_err *err)
 	}
 	gate_fini(&g);
 	ctx_policy_put(ref);
+	return rc;
+}
+
+/* Absolute form of p (relative to the current directory), resolved as the
+ * kernel will: 0, or -1. */
+static int
+record_real(const char *p, char *out, size_t cap)
+{
+	char abs[PATH_MAX];
+	if (p[0] == '/') {
+		snprintf(abs, sizeof(abs), "%s", p);
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			return -1;
+		int n = snprintf(abs, sizeof(abs), "%s/%s", cwd, p);
+		if (n < 0 || (size_t)n >= sizeof(abs))
+			return -1;
+	}
+	return policy_path_real(abs, out, cap);
+}
+
+/* The uid a process-level command runs as on the host (jail/plan.c):
+ * the caller's, or as root (no user namespace to hide root in) the
+ * workspace's owner, or nobody when that is root. */
+static uid_t
+process_uid(const wd_spec *spec)
+{
+	if (geteuid() != 0)
+		return geteuid();
+	struct stat st;
+	if (spec->workspace && stat(spec->workspace, &st) == 0 && st.st_uid != 0)
+		return st.st_uid;
+	return WD_NOBODY;
+}
+
+static int
+record_check(const wd_spec *spec, const char *what, const char *path, const char *fix,
+	     struct wd_err *err)
+{
+	char real[PATH_MAX];
+	if (!path || record_real(path, real, sizeof(real)) < 0)
+		return 0; /* nothing to check: opening it fails later, with its own error */
+	const char *in = NULL;
+	if (spec->workspace && policy_path_within(real, spec->workspace))
+		in = "the workspace";
+	for (size_t i = 0; i < spec->nbinds && !in; i++) {
+		char src[PATH_MAX];
+		if (spec->binds[i].rw && realpath(spec->binds[i].src, src) &&
+		    policy_path_within(real, src))
+			in = "a writable --bind";
+	}
+	static const char *const host_rw[] = {"/tmp", "/dev/shm", NULL};
+	uid_t uid = process_uid(spec);
+	if (!in && spec->isolation == WD_ISOLATION_PROCESS &&
+	    policy_path_exposed(real, host_rw, uid))
+		in = "the host's /tmp or /dev/shm, writable by a process-level command,";
+	if (!in)
+		return 0;
+	return wd_err_set(err, WD_E_INVAL, "%s %s is in %s where a sandbox could rewrite it; %s",
+			  what, real, in, fix);
+}
+
+int
+ctx_records_check(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err)
+{
+	/* Why (docs/threat-model.md, boundary 6): these are the human's
+	 * records, which warden writes or reads again on the host after
+	 * the sandbox has had its turn.  The audit chain has no key: a
+	 * sandbox that can write the log rewrites it consistently and
+	 * `warden audit verify` still passes.  The state directory holds
+	 * sessions' layers and monitor.sock.  The policy file is loaded
+	 * again for the re-decision after an approval (gate.c): one the
+	 * sandbox wrote would judge every later command.  So none of them
+	 * may lie where the sandbox writes: the workspace, a writable bind,
+	 * or (process level) the host's /tmp and /dev/shm where the
+	 * command's uid could write them.  Refused before anything runs. */
+	pthread_mutex_lock(&ctx->audit_lock);
+	char *audit = ctx->audit_path ? wd_xstrdup(ctx->audit_path) : NULL;
+	pthread_mutex_unlock(&ctx->audit_lock);
+	pthread_mutex_lock(&ctx->lock);
+	char *state = ctx->state_dir ? wd_xstrdup(ctx->state_dir) : NULL;
+	char *policy = ctx->policy_path ? wd_xstrdup(ctx->policy_path) : NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	char *paudit = NULL;
+	if (!audit && policy) {
+		struct policy_ref *ref = ctx_policy_get(ctx, NULL);
+		const char *a = ref ? wd_policy_audit_path(ref->p) : NULL;
+		paudit = a ? wd_xstrdup(a) : NULL;
+		if (ref)
+			ctx_policy_put(ref);
+	}
+	int rc = record_check(spec, "--audit", audit,
+			      "write the audit log outside it (the chain has no key: a "
+			      "sandbox that writes it can rewrite it unnoticed)",
+			      err);
+	if (rc == 0)
+		rc = record_check(spec, "the policy's audit.path", paudit,
+				  "write the audit log outside it (the chain has no key: a "
+				  "sandbox that writes it can rewrite it unnoticed)",
+				  err);
+	if (rc == 0)
+		rc = record_check(spec, "--policy", policy,
+				  "keep the policy outside it (it is loaded again after an "
+				  "approval, and what the sandbox wrote would judge the next "
+				  "command)",
+				  err);
+	if (rc == 0)
+		rc = record_check(spec, "the state directory (wd_ctx_set_state_dir)", state,
+				  "set it outside (a sandbox that writes it reaches other "
+				  "sessions and their monitor)",
+				  err);
+	free(audit);
+	free(paudit);
+	free(state);
+	free(policy);
+	return rc;
+}
+
+WD_API int
+wd_ctx_check_spec(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	int rc = ctx_records_check(ctx, spec, err);
+	CTX_LEAVE();
 	return rc;
 }

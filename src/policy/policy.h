@@ -110,6 +110,16 @@ int policy_store_within(const char *real, char *store, size_t cap);
  * of real directories a command may write) where uid could write it or
  * make it first; the store's path goes into store. */
 bool policy_store_exposed(const char *const *dirs, uid_t uid, char *store, size_t cap);
+/* A path (absolute, maybe not there yet) as the kernel will resolve it:
+ * the realpath of its longest existing part, the rest as written.  0, or
+ * -1 when it is not absolute or too long. */
+int policy_path_real(const char *want, char *out, size_t cap);
+/* Whether the resolved path is at or below the real directory real. */
+bool policy_path_within(const char *path, const char *real);
+/* Whether the resolved path lies in one of dirs where uid could write it
+ * or make it (or a directory above it) first: policy_store_exposed's rule
+ * for any of the host's records (an audit log, a policy file). */
+bool policy_path_exposed(const char *path, const char *const *dirs, uid_t uid);
 
 /* ---- programs given by a path (resolve.c) ---- */
 enum policy_prog_kind {

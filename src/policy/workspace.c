@@ -51,14 +51,15 @@ home_of_caller(char *out, size_t cap)
 	return 0;
 }
 
-/* The approval store as the kernel will resolve it, in out: realpath of
- * the longest part that exists, the rest as written (a store made later,
- * at the first pause, lands exactly there).  -1 when there is none. */
-static int
-store_real(char *out, size_t cap)
+/* A path as the kernel will resolve it, in out: realpath of the longest
+ * part that exists, the rest as written (a file made later, such as the
+ * store at the first pause or an audit log at the first event, lands
+ * exactly there).  -1 when want is not absolute or too long. */
+int
+policy_path_real(const char *want, char *out, size_t cap)
 {
-	char want[PATH_MAX], head[PATH_MAX], real[PATH_MAX];
-	if (policy_state_dir(want, sizeof(want), NULL) < 0 || want[0] != '/')
+	char head[PATH_MAX], real[PATH_MAX];
+	if (!want || want[0] != '/' || strlen(want) >= sizeof(head))
 		return -1;
 	snprintf(head, sizeof(head), "%s", want);
 	for (;;) {
@@ -81,6 +82,22 @@ store_real(char *out, size_t cap)
 	}
 }
 
+/* The approval store as the kernel will resolve it, in out. */
+static int
+store_real(char *out, size_t cap)
+{
+	char want[PATH_MAX];
+	if (policy_state_dir(want, sizeof(want), NULL) < 0)
+		return -1;
+	return policy_path_real(want, out, cap);
+}
+
+bool
+policy_path_within(const char *path, const char *real)
+{
+	return path && real && at_or_below(path, real);
+}
+
 int
 policy_store_within(const char *real, char *store, size_t cap)
 {
@@ -95,33 +112,34 @@ policy_store_within(const char *real, char *store, size_t cap)
 }
 
 bool
-policy_store_exposed(const char *const *dirs, uid_t uid, char *store, size_t cap)
+policy_path_exposed(const char *path, const char *const *dirs, uid_t uid)
 {
-	if (store_real(store, cap) < 0)
-		return false;
 	const char *top = NULL;
 	for (size_t i = 0; dirs[i] && !top; i++)
-		if (at_or_below(store, dirs[i]))
+		if (at_or_below(path, dirs[i]))
 			top = dirs[i];
 	if (!top)
 		return false;
 	/* Why: at the process level the command writes what its uid may in
-	 * these trees (Landlock allows them, and they are the host's).  The
-	 * store is out of its reach only if every existing directory from
-	 * the store up to the tree belongs to someone else and is not
-	 * writable by others; a store whose first directory below the tree
-	 * does not exist yet is taken by whoever makes it first (in a
-	 * sticky /tmp too: an attack pass wrote approvals/<id>.json
-	 * into WARDEN_STATE_DIR=/tmp/... from an allowed command). */
+	 * these trees (Landlock allows them, and they are the host's).  A
+	 * path there is out of its reach only if every existing entry from
+	 * the path up to the tree belongs to someone else and is not
+	 * writable by others (the path itself may be a file: an audit log);
+	 * a path whose first directory below the tree does not exist yet is
+	 * taken by whoever makes it first (in a sticky /tmp too: an attack
+	 * pass wrote approvals/<id>.json into WARDEN_STATE_DIR=/tmp/...
+	 * from an allowed command). */
 	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s", store);
+	snprintf(p, sizeof(p), "%s", path);
 	bool seen = false;
 	while (strcmp(p, top) && strlen(p) > strlen(top)) {
 		struct stat st;
 		if (lstat(p, &st) == 0) {
-			seen = true;
-			if (st.st_uid == uid || (st.st_mode & S_IWOTH) || !S_ISDIR(st.st_mode))
+			if (st.st_uid == uid || (st.st_mode & S_IWOTH) ||
+			    (seen ? !S_ISDIR(st.st_mode)
+				  : !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
 				return true;
+			seen = true;
 		} else if (seen) {
 			return true; /* a parent vanished under a child: not ours to trust */
 		}
@@ -131,6 +149,14 @@ policy_store_exposed(const char *const *dirs, uid_t uid, char *store, size_t cap
 		*slash = '\0';
 	}
 	return !seen;
+}
+
+bool
+policy_store_exposed(const char *const *dirs, uid_t uid, char *store, size_t cap)
+{
+	if (store_real(store, cap) < 0)
+		return false;
+	return policy_path_exposed(store, dirs, uid);
 }
 
 int

@@ -314,6 +314,16 @@ srv_init(struct srv *s, const struct server_opts *o)
 		srv_log(s, WD_LOG_ERROR, "--audit: %s", err.msg);
 		return -EINVAL;
 	}
+	/* The audit log and the policy file out of every sandbox's reach
+	 * (docs/threat-model.md, boundary 6): every run checks it, and a
+	 * server refuses to start on it (125) rather than fail each call. */
+	wd_spec *reach = run_spec(s, NULL, &err);
+	int reach_rc = reach ? wd_ctx_check_spec(s->ctx, reach, &err) : -EINVAL;
+	wd_spec_free(reach);
+	if (reach_rc < 0) {
+		srv_log(s, WD_LOG_ERROR, "%s", err.msg);
+		return -EINVAL;
+	}
 	if (o->listen && load_token(s, o->token_file) < 0)
 		return -EINVAL;
 	wd_ctx_set_event_handler(s->ctx, run_on_event, s, WD_EVENT_BIT(WD_EVENT_OUTPUT));

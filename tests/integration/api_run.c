@@ -159,5 +159,34 @@ main(int argc, char **argv)
 	printf("# children left: %d\n", kids);
 	check(kids == 0, "no child process of the caller left after the runs");
 
+	/* 5. A state directory an embedder sets (wd_ctx_set_state_dir) is
+	 * the human's too (docs/threat-model.md, boundary 6): inside the
+	 * workspace the sandbox could write sessions' layers and their
+	 * monitor.sock, so a run there is refused before anything runs.
+	 * Before, only $WARDEN_STATE_DIR was checked and /bin/true ran. */
+	char sd[4200];
+	snprintf(sd, sizeof(sd), "%s/.wd-state", ws);
+	wd_ctx *ctx = NULL;
+	memset(&err, 0, sizeof(err));
+	if (wd_ctx_new(&ctx, &err) == 0 && wd_ctx_set_state_dir(ctx, sd, &err) == 0) {
+		wd_spec *s5 = wd_spec_new();
+		wd_cmd *c5 = wd_cmd_new();
+		r = NULL;
+		int rc5 = -1;
+		if (wd_spec_set_workspace(s5, ws, &err) == 0 &&
+		    wd_cmd_set_argv(c5, 1, t, &err) == 0)
+			rc5 = wd_ctx_run(ctx, s5, c5, &r, &err);
+		printf("# %s\n", err.msg);
+		check(rc5 < 0 && err.code == WD_E_INVAL && strstr(err.msg, "state directory") &&
+			  strstr(err.msg, "workspace"),
+		      "wd_ctx_set_state_dir inside the workspace: the run is refused");
+		wd_result_free(r);
+		wd_cmd_free(c5);
+		wd_spec_free(s5);
+	} else {
+		check(0, "wd_ctx_set_state_dir");
+	}
+	wd_ctx_free(ctx);
+
 	return failures ? 1 : 0;
 }

@@ -107,10 +107,15 @@ if os.geteuid() == 0 and shutil.which("setpriv"):
     ptop = tempfile.mkdtemp(prefix="wd-as.")
     pws = os.path.join(ptop, "ws")
     os.mkdir(pws)
-    pol = os.path.join(ptop, "p.json")
+    # the policy root's own (nobody may read it, not write it): one the
+    # command's uid could rewrite is refused itself (audit_path.py)
+    poltop = tempfile.mkdtemp(prefix="wd-asp.")
+    os.chmod(poltop, 0o755)
+    pol = os.path.join(poltop, "p.json")
     with open(pol, "w") as f:
         json.dump({"version": 1, "programs": {"echo": {"approve": [["publish"]]},
                                                 "python3": {}}}, f)
+    os.chmod(pol, 0o644)
     subprocess.run(["chown", "-R", "%d:%d" % (nobody.pw_uid, nobody.pw_gid), ptop],
                    check=True)
     pstate = os.path.join(ptop, "state")
@@ -201,6 +206,7 @@ if os.geteuid() == 0 and shutil.which("setpriv"):
     ok("seccomp filters" in errf.read(), "the server says why it refused the connection")
     shutil.rmtree(vtop, ignore_errors=True)
     shutil.rmtree(ptop, ignore_errors=True)
+    shutil.rmtree(poltop, ignore_errors=True)
 else:
     print("# skip: the process-level checks need root and setpriv")
 env.close()
