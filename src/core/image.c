@@ -302,7 +302,8 @@ walk_dir(struct walk *w, int dfd, const char *rel, int depth)
 			names[n++] = wd_xstrdup(e->d_name);
 		}
 	closedir(d);
-	qsort(names, n, sizeof(char *), image_cmp_str);
+	if (n) /* qsort's base must not be NULL, even for no element */
+		qsort(names, n, sizeof(char *), image_cmp_str);
 	for (size_t i = 0; i < n && !w->err; i++) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", rel, names[i]);

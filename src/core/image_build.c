@@ -524,8 +524,11 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	if (!suite)
 		suite = "bookworm";
 	/* sorted: the same set in another order is the same image */
-	qsort(r.packages, r.npackages, sizeof(char *), image_cmp_str);
-	qsort(r.env, r.nenv, sizeof(char *), image_cmp_str);
+	/* qsort's base must not be NULL, even for no element */
+	if (r.npackages)
+		qsort(r.packages, r.npackages, sizeof(char *), image_cmp_str);
+	if (r.nenv)
+		qsort(r.env, r.nenv, sizeof(char *), image_cmp_str);
 	suite_copy = wd_xstrdup(suite);
 	json_decref(base);
 

@@ -199,7 +199,8 @@ protect_emit(struct sandbox *sb, struct gv *g, struct pw *pw, struct wd_err *err
 {
 	const char *ws = sb->spec->workspace ? sb->spec->workspace : ".";
 	size_t before = g->nmounts;
-	qsort(pw->e, pw->n, sizeof(*pw->e), pw_cmp);
+	if (pw->n) /* qsort's base must not be NULL, even for no element */
+		qsort(pw->e, pw->n, sizeof(*pw->e), pw_cmp);
 	for (size_t i = 0; i < pw->n; i++) {
 		const struct pw_entry *e = &pw->e[i];
 		bool inside_ro = false;

@@ -448,7 +448,8 @@ commit_deletions(struct applier *a)
 		else if (c->status == WS_RENAMED)
 			del[nd++] = c->old_path;
 	}
-	qsort(del, nd, sizeof(char *), cmp_desc);
+	if (nd) /* qsort's base must not be NULL, even for no element */
+		qsort(del, nd, sizeof(char *), cmp_desc);
 	for (size_t i = 0; i < nd; i++) {
 		for (size_t k = 0; k < a->cs->n; k++) {
 			const struct ws_change *c = &a->cs->c[k];

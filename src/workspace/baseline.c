@@ -246,5 +246,6 @@ ws_baseline_set(struct ws_baseline *b, const char *path, const struct stat *st)
 		return;
 	}
 	push(b, path, st);
-	qsort(b->e, b->n, sizeof(*b->e), cmp_entry);
+	if (b->n) /* qsort's base may not be NULL, even for no element */
+		qsort(b->e, b->n, sizeof(*b->e), cmp_entry);
 }
