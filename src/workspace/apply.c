@@ -63,8 +63,9 @@ struct pending {
 	char *target; /* a symbolic link's target, made at commit */
 	uid_t uid;    /* the owner of what target makes */
 	gid_t gid;
-	bool late; /* the way there is not a directory yet (typechange) */
-	bool done; /* committed: base is the new content */
+	bool late;	   /* the way there is not a directory yet (typechange) */
+	bool done;	   /* committed: base is the new content */
+	bool dir_borrowed; /* dirfd is the pending before's: closed with it */
 };
 
 struct applier {
@@ -248,12 +249,22 @@ stale(struct applier *a, const char *path)
 	return -ESTALE;
 }
 
+/* a->p follows the change set's order (sorted by path, strcmp), so a
+ * binary search: a scan per hard link was quadratic in the links. */
 static struct pending *
 find_pending(struct applier *a, const char *path)
 {
-	for (size_t i = 0; i < a->np; i++)
-		if (!strcmp(a->p[i].c->path, path))
-			return &a->p[i];
+	size_t lo = 0, hi = a->np;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = strcmp(a->p[mid].c->path, path);
+		if (r == 0)
+			return &a->p[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return NULL;
 }
 
@@ -283,7 +294,21 @@ prepare_one(struct applier *a, struct pending *p)
 {
 	const struct ws_change *c = p->c;
 	char *parent = dir_of(c->path);
-	p->dirfd = open_dir(a, parent);
+	/* One descriptor per directory, not per file: the set is sorted by
+	 * path, so a directory's files follow each other, and each held its
+	 * own, so an apply of 64,000 files in two directories failed with
+	 * EMFILE ("nothing applied") at the 19,000th (docs/threat-model.md). */
+	const struct pending *prev = p > a->p ? p - 1 : NULL;
+	if (prev && prev->dirfd >= 0 && !p->late) {
+		char *pp = dir_of(prev->c->path);
+		if (!strcmp(pp, parent)) {
+			p->dirfd = prev->dirfd;
+			p->dir_borrowed = true;
+		}
+		free(pp);
+	}
+	if (!p->dir_borrowed)
+		p->dirfd = open_dir(a, parent);
 	free(parent);
 	if (p->dirfd == -ENOTDIR) {
 		/* written after the deletions; its content is checked now, so
@@ -744,7 +769,11 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expe
 			close(a.p[i].fd);
 		if (a.p[i].tmp && a.p[i].dirfd >= 0)
 			unlinkat(a.p[i].dirfd, a.p[i].tmp, 0); /* never left behind */
-		if (a.p[i].dirfd >= 0)
+	}
+	/* then the directories, once each (a borrowed one is a later
+	 * pending's too, so not in the loop above) */
+	for (size_t i = 0; i < a.np; i++) {
+		if (a.p[i].dirfd >= 0 && !a.p[i].dir_borrowed)
 			close(a.p[i].dirfd);
 		free(a.p[i].base);
 		free(a.p[i].tmp);

@@ -444,15 +444,6 @@ ws_path_in_gitdir(const int *fds, size_t nfds, const char *rel, char *out, size_
 	return 0;
 }
 
-/* The walk's state for ws_path_implied(). */
-struct implied {
-	const char *rel;
-	bool dir_stays;
-	bool *ancestor;
-	char *out;
-	size_t cap;
-};
-
 static int
 implied_pin(void *ctx, int fd, const char *rel)
 {
@@ -463,21 +454,14 @@ implied_pin(void *ctx, int fd, const char *rel)
 }
 
 static int
-implied_ro(void *ctx, int fd, const char *entry, bool dir)
+implied_add(void *ctx, int fd, const char *entry, bool dir)
 {
 	(void)fd;
 	(void)dir;
-	struct implied *im = ctx;
-	size_t l = strlen(entry), rl = strlen(im->rel);
-	bool under = !strncmp(im->rel, entry, l) && (im->rel[l] == '\0' || im->rel[l] == '/');
-	bool above =
-	    !im->dir_stays && (rl == 0 || (!strncmp(entry, im->rel, rl) && entry[rl] == '/'));
-	if (!under && !above)
-		return 0;
-	if (im->ancestor)
-		*im->ancestor = above && !under;
-	snprintf(im->out, im->cap, "%s", entry);
-	return -ECANCELED; /* found: stop the walk */
+	struct ws_implied *im = ctx;
+	im->e = wd_xrealloc(im->e, (im->n + 1) * sizeof(*im->e));
+	im->e[im->n++] = wd_xstrdup(entry);
+	return 0;
 }
 
 /* An absent target: a change that creates it (or a directory above it
@@ -485,25 +469,65 @@ implied_ro(void *ctx, int fd, const char *entry, bool dir)
 static int
 implied_absent(void *ctx, const char *entry)
 {
-	return implied_ro(ctx, -1, entry, false);
+	return implied_add(ctx, -1, entry, false);
+}
+
+void
+ws_implied_collect(int wsfd, const char *real, const char *const *list, size_t n,
+		   struct ws_implied *im)
+{
+	*im = (struct ws_implied){0};
+	const struct jail_protect_ops ops = {implied_pin, implied_add, im, implied_absent};
+	for (size_t i = 0; i < n && im->rc == 0; i++) {
+		int rc = jail_protect_walk(wsfd, list[i], real, &ops);
+		if (rc < 0)
+			im->rc = rc;
+	}
+}
+
+int
+ws_implied_match(const struct ws_implied *im, const char *rel, bool dir_stays, bool *ancestor,
+		 char *out, size_t cap)
+{
+	if (ancestor)
+		*ancestor = false;
+	size_t rl = strlen(rel);
+	/* in the walk's order: the first entry that matches, as the walk
+	 * stopped at it */
+	for (size_t i = 0; i < im->n; i++) {
+		const char *entry = im->e[i];
+		size_t l = strlen(entry);
+		bool under = !strncmp(rel, entry, l) && (rel[l] == '\0' || rel[l] == '/');
+		bool above =
+		    !dir_stays && (rl == 0 || (!strncmp(entry, rel, rl) && entry[rl] == '/'));
+		if (!under && !above)
+			continue;
+		if (ancestor)
+			*ancestor = above && !under;
+		snprintf(out, cap, "%s", entry);
+		return 1;
+	}
+	return im->rc; /* a walk that failed: what it did not reach may be protected */
+}
+
+void
+ws_implied_fini(struct ws_implied *im)
+{
+	for (size_t i = 0; i < im->n; i++)
+		free(im->e[i]);
+	free(im->e);
+	*im = (struct ws_implied){0};
 }
 
 int
 ws_path_implied(int wsfd, const char *real, const char *const *list, size_t n, const char *rel,
 		bool dir_stays, bool *ancestor, char *out, size_t cap)
 {
-	struct implied im = {rel, dir_stays, ancestor, out, cap};
-	const struct jail_protect_ops ops = {implied_pin, implied_ro, &im, implied_absent};
-	if (ancestor)
-		*ancestor = false;
-	for (size_t i = 0; i < n; i++) {
-		int rc = jail_protect_walk(wsfd, list[i], real, &ops);
-		if (rc == -ECANCELED)
-			return 1;
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	struct ws_implied im;
+	ws_implied_collect(wsfd, real, list, n, &im);
+	int rc = ws_implied_match(&im, rel, dir_stays, ancestor, out, cap);
+	ws_implied_fini(&im);
+	return rc;
 }
 
 /* What the file tools ask of a path: ws_path_protected(), then what the

@@ -89,6 +89,21 @@ int ws_path_in_gitdir(const int *fds, size_t nfds, const char *rel, char *out, s
 int ws_path_implied(int wsfd, const char *real, const char *const *list, size_t n, const char *rel,
 		    bool dir_stays, bool *ancestor, char *out, size_t cap);
 
+/* The same walk once, for many paths (a change set: a walk per change of
+ * 64,000 read up to 1,024 directories each time).  Collect the entries,
+ * then ws_implied_match() answers as ws_path_implied() would; a walk
+ * that failed makes every answer not found in it its -errno. */
+struct ws_implied {
+	char **e; /* the entries, in the walk's order */
+	size_t n;
+	int rc; /* 0, or the walk's -errno */
+};
+void ws_implied_collect(int wsfd, const char *real, const char *const *list, size_t n,
+			struct ws_implied *im);
+int ws_implied_match(const struct ws_implied *im, const char *rel, bool dir_stays, bool *ancestor,
+		     char *out, size_t cap);
+void ws_implied_fini(struct ws_implied *im);
+
 /* ---- state.c ---- */
 
 /* The state directory: wd_ctx_set_state_dir()'s, else $WARDEN_STATE_DIR,
