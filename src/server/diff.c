@@ -32,7 +32,7 @@
 
 #define DIFF_OUTPUT (256u << 10)
 #define DIFF_MAX_PATHS 256
-#define DIFF_LINE_MAX 4096u /* bytes of a line of git's text shown, as warden diff's hunks */
+#define DIFF_LINE_MAX 4096u /* bytes of a line of the model's diff text (capped as a whole too) */
 
 /* ---- parameters ---- */
 
@@ -458,9 +458,11 @@ direct_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, stru
 		res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "sandbox", c->live->id, "mode",
 				"direct", "source", "git", "format", fmt_names[f], "files", files);
 		if (f != F_JSON) {
-			/* the text a client shows, made visible as above */
+			/* the text a client shows the human, made visible as
+			 * above, every line whole (as warden diff's hunks: a cut
+			 * line hides what apply would write) */
 			const char *d = df.out ? df.out : "";
-			char *vis = wd_esc_text(d, strlen(d), WD_ESC_LINES, DIFF_LINE_MAX);
+			char *vis = wd_esc_text(d, strlen(d), WD_ESC_LINES, 0);
 			json_object_set_new(res, "diff", json_string(vis));
 			free(vis);
 		}

