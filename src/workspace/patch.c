@@ -358,7 +358,7 @@ ws_change_mode_note(const struct ws_change *c, FILE *f)
 }
 
 static void
-summary_line(const struct ws_change *c, FILE *f)
+summary_line(struct ws *w, const struct ws_change *c, FILE *f)
 {
 	const char *slash = S_ISDIR(cur_mode(c)) ? "/" : "";
 	fprintf(f, "%-9s ", status_name(c));
@@ -371,8 +371,21 @@ summary_line(const struct ws_change *c, FILE *f)
 	if (c->status == WS_MODE)
 		fprintf(f, " %04o -> %04o", (unsigned)(c->old_mode & 07777),
 			(unsigned)(c->new_mode & 07777));
-	else if (S_ISLNK(cur_mode(c)))
-		fputs(" (symlink)", f);
+	else if (S_ISLNK(cur_mode(c))) {
+		/* where the link points, on the line itself: --name-status
+		 * shows no hunk, and a link out of the project is what a
+		 * human must see before applying it (quoted as a name) */
+		size_t len = 0;
+		char *t = c->status == WS_DELETED ? NULL : read_side(w, true, c->path, cur_mode(c), &len);
+		if (t && len != (size_t)-1) {
+			fputs(" (symlink -> ", f);
+			wd_esc_path_put(f, t);
+			fputc(')', f);
+		} else {
+			fputs(" (symlink)", f);
+		}
+		free(t);
+	}
 	if (c->status != WS_MODE)
 		ws_change_mode_note(c, f);
 	notes(c, f);
@@ -518,7 +531,7 @@ ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FILE *f
 		if (cs->n && !(flags & WS_DIFF_NAMES))
 			fprintf(f, "change set %s\n", cs->digest);
 		for (size_t i = 0; i < cs->n; i++)
-			summary_line(&cs->c[i], f);
+			summary_line(w, &cs->c[i], f);
 		if (!(flags & WS_DIFF_NAMES)) {
 			bool first = true;
 			for (size_t i = 0; i < cs->n; i++) {

@@ -97,7 +97,7 @@ expect_out '^added +src/pkg/ \(new directory 0755\)$' "diff: a new directory wit
 expect_out '^deleted +gone.txt$' "diff: deleted file"
 expect_out '^renamed +old.txt -> renamed.txt$' "diff: rename paired by content"
 expect_out '^mode +run.sh 0644 -> 0755$' "diff: mode change"
-expect_out '^added +link.py \(symlink\)$' "diff: symbolic link"
+expect_out '^added +link.py \(symlink -> lib.py\)$' "diff: symbolic link, with its target"
 expect_out '^\+    return "hello, world"$' "diff: unified text hunk"
 expect_out '^Binary files (/dev/null|a/zeros.bin) and b/zeros.bin differ$' "diff: binary file named, not dumped"
 expect_out '^new file mode 120000$' "diff: the link as git shows it"

