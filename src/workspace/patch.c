@@ -129,6 +129,7 @@ read_side(struct ws *w, bool upper, const char *path, mode_t mode, size_t *len)
 		buf = wd_xmalloc(4097);
 		ssize_t n = readlinkat(fd, "", buf, 4096);
 		*len = n > 0 ? (size_t)n : 0;
+		buf[*len] = '\0'; /* readlinkat does not end it; the summary prints it */
 		close(fd);
 		return buf;
 	}
@@ -152,6 +153,7 @@ read_side(struct ws *w, bool upper, const char *path, mode_t mode, size_t *len)
 	}
 	close(fd);
 	*len = got;
+	buf[got] = '\0';
 	return buf;
 }
 
