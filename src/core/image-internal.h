@@ -29,8 +29,12 @@ int image_rm_tree(const char *path);
 int image_cmp_str(const void *a, const void *b);
 /* the digest of root's sorted walk and env; -EINVAL for a device node,
  * FIFO, socket or too many entries (err names the entry) */
-int image_digest_tree(const char *root, char *const *env, size_t nenv, char hex[65],
-		      uint64_t *bytes, uint64_t *files, struct wd_err *err);
+int image_digest_tree(const char *root, char *const *env, size_t nenv, const char *user,
+		      char hex[65], uint64_t *bytes, uint64_t *files, struct wd_err *err);
+/* a user name warden can write as its sandbox user's passwd entry:
+ * [a-z_][a-z0-9_-]*, at most 32 bytes, not root or nobody (warden's
+ * passwd has those, and uid 1000 is never root) */
+bool image_user_ok(const char *u);
 /* json_dumps, indented and sorted; aborts on allocation failure */
 char *image_dump(json_t *j);
 /* move tmp (rootfs/) into the store as sha256-hex with meta, name it;

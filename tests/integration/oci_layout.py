@@ -5,8 +5,9 @@ layers, for image.sh and image_export.sh.
     oci_layout.py [--docker | --docker-oci] DEST CASE [ARG]
 
 CASE is the layer: "probe" (ARG: a static program, at usr/bin/wd-probe,
-with bin -> usr/bin and an etc/; its config sets Env, User and
-WorkingDir), or a hostile one: "device" (a character device node),
+with bin -> usr/bin and an etc/; its config sets Env, User 1001:1001 and
+WorkingDir), "probe-user" (the same with the host's cat and its
+libraries, its config's User "node"; "probe-root": User "root"), or a hostile one: "device" (a character device node),
 "escape" (ARG: a host path; the entries ../../..ARG, /ARG-abs and a link
 to ARG's directory then a file through it), "hardlink" (a hard link to
 /etc/shadow), "sparse" (a 10 GB GNU sparse file holding 4 KiB of data),
@@ -29,6 +30,7 @@ import io
 import json
 import os
 import sys
+import subprocess
 import tarfile
 import time
 
@@ -54,6 +56,18 @@ def add_link(tf, name, target, kind=tarfile.SYMTYPE):
     tf.addfile(ti)
 
 
+def host_libs(prog):
+    """The shared objects prog loads on this host (ldd), by absolute path."""
+    out = subprocess.run(["ldd", prog], capture_output=True, text=True,
+                         check=True).stdout
+    libs = []
+    for line in out.splitlines():
+        for word in line.split():
+            if word.startswith("/"):
+                libs.append(word)
+    return libs
+
+
 def tar_of(fill):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
@@ -74,10 +88,29 @@ def layers(case, arg):
 
     def one(tf):
         base(tf)
-        if case == "probe":
+        if case in ("probe", "probe-user", "probe-root"):
             with open(arg, "rb") as f:
                 add_file(tf, "usr/bin/wd-probe", f.read(), 0o755)
             add_file(tf, "etc/imported", b"from an OCI layout\n")
+            if case in ("probe-user", "probe-root"):
+                # the host's cat and the libraries it loads, to read the
+                # jail's /etc/passwd
+                add_link(tf, "lib", "usr/lib")
+                add_link(tf, "lib64", "usr/lib64")
+                done = set()
+                for path in ["/usr/bin/cat"] + host_libs("/usr/bin/cat"):
+                    real = os.path.realpath(path)
+                    rel = path.lstrip("/")
+                    if rel.startswith("lib"):
+                        rel = "usr/" + rel
+                    parts = rel.split("/")
+                    for i in range(1, len(parts)):
+                        d = "/".join(parts[:i])
+                        if d not in done and d not in ("usr", "usr/bin"):
+                            add_dir(tf, d)
+                            done.add(d)
+                    with open(real, "rb") as f:
+                        add_file(tf, rel, f.read(), 0o755)
         elif case == "device":
             ti = tarfile.TarInfo("etc/null2")
             ti.type = tarfile.CHRTYPE
@@ -125,7 +158,11 @@ def layers(case, arg):
             sys.exit("unknown case " + case)
 
     out = [tar_of(one)]
-    if case == "probe":
+    if case == "probe-user":
+        config = {"User": "node"}
+    elif case == "probe-root":
+        config = {"User": "root"}
+    elif case == "probe":
         config = {"Env": ["WD_OCI_ENV=from-the-config", "PATH=/usr/bin:/bin"],
                   "User": "1001:1001", "WorkingDir": "/srv/app"}
     elif case == "badenv":
