@@ -22,6 +22,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WARDEN=${1:?usage: scripts/image.sh BUILD-DIR (the build whose warden exports)}/warden
 OUT=${IMAGE_OUT:-$SRC/build/image}
+case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
 IBUILD=${IMAGE_BUILD:-$SRC/build-image}
 STATE=${IMAGE_STATE:-$SRC/build-image-state}
 SUITE=${IMAGE_SUITE:-bookworm}
@@ -37,8 +38,9 @@ PACKAGES=${IMAGE_PACKAGES:-ca-certificates e2fsprogs libgit2-1.5 libssl3}
 [ "$(id -u)" -eq 0 ] || { echo "make image: runs mmdebstrap and meson install as root" >&2; exit 1; }
 command -v mmdebstrap >/dev/null || { echo "make image: mmdebstrap is missing (scripts/deps.sh)" >&2; exit 1; }
 
-export WARDEN_STATE_DIR=$STATE
 mkdir -p -m 700 "$STATE"
+STATE=$(cd "$STATE" && pwd)
+export WARDEN_STATE_DIR=$STATE
 
 # 1. the runtime, once per suite and package list
 sorted=$(printf '%s\n' $PACKAGES | LC_ALL=C sort -u | paste -sd, -)
