@@ -263,7 +263,9 @@ archive_scan(struct archive *a, off_t fsize, struct wd_err *err)
 		char name[257 + 156];
 		if (long_name) {
 			snprintf(name, sizeof(name), "%s", "");
-		} else if (h[345]) {
+		} else if (h[345] && !memcmp(h + 257, "ustar\0", 6)) {
+			/* POSIX ustar's prefix field (GNU's format keeps
+			 * times there instead) */
 			snprintf(name, sizeof(name), "%.155s/%.100s", h + 345, h);
 		} else {
 			snprintf(name, sizeof(name), "%.100s", h);

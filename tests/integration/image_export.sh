@@ -105,6 +105,13 @@ img import rootuser "$T/oci-root"
 wd --image rootuser -- cat /etc/passwd
 expect_out "^sandbox:x:1000:1000:" "a config User root names nothing: uid 1000 stays sandbox"
 check "and root is uid 0's entry only" test "$(grep -c ':x:0:' "$OUT")" = 1
+img inspect rootuser
+expect_out '^workdir: "/srv/\\033\[31mred"$' "inspect shows a WorkingDir with an escape byte escaped"
+if grep -q $'\033' "$OUT"; then
+	not_ok "inspect printed the raw escape byte"
+else
+	ok "inspect printed no raw escape byte"
+fi
 img build x --user root
 expect_rc 125 "image build --user root"
 expect_err "--user: user root is not a user name .* other than root and nobody" "the message says why"

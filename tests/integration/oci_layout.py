@@ -7,7 +7,7 @@ layers, for image.sh and image_export.sh.
 CASE is the layer: "probe" (ARG: a static program, at usr/bin/wd-probe,
 with bin -> usr/bin and an etc/; its config sets Env, User 1001:1001 and
 WorkingDir), "probe-user" (the same with the host's cat and its
-libraries, its config's User "node"; "probe-root": User "root"), or a hostile one: "device" (a character device node),
+libraries, its config's User "node"; "probe-root": User "root", a WorkingDir with an escape byte), or a hostile one: "device" (a character device node),
 "escape" (ARG: a host path; the entries ../../..ARG, /ARG-abs and a link
 to ARG's directory then a file through it), "hardlink" (a hard link to
 /etc/shadow), "sparse" (a 10 GB GNU sparse file holding 4 KiB of data),
@@ -161,7 +161,7 @@ def layers(case, arg):
     if case == "probe-user":
         config = {"User": "node"}
     elif case == "probe-root":
-        config = {"User": "root"}
+        config = {"User": "root", "WorkingDir": "/srv/\x1b[31mred"}
     elif case == "probe":
         config = {"Env": ["WD_OCI_ENV=from-the-config", "PATH=/usr/bin:/bin"],
                   "User": "1001:1001", "WorkingDir": "/srv/app"}
