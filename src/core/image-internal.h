@@ -11,6 +11,10 @@
 #include <stdint.h>
 
 #define IMAGE_NAME_MAX 64
+/* An image holds at most this many entries: a layer of millions of empty
+ * files is refused (counted before unpacking, and again in the walk)
+ * rather than written and walked for hours. */
+#define IMAGE_MAX_ENTRIES 1000000
 
 /* [a-z0-9][a-z0-9._-]*, at most IMAGE_NAME_MAX bytes */
 bool image_name_ok(const char *n);
@@ -62,6 +66,10 @@ int image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct w
 /* an OCI image layout (or the layout inside an OCI-in-docker archive):
  * the config object of the manifest tagged tag, or NULL with err set */
 json_t *image_oci_config(const char *layout, const char *tag, struct wd_err *err);
+/* -EINVAL (err naming the layer) when the layers of the image tagged tag
+ * in an OCI layout hold more than max entries in all, counted from their
+ * tar headers (gzip'd ones through gzip -dc) before anything is written */
+int image_oci_count(const char *layout, const char *tag, uint64_t max, struct wd_err *err);
 /* a docker save tarball at path, written as an OCI image layout in out
  * (a directory that exists, empty) with its one image tagged "t" */
 int image_docker_to_oci(const char *path, const char *out, struct wd_err *err);

@@ -253,9 +253,6 @@ image_rm_tree(const char *path)
 
 /* ---- the digest: a canonical walk ---- */
 
-/* An image holds at most this many entries: a layer of millions of empty
- * files is refused rather than walked for hours at every import. */
-#define IMAGE_MAX_ENTRIES 1000000
 
 struct walk {
 	struct wd_sha256 h;

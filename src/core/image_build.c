@@ -803,6 +803,10 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 		rc = -EINVAL;
 		goto fail;
 	}
+	/* the entries, counted from the layers' headers: a layer of millions
+	 * of empty files is refused before umoci writes one of them */
+	if ((rc = image_oci_count(layout, tag, IMAGE_MAX_ENTRIES, err)) < 0)
+		goto fail;
 
 	/* umoci applies the layers in order with their whiteouts, each path
 	 * resolved beneath rootfs (filepath-securejoin: "../", absolute

@@ -17,7 +17,7 @@ layer 2 writes a file through the link), "whiteout" (ARG: a host file;
 whiteouts ../..ARG's .wh. and .wh..wh..opq of its directory, by relative
 and absolute names), "hardlink-layers" (layer 1 links etc -> /etc, layer
 2 hard-links shadow-copy to etc/shadow), "many" (ARG: a count of empty
-files in one layer).  Layers are uncompressed tars; the tag is "t".
+files in one layer), "toomany" (the same, gzip'd, headers made here).  Layers are uncompressed tars; the tag is "t".
 
 DEST is an OCI image layout directory, or with --docker a docker save
 tarball in Docker's legacy form (manifest.json, ID/layer.tar, the config
@@ -66,6 +66,37 @@ def host_libs(prog):
             if word.startswith("/"):
                 libs.append(word)
     return libs
+
+
+def gzip_many(n):
+    """A gzip'd tar of n empty files, its ustar headers made here (tarfile
+    takes a minute for a million): one template, the name and checksum
+    changed in each."""
+    import gzip
+    tmpl = bytearray(512)
+    tmpl[100:108] = b"0000644\0"
+    tmpl[108:116] = b"0000000\0"
+    tmpl[116:124] = b"0000000\0"
+    tmpl[124:136] = b"00000000000\0"
+    tmpl[136:148] = b"00000000000\0"
+    tmpl[148:156] = b"        "
+    tmpl[156] = ord("0")
+    tmpl[257:265] = b"ustar\x0000"
+    base = sum(tmpl)
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1, mtime=0) as gz:
+        chunk = []
+        for i in range(n):
+            h = bytearray(tmpl)
+            name = b"many/f%07d" % i
+            h[0:len(name)] = name
+            h[148:156] = b"%06o\0 " % (base + sum(name))
+            chunk.append(bytes(h))
+            if len(chunk) == 8192:
+                gz.write(b"".join(chunk))
+                chunk = []
+        gz.write(b"".join(chunk) + b"\0" * 1024)
+    return out.getvalue()
 
 
 def tar_of(fill):
@@ -157,6 +188,10 @@ def layers(case, arg):
         else:
             sys.exit("unknown case " + case)
 
+    if case == "toomany":
+        # never unpacked: refused from its headers (the diff_id is the
+        # compressed digest, which only an unpacker would check)
+        return [gzip_many(int(arg))], config
     out = [tar_of(one)]
     if case == "probe-user":
         config = {"User": "node"}
@@ -207,8 +242,9 @@ def write_layout(root, tars, config):
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                    "digest": cd, "size": cs},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
-                    "digest": ld, "size": ls} for ld, ls in lds],
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar" +
+                    ("+gzip" if t[:2] == b"\x1f\x8b" else ""),
+                    "digest": ld, "size": ls} for (ld, ls), t in zip(lds, tars)],
     }).encode()
     md, ms = blob(root, manifest)
     with open(os.path.join(root, "index.json"), "w") as f:
