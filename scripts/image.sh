@@ -66,7 +66,12 @@ chmod 0700 "$STAGE/var/lib/warden"
 
 # 3. the layout
 VERSION=$(meson introspect "$IBUILD" --projectinfo | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+# the commit, marked -dirty when the tree differs from it (the binaries
+# were built from something no commit names)
 REVISION=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+	REVISION=$REVISION-dirty
+fi
 rm -rf "$OUT"
 mkdir -p "$(dirname "$OUT")"
 "$WARDEN" image export "$runtime" "$OUT" --add "$STAGE" --tag "$VERSION" \

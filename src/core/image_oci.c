@@ -151,7 +151,10 @@ read_some(int fd, char *buf, size_t n)
 }
 
 /* The entries of the tar read from fd (a file: data skipped by lseek; a
- * pipe: read and dropped), added to *count; stops past max. */
+ * pipe: read and dropped), added to *count.  1 when it stopped before
+ * the stream's end (past max, or at the end-of-archive block, after which
+ * an unpacker reads nothing: a gzip bomb of zeros behind a small tar is
+ * not read through), 0 at the end, -errno. */
 static int
 count_tar(int fd, bool seekable, uint64_t *count, uint64_t max)
 {
@@ -166,11 +169,11 @@ count_tar(int fd, bool seekable, uint64_t *count, uint64_t max)
 		for (size_t i = 0; i < sizeof(h) && zero; i++)
 			zero = h[i] == 0;
 		if (zero)
-			continue; /* end-of-archive blocks */
+			return 1; /* the end-of-archive block */
 		uint64_t size = octal(h + 124, 12), skip = (size + 511) / 512 * 512;
 		if (h[156] != 'x' && h[156] != 'g' && h[156] != 'L' && h[156] != 'K' &&
 		    ++*count > max)
-			return 0;
+			return 1;
 		if (seekable) {
 			if (lseek(fd, (off_t)skip, SEEK_CUR) < 0)
 				return -errno;
@@ -216,7 +219,8 @@ count_gzip(const char *blob, uint64_t *count, uint64_t max, struct wd_err *err)
 		;
 	if (rc < 0)
 		return wd_err_sys(err, -rc, "read the layer %s", blob);
-	if (*count <= max && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+	/* stopped early, gzip ends on a broken pipe: not a failure */
+	if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		return wd_err_set(err, WD_E_INVAL, "layer %s: gzip -dc failed (status %d)", blob,
 				  WIFEXITED(status) ? WEXITSTATUS(status)
 						    : 128 + WTERMSIG(status));
@@ -270,6 +274,8 @@ image_oci_count(const char *layout, const char *tag, uint64_t max, struct wd_err
 			rc = count_gzip(blob, &count, max, err);
 		else if ((rc = count_tar(fd, true, &count, max)) < 0)
 			rc = wd_err_sys(err, -rc, "read the layer %s", blob);
+		else
+			rc = 0;
 		if (rc < 0)
 			break;
 		if (count > max) {
