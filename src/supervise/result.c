@@ -252,34 +252,43 @@ wd_result_json(const wd_result *r)
 	return jw_steal(&w);
 }
 
+/* A network event's members, without the braces: the one writer for
+ * both places a network event is written (the caller's event stream,
+ * core/event.c, and the run's own record, result_net_event_json). */
+void
+result_net_members(struct jw *w, const struct net_event *ev)
+{
+	jw_kstr(w, "sandbox_id", ev->sandbox_id ? ev->sandbox_id : "");
+	jw_kstr(w, "protocol", net_proto_name(ev->proto));
+	jw_kstr(w, "host", ev->host);
+	jw_kuint(w, "port", ev->port);
+	jw_kstr(w, "method", ev->method);
+	jw_kstr(w, "path", ev->path);
+	jw_kstr(w, "rule", ev->rule);
+	jw_kbool(w, "allowed", ev->allowed);
+	jw_kstr(w, "reason", ev->reason ? net_reason_name(ev->reason) : NULL);
+	jw_kstr(w, "advice", ev->advice && ev->advice[0] ? ev->advice : NULL);
+	jw_kstr(w, "address", ev->addr);
+	jw_kint(w, "status", ev->status);
+	jw_kuint(w, "bytes_up", ev->bytes_up);
+	jw_kuint(w, "bytes_down", ev->bytes_down);
+	jw_kuint(w, "duration_us", ev->duration_us);
+	/* secrets: names and rule texts, never a value */
+	if (ev->inject)
+		jw_kstr(w, "inject", ev->inject);
+	if (ev->secrets)
+		jw_kstr(w, "secrets", ev->secrets);
+	if (ev->reason == NET_R_SECRET_PROBE)
+		jw_kuint(w, "refusals", ev->refusals);
+}
+
 char *
 result_net_event_json(const struct net_event *ev)
 {
 	struct jw w;
 	jw_init(&w, 0);
 	jw_obj_begin(&w);
-	jw_kstr(&w, "sandbox_id", ev->sandbox_id ? ev->sandbox_id : "");
-	jw_kstr(&w, "protocol", net_proto_name(ev->proto));
-	jw_kstr(&w, "host", ev->host);
-	jw_kuint(&w, "port", ev->port);
-	jw_kstr(&w, "method", ev->method);
-	jw_kstr(&w, "path", ev->path);
-	jw_kstr(&w, "rule", ev->rule);
-	jw_kbool(&w, "allowed", ev->allowed);
-	jw_kstr(&w, "reason", ev->reason ? net_reason_name(ev->reason) : NULL);
-	jw_kstr(&w, "advice", ev->advice && ev->advice[0] ? ev->advice : NULL);
-	jw_kstr(&w, "address", ev->addr);
-	jw_kint(&w, "status", ev->status);
-	jw_kuint(&w, "bytes_up", ev->bytes_up);
-	jw_kuint(&w, "bytes_down", ev->bytes_down);
-	jw_kuint(&w, "duration_us", ev->duration_us);
-	/* secrets: names and rule texts, never a value */
-	if (ev->inject)
-		jw_kstr(&w, "inject", ev->inject);
-	if (ev->secrets)
-		jw_kstr(&w, "secrets", ev->secrets);
-	if (ev->reason == NET_R_SECRET_PROBE)
-		jw_kuint(&w, "refusals", ev->refusals);
+	result_net_members(&w, ev);
 	jw_obj_end(&w);
 	return jw_steal(&w);
 }

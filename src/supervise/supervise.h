@@ -471,5 +471,6 @@ wd_result *result_wire_read(struct json_t *o, const char *out, size_t out_len, c
 
 /* One JSON object for a proxy or DNS decision (compat: spec event handler). */
 char *result_net_event_json(const struct net_event *ev);
+void result_net_members(struct jw *w, const struct net_event *ev);
 
 #endif
