@@ -283,6 +283,10 @@ const char *wd_result_sandbox_id(const wd_result *r);
 const char *wd_result_refusal(const wd_result *r);
 /* Why the command could not start (execve's or a set-up step's errno), or 0. */
 int wd_result_exec_errno(const wd_result *r);
+/* Which step of the command's set-up failed with wd_result_exec_errno()
+ * (such as "6b working directory"), or NULL: execve itself failed, or
+ * nothing did. */
+const char *wd_result_exec_step(const wd_result *r);
 
 /* Exit status as a shell reports it: the command's own; 128+N for signal N;
  * 124 timed out; 126 could not execute; 127 not found. */

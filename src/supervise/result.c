@@ -68,6 +68,14 @@ wd_result_exec_errno(const wd_result *r)
 	return r->exec_errno;
 }
 
+WD_API const char *
+wd_result_exec_step(const wd_result *r)
+{
+	if (!r->exec_errno || r->exec_step == JAIL_STEP_NONE || r->exec_step == JAIL_STEP_6I_EXEC)
+		return NULL;
+	return jail_step_name(r->exec_step);
+}
+
 WD_API int
 wd_result_status(const wd_result *r)
 {
