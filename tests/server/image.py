@@ -115,8 +115,11 @@ ok(p.returncode == 125 and "tools.t.image: only a sandbox tool runs in an image"
 
 # ---- a server: default imga, imgb allowed, a pool of imga ----
 sock = os.path.join(env.top, "s.sock")
+# the server's own limits: a tool's profile then changes none of them, so
+# only the image keeps tool tb's commands out of the pool (pool.c)
 srv = Server(env, "--socket", sock, "--policy", policy, "--image", "imga", "--allow-image",
-             "imgb", "--pool", "1")
+             "imgb", "--pool", "1", "--memory", "256M", "--cpus", "1", "--pids", "128",
+             "--tmp-size", "64M")
 h = LineClient(path=sock)
 
 
