@@ -279,6 +279,7 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 	json_object_set_new(json_object_get(res, "structuredContent"), "pooled",
 			    json_boolean(pooled));
 out:
+	(void)e; /* every failure is a tool result, for the model to read */
 	wd_result_free(r);
 	wd_spec_free(spec);
 	wd_cmd_free(cmd);
