@@ -252,6 +252,31 @@ socket_in_workspace(struct srv *s, const char *path)
 
 /* The tools this server offers: the built-in table without the tools
  * the policy blocks, run_command's openWorldHint from network.allow. */
+/* sandbox_create's "image": the names this server offers, in its
+ * description, so that the model can choose without a failed call (the
+ * names are the operator's, checked against the store at start). */
+static void
+describe_images(const struct srv *s, json_t *tool)
+{
+	json_t *prop = json_object_get(
+	    json_object_get(json_object_get(tool, "inputSchema"), "properties"), "image");
+	const char *d = json_string_value(json_object_get(prop, "description"));
+	if (!d)
+		return;
+	json_t *offered = srv_images_offered(s);
+	char *list = json_dumps(offered, JSON_COMPACT);
+	char *text = json_array_size(offered)
+			 ? xasprintf("%s. Offered here: %s%s", d, list,
+				     s->o.image ? " (the first is the default)" : "")
+			 : xasprintf("%s. This server offers none: sandboxes run on the host's "
+				     "programs",
+				     d);
+	json_object_set_new(prop, "description", json_string(text));
+	free(text);
+	free(list);
+	json_decref(offered);
+}
+
 static json_t *
 offered_tools(struct srv *s)
 {
@@ -269,6 +294,8 @@ offered_tools(struct srv *s)
 		if (!strcmp(name, "run_command"))
 			json_object_set_new(json_object_get(t, "annotations"), "openWorldHint",
 					    json_boolean(na > 0));
+		if (!strcmp(name, "sandbox_create"))
+			describe_images(s, t);
 		json_array_append(out, t);
 	}
 	json_decref(all);

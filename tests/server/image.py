@@ -192,6 +192,10 @@ e = r.get("error") or {}
 ok("tool 'tb' runs in image imgb" in e.get("message", ""),
    "tool tb in a live imga sandbox: refused, it runs in imgb (%s)" % e)
 
+tl = m.call("tools/list", {})["result"]["tools"]
+desc = [t for t in tl if t["name"] == "sandbox_create"][0]["inputSchema"]["properties"]["image"]
+ok('Offered here: ["imga","imgb"] (the first is the default)' in desc["description"],
+   "tools/list: sandbox_create's image names the images offered (%s)" % desc["description"])
 r = tool("sandbox_create", {"workspace_mode": "direct", "image": "imgb"})
 sc = r.get("structuredContent", {})
 ok(not r.get("isError") and sc.get("image") == "imgb" and "image imgb" in
