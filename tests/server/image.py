@@ -24,7 +24,8 @@ image holds).
     image is imgb runs fresh (pooled false) in imgb: probe-b runs, probe-a
     is absent (never an imga instance);
   - that tool in a live imga sandbox is refused (it runs in imgb), nothing
-    run;
+    run; warden run --tool tb runs in imgb, and with --image imga is
+    refused (125) naming both;
   - imga imported again (another digest): a live sandbox made before keeps
     the old tree (its digest was resolved at create); run_command no longer
     takes the pool's old-digest instances (fresh, the new tree), a new
@@ -192,6 +193,16 @@ e = r.get("error") or {}
 ok("tool 'tb' runs in image imgb" in e.get("message", ""),
    "tool tb in a live imga sandbox: refused, it runs in imgb (%s)" % e)
 
+# the library's side of a tool's image, through warden run
+p = wd("run", "-w", env.ws, "--policy", policy, "--tool", "tb", "--", "probe-b", "absent",
+       "/usr/bin/probe-a")
+ok(p.returncode == 0, "warden run --tool tb runs in the tool's image imgb (%d: %s)"
+   % (p.returncode, p.stderr.strip()))
+p = wd("run", "-w", env.ws, "--policy", policy, "--image", "imga", "--tool", "tb", "--",
+       "probe-a", "ids")
+ok(p.returncode == 125 and "tool 'tb' runs in image imgb (the policy's tools.tb.image), not "
+   "in imga" in p.stderr, "warden run --image imga --tool tb: 125, naming both, nothing ran "
+   "(%d: %s)" % (p.returncode, p.stderr.strip()))
 tl = m.call("tools/list", {})["result"]["tools"]
 desc = [t for t in tl if t["name"] == "sandbox_create"][0]["inputSchema"]["properties"]["image"]
 ok('Offered here: ["imga","imgb"] (the first is the default)' in desc["description"],
