@@ -775,6 +775,9 @@ void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);
  * define the tool (such a tool is blocked). */
 int wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 		    const char **profile, struct wd_limits *limits, struct wd_err *err);
+/* The image a sandbox tool runs in (tools.NAME.image: a name or
+ * sha256:HEX, valid while p lives), or NULL: none, or no such tool. */
+const char *wd_policy_tool_image(const wd_policy *p, const char *tool);
 
 /* A request to judge.  Setters copy their arguments. */
 wd_request *wd_request_new(void);

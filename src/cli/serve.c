@@ -47,6 +47,10 @@ static const char usage_text[] =
     "      --pool N             keep N sandboxes built ahead for run_command and\n"
     "                           sandbox.run (0-64; default: the policy's sandbox.pool,\n"
     "                           else 0); container level, as root\n"
+    "      --image NAME         every sandbox runs in image NAME (warden image ls)\n"
+    "                           unless a caller chooses another; the pool's too\n"
+    "      --allow-image NAME   sandbox.create / sandbox_create may also choose\n"
+    "                           image NAME (repeatable)\n"
     "Server:\n"
     "      --max-calls N        calls running at once (default 64)\n"
     "      --max-queue N        calls waiting for a worker (default 4096)\n"
@@ -78,6 +82,8 @@ enum {
 	OPT_ALLOW_RANGE,
 	OPT_DISK,
 	OPT_POOL,
+	OPT_IMAGE,
+	OPT_ALLOW_IMAGE,
 	OPT_MAX_CALLS,
 	OPT_MAX_QUEUE,
 	OPT_MAX_SANDBOXES,
@@ -110,6 +116,8 @@ static const struct option long_opts[] = {
     {"allow-range", required_argument, NULL, OPT_ALLOW_RANGE},
     {"disk", required_argument, NULL, OPT_DISK},
     {"pool", required_argument, NULL, OPT_POOL},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"allow-image", required_argument, NULL, OPT_ALLOW_IMAGE},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
     {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
@@ -326,6 +334,18 @@ one_opt(int c, const char *name, const char *val, struct server_opts *o)
 		return size(name, val, 32 << 20, 1ull << 50, &o->disk_bytes);
 	case OPT_SANITIZE_IMAGES:
 		o->sanitize_images = true;
+		return 0;
+	/* the names are looked up in the store when the server starts
+	 * (server.c: 125 naming the option for one that is not there) */
+	case OPT_IMAGE:
+		if (o->image)
+			return bad(name, val, "given twice (one default; --allow-image adds more)");
+		o->image = val;
+		return 0;
+	case OPT_ALLOW_IMAGE:
+		if (o->nallow_images == SERVER_MAX_IMAGES)
+			return bad(name, val, "too many images");
+		o->allow_images[o->nallow_images++] = val;
 		return 0;
 	case 'v':
 		o->verbose = true;

@@ -127,6 +127,7 @@ live_put(struct live *l)
 		atomic_fetch_sub(&l->srv->nlive, 1);
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->lock);
+		free(l->image);
 		free(l);
 	}
 }

@@ -32,6 +32,8 @@
 
 /* ---- small helpers (server.c): the server links only the public API ---- */
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* an image digest: "sha256:" and 64 hex digits, and the NUL */
+#define SRV_DIGEST_LEN 72
 #define SRV_PRINTF(f, a) __attribute__((format(printf, f, a)))
 /* allocation aborts on failure: a server out of memory cannot answer */
 void *xmalloc(size_t n);
@@ -181,6 +183,8 @@ struct live {
 	wd_workspace *ws; /* its view for the file methods (wd_sandbox_workspace) */
 	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
 	bool by_mcp;	  /* made by the sandbox_create tool (sandbox_list says so) */
+	char *image;	  /* the image it was made in, as the caller named it, or NULL */
+	char digest[SRV_DIGEST_LEN]; /* ... resolved once, at create: its digest */
 	struct srv *srv;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
@@ -461,8 +465,21 @@ json_t *result_parsed(const wd_result *r);
 json_t *result_for_harness(const wd_result *r);
 json_t *result_for_model(struct srv *s, const wd_result *r);
 
+/* harness.c: the images a caller may choose (--image, --allow-image) */
+json_t *srv_images_offered(const struct srv *s);
+
 /* run.c */
-wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err);
+/* The sandbox spec of this server: its workspace, isolation, limits (lim,
+ * or the server's), --protect, --allow-range; and image (a name: resolved
+ * to its digest now, once, and set by the digest, which *digest receives
+ * when not NULL; NULL: the host's /usr). */
+wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, const char *image,
+		  char *digest, struct wd_err *err);
+/* ref's digest in the store now, as "sha256:HEX" (wd_image_inspect). */
+int srv_image_digest(struct srv *s, const char *ref, char *out, struct wd_err *err);
+/* The image a judged command of tool runs in: the tool's (the policy's
+ * tools.NAME.image), else the server's --image, else NULL. */
+const char *srv_run_image(struct srv *s, const char *tool);
 int run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out,
 		struct wd_err *err);
 /* run_command's arguments as a wd_cmd for the policy stage (run.c) */

@@ -21,10 +21,16 @@ static json_t *
 m_sandbox_list(struct call *c, struct rpc_err *e)
 {
 	(void)e;
-	json_t *a = json_array();
-	for (struct live *l = c->peer->lives; l; l = l->next)
+	json_t *a = json_array(), *d = json_array();
+	for (struct live *l = c->peer->lives; l; l = l->next) {
 		json_array_append_new(a, json_string(l->id));
-	return json_pack("{s:o}", "sandboxes", a);
+		json_array_append_new(
+		    d, json_pack("{s:s, s:s, s:o, s:o}", "sandbox", l->id, "workspace_mode",
+				 l->cow ? "cow" : "direct", "image",
+				 l->image ? json_string(l->image) : json_null(), "image_digest",
+				 l->image ? json_string(l->digest) : json_null()));
+	}
+	return json_pack("{s:o, s:o}", "sandboxes", a, "details", d);
 }
 
 /* clang-format off */
@@ -185,6 +191,38 @@ load_token(struct srv *s, const char *path)
  * accept (peer.c) refuses sandboxed processes too: this is the first of
  * two locks.  The workspace is the only host directory the server's
  * sandboxes share (it has no --bind; their /tmp and home are their own). */
+/* --image and --allow-image: stored images, at the container level (the
+ * only one that takes an image), or the server does not start (125): a
+ * name that is not there would fail every call instead. */
+static int
+check_images(struct srv *s)
+{
+	const struct server_opts *o = &s->o;
+	if ((o->image || o->nallow_images) && o->isolation != WD_ISOLATION_CONTAINER) {
+		srv_log(s, WD_LOG_ERROR,
+			"--%s: an image needs --isolation container (the %s level does not take "
+			"one yet)",
+			o->image ? "image" : "allow-image",
+			o->isolation == WD_ISOLATION_PROCESS ? "process" : "gvisor");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i <= o->nallow_images; i++) {
+		const char *name = i == 0 ? o->image : o->allow_images[i - 1];
+		char d[SRV_DIGEST_LEN];
+		struct wd_err err = {0};
+		if (name && srv_image_digest(s, name, d, &err) < 0) {
+			srv_log(s, WD_LOG_ERROR, "--%s: %s", i == 0 ? "image" : "allow-image",
+				err.msg);
+			return -EINVAL;
+		}
+		if (name)
+			srv_log(s, WD_LOG_INFO, "image %s (%s)%s", name, d,
+				i == 0 ? ": every sandbox's unless a caller chooses another"
+				       : ": a caller may choose it");
+	}
+	return 0;
+}
+
 static int
 socket_in_workspace(struct srv *s, const char *path)
 {
@@ -214,6 +252,31 @@ socket_in_workspace(struct srv *s, const char *path)
 
 /* The tools this server offers: the built-in table without the tools
  * the policy blocks, run_command's openWorldHint from network.allow. */
+/* sandbox_create's "image": the names this server offers, in its
+ * description, so that the model can choose without a failed call (the
+ * names are the operator's, checked against the store at start). */
+static void
+describe_images(const struct srv *s, json_t *tool)
+{
+	json_t *prop = json_object_get(
+	    json_object_get(json_object_get(tool, "inputSchema"), "properties"), "image");
+	const char *d = json_string_value(json_object_get(prop, "description"));
+	if (!d)
+		return;
+	json_t *offered = srv_images_offered(s);
+	char *list = json_dumps(offered, JSON_COMPACT);
+	char *text = json_array_size(offered)
+			 ? xasprintf("%s. Offered here: %s%s", d, list,
+				     s->o.image ? " (the first is the default)" : "")
+			 : xasprintf("%s. This server offers none: sandboxes run on the host's "
+				     "programs",
+				     d);
+	json_object_set_new(prop, "description", json_string(text));
+	free(text);
+	free(list);
+	json_decref(offered);
+}
+
 static json_t *
 offered_tools(struct srv *s)
 {
@@ -231,6 +294,8 @@ offered_tools(struct srv *s)
 		if (!strcmp(name, "run_command"))
 			json_object_set_new(json_object_get(t, "annotations"), "openWorldHint",
 					    json_boolean(na > 0));
+		if (!strcmp(name, "sandbox_create"))
+			describe_images(s, t);
 		json_array_append(out, t);
 	}
 	json_decref(all);
@@ -314,10 +379,12 @@ srv_init(struct srv *s, const struct server_opts *o)
 		srv_log(s, WD_LOG_ERROR, "--audit: %s", err.msg);
 		return -EINVAL;
 	}
+	if (check_images(s) < 0)
+		return -EINVAL;
 	/* The audit log and the policy file out of every sandbox's reach
 	 * (docs/threat-model.md, boundary 6): every run checks it, and a
 	 * server refuses to start on it (125) rather than fail each call. */
-	wd_spec *reach = run_spec(s, NULL, &err);
+	wd_spec *reach = run_spec(s, NULL, NULL, NULL, &err);
 	int reach_rc = reach ? wd_ctx_check_spec(s->ctx, reach, &err) : -EINVAL;
 	wd_spec_free(reach);
 	if (reach_rc < 0) {

@@ -86,7 +86,7 @@ MAN3=(
 	wd_peer_check
 	wd_policy_approval_ttl wd_policy_audit_path wd_policy_decide wd_policy_digest
 	wd_policy_free wd_policy_json wd_policy_load wd_policy_network_allow wd_policy_route
-	wd_policy_sandbox
+	wd_policy_sandbox wd_policy_tool_image
 	wd_pool_free wd_pool_new wd_pool_run wd_pool_stats
 	wd_request_free wd_request_new wd_request_set_argv wd_request_set_command
 	wd_request_set_cwd wd_request_set_system_root wd_request_set_workspace wd_request_setenv

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Write an OCI image layout with one hand-made layer, for image.sh.
 
-    oci_layout.py DIR CASE [ARG]
+    oci_layout.py DIR CASE [ARG [NAME]]
 
 CASE is the layer: "probe" (ARG: a static program, at usr/bin/wd-probe,
-with bin -> usr/bin and an etc/), or a hostile one: "device" (a character
+or at usr/bin/NAME with a fourth argument NAME; with bin -> usr/bin and an
+etc/), or a hostile one: "device" (a character
 device node), "escape" (ARG: a host path; the entries ../../..ARG,
 /ARG-abs and a link to ARG's directory then a file through it), "hardlink"
 (a hard link to /etc/shadow), "sparse" (a 10 GB GNU sparse file holding
@@ -39,7 +40,7 @@ def add_link(tf, name, target, kind=tarfile.SYMTYPE):
     tf.addfile(ti)
 
 
-def layer(case, arg):
+def layer(case, arg, name):
     buf = io.BytesIO()
     fmt = tarfile.PAX_FORMAT
     with tarfile.open(fileobj=buf, mode="w", format=fmt) as tf:
@@ -49,7 +50,7 @@ def layer(case, arg):
         add_link(tf, "bin", "usr/bin")
         if case == "probe":
             with open(arg, "rb") as f:
-                add_file(tf, "usr/bin/wd-probe", f.read(), 0o755)
+                add_file(tf, "usr/bin/" + name, f.read(), 0o755)
             add_file(tf, "etc/imported", b"from an OCI layout\n")
         elif case == "device":
             ti = tarfile.TarInfo("etc/null2")
@@ -92,10 +93,11 @@ def blob(root, data):
 def main():
     root, case = sys.argv[1], sys.argv[2]
     arg = sys.argv[3] if len(sys.argv) > 3 else ""
+    name = sys.argv[4] if len(sys.argv) > 4 else "wd-probe"
     os.makedirs(os.path.join(root, "blobs", "sha256"))
     with open(os.path.join(root, "oci-layout"), "w") as f:
         json.dump({"imageLayoutVersion": "1.0.0"}, f)
-    tar = layer(case, arg)
+    tar = layer(case, arg, name)
     ld, ls = blob(root, tar)
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
