@@ -354,6 +354,21 @@ make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p, 
 		if (faccessat(snap, "baseline", F_OK, 0) == 0 &&
 		    (rc = ws_copy_sparse(snap, "baseline", w->sbdir, "baseline", err)) < 0)
 			return rc;
+	} else if (wants_disk(spec) && !root) {
+		if ((rc = ws_layers_supported(err)) < 0)
+			return rc;
+		/* --disk bounds what the sandbox writes with an ext4 image of
+		 * that size; an ordinary user cannot mount one, and a limit
+		 * asked for and not enforced fails closed, as --memory does */
+		if (spec->disk_bytes && !spec->best_effort)
+			return wd_err_set(err, WD_E_UNSUPPORTED,
+					  "--disk needs root (a loop device and an ext4 mount); as "
+					  "an ordinary user a session's layers are a directory in "
+					  "your state directory, bounded only by its file system: "
+					  "drop --disk, or add --best-effort to run without the "
+					  "bound");
+		if ((rc = ws_layers_create(w->sbdir, err)) < 0)
+			return rc;
 	} else if (wants_disk(spec)) {
 		if ((rc = ws_disk_supported(err)) < 0)
 			return rc;

@@ -25,8 +25,11 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -53,9 +56,10 @@ int
 ws_disk_supported(struct wd_err *err)
 {
 	if (geteuid() != 0)
-		return unsupported(err, "a sandbox disk (cow workspaces, sessions) needs root "
+		return unsupported(err, "a sandbox disk (a one-shot cow run, --disk) needs root "
 					"here: loop devices and ext4 mounts need CAP_SYS_ADMIN on "
-					"the host");
+					"the host; as an ordinary user, a cow session (warden "
+					"create --workspace-mode cow) needs neither");
 	if (access("/dev/loop-control", R_OK | W_OK) < 0)
 		return unsupported(err, "no /dev/loop-control (the loop driver) for the sandbox "
 					"disk");
@@ -347,4 +351,88 @@ ws_copy_sparse(int from_dir, const char *from, int to_dir, const char *to, struc
 fail:
 	unlinkat(to_dir, to, 0);
 	return rc;
+}
+
+/* ---- an ordinary user's layers ---- */
+
+int
+ws_layers_supported(struct wd_err *err)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+	if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return unsupported(err, "cannot read the kernel's version (uname)");
+	if (major < 5 || (major == 5 && minor < 11))
+		return unsupported(err, "a cow workspace as an ordinary user needs Linux 5.11 "
+					"(overlayfs in a user namespace): run as root here");
+	char v[8] = "";
+	if (wd_read_file_at(AT_FDCWD, "/proc/sys/kernel/unprivileged_userns_clone", v,
+			    sizeof(v)) > 0 &&
+	    v[0] == '0')
+		return unsupported(err, "a cow workspace as an ordinary user needs user namespaces "
+					"(kernel.unprivileged_userns_clone is 0)");
+	return 0;
+}
+
+int
+ws_layers_create(int dirfd, struct wd_err *err)
+{
+	if (mkdirat(dirfd, WS_LAYERS, 0700) < 0)
+		return wd_err_sys(err, errno, "create the sandbox's layers/");
+	wd_autoclose int d = openat(dirfd, WS_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0)
+		return wd_err_sys(err, errno, "open the sandbox's layers/");
+	static const struct {
+		const char *name;
+		mode_t mode;
+	} dirs[] = {{"upper", 0755}, {"work", 0700}, {"home", 0755}, {"tmp", 01777}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++)
+		if (mkdirat(d, dirs[i].name, dirs[i].mode) < 0 ||
+		    fchmodat(d, dirs[i].name, dirs[i].mode, 0) < 0)
+			return wd_err_sys(err, errno, "make the sandbox's layers/%s", dirs[i].name);
+	return 0;
+}
+
+static int
+write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(text);
+	int rc = write(fd, text, n) == (ssize_t)n ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+int
+ws_userns_enter(struct wd_err *err)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return wd_err_sys(err, errno, "a user namespace for the cow overlay (unshare)");
+	/* Only our own ids, each to itself: files keep their owners, the
+	 * sandbox user (mapped to us in the jail's own namespace) owns what
+	 * it writes, and nothing here gains a power over another user's
+	 * file (the capabilities of this namespace reach only inodes whose
+	 * owner is mapped in it, ours).  setgroups is denied first, as the
+	 * kernel requires of an unprivileged gid_map, so no supplementary
+	 * group can be dropped to get past a deny-by-group permission. */
+	char map[64];
+	int rc = write_file("/proc/self/setgroups", "deny");
+	if (rc == 0) {
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		rc = write_file("/proc/self/uid_map", map);
+	}
+	if (rc == 0) {
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+		rc = write_file("/proc/self/gid_map", map);
+	}
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "map our ids in the cow overlay's user namespace");
+	/* nothing we mount reaches the host's namespace */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return wd_err_sys(err, errno, "make the cow overlay's mount namespace private");
+	return 0;
 }

@@ -292,6 +292,24 @@ ws_remove_tree(int dirfd, const char *name)
 	if (errno != EISDIR && errno != EPERM)
 		return -errno;
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && geteuid() != 0) {
+		/* An ordinary user has no CAP_DAC_OVERRIDE: a directory the
+		 * sandbox left mode 000 (or overlayfs's work/work) is opened
+		 * after giving its owner (us) the bits back.  Only what is
+		 * being removed anyway changes mode; AT_SYMLINK_NOFOLLOW is
+		 * not supported by fchmodat, so the directory is pinned
+		 * first with O_PATH and changed through its descriptor. */
+		int p = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		char proc[64];
+		if (p >= 0) {
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p);
+			if (chmod(proc, 0700) == 0)
+				fd = openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			close(p);
+		}
+		if (fd < 0)
+			errno = EACCES;
+	}
 	if (fd < 0)
 		return -errno;
 	DIR *d = fdopendir(fd);
