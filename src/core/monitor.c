@@ -46,6 +46,7 @@ struct mon {
 	pthread_cond_t cond;
 	int active;   /* requests being served, detached commands included */
 	int detached; /* detached commands running */
+	int execs;    /* commands running for an exec request */
 	int working;  /* requests that count as use (not info) being served */
 	unsigned seq; /* detached commands started */
 	uint64_t last_ns;
@@ -187,8 +188,15 @@ do_exec(int conn, json_t *q, int *fds, int nfds)
 	wd_result *r = NULL;
 	if (rc == 0)
 		rc = gate_require((unsigned)ju(q, "require"), M.sb->sb, &e);
-	if (rc == 0)
+	if (rc == 0) {
+		pthread_mutex_lock(&M.lock);
+		M.execs++;
+		pthread_mutex_unlock(&M.lock);
 		rc = sandbox_exec(M.sb->sb, &x, &r, &e);
+		pthread_mutex_lock(&M.lock);
+		M.execs--;
+		pthread_mutex_unlock(&M.lock);
+	}
 	if (rc < 0) {
 		reply_err(conn, rc, &e);
 	} else {
@@ -380,6 +388,34 @@ paths_of(json_t *q, size_t *n)
 	return p;
 }
 
+/* Whether the session's change set holds still while it is written
+ * (apply) or copied (snapshot): its processes are frozen for the review,
+ * or none runs.  An ordinary user on a cgroup-v1 host runs with
+ * --best-effort and no cgroup, so nothing can freeze them; a command
+ * still running could then rewrite a file between the --expect check and
+ * its copy, and what is applied would not be what was reviewed.  So that
+ * case is refused (fail closed) rather than applied unfrozen. */
+static int
+review_held(const char *what, struct wd_err *e)
+{
+	if (!M.sb->sb || atomic_load(&M.sb->sb->review_frozen))
+		return 0;
+	pthread_mutex_lock(&M.lock);
+	int others = M.execs + M.detached;
+	pthread_mutex_unlock(&M.lock);
+	if (others <= 0)
+		return 0;
+	wd_err_set(e, WD_E_UNSUPPORTED,
+		   "%s refused: %d command%s of the session still run%s and cannot be frozen "
+		   "here (no cgroup to freeze them in: an ordinary user with --best-effort), "
+		   "so the files could change while they are %s; wait for %s to end or "
+		   "stop the session (warden stop), then %s again",
+		   what, others, others == 1 ? "" : "s", others == 1 ? "s" : "",
+		   !strcmp(what, "apply") ? "written" : "copied", others == 1 ? "it" : "them",
+		   what);
+	return -EBUSY;
+}
+
 static void
 do_changes(int conn, const char *op, json_t *q)
 {
@@ -401,9 +437,11 @@ do_changes(int conn, const char *op, json_t *q)
 			reply_ok(conn, NULL, out, strlen(out));
 	} else if (!strcmp(op, "apply")) {
 		sandbox_review(M.sb->sb, true);
-		rc =
-		    box_apply(M.sb->box, paths, np, json_string_value(json_object_get(q, "expect")),
-			      json_is_true(json_object_get(q, "json")), &out, &e);
+		rc = review_held("apply", &e);
+		if (rc == 0)
+			rc = box_apply(M.sb->box, paths, np,
+				       json_string_value(json_object_get(q, "expect")),
+				       json_is_true(json_object_get(q, "json")), &out, &e);
 		sandbox_review(M.sb->sb, false);
 		if (rc >= 0) {
 			char *m = wd_xasprintf("\"status\":%d", rc);
@@ -444,9 +482,19 @@ do_snapshot(int conn, json_t *q)
 {
 	struct wd_err e = {0};
 	const char *tag = json_string_value(json_object_get(q, "tag"));
-	int disk = M.sb->box && M.sb->box->ws ? M.sb->box->ws->disk : -1;
-	int rc = tag ? session_snapshot_copy(M.dirfd, tag, disk, &e)
-		     : wd_err_set(&e, WD_E_INVAL, "no tag");
+	struct ws *w = M.sb->box ? M.sb->box->ws : NULL;
+	/* an ordinary user's layers are no file system to freeze: the
+	 * session's processes are (or none may run) */
+	int disk = w && !w->user_layers ? w->disk : -1;
+	int rc = tag ? 0 : wd_err_set(&e, WD_E_INVAL, "no tag");
+	if (rc == 0 && w && w->user_layers) {
+		sandbox_review(M.sb->sb, true);
+		rc = review_held("snapshot", &e);
+	}
+	if (rc == 0)
+		rc = session_snapshot_copy(M.dirfd, tag, disk, &e);
+	if (w && w->user_layers)
+		sandbox_review(M.sb->sb, false);
 	if (rc < 0)
 		reply_err(conn, rc, &e);
 	else
@@ -567,9 +615,6 @@ out:
 	return NULL;
 }
 
-/* Only our own user (or root) may talk to us: the directory's 0700 says
- * so already; the peer's credentials say it again, whatever the
- * directory's mode became. */
 /* An ordinary user's cow monitor lives in a user namespace of its own
  * (ws_userns_enter), from where the kernel lets it read neither the
  * namespaces of a client in the host's (its parent) nor tell them from a
@@ -685,6 +730,9 @@ peer_checked(int conn, struct wd_err *e)
 	return false;
 }
 
+/* Only our own user (or root) may talk to us: the directory's 0700 says
+ * so already; the peer's credentials say it again, whatever the
+ * directory's mode became. */
 static bool
 peer_ok(int conn)
 {

@@ -175,6 +175,17 @@ int ws_layers_supported(struct wd_err *err);
  * overlay (ws_open) and clones trees for jails as root does.  The
  * process must be single-threaded. */
 int ws_userns_enter(struct wd_err *err);
+/* fn(arg, out, err) run in a forked child inside such a namespace, its
+ * result, error and text (*out, malloc'd) brought back: how an ordinary
+ * user's process reads and writes layers the sandbox may have left
+ * unreadable to its owner (mode 000), with the namespace's
+ * CAP_DAC_OVERRIDE, which reaches only our own files. */
+int ws_userns_run(int (*fn)(void *arg, char **out, struct wd_err *err), void *arg, char **out,
+		  struct wd_err *err);
+/* Copy an ordinary user's layers (a snapshot): directories with their
+ * user.overlay.opaque marks, files, links, whiteouts and FIFOs, no link
+ * followed, modes kept. */
+int ws_copy_tree(int from_dir, const char *from, int to_dir, const char *to, struct wd_err *err);
 
 /* ---- layers.c ---- */
 
