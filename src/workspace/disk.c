@@ -15,7 +15,9 @@
  * with SIGKILL therefore leaves no mount and no loop device behind.
  *
  * Root only: loop devices and mounting ext4 need CAP_SYS_ADMIN in the
- * initial user namespace (ext4 is not FS_USERNS_MOUNT). */
+ * initial user namespace (ext4 is not FS_USERNS_MOUNT).  An ordinary
+ * user's layers (the end of this file) are a plain directory instead,
+ * with the user namespace helpers that mount and read them. */
 #include "workspace/workspace.h"
 
 #include <fcntl.h>

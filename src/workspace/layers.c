@@ -22,7 +22,11 @@
  * directories (trusted.overlay.opaque): what changes.c reads back.  A
  * directory renamed in the sandbox is then copied (mv falls back on
  * EXDEV) and shows up as files deleted and added, paired as renames by
- * content. */
+ * content.
+ *
+ * An ordinary user's layers (no disk: layers/ in the state directory) are
+ * mounted by overlay_user() in the user namespace of the session's monitor
+ * (ws_userns_enter), the workspace itself as the lower layer. */
 #include "workspace/workspace.h"
 #include "jail/jail.h"
 
