@@ -130,9 +130,17 @@ as_user apply s --expect 0000000000000000000000000000000000000000000000000000000
 expect_rc 125 "apply --expect with another digest"
 check "  ... writes nothing" test "$(cat "$UWS/a.txt")" = hello -a -e "$UWS/del.txt"
 
+# ---- started again: the layers persist; snapshot and apply go through the monitor
+as_user start s
+expect_rc 0 "start the session again"
+as_user exec s -- cat a.txt
+check "  ... it still sees its change" grep -qx changed "$OUT"
+as_user ls
+check "ls lists it running" grep -qE '^[0-9a-f]{16} +s +running +cow' "$OUT"
+
 # ---- snapshot, then create --from it
 as_user snapshot s t1
-expect_rc 0 "snapshot of the stopped session"
+expect_rc 0 "snapshot of the running session (nothing runs in it)"
 as_user create s2 --from s@t1 --best-effort
 expect_rc 0 "create --from the snapshot"
 as_user diff s2 --name-status
