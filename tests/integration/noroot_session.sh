@@ -174,6 +174,28 @@ expect_rc 0 "rm both sessions (one left a mode-000 directory)"
 check "  ... leaves nothing in the state directory" \
 	test -z "$(ls -A "$STATE" 2>/dev/null | grep -v '^names$')"
 
+# ---- egress through the proxy from a session whose monitor is in a user
+# namespace (the proxy stays in the host's network namespace)
+require_python
+mkdir "$T/srv" && echo served >"$T/srv/f.txt"
+port=$(free_port)
+(cd "$T/srv" && exec python3 -m http.server "$port" --bind 127.0.0.1) >/dev/null 2>&1 &
+srv=$!
+at_exit "kill $srv"
+wait_until "$(scaled 10)" bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
+as_user create net --workspace-mode cow --best-effort --workspace "$UWS" --net allow \
+	--allow-host "reg.test:$port" --add-host reg.test=127.0.0.1 --allow-range 127.0.0.1/32
+expect_rc 0 "a cow session with egress to one host"
+as_user exec net -- sh -c "curl -sS http://reg.test:$port/f.txt -o got.txt && cat got.txt"
+check "  ... fetches through the proxy into its layer" grep -qx served "$OUT"
+as_user diff net --name-status
+check "  ... which the diff lists" grep -qF 'added     got.txt' "$OUT"
+as_user exec net -- curl -s -o /dev/null -w '%{http_code}' \
+	"http://reg.test:$((port == 65535 ? port - 1 : port + 1))/"
+check "  ... and another port is refused by the proxy (HTTP $(cat "$OUT"))" grep -qx 403 "$OUT"
+as_user rm net
+expect_rc 0 "rm it"
+
 # ---- --disk needs root
 as_user create s3 --workspace-mode cow --disk 64M --workspace "$UWS"
 expect_rc 125 "--disk as an ordinary user is refused"
