@@ -119,6 +119,16 @@ else
 		bash -c '! grep -q "cannot be frozen" "$1"' _ "$ERR"
 fi
 check "  ... and nothing was written" test "$(cat "$UWS/a.txt")" = hello -a ! -e "$UWS/n.txt"
+if [ "$nocgroup" = 1 ]; then
+	as_user snapshot s t0
+	expect_rc 125 "a snapshot with a command running and no cgroup: refused"
+	check "  ... saying why, and keeping no half copy" \
+		test -n "$(grep 'cannot be frozen' "$ERR")" -a ! -e "$STATE/$id/snapshots/t0"
+fi
+as_user discard s n.txt
+expect_rc 0 "discard one path of the running session (through its overlay)"
+as_user exec s -- sh -c 'test ! -e n.txt && echo new > n.txt'
+expect_rc 0 "  ... the session no longer sees it, and writes it again"
 as_user stop s
 expect_rc 0 "stop"
 
