@@ -642,7 +642,9 @@ peer_checker_main(int sock)
 			char b[CMSG_SPACE(sizeof(int))];
 		} u;
 		struct iovec iov = {&c, 1};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+		struct msghdr mh = {.msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = u.b,
 				    .msg_controllen = sizeof(u.b)};
 		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 		if (n <= 0)
@@ -704,8 +706,8 @@ peer_checked(int conn, struct wd_err *e)
 	} u;
 	memset(&u, 0, sizeof(u));
 	struct iovec iov = {&c, 1};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-			    .msg_controllen = sizeof(u.b)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;

@@ -365,8 +365,7 @@ make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p, 
 				  : ws_userns_run(copy_layers, fds, NULL, err);
 			if (rc < 0)
 				return rc;
-		} else if ((rc = ws_copy_sparse(snap, "disk.img", w->sbdir, "disk.img", err)) <
-			   0) {
+		} else if ((rc = ws_copy_sparse(snap, "disk.img", w->sbdir, "disk.img", err)) < 0) {
 			return rc;
 		}
 		if (faccessat(snap, "baseline", F_OK, 0) == 0 &&

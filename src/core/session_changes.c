@@ -114,7 +114,8 @@ snapshot_in_ns(void *arg, char **out, struct wd_err *err)
 	wd_autoclose int sb = ws_state_sandboxes(o->w->root, err);
 	if (sb < 0)
 		return sb;
-	wd_autoclose int dir = openat(sb, o->w->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	wd_autoclose int dir =
+	    openat(sb, o->w->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dir < 0)
 		return wd_err_sys(err, errno, "the session's state");
 	return session_snapshot_copy(dir, o->tag, -1, err);

@@ -547,11 +547,12 @@ wd_doctor(bool json, unsigned *ok_levels)
 	} feats[] = {
 	    {"cow sessions", cow_ok,
 	     cow_ok ? (as_root ? "on a sandbox disk (--disk bounds it)"
-			    : "the overlay in a user namespace, the layers in your state "
-			      "directory (unbounded: --disk needs root)")
+			       : "the overlay in a user namespace, the layers in your state "
+				 "directory (unbounded: --disk needs root)")
 		    : "no overlayfs inside a user namespace here (see overlayfs above)"},
-	    {"--disk", as_root, "needs root (loop devices and ext4 mounts); a session's layers are "
-			     "then bounded only by the state directory's file system"},
+	    {"--disk", as_root,
+	     "needs root (loop devices and ext4 mounts); a session's layers are "
+	     "then bounded only by the state directory's file system"},
 	    {"run --workspace-mode cow", as_root,
 	     "needs root (its layers are on a sandbox disk); a cow session (warden create "
 	     "--workspace-mode cow) works without"},
@@ -632,8 +633,8 @@ wd_doctor(bool json, unsigned *ok_levels)
 			if (f->ok && i == 0)
 				fprintf(m, "  %-26s yes: %s\n", f->name, f->why);
 			else
-				fprintf(m, "  %-26s %s%s\n", f->name, f->ok ? "yes" : "no: ",
-					f->ok ? "" : f->why);
+				fprintf(m, "  %-26s %s%s\n", f->name,
+					f->ok ? "yes" : "no: ", f->ok ? "" : f->why);
 		}
 		if (fclose(m) != 0 || !out)
 			abort();

@@ -495,8 +495,7 @@ entry(struct walker *k, int udir, const char *name, bool host_dir)
 	 * host.  overlayfs writes no xattr whiteout (user.overlay.whiteout)
 	 * in an upper layer: it only reads them in lower ones, so a file
 	 * carrying one here is a file. */
-	const char *opaque =
-	    k->w->user_layers ? "user.overlay.opaque" : "trusted.overlay.opaque";
+	const char *opaque = k->w->user_layers ? "user.overlay.opaque" : "trusted.overlay.opaque";
 	ssize_t vn = fgetxattr(sub, opaque, val, sizeof(val));
 	if (host_is_dir && vn == 1 && val[0] == 'y' && (rc = opaque_deletions(k, sub, k->path)) < 0)
 		return rc;

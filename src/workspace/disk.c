@@ -371,8 +371,8 @@ ws_layers_supported(struct wd_err *err)
 		return unsupported(err, "a cow workspace as an ordinary user needs Linux 5.11 "
 					"(overlayfs in a user namespace): run as root here");
 	char v[8] = "";
-	if (wd_read_file_at(AT_FDCWD, "/proc/sys/kernel/unprivileged_userns_clone", v,
-			    sizeof(v)) > 0 &&
+	if (wd_read_file_at(AT_FDCWD, "/proc/sys/kernel/unprivileged_userns_clone", v, sizeof(v)) >
+		0 &&
 	    v[0] == '0')
 		return unsupported(err, "a cow workspace as an ordinary user needs user namespaces "
 					"(kernel.unprivileged_userns_clone is 0)");
@@ -384,7 +384,8 @@ ws_layers_create(int dirfd, struct wd_err *err)
 {
 	if (mkdirat(dirfd, WS_LAYERS, 0700) < 0)
 		return wd_err_sys(err, errno, "create the sandbox's layers/");
-	wd_autoclose int d = openat(dirfd, WS_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	wd_autoclose int d =
+	    openat(dirfd, WS_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d < 0)
 		return wd_err_sys(err, errno, "open the sandbox's layers/");
 	static const struct {
@@ -547,7 +548,8 @@ copy_dir(int from, int to, const char *path, struct wd_err *err)
 int
 ws_copy_tree(int from_dir, const char *from, int to_dir, const char *to, struct wd_err *err)
 {
-	wd_autoclose int in = openat(from_dir, from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	wd_autoclose int in =
+	    openat(from_dir, from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
 		return wd_err_sys(err, errno, "snapshot: %s", from);
 	if (mkdirat(to_dir, to, 0700) < 0)

@@ -205,10 +205,10 @@ struct ws {
 	char *workspace; /* host path */
 	int wsfd;	 /* O_PATH of the host workspace */
 	bool cow;
-	int disk;  /* the disk's mount (-1: none) */
-	int upper; /* disk: upper/ (cow) */
-	int ovl;   /* the overlay's mount (cow), for live discards (-1: none
-		    * mounted here, an ordinary user's stopped session) */
+	int disk;	  /* the disk's mount (-1: none) */
+	int upper;	  /* disk: upper/ (cow) */
+	int ovl;	  /* the overlay's mount (cow), for live discards (-1: none
+			   * mounted here, an ordinary user's stopped session) */
 	bool user_layers; /* layers/ of an ordinary user, not a disk */
 	uid_t uid;
 	gid_t gid;
