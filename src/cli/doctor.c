@@ -17,9 +17,11 @@ cli_doctor(int argc, char **argv)
 			       "Report which isolation levels this host can run (container, process,\n"
 			       "gvisor) and why not, from real probes: user namespaces, seccomp,\n"
 			       "Landlock, cgroups (a sandbox cgroup is created and removed),\n"
-			       "overlayfs, idmapped mounts, the kernel configuration, runsc.\n"
+			       "overlayfs, idmapped mounts, the kernel configuration, runsc; then the\n"
+			       "features that need root (cow sessions, --disk, a one-shot cow run, the\n"
+			       "warm pool, limits): yes, or why not for the calling user.\n"
 			       "\n"
-			       "  --json   print one JSON object (levels, probes)\n"
+			       "  --json   print one JSON object (levels, probes, features)\n"
 			       "\n"
 			       "Exit status: 0 when at least one level can run, 1 when none can,\n"
 			       "125 bad input.\n");
