@@ -287,6 +287,11 @@ int wd_result_exec_errno(const wd_result *r);
  * (such as "6b working directory"), or NULL: execve itself failed, or
  * nothing did. */
 const char *wd_result_exec_step(const wd_result *r);
+/* The i-th distinct network request the egress proxy refused during the
+ * command (0, 1, ... until NULL), as one line for a human, escaped:
+ * "HOST:PORT refused (REASON, rule RULE), N times: ADVICE".  The JSON
+ * result lists the same under protections.egress.refusals. */
+const char *wd_result_net_refusal(const wd_result *r, size_t i);
 
 /* Exit status as a shell reports it: the command's own; 128+N for signal N;
  * 124 timed out; 126 could not execute; 127 not found. */

@@ -72,6 +72,8 @@ int cli_serve(int argc, char **argv);
 /* Why the command did not start, on stderr: the set-up step (the working
  * directory CWD, when given) or execve of PROG. */
 void cli_exec_failed(const char *sub, const wd_result *r, const char *prog, const char *cwd);
+/* One stderr line per distinct network refusal of the command. */
+void cli_net_refusals(const char *sub, const wd_result *r);
 int cli_fail(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_json_errors(bool on);
 /* s as a JSON string on f: ASCII, every other byte escaped. */

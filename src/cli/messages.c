@@ -235,3 +235,12 @@ cli_exec_failed(const char *sub, const wd_result *r, const char *prog, const cha
 		fprintf(stderr, "warden: %s: cannot execute %s: %s\n", sub, cli_quote(prog),
 			strerror(e));
 }
+
+void
+cli_net_refusals(const char *sub, const wd_result *r)
+{
+	/* the lines are escaped by the library (the host is the sandbox's) */
+	const char *line;
+	for (size_t i = 0; (line = wd_result_net_refusal(r, i)); i++)
+		fprintf(stderr, "warden: %s: network: %s\n", sub, line);
+}

@@ -706,6 +706,7 @@ print_result(const wd_result *r, const char *prog, const struct run_opts *o)
 		cli_exec_failed(sub_name, r, prog, o->cwd);
 	if (o->json)
 		return;
+	cli_net_refusals(sub_name, r);
 	if (wd_result_timed_out(r))
 		fprintf(stderr, "warden: run: timed out; the sandbox was killed\n");
 	else if (wd_result_oom_killed(r))

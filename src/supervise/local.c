@@ -46,6 +46,8 @@ net_event_cb(const struct net_event *ev, void *data)
 	struct wd_event e = {.kind = WD_EVENT_NETWORK, .name = "network", .sandbox_id = sb->id,
 			     .net = ev};
 	event_emit(sb->events, &e);
+	if (!ev->allowed)
+		sandbox_note_refusal(sb, ev);
 	if (sb->spec->event_fn) {
 		char *j = result_net_event_json(ev);
 		sb->spec->event_fn(j, sb->spec->event_data);

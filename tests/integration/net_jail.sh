@@ -85,6 +85,34 @@ r=$(run -- curl -s -m 10 -i -X PUT -d x "http://web.test:$UP/hello")
 check "curl: PUT to a GET-only host is 403 with the reason" "X-Warden-Denied: method" "$r"
 r=$(run -- curl -s -m 10 -i "http://other.test:$UP/")
 check "curl: unlisted host is refused" "X-Warden-Denied: no-rule" "$r"
+# the reason at the end of the run, not only in a header the client hides
+# (npm says E403, curl "CONNECT tunnel failed")
+r=$(run -- curl -s -m 10 "http://other.test:$UP/" "http://other.test:$UP/again" 2>&1 >/dev/null)
+check "the refusal is explained at the end of the run, once with a count" \
+	"warden: run: network: other.test:$UP refused (no-rule), 2 times" "$r"
+check "... with the option that would allow it" "--allow-host other.test:$UP" "$r"
+r=$(run -- curl -s -m 10 "http://web.test:$UP/fine" 2>&1 >/dev/null)
+check "a run with no refusal prints no refusal line" "" "$r"
+[ -z "$r" ] && ok "... (stderr empty)" || nok "... stderr empty" "got '$r'"
+r=$(run -- curl -s -m 10 -x "" "http://other.test:$UP/" 2>&1 >/dev/null)
+check "a name the resolver refuses is explained too (A and AAAA: one line)" \
+	"warden: run: network: other.test (DNS) refused (no-rule), 2 times: no rule allows this name" "$r"
+r=$(run --json -- curl -s -m 10 "http://other.test:$UP/")
+check "--json lists the refusal with its reason and advice" \
+	'"refusals":[{"protocol":"http","host":"other.test","port":'"$UP"',"reason":"no-rule","rule":null,"advice":"no rule allows' "$r"
+S=nj$$
+if "$WARDEN" create "$S" --isolation "$LEVEL" "${NET[@]}" >/dev/null 2>"$T/create.err"; then
+	"$WARDEN" exec "$S" -- curl -s -m 10 "http://web.test:$UP/one" >/dev/null 2>&1
+	r=$("$WARDEN" exec "$S" -- curl -s -m 10 "http://other.test:$UP/" 2>&1 >/dev/null)
+	check "exec in a session explains its refusal too" \
+		"warden: exec: network: other.test:$UP refused (no-rule)" "$r"
+	r=$("$WARDEN" exec "$S" -- curl -s -m 10 "http://web.test:$UP/two" 2>&1 >/dev/null)
+	[ -z "$r" ] && ok "... and the next command, which was refused nothing, prints none" ||
+		nok "the next exec has no refusal line" "got '$r'"
+	"$WARDEN" rm "$S" >/dev/null 2>&1
+else
+	nok "warden create for the exec case" "$(cat "$T/create.err")"
+fi
 r=$(run -- curl -s -m 10 -i "http://internal.test:9/")
 check "curl: a hosts entry into loopback without an address rule is refused" \
 	"X-Warden-Denied: address-range" "$r"
