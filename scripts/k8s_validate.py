@@ -21,7 +21,8 @@ object came from a file, FILE:LINE:COLUMN:
 
 2. warden's own rules for its pod (why each: docs/kubernetes.md): procMount
    Unmasked only with hostUsers false; nothing privileged, no host
-   namespaces, no Unconfined seccomp; the only capability added is
+   namespaces, host paths or host ports, no Unconfined seccomp, no mount
+   of a volume the pod lacks; the only capability added is
    SYS_ADMIN, never beside allowPrivilegeEscalation false spelled as the
    API server refuses it; every container has cpu and memory limits; no
    service account token; and the network policies (a SandboxTemplate's
@@ -276,9 +277,17 @@ def pod_specs(obj):
         yield ("spec", "template", "spec"), (spec.get("template") or {}).get("spec") or {}
 
 
-def check_pod(ps, base, errs):
+def check_pod(ps, base, errs, claim_names=()):
     if not isinstance(ps, dict):
         return
+    # A node's directory in a pod that runs a model's commands is the node
+    # handed over; a host port is the node's network.
+    vols = set(claim_names)
+    for i, vol in enumerate(ps.get("volumes") or []):
+        if isinstance(vol, dict):
+            vols.add(vol.get("name"))
+            if "hostPath" in vol:
+                errs.append((base + ("volumes", i, "hostPath"), "a hostPath volume"))
     # Unmasked /proc shows the node's /proc/sys and friends writable to the
     # pod's root; only a user namespace makes that root nobody on the node
     # (the API server refuses it otherwise too).
@@ -319,6 +328,16 @@ def check_pod(ps, base, errs):
                 errs.append((scp + ("allowPrivilegeEscalation",),
                              "allowPrivilegeEscalation false beside capabilities.add "
                              "CAP_SYS_ADMIN is refused by the API server"))
+            for j, port in enumerate(c.get("ports") or []):
+                if isinstance(port, dict) and port.get("hostPort"):
+                    errs.append((cp + ("ports", j, "hostPort"), "a host port"))
+            # A mount of a volume the pod does not have fails at pod
+            # creation, in the controller, long after this check.
+            for j, vm in enumerate(c.get("volumeMounts") or []):
+                if isinstance(vm, dict) and vm.get("name") not in vols:
+                    errs.append((cp + ("volumeMounts", j, "name"),
+                                 f"no volume {vm.get('name')!r} in the pod or its "
+                                 f"volumeClaimTemplates"))
             if lst == "ephemeralContainers":
                 continue
             lim = (c.get("resources") or {}).get("limits") or {}
@@ -397,8 +416,10 @@ def check_netpol(np, base, errs):
 
 def check_policy(obj, errs):
     kind, spec = obj.get("kind"), obj.get("spec") or {}
+    claims = [((t or {}).get("metadata") or {}).get("name")
+              for t in spec.get("volumeClaimTemplates") or [] if isinstance(t, dict)]
     for base, ps in pod_specs(obj):
-        check_pod(ps, base, errs)
+        check_pod(ps, base, errs, claims)
     if kind == "SandboxTemplate":
         if spec.get("networkPolicyManagement") == "Unmanaged" or not spec.get("networkPolicy"):
             errs.append((("spec", "networkPolicy"), "the template carries no managed "

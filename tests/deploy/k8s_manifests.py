@@ -152,6 +152,13 @@ refused("SandboxTemplate",
         "SYS_ADMIN is the only one added", "a second added capability")
 refused("SandboxTemplate", lambda o: pod(o).__setitem__("hostNetwork", True),
         "a host namespace", "hostNetwork")
+refused("SandboxTemplate",
+        lambda o: pod(o)["volumes"].append({"name": "node", "hostPath": {"path": "/"}}),
+        "a hostPath volume", "a hostPath volume")
+refused("SandboxTemplate", lambda o: ctr(o)["ports"][0].__setitem__("hostPort", 8765),
+        "a host port", "a host port")
+refused("SandboxTemplate", lambda o: o["spec"]["volumeClaimTemplates"][0]["metadata"].__setitem__(
+        "name", "data"), "no volume 'state'", "a mount of a volume the pod lacks")
 refused("SandboxTemplate", lambda o: pod(o).pop("automountServiceAccountToken"),
         "no Kubernetes credentials", "a service account token mounted")
 refused("SandboxTemplate",
