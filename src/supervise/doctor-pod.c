@@ -103,8 +103,9 @@ probe_pod_userns(struct pod_probe *pp, bool *in_userns)
 	 * CAP_SYS_ADMIN are safe only where the pod's root is nobody on the
 	 * node. */
 	bool initial = lines == 1 && inside == 0 && outside == 0 && count == 4294967295UL;
-	json_object_set_new(p->data, "uid_map_first", json_pack("[I,I,I]", (json_int_t)inside,
-								  (json_int_t)outside, (json_int_t)count));
+	json_object_set_new(
+	    p->data, "uid_map_first",
+	    json_pack("[I,I,I]", (json_int_t)inside, (json_int_t)outside, (json_int_t)count));
 	json_object_set_new(p->data, "initial", json_boolean(initial));
 	if (initial) {
 		p->st = ST_MISSING;
@@ -113,8 +114,9 @@ probe_pod_userns(struct pod_probe *pp, bool *in_userns)
 	} else {
 		*in_userns = true;
 		p->st = ST_OK;
-		doctor_detail(p, "a user namespace of its own: uid %lu here is uid %lu on the node "
-				 "(%lu ids, %d range%s)",
+		doctor_detail(p,
+			      "a user namespace of its own: uid %lu here is uid %lu on the node "
+			      "(%lu ids, %d range%s)",
 			      inside, outside, count, lines, lines == 1 ? "" : "s");
 	}
 	if (!initial && inside == 0 && outside == 0) {
@@ -150,16 +152,17 @@ probe_sys_admin(struct pod_probe *pp, bool in_userns, bool *has_out)
 	json_object_set_new(p->data, "effective", json_boolean(has));
 	p->st = has ? ST_OK : ST_MISSING;
 	if (has)
-		doctor_detail(p, "CAP_SYS_ADMIN effective, %s", in_userns ? "in the pod's user namespace"
-									 : "in the node's user namespace");
+		doctor_detail(p, "CAP_SYS_ADMIN effective, %s",
+			      in_userns ? "in the pod's user namespace"
+					: "in the node's user namespace");
 	else
 		doctor_detail(p, "CAP_SYS_ADMIN not effective (CapEff %s, in the bounding set: %s)",
 			      eff, (b & (1ULL << CAP_SYS_ADMIN_BIT)) ? "yes" : "no");
 	doctor_detail(p, "; no_new_privs %s", atoi(nnp) == 1 ? "on" : "off");
 	/* AppArmor's default container profile denies mount(2): context for a
 	 * proc probe that fails. */
-	ssize_t n = wd_read_file_at(AT_FDCWD, "/proc/self/attr/apparmor/current", aa,
-				    sizeof(aa) - 1);
+	ssize_t n =
+	    wd_read_file_at(AT_FDCWD, "/proc/self/attr/apparmor/current", aa, sizeof(aa) - 1);
 	if (n <= 0)
 		n = wd_read_file_at(AT_FDCWD, "/proc/self/attr/current", aa, sizeof(aa) - 1);
 	if (n > 0) {
@@ -189,8 +192,8 @@ proc_grandchild(struct child_out *o)
 {
 	/* pid 1 of a new pid namespace mounts the proc of that namespace, as
 	 * the jail does for every container-level sandbox. */
-	o->err[3] = mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) ? errno
-											  : 0;
+	o->err[3] =
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) ? errno : 0;
 }
 
 static void
@@ -257,7 +260,9 @@ probe_proc(struct pod_probe *pp, bool *ok)
 		/* seccomp-ns and userns say why namespaces cannot be made */
 		p->st = ST_MISSING;
 		doctor_detail(p, "not tried: no user, mount and pid namespace to mount it in (%s)",
-			      doctor_errname(o.err[0] ? o.err[0] : o.err[1] ? o.err[1] : o.err[2]));
+			      doctor_errname(o.err[0]	? o.err[0]
+					     : o.err[1] ? o.err[1]
+							: o.err[2]));
 	} else if (o.err[3]) {
 		p->st = ST_MISSING;
 		doctor_detail(p, "mounting a new proc in a new pid namespace: %s",
@@ -314,8 +319,8 @@ seccomp_ns_child(struct child_out *o, void *arg)
 	(void)arg;
 	/* the flags the jail's clone3 passes for a container-level sandbox
 	 * (supervise/local.c, step 1c) */
-	const uint64_t ns = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-			    CLONE_NEWIPC | CLONE_NEWUTS;
+	const uint64_t ns =
+	    CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
 	o->err[SN_CLONE3] = clone3_try(0);
 	o->err[SN_CLONE3_NS] = clone3_try(ns);
 	o->err[SN_UNSHARE] = unshare((int)ns) ? errno : 0;
@@ -342,7 +347,8 @@ probe_seccomp_ns(struct pod_probe *pp, bool *ns_ok, bool *clone3_ok)
 	}
 	for (int i = 0; i < SN_COUNT; i++)
 		json_object_set_new(p->data, names[i],
-				    o.err[i] == 0 ? json_true() : json_string(doctor_errname(o.err[i])));
+				    o.err[i] == 0 ? json_true()
+						  : json_string(doctor_errname(o.err[i])));
 	*clone3_ok = o.err[SN_CLONE3] == 0;
 	*ns_ok = *clone3_ok && o.err[SN_CLONE3_NS] == 0 && o.err[SN_UNSHARE] == 0;
 	p->st = *ns_ok ? ST_OK : ST_MISSING;
@@ -350,23 +356,25 @@ probe_seccomp_ns(struct pod_probe *pp, bool *ns_ok, bool *clone3_ok)
 		doctor_detail(p, "unshare and clone3 with user, mount, pid, net, ipc and uts flags "
 				 "work");
 	} else {
-		doctor_detail(p, "clone3: %s; clone3 with namespace flags: %s; unshare with them: %s",
+		doctor_detail(p,
+			      "clone3: %s; clone3 with namespace flags: %s; unshare with them: %s",
 			      doctor_errname(o.err[SN_CLONE3]), doctor_errname(o.err[SN_CLONE3_NS]),
 			      doctor_errname(o.err[SN_UNSHARE]));
 	}
 	int m = atoi(mode);
 	if (m == 2)
-		doctor_detail(p, "; the pod runs under %s seccomp filter%s", filters[0] ? filters : "a",
-			      atoi(filters) == 1 ? "" : "s");
+		doctor_detail(p, "; the pod runs under %s seccomp filter%s",
+			      filters[0] ? filters : "a", atoi(filters) == 1 ? "" : "s");
 	else
 		doctor_detail(p, "; no seccomp filter on the pod");
 	if (!*ns_ok && m == 2)
 		doctor_detail(p, " (the refusal is likely its profile's)");
-	set_cost(pp, *clone3_ok ? "the pod's seccomp profile (or the kernel) refuses namespace "
-				  "flags: the container level does not run in this pod; the process "
-				  "level remains"
-				: "clone3 itself is refused (a profile answering ENOSYS, as Docker's "
-				  "does without CAP_SYS_ADMIN): warden starts no sandbox at any level");
+	set_cost(pp, *clone3_ok
+			 ? "the pod's seccomp profile (or the kernel) refuses namespace "
+			   "flags: the container level does not run in this pod; the process "
+			   "level remains"
+			 : "clone3 itself is refused (a profile answering ENOSYS, as Docker's "
+			   "does without CAP_SYS_ADMIN): warden starts no sandbox at any level");
 }
 
 /* ---------------------------------------------------------------- cgroups */
@@ -423,7 +431,8 @@ own_limits(struct probe *p, const struct cgroup_host_info *h)
 		doctor_detail(p, "; the pod's own limits:");
 		const char *k;
 		json_t *v;
-		json_object_foreach(lim, k, v) {
+		json_object_foreach(lim, k, v)
+		{
 			doctor_detail(p, " %s=%s", k, json_string_value(v));
 		}
 	}
@@ -457,13 +466,24 @@ probe_pod_cgroup(struct pod_probe *pp)
 WD_API char *
 wd_doctor_pod(bool json, unsigned *ok_levels)
 {
-	enum { Q_POD_USERNS, Q_SYS_ADMIN, Q_PROC, Q_SECCOMP_NS, Q_USERNS, Q_SECCOMP,
-	       Q_CGROUP, Q_LANDLOCK, Q_GVISOR, Q_N };
+	enum {
+		Q_POD_USERNS,
+		Q_SYS_ADMIN,
+		Q_PROC,
+		Q_SECCOMP_NS,
+		Q_USERNS,
+		Q_SECCOMP,
+		Q_CGROUP,
+		Q_LANDLOCK,
+		Q_GVISOR,
+		Q_N
+	};
 	struct pod_probe q[Q_N];
 	memset(q, 0, sizeof(q));
 	for (int i = 0; i < Q_N; i++)
 		q[i].p.data = json_object();
-	bool in_userns = false, sys_admin = false, proc_ok = false, ns_ok = false, clone3_ok = false;
+	bool in_userns = false, sys_admin = false, proc_ok = false, ns_ok = false,
+	     clone3_ok = false;
 	bool userns_ok = false, seccomp_ok = false, gvisor_ok = false;
 	int abi = 0;
 	probe_pod_userns(&q[Q_POD_USERNS], &in_userns);
@@ -482,9 +502,10 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 				 "level only file permissions do (gVisor does not implement "
 				 "Landlock: so it is under the gvisor RuntimeClass)");
 	doctor_probe_gvisor(&q[Q_GVISOR].p, &gvisor_ok);
-	set_cost(&q[Q_GVISOR], "no gvisor level inside the pod: give the whole pod gVisor with "
-			       "the gvisor RuntimeClass (deploy/kubernetes/overlays/gvisor) and run "
-			       "warden's container level inside it");
+	set_cost(&q[Q_GVISOR],
+		 "no gvisor level inside the pod: give the whole pod gVisor with "
+		 "the gvisor RuntimeClass (deploy/kubernetes/overlays/gvisor) and run "
+		 "warden's container level inside it");
 
 	/* The levels, as wd_doctor decides them, and then what the pod adds:
 	 * the jail's clone3 must pass the pod's profile, and a container
@@ -545,9 +566,10 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 		json_object_set_new(root, "pod", json_true());
 		json_t *levels = json_object(), *oks = json_array();
 		for (size_t i = 0; i < nlv; i++) {
-			json_object_set_new(levels, lv[i].name,
-					    json_pack("{s:b,s:o}", "ok", lv[i].ok, "why_not",
-						      lv[i].ok ? json_null() : json_string(lv[i].why)));
+			json_object_set_new(
+			    levels, lv[i].name,
+			    json_pack("{s:b,s:o}", "ok", lv[i].ok, "why_not",
+				      lv[i].ok ? json_null() : json_string(lv[i].why)));
 			if (lv[i].ok)
 				json_array_append_new(oks, json_string(lv[i].name));
 		}
@@ -556,9 +578,11 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 		json_t *probes = json_object();
 		for (int i = 0; i < Q_N; i++) {
 			json_t *d = q[i].p.data;
-			json_object_set_new(d, "status", json_string(doctor_status_names[q[i].p.st]));
+			json_object_set_new(d, "status",
+					    json_string(doctor_status_names[q[i].p.st]));
 			json_object_set_new(d, "detail", json_string(q[i].p.detail));
-			json_object_set_new(d, "cost", q[i].cost ? json_string(q[i].cost) : json_null());
+			json_object_set_new(d, "cost",
+					    q[i].cost ? json_string(q[i].cost) : json_null());
 			json_object_set_new(probes, q[i].p.name, d);
 			q[i].p.data = NULL;
 		}
@@ -580,8 +604,8 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 		}
 		fprintf(m, "\nisolation levels in this pod:\n");
 		for (size_t i = 0; i < nlv; i++)
-			fprintf(m, "  %-10s %s%s\n", lv[i].name, lv[i].ok ? "yes" : "no: ",
-				lv[i].ok ? "" : lv[i].why);
+			fprintf(m, "  %-10s %s%s\n", lv[i].name,
+				lv[i].ok ? "yes" : "no: ", lv[i].ok ? "" : lv[i].why);
 		if (fclose(m) != 0 || !out)
 			abort();
 	}
