@@ -40,6 +40,9 @@ from datetime import datetime
 
 import yaml
 
+# libyaml's parser where python3-yaml has it: the CRDs are 17,000 lines
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class Refusal(Exception):
     pass
@@ -50,9 +53,9 @@ class Refusal(Exception):
 def load_with_marks(text, name):
     """The documents of text, and for each a map from a field path (a tuple
     of keys and indices) to 'name:line:column' of that field."""
-    docs = list(yaml.safe_load_all(text))
+    docs = list(yaml.load_all(text, Loader=Loader))
     marks = []
-    for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
+    for node in yaml.compose_all(text, Loader=Loader):
         m = {}
 
         def walk(n, path):
@@ -95,7 +98,7 @@ def load_crds(directory):
             continue
         path = os.path.join(directory, fn)
         with open(path, encoding="utf-8") as f:
-            for doc in yaml.safe_load_all(f):
+            for doc in yaml.load_all(f, Loader=Loader):
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
                 spec = doc["spec"]
