@@ -294,7 +294,7 @@ probe_proc(struct pod_probe *pp, bool *ok)
 
 /* ------------------------------------------- the pod's seccomp profile */
 
-enum { SN_UNSHARE, SN_CLONE3, SN_CLONE3_NS, SN_COUNT };
+enum { SN_UNSHARE, SN_CLONE3, SN_CLONE3_NS, SN_PIVOT, SN_COUNT };
 
 static int
 clone3_try(uint64_t flags)
@@ -321,16 +321,35 @@ seccomp_ns_child(struct child_out *o, void *arg)
 	 * (supervise/local.c, step 1c) */
 	const uint64_t ns =
 	    CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
 	o->err[SN_CLONE3] = clone3_try(0);
 	o->err[SN_CLONE3_NS] = clone3_try(ns);
 	o->err[SN_UNSHARE] = unshare((int)ns) ? errno : 0;
+	if (o->err[SN_UNSHARE])
+		return;
+	/* pivot_root, which the jail enters each sandbox's root with (step
+	 * 3c) and which Docker's and containerd's default profiles refuse
+	 * even beside CAP_SYS_ADMIN: onto a tmpfs of this child's own
+	 * mount namespace, nothing of the pod's touched. */
+	int e = doctor_map_self(uid, gid);
+	if (!e && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		e = errno;
+	if (!e && mount("tmpfs", "/tmp", "tmpfs", 0, "size=64k"))
+		e = errno;
+	if (!e && chdir("/tmp"))
+		e = errno;
+	if (!e && syscall(SYS_pivot_root, ".", "."))
+		e = errno;
+	o->err[SN_PIVOT] = e;
 }
 
 static void
 probe_seccomp_ns(struct pod_probe *pp, bool *ns_ok, bool *clone3_ok)
 {
 	struct probe *p = &pp->p;
-	static const char *const names[SN_COUNT] = {"unshare", "clone3", "clone3_namespaces"};
+	static const char *const names[SN_COUNT] = {"unshare", "clone3", "clone3_namespaces",
+						    "pivot_root"};
 	p->name = "seccomp-ns";
 	*ns_ok = *clone3_ok = false;
 	char mode[16], filters[16];
@@ -350,16 +369,19 @@ probe_seccomp_ns(struct pod_probe *pp, bool *ns_ok, bool *clone3_ok)
 				    o.err[i] == 0 ? json_true()
 						  : json_string(doctor_errname(o.err[i])));
 	*clone3_ok = o.err[SN_CLONE3] == 0;
-	*ns_ok = *clone3_ok && o.err[SN_CLONE3_NS] == 0 && o.err[SN_UNSHARE] == 0;
+	*ns_ok = *clone3_ok && o.err[SN_CLONE3_NS] == 0 && o.err[SN_UNSHARE] == 0 &&
+		 o.err[SN_PIVOT] == 0;
 	p->st = *ns_ok ? ST_OK : ST_MISSING;
 	if (*ns_ok) {
 		doctor_detail(p, "unshare and clone3 with user, mount, pid, net, ipc and uts flags "
-				 "work");
+				 "work, and pivot_root");
 	} else {
 		doctor_detail(p,
-			      "clone3: %s; clone3 with namespace flags: %s; unshare with them: %s",
+			      "clone3: %s; clone3 with namespace flags: %s; unshare with them: %s; "
+			      "pivot_root: %s",
 			      doctor_errname(o.err[SN_CLONE3]), doctor_errname(o.err[SN_CLONE3_NS]),
-			      doctor_errname(o.err[SN_UNSHARE]));
+			      doctor_errname(o.err[SN_UNSHARE]),
+			      o.err[SN_UNSHARE] ? "not tried" : doctor_errname(o.err[SN_PIVOT]));
 	}
 	int m = atoi(mode);
 	if (m == 2)
@@ -371,8 +393,9 @@ probe_seccomp_ns(struct pod_probe *pp, bool *ns_ok, bool *clone3_ok)
 		doctor_detail(p, " (the refusal is likely its profile's)");
 	set_cost(pp, *clone3_ok
 			 ? "the pod's seccomp profile (or the kernel) refuses namespace "
-			   "flags: the container level does not run in this pod; the process "
-			   "level remains"
+			   "flags or pivot_root: the container level does not run in this "
+			   "pod; the process level remains (deploy/kubernetes/seccomp/"
+			   "warden.json admits them)"
 			 : "clone3 itself is refused (a profile answering ENOSYS, as Docker's "
 			   "does without CAP_SYS_ADMIN): warden starts no sandbox at any level");
 }
@@ -537,7 +560,8 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 		if (ops->level == WD_ISOLATION_CONTAINER && lv[nlv].ok && !ns_ok) {
 			lv[nlv].ok = false;
 			snprintf(lv[nlv].why, sizeof(lv[nlv].why),
-				 "clone3 with namespace flags refused (seccomp-ns)");
+				 "clone3 with namespace flags, unshare or pivot_root refused "
+				 "(seccomp-ns)");
 		}
 		/* as root the jail opens the host's trees with open_tree
 		 * (jail_build_host), which needs CAP_SYS_ADMIN */

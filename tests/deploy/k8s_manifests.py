@@ -186,6 +186,33 @@ refused("NetworkPolicy", setp(["spec", "egress"], [{"to": [{"namespaceSelector":
 refused("SandboxClaim", setp(["apiVersion"], "extensions.agents.x-k8s.io/v9"),
         "is not a served version", "a version no CRD serves")
 
+# ------------------------------------------------- the Localhost seccomp profile
+# The template names a profile this repository ships; it admits what the
+# jail takes to build a sandbox and refuses what a sandbox is refused
+# (run-doctor_pod runs warden under it).
+import json  # noqa: E402
+sp = pod(tmpl).get("securityContext", {}).get("seccompProfile", {})
+pfile = os.path.join(src, "deploy", "kubernetes", "seccomp", sp.get("localhostProfile", "-"))
+tap(sp.get("type") == "Localhost" and os.path.isfile(pfile),
+    f"the template's Localhost profile {sp.get('localhostProfile')!r} is shipped")
+try:
+    prof = json.load(open(pfile))
+except (OSError, ValueError) as e:
+    prof = {}
+    print(f"# {pfile}: {e}")
+denied = {n for r in prof.get("syscalls", []) if r.get("action") == "SCMP_ACT_ERRNO"
+          for n in r.get("names", [])}
+needed = {"clone", "clone3", "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree",
+          "move_mount", "mount_setattr", "fsopen", "fsconfig", "fsmount", "seccomp",
+          "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"}
+tap(prof.get("defaultAction") == "SCMP_ACT_ALLOW" and not (denied & needed),
+    f"the profile refuses none of what the jail needs (refused: {sorted(denied & needed)})")
+tap({"ptrace", "bpf", "keyctl", "kexec_load", "init_module", "userfaultfd",
+     "io_uring_setup", "perf_event_open"} <= denied,
+    "the profile refuses ptrace, bpf, keyctl, kexec, modules, userfaultfd, io_uring, perf")
+tap(set(prof.get("architectures", [])) == {"SCMP_ARCH_X86_64", "SCMP_ARCH_AARCH64"},
+    "the profile admits no 32-bit ABI (IA-32, x32, arm)")
+
 # --------------------------------------------- the command line, and bad input
 v = os.path.join(src, "scripts", "k8s_validate.py")
 with tempfile.TemporaryDirectory() as d:

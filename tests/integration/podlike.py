@@ -20,11 +20,19 @@ container, made here from the kernel's own parts (for doctor_pod.sh):
                          out of a filter's sight)
   --drop-sys-admin       CAP_SYS_ADMIN out of every set (a bounding-set drop:
                          root's exec does not get it back)
+  --seccomp-profile FILE a Localhost seccomp profile of the kind
+                         deploy/kubernetes/seccomp/warden.json is (default
+                         action SCMP_ACT_ALLOW, SCMP_ACT_ERRNO rules by name,
+                         no argument conditions; other ABIs than x86-64
+                         refused, as for an architecture it does not list),
+                         compiled here as runc would (x86-64 only)
+  --deny NAME            with --seccomp-profile: NAME refused (EPERM) too
 
 Root only.  Exit: the command's status, or 125 when the environment cannot
 be made.
 """
 import ctypes
+import json
 import os
 import struct
 import sys
@@ -79,6 +87,57 @@ def seccomp_no_sysadmin():
         (RET_K, 0, 0, ERRNO | ENOSYS),         # 10
         (RET_K, 0, 0, ALLOW),                  # 11
     ]
+    load_bpf(prog)
+
+
+def syscall_numbers():
+    """x86-64 system call numbers by name, from the kernel's uapi header."""
+    nrs = {}
+    path = "/usr/include/x86_64-linux-gnu/asm/unistd_64.h"
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 3 and p[0] == "#define" and p[1].startswith("__NR_"):
+                    nrs[p[1][5:]] = int(p[2])
+    except OSError as e:
+        die(f"{path}: {e.strerror}")
+    return nrs
+
+
+def seccomp_profile(path, extra):
+    """Compile a deny-list profile (default allow) to BPF (read before the
+    user namespace is made: its root may not read the file)."""
+    if os.uname().machine != "x86_64":
+        die("--seccomp-profile: x86-64 only")
+    try:
+        with open(path) as f:
+            prof = json.load(f)
+    except (OSError, ValueError) as e:
+        die(f"{path}: {e}")
+    if prof.get("defaultAction") != "SCMP_ACT_ALLOW":
+        die(f"{path}: only a defaultAction SCMP_ACT_ALLOW profile is compiled here")
+    nrs = syscall_numbers()
+    deny = {}
+    for rule in prof.get("syscalls", []):
+        if rule.get("action") != "SCMP_ACT_ERRNO" or rule.get("args"):
+            die(f"{path}: only SCMP_ACT_ERRNO rules without args are compiled here")
+        for name in rule["names"]:
+            if name in nrs:  # runc skips a name the kernel does not have
+                deny[nrs[name]] = rule.get("errnoRet", 1)
+    for name in extra:
+        deny[nrs[name]] = 1
+    LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
+    ALLOW, ERRNO = 0x7FFF0000, 0x00050000
+    prog = [(LD_W_ABS, 0, 0, 4), (JEQ_K, 1, 0, 0xC000003E), (RET_K, 0, 0, ERRNO | 1),
+            (LD_W_ABS, 0, 0, 0), (JGE_K, 0, 1, 0x40000000), (RET_K, 0, 0, ERRNO | 1)]
+    for nr, e in sorted(deny.items()):
+        prog += [(JEQ_K, 0, 1, nr), (RET_K, 0, 0, ERRNO | e)]
+    prog.append((RET_K, 0, 0, ALLOW))
+    return prog
+
+
+def load_bpf(prog):
     raw = b"".join(struct.pack("HBBI", *i) for i in prog)
     buf = ctypes.create_string_buffer(raw)
 
@@ -93,13 +152,24 @@ def seccomp_no_sysadmin():
 
 def main(argv):
     opts = set()
+    global profile, deny_extra
     while argv and argv[0] != "--":
-        if argv[0] not in ("--no-userns", "--mask-proc", "--seccomp-no-sysadmin",
-                           "--drop-sys-admin"):
-            die(f"unknown option '{argv[0]}'")
-        opts.add(argv.pop(0))
+        a = argv.pop(0)
+        if a in ("--seccomp-profile", "--deny") and argv:
+            if a == "--deny":
+                deny_extra.append(argv.pop(0))
+            else:
+                profile = argv.pop(0)
+            continue
+        if a not in ("--no-userns", "--mask-proc", "--seccomp-no-sysadmin",
+                     "--drop-sys-admin"):
+            die(f"unknown option '{a}'")
+        opts.add(a)
     if not argv or len(argv) < 2:
         die("usage: podlike.py [OPTIONS] -- COMMAND...")
+    global profile_prog
+    if profile:
+        profile_prog = seccomp_profile(profile, deny_extra)
     cmd = argv[1:]
     if "--no-userns" not in opts:
         # The parent writes the maps of the child's new user namespace, as
@@ -145,11 +215,17 @@ def child(opts, cmd):
         check(libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0), "drop CAP_SYS_ADMIN")
     if "--seccomp-no-sysadmin" in opts:
         seccomp_no_sysadmin()
+    if profile_prog:
+        load_bpf(profile_prog)
     try:
         os.execvp(cmd[0], cmd)
     except OSError as e:
         die(f"{cmd[0]}: {e.strerror}")
 
+
+profile = None
+profile_prog = None
+deny_extra = []
 
 if __name__ == "__main__":
     main(sys.argv[1:])
