@@ -993,6 +993,14 @@ int wd_parse_fixed6(const char *s, uint64_t *out_millionths);
  * bit per runnable level (1 << WD_ISOLATION_*). */
 char *wd_doctor(bool json, unsigned *ok_levels);
 
+/* Probe this process's environment as a Kubernetes pod (docs/kubernetes.md):
+ * a user namespace of its own, CAP_SYS_ADMIN, a new /proc mountable, clone3
+ * and unshare with namespace flags past the pod's seccomp profile, cgroup
+ * delegation and the pod's own limits, Landlock, runsc; each with what
+ * lacking it costs.  Returns a new string (JSON if json), free with free();
+ * *ok_levels as for wd_doctor, for this pod. */
+char *wd_doctor_pod(bool json, unsigned *ok_levels);
+
 #ifdef __cplusplus
 }
 #endif

@@ -46,7 +46,7 @@
 #include <ftw.h>
 #include <time.h>
 
-static const char *const status_names[] = {"ok", "warn", "missing"};
+const char *const doctor_status_names[] = {"ok", "warn", "missing"};
 
 void
 doctor_detail(struct probe *p, const char *fmt, ...)
@@ -210,8 +210,8 @@ read_sysctl(struct probe *p, const char *path, const char *key)
 	json_object_set_new(p->data, key, json_string(buf));
 }
 
-static void
-probe_userns(struct probe *p, bool *container_ok)
+void
+doctor_probe_userns(struct probe *p, bool *container_ok)
 {
 	struct child_out o;
 	p->name = "userns";
@@ -293,8 +293,8 @@ landlock_child(struct child_out *o, void *arg)
 		close(fd);
 }
 
-static void
-probe_landlock(struct probe *p, int *abi_out)
+void
+doctor_probe_landlock(struct probe *p, int *abi_out)
 {
 	p->name = "landlock";
 	*abi_out = 0;
@@ -396,8 +396,8 @@ seccomp_child(struct child_out *o, void *arg)
 	o->val[0] = s ? strtol(s + 9, NULL, 10) : -1;
 }
 
-static void
-probe_seccomp(struct probe *p, bool *ok)
+void
+doctor_probe_seccomp(struct probe *p, bool *ok)
 {
 	p->name = "seccomp";
 	struct child_out o;
@@ -443,9 +443,9 @@ doctor_level_probe(enum wd_isolation level, struct backend_probe *out)
 	ps.data = json_object();
 	pl.data = json_object();
 	if (level == WD_ISOLATION_CONTAINER)
-		probe_userns(&pu, &userns_ok);
-	probe_seccomp(&ps, &seccomp_ok);
-	probe_landlock(&pl, &abi);
+		doctor_probe_userns(&pu, &userns_ok);
+	doctor_probe_seccomp(&ps, &seccomp_ok);
+	doctor_probe_landlock(&pl, &abi);
 	memset(out, 0, sizeof(*out));
 	out->ok = userns_ok && seccomp_ok;
 	if (!userns_ok)
@@ -494,9 +494,9 @@ wd_doctor(bool json, unsigned *ok_levels)
 
 	bool userns_ok = false, seccomp_ok = false, idmap_ok = true;
 	int ll_abi = 0;
-	probe_userns(&pr[P_USERNS], &userns_ok);
-	probe_seccomp(&pr[P_SECCOMP], &seccomp_ok);
-	probe_landlock(&pr[P_LANDLOCK], &ll_abi);
+	doctor_probe_userns(&pr[P_USERNS], &userns_ok);
+	doctor_probe_seccomp(&pr[P_SECCOMP], &seccomp_ok);
+	doctor_probe_landlock(&pr[P_LANDLOCK], &ll_abi);
 	doctor_probe_cgroup(&pr[P_CGROUP]);
 	doctor_probe_overlay(&pr[P_OVERLAY], userns_ok);
 	doctor_probe_idmap(&pr[P_IDMAP], &idmap_ok);
@@ -598,7 +598,7 @@ wd_doctor(bool json, unsigned *ok_levels)
 		json_t *probes = json_object();
 		for (int i = 0; i < P_N; i++) {
 			json_object_set_new(pr[i].data, "status",
-					    json_string(status_names[pr[i].st]));
+					    json_string(doctor_status_names[pr[i].st]));
 			json_object_set_new(pr[i].data, "detail", json_string(pr[i].detail));
 			json_object_set_new(probes, pr[i].name, pr[i].data);
 			pr[i].data = NULL;
@@ -614,7 +614,7 @@ wd_doctor(bool json, unsigned *ok_levels)
 		if (!m)
 			abort();
 		for (int i = 0; i < P_N; i++)
-			fprintf(m, "%-8s %-14s %s\n", status_names[pr[i].st], pr[i].name,
+			fprintf(m, "%-8s %-14s %s\n", doctor_status_names[pr[i].st], pr[i].name,
 				pr[i].detail);
 		fprintf(m, "\nisolation levels:\n");
 		for (size_t i = 0; i < nlv; i++) {

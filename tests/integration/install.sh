@@ -75,7 +75,7 @@ MAN3=(
 	wd_ctx_set_policy_file wd_ctx_set_state_dir
 	wd_decision_advice wd_decision_approval_id wd_decision_argv wd_decision_free
 	wd_decision_json wd_decision_kind wd_decision_reason wd_decision_rule
-	wd_doctor
+	wd_doctor wd_doctor_pod
 	wd_esc_path wd_esc_text
 	wd_event_decision wd_event_json wd_event_kind wd_event_name wd_event_output
 	wd_event_result wd_event_sandbox_id
