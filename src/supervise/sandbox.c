@@ -181,13 +181,14 @@ sandbox_note_refusal(struct sandbox *sb, const struct net_event *ev)
 	/* a DNS event's port is the query type: A and AAAA for one name are
 	 * one refusal */
 	unsigned port = ev->proto == NET_PROTO_DNS ? 0 : ev->port;
+	const char *host = ev->host ? ev->host : "";
 	pthread_mutex_lock(&sb->ref_lock);
 	uint64_t seq = ++sb->ref_seq;
 	struct net_refusal *f = NULL;
 	for (size_t i = 0; i < sb->nrefs && !f; i++) {
 		struct net_refusal *g = &sb->refs[i];
 		if (g->port == port && !strcmp(g->proto, proto) && !strcmp(g->reason, reason) &&
-		    same_str(g->host, ev->host) && same_str(g->rule, ev->rule))
+		    !strcmp(g->host, host) && same_str(g->rule, ev->rule))
 			f = g;
 	}
 	if (!f) {
@@ -204,7 +205,7 @@ sandbox_note_refusal(struct sandbox *sb, const struct net_event *ev)
 				sb->ref_evicted_seq = f->seq;
 			net_refusal_fini(f);
 		}
-		f->host = wd_xstrdup(ev->host ? ev->host : "");
+		f->host = wd_xstrdup(host);
 		f->rule = ev->rule ? wd_xstrdup(ev->rule) : NULL;
 		f->advice = ev->advice && ev->advice[0] ? wd_xstrdup(ev->advice) : NULL;
 		snprintf(f->proto, sizeof(f->proto), "%s", proto);

@@ -100,6 +100,19 @@ check "a name the resolver refuses is explained too (A and AAAA: one line)" \
 r=$(run --json -- curl -s -m 10 "http://other.test:$UP/")
 check "--json lists the refusal with its reason and advice" \
 	'"refusals":[{"protocol":"http","host":"other.test","port":'"$UP"',"reason":"no-rule","rule":null,"advice":"no rule allows' "$r"
+r=$(run -- python3 -c '
+import os, socket, urllib.parse
+p = urllib.parse.urlparse(os.environ["http_proxy"])
+for head in (b"GET http://ev\x1b[2Kil.test/ HTTP/1.1\r\nHost: ev\x1b[2Kil.test\r\n\r\n",
+             b"CONNECT a\xe2\x80\xaeb.test:443 HTTP/1.1\r\nHost: x\r\n\r\n"):
+    s = socket.create_connection((p.hostname, p.port))
+    s.sendall(head)
+    s.recv(200)
+' 2>&1 >/dev/null)
+check "a host with ESC and U+202E reaches the terminal as one escaped line" \
+	"warden: run: network: (no host) refused (malformed-request), 2 times" "$r"
+[[ "$r" != *$'\e'* && "$r" != *$'\xe2\x80\xae'* ]] && ok "... with no ESC or U+202E byte in it" ||
+	nok "no raw ESC or U+202E in the refusal lines" "$(printf %q "$r")"
 S=nj$$
 if "$WARDEN" create "$S" --isolation "$LEVEL" "${NET[@]}" >/dev/null 2>"$T/create.err"; then
 	"$WARDEN" exec "$S" -- curl -s -m 10 "http://web.test:$UP/one" >/dev/null 2>&1
