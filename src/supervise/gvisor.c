@@ -53,6 +53,10 @@
  * five host tasks (ptrace stubs) per guest process, measured here. */
 #define GV_HOST_PIDS(pids) (256 + 8 * (pids))
 
+#ifndef WD_INIT_PATH
+#define WD_INIT_PATH "/usr/local/libexec/warden/warden-init"
+#endif
+
 /* ---- probe ---- */
 
 static void
@@ -121,6 +125,14 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 	 * time namespace (gVisor keeps its own clocks). */
 	if ((rc = sandbox_plan(sb, true, false, err)) < 0)
 		return rc;
+	/* An image is the bundle's root: its /usr (and usrmerge links) and
+	 * /etc are in the plan, as at the container level.  Commands start
+	 * through warden-init, not the image's shell. */
+	if (spec->image_root && gv_init_find(g->init_path, sizeof(g->init_path)) < 0)
+		return wd_err_set(err, WD_E_UNSUPPORTED,
+				  "--image at --isolation gvisor needs warden-init (installed "
+				  "with warden in %s), which is missing",
+				  WD_INIT_PATH);
 	/* The workspace's owner appears as the sandbox user to gVisor's
 	 * gofer, which creates as root and then chowns (jail/hostpath.c). */
 	sb->prep->idmap = (struct jail_idmap){1000, 1000, true};
@@ -287,13 +299,40 @@ gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
  * sandbox's commands leave included, while it waits for its sleep. */
 static const char *const idle_init[] = {"/bin/sh", "-c",
 					"trap 'exit 0' TERM; sleep infinity & wait", NULL};
+/* The same in an image, which need not hold a shell or sleep. */
+static const char *const idle_init_image[] = {GV_INIT, "idle", NULL};
+
+int
+gv_init_find(char *out, size_t cap)
+{
+	/* next to the running program (a build tree, or an installation
+	 * whose libexec is the same directory), else the installed one */
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(out, cap, "%s/warden-init", self);
+			if (access(out, X_OK) == 0)
+				return 0;
+		}
+	}
+	snprintf(out, cap, "%s", WD_INIT_PATH);
+	if (access(out, X_OK) == 0)
+		return 0;
+	out[0] = '\0';
+	return -ENOENT;
+}
 
 int
 gv_start_session(struct sandbox *sb, struct wd_err *err)
 {
 	struct gv *g = sb->priv;
 	int rc, pidfd = -1;
-	wd_autofree char *cfg = gv_oci_config(sb, g, idle_init, NULL, NULL);
+	wd_autofree char *cfg =
+	    gv_oci_config(sb, g, g->init_path[0] ? idle_init_image : idle_init, NULL, NULL);
 	if ((rc = gv_write_file(g, "config.json", cfg, err)) < 0)
 		return rc;
 	char bundle[PATH_MAX], pidfile[PATH_MAX];

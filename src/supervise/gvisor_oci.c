@@ -503,6 +503,18 @@ gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			return wd_err_sys(err, -rc, "gvisor root filesystem: %s %s",
 					  jail_op_name(op->kind), jp);
 	}
+	/* warden-init, for an image: a copy in rootfs/ (the read-only root),
+	 * never a bind of a host path; a sandbox cannot replace it */
+	if (g->init_path[0]) {
+		wd_autoclose int in = open(g->init_path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/rootfs%s", g->dir, GV_INIT);
+		int rc = in < 0 ? -errno : copy_file(in, path);
+		if (rc == 0 && chmod(path, 0555) < 0)
+			rc = -errno;
+		if (rc < 0)
+			return wd_err_sys(err, -rc, "gvisor root filesystem: %s from %s", GV_INIT,
+					  g->init_path);
+	}
 	/* where the launcher mounts each tree: a directory or a file, as the
 	 * tree's root is one */
 	for (size_t i = 0; i < g->nmounts; i++) {
@@ -589,9 +601,16 @@ gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 		pwd_given = !strncmp(pl->envp[i], "PWD=", 4);
 	jw_key(w, "args");
 	jw_arr_begin(w);
-	jw_str(w, "/bin/sh");
-	jw_str(w, "-c");
-	jw_str(w, pwd_given ? "exec \"$0\" \"$@\"" : "unset PWD; exec \"$0\" \"$@\"");
+	if (sb->spec->image_root) {
+		/* warden's own exec (it sets no PWD): the image's /bin/sh may
+		 * be missing or anything the image's author made it */
+		jw_str(w, GV_INIT);
+		jw_str(w, "exec");
+	} else {
+		jw_str(w, "/bin/sh");
+		jw_str(w, "-c");
+		jw_str(w, pwd_given ? "exec \"$0\" \"$@\"" : "unset PWD; exec \"$0\" \"$@\"");
+	}
 	for (size_t i = 0; argv && argv[i]; i++)
 		jw_str(w, argv[i]);
 	jw_arr_end(w);
