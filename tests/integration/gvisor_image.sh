@@ -10,7 +10,9 @@
 #     0666 in its /usr and /etc refuse a write (EROFS, the read-only
 #     mounts, gofer included), and the image's files on the host are the
 #     same before and after
-#   - the workspace's .git stays read-only, the workspace writable
+#   - the workspace's .git stays read-only, the workspace writable; the
+#     egress proxy reachable and nothing else, --pids enforced
+#   - warden serve: run_command under a policy's sandbox.image
 #   - hostile images: /usr/bin/cat a link into the workspace (the policy's
 #     cat is looked up in the image, refused 126); /usr itself a link to
 #     /workspace (it was judged as `cat` by name, the host having
@@ -93,6 +95,16 @@ expect_rc 1 "the image's mode 0666 file cannot be opened for writing"
 expect_out "^fill: open /usr/share/wd-open/file: Read-only file system" "EROFS: the mount, not the mode"
 check "the image's files on the host are unchanged" test "$(tree_sum)" = "$sum0"
 
+# ---- the egress proxy and the limits, unchanged in an image ----
+NET=(--net allow --allow-host probe.test)
+wd "${G[@]}" --image probe "${NET[@]}" -- wd-probe noconnect 3128 127.0.0.1
+expect_out "^FAIL noconnect:127.0.0.1:3128 connected" \
+	"--net allow: warden's proxy (127.0.0.1:3128) is reachable from the image"
+wd "${G[@]}" --image probe "${NET[@]}" -- wd-probe noconnect 80 192.0.2.1
+expect_rc 0 "--net allow: nothing else is (a direct connection fails)"
+wd "${G[@]}" --image probe --pids 20 -- wd-probe forkbomb 1000
+expect_out 'fork failed after [0-9]+: EAGAIN' "--pids 20: fork fails with EAGAIN in the image"
+
 # ---- the workspace's repository metadata ----
 mkdir -p "$WS/.git/hooks"
 echo '[core]' >"$WS/.git/config"
@@ -147,6 +159,38 @@ expect_err "rootfs/etc is not a directory \(a link is never followed out of an i
 check "nothing of the refused run reached runsc" sh -c "! grep -q '^ok ' '$OUT'"
 for n in catlink usrlink etclink; do img rm "$n"; done
 rm -rf "${WS:?}/bin" "${WS:?}/evil"
+
+# ---- warden serve: the policy's sandbox.image, at the gVisor level ----
+cat >"$T/imgpol.json" <<'EOF'
+{"version": 1, "programs": {"wd-probe": {}}, "sandbox": {"image": "probe"}}
+EOF
+# one run_command over MCP (stdio); the reply to it, read as it comes
+python3 - "$WARDEN" "$WS" "$T/imgpol.json" >"$OUT" 2>"$ERR" <<'PY'
+import json, subprocess, sys
+warden, ws, pol = sys.argv[1:4]
+p = subprocess.Popen([warden, "serve", "--stdio", "--isolation", "gvisor", "-w", ws, "-p", pol],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def send(m):
+    p.stdin.write(json.dumps(m) + "\n")
+    p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-03-26", "capabilities": {},
+    "clientInfo": {"name": "gvisor_image", "version": "1"}}})
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+    "name": "run_command", "arguments": {"command": "wd-probe ids"}}})
+for line in p.stdout:
+    m = json.loads(line)
+    if m.get("id") == 2:
+        s = m["result"].get("structuredContent", {})
+        print("status", s.get("status"), "isolation", s.get("protections", {}).get("isolation"))
+        print(m["result"]["content"][0]["text"])
+        break
+p.stdin.close()
+p.wait()
+PY
+expect_out "^status 0 isolation gvisor$" "serve: run_command in the policy's image at the gVisor level"
+expect_out "ok uid 1000/1000/1000" "and wd-probe (only in the image) ran by its name"
 
 # ---- a session ----
 "$WARDEN" create gvimg "${G[@]}" --image probe -w "$WS" >"$OUT" 2>"$ERR" </dev/null
