@@ -39,6 +39,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -72,6 +73,14 @@ gv_probe(struct backend_probe *out)
 		snprintf(out->why, sizeof(out->why),
 			 "gvisor isolation runs runsc as root (its rootless mode is not "
 			 "supported by warden): run warden as root");
+		return;
+	}
+	char init[PATH_MAX];
+	if (gv_init_find(init, sizeof(init)) < 0) {
+		snprintf(out->why, sizeof(out->why),
+			 "warden-init, which starts each command inside gVisor, is missing "
+			 "(installed with warden in %s)",
+			 WD_INIT_PATH);
 		return;
 	}
 	struct wd_err e = {0};
@@ -125,13 +134,11 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 	 * time namespace (gVisor keeps its own clocks). */
 	if ((rc = sandbox_plan(sb, true, false, err)) < 0)
 		return rc;
-	/* An image is the bundle's root: its /usr (and usrmerge links) and
-	 * /etc are in the plan, as at the container level.  Commands start
-	 * through warden-init, not the image's shell. */
-	if (spec->image_root && gv_init_find(g->init_path, sizeof(g->init_path)) < 0)
+	/* Commands start through warden-init (gv_probe found it). */
+	if (gv_init_find(g->init_path, sizeof(g->init_path)) < 0)
 		return wd_err_set(err, WD_E_UNSUPPORTED,
-				  "--image at --isolation gvisor needs warden-init (installed "
-				  "with warden in %s), which is missing",
+				  "--isolation gvisor: warden-init (installed with warden in %s) "
+				  "is missing",
 				  WD_INIT_PATH);
 	/* The workspace's owner appears as the sandbox user to gVisor's
 	 * gofer, which creates as root and then chowns (jail/hostpath.c). */
@@ -295,18 +302,24 @@ gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
 
 /* ---- the session ---- */
 
-/* An init that only reaps: dash's wait reaps every child, orphans the
- * sandbox's commands leave included, while it waits for its sleep. */
-static const char *const idle_init[] = {"/bin/sh", "-c",
-					"trap 'exit 0' TERM; sleep infinity & wait", NULL};
-/* The same in an image, which need not hold a shell or sleep. */
-static const char *const idle_init_image[] = {GV_INIT, "idle", NULL};
+/* An init that only reaps every child, orphans the sandbox's commands
+ * leave included, and exits on SIGTERM (supervise/gvisor_init.c). */
+static const char *const idle_init[] = {GV_INIT, "idle", NULL};
 
 int
 gv_init_find(char *out, size_t cap)
 {
-	/* next to the running program (a build tree, or an installation
-	 * whose libexec is the same directory), else the installed one */
+	/* $WARDEN_INIT (an embedder's build tree, as WARDEN_MONITOR); next
+	 * to the running program (a build tree, or an installation whose
+	 * libexec is the same directory); else the installed one.  Whoever
+	 * sets the variable chooses a program that runs inside gVisor as
+	 * the sandbox user, under the policy's decision: nothing of the
+	 * host's is at stake that the caller does not already hold. */
+	const char *env = getenv("WARDEN_INIT");
+	if (env && env[0] == '/' && access(env, X_OK) == 0) {
+		snprintf(out, cap, "%s", env);
+		return 0;
+	}
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
@@ -331,8 +344,7 @@ gv_start_session(struct sandbox *sb, struct wd_err *err)
 {
 	struct gv *g = sb->priv;
 	int rc, pidfd = -1;
-	wd_autofree char *cfg =
-	    gv_oci_config(sb, g, g->init_path[0] ? idle_init_image : idle_init, NULL, NULL);
+	wd_autofree char *cfg = gv_oci_config(sb, g, idle_init, NULL, NULL);
 	if ((rc = gv_write_file(g, "config.json", cfg, err)) < 0)
 		return rc;
 	char bundle[PATH_MAX], pidfile[PATH_MAX];

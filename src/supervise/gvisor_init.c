@@ -1,18 +1,24 @@
-/* warden-init: the first program of a gVisor sandbox whose root is an
- * image (a program of its own, static, no sanitizers; meson.build).
+/* warden-init: the first program of every gVisor sandbox (a program of
+ * its own, static, no sanitizers; meson.build), copied by warden into
+ * the bundle's root, read-only there.
  *
- * Without an image, the bundle starts a command through the host's
- * /bin/sh (gvisor_oci.c: `exec "$0" "$@"`, so a missing program is 127
- * and a non-executable one 126, where runsc itself would fail the whole
- * request with 128) and a session's idle init is a shell loop.  An image
- * need not hold a shell (a distroless one does not), and the one it
- * holds is the image's, not warden's: so warden copies this program into
- * the bundle's root (read-only there) and starts through it instead:
+ * runsc given a missing program fails the whole request with 128, so a
+ * command needs a starter that makes it 127 (126: not executable).  That
+ * was the host's /bin/sh (`exec "$0" "$@"`), which has two faults: an
+ * image need not hold a shell (a distroless one does not), and the
+ * shell's exec searches the command's own PATH, which the caller, the
+ * image's env or a model's sandbox.create env may set to /workspace/bin:
+ * the policy had judged `cat` as the system's cat, and the model's
+ * /workspace/bin/cat ran under its rule.  This program searches the
+ * jail's fixed PATH, as pid 1 does at the container level
+ * (jail/cmdplan.c, jail/exec.c):
  *
- *   warden-init exec PROG ARG...   execvp, as the shell's exec: 127 when
- *                                  PROG is not found, 126 when it cannot
- *                                  be run, with the container level's
- *                                  message (PROG escaped)
+ *   warden-init exec PROG ARG...   PROG with a slash: execve of it; else
+ *                                  execve along JAIL_PATH (ENOENT and
+ *                                  ENOTDIR move on, any other error is
+ *                                  kept); 127 when not found, else 126,
+ *                                  with the container level's message
+ *                                  (PROG escaped)
  *   warden-init idle               a session's init: reaps every child
  *                                  (orphans of runsc exec included) and
  *                                  exits 0 on SIGTERM
@@ -24,6 +30,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static void
 put(const char *s, size_t n)
@@ -79,9 +87,32 @@ main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "idle"))
 		return idle();
 	if (argc >= 3 && !strcmp(argv[1], "exec")) {
-		execvp(argv[2], argv + 2);
-		/* the container level's words (supervise/result.c) */
-		int e = errno;
+		/* jail/cmdplan.c's jail_path_dirs: the policy judged the name
+		 * there (policy/decide.c), whatever PATH the command has */
+		static const char *const dirs[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
+						   "/usr/local/sbin", "/usr/sbin", "/sbin"};
+		const char *prog = argv[2];
+		int e = ENOENT;
+		if (strchr(prog, '/')) {
+			execve(prog, argv + 2, environ);
+			e = errno;
+		} else {
+			for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+				char path[4096];
+				size_t d = strlen(dirs[i]), n = strlen(prog);
+				if (d + 1 + n >= sizeof(path)) {
+					e = ENAMETOOLONG;
+					break;
+				}
+				memcpy(path, dirs[i], d);
+				path[d] = '/';
+				memcpy(path + d + 1, prog, n + 1);
+				execve(path, argv + 2, environ);
+				if (errno != ENOENT && errno != ENOTDIR)
+					e = errno;
+			}
+		}
+		/* the container level's words (cli/run.c) */
 		const char *why = strerror(e);
 		put("warden: cannot execute '", 24);
 		put_escaped(argv[2]);

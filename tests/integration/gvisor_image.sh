@@ -17,7 +17,9 @@
 #     cat is looked up in the image, refused 126); /usr itself a link to
 #     /workspace (it was judged as `cat` by name, the host having
 #     followed the link, and ran the model's file, at both levels);
-#     etc a link to the host's /etc (refused 125)
+#     etc a link to the host's /etc (refused 125); a PATH of
+#     /workspace/bin first, from --setenv or the image's env (a bare name
+#     is looked up along the jail's fixed PATH, as the policy judged it)
 #   - a session (warden create --isolation gvisor --image): exec by name,
 #     127 for a missing program, image rm refused while it runs
 #
@@ -148,6 +150,24 @@ for lv in container gvisor; do
 	check "$lv: and the model's /workspace/bin/cat did not run" sh -c "! grep -q '^ok uid' '$OUT'"
 done
 
+# PATH set by the caller or by the image's env: a bare name is still
+# looked up along the jail's fixed PATH, where the policy judged it (the
+# shell's exec that started commands before warden-init searched the
+# command's PATH, and ran the model's /workspace/bin/cat under cat's rule)
+wd "${G[@]}" -p "$T/catpol.json" --setenv PATH=/workspace/bin:/usr/bin:/bin -- cat ids
+check "--setenv PATH=/workspace/bin:...: cat is the system's (status $RC)" sh -c "! grep -q '^ok uid' '$OUT'"
+expect_err "^cat: ids: No such file" "and it ran (the host's cat, no image)"
+hostile envpath a
+mkdir -p "$HROOT/usr/bin" "$HROOT/etc"
+ln -s usr/bin "$HROOT/bin"
+printf '{"digest": "%s", "env": ["PATH=/workspace/bin:/usr/bin"]}\n' "$(printf '%064d' 0 | tr 0 a)" \
+	>"$HROOT/../image.json"
+for lv in container gvisor; do
+	wd --isolation "$lv" -p "$T/catpol.json" --image envpath -- cat ids
+	expect_rc 127 "$lv: an image whose env puts /workspace/bin first: cat is not found in the image"
+	check "$lv: and the model's /workspace/bin/cat did not run" sh -c "! grep -q '^ok uid' '$OUT'"
+done
+
 hostile etclink f
 mkdir -p "$HROOT/usr/bin"
 ln -s /etc "$HROOT/etc"
@@ -157,7 +177,7 @@ expect_rc 125 "an image whose etc links to the host's /etc is refused"
 expect_err "rootfs/etc is not a directory \(a link is never followed out of an image\)" \
 	"the message says why"
 check "nothing of the refused run reached runsc" sh -c "! grep -q '^ok ' '$OUT'"
-for n in catlink usrlink etclink; do img rm "$n"; done
+for n in catlink usrlink envpath etclink; do img rm "$n"; done
 rm -rf "${WS:?}/bin" "${WS:?}/evil"
 
 # ---- warden serve: the policy's sandbox.image, at the gVisor level ----
