@@ -31,7 +31,7 @@ static const char usage_text[] =
 	"      --protect PATH       keep PATH (relative to DIR) read-only inside, like .git,\n"
 	"                           .gitmodules, .envrc, .vscode and .idea\n"
 	"      --image NAME         run in image NAME's /usr and /etc, not the host's\n"
-	"                           (warden image build; container level)\n"
+	"                           (warden image build; container and gvisor levels)\n"
 	"      --isolation LEVEL    container (default), process, or gvisor (gVisor's\n"
 	"                           user-space kernel through runsc; root only)\n"
 	"      --memory SIZE        memory limit, no swap (default 512M)\n"

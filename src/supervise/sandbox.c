@@ -62,15 +62,15 @@ sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events
 	if (!ops)
 		return wd_err_set(err, WD_E_INVAL, "unknown isolation level %d",
 				  (int)spec->isolation);
-	/* An image replaces the /usr and /etc of the container level's mount
-	 * plan; the process level has no root of its own and gVisor's bundle
-	 * does not take one yet: refused rather than run on the host's /usr
-	 * while the caller believes it chose an environment. */
-	if (spec->image_root && spec->isolation != WD_ISOLATION_CONTAINER)
+	/* An image replaces the /usr and /etc of the jail plan, which the
+	 * container level executes and the gVisor level turns into its OCI
+	 * bundle's root; the process level has no root of its own: refused
+	 * rather than run on the host's /usr while the caller believes it
+	 * chose an environment. */
+	if (spec->image_root && spec->isolation == WD_ISOLATION_PROCESS)
 		return wd_err_set(err, WD_E_INVAL,
-				  "--image needs --isolation container (the %s level does not "
-				  "take an image yet)",
-				  spec->isolation == WD_ISOLATION_PROCESS ? "process" : "gvisor");
+				  "--image needs --isolation container or gvisor (the process "
+				  "level has no root of its own)");
 	struct sandbox *sb = wd_xcalloc(1, sizeof(*sb));
 	pthread_mutex_init(&sb->ref_lock, NULL);
 	sb->image_fd = -1;

@@ -2,8 +2,9 @@
 # install: warden as a library, from the installed tree only.
 #
 #   1. `meson install --destdir` puts every file where it belongs: the
-#      header, libwarden.so (versioned), warden.pc, the CLI and every manual
-#      page (listed here one by one);
+#      header, libwarden.so (versioned), warden.pc, the CLI, its helpers in
+#      libexec (warden-monitor, warden-init) and every manual page (listed
+#      here one by one);
 #   2. every function of the installed warden.h has a manual page, every
 #      .so link leads to a page that names the function, and every page
 #      renders without a single groff warning (and through man-db);
@@ -47,7 +48,7 @@ ok "meson install --destdir"
 eval "$(meson introspect "$BUILD" --buildoptions | python3 -c '
 import json, sys
 o = {x["name"]: x["value"] for x in json.load(sys.stdin)}
-for k in ("prefix", "bindir", "libdir", "includedir", "mandir"):
+for k in ("prefix", "bindir", "libdir", "libexecdir", "includedir", "mandir"):
     v = o[k] if o[k].startswith("/") else o["prefix"] + "/" + o[k]
     print(f"{k.upper()}={v}")
 ')"
@@ -124,6 +125,9 @@ expect_file "$INCLUDEDIR/warden.h"
 expect_file "$LIBDIR/libwarden.so.$VERSION"
 expect_file "$LIBDIR/pkgconfig/warden.pc"
 expect_file "$BINDIR/warden"
+# the session monitor, and the first program of a gVisor sandbox in an image
+expect_file "$LIBEXECDIR/warden/warden-monitor"
+expect_file "$LIBEXECDIR/warden/warden-init"
 check "libwarden.so -> libwarden.so.$SOVERSION -> libwarden.so.$VERSION" \
 	test "$(readlink "$LIB/libwarden.so")" = "libwarden.so.$SOVERSION" -a \
 	"$(readlink "$LIB/libwarden.so.$SOVERSION")" = "libwarden.so.$VERSION"

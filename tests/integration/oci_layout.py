@@ -4,8 +4,9 @@
     oci_layout.py DIR CASE [ARG [NAME]]
 
 CASE is the layer: "probe" (ARG: a static program, at usr/bin/wd-probe,
-or at usr/bin/NAME with a fourth argument NAME; with bin -> usr/bin and an
-etc/), or a hostile one: "device" (a character
+or at usr/bin/NAME with a fourth argument NAME; with bin -> usr/bin, an etc/,
+and directories and a file of mode 0777 and 0666 that only a read-only
+mount protects), or a hostile one: "device" (a character
 device node), "escape" (ARG: a host path; the entries ../../..ARG,
 /ARG-abs and a link to ARG's directory then a file through it), "hardlink"
 (a hard link to /etc/shadow), "sparse" (a 10 GB GNU sparse file holding
@@ -19,10 +20,10 @@ import sys
 import tarfile
 
 
-def add_dir(tf, name):
+def add_dir(tf, name, mode=0o755):
     ti = tarfile.TarInfo(name)
     ti.type = tarfile.DIRTYPE
-    ti.mode = 0o755
+    ti.mode = mode
     tf.addfile(ti)
 
 
@@ -52,6 +53,12 @@ def layer(case, arg, name):
             with open(arg, "rb") as f:
                 add_file(tf, "usr/bin/" + name, f.read(), 0o755)
             add_file(tf, "etc/imported", b"from an OCI layout\n")
+            # open to everyone: only a read-only mount keeps a sandbox
+            # from writing these (gvisor_image.sh)
+            add_dir(tf, "usr/share")
+            add_dir(tf, "usr/share/wd-open", 0o777)
+            add_file(tf, "usr/share/wd-open/file", b"the image's\n", 0o666)
+            add_dir(tf, "etc/wd-open", 0o777)
         elif case == "device":
             ti = tarfile.TarInfo("etc/null2")
             ti.type = tarfile.CHRTYPE
