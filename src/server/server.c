@@ -191,19 +191,19 @@ load_token(struct srv *s, const char *path)
  * accept (peer.c) refuses sandboxed processes too: this is the first of
  * two locks.  The workspace is the only host directory the server's
  * sandboxes share (it has no --bind; their /tmp and home are their own). */
-/* --image and --allow-image: stored images, at the container level (the
- * only one that takes an image), or the server does not start (125): a
- * name that is not there would fail every call instead. */
+/* --image and --allow-image: stored images, at the container or gVisor
+ * level (the process level has no root of its own to put one in), or the
+ * server does not start (125): a name that is not there would fail every
+ * call instead. */
 static int
 check_images(struct srv *s)
 {
 	const struct server_opts *o = &s->o;
-	if ((o->image || o->nallow_images) && o->isolation != WD_ISOLATION_CONTAINER) {
+	if ((o->image || o->nallow_images) && o->isolation == WD_ISOLATION_PROCESS) {
 		srv_log(s, WD_LOG_ERROR,
-			"--%s: an image needs --isolation container (the %s level does not take "
-			"one yet)",
-			o->image ? "image" : "allow-image",
-			o->isolation == WD_ISOLATION_PROCESS ? "process" : "gvisor");
+			"--%s: an image needs --isolation container or gvisor (the process level "
+			"has no root of its own)",
+			o->image ? "image" : "allow-image");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i <= o->nallow_images; i++) {
