@@ -105,6 +105,26 @@ if command -v umoci >/dev/null; then
 	expect_rc 0 "the imported image's program runs by its name"
 	wd --image imported -- wd-probe readonly / /usr /etc
 	expect_rc 0 "and sees a read-only root, /usr and /etc"
+	# A store the sandbox can write (the workspace, a writable --bind):
+	# the next sandbox would run, and the policy would judge, what this
+	# one wrote into the image's /usr.  Refused before anything runs.
+	mkdir -m 700 "$WS/store" "$T/rwbind" "$T/rwbind/store"
+	WARDEN_IMAGE_DIR=$WS/store img import inws "$T/oci-probe"
+	expect_rc 0 "an import into a store in the workspace (warden's own command)"
+	WARDEN_IMAGE_DIR=$WS/store wd --image inws -- wd-probe ids
+	expect_rc 125 "a sandbox whose image store is in its workspace is refused"
+	expect_err "the image \(WARDEN_IMAGE_DIR\) .* is in the workspace where a sandbox could rewrite it" \
+		"the message says why"
+	WARDEN_IMAGE_DIR=$WS/store "$WARDEN" create inwssess --image inws -w "$WS" >"$OUT" 2>"$ERR"
+	RC=$?
+	expect_rc 125 "warden create with that image is refused (no session's sandbox starts)"
+	WARDEN_IMAGE_DIR=$T/rwbind/store img import inbind "$T/oci-probe"
+	WARDEN_IMAGE_DIR=$T/rwbind/store wd --bind "$T/rwbind:/mnt/rw" --image inbind -- wd-probe ids
+	expect_rc 125 "... or in a writable --bind"
+	expect_err "is in a writable --bind where" "the message says where"
+	WARDEN_IMAGE_DIR=$T/rwbind/store wd --ro-bind "$T/rwbind:/mnt/rw" --image inbind -- wd-probe ids
+	expect_rc 0 "a read-only bind of the store runs"
+	rm -rf "$WS/store" "$T/rwbind"
 	img import x "$T/oci-probe" --tag nosuch
 	expect_rc 125 "import of a tag the layout lacks"
 	img import x "$T"
