@@ -16,6 +16,11 @@ for c in curl python3 openssl git; do command -v $c >/dev/null || { echo "skip: 
 # image_fixture.sh), not on the host's /usr
 IMG=()
 if [ -n "${WD_IMAGE_RECIPE:-}" ]; then
+	if ! command -v mmdebstrap >/dev/null; then
+		echo "skip: mmdebstrap is not installed (scripts/deps.sh installs it)"
+		[ "${WD_MUST_WORK:-0}" = 1 ] && exit 1
+		exit 77
+	fi
 	export WARDEN_IMAGE_DIR=${WD_IMAGE_STORE:-$HERE/../../build-cache/images}
 	name=$(bash "$HERE/image_fixture.sh" "$WARDEN" "$WARDEN_IMAGE_DIR" "$HERE/images/$WD_IMAGE_RECIPE.recipe")
 	rc=$?
