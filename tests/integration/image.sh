@@ -40,6 +40,9 @@ command -v mmdebstrap >/dev/null || skip "mmdebstrap is not installed (scripts/d
 
 export WARDEN_STATE_DIR=$T/state
 mkdir -m 700 "$WARDEN_STATE_DIR"
+# this test's own store is the state directory's (a caller's
+# WARDEN_IMAGE_DIR would be used instead); the shared one where named
+unset WARDEN_IMAGE_DIR
 
 # img ARGS...: warden image ARGS, output in $OUT/$ERR, status in $RC
 img() {
