@@ -456,6 +456,10 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 		rc = -ENOTSUP;
 		goto out;
 	}
+	/* an image store the session's sandbox could write: refused before
+	 * its sandbox starts (each exec would be refused anyway) */
+	if ((rc = ctx_image_check(spec, err)) < 0)
+		goto out;
 	sandbox_make_id(w.id);
 	if (p && p->name) {
 		if ((rc = ws_name_take(w.root, p->name, w.id, err)) < 0)

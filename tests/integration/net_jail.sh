@@ -11,7 +11,24 @@ HERE=$2
 LEVEL=${3:-container}
 TOOL="python3 $HERE/net_tool.py"
 for c in curl python3 openssl git; do command -v $c >/dev/null || { echo "skip: $c missing"; exit 77; }; done
-if ! "$WARDEN" run --isolation "$LEVEL" --net allow --allow-host probe.test -- true >/dev/null 2>&1; then
+# WD_IMAGE_RECIPE=NAME: every sandbox in the image of
+# images/NAME.recipe (built once into the suite's shared store by
+# image_fixture.sh), not on the host's /usr
+IMG=()
+if [ -n "${WD_IMAGE_RECIPE:-}" ]; then
+	if ! command -v mmdebstrap >/dev/null; then
+		echo "skip: mmdebstrap is not installed (scripts/deps.sh installs it)"
+		[ "${WD_MUST_WORK:-0}" = 1 ] && exit 1
+		exit 77
+	fi
+	export WARDEN_IMAGE_DIR=${WD_IMAGE_STORE:-$HERE/../../build-cache/images}
+	name=$(bash "$HERE/image_fixture.sh" "$WARDEN" "$WARDEN_IMAGE_DIR" "$HERE/images/$WD_IMAGE_RECIPE.recipe")
+	rc=$?
+	[ $rc = 0 ] || { echo "image_fixture $WD_IMAGE_RECIPE: status $rc"; exit $rc; }
+	IMG=(--image "$name")
+	echo "# every sandbox runs with --image $name"
+fi
+if ! "$WARDEN" run --isolation "$LEVEL" "${IMG[@]}" --net allow --allow-host probe.test -- true >/dev/null 2>&1; then
 	echo "skip: warden run --isolation $LEVEL --net allow does not work here"
 	[ "${WD_MUST_WORK:-0}" = 1 ] && exit 1
 	exit 77
@@ -77,7 +94,7 @@ NET=(--net allow
 	--allow-host "tun.test:$UP" --add-host tun.test=127.0.0.1
 	--allow-host "put.test:$UP=PUT;max_request_bytes=100" --add-host put.test=127.0.0.1
 	--allow-host "hold.test:$HOLD" --allow-host "127.0.0.1:$HOLD" --add-host hold.test=127.0.0.1)
-run() { "$WARDEN" run --isolation "$LEVEL" --timeout 60 "${NET[@]}" "$@"; }
+run() { "$WARDEN" run --isolation "$LEVEL" "${IMG[@]}" --timeout 60 "${NET[@]}" "$@"; }
 
 r=$(run -- curl -s -m 10 "http://web.test:$UP/hello")
 check "curl: allowed GET through the proxy" "GET /hello host=web.test:$UP" "$r"
@@ -171,7 +188,7 @@ r=$(run -w "$T/www" -- python3 /workspace/net_tool.py concurrent 3128 tun.test "
 check "100 concurrent tunnels from one sandbox" "tunnels=100 served=100" "$r"
 
 # The sandbox ending closes its tunnels: hold one open until the timeout.
-"$WARDEN" run --isolation "$LEVEL" --timeout 2 "${NET[@]}" -w "$T/www" -- \
+"$WARDEN" run --isolation "$LEVEL" "${IMG[@]}" --timeout 2 "${NET[@]}" -w "$T/www" -- \
 	python3 /workspace/net_tool.py hold 3128 hold.test "$HOLD" >/dev/null 2>&1
 for _ in $(seq 30); do grep -q closed "$T/hold.log" 2>/dev/null && break; sleep 0.1; done
 r=$(tr '\n' ' ' <"$T/hold.log" 2>/dev/null)
