@@ -606,6 +606,12 @@ start_call(struct srv *s, struct peer *p, struct xchg *x, const struct rpc_msg *
 	} else if (msg->params && !json_is_object(msg->params)) {
 		rpc_err_set(&e, RPC_INVALID_PARAMS,
 			    "Invalid params: warden's methods take named parameters (an object)");
+	} else if (s->draining) {
+		/* SIGTERM: the calls in flight finish, no new one starts (the
+		 * client goes to another instance) */
+		rpc_err_set(&e, SRV_E_DRAINING,
+			    "the server is shutting down (SIGTERM): no new calls; retry on "
+			    "another instance");
 	} else if (find_call(p, key)) {
 		rpc_err_set(&e, SRV_E_DUPLICATE_ID,
 			    "request id %.64s is still in progress on this connection", key);

@@ -454,6 +454,21 @@ static void
 route(struct srv *s, struct conn *c, const char *body, size_t len)
 {
 	struct http_req *r = &c->req;
+	/* /healthz and /readyz before the token: an orchestrator's probes
+	 * hold none, and the answers say nothing beyond ok or why not
+	 * (health.c).  GET only; no Origin or Host check either, as the
+	 * kubelet names the pod's address and a page learns nothing. */
+	int hstatus;
+	char hbody[512];
+	if (health_answer(s, r->path, &hstatus, hbody, sizeof(hbody))) {
+		if (strcmp(r->method, "GET"))
+			respond(c, 405, "text/plain", "use GET\n", "Allow: GET\r\n", NULL);
+		else
+			respond(c, hstatus, "text/plain", hbody, NULL, NULL);
+		return;
+	}
+	if (s->draining)
+		c->close_after = true; /* a client on keep-alive goes elsewhere */
 	if (!token_ok(s, r->auth)) {
 		srv_log(s, WD_LOG_WARN, "http: connection %llu: missing or wrong bearer token",
 			(unsigned long long)c->id);
@@ -616,8 +631,13 @@ http_listen(struct srv *s, uint64_t tag)
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
 	epoll_ctl(s->ep, EPOLL_CTL_ADD, s->tcp_fd, &ev);
 	/* always printed: with port 0 this is how a caller learns the port */
-	fprintf(stderr, "warden: serve: listening on http://%s%s%s:%d/mcp\n",
-		ss.ss_family == AF_INET6 ? "[" : "", addr, ss.ss_family == AF_INET6 ? "]" : "",
-		port);
+	char url[INET6_ADDRSTRLEN + 32];
+	snprintf(url, sizeof(url), "http://%s%s%s:%d/mcp", ss.ss_family == AF_INET6 ? "[" : "",
+		 addr, ss.ss_family == AF_INET6 ? "]" : "", port);
+	if (s->o.log_json)
+		srv_logf(s, WD_LOG_INFO, json_pack("{s:s,s:i}", "url", url, "port", port),
+			 "listening on %s", url);
+	else
+		fprintf(stderr, "warden: serve: listening on %s\n", url);
 	return 0;
 }

@@ -4,7 +4,9 @@
  *   http.c       HTTP/1.1 request heads (pure)
  *   schema.c     the JSON Schema subset the tool arguments are checked with (pure)
  *   sanitize.c   text for a model: control sequences out, bad UTF-8 visible (pure)
- *   loop.c       the epoll loop: listeners, connections, line framing, signals
+ *   loop.c       the epoll loop: listeners, connections, line framing, signals,
+ *                the drain, the log (text or JSON lines)
+ *   health.c     /healthz and /readyz: a sandbox built at the required level
  *   httpconn.c   MCP Streamable HTTP on a connection: auth, sessions, SSE
  *   dispatch.c   peers and calls: routing, cancellation, the worker pool
  *   mcp.c        initialize, tools/list, tools/call and the tool table
@@ -60,6 +62,7 @@ enum {
 	SRV_E_FILE = -32007,		/* a file operation refused (outside, protected, ...) */
 	SRV_E_TOO_LARGE = -32008,	/* a message over --max-message (then closed) */
 	SRV_E_APPLY_REFUSED = -32009,	/* apply: conflicts or protected paths, none applied */
+	SRV_E_DRAINING = -32010,	/* SIGTERM: the server takes no new calls */
 	SRV_E_CANCELLED = -32800,	/* cancelled by notifications/cancelled */
 };
 
@@ -293,6 +296,18 @@ struct srv {
 	int unix_fd, tcp_fd;
 	bool tcp_loopback;
 	bool stopping;
+	/* SIGTERM: no new connections or calls; the calls in flight finish
+	 * until drain_deadline_ns, then the server stops (loop.c) */
+	bool draining;
+	uint64_t drain_deadline_ns;
+	/* /readyz (health.c): the probe of the isolation level, on a thread */
+	pthread_mutex_t health_lock;
+	int health;	      /* HEALTH_* under health_lock */
+	char health_why[384]; /* why not ready, under health_lock */
+	bool probe_running;   /* a probe thread exists (loop thread) */
+	pthread_t probe_thread;
+	atomic_bool probe_done; /* it has finished: join it */
+	uint64_t probe_ns;	/* when the last probe started */
 	/* the warm pool (pool.c), or NULL */
 	struct srv_pool *pool;
 	struct conn *conns;
@@ -380,6 +395,19 @@ unsigned long srv_fd_reserve(const struct srv *s);
  * limit; -1 if either cannot be read. */
 int srv_fds(long *in_use, long *limit);
 
+/* health.c: /healthz and /readyz for an orchestrator (Kubernetes'
+ * probes), served without the token. */
+enum { HEALTH_PROBING, HEALTH_READY, HEALTH_UNREADY };
+/* Start probing the isolation level (a thread); again from the timer
+ * while unready, at most every HEALTH_REPROBE_S seconds. */
+#define HEALTH_REPROBE_S 30
+void health_start(struct srv *s);
+void health_tick(struct srv *s);
+void health_stop(struct srv *s);
+/* The answer to GET path (1: it was a health path, *status and body set;
+ * 0: not one).  body is a short static-size text. */
+int health_answer(struct srv *s, const char *path, int *status, char *body, size_t cap);
+
 /* server.c: the context, the workspace, the policy, the token */
 int srv_init(struct srv *s, const struct server_opts *o);
 void srv_fini(struct srv *s);
@@ -387,6 +415,10 @@ void srv_fini(struct srv *s);
 /* loop.c */
 void srv_post(struct srv *s, struct call *c, json_t *msg, bool final);
 void srv_log(struct srv *s, int level, const char *fmt, ...) SRV_PRINTF(3, 4);
+/* The same with structured fields (a JSON object, stolen; NULL: none):
+ * --log-format json puts them in the line's "fields", the text format
+ * ignores them (msg says it all). */
+void srv_logf(struct srv *s, int level, json_t *fields, const char *fmt, ...) SRV_PRINTF(4, 5);
 
 /* dispatch.c: a text from peer p (a line, a body); x: its HTTP exchange
  * (or NULL).  Answers go out through the peer's connection or x. */

@@ -131,11 +131,14 @@ p_only(json_t *params, const char *const *keys, struct rpc_err *e)
 
 /* The bearer token: a file only its owner can read (the token is the
  * only thing between the network and the sandboxes), at least 16
- * characters, trailing whitespace trimmed.  Never logged. */
+ * characters, trailing whitespace trimmed.  Never logged.  Symbolic links
+ * are followed (a Kubernetes Secret volume is PATH -> ..data/PATH ->
+ * ..TIMESTAMP/PATH): the path is the operator's, and the checks are on
+ * the file reached, opened once (fstat on that descriptor). */
 static int
 load_token(struct srv *s, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		srv_log(s, WD_LOG_ERROR, "--token-file: %s: %s", path, strerror(errno));
@@ -150,8 +153,9 @@ load_token(struct srv *s, const char *path)
 		srv_log(s, WD_LOG_ERROR, "--token-file: %s is not a regular file", path);
 	} else if (st.st_mode & 077) {
 		srv_log(s, WD_LOG_ERROR,
-			"--token-file: %s is readable by others (mode %04o); chmod 600 it", path,
-			(unsigned)(st.st_mode & 07777));
+			"--token-file: %s is readable by others (mode %04o); chmod 600 it "
+			"(a Kubernetes Secret: defaultMode 0400)",
+			path, (unsigned)(st.st_mode & 07777));
 	} else if ((n = read(fd, buf, sizeof(buf) - 1)) < 0 || n == (ssize_t)sizeof(buf) - 1) {
 		srv_log(s, WD_LOG_ERROR, "--token-file: %s: unreadable or over 4 KiB", path);
 	} else {
@@ -273,6 +277,8 @@ srv_init(struct srv *s, const struct server_opts *o)
 	pthread_mutex_init(&s->wlock, NULL);
 	pthread_cond_init(&s->wcv, NULL);
 	pthread_cond_init(&s->idle_cv, NULL);
+	pthread_mutex_init(&s->health_lock, NULL);
+	atomic_init(&s->probe_done, false);
 	atomic_init(&s->ending, 0);
 	atomic_init(&s->seq, 0);
 	if (wd_ctx_new(&s->ctx, &err) < 0) {
@@ -310,10 +316,24 @@ srv_init(struct srv *s, const struct server_opts *o)
 			srv_log(s, WD_LOG_ERROR, "--protect: %s", err.msg);
 			return -EINVAL;
 		}
-	if (o->audit && wd_ctx_set_audit_file(s->ctx, o->audit, &err) < 0) {
-		srv_log(s, WD_LOG_ERROR, "--audit: %s", err.msg);
+	/* --state-dir: the context's (cow layers, sessions, change sets) and,
+	 * through WARDEN_STATE_DIR (set by the CLI before any thread), the
+	 * approvals' and images'; the audit log too unless one is named */
+	if (o->state_dir && wd_ctx_set_state_dir(s->ctx, o->state_dir, &err) < 0) {
+		srv_log(s, WD_LOG_ERROR, "--state-dir: %s", err.msg);
 		return -EINVAL;
 	}
+	char *audit = NULL;
+	if (o->audit)
+		audit = xstrdup(o->audit);
+	else if (o->state_dir && !wd_policy_audit_path(s->policy))
+		audit = xasprintf("%s/audit.log", o->state_dir);
+	if (audit && wd_ctx_set_audit_file(s->ctx, audit, &err) < 0) {
+		srv_log(s, WD_LOG_ERROR, "%s: %s", o->audit ? "--audit" : "--state-dir", err.msg);
+		free(audit);
+		return -EINVAL;
+	}
+	free(audit);
 	/* The audit log and the policy file out of every sandbox's reach
 	 * (docs/threat-model.md, boundary 6): every run checks it, and a
 	 * server refuses to start on it (125) rather than fail each call. */
@@ -351,5 +371,6 @@ srv_fini(struct srv *s)
 	pthread_mutex_destroy(&s->wlock);
 	pthread_cond_destroy(&s->wcv);
 	pthread_cond_destroy(&s->idle_cv);
+	pthread_mutex_destroy(&s->health_lock);
 	free(s);
 }
