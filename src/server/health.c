@@ -114,7 +114,7 @@ probe_main(void *arg)
 void
 health_start(struct srv *s)
 {
-	if (s->probe_running || s->draining || s->stopping)
+	if (s->probe_running || s->draining || s->stopping || !s->o.listen)
 		return;
 	atomic_store(&s->probe_done, false);
 	s->probe_ns = now_ns();

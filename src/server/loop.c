@@ -1038,7 +1038,10 @@ server_run(const struct server_opts *o)
 	if (rc == 0)
 		rc = check_fd_room(s);
 	if (rc == 0 && (rc = workers_start(s)) == 0) {
-		health_start(s);
+		/* /readyz is served on --listen only: no probe sandbox (nor
+		 * the library's keeper it starts) for the other transports */
+		if (s->o.listen)
+			health_start(s);
 		run(s);
 		health_stop(s);
 		workers_stop(s);
