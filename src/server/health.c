@@ -175,6 +175,10 @@ health_answer(struct srv *s, const char *path, int *status, char *body, size_t c
 	*status = 503;
 	if (s->draining || s->stopping)
 		snprintf(body, cap, "not ready: draining (SIGTERM)\n");
+	else if (s->token_bad)
+		snprintf(body, cap,
+			 "not ready: --token-file changed and fails the checks: every request is "
+			 "refused\n");
 	else if (h == HEALTH_PROBING)
 		snprintf(body, cap, "not ready: probing isolation %s\n",
 			 level_name(s->o.isolation));

@@ -347,8 +347,8 @@ session_new(struct srv *s)
 static bool
 token_ok(struct srv *s, const char *auth)
 {
-	if (strncasecmp(auth, "Bearer ", 7))
-		return false;
+	if (!s->token || strncasecmp(auth, "Bearer ", 7))
+		return false; /* no token: the file went bad (srv_token_watch) */
 	const char *t = auth + 7;
 	size_t a = strlen(t), b = strlen(s->token);
 	/* constant time: every byte of the token is compared whatever the

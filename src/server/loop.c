@@ -90,6 +90,21 @@ log_v(struct srv *s, int level, json_t *fields, const char *fmt, va_list ap)
 	/* the log is for an operator's terminal: no byte of it may drive it */
 	size_t n = 0;
 	char *clean = sanitize_text(msg, strlen(msg), true, NULL, &n);
+	/* one event, one line: a newline in a client's name (a model may
+	 * choose it) would otherwise start a line that reads as the server's */
+	if (!json && strpbrk(clean, "\n\r")) {
+		char *one = xmalloc(2 * n + 1), *q = one;
+		for (const char *c = clean; *c; c++)
+			if (*c == '\n' || *c == '\r') {
+				*q++ = '\\';
+				*q++ = *c == '\n' ? 'n' : 'r';
+			} else {
+				*q++ = *c;
+			}
+		*q = '\0';
+		free(clean);
+		clean = one;
+	}
 	pthread_mutex_lock(&log_lock);
 	if (json)
 		log_json_line(s, names[level > 4 ? 4 : level < 0 ? 0 : level], clean, fields);
@@ -863,6 +878,7 @@ handle(struct srv *s, struct epoll_event *ev)
 	} else if (tag == TAG_TIMER) {
 		uint64_t n;
 		(void)!read(s->timer_fd, &n, sizeof(n));
+		srv_token_watch(s);
 		health_tick(s);
 		http_sessions_tick(s);
 		http_conns_tick(s);

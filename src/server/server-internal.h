@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- small helpers (server.c): the server links only the public API ---- */
@@ -281,13 +282,24 @@ struct outmsg {
 	struct outmsg *next;
 };
 
+/* Which token file was read (srv_token_watch): a Secret's update is a
+ * new file behind the same path. */
+struct token_id {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
 struct srv {
 	struct server_opts o;
 	wd_ctx *ctx;
 	wd_workspace *ws;
 	wd_policy *policy; /* for tool annotations and the image allowlist */
 	json_t *tools;	   /* what tools/list answers */
-	char *token;	   /* HTTP bearer token */
+	char *token;	   /* HTTP bearer token; NULL: the file went bad (all refused) */
+	struct token_id token_id;
+	bool token_bad; /* the token file changed into one that fails the checks */
 	uid_t owner_uid;
 	int ep;	     /* epoll */
 	int wake_fd; /* eventfd: the out-queue has messages */
@@ -410,6 +422,8 @@ int health_answer(struct srv *s, const char *path, int *status, char *body, size
 
 /* server.c: the context, the workspace, the policy, the token */
 int srv_init(struct srv *s, const struct server_opts *o);
+/* The timer's: read --token-file again when the file behind it changed. */
+void srv_token_watch(struct srv *s);
 void srv_fini(struct srv *s);
 
 /* loop.c */

@@ -131,12 +131,13 @@ p_only(json_t *params, const char *const *keys, struct rpc_err *e)
 
 /* The bearer token: a file only its owner can read (the token is the
  * only thing between the network and the sandboxes), at least 16
- * characters, trailing whitespace trimmed.  Never logged.  Symbolic links
+ * characters, trailing whitespace trimmed.  Never logged.  *id gets the
+ * identity of the file read (srv_token_watch).  Symbolic links
  * are followed (a Kubernetes Secret volume is PATH -> ..data/PATH ->
  * ..TIMESTAMP/PATH): the path is the operator's, and the checks are on
  * the file reached, opened once (fstat on that descriptor). */
 static int
-load_token(struct srv *s, const char *path)
+load_token(struct srv *s, const char *path, struct token_id *id)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
@@ -175,10 +176,65 @@ load_token(struct srv *s, const char *path)
 			rc = 0;
 	}
 	close(fd);
-	if (rc == 0)
+	if (rc == 0) {
+		if (s->token) {
+			explicit_bzero(s->token, strlen(s->token));
+			free(s->token);
+		}
 		s->token = xstrdup(buf);
+	}
+	if (id)
+		*id = (struct token_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
 	explicit_bzero(buf, sizeof(buf));
 	return rc;
+}
+
+static bool
+same_file(const struct token_id *a, const struct token_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/* Once a second (the loop's timer): the token file changed (a Secret's
+ * update swaps its ..data link, so the file reached is another; an edit
+ * changes its times) -> read it again with the same checks.  A new token
+ * replaces the old at once.  A file that fails the checks leaves the
+ * server with no token: every request is refused (401) and /readyz says
+ * why until a good one appears.  Why not keep the old token: a rotation
+ * is how a leaked token is revoked, and a botched one must not leave the
+ * leaked token working. */
+void
+srv_token_watch(struct srv *s)
+{
+	if (!s->o.token_file)
+		return;
+	struct stat st;
+	struct token_id now = {0};
+	if (stat(s->o.token_file, &st) == 0)
+		now = (struct token_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
+	if (same_file(&now, &s->token_id))
+		return;
+	struct token_id got = now;
+	if (load_token(s, s->o.token_file, &got) == 0) {
+		s->token_id = got;
+		s->token_bad = false;
+		srv_log(s, WD_LOG_INFO, "--token-file: %s changed: the new token is in force",
+			s->o.token_file);
+		return;
+	}
+	s->token_id = now;
+	if (s->token) {
+		explicit_bzero(s->token, strlen(s->token));
+		free(s->token);
+		s->token = NULL;
+	}
+	s->token_bad = true;
+	srv_log(s, WD_LOG_ERROR,
+		"--token-file: %s changed and cannot be used: every request is refused until "
+		"it holds a good token",
+		s->o.token_file);
 }
 
 /* Refuse a --socket inside the workspace.  Why: every sandbox of this
@@ -344,7 +400,7 @@ srv_init(struct srv *s, const struct server_opts *o)
 		srv_log(s, WD_LOG_ERROR, "%s", err.msg);
 		return -EINVAL;
 	}
-	if (o->listen && load_token(s, o->token_file) < 0)
+	if (o->listen && load_token(s, o->token_file, &s->token_id) < 0)
 		return -EINVAL;
 	wd_ctx_set_event_handler(s->ctx, run_on_event, s, WD_EVENT_BIT(WD_EVENT_OUTPUT));
 	s->tools = offered_tools(s);

@@ -244,6 +244,17 @@ ok(listen and listen[0]["fields"].get("port") == srv.port, "... the listening ev
 ok(any(o and o["msg"].startswith("ready: ") for o in objs), "... and the readiness event")
 ok(rc == 0, "... the server stopped at EOF with 0")
 
+# ---- the text log: a client's name cannot start a line of its own ----
+srv = Server(env, "-v", stdio=True)
+lc = LineClient(server=srv)
+lc.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "x\nwarden: serve: error: forged", "version": "1"}})
+srv.p.stdin.close()
+srv.p.wait(timeout=120)
+ok(not [l for l in srv.stderr().splitlines() if l.startswith("warden: serve: error: forged")],
+   "text log: a newline in a client's name is shown as \\n, not a new line (%s)"
+   % [l for l in srv.stderr().splitlines() if "forged" in l])
+
 # ---- --token-file through a Secret volume's links ----
 secret = os.path.join(env.top, "secret")
 ts = os.path.join(secret, "..2026_01_01_00_00_00.1")
@@ -260,7 +271,51 @@ status, _, _ = http_post(srv.port, "s3cret-token-for-the-pod-0123",
                                      "clientInfo": {"name": "t", "version": "1"}}})
 ok(status == 200, "a token file behind Secret-volume links (mode 0400): its token, trailing "
    "newline stripped, is accepted (%d)" % status)
-srv.stop()
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def rotate(n, token, mode=0o400):
+    """Update the Secret as the kubelet does: a new timestamped directory,
+    then ..data swapped to it in one rename."""
+    d = "..2026_01_01_00_00_0%d.1" % n
+    os.makedirs(os.path.join(secret, d))
+    with open(os.path.join(secret, d, "token"), "w") as f:
+        f.write(token + "\n")
+    os.chmod(os.path.join(secret, d, "token"), mode)
+    os.symlink(d, os.path.join(secret, "..data_tmp"))
+    os.rename(os.path.join(secret, "..data_tmp"), os.path.join(secret, "..data"))
+
+
+def until(cond, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def accepted(token):
+    return http_post(srv.port, token, INIT)[0] == 200
+
+
+rotate(2, "rotated-token-number-two-456")
+ok(until(lambda: accepted("rotated-token-number-two-456")),
+   "the Secret updated (..data swapped): the new token is accepted")
+ok(not accepted("s3cret-token-for-the-pod-0123"), "... and the old one refused from then on")
+rotate(3, "a-token-others-could-read-789", mode=0o644)
+ok(until(lambda: get(srv.port, "/readyz")[0] == 503),
+   "updated to a file others can read: /readyz goes 503")
+ok("--token-file" in get(srv.port, "/readyz")[1], "... naming --token-file")
+ok(not accepted("rotated-token-number-two-456") and not accepted("a-token-others-could-read-789"),
+   "... and every token is refused (fails closed; the previous one is not kept)")
+rotate(4, "the-fourth-token-is-good-000")
+ok(until(lambda: accepted("the-fourth-token-is-good-000")) and
+   until(lambda: get(srv.port, "/readyz")[0] == 200),
+   "a good token again: accepted, and ready")
+ok(srv.stop() == 0, "... stopped with 0")
 
 # ---- bad values: 125, naming the option, nothing served ----
 def refused_start(args, want, what):
