@@ -44,6 +44,15 @@ def wait_ready(port, want, timeout=120):
     return last
 
 
+def until(cond, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def state_dir(name):
     d = os.path.join(env.top, name)
     os.mkdir(d, 0o700)
@@ -185,6 +194,47 @@ ok(pids and not [d for d in cgroups if os.path.exists(d)] and
    not [p for p in pids if os.path.exists("/proc/%d" % p)], "... and nothing of it is left")
 a.close()
 
+# ---- an HTTP session's sandboxes outlive its connections, within --session-idle ----
+srv = Server(env, "--listen", "127.0.0.1:0", "--token-file", env.token, "--session-idle", "3")
+tok = env.token_value()
+V = {"MCP-Protocol-Version": "2025-06-18"}
+
+
+def session():
+    _, h, _ = http_post(srv.port, tok, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                        "params": {"protocolVersion": "2025-06-18",
+                                                   "capabilities": {},
+                                                   "clientInfo": {"name": "t", "version": "1"}}})
+    return h.get("mcp-session-id")
+
+
+def tool(sid, name, args):
+    """One tools/call on a connection of its own (http_post closes it)."""
+    st, _, out = http_post(srv.port, tok, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                           "params": {"name": name, "arguments": args}},
+                           session=sid, headers=V)
+    return st, (json.loads(out).get("result", {}) if st == 200 else {})
+
+
+sa, sb = session(), session()
+st, r = tool(sa, "sandbox_create", {"workspace_mode": "direct"})
+box = r.get("structuredContent", {}).get("sandbox")
+ok(st == 200 and box, "session A made a sandbox, and its connection closed (%s)" % box)
+st, r = tool(sa, "run_command", {"sandbox": box, "command": "ls"})
+ok(r.get("structuredContent", {}).get("sandbox_id") == box,
+   "a new connection with A's Mcp-Session-Id finds it and runs in it")
+ok(len(init_pids(srv)) == 1, "... its sandbox lives with no connection open")
+st, r = tool(sb, "sandbox_list", {})
+ok(st == 200 and box not in json.dumps(r), "session B does not see it in sandbox_list")
+st, r = tool(sb, "run_command", {"sandbox": box, "command": "ls"})
+ok(r.get("isError") is True and r.get("structuredContent", {}).get("sandbox_id") != box,
+   "... nor run in it")
+ok(until(lambda: not init_pids(srv), timeout=60),
+   "idle past --session-idle 3: the session's sandbox ended")
+st, r = tool(sa, "sandbox_list", {})
+ok(st == 404, "... and the session with it: 404 (%d)" % st)
+ok(srv.stop() == 0, "... stopped with 0")
+
 # ---- a required level that does not work keeps the server unready ----
 env.env["WARDEN_RUNSC"] = os.path.join(env.top, "no-runsc")
 srv = Server(env, "--listen", "127.0.0.1:0", "--token-file", env.token,
@@ -286,15 +336,6 @@ def rotate(n, token, mode=0o400):
     os.chmod(os.path.join(secret, d, "token"), mode)
     os.symlink(d, os.path.join(secret, "..data_tmp"))
     os.rename(os.path.join(secret, "..data_tmp"), os.path.join(secret, "..data"))
-
-
-def until(cond, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def accepted(token):
