@@ -244,7 +244,8 @@ session_find(struct srv *s, const char *id)
 void
 session_end(struct srv *s, struct peer *p, const char *why)
 {
-	srv_log(s, WD_LOG_INFO, "HTTP session %llu ended: %s", (unsigned long long)p->seq, why);
+	srv_log(s, WD_LOG_INFO, "%s session %llu ended: %s", p->kind == T_HTTP ? "HTTP" : "socket",
+		(unsigned long long)p->seq, why);
 	peer_close(s, p);
 	peer_put(p); /* the session table's reference */
 }
@@ -255,7 +256,7 @@ http_sessions_tick(struct srv *s)
 	uint64_t now = now_ns();
 	for (struct peer *p = s->peers, *next; p; p = next) {
 		next = p->next;
-		if (p->kind == T_HTTP && !p->closed && !p->calls &&
+		if ((p->kind == T_HTTP || p->detached) && !p->closed && !p->calls &&
 		    now - p->last_ns > s->o.session_idle_s * 1000000000ull)
 			session_end(s, p, "idle");
 	}

@@ -332,7 +332,8 @@ conn_kill(struct conn *c)
 		struct peer *p = c->peer;
 		c->peer = NULL;
 		p->conn = NULL;
-		peer_close(s, p);
+		if (s->stopping || !peer_detach(s, p))
+			peer_close(s, p);
 		peer_put(p);
 		if (c->kind == T_STDIO && !s->stopping) {
 			srv_log(s, WD_LOG_INFO, "stdin closed: stopping");
@@ -592,6 +593,7 @@ accept_unix(struct srv *s)
 		c->peer = peer_new(s, T_UNIX);
 		c->peer->conn = c;
 		c->peer->owner = cr.uid == s->owner_uid;
+		c->peer->uid = cr.uid;
 		srv_log(s, WD_LOG_DEBUG, "socket: connection %llu from uid %d pid %d%s",
 			(unsigned long long)c->id, (int)cr.uid, (int)cr.pid,
 			c->peer->owner ? " (owner)" : "");

@@ -169,7 +169,11 @@ struct peer {
 	struct call *calls; /* in flight */
 	struct live *lives; /* live sandboxes it owns */
 	struct conn *conn;  /* line transports */
-	char session[40];   /* HTTP: Mcp-Session-Id */
+	char session[40];   /* HTTP: Mcp-Session-Id; a socket: session.open's id */
+	bool named;	    /* a socket peer that called session.open */
+	bool detached;	    /* ... whose connection went: kept, with its sandboxes,
+			     * for --session-idle (the table holds a reference) */
+	uid_t uid;	    /* a socket peer's SO_PEERCRED uid */
 	uint64_t last_ns;
 	uint64_t seq; /* for the log */
 	int refs;     /* loop thread only */
@@ -442,6 +446,12 @@ void dispatch_deliver(struct srv *s, struct outmsg *m);
 struct peer *peer_new(struct srv *s, enum transport kind);
 /* The peer's connection is gone: cancel its calls, end its sandboxes. */
 void peer_close(struct srv *s, struct peer *p);
+/* ... unless it is a named socket session (session.open): its calls are
+ * cancelled, its sandboxes kept for a connection that names it again
+ * within --session-idle.  true: kept. */
+bool peer_detach(struct srv *s, struct peer *p);
+/* session.open (harness.c's table, dispatch.c's tables) */
+json_t *m_session_open(struct call *c, struct rpc_err *e);
 void peer_put(struct peer *p);
 /* Cancel every call and end every sandbox (shutdown). */
 void dispatch_stop(struct srv *s);

@@ -35,6 +35,7 @@ static const struct method methods[] = {
 	{"tools/call", M_MCP, mcp_tools_call},
 	{"sandbox.create", 0, h_sandbox_create},
 	{"sandbox.list", M_INLINE, m_sandbox_list},
+	{"session.open", M_INLINE, m_session_open},
 	{"sandbox.run", M_ARGV, run_harness},
 	{"sandbox.exec", M_LIVE | M_ARGV, exec_harness},
 	{"sandbox.read_file", M_LIVE, h_sandbox_files},

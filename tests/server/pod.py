@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -233,6 +234,48 @@ ok(until(lambda: not init_pids(srv), timeout=60),
    "idle past --session-idle 3: the session's sandbox ended")
 st, r = tool(sa, "sandbox_list", {})
 ok(st == 404, "... and the session with it: 404 (%d)" % st)
+ok(srv.stop() == 0, "... stopped with 0")
+
+# ---- a named socket session: its sandboxes outlive the connection ----
+sock = os.path.join(env.top, "c.sock")
+os.chmod(env.top, 0o755)
+srv = Server(env, "--socket", sock, "--session-idle", "3", "--allow-group", "nogroup", "-v")
+a = LineClient(path=sock)
+r = a.call("session.open")
+sname = r.get("result", {}).get("session", "")
+ok(len(sname) == 32 and r["result"]["sandboxes"] == [], "session.open names the connection's "
+   "session (%s)" % sname)
+box = a.call("sandbox.create").get("result", {}).get("sandbox")
+r = a.call("sandbox.write_file", {"sandbox": box, "path": "kept.txt", "content": "kept\n"})
+ok(box and "result" in r, "... a sandbox made on it, a file written in it")
+a.close()
+ok(until(lambda: "its sandboxes are kept" in srv.stderr()) and len(init_pids(srv)) == 1,
+   "the connection closed: its sandbox lives on")
+c = LineClient(path=sock)
+r = c.call("sandbox.read_file", {"sandbox": box, "path": "kept.txt"})
+ok(r.get("error", {}).get("code") == -32001, "another connection cannot reach it (-32001)")
+r = c.call("session.open", {"session": "0" * 32})
+ok(r.get("error", {}).get("code") == -32602, "an unknown session id: -32602")
+nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c",
+          "import socket,json,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+          "s.sendall(json.dumps({'jsonrpc':'2.0','id':1,'method':'session.open',"
+          "'params':{'session':sys.argv[2]}}).encode()+b'\\n'); "
+          "print(s.makefile().readline())", sock, sname]
+r = subprocess.run(nobody, capture_output=True, text=True, timeout=60)
+ok('"code": -32602' in r.stdout or '"code":-32602' in r.stdout,
+   "another user (--allow-group) with the id: refused (%s)" % (r.stdout + r.stderr).strip()[:160])
+r = c.call("session.open", {"session": sname})
+ok(r.get("result", {}).get("sandboxes") == [box],
+   "a new connection naming the session takes its sandboxes back (%s)" % json.dumps(r)[:160])
+r = c.call("sandbox.read_file", {"sandbox": box, "path": "kept.txt"})
+ok("kept" in json.dumps(r.get("result", {})), "... with what was written in it")
+c.close()
+ok(until(lambda: not init_pids(srv), timeout=60),
+   "no connection for --session-idle 3: the sandbox ended")
+d = LineClient(path=sock)
+r = d.call("session.open", {"session": sname})
+ok(r.get("error", {}).get("code") == -32602, "... and the session with it")
+d.close()
 ok(srv.stop() == 0, "... stopped with 0")
 
 # ---- a required level that does not work keeps the server unready ----
