@@ -144,9 +144,26 @@ pids = wait_children(srv, 2)
 ok(len(pids) == 2, "the long call and the live sandbox run (%d sandboxes)" % len(pids))
 cgroups = [d for p in pids for d in sandbox_cgroups(p)]
 ok(len(cgroups) >= 2, "their cgroups, seen on the host: %d directories" % len(cgroups))
+# an HTTP client on keep-alive, its session open before the signal
+hc = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+HH = {"Authorization": "Bearer " + env.token_value(), "Content-Type": "application/json",
+      "Accept": "application/json, text/event-stream"}
+hc.request("POST", "/mcp", body=json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}}).encode(), headers=HH)
+hr = hc.getresponse()
+hr.read()
+HH["Mcp-Session-Id"] = hr.getheader("Mcp-Session-Id")
 t0 = time.time()
 srv.p.send_signal(15)
 ok(refused(port=srv.port), "after SIGTERM a new HTTP connection is refused")
+hc.request("POST", "/mcp", body=b'{"jsonrpc":"2.0","id":2,"method":"ping"}', headers=HH)
+hr = hc.getresponse()
+hb = json.loads(hr.read())
+ok(hb.get("error", {}).get("code") == -32010 and hr.getheader("Connection") == "close",
+   "a call on an HTTP connection kept alive: -32010, and Connection: close (%s)" % hb)
+hc.close()
 ok(refused(path=sock), "... and a new socket connection too")
 r = b.call("ping")
 ok(r.get("error", {}).get("code") == -32010,
@@ -282,8 +299,9 @@ ok(srv.stop() == 0, "... stopped with 0")
 env.env["WARDEN_RUNSC"] = os.path.join(env.top, "no-runsc")
 srv = Server(env, "--listen", "127.0.0.1:0", "--token-file", env.token,
              "--isolation", "gvisor")
-status, body = wait_ready(srv.port, 503)
-time.sleep(0.5)
+# wait for the probe's verdict (503 "probing" first, then 503 with why)
+ok(until(lambda: "probing" not in get(srv.port, "/readyz")[1], timeout=120),
+   "--isolation gvisor without runsc: the probe finished")
 status, body = get(srv.port, "/readyz")
 ok(status == 503 and "isolation gvisor" in body and "runsc" in body,
    "--isolation gvisor without runsc: /readyz 503 with the reason (%r)" % body)
