@@ -138,6 +138,19 @@ a = LineClient(path=sock)
 b = LineClient(path=sock)
 r = b.call("sandbox.create", {"workspace_mode": "cow"})
 ok("result" in r, "a live cow sandbox before SIGTERM: %s" % json.dumps(r)[:200])
+cow_id = r.get("result", {}).get("sandbox", "?")
+ok(os.path.isdir(os.path.join(st, "sandboxes", cow_id)),
+   "... its change set lives under --state-dir (%s)" % sorted(os.listdir(st)))
+
+
+def loops_on(path):
+    """Loop devices whose backing file is under path."""
+    r = subprocess.run(["losetup", "-a"], capture_output=True, text=True)
+    return [l for l in r.stdout.splitlines() if path in l]
+
+
+loops = loops_on(st)
+ok(len(loops) == 1, "... on a loop device while it lives (%s)" % loops)
 a.send({"jsonrpc": "2.0", "id": 7, "method": "sandbox.run",
         "params": {"argv": ["/bin/sh", "-c", "sleep 2; echo finished"]}})
 pids = wait_children(srv, 2)
@@ -176,8 +189,9 @@ rc = srv.p.wait(timeout=120)
 ok(rc == 0, "the server exited 0 after the drain (%d, %.1f s)" % (rc, time.time() - t0))
 ok(not [d for d in cgroups if os.path.exists(d)], "no cgroup of its sandboxes is left")
 ok(not [p for p in pids if os.path.exists("/proc/%d" % p)], "no process of them is left")
-with open("/proc/self/mountinfo") as f:
-    ok(st not in f.read(), "no mount under its state directory is left")
+ok(until(lambda: not loops_on(st), timeout=60), "no loop device on its state directory is left")
+ok(not os.path.exists(os.path.join(st, "sandboxes", cow_id)),
+   "... nor the cow sandbox's directory in it")
 audit = os.path.join(st, "audit.log")
 v = subprocess.run([WARDEN, "audit", "verify", audit], capture_output=True, text=True)
 ok(v.returncode == 0, "the audit log in --state-dir is flushed and its chain intact: %s"
