@@ -3,8 +3,11 @@
 built at the required level (and never a weaker one), the drain on
 SIGTERM (a call in flight finishes, new connections and calls are
 refused, nothing is left behind, the audit chain is intact), the drain
-deadline, --token-file through a Secret volume's symbolic links,
---log-format json, --state-dir, and the bad values of each (125).
+deadline, sessions that outlive their connections (HTTP's
+Mcp-Session-Id, the socket's session.open, bound to its uid) until
+--session-idle, --token-file through a Secret volume's symbolic links
+and its rotation (failing closed), --log-format json and the text log's
+newlines, --state-dir, and the bad values of each (125).
 """
 import http.client
 import json
