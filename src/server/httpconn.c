@@ -162,8 +162,27 @@ xchg_detach(struct xchg *x)
 
 /* Everything is answered: the JSON answer goes out, or the SSE stream
  * ends. */
+static void xchg_complete_held(struct xchg *x);
+
 static void
 xchg_complete(struct xchg *x)
+{
+	/* held across the answer: with Connection: close, respond() may
+	 * write it all and close the connection at once, which drops the
+	 * connection's reference to x (http_conn_closed); x was then used
+	 * after it was freed (a client sending Connection: close did it).
+	 * The connection too, as its last reference may be x's. */
+	xchg_get(x);
+	struct conn *c = x->conn;
+	if (c)
+		c->refs++;
+	xchg_complete_held(x);
+	conn_put(c);
+	xchg_put(x);
+}
+
+static void
+xchg_complete_held(struct xchg *x)
 {
 	struct conn *c = x->conn;
 	if (x->finished || !c || c->dead)
