@@ -111,11 +111,13 @@ class Pod:
     def start(self):
         self.err = open(os.path.join(env.top, "pod-%d.%d.err" % (self.i, time.monotonic_ns())),
                         "w+")
+        self.out = open(os.path.join(env.top, "pod-%d.%d.out" % (self.i, time.monotonic_ns())),
+                        "w+")
         self.p = subprocess.Popen(
             ["nsenter", "--net=/run/netns/%sp%d" % (TAG, self.i), WARDEN, "serve", "-w", env.ws,
              "--listen", "%s:8080" % addr(self.i), "--behind-tls-proxy", "--token-file",
-             self.token, "--state-dir", self.state],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err,
+             self.token, "--state-dir", self.state, "--log-format", "json"],
+            stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
             env=env.env)
 
     def sandboxes(self):
@@ -252,6 +254,13 @@ ok(r.get("structuredContent", {}).get("outcome") == "ran", "... a new session ru
 for p in pods:
     p.p.terminate()
     ok(p.p.wait(timeout=120) == 0, "%s: SIGTERM, drained, exit 0" % p.name)
+pods[0].out.seek(0)
+events = [json.loads(line) for line in pods[0].out.read().splitlines()]
+msgs = [e["msg"] for e in events]
+ok(any(m.startswith("listening on http://%s:8080/mcp" % addr(0)) for m in msgs) and
+   any(m.startswith("ready: ") for m in msgs) and any("draining" in m for m in msgs),
+   "pod 0's log: JSON lines on stdout, listening, ready and draining among them (%d)"
+   % len(events))
 audit = os.path.join(killed.state, "audit.log")
 v = subprocess.run([WARDEN, "audit", "verify", audit], capture_output=True, text=True)
 with open(audit) as f:
