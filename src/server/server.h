@@ -58,6 +58,11 @@ struct server_opts {
 	size_t max_message;	 /* bytes in one message (line or body) */
 	bool sanitize_images;	 /* markdown images to hosts outside network.allow */
 	uint64_t session_idle_s; /* an idle HTTP session ends (its sandboxes too) */
+	/* SIGTERM: seconds the calls in flight get to finish before they are
+	 * cancelled (--drain-timeout) */
+	uint64_t drain_timeout_s;
+	const char *state_dir; /* --state-dir: sessions, change sets, approvals, the audit log */
+	bool log_json;	       /* --log-format json: one JSON object per line */
 	bool verbose;
 	/* --max-sandboxes given: refused if RLIMIT_NOFILE cannot hold it */
 	bool max_live_set;
