@@ -21,6 +21,9 @@ fi
 WARDEN=$(readlink -f "${1:?usage: gvisor.sh BUILD-DIR}")
 DRIVER=$(readlink -f "${2:?}")
 EXEC=$(readlink -f "${3:?}")
+# exec_bench embeds libwarden: warden-init (the first program of a gVisor
+# sandbox) is the one next to the warden under test
+export WARDEN_INIT=${WARDEN_INIT:-$(dirname "$WARDEN")/warden-init}
 RUNS=${GVISOR_RUNS:-40}
 WORK_RUNS=${GVISOR_WORK_RUNS:-7}
 

@@ -6,7 +6,9 @@
 #
 #   cold start       bench/spawn.sh: `warden run` against bare execution,
 #                    bubblewrap and the namespace floor (bench/ns_floor),
-#                    and SPAWN_BEFORE (an older warden) when given
+#                    with --image (the suite's python3 image) against the
+#                    host's /usr, and SPAWN_BEFORE (an older warden) when
+#                    given
 #   step breakdown   bench/steps.sh: the -v STEP lines as medians
 #   exec-into-live   live_bench: one sandbox, then execs against bare
 #                    fork+exec, execs per second, memory per sandbox
@@ -28,7 +30,18 @@ status=0
 {
 	echo "# warden benchmarks, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u)"
 	echo "# $(uname -sr), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	# the cold start in an image as well (SPAWN_IMAGE): the test suite's
+	# python3 image, built once per checkout into build-cache/images
+	# (tests/integration/image_fixture.sh); without mmdebstrap or the
+	# mirror, the series is left out and said so
+	if img=$(bash tests/integration/image_fixture.sh "$BUILD/warden" "$top/build-cache/images" \
+		tests/integration/images/python.recipe); then
+		export WARDEN_IMAGE_DIR=$top/build-cache/images SPAWN_IMAGE=$img
+	else
+		echo "# no image for the cold start with --image (image_fixture.sh failed)"
+	fi
 	bench/spawn.sh "$BUILD/warden" "$BUILD/bench/spawn_bench" || status=1
+	unset SPAWN_IMAGE
 	echo
 	echo "## per-step breakdown of warden run -- /bin/true"
 	bench/steps.sh "$BUILD/warden" 40 || status=1

@@ -7,6 +7,10 @@
 #   SPAWN_BEFORE=/path/to/older/warden       one more series, "before": an
 #                                            older build (e.g. the commit before
 #                                            the redesign) in the same run
+#   SPAWN_IMAGE=NAME                         one more series, "image": the
+#                                            same `warden run` with --image NAME
+#                                            (WARDEN_IMAGE_DIR: its store), and
+#                                            its ratio to the host's /usr
 #
 # For /bin/true and for python3 -c pass it prints the medians, each one's
 # overhead over bare execution, and warden/bwrap ratios (of the medians and
@@ -59,6 +63,9 @@ bench() {
 	if [ -n "${SPAWN_BEFORE:-}" ]; then
 		sets+=(:: before "$(readlink -f "$SPAWN_BEFORE")" run --workspace "$ws" -- "$@")
 	fi
+	if [ -n "${SPAWN_IMAGE:-}" ]; then
+		sets+=(:: image "$WARDEN" run --workspace "$ws" --image "$SPAWN_IMAGE" -- "$@")
+	fi
 	if [ -n "$BWRAP" ]; then
 		sets+=(:: bwrap "$BWRAP" "${bwrap_args[@]}" -- "$@")
 	fi
@@ -93,12 +100,20 @@ bench() {
 					(p10["warden"] - p10["bare"]) / (p10["ns-floor"] - p10["bare"])
 				printf "summary\tcold_%s_ratio\t%.3f\n", key, r
 			}
+			if ("image" in m) {
+				# the same cold start, /usr and /etc from an image
+				# rather than the host: whole times (target: within 5 %)
+				printf "image (%s) / host /usr: %.3f of the medians, %.3f at p10; added time over bare %.3f ms against %.3f ms\n",
+					image, m["image"] / m["warden"], p10["image"] / p10["warden"],
+					(m["image"] - m["bare"]) / 1000, (m["warden"] - m["bare"]) / 1000
+				printf "summary\tcold_%s_image_vs_host\t%.3f\n", key, m["image"] / m["warden"]
+			}
 			if ("before" in m) {
 				printf "before (%s): +%.3f ms over bare; warden now / before: %.2f of the added times\n",
 					before, (m["before"] - m["bare"]) / 1000, (m["warden"] - m["bare"]) / (m["before"] - m["bare"])
 				printf "summary\tcold_%s_vs_before\t%.3f\n", key, (m["warden"] - m["bare"]) / (m["before"] - m["bare"])
 			}
-		}' key="$key" before="${SPAWN_BEFORE:-}" "$ws/.out"
+		}' key="$key" before="${SPAWN_BEFORE:-}" image="${SPAWN_IMAGE:-}" "$ws/.out"
 	if [ -f "$baseline" ]; then
 		awk -F'\t' -v key="$key" '
 			FILENAME == ARGV[1] && $1 == key { base[$2] = $3; bp10[$2] = $4; next }

@@ -13,6 +13,9 @@ import sys
 FIGURES = [
     ("cold_true_ratio", "cold `run -- /bin/true`: added time / namespace floor's", "low", "<= 1.3"),
     ("cold_python_ratio", "cold `run -- python3 -c pass`: added / floor's", "low", "<= 1.3"),
+    ("cold_true_image_vs_host", "cold `run -- /bin/true`: --image / host /usr", "low", "<= 1.05"),
+    ("cold_python_image_vs_host", "cold `run -- python3 -c pass`: --image / host", "low",
+     "<= 1.05"),
     ("cold_true_vs_before", "cold /bin/true: added time / pre-redesign build's", "low", "<= 1.0"),
     ("live_ratio", "exec into a live sandbox / bare fork+exec", "low", "<= 1.5"),
     ("live_added_us", "exec into a live sandbox: added us", "low", "< 500"),
@@ -34,8 +37,9 @@ FIGURES = [
     ("rss_per_sandbox_kb", "memory per idle live sandbox, kB", "low", ""),
 ]
 
-# Figures measured only on request.
-OPTIONAL = {"cold_true_vs_before"}
+# Figures measured only on request, or where an image can be built
+# (mmdebstrap and the Debian mirror).
+OPTIONAL = {"cold_true_vs_before", "cold_true_image_vs_host", "cold_python_image_vs_host"}
 
 
 def read(path):

@@ -283,6 +283,15 @@ const char *wd_result_sandbox_id(const wd_result *r);
 const char *wd_result_refusal(const wd_result *r);
 /* Why the command could not start (execve's or a set-up step's errno), or 0. */
 int wd_result_exec_errno(const wd_result *r);
+/* Which step of the command's set-up failed with wd_result_exec_errno()
+ * (such as "6b working directory"), or NULL: execve itself failed, or
+ * nothing did. */
+const char *wd_result_exec_step(const wd_result *r);
+/* The i-th distinct network request the egress proxy refused during the
+ * command (0, 1, ... until NULL), as one line for a human, escaped:
+ * "HOST:PORT refused (REASON, rule RULE), N times: ADVICE".  The JSON
+ * result lists the same under protections.egress.refusals. */
+const char *wd_result_net_refusal(const wd_result *r, size_t i);
 
 /* Exit status as a shell reports it: the command's own; 128+N for signal N;
  * 124 timed out; 126 could not execute; 127 not found. */
@@ -788,6 +797,9 @@ void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);
  * define the tool (such a tool is blocked). */
 int wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 		    const char **profile, struct wd_limits *limits, struct wd_err *err);
+/* The image a sandbox tool runs in (tools.NAME.image: a name or
+ * sha256:HEX, valid while p lives), or NULL: none, or no such tool. */
+const char *wd_policy_tool_image(const wd_policy *p, const char *tool);
 
 /* A request to judge.  Setters copy their arguments. */
 wd_request *wd_request_new(void);
@@ -997,6 +1009,14 @@ int wd_parse_fixed6(const char *s, uint64_t *out_millionths);
  * new string (JSON if json, else text), free with free(); *ok_levels gets a
  * bit per runnable level (1 << WD_ISOLATION_*). */
 char *wd_doctor(bool json, unsigned *ok_levels);
+
+/* Probe this process's environment as a Kubernetes pod (docs/kubernetes.md):
+ * a user namespace of its own, CAP_SYS_ADMIN, a new /proc mountable, clone3
+ * and unshare with namespace flags past the pod's seccomp profile, cgroup
+ * delegation and the pod's own limits, Landlock, runsc; each with what
+ * lacking it costs.  Returns a new string (JSON if json), free with free();
+ * *ok_levels as for wd_doctor, for this pod. */
+char *wd_doctor_pod(bool json, unsigned *ok_levels);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,8 @@ pkgs=(
 	# images: root filesystems from Debian packages, OCI
 	# layouts imported (and made by the tests)
 	mmdebstrap umoci
+	# deploy/kubernetes: the manifests' validator reads YAML
+	python3-yaml
 )
 
 missing=()

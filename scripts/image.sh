@@ -12,8 +12,8 @@
 #      where an install puts them), plus the empty /workspace and
 #      /var/lib/warden the defaults use;
 #   3. `warden image export` of the runtime with the staging tree as a
-#      second layer and the pod's defaults (docs: README, "warden's own
-#      image") into IMAGE_OUT, which is replaced.
+#      second layer and the pod's defaults, those of deploy/kubernetes
+#      (README, "warden's own image"), into IMAGE_OUT, which is replaced.
 #
 # Two runs from the same commit and package list give the same manifest
 # digest (printed, and in IMAGE_OUT/index.json).
@@ -76,8 +76,9 @@ rm -rf "$OUT"
 mkdir -p "$(dirname "$OUT")"
 "$WARDEN" image export "$runtime" "$OUT" --add "$STAGE" --tag "$VERSION" \
 	--entrypoint /usr/bin/warden \
-	--cmd serve --cmd --listen --cmd 127.0.0.1:8765 \
-	--cmd --token-file --cmd /run/secrets/warden/token --cmd --workspace --cmd /workspace \
+	--cmd serve --cmd --listen --cmd 0.0.0.0:8765 --cmd --behind-tls-proxy \
+	--cmd --token-file --cmd /var/run/secrets/warden/token \
+	--cmd --state-dir --cmd /var/lib/warden --cmd --workspace --cmd /workspace \
 	--user 0:0 --workdir /workspace \
 	--label org.opencontainers.image.title=warden \
 	--label "org.opencontainers.image.description=a sandbox for the commands an AI agent runs" \

@@ -5,6 +5,7 @@
 #include "warden.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Exit statuses (README "Exit status"; timeout(1)/env(1) conventions). */
 enum {
@@ -68,8 +69,15 @@ int cli_serve(int argc, char **argv);
 /* Print "warden: <subcommand>: <message>" to stderr (and, after
  * cli_json_errors(true), {"status":125,"error":...} to stdout); returns
  * CLI_EXIT_FAILURE. */
+/* Why the command did not start, on stderr: the set-up step (the working
+ * directory CWD, when given) or execve of PROG. */
+void cli_exec_failed(const char *sub, const wd_result *r, const char *prog, const char *cwd);
+/* One stderr line per distinct network refusal of the command. */
+void cli_net_refusals(const char *sub, const wd_result *r);
 int cli_fail(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_json_errors(bool on);
+/* s as a JSON string on f: ASCII, every other byte escaped. */
+void cli_json_string(FILE *f, const char *s);
 void cli_log_handler(int level, const char *func, const char *msg, void *data);
 /* A user's value for a message: quoted, control bytes escaped, cut to 80
  * bytes with the length said.  Valid until the fourth next call. */

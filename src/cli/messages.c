@@ -19,8 +19,8 @@ cli_json_errors(bool on)
 }
 
 /* A JSON string of s (ASCII, control characters escaped). */
-static void
-json_string(FILE *f, const char *s)
+void
+cli_json_string(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -51,7 +51,7 @@ cli_fail(const char *sub, const char *fmt, ...)
 	if (json_errors) {
 		/* --json holds for every outcome: bad input is an object too */
 		printf("{\"status\":%d,\"error\":", CLI_EXIT_FAILURE);
-		json_string(stdout, msg);
+		cli_json_string(stdout, msg);
 		printf("}\n");
 		fflush(stdout);
 	}
@@ -218,4 +218,29 @@ cli_docker_hints(const char *sub, int argc, char **argv)
 		}
 	}
 	return 0;
+}
+
+void
+cli_exec_failed(const char *sub, const wd_result *r, const char *prog, const char *cwd)
+{
+	const char *step = wd_result_exec_step(r);
+	int e = wd_result_exec_errno(r);
+	if (step && strstr(step, "working directory"))
+		fprintf(stderr, "warden: %s: working directory %s: %s\n", sub,
+			cli_quote(cwd ? cwd : "."), strerror(e));
+	else if (step)
+		fprintf(stderr, "warden: %s: %s did not start (step %s): %s\n", sub, cli_quote(prog),
+			step, strerror(e));
+	else
+		fprintf(stderr, "warden: %s: cannot execute %s: %s\n", sub, cli_quote(prog),
+			strerror(e));
+}
+
+void
+cli_net_refusals(const char *sub, const wd_result *r)
+{
+	/* the lines are escaped by the library (the host is the sandbox's) */
+	const char *line;
+	for (size_t i = 0; (line = wd_result_net_refusal(r, i)); i++)
+		fprintf(stderr, "warden: %s: network: %s\n", sub, line);
 }

@@ -31,7 +31,7 @@ static const char usage_text[] =
 	"      --protect PATH       keep PATH (relative to DIR) read-only inside, like .git,\n"
 	"                           .gitmodules, .envrc, .vscode and .idea\n"
 	"      --image NAME         run in image NAME's /usr and /etc, not the host's\n"
-	"                           (warden image build; container level)\n"
+	"                           (warden image build; container and gvisor levels)\n"
 	"      --isolation LEVEL    container (default), process, or gvisor (gVisor's\n"
 	"                           user-space kernel through runsc; root only)\n"
 	"      --memory SIZE        memory limit, no swap (default 512M)\n"
@@ -78,6 +78,7 @@ static const char usage_text2[] =
 	"      --tool NAME          the tool this command is for: its route and profile\n"
 	"      --audit FILE         append every decision, event and result to FILE\n"
 	"      --approve=tty        ask at the terminal when the policy pauses\n"
+	"      --cwd DIR            working directory, relative to the workspace\n"
 	"Output:\n"
 	"      --stdin              pass warden's stdin (default: /dev/null)\n"
 	"      --json               print one JSON object with the result (every outcome)\n"
@@ -129,6 +130,7 @@ enum {
 	OPT_INJECT,
 	OPT_INJECT_BASIC,
 	OPT_PLACEHOLDER,
+	OPT_CWD,
 };
 
 static const struct option long_opts[] = {
@@ -172,6 +174,7 @@ static const struct option long_opts[] = {
 	{"inject", required_argument, NULL, OPT_INJECT},
 	{"inject-basic", required_argument, NULL, OPT_INJECT_BASIC},
 	{"placeholder", required_argument, NULL, OPT_PLACEHOLDER},
+	{"cwd", required_argument, NULL, OPT_CWD},
 	{NULL, 0, NULL, 0},
 };
 
@@ -183,7 +186,7 @@ struct run_opts {
 	struct wd_limits lim;
 	enum wd_isolation isolation;
 	/* the policy stage */
-	const char *policy, *command, *tool, *audit;
+	const char *policy, *command, *tool, *audit, *cwd;
 	bool approve_tty;
 	bool disk_given, cow; /* --disk, --workspace-mode cow */
 	/* --placeholder, applied once every --secret is declared */
@@ -208,8 +211,15 @@ size_opt(const char *opt, const char *val, uint64_t min, uint64_t *out)
 				 "expected a size such as 512M, 1G, 64KiB or 65536 (binary units; "
 				 "\"MB\" is ambiguous)");
 	if (*out < min) {
+		/* the floor in the unit the user would type (every floor here is
+		 * a whole number of KiB or MiB) */
 		char why[64];
-		snprintf(why, sizeof(why), "must be at least %" PRIu64 " bytes", min);
+		if (min % (1 << 20) == 0)
+			snprintf(why, sizeof(why), "must be at least %" PRIu64 "M", min >> 20);
+		else if (min % 1024 == 0)
+			snprintf(why, sizeof(why), "must be at least %" PRIu64 "K", min >> 10);
+		else
+			snprintf(why, sizeof(why), "must be at least %" PRIu64 " bytes", min);
 		return bad_value(opt, val, why);
 	}
 	return 0;
@@ -281,6 +291,15 @@ limit_opt(int c, const char *name, const char *val, struct run_opts *o)
 		if (rc < 0 || v < 10000 || v > 1024000000)
 			return bad_value(name, val,
 					 "expected a number of CPUs from 0.01 to 1024, such as 0.5");
+		/* More CPUs than the host has would be no limit at all while
+		 * reading like one: refused, as docker run --cpus does. */
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		if (ncpu > 0 && v > (uint64_t)ncpu * 1000000) {
+			char why[96];
+			snprintf(why, sizeof(why), "this host has %ld CPU%s (at most --cpus %ld)", ncpu,
+				 ncpu == 1 ? "" : "s", ncpu);
+			return bad_value(name, val, why);
+		}
 		o->lim.cpu_millionths = v;
 		return 0;
 	case OPT_TIMEOUT:
@@ -403,6 +422,9 @@ policy_opt(int c, const char *val, struct run_opts *o)
 		return 0;
 	case OPT_AUDIT:
 		o->audit = val;
+		return 0;
+	case OPT_CWD:
+		o->cwd = val;
 		return 0;
 	case OPT_APPROVE:
 		if (strcmp(val, "tty"))
@@ -565,7 +587,7 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 
 /* Options of run that a session takes when it runs a command (warden
  * exec), not when it is made. */
-static const char *const exec_only[] = {"command", "tool",	"audit", "approve",
+static const char *const exec_only[] = {"command", "tool",	"audit", "approve", "cwd",
 					"stdin",   "print-plan",
 					/* secrets: a session's spec is kept on disk,
 					 * and a secret's value must never be */
@@ -681,10 +703,10 @@ print_result(const wd_result *r, const char *prog, const struct run_opts *o)
 		return;
 	}
 	if (wd_result_exec_errno(r) && !o->json)
-		fprintf(stderr, "warden: run: cannot execute %s: %s\n", cli_quote(prog),
-			strerror(wd_result_exec_errno(r)));
+		cli_exec_failed(sub_name, r, prog, o->cwd);
 	if (o->json)
 		return;
+	cli_net_refusals(sub_name, r);
 	if (wd_result_timed_out(r))
 		fprintf(stderr, "warden: run: timed out; the sandbox was killed\n");
 	else if (wd_result_oom_killed(r))
@@ -744,6 +766,10 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 		wd_cmd_set_stream(cmd, 1, 2);
 	if (o->tool && wd_cmd_set_tool(cmd, o->tool, &e) < 0)
 		return cli_fail(sub_name, "--tool: %s", e.msg);
+	/* the same working directory an approval made by `warden check
+	 * --cwd` is bound to, so that approval can be used by run */
+	if (o->cwd && wd_cmd_set_cwd(cmd, o->cwd, &e) < 0)
+		return bad_value("cwd", o->cwd, e.msg);
 	/* Any policy option turns the stage on for an explicit argv too. */
 	wd_cmd_set_policy(cmd, o->policy || o->audit || o->approve_tty);
 	wd_cmd_set_interactive(cmd, o->approve_tty);

@@ -25,7 +25,8 @@ static const char usage_text[] =
     "                           grant approvals (approval.grant)\n"
     "      --allow-group GROUP  also accept socket connections from GROUP's members\n"
     "      --listen ADDR:PORT   MCP Streamable HTTP at http://ADDR:PORT/mcp (loopback)\n"
-    "      --token-file FILE    the bearer token for --listen (a file only you can read)\n"
+    "      --token-file FILE    the bearer token for --listen (a file only you can read;\n"
+    "                           symbolic links followed, as in a Secret volume)\n"
     "      --behind-tls-proxy   allow a non-loopback --listen: a proxy in front ends TLS\n"
     "      --allow-origin URL   an HTTP Origin to accept besides loopback ones\n"
     "Sandboxes:\n"
@@ -47,12 +48,23 @@ static const char usage_text[] =
     "      --pool N             keep N sandboxes built ahead for run_command and\n"
     "                           sandbox.run (0-64; default: the policy's sandbox.pool,\n"
     "                           else 0); container level, as root\n"
+    "      --image NAME         every sandbox runs in image NAME (warden image ls)\n"
+    "                           unless a caller chooses another; the pool's too\n"
+    "      --allow-image NAME   sandbox.create / sandbox_create may also choose\n"
+    "                           image NAME (repeatable)\n"
     "Server:\n"
     "      --max-calls N        calls running at once (default 64)\n"
     "      --max-queue N        calls waiting for a worker (default 4096)\n"
     "      --max-sandboxes N    live sandboxes from sandbox.create (default 64)\n"
     "      --max-message SIZE   bytes in one message (default 16M)\n"
-    "      --session-idle SECS  an idle HTTP session ends (default 1800)\n"
+    "      --session-idle SECS  an idle HTTP session, or a named socket session with no\n"
+    "                           connection, ends with its sandboxes (default 1800)\n"
+    "      --drain-timeout SECS on SIGTERM the calls in flight get SECS to finish,\n"
+    "                           then are cancelled (default 20; 0: cancel at once)\n"
+    "      --state-dir DIR      sessions, change sets, approvals and (without --audit)\n"
+    "                           DIR/audit.log under DIR (default: WARDEN_STATE_DIR)\n"
+    "      --log-format FORMAT  text (default, stderr) or json (one object per line\n"
+    "                           on stdout; stderr with --stdio)\n"
     "      --sanitize-images    neutralise markdown images to hosts outside the\n"
     "                           policy's network.allow in text for the model\n"
     "  -v, --verbose            log each call\n";
@@ -78,12 +90,17 @@ enum {
 	OPT_ALLOW_RANGE,
 	OPT_DISK,
 	OPT_POOL,
+	OPT_IMAGE,
+	OPT_ALLOW_IMAGE,
 	OPT_MAX_CALLS,
 	OPT_MAX_QUEUE,
 	OPT_MAX_SANDBOXES,
 	OPT_MAX_MESSAGE,
 	OPT_SESSION_IDLE,
 	OPT_SANITIZE_IMAGES,
+	OPT_DRAIN_TIMEOUT,
+	OPT_STATE_DIR,
+	OPT_LOG_FORMAT,
 	OPT_HELP,
 };
 
@@ -110,12 +127,17 @@ static const struct option long_opts[] = {
     {"allow-range", required_argument, NULL, OPT_ALLOW_RANGE},
     {"disk", required_argument, NULL, OPT_DISK},
     {"pool", required_argument, NULL, OPT_POOL},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"allow-image", required_argument, NULL, OPT_ALLOW_IMAGE},
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
     {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
     {"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
     {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
     {"sanitize-images", no_argument, NULL, OPT_SANITIZE_IMAGES},
+    {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -255,6 +277,18 @@ server_opt(int c, const char *name, const char *val, struct server_opts *o)
 		return rc;
 	case OPT_SESSION_IDLE:
 		return number(name, val, 1, 7 * 86400, &o->session_idle_s);
+	case OPT_DRAIN_TIMEOUT:
+		return number(name, val, 0, 86400, &o->drain_timeout_s);
+	case OPT_STATE_DIR:
+		if (!val[0])
+			return bad(name, val, "empty path");
+		o->state_dir = val;
+		return 0;
+	case OPT_LOG_FORMAT:
+		if (strcmp(val, "text") && strcmp(val, "json"))
+			return bad(name, val, "expected text or json");
+		o->log_json = !strcmp(val, "json");
+		return 0;
 	case OPT_POOL:
 		/* 64: the library's limit (wd_pool_new) */
 		rc = number(name, val, 0, 64, &v);
@@ -327,6 +361,18 @@ one_opt(int c, const char *name, const char *val, struct server_opts *o)
 	case OPT_SANITIZE_IMAGES:
 		o->sanitize_images = true;
 		return 0;
+	/* the names are looked up in the store when the server starts
+	 * (server.c: 125 naming the option for one that is not there) */
+	case OPT_IMAGE:
+		if (o->image)
+			return bad(name, val, "given twice (one default; --allow-image adds more)");
+		o->image = val;
+		return 0;
+	case OPT_ALLOW_IMAGE:
+		if (o->nallow_images == SERVER_MAX_IMAGES)
+			return bad(name, val, "too many images");
+		o->allow_images[o->nallow_images++] = val;
+		return 0;
 	case 'v':
 		o->verbose = true;
 		return 0;
@@ -379,5 +425,9 @@ cli_serve(int argc, char **argv)
 	}
 	if ((rc = check(&o, argc - optind)))
 		return rc;
+	/* --state-dir for every part of the library that finds the state
+	 * directory itself (approvals, images): set before any thread */
+	if (o.state_dir && setenv("WARDEN_STATE_DIR", o.state_dir, 1) < 0)
+		return cli_fail("serve", "--state-dir: %s", strerror(errno));
 	return server_run(&o);
 }

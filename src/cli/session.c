@@ -403,8 +403,9 @@ exec_run(wd_ctx *ctx, const char *ref, wd_cmd *cmd, struct exec_opts *o, const c
 	if (wd_result_outcome(r) != WD_OUTCOME_RAN)
 		print_refusal(r);
 	else if (wd_result_exec_errno(r) && !o->json)
-		fprintf(stderr, "warden: exec: cannot execute %s: %s\n", cli_quote(prog),
-			strerror(wd_result_exec_errno(r)));
+		cli_exec_failed("exec", r, prog, o->cwd);
+	if (wd_result_outcome(r) == WD_OUTCOME_RAN && !o->json)
+		cli_net_refusals("exec", r);
 	else if (wd_result_timed_out(r) && !o->json)
 		fprintf(stderr, "warden: exec: timed out; the command was killed\n");
 	int st = wd_result_status(r);

@@ -20,7 +20,7 @@
 static int
 load_tool(struct vctx *v, const char *name, json_t *j, struct config_tool *t)
 {
-	static const char *const known[] = {"class", "profile", "description", NULL};
+	static const char *const known[] = {"class", "profile", "description", "image", NULL};
 	int rc;
 	t->name = wd_xstrdup(name);
 	if (!*name || config_check_word(name))
@@ -55,6 +55,14 @@ load_tool(struct vctx *v, const char *name, json_t *j, struct config_tool *t)
 			rc = config_get_string(v, val, &t->profile);
 		} else if (!strcmp(k, "description")) {
 			rc = config_get_string(v, val, &t->description);
+		} else if (!strcmp(k, "image")) {
+			/* the form only, as sandbox.image: whether it is stored is
+			 * known where the tool runs (125 there, naming the key) */
+			if ((rc = config_get_string(v, val, &t->image)) == 0 &&
+			    !config_image_ref_ok(t->image))
+				rc = vctx_fail(v, false,
+					       "expected an image name ([a-z0-9][a-z0-9._-]*, at "
+					       "most 64 bytes) or sha256:HEX");
 		} else {
 			rc = vctx_unknown_key(v, k, known);
 		}
@@ -168,6 +176,12 @@ load_tools(struct vctx *v, json_t *val, struct config_policy *p)
 		}
 		if (t->klass == CONFIG_TOOL_SANDBOX && !t->profile)
 			t->profile = wd_xstrdup("shell_commands");
+		/* an image is where a sandbox tool runs: on a blocked or direct
+		 * tool it would say something the route never does */
+		if (t->image && t->klass != CONFIG_TOOL_SANDBOX) {
+			vctx_push_key(v, "image");
+			return vctx_fail(v, false, "only a sandbox tool runs in an image");
+		}
 		vctx_pop(v);
 	}
 	qsort(p->tools, p->ntools, sizeof(*p->tools), cmp_tool);
@@ -401,6 +415,7 @@ config_policy_free(struct config_policy *p)
 	for (size_t i = 0; i < p->ntools; i++) {
 		free(p->tools[i].name);
 		free(p->tools[i].profile);
+		free(p->tools[i].image);
 		free(p->tools[i].description);
 	}
 	free(p->tools);

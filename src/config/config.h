@@ -131,6 +131,7 @@ struct config_tool {
 	enum config_tool_class klass;
 	char *profile; /* a profile name, NULL for blocked/direct without one */
 	char *description;
+	char *image; /* tools.NAME.image: the environment a sandbox tool runs in, or NULL */
 };
 
 /* A loaded, validated policy.  Programs, tools and profiles are sorted by

@@ -208,6 +208,8 @@ config_policy_to_json(const struct config_policy *p)
 			json_object_set_new(o, "profile", json_string(t->profile));
 		if (t->description)
 			json_object_set_new(o, "description", json_string(t->description));
+		if (t->image)
+			json_object_set_new(o, "image", json_string(t->image));
 		json_object_set_new(tools, t->name, o);
 	}
 	json_object_set_new(root, "tools", tools);

@@ -59,6 +59,8 @@ int config_load_limit(struct vctx *v, const char *k, json_t *val, struct config_
 		      bool *known);
 int config_load_profile(struct vctx *v, const char *name, json_t *j, struct config_profile *pr);
 int config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb);
+/* An image reference as wd_spec_set_image() takes it: NAME or sha256:HEX. */
+bool config_image_ref_ok(const char *s);
 int config_load_network(struct vctx *v, json_t *j, struct config_network *net);
 int config_load_workspace(struct vctx *v, json_t *j, struct config_policy *p);
 int config_load_env(struct vctx *v, json_t *j, struct config_strv *deny);

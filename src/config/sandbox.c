@@ -108,8 +108,8 @@ load_require(struct vctx *v, json_t *j, unsigned *out)
 }
 
 /* An image reference as wd_spec_set_image() takes it (core/image.c). */
-static bool
-image_ref_ok(const char *s)
+bool
+config_image_ref_ok(const char *s)
 {
 	if (!strncmp(s, "sha256:", 7))
 		return strlen(s + 7) == 64 && strspn(s + 7, "0123456789abcdef") == 64;
@@ -158,7 +158,7 @@ config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 			/* the form only: whether it is built is known where the
 			 * policy is used (a run resolves it, or fails with 125) */
 			if ((rc = config_get_string(v, val, &sb->image)) == 0 &&
-			    !image_ref_ok(sb->image))
+			    !config_image_ref_ok(sb->image))
 				return vctx_fail(
 				    v, false,
 				    "expected an image name ([a-z0-9][a-z0-9._-]*, at most 64 "

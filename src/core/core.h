@@ -187,6 +187,10 @@ int ctx_state_root(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err);
  * sandbox of spec could write them: 0, or -EINVAL naming the option and
  * the path. */
 int ctx_records_check(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err);
+/* The spec's image (its rootfs) must not lie in the workspace or a
+ * writable bind (ctx_records_check's rule); wd_session_create checks it
+ * too, before a session's sandbox starts. */
+int ctx_image_check(const wd_spec *spec, struct wd_err *err);
 
 /* A sandbox's state: its directory under sandboxes/, its disk and
  * layers (workspace/).  Ephemeral boxes (a cow wd_sandbox or run) go with
@@ -244,6 +248,9 @@ int mp_memfd(const char *name, const void *data, size_t len);
 char *mp_read_memfd(int fd, size_t max, size_t *len);
 /* The monitor program's body: warden-monitor ROOT ID (fd 3: readiness). */
 int session_monitor_main(int argc, char **argv);
+/* wd_peer_check as done for another process: the sandboxed commands are
+ * pid's descendants (a session monitor's peer checker, monitor.c). */
+void peer_set_ancestor(long pid);
 /* session.c, for session_changes.c: a session by reference (its state
  * directory open), a request to its monitor. */
 struct where {

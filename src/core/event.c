@@ -74,33 +74,6 @@ json_members(struct jw *w, json_t *obj, bool ascii)
 }
 
 static void
-net_members(struct jw *w, const struct net_event *ev)
-{
-	jw_kstr(w, "sandbox_id", ev->sandbox_id ? ev->sandbox_id : "");
-	jw_kstr(w, "protocol", net_proto_name(ev->proto));
-	jw_kstr(w, "host", ev->host);
-	jw_kuint(w, "port", ev->port);
-	jw_kstr(w, "method", ev->method);
-	jw_kstr(w, "path", ev->path);
-	jw_kstr(w, "rule", ev->rule);
-	jw_kbool(w, "allowed", ev->allowed);
-	jw_kstr(w, "reason", ev->reason ? net_reason_name(ev->reason) : NULL);
-	jw_kstr(w, "advice", ev->advice && ev->advice[0] ? ev->advice : NULL);
-	jw_kstr(w, "address", ev->addr);
-	jw_kint(w, "status", ev->status);
-	jw_kuint(w, "bytes_up", ev->bytes_up);
-	jw_kuint(w, "bytes_down", ev->bytes_down);
-	jw_kuint(w, "duration_us", ev->duration_us);
-	/* secrets: names and rule texts, never a value */
-	if (ev->inject)
-		jw_kstr(w, "inject", ev->inject);
-	if (ev->secrets)
-		jw_kstr(w, "secrets", ev->secrets);
-	if (ev->reason == NET_R_SECRET_PROBE)
-		jw_kuint(w, "refusals", ev->refusals);
-}
-
-static void
 result_members(struct jw *w, const struct wd_event *ev, bool ascii)
 {
 	if (ev->decision) {
@@ -166,7 +139,7 @@ event_write_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 		return;
 	case WD_EVENT_NETWORK:
 		jw_kstr(w, "event", ev->name);
-		net_members(w, ev->net);
+		result_net_members(w, ev->net);
 		return;
 	case WD_EVENT_OUTPUT:
 		jw_kstr(w, "event", ev->name);

@@ -401,10 +401,39 @@ gate_image_check(const wd_spec *built, const struct gate *g, struct wd_err *err)
 	/* the decision was made in one image's /usr; the sandbox runs
 	 * another (or the host's): what it would run is not what was judged */
 	return wd_err_set(err, WD_E_INVAL,
-			  "the policy's sandbox.image %s is not the image this sandbox was made "
-			  "with (%s); create it with --image %s",
+			  "the policy's image for this command (sandbox.image or the tool's "
+			  "image) %s is not the image this sandbox was made with (%s); create "
+			  "it with --image %s",
 			  g->spec->image, built->image ? built->image : "the host's /usr",
 			  g->spec->image);
+}
+
+/* tools.NAME.image: a sandbox tool runs in its image.  A sandbox given no
+ * image gets it; one the caller made in an image (--image, a live
+ * sandbox) must be made in that very image (by digest), else the command
+ * is refused: the decision would be made in one /usr and the program run
+ * from another's, or the caller's explicit choice silently overridden. */
+static int
+tool_image(const wd_spec *spec, struct gate *g, const char *tool, const char *ref,
+	   struct wd_err *err)
+{
+	if (!spec->image) {
+		if (wd_spec_set_image(spec_of(spec, g), ref, err) < 0)
+			return wd_err_prefix(err, "policy tools.%s.image", tool);
+		return 0;
+	}
+	wd_spec *probe = wd_spec_new();
+	int rc = wd_spec_set_image(probe, ref, err);
+	bool same = rc == 0 && spec->image_digest && !strcmp(probe->image_digest, spec->image_digest);
+	wd_spec_free(probe);
+	if (rc < 0)
+		return wd_err_prefix(err, "policy tools.%s.image", tool);
+	if (!same)
+		return wd_err_set(err, WD_E_INVAL,
+				  "tool '%s' runs in image %s (the policy's tools.%s.image), not in "
+				  "%s, the image this sandbox is made with; nothing ran",
+				  tool, ref, tool, spec->image);
+	return 0;
 }
 
 int
@@ -425,8 +454,14 @@ gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *
 	 * programs are resolved in it. */
 	struct wd_policy_sandbox ps0;
 	wd_policy_sandbox(pol->p, &ps0);
-	if (ps0.image && !spec->image &&
-	    (rc = wd_spec_set_image(spec_of(spec, g), ps0.image, err)) < 0) {
+	/* a sandbox tool's own image wins over sandbox.image (as its profile
+	 * over the sandbox object's limits) */
+	const char *timg = cmd->tool ? wd_policy_tool_image(pol->p, cmd->tool) : NULL;
+	if (timg) {
+		if ((rc = tool_image(spec, g, cmd->tool, timg, err)) < 0)
+			goto out;
+	} else if (ps0.image && !spec->image &&
+		   (rc = wd_spec_set_image(spec_of(spec, g), ps0.image, err)) < 0) {
 		wd_err_prefix(err, "policy sandbox.image");
 		goto out;
 	}

@@ -18,7 +18,8 @@
 
 /* [a-z0-9][a-z0-9._-]*, at most IMAGE_NAME_MAX bytes */
 bool image_name_ok(const char *n);
-/* STATE/images (made 0700 with names/ if missing) into out */
+/* $WARDEN_IMAGE_DIR, else STATE/images (made 0700 with names/ if
+ * missing) into out */
 int image_dir(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err);
 /* NAME or sha256:HEX of a stored image: its digest (64 hex digits) */
 int image_resolve(const char *dir, const char *ref, char digest[65], struct wd_err *err);

@@ -1,6 +1,6 @@
 /* core/image: environments.  An image is a root filesystem
  * built from Debian packages by mmdebstrap, kept under the state
- * directory:
+ * directory, or in $WARDEN_IMAGE_DIR when set (image_dir_env):
  *
  *   images/                      0700, the caller's
  *     sha256-HEX/                one per content: rootfs/ and image.json
@@ -65,21 +65,72 @@ image_name_ok(const char *n)
  * word starting with '-' would be an option, a ',' two packages. */
 /* ---- the store ---- */
 
+/* WARDEN_IMAGE_DIR: a store of its own, apart from the state directory
+ * (images baked into a pod's read-only file system, a cache shared by
+ * several state directories).  Whoever can write the store writes the
+ * /usr and /etc of every sandbox made from it, so it must be the caller's
+ * or root's and writable by no one else (like the state directory and
+ * ssh's StrictModes); it is never created on the caller's behalf with a
+ * looser mode.  A read-only store (a read-only mount, another user's
+ * root-owned 0755 tree) serves ls, inspect and runs; builds, imports and
+ * rm into it fail with the file system's error. */
+static int
+image_dir_env(const char *s, char *out, size_t cap, struct wd_err *err)
+{
+	if (s[0] != '/')
+		return wd_err_set(err, WD_E_INVAL, "WARDEN_IMAGE_DIR %s is not an absolute path",
+				  s);
+	if (snprintf(out, cap, "%s", s) >= (int)cap)
+		return wd_err_set(err, WD_E_INVAL, "WARDEN_IMAGE_DIR path too long");
+	struct stat st;
+	if (stat(out, &st) < 0) {
+		if (errno != ENOENT)
+			return wd_err_sys(err, errno, "WARDEN_IMAGE_DIR %s", out);
+		if (mkdir(out, 0700) < 0 && errno != EEXIST)
+			return wd_err_sys(err, errno, "create WARDEN_IMAGE_DIR %s", out);
+		if (stat(out, &st) < 0)
+			return wd_err_sys(err, errno, "WARDEN_IMAGE_DIR %s", out);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return wd_err_set(err, WD_E_INVAL, "WARDEN_IMAGE_DIR %s is not a directory", out);
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return wd_err_set(err, WD_E_INVAL,
+				  "WARDEN_IMAGE_DIR %s belongs to uid %u, neither you (uid %u) "
+				  "nor root: its owner would choose your sandboxes' /usr",
+				  out, (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_mode & 022)
+		return wd_err_set(err, WD_E_INVAL,
+				  "WARDEN_IMAGE_DIR %s has mode %04o: others could change the "
+				  "images' files; it must not be group- or other-writable "
+				  "(chmod go-w %s)",
+				  out, (unsigned)(st.st_mode & 07777), out);
+	return 0;
+}
+
 int
 image_dir(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err)
 {
-	char root[PATH_MAX];
-	int rc = ctx ? ctx_state_root(ctx, root, sizeof(root), err)
-		     : ws_state_root(NULL, root, sizeof(root), err);
-	if (rc < 0)
-		return rc;
-	if (snprintf(out, cap, "%s/images", root) >= (int)cap)
-		return wd_err_set(err, WD_E_INVAL, "state directory path too long");
-	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return wd_err_sys(err, errno, "create %s", out);
+	const char *env = getenv("WARDEN_IMAGE_DIR");
+	int rc;
+	if (env && *env) {
+		if ((rc = image_dir_env(env, out, cap, err)) < 0)
+			return rc;
+	} else {
+		char root[PATH_MAX];
+		rc = ctx ? ctx_state_root(ctx, root, sizeof(root), err)
+			 : ws_state_root(NULL, root, sizeof(root), err);
+		if (rc < 0)
+			return rc;
+		if (snprintf(out, cap, "%s/images", root) >= (int)cap)
+			return wd_err_set(err, WD_E_INVAL, "state directory path too long");
+		if (mkdir(out, 0700) < 0 && errno != EEXIST)
+			return wd_err_sys(err, errno, "create %s", out);
+	}
 	char names[PATH_MAX];
 	snprintf(names, sizeof(names), "%s/names", out);
-	if (mkdir(names, 0700) < 0 && errno != EEXIST)
+	/* tolerated: a read-only store without names/ holds no image, and
+	 * each use then says "no image" */
+	if (mkdir(names, 0700) < 0 && errno != EEXIST && errno != EROFS && errno != EACCES)
 		return wd_err_sys(err, errno, "create %s", names);
 	return 0;
 }

@@ -335,7 +335,9 @@ take(wd_pool *p, const wd_cmd *cmd, bool *waited, bool *cancelled)
  * egress and the environment are fixed when an instance is built, so a
  * run whose policy wants other values must not get one: it would run
  * with looser limits than the policy says, or without its protected
- * paths.  The timeout and the output bound are the command's own
+ * paths.  The image is in the comparison too (spec_to_json writes its
+ * digest): an instance of one image never runs a command judged in
+ * another's /usr.  The timeout and the output bound are the command's own
  * (pipeline.c), so they may differ. */
 static bool
 template_fits(const wd_spec *tmpl, const wd_spec *eff)
@@ -401,8 +403,8 @@ pooled_acquire(struct door *d, struct wd_err *err)
 	if (d->g.spec && !template_fits(q->pool->tmpl, d->g.spec))
 		return wd_err_set(err, WD_E_INVAL,
 				  "the policy or the tool's profile asks for a sandbox other than "
-				  "the pool's (limits, protected paths, network or secrets); "
-				  "nothing ran");
+				  "the pool's (limits, protected paths, network, secrets or "
+				  "image); nothing ran");
 	d->sb = q->sb;
 	wd_log(WD_LOG_DEBUG, "pool: sandbox %s taken", q->sb->id);
 	return 0;

@@ -134,6 +134,15 @@ record_check(const wd_spec *spec, const char *what, const char *path, const char
 }
 
 int
+ctx_image_check(const wd_spec *spec, struct wd_err *err)
+{
+	return record_check(spec, "the image (WARDEN_IMAGE_DIR)", spec->image_root,
+			    "keep the image store outside it (the next sandbox would run, and "
+			    "the policy would judge, what this one wrote in its /usr)",
+			    err);
+}
+
+int
 ctx_records_check(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err)
 {
 	/* Why (docs/threat-model.md, boundary 6): these are the human's
@@ -177,6 +186,16 @@ ctx_records_check(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err)
 				  "approval, and what the sandbox wrote would judge the next "
 				  "command)",
 				  err);
+	/* The image's files (a store set by WARDEN_IMAGE_DIR may lie
+	 * anywhere): the jail binds them read-only, but through the
+	 * workspace or a writable bind the sandbox would write the /usr the
+	 * next sandbox runs and the policy looks its programs up in (a
+	 * `cat` that is the model's program, judged as cat).  For a caller
+	 * who is not root the store is the sandbox's own uid's; as root the
+	 * sandbox can still swap the store's directory in a workspace it
+	 * owns. */
+	if (rc == 0)
+		rc = ctx_image_check(spec, err);
 	if (rc == 0)
 		rc = record_check(spec, "the state directory (wd_ctx_set_state_dir)", state,
 				  "set it outside (a sandbox that writes it reaches other "

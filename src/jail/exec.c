@@ -243,7 +243,7 @@ jail_exec_main(const struct jail_plan *plan, const struct jail_exec_args *x)
 	if (!plan->container)
 		drop_privileges(plan, &chan);
 	if (chdir(cmd->cwd) < 0)
-		fail(&chan, JAIL_STEP_6B_FDS, errno);
+		fail(&chan, JAIL_STEP_6B_CWD, errno);
 
 	/* 6f. Landlock, a second fence behind the mounts: pid 1 built the
 	 * ruleset once (jail_landlock_ruleset), each command enters a domain

@@ -52,6 +52,7 @@ enum jail_step {
 	JAIL_STEP_5_PID1,	/* 5: pid 1 reaper */
 	JAIL_STEP_6A_SESSION,	/* 6a: setsid */
 	JAIL_STEP_6B_FDS,	/* 6b: stdin/stdout/stderr */
+	JAIL_STEP_6B_CWD,	/* 6b: the working directory */
 	JAIL_STEP_6C_RLIMITS,	/* 6c: rlimits */
 	JAIL_STEP_6D_CAPS,	/* 6d: clear every capability set */
 	JAIL_STEP_6E_NNP,	/* 6e: PR_SET_NO_NEW_PRIVS */

@@ -43,6 +43,7 @@ static const char *const step_names[JAIL_STEP_COUNT] = {
 	[JAIL_STEP_5_PID1] = "5 pid 1",
 	[JAIL_STEP_6A_SESSION] = "6a setsid",
 	[JAIL_STEP_6B_FDS] = "6b stdio",
+	[JAIL_STEP_6B_CWD] = "6b working directory",
 	[JAIL_STEP_6C_RLIMITS] = "6c rlimits",
 	[JAIL_STEP_6D_CAPS] = "6d drop capabilities",
 	[JAIL_STEP_6E_NNP] = "6e no_new_privs",

@@ -186,6 +186,13 @@ wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 	return 0;
 }
 
+WD_API const char *
+wd_policy_tool_image(const wd_policy *p, const char *tool)
+{
+	const struct config_tool *t = tool ? config_tool_find(p->cfg, tool) : NULL;
+	return t && t->klass == CONFIG_TOOL_SANDBOX ? t->image : NULL;
+}
+
 /* ---- requests ---- */
 
 WD_API wd_request *

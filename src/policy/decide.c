@@ -294,18 +294,27 @@ program(const struct config_policy *p, const struct policy_request *req, const c
 	 * host's system directories are known, an image's are whatever it
 	 * holds (a /usr/bin/cat that links into the workspace runs a file
 	 * the model wrote).  A name found nowhere is judged by name: the
-	 * jail will fail to find it (127). */
+	 * jail will fail to find it (127).  Each candidate is walked in the
+	 * jail's view, component by component (resolve.c), never by the
+	 * host's lstat of ROOT/usr/bin/NAME: that followed the image's links
+	 * on the host's side, so an image whose usr links to /workspace had
+	 * "cat" missing here, judged by name, and the jail then ran the
+	 * model's /workspace/bin/cat under cat's rule.  Only a name missing
+	 * in the image's own read-only trees moves on to the next directory;
+	 * one whose directory leads into the workspace is judged there (the
+	 * model could create it between this decision and the exec). */
 	if (req->system_root) {
 		static const char *const path[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
 						   "/usr/local/sbin", "/usr/sbin", "/sbin"};
 		for (size_t i = 0; i < WD_ARRAY_SIZE(path); i++) {
-			char host[PATH_MAX], jail[PATH_MAX];
-			struct stat st;
-			if (snprintf(host, sizeof(host), "%s%s/%s", req->system_root, path[i],
-				     prog) >= (int)sizeof(host) ||
-			    lstat(host, &st) < 0)
+			char jail[PATH_MAX];
+			struct policy_prog r;
+			if (snprintf(jail, sizeof(jail), "%s/%s", path[i], prog) >=
+			    (int)sizeof(jail))
+				return program_by_path(p, req, jail, d); /* refused: too long */
+			policy_program_resolve(req, p->mount, jail, &r);
+			if (r.missing)
 				continue;
-			snprintf(jail, sizeof(jail), "%s/%s", path[i], prog);
 			return program_by_path(p, req, jail, d);
 		}
 	}

@@ -133,6 +133,10 @@ struct policy_prog {
 	char rel[PATH_MAX];
 	char where[PATH_MAX]; /* what it resolves to, in the jail's view */
 	const char *why;      /* static */
+	/* the walk ended at a name that does not exist in a system
+	 * directory (never set once it entered the workspace) */
+	bool missing;
+	bool via_workspace; /* a component on the way was the workspace's */
 };
 /* Resolve prog (a word with a slash) as the jail will: relative to
  * mount/cwd, symlinks followed from where they lie.  Never fails. */

@@ -267,6 +267,7 @@ resolve(const struct policy_request *req, const char *mount, const char *prog,
 		if (a == AREA_OTHER)
 			return other(out, cand,
 				     "is neither in the workspace nor in a system directory");
+		out->via_workspace |= a == AREA_WORKSPACE;
 		if (a == AREA_ANCESTOR)
 			nd = NODE_DIR;
 		else if (a == AREA_WORKSPACE)
@@ -293,6 +294,7 @@ resolve(const struct policy_request *req, const char *mount, const char *prog,
 			continue;
 		case NODE_FILE:
 		case NODE_MISSING:
+			out->missing = nd == NODE_MISSING && !out->via_workspace;
 			if (!last)
 				return other(out, cand,
 					     nd == NODE_FILE ? "is not a directory"
@@ -312,5 +314,6 @@ policy_program_resolve(const struct policy_request *req, const char *mount, cons
 	out->kind = POLICY_PROG_OTHER;
 	out->name[0] = out->rel[0] = out->where[0] = '\0';
 	out->why = NULL;
+	out->missing = out->via_workspace = false;
 	(void)resolve(req, mount, prog, out);
 }

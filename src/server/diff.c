@@ -327,7 +327,9 @@ git_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, struct 
 		}
 		close(fd);
 	}
-	wd_spec *spec = run_spec(s, NULL, &err);
+	/* git of the host, as warden's own tool: never the image's (which
+	 * may hold none) */
+	wd_spec *spec = run_spec(s, NULL, NULL, NULL, &err);
 	wd_sandbox *sb = NULL;
 	if (!spec || wd_sandbox_create(s->ctx, spec, &sb, &err) < 0) {
 		wd_spec_free(spec);

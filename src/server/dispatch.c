@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 static _Thread_local struct call *tls_call;
 
@@ -127,6 +128,7 @@ live_put(struct live *l)
 		atomic_fetch_sub(&l->srv->nlive, 1);
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->lock);
+		free(l->image);
 		free(l);
 	}
 }
@@ -606,6 +608,12 @@ start_call(struct srv *s, struct peer *p, struct xchg *x, const struct rpc_msg *
 	} else if (msg->params && !json_is_object(msg->params)) {
 		rpc_err_set(&e, RPC_INVALID_PARAMS,
 			    "Invalid params: warden's methods take named parameters (an object)");
+	} else if (s->draining) {
+		/* SIGTERM: the calls in flight finish, no new one starts (the
+		 * client goes to another instance) */
+		rpc_err_set(&e, SRV_E_DRAINING,
+			    "the server is shutting down (SIGTERM): no new calls; retry on "
+			    "another instance");
 	} else if (find_call(p, key)) {
 		rpc_err_set(&e, SRV_E_DUPLICATE_ID,
 			    "request id %.64s is still in progress on this connection", key);
@@ -753,6 +761,85 @@ peer_close(struct srv *s, struct peer *p)
 	}
 }
 
+bool
+peer_detach(struct srv *s, struct peer *p)
+{
+	if (!p->named || p->closed || p->detached)
+		return false;
+	for (struct call *c = p->calls; c; c = c->pnext)
+		cancel_call(s, c, "the client went away");
+	p->detached = true;
+	p->last_ns = now_ns();
+	p->refs++; /* the session table's, dropped by session_end */
+	srv_log(s, WD_LOG_INFO,
+		"socket session %llu: its connection closed; its sandboxes are kept "
+		"for --session-idle",
+		(unsigned long long)p->seq);
+	return true;
+}
+
+/* session.open: name this socket connection's session, or take over a
+ * detached one by its id.  The id is a secret of 128 random bits; the
+ * session is also bound to the uid that opened it (SO_PEERCRED), so a
+ * member of --allow-group holding a leaked id still cannot take another
+ * user's sandboxes.  The privileges are the new connection's own (owner
+ * or not, MCP or not): nothing of the old connection's carries over but
+ * its sandboxes. */
+json_t *
+m_session_open(struct call *c, struct rpc_err *e)
+{
+	static const char *const keys[] = {"session", NULL};
+	struct peer *p = c->peer;
+	struct srv *s = c->srv;
+	const char *want = NULL;
+	if (!p_only(c->params, keys, e) || !p_str(c->params, "session", false, &want, e))
+		return NULL;
+	if (p->kind != T_UNIX) {
+		rpc_err_set(e, SRV_E_NOT_AVAILABLE,
+			    "session.open is for the unix socket (stdio ends with its client; "
+			    "HTTP has Mcp-Session-Id)");
+		return NULL;
+	}
+	if (want) {
+		struct peer *old = NULL;
+		for (struct peer *q = s->peers; q && !old; q = q->next)
+			if (q->detached && !q->closed && q->kind == T_UNIX && q->uid == p->uid &&
+			    !strcmp(q->session, want))
+				old = q;
+		if (!old) {
+			rpc_err_set(e, RPC_INVALID_PARAMS,
+				    "Invalid params: no session '%.40s' to resume (unknown, ended "
+				    "after --session-idle, or another user's)",
+				    want);
+			return NULL;
+		}
+		if (p->named || p->lives) {
+			rpc_err_set(
+			    e, RPC_INVALID_PARAMS,
+			    "Invalid params: this connection has a session or sandboxes of its "
+			    "own already");
+			return NULL;
+		}
+		/* the sandboxes move; the old peer ends empty */
+		p->lives = old->lives;
+		old->lives = NULL;
+		snprintf(p->session, sizeof(p->session), "%s", old->session);
+		p->named = true;
+		session_end(s, old, "resumed on another connection");
+	} else if (!p->named) {
+		unsigned char r[16];
+		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			abort(); /* no randomness: no unguessable session ids */
+		for (int i = 0; i < 16; i++)
+			snprintf(p->session + 2 * i, 3, "%02x", r[i]);
+		p->named = true;
+	}
+	json_t *a = json_array();
+	for (struct live *l = p->lives; l; l = l->next)
+		json_array_append_new(a, json_string(l->id));
+	return json_pack("{s:s,s:o}", "session", p->session, "sandboxes", a);
+}
+
 void
 dispatch_stop(struct srv *s)
 {
@@ -763,7 +850,7 @@ dispatch_stop(struct srv *s)
 		next = p->next;
 		/* an open HTTP session holds the table's reference: ended,
 		 * which drops it; a connection's peer goes with it */
-		if (p->kind == T_HTTP && !p->closed)
+		if ((p->kind == T_HTTP || p->detached) && !p->closed)
 			session_end(s, p, "the server is stopping");
 		else
 			peer_close(s, p);

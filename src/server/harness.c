@@ -174,6 +174,59 @@ live_new(struct srv *s, wd_sandbox *sb, bool cow, struct rpc_err *e)
 	return lv;
 }
 
+/* The images a caller may choose: the server's --image and each
+ * --allow-image, by the name the operator gave.  A JSON array. */
+json_t *
+srv_images_offered(const struct srv *s)
+{
+	json_t *a = json_array();
+	if (s->o.image)
+		json_array_append_new(a, json_string(s->o.image));
+	for (size_t i = 0; i < s->o.nallow_images; i++)
+		json_array_append_new(a, json_string(s->o.allow_images[i]));
+	return a;
+}
+
+/* "image": the environment of a new sandbox.  Only what the operator
+ * offers (--image, --allow-image): the store may hold images the operator
+ * never meant a model to run in (another project's, one with tools it
+ * must not have), and a name is a path component in the store, so a
+ * caller's string is compared with the operator's names and never looked
+ * up itself.  *out: the image (NULL: the host's /usr). */
+static bool
+create_image(struct srv *s, json_t *params, const char **out, struct rpc_err *e)
+{
+	const char *want = NULL;
+	*out = s->o.image;
+	if (!p_str(params, "image", false, &want, e))
+		return false;
+	if (!want)
+		return true;
+	bool ok = s->o.image && !strcmp(want, s->o.image);
+	for (size_t i = 0; !ok && i < s->o.nallow_images; i++)
+		ok = !strcmp(want, s->o.allow_images[i]);
+	if (ok) {
+		*out = want;
+		return true;
+	}
+	/* the name is the caller's: quoted as JSON (escapes, ASCII), cut */
+	json_t *js = json_string(want);
+	char *q = js ? json_dumps(js, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+	json_decref(js);
+	json_t *offered = srv_images_offered(s);
+	char *list = json_array_size(offered) ? json_dumps(offered, JSON_COMPACT) : NULL;
+	json_decref(offered);
+	rpc_err_set(e, RPC_INVALID_PARAMS,
+		    "Invalid params: image %.120s%s is not offered by this server; nothing was "
+		    "created. The operator offers an image with warden serve --image NAME (the "
+		    "default) or --allow-image NAME; this server offers %s",
+		    q ? q : "(not a string)", q && strlen(q) > 120 ? "..." : "",
+		    list ? list : "none: every sandbox runs on the host's /usr");
+	free(q);
+	free(list);
+	return false;
+}
+
 json_t *
 h_sandbox_create(struct call *c, struct rpc_err *e)
 {
@@ -183,17 +236,19 @@ h_sandbox_create(struct call *c, struct rpc_err *e)
 json_t *
 sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 {
-	static const char *const keys[] = {
-	    "limits", "env", "reproducible", "workspace_mode", "disk", "protect", NULL};
+	static const char *const keys[] = {"limits", "env",	"reproducible", "workspace_mode",
+					   "disk",   "protect", "image",	NULL};
 	struct srv *s = c->srv;
 	struct wd_err err = {0};
 	struct wd_limits l;
 	bool repro = false, cow = false;
 	uint64_t disk = 0;
+	const char *image = NULL;
+	char digest[SRV_DIGEST_LEN] = "";
 	if (!p_only(params, keys, e) || !create_limits(s, params, &l, e) ||
-	    !p_bool(params, "reproducible", &repro, e))
+	    !p_bool(params, "reproducible", &repro, e) || !create_image(s, params, &image, e))
 		return NULL;
-	wd_spec *spec = run_spec(s, &l, &err);
+	wd_spec *spec = run_spec(s, &l, image, digest, &err);
 	if (!spec) {
 		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 		return NULL;
@@ -240,6 +295,8 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 		atomic_fetch_sub(&s->nlive, 1);
 		return NULL;
 	}
+	lv->image = image ? xstrdup(image) : NULL;
+	snprintf(lv->digest, sizeof(lv->digest), "%s", digest);
 	c->created = lv; /* the loop puts it in the peer's table (dispatch_deliver) */
 	json_t *r = json_pack("{s:s, s:s, s:s, s:s}", "sandbox", lv->id, "workspace",
 			      wd_workspace_path(s->ws), "isolation",
@@ -249,6 +306,8 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 			      "workspace_mode", cow ? "cow" : "direct");
 	if (cow)
 		json_object_set_new(r, "disk", json_integer((json_int_t)disk));
+	json_object_set_new(r, "image", image ? json_string(image) : json_null());
+	json_object_set_new(r, "image_digest", image ? json_string(digest) : json_null());
 	return r;
 }
 

@@ -162,8 +162,27 @@ xchg_detach(struct xchg *x)
 
 /* Everything is answered: the JSON answer goes out, or the SSE stream
  * ends. */
+static void xchg_complete_held(struct xchg *x);
+
 static void
 xchg_complete(struct xchg *x)
+{
+	/* held across the answer: with Connection: close, respond() may
+	 * write it all and close the connection at once, which drops the
+	 * connection's reference to x (http_conn_closed); x was then used
+	 * after it was freed (a client sending Connection: close did it).
+	 * The connection too, as its last reference may be x's. */
+	xchg_get(x);
+	struct conn *c = x->conn;
+	if (c)
+		c->refs++;
+	xchg_complete_held(x);
+	conn_put(c);
+	xchg_put(x);
+}
+
+static void
+xchg_complete_held(struct xchg *x)
 {
 	struct conn *c = x->conn;
 	if (x->finished || !c || c->dead)
@@ -244,7 +263,8 @@ session_find(struct srv *s, const char *id)
 void
 session_end(struct srv *s, struct peer *p, const char *why)
 {
-	srv_log(s, WD_LOG_INFO, "HTTP session %llu ended: %s", (unsigned long long)p->seq, why);
+	srv_log(s, WD_LOG_INFO, "%s session %llu ended: %s", p->kind == T_HTTP ? "HTTP" : "socket",
+		(unsigned long long)p->seq, why);
 	peer_close(s, p);
 	peer_put(p); /* the session table's reference */
 }
@@ -255,7 +275,7 @@ http_sessions_tick(struct srv *s)
 	uint64_t now = now_ns();
 	for (struct peer *p = s->peers, *next; p; p = next) {
 		next = p->next;
-		if (p->kind == T_HTTP && !p->closed && !p->calls &&
+		if ((p->kind == T_HTTP || p->detached) && !p->closed && !p->calls &&
 		    now - p->last_ns > s->o.session_idle_s * 1000000000ull)
 			session_end(s, p, "idle");
 	}
@@ -347,8 +367,8 @@ session_new(struct srv *s)
 static bool
 token_ok(struct srv *s, const char *auth)
 {
-	if (strncasecmp(auth, "Bearer ", 7))
-		return false;
+	if (!s->token || strncasecmp(auth, "Bearer ", 7))
+		return false; /* no token: the file went bad (srv_token_watch) */
 	const char *t = auth + 7;
 	size_t a = strlen(t), b = strlen(s->token);
 	/* constant time: every byte of the token is compared whatever the
@@ -454,6 +474,21 @@ static void
 route(struct srv *s, struct conn *c, const char *body, size_t len)
 {
 	struct http_req *r = &c->req;
+	/* /healthz and /readyz before the token: an orchestrator's probes
+	 * hold none, and the answers say nothing beyond ok or why not
+	 * (health.c).  GET only; no Origin or Host check either, as the
+	 * kubelet names the pod's address and a page learns nothing. */
+	int hstatus;
+	char hbody[512];
+	if (health_answer(s, r->path, &hstatus, hbody, sizeof(hbody))) {
+		if (strcmp(r->method, "GET"))
+			respond(c, 405, "text/plain", "use GET\n", "Allow: GET\r\n", NULL);
+		else
+			respond(c, hstatus, "text/plain", hbody, NULL, NULL);
+		return;
+	}
+	if (s->draining)
+		c->close_after = true; /* a client on keep-alive goes elsewhere */
 	if (!token_ok(s, r->auth)) {
 		srv_log(s, WD_LOG_WARN, "http: connection %llu: missing or wrong bearer token",
 			(unsigned long long)c->id);
@@ -616,8 +651,13 @@ http_listen(struct srv *s, uint64_t tag)
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
 	epoll_ctl(s->ep, EPOLL_CTL_ADD, s->tcp_fd, &ev);
 	/* always printed: with port 0 this is how a caller learns the port */
-	fprintf(stderr, "warden: serve: listening on http://%s%s%s:%d/mcp\n",
-		ss.ss_family == AF_INET6 ? "[" : "", addr, ss.ss_family == AF_INET6 ? "]" : "",
-		port);
+	char url[INET6_ADDRSTRLEN + 32];
+	snprintf(url, sizeof(url), "http://%s%s%s:%d/mcp", ss.ss_family == AF_INET6 ? "[" : "",
+		 addr, ss.ss_family == AF_INET6 ? "]" : "", port);
+	if (s->o.log_json)
+		srv_logf(s, WD_LOG_INFO, json_pack("{s:s,s:i}", "url", url, "port", port),
+			 "listening on %s", url);
+	else
+		fprintf(stderr, "warden: serve: listening on %s\n", url);
 	return 0;
 }

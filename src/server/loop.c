@@ -44,29 +44,97 @@ enum { TAG_UNIX = 1, TAG_TCP, TAG_WAKE, TAG_SIG, TAG_TIMER, TAG_MAX = 16 };
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void
-srv_log(struct srv *s, int level, const char *fmt, ...)
+/* One JSON object per line (--log-format json): what a log collector
+ * reads.  jansson escapes every control byte and quote; msg was made
+ * plain text already. */
+static void
+log_json_line(struct srv *s, const char *level, const char *msg, json_t *fields)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char when[40];
+	size_t w = strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(when + w, sizeof(when) - w, ".%03ldZ", ts.tv_nsec / 1000000);
+	json_t *o = json_pack("{s:s,s:s,s:s,s:o}", "time", when, "level", level, "msg", msg,
+			      "fields", fields ? json_incref(fields) : json_object());
+	char *line =
+	    o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) : NULL;
+	json_decref(o);
+	if (!line)
+		return;
+	/* stdout, as a container's log is read; with --stdio stdout is the
+	 * protocol, so stderr */
+	FILE *f = s->o.stdio ? stderr : stdout;
+	fputs(line, f);
+	fputc('\n', f);
+	fflush(f);
+	free(line);
+}
+
+static void
+log_v(struct srv *s, int level, json_t *fields, const char *fmt, va_list ap)
 {
 	static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
-	if (level > (s && s->o.verbose ? WD_LOG_DEBUG : WD_LOG_WARN))
+	bool json = s && s->o.log_json;
+	/* JSON logs are read by a collector, not a terminal: the events of
+	 * the server's life (info) are in them by default */
+	int max = s && s->o.verbose ? WD_LOG_DEBUG : json ? WD_LOG_INFO : WD_LOG_WARN;
+	if (level > max) {
+		json_decref(fields);
 		return;
+	}
 	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	/* the log is for an operator's terminal: no byte of it may drive it */
 	size_t n = 0;
 	char *clean = sanitize_text(msg, strlen(msg), true, NULL, &n);
+	/* one event, one line: a newline in a client's name (a model may
+	 * choose it) would otherwise start a line that reads as the server's */
+	if (!json && strpbrk(clean, "\n\r")) {
+		char *one = xmalloc(2 * n + 1), *q = one;
+		for (const char *c = clean; *c; c++)
+			if (*c == '\n' || *c == '\r') {
+				*q++ = '\\';
+				*q++ = *c == '\n' ? 'n' : 'r';
+			} else {
+				*q++ = *c;
+			}
+		*q = '\0';
+		free(clean);
+		clean = one;
+	}
 	pthread_mutex_lock(&log_lock);
+	if (json)
+		log_json_line(s, names[level > 4 ? 4 : level < 0 ? 0 : level], clean, fields);
 	/* errors read as the CLI's do ("warden: serve: --listen: ..."),
 	 * everything else says its level */
-	if (level <= WD_LOG_ERROR)
+	else if (level <= WD_LOG_ERROR)
 		fprintf(stderr, "warden: serve: %s\n", clean);
 	else
 		fprintf(stderr, "warden: serve: %s: %s\n", names[level > 4 ? 4 : level], clean);
 	pthread_mutex_unlock(&log_lock);
 	free(clean);
+	json_decref(fields);
+}
+
+void
+srv_log(struct srv *s, int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_v(s, level, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void
+srv_logf(struct srv *s, int level, json_t *fields, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_v(s, level, fields, fmt, ap);
+	va_end(ap);
 }
 
 static void
@@ -264,7 +332,8 @@ conn_kill(struct conn *c)
 		struct peer *p = c->peer;
 		c->peer = NULL;
 		p->conn = NULL;
-		peer_close(s, p);
+		if (s->stopping || !peer_detach(s, p))
+			peer_close(s, p);
 		peer_put(p);
 		if (c->kind == T_STDIO && !s->stopping) {
 			srv_log(s, WD_LOG_INFO, "stdin closed: stopping");
@@ -524,6 +593,7 @@ accept_unix(struct srv *s)
 		c->peer = peer_new(s, T_UNIX);
 		c->peer->conn = c;
 		c->peer->owner = cr.uid == s->owner_uid;
+		c->peer->uid = cr.uid;
 		srv_log(s, WD_LOG_DEBUG, "socket: connection %llu from uid %d pid %d%s",
 			(unsigned long long)c->id, (int)cr.uid, (int)cr.pid,
 			c->peer->owner ? " (owner)" : "");
@@ -765,6 +835,34 @@ quiet(struct srv *s)
 	return idle && empty && atomic_load(&s->ending) == 0;
 }
 
+/* SIGTERM (an orchestrator ending the pod, systemd, docker stop): drain.
+ * No new connections (the listeners close: a client meets a refusal and
+ * goes to another instance), no new calls on the open ones (-32010), and
+ * the calls in flight get --drain-timeout seconds to finish; then
+ * whatever still runs is cancelled and the server stops as below.  A
+ * second SIGTERM, SIGINT or SIGHUP: stop now (cancel, end the sandboxes,
+ * close the audit log). */
+static void
+on_signal(struct srv *s, int sig)
+{
+	if (sig == SIGTERM && !s->draining && !s->stopping) {
+		s->draining = true;
+		s->drain_deadline_ns = now_ns() + s->o.drain_timeout_s * 1000000000ull;
+		srv_logf(s, WD_LOG_INFO,
+			 json_pack("{s:i,s:I}", "signal", sig, "drain_timeout_s",
+				   (json_int_t)s->o.drain_timeout_s),
+			 "signal %d: draining: no new connections or calls; the calls in "
+			 "flight have %llu s to finish",
+			 sig, (unsigned long long)s->o.drain_timeout_s);
+		stop_listening(s);
+		return;
+	}
+	if (!s->stopping)
+		srv_logf(s, WD_LOG_INFO, json_pack("{s:i}", "signal", sig), "signal %d: stopping",
+			 sig);
+	s->stopping = true;
+}
+
 static void
 handle(struct srv *s, struct epoll_event *ev)
 {
@@ -777,13 +875,13 @@ handle(struct srv *s, struct epoll_event *ev)
 		drain_queue(s);
 	} else if (tag == TAG_SIG) {
 		struct signalfd_siginfo si;
-		while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-			srv_log(s, WD_LOG_INFO, "signal %u: stopping", si.ssi_signo);
-			s->stopping = true;
-		}
+		while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
+			on_signal(s, (int)si.ssi_signo);
 	} else if (tag == TAG_TIMER) {
 		uint64_t n;
 		(void)!read(s->timer_fd, &n, sizeof(n));
+		srv_token_watch(s);
+		health_tick(s);
 		http_sessions_tick(s);
 		http_conns_tick(s);
 	} else {
@@ -832,23 +930,37 @@ serve_pending(struct srv *s)
 static void
 run(struct srv *s)
 {
-	bool draining = false;
+	bool stopped = false;
 	uint64_t deadline = 0;
 	for (;;) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(s->ep, evs, 64, s->ninq ? 0 : draining ? 100 : -1);
+		int n = epoll_wait(s->ep, evs, 64,
+				   s->ninq		      ? 0
+				   : (stopped || s->draining) ? 100
+							      : -1);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < n; i++)
 			handle(s, &evs[i]);
 		serve_pending(s);
-		if (s->stopping && !draining) {
-			draining = true;
+		if (s->draining && !s->stopping) {
+			if (quiet(s)) {
+				srv_log(s, WD_LOG_INFO, "drained: every call has ended; stopping");
+				s->stopping = true;
+			} else if (now_ns() > s->drain_deadline_ns) {
+				srv_log(s, WD_LOG_WARN,
+					"drain: --drain-timeout passed with calls still running: "
+					"cancelled");
+				s->stopping = true;
+			}
+		}
+		if (s->stopping && !stopped) {
+			stopped = true;
 			deadline = now_ns() + 10ull * 1000000000ull;
 			stop_listening(s);
 			dispatch_stop(s);
 		}
-		if (draining && (quiet(s) || now_ns() > deadline))
+		if (stopped && (quiet(s) || now_ns() > deadline))
 			break;
 	}
 	drain_queue(s);
@@ -871,6 +983,9 @@ server_opts_init(struct server_opts *o)
 	o->max_live = 64;
 	o->max_message = 16u << 20;
 	o->session_idle_s = 1800;
+	/* Kubernetes gives a pod 30 s (terminationGracePeriodSeconds) from
+	 * SIGTERM to SIGKILL: 20 for the calls, the rest to end sandboxes */
+	o->drain_timeout_s = 20;
 }
 
 /* Each running call holds a sandbox's descriptors (pidfd, pipes, the
@@ -941,7 +1056,12 @@ server_run(const struct server_opts *o)
 	if (rc == 0)
 		rc = check_fd_room(s);
 	if (rc == 0 && (rc = workers_start(s)) == 0) {
+		/* /readyz is served on --listen only: no probe sandbox (nor
+		 * the library's keeper it starts) for the other transports */
+		if (s->o.listen)
+			health_start(s);
 		run(s);
+		health_stop(s);
 		workers_stop(s);
 	}
 	stop_listening(s);

@@ -15,8 +15,17 @@
  *     proxy made per run, which the instances are built without;
  *   - a command that skips the policy stage (a harness argv) when the
  *     template carries the policy's values, which such a run would not.
- * The library refuses the same mismatch itself (pool.c's template_fits),
- * so a policy changed on disk after the start fails closed too.
+ *   - a command in another image than the pool's: the template is made
+ *     in the server's --image (by the digest its name had at start); a
+ *     tool with its own image (tools.NAME.image), or a default name that
+ *     `warden image build` has pointed elsewhere since, runs fresh.
+ *     Sandboxes in the images --allow-image offers come from
+ *     sandbox.create, which never takes from the pool: they are built
+ *     fresh, one per create, and no pool is kept per image.
+ * The library refuses the same mismatch itself (pool.c's template_fits,
+ * which compares the image's digest with the rest of the spec, and the
+ * policy stage's image check), so a policy changed on disk after the
+ * start fails closed too.
  *
  * Fail closed at start: a pool where it cannot work (not root, another
  * isolation level, a host where its first instance cannot be built)
@@ -33,6 +42,7 @@ struct srv_pool {
 	struct wd_limits given; /* the template's limits as set (0: not set) */
 	bool folded;		/* the template carries values of the policy */
 	const char *net_why;	/* judged commands run fresh, and why; or NULL */
+	char digest[SRV_DIGEST_LEN]; /* the instances' image ("": the host's /usr) */
 	atomic_uint_fast64_t pooled, fresh;
 };
 
@@ -64,7 +74,7 @@ pool_template(struct srv *s, const struct wd_policy_sandbox *ps, struct wd_err *
 			p->folded = true;
 		}
 	p->given = l;
-	wd_spec *t = run_spec(s, &l, err);
+	wd_spec *t = run_spec(s, &l, s->o.image, p->digest, err);
 	if (!t)
 		return NULL;
 	for (size_t i = 0; i < ps->nprotect; i++) {
@@ -111,18 +121,35 @@ profile_why(const struct srv *s, const char *tool)
 	return NULL;
 }
 
+/* Why a command of tool (NULL: none) that runs in image (NULL: the
+ * host's /usr) cannot take a pooled sandbox, or NULL when it can: the
+ * image's digest now must be the instances'.  Never across images. */
+static const char *
+image_why(struct srv *s, const char *image)
+{
+	char d[SRV_DIGEST_LEN] = "";
+	struct wd_err err = {0};
+	if (image && srv_image_digest(s, image, d, &err) < 0)
+		return "its image cannot be resolved (the fresh run says why)";
+	if (strcmp(d, s->pool->digest))
+		return image ? "it runs in another image than the pool's sandboxes (a tool's "
+			       "image, or a name built again since the server started)"
+			     : "it runs on the host's /usr, the pool's sandboxes in an image";
+	return NULL;
+}
+
 bool
 srv_pool_fits(struct srv *s, bool judged, const char *tool)
 {
 	struct srv_pool *p = s->pool;
 	if (!p)
 		return false;
-	const char *why = NULL;
-	if (!judged)
+	const char *why = image_why(s, srv_run_image(s, judged ? tool : NULL));
+	if (!why && !judged)
 		why = p->folded ? "it skips the policy stage, and the pool's sandboxes carry the "
 				  "policy's values"
 				: NULL;
-	else
+	else if (!why)
 		why = p->net_why ? p->net_why : profile_why(s, tool);
 	atomic_fetch_add(why ? &p->fresh : &p->pooled, 1);
 	if (why)
@@ -201,12 +228,18 @@ srv_pool_start(struct srv *s)
 	if ((rc = first_instance(s)) < 0)
 		return rc;
 	const char *why = s->pool->net_why ? s->pool->net_why : profile_why(s, "run_command");
+	if (!why && wd_policy_tool_image(s->policy, "run_command"))
+		why = image_why(s, srv_run_image(s, "run_command"));
 	if (why)
 		srv_log(s, WD_LOG_WARN,
 			"%s: run_command runs in fresh sandboxes under this policy: %s; the "
 			"pool serves sandbox.run's commands that fit it",
 			name, why);
-	srv_log(s, WD_LOG_INFO, "pool: %u sandboxes kept ready", n);
+	if (s->o.image)
+		srv_log(s, WD_LOG_INFO, "pool: %u sandboxes kept ready in image %s (%s)", n,
+			s->o.image, s->pool->digest);
+	else
+		srv_log(s, WD_LOG_INFO, "pool: %u sandboxes kept ready", n);
 	return 0;
 }
 

@@ -199,6 +199,7 @@ static const struct {
 	{SRV_E_NOT_AVAILABLE, "not available"},
 	{SRV_E_FILE, "file refused"},
 	{SRV_E_TOO_LARGE, "message too large"},
+	{SRV_E_DRAINING, "shutting down"},
 	{SRV_E_CANCELLED, "request cancelled"},
 };
 /* clang-format on */

@@ -76,10 +76,49 @@ server_timeout_ms(const struct srv *s)
 	return s->o.limits.timeout_ms ? s->o.limits.timeout_ms : 30000;
 }
 
-wd_spec *
-run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err)
+int
+srv_image_digest(struct srv *s, const char *ref, char *out, struct wd_err *err)
 {
+	char *js = NULL;
+	if (wd_image_inspect(s->ctx, ref, &js, err) < 0)
+		return -EINVAL;
+	json_t *j = json_loads(js, 0, NULL);
+	free(js);
+	const char *d = json_string_value(json_object_get(j, "digest"));
+	int rc = 0;
+	if (!d || strlen(d) != 64)
+		rc = err_set(err, EINVAL, "image %s: its metadata names no digest", ref);
+	else
+		snprintf(out, SRV_DIGEST_LEN, "sha256:%s", d);
+	json_decref(j);
+	return rc;
+}
+
+const char *
+srv_run_image(struct srv *s, const char *tool)
+{
+	const char *t = tool ? wd_policy_tool_image(s->policy, tool) : NULL;
+	return t ? t : s->o.image;
+}
+
+wd_spec *
+run_spec(struct srv *s, const struct wd_limits *lim, const char *image, char *digest,
+	 struct wd_err *err)
+{
+	char d[SRV_DIGEST_LEN];
+	/* The name is resolved here, once, and the spec names the digest: a
+	 * later `warden image build` that points the name at another tree
+	 * changes no sandbox made from this spec (and what create reports is
+	 * what it runs in). */
+	if (image && srv_image_digest(s, image, d, err) < 0)
+		return NULL;
 	wd_spec *spec = wd_spec_new();
+	if (image && wd_spec_set_image(spec, d, err) < 0) {
+		wd_spec_free(spec);
+		return NULL;
+	}
+	if (digest)
+		snprintf(digest, SRV_DIGEST_LEN, "%s", image ? d : "");
 	if (wd_spec_set_workspace(spec, wd_workspace_path(s->ws), err) < 0) {
 		wd_spec_free(spec);
 		return NULL;
@@ -213,8 +252,13 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 		goto out;
 	}
 	wd_cmd_set_timeout(cmd, timeout);
-	if (!(spec = run_spec(s, NULL, &err))) {
-		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
+	/* the tool's image, or the server's: a name that is gone is the
+	 * operator's to fix, said to the model as a tool error */
+	const char *image = srv_run_image(s, routed ? "run_command" : NULL);
+	if (!(spec = run_spec(s, NULL, image, NULL, &err))) {
+		char text[400];
+		snprintf(text, sizeof(text), "warden could not run the command: %s", err.msg);
+		res = mcp_tool_result(s, text, NULL, true);
 		goto out;
 	}
 	/* The warm pool when this call's sandbox is the pool's template; a
@@ -235,6 +279,7 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 	json_object_set_new(json_object_get(res, "structuredContent"), "pooled",
 			    json_boolean(pooled));
 out:
+	(void)e; /* every failure is a tool result, for the model to read */
 	wd_result_free(r);
 	wd_spec_free(spec);
 	wd_cmd_free(cmd);
@@ -352,13 +397,13 @@ run_harness(struct call *c, struct rpc_err *e)
 	wd_cmd *cmd = harness_cmd(c, e);
 	if (!cmd)
 		return NULL;
-	wd_spec *spec = run_spec(c->srv, NULL, &err);
+	const char *tool = json_string_value(json_object_get(c->params, "tool"));
+	wd_spec *spec = run_spec(c->srv, NULL, srv_run_image(c->srv, tool), NULL, &err);
 	wd_result *r = NULL;
 	json_t *res = NULL;
 	/* from the warm pool when the run's sandbox is its template (a
 	 * command string, a tool or "policy": true go through the policy
 	 * stage), else fresh, as for run_command */
-	const char *tool = json_string_value(json_object_get(c->params, "tool"));
 	bool judged = json_object_get(c->params, "command") || tool ||
 		      json_is_true(json_object_get(c->params, "policy"));
 	bool pooled = spec && srv_pool_fits(c->srv, judged, tool);

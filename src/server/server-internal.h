@@ -4,7 +4,9 @@
  *   http.c       HTTP/1.1 request heads (pure)
  *   schema.c     the JSON Schema subset the tool arguments are checked with (pure)
  *   sanitize.c   text for a model: control sequences out, bad UTF-8 visible (pure)
- *   loop.c       the epoll loop: listeners, connections, line framing, signals
+ *   loop.c       the epoll loop: listeners, connections, line framing, signals,
+ *                the drain, the log (text or JSON lines)
+ *   health.c     /healthz and /readyz: a sandbox built at the required level
  *   httpconn.c   MCP Streamable HTTP on a connection: auth, sessions, SSE
  *   dispatch.c   peers and calls: routing, cancellation, the worker pool
  *   mcp.c        initialize, tools/list, tools/call and the tool table
@@ -28,10 +30,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- small helpers (server.c): the server links only the public API ---- */
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* an image digest: "sha256:" and 64 hex digits, and the NUL */
+#define SRV_DIGEST_LEN 72
 #define SRV_PRINTF(f, a) __attribute__((format(printf, f, a)))
 /* allocation aborts on failure: a server out of memory cannot answer */
 void *xmalloc(size_t n);
@@ -60,6 +65,7 @@ enum {
 	SRV_E_FILE = -32007,		/* a file operation refused (outside, protected, ...) */
 	SRV_E_TOO_LARGE = -32008,	/* a message over --max-message (then closed) */
 	SRV_E_APPLY_REFUSED = -32009,	/* apply: conflicts or protected paths, none applied */
+	SRV_E_DRAINING = -32010,	/* SIGTERM: the server takes no new calls */
 	SRV_E_CANCELLED = -32800,	/* cancelled by notifications/cancelled */
 };
 
@@ -165,7 +171,11 @@ struct peer {
 	struct call *calls; /* in flight */
 	struct live *lives; /* live sandboxes it owns */
 	struct conn *conn;  /* line transports */
-	char session[40];   /* HTTP: Mcp-Session-Id */
+	char session[40];   /* HTTP: Mcp-Session-Id; a socket: session.open's id */
+	bool named;	    /* a socket peer that called session.open */
+	bool detached;	    /* ... whose connection went: kept, with its sandboxes,
+			     * for --session-idle (the table holds a reference) */
+	uid_t uid;	    /* a socket peer's SO_PEERCRED uid */
 	uint64_t last_ns;
 	uint64_t seq; /* for the log */
 	int refs;     /* loop thread only */
@@ -181,6 +191,8 @@ struct live {
 	wd_workspace *ws; /* its view for the file methods (wd_sandbox_workspace) */
 	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
 	bool by_mcp;	  /* made by the sandbox_create tool (sandbox_list says so) */
+	char *image;	  /* the image it was made in, as the caller named it, or NULL */
+	char digest[SRV_DIGEST_LEN]; /* ... resolved once, at create: its digest */
 	struct srv *srv;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
@@ -278,13 +290,24 @@ struct outmsg {
 	struct outmsg *next;
 };
 
+/* Which token file was read (srv_token_watch): a Secret's update is a
+ * new file behind the same path. */
+struct token_id {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
 struct srv {
 	struct server_opts o;
 	wd_ctx *ctx;
 	wd_workspace *ws;
 	wd_policy *policy; /* for tool annotations and the image allowlist */
 	json_t *tools;	   /* what tools/list answers */
-	char *token;	   /* HTTP bearer token */
+	char *token;	   /* HTTP bearer token; NULL: the file went bad (all refused) */
+	struct token_id token_id;
+	bool token_bad; /* the token file changed into one that fails the checks */
 	uid_t owner_uid;
 	int ep;	     /* epoll */
 	int wake_fd; /* eventfd: the out-queue has messages */
@@ -293,6 +316,18 @@ struct srv {
 	int unix_fd, tcp_fd;
 	bool tcp_loopback;
 	bool stopping;
+	/* SIGTERM: no new connections or calls; the calls in flight finish
+	 * until drain_deadline_ns, then the server stops (loop.c) */
+	bool draining;
+	uint64_t drain_deadline_ns;
+	/* /readyz (health.c): the probe of the isolation level, on a thread */
+	pthread_mutex_t health_lock;
+	int health;	      /* HEALTH_* under health_lock */
+	char health_why[384]; /* why not ready, under health_lock */
+	bool probe_running;   /* a probe thread exists (loop thread) */
+	pthread_t probe_thread;
+	atomic_bool probe_done; /* it has finished: join it */
+	uint64_t probe_ns;	/* when the last probe started */
 	/* the warm pool (pool.c), or NULL */
 	struct srv_pool *pool;
 	struct conn *conns;
@@ -380,13 +415,32 @@ unsigned long srv_fd_reserve(const struct srv *s);
  * limit; -1 if either cannot be read. */
 int srv_fds(long *in_use, long *limit);
 
+/* health.c: /healthz and /readyz for an orchestrator (Kubernetes'
+ * probes), served without the token. */
+enum { HEALTH_PROBING, HEALTH_READY, HEALTH_UNREADY };
+/* Start probing the isolation level (a thread); again from the timer
+ * while unready, at most every HEALTH_REPROBE_S seconds. */
+#define HEALTH_REPROBE_S 30
+void health_start(struct srv *s);
+void health_tick(struct srv *s);
+void health_stop(struct srv *s);
+/* The answer to GET path (1: it was a health path, *status and body set;
+ * 0: not one).  body is a short static-size text. */
+int health_answer(struct srv *s, const char *path, int *status, char *body, size_t cap);
+
 /* server.c: the context, the workspace, the policy, the token */
 int srv_init(struct srv *s, const struct server_opts *o);
+/* The timer's: read --token-file again when the file behind it changed. */
+void srv_token_watch(struct srv *s);
 void srv_fini(struct srv *s);
 
 /* loop.c */
 void srv_post(struct srv *s, struct call *c, json_t *msg, bool final);
 void srv_log(struct srv *s, int level, const char *fmt, ...) SRV_PRINTF(3, 4);
+/* The same with structured fields (a JSON object, stolen; NULL: none):
+ * --log-format json puts them in the line's "fields", the text format
+ * ignores them (msg says it all). */
+void srv_logf(struct srv *s, int level, json_t *fields, const char *fmt, ...) SRV_PRINTF(4, 5);
 
 /* dispatch.c: a text from peer p (a line, a body); x: its HTTP exchange
  * (or NULL).  Answers go out through the peer's connection or x. */
@@ -396,6 +450,12 @@ void dispatch_deliver(struct srv *s, struct outmsg *m);
 struct peer *peer_new(struct srv *s, enum transport kind);
 /* The peer's connection is gone: cancel its calls, end its sandboxes. */
 void peer_close(struct srv *s, struct peer *p);
+/* ... unless it is a named socket session (session.open): its calls are
+ * cancelled, its sandboxes kept for a connection that names it again
+ * within --session-idle.  true: kept. */
+bool peer_detach(struct srv *s, struct peer *p);
+/* session.open (harness.c's table, dispatch.c's tables) */
+json_t *m_session_open(struct call *c, struct rpc_err *e);
 void peer_put(struct peer *p);
 /* Cancel every call and end every sandbox (shutdown). */
 void dispatch_stop(struct srv *s);
@@ -461,8 +521,21 @@ json_t *result_parsed(const wd_result *r);
 json_t *result_for_harness(const wd_result *r);
 json_t *result_for_model(struct srv *s, const wd_result *r);
 
+/* harness.c: the images a caller may choose (--image, --allow-image) */
+json_t *srv_images_offered(const struct srv *s);
+
 /* run.c */
-wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, struct wd_err *err);
+/* The sandbox spec of this server: its workspace, isolation, limits (lim,
+ * or the server's), --protect, --allow-range; and image (a name: resolved
+ * to its digest now, once, and set by the digest, which *digest receives
+ * when not NULL; NULL: the host's /usr). */
+wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, const char *image,
+		  char *digest, struct wd_err *err);
+/* ref's digest in the store now, as "sha256:HEX" (wd_image_inspect). */
+int srv_image_digest(struct srv *s, const char *ref, char *out, struct wd_err *err);
+/* The image a judged command of tool runs in: the tool's (the policy's
+ * tools.NAME.image), else the server's --image, else NULL. */
+const char *srv_run_image(struct srv *s, const char *tool);
 int run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out,
 		struct wd_err *err);
 /* run_command's arguments as a wd_cmd for the policy stage (run.c) */

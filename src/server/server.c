@@ -21,10 +21,16 @@ static json_t *
 m_sandbox_list(struct call *c, struct rpc_err *e)
 {
 	(void)e;
-	json_t *a = json_array();
-	for (struct live *l = c->peer->lives; l; l = l->next)
+	json_t *a = json_array(), *d = json_array();
+	for (struct live *l = c->peer->lives; l; l = l->next) {
 		json_array_append_new(a, json_string(l->id));
-	return json_pack("{s:o}", "sandboxes", a);
+		json_array_append_new(
+		    d, json_pack("{s:s, s:s, s:o, s:o}", "sandbox", l->id, "workspace_mode",
+				 l->cow ? "cow" : "direct", "image",
+				 l->image ? json_string(l->image) : json_null(), "image_digest",
+				 l->image ? json_string(l->digest) : json_null()));
+	}
+	return json_pack("{s:o, s:o}", "sandboxes", a, "details", d);
 }
 
 /* clang-format off */
@@ -35,6 +41,7 @@ static const struct method methods[] = {
 	{"tools/call", M_MCP, mcp_tools_call},
 	{"sandbox.create", 0, h_sandbox_create},
 	{"sandbox.list", M_INLINE, m_sandbox_list},
+	{"session.open", M_INLINE, m_session_open},
 	{"sandbox.run", M_ARGV, run_harness},
 	{"sandbox.exec", M_LIVE | M_ARGV, exec_harness},
 	{"sandbox.read_file", M_LIVE, h_sandbox_files},
@@ -131,11 +138,15 @@ p_only(json_t *params, const char *const *keys, struct rpc_err *e)
 
 /* The bearer token: a file only its owner can read (the token is the
  * only thing between the network and the sandboxes), at least 16
- * characters, trailing whitespace trimmed.  Never logged. */
+ * characters, trailing whitespace trimmed.  Never logged.  *id gets the
+ * identity of the file read (srv_token_watch).  Symbolic links
+ * are followed (a Kubernetes Secret volume is PATH -> ..data/PATH ->
+ * ..TIMESTAMP/PATH): the path is the operator's, and the checks are on
+ * the file reached, opened once (fstat on that descriptor). */
 static int
-load_token(struct srv *s, const char *path)
+load_token(struct srv *s, const char *path, struct token_id *id)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		srv_log(s, WD_LOG_ERROR, "--token-file: %s: %s", path, strerror(errno));
@@ -150,8 +161,9 @@ load_token(struct srv *s, const char *path)
 		srv_log(s, WD_LOG_ERROR, "--token-file: %s is not a regular file", path);
 	} else if (st.st_mode & 077) {
 		srv_log(s, WD_LOG_ERROR,
-			"--token-file: %s is readable by others (mode %04o); chmod 600 it", path,
-			(unsigned)(st.st_mode & 07777));
+			"--token-file: %s is readable by others (mode %04o); chmod 600 it "
+			"(a Kubernetes Secret: defaultMode 0400)",
+			path, (unsigned)(st.st_mode & 07777));
 	} else if ((n = read(fd, buf, sizeof(buf) - 1)) < 0 || n == (ssize_t)sizeof(buf) - 1) {
 		srv_log(s, WD_LOG_ERROR, "--token-file: %s: unreadable or over 4 KiB", path);
 	} else {
@@ -171,10 +183,65 @@ load_token(struct srv *s, const char *path)
 			rc = 0;
 	}
 	close(fd);
-	if (rc == 0)
+	if (rc == 0) {
+		if (s->token) {
+			explicit_bzero(s->token, strlen(s->token));
+			free(s->token);
+		}
 		s->token = xstrdup(buf);
+	}
+	if (id)
+		*id = (struct token_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
 	explicit_bzero(buf, sizeof(buf));
 	return rc;
+}
+
+static bool
+same_file(const struct token_id *a, const struct token_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/* Once a second (the loop's timer): the token file changed (a Secret's
+ * update swaps its ..data link, so the file reached is another; an edit
+ * changes its times) -> read it again with the same checks.  A new token
+ * replaces the old at once.  A file that fails the checks leaves the
+ * server with no token: every request is refused (401) and /readyz says
+ * why until a good one appears.  Why not keep the old token: a rotation
+ * is how a leaked token is revoked, and a botched one must not leave the
+ * leaked token working. */
+void
+srv_token_watch(struct srv *s)
+{
+	if (!s->o.token_file)
+		return;
+	struct stat st;
+	struct token_id now = {0};
+	if (stat(s->o.token_file, &st) == 0)
+		now = (struct token_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
+	if (same_file(&now, &s->token_id))
+		return;
+	struct token_id got = now;
+	if (load_token(s, s->o.token_file, &got) == 0) {
+		s->token_id = got;
+		s->token_bad = false;
+		srv_log(s, WD_LOG_INFO, "--token-file: %s changed: the new token is in force",
+			s->o.token_file);
+		return;
+	}
+	s->token_id = now;
+	if (s->token) {
+		explicit_bzero(s->token, strlen(s->token));
+		free(s->token);
+		s->token = NULL;
+	}
+	s->token_bad = true;
+	srv_log(s, WD_LOG_ERROR,
+		"--token-file: %s changed and cannot be used: every request is refused until "
+		"it holds a good token",
+		s->o.token_file);
 }
 
 /* Refuse a --socket inside the workspace.  Why: every sandbox of this
@@ -185,6 +252,38 @@ load_token(struct srv *s, const char *path)
  * accept (peer.c) refuses sandboxed processes too: this is the first of
  * two locks.  The workspace is the only host directory the server's
  * sandboxes share (it has no --bind; their /tmp and home are their own). */
+/* --image and --allow-image: stored images, at the container or gVisor
+ * level (the process level has no root of its own to put one in), or the
+ * server does not start (125): a name that is not there would fail every
+ * call instead. */
+static int
+check_images(struct srv *s)
+{
+	const struct server_opts *o = &s->o;
+	if ((o->image || o->nallow_images) && o->isolation == WD_ISOLATION_PROCESS) {
+		srv_log(s, WD_LOG_ERROR,
+			"--%s: an image needs --isolation container or gvisor (the process level "
+			"has no root of its own)",
+			o->image ? "image" : "allow-image");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i <= o->nallow_images; i++) {
+		const char *name = i == 0 ? o->image : o->allow_images[i - 1];
+		char d[SRV_DIGEST_LEN];
+		struct wd_err err = {0};
+		if (name && srv_image_digest(s, name, d, &err) < 0) {
+			srv_log(s, WD_LOG_ERROR, "--%s: %s", i == 0 ? "image" : "allow-image",
+				err.msg);
+			return -EINVAL;
+		}
+		if (name)
+			srv_log(s, WD_LOG_INFO, "image %s (%s)%s", name, d,
+				i == 0 ? ": every sandbox's unless a caller chooses another"
+				       : ": a caller may choose it");
+	}
+	return 0;
+}
+
 static int
 socket_in_workspace(struct srv *s, const char *path)
 {
@@ -214,6 +313,31 @@ socket_in_workspace(struct srv *s, const char *path)
 
 /* The tools this server offers: the built-in table without the tools
  * the policy blocks, run_command's openWorldHint from network.allow. */
+/* sandbox_create's "image": the names this server offers, in its
+ * description, so that the model can choose without a failed call (the
+ * names are the operator's, checked against the store at start). */
+static void
+describe_images(const struct srv *s, json_t *tool)
+{
+	json_t *prop = json_object_get(
+	    json_object_get(json_object_get(tool, "inputSchema"), "properties"), "image");
+	const char *d = json_string_value(json_object_get(prop, "description"));
+	if (!d)
+		return;
+	json_t *offered = srv_images_offered(s);
+	char *list = json_dumps(offered, JSON_COMPACT);
+	char *text = json_array_size(offered)
+			 ? xasprintf("%s. Offered here: %s%s", d, list,
+				     s->o.image ? " (the first is the default)" : "")
+			 : xasprintf("%s. This server offers none: sandboxes run on the host's "
+				     "programs",
+				     d);
+	json_object_set_new(prop, "description", json_string(text));
+	free(text);
+	free(list);
+	json_decref(offered);
+}
+
 static json_t *
 offered_tools(struct srv *s)
 {
@@ -231,6 +355,8 @@ offered_tools(struct srv *s)
 		if (!strcmp(name, "run_command"))
 			json_object_set_new(json_object_get(t, "annotations"), "openWorldHint",
 					    json_boolean(na > 0));
+		if (!strcmp(name, "sandbox_create"))
+			describe_images(s, t);
 		json_array_append(out, t);
 	}
 	json_decref(all);
@@ -273,6 +399,8 @@ srv_init(struct srv *s, const struct server_opts *o)
 	pthread_mutex_init(&s->wlock, NULL);
 	pthread_cond_init(&s->wcv, NULL);
 	pthread_cond_init(&s->idle_cv, NULL);
+	pthread_mutex_init(&s->health_lock, NULL);
+	atomic_init(&s->probe_done, false);
 	atomic_init(&s->ending, 0);
 	atomic_init(&s->seq, 0);
 	if (wd_ctx_new(&s->ctx, &err) < 0) {
@@ -310,21 +438,37 @@ srv_init(struct srv *s, const struct server_opts *o)
 			srv_log(s, WD_LOG_ERROR, "--protect: %s", err.msg);
 			return -EINVAL;
 		}
-	if (o->audit && wd_ctx_set_audit_file(s->ctx, o->audit, &err) < 0) {
-		srv_log(s, WD_LOG_ERROR, "--audit: %s", err.msg);
+	/* --state-dir: the context's (cow layers, sessions, change sets) and,
+	 * through WARDEN_STATE_DIR (set by the CLI before any thread), the
+	 * approvals' and images'; the audit log too unless one is named */
+	if (o->state_dir && wd_ctx_set_state_dir(s->ctx, o->state_dir, &err) < 0) {
+		srv_log(s, WD_LOG_ERROR, "--state-dir: %s", err.msg);
 		return -EINVAL;
 	}
+	if (check_images(s) < 0)
+		return -EINVAL;
+	char *audit = NULL;
+	if (o->audit)
+		audit = xstrdup(o->audit);
+	else if (o->state_dir && !wd_policy_audit_path(s->policy))
+		audit = xasprintf("%s/audit.log", o->state_dir);
+	if (audit && wd_ctx_set_audit_file(s->ctx, audit, &err) < 0) {
+		srv_log(s, WD_LOG_ERROR, "%s: %s", o->audit ? "--audit" : "--state-dir", err.msg);
+		free(audit);
+		return -EINVAL;
+	}
+	free(audit);
 	/* The audit log and the policy file out of every sandbox's reach
 	 * (docs/threat-model.md, boundary 6): every run checks it, and a
 	 * server refuses to start on it (125) rather than fail each call. */
-	wd_spec *reach = run_spec(s, NULL, &err);
+	wd_spec *reach = run_spec(s, NULL, NULL, NULL, &err);
 	int reach_rc = reach ? wd_ctx_check_spec(s->ctx, reach, &err) : -EINVAL;
 	wd_spec_free(reach);
 	if (reach_rc < 0) {
 		srv_log(s, WD_LOG_ERROR, "%s", err.msg);
 		return -EINVAL;
 	}
-	if (o->listen && load_token(s, o->token_file) < 0)
+	if (o->listen && load_token(s, o->token_file, &s->token_id) < 0)
 		return -EINVAL;
 	wd_ctx_set_event_handler(s->ctx, run_on_event, s, WD_EVENT_BIT(WD_EVENT_OUTPUT));
 	s->tools = offered_tools(s);
@@ -351,5 +495,6 @@ srv_fini(struct srv *s)
 	pthread_mutex_destroy(&s->wlock);
 	pthread_cond_destroy(&s->wcv);
 	pthread_cond_destroy(&s->idle_cv);
+	pthread_mutex_destroy(&s->health_lock);
 	free(s);
 }

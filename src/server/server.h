@@ -19,6 +19,7 @@
 #define SERVER_MAX_ORIGINS 16
 #define SERVER_MAX_PROTECT 64
 #define SERVER_MAX_RANGES 64
+#define SERVER_MAX_IMAGES 32
 
 struct server_opts {
 	bool stdio;		 /* newline-delimited JSON-RPC on stdin/stdout */
@@ -43,6 +44,12 @@ struct server_opts {
 	const char *ranges[SERVER_MAX_RANGES];
 	size_t nranges;
 	uint64_t disk_bytes;	 /* a cow sandbox's disk, and the most a caller may ask (0: 1G) */
+	/* --image: every sandbox's environment unless a caller chooses
+	 * another (NULL: the host's /usr); --allow-image: the others a
+	 * caller may choose in sandbox.create */
+	const char *image;
+	const char *allow_images[SERVER_MAX_IMAGES];
+	size_t nallow_images;
 	unsigned pool;		 /* --pool: sandboxes kept ready (0: none) */
 	bool pool_set;		 /* --pool given: it wins over the policy's sandbox.pool */
 	unsigned max_calls;	 /* calls running at once (worker threads) */
@@ -51,6 +58,11 @@ struct server_opts {
 	size_t max_message;	 /* bytes in one message (line or body) */
 	bool sanitize_images;	 /* markdown images to hosts outside network.allow */
 	uint64_t session_idle_s; /* an idle HTTP session ends (its sandboxes too) */
+	/* SIGTERM: seconds the calls in flight get to finish before they are
+	 * cancelled (--drain-timeout) */
+	uint64_t drain_timeout_s;
+	const char *state_dir; /* --state-dir: sessions, change sets, approvals, the audit log */
+	bool log_json;	       /* --log-format json: one JSON object per line */
 	bool verbose;
 	/* --max-sandboxes given: refused if RLIMIT_NOFILE cannot hold it */
 	bool max_live_set;

@@ -44,9 +44,10 @@ list_lives(const struct peer *p)
 	json_t *a = json_array();
 	for (const struct live *l = p->lives; l; l = l->next)
 		json_array_append_new(
-		    a, json_pack("{s:s, s:s, s:s}", "sandbox", l->id, "workspace_mode",
+		    a, json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "sandbox", l->id, "workspace_mode",
 				 l->cow ? "cow" : "direct", "created_by",
-				 l->by_mcp ? "sandbox_create" : "sandbox.create"));
+				 l->by_mcp ? "sandbox_create" : "sandbox.create", "image", l->image,
+				 "image_digest", l->image ? l->digest : NULL));
 	return a;
 }
 
@@ -111,6 +112,9 @@ create_tool(struct call *c, json_t *args)
 	json_t *lim = json_object_get(args, "limits");
 	if (lim)
 		json_object_set(params, "limits", lim);
+	json_t *img = json_object_get(args, "image");
+	if (img)
+		json_object_set(params, "image", img);
 	struct rpc_err ce = {0};
 	json_t *r = sandbox_create_with(c, params, &ce);
 	char fallback[700] = "";
@@ -144,11 +148,14 @@ create_tool(struct call *c, json_t *args)
 	}
 	c->created->by_mcp = true;
 	bool cow = c->created->cow;
+	char in_image[200] = "";
+	if (c->created->image)
+		snprintf(in_image, sizeof(in_image), ", image %s", c->created->image);
 	char *text = xasprintf(
-	    "sandbox %s created (workspace_mode %s). Pass \"sandbox\": \"%s\" to run_command, "
+	    "sandbox %s created (workspace_mode %s%s). Pass \"sandbox\": \"%s\" to run_command, "
 	    "the file tools and workspace_diff to work in it; packages you install and files in "
 	    "/tmp stay between commands.%s%s",
-	    c->created->id, cow ? "cow" : "direct", c->created->id,
+	    c->created->id, cow ? "cow" : "direct", in_image, c->created->id,
 	    cow ? " Its workspace is a copy-on-write layer: your changes reach the project only "
 		  "when a human reviews and applies them (workspace_diff shows them; "
 		  "workspace_discard drops them)."
@@ -310,10 +317,12 @@ session_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e)
 		json_t *v;
 		json_array_foreach(a, i, v)
 		{
+			const char *im = json_string_value(json_object_get(v, "image"));
 			char *more =
-			    xasprintf("%s%s%s (%s)", text, i ? ", " : "",
+			    xasprintf("%s%s%s (%s%s%s)", text, i ? ", " : "",
 				      json_string_value(json_object_get(v, "sandbox")),
-				      json_string_value(json_object_get(v, "workspace_mode")));
+				      json_string_value(json_object_get(v, "workspace_mode")),
+				      im ? ", image " : "", im ? im : "");
 			free(text);
 			text = more;
 		}

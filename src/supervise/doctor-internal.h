@@ -44,6 +44,15 @@ struct backend_probe;
  * ok, or why not.  For struct backend_ops.probe. */
 void doctor_level_probe(enum wd_isolation level, struct backend_probe *out);
 
+/* doctor.c: the namespaces a sandbox needs (*container_ok: the container
+ * level's), warden's seccomp program loaded and seen refusing, Landlock
+ * applied and seen refusing (*abi_out: its ABI, 0 when not enforced). */
+void doctor_probe_userns(struct probe *p, bool *container_ok);
+void doctor_probe_seccomp(struct probe *p, bool *ok);
+void doctor_probe_landlock(struct probe *p, int *abi_out);
+/* "ok", "warn", "missing", indexed by enum status */
+extern const char *const doctor_status_names[];
+
 void doctor_probe_cgroup(struct probe *p);
 void doctor_probe_overlay(struct probe *p, bool userns_ok);
 void doctor_probe_idmap(struct probe *p, bool *root_ok);

@@ -46,7 +46,7 @@
 #include <ftw.h>
 #include <time.h>
 
-static const char *const status_names[] = {"ok", "warn", "missing"};
+const char *const doctor_status_names[] = {"ok", "warn", "missing"};
 
 void
 doctor_detail(struct probe *p, const char *fmt, ...)
@@ -210,8 +210,8 @@ read_sysctl(struct probe *p, const char *path, const char *key)
 	json_object_set_new(p->data, key, json_string(buf));
 }
 
-static void
-probe_userns(struct probe *p, bool *container_ok)
+void
+doctor_probe_userns(struct probe *p, bool *container_ok)
 {
 	struct child_out o;
 	p->name = "userns";
@@ -293,8 +293,8 @@ landlock_child(struct child_out *o, void *arg)
 		close(fd);
 }
 
-static void
-probe_landlock(struct probe *p, int *abi_out)
+void
+doctor_probe_landlock(struct probe *p, int *abi_out)
 {
 	p->name = "landlock";
 	*abi_out = 0;
@@ -396,8 +396,8 @@ seccomp_child(struct child_out *o, void *arg)
 	o->val[0] = s ? strtol(s + 9, NULL, 10) : -1;
 }
 
-static void
-probe_seccomp(struct probe *p, bool *ok)
+void
+doctor_probe_seccomp(struct probe *p, bool *ok)
 {
 	p->name = "seccomp";
 	struct child_out o;
@@ -443,9 +443,9 @@ doctor_level_probe(enum wd_isolation level, struct backend_probe *out)
 	ps.data = json_object();
 	pl.data = json_object();
 	if (level == WD_ISOLATION_CONTAINER)
-		probe_userns(&pu, &userns_ok);
-	probe_seccomp(&ps, &seccomp_ok);
-	probe_landlock(&pl, &abi);
+		doctor_probe_userns(&pu, &userns_ok);
+	doctor_probe_seccomp(&ps, &seccomp_ok);
+	doctor_probe_landlock(&pl, &abi);
 	memset(out, 0, sizeof(*out));
 	out->ok = userns_ok && seccomp_ok;
 	if (!userns_ok)
@@ -494,9 +494,9 @@ wd_doctor(bool json, unsigned *ok_levels)
 
 	bool userns_ok = false, seccomp_ok = false, idmap_ok = true;
 	int ll_abi = 0;
-	probe_userns(&pr[P_USERNS], &userns_ok);
-	probe_seccomp(&pr[P_SECCOMP], &seccomp_ok);
-	probe_landlock(&pr[P_LANDLOCK], &ll_abi);
+	doctor_probe_userns(&pr[P_USERNS], &userns_ok);
+	doctor_probe_seccomp(&pr[P_SECCOMP], &seccomp_ok);
+	doctor_probe_landlock(&pr[P_LANDLOCK], &ll_abi);
 	doctor_probe_cgroup(&pr[P_CGROUP]);
 	doctor_probe_overlay(&pr[P_OVERLAY], userns_ok);
 	doctor_probe_idmap(&pr[P_IDMAP], &idmap_ok);
@@ -534,6 +534,35 @@ wd_doctor(bool json, unsigned *ok_levels)
 		nlv++;
 	}
 	*ok_levels = ok;
+
+	/* What needs root, named (an ordinary user meets these as refusals
+	 * otherwise): each entry says yes, or why not and what works
+	 * instead. */
+	bool as_root = geteuid() == 0;
+	bool cow_ok = (ok & (1u << WD_ISOLATION_CONTAINER)) && pr[P_OVERLAY].st == ST_OK;
+	struct feature {
+		const char *name;
+		bool ok;
+		const char *why;
+	} feats[] = {
+	    {"cow sessions", cow_ok,
+	     cow_ok ? (as_root ? "on a sandbox disk (--disk bounds it)"
+			       : "the overlay in a user namespace, the layers in your state "
+				 "directory (unbounded: --disk needs root)")
+		    : "no overlayfs inside a user namespace here (see overlayfs above)"},
+	    {"--disk", as_root,
+	     "needs root (loop devices and ext4 mounts); a session's layers are "
+	     "then bounded only by the state directory's file system"},
+	    {"run --workspace-mode cow", as_root,
+	     "needs root (its layers are on a sandbox disk); a cow session (warden create "
+	     "--workspace-mode cow) works without"},
+	    {"warm pool", as_root,
+	     "needs root (a pooled sandbox's workspace is a clone of its mount, which needs "
+	     "CAP_SYS_ADMIN on the host)"},
+	    {"limits", pr[P_CGROUP].st == ST_OK,
+	     "no cgroup this user can create (root, or a delegated cgroup v2 subtree): "
+	     "--memory, --pids, --cpus and the review's freeze need --best-effort"},
+	};
 	(void)userns_ok;
 	(void)seccomp_ok;
 	(void)ll_abi;
@@ -554,12 +583,22 @@ wd_doctor(bool json, unsigned *ok_levels)
 			if (bp->ok)
 				json_array_append_new(oks, json_string(lv[i].name));
 		}
+		json_t *fs = json_object();
+		for (size_t i = 0; i < WD_ARRAY_SIZE(feats); i++) {
+			json_t *f = json_object();
+			json_object_set_new(f, "ok", json_boolean(feats[i].ok));
+			json_object_set_new(f, feats[i].ok ? "detail" : "why_not",
+					    feats[i].ok && (i != 0) ? json_null()
+								    : json_string(feats[i].why));
+			json_object_set_new(fs, feats[i].name, f);
+		}
+		json_object_set_new(root, "features", fs);
 		json_object_set_new(root, "ok_levels", oks);
 		json_object_set_new(root, "levels", levels);
 		json_t *probes = json_object();
 		for (int i = 0; i < P_N; i++) {
 			json_object_set_new(pr[i].data, "status",
-					    json_string(status_names[pr[i].st]));
+					    json_string(doctor_status_names[pr[i].st]));
 			json_object_set_new(pr[i].data, "detail", json_string(pr[i].detail));
 			json_object_set_new(probes, pr[i].name, pr[i].data);
 			pr[i].data = NULL;
@@ -575,7 +614,7 @@ wd_doctor(bool json, unsigned *ok_levels)
 		if (!m)
 			abort();
 		for (int i = 0; i < P_N; i++)
-			fprintf(m, "%-8s %-14s %s\n", status_names[pr[i].st], pr[i].name,
+			fprintf(m, "%-8s %-14s %s\n", doctor_status_names[pr[i].st], pr[i].name,
 				pr[i].detail);
 		fprintf(m, "\nisolation levels:\n");
 		for (size_t i = 0; i < nlv; i++) {
@@ -587,6 +626,15 @@ wd_doctor(bool json, unsigned *ok_levels)
 			else if (bp->ok && bp->note[0])
 				fprintf(m, " (%s)", bp->note);
 			fprintf(m, "\n");
+		}
+		fprintf(m, "\nfeatures (as uid %u):\n", (unsigned)geteuid());
+		for (size_t i = 0; i < WD_ARRAY_SIZE(feats); i++) {
+			const struct feature *f = &feats[i];
+			if (f->ok && i == 0)
+				fprintf(m, "  %-26s yes: %s\n", f->name, f->why);
+			else
+				fprintf(m, "  %-26s %s%s\n", f->name,
+					f->ok ? "yes" : "no: ", f->ok ? "" : f->why);
 		}
 		if (fclose(m) != 0 || !out)
 			abort();

@@ -39,6 +39,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -52,6 +53,10 @@
 /* The host pids backstop: the sentry's and gofer's threads plus about
  * five host tasks (ptrace stubs) per guest process, measured here. */
 #define GV_HOST_PIDS(pids) (256 + 8 * (pids))
+
+#ifndef WD_INIT_PATH
+#define WD_INIT_PATH "/usr/local/libexec/warden/warden-init"
+#endif
 
 /* ---- probe ---- */
 
@@ -68,6 +73,14 @@ gv_probe(struct backend_probe *out)
 		snprintf(out->why, sizeof(out->why),
 			 "gvisor isolation runs runsc as root (its rootless mode is not "
 			 "supported by warden): run warden as root");
+		return;
+	}
+	char init[PATH_MAX];
+	if (gv_init_find(init, sizeof(init)) < 0) {
+		snprintf(out->why, sizeof(out->why),
+			 "warden-init, which starts each command inside gVisor, is missing "
+			 "(installed with warden in %s)",
+			 WD_INIT_PATH);
 		return;
 	}
 	struct wd_err e = {0};
@@ -121,6 +134,12 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 	 * time namespace (gVisor keeps its own clocks). */
 	if ((rc = sandbox_plan(sb, true, false, err)) < 0)
 		return rc;
+	/* Commands start through warden-init (gv_probe found it). */
+	if (gv_init_find(g->init_path, sizeof(g->init_path)) < 0)
+		return wd_err_set(err, WD_E_UNSUPPORTED,
+				  "--isolation gvisor: warden-init (installed with warden in %s) "
+				  "is missing",
+				  WD_INIT_PATH);
 	/* The workspace's owner appears as the sandbox user to gVisor's
 	 * gofer, which creates as root and then chowns (jail/hostpath.c). */
 	sb->prep->idmap = (struct jail_idmap){1000, 1000, true};
@@ -283,10 +302,42 @@ gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
 
 /* ---- the session ---- */
 
-/* An init that only reaps: dash's wait reaps every child, orphans the
- * sandbox's commands leave included, while it waits for its sleep. */
-static const char *const idle_init[] = {"/bin/sh", "-c",
-					"trap 'exit 0' TERM; sleep infinity & wait", NULL};
+/* An init that only reaps every child, orphans the sandbox's commands
+ * leave included, and exits on SIGTERM (supervise/gvisor_init.c). */
+static const char *const idle_init[] = {GV_INIT, "idle", NULL};
+
+int
+gv_init_find(char *out, size_t cap)
+{
+	/* $WARDEN_INIT (an embedder's build tree, as WARDEN_MONITOR); next
+	 * to the running program (a build tree, or an installation whose
+	 * libexec is the same directory); else the installed one.  Whoever
+	 * sets the variable chooses a program that runs inside gVisor as
+	 * the sandbox user, under the policy's decision: nothing of the
+	 * host's is at stake that the caller does not already hold. */
+	const char *env = getenv("WARDEN_INIT");
+	if (env && env[0] == '/' && access(env, X_OK) == 0) {
+		snprintf(out, cap, "%s", env);
+		return 0;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(out, cap, "%s/warden-init", self);
+			if (access(out, X_OK) == 0)
+				return 0;
+		}
+	}
+	snprintf(out, cap, "%s", WD_INIT_PATH);
+	if (access(out, X_OK) == 0)
+		return 0;
+	out[0] = '\0';
+	return -ENOENT;
+}
 
 int
 gv_start_session(struct sandbox *sb, struct wd_err *err)

@@ -85,7 +85,17 @@ struct gv {
 	char opt_root[PATH_MAX + 16], opt_log[PATH_MAX + 16], opt_platform[32];
 	const char *opt_net;
 	const char *platform; /* "ptrace" (default) or "kvm" */
+	/* warden-init on the host, copied to GV_INIT in rootfs/: it starts
+	 * every command and is a session's init */
+	char init_path[PATH_MAX];
 };
+
+/* Where warden-init (supervise/gvisor_init.c) is in a sandbox: a file of
+ * warden's rootfs/, read-only to the sandbox. */
+#define GV_INIT "/.warden-init"
+/* Find warden-init: $WARDEN_INIT, next to the running program, else
+ * where it is installed; 0 with its path in out, or -ENOENT. */
+int gv_init_find(char *out, size_t cap);
 
 /* ---- gvisor_oci.c ---- */
 /* From sb->prep's ops: the mounts (gv->mounts) and nothing on disk. */
@@ -97,8 +107,8 @@ int gv_oci_open_protected(struct sandbox *sb, struct gv *g, struct wd_err *err);
 /* Write dir/rootfs (the plan's files, links and mount points) and the
  * mount points of dir/mnt. */
 int gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err);
-/* A process object: argv run through /bin/sh's exec (126/127 as at the
- * other levels), env (NULL-terminated lists merged: base, then add), cwd.
+/* A process object: argv run through GV_INIT's exec (126/127 and the
+ * jail's fixed PATH, as at the container level), env (NULL-terminated lists merged: base, then add), cwd.
  * Appended to w. */
 struct jw;
 void gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,

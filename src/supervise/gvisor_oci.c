@@ -503,6 +503,18 @@ gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			return wd_err_sys(err, -rc, "gvisor root filesystem: %s %s",
 					  jail_op_name(op->kind), jp);
 	}
+	/* warden-init: a copy in rootfs/ (the read-only root), never a bind
+	 * of a host path; a sandbox cannot replace it */
+	{
+		wd_autoclose int in = open(g->init_path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/rootfs%s", g->dir, GV_INIT);
+		int rc = in < 0 ? -errno : copy_file(in, path);
+		if (rc == 0 && chmod(path, 0555) < 0)
+			rc = -errno;
+		if (rc < 0)
+			return wd_err_sys(err, -rc, "gvisor root filesystem: %s from %s", GV_INIT,
+					  g->init_path);
+	}
 	/* where the launcher mounts each tree: a directory or a file, as the
 	 * tree's root is one */
 	for (size_t i = 0; i < g->nmounts; i++) {
@@ -577,21 +589,18 @@ gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 	jw_kint(w, "uid", GV_UID);
 	jw_kint(w, "gid", GV_UID);
 	jw_obj_end(w);
-	/* argv through the shell's exec (never a command string: the program
-	 * and its arguments stay separate words), so that a missing program
-	 * is 127 and a non-executable one 126, as at the other levels; runsc
-	 * itself would fail the whole request with 128.  The shell exports
-	 * PWD, which the command did not ask for: unset unless given. */
-	bool pwd_given = false;
-	for (size_t i = 0; env_add && env_add[i] && !pwd_given; i++)
-		pwd_given = !strncmp(env_add[i], "PWD=", 4);
-	for (size_t i = 0; pl->envp[i] && !pwd_given; i++)
-		pwd_given = !strncmp(pl->envp[i], "PWD=", 4);
+	/* argv through warden-init's exec (never a command string: the
+	 * program and its arguments stay separate words), so that a missing
+	 * program is 127 and a non-executable one 126, as at the other
+	 * levels (runsc itself would fail the whole request with 128).  Not
+	 * the shell's exec, as before: it searched the command's own PATH
+	 * (--setenv, an image's env, a model's sandbox.create env may put
+	 * /workspace/bin first) where the policy judged the name along the
+	 * jail's fixed PATH, and an image need not hold a shell. */
 	jw_key(w, "args");
 	jw_arr_begin(w);
-	jw_str(w, "/bin/sh");
-	jw_str(w, "-c");
-	jw_str(w, pwd_given ? "exec \"$0\" \"$@\"" : "unset PWD; exec \"$0\" \"$@\"");
+	jw_str(w, GV_INIT);
+	jw_str(w, "exec");
 	for (size_t i = 0; argv && argv[i]; i++)
 		jw_str(w, argv[i]);
 	jw_arr_end(w);

@@ -46,6 +46,8 @@ net_event_cb(const struct net_event *ev, void *data)
 	struct wd_event e = {.kind = WD_EVENT_NETWORK, .name = "network", .sandbox_id = sb->id,
 			     .net = ev};
 	event_emit(sb->events, &e);
+	if (!ev->allowed)
+		sandbox_note_refusal(sb, ev);
 	if (sb->spec->event_fn) {
 		char *j = result_net_event_json(ev);
 		sb->spec->event_fn(j, sb->spec->event_data);
@@ -192,11 +194,16 @@ sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsign
 		sb->cg = NULL;
 	}
 	cgroup_dirs_free(dirs);
-	if (rc < 0 && geteuid() != 0 && (rc == -EPERM || rc == -ENOTSUP)) {
+	bool denied = rc == -EPERM || rc == -ENOTSUP || rc == -EACCES || rc == -EROFS;
+	if (rc < 0 && denied && (geteuid() != 0 || spec->best_effort)) {
 		/* An unprivileged caller on a host without a delegated
-		 * subtree cannot have memory, pids or CPU limits.  Fail closed:
-		 * a limit asked for and not enforced is worse than an error,
-		 * unless the caller said best effort will do. */
+		 * subtree cannot have memory, pids or CPU limits; nor can root
+		 * in a Kubernetes pod, the root of the pod's user namespace,
+		 * where the runtime mounts the cgroup tree read-only (the
+		 * pod's own limits then bound every command:
+		 * docs/kubernetes.md).  Fail closed: a limit asked for and
+		 * not enforced is worse than an error, unless the caller said
+		 * best effort will do. */
 		if (!spec->best_effort) {
 			wd_err_set(err, WD_E_UNSUPPORTED,
 				   "memory, pids and CPU limits cannot be enforced here (no "

@@ -27,6 +27,12 @@ wd_result_free(wd_result *r)
 	free(r->out[2]);
 	wd_decision_free(r->decision);
 	free(r->refusal);
+	for (size_t i = 0; i < r->n_net_refusals; i++) {
+		net_refusal_fini(&r->net_refusals[i]);
+		free(r->net_refusal_lines[i]);
+	}
+	free(r->net_refusals);
+	free(r->net_refusal_lines);
 	free(r);
 }
 
@@ -66,6 +72,52 @@ WD_API int
 wd_result_exec_errno(const wd_result *r)
 {
 	return r->exec_errno;
+}
+
+/* "HOST:PORT refused (REASON, rule RULE), N times: ADVICE" -- the host,
+ * rule and advice escaped: the host is the name a command in the sandbox
+ * asked for, and this line goes to the human's terminal. */
+void
+result_refusal_lines(wd_result *r)
+{
+	if (!r->n_net_refusals)
+		return;
+	r->net_refusal_lines = wd_xcalloc(r->n_net_refusals, sizeof(char *));
+	for (size_t i = 0; i < r->n_net_refusals; i++) {
+		const struct net_refusal *f = &r->net_refusals[i];
+		char *host = wd_esc_text(f->host, strlen(f->host), 0, 256);
+		char *rule = f->rule ? wd_esc_text(f->rule, strlen(f->rule), 0, 256) : NULL;
+		char *adv = f->advice ? wd_esc_text(f->advice, strlen(f->advice), 0, 512) : NULL;
+		char where[32] = "";
+		if (!strcmp(f->proto, "dns"))
+			snprintf(where, sizeof(where), " (DNS)");
+		else if (f->port)
+			snprintf(where, sizeof(where), ":%u", f->port);
+		char times[32] = "";
+		if (f->count > 1)
+			snprintf(times, sizeof(times), ", %" PRIu64 " times", f->count);
+		r->net_refusal_lines[i] =
+		    wd_xasprintf("%s%s refused (%s%s%s)%s%s%s", host[0] ? host : "(no host)", where,
+				 f->reason, rule ? ", rule " : "", rule ? rule : "", times,
+				 adv ? ": " : "", adv ? adv : "");
+		free(host);
+		free(rule);
+		free(adv);
+	}
+}
+
+WD_API const char *
+wd_result_net_refusal(const wd_result *r, size_t i)
+{
+	return i < r->n_net_refusals ? r->net_refusal_lines[i] : NULL;
+}
+
+WD_API const char *
+wd_result_exec_step(const wd_result *r)
+{
+	if (!r->exec_errno || r->exec_step == JAIL_STEP_NONE || r->exec_step == JAIL_STEP_6I_EXEC)
+		return NULL;
+	return jail_step_name(r->exec_step);
 }
 
 WD_API int
@@ -166,6 +218,26 @@ write_protections(struct jw *w, const wd_result *r)
 		jw_kuint(w, "refused", r->net_refused);
 		jw_kuint(w, "dns_queries", r->net_dns);
 		jw_kuint(w, "bytes", r->net_bytes);
+		if (r->n_net_refusals) {
+			/* this command's distinct refusals, each once with a count */
+			jw_key(w, "refusals");
+			jw_arr_begin(w);
+			for (size_t i = 0; i < r->n_net_refusals; i++) {
+				const struct net_refusal *f = &r->net_refusals[i];
+				jw_obj_begin(w);
+				jw_kstr(w, "protocol", f->proto);
+				jw_kstr(w, "host", f->host);
+				jw_kuint(w, "port", f->port);
+				jw_kstr(w, "reason", f->reason);
+				jw_kstr(w, "rule", f->rule);
+				jw_kstr(w, "advice", f->advice);
+				jw_kuint(w, "count", f->count);
+				jw_obj_end(w);
+			}
+			jw_arr_end(w);
+			if (r->net_refusals_more)
+				jw_kbool(w, "refusals_omitted", true);
+		}
 		jw_obj_end(w);
 	}
 	jw_kstr(w, "network", r->network ? r->network : "host");
@@ -252,34 +324,43 @@ wd_result_json(const wd_result *r)
 	return jw_steal(&w);
 }
 
+/* A network event's members, without the braces: the one writer for
+ * both places a network event is written (the caller's event stream,
+ * core/event.c, and the run's own record, result_net_event_json). */
+void
+result_net_members(struct jw *w, const struct net_event *ev)
+{
+	jw_kstr(w, "sandbox_id", ev->sandbox_id ? ev->sandbox_id : "");
+	jw_kstr(w, "protocol", net_proto_name(ev->proto));
+	jw_kstr(w, "host", ev->host);
+	jw_kuint(w, "port", ev->port);
+	jw_kstr(w, "method", ev->method);
+	jw_kstr(w, "path", ev->path);
+	jw_kstr(w, "rule", ev->rule);
+	jw_kbool(w, "allowed", ev->allowed);
+	jw_kstr(w, "reason", ev->reason ? net_reason_name(ev->reason) : NULL);
+	jw_kstr(w, "advice", ev->advice && ev->advice[0] ? ev->advice : NULL);
+	jw_kstr(w, "address", ev->addr);
+	jw_kint(w, "status", ev->status);
+	jw_kuint(w, "bytes_up", ev->bytes_up);
+	jw_kuint(w, "bytes_down", ev->bytes_down);
+	jw_kuint(w, "duration_us", ev->duration_us);
+	/* secrets: names and rule texts, never a value */
+	if (ev->inject)
+		jw_kstr(w, "inject", ev->inject);
+	if (ev->secrets)
+		jw_kstr(w, "secrets", ev->secrets);
+	if (ev->reason == NET_R_SECRET_PROBE)
+		jw_kuint(w, "refusals", ev->refusals);
+}
+
 char *
 result_net_event_json(const struct net_event *ev)
 {
 	struct jw w;
 	jw_init(&w, 0);
 	jw_obj_begin(&w);
-	jw_kstr(&w, "sandbox_id", ev->sandbox_id ? ev->sandbox_id : "");
-	jw_kstr(&w, "protocol", net_proto_name(ev->proto));
-	jw_kstr(&w, "host", ev->host);
-	jw_kuint(&w, "port", ev->port);
-	jw_kstr(&w, "method", ev->method);
-	jw_kstr(&w, "path", ev->path);
-	jw_kstr(&w, "rule", ev->rule);
-	jw_kbool(&w, "allowed", ev->allowed);
-	jw_kstr(&w, "reason", ev->reason ? net_reason_name(ev->reason) : NULL);
-	jw_kstr(&w, "advice", ev->advice && ev->advice[0] ? ev->advice : NULL);
-	jw_kstr(&w, "address", ev->addr);
-	jw_kint(&w, "status", ev->status);
-	jw_kuint(&w, "bytes_up", ev->bytes_up);
-	jw_kuint(&w, "bytes_down", ev->bytes_down);
-	jw_kuint(&w, "duration_us", ev->duration_us);
-	/* secrets: names and rule texts, never a value */
-	if (ev->inject)
-		jw_kstr(&w, "inject", ev->inject);
-	if (ev->secrets)
-		jw_kstr(&w, "secrets", ev->secrets);
-	if (ev->reason == NET_R_SECRET_PROBE)
-		jw_kuint(&w, "refusals", ev->refusals);
+	result_net_members(&w, ev);
 	jw_obj_end(&w);
 	return jw_steal(&w);
 }

@@ -51,6 +51,22 @@ result_wire_write(struct jw *w, const wd_result *r)
 	jw_kuint(w, "net_dns", r->net_dns);
 	jw_kuint(w, "net_bytes", r->net_bytes);
 	jw_kuint(w, "host_uid", r->host_uid);
+	jw_key(w, "net_refusals");
+	jw_arr_begin(w);
+	for (size_t k = 0; k < r->n_net_refusals; k++) {
+		const struct net_refusal *f = &r->net_refusals[k];
+		jw_obj_begin(w);
+		jw_kstr(w, "protocol", f->proto);
+		jw_kstr(w, "host", f->host);
+		jw_kuint(w, "port", f->port);
+		jw_kstr(w, "reason", f->reason);
+		jw_kstr(w, "rule", f->rule);
+		jw_kstr(w, "advice", f->advice);
+		jw_kuint(w, "count", f->count);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_kbool(w, "net_refusals_more", r->net_refusals_more);
 	jw_obj_end(w);
 }
 
@@ -135,5 +151,30 @@ result_wire_read(json_t *o, const char *out, size_t out_len, const char *err, si
 	r->net_dns = u(o, "net_dns");
 	r->net_bytes = u(o, "net_bytes");
 	r->host_uid = (unsigned)u(o, "host_uid");
+	/* the monitor's record of the command's refusals, bounded as it
+	 * is there */
+	json_t *refs = json_object_get(o, "net_refusals");
+	size_t nrefs = json_is_array(refs) ? json_array_size(refs) : 0;
+	if (nrefs > NET_REFUSALS_MAX)
+		nrefs = NET_REFUSALS_MAX;
+	if (nrefs) {
+		r->net_refusals = wd_xcalloc(nrefs, sizeof(*r->net_refusals));
+		for (size_t k = 0; k < nrefs; k++) {
+			json_t *e = json_array_get(refs, k);
+			struct net_refusal *f = &r->net_refusals[r->n_net_refusals++];
+			const char *h = json_string_value(json_object_get(e, "host"));
+			const char *rl = json_string_value(json_object_get(e, "rule"));
+			const char *ad = json_string_value(json_object_get(e, "advice"));
+			f->host = wd_xstrdup(h ? h : "");
+			f->rule = rl ? wd_xstrdup(rl) : NULL;
+			f->advice = ad ? wd_xstrdup(ad) : NULL;
+			str(e, "protocol", f->proto, sizeof(f->proto));
+			str(e, "reason", f->reason, sizeof(f->reason));
+			f->port = (unsigned)u(e, "port");
+			f->count = u(e, "count");
+		}
+	}
+	r->net_refusals_more = b(o, "net_refusals_more");
+	result_refusal_lines(r);
 	return r;
 }

@@ -3,6 +3,7 @@
 #include "supervise/supervise.h"
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
+#include "net/net.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -61,16 +62,17 @@ sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events
 	if (!ops)
 		return wd_err_set(err, WD_E_INVAL, "unknown isolation level %d",
 				  (int)spec->isolation);
-	/* An image replaces the /usr and /etc of the container level's mount
-	 * plan; the process level has no root of its own and gVisor's bundle
-	 * does not take one yet: refused rather than run on the host's /usr
-	 * while the caller believes it chose an environment. */
-	if (spec->image_root && spec->isolation != WD_ISOLATION_CONTAINER)
+	/* An image replaces the /usr and /etc of the jail plan, which the
+	 * container level executes and the gVisor level turns into its OCI
+	 * bundle's root; the process level has no root of its own: refused
+	 * rather than run on the host's /usr while the caller believes it
+	 * chose an environment. */
+	if (spec->image_root && spec->isolation == WD_ISOLATION_PROCESS)
 		return wd_err_set(err, WD_E_INVAL,
-				  "--image needs --isolation container (the %s level does not "
-				  "take an image yet)",
-				  spec->isolation == WD_ISOLATION_PROCESS ? "process" : "gvisor");
+				  "--image needs --isolation container or gvisor (the process "
+				  "level has no root of its own)");
 	struct sandbox *sb = wd_xcalloc(1, sizeof(*sb));
+	pthread_mutex_init(&sb->ref_lock, NULL);
 	sb->image_fd = -1;
 	sb->t0 = wd_now_ns();
 	if (id)
@@ -149,7 +151,114 @@ sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, stru
 	 * after it checks the set against its digest, --expect) */
 	if (atomic_load(&sb->review_frozen))
 		sandbox_freeze(sb, false, NULL);
-	return sb->ops->exec(sb, x, out, err);
+	uint64_t mark = sandbox_refusal_mark(sb);
+	int rc = sb->ops->exec(sb, x, out, err);
+	if (rc == 0 && *out)
+		sandbox_refusals_collect(sb, mark, *out);
+	return rc;
+}
+
+void
+net_refusal_fini(struct net_refusal *f)
+{
+	free(f->host);
+	free(f->rule);
+	free(f->advice);
+	memset(f, 0, sizeof(*f));
+}
+
+static bool
+same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+void
+sandbox_note_refusal(struct sandbox *sb, const struct net_event *ev)
+{
+	const char *reason = ev->reason ? net_reason_name(ev->reason) : "refused";
+	const char *proto = net_proto_name(ev->proto);
+	/* a DNS event's port is the query type: A and AAAA for one name are
+	 * one refusal */
+	unsigned port = ev->proto == NET_PROTO_DNS ? 0 : ev->port;
+	const char *host = ev->host ? ev->host : "";
+	pthread_mutex_lock(&sb->ref_lock);
+	uint64_t seq = ++sb->ref_seq;
+	struct net_refusal *f = NULL;
+	for (size_t i = 0; i < sb->nrefs && !f; i++) {
+		struct net_refusal *g = &sb->refs[i];
+		if (g->port == port && !strcmp(g->proto, proto) && !strcmp(g->reason, reason) &&
+		    !strcmp(g->host, host) && same_str(g->rule, ev->rule))
+			f = g;
+	}
+	if (!f) {
+		if (sb->nrefs < NET_REFUSALS_MAX) {
+			f = &sb->refs[sb->nrefs++];
+		} else {
+			/* bounded: the least recent gives way (a sandbox that
+			 * tries 10,000 hosts costs 16 entries) */
+			f = &sb->refs[0];
+			for (size_t i = 1; i < sb->nrefs; i++)
+				if (sb->refs[i].seq < f->seq)
+					f = &sb->refs[i];
+			if (f->seq > sb->ref_evicted_seq)
+				sb->ref_evicted_seq = f->seq;
+			net_refusal_fini(f);
+		}
+		f->host = wd_xstrdup(host);
+		f->rule = ev->rule ? wd_xstrdup(ev->rule) : NULL;
+		f->advice = ev->advice && ev->advice[0] ? wd_xstrdup(ev->advice) : NULL;
+		snprintf(f->proto, sizeof(f->proto), "%s", proto);
+		snprintf(f->reason, sizeof(f->reason), "%s", reason);
+		f->port = port;
+	}
+	f->count++;
+	f->seq = seq;
+	pthread_mutex_unlock(&sb->ref_lock);
+}
+
+uint64_t
+sandbox_refusal_mark(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->ref_lock);
+	uint64_t m = sb->ref_seq;
+	pthread_mutex_unlock(&sb->ref_lock);
+	return m;
+}
+
+static int
+cmp_refusal(const void *a, const void *b)
+{
+	const struct net_refusal *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void
+sandbox_refusals_collect(struct sandbox *sb, uint64_t mark, wd_result *r)
+{
+	pthread_mutex_lock(&sb->ref_lock);
+	size_t n = 0;
+	for (size_t i = 0; i < sb->nrefs; i++)
+		n += sb->refs[i].seq > mark;
+	if (n) {
+		r->net_refusals = wd_xcalloc(n, sizeof(*r->net_refusals));
+		for (size_t i = 0; i < sb->nrefs; i++) {
+			const struct net_refusal *g = &sb->refs[i];
+			if (g->seq <= mark)
+				continue;
+			struct net_refusal *f = &r->net_refusals[r->n_net_refusals++];
+			*f = *g;
+			f->host = wd_xstrdup(g->host);
+			f->rule = g->rule ? wd_xstrdup(g->rule) : NULL;
+			f->advice = g->advice ? wd_xstrdup(g->advice) : NULL;
+		}
+		/* in the order they last happened */
+		qsort(r->net_refusals, r->n_net_refusals, sizeof(*r->net_refusals), cmp_refusal);
+	}
+	/* some of this command's were pushed out by later ones */
+	r->net_refusals_more = sb->ref_evicted_seq > mark;
+	pthread_mutex_unlock(&sb->ref_lock);
+	result_refusal_lines(r);
 }
 
 int
@@ -189,6 +298,9 @@ sandbox_free(struct sandbox *sb)
 	if (sb->cancel_fd >= 0)
 		close(sb->cancel_fd);
 	pthread_mutex_destroy(&sb->lock);
+	for (size_t i = 0; i < sb->nrefs; i++)
+		net_refusal_fini(&sb->refs[i]);
+	pthread_mutex_destroy(&sb->ref_lock);
 	if (sb->image_fd >= 0)
 		close(sb->image_fd);
 	wd_spec_free(sb->spec);

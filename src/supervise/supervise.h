@@ -237,6 +237,22 @@ void cmd_output_fini(struct cmd_output *o);
 char *sandbox_command_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err);
 
 /* ---- results ---- */
+/* One distinct network refusal (host, port, protocol, reason, rule): what a
+ * run or exec prints at its end and lists in its result, so the reason is
+ * not only in a 403's header. */
+struct net_refusal {
+	char *host, *rule, *advice; /* owned; rule and advice may be NULL */
+	char proto[8], reason[32];  /* net_proto_name, net_reason_name */
+	unsigned port;
+	uint64_t count; /* times refused in this sandbox so far */
+	uint64_t seq;	/* the sandbox's refusal counter at the last one */
+};
+#define NET_REFUSALS_MAX 16
+void net_refusal_fini(struct net_refusal *f);
+/* r->net_refusal_lines from r->net_refusals. */
+struct wd_result;
+void result_refusal_lines(struct wd_result *r);
+
 struct wd_result {
 	enum wd_outcome outcome;
 	int status;
@@ -265,6 +281,12 @@ struct wd_result {
 	bool net_proxy;
 	bool tls_intercept;
 	uint64_t net_requests, net_refused, net_dns, net_bytes;
+	/* the distinct refusals of this command (at most NET_REFUSALS_MAX;
+	 * net_refusals_more: distinct ones past that) */
+	struct net_refusal *net_refusals;
+	size_t n_net_refusals;
+	uint64_t net_refusals_more;
+	char **net_refusal_lines; /* one escaped line each, for a human */
 	unsigned host_uid;
 	char sandbox_id[17];
 	/* the policy stage */
@@ -411,7 +433,21 @@ struct sandbox {
 	/* cancellation: wd_sandbox_cancel() writes the eventfd */
 	int cancel_fd;
 	atomic_int cancel_sig;
+
+	/* distinct network refusals, written on the proxy's thread: the
+	 * least recent one makes room for a new one */
+	pthread_mutex_t ref_lock;
+	struct net_refusal refs[NET_REFUSALS_MAX];
+	size_t nrefs;
+	uint64_t ref_seq, ref_evicted_seq;
 };
+
+/* Record a refused network event of sb (the proxy's thread). */
+void sandbox_note_refusal(struct sandbox *sb, const struct net_event *ev);
+/* The refusal counter now: a command's results take the refusals after it. */
+uint64_t sandbox_refusal_mark(struct sandbox *sb);
+/* The distinct refusals after mark, into r. */
+void sandbox_refusals_collect(struct sandbox *sb, uint64_t mark, wd_result *r);
 
 /* Make a sandbox object for spec (copied) with a fresh id (or the given
  * one), prepare it (no process yet).  events may be NULL. */
@@ -477,5 +513,6 @@ wd_result *result_wire_read(struct json_t *o, const char *out, size_t out_len, c
 
 /* One JSON object for a proxy or DNS decision (compat: spec event handler). */
 char *result_net_event_json(const struct net_event *ev);
+void result_net_members(struct jw *w, const struct net_event *ev);
 
 #endif

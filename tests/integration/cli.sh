@@ -160,4 +160,36 @@ check "--print-plan shows the workspace as a host path" grep -qF "$WS" "$OUT"
 check "--print-plan shows seccomp and Landlock" grep -q "^seccomp" "$OUT"
 check "--print-plan ran nothing" test ! -e "$WS/plan-marker"
 
+# ---- a newcomer's day: sizes in units, CPUs the host has, --cwd, audit --json
+refused "a memory size below the floor is said in units" "must be at least 4M" -- "${W[@]}" --memory 1
+refused "a /tmp size below the floor is said in units" "must be at least 64K" -- "${W[@]}" --tmp-size 1
+ncpu=$(getconf _NPROCESSORS_ONLN)
+refused "more CPUs than the host has are no limit: refused" "this host has $ncpu CPU" -- "${W[@]}" --cpus $((ncpu + 1))
+wd --cpus "$ncpu" -- /bin/true
+expect_rc 0 "--cpus equal to the host's CPUs runs"
+mkdir -p "$WS/sub/dir"
+wd --cwd sub/dir -- /bin/pwd
+expect_rc 0 "run --cwd DIR"
+check "  ... runs in /workspace/DIR" grep -qx /workspace/sub/dir "$OUT"
+wd --cwd no-such-dir -- /bin/pwd
+expect_rc 126 "run --cwd with a directory the workspace lacks"
+check "  ... names the working directory, not the program" grep -q "working directory 'no-such-dir': No such file" "$ERR"
+"$WARDEN" run "${W[@]}" --json --cwd no-such-dir -- /bin/pwd >"$OUT" 2>"$ERR" </dev/null
+check "  ... --json names the step" grep -q '"step":"6b working directory"' "$OUT"
+refused "run --cwd with an absolute path" "relative to the workspace" -- "${W[@]}" --cwd /etc
+A=$T/audit.log
+"$WARDEN" run "${W[@]}" --audit "$A" -- /bin/cat /dev/null >"$OUT" 2>"$ERR" </dev/null
+"$WARDEN" audit verify --json "$A" >"$OUT" 2>"$ERR"
+RC=$?
+expect_rc 0 "audit verify --json of an intact log"
+check "  ... one JSON object saying intact" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["intact"] is True and d["file"]' "$OUT"
+"$WARDEN" audit verify --bogus "$A" >"$OUT" 2>"$ERR"
+RC=$?
+expect_rc 125 "audit verify with an unknown option"
+check "  ... names the option, not 'expected one FILE'" grep -q "unknown option '--bogus'" "$ERR"
+"$WARDEN" audit verify --json /nonexistent/log >"$OUT" 2>"$ERR"
+RC=$?
+expect_rc 125 "audit verify --json of a missing log"
+check "  ... the error in JSON on stdout" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["status"] == 125' "$OUT"
+
 finish

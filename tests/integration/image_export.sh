@@ -53,9 +53,9 @@ names() {
 }
 
 # ---- import: an OCI layout and the docker save forms ----
-python3 "$OCI" "$T/oci" probe "$WD_PROBE"
-python3 "$OCI" --docker "$T/legacy.tar" probe "$WD_PROBE"
-python3 "$OCI" --docker-oci "$T/dockeroci.tar" probe "$WD_PROBE"
+python3 "$OCI" "$T/oci" probe-config "$WD_PROBE"
+python3 "$OCI" --docker "$T/legacy.tar" probe-config "$WD_PROBE"
+python3 "$OCI" --docker-oci "$T/dockeroci.tar" probe-config "$WD_PROBE"
 img import fromoci "$T/oci" --json
 expect_rc 0 "import of an OCI layout whose config sets Env, User, WorkingDir"
 d_oci=$(json_get 'j["digest"]')

@@ -2,8 +2,9 @@
 # install: warden as a library, from the installed tree only.
 #
 #   1. `meson install --destdir` puts every file where it belongs: the
-#      header, libwarden.so (versioned), warden.pc, the CLI and every manual
-#      page (listed here one by one);
+#      header, libwarden.so (versioned), warden.pc, the CLI, its helpers in
+#      libexec (warden-monitor, warden-init) and every manual page (listed
+#      here one by one);
 #   2. every function of the installed warden.h has a manual page, every
 #      .so link leads to a page that names the function, and every page
 #      renders without a single groff warning (and through man-db);
@@ -47,7 +48,7 @@ ok "meson install --destdir"
 eval "$(meson introspect "$BUILD" --buildoptions | python3 -c '
 import json, sys
 o = {x["name"]: x["value"] for x in json.load(sys.stdin)}
-for k in ("prefix", "bindir", "libdir", "includedir", "mandir"):
+for k in ("prefix", "bindir", "libdir", "libexecdir", "includedir", "mandir"):
     v = o[k] if o[k].startswith("/") else o["prefix"] + "/" + o[k]
     print(f"{k.upper()}={v}")
 ')"
@@ -75,7 +76,7 @@ MAN3=(
 	wd_ctx_set_policy_file wd_ctx_set_state_dir
 	wd_decision_advice wd_decision_approval_id wd_decision_argv wd_decision_free
 	wd_decision_json wd_decision_kind wd_decision_reason wd_decision_rule
-	wd_doctor
+	wd_doctor wd_doctor_pod
 	wd_esc_path wd_esc_text
 	wd_event_decision wd_event_json wd_event_kind wd_event_name wd_event_output
 	wd_event_result wd_event_sandbox_id
@@ -87,11 +88,11 @@ MAN3=(
 	wd_peer_check
 	wd_policy_approval_ttl wd_policy_audit_path wd_policy_decide wd_policy_digest
 	wd_policy_free wd_policy_json wd_policy_load wd_policy_network_allow wd_policy_route
-	wd_policy_sandbox
+	wd_policy_sandbox wd_policy_tool_image
 	wd_pool_free wd_pool_new wd_pool_run wd_pool_stats
 	wd_request_free wd_request_new wd_request_set_argv wd_request_set_command
 	wd_request_set_cwd wd_request_set_system_root wd_request_set_workspace wd_request_setenv
-	wd_result_decision wd_result_exec_errno wd_result_exit_code wd_result_free
+	wd_result_decision wd_result_exec_errno wd_result_exec_step wd_result_net_refusal wd_result_exit_code wd_result_free
 	wd_result_json wd_result_oom_killed wd_result_outcome wd_result_output
 	wd_result_output_omitted wd_result_output_total wd_result_policy wd_result_refusal
 	wd_result_sandbox_id wd_result_signal wd_result_status wd_result_timed_out
@@ -125,6 +126,9 @@ expect_file "$INCLUDEDIR/warden.h"
 expect_file "$LIBDIR/libwarden.so.$VERSION"
 expect_file "$LIBDIR/pkgconfig/warden.pc"
 expect_file "$BINDIR/warden"
+# the session monitor, and the first program of a gVisor sandbox in an image
+expect_file "$LIBEXECDIR/warden/warden-monitor"
+expect_file "$LIBEXECDIR/warden/warden-init"
 check "libwarden.so -> libwarden.so.$SOVERSION -> libwarden.so.$VERSION" \
 	test "$(readlink "$LIB/libwarden.so")" = "libwarden.so.$SOVERSION" -a \
 	"$(readlink "$LIB/libwarden.so.$SOVERSION")" = "libwarden.so.$VERSION"

@@ -5,6 +5,9 @@
 #   WARDEN      the built warden CLI
 #   WD_PROBE    the static wd-probe helper
 #   WD_MUST_WORK=1 turns a skip (exit 77) into a failure, as in CI.
+#   WD_IMAGE_RECIPE=NAME  run every `wd` in the image of
+#               tests/integration/images/NAME.recipe (--image), built
+#               once by image_fixture; WD_IMAGE is then its name.
 #
 # Each test prints "ok - ..." / "not ok - ..." lines (TAP-like, for the log)
 # and exits 0, 1 on any failure, or 77 when the host cannot run it.
@@ -118,7 +121,8 @@ host_ia32() {
 }
 
 wd() {
-	"$WARDEN" run --workspace "$WS" "$@" >"$OUT" 2>"$ERR" </dev/null
+	"$WARDEN" run --workspace "$WS" ${WD_IMAGE:+--image "$WD_IMAGE"} "$@" \
+		>"$OUT" 2>"$ERR" </dev/null
 	RC=$?
 	return 0
 }
@@ -273,3 +277,40 @@ require_python() {
 hexstr() {
 	printf %s "$1" | od -An -tx1 | tr -d ' \n'
 }
+
+# image_fixture RECIPE: the image of tests/integration/images/RECIPE.recipe
+# in the suite's shared store ($top/build-cache/images, WARDEN_IMAGE_DIR,
+# exported), built there by image_fixture.sh if absent; sets WD_FIXTURE
+# to its name.  The store is shared by every test and by the release and
+# ASan runs (one build per recipe and checkout, under a flock).  Skips
+# when the Debian mirror is unreachable, even under WD_MUST_WORK=1: that
+# is the network, not warden; a host without mmdebstrap skips, or fails
+# under WD_MUST_WORK=1.
+WD_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+image_fixture() {
+	local recipe=$WD_SRC/tests/integration/images/$1.recipe rc
+	command -v mmdebstrap >/dev/null || skip "mmdebstrap is not installed (scripts/deps.sh installs it)"
+	export WARDEN_IMAGE_DIR=${WD_IMAGE_STORE:-$WD_SRC/build-cache/images}
+	WD_FIXTURE=$(bash "$WD_SRC/tests/integration/image_fixture.sh" "$WARDEN" \
+		"$WARDEN_IMAGE_DIR" "$recipe")
+	rc=$?
+	if [ "$rc" = 77 ]; then
+		echo "SKIP: the Debian mirror is unreachable (image $1)"
+		exit 77
+	fi
+	[ "$rc" = 0 ] || {
+		echo "Bail out! image_fixture $1 failed (status $rc)"
+		exit 1
+	}
+}
+
+# WD_IMAGE_RECIPE: the whole test in that image (see the top).
+WD_IMAGE_ARGS=
+if [ -n "${WD_IMAGE_RECIPE:-}" ]; then
+	image_fixture "$WD_IMAGE_RECIPE"
+	WD_IMAGE=$WD_FIXTURE
+	# for a warden command line in a string (script -c); a fixture's
+	# name is [a-z0-9-]: nothing to quote
+	WD_IMAGE_ARGS="--image $WD_IMAGE"
+	echo "# every wd runs with --image $WD_IMAGE ($WARDEN_IMAGE_DIR)"
+fi

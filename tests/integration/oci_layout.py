@@ -2,12 +2,16 @@
 """Write an OCI image layout (or a docker save tarball) with hand-made
 layers, for image.sh and image_export.sh.
 
-    oci_layout.py [--docker | --docker-oci] DEST CASE [ARG]
+    oci_layout.py [--docker | --docker-oci] DEST CASE [ARG [NAME]]
 
 CASE is the layer: "probe" (ARG: a static program, at usr/bin/wd-probe,
-with bin -> usr/bin and an etc/; its config sets Env, User 1001:1001 and
-WorkingDir), "probe-user" (the same with the host's cat and its
-libraries, its config's User "node"; "probe-root": User "root", a WorkingDir with an escape byte), or a hostile one: "device" (a character device node),
+or at usr/bin/NAME with a fourth argument NAME; with bin -> usr/bin, an
+etc/, and directories and a file of mode 0777 and 0666 that only a
+read-only mount protects), "probe-config" (the same, its config setting
+Env, User 1001:1001 and WorkingDir), "probe-user" (the same with the
+host's cat and its libraries, its config's User "node"; "probe-root":
+User "root", a WorkingDir with an escape byte), or a hostile one:
+"device" (a character device node),
 "escape" (ARG: a host path; the entries ../../..ARG, /ARG-abs and a link
 to ARG's directory then a file through it), "hardlink" (a hard link to
 /etc/shadow), "sparse" (a 10 GB GNU sparse file holding 4 KiB of data),
@@ -17,7 +21,8 @@ layer 2 writes a file through the link), "whiteout" (ARG: a host file;
 whiteouts ../..ARG's .wh. and .wh..wh..opq of its directory, by relative
 and absolute names), "hardlink-layers" (layer 1 links etc -> /etc, layer
 2 hard-links shadow-copy to etc/shadow), "many" (ARG: a count of empty
-files in one layer), "toomany" (the same, gzip'd, headers made here).  Layers are uncompressed tars; the tag is "t".
+files in one layer), "toomany" (the same, gzip'd, headers made here).
+Layers are uncompressed tars; the tag is "t".
 
 DEST is an OCI image layout directory, or with --docker a docker save
 tarball in Docker's legacy form (manifest.json, ID/layer.tar, the config
@@ -35,10 +40,10 @@ import tarfile
 import time
 
 
-def add_dir(tf, name):
+def add_dir(tf, name, mode=0o755):
     ti = tarfile.TarInfo(name)
     ti.type = tarfile.DIRTYPE
-    ti.mode = 0o755
+    ti.mode = mode
     tf.addfile(ti)
 
 
@@ -113,16 +118,22 @@ def base(tf):
     add_link(tf, "bin", "usr/bin")
 
 
-def layers(case, arg):
+def layers(case, arg, name="wd-probe"):
     """The layers (tar bytes each) and the config's "config" object."""
     config = {}
 
     def one(tf):
         base(tf)
-        if case in ("probe", "probe-user", "probe-root"):
+        if case in ("probe", "probe-config", "probe-user", "probe-root"):
             with open(arg, "rb") as f:
-                add_file(tf, "usr/bin/wd-probe", f.read(), 0o755)
+                add_file(tf, "usr/bin/" + name, f.read(), 0o755)
             add_file(tf, "etc/imported", b"from an OCI layout\n")
+            # open to everyone: only a read-only mount keeps a sandbox
+            # from writing these (gvisor_image.sh)
+            add_dir(tf, "usr/share")
+            add_dir(tf, "usr/share/wd-open", 0o777)
+            add_file(tf, "usr/share/wd-open/file", b"the image's\n", 0o666)
+            add_dir(tf, "etc/wd-open", 0o777)
             if case in ("probe-user", "probe-root"):
                 # the host's cat and the libraries it loads, to read the
                 # jail's /etc/passwd
@@ -197,7 +208,7 @@ def layers(case, arg):
         config = {"User": "node"}
     elif case == "probe-root":
         config = {"User": "root", "WorkingDir": "/srv/\x1b[31mred"}
-    elif case == "probe":
+    elif case == "probe-config":
         config = {"Env": ["WD_OCI_ENV=from-the-config", "PATH=/usr/bin:/bin"],
                   "User": "1001:1001", "WorkingDir": "/srv/app"}
     elif case == "badenv":
@@ -315,7 +326,8 @@ def main():
         form = args.pop(0)[2:]
     dest, case = args[0], args[1]
     arg = args[2] if len(args) > 2 else ""
-    tars, config = layers(case, arg)
+    name = args[3] if len(args) > 3 else "wd-probe"
+    tars, config = layers(case, arg, name)
     if form == "docker":
         write_docker(dest, tars, config)
     elif form == "docker-oci":

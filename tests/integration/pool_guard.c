@@ -2,7 +2,9 @@
  * pool_guard: what wd_pool_run() refuses, and its cancellation (the
  * server's pool relies on both).
  *
- *   pool_guard DIR           (DIR: a scratch directory for the workspace)
+ *   pool_guard DIR [OCI_LAYOUT_PY WD_PROBE]
+ *                            (DIR: a scratch directory for the workspace;
+ *                            the others make the images of 3)
  *
  *   1. A policy whose sandbox object sets a memory limit the template lacks:
  *      the run is refused (-EINVAL), nothing runs; a template with that
@@ -10,6 +12,11 @@
  *   2. A command cancelled (its wd_cmd_set_cancel_fd eventfd) while it
  *      waits for an instance returns -ECANCELED within a second; one
  *      cancelled while it runs is killed within a second.
+ *   3. Images (two imported from OCI layouts made by oci_layout.py, in
+ *      milliseconds): a pool built on the host's /usr under a policy whose
+ *      sandbox.image is imga refuses the run, nothing runs; a pool built
+ *      in imga runs imga's program; a tool whose image is imgb is refused
+ *      in it.  An instance never serves a command of another image.
  *
  * Root and the container level (the pool's condition): 77 otherwise, a
  * failure under WD_MUST_WORK=1.  Public API only.
@@ -37,7 +44,7 @@ static int failures;
 		printf("\n");                                                                      \
 	} while (0)
 
-static char ws[4096], policy[4200];
+static char ws[4096], policy[4200], top[4096];
 
 static double
 now_s(void)
@@ -187,6 +194,94 @@ cancel(wd_ctx *ctx)
 	wd_pool_free(pool);
 }
 
+/* Import a one-layer OCI layout holding probe at usr/bin/prog as name. */
+static int
+import_image(wd_ctx *ctx, const char *oci, const char *probe, const char *name, const char *prog)
+{
+	char dir[4400], cmd[13000];
+	snprintf(dir, sizeof(dir), "%s/oci-%s", top, name);
+	snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' probe '%s' '%s'", oci, dir, probe, prog);
+	if (system(cmd) != 0)
+		return -1;
+	struct wd_err e = {0};
+	char *js = NULL;
+	int rc = wd_image_import(ctx, name, dir, NULL, &js, &e);
+	free(js);
+	CHECK(rc == 0, "image %s imported (%s)", name, e.msg);
+	return rc;
+}
+
+static void
+images(const char *oci, const char *probe)
+{
+	struct wd_err e = {0};
+	char pol[4300];
+	snprintf(pol, sizeof(pol), "%s.images.json", ws);
+	FILE *f = fopen(pol, "w");
+	fputs("{\"version\": 1, \"sandbox\": {\"memory\": \"96MiB\", \"image\": \"imga\"},"
+	      " \"programs\": {\"touch\": {}, \"probe-a\": {\"paths\": \"none\"}},"
+	      " \"tools\": {\"tb\": {\"class\": \"sandbox\", \"image\": \"imgb\"}}}\n",
+	      f);
+	fclose(f);
+	wd_ctx *ctx = NULL;
+	if (wd_ctx_new(&ctx, &e) < 0 || wd_ctx_set_policy_file(ctx, pol, &e) < 0) {
+		CHECK(0, "a context for the images (%s)", e.msg);
+		wd_ctx_free(ctx);
+		return;
+	}
+	if (import_image(ctx, oci, probe, "imga", "probe-a") < 0 ||
+	    import_image(ctx, oci, probe, "imgb", "probe-b") < 0) {
+		wd_ctx_free(ctx);
+		return;
+	}
+	/* a pool on the host's /usr, a policy that says imga */
+	wd_pool *pool = NULL;
+	wd_spec *t = spec_with(96ULL << 20);
+	int rc = wd_pool_new(ctx, t, 1, &pool, &e);
+	wd_spec_free(t);
+	CHECK(rc == 0, "a pool on the host's /usr (%s)", e.msg);
+	wd_cmd *c = command("touch ran-on-the-host-usr");
+	wd_result *r = NULL;
+	char path[4300];
+	snprintf(path, sizeof(path), "%s/ran-on-the-host-usr", ws);
+	if (rc == 0)
+		rc = wd_pool_run(pool, ws, c, &r, &e);
+	CHECK(rc == -EINVAL && strstr(e.msg, "image") && access(path, F_OK) < 0,
+	      "the policy's sandbox.image imga is not the instances' /usr: refused, nothing ran "
+	      "(%d: %s)",
+	      rc, e.msg);
+	wd_result_free(r);
+	wd_cmd_free(c);
+	wd_pool_free(pool);
+	/* a pool in imga: imga's program runs; tool tb (imgb) is refused */
+	pool = NULL;
+	e = (struct wd_err){0};
+	t = spec_with(96ULL << 20);
+	rc = wd_spec_set_image(t, "imga", &e);
+	if (rc == 0)
+		rc = wd_pool_new(ctx, t, 1, &pool, &e);
+	wd_spec_free(t);
+	CHECK(rc == 0, "a pool in imga (%s)", e.msg);
+	r = NULL;
+	c = command("probe-a ids");
+	if (rc == 0)
+		rc = wd_pool_run(pool, ws, c, &r, &e);
+	CHECK(rc == 0 && wd_result_status(r) == 0, "imga's probe-a runs in its instance (%d: %s)",
+	      rc, e.msg);
+	wd_result_free(r);
+	r = NULL;
+	e = (struct wd_err){0};
+	wd_cmd_set_tool(c, "tb", &e);
+	rc = pool ? wd_pool_run(pool, ws, c, &r, &e) : -1;
+	CHECK(rc == -EINVAL && strstr(e.msg, "tool 'tb' runs in image imgb"),
+	      "tool tb (image imgb) in an imga instance: refused (%d: %s)", rc, e.msg);
+	wd_result_free(r);
+	wd_cmd_free(c);
+	wd_pool_free(pool);
+	wd_ctx_free(ctx);
+	unlink(pol);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -196,9 +291,15 @@ main(int argc, char **argv)
 	}
 	if (geteuid() != 0)
 		return skip("the warm pool needs root");
+	snprintf(top, sizeof(top), "%s/pool-guard.%d.top", argv[1], (int)getpid());
 	snprintf(ws, sizeof(ws), "%s/pool-guard.%d", argv[1], (int)getpid());
 	snprintf(policy, sizeof(policy), "%s.json", ws);
-	if (mkdir(ws, 0755) < 0)
+	if (mkdir(ws, 0755) < 0 || mkdir(top, 0700) < 0)
+		return 1;
+	/* the images of 3 in a store of this run's own */
+	char state[4200];
+	snprintf(state, sizeof(state), "%s/state", top);
+	if (mkdir(state, 0700) < 0 || setenv("WARDEN_STATE_DIR", state, 1) < 0)
 		return 1;
 	FILE *f = fopen(policy, "w");
 	fputs("{\"version\": 1, \"sandbox\": {\"memory\": \"96MiB\"},"
@@ -227,11 +328,13 @@ main(int argc, char **argv)
 	} else {
 		guard(ctx);
 		cancel(ctx);
+		if (argc > 3)
+			images(argv[2], argv[3]);
 		ret = failures ? 1 : 0;
 	}
 	wd_ctx_free(ctx);
-	char rm[9000];
-	snprintf(rm, sizeof(rm), "rm -rf '%s' '%s'", ws, policy);
+	char rm[13000];
+	snprintf(rm, sizeof(rm), "rm -rf '%s' '%s' '%s'", ws, policy, top);
 	if (system(rm) != 0)
 		ret = 1;
 	return ret;

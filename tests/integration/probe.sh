@@ -109,19 +109,19 @@ probe_report "env"
 # is typed, so fd 0 inside is no terminal and neither TIOCSTI
 # (CVE-2017-5226) nor stty can reach the caller's terminal.
 if command -v script >/dev/null; then
-	TERM=xterm-256color script -qec "'$WARDEN' run --workspace '$WS' -- /usr/bin/env" /dev/null \
+	TERM=xterm-256color script -qec "'$WARDEN' run --workspace '$WS' $WD_IMAGE_ARGS -- /usr/bin/env" /dev/null \
 		</dev/null >"$OUT" 2>"$ERR"
 	check "with a terminal: TERM is passed on" grep -q '^TERM=xterm-256color' "$OUT"
-	TERM=xterm script -qec "'$WARDEN' run --workspace '$WS' --stdin ${PROBE_BIND[*]} -- $PROBE tiocsti-stdin" \
+	TERM=xterm script -qec "'$WARDEN' run --workspace '$WS' $WD_IMAGE_ARGS --stdin ${PROBE_BIND[*]} -- $PROBE tiocsti-stdin" \
 		/dev/null </dev/null >"$OUT" 2>"$ERR"
 	check "--stdin on a terminal: fd 0 inside is not the terminal (TIOCSTI finds none)" \
 		grep -q 'tiocsti-stdin ENOTTY (isatty 0)' "$OUT"
-	TERM=xterm script -qec "'$WARDEN' run --workspace '$WS' --stdin -- /bin/stty -echo; stty -a" \
+	TERM=xterm script -qec "'$WARDEN' run --workspace '$WS' $WD_IMAGE_ARGS --stdin -- /bin/stty -echo; stty -a" \
 		/dev/null </dev/null >"$OUT" 2>"$ERR"
 	check "--stdin on a terminal: stty inside leaves the caller's terminal alone" \
 		sh -c "! grep -q ' -echo ' '$OUT'"
 	(sleep 0.5; printf 'typed-line\n') | TERM=xterm timeout 20 script -qec \
-		"'$WARDEN' run --workspace '$WS' --stdin -- head -n 1" /dev/null >"$OUT" 2>"$ERR"
+		"'$WARDEN' run --workspace '$WS' $WD_IMAGE_ARGS --stdin -- head -n 1" /dev/null >"$OUT" 2>"$ERR"
 	check "--stdin on a terminal: what is typed reaches the command" \
 		test "$(grep -c typed-line "$OUT")" -ge 2
 fi

@@ -10,6 +10,7 @@ failure, or 77 when the host cannot run sandboxes.
 import http.client
 import json
 import os
+import re
 import select
 import shutil
 import socket
@@ -98,8 +99,9 @@ class Server:
         for _ in range(500):
             self.errf.seek(0)
             for line in self.errf.read().splitlines():
-                if "listening on http://" in line:
-                    return int(line.rsplit(":", 1)[1].split("/")[0])
+                m = re.search(r"listening on http://\S+?:(\d+)/mcp", line)
+                if m:
+                    return int(m.group(1))
             if self.p.poll() is not None:
                 break
             time.sleep(0.01)

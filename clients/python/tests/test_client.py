@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import warden  # noqa: E402
 from warden import (ApplyRefused, Client, Denied, FileRefused, Forbidden,  # noqa: E402
                     NoSuchSandbox, NotAvailable, Paused, Timeout, CommandFailed,
-                    ConnectionClosed)
+                    ConnectionClosed, RPCError)
 
 WARDEN = os.path.realpath(os.environ.get("WARDEN", "warden"))
 MUST_WORK = os.environ.get("WD_MUST_WORK") == "1"
@@ -193,9 +193,18 @@ class TestSocket(unittest.TestCase):
             self.assertEqual(f.read(), "by the model\n")
         os.unlink(target)
 
+    def test_image_not_offered(self):
+        # this server offers no image (no --image, --allow-image)
+        with self.assertRaises(RPCError) as cm:
+            self.c.sandbox(image="imga")
+        self.assertEqual(cm.exception.code, -32602)
+        self.assertIn("--allow-image", str(cm.exception))
+        self.assertEqual(self.c.sandboxes(), [])
+
     def test_direct_sandbox_has_no_change_set(self):
         with self.c.sandbox() as sb:
             self.assertEqual(sb.workspace_mode, "direct")
+            self.assertIsNone(sb.image)
             with self.assertRaises(NotAvailable):
                 sb.apply(["hello.txt"])
             with self.assertRaises(NotAvailable):

@@ -384,7 +384,8 @@ class Client:
         return _raise_for(Result(self.call("sandbox.run", p, on_output)), check)
 
     def sandbox(self, memory=None, pids=None, cpus=None, timeout=None, output_limit=None,
-                env=None, reproducible=False, workspace_mode=None, disk=None, protect=None):
+                env=None, reproducible=False, workspace_mode=None, disk=None, protect=None,
+                image=None):
         """A live sandbox (sandbox.create) for several commands; a context
         manager that destroys it.
 
@@ -392,7 +393,10 @@ class Client:
         workspace, in a change set that diff() shows, apply() writes into
         the directory and discard() drops; disk bounds it (bytes, or a size
         such as "512M"; at most the server's --disk).  protect: more paths
-        kept read-only, inside and to the file methods."""
+        kept read-only, inside and to the file methods.  image: one the
+        server offers (warden serve --image, --allow-image; default its
+        --image); another raises RPCError (-32602) naming it.  The sandbox's
+        image and image_digest say what it runs in."""
         limits = {k: v for k, v in (("memory", memory), ("pids", pids), ("cpus", cpus),
                                     ("timeout", timeout), ("output_limit", output_limit))
                   if v is not None}
@@ -409,8 +413,12 @@ class Client:
             p["disk"] = disk
         if protect is not None:
             p["protect"] = list(protect)
+        if image is not None:
+            p["image"] = image
         r = self.call("sandbox.create", p)
-        return Sandbox(self, r["sandbox"], r.get("workspace_mode", "direct"))
+        sb = Sandbox(self, r["sandbox"], r.get("workspace_mode", "direct"))
+        sb.image, sb.image_digest = r.get("image"), r.get("image_digest")
+        return sb
 
     def sandboxes(self):
         return self.call("sandbox.list")["sandboxes"]
@@ -460,6 +468,7 @@ class Sandbox:
         self.workspace_mode = workspace_mode
         self.owned = owned  # False: another connection's (Client.review)
         self.closed = not owned
+        self.image = self.image_digest = None  # sandbox.create's
 
     def __enter__(self):
         return self

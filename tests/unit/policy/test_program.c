@@ -212,3 +212,56 @@ Test(policy_program, resolve_reports_where)
 	cr_expect_eq(pr.kind, POLICY_PROG_WORKSPACE);
 	cr_expect_str_eq(pr.rel, "cat");
 }
+
+/* A bare name in an image is walked in the jail's view, directory by
+ * directory of the jail's PATH: the host's lstat of ROOT/usr/bin/cat
+ * followed an image's usr -> /workspace on the host's side, found
+ * nothing, judged `cat` by name, and the jail ran the model's
+ * /workspace/bin/cat.  Only a name missing in the image's own trees moves
+ * on to the next directory; one whose directory leads into the workspace
+ * is judged there (the model could create the file after the decision). */
+Test(policy_program, bare_name_in_an_image)
+{
+	char root[PATH_MAX];
+	struct policy_decision d;
+	policy_decision_init(&d);
+	/* usr -> /workspace: the model's bin/cat would be /usr/bin/cat */
+	fx_dir("img1");
+	fx_link("/workspace", "img1/usr");
+	fx_link("usr/bin", "img1/bin");
+	fx_path(root, "img1");
+	struct policy_request r = req_for("cat file.txt");
+	r.system_root = root;
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_expect_eq(d.kind, POLICY_DENY, "%s", d.reason);
+	cr_expect_str_eq(d.rule, "programs.path");
+	cr_expect_not_null(strstr(d.reason, "/workspace/"), "%s", d.reason);
+	/* an ordinary image: /usr/local/bin missing, /usr/bin/cat a file */
+	fx_dir("img2");
+	fx_dir("img2/usr");
+	fx_dir("img2/usr/bin");
+	fx_file("img2/usr/bin/cat", "");
+	fx_path(root, "img2");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_expect_eq(d.kind, POLICY_ALLOW, "%s", d.reason);
+	cr_expect_str_eq(d.rule, "programs.cat");
+	/* a name the image lacks: judged by name (the jail finds nothing) */
+	r = req_for("warden-no-such-program");
+	r.system_root = root;
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_expect_str_eq(d.rule, "programs");
+	/* usr/local -> /workspace/local, missing there, before a real
+	 * /usr/bin/cat: judged in the workspace, not moved past */
+	fx_dir("img3");
+	fx_dir("img3/usr");
+	fx_dir("img3/usr/bin");
+	fx_file("img3/usr/bin/cat", "");
+	fx_link("/workspace/local", "img3/usr/local");
+	fx_path(root, "img3");
+	r = req_for("cat file.txt");
+	r.system_root = root;
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_expect_eq(d.kind, POLICY_DENY, "%s", d.reason);
+	cr_expect_str_eq(d.rule, "programs.path");
+	policy_decision_fini(&d);
+}
