@@ -93,8 +93,8 @@ probe_main(void *arg)
 	char why[384] = "";
 	struct wd_err err = {0};
 	/* the server's own sandbox, built and ended: the level, the limits
-	 * (cgroups) and the network as every call gets them */
-	wd_spec *spec = run_spec(s, NULL, &err);
+	 * (cgroups), the network and the default image as every call gets them */
+	wd_spec *spec = run_spec(s, NULL, s->o.image, NULL, &err);
 	wd_sandbox *sb = NULL;
 	if (!spec || wd_sandbox_create(s->ctx, spec, &sb, &err) < 0) {
 		/* why: the doctor's reason when it finds the level missing
