@@ -18,6 +18,9 @@ pkgs=(
 	# images: root filesystems from Debian packages, OCI
 	# layouts imported (and made by the tests)
 	mmdebstrap umoci
+	# the containerd test: warden's image under Debian's container
+	# runtime, with the OCI spec a Kubernetes pod's security context makes
+	containerd runc
 )
 
 missing=()

@@ -191,16 +191,22 @@ sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsign
 		sb->cg = NULL;
 	}
 	cgroup_dirs_free(dirs);
-	if (rc < 0 && geteuid() != 0 && (rc == -EPERM || rc == -ENOTSUP)) {
+	if (rc < 0 && (rc == -EPERM || rc == -ENOTSUP)) {
 		/* An unprivileged caller on a host without a delegated
-		 * subtree cannot have memory, pids or CPU limits.  Fail closed:
-		 * a limit asked for and not enforced is worse than an error,
+		 * subtree, or root in a container whose cgroup file system is
+		 * read-only (a Kubernetes pod that is not privileged: its own
+		 * cgroup is the pod's, set by the kubelet), cannot have
+		 * memory, pids or CPU limits of warden's own.  Fail closed: a
+		 * limit asked for and not enforced is worse than an error,
 		 * unless the caller said best effort will do. */
 		if (!spec->best_effort) {
+			char why[sizeof(err->msg) / 2];
+			snprintf(why, sizeof(why), "%s", err ? err->msg : "");
 			wd_err_set(err, WD_E_UNSUPPORTED,
 				   "memory, pids and CPU limits cannot be enforced here (no "
-				   "cgroup: not root, no delegated v2 subtree); --best-effort "
-				   "runs without them");
+				   "cgroup: %s); --best-effort runs without them",
+				   geteuid() != 0 ? "not root, no delegated v2 subtree"
+						  : why);
 			if (err)
 				err->code = WD_E_UNSUPPORTED;
 			return -ENOTSUP;
@@ -454,6 +460,7 @@ local_setup_error(struct sandbox *sb, struct wd_err *err)
 	else
 		rc = wd_err_sys(err, sb->setup_errno, "jail step %s",
 				jail_step_name(sb->setup_step));
+	confine_hint(sb->spec, rc, err);
 	if (err)
 		err->step = sb->setup_step;
 	return rc;

@@ -409,6 +409,11 @@ struct sandbox {
 
 /* Make a sandbox object for spec (copied) with a fresh id (or the given
  * one), prepare it (no process yet).  events may be NULL. */
+/* After a failure to build a container-level sandbox: append to err's
+ * message the requirement warden's own confinement lacks (a capability,
+ * an unmasked /proc, a seccomp filter's permission), if it can tell
+ * (confine_hint.c). */
+void confine_hint(const wd_spec *spec, int rc, struct wd_err *err);
 int sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events,
 		struct sandbox **out, struct wd_err *err);
 int sandbox_start(struct sandbox *sb, struct wd_err *err); /* spawn */
