@@ -35,6 +35,7 @@ snapshot of the image, mounted), writable as a pod's is; /tmp,
 process's cwd) are tmpfs, as emptyDir volumes.
 """
 import json
+import os
 import sys
 
 NS_FLAGS = 2114060288  # containerd's mask: CLONE_NEWNS|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWCGROUP
@@ -54,6 +55,9 @@ def main():
     proc["terminal"] = False
     proc["cwd"] = "/work"
     proc["env"] = ["PATH=/usr/local/bin:/usr/bin", "HOME=/root"]
+    # a sanitizer build's settings reach warden in the pod (halt_on_error)
+    proc["env"] += ["%s=%s" % (k, os.environ[k]) for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS")
+                    if k in os.environ]
     # Kubernetes' allowPrivilegeEscalation: false is no_new_privs
     proc["noNewPrivileges"] = True
     caps = proc["capabilities"]["bounding"]
