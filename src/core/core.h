@@ -244,6 +244,9 @@ int mp_memfd(const char *name, const void *data, size_t len);
 char *mp_read_memfd(int fd, size_t max, size_t *len);
 /* The monitor program's body: warden-monitor ROOT ID (fd 3: readiness). */
 int session_monitor_main(int argc, char **argv);
+/* wd_peer_check as done for another process: the sandboxed commands are
+ * pid's descendants (a session monitor's peer checker, monitor.c). */
+void peer_set_ancestor(long pid);
 /* session.c, for session_changes.c: a session by reference (its state
  * directory open), a request to its monitor. */
 struct where {

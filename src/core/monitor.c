@@ -46,6 +46,7 @@ struct mon {
 	pthread_cond_t cond;
 	int active;   /* requests being served, detached commands included */
 	int detached; /* detached commands running */
+	int execs;    /* commands running for an exec request */
 	int working;  /* requests that count as use (not info) being served */
 	unsigned seq; /* detached commands started */
 	uint64_t last_ns;
@@ -187,8 +188,15 @@ do_exec(int conn, json_t *q, int *fds, int nfds)
 	wd_result *r = NULL;
 	if (rc == 0)
 		rc = gate_require((unsigned)ju(q, "require"), M.sb->sb, &e);
-	if (rc == 0)
+	if (rc == 0) {
+		pthread_mutex_lock(&M.lock);
+		M.execs++;
+		pthread_mutex_unlock(&M.lock);
 		rc = sandbox_exec(M.sb->sb, &x, &r, &e);
+		pthread_mutex_lock(&M.lock);
+		M.execs--;
+		pthread_mutex_unlock(&M.lock);
+	}
 	if (rc < 0) {
 		reply_err(conn, rc, &e);
 	} else {
@@ -380,6 +388,34 @@ paths_of(json_t *q, size_t *n)
 	return p;
 }
 
+/* Whether the session's change set holds still while it is written
+ * (apply) or copied (snapshot): its processes are frozen for the review,
+ * or none runs.  An ordinary user on a cgroup-v1 host runs with
+ * --best-effort and no cgroup, so nothing can freeze them; a command
+ * still running could then rewrite a file between the --expect check and
+ * its copy, and what is applied would not be what was reviewed.  So that
+ * case is refused (fail closed) rather than applied unfrozen. */
+static int
+review_held(const char *what, struct wd_err *e)
+{
+	if (!M.sb->sb || atomic_load(&M.sb->sb->review_frozen))
+		return 0;
+	pthread_mutex_lock(&M.lock);
+	int others = M.execs + M.detached;
+	pthread_mutex_unlock(&M.lock);
+	if (others <= 0)
+		return 0;
+	wd_err_set(e, WD_E_UNSUPPORTED,
+		   "%s refused: %d command%s of the session still run%s and cannot be frozen "
+		   "here (no cgroup to freeze them in: an ordinary user with --best-effort), "
+		   "so the files could change while they are %s; wait for %s to end or "
+		   "stop the session (warden stop), then %s again",
+		   what, others, others == 1 ? "" : "s", others == 1 ? "s" : "",
+		   !strcmp(what, "apply") ? "written" : "copied", others == 1 ? "it" : "them",
+		   what);
+	return -EBUSY;
+}
+
 static void
 do_changes(int conn, const char *op, json_t *q)
 {
@@ -401,9 +437,11 @@ do_changes(int conn, const char *op, json_t *q)
 			reply_ok(conn, NULL, out, strlen(out));
 	} else if (!strcmp(op, "apply")) {
 		sandbox_review(M.sb->sb, true);
-		rc =
-		    box_apply(M.sb->box, paths, np, json_string_value(json_object_get(q, "expect")),
-			      json_is_true(json_object_get(q, "json")), &out, &e);
+		rc = review_held("apply", &e);
+		if (rc == 0)
+			rc = box_apply(M.sb->box, paths, np,
+				       json_string_value(json_object_get(q, "expect")),
+				       json_is_true(json_object_get(q, "json")), &out, &e);
 		sandbox_review(M.sb->sb, false);
 		if (rc >= 0) {
 			char *m = wd_xasprintf("\"status\":%d", rc);
@@ -444,9 +482,19 @@ do_snapshot(int conn, json_t *q)
 {
 	struct wd_err e = {0};
 	const char *tag = json_string_value(json_object_get(q, "tag"));
-	int disk = M.sb->box && M.sb->box->ws ? M.sb->box->ws->disk : -1;
-	int rc = tag ? session_snapshot_copy(M.dirfd, tag, disk, &e)
-		     : wd_err_set(&e, WD_E_INVAL, "no tag");
+	struct ws *w = M.sb->box ? M.sb->box->ws : NULL;
+	/* an ordinary user's layers are no file system to freeze: the
+	 * session's processes are (or none may run) */
+	int disk = w && !w->user_layers ? w->disk : -1;
+	int rc = tag ? 0 : wd_err_set(&e, WD_E_INVAL, "no tag");
+	if (rc == 0 && w && w->user_layers) {
+		sandbox_review(M.sb->sb, true);
+		rc = review_held("snapshot", &e);
+	}
+	if (rc == 0)
+		rc = session_snapshot_copy(M.dirfd, tag, disk, &e);
+	if (w && w->user_layers)
+		sandbox_review(M.sb->sb, false);
 	if (rc < 0)
 		reply_err(conn, rc, &e);
 	else
@@ -567,6 +615,121 @@ out:
 	return NULL;
 }
 
+/* An ordinary user's cow monitor lives in a user namespace of its own
+ * (ws_userns_enter), from where the kernel lets it read neither the
+ * namespaces of a client in the host's (its parent) nor tell them from a
+ * sandbox's: /proc/PID/ns needs ptrace access, which a parent namespace's
+ * process denies.  So the checks are made by a process forked before the
+ * unshare, in the host's namespaces as a root-mode monitor is, which
+ * judges each connection sent to it (SCM_RIGHTS) with wd_peer_check as
+ * if it were the monitor (its sandboxed commands descend from the
+ * monitor).  It owns the monitor's namespace, so it may inspect the
+ * jails nested there.  It ends when the monitor's end of the pair
+ * closes. */
+static int peer_checker = -1;
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+peer_checker_main(int sock)
+{
+	peer_set_ancestor((long)getppid());
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	prctl(PR_SET_NAME, "warden-peercheck", 0, 0, 0);
+	for (;;) {
+		char c;
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} u;
+		struct iovec iov = {&c, 1};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+				    .msg_controllen = sizeof(u.b)};
+		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n <= 0)
+			_exit(0);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		int fd = -1;
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		struct wd_err e = {0};
+		char reply[sizeof(e.msg) + 1];
+		if (fd >= 0 && wd_peer_check(fd, &e) == 0)
+			snprintf(reply, sizeof(reply), "+");
+		else
+			snprintf(reply, sizeof(reply), "-%s", fd < 0 ? "no connection" : e.msg);
+		if (fd >= 0)
+			close(fd);
+		if (send(sock, reply, strlen(reply), MSG_NOSIGNAL) < 0)
+			_exit(0);
+	}
+}
+
+static int
+peer_checker_start(int *keep, size_t nkeep)
+{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(sp[0]);
+		close(sp[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		/* nothing of the monitor's but the pair: not its lock (a
+		 * session would look running), not the starter's pipe */
+		for (size_t i = 0; i < nkeep; i++)
+			if (keep[i] >= 0)
+				close(keep[i]);
+		close(3);
+		close(sp[0]);
+		peer_checker_main(sp[1]);
+		_exit(0);
+	}
+	close(sp[1]);
+	peer_checker = sp[0];
+	return 0;
+}
+
+/* The checker's verdict on conn (false when it is gone: fail closed). */
+static bool
+peer_checked(int conn, struct wd_err *e)
+{
+	char c = 'c';
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {&c, 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+			    .msg_controllen = sizeof(u.b)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &conn, sizeof(int));
+	char reply[sizeof(e->msg) + 1];
+	ssize_t n = -1;
+	/* one question and its answer at a time: connections come from
+	 * several threads */
+	pthread_mutex_lock(&peer_lock);
+	if (sendmsg(peer_checker, &mh, MSG_NOSIGNAL) == 1)
+		n = recv(peer_checker, reply, sizeof(reply) - 1, 0);
+	pthread_mutex_unlock(&peer_lock);
+	if (n <= 0) {
+		wd_err_set(e, WD_E_SYS, "the peer checker is gone");
+		return false;
+	}
+	reply[n] = '\0';
+	if (reply[0] == '+')
+		return true;
+	wd_err_set(e, WD_E_INVAL, "%s", reply + 1);
+	return false;
+}
+
 /* Only our own user (or root) may talk to us: the directory's 0700 says
  * so already; the peer's credentials say it again, whatever the
  * directory's mode became. */
@@ -579,6 +742,13 @@ peer_ok(int conn)
 		return false;
 	if (uc.uid != geteuid() && uc.uid != 0)
 		return false;
+	if (peer_checker >= 0) {
+		struct wd_err e = {0};
+		if (peer_checked(conn, &e))
+			return true;
+		wd_log(WD_LOG_WARN, "monitor.sock: refused: %s", e.msg);
+		return false;
+	}
 	/* Why: the requests here run with no policy stage (the caller's
 	 * context judged them), so a session's own command must not send
 	 * them: at the process level it sees the state directory and runs as
@@ -704,7 +874,8 @@ start(int readyfd)
 	}
 	json_decref(meta);
 	struct stat st;
-	bool disk = fstatat(M.dirfd, "disk.img", &st, AT_SYMLINK_NOFOLLOW) == 0;
+	bool disk = fstatat(M.dirfd, "disk.img", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+		    fstatat(M.dirfd, WS_LAYERS, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (rc == 0 && (rc = wd_ctx_new(&M.ctx, &e)) == 0) {
 		wd_ctx_set_log_handler(M.ctx, mon_log, NULL, WD_LOG_INFO);
 		rc = wd_ctx_set_state_dir(M.ctx, M.root, &e);
@@ -781,6 +952,24 @@ session_monitor_main(int argc, char **argv)
 		(void)!ftruncate(lf, 0);
 	M.log = lf >= 0 ? fdopen(lf, "a") : NULL;
 	wd_set_log_handler(mon_log, NULL, WD_LOG_INFO);
+	struct stat lst;
+	if (geteuid() != 0 && fstatat(M.dirfd, WS_LAYERS, &lst, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* An ordinary user's cow session: the overlay is mounted in a
+		 * user namespace of ours (still single-threaded here, as
+		 * unshare requires), and each jail's namespaces nest in it.
+		 * Everything opened from here on resolves in its mount
+		 * namespace (overlayfs takes layers from the mounter's). */
+		struct wd_err e = {0};
+		int keep[] = {lk, M.dirfd, lf};
+		int prc = peer_checker_start(keep, WD_ARRAY_SIZE(keep));
+		if (prc < 0)
+			wd_err_sys(&e, -prc, "start the peer checker");
+		if (prc < 0 || ws_userns_enter(&e) < 0) {
+			wd_log(WD_LOG_ERROR, "cannot start: %s", e.msg);
+			ready(3, -ENOTSUP, &e);
+			return 1;
+		}
+	}
 	if (pipe2(M.wake, O_CLOEXEC) < 0)
 		return 1;
 	struct sigaction sa = {.sa_handler = on_term};

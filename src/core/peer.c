@@ -63,6 +63,16 @@ pidfd_pid(int pidfd)
 	return p ? strtol(p + 5, NULL, 10) : -1;
 }
 
+/* The process whose descendants are sandboxed commands: ourselves, or
+ * (peer_set_ancestor) the session monitor a checker process serves. */
+static long peer_ancestor;
+
+void
+peer_set_ancestor(long pid)
+{
+	peer_ancestor = pid;
+}
+
 static bool
 same_ns(int procfd, const char *name)
 {
@@ -222,7 +232,7 @@ admit(int fd, char *why, size_t cap)
 			 pid, pf, of);
 		goto out;
 	}
-	if (descends_from(pid, (long)getpid())) {
+	if (descends_from(pid, peer_ancestor ? peer_ancestor : (long)getpid())) {
 		snprintf(why, cap,
 			 "its process %ld was started by this server (a sandboxed command)", pid);
 		goto out;

@@ -328,6 +328,14 @@ open_snapshot(wd_ctx *ctx, const char *from, json_t **spec_json, struct wd_err *
 }
 
 static int
+copy_layers(void *arg, char **out, struct wd_err *err)
+{
+	const int *fds = arg;
+	(void)out;
+	return ws_copy_tree(fds[0], WS_LAYERS, fds[1], WS_LAYERS, err);
+}
+
+static int
 make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p, struct where *w,
 	   int snap, struct wd_err *err)
 {
@@ -349,10 +357,35 @@ make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p, 
 	bool root = geteuid() == 0;
 	if (snap >= 0) {
 		/* the snapshot's files: a sparse copy of its disk, its baseline */
-		if ((rc = ws_copy_sparse(snap, "disk.img", w->sbdir, "disk.img", err)) < 0)
+		if (faccessat(snap, WS_LAYERS, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+			/* an ordinary user's: layers/, not a disk, copied where
+			 * a file the sandbox made mode 000 is still readable */
+			int fds[2] = {snap, w->sbdir};
+			rc = root ? copy_layers(fds, NULL, err)
+				  : ws_userns_run(copy_layers, fds, NULL, err);
+			if (rc < 0)
+				return rc;
+		} else if ((rc = ws_copy_sparse(snap, "disk.img", w->sbdir, "disk.img", err)) <
+			   0) {
 			return rc;
+		}
 		if (faccessat(snap, "baseline", F_OK, 0) == 0 &&
 		    (rc = ws_copy_sparse(snap, "baseline", w->sbdir, "baseline", err)) < 0)
+			return rc;
+	} else if (wants_disk(spec) && !root) {
+		if ((rc = ws_layers_supported(err)) < 0)
+			return rc;
+		/* --disk bounds what the sandbox writes with an ext4 image of
+		 * that size; an ordinary user cannot mount one, and a limit
+		 * asked for and not enforced fails closed, as --memory does */
+		if (spec->disk_bytes && !spec->best_effort)
+			return wd_err_set(err, WD_E_UNSUPPORTED,
+					  "--disk needs root (a loop device and an ext4 mount); as "
+					  "an ordinary user a session's layers are a directory in "
+					  "your state directory, bounded only by its file system: "
+					  "drop --disk, or add --best-effort to run without the "
+					  "bound");
+		if ((rc = ws_layers_create(w->sbdir, err)) < 0)
 			return rc;
 	} else if (wants_disk(spec)) {
 		if ((rc = ws_disk_supported(err)) < 0)

@@ -41,6 +41,8 @@ session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err)
 		rc = ws_disk_freeze(disk, &fz, err);
 	if (rc == 0 && faccessat(sbdir, "disk.img", F_OK, 0) == 0)
 		rc = ws_copy_sparse(sbdir, "disk.img", to, "disk.img", err);
+	if (rc == 0 && faccessat(sbdir, WS_LAYERS, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		rc = ws_copy_tree(sbdir, WS_LAYERS, to, WS_LAYERS, err);
 	if (disk >= 0)
 		ws_disk_thaw(&fz);
 	if (rc == 0 && faccessat(sbdir, "baseline", F_OK, 0) == 0)
@@ -84,6 +86,79 @@ open_offline(struct where *w, struct box **b, int *lock, struct wd_err *err)
 	return rc;
 }
 
+/* An ordinary user's session: its layers are read and written from a
+ * user namespace of ours (ws_userns_run), where the files the sandbox
+ * made unreadable to us are not, and the overlay can be mounted (a
+ * partial discard writes through it). */
+static bool
+user_layers(const struct where *w)
+{
+	return geteuid() != 0 && faccessat(w->sbdir, WS_LAYERS, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+struct offline_op {
+	struct where *w;
+	const char *op, *tag, *expect;
+	const char *const *paths;
+	size_t np;
+	unsigned flags;
+	bool json;
+};
+
+static int
+snapshot_in_ns(void *arg, char **out, struct wd_err *err)
+{
+	struct offline_op *o = arg;
+	(void)out;
+	/* the state directory again, from this mount namespace */
+	wd_autoclose int sb = ws_state_sandboxes(o->w->root, err);
+	if (sb < 0)
+		return sb;
+	wd_autoclose int dir = openat(sb, o->w->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return wd_err_sys(err, errno, "the session's state");
+	return session_snapshot_copy(dir, o->tag, -1, err);
+}
+
+static int
+snapshot_user(struct where *w, const char *tag, struct wd_err *err)
+{
+	struct offline_op o = {.w = w, .tag = tag};
+	return ws_userns_run(snapshot_in_ns, &o, NULL, err);
+}
+
+static int open_offline(struct where *w, struct box **b, int *lock, struct wd_err *err);
+
+static int
+changes_in_ns(void *arg, char **out, struct wd_err *err)
+{
+	struct offline_op *o = arg;
+	struct box *b = NULL;
+	int lock = -1;
+	int rc = open_offline(o->w, &b, &lock, err);
+	if (rc < 0)
+		return rc;
+	if (!strcmp(o->op, "diff"))
+		rc = box_diff(b, o->paths, o->np, o->flags, out, err);
+	else if (!strcmp(o->op, "apply"))
+		rc = box_apply(b, o->paths, o->np, o->expect, o->json, out, err);
+	else
+		rc = box_discard(b, o->paths, o->np, false, err);
+	box_close(b);
+	close(lock);
+	return rc;
+}
+
+/* diff, apply or discard of a stopped session, here or (an ordinary
+ * user's) in a user namespace */
+static int
+offline(struct offline_op *o, char **out, struct wd_err *err)
+{
+	if (user_layers(o->w))
+		return ws_userns_run(changes_in_ns, o, out, err);
+	return changes_in_ns(o, out, err);
+}
+
 WD_API int
 wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err *err)
 {
@@ -104,7 +179,8 @@ wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err
 			int lk = openat(w.sbdir, "monitor.lock",
 					O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 			if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) == 0)
-				rc = session_snapshot_copy(w.sbdir, tag, -1, err);
+				rc = user_layers(&w) ? snapshot_user(&w, tag, err)
+						     : session_snapshot_copy(w.sbdir, tag, -1, err);
 			else
 				rc = wd_err_set(err, WD_E_INVAL, "the sandbox is busy (starting)");
 			if (lk >= 0)
@@ -151,13 +227,9 @@ wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t n
 		rc = session_call(w.sbdir, req, NULL, 0, NULL, out, NULL, err);
 		free(req);
 		if (rc == -ESRCH) {
-			struct box *b = NULL;
-			int lock = -1;
-			if ((rc = open_offline(&w, &b, &lock, err)) == 0) {
-				rc = box_diff(b, paths, np, flags, out, err);
-				box_close(b);
-				close(lock);
-			}
+			struct offline_op o = {
+			    .w = &w, .op = "diff", .paths = paths, .np = np, .flags = flags};
+			rc = offline(&o, out, err);
 		}
 	}
 	session_where_fini(&w);
@@ -183,13 +255,18 @@ wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t 
 			if (report)
 				*report = wd_steal_ptr(&rep);
 		} else if (rc == -ESRCH) {
-			struct box *b = NULL;
-			int lock = -1;
-			if ((rc = open_offline(&w, &b, &lock, err)) == 0) {
-				rc = box_apply(b, paths, np, expect, json, report, err);
-				box_close(b);
-				close(lock);
-			}
+			struct offline_op o = {.w = &w,
+					       .op = "apply",
+					       .paths = paths,
+					       .np = np,
+					       .expect = expect,
+					       .json = json};
+			char *text = NULL;
+			rc = offline(&o, &text, err);
+			if (report)
+				*report = text;
+			else
+				free(text);
 		}
 		free(rep);
 		json_decref(resp);
@@ -214,13 +291,8 @@ wd_session_discard(wd_ctx *ctx, const char *ref, const char *const *paths, size_
 		if (rc == 0) {
 			rc = (int)json_integer_value(json_object_get(resp, "dropped"));
 		} else if (rc == -ESRCH) {
-			struct box *b = NULL;
-			int lock = -1;
-			if ((rc = open_offline(&w, &b, &lock, err)) == 0) {
-				rc = box_discard(b, paths, np, false, err);
-				box_close(b);
-				close(lock);
-			}
+			struct offline_op o = {.w = &w, .op = "discard", .paths = paths, .np = np};
+			rc = offline(&o, NULL, err);
 		}
 		json_decref(resp);
 	}

@@ -534,6 +534,34 @@ wd_doctor(bool json, unsigned *ok_levels)
 		nlv++;
 	}
 	*ok_levels = ok;
+
+	/* What needs root, named (an ordinary user meets these as refusals
+	 * otherwise): each entry says yes, or why not and what works
+	 * instead. */
+	bool as_root = geteuid() == 0;
+	bool cow_ok = (ok & (1u << WD_ISOLATION_CONTAINER)) && pr[P_OVERLAY].st == ST_OK;
+	struct feature {
+		const char *name;
+		bool ok;
+		const char *why;
+	} feats[] = {
+	    {"cow sessions", cow_ok,
+	     cow_ok ? (as_root ? "on a sandbox disk (--disk bounds it)"
+			    : "the overlay in a user namespace, the layers in your state "
+			      "directory (unbounded: --disk needs root)")
+		    : "no overlayfs inside a user namespace here (see overlayfs above)"},
+	    {"--disk", as_root, "needs root (loop devices and ext4 mounts); a session's layers are "
+			     "then bounded only by the state directory's file system"},
+	    {"run --workspace-mode cow", as_root,
+	     "needs root (its layers are on a sandbox disk); a cow session (warden create "
+	     "--workspace-mode cow) works without"},
+	    {"warm pool", as_root,
+	     "needs root (a pooled sandbox's workspace is a clone of its mount, which needs "
+	     "CAP_SYS_ADMIN on the host)"},
+	    {"limits", pr[P_CGROUP].st == ST_OK,
+	     "no cgroup this user can create (root, or a delegated cgroup v2 subtree): "
+	     "--memory, --pids, --cpus and the review's freeze need --best-effort"},
+	};
 	(void)userns_ok;
 	(void)seccomp_ok;
 	(void)ll_abi;
@@ -554,6 +582,16 @@ wd_doctor(bool json, unsigned *ok_levels)
 			if (bp->ok)
 				json_array_append_new(oks, json_string(lv[i].name));
 		}
+		json_t *fs = json_object();
+		for (size_t i = 0; i < WD_ARRAY_SIZE(feats); i++) {
+			json_t *f = json_object();
+			json_object_set_new(f, "ok", json_boolean(feats[i].ok));
+			json_object_set_new(f, feats[i].ok ? "detail" : "why_not",
+					    feats[i].ok && (i != 0) ? json_null()
+								    : json_string(feats[i].why));
+			json_object_set_new(fs, feats[i].name, f);
+		}
+		json_object_set_new(root, "features", fs);
 		json_object_set_new(root, "ok_levels", oks);
 		json_object_set_new(root, "levels", levels);
 		json_t *probes = json_object();
@@ -587,6 +625,15 @@ wd_doctor(bool json, unsigned *ok_levels)
 			else if (bp->ok && bp->note[0])
 				fprintf(m, " (%s)", bp->note);
 			fprintf(m, "\n");
+		}
+		fprintf(m, "\nfeatures (as uid %u):\n", (unsigned)geteuid());
+		for (size_t i = 0; i < WD_ARRAY_SIZE(feats); i++) {
+			const struct feature *f = &feats[i];
+			if (f->ok && i == 0)
+				fprintf(m, "  %-26s yes: %s\n", f->name, f->why);
+			else
+				fprintf(m, "  %-26s %s%s\n", f->name, f->ok ? "yes" : "no: ",
+					f->ok ? "" : f->why);
 		}
 		if (fclose(m) != 0 || !out)
 			abort();

@@ -901,6 +901,15 @@ ws_discard(struct ws *w, const char *const *paths, size_t npaths, bool live, str
 	if (rc < 0)
 		return rc;
 	int n = (int)cs->n;
+	if ((live || npaths) && w->ovl < 0) {
+		/* the host's versions are written through the overlay, which
+		 * an ordinary user's stopped session does not have mounted */
+		ws_changes_free(cs);
+		return wd_err_set(err, WD_E_UNSUPPORTED,
+				  "discarding some paths of a stopped session needs its overlay, "
+				  "which only its monitor mounts for an ordinary user: warden "
+				  "start it first, or discard everything");
+	}
 	if (!live && npaths == 0) {
 		ws_changes_free(cs);
 		return (rc = empty_upper(w, err)) < 0 ? rc : n;

@@ -9,8 +9,10 @@
  *                                  content and mode are compared with the
  *                                  host's, and equal ones are no change)
  *   a whiteout: a 0/0 char device  the lower entry of that name is deleted
- *   an opaque directory            trusted.overlay.opaque=y: nothing of the
- *                                  lower directory of that name shows
+ *   an opaque directory            trusted.overlay.opaque=y (an ordinary
+ *                                  user's layers: user.overlay.opaque=y):
+ *                                  nothing of the lower directory of that
+ *                                  name shows
  *
  * So the walk goes over the upper layer only, looking up each name in the
  * host directory (the lower layer, live): its cost follows what the
@@ -484,7 +486,18 @@ entry(struct walker *k, int udir, const char *name, bool host_dir)
 	if (sub < 0)
 		return wd_err_sys(k->err, errno, "%s in the sandbox", k->path);
 	char val[4] = "";
-	ssize_t vn = fgetxattr(sub, "trusted.overlay.opaque", val, sizeof(val));
+	/* The mark in the namespace the overlay was mounted with, and only
+	 * that one: under a root-mounted overlay user.overlay.opaque is an
+	 * ordinary xattr the sandbox can set, and reading it here would let
+	 * it forge deletions of host files it still sees.  Under userxattr
+	 * (an ordinary user's layers) overlayfs refuses the sandbox any
+	 * user.overlay.* name, and trusted.* needs CAP_SYS_ADMIN on the
+	 * host.  overlayfs writes no xattr whiteout (user.overlay.whiteout)
+	 * in an upper layer: it only reads them in lower ones, so a file
+	 * carrying one here is a file. */
+	const char *opaque =
+	    k->w->user_layers ? "user.overlay.opaque" : "trusted.overlay.opaque";
+	ssize_t vn = fgetxattr(sub, opaque, val, sizeof(val));
 	if (host_is_dir && vn == 1 && val[0] == 'y' && (rc = opaque_deletions(k, sub, k->path)) < 0)
 		return rc;
 	return walk(k, sub, strlen(k->path), host_is_dir);

@@ -15,7 +15,9 @@
  * with SIGKILL therefore leaves no mount and no loop device behind.
  *
  * Root only: loop devices and mounting ext4 need CAP_SYS_ADMIN in the
- * initial user namespace (ext4 is not FS_USERNS_MOUNT). */
+ * initial user namespace (ext4 is not FS_USERNS_MOUNT).  An ordinary
+ * user's layers (the end of this file) are a plain directory instead,
+ * with the user namespace helpers that mount and read them. */
 #include "workspace/workspace.h"
 
 #include <fcntl.h>
@@ -25,8 +27,14 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <sys/xattr.h>
+#include <dirent.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -53,9 +61,10 @@ int
 ws_disk_supported(struct wd_err *err)
 {
 	if (geteuid() != 0)
-		return unsupported(err, "a sandbox disk (cow workspaces, sessions) needs root "
+		return unsupported(err, "a sandbox disk (a one-shot cow run, --disk) needs root "
 					"here: loop devices and ext4 mounts need CAP_SYS_ADMIN on "
-					"the host");
+					"the host; as an ordinary user, a cow session (warden "
+					"create --workspace-mode cow) needs neither");
 	if (access("/dev/loop-control", R_OK | W_OK) < 0)
 		return unsupported(err, "no /dev/loop-control (the loop driver) for the sandbox "
 					"disk");
@@ -347,4 +356,300 @@ ws_copy_sparse(int from_dir, const char *from, int to_dir, const char *to, struc
 fail:
 	unlinkat(to_dir, to, 0);
 	return rc;
+}
+
+/* ---- an ordinary user's layers ---- */
+
+int
+ws_layers_supported(struct wd_err *err)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+	if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return unsupported(err, "cannot read the kernel's version (uname)");
+	if (major < 5 || (major == 5 && minor < 11))
+		return unsupported(err, "a cow workspace as an ordinary user needs Linux 5.11 "
+					"(overlayfs in a user namespace): run as root here");
+	char v[8] = "";
+	if (wd_read_file_at(AT_FDCWD, "/proc/sys/kernel/unprivileged_userns_clone", v,
+			    sizeof(v)) > 0 &&
+	    v[0] == '0')
+		return unsupported(err, "a cow workspace as an ordinary user needs user namespaces "
+					"(kernel.unprivileged_userns_clone is 0)");
+	return 0;
+}
+
+int
+ws_layers_create(int dirfd, struct wd_err *err)
+{
+	if (mkdirat(dirfd, WS_LAYERS, 0700) < 0)
+		return wd_err_sys(err, errno, "create the sandbox's layers/");
+	wd_autoclose int d = openat(dirfd, WS_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0)
+		return wd_err_sys(err, errno, "open the sandbox's layers/");
+	static const struct {
+		const char *name;
+		mode_t mode;
+	} dirs[] = {{"upper", 0755}, {"work", 0700}, {"home", 0755}, {"tmp", 01777}};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++)
+		if (mkdirat(d, dirs[i].name, dirs[i].mode) < 0 ||
+		    fchmodat(d, dirs[i].name, dirs[i].mode, 0) < 0)
+			return wd_err_sys(err, errno, "make the sandbox's layers/%s", dirs[i].name);
+	return 0;
+}
+
+static int
+write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(text);
+	int rc = write(fd, text, n) == (ssize_t)n ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+int
+ws_userns_enter(struct wd_err *err)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return wd_err_sys(err, errno, "a user namespace for the cow overlay (unshare)");
+	/* Only our own ids, each to itself: files keep their owners, the
+	 * sandbox user (mapped to us in the jail's own namespace) owns what
+	 * it writes, and nothing here gains a power over another user's
+	 * file (the capabilities of this namespace reach only inodes whose
+	 * owner is mapped in it, ours).  setgroups is denied first, as the
+	 * kernel requires of an unprivileged gid_map, so no supplementary
+	 * group can be dropped to get past a deny-by-group permission. */
+	char map[64];
+	int rc = write_file("/proc/self/setgroups", "deny");
+	if (rc == 0) {
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		rc = write_file("/proc/self/uid_map", map);
+	}
+	if (rc == 0) {
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+		rc = write_file("/proc/self/gid_map", map);
+	}
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "map our ids in the cow overlay's user namespace");
+	/* nothing we mount reaches the host's namespace */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return wd_err_sys(err, errno, "make the cow overlay's mount namespace private");
+	return 0;
+}
+
+/* One entry of an ordinary user's layers, copied (ws_copy_tree). */
+static int copy_dir(int from, int to, const char *path, struct wd_err *err);
+
+static int
+copy_entry(int from, int to, const char *name, const char *path, struct wd_err *err)
+{
+	struct stat st;
+	if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return wd_err_sys(err, errno, "snapshot: %s", path);
+	mode_t perm = st.st_mode & 07777;
+	if (S_ISDIR(st.st_mode)) {
+		wd_autoclose int in =
+		    openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (in < 0 || mkdirat(to, name, 0700) < 0)
+			return wd_err_sys(err, errno, "snapshot: %s", path);
+		wd_autoclose int out =
+		    openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (out < 0)
+			return wd_err_sys(err, errno, "snapshot: %s", path);
+		/* the overlay's opaque mark (deletions the diff reads) */
+		char val[4];
+		ssize_t vn = fgetxattr(in, "user.overlay.opaque", val, sizeof(val));
+		if (vn > 0 && fsetxattr(out, "user.overlay.opaque", val, (size_t)vn, 0) < 0)
+			return wd_err_sys(err, errno, "snapshot: %s (opaque mark)", path);
+		int rc = copy_dir(in, out, path, err);
+		if (rc == 0 && fchmod(out, perm) < 0)
+			rc = wd_err_sys(err, errno, "snapshot: %s", path);
+		return rc;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		char t[PATH_MAX];
+		ssize_t n = readlinkat(from, name, t, sizeof(t) - 1);
+		if (n < 0 || (t[n] = '\0', symlinkat(t, to, name) < 0))
+			return wd_err_sys(err, errno, "snapshot: %s", path);
+		return 0;
+	}
+	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) {
+		/* a whiteout: anyone may make one (Linux 5.8) */
+		if (mknodat(to, name, S_IFCHR | perm, makedev(0, 0)) < 0)
+			return wd_err_sys(err, errno, "snapshot: %s (whiteout)", path);
+		return 0;
+	}
+	if (S_ISFIFO(st.st_mode)) {
+		if (mknodat(to, name, S_IFIFO | perm, 0) < 0)
+			return wd_err_sys(err, errno, "snapshot: %s", path);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return 0; /* sockets: nothing a copy could carry */
+	/* O_NONBLOCK, then checked: an entry swapped for a FIFO since the
+	 * fstatat never blocks us */
+	wd_autoclose int in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat ist;
+	if (in < 0 || fstat(in, &ist) < 0)
+		return wd_err_sys(err, errno, "snapshot: %s", path);
+	if (!S_ISREG(ist.st_mode))
+		return wd_err_set(err, WD_E_SYS, "snapshot: %s changed while it was copied", path);
+	wd_autoclose int out =
+	    openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return wd_err_sys(err, errno, "snapshot: %s", path);
+	for (;;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (n < 0)
+			return wd_err_sys(err, errno, "snapshot: copy %s", path);
+		if (n == 0)
+			break;
+	}
+	if (fchmod(out, perm) < 0)
+		return wd_err_sys(err, errno, "snapshot: %s", path);
+	return 0;
+}
+
+static int
+copy_dir(int from, int to, const char *path, struct wd_err *err)
+{
+	if (!strcmp(path, WS_LAYERS "/work")) {
+		/* overlayfs's scratch (its work/work is mode 000): it starts
+		 * empty in the copy */
+		return 0;
+	}
+	int dfd = fcntl(from, F_DUPFD_CLOEXEC, 3);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		int e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		return wd_err_sys(err, e, "snapshot: %s", path);
+	}
+	int rc = 0;
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char *sub = wd_xasprintf("%s/%s", path, de->d_name);
+		rc = copy_entry(from, to, de->d_name, sub, err);
+		free(sub);
+	}
+	closedir(d);
+	return rc;
+}
+
+int
+ws_copy_tree(int from_dir, const char *from, int to_dir, const char *to, struct wd_err *err)
+{
+	wd_autoclose int in = openat(from_dir, from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return wd_err_sys(err, errno, "snapshot: %s", from);
+	if (mkdirat(to_dir, to, 0700) < 0)
+		return wd_err_sys(err, errno, "snapshot: create %s", to);
+	wd_autoclose int out = openat(to_dir, to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (out < 0)
+		return wd_err_sys(err, errno, "snapshot: %s", to);
+	return copy_dir(in, out, from, err);
+}
+
+static int
+write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
+ws_userns_run(int (*fn)(void *arg, char **out, struct wd_err *err), void *arg, char **out,
+	      struct wd_err *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return wd_err_sys(err, errno, "pipe");
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return wd_err_sys(err, e, "fork");
+	}
+	if (pid == 0) {
+		close(p[0]);
+		struct wd_err e = {0};
+		char *text = NULL;
+		int rc = ws_userns_enter(&e);
+		if (rc == 0)
+			rc = fn(arg, &text, &e);
+		struct {
+			int rc;
+			struct wd_err e;
+			size_t len;
+		} h = {rc, e, text ? strlen(text) : 0};
+		if (write_all(p[1], &h, sizeof(h)) < 0 || write_all(p[1], text, h.len) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	struct {
+		int rc;
+		struct wd_err e;
+		size_t len;
+	} h;
+	int rc = read_all(p[0], &h, sizeof(h));
+	char *text = NULL;
+	if (rc == 0 && h.len) {
+		text = wd_xmalloc(h.len + 1);
+		rc = read_all(p[0], text, h.len);
+		text[h.len] = '\0';
+	}
+	close(p[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (rc < 0) {
+		free(text);
+		return wd_err_set(err, WD_E_SYS,
+				  "the process reading the sandbox's layers in a user namespace "
+				  "ended without an answer");
+	}
+	if (h.rc < 0 && err) {
+		h.e.msg[sizeof(h.e.msg) - 1] = '\0';
+		*err = h.e;
+	}
+	if (out)
+		*out = text;
+	else
+		free(text);
+	return h.rc;
 }

@@ -22,7 +22,11 @@
  * directories (trusted.overlay.opaque): what changes.c reads back.  A
  * directory renamed in the sandbox is then copied (mv falls back on
  * EXDEV) and shows up as files deleted and added, paired as renames by
- * content. */
+ * content.
+ *
+ * An ordinary user's layers (no disk: layers/ in the state directory) are
+ * mounted by overlay_user() in the user namespace of the session's monitor
+ * (ws_userns_enter), the workspace itself as the lower layer. */
 #include "workspace/workspace.h"
 #include "jail/jail.h"
 
@@ -31,6 +35,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+
+static int overlay_finish(struct ws *w, int fs, bool userxattr, struct wd_err *err);
 
 static int
 set_layer(int fs, const char *key, int fd)
@@ -44,6 +50,36 @@ set_layer(int fs, const char *key, int fd)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	const char *k = !strcmp(key, "lowerdir+") ? "lowerdir" : key;
 	return syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, k, path, 0) == 0 ? 0 : -errno;
+}
+
+/* An ordinary user's overlay, in the user namespace ws_userns_enter()
+ * made: the lower layer is the workspace itself (its files are ours, the
+ * sandbox user maps to us, so no idmapped clone is needed, and an
+ * unprivileged process could not make one), upper and work are the
+ * layers/ directory's.  userxattr: overlayfs keeps its opaque marks in
+ * user.overlay.* (a trusted.* xattr needs CAP_SYS_ADMIN on the host) and
+ * refuses to let the sandbox set or read them through the overlay;
+ * whiteouts stay 0/0 character devices (the kernel lets anyone make
+ * those since 5.8).  Outside such a namespace (an ordinary user's
+ * `warden diff` on a stopped session) fsopen fails with EPERM: no
+ * overlay, diff and apply read the upper layer directly. */
+static int
+overlay_user(struct ws *w, struct wd_err *err)
+{
+	wd_autoclose int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+	if (fs < 0 && errno == EPERM)
+		return 0;
+	if (fs < 0)
+		return wd_err_sys(err, errno, "fsopen overlay");
+	wd_autoclose int work = openat(w->disk, "work", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (work < 0)
+		return wd_err_sys(err, errno, "the sandbox's layers/work/");
+	int rc;
+	if ((rc = set_layer(fs, "lowerdir+", w->wsfd)) < 0 ||
+	    (rc = set_layer(fs, "upperdir", w->upper)) < 0 ||
+	    (rc = set_layer(fs, "workdir", work)) < 0)
+		return wd_err_sys(err, -rc, "overlay layers");
+	return overlay_finish(w, fs, true, err);
 }
 
 static int
@@ -77,8 +113,22 @@ overlay(struct ws *w, struct wd_err *err)
 	    (rc = set_layer(fs, "upperdir", w->upper)) < 0 ||
 	    (rc = set_layer(fs, "workdir", work)) < 0)
 		return wd_err_sys(err, -rc, "overlay layers");
-	static const char *const opts[][2] = {
-	    {"redirect_dir", "off"}, {"metacopy", "off"}, {"index", "off"}, {"xino", "off"}};
+	return overlay_finish(w, fs, false, err);
+}
+
+static int
+overlay_finish(struct ws *w, int fs, bool userxattr, struct wd_err *err)
+{
+	if (userxattr && syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+		return wd_err_sys(err, errno, "overlay option userxattr");
+	/* redirect_dir=off means "follow" on kernels built with
+	 * OVERLAY_FS_REDIRECT_ALWAYS_FOLLOW (Debian's), which userxattr
+	 * refuses; nofollow is the same for an upper layer: no redirect is
+	 * created (a directory rename is EXDEV, copied by mv) */
+	const char *const opts[][2] = {{"redirect_dir", userxattr ? "nofollow" : "off"},
+				       {"metacopy", "off"},
+				       {"index", "off"},
+				       {"xino", "off"}};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(opts); i++)
 		if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, opts[i][0], opts[i][1], 0) < 0)
 			return wd_err_sys(err, errno, "overlay option %s=%s", opts[i][0],
@@ -127,6 +177,14 @@ ws_open(int dirfd, const struct ws_params *p, struct ws **out, struct wd_err *er
 			rc = w->disk;
 			goto fail;
 		}
+	} else if (fstatat(dirfd, WS_LAYERS, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* an ordinary user's: a directory, nothing to mount */
+		w->disk = openat(dirfd, WS_LAYERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (w->disk < 0) {
+			rc = wd_err_sys(err, errno, "the sandbox's layers/");
+			goto fail;
+		}
+		w->user_layers = true;
 	} else if (p->cow) {
 		rc = wd_err_set(err, WD_E_INVAL, "the cow sandbox has no disk (disk.img)");
 		goto fail;
@@ -137,7 +195,7 @@ ws_open(int dirfd, const struct ws_params *p, struct ws **out, struct wd_err *er
 			rc = wd_err_sys(err, errno, "the sandbox disk's upper/");
 			goto fail;
 		}
-		if ((rc = overlay(w, err)) < 0)
+		if ((rc = w->user_layers ? overlay_user(w, err) : overlay(w, err)) < 0)
 			goto fail;
 	}
 	*out = w;
@@ -195,7 +253,11 @@ ws_trees(struct ws *w, struct ws_trees *t, struct wd_err *err)
 {
 	*t = (struct ws_trees){-1, -1, -1};
 	int rc = 0;
-	if (w->cow && (t->workspace = clone_tree(w->ovl, "", err)) < 0)
+	if (w->cow && w->ovl < 0)
+		rc = wd_err_set(err, WD_E_UNSUPPORTED,
+				"the cow overlay is not mounted in this process (an ordinary "
+				"user's is mounted by the session's monitor)");
+	else if (w->cow && (t->workspace = clone_tree(w->ovl, "", err)) < 0)
 		rc = t->workspace;
 	if (rc == 0 && w->disk >= 0) {
 		if ((t->home = clone_tree(w->disk, "home", err)) < 0)

@@ -292,6 +292,30 @@ ws_remove_tree(int dirfd, const char *name)
 	if (errno != EISDIR && errno != EPERM)
 		return -errno;
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (geteuid() != 0 && (fd >= 0 || errno == EACCES)) {
+		/* An ordinary user has no CAP_DAC_OVERRIDE: a directory the
+		 * sandbox left mode 000 or 0555 (a Go module cache, overlayfs's
+		 * own work/work) could be neither read nor emptied.  Its owner
+		 * (us) takes the bits back first: only what is being removed
+		 * changes mode.  fchmodat has no AT_SYMLINK_NOFOLLOW, so the
+		 * directory is pinned with O_PATH and changed through it. */
+		int p = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		char proc[64];
+		if (p >= 0 && fstat(p, &st) == 0 && st.st_uid == geteuid() &&
+		    (st.st_mode & 0700) != 0700) {
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p);
+			if (chmod(proc, 0700) == 0) {
+				if (fd >= 0)
+					close(fd);
+				fd = openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			}
+		}
+		if (p >= 0)
+			close(p);
+		if (fd < 0)
+			errno = EACCES;
+	}
 	if (fd < 0)
 		return -errno;
 	DIR *d = fdopendir(fd);

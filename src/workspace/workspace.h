@@ -159,6 +159,33 @@ int ws_copy_sparse(int from_dir, const char *from, int to_dir, const char *to, s
 /* Whether this host can give sandboxes a disk (root, loop devices, ext4):
  * 0, or -ENOTSUP with why. */
 int ws_disk_supported(struct wd_err *err);
+/* An ordinary user's layers (no loop device, no ext4 mount): a plain
+ * directory dirfd/"layers" in the state directory with upper/ work/ home/
+ * tmp/, unbounded (the user's own disk and quota bound it).  The overlay
+ * over it is mounted inside a user namespace of the caller's
+ * (ws_userns_enter), with userxattr. */
+#define WS_LAYERS "layers"
+int ws_layers_create(int dirfd, struct wd_err *err);
+/* Whether an ordinary user can have cow layers here (Linux >= 5.11 for
+ * overlayfs in a user namespace, user namespaces allowed): 0, or
+ * -ENOTSUP with why. */
+int ws_layers_supported(struct wd_err *err);
+/* Enter a new user namespace mapping only our uid and gid to themselves,
+ * and a private mount namespace it owns: the caller then mounts an
+ * overlay (ws_open) and clones trees for jails as root does.  The
+ * process must be single-threaded. */
+int ws_userns_enter(struct wd_err *err);
+/* fn(arg, out, err) run in a forked child inside such a namespace, its
+ * result, error and text (*out, malloc'd) brought back: how an ordinary
+ * user's process reads and writes layers the sandbox may have left
+ * unreadable to its owner (mode 000), with the namespace's
+ * CAP_DAC_OVERRIDE, which reaches only our own files. */
+int ws_userns_run(int (*fn)(void *arg, char **out, struct wd_err *err), void *arg, char **out,
+		  struct wd_err *err);
+/* Copy an ordinary user's layers (a snapshot): directories with their
+ * user.overlay.opaque marks, files, links, whiteouts and FIFOs, no link
+ * followed, modes kept. */
+int ws_copy_tree(int from_dir, const char *from, int to_dir, const char *to, struct wd_err *err);
 
 /* ---- layers.c ---- */
 
@@ -180,7 +207,9 @@ struct ws {
 	bool cow;
 	int disk;  /* the disk's mount (-1: none) */
 	int upper; /* disk: upper/ (cow) */
-	int ovl;   /* the overlay's mount (cow), for live discards */
+	int ovl;   /* the overlay's mount (cow), for live discards (-1: none
+		    * mounted here, an ordinary user's stopped session) */
+	bool user_layers; /* layers/ of an ordinary user, not a disk */
 	uid_t uid;
 	gid_t gid;
 	char **protect; /* defaults + extras, NULL-terminated */
