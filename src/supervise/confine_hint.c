@@ -7,9 +7,9 @@
  * around warden withholds what nesting needs; the step alone ("open_tree",
  * "pivot_root", "mount /tmp/proc") does not say which of the pod's
  * settings is missing.  This looks at warden's own process and names the
- * first requirement it lacks, in the order a pod grants them
- * (docs/kubernetes.md): CAP_SYS_ADMIN, CAP_SETUID and CAP_SETGID (the
- * sandbox's uid and gid maps), a /proc without the runtime's masks
+ * first requirement it lacks, in the order a pod grants them: as root,
+ * CAP_SYS_ADMIN, CAP_SETUID and CAP_SETGID (the sandbox's uid and gid
+ * maps; an ordinary user needs none), a /proc without the runtime's masks
  * (procMount: Unmasked: the kernel refuses a new proc mount while paths of
  * the old one are covered), and a seccomp filter that allows namespace
  * creation, mount and pivot_root.  tests/integration/containerd.sh removes
@@ -86,10 +86,14 @@ confine_hint(const wd_spec *spec, int rc, struct wd_err *err)
 	p = strstr(st, "\nSeccomp:");
 	long seccomp = p ? strtol(p + 9, NULL, 10) : 0;
 	const char *why = NULL;
-	if (!(eff & CAP_BIT(HINT_CAP_SYS_ADMIN)))
+	/* an ordinary user's jail needs no capability: its user namespace
+	 * is its own (tests/integration/containerd.sh runs one as uid 1000
+	 * with none) */
+	bool root = geteuid() == 0;
+	if (root && !(eff & CAP_BIT(HINT_CAP_SYS_ADMIN)))
 		why = "warden lacks CAP_SYS_ADMIN, which building a sandbox needs (in a "
 		      "container: add SYS_ADMIN)";
-	else if (!(eff & CAP_BIT(HINT_CAP_SETUID)) || !(eff & CAP_BIT(HINT_CAP_SETGID)))
+	else if (root && (!(eff & CAP_BIT(HINT_CAP_SETUID)) || !(eff & CAP_BIT(HINT_CAP_SETGID))))
 		why = "warden lacks CAP_SETUID or CAP_SETGID, which the sandbox's uid and gid "
 		      "maps need (keep the runtime's default capabilities)";
 	else if (proc_masked())

@@ -16,7 +16,7 @@
 #   - inside the pod: wd-probe all in warden's jail; warden serve --stdio
 #     (initialize, tools/list, run_command); egress through warden's proxy
 #     to an upstream on the pod's own loopback, one host allowed and one
-#     refused; a cow session (TODO: refused today, no loop device in a pod)
+#     refused
 #   - each requirement removed in turn: warden refuses, 125, and the message
 #     names what is missing
 #
@@ -103,7 +103,7 @@ ok "a private containerd serves $SOCK"
 
 # ---- the image: made, imported, unpacked for the pod's user namespace
 python3 "$HERE/containerd_image.py" "$T/image.tar" "$IMG" "$WARDEN" \
-	"$(dirname "$WARDEN")/warden-monitor" "$WD_PROBE" sleep env ls cat curl >"$OUT" 2>"$ERR"
+	"$(dirname "$WARDEN")/warden-monitor" "$WD_PROBE" sleep env ls cat cp rm curl >"$OUT" 2>"$ERR"
 RC=$?
 expect_rc 0 "warden's image written as an OCI archive"
 "${C[@]}" images import "$T/image.tar" >"$OUT" 2>"$ERR"
@@ -253,25 +253,72 @@ expect_out '^403$' "  ... another host on the same loopback is refused by the pr
 check "the host's loopback has no listener on the pod's port" \
 	bash -c "! python3 -c 'import socket,sys; socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), 1)' $UP 2>/dev/null"
 
-# ---- a cow session through diff/apply.  A session's disk is a loop device
-# and an ext4 mount: neither exists in a pod (no /dev/loop-control, and
-# ext4 mounts need the host's CAP_SYS_ADMIN).  Refused with the reason today.
-inpod /usr/local/bin/warden create cow1 \
-	--workspace /work --workspace-mode cow --best-effort
-if [ "$RC" = 125 ]; then
-	expect_err "loop-control" "a cow session in the pod is refused naming the loop device it lacks"
-fi
-todo "a cow session in the pod (diff, apply) without a loop device" test "$RC" = 0
+# ---- a cow session through diff/apply.  As the pod's root, a session's
+# disk is a loop device and an ext4 mount: neither exists in a pod (no
+# /dev/loop-control; ext4 mounts need the host's CAP_SYS_ADMIN).
+inpod /usr/local/bin/warden create cow0 --workspace /work --workspace-mode cow --best-effort
+expect_rc 125 "a cow session as the pod's root is refused"
+expect_err "loop-control" "  ... naming the loop device a pod lacks"
+# As uid 1000 (ctr exec --user: no capabilities), warden takes an ordinary
+# user's path: the overlay's layers in its state directory, mounted in a
+# user namespace of its own.  /agent is its home, /agent-work the project.
+# asagent ARGV...: ARGV as uid 1000 in the pod, HOME=/agent
+asagent() {
+	n_exec=$((n_exec + 1))
+	"${C[@]}" tasks exec --user 1000:1000 --exec-id "e$n_exec" "$ID-pod" \
+		/usr/bin/env HOME=/agent "$@" >"$OUT" 2>"$ERR" </dev/null
+	RC=$?
+}
+WA=/usr/local/bin/warden
+asagent /usr/bin/cp /etc/hosts /agent-work/kept
+asagent /usr/bin/cp /etc/hosts /agent-work/doomed
+asagent "$WA" create cow1 --workspace /agent-work --workspace-mode cow --best-effort
+expect_rc 0 "a cow session as uid 1000 in the pod"
+asagent "$WA" exec cow1 -- /usr/bin/cp /etc/passwd /workspace/added
+expect_rc 0 "  ... a command in it writes a file"
+asagent "$WA" exec cow1 -- /usr/bin/rm /workspace/doomed
+expect_rc 0 "  ... and deletes one"
+asagent /usr/bin/ls /agent-work
+check "  ... the project is untouched before apply" \
+	bash -c "grep -qx doomed '$OUT' && ! grep -qx added '$OUT'"
+asagent "$WA" diff cow1 --name-status
+expect_rc 0 "  ... warden diff"
+expect_out '^added +added \(new file 0644\)$' "  ... shows the added file"
+expect_out '^deleted +doomed$' "  ... and the deleted one"
+check "  ... and nothing else" test "$(grep -c . "$OUT")" = 2
+asagent "$WA" apply cow1
+expect_rc 0 "  ... warden apply"
+asagent /usr/bin/ls /agent-work
+check "  ... writes exactly the reviewed set into the project" \
+	bash -c "printf 'added\nkept\n' | cmp -s - '$OUT'"
+asagent "$WA" rm cow1
+expect_rc 0 "  ... and warden rm ends the session"
+# the same user with no capability in the pod's spec at all (runAsUser:
+# 1000, drop ALL): warden's jail needs none
+spec user /usr/bin/env HOME=/agent /usr/local/bin/warden run --workspace /agent-work \
+	--best-effort -- /usr/local/bin/wd-probe all --uid 1000 --ro / --ro /usr --ro /etc \
+	--rw /workspace --rw /tmp --cwd /workspace --host-ia32 "${ia32:-unknown}"
+"${C[@]}" run --rm --config "$T/user.json" "$ID-user" >"$OUT" 2>"$ERR" </dev/null
+RC=$?
+expect_rc 0 "as uid 1000 with no capability (drop ALL) the jail is built and probed"
+probe_report "uid 1000, no capability"
 
 "${C[@]}" tasks kill -s KILL "$ID-pod" >/dev/null 2>&1
 wait_until "$(scaled 10)" "${C[@]}" tasks delete "$ID-pod" >/dev/null 2>&1
 
 # ---- each requirement removed: warden refuses (125) and names what lacks
 # refused CASE REGEX DESCRIPTION
+n_ref=0
 refused() {
 	local c=$1 re=$2 desc=$3
-	spec "$c" "${WDP[@]}" --best-effort -- /usr/local/bin/wd-probe ids
-	"${C[@]}" run --rm --config "$T/$c.json" "$ID-$c" >"$OUT" 2>"$ERR" </dev/null
+	n_ref=$((n_ref + 1))
+	if [[ $c == user* ]]; then
+		spec "$c" /usr/bin/env HOME=/agent /usr/local/bin/warden run --workspace /agent-work \
+			--best-effort -- /usr/local/bin/wd-probe ids
+	else
+		spec "$c" "${WDP[@]}" --best-effort -- /usr/local/bin/wd-probe ids
+	fi
+	"${C[@]}" run --rm --config "$T/$c.json" "$ID-r$n_ref" >"$OUT" 2>"$ERR" </dev/null
 	RC=$?
 	expect_rc 125 "$desc: warden refuses"
 	expect_err "$re" "  ... and says why: $(head -c 300 "$ERR" | tr '\n' ' ')"
@@ -282,5 +329,7 @@ refused masked 'procMount: Unmasked' "/proc masked (procMount: Default)"
 refused nouserns 'procMount: Unmasked' "no user namespace (hostUsers: true, so /proc masked)"
 refused noperm 'seccomp filter' "containerd's default seccomp profile without namespace creation"
 refused nopivot 'seccomp filter' "containerd's default seccomp profile as it is (no pivot_root)"
+refused user+masked 'procMount: Unmasked' "as uid 1000: /proc masked"
+refused user+noperm 'seccomp filter' "as uid 1000: the default profile without namespace creation"
 
 finish

@@ -32,7 +32,10 @@ default profile as it is: no pivot_root).
 ARG... is the process's argv.  The root is ROOTFS (containerd's remapped
 snapshot of the image, mounted), writable as a pod's is; /tmp,
 /var/lib/warden (warden's state) and /work (the workspace, the
-process's cwd) are tmpfs, as emptyDir volumes.
+process's cwd) are tmpfs, as emptyDir volumes; so are /agent and
+/agent-work, owned by uid 1000, for warden run as that user (fsGroup).
+CASE "user" is the pod with runAsUser: 1000 and no capability at all.
+Cases combine with "+" ("user+masked").
 """
 import json
 import os
@@ -46,7 +49,9 @@ def main():
     argv = sys.argv[4:]
     with open(base) as f:
         spec = json.load(f)["Spec"]
-    if case not in ("pod", "nouserns", "nocap", "adminonly", "masked", "noperm", "nopivot"):
+    cases = set(case.split("+"))
+    if not cases <= {"pod", "nouserns", "nocap", "adminonly", "masked", "noperm", "nopivot",
+                     "user"}:
         sys.exit("containerd_spec.py: unknown case %s" % case)
     lin = spec["linux"]
     spec["root"] = {"path": rootfs, "readonly": False}
@@ -61,25 +66,29 @@ def main():
     # Kubernetes' allowPrivilegeEscalation: false is no_new_privs
     proc["noNewPrivileges"] = True
     caps = proc["capabilities"]["bounding"]
-    if case == "nocap":
+    if "nocap" in cases:
         caps = [c for c in caps if c != "CAP_SYS_ADMIN"]
-    elif case == "adminonly":
+    elif "adminonly" in cases:
         caps = ["CAP_SYS_ADMIN"]
     proc["capabilities"] = {k: list(caps) for k in ("bounding", "effective", "permitted")}
-    if case == "nouserns":
+    if "user" in cases:
+        # runAsUser: 1000 with capabilities drop ALL
+        proc["user"] = {"uid": 1000, "gid": 1000}
+        proc["capabilities"] = {k: [] for k in ("bounding", "effective", "permitted")}
+    if "nouserns" in cases:
         lin["namespaces"] = [n for n in lin["namespaces"] if n["type"] != "user"]
         lin.pop("uidMappings", None)
         lin.pop("gidMappings", None)
     # Kubernetes refuses procMount: Unmasked without hostUsers: false
-    if case not in ("masked", "nouserns"):
+    if not cases & {"masked", "nouserns"}:
         lin.pop("maskedPaths", None)
         lin.pop("readonlyPaths", None)
     sc = lin["seccomp"]["syscalls"]
-    if case != "nopivot":
+    if "nopivot" not in cases:
         # the permission: containerd's default profile, even for a
         # container holding CAP_SYS_ADMIN, has no pivot_root
         sc.append({"names": ["pivot_root"], "action": "SCMP_ACT_ALLOW"})
-    if case == "noperm":
+    if "noperm" in cases:
         rules = []
         for r in sc:
             names = [n for n in r["names"] if n not in ("clone", "clone3", "unshare")]
@@ -93,9 +102,13 @@ def main():
     # pod that is not privileged
     spec["mounts"].append({"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
                            "options": ["nosuid", "noexec", "nodev", "relatime", "ro"]})
-    for d, mode in (("/tmp", "1777"), ("/var/lib/warden", "700"), ("/work", "755")):
+    for d, mode, owner in (("/tmp", "1777", 0), ("/var/lib/warden", "700", 0), ("/work", "755", 0),
+                           ("/agent", "700", 1000), ("/agent-work", "755", 1000)):
+        opts = ["nosuid", "nodev", "mode=" + mode, "size=262144k"]
+        if owner:
+            opts += ["uid=%d" % owner, "gid=%d" % owner]
         spec["mounts"].append({"destination": d, "type": "tmpfs", "source": "tmpfs",
-                               "options": ["nosuid", "nodev", "mode=" + mode, "size=262144k"]})
+                               "options": opts})
     json.dump(spec, sys.stdout, indent=1)
 
 
