@@ -379,12 +379,24 @@ int wd_image_recipe_set_from(wd_image_recipe *r, const char *name, struct wd_err
 int wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r, char **json,
 		   struct wd_err *err);
 /* Import an OCI image layout (a directory with oci-layout and
- * index.json) as image name, with umoci (as root): tag names the image
- * in the layout (NULL: its only tagged one).  Layers are applied beneath
- * the image's root; a device node, FIFO or socket, a file past 4 GiB or
- * more than 1,000,000 entries is refused (-EINVAL) and nothing stored. */
+ * index.json) or a docker save tarball (a file: manifest.json and layer
+ * tars, Docker's legacy form or its OCI form) as image name, with umoci
+ * (as root): tag names the image in a layout (NULL: its only tagged one;
+ * a tarball holds one image).  Layers are applied beneath the image's
+ * root; a device node, FIFO or socket, a file past 4 GiB or more than
+ * 1,000,000 entries is refused (-EINVAL) and nothing stored.  The image
+ * config's Env joins the image's env; its User and WorkingDir are
+ * recorded. */
 int wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag,
 		    char **json, struct wd_err *err);
+/* Write image ref as a new OCI image layout at dir (which must not
+ * exist), reproducibly: the same image gives the same manifest digest.
+ * config (may be NULL): a JSON object of OCI config keys (Entrypoint,
+ * Cmd, User, WorkingDir, Env, Labels) set over the image's own; add (may
+ * be NULL): a directory whose tree becomes a second layer, owned by root.
+ * *json (new, free()): the manifest digest, path, config and layers. */
+int wd_image_export(wd_ctx *ctx, const char *ref, const char *dir, const char *config,
+		    const char *add, char **json, struct wd_err *err);
 /* The images as a JSON array of metadata objects, or one image's
  * metadata (-ENOENT: none by that name); *json is new, free(). */
 int wd_image_list(wd_ctx *ctx, char **json, struct wd_err *err);

@@ -1,4 +1,4 @@
-/* cli/image: warden image build, ls, inspect, rm.  Parse and
+/* cli/image: warden image build, import, export, ls, inspect, rm.  Parse and
  * print over the wd_image_* calls of include/warden.h. */
 #include "cli/cli.h"
 
@@ -12,6 +12,9 @@ static const char image_usage[] =
     "usage: warden image build NAME [--packages LIST] [--suite SUITE] [--from NAME]\n"
     "                          [--env NAME=VALUE] [-f RECIPE] [--json]\n"
     "       warden image import NAME PATH [--tag TAG] [--json]\n"
+    "       warden image export NAME DIR [--entrypoint WORD]... [--cmd WORD]...\n"
+    "                          [--user USER] [--workdir DIR] [--env NAME=VALUE]...\n"
+    "                          [--label KEY=VALUE]... [--add TREE] [--json]\n"
     "       warden image ls [--json]\n"
     "       warden image inspect NAME [--json]\n"
     "       warden image rm NAME... [--json]\n"
@@ -28,13 +31,35 @@ static const char image_usage[] =
     "      --env NAME=VALUE  a variable every command in the image gets\n"
     "  -f, --file RECIPE     a recipe: KEY = VALUE lines (suite, packages, env, from)\n"
     "      --json            print the image's metadata as JSON\n"
-    "import: PATH is an OCI image layout (umoci); --tag chooses the image in it\n"
-    "(default: its only tagged one).  Device nodes, FIFOs, sockets, files past\n"
-    "4 GiB and more than 1,000,000 entries are refused.\n"
+    "import: PATH is an OCI image layout (a directory; --tag chooses the image in\n"
+    "it, default its only tagged one) or a docker save tarball (a file).  Device\n"
+    "nodes, FIFOs, sockets, files past 4 GiB and more than 1,000,000 entries are\n"
+    "refused.  The image config's Env joins the image's env; User and WorkingDir\n"
+    "are recorded (inspect shows them).\n"
+    "export: writes the image as a new OCI image layout DIR (it must not exist),\n"
+    "reproducibly (the same image, the same manifest digest), tagged NAME.\n"
+    "      --entrypoint WORD  a word of the config's Entrypoint (repeat for more)\n"
+    "      --cmd WORD         a word of its Cmd (repeat for more)\n"
+    "      --user USER        its User (default: the image's, if it has one)\n"
+    "      --workdir DIR      its WorkingDir\n"
+    "      --env NAME=VALUE   a variable of its Env, over the image's (and PATH)\n"
+    "      --label KEY=VALUE  a label (org.opencontainers.image.*, ...)\n"
+    "      --add TREE         TREE's files as a second layer, owned by root\n"
     "NAME and the image's digest (sha256:HEX) both name it; an image still used by a\n"
     "running sandbox or a session is not removed.\n";
 
-enum { OPT_SUITE = 256, OPT_FROM, OPT_ENV, OPT_JSON };
+enum {
+	OPT_SUITE = 256,
+	OPT_FROM,
+	OPT_ENV,
+	OPT_JSON,
+	OPT_ENTRYPOINT,
+	OPT_CMD,
+	OPT_USER,
+	OPT_WORKDIR,
+	OPT_LABEL,
+	OPT_ADD,
+};
 
 /* A string of image.json as a human reads it: quoted (git's
  * core.quotePath) when it holds a control byte or the like; image.json is
@@ -112,6 +137,15 @@ show(const char *sub, const char *json_text, bool json, bool detail)
 			}
 			size_t i;
 			json_t *v;
+			const char *fields[] = {"source", "user", "workdir"};
+			for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
+				const char *fv = json_string_value(json_object_get(j, fields[k]));
+				if (fv) {
+					printf("%s: ", fields[k]);
+					put(fv);
+					printf("\n");
+				}
+			}
 			json_array_foreach(json_object_get(j, "env"), i, v)
 			{
 				printf("env: ");
@@ -231,8 +265,8 @@ image_import(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 2)
-		return cli_fail(sub, "give an image name and an OCI layout (warden image import "
-				     "NAME PATH)");
+		return cli_fail(sub, "give an image name and an OCI layout or docker save tarball "
+				     "(warden image import NAME PATH)");
 	wd_ctx *ctx = NULL;
 	struct wd_err e = {0};
 	char *out = NULL;
@@ -242,6 +276,117 @@ image_import(int argc, char **argv)
 		rc = cli_fail(sub, "%s", e.msg);
 	else
 		rc = show(sub, out, json, false);
+	free(out);
+	wd_ctx_free(ctx);
+	return rc;
+}
+
+static int
+image_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"entrypoint", required_argument, NULL, OPT_ENTRYPOINT},
+	    {"cmd", required_argument, NULL, OPT_CMD},
+	    {"user", required_argument, NULL, OPT_USER},
+	    {"workdir", required_argument, NULL, OPT_WORKDIR},
+	    {"env", required_argument, NULL, OPT_ENV},
+	    {"label", required_argument, NULL, OPT_LABEL},
+	    {"add", required_argument, NULL, OPT_ADD},
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *sub = "image export", *add = NULL;
+	bool json = false;
+	int c, rc = 0;
+	json_t *cfg = json_object();
+	optind = 1;
+	opterr = 0;
+	while (rc == 0 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		const char *eq = optarg ? strchr(optarg, '=') : NULL;
+		switch (c) {
+		case OPT_ENTRYPOINT:
+		case OPT_CMD: {
+			const char *k = c == OPT_CMD ? "Cmd" : "Entrypoint";
+			if (!json_object_get(cfg, k))
+				json_object_set_new(cfg, k, json_array());
+			json_array_append_new(json_object_get(cfg, k), json_string(optarg));
+			break;
+		}
+		case OPT_USER:
+		case OPT_WORKDIR:
+			if (!*optarg || strlen(optarg) > 4096)
+				rc = cli_fail(sub, "--%s: empty or longer than 4096 bytes",
+					      c == OPT_USER ? "user" : "workdir");
+			else
+				json_object_set_new(cfg, c == OPT_USER ? "User" : "WorkingDir",
+						    json_string(optarg));
+			break;
+		case OPT_ENV:
+			if (!eq || eq == optarg) {
+				rc = cli_fail(sub, "--env %s: expected NAME=VALUE", cli_quote(optarg));
+				break;
+			}
+			if (!json_object_get(cfg, "Env"))
+				json_object_set_new(cfg, "Env", json_array());
+			json_array_append_new(json_object_get(cfg, "Env"), json_string(optarg));
+			break;
+		case OPT_LABEL: {
+			if (!eq || eq == optarg) {
+				rc = cli_fail(sub, "--label %s: expected KEY=VALUE", cli_quote(optarg));
+				break;
+			}
+			if (!json_object_get(cfg, "Labels"))
+				json_object_set_new(cfg, "Labels", json_object());
+			char *k = strndup(optarg, (size_t)(eq - optarg));
+			json_object_set_new(json_object_get(cfg, "Labels"), k, json_string(eq + 1));
+			free(k);
+			break;
+		}
+		case OPT_ADD:
+			add = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			fputs(image_usage, stdout);
+			json_decref(cfg);
+			return 0;
+		default:
+			rc = cli_bad_option(sub, argc, argv, opts);
+		}
+	}
+	if (rc == 0 && optind != argc - 2)
+		rc = cli_fail(sub, "give an image name and a directory to create (warden image "
+				   "export NAME DIR)");
+	/* a value that is no UTF-8 cannot be in the config (JSON strings) */
+	char *text = rc == 0 ? json_dumps(cfg, JSON_COMPACT) : NULL;
+	if (rc == 0 && !text)
+		rc = cli_fail(sub, "an option's value is not UTF-8");
+	json_decref(cfg);
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	char *out = NULL;
+	if (rc == 0) {
+		if (wd_ctx_new(&ctx, &e) < 0 ||
+		    wd_image_export(ctx, argv[optind], argv[optind + 1], text, add, &out, &e) < 0)
+			rc = cli_fail(sub, "%s", e.msg);
+		else if (json) {
+			fputs(out, stdout);
+			fputc('\n', stdout);
+		} else {
+			json_t *j = json_loads(out, 0, NULL);
+			const char *m = json_string_value(json_object_get(j, "manifest"));
+			printf("%s ", m ? m : "?");
+			put(json_string_value(json_object_get(j, "path")));
+			printf(" (%zu layers, %.1f MB)\n",
+			       json_array_size(json_object_get(j, "layers")),
+			       (double)json_integer_value(json_object_get(j, "size_bytes")) / 1e6);
+			json_decref(j);
+		}
+	}
+	free(text);
 	free(out);
 	wd_ctx_free(ctx);
 	return rc;
@@ -323,8 +468,10 @@ cli_image(int argc, char **argv)
 		return image_build(argc - 1, argv + 1);
 	if (!strcmp(verb, "import"))
 		return image_import(argc - 1, argv + 1);
+	if (!strcmp(verb, "export"))
+		return image_export(argc - 1, argv + 1);
 	if (!strcmp(verb, "ls") || !strcmp(verb, "inspect") || !strcmp(verb, "rm"))
 		return image_simple(verb, argc - 1, argv + 1);
-	return cli_fail("image", "unknown subcommand %s (build, import, ls, inspect, rm)",
+	return cli_fail("image", "unknown subcommand %s (build, import, export, ls, inspect, rm)",
 			cli_quote(verb));
 }

@@ -38,4 +38,33 @@ char *image_dump(json_t *j);
 int image_store(const char *dir, const char *tmp, const char *name, const char *hex, json_t *meta,
 		uint64_t ms, char **out, struct wd_err *err);
 
+/* A file bigger than this stops a build or an import: a layer's 10 GB
+ * (sparse) entry would otherwise fill the state directory's disk. */
+#define IMAGE_MAX_FILE (4ULL << 30)
+/* Every build's file times and dpkg's records come from this moment
+ * (mmdebstrap honours SOURCE_DATE_EPOCH; export's tar and config too):
+ * 2023-06-10, bookworm's release. */
+#define IMAGE_EPOCH "1686355200"
+#define IMAGE_EPOCH_ISO "2023-06-10T00:00:00Z"
+
+/* run argv with SOURCE_DATE_EPOCH, LC_ALL and TZ fixed, its output into
+ * the log; each file it writes bounded at fsize bytes; pkg: the Debian
+ * package that has argv[0] (named when it is missing) */
+int image_run_tool(char *const argv[], const char *pkg, uint64_t fsize, struct wd_err *err);
+uint64_t image_now_ms(void);
+/* a locked build directory dir/tmp.XXXXXX (removing those of builds that
+ * ended); *lockfd: the lock, inherited by the tools run */
+int image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_err *err);
+/* an OCI image layout (or the layout inside an OCI-in-docker archive):
+ * the config object of the manifest tagged tag, or NULL with err set */
+json_t *image_oci_config(const char *layout, const char *tag, struct wd_err *err);
+/* a docker save tarball at path, written as an OCI image layout in out
+ * (a directory that exists, empty) with its one image tagged "t" */
+int image_docker_to_oci(const char *path, const char *out, struct wd_err *err);
+/* manifest, index.json (the one image tagged tag) and oci-layout of an
+ * OCI image layout in out, whose blobs hold config_desc's and layers';
+ * digest (may be NULL): the manifest's */
+int image_oci_write(const char *out, json_t *config_desc, json_t *layers, const char *tag,
+		    char digest[65], struct wd_err *err);
+
 #endif

@@ -28,9 +28,6 @@
 
 #include "core/image-internal.h"
 
-/* Every build's file times and dpkg's records come from this moment
- * (mmdebstrap honours SOURCE_DATE_EPOCH): 2023-06-10, bookworm's release. */
-#define IMAGE_EPOCH "1686355200"
 struct wd_image_recipe {
 	char *suite;
 	char **packages;
@@ -364,15 +361,11 @@ installed(const char *rootfs)
 	return a;
 }
 
-/* Run mmdebstrap, its output into the log at INFO, line by line. */
-/* A file bigger than this stops an import: a layer's 10 GB (sparse)
- * entry would otherwise fill the state directory's disk. */
-#define IMAGE_MAX_FILE (4ULL << 30)
-
-/* Run a tool (mmdebstrap, umoci), its output into the log at INFO, line
- * by line; pkg names the Debian package that has it. */
-static int
-run_tool(char *const argv[], const char *pkg, struct wd_err *err)
+/* Run a tool (mmdebstrap, umoci, tar), its output into the log at INFO,
+ * line by line; pkg names the Debian package that has it; each file it
+ * writes is bounded at fsize bytes. */
+int
+image_run_tool(char *const argv[], const char *pkg, uint64_t fsize, struct wd_err *err)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -396,8 +389,8 @@ run_tool(char *const argv[], const char *pkg, struct wd_err *err)
 		/* each file it writes is bounded: past it, write() fails
 		 * with EFBIG (not SIGXFSZ) and the tool gives up */
 		struct rlimit rl;
-		if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur > IMAGE_MAX_FILE)
-			rl.rlim_cur = rl.rlim_max = IMAGE_MAX_FILE; /* a lower one stays */
+		if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur > fsize)
+			rl.rlim_cur = rl.rlim_max = fsize; /* a lower one stays */
 		signal(SIGXFSZ, SIG_IGN);
 		setrlimit(RLIMIT_FSIZE, &rl);
 		execvp(argv[0], argv);
@@ -430,16 +423,16 @@ run_tool(char *const argv[], const char *pkg, struct wd_err *err)
 	return 0;
 }
 
-static uint64_t
-now_ms(void)
+uint64_t
+image_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static int
-make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_err *err)
+int
+image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_err *err)
 {
 	struct dirent **ents = NULL;
 	int n = scandir(dir, &ents, NULL, alphasort);
@@ -533,7 +526,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	json_decref(base);
 
 	char tmp[PATH_MAX], rootfs[PATH_MAX];
-	if ((rc = make_tmp(dir, tmp, sizeof(tmp), &lockfd, err)) < 0)
+	if ((rc = image_make_tmp(dir, tmp, sizeof(tmp), &lockfd, err)) < 0)
 		goto out;
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
 
@@ -559,8 +552,8 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 			a_loc,	a_cpy,	include, suite_copy, rootfs, NULL};
 	if (!r.npackages) /* nothing beyond the essential set */
 		memmove(&argv[9], &argv[10], 3 * sizeof(char *));
-	uint64_t t0 = now_ms();
-	if ((rc = run_tool(argv, "mmdebstrap", err)) < 0)
+	uint64_t t0 = image_now_ms();
+	if ((rc = image_run_tool(argv, "mmdebstrap", IMAGE_MAX_FILE, err)) < 0)
 		goto out_rm;
 	if ((rc = scrub(rootfs)) < 0) {
 		wd_err_sys(err, -rc, "clean the image's volatile files");
@@ -570,7 +563,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	uint64_t bytes = 0, files = 0;
 	if ((rc = image_digest_tree(rootfs, r.env, r.nenv, hex, &bytes, &files, err)) < 0)
 		goto out_rm;
-	uint64_t ms = now_ms() - t0;
+	uint64_t ms = image_now_ms() - t0;
 
 	json_t *pk = json_array(), *env = json_array();
 	for (size_t i = 0; i < r.npackages; i++)
@@ -649,11 +642,64 @@ layout_tag(const char *layout, const char *tag, char *out, size_t cap, struct wd
 	return rc;
 }
 
+/* The image config's Env, User and WorkingDir into meta (env also into
+ * *env, sorted, for the digest).  An Env entry that is not NAME=VALUE (a
+ * name of letters, digits and '_', a value without control bytes) is
+ * refused, named: it would reach every command of the image. */
+static int
+config_to_meta(json_t *cfg, json_t *meta, char ***env, size_t *nenv, struct wd_err *err)
+{
+	size_t i;
+	json_t *v;
+	json_t *ea = json_array();
+	json_array_foreach(json_object_get(cfg, "Env"), i, v)
+	{
+		const char *kv = json_string_value(v);
+		if (!kv || !env_ok(kv)) {
+			wd_autofree char *q = wd_esc_path(kv ? kv : "(not a string)");
+			json_decref(ea);
+			return wd_err_set(err, WD_E_INVAL,
+					  "the image config's Env entry %.200s is not NAME=VALUE (a "
+					  "name of letters, digits and '_', a value without control "
+					  "bytes)",
+					  q);
+		}
+		/* one value a name, the last (as the runtimes do) */
+		size_t n = (size_t)(strchr(kv, '=') - kv) + 1;
+		bool dup = false;
+		for (size_t k = 0; k < *nenv && !dup; k++)
+			if (!strncmp((*env)[k], kv, n)) {
+				free((*env)[k]);
+				(*env)[k] = wd_xstrdup(kv);
+				dup = true;
+			}
+		if (!dup)
+			strv_add(env, nenv, kv);
+	}
+	if (*nenv)
+		qsort(*env, *nenv, sizeof(char *), image_cmp_str);
+	for (size_t k = 0; k < *nenv; k++)
+		json_array_append_new(ea, json_string((*env)[k]));
+	json_object_set_new(meta, "env", ea);
+	const char *f[][2] = {{"User", "user"}, {"WorkingDir", "workdir"}};
+	for (size_t k = 0; k < WD_ARRAY_SIZE(f); k++) {
+		const char *s = json_string_value(json_object_get(cfg, f[k][0]));
+		if (!s || !*s)
+			continue;
+		if (strlen(s) > 4096)
+			return wd_err_set(err, WD_E_INVAL, "the image config's %s is longer than "
+							    "4096 bytes",
+					  f[k][0]);
+		json_object_set_new(meta, f[k][1], json_string(s));
+	}
+	return 0;
+}
+
 WD_API int
 wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag_in, char **out,
 		struct wd_err *err)
 {
-	char dir[PATH_MAX], layout[PATH_MAX], tag[160];
+	char dir[PATH_MAX], layout[PATH_MAX], tag[160], src[PATH_MAX + 32];
 	int rc;
 	if (!image_name_ok(name)) {
 		wd_autofree char *q = wd_esc_path(name);
@@ -667,42 +713,79 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 		    "warden image import runs umoci as root (its rootless mode is not "
 		    "supported yet)");
 	struct stat st;
-	char probe[PATH_MAX];
-	if (!realpath(path, layout))
-		return wd_err_sys(err, errno, "image layout %s", path);
-	snprintf(probe, sizeof(probe), "%s/oci-layout", layout);
-	if (stat(layout, &st) < 0 || !S_ISDIR(st.st_mode) || stat(probe, &st) < 0 ||
-	    !S_ISREG(st.st_mode))
+	char probe[PATH_MAX], real[PATH_MAX];
+	if (!realpath(path, real))
+		return wd_err_sys(err, errno, "image %s", path);
+	/* the format, from the file: a directory with oci-layout is an OCI
+	 * layout, a regular file a docker save tarball (checked as it is read) */
+	bool docker = stat(real, &st) == 0 && S_ISREG(st.st_mode);
+	snprintf(probe, sizeof(probe), "%s/oci-layout", real);
+	if (docker) {
+		if (tag_in)
+			return wd_err_set(err, WD_E_INVAL,
+					  "--tag chooses an image of an OCI layout; a docker save "
+					  "tarball holds one");
+	} else if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode) || stat(probe, &st) < 0 ||
+		   !S_ISREG(st.st_mode)) {
 		return wd_err_set(err, WD_E_INVAL,
-				  "%s is not an OCI image layout (a directory with oci-layout and "
-				  "index.json; a docker save tarball is not supported yet)",
+				  "%s is neither an OCI image layout (a directory with oci-layout "
+				  "and index.json) nor a docker save tarball (a file)",
 				  path);
-	if (strchr(layout, ':'))
+	}
+	if (!docker && strchr(real, ':'))
 		return wd_err_set(err, WD_E_INVAL,
 				  "image layout %s: a ':' in its path would be read as a tag",
-				  layout);
-	if ((rc = layout_tag(layout, tag_in, tag, sizeof(tag), err)) < 0)
+				  real);
+	if (!docker && (rc = layout_tag(real, tag_in, tag, sizeof(tag), err)) < 0)
 		return rc;
 	if ((rc = image_dir(ctx, dir, sizeof(dir), err)) < 0)
 		return rc;
 	char tmp[PATH_MAX], rootfs[PATH_MAX];
 	wd_autoclose int lockfd = -1;
-	if ((rc = make_tmp(dir, tmp, sizeof(tmp), &lockfd, err)) < 0)
+	wd_autofree char *image_arg = NULL;
+	if ((rc = image_make_tmp(dir, tmp, sizeof(tmp), &lockfd, err)) < 0)
 		return rc;
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
+	char **env = NULL;
+	size_t nenv = 0;
+	json_t *cfg = NULL, *meta = NULL;
+	uint64_t t0 = image_now_ms();
+	if (docker) {
+		/* converted to an OCI layout in the build directory, then
+		 * unpacked as any layout; removed before the image is stored */
+		snprintf(layout, sizeof(layout), "%s/layout", tmp);
+		if (mkdir(layout, 0700) < 0) {
+			rc = wd_err_sys(err, errno, "create %s", layout);
+			goto fail;
+		}
+		if ((rc = image_docker_to_oci(real, layout, err)) < 0)
+			goto fail;
+		snprintf(tag, sizeof(tag), "t");
+		snprintf(src, sizeof(src), "docker-archive:%s", real);
+	} else {
+		snprintf(layout, sizeof(layout), "%s", real);
+		snprintf(src, sizeof(src), "%s:%s", real, tag);
+	}
+	if (!(cfg = image_oci_config(layout, tag, err))) {
+		rc = -EINVAL;
+		goto fail;
+	}
 
 	/* umoci applies the layers in order with their whiteouts, each path
 	 * resolved beneath rootfs (filepath-securejoin: "../", absolute
 	 * names and links followed while extracting stay inside); every file
-	 * is bounded by RLIMIT_FSIZE (run_tool).  What it leaves is checked
-	 * by the walk below: no device node, FIFO or socket, at most
+	 * is bounded by RLIMIT_FSIZE (image_run_tool).  What it leaves is
+	 * checked by the walk below: no device node, FIFO or socket, at most
 	 * IMAGE_MAX_ENTRIES entries. */
-	wd_autofree char *image_arg = wd_xasprintf("--image=%s:%s", layout, tag);
+	image_arg = wd_xasprintf("--image=%s:%s", layout, tag);
 	char a_prog[] = "umoci", a_raw[] = "raw", a_unpack[] = "unpack";
 	char *argv[] = {a_prog, a_raw, a_unpack, image_arg, rootfs, NULL};
-	uint64_t t0 = now_ms();
-	if ((rc = run_tool(argv, "umoci", err)) < 0)
+	if ((rc = image_run_tool(argv, "umoci", IMAGE_MAX_FILE, err)) < 0)
 		goto fail;
+	if (docker && (rc = image_rm_tree(layout)) < 0) {
+		rc = wd_err_sys(err, -rc, "remove %s", layout);
+		goto fail;
+	}
 	/* the jail makes its own /dev (as for a build) */
 	char devp[PATH_MAX];
 	snprintf(devp, sizeof(devp), "%s/dev", rootfs);
@@ -715,21 +798,29 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 		if (d)
 			closedir(d);
 	}
+	meta = json_pack("{s:s, s:o}", "source", src, "packages", json_array());
+	if ((rc = config_to_meta(cfg, meta, &env, &nenv, err)) < 0)
+		goto fail;
 	char hex[65];
 	uint64_t bytes = 0, files = 0;
-	if ((rc = image_digest_tree(rootfs, NULL, 0, hex, &bytes, &files, err)) < 0)
+	if ((rc = image_digest_tree(rootfs, env, nenv, hex, &bytes, &files, err)) < 0)
 		goto fail;
-	uint64_t ms = now_ms() - t0;
-	json_t *meta =
-	    json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:I}", "digest", hex, "source",
-		      image_arg + 8, "packages", json_array(), "env", json_array(), "installed",
-		      installed(rootfs), "size_bytes", (json_int_t)bytes, "files",
-		      (json_int_t)files, "build_ms", (json_int_t)ms);
+	uint64_t ms = image_now_ms() - t0;
+	json_object_set_new(meta, "digest", json_string(hex));
+	json_object_set_new(meta, "installed", installed(rootfs));
+	json_object_set_new(meta, "size_bytes", json_integer((json_int_t)bytes));
+	json_object_set_new(meta, "files", json_integer((json_int_t)files));
+	json_object_set_new(meta, "build_ms", json_integer((json_int_t)ms));
 	rc = image_store(dir, tmp, name, hex, meta, ms, out, err);
 	json_decref(meta);
+	json_decref(cfg);
+	strv_free(env, nenv);
 	return rc;
 fail:
 	wd_err_prefix(err, "import %s", path);
 	image_rm_tree(tmp);
+	json_decref(meta);
+	json_decref(cfg);
+	strv_free(env, nenv);
 	return rc;
 }

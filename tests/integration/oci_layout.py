@@ -1,14 +1,28 @@
 #!/usr/bin/env python3
-"""Write an OCI image layout with one hand-made layer, for image.sh.
+"""Write an OCI image layout (or a docker save tarball) with hand-made
+layers, for image.sh and image_export.sh.
 
-    oci_layout.py DIR CASE [ARG]
+    oci_layout.py [--docker | --docker-oci] DEST CASE [ARG]
 
 CASE is the layer: "probe" (ARG: a static program, at usr/bin/wd-probe,
-with bin -> usr/bin and an etc/), or a hostile one: "device" (a character
-device node), "escape" (ARG: a host path; the entries ../../..ARG,
-/ARG-abs and a link to ARG's directory then a file through it), "hardlink"
-(a hard link to /etc/shadow), "sparse" (a 10 GB GNU sparse file holding
-4 KiB of data).  The layer is an uncompressed tar, the tag "t".
+with bin -> usr/bin and an etc/; its config sets Env, User and
+WorkingDir), or a hostile one: "device" (a character device node),
+"escape" (ARG: a host path; the entries ../../..ARG, /ARG-abs and a link
+to ARG's directory then a file through it), "hardlink" (a hard link to
+/etc/shadow), "sparse" (a 10 GB GNU sparse file holding 4 KiB of data),
+"badenv" (a config Env entry with an escape byte), and across layers:
+"link-layers" (ARG: a host path; layer 1 links out to ARG's directory,
+layer 2 writes a file through the link), "whiteout" (ARG: a host file;
+whiteouts ../..ARG's .wh. and .wh..wh..opq of its directory, by relative
+and absolute names), "hardlink-layers" (layer 1 links etc -> /etc, layer
+2 hard-links shadow-copy to etc/shadow), "many" (ARG: a count of empty
+files in one layer).  Layers are uncompressed tars; the tag is "t".
+
+DEST is an OCI image layout directory, or with --docker a docker save
+tarball in Docker's legacy form (manifest.json, ID/layer.tar, the config
+as HEX.json, the probe's layer listed twice, the second a symlink to the
+first as docker save writes a repeated layer), or with --docker-oci the
+form Docker 25 writes (an OCI layout with manifest.json beside it).
 """
 import hashlib
 import io
@@ -16,6 +30,7 @@ import json
 import os
 import sys
 import tarfile
+import time
 
 
 def add_dir(tf, name):
@@ -39,14 +54,26 @@ def add_link(tf, name, target, kind=tarfile.SYMTYPE):
     tf.addfile(ti)
 
 
-def layer(case, arg):
+def tar_of(fill):
     buf = io.BytesIO()
-    fmt = tarfile.PAX_FORMAT
-    with tarfile.open(fileobj=buf, mode="w", format=fmt) as tf:
-        add_dir(tf, "etc")
-        add_dir(tf, "usr")
-        add_dir(tf, "usr/bin")
-        add_link(tf, "bin", "usr/bin")
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        fill(tf)
+    return buf.getvalue()
+
+
+def base(tf):
+    add_dir(tf, "etc")
+    add_dir(tf, "usr")
+    add_dir(tf, "usr/bin")
+    add_link(tf, "bin", "usr/bin")
+
+
+def layers(case, arg):
+    """The layers (tar bytes each) and the config's "config" object."""
+    config = {}
+
+    def one(tf):
+        base(tf)
         if case == "probe":
             with open(arg, "rb") as f:
                 add_file(tf, "usr/bin/wd-probe", f.read(), 0o755)
@@ -77,39 +104,74 @@ def layer(case, arg):
                 "GNU.sparse.realsize": str(real),
             }
             tf.addfile(ti, io.BytesIO(smap + data))
+        elif case == "link-layers":
+            add_link(tf, "out", os.path.dirname(arg))
+        elif case == "hardlink-layers":
+            add_link(tf, "hostetc", "/etc")
+        elif case == "many":
+            add_dir(tf, "many")
+            for i in range(int(arg)):
+                ti = tarfile.TarInfo("many/f%06d" % i)
+                tf.addfile(ti)
+        elif case == "badenv":
+            pass
+        elif case == "whiteout":
+            d, b = os.path.dirname(arg), os.path.basename(arg)
+            add_file(tf, "../../../../../.." + d + "/.wh." + b, b"")
+            add_file(tf, d + "/.wh." + b, b"")
+            add_file(tf, "../../../../../.." + d + "/.wh..wh..opq", b"")
+            add_file(tf, "usr/../../../../.wh.etc", b"")
         else:
             sys.exit("unknown case " + case)
-    return buf.getvalue()
+
+    out = [tar_of(one)]
+    if case == "probe":
+        config = {"Env": ["WD_OCI_ENV=from-the-config", "PATH=/usr/bin:/bin"],
+                  "User": "1001:1001", "WorkingDir": "/srv/app"}
+    elif case == "badenv":
+        config = {"Env": ["GOOD=1", "BAD=\x1b[31mred"]}
+    elif case == "link-layers":
+        name = os.path.basename(arg) + "-through-link-layer"
+        out.append(tar_of(lambda tf: add_file(tf, "out/" + name, b"escaped\n")))
+    elif case == "hardlink-layers":
+        out.append(tar_of(lambda tf: add_link(tf, "shadow-copy", "hostetc/shadow",
+                                              tarfile.LNKTYPE)))
+    return out, config
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
 
 
 def blob(root, data):
-    d = hashlib.sha256(data).hexdigest()
+    d = sha(data)
     with open(os.path.join(root, "blobs", "sha256", d), "wb") as f:
         f.write(data)
     return "sha256:" + d, len(data)
 
 
-def main():
-    root, case = sys.argv[1], sys.argv[2]
-    arg = sys.argv[3] if len(sys.argv) > 3 else ""
+def config_json(tars, config):
+    return json.dumps({
+        "architecture": "amd64", "os": "linux",
+        "config": config,
+        "rootfs": {"type": "layers", "diff_ids": ["sha256:" + sha(t) for t in tars]},
+    }).encode()
+
+
+def write_layout(root, tars, config):
+    """An OCI layout in root; the config's and layers' digests."""
     os.makedirs(os.path.join(root, "blobs", "sha256"))
     with open(os.path.join(root, "oci-layout"), "w") as f:
         json.dump({"imageLayoutVersion": "1.0.0"}, f)
-    tar = layer(case, arg)
-    ld, ls = blob(root, tar)
-    config = json.dumps({
-        "architecture": "amd64", "os": "linux",
-        "config": {},
-        "rootfs": {"type": "layers", "diff_ids": [ld]},
-    }).encode()
-    cd, cs = blob(root, config)
+    lds = [blob(root, t) for t in tars]
+    cd, cs = blob(root, config_json(tars, config))
     manifest = json.dumps({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                    "digest": cd, "size": cs},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
-                    "digest": ld, "size": ls}],
+                    "digest": ld, "size": ls} for ld, ls in lds],
     }).encode()
     md, ms = blob(root, manifest)
     with open(os.path.join(root, "index.json"), "w") as f:
@@ -117,6 +179,76 @@ def main():
             "mediaType": "application/vnd.oci.image.manifest.v1+json",
             "digest": md, "size": ms,
             "annotations": {"org.opencontainers.image.ref.name": "t"}}]}, f)
+    return cd, [ld for ld, _ in lds]
+
+
+def member(tf, name, data=None, link=None):
+    ti = tarfile.TarInfo(name)
+    ti.mtime = int(time.time())
+    if link is not None:
+        ti.type = tarfile.SYMTYPE
+        ti.linkname = link
+        tf.addfile(ti)
+    elif data is None:
+        ti.type = tarfile.DIRTYPE
+        ti.mode = 0o755
+        tf.addfile(ti)
+    else:
+        ti.size = len(data)
+        tf.addfile(ti, io.BytesIO(data))
+
+
+def write_docker(path, tars, config):
+    """docker save's legacy form: manifest.json, HEX.json, ID/layer.tar."""
+    # the config's diff_ids: one per layer listed, the repeated one too
+    cfg = config_json(tars + tars[:1] if len(tars) == 1 else tars, config)
+    ids = [sha(t) for t in tars]
+    names = [i + "/layer.tar" for i in ids]
+    # a repeated layer, as docker save writes it: a link to the first copy
+    if len(tars) == 1:
+        names.append("dup/layer.tar")
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tf:
+        for i, t in zip(ids, tars):
+            member(tf, i)
+            member(tf, i + "/VERSION", b"1.0")
+            member(tf, i + "/layer.tar", t)
+        if len(tars) == 1:
+            member(tf, "dup")
+            member(tf, "dup/layer.tar", link="../" + ids[0] + "/layer.tar")
+        member(tf, sha(cfg) + ".json", cfg)
+        member(tf, "manifest.json", json.dumps([{
+            "Config": sha(cfg) + ".json", "RepoTags": ["probe:latest"],
+            "Layers": names}]).encode())
+        member(tf, "repositories", json.dumps(
+            {"probe": {"latest": ids[-1]}}).encode())
+
+
+def write_docker_oci(path, tars, config):
+    """Docker 25's docker save: an OCI layout plus manifest.json."""
+    root = path + ".d"
+    cd, lds = write_layout(root, tars, config)
+    with open(os.path.join(root, "manifest.json"), "w") as f:
+        json.dump([{"Config": "blobs/sha256/" + cd[7:], "RepoTags": ["probe:latest"],
+                    "Layers": ["blobs/sha256/" + d[7:] for d in lds]}], f)
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tf:
+        for name in sorted(os.listdir(root)):
+            tf.add(os.path.join(root, name), arcname=name)
+
+
+def main():
+    args = sys.argv[1:]
+    form = "oci"
+    if args and args[0] in ("--docker", "--docker-oci"):
+        form = args.pop(0)[2:]
+    dest, case = args[0], args[1]
+    arg = args[2] if len(args) > 2 else ""
+    tars, config = layers(case, arg)
+    if form == "docker":
+        write_docker(dest, tars, config)
+    elif form == "docker-oci":
+        write_docker_oci(dest, tars, config)
+    else:
+        write_layout(dest, tars, config)
 
 
 main()
