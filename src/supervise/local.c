@@ -248,7 +248,7 @@ send_cgroup(struct sandbox *sb, struct wd_err *err)
 		return wd_err_sys(err, -n, "open the tasks files of the sandbox's cgroup");
 	struct sync_msg m = {.kind = SYNC_CGROUP, .status = n};
 	if ((rc = sync_send(&sb->chan, &m, fds, n)) < 0)
-		wd_err_sys(err, -rc, "hand the cgroup to the sandbox");
+		rc = local_send_failed(sb, rc, "hand the cgroup to the sandbox", err);
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
 	return rc;
@@ -334,7 +334,7 @@ local_spawn(struct sandbox *sb, struct wd_err *err)
 	}
 	struct sync_msg go = {.kind = SYNC_GO};
 	if ((rc = sync_send(&sb->chan, &go, NULL, 0)) < 0)
-		return wd_err_sys(err, -rc, "release the sandbox");
+		return local_send_failed(sb, rc, "release the sandbox", err);
 	STEP("2 maps written, pid 1 released");
 	/* 2c. v1: the cgroup, overlapping pid 1's mount work, then
 	 * SYNC_CGROUP. */
@@ -412,6 +412,12 @@ local_read_setup(struct sandbox *sb)
 			       sb->id, sync_state_name(sb->chan.state));
 			continue;
 		}
+		if (rc == -ECONNRESET)
+			/* pid 1 went with a message of ours unread (a one-shot
+			 * run's command, queued behind the set-up): the kernel
+			 * reports that once, before what pid 1 sent us, which
+			 * may be the SYNC_ERROR that says why */
+			continue;
 		if (rc < 0) {
 			sb->state = SB_DEAD; /* EOF: pid 1 is gone */
 			return;
@@ -464,6 +470,21 @@ local_setup_error(struct sandbox *sb, struct wd_err *err)
 	if (err)
 		err->step = sb->setup_step;
 	return rc;
+}
+
+int
+local_send_failed(struct sandbox *sb, int rc, const char *what, struct wd_err *err)
+{
+	/* pid 1 may have failed a jail step and gone while we wrote to it
+	 * (the cgroup, the release and a one-shot run's command are sent
+	 * before it says ready): its SYNC_ERROR waits in our queue and says
+	 * why, where EPIPE or ECONNRESET does not */
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		local_read_setup(sb);
+		if (sb->setup_step)
+			return local_setup_error(sb, err);
+	}
+	return wd_err_sys(err, -rc, "%s", what);
 }
 
 int

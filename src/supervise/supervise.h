@@ -453,6 +453,9 @@ int local_attach(struct sandbox *sb, int tree_fd, struct wd_err *err);
 void local_read_setup(struct sandbox *sb);
 /* The error a failed set-up reported, as err (returns -errno). */
 int local_setup_error(struct sandbox *sb, struct wd_err *err);
+/* A write to pid 1 failed (rc): the jail step that ended it, if pid 1 said
+ * which before it went, else WHAT and the error. */
+int local_send_failed(struct sandbox *sb, int rc, const char *what, struct wd_err *err);
 /* Fill the protections of r from the sandbox. */
 void local_describe(struct sandbox *sb, wd_result *r);
 /* The sandbox's cgroup (sb->cg) with limits cl and cgroup_create_flags()'

@@ -8,11 +8,12 @@
 #   - a private containerd: its own root, state, socket and config under
 #     this test's directory, no CRI plugin, stopped at exit; a system
 #     containerd is never touched
-#   - warden's image (containerd_image.py: the built warden, its monitor,
-#     wd-probe, the programs the checks run and their shared objects) as
-#     an OCI archive, through `ctr images import`; the root is containerd's
-#     remapped snapshot of it (ctr --uidmap/--gidmap: files owned by the
-#     pod's root, host uid 100000)
+#   - warden's image written by `warden image export --add` (the built
+#     warden, its monitor and wd-probe over a base of the programs the
+#     checks run and their shared objects: containerd_image.py), through
+#     `ctr images import`; the root is containerd's remapped snapshot of
+#     it (ctr --uidmap/--gidmap: files owned by the pod's root, host uid
+#     100000)
 #   - inside the pod: wd-probe all in warden's jail; warden serve --stdio
 #     (initialize, tools/list, run_command); egress through warden's proxy
 #     to an upstream on the pod's own loopback, one host allowed and one
@@ -101,14 +102,27 @@ if ! wait_until "$(scaled 20)" "${C[@]}" version >/dev/null 2>&1; then
 fi
 ok "a private containerd serves $SOCK"
 
-# ---- the image: made, imported, unpacked for the pod's user namespace
-python3 "$HERE/containerd_image.py" "$T/image.tar" "$IMG" "$WARDEN" \
+# ---- the image: made, imported, unpacked for the pod's user namespace.
+# warden image export writes it, as `make image` does: a base (here the
+# closure of what warden runs, standing in for a Debian root file system)
+# imported into a store of the test's own, with warden's files added.
+export WARDEN_STATE_DIR=$T/store
+mkdir -m 700 "$WARDEN_STATE_DIR"
+python3 "$HERE/containerd_image.py" "$T/base" "$T/tree" "$WARDEN" \
 	"$(dirname "$WARDEN")/warden-monitor" "$WD_PROBE" sleep env ls cat cp rm curl >"$OUT" 2>"$ERR"
 RC=$?
-expect_rc 0 "warden's image written as an OCI archive"
-"${C[@]}" images import "$T/image.tar" >"$OUT" 2>"$ERR"
+expect_rc 0 "a base layout and warden's files written"
+"$WARDEN" image import wdbase "$T/base" >"$OUT" 2>"$ERR"
 RC=$?
-expect_rc 0 "ctr images import takes it"
+expect_rc 0 "warden image import of the base"
+"$WARDEN" image export wdbase "$T/layout" --add "$T/tree" \
+	--entrypoint /usr/local/bin/warden --entrypoint serve --entrypoint --stdio >"$OUT" 2>"$ERR"
+RC=$?
+expect_rc 0 "warden image export --add warden's files: warden's image"
+tar -C "$T/layout" -cf "$T/image.tar" .
+"${C[@]}" images import --index-name "$IMG" "$T/image.tar" >"$OUT" 2>"$ERR"
+RC=$?
+expect_rc 0 "ctr images import takes the exported layout"
 # containerd's own spec and default seccomp profile for a container in a
 # user namespace holding CAP_SYS_ADMIN, and its snapshot chowned to the
 # namespace's root (WithRemappedSnapshot)

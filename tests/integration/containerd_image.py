@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
-"""Write warden's image as an OCI archive for containerd.sh.
+"""warden's image for containerd.sh: a base layout and warden's files.
 
-    containerd_image.py OUT.tar REF WARDEN MONITOR PROBE PROGRAM...
+    containerd_image.py LAYOUT TREE WARDEN MONITOR PROBE PROGRAM...
 
-The one layer holds the built warden at /usr/local/bin/warden, its
-session monitor at /usr/local/libexec/warden/warden-monitor (where `make
-install` puts it), the static wd-probe at /usr/local/bin/wd-probe, each
-PROGRAM (a name found on PATH: the commands the test runs in warden's
-jail) and the shared objects all of them need (ldd), with libssl (the
-egress proxy's TLS, dlopen'ed) and libgit2 (diffs, dlopen'ed) and theirs.
-The files are the host's own: this image is the closure of what warden
-runs, not a distribution.  Entries are sorted, owned by 0:0, mtime 0, so
-two archives of the same inputs are the same bytes.  The archive is an
-OCI image layout in a tar (what `ctr images import` reads), tagged REF,
-its config's Entrypoint `warden serve --stdio`.
+LAYOUT is an OCI image layout (a directory, tag "base", one uncompressed
+layer) standing in for the Debian root file system `make image` starts
+from: each PROGRAM (a name found on PATH: the commands the test runs in
+warden's jail) and the shared objects they and warden need (ldd), with
+libssl (the egress proxy's TLS) and libgit2 (diffs), both dlopen'ed, and
+theirs; the host's own files, the closure of what warden runs.  TREE is
+what `make install` puts in an image: warden at /usr/local/bin/warden, its
+session monitor at /usr/local/libexec/warden/warden-monitor, and the
+static wd-probe at /usr/local/bin/wd-probe.  The test imports LAYOUT into
+warden's store and writes the pod's image with `warden image export
+--add TREE`.  Entries are sorted, owned by 0:0, mtime 0.
 """
 import hashlib
 import io
@@ -50,13 +50,14 @@ def find_lib(name):
 
 
 def main():
-    out, ref, warden, monitor, probe = sys.argv[1:6]
+    layout, tree, warden, monitor, probe = sys.argv[1:6]
     programs = sys.argv[6:]
-    files = {
+    own = {
         "usr/local/bin/warden": warden,
         "usr/local/libexec/warden/warden-monitor": monitor,
         "usr/local/bin/wd-probe": probe,
     }
+    files = {}
     for p in programs:
         path = shutil.which(p)
         if not path:
@@ -68,7 +69,7 @@ def main():
             sys.exit("containerd_image.py: %s not found" % name)
         files["usr/lib/x86_64-linux-gnu/" + name] = os.path.realpath(p)
     # the closure of shared objects, by the name the loader looks for
-    todo = list(files.values())
+    todo = list(files.values()) + list(own.values())
     seen = set()
     while todo:
         f = todo.pop()
@@ -139,11 +140,7 @@ def main():
     config = {
         "architecture": "amd64",
         "os": "linux",
-        "config": {
-            "Entrypoint": ["/usr/local/bin/warden", "serve", "--stdio"],
-            "Env": ["PATH=/usr/local/bin:/usr/bin"],
-            "WorkingDir": "/",
-        },
+        "config": {"Env": ["PATH=/usr/local/bin:/usr/bin"]},
         "rootfs": {"type": "layers", "diff_ids": [ldesc["digest"]]},
     }
     cdesc = blob(json.dumps(config, sort_keys=True).encode())
@@ -157,20 +154,22 @@ def main():
     index = {
         "schemaVersion": 2,
         "manifests": [dict(mdesc, mediaType="application/vnd.oci.image.manifest.v1+json",
-                           annotations={"org.opencontainers.image.ref.name": ref})],
+                           annotations={"org.opencontainers.image.ref.name": "base"})],
     }
-    with tarfile.open(out, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        def add(name, data):
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            ti.mode = 0o644
-            tf.addfile(ti, io.BytesIO(data))
-        add("oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
-        add("index.json", json.dumps(index, sort_keys=True).encode())
-        for d in sorted(blobs):
-            add("blobs/sha256/" + d, blobs[d])
+    os.makedirs(os.path.join(layout, "blobs", "sha256"))
+    with open(os.path.join(layout, "oci-layout"), "w") as f:
+        f.write('{"imageLayoutVersion":"1.0.0"}')
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump(index, f, sort_keys=True)
+    for d in sorted(blobs):
+        with open(os.path.join(layout, "blobs", "sha256", d), "wb") as f:
+            f.write(blobs[d])
+    for name, src in own.items():
+        dst = os.path.join(tree, name)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(src, dst)
+        os.chmod(dst, 0o755)
     print("%d files, layer %d bytes" % (len(files), len(layer)))
-
 
 if __name__ == "__main__":
     main()
