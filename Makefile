@@ -6,7 +6,7 @@ TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 MESON_FLAGS ?=
 
-.PHONY: all deps build demo check unit integration bench fuzz clean
+.PHONY: all deps build demo check unit integration bench fuzz image clean
 
 all: build
 
@@ -33,5 +33,16 @@ bench: build
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_BUILD)
 
+# warden's own image: an OCI image layout in IMAGE_OUT (default
+# build/image) of Debian's essential set, IMAGE_PACKAGES and warden
+# installed under /usr, for a pod (scripts/image.sh; README, "warden's own
+# image").  As root; the Debian part is built once and kept in IMAGE_STATE.
+IMAGE_OUT ?= $(BUILD)/image
+IMAGE_BUILD ?= build-image
+IMAGE_STATE ?= build-image-state
+image: build
+	@IMAGE_OUT=$(IMAGE_OUT) IMAGE_BUILD=$(IMAGE_BUILD) IMAGE_STATE=$(IMAGE_STATE) \
+		scripts/image.sh $(BUILD)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(IMAGE_BUILD) $(IMAGE_STATE)

@@ -366,7 +366,7 @@ int wd_ctx_set_state_dir(wd_ctx *ctx, const char *dir, struct wd_err *err);
 typedef struct wd_image_recipe wd_image_recipe;
 wd_image_recipe *wd_image_recipe_new(void);
 void wd_image_recipe_free(wd_image_recipe *r);
-/* Read a recipe file (key = value lines: suite, packages, env, from) into
+/* Read a recipe file (key = value lines: suite, packages, env, from, user) into
  * r; -EINVAL with err naming PATH:LINE:COLUMN for a bad line. */
 int wd_image_recipe_load(wd_image_recipe *r, const char *path, struct wd_err *err);
 /* Setters; -EINVAL for a malformed suite, package, NAME=VALUE or name. */
@@ -374,6 +374,10 @@ int wd_image_recipe_set_suite(wd_image_recipe *r, const char *suite, struct wd_e
 int wd_image_recipe_add_packages(wd_image_recipe *r, const char *list, struct wd_err *err);
 int wd_image_recipe_add_env(wd_image_recipe *r, const char *kv, struct wd_err *err);
 int wd_image_recipe_set_from(wd_image_recipe *r, const char *name, struct wd_err *err);
+/* The image's user: the name of warden's passwd and group entries for
+ * the sandbox's uid 1000 (which stays 1000; never root).  -EINVAL for a
+ * name that is not [a-z_][a-z0-9_-]* (32 bytes at most), root or nobody. */
+int wd_image_recipe_set_user(wd_image_recipe *r, const char *user, struct wd_err *err);
 /* Build image name from r (as root: mmdebstrap needs it); *json (new,
  * free()) is its metadata.  Logs mmdebstrap's progress at INFO. */
 int wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r, char **json,
@@ -391,12 +395,13 @@ int wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char 
 		    char **json, struct wd_err *err);
 /* Write image ref as a new OCI image layout at dir (which must not
  * exist), reproducibly: the same image gives the same manifest digest.
- * config (may be NULL): a JSON object of OCI config keys (Entrypoint,
+ * tag (may be NULL: ref's name, "latest" for a digest) is the image's
+ * org.opencontainers.image.ref.name in index.json.  config (may be NULL): a JSON object of OCI config keys (Entrypoint,
  * Cmd, User, WorkingDir, Env, Labels) set over the image's own; add (may
  * be NULL): a directory whose tree becomes a second layer, owned by root.
  * *json (new, free()): the manifest digest, path, config and layers. */
-int wd_image_export(wd_ctx *ctx, const char *ref, const char *dir, const char *config,
-		    const char *add, char **json, struct wd_err *err);
+int wd_image_export(wd_ctx *ctx, const char *ref, const char *dir, const char *tag,
+		    const char *config, const char *add, char **json, struct wd_err *err);
 /* The images as a JSON array of metadata objects, or one image's
  * metadata (-ENOENT: none by that name); *json is new, free(). */
 int wd_image_list(wd_ctx *ctx, char **json, struct wd_err *err);

@@ -10,11 +10,11 @@
 
 static const char image_usage[] =
     "usage: warden image build NAME [--packages LIST] [--suite SUITE] [--from NAME]\n"
-    "                          [--env NAME=VALUE] [-f RECIPE] [--json]\n"
+    "                          [--env NAME=VALUE] [--user NAME] [-f RECIPE] [--json]\n"
     "       warden image import NAME PATH [--tag TAG] [--json]\n"
     "       warden image export NAME DIR [--entrypoint WORD]... [--cmd WORD]...\n"
     "                          [--user USER] [--workdir DIR] [--env NAME=VALUE]...\n"
-    "                          [--label KEY=VALUE]... [--add TREE] [--json]\n"
+    "                          [--label KEY=VALUE]... [--add TREE] [--tag TAG] [--json]\n"
     "       warden image ls [--json]\n"
     "       warden image inspect NAME [--json]\n"
     "       warden image rm NAME... [--json]\n"
@@ -29,7 +29,9 @@ static const char image_usage[] =
     "      --suite SUITE     the Debian suite (default: bookworm)\n"
     "      --from NAME       start from an image's recipe: its suite, packages and env\n"
     "      --env NAME=VALUE  a variable every command in the image gets\n"
-    "  -f, --file RECIPE     a recipe: KEY = VALUE lines (suite, packages, env, from)\n"
+    "      --user NAME       the name of the sandbox user (uid 1000) in the image\n"
+    "  -f, --file RECIPE     a recipe: KEY = VALUE lines (suite, packages, env, from,\n"
+    "                        user)\n"
     "      --json            print the image's metadata as JSON\n"
     "import: PATH is an OCI image layout (a directory; --tag chooses the image in\n"
     "it, default its only tagged one) or a docker save tarball (a file).  Device\n"
@@ -37,7 +39,7 @@ static const char image_usage[] =
     "refused.  The image config's Env joins the image's env; User and WorkingDir\n"
     "are recorded (inspect shows them).\n"
     "export: writes the image as a new OCI image layout DIR (it must not exist),\n"
-    "reproducibly (the same image, the same manifest digest), tagged NAME.\n"
+    "reproducibly (the same image, the same manifest digest).\n"
     "      --entrypoint WORD  a word of the config's Entrypoint (repeat for more)\n"
     "      --cmd WORD         a word of its Cmd (repeat for more)\n"
     "      --user USER        its User (default: the image's, if it has one)\n"
@@ -45,6 +47,7 @@ static const char image_usage[] =
     "      --env NAME=VALUE   a variable of its Env, over the image's (and PATH)\n"
     "      --label KEY=VALUE  a label (org.opencontainers.image.*, ...)\n"
     "      --add TREE         TREE's files as a second layer, owned by root\n"
+    "      --tag TAG          the image's tag in DIR (default: NAME)\n"
     "NAME and the image's digest (sha256:HEX) both name it; an image still used by a\n"
     "running sandbox or a session is not removed.\n";
 
@@ -172,6 +175,7 @@ image_build(int argc, char **argv)
 	    {"suite", required_argument, NULL, OPT_SUITE},
 	    {"from", required_argument, NULL, OPT_FROM},
 	    {"env", required_argument, NULL, OPT_ENV},
+	    {"user", required_argument, NULL, OPT_USER},
 	    {"file", required_argument, NULL, 'f'},
 	    {"json", no_argument, NULL, OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
@@ -201,6 +205,10 @@ image_build(int argc, char **argv)
 		case OPT_ENV:
 			if (wd_image_recipe_add_env(r, optarg, &e) < 0)
 				rc = cli_fail(sub, "--env: %s", e.msg);
+			break;
+		case OPT_USER:
+			if (wd_image_recipe_set_user(r, optarg, &e) < 0)
+				rc = cli_fail(sub, "--user: %s", e.msg);
 			break;
 		case 'f':
 			if (wd_image_recipe_load(r, optarg, &e) < 0)
@@ -292,11 +300,12 @@ image_export(int argc, char **argv)
 	    {"env", required_argument, NULL, OPT_ENV},
 	    {"label", required_argument, NULL, OPT_LABEL},
 	    {"add", required_argument, NULL, OPT_ADD},
+	    {"tag", required_argument, NULL, 't'},
 	    {"json", no_argument, NULL, OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *sub = "image export", *add = NULL;
+	const char *sub = "image export", *add = NULL, *tag = NULL;
 	bool json = false;
 	int c, rc = 0;
 	json_t *cfg = json_object();
@@ -346,6 +355,9 @@ image_export(int argc, char **argv)
 		case OPT_ADD:
 			add = optarg;
 			break;
+		case 't':
+			tag = optarg;
+			break;
 		case OPT_JSON:
 			json = true;
 			break;
@@ -370,7 +382,8 @@ image_export(int argc, char **argv)
 	char *out = NULL;
 	if (rc == 0) {
 		if (wd_ctx_new(&ctx, &e) < 0 ||
-		    wd_image_export(ctx, argv[optind], argv[optind + 1], text, add, &out, &e) < 0)
+		    wd_image_export(ctx, argv[optind], argv[optind + 1], tag, text, add, &out,
+				    &e) < 0)
 			rc = cli_fail(sub, "%s", e.msg);
 		else if (json) {
 			fputs(out, stdout);

@@ -11,6 +11,10 @@
 #include <stdint.h>
 
 #define IMAGE_NAME_MAX 64
+/* An image holds at most this many entries: a layer of millions of empty
+ * files is refused (counted before unpacking, and again in the walk)
+ * rather than written and walked for hours. */
+#define IMAGE_MAX_ENTRIES 1000000
 
 /* [a-z0-9][a-z0-9._-]*, at most IMAGE_NAME_MAX bytes */
 bool image_name_ok(const char *n);
@@ -29,8 +33,12 @@ int image_rm_tree(const char *path);
 int image_cmp_str(const void *a, const void *b);
 /* the digest of root's sorted walk and env; -EINVAL for a device node,
  * FIFO, socket or too many entries (err names the entry) */
-int image_digest_tree(const char *root, char *const *env, size_t nenv, char hex[65],
-		      uint64_t *bytes, uint64_t *files, struct wd_err *err);
+int image_digest_tree(const char *root, char *const *env, size_t nenv, const char *user,
+		      char hex[65], uint64_t *bytes, uint64_t *files, struct wd_err *err);
+/* a user name warden can write as its sandbox user's passwd entry:
+ * [a-z_][a-z0-9_-]*, at most 32 bytes, not root or nobody (warden's
+ * passwd has those, and uid 1000 is never root) */
+bool image_user_ok(const char *u);
 /* json_dumps, indented and sorted; aborts on allocation failure */
 char *image_dump(json_t *j);
 /* move tmp (rootfs/) into the store as sha256-hex with meta, name it;
@@ -58,6 +66,10 @@ int image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct w
 /* an OCI image layout (or the layout inside an OCI-in-docker archive):
  * the config object of the manifest tagged tag, or NULL with err set */
 json_t *image_oci_config(const char *layout, const char *tag, struct wd_err *err);
+/* -EINVAL (err naming the layer) when the layers of the image tagged tag
+ * in an OCI layout hold more than max entries in all, counted from their
+ * tar headers (gzip'd ones through gzip -dc) before anything is written */
+int image_oci_count(const char *layout, const char *tag, uint64_t max, struct wd_err *err);
 /* a docker save tarball at path, written as an OCI image layout in out
  * (a directory that exists, empty) with its one image tagged "t" */
 int image_docker_to_oci(const char *path, const char *out, struct wd_err *err);

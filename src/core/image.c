@@ -197,6 +197,12 @@ wd_spec_set_image(wd_spec *spec, const char *ref, struct wd_err *err)
 			return rc;
 		}
 	}
+	/* the image's user names warden's passwd entry for uid 1000; a
+	 * numeric User of an imported config, or root, is not a name warden
+	 * writes (the command's uid is 1000 whatever the image says) */
+	const char *user = json_string_value(json_object_get(meta, "user"));
+	free(spec->image_user);
+	spec->image_user = user && image_user_ok(user) ? wd_xstrdup(user) : NULL;
 	json_decref(meta);
 	free(spec->image);
 	free(spec->image_root);
@@ -247,9 +253,6 @@ image_rm_tree(const char *path)
 
 /* ---- the digest: a canonical walk ---- */
 
-/* An image holds at most this many entries: a layer of millions of empty
- * files is refused rather than walked for hours at every import. */
-#define IMAGE_MAX_ENTRIES 1000000
 
 struct walk {
 	struct wd_sha256 h;
@@ -366,9 +369,15 @@ walk_dir(struct walk *w, int dfd, const char *rel, int depth)
 	free(names);
 }
 
+bool
+image_user_ok(const char *u)
+{
+	return spec_user_name_ok(u);
+}
+
 int
-image_digest_tree(const char *root, char *const *env, size_t nenv, char hex[65], uint64_t *bytes,
-		  uint64_t *files, struct wd_err *err)
+image_digest_tree(const char *root, char *const *env, size_t nenv, const char *user, char hex[65],
+		  uint64_t *bytes, uint64_t *files, struct wd_err *err)
 {
 	struct walk w = {0};
 	wd_sha256_init(&w.h);
@@ -393,6 +402,12 @@ image_digest_tree(const char *root, char *const *env, size_t nenv, char hex[65],
 	wd_sha256_update(&w.h, "env", 4);
 	for (size_t i = 0; i < nenv; i++)
 		wd_sha256_update(&w.h, env[i], strlen(env[i]) + 1);
+	/* and the user, when there is one (an image without keeps the
+	 * digest it had before images had users) */
+	if (user) {
+		wd_sha256_update(&w.h, "user", 5);
+		wd_sha256_update(&w.h, user, strlen(user) + 1);
+	}
 	unsigned char md[32];
 	wd_sha256_final(&w.h, md);
 	wd_sha256_hex(md, hex);

@@ -35,6 +35,7 @@ struct wd_image_recipe {
 	char **env;
 	size_t nenv;
 	char *from;
+	char *user;
 };
 
 WD_API wd_image_recipe *
@@ -60,6 +61,7 @@ wd_image_recipe_free(wd_image_recipe *r)
 	strv_free(r->packages, r->npackages);
 	strv_free(r->env, r->nenv);
 	free(r->from);
+	free(r->user);
 	free(r);
 }
 
@@ -190,12 +192,31 @@ wd_image_recipe_set_from(wd_image_recipe *r, const char *name, struct wd_err *er
 	return 0;
 }
 
+/* The sandbox user's name in the image: warden's passwd and group entry
+ * for uid 1000 (the command's uid is warden's, whatever the name). */
+WD_API int
+wd_image_recipe_set_user(wd_image_recipe *r, const char *user, struct wd_err *err)
+{
+	if (!image_user_ok(user)) {
+		wd_autofree char *q = wd_esc_path(user);
+		return wd_err_set(err, WD_E_INVAL,
+				  "user %s is not a user name ([a-z_][a-z0-9_-]*, at most 32 "
+				  "bytes) other than root and nobody: it names uid 1000, which is "
+				  "never root",
+				  q);
+	}
+	free(r->user);
+	r->user = wd_xstrdup(user);
+	return 0;
+}
+
 /* ---- the recipe file ----
  *
  *   # an environment with Lua
  *   suite = bookworm
  *   packages = lua5.4, ca-certificates
  *   env = LANG=C.UTF-8
+ *   user = lua
  *
  * One key a line; packages and env may repeat (they add).  Errors name
  * PATH:LINE:COLUMN of what is wrong, as the policy's do. */
@@ -251,10 +272,12 @@ wd_image_recipe_load(wd_image_recipe *r, const char *path, struct wd_err *err)
 			rc = wd_image_recipe_add_env(r, v, &e);
 		else if (!strcmp(k, "from"))
 			rc = wd_image_recipe_set_from(r, v, &e);
+		else if (!strcmp(k, "user"))
+			rc = wd_image_recipe_set_user(r, v, &e);
 		else {
 			wd_autofree char *qk = wd_esc_path(k);
 			rc = wd_err_set(err, WD_E_INVAL,
-					"%s:%d:%d: unknown key %s (suite, packages, env, from)",
+					"%s:%d:%d: unknown key %s (suite, packages, env, from, user)",
 					qpath, lineno, col, qk);
 			break;
 		}
@@ -509,6 +532,13 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 		    strv_add(&r.packages, &r.npackages, json_string_value(v));
 		json_array_foreach(json_object_get(base, "env"), i, v)
 		    strv_add(&r.env, &r.nenv, json_string_value(v));
+		const char *bu = json_string_value(json_object_get(base, "user"));
+		if (bu && image_user_ok(bu))
+			r.user = wd_xstrdup(bu);
+	}
+	if (r_in->user) {
+		free(r.user);
+		r.user = wd_xstrdup(r_in->user);
 	}
 	for (size_t i = 0; i < r_in->npackages; i++)
 		strv_add(&r.packages, &r.npackages, r_in->packages[i]);
@@ -561,7 +591,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	}
 	char hex[65];
 	uint64_t bytes = 0, files = 0;
-	if ((rc = image_digest_tree(rootfs, r.env, r.nenv, hex, &bytes, &files, err)) < 0)
+	if ((rc = image_digest_tree(rootfs, r.env, r.nenv, r.user, hex, &bytes, &files, err)) < 0)
 		goto out_rm;
 	uint64_t ms = image_now_ms() - t0;
 
@@ -575,6 +605,8 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 		      suite_copy, "packages", pk, "env", env, "installed", installed(rootfs),
 		      "size_bytes", (json_int_t)bytes, "files", (json_int_t)files,
 		      "source_date_epoch", IMAGE_EPOCH, "build_ms", (json_int_t)ms);
+	if (r.user)
+		json_object_set_new(meta, "user", json_string(r.user));
 	rc = image_store(dir, tmp, name, hex, meta, ms, out, err);
 	json_decref(meta);
 	goto out;
@@ -583,6 +615,7 @@ out_rm:
 out:
 	strv_free(r.packages, r.npackages);
 	strv_free(r.env, r.nenv);
+	free(r.user);
 	return rc;
 }
 
@@ -770,6 +803,10 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 		rc = -EINVAL;
 		goto fail;
 	}
+	/* the entries, counted from the layers' headers: a layer of millions
+	 * of empty files is refused before umoci writes one of them */
+	if ((rc = image_oci_count(layout, tag, IMAGE_MAX_ENTRIES, err)) < 0)
+		goto fail;
 
 	/* umoci applies the layers in order with their whiteouts, each path
 	 * resolved beneath rootfs (filepath-securejoin: "../", absolute
@@ -803,7 +840,8 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 		goto fail;
 	char hex[65];
 	uint64_t bytes = 0, files = 0;
-	if ((rc = image_digest_tree(rootfs, env, nenv, hex, &bytes, &files, err)) < 0)
+	if ((rc = image_digest_tree(rootfs, env, nenv,
+				    json_string_value(json_object_get(meta, "user")), hex, &bytes, &files, err)) < 0)
 		goto fail;
 	uint64_t ms = image_now_ms() - t0;
 	json_object_set_new(meta, "digest", json_string(hex));

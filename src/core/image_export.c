@@ -13,6 +13,7 @@
 #include "util/escape.h"
 #include "util/sha256.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -224,10 +225,21 @@ config_of(json_t *meta, const char *digest, json_t *over, struct wd_err *err)
 }
 
 WD_API int
-wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *config,
-		const char *add, char **json, struct wd_err *err)
+wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *tag_in,
+		const char *config, const char *add, char **json, struct wd_err *err)
 {
 	char dir[PATH_MAX], digest[65];
+	/* the tag: what a reader's --tag and image references match; the
+	 * characters a tag has (the OCI distribution spec's) */
+	if (tag_in && (!*tag_in || strlen(tag_in) > 128 || !isalnum((unsigned char)tag_in[0]) ||
+		       strspn(tag_in, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				      "0123456789_.-") != strlen(tag_in))) {
+		wd_autofree char *q = wd_esc_path(tag_in);
+		return wd_err_set(err, WD_E_INVAL,
+				  "--tag %s is not a tag ([A-Za-z0-9][A-Za-z0-9_.-]*, at most 128 "
+				  "bytes)",
+				  q);
+	}
 	int rc = image_dir(ctx, dir, sizeof(dir), err);
 	if (rc < 0 || (rc = image_resolve(dir, ref, digest, err)) < 0)
 		return rc;
@@ -314,7 +326,7 @@ wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *conf
 	json_object_set_new(cdesc, "digest", json_sprintf("sha256:%s", chex));
 	free(text);
 	/* the tag: the name exported, or "latest" for a digest */
-	const char *tag = strncmp(ref, "sha256:", 7) ? ref : "latest";
+	const char *tag = tag_in ? tag_in : strncmp(ref, "sha256:", 7) ? ref : "latest";
 	if ((rc = image_oci_write(tmp, cdesc, layers, tag, man, err)) < 0)
 		goto fail;
 	if (rename(tmp, dest) < 0) {

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/image-internal.h"
@@ -109,6 +111,185 @@ image_oci_config(const char *layout, const char *tag, struct wd_err *err)
 	return out;
 }
 
+/* A numeric field of a tar header: octal digits, or GNU's base-256
+ * (the first byte's high bit set) for sizes past 8 GiB. */
+static uint64_t
+octal(const char *f, size_t n)
+{
+	uint64_t v = 0;
+	if ((unsigned char)f[0] & 0x80) {
+		for (size_t i = 1; i < n; i++)
+			v = v << 8 | (unsigned char)f[i];
+		return v;
+	}
+	size_t i = 0;
+	while (i < n && f[i] == ' ')
+		i++;
+	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++)
+		v = v * 8 + (uint64_t)(f[i] - '0');
+	return v;
+}
+
+/* ---- counting a layer's entries before it is unpacked ---- */
+
+/* n bytes from fd, or fewer at its end; -errno */
+static ssize_t
+read_some(int fd, char *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = read(fd, buf + got, n - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+/* The entries of the tar read from fd (a file: data skipped by lseek; a
+ * pipe: read and dropped), added to *count.  1 when it stopped before
+ * the stream's end (past max, or at the end-of-archive block, after which
+ * an unpacker reads nothing: a gzip bomb of zeros behind a small tar is
+ * not read through), 0 at the end, -errno. */
+static int
+count_tar(int fd, bool seekable, uint64_t *count, uint64_t max)
+{
+	char h[512], junk[65536];
+	for (;;) {
+		ssize_t k = read_some(fd, h, sizeof(h));
+		if (k < 0)
+			return (int)k;
+		if (k < (ssize_t)sizeof(h))
+			return 0; /* the end (umoci judges a truncated tar) */
+		bool zero = true;
+		for (size_t i = 0; i < sizeof(h) && zero; i++)
+			zero = h[i] == 0;
+		if (zero)
+			return 1; /* the end-of-archive block */
+		uint64_t size = octal(h + 124, 12), skip = (size + 511) / 512 * 512;
+		if (h[156] != 'x' && h[156] != 'g' && h[156] != 'L' && h[156] != 'K' &&
+		    ++*count > max)
+			return 1;
+		if (seekable) {
+			if (lseek(fd, (off_t)skip, SEEK_CUR) < 0)
+				return -errno;
+			continue;
+		}
+		while (skip > 0) {
+			size_t n = skip < sizeof(junk) ? (size_t)skip : sizeof(junk);
+			if ((k = read_some(fd, junk, n)) < 0)
+				return (int)k;
+			if (k == 0)
+				return 0;
+			skip -= (uint64_t)k;
+		}
+	}
+}
+
+/* A gzip'd layer through `gzip -dc` (no decompressor linked in). */
+static int
+count_gzip(const char *blob, uint64_t *count, uint64_t max, struct wd_err *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return wd_err_sys(err, errno, "pipe");
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return wd_err_sys(err, errno, "fork");
+	}
+	if (pid == 0) {
+		dup2(p[1], 1);
+		int in = open(blob, O_RDONLY | O_NOFOLLOW);
+		if (in < 0 || dup2(in, 0) < 0)
+			_exit(126);
+		execlp("gzip", "gzip", "-dc", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	int rc = count_tar(p[0], false, count, max);
+	close(p[0]); /* gzip gets SIGPIPE if it was stopped early */
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (rc < 0)
+		return wd_err_sys(err, -rc, "read the layer %s", blob);
+	/* stopped early, gzip ends on a broken pipe: not a failure */
+	if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		return wd_err_set(err, WD_E_INVAL, "layer %s: gzip -dc failed (status %d)", blob,
+				  WIFEXITED(status) ? WEXITSTATUS(status)
+						    : 128 + WTERMSIG(status));
+	return 0;
+}
+
+int
+image_oci_count(const char *layout, const char *tag, uint64_t max, struct wd_err *err)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/index.json", layout);
+	json_t *idx = load_json(p, err);
+	if (!idx)
+		return -EINVAL;
+	const char *md = NULL;
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(idx, "manifests"), i, m)
+	{
+		const char *t = json_string_value(json_object_get(
+		    json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
+		if (t && !strcmp(t, tag))
+			md = json_string_value(json_object_get(m, "digest"));
+	}
+	json_t *man = md ? load_blob(layout, md, "manifest", err) : NULL;
+	if (!md)
+		wd_err_set(err, WD_E_INVAL, "%s names no image tagged '%s'", p, tag);
+	json_decref(idx);
+	if (!man)
+		return -EINVAL;
+	uint64_t count = 0;
+	int rc = 0;
+	json_t *l;
+	json_array_foreach(json_object_get(man, "layers"), i, l)
+	{
+		const char *d = json_string_value(json_object_get(l, "digest"));
+		if (!digest_ok(d)) {
+			rc = wd_err_set(err, WD_E_INVAL, "%s: layer %zu's digest is not sha256:HEX",
+					layout, i + 1);
+			break;
+		}
+		char blob[PATH_MAX];
+		snprintf(blob, sizeof(blob), "%s/blobs/sha256/%s", layout, d + 7);
+		wd_autoclose int fd = open(blob, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		unsigned char mg[2] = {0, 0};
+		if (fd < 0) {
+			rc = wd_err_sys(err, errno, "layer %zu (%s)", i + 1, blob);
+			break;
+		}
+		if (pread(fd, mg, 2, 0) == 2 && mg[0] == 0x1f && mg[1] == 0x8b)
+			rc = count_gzip(blob, &count, max, err);
+		else if ((rc = count_tar(fd, true, &count, max)) < 0)
+			rc = wd_err_sys(err, -rc, "read the layer %s", blob);
+		else
+			rc = 0;
+		if (rc < 0)
+			break;
+		if (count > max) {
+			rc = wd_err_set(err, WD_E_INVAL,
+					"more than %llu entries in the layers (at layer %zu, %s): "
+					"refused before unpacking",
+					(unsigned long long)max, i + 1, d);
+			break;
+		}
+	}
+	json_decref(man);
+	return rc;
+}
+
 /* ---- docker save ---- */
 
 struct member {
@@ -134,15 +315,6 @@ archive_fini(struct archive *a)
 		free(a->m[i].link);
 	}
 	free(a->m);
-}
-
-static uint64_t
-octal(const char *f, size_t n)
-{
-	uint64_t v = 0;
-	for (size_t i = 0; i < n && f[i] >= '0' && f[i] <= '7'; i++)
-		v = v * 8 + (uint64_t)(f[i] - '0');
-	return v;
 }
 
 static char *
@@ -263,7 +435,9 @@ archive_scan(struct archive *a, off_t fsize, struct wd_err *err)
 		char name[257 + 156];
 		if (long_name) {
 			snprintf(name, sizeof(name), "%s", "");
-		} else if (h[345]) {
+		} else if (h[345] && !memcmp(h + 257, "ustar\0", 6)) {
+			/* POSIX ustar's prefix field (GNU's format keeps
+			 * times there instead) */
 			snprintf(name, sizeof(name), "%.155s/%.100s", h + 345, h);
 		} else {
 			snprintf(name, sizeof(name), "%.100s", h);

@@ -213,6 +213,9 @@ struct jail_config {
 	/* an image's rootfs (host path): its /usr, usrmerge links
 	 * and /etc instead of the host's; NULL: the host's */
 	const char *image_root;
+	/* the name of uid 1000's passwd and group entries (an image's user,
+	 * checked by spec_user_name_ok); NULL: sandbox */
+	const char *user_name;
 };
 
 /* Host id of the sandbox user when warden runs as root: nobody.  A

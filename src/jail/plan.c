@@ -425,13 +425,17 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		{"nsswitch.conf", nsswitch_text, sizeof(nsswitch_text) - 1},
 		{"hostname", hostname_text, sizeof(hostname_text) - 1},
 	};
-	if (cfg->home) {
-		/* the sandbox user's home is where HOME points */
+	if (cfg->home || cfg->user_name) {
+		/* the sandbox user's home is where HOME points; its name is the
+		 * image's user when it has one (uid 1000 still) */
+		const char *u = cfg->user_name ? cfg->user_name : "sandbox";
 		synth[0].text = sdup(p, "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-					"sandbox:x:1000:1000:sandbox:%s:/bin/sh\n"
+					"%s:x:1000:1000:%s:%s:/bin/sh\n"
 					"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-				     cfg->home);
+				     u, u, cfg->home ? cfg->home : "/workspace");
 		synth[0].len = strlen(synth[0].text);
+		synth[1].text = sdup(p, "root:x:0:\n%s:x:1000:\nnogroup:x:65534:\n", u);
+		synth[1].len = strlen(synth[1].text);
 	}
 	for (size_t i = 0; i < WD_ARRAY_SIZE(synth); i++) {
 		op = add_op(p, JAIL_OP_WRITE, sdup(p, "%s/etc/%s", R, synth[i].name));

@@ -136,6 +136,7 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		.nprotect = container ? nd + spec->nprotect : 0,
 		.vacant = spec->vacant,
 		.image_root = spec->image_root,
+		.user_name = spec->image_user,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	/* The process level: the command also writes the host's /tmp and

@@ -51,6 +51,7 @@ wd_spec_free(wd_spec *s)
 	free(s->image);
 	free(s->image_root);
 	free(s->image_digest);
+	free(s->image_user);
 	free(s);
 }
 
@@ -63,6 +64,22 @@ copy_strv(char *const *v, size_t n, bool terminate)
 	for (size_t i = 0; i < n; i++)
 		c[i] = wd_xstrdup(v[i]);
 	return c;
+}
+
+bool
+spec_user_name_ok(const char *u)
+{
+	size_t n = strlen(u);
+	if (n == 0 || n > 32 || !((u[0] >= 'a' && u[0] <= 'z') || u[0] == '_'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(u[i] >= 'a' && u[i] <= 'z') && !(u[i] >= '0' && u[i] <= '9') &&
+		    u[i] != '_' && u[i] != '-')
+			return false;
+	/* uid 1000 under another name, never root's: the passwd entries
+	 * warden writes for root and nobody stay theirs; the name is
+	 * written into /etc/passwd and /etc/group, so no ':' or newline */
+	return strcmp(u, "root") && strcmp(u, "nobody");
 }
 
 int
@@ -109,6 +126,7 @@ spec_copy(const wd_spec *s)
 	c->image = s->image ? wd_xstrdup(s->image) : NULL;
 	c->image_root = s->image_root ? wd_xstrdup(s->image_root) : NULL;
 	c->image_digest = s->image_digest ? wd_xstrdup(s->image_digest) : NULL;
+	c->image_user = s->image_user ? wd_xstrdup(s->image_user) : NULL;
 	/* one set of values in locked memory, however many copies: a copy
 	 * that changes it gets its own first (own_secrets) */
 	c->secrets = net_secrets_ref(s->secrets);

@@ -71,6 +71,8 @@ spec_to_json(const wd_spec *s)
 	if (s->image_digest) {
 		json_object_set_new(j, "image", json_sprintf("sha256:%s", s->image_digest));
 		json_object_set_new(j, "image_root", json_string(s->image_root));
+		if (s->image_user)
+			json_object_set_new(j, "image_user", json_string(s->image_user));
 	}
 	return j;
 }
@@ -163,6 +165,10 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 				goto damaged;
 			goto fail;
 		}
+		const char *user = json_string_value(json_object_get(j, "image_user"));
+		if (user && !spec_user_name_ok(user))
+			goto damaged;
+		s->image_user = user ? wd_xstrdup(user) : NULL;
 	}
 	*out = s;
 	return 0;

@@ -86,6 +86,9 @@ struct wd_spec {
 	 * rootfs it resolved to (host path) and its digest; NULL: the host's
 	 * /usr and /etc (core/image.c resolves, wd_spec_set_image) */
 	char *image, *image_root, *image_digest;
+	/* the image's user: the name of warden's passwd entry for uid 1000
+	 * (NULL: sandbox) */
+	char *image_user;
 	/* set by core for one sandbox, never by the caller: detached trees
 	 * from workspace/ (not owned; -1 none), and a vacant build */
 	int tree_ws, tree_home, tree_tmp;
@@ -105,6 +108,9 @@ int spec_from_json(struct json_t *j, wd_spec **out, struct wd_err *err);
 /* Set a stored image by its rootfs path (a session's meta.json): root
  * must be an existing ".../sha256-HEX/rootfs" directory whose HEX is the
  * digest of ref ("sha256:HEX").  -EINVAL otherwise. */
+/* A name for uid 1000's passwd entry (an image's user): [a-z_][a-z0-9_-]*,
+ * at most 32 bytes, not root or nobody (warden's passwd keeps those). */
+bool spec_user_name_ok(const char *u);
 int spec_set_image_root(wd_spec *s, const char *ref, const char *root, struct wd_err *err);
 /* A protected path in normal form (relative, no "", "." or ".."
  * component): a new copy, or NULL when it is not one. */

@@ -102,7 +102,7 @@ if command -v umoci >/dev/null; then
 	expect_rc 125 "import of a tag the layout lacks"
 	img import x "$T"
 	expect_rc 125 "import of a directory that is no OCI layout"
-	expect_err "is not an OCI image layout" "the message says what PATH must be"
+	expect_err "is neither an OCI image layout .* nor a docker save tarball" "the message says what PATH must be"
 	python3 "$OCI" "$T/oci-device" device
 	img import hostile-dev "$T/oci-device"
 	expect_rc 125 "a layer with a character device node is refused"
@@ -165,6 +165,7 @@ cat >"$T/lua.recipe" <<'EOF'
 suite = bookworm
 packages = lua5.4
 env = WD_IMAGE_TEST=from-the-recipe
+user = luauser
 EOF
 t0=$SECONDS
 img build lua1 -f "$T/lua.recipe" --json
@@ -195,13 +196,14 @@ expect_out "^from-the-recipe$" "the recipe's env reaches the command"
 wd --image lua1 -- cat /etc/debian_version
 expect_out "^12\." "/etc is the image's (debian_version)"
 wd --image lua1 -- cat /etc/passwd
-expect_out "^sandbox:x:1000:1000:" "/etc/passwd is warden's on top of the image's"
+expect_out "^luauser:x:1000:1000:" "/etc/passwd is warden's on top of the image's, uid 1000 named by the recipe's user"
+check "the metadata records the user" grep -q '"user": "luauser"' "$WARDEN_STATE_DIR/images/sha256-$d1/image.json"
 wd --image lua1 --isolation process -- true
 expect_rc 125 "--image with --isolation process is refused, not run on the host's /usr"
 
 # ---- the jail is the same jail: wd-probe with --image ----
 wd --image lua1 "${PROBE_BIND[@]}" -- "$PROBE" all \
-	--uid 1000 --ro / --ro /usr --ro /etc --ro /bin --ro /dev --ro /opt \
+	--uid 1000 --no-passwd --ro / --ro /usr --ro /etc --ro /bin --ro /dev --ro /opt \
 	--rw /workspace --rw /tmp --cwd /workspace --host-ia32 "$(host_ia32)"
 expect_rc 0 "wd-probe all passes with --image (read-only root, caps, seccomp, /proc, mounts)"
 probe_report "image jail"
@@ -233,7 +235,7 @@ expect_err "is not the image this sandbox was made with" "the message says why"
 
 # ---- the same inputs, the same digest ----
 t0=$SECONDS
-img build lua2 --packages lua5.4 --env WD_IMAGE_TEST=from-the-recipe --json
+img build lua2 --packages lua5.4 --env WD_IMAGE_TEST=from-the-recipe --user luauser --json
 expect_rc 0 "image build lua2 from the same inputs as flags ($((SECONDS - t0)) s)"
 d2=$(json_get 'j["digest"]')
 echo "# lua2: sha256:$d2, $((SECONDS - t0)) s"

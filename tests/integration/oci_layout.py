@@ -5,8 +5,9 @@ layers, for image.sh and image_export.sh.
     oci_layout.py [--docker | --docker-oci] DEST CASE [ARG]
 
 CASE is the layer: "probe" (ARG: a static program, at usr/bin/wd-probe,
-with bin -> usr/bin and an etc/; its config sets Env, User and
-WorkingDir), or a hostile one: "device" (a character device node),
+with bin -> usr/bin and an etc/; its config sets Env, User 1001:1001 and
+WorkingDir), "probe-user" (the same with the host's cat and its
+libraries, its config's User "node"; "probe-root": User "root", a WorkingDir with an escape byte), or a hostile one: "device" (a character device node),
 "escape" (ARG: a host path; the entries ../../..ARG, /ARG-abs and a link
 to ARG's directory then a file through it), "hardlink" (a hard link to
 /etc/shadow), "sparse" (a 10 GB GNU sparse file holding 4 KiB of data),
@@ -16,7 +17,7 @@ layer 2 writes a file through the link), "whiteout" (ARG: a host file;
 whiteouts ../..ARG's .wh. and .wh..wh..opq of its directory, by relative
 and absolute names), "hardlink-layers" (layer 1 links etc -> /etc, layer
 2 hard-links shadow-copy to etc/shadow), "many" (ARG: a count of empty
-files in one layer).  Layers are uncompressed tars; the tag is "t".
+files in one layer), "toomany" (the same, gzip'd, headers made here).  Layers are uncompressed tars; the tag is "t".
 
 DEST is an OCI image layout directory, or with --docker a docker save
 tarball in Docker's legacy form (manifest.json, ID/layer.tar, the config
@@ -29,6 +30,7 @@ import io
 import json
 import os
 import sys
+import subprocess
 import tarfile
 import time
 
@@ -54,6 +56,49 @@ def add_link(tf, name, target, kind=tarfile.SYMTYPE):
     tf.addfile(ti)
 
 
+def host_libs(prog):
+    """The shared objects prog loads on this host (ldd), by absolute path."""
+    out = subprocess.run(["ldd", prog], capture_output=True, text=True,
+                         check=True).stdout
+    libs = []
+    for line in out.splitlines():
+        for word in line.split():
+            if word.startswith("/"):
+                libs.append(word)
+    return libs
+
+
+def gzip_many(n):
+    """A gzip'd tar of n empty files, its ustar headers made here (tarfile
+    takes a minute for a million): one template, the name and checksum
+    changed in each."""
+    import gzip
+    tmpl = bytearray(512)
+    tmpl[100:108] = b"0000644\0"
+    tmpl[108:116] = b"0000000\0"
+    tmpl[116:124] = b"0000000\0"
+    tmpl[124:136] = b"00000000000\0"
+    tmpl[136:148] = b"00000000000\0"
+    tmpl[148:156] = b"        "
+    tmpl[156] = ord("0")
+    tmpl[257:265] = b"ustar\x0000"
+    base = sum(tmpl)
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1, mtime=0) as gz:
+        chunk = []
+        for i in range(n):
+            h = bytearray(tmpl)
+            name = b"many/f%07d" % i
+            h[0:len(name)] = name
+            h[148:156] = b"%06o\0 " % (base + sum(name))
+            chunk.append(bytes(h))
+            if len(chunk) == 8192:
+                gz.write(b"".join(chunk))
+                chunk = []
+        gz.write(b"".join(chunk) + b"\0" * 1024)
+    return out.getvalue()
+
+
 def tar_of(fill):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
@@ -74,10 +119,29 @@ def layers(case, arg):
 
     def one(tf):
         base(tf)
-        if case == "probe":
+        if case in ("probe", "probe-user", "probe-root"):
             with open(arg, "rb") as f:
                 add_file(tf, "usr/bin/wd-probe", f.read(), 0o755)
             add_file(tf, "etc/imported", b"from an OCI layout\n")
+            if case in ("probe-user", "probe-root"):
+                # the host's cat and the libraries it loads, to read the
+                # jail's /etc/passwd
+                add_link(tf, "lib", "usr/lib")
+                add_link(tf, "lib64", "usr/lib64")
+                done = set()
+                for path in ["/usr/bin/cat"] + host_libs("/usr/bin/cat"):
+                    real = os.path.realpath(path)
+                    rel = path.lstrip("/")
+                    if rel.startswith("lib"):
+                        rel = "usr/" + rel
+                    parts = rel.split("/")
+                    for i in range(1, len(parts)):
+                        d = "/".join(parts[:i])
+                        if d not in done and d not in ("usr", "usr/bin"):
+                            add_dir(tf, d)
+                            done.add(d)
+                    with open(real, "rb") as f:
+                        add_file(tf, rel, f.read(), 0o755)
         elif case == "device":
             ti = tarfile.TarInfo("etc/null2")
             ti.type = tarfile.CHRTYPE
@@ -124,8 +188,16 @@ def layers(case, arg):
         else:
             sys.exit("unknown case " + case)
 
+    if case == "toomany":
+        # never unpacked: refused from its headers (the diff_id is the
+        # compressed digest, which only an unpacker would check)
+        return [gzip_many(int(arg))], config
     out = [tar_of(one)]
-    if case == "probe":
+    if case == "probe-user":
+        config = {"User": "node"}
+    elif case == "probe-root":
+        config = {"User": "root", "WorkingDir": "/srv/\x1b[31mred"}
+    elif case == "probe":
         config = {"Env": ["WD_OCI_ENV=from-the-config", "PATH=/usr/bin:/bin"],
                   "User": "1001:1001", "WorkingDir": "/srv/app"}
     elif case == "badenv":
@@ -170,8 +242,9 @@ def write_layout(root, tars, config):
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                    "digest": cd, "size": cs},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
-                    "digest": ld, "size": ls} for ld, ls in lds],
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar" +
+                    ("+gzip" if t[:2] == b"\x1f\x8b" else ""),
+                    "digest": ld, "size": ls} for (ld, ls), t in zip(lds, tars)],
     }).encode()
     md, ms = blob(root, manifest)
     with open(os.path.join(root, "index.json"), "w") as f:
