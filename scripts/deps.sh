@@ -20,6 +20,9 @@ pkgs=(
 	mmdebstrap umoci
 	# deploy/kubernetes: the manifests' validator reads YAML
 	python3-yaml
+	# the containerd test: warden's image under Debian's container
+	# runtime, with the OCI spec a Kubernetes pod's security context makes
+	containerd runc
 )
 
 missing=()

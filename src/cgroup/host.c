@@ -262,7 +262,10 @@ setup_v1(struct found *f)
 			host.hier[host.nhier].base = base;
 			host.nhier++;
 			int rc = writable(m, base, NULL);
-			if (rc < 0 && !host.unusable)
+			if (rc < 0 && !host.unusable && root)
+				unusable(rc, "cgroup v1: %s is mounted read-only (%s)", base,
+					 "a container's cgroup file system");
+			else if (rc < 0 && !host.unusable)
 				unusable(rc, "cgroup v1: %s is not writable by this user (%s)",
 					 base, "run warden as root or delegate the hierarchy");
 		}
@@ -309,8 +312,8 @@ setup_v2(struct found *f)
 	}
 	int rc = writable(&f->v2, f->v2.point, NULL);
 	if (rc < 0)
-		unusable(rc, "cgroup v2: %s is not writable (%s)", f->v2.point,
-			 "read-only cgroupfs?");
+		unusable(rc, "cgroup v2: %s is mounted read-only (%s)", f->v2.point,
+			 "a container's cgroup file system");
 }
 
 static void

@@ -195,20 +195,24 @@ sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsign
 	}
 	cgroup_dirs_free(dirs);
 	bool denied = rc == -EPERM || rc == -ENOTSUP || rc == -EACCES || rc == -EROFS;
-	if (rc < 0 && denied && (geteuid() != 0 || spec->best_effort)) {
+	if (rc < 0 && denied) {
 		/* An unprivileged caller on a host without a delegated
 		 * subtree cannot have memory, pids or CPU limits; nor can root
-		 * in a Kubernetes pod, the root of the pod's user namespace,
-		 * where the runtime mounts the cgroup tree read-only (the
-		 * pod's own limits then bound every command:
-		 * docs/kubernetes.md).  Fail closed: a limit asked for and
-		 * not enforced is worse than an error, unless the caller said
-		 * best effort will do. */
+		 * in a container whose cgroup file system is read-only or not
+		 * its own (a Kubernetes pod that is not privileged, root of the
+		 * pod's user namespace: its cgroup is the pod's, set by the
+		 * kubelet, whose limits then bound every command:
+		 * docs/kubernetes.md).  Fail closed: a limit asked for and not
+		 * enforced is worse than an error, unless the caller said best
+		 * effort will do. */
 		if (!spec->best_effort) {
+			char why[sizeof(err->msg) / 2];
+			snprintf(why, sizeof(why), "%s", err ? err->msg : "");
 			wd_err_set(err, WD_E_UNSUPPORTED,
 				   "memory, pids and CPU limits cannot be enforced here (no "
-				   "cgroup: not root, no delegated v2 subtree); --best-effort "
-				   "runs without them");
+				   "cgroup: %s); --best-effort runs without them",
+				   geteuid() != 0 ? "not root, no delegated v2 subtree"
+						  : why);
 			if (err)
 				err->code = WD_E_UNSUPPORTED;
 			return -ENOTSUP;
@@ -250,7 +254,7 @@ send_cgroup(struct sandbox *sb, struct wd_err *err)
 		return wd_err_sys(err, -n, "open the tasks files of the sandbox's cgroup");
 	struct sync_msg m = {.kind = SYNC_CGROUP, .status = n};
 	if ((rc = sync_send(&sb->chan, &m, fds, n)) < 0)
-		wd_err_sys(err, -rc, "hand the cgroup to the sandbox");
+		rc = local_send_failed(sb, rc, "hand the cgroup to the sandbox", err);
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
 	return rc;
@@ -336,7 +340,7 @@ local_spawn(struct sandbox *sb, struct wd_err *err)
 	}
 	struct sync_msg go = {.kind = SYNC_GO};
 	if ((rc = sync_send(&sb->chan, &go, NULL, 0)) < 0)
-		return wd_err_sys(err, -rc, "release the sandbox");
+		return local_send_failed(sb, rc, "release the sandbox", err);
 	STEP("2 maps written, pid 1 released");
 	/* 2c. v1: the cgroup, overlapping pid 1's mount work, then
 	 * SYNC_CGROUP. */
@@ -414,6 +418,12 @@ local_read_setup(struct sandbox *sb)
 			       sb->id, sync_state_name(sb->chan.state));
 			continue;
 		}
+		if (rc == -ECONNRESET)
+			/* pid 1 went with a message of ours unread (a one-shot
+			 * run's command, queued behind the set-up): the kernel
+			 * reports that once, before what pid 1 sent us, which
+			 * may be the SYNC_ERROR that says why */
+			continue;
 		if (rc < 0) {
 			sb->state = SB_DEAD; /* EOF: pid 1 is gone */
 			return;
@@ -462,9 +472,25 @@ local_setup_error(struct sandbox *sb, struct wd_err *err)
 	else
 		rc = wd_err_sys(err, sb->setup_errno, "jail step %s",
 				jail_step_name(sb->setup_step));
+	confine_hint(sb->spec, rc, err);
 	if (err)
 		err->step = sb->setup_step;
 	return rc;
+}
+
+int
+local_send_failed(struct sandbox *sb, int rc, const char *what, struct wd_err *err)
+{
+	/* pid 1 may have failed a jail step and gone while we wrote to it
+	 * (the cgroup, the release and a one-shot run's command are sent
+	 * before it says ready): its SYNC_ERROR waits in our queue and says
+	 * why, where EPIPE or ECONNRESET does not */
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		local_read_setup(sb);
+		if (sb->setup_step)
+			return local_setup_error(sb, err);
+	}
+	return wd_err_sys(err, -rc, "%s", what);
 }
 
 int

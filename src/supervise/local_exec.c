@@ -262,7 +262,7 @@ send_exec(struct xrun *r, struct wd_err *err)
 				    : wd_err_set(err, WD_E_INVAL, "the sandbox has ended");
 	else if ((rc = sync_send(&sb->chan, &m, fds, SYNC_EXEC_NFDS)) < 0)
 		rc = rc == -EPROTO ? wd_err_set(err, WD_E_INVAL, "the sandbox takes no command now")
-				   : wd_err_sys(err, -rc, "send the command to the sandbox");
+				   : local_send_failed(sb, rc, "send the command to the sandbox", err);
 	else
 		sb->running++;
 	pthread_mutex_unlock(&sb->lock);
@@ -400,7 +400,17 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
 
-	if (r.sandbox_dead && !r.got_exit && sb->setup_step && !r.killed_by && !r.timed_out) {
+	if (!r.got_exit && !r.killed_by && !r.timed_out) {
+		/* pid 1 failed a jail step with a one-shot command queued
+		 * behind it: its exit closed the command's channel, queued
+		 * unread with the command, and the loop may have seen that EOF
+		 * before pid 1's pidfd.  Its SYNC_ERROR, sent before it went,
+		 * says why (it was once reported as the command killed, 137). */
+		pthread_mutex_lock(&sb->lock);
+		local_read_setup(sb);
+		pthread_mutex_unlock(&sb->lock);
+	}
+	if (!r.got_exit && sb->setup_step && !r.killed_by && !r.timed_out) {
 		/* the jail could not be built: warden's own failure */
 		rc = local_setup_error(sb, err);
 		goto out;

@@ -103,6 +103,7 @@ sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events
 	}
 	int rc = ops->prepare(sb, err);
 	if (rc < 0) {
+		confine_hint(spec, rc, err);
 		sandbox_free(sb);
 		return rc;
 	}
@@ -114,8 +115,10 @@ int
 sandbox_start(struct sandbox *sb, struct wd_err *err)
 {
 	int rc = sb->ops->spawn(sb, err);
-	if (rc < 0)
+	if (rc < 0) {
+		confine_hint(sb->spec, rc, err);
 		return rc;
+	}
 	sandbox_event(sb, "created", sb->ops->name);
 	return 0;
 }

@@ -451,6 +451,11 @@ void sandbox_refusals_collect(struct sandbox *sb, uint64_t mark, wd_result *r);
 
 /* Make a sandbox object for spec (copied) with a fresh id (or the given
  * one), prepare it (no process yet).  events may be NULL. */
+/* After a failure to build a container-level sandbox: append to err's
+ * message the requirement warden's own confinement lacks (a capability,
+ * an unmasked /proc, a seccomp filter's permission), if it can tell
+ * (confine_hint.c). */
+void confine_hint(const wd_spec *spec, int rc, struct wd_err *err);
 int sandbox_new(const wd_spec *spec, const char *id, const struct event_sink *events,
 		struct sandbox **out, struct wd_err *err);
 int sandbox_start(struct sandbox *sb, struct wd_err *err); /* spawn */
@@ -490,6 +495,9 @@ int local_attach(struct sandbox *sb, int tree_fd, struct wd_err *err);
 void local_read_setup(struct sandbox *sb);
 /* The error a failed set-up reported, as err (returns -errno). */
 int local_setup_error(struct sandbox *sb, struct wd_err *err);
+/* A write to pid 1 failed (rc): the jail step that ended it, if pid 1 said
+ * which before it went, else WHAT and the error. */
+int local_send_failed(struct sandbox *sb, int rc, const char *what, struct wd_err *err);
 /* Fill the protections of r from the sandbox. */
 void local_describe(struct sandbox *sb, wd_result *r);
 /* The sandbox's cgroup (sb->cg) with limits cl and cgroup_create_flags()'
