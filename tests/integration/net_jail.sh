@@ -131,7 +131,7 @@ check "a host with ESC and U+202E reaches the terminal as one escaped line" \
 [[ "$r" != *$'\e'* && "$r" != *$'\xe2\x80\xae'* ]] && ok "... with no ESC or U+202E byte in it" ||
 	nok "no raw ESC or U+202E in the refusal lines" "$(printf %q "$r")"
 S=nj$$
-if "$WARDEN" create "$S" --isolation "$LEVEL" "${NET[@]}" >/dev/null 2>"$T/create.err"; then
+if "$WARDEN" create "$S" --isolation "$LEVEL" "${IMG[@]}" "${NET[@]}" >/dev/null 2>"$T/create.err"; then
 	"$WARDEN" exec "$S" -- curl -s -m 10 "http://web.test:$UP/one" >/dev/null 2>&1
 	r=$("$WARDEN" exec "$S" -- curl -s -m 10 "http://other.test:$UP/" 2>&1 >/dev/null)
 	check "exec in a session explains its refusal too" \
