@@ -167,13 +167,13 @@ wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t n
 
 WD_API int
 wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np,
-		 const char *expect, bool json, char **report, struct wd_err *err)
+		 const char *expect, unsigned flags, char **report, struct wd_err *err)
 {
 	CTX_ENTER(ctx);
 	struct where w;
 	int rc = session_locate(ctx, ref, &w, err);
 	if (rc == 0) {
-		char *req = changes_request("apply", paths, np, "json", json, expect);
+		char *req = changes_request("apply", paths, np, "flags", flags, expect);
 		json_t *resp = NULL;
 		char *rep = NULL;
 		rc = session_call(w.sbdir, req, NULL, 0, &resp, &rep, NULL, err);
@@ -186,7 +186,7 @@ wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t 
 			struct box *b = NULL;
 			int lock = -1;
 			if ((rc = open_offline(&w, &b, &lock, err)) == 0) {
-				rc = box_apply(b, paths, np, expect, json, report, err);
+				rc = box_apply(b, paths, np, expect, flags, report, err);
 				box_close(b);
 				close(lock);
 			}

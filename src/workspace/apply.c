@@ -714,8 +714,8 @@ run_apply(struct applier *a, struct ws_apply_report *rep)
 }
 
 int
-ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expect,
-	 struct ws_apply_report *rep, struct wd_err *err)
+ws_apply(struct ws *w, const char *const *paths, size_t npaths, unsigned flags,
+	 const char *expect, struct ws_apply_report *rep, struct wd_err *err)
 {
 	memset(rep, 0, sizeof(*rep));
 	if (expect && (strlen(expect) != 64 || strspn(expect, "0123456789abcdef") != 64))
@@ -725,7 +725,7 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expe
 		    "diff --json prints in \"digest\")",
 		    expect);
 	struct ws_changes *cs = NULL;
-	int rc = ws_changes(w, paths, npaths, &cs, err);
+	int rc = ws_changes(w, paths, npaths, flags, &cs, err);
 	if (rc < 0)
 		return rc;
 	/* What is applied is what was reviewed: the set recomputed now must
@@ -896,8 +896,9 @@ empty_upper(struct ws *w, struct wd_err *err)
 int
 ws_discard(struct ws *w, const char *const *paths, size_t npaths, bool live, struct wd_err *err)
 {
+	/* all of them: a discard drops what the review left out too */
 	struct ws_changes *cs = NULL;
-	int rc = ws_changes(w, paths, npaths, &cs, err);
+	int rc = ws_changes(w, paths, npaths, WS_CHANGES_ALL, &cs, err);
 	if (rc < 0)
 		return rc;
 	int n = (int)cs->n;
