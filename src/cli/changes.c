@@ -105,8 +105,8 @@ cli_diff(int argc, char **argv)
 	unsigned flags = 0;
 	const char *ref;
 	int first, rc = args("diff", usage, argc, argv,
-			     WD_DIFF_STAT | WD_DIFF_JSON | WD_DIFF_NAMES | WD_DIFF_ALL, &flags, &ref,
-			     &first, NULL);
+			     WD_DIFF_STAT | WD_DIFF_JSON | WD_DIFF_NAMES | WD_DIFF_ALL, &flags,
+			     &ref, &first, NULL);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	wd_ctx *ctx = NULL;
@@ -146,9 +146,8 @@ cli_apply(int argc, char **argv)
 	unsigned flags = 0;
 	const char *ref;
 	const char *expect = NULL;
-	int first,
-	    rc = args("apply", usage, argc, argv, WD_DIFF_JSON | WD_DIFF_ALL, &flags, &ref, &first,
-		      &expect);
+	int first, rc = args("apply", usage, argc, argv, WD_DIFF_JSON | WD_DIFF_ALL, &flags, &ref,
+			     &first, &expect);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	wd_ctx *ctx = NULL;

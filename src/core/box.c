@@ -284,8 +284,8 @@ box_apply(struct box *b, const char *const *paths, size_t np, const char *expect
 	pthread_mutex_lock(&b->lock);
 	struct ws_apply_report rep;
 	bool json = flags & WD_DIFF_JSON;
-	int rc = ws_apply(b->ws, paths, np, flags & WD_DIFF_ALL ? WS_CHANGES_ALL : 0, expect, &rep,
-			  err);
+	int rc =
+	    ws_apply(b->ws, paths, np, flags & WD_DIFF_ALL ? WS_CHANGES_ALL : 0, expect, &rep, err);
 	if (rc >= 0 && report) {
 		*report = json ? rep.json : rep.text;
 		if (json)

@@ -215,8 +215,8 @@ apply_harness(struct call *c, struct rpc_err *e)
 	}
 	struct wd_err err = {0};
 	char *rep = NULL;
-	int rc =
-	    wd_sandbox_apply(l->sb, paths, n, ex ? json_string_value(ex) : NULL, WD_DIFF_JSON, &rep, &err);
+	int rc = wd_sandbox_apply(l->sb, paths, n, ex ? json_string_value(ex) : NULL, WD_DIFF_JSON,
+				  &rep, &err);
 	free(paths);
 	if (rc < 0) {
 		free(rep);

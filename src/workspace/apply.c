@@ -714,8 +714,8 @@ run_apply(struct applier *a, struct ws_apply_report *rep)
 }
 
 int
-ws_apply(struct ws *w, const char *const *paths, size_t npaths, unsigned flags,
-	 const char *expect, struct ws_apply_report *rep, struct wd_err *err)
+ws_apply(struct ws *w, const char *const *paths, size_t npaths, unsigned flags, const char *expect,
+	 struct ws_apply_report *rep, struct wd_err *err)
 {
 	memset(rep, 0, sizeof(*rep));
 	if (expect && (strlen(expect) != 64 || strspn(expect, "0123456789abcdef") != 64))

@@ -750,9 +750,9 @@ mark_ignored(struct ws *w, struct ws_changes *cs)
 struct igkey {
 	char *path; /* the change's (owned here once it is out of the set) */
 	char *old_path;
-	size_t len;	  /* of its first component */
-	bool dir;	  /* the first component is a directory */
-	bool counts;	  /* not a directory itself */
+	size_t len;  /* of its first component */
+	bool dir;    /* the first component is a directory */
+	bool counts; /* not a directory itself */
 	uint64_t bytes;
 };
 
@@ -804,8 +804,8 @@ leave_out_ignored(struct ws_changes *cs)
 	for (size_t i = 0; i < nk; i++) {
 		if (!cs->nig || cmp_igkey(&k[i], &k[i - 1])) {
 			struct ws_ignored *g = &cs->ig[cs->nig++];
-			g->name = wd_xasprintf("%.*s%s", (int)k[i].len, k[i].path,
-					       k[i].dir ? "/" : "");
+			g->name =
+			    wd_xasprintf("%.*s%s", (int)k[i].len, k[i].path, k[i].dir ? "/" : "");
 		}
 		struct ws_ignored *g = &cs->ig[cs->nig - 1];
 		g->files += k[i].counts;
@@ -935,12 +935,13 @@ ws_changes_digest(const struct ws_changes *cs, char out[65])
 		char line[512];
 		const char *op = c->old_path ? c->old_path : "";
 		const char *lt = c->link_to ? c->link_to : "";
-		int n = snprintf(
-		    line, sizeof(line), "%d %zu:%zu:%zu: %o %o %llu %llu %s %s %d%d%d%d\n",
-		    (int)c->status, strlen(c->path), strlen(op), strlen(lt), (unsigned)c->old_mode,
-		    (unsigned)c->new_mode, (unsigned long long)c->old_size,
-		    (unsigned long long)c->new_size, c->old_hash[0] ? c->old_hash : "-",
-		    c->new_hash[0] ? c->new_hash : "-", c->protect, c->conflict, c->unsupported, c->ignored);
+		int n =
+		    snprintf(line, sizeof(line), "%d %zu:%zu:%zu: %o %o %llu %llu %s %s %d%d%d%d\n",
+			     (int)c->status, strlen(c->path), strlen(op), strlen(lt),
+			     (unsigned)c->old_mode, (unsigned)c->new_mode,
+			     (unsigned long long)c->old_size, (unsigned long long)c->new_size,
+			     c->old_hash[0] ? c->old_hash : "-", c->new_hash[0] ? c->new_hash : "-",
+			     c->protect, c->conflict, c->unsupported, c->ignored);
 		wd_sha256_update(&h, line, (size_t)n);
 		wd_sha256_update(&h, c->path, strlen(c->path));
 		wd_sha256_update(&h, op, strlen(op));
@@ -949,9 +950,9 @@ ws_changes_digest(const struct ws_changes *cs, char out[65])
 	/* and the summary lines the human was shown in their place */
 	for (size_t i = 0; i < cs->nig; i++) {
 		char line[128];
-		int n = snprintf(line, sizeof(line), "ignored %zu: %zu %llu\n",
-				 strlen(cs->ig[i].name), cs->ig[i].files,
-				 (unsigned long long)cs->ig[i].bytes);
+		int n =
+		    snprintf(line, sizeof(line), "ignored %zu: %zu %llu\n", strlen(cs->ig[i].name),
+			     cs->ig[i].files, (unsigned long long)cs->ig[i].bytes);
 		wd_sha256_update(&h, line, (size_t)n);
 		wd_sha256_update(&h, cs->ig[i].name, strlen(cs->ig[i].name));
 	}

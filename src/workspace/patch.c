@@ -506,8 +506,8 @@ write_stat(struct ws *w, const struct ws_changes *cs, FILE *f)
 	}
 	/* nothing changed: nothing at all, as git's --stat */
 	if (files)
-		fprintf(f, " %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n",
-			files, files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels,
+		fprintf(f, " %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n", files,
+			files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels,
 			dels == 1 ? "" : "s");
 	write_ignored(cs, f);
 	free(fds);
