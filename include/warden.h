@@ -948,6 +948,18 @@ bool wd_workspace_protected(const char *relpath);
  * thread-safe: add every path before ws is shared.  -EINVAL for an
  * absolute path or one with "." or "..". */
 int wd_workspace_protect(wd_workspace *ws, const char *path, struct wd_err *err);
+/* git's ignore rules of ws as it holds them now (.gitignore in every
+ * directory, .git/info/exclude; read as needed, beneath ws, no link
+ * followed; no git is run), for a tool that skips what a project ignores
+ * (search_files).  wd_ignore_match(): whether git would ignore relpath
+ * (as wd_workspace_openat() takes it; isdir: a directory), as git
+ * check-ignore --no-index answers.  A wd_ignore keeps what it read: one
+ * per walk, not shared between threads; ws must outlive it.  wd_sandbox_diff() uses the same rules, read from the
+ * real directory only. */
+typedef struct wd_ignore wd_ignore;
+int wd_workspace_ignore(const wd_workspace *ws, wd_ignore **out, struct wd_err *err);
+bool wd_ignore_match(wd_ignore *ig, const char *relpath, bool isdir);
+void wd_ignore_free(wd_ignore *ig);
 /* The workspace as sandbox sb sees it at /workspace, for direct tools
  * working on a live sandbox: for a cow sandbox its overlay (reads see what
  * the sandbox wrote; writes land in its change set, for wd_sandbox_diff,
