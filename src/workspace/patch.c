@@ -429,8 +429,8 @@ put_bytes(FILE *f, uint64_t n)
 
 /* What the host's ignore rules left out: a line per top-level entry.
  * The name is the sandbox's: quoted as every name is. */
-static void
-write_ignored(const struct ws_changes *cs, FILE *f)
+void
+ws_ignored_write(const struct ws_changes *cs, const char *tail, FILE *f)
 {
 	size_t width = 0;
 	for (size_t i = 0; i < cs->nig; i++) {
@@ -450,7 +450,7 @@ write_ignored(const struct ws_changes *cs, FILE *f)
 		put_count(f, g->files);
 		fprintf(f, " file%s, ", g->files == 1 ? "" : "s");
 		put_bytes(f, g->bytes);
-		fputs(", ignored (warden diff --all lists them)\n", f);
+		fprintf(f, ", %s\n", tail);
 	}
 }
 
@@ -509,7 +509,7 @@ write_stat(struct ws *w, const struct ws_changes *cs, FILE *f)
 		fprintf(f, " %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n", files,
 			files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels,
 			dels == 1 ? "" : "s");
-	write_ignored(cs, f);
+	ws_ignored_write(cs, "ignored (warden diff --all lists them)", f);
 	free(fds);
 }
 
@@ -613,7 +613,7 @@ ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FILE *f
 			fprintf(f, "change set %s\n", cs->digest);
 		for (size_t i = 0; i < cs->n; i++)
 			summary_line(w, &cs->c[i], f);
-		write_ignored(cs, f);
+		ws_ignored_write(cs, "ignored (warden diff --all lists them)", f);
 		if (!(flags & WS_DIFF_NAMES)) {
 			bool first = true;
 			for (size_t i = 0; i < cs->n; i++) {

@@ -330,6 +330,9 @@ int ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FIL
 /* " (new file 0644)", " (new directory 0700)", " (mode 0644 -> 0777)" or
  * nothing: the change's permission bits in octal, for a human. */
 void ws_change_mode_note(const struct ws_change *c, FILE *f);
+/* The summary of cs's ignored changes, a line per top-level entry:
+ * "node_modules/  1,204 files, 14 MiB, " then tail. */
+void ws_ignored_write(const struct ws_changes *cs, const char *tail, FILE *f);
 
 /* ---- apply.c ---- */
 

@@ -57,6 +57,7 @@ w exec gi -- /bin/sh -c '
 	printf "bundle\n" >dist/bundle.js
 	printf "kept?\n" >dist/keep.js
 	printf "npm debug\n" >npm-debug.log
+	printf "t\n" >"$(printf "esc\033]0;pwned\007\033[2J.log")"
 	printf "keep me\n" >keep.log
 	printf "x\n" >sub/x.tmp
 	printf "important\n" >sub/important.tmp
@@ -79,6 +80,8 @@ expect_out '^dist/ +2 files, 13 bytes, ignored' \
 expect_out '^npm-debug.log +1 file, 10 bytes, ignored' "*.log: npm-debug.log ignored"
 expect_out '^local-only/ +1 file, 2 bytes, ignored' ".git/info/exclude counts"
 expect_out '^sub/ +1 file, 2 bytes, ignored' "sub/.gitignore's *.tmp: sub/x.tmp ignored"
+check "a summary line's name is escaped as every name is (no raw ESC or BEL)" \
+	bash -c "! grep -q \$'[\x1b\x07]' '$T/diff.txt' && grep -qF '\"esc\\033]0;pwned\\a\\033[2J.log\"  ' '$T/diff.txt'"
 check "no ignored path is listed by name" bash -c "! grep -E 'pkg[0-9]|bundle.js|x\.tmp|local-only/z' '$T/diff.txt'"
 expect_out '^modified +src/evil.c$' "the attack: src/evil.c, ignored by the model's own .gitignore, is shown"
 check "... with its content" grep -qF 'int evil = system' "$T/diff.txt"
@@ -134,6 +137,8 @@ check "... and nothing was written" bash -c "[ ! -e '$WS/keep.log' ] && [ ! -e '
 
 w apply gi --expect "$d_def"
 expect_rc 0 "apply --expect (the default digest)"
+expect_out '^node_modules/ +301 files, 2\.0 MiB, ignored: left in the sandbox \(apply --all writes them\)$' \
+	"apply's report says what it left in the session"
 check "the shown changes landed (src/a.c, keep.log, sub/important.tmp, sub/y.c)" bash -c \
 	"grep -q 'a = 1' '$WS/src/a.c' && [ -f '$WS/keep.log' ] && [ -f '$WS/sub/important.tmp' ] && [ -f '$WS/sub/y.c' ]"
 check "src/evil.c landed as it was shown" grep -q 'int evil' "$WS/src/evil.c"
