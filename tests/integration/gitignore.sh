@@ -8,7 +8,8 @@
 # apply --all everything, and a digest of one selection applies nothing
 # under the other.  The attack: the model's own .gitignore ignores
 # src/evil.c, then the model changes it; the rules that count are the
-# host's, so the change is shown (and the .gitignore change too).  After
+# host's, so the change is shown (and the .gitignore change too, though
+# the host's rules name .gitignore).  After
 # that .gitignore is applied, a later change to src/evil.c is summarised
 # and stays in the session unless --all.  --stat of an empty set prints
 # nothing, as git's.
@@ -32,7 +33,9 @@ ERR=$T/err
 
 # ---- the project on the host
 cd "$WS" || exit 1
-printf 'node_modules/\ndist/\n*.log\n!keep.log\n!dist/keep.js\n' >.gitignore
+# (".gitignore" too: some projects ignore their ignore files; a changed
+# one is shown all the same)
+printf 'node_modules/\ndist/\n*.log\n!keep.log\n!dist/keep.js\n.gitignore\n' >.gitignore
 mkdir -p src sub .git/info
 printf 'int a;\n' >src/a.c
 printf 'int good;\n' >src/evil.c
