@@ -545,12 +545,18 @@ void wd_sandbox_cancel(wd_sandbox *sb, int signo);
  * (binary files named), or per flags: WD_DIFF_STAT (git's --stat),
  * WD_DIFF_JSON (the file list with modes, sizes, SHA-256 of contents,
  * conflict and protected flags, and the set's "digest"), WD_DIFF_NAMES
- * (the lines only).  The text's first line is "change set DIGEST".  *out
+ * (the lines only).  Changes the workspace's ignore rules ignore (git's:
+ * .gitignore, .git/info/exclude, as the real directory holds them, never
+ * as the sandbox wrote them) are left out and summarised, a line per
+ * top-level entry with counts and bytes ("ignored" in JSON), unless
+ * WD_DIFF_ALL lists them as any other change.  The text's first line is
+ * "change set DIGEST"; the digest names the selection too.  *out
  * is a new string, free with free().  -EINVAL for a direct workspace or a
  * path with no change.  Thread-safe with commands running. */
 #define WD_DIFF_STAT 0x1u
 #define WD_DIFF_JSON 0x2u
 #define WD_DIFF_NAMES 0x4u
+#define WD_DIFF_ALL 0x8u
 int wd_sandbox_diff(wd_sandbox *sb, const char *const *paths, size_t npaths, unsigned flags,
 		    char **out, struct wd_err *err);
 /* Write the change set (or what is at or below paths) into the real
@@ -560,7 +566,9 @@ int wd_sandbox_diff(wd_sandbox *sb, const char *const *paths, size_t npaths, uns
  * path, applies nothing at all: returns 1 and the report names them.
  * Returns 0 when everything was applied; negative when warden failed
  * (-ENOSPC: the host's disk; nothing is left half-written).  *report (if
- * not NULL) is a new string: a line per file, or JSON if json.
+ * not NULL) is a new string: a line per file, or JSON if flags has
+ * WD_DIFF_JSON.  Ignored changes (see wd_sandbox_diff) stay in the
+ * sandbox unless flags has WD_DIFF_ALL: the selection the diff reviewed.
  *
  * What is applied is what was reviewed: expect (NULL: any) is the digest
  * wd_sandbox_diff() showed; a set that is not that one now applies
@@ -571,7 +579,7 @@ int wd_sandbox_diff(wd_sandbox *sb, const char *const *paths, size_t npaths, uns
  * is refused (-EFBIG).  The sandbox's processes are frozen from a diff
  * through the apply that follows (see wd_sandbox_diff). */
 int wd_sandbox_apply(wd_sandbox *sb, const char *const *paths, size_t npaths, const char *expect,
-		     bool json, char **report, struct wd_err *err);
+		     unsigned flags, char **report, struct wd_err *err);
 /* Drop the change set (or what is at or below paths): the sandbox sees
  * the real directory's files again.  Returns the number of changes
  * dropped, or a negative errno value. */
@@ -633,7 +641,7 @@ int wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd
 int wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		    unsigned flags, char **out, struct wd_err *err);
 int wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
-		     const char *expect, bool json, char **report, struct wd_err *err);
+		     const char *expect, unsigned flags, char **report, struct wd_err *err);
 int wd_session_discard(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		       struct wd_err *err);
 
@@ -962,6 +970,18 @@ bool wd_workspace_protected(const char *relpath);
  * thread-safe: add every path before ws is shared.  -EINVAL for an
  * absolute path or one with "." or "..". */
 int wd_workspace_protect(wd_workspace *ws, const char *path, struct wd_err *err);
+/* git's ignore rules of ws as it holds them now (.gitignore in every
+ * directory, .git/info/exclude; read as needed, beneath ws, no link
+ * followed; no git is run), for a tool that skips what a project ignores
+ * (search_files).  wd_ignore_match(): whether git would ignore relpath
+ * (as wd_workspace_openat() takes it; isdir: a directory), as git
+ * check-ignore --no-index answers.  A wd_ignore keeps what it read: one
+ * per walk, not shared between threads; ws must outlive it.  wd_sandbox_diff() uses the same rules, read from the
+ * real directory only. */
+typedef struct wd_ignore wd_ignore;
+int wd_workspace_ignore(const wd_workspace *ws, wd_ignore **out, struct wd_err *err);
+bool wd_ignore_match(wd_ignore *ig, const char *relpath, bool isdir);
+void wd_ignore_free(wd_ignore *ig);
 /* The workspace as sandbox sb sees it at /workspace, for direct tools
  * working on a live sandbox: for a cow sandbox its overlay (reads see what
  * the sandbox wrote; writes land in its change set, for wd_sandbox_diff,

@@ -13,6 +13,7 @@ enum {
 	OPT_NAMES,
 	OPT_HELP,
 	OPT_EXPECT,
+	OPT_ALL,
 };
 
 /* clang-format off */
@@ -22,6 +23,7 @@ static const struct option opts[] = {
     {"name-status", no_argument, NULL, OPT_NAMES},
     {"help", no_argument, NULL, OPT_HELP},
     {"expect", required_argument, NULL, OPT_EXPECT},
+    {"all", no_argument, NULL, OPT_ALL},
     {NULL, 0, NULL, 0},
 };
 /* clang-format on */
@@ -61,6 +63,7 @@ args(const char *sub, const char *usage, int argc, char **argv, unsigned allowed
 		}
 		unsigned bit = c == OPT_STAT   ? WD_DIFF_STAT
 			       : c == OPT_JSON ? WD_DIFF_JSON
+			       : c == OPT_ALL  ? WD_DIFF_ALL
 					       : WD_DIFF_NAMES;
 		if (!(allowed & bit))
 			return cli_fail(sub, "unknown option %s (warden %s --help)",
@@ -87,18 +90,23 @@ int
 cli_diff(int argc, char **argv)
 {
 	static const char usage[] =
-	    "usage: warden diff SANDBOX [PATH...] [--stat | --json | --name-status]\n\n"
+	    "usage: warden diff SANDBOX [PATH...] [--stat | --json | --name-status] [--all]\n\n"
 	    "Show what a cow session changed in its workspace (or at or below PATHs): a line\n"
 	    "per file (added, modified, deleted, renamed, mode; links and directories too),\n"
 	    "then unified diffs, binary files named.  Conflicts (files the host changed\n"
-	    "since the session first saw them) and protected paths are marked.\n\n"
+	    "since the session first saw them) and protected paths are marked.  What the\n"
+	    "real directory's .gitignore files (and .git/info/exclude) ignore is one line\n"
+	    "per top-level directory, with counts and bytes.\n\n"
+	    "      --all                list ignored changes as any other (apply --all\n"
+	    "                           applies them)\n"
 	    "      --stat               git's diffstat instead of the diffs\n"
 	    "      --json               the file list: status, type, modes, sizes, SHA-256\n"
 	    "      --name-status        the lines only, no diffs\n";
 	unsigned flags = 0;
 	const char *ref;
-	int first, rc = args("diff", usage, argc, argv, WD_DIFF_STAT | WD_DIFF_JSON | WD_DIFF_NAMES,
-			     &flags, &ref, &first, NULL);
+	int first, rc = args("diff", usage, argc, argv,
+			     WD_DIFF_STAT | WD_DIFF_JSON | WD_DIFF_NAMES | WD_DIFF_ALL, &flags,
+			     &ref, &first, NULL);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	wd_ctx *ctx = NULL;
@@ -118,14 +126,17 @@ int
 cli_apply(int argc, char **argv)
 {
 	static const char usage[] =
-	    "usage: warden apply SANDBOX [PATH...] [--expect DIGEST] [--json]\n\n"
+	    "usage: warden apply SANDBOX [PATH...] [--all] [--expect DIGEST] [--json]\n\n"
 	    "Write a cow session's changes (or those at or below PATHs) into the real\n"
 	    "directory: each file atomically (a temporary file renamed over it), modes kept\n"
 	    "(set-id bits dropped).  A file the host changed since the session first saw it\n"
 	    "is a conflict, and a protected path (.git, .envrc, ...) is refused: then\n"
 	    "nothing at all is written (name the other PATHs to apply them).  The session\n"
 	    "is frozen from warden diff through apply; each file is re-hashed as it is\n"
-	    "copied and must be what the diff showed.\n\n"
+	    "copied and must be what the diff showed.  Ignored changes (the real\n"
+	    "directory's .gitignore) stay in the session unless --all.\n\n"
+	    "      --all                apply ignored changes too (the set warden diff --all\n"
+	    "                           shows; its digest is not the default's)\n"
 	    "      --expect DIGEST      apply only the change set reviewed: the digest of\n"
 	    "                           warden diff (its first line, or \"digest\" in --json);\n"
 	    "                           any other set applies nothing (status 125)\n"
@@ -135,8 +146,8 @@ cli_apply(int argc, char **argv)
 	unsigned flags = 0;
 	const char *ref;
 	const char *expect = NULL;
-	int first,
-	    rc = args("apply", usage, argc, argv, WD_DIFF_JSON, &flags, &ref, &first, &expect);
+	int first, rc = args("apply", usage, argc, argv, WD_DIFF_JSON | WD_DIFF_ALL, &flags, &ref,
+			     &first, &expect);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	wd_ctx *ctx = NULL;
@@ -145,7 +156,7 @@ cli_apply(int argc, char **argv)
 	if (wd_ctx_new(&ctx, &e) < 0)
 		return fail("apply", ctx, &e);
 	rc = wd_session_apply(ctx, ref, (const char *const *)(argv + first), (size_t)(argc - first),
-			      expect, flags & WD_DIFF_JSON, &rep, &e);
+			      expect, flags, &rep, &e);
 	if (rc < 0)
 		return fail("apply", ctx, &e);
 	if (rep)

@@ -258,7 +258,7 @@ box_diff(struct box *b, const char *const *paths, size_t np, unsigned flags, cha
 {
 	pthread_mutex_lock(&b->lock);
 	struct ws_changes *cs = NULL;
-	int rc = ws_changes(b->ws, paths, np, &cs, err);
+	int rc = ws_changes(b->ws, paths, np, flags & WD_DIFF_ALL ? WS_CHANGES_ALL : 0, &cs, err);
 	if (rc == 0) {
 		char *text = NULL;
 		size_t len = 0;
@@ -278,12 +278,14 @@ box_diff(struct box *b, const char *const *paths, size_t np, unsigned flags, cha
 }
 
 int
-box_apply(struct box *b, const char *const *paths, size_t np, const char *expect, bool json,
+box_apply(struct box *b, const char *const *paths, size_t np, const char *expect, unsigned flags,
 	  char **report, struct wd_err *err)
 {
 	pthread_mutex_lock(&b->lock);
 	struct ws_apply_report rep;
-	int rc = ws_apply(b->ws, paths, np, expect, &rep, err);
+	bool json = flags & WD_DIFF_JSON;
+	int rc =
+	    ws_apply(b->ws, paths, np, flags & WD_DIFF_ALL ? WS_CHANGES_ALL : 0, expect, &rep, err);
 	if (rc >= 0 && report) {
 		*report = json ? rep.json : rep.text;
 		if (json)

@@ -231,8 +231,8 @@ int box_diff(struct box *b, const char *const *paths, size_t np, unsigned flags,
  * failure is logged (sandbox.c). */
 void sandbox_review(struct sandbox *sb, bool on);
 /* expect: the reviewed set's digest, or NULL (ws_apply) */
-int box_apply(struct box *b, const char *const *paths, size_t np, const char *expect, bool json,
-	      char **report, struct wd_err *err);
+int box_apply(struct box *b, const char *const *paths, size_t np, const char *expect,
+	      unsigned flags, char **report, struct wd_err *err);
 int box_discard(struct box *b, const char *const *paths, size_t np, bool live,
 		struct wd_err *err);
 

@@ -441,7 +441,7 @@ do_changes(int conn, const char *op, json_t *q)
 		if (rc == 0)
 			rc = box_apply(M.sb->box, paths, np,
 				       json_string_value(json_object_get(q, "expect")),
-				       json_is_true(json_object_get(q, "json")), &out, &e);
+				       (unsigned)ju(q, "flags"), &out, &e);
 		sandbox_review(M.sb->sb, false);
 		if (rc >= 0) {
 			char *m = wd_xasprintf("\"status\":%d", rc);

@@ -174,13 +174,13 @@ wd_sandbox_diff(wd_sandbox *s, const char *const *paths, size_t npaths, unsigned
 
 WD_API int
 wd_sandbox_apply(wd_sandbox *s, const char *const *paths, size_t npaths, const char *expect,
-		 bool json, char **report, struct wd_err *err)
+		 unsigned flags, char **report, struct wd_err *err)
 {
 	CTX_ENTER(s->ctx);
 	int rc = need_cow(s, err);
 	if (rc == 0) {
 		sandbox_review(s->sb, true);
-		rc = box_apply(s->box, paths, npaths, expect, json, report, err);
+		rc = box_apply(s->box, paths, npaths, expect, flags, report, err);
 		sandbox_review(s->sb, false);
 	}
 	CTX_LEAVE();

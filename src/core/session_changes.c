@@ -102,7 +102,6 @@ struct offline_op {
 	const char *const *paths;
 	size_t np;
 	unsigned flags;
-	bool json;
 };
 
 static int
@@ -142,7 +141,7 @@ changes_in_ns(void *arg, char **out, struct wd_err *err)
 	if (!strcmp(o->op, "diff"))
 		rc = box_diff(b, o->paths, o->np, o->flags, out, err);
 	else if (!strcmp(o->op, "apply"))
-		rc = box_apply(b, o->paths, o->np, o->expect, o->json, out, err);
+		rc = box_apply(b, o->paths, o->np, o->expect, o->flags, out, err);
 	else
 		rc = box_discard(b, o->paths, o->np, false, err);
 	box_close(b);
@@ -240,13 +239,13 @@ wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t n
 
 WD_API int
 wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t np,
-		 const char *expect, bool json, char **report, struct wd_err *err)
+		 const char *expect, unsigned flags, char **report, struct wd_err *err)
 {
 	CTX_ENTER(ctx);
 	struct where w;
 	int rc = session_locate(ctx, ref, &w, err);
 	if (rc == 0) {
-		char *req = changes_request("apply", paths, np, "json", json, expect);
+		char *req = changes_request("apply", paths, np, "flags", flags, expect);
 		json_t *resp = NULL;
 		char *rep = NULL;
 		rc = session_call(w.sbdir, req, NULL, 0, &resp, &rep, NULL, err);
@@ -261,7 +260,7 @@ wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, size_t 
 					       .paths = paths,
 					       .np = np,
 					       .expect = expect,
-					       .json = json};
+					       .flags = flags};
 			char *text = NULL;
 			rc = offline(&o, &text, err);
 			if (report)

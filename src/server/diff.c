@@ -122,16 +122,18 @@ need_cow(const struct live *l, const char *method, struct rpc_err *e)
 /* ---- a cow sandbox: the library's change set ---- */
 
 static json_t *
-cow_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, struct rpc_err *e)
+cow_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, bool all,
+	 struct rpc_err *e)
 {
 	struct live *l = c->live;
 	struct wd_err err = {0};
 	char *js = NULL, *text = NULL;
 	static const unsigned flags[] = {0, WD_DIFF_STAT, WD_DIFF_NAMES};
+	unsigned sel = all ? WD_DIFF_ALL : 0;
 	/* the file list always, the text in the format asked: two reads of
 	 * the upper layer, each consistent in itself */
-	if (wd_sandbox_diff(l->sb, paths, n, WD_DIFF_JSON, &js, &err) < 0 ||
-	    (f != F_JSON && wd_sandbox_diff(l->sb, paths, n, flags[f], &text, &err) < 0)) {
+	if (wd_sandbox_diff(l->sb, paths, n, WD_DIFF_JSON | sel, &js, &err) < 0 ||
+	    (f != F_JSON && wd_sandbox_diff(l->sb, paths, n, flags[f] | sel, &text, &err) < 0)) {
 		free(js);
 		lib_failed(e, l, &err);
 		return NULL;
@@ -193,11 +195,14 @@ list_text(char *buf, size_t cap, json_t *paths, const char *why)
 json_t *
 apply_harness(struct call *c, struct rpc_err *e)
 {
-	static const char *const keys[] = {"sandbox", "path", "paths", "expect", NULL};
+	static const char *const keys[] = {"sandbox", "path", "paths", "expect", "all", NULL};
 	struct live *l = c->live;
 	const char **paths = NULL;
 	size_t n = 0;
-	if (!p_only(c->params, keys, e))
+	bool all = false;
+	/* all: the ignored changes too, as sandbox.diff's "all" showed them
+	 * (its digest is that selection's) */
+	if (!p_only(c->params, keys, e) || !p_bool(c->params, "all", &all, e))
 		return NULL;
 	/* expect: the digest of the change set the human reviewed (the
 	 * diff's "digest"); another set applies nothing (docs/threat-model.md) */
@@ -215,8 +220,8 @@ apply_harness(struct call *c, struct rpc_err *e)
 	}
 	struct wd_err err = {0};
 	char *rep = NULL;
-	int rc =
-	    wd_sandbox_apply(l->sb, paths, n, ex ? json_string_value(ex) : NULL, true, &rep, &err);
+	int rc = wd_sandbox_apply(l->sb, paths, n, ex ? json_string_value(ex) : NULL,
+				  WD_DIFF_JSON | (all ? WD_DIFF_ALL : 0), &rep, &err);
 	free(paths);
 	if (rc < 0) {
 		free(rep);
@@ -478,14 +483,25 @@ direct_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, stru
 json_t *
 diff_harness(struct call *c, struct rpc_err *e)
 {
-	static const char *const keys[] = {"sandbox", "path", "paths", "format", NULL};
+	static const char *const keys[] = {"sandbox", "path", "paths", "format", "all", NULL};
 	const char **paths = NULL;
 	size_t n = 0;
 	enum fmt f = F_UNIFIED;
+	bool all = false;
 	if (!p_only(c->params, keys, e) || !p_format(c->params, &f, e) ||
-	    !p_paths(c->params, &paths, &n, e))
+	    !p_bool(c->params, "all", &all, e) || !p_paths(c->params, &paths, &n, e))
 		return NULL;
-	json_t *r = c->live->cow ? cow_diff(c, paths, n, f, e) : direct_diff(c, paths, n, f, e);
+	if (all && !c->live->cow) {
+		free(paths);
+		/* git's account of a direct workspace has no change set to
+		 * select from: refused rather than ignored */
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: 'all' selects from a cow sandbox's change set; "
+			    "sandbox %s has a direct workspace (git status lists what it sees)",
+			    c->live->id);
+		return NULL;
+	}
+	json_t *r = c->live->cow ? cow_diff(c, paths, n, f, all, e) : direct_diff(c, paths, n, f, e);
 	free(paths);
 	return r;
 }

@@ -633,6 +633,7 @@ struct search {
 	uint64_t deadline;
 	bool truncated, stopped, re_killed;
 	pid_t re_pid; /* the matcher, or 0 */
+	wd_ignore *ig; /* the workspace's ignore rules: skipped, as git grep does */
 	int re_wfd, re_rfd;
 	json_t *arr;
 	char *text;
@@ -958,6 +959,8 @@ search_rec(struct search *q, const char *rel, int depth)
 		}
 		const char *base = strrchr(v[i].path, '/');
 		base = base ? base + 1 : v[i].path;
+		if (q->ig && wd_ignore_match(q->ig, v[i].path, v[i].type == 'd'))
+			continue;
 		if (v[i].type == 'd' && strcmp(base, ".git"))
 			search_rec(q, v[i].path, depth + 1);
 		else if (v[i].type == 'f' && (!q->glob || fnmatch(q->glob, base, 0) == 0))
@@ -1007,6 +1010,19 @@ search_files(struct ftool *t)
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		r = fail_wd(t, fd < 0 ? fd : -errno, &err);
 	} else {
+		/* what the project ignores (node_modules/, build output) is
+		 * not searched, as git grep and ripgrep do not: the rules of
+		 * the tree searched (a sandbox's view: its own, which can only
+		 * hide files from the model itself).  A file named as the path
+		 * is searched whatever the rules. */
+		if (S_ISDIR(st.st_mode) && wd_workspace_ignore(t->ws, &q.ig, &err) < 0)
+			q.ig = NULL;
+		/* ... and a directory named as the path, though ignored, is
+		 * searched: the caller asked for it (node_modules/react) */
+		if (q.ig && strcmp(root, ".") && wd_ignore_match(q.ig, root, true)) {
+			wd_ignore_free(q.ig);
+			q.ig = NULL;
+		}
 		if (S_ISDIR(st.st_mode))
 			search_rec(&q, root, 0);
 		else
@@ -1037,6 +1053,7 @@ search_files(struct ftool *t)
 	if (fd >= 0)
 		close(fd);
 	matcher_stop(&q);
+	wd_ignore_free(q.ig);
 	json_decref(q.arr);
 	free(q.text);
 	return r;

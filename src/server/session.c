@@ -265,6 +265,9 @@ cow_diff_tool(struct call *c, struct live *l, json_t *args)
 		json_object_set_new(sc, "files_omitted",
 				    json_integer((json_int_t)(changes - DIFF_MODEL_FILES)));
 	}
+	/* only ignored changes: the summary lines are the text */
+	if (!changes && json_array_size(json_object_get(sc, "ignored")))
+		changes = 1;
 	char *out = changes ? xasprintf("changes in sandbox %s, not in the project until a human "
 					"applies them:\n%s",
 					l->id, text)

@@ -714,7 +714,7 @@ run_apply(struct applier *a, struct ws_apply_report *rep)
 }
 
 int
-ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expect,
+ws_apply(struct ws *w, const char *const *paths, size_t npaths, unsigned flags, const char *expect,
 	 struct ws_apply_report *rep, struct wd_err *err)
 {
 	memset(rep, 0, sizeof(*rep));
@@ -725,7 +725,7 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expe
 		    "diff --json prints in \"digest\")",
 		    expect);
 	struct ws_changes *cs = NULL;
-	int rc = ws_changes(w, paths, npaths, &cs, err);
+	int rc = ws_changes(w, paths, npaths, flags, &cs, err);
 	if (rc < 0)
 		return rc;
 	/* What is applied is what was reviewed: the set recomputed now must
@@ -762,6 +762,11 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expe
 	if (!a.text)
 		abort();
 	rc = run_apply(&a, rep);
+	/* what the review left out is left in the sandbox: said, so that an
+	 * apply that wrote nothing of node_modules/ does not look like one
+	 * that lost it */
+	if (rc >= 0)
+		ws_ignored_write(cs, "ignored: left in the sandbox (apply --all writes them)", a.text);
 	if (rc >= 0 && rep->applied && rebase(&a) < 0)
 		wd_log(WD_LOG_WARN, "apply: %s", err->msg);
 	for (size_t i = 0; i < a.np; i++) {
@@ -787,6 +792,16 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expe
 	jw_arr_end(&j);
 	jw_kuint(&j, "applied", rep->applied);
 	jw_kuint(&j, "conflicts", rep->conflicts);
+	jw_key(&j, "ignored");
+	jw_arr_begin(&j);
+	for (size_t i = 0; rc >= 0 && i < cs->nig; i++) {
+		jw_obj_begin(&j);
+		jw_kstr(&j, "path", cs->ig[i].name);
+		jw_kuint(&j, "files", cs->ig[i].files);
+		jw_kuint(&j, "bytes", cs->ig[i].bytes);
+		jw_obj_end(&j);
+	}
+	jw_arr_end(&j);
 	jw_kbool(&j, "ok", rc == 0);
 	jw_obj_end(&j);
 	rep->text = text;
@@ -896,8 +911,9 @@ empty_upper(struct ws *w, struct wd_err *err)
 int
 ws_discard(struct ws *w, const char *const *paths, size_t npaths, bool live, struct wd_err *err)
 {
+	/* all of them: a discard drops what the review left out too */
 	struct ws_changes *cs = NULL;
-	int rc = ws_changes(w, paths, npaths, &cs, err);
+	int rc = ws_changes(w, paths, npaths, WS_CHANGES_ALL, &cs, err);
 	if (rc < 0)
 		return rc;
 	int n = (int)cs->n;

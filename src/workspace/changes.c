@@ -708,8 +708,127 @@ ws_changes_free(struct ws_changes *cs)
 		free(cs->c[i].path);
 		free(cs->c[i].old_path);
 	}
+	for (size_t i = 0; i < cs->nig; i++)
+		free(cs->ig[i].name);
+	free(cs->ig);
 	free(cs->c);
 	free(cs);
+}
+
+/* ---- ignored changes ----
+ *
+ * Which rules decide what a review leaves out: the HOST's ignore files
+ * (.gitignore in the real directory, its .git/info/exclude), never the
+ * upper layer's.  The model writes its sandbox's .gitignore; were those
+ * rules the ones that counted, a model could ignore src/evil.c and then
+ * change it, and the human would see one line about a .gitignore, not
+ * the change.  So: the rules are read beneath w->wsfd only; a changed or
+ * added .gitignore is itself never ignored (unless its directory is),
+ * so the new rules are shown in full before they can count; and an
+ * ignored change is not applied without WS_CHANGES_ALL, the selection the
+ * digest names, so whatever a summary line hides never lands unseen.
+ * tests/integration/gitignore.sh proves each. */
+static bool
+ignored_path(struct ws_ignore *ig, const char *rel, bool isdir)
+{
+	const char *base = strrchr(rel, '/');
+	if (!strcmp(base ? base + 1 : rel, ".gitignore") && !isdir) {
+		if (!base)
+			return false;
+		char *dir = wd_xstrdup(rel);
+		dir[base - rel] = '\0';
+		bool ex = ws_ignore_match(ig, dir, true);
+		free(dir);
+		return ex;
+	}
+	return ws_ignore_match(ig, rel, isdir);
+}
+
+static void
+mark_ignored(struct ws *w, struct ws_changes *cs)
+{
+	struct ws_ignore *ig = ws_ignore_new(w->wsfd);
+	for (size_t i = 0; i < cs->n; i++) {
+		struct ws_change *c = &cs->c[i];
+		mode_t m = c->status == WS_DELETED ? c->old_mode : c->new_mode;
+		/* a rename is ignored only when both its ends are: its old
+		 * path goes away on the host */
+		c->ignored = ignored_path(ig, c->path, S_ISDIR(m)) &&
+			     (!c->old_path || ignored_path(ig, c->old_path, S_ISDIR(c->old_mode)));
+	}
+	ws_ignore_free(ig);
+}
+
+struct igkey {
+	char *path; /* the change's (owned here once it is out of the set) */
+	char *old_path;
+	size_t len;  /* of its first component */
+	bool dir;    /* the first component is a directory */
+	bool counts; /* not a directory itself */
+	uint64_t bytes;
+};
+
+static int
+cmp_igkey(const void *a, const void *b)
+{
+	const struct igkey *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int r = memcmp(x->path, y->path, n);
+	if (r)
+		return r;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return (int)x->dir - (int)y->dir;
+}
+
+/* Take the ignored changes out of cs, summarised per top-level entry
+ * (sorted, then merged: one pass however many there are). */
+static void
+leave_out_ignored(struct ws_changes *cs)
+{
+	size_t nk = 0;
+	for (size_t i = 0; i < cs->n; i++)
+		nk += cs->c[i].ignored;
+	if (!nk)
+		return;
+	struct igkey *k = wd_xcalloc(nk, sizeof(*k));
+	size_t o = 0, j = 0;
+	for (size_t i = 0; i < cs->n; i++) {
+		struct ws_change *c = &cs->c[i];
+		if (!c->ignored) {
+			cs->c[o++] = *c;
+			continue;
+		}
+		mode_t m = c->status == WS_DELETED ? c->old_mode : c->new_mode;
+		const char *sl = strchr(c->path, '/');
+		k[j] = (struct igkey){
+		    .path = c->path,
+		    .old_path = c->old_path,
+		    .len = sl ? (size_t)(sl - c->path) : strlen(c->path),
+		    .dir = sl || S_ISDIR(m),
+		    .counts = !S_ISDIR(m),
+		    .bytes = c->status == WS_DELETED || !S_ISREG(c->new_mode) ? 0 : c->new_size,
+		};
+		j++;
+	}
+	qsort(k, nk, sizeof(*k), cmp_igkey);
+	cs->ig = wd_xcalloc(nk, sizeof(*cs->ig));
+	for (size_t i = 0; i < nk; i++) {
+		if (!cs->nig || cmp_igkey(&k[i], &k[i - 1])) {
+			struct ws_ignored *g = &cs->ig[cs->nig++];
+			g->name =
+			    wd_xasprintf("%.*s%s", (int)k[i].len, k[i].path, k[i].dir ? "/" : "");
+		}
+		struct ws_ignored *g = &cs->ig[cs->nig - 1];
+		g->files += k[i].counts;
+		g->bytes += k[i].bytes;
+	}
+	for (size_t i = 0; i < nk; i++) {
+		free(k[i].path);
+		free(k[i].old_path);
+	}
+	free(k);
+	cs->n = o;
 }
 
 /* Keep the changes at or below one of paths; each path must match one. */
@@ -816,22 +935,38 @@ ws_changes_digest(const struct ws_changes *cs, char out[65])
 	 * (a newline in it, say) can forge a field boundary. */
 	struct wd_sha256 h;
 	wd_sha256_init(&h);
-	wd_sha256_update(&h, "warden-changes-1\n", 17);
+	/* the selection first: a digest of the set without the ignored
+	 * changes never matches the set with them (apply --all --expect of a
+	 * default review applies nothing, and the other way round) */
+	if (cs->all)
+		wd_sha256_update(&h, "warden-changes-1 all\n", 21);
+	else
+		wd_sha256_update(&h, "warden-changes-1\n", 17);
 	for (size_t i = 0; i < cs->n; i++) {
 		const struct ws_change *c = &cs->c[i];
 		char line[512];
 		const char *op = c->old_path ? c->old_path : "";
 		const char *lt = c->link_to ? c->link_to : "";
-		int n = snprintf(
-		    line, sizeof(line), "%d %zu:%zu:%zu: %o %o %llu %llu %s %s %d%d%d\n",
-		    (int)c->status, strlen(c->path), strlen(op), strlen(lt), (unsigned)c->old_mode,
-		    (unsigned)c->new_mode, (unsigned long long)c->old_size,
-		    (unsigned long long)c->new_size, c->old_hash[0] ? c->old_hash : "-",
-		    c->new_hash[0] ? c->new_hash : "-", c->protect, c->conflict, c->unsupported);
+		int n =
+		    snprintf(line, sizeof(line), "%d %zu:%zu:%zu: %o %o %llu %llu %s %s %d%d%d%d\n",
+			     (int)c->status, strlen(c->path), strlen(op), strlen(lt),
+			     (unsigned)c->old_mode, (unsigned)c->new_mode,
+			     (unsigned long long)c->old_size, (unsigned long long)c->new_size,
+			     c->old_hash[0] ? c->old_hash : "-", c->new_hash[0] ? c->new_hash : "-",
+			     c->protect, c->conflict, c->unsupported, c->ignored);
 		wd_sha256_update(&h, line, (size_t)n);
 		wd_sha256_update(&h, c->path, strlen(c->path));
 		wd_sha256_update(&h, op, strlen(op));
 		wd_sha256_update(&h, lt, strlen(lt));
+	}
+	/* and the summary lines the human was shown in their place */
+	for (size_t i = 0; i < cs->nig; i++) {
+		char line[128];
+		int n =
+		    snprintf(line, sizeof(line), "ignored %zu: %zu %llu\n", strlen(cs->ig[i].name),
+			     cs->ig[i].files, (unsigned long long)cs->ig[i].bytes);
+		wd_sha256_update(&h, line, (size_t)n);
+		wd_sha256_update(&h, cs->ig[i].name, strlen(cs->ig[i].name));
 	}
 	unsigned char d[32];
 	wd_sha256_final(&h, d);
@@ -839,8 +974,8 @@ ws_changes_digest(const struct ws_changes *cs, char out[65])
 }
 
 int
-ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_changes **out,
-	   struct wd_err *err)
+ws_changes(struct ws *w, const char *const *paths, size_t npaths, unsigned flags,
+	   struct ws_changes **out, struct wd_err *err)
 {
 	if (!w->cow)
 		return wd_err_set(err, WD_E_INVAL,
@@ -861,6 +996,12 @@ ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_chan
 		flag(w, cs);
 		if (npaths)
 			rc = select_paths(cs, paths, npaths, err);
+	}
+	if (rc == 0) {
+		mark_ignored(w, cs);
+		cs->all = flags & WS_CHANGES_ALL;
+		if (!cs->all)
+			leave_out_ignored(cs);
 	}
 	free(k.seen);
 	if (rc == 0) {

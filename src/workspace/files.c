@@ -206,6 +206,48 @@ wd_workspace_close(wd_workspace *ws)
 	free(ws);
 }
 
+struct wd_ignore {
+	const wd_workspace *ws;
+	int fd;
+	struct ws_ignore *ig;
+};
+
+static const char *relative(const wd_workspace *ws, const char *path);
+
+WD_API int
+wd_workspace_ignore(const wd_workspace *ws, wd_ignore **out, struct wd_err *err)
+{
+	int fd = fcntl(ws->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return wd_err_sys(err, errno, "workspace '%s'", ws->real);
+	wd_ignore *ig = wd_xcalloc(1, sizeof(*ig));
+	ig->ws = ws;
+	ig->fd = fd;
+	ig->ig = ws_ignore_new(fd);
+	*out = ig;
+	return 0;
+}
+
+WD_API bool
+wd_ignore_match(wd_ignore *ig, const char *relpath, bool isdir)
+{
+	/* the forms wd_workspace_openat() takes: relative, or below
+	 * /workspace or the host path */
+	const char *r = relative(ig->ws, relpath);
+	wd_autofree char *rel = r ? ws_relpath(r) : NULL;
+	return rel && ws_ignore_match(ig->ig, rel, isdir);
+}
+
+WD_API void
+wd_ignore_free(wd_ignore *ig)
+{
+	if (!ig)
+		return;
+	ws_ignore_free(ig->ig);
+	close(ig->fd);
+	free(ig);
+}
+
 WD_API const char *
 wd_workspace_path(const wd_workspace *ws)
 {

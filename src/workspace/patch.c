@@ -334,6 +334,8 @@ notes(const struct ws_change *c, FILE *f)
 		fputs("  (protected: never applied)", f);
 	if (c->unsupported)
 		fputs("  (not a file, link or directory: never applied)", f);
+	if (c->ignored)
+		fputs("  (ignored: applied only with --all)", f);
 	if (c->link_to) {
 		/* the other name is the sandbox's too: quoted as every name is */
 		fputs("  (hard link to ", f);
@@ -394,6 +396,64 @@ summary_line(struct ws *w, const struct ws_change *c, FILE *f)
 	fputc('\n', f);
 }
 
+/* 1204 -> "1,204" */
+static void
+put_count(FILE *f, uint64_t n)
+{
+	char d[32];
+	int len = snprintf(d, sizeof(d), "%llu", (unsigned long long)n);
+	for (int i = 0; i < len; i++) {
+		if (i && (len - i) % 3 == 0)
+			fputc(',', f);
+		fputc(d[i], f);
+	}
+}
+
+/* 14680064 -> "14 MiB", 1536 -> "1.5 KiB", 10 -> "10 bytes" */
+static void
+put_bytes(FILE *f, uint64_t n)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	if (n < 1024) {
+		fprintf(f, "%llu byte%s", (unsigned long long)n, n == 1 ? "" : "s");
+		return;
+	}
+	double v = (double)n / 1024;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(*units)) {
+		v /= 1024;
+		u++;
+	}
+	fprintf(f, v < 10 ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+/* What the host's ignore rules left out: a line per top-level entry.
+ * The name is the sandbox's: quoted as every name is. */
+void
+ws_ignored_write(const struct ws_changes *cs, const char *tail, FILE *f)
+{
+	size_t width = 0;
+	for (size_t i = 0; i < cs->nig; i++) {
+		size_t l = strlen(cs->ig[i].name);
+		width = l > width ? l : width;
+	}
+	if (width > 40)
+		width = 40;
+	for (size_t i = 0; i < cs->nig; i++) {
+		const struct ws_ignored *g = &cs->ig[i];
+		size_t nl = strlen(g->name);
+		bool dir = nl && g->name[nl - 1] == '/';
+		wd_autofree char *base = wd_xasprintf("%.*s", (int)(nl - dir), g->name);
+		wd_autofree char *q = wd_esc_path(base);
+		wd_autofree char *name = wd_xasprintf("%s%s", q, dir ? "/" : "");
+		fprintf(f, "%-*s  ", (int)width, name);
+		put_count(f, g->files);
+		fprintf(f, " file%s, ", g->files == 1 ? "" : "s");
+		put_bytes(f, g->bytes);
+		fprintf(f, ", %s\n", tail);
+	}
+}
+
 static void
 write_stat(struct ws *w, const struct ws_changes *cs, FILE *f)
 {
@@ -444,8 +504,12 @@ write_stat(struct ws *w, const struct ws_changes *cs, FILE *f)
 		dels += d->dels;
 		diff_free(d);
 	}
-	fprintf(f, " %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n", files,
-		files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels, dels == 1 ? "" : "s");
+	/* nothing changed: nothing at all, as git's --stat */
+	if (files)
+		fprintf(f, " %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n", files,
+			files == 1 ? "" : "s", adds, adds == 1 ? "" : "s", dels,
+			dels == 1 ? "" : "s");
+	ws_ignored_write(cs, "ignored (warden diff --all lists them)", f);
 	free(fds);
 }
 
@@ -495,6 +559,8 @@ write_json(struct ws *w, const struct ws_changes *cs, FILE *f)
 			jw_kbool(&j, "unsupported", true);
 		if (c->link_to)
 			jw_kstr(&j, "link_to", c->link_to);
+		if (cs->all)
+			jw_kbool(&j, "ignored", c->ignored);
 		jw_obj_end(&j);
 		adds += d.adds;
 		dels += d.dels;
@@ -507,6 +573,19 @@ write_json(struct ws *w, const struct ws_changes *cs, FILE *f)
 	jw_kuint(&j, "deletions", dels);
 	jw_kuint(&j, "conflicts", conflicts);
 	jw_kuint(&j, "bytes", cs->bytes);
+	/* what the host's ignore rules left out (none with --all, where each
+	 * file says "ignored") */
+	jw_kbool(&j, "all", cs->all);
+	jw_key(&j, "ignored");
+	jw_arr_begin(&j);
+	for (size_t i = 0; i < cs->nig; i++) {
+		jw_obj_begin(&j);
+		jw_kstr(&j, "path", cs->ig[i].name);
+		jw_kuint(&j, "files", cs->ig[i].files);
+		jw_kuint(&j, "bytes", cs->ig[i].bytes);
+		jw_obj_end(&j);
+	}
+	jw_arr_end(&j);
 	/* what `warden apply --expect` takes: the set as reviewed */
 	jw_kstr(&j, "digest", cs->digest);
 	jw_obj_end(&j);
@@ -530,10 +609,11 @@ ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FILE *f
 	} else {
 		/* the header names the set: `warden apply --expect DIGEST` then
 		 * applies exactly what is shown below, or nothing */
-		if (cs->n && !(flags & WS_DIFF_NAMES))
+		if ((cs->n || cs->nig) && !(flags & WS_DIFF_NAMES))
 			fprintf(f, "change set %s\n", cs->digest);
 		for (size_t i = 0; i < cs->n; i++)
 			summary_line(w, &cs->c[i], f);
+		ws_ignored_write(cs, "ignored (warden diff --all lists them)", f);
 		if (!(flags & WS_DIFF_NAMES)) {
 			bool first = true;
 			for (size_t i = 0; i < cs->n; i++) {

@@ -256,6 +256,21 @@ const struct ws_entry *ws_baseline_find(const struct ws_baseline *b, const char 
 /* Set (or, st NULL, remove) the entry for path. */
 void ws_baseline_set(struct ws_baseline *b, const char *path, const struct stat *st);
 
+/* ---- ignore.c ---- */
+
+/* git's ignore rules (.gitignore in every directory, .git/info/exclude)
+ * as the tree root holds them (not taken; every file opened beneath it,
+ * no link followed), read as they are needed and kept.  Not thread-safe:
+ * one per walk. */
+struct ws_ignore;
+struct ws_ignore *ws_ignore_new(int root);
+/* Would git ignore rel (normal form, relative to root; isdir: a
+ * directory)?  As `git check-ignore --no-index`: excluded by the last
+ * matching pattern of the deepest file that has one, or under an
+ * excluded directory. */
+bool ws_ignore_match(struct ws_ignore *ig, const char *rel, bool isdir);
+void ws_ignore_free(struct ws_ignore *ig);
+
 /* ---- changes.c ---- */
 
 enum ws_status {
@@ -279,6 +294,15 @@ struct ws_change {
 	uint64_t ino;			 /* the upper file's inode when it has other links */
 	const char *link_to;		 /* another change's path, same inode: written once,
 					  * linked (points into that change) */
+	bool ignored;			 /* by the host's ignore rules: listed and applied
+					  * only with WS_CHANGES_ALL */
+};
+
+/* The ignored changes left out of a set, one per top-level entry. */
+struct ws_ignored {
+	char *name;   /* "node_modules/" (a directory) or "debug.log" */
+	size_t files; /* changes below it (directories not counted) */
+	uint64_t bytes;
 };
 
 struct ws_changes {
@@ -286,14 +310,20 @@ struct ws_changes {
 	size_t n, cap;
 	char digest[65]; /* SHA-256 of the set as reviewed: see ws_changes_digest */
 	uint64_t bytes;	 /* what an apply writes: a hard-linked inode counted once */
+	bool all;	 /* ignored changes are in c[], not summarised */
+	struct ws_ignored *ig; /* without all: what was left out, by name */
+	size_t nig;
 };
 
 /* The change set of a cow sandbox: upper/ against the host directory,
  * with hashes, conflicts (against the baseline) and protected flags.
  * paths (n, may be 0): only changes at or below them; a path that
- * matches none is -ENOENT naming it.  *out is new. */
-int ws_changes(struct ws *w, const char *const *paths, size_t npaths, struct ws_changes **out,
-	       struct wd_err *err);
+ * matches none is -ENOENT naming it.  Changes the host's ignore rules
+ * ignore are left out and summarised (ig), unless flags has
+ * WS_CHANGES_ALL.  *out is new. */
+#define WS_CHANGES_ALL 0x1u
+int ws_changes(struct ws *w, const char *const *paths, size_t npaths, unsigned flags,
+	       struct ws_changes **out, struct wd_err *err);
 void ws_changes_free(struct ws_changes *cs);
 /* The digest of a change set (cs->digest, set by ws_changes): SHA-256 of
  * one canonical line per change (status, paths, modes, sizes, SHA-256 of
@@ -329,6 +359,9 @@ int ws_diff_write(struct ws *w, const struct ws_changes *cs, unsigned flags, FIL
 /* " (new file 0644)", " (new directory 0700)", " (mode 0644 -> 0777)" or
  * nothing: the change's permission bits in octal, for a human. */
 void ws_change_mode_note(const struct ws_change *c, FILE *f);
+/* The summary of cs's ignored changes, a line per top-level entry:
+ * "node_modules/  1,204 files, 14 MiB, " then tail. */
+void ws_ignored_write(const struct ws_changes *cs, const char *tail, FILE *f);
 
 /* ---- apply.c ---- */
 
@@ -348,8 +381,10 @@ struct ws_apply_report {
  * refused with -ESTALE and nothing written.  Every file is re-hashed as it
  * is copied and must match the set (else -ESTALE, nothing written); the
  * bytes written are bounded by the sandbox disk's used bytes. */
-int ws_apply(struct ws *w, const char *const *paths, size_t npaths, const char *expect,
-	     struct ws_apply_report *rep, struct wd_err *err);
+/* flags: WS_CHANGES_ALL applies ignored changes too (else they are
+ * left in the sandbox), the same selection as the diff reviewed. */
+int ws_apply(struct ws *w, const char *const *paths, size_t npaths, unsigned flags,
+	     const char *expect, struct ws_apply_report *rep, struct wd_err *err);
 void ws_apply_report_fini(struct ws_apply_report *rep);
 /* Drop the change set (or the changes at or below paths).  live: the
  * overlay is mounted in a jail, so the host's version is written back

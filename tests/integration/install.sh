@@ -112,6 +112,7 @@ MAN3=(
 	wd_spec_set_tls_intercept wd_spec_set_workspace wd_spec_set_workspace_mode wd_spec_setenv
 	wd_workspace_close wd_workspace_open wd_workspace_openat wd_workspace_path
 	wd_workspace_protect wd_workspace_protected wd_workspace_write
+	wd_workspace_ignore wd_ignore_match wd_ignore_free
 )
 
 expect_file() {

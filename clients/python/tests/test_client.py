@@ -163,6 +163,34 @@ class TestSocket(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(F.ws, ".git")))
         os.unlink(new)
 
+    def test_cow_ignored(self):
+        # what the directory's .gitignore ignores: summarised, applied
+        # only with all=True
+        if os.geteuid() != 0:
+            if MUST_WORK:
+                self.fail("copy-on-write sandboxes need root")
+            self.skipTest("copy-on-write sandboxes need root")
+        gi = os.path.join(F.ws, ".gitignore")
+        build = os.path.join(F.ws, "build")
+        with open(gi, "w") as f:
+            f.write("build/\n")
+        try:
+            with self.c.sandbox(workspace_mode="cow", disk="64M") as sb:
+                sb.exec(argv=["/bin/sh", "-c", "mkdir build && echo x > build/out"], check=True)
+                d = sb.diff(format="json")
+                self.assertEqual(d["files"], [])
+                self.assertEqual(d["ignored"], [{"path": "build/", "files": 1, "bytes": 2}])
+                a = sb.diff(format="json", all=True)
+                self.assertIn("build/out", [f["path"] for f in a["files"]])
+                sb.apply()
+                self.assertFalse(os.path.exists(build))
+                sb.apply(all=True)
+                with open(os.path.join(build, "out")) as f:
+                    self.assertEqual(f.read(), "x\n")
+        finally:
+            os.unlink(gi)
+            shutil.rmtree(build, ignore_errors=True)
+
     def test_human_reviews_a_models_sandbox(self):
         # a model's cow sandbox (the MCP tools, on an MCP session of the
         # same socket) reviewed and applied by the human's connection

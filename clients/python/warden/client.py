@@ -537,24 +537,31 @@ class Sandbox:
             return {}
         return {"paths": [paths] if isinstance(paths, str) else list(paths)}
 
-    def diff(self, path=None, format=None, paths=None):
+    def diff(self, path=None, format=None, paths=None, all=False):
         """The sandbox's changes (sandbox.diff): a dict with "files" and,
         unless format is "json", the text in "diff" (format "unified", the
         default, "stat" or "names").  A cow sandbox's change set is exact;
-        a direct sandbox's is what git sees in the workspace."""
+        a direct sandbox's is what git sees in the workspace.  What the
+        directory's .gitignore ignores is summarised in "ignored", unless
+        all (then listed, each file with "ignored")."""
         p = self._paths(paths)
         if path:
             p["path"] = path
         if format:
             p["format"] = format
+        if all:
+            p["all"] = True
         return self._call("sandbox.diff", **p)
 
-    def apply(self, paths=None):
+    def apply(self, paths=None, all=False):
         """Write a cow sandbox's changes (or those at or below paths) into
-        the directory; returns the report.  Raises ApplyRefused (nothing
-        applied; .conflicts, .protected) and, for a direct sandbox,
-        NotAvailable."""
-        return self._call("sandbox.apply", **self._paths(paths))
+        the directory; returns the report.  Ignored changes (see diff) are
+        written only with all.  Raises ApplyRefused (nothing applied;
+        .conflicts, .protected) and, for a direct sandbox, NotAvailable."""
+        p = self._paths(paths)
+        if all:
+            p["all"] = True
+        return self._call("sandbox.apply", **p)
 
     def discard(self, paths=None):
         """Drop a cow sandbox's changes (or those at or below paths); the
