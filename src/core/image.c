@@ -93,6 +93,14 @@ image_dir_env(const char *s, char *out, size_t cap, struct wd_err *err)
 	}
 	if (!S_ISDIR(st.st_mode))
 		return wd_err_set(err, WD_E_INVAL, "WARDEN_IMAGE_DIR %s is not a directory", out);
+	/* its canonical path: an image's rootfs is recorded by path (a
+	 * session's spec, the gVisor bundle), and a recorded path with ".."
+	 * or a link in it is refused when read back (spec_set_image_root) */
+	char real[PATH_MAX];
+	if (!realpath(out, real))
+		return wd_err_sys(err, errno, "WARDEN_IMAGE_DIR %s", out);
+	if (snprintf(out, cap, "%s", real) >= (int)cap)
+		return wd_err_set(err, WD_E_INVAL, "WARDEN_IMAGE_DIR path too long");
 	if (st.st_uid != geteuid() && st.st_uid != 0)
 		return wd_err_set(err, WD_E_INVAL,
 				  "WARDEN_IMAGE_DIR %s belongs to uid %u, neither you (uid %u) "
