@@ -179,7 +179,7 @@ result_isolation_name(enum wd_isolation level)
 }
 
 static void
-write_protections(struct jw *w, const wd_result *r)
+write_protections(struct jw *w, const wd_result *r, bool with_data)
 {
 	jw_key(w, "protections");
 	jw_obj_begin(w);
@@ -218,8 +218,10 @@ write_protections(struct jw *w, const wd_result *r)
 		jw_kuint(w, "refused", r->net_refused);
 		jw_kuint(w, "dns_queries", r->net_dns);
 		jw_kuint(w, "bytes", r->net_bytes);
-		if (r->n_net_refusals) {
-			/* this command's distinct refusals, each once with a count */
+		if (r->n_net_refusals && with_data) {
+			/* this command's distinct refusals, each once with a count
+			 * (not in the audit trail's result: each refusal is an
+			 * audited network event of its own already) */
 			jw_key(w, "refusals");
 			jw_arr_begin(w);
 			for (size_t i = 0; i < r->n_net_refusals; i++) {
@@ -296,7 +298,7 @@ result_write(struct jw *w, const wd_result *r, bool with_data)
 	jw_double(w, (double)r->cpu_ns / 1e6, 3);
 	jw_kuint(w, "peak_memory_bytes", r->peak_memory);
 	jw_kstr(w, "policy", r->policy);
-	write_protections(w, r);
+	write_protections(w, r, with_data);
 	jw_obj_end(w);
 }
 
