@@ -31,7 +31,8 @@ static const char usage_text[] =
     "      --socket PATH      the server's --socket\n"
     "  -w, --workspace DIR    the tenant's workspace (a directory the server sees)\n"
     "      --token-file FILE  the bearer token for the server's --listen (a file only\n"
-    "                         you can read); required when the server has --listen\n"
+    "                         you can read, or - for standard input); required when\n"
+    "                         the server has --listen\n"
     "  -p, --policy FILE      the tenant's policy (default: the server's)\n"
     "      --tenant NAME      a name for the server's log (A-Z a-z 0-9 . _ -)\n";
 
@@ -53,6 +54,25 @@ static const struct option long_opts[] = {
 static int
 read_token(const char *path, char *buf, size_t cap)
 {
+	/* "-": standard input, a pipe from whoever holds the token
+	 * (kubectl exec -i ... < FILE), which no one else can read */
+	if (!strcmp(path, "-")) {
+		size_t got = 0;
+		ssize_t r;
+		while (got < cap - 1 && (r = read(0, buf + got, cap - 1 - got)) != 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				return cli_fail("activate", "--token-file -: %s", strerror(errno));
+			got += (size_t)r;
+		}
+		if (got == cap - 1)
+			return cli_fail("activate", "--token-file -: over 4 KiB");
+		while (got > 0 && strchr("\n\r \t", buf[got - 1]))
+			got--;
+		buf[got] = '\0';
+		return 0;
+	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {

@@ -304,16 +304,23 @@ r = subprocess.run([WARDEN, "activate", "--socket", sock4, "-w", env.ws, "--toke
 ok(r.returncode == 125 and "--token-file" in r.stderr and "0644" in r.stderr,
    "warden activate --token-file others can read: 125 naming it (%s)" % r.stderr.strip())
 os.chmod(tok2, 0o600)
-r = subprocess.run([WARDEN, "activate", "--socket", sock4, "-w", os.path.relpath(env.ws),
-                    "--token-file", tok2, "--tenant", "bob"],
-                   capture_output=True, text=True, timeout=60)
-ok(r.returncode == 0 and "activated: workspace " + os.path.realpath(env.ws) in r.stdout,
-   "warden activate (a relative --workspace, --token-file): 0 (%s %s)"
-   % (r.stdout.strip(), r.stderr.strip()))
+r = subprocess.run([WARDEN, "activate", "--socket", sock4, "-w", env.ws, "--token-file", "-"],
+                   input="short\n", capture_output=True, text=True, timeout=60)
+ok(r.returncode == 125 and "'token': must be 16" in r.stderr and
+   get(srv4.port, "/readyz")[1] == "ready (awaiting activation)\n",
+   "warden activate with a short token: 125 with the server's reason, still warm (%s)"
+   % r.stderr.strip())
 with open(tok2) as f:
     t2 = f.read().strip()
+# the token on standard input, as `kubectl exec -i POD -- warden activate ... < FILE`
+r = subprocess.run([WARDEN, "activate", "--socket", sock4, "-w", os.path.relpath(env.ws),
+                    "--token-file", "-", "--tenant", "bob"], input=t2 + "\n",
+                   capture_output=True, text=True, timeout=60)
+ok(r.returncode == 0 and "activated: workspace " + os.path.realpath(env.ws) in r.stdout,
+   "warden activate (a relative --workspace, --token-file -): 0 (%s %s)"
+   % (r.stdout.strip(), r.stderr.strip()))
 st, _, _ = http_post(srv4.port, t2, INIT)
-ok(st == 200, "the token from --token-file is the server's (%d)" % st)
+ok(st == 200, "the token from standard input is the server's (%d)" % st)
 st, _, _ = http_post(srv4.port, tok, INIT)
 ok(st == 401, "the other server's token is not (%d)" % st)
 r = subprocess.run([WARDEN, "activate", "--socket", sock4, "-w", env.ws, "--token-file", tok2],
