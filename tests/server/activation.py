@@ -113,6 +113,18 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                    "clientInfo": {"name": "t", "version": "1"}}}
 
 
+def run_http(port, token, command):
+    """run_command over a new MCP session: its structuredContent.outcome."""
+    st, h, _ = http_post(port, token, INIT)
+    sid = h.get("mcp-session-id")
+    st, _, out = http_post(port, token, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                         "params": {"name": "run_command",
+                                                    "arguments": {"command": command}}},
+                           session=sid, headers=V)
+    r = json.loads(out).get("result", {}) if st == 200 else {}
+    return r.get("structuredContent", {}).get("outcome")
+
+
 def http_not_activated(what):
     for t in (None, tok, "x" * 32):
         st, _, out = http_post(srv.port, t, INIT)
@@ -207,6 +219,7 @@ r = owner.call("server.activate", dict(good, workspace=env.top + "/other"))
 ok(r.get("error", {}).get("code") == FORBIDDEN and
    "already activated" in r["error"]["message"],
    "a second activation is refused, from the owner too (%s)" % r.get("error"))
+ok(run_http(srv.port, tok, "ls") == "ran", "the built-in policy runs ls")
 r = owner.call("sandbox.list", {})
 ok("result" in r, "the owner's calls are served now")
 
@@ -281,13 +294,13 @@ log2 = srv2.stderr()
 ok("refused uid %d: " % nobody.pw_uid in log2 and "sandboxed command" in log2,
    "... refused by the peer check, which says why (%s)"
    % [ln for ln in log2.splitlines() if "refused" in ln][:1])
-srv3.stop()
+ok(srv3.stop() == 0, "the process-level server stops cleanly")
 # warden activate as another user than the server's: no answer
 r = subprocess.run([WARDEN, "activate", "--socket", sock2, "-w", UEnv.ws],
                    capture_output=True, text=True, timeout=60)
 ok(r.returncode == 125 and "no answer" in r.stderr,
    "warden activate by another user (root): 125, no answer (%s %s %s)" % (r.returncode, r.stdout.strip(), r.stderr.strip()))
-srv2.stop()
+ok(srv2.stop() == 0, "a server stopped while warm stops cleanly")
 
 # ---- 7. warden activate ----
 sock4 = os.path.join(env.top, "run", "w4.sock")
@@ -313,14 +326,22 @@ ok(r.returncode == 125 and "'token': must be 16" in r.stderr and
 with open(tok2) as f:
     t2 = f.read().strip()
 # the token on standard input, as `kubectl exec -i POD -- warden activate ... < FILE`
+# the tenant's policy: cat only
+pol = os.path.join(env.top, "cat-only.json")
+with open(pol, "w") as f:
+    json.dump({"version": 1, "programs": {"cat": {}}}, f)
 r = subprocess.run([WARDEN, "activate", "--socket", sock4, "-w", os.path.relpath(env.ws),
-                    "--token-file", "-", "--tenant", "bob"], input=t2 + "\n",
+                    "-p", os.path.relpath(pol), "--token-file", "-", "--tenant", "bob"],
+                   input=t2 + "\n",
                    capture_output=True, text=True, timeout=60)
 ok(r.returncode == 0 and "activated: workspace " + os.path.realpath(env.ws) in r.stdout,
    "warden activate (a relative --workspace, --token-file -): 0 (%s %s)"
    % (r.stdout.strip(), r.stderr.strip()))
 st, _, _ = http_post(srv4.port, t2, INIT)
 ok(st == 200, "the token from standard input is the server's (%d)" % st)
+ok(run_http(srv4.port, t2, "cat hello.txt") == "ran" and run_http(srv4.port, t2, "ls") != "ran",
+   "the activation's policy is in force: cat runs, ls does not (%s)"
+   % run_http(srv4.port, t2, "ls"))
 st, _, _ = http_post(srv4.port, tok, INIT)
 ok(st == 401, "the other server's token is not (%d)" % st)
 r = subprocess.run([WARDEN, "activate", "--socket", sock4, "-w", env.ws, "--token-file", tok2],
