@@ -25,6 +25,7 @@ Proves:
 import json
 import os
 import pwd
+import re
 import shutil
 import tempfile
 import subprocess
@@ -122,6 +123,7 @@ def run_http(port, token, command):
                                                     "arguments": {"command": command}}},
                            session=sid, headers=V)
     r = json.loads(out).get("result", {}) if st == 200 else {}
+    run_http.text = json.dumps(r)
     return r.get("structuredContent", {}).get("outcome")
 
 
@@ -304,8 +306,10 @@ ok(srv2.stop() == 0, "a server stopped while warm stops cleanly")
 
 # ---- 7. warden activate ----
 sock4 = os.path.join(env.top, "run", "w4.sock")
+# --pool 1: the pool is the tenant's, built at the activation (a pooled
+# sandbox holds the workspace it was built with: never the warm directory)
 srv4 = Server(env, "--await-activation", "--socket", sock4, "--listen", "127.0.0.1:0",
-              workspace=False)
+              "--pool", "1", workspace=False)
 ok(until(lambda: get(srv4.port, "/readyz")[0] == 200), "a third warm server is ready")
 tok2 = os.path.join(env.top, "token2")
 fd = os.open(tok2, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -339,7 +343,8 @@ ok(r.returncode == 0 and "activated: workspace " + os.path.realpath(env.ws) in r
    % (r.stdout.strip(), r.stderr.strip()))
 st, _, _ = http_post(srv4.port, t2, INIT)
 ok(st == 200, "the token from standard input is the server's (%d)" % st)
-ok(run_http(srv4.port, t2, "cat hello.txt") == "ran" and run_http(srv4.port, t2, "ls") != "ran",
+ok(run_http(srv4.port, t2, "cat hello.txt") == "ran" and
+   "hello from the workspace" in run_http.text and run_http(srv4.port, t2, "ls") != "ran",
    "the activation's policy is in force: cat runs, ls does not (%s)"
    % run_http(srv4.port, t2, "ls"))
 st, _, _ = http_post(srv4.port, tok, INIT)
@@ -352,6 +357,10 @@ ok(r.returncode == 125 and "already activated" in r.stderr,
 for c in (owner, model):
     c.close()
 ok(srv.stop() == 0 and srv4.stop() == 0, "the servers stop cleanly")
+pooled = re.search(r"calls pooled (\d+)", srv4.stderr())
+ok(pooled and int(pooled.group(1)) >= 1,
+   "--pool: the activated server's runs came from its pool (%s), the tenant's workspace in "
+   "them (cat hello.txt ran)" % (pooled.group(0) if pooled else srv4.stderr()[-200:]))
 shutil.rmtree(ustate, ignore_errors=True)
 ok(warm_dirs() == [], "no warm directory left")
 env.close()
