@@ -152,6 +152,10 @@ bad_policy = os.path.join(env.top, "bad.yaml")
 with open(bad_policy, "w") as f:
     f.write("version: 1\ncommands:\n  allow: [ls\n")
 good = {"workspace": env.ws, "token": tok}
+# a good policy, but in the workspace: a sandboxed command could rewrite it
+ws_policy = os.path.join(env.ws, "policy.json")
+with open(ws_policy, "w") as f:
+    json.dump({"version": 1, "programs": {"cat": {}}}, f)
 cases = [
     ({"token": tok}, "'workspace' is required"),
     ({"workspace": env.ws}, "'token' is required"),
@@ -162,6 +166,7 @@ cases = [
     ({"workspace": os.path.dirname(sock), "token": tok}, "inside the workspace"),
     (dict(good, policy=bad_policy), "policy: " + bad_policy + ":"),
     (dict(good, policy="rel.yaml"), "'policy': an absolute path"),
+    (dict(good, policy=ws_policy), "policy.json is in the workspace where a sandbox could"),
     (dict(good, extra=1), "unknown member 'extra'"),
     (dict(good, tenant="a/b"), "'tenant'"),
     (dict(good, token=7), "'token' must be a string"),
