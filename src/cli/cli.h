@@ -65,6 +65,7 @@ struct cli_sandbox_extra {
 int cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
 			wd_spec *spec, int *first_arg);
 int cli_serve(int argc, char **argv);
+int cli_activate(int argc, char **argv);
 
 /* Print "warden: <subcommand>: <message>" to stderr (and, after
  * cli_json_errors(true), {"status":125,"error":...} to stdout); returns

@@ -28,6 +28,7 @@ static const struct {
 	{"image", cli_image, "build, list, inspect and remove images (environments)"},
 	{"doctor", cli_doctor, "report which isolation levels this host can run"},
 	{"serve", cli_serve, "serve MCP and JSON-RPC (stdio, a unix socket, HTTP)"},
+	{"activate", cli_activate, "give a warm server (serve --await-activation) its tenant"},
 };
 
 static void

@@ -101,6 +101,7 @@ enum {
 	OPT_DRAIN_TIMEOUT,
 	OPT_STATE_DIR,
 	OPT_LOG_FORMAT,
+	OPT_AWAIT_ACTIVATION,
 	OPT_HELP,
 };
 
@@ -138,6 +139,7 @@ static const struct option long_opts[] = {
     {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
     {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+    {"await-activation", no_argument, NULL, OPT_AWAIT_ACTIVATION},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -376,8 +378,34 @@ one_opt(int c, const char *name, const char *val, struct server_opts *o)
 	case 'v':
 		o->verbose = true;
 		return 0;
+	case OPT_AWAIT_ACTIVATION:
+		o->await_activation = true;
+		return 0;
 	}
 	return -1;
+}
+
+/* --await-activation: what the activation brings may not be given now
+ * (one source for each), and the owner's socket must exist, as the
+ * activation arrives there and nowhere else. */
+static int
+check_await(const struct server_opts *o)
+{
+	if (!o->await_activation)
+		return 0;
+	if (!o->socket_path)
+		return cli_fail("serve", "--await-activation needs --socket PATH: the activation "
+					 "arrives on the owner's socket");
+	if (o->stdio)
+		return cli_fail("serve", "--await-activation: not with --stdio (a model's "
+					 "channel, with no owner's socket behind it)");
+	if (o->workspace)
+		return cli_fail("serve", "--await-activation: --workspace is the activation's "
+					 "(server.activate's \"workspace\")");
+	if (o->token_file)
+		return cli_fail("serve", "--await-activation: --token-file is the activation's "
+					 "(server.activate's \"token\")");
+	return 0;
 }
 
 /* Options that only make sense together. */
@@ -389,7 +417,10 @@ check(const struct server_opts *o, int extra)
 	if (!o->stdio && !o->socket_path && !o->listen)
 		return cli_fail("serve", "no transport: give --stdio, --socket PATH or --listen "
 					 "ADDR:PORT (see warden serve --help)");
-	if (o->listen && !o->token_file)
+	int rc = check_await(o);
+	if (rc)
+		return rc;
+	if (o->listen && !o->token_file && !o->await_activation)
 		return cli_fail("serve", "--listen needs --token-file FILE: HTTP clients are "
 					 "authenticated with a bearer token");
 	if (o->token_file && !o->listen)

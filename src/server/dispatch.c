@@ -608,6 +608,17 @@ start_call(struct srv *s, struct peer *p, struct xchg *x, const struct rpc_msg *
 	} else if (msg->params && !json_is_object(msg->params)) {
 		rpc_err_set(&e, RPC_INVALID_PARAMS,
 			    "Invalid params: warden's methods take named parameters (an object)");
+	} else if (!s->activated && strcmp(msg->method, "server.activate")) {
+		/* --await-activation: nothing is served before the tenant's
+		 * workspace and token are in (a warm pod holds no tenant's
+		 * state).  Why initialize marks the connection: it is a model's
+		 * channel from its first word, so server.activate on it is
+		 * refused afterwards (M_HUMAN) as on any MCP session */
+		if (!strcmp(msg->method, "initialize"))
+			p->mcp = true;
+		rpc_err_set(&e, SRV_E_NOT_ACTIVATED,
+			    "not activated: this server awaits server.activate on its owner's "
+			    "socket (--await-activation)");
 	} else if (s->draining) {
 		/* SIGTERM: the calls in flight finish, no new one starts (the
 		 * client goes to another instance) */

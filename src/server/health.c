@@ -3,7 +3,9 @@
  *   /healthz  200 "ok" while the process serves (the loop answers it)
  *   /readyz   200 "ok" once the isolation level the operator required
  *             (--isolation) has been seen to work, and not while draining
- *             (SIGTERM); 503 with the reason otherwise
+ *             (SIGTERM); 503 with the reason otherwise; with
+ *             --await-activation 200 "ready (awaiting activation)" until
+ *             server.activate (a warm pool's "can be claimed")
  *
  * The readiness probe runs the level, never a description of it: a
  * sandbox is built with the server's own spec (its level, limits,
@@ -125,8 +127,8 @@ health_start(struct srv *s)
 	s->probe_running = true;
 }
 
-static void
-reap(struct srv *s)
+void
+health_reap(struct srv *s)
 {
 	if (s->probe_running && atomic_load(&s->probe_done)) {
 		pthread_join(s->probe_thread, NULL);
@@ -137,7 +139,7 @@ reap(struct srv *s)
 void
 health_tick(struct srv *s)
 {
-	reap(s);
+	health_reap(s);
 	pthread_mutex_lock(&s->health_lock);
 	int h = s->health;
 	pthread_mutex_unlock(&s->health_lock);
@@ -185,8 +187,10 @@ health_answer(struct srv *s, const char *path, int *status, char *body, size_t c
 	else if (h == HEALTH_UNREADY)
 		snprintf(body, cap, "not ready: %s\n", why);
 	else {
+		/* a warm pod (--await-activation) is ready to be claimed:
+		 * ready, and says what it awaits */
 		*status = 200;
-		snprintf(body, cap, "ok\n");
+		snprintf(body, cap, s->activated ? "ok\n" : "ready (awaiting activation)\n");
 	}
 	return 1;
 }

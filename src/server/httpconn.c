@@ -128,8 +128,11 @@ respond_error(struct conn *c, int status, const char *why, const char *extra)
 {
 	/* the body is a JSON-RPC error, so that a client that reads JSON
 	 * reads why; the status is what HTTP clients act on */
-	json_t *e =
-	    rpc_error(NULL, status == 404 ? SRV_E_NOT_INITIALIZED : RPC_INVALID_REQUEST, why, NULL);
+	json_t *e = rpc_error(NULL,
+			      status == 404   ? SRV_E_NOT_INITIALIZED
+			      : status == 503 ? SRV_E_NOT_ACTIVATED
+					      : RPC_INVALID_REQUEST,
+			      why, NULL);
 	char *t = rpc_dump(e, NULL);
 	json_decref(e);
 	respond(c, status, "application/json", t, extra, NULL);
@@ -489,6 +492,15 @@ route(struct srv *s, struct conn *c, const char *body, size_t len)
 	}
 	if (s->draining)
 		c->close_after = true; /* a client on keep-alive goes elsewhere */
+	/* --await-activation: no token exists yet, and no tenant's state;
+	 * 503 says so to anyone (the same words /readyz gives) */
+	if (!s->activated) {
+		respond_error(c, 503,
+			      "not activated: this server awaits server.activate on its owner's "
+			      "socket",
+			      NULL);
+		return;
+	}
 	if (!token_ok(s, r->auth)) {
 		srv_log(s, WD_LOG_WARN, "http: connection %llu: missing or wrong bearer token",
 			(unsigned long long)c->id);

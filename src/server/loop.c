@@ -87,6 +87,15 @@ log_v(struct srv *s, int level, json_t *fields, const char *fmt, va_list ap)
 	}
 	char msg[1024];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* an activation's reason goes to its caller (loop thread, as is the
+	 * activation), and to the log as one warning (server.c), not as the
+	 * start-up error it would be at start */
+	if (s && s->capture && level <= WD_LOG_ERROR) {
+		if (!s->capture[0])
+			snprintf(s->capture, s->capture_cap, "%s", msg);
+		json_decref(fields);
+		return;
+	}
 	/* the log is for an operator's terminal: no byte of it may drive it */
 	size_t n = 0;
 	char *clean = sanitize_text(msg, strlen(msg), true, NULL, &n);
@@ -142,6 +151,12 @@ lib_log(int level, const char *func, const char *msg, void *data)
 {
 	srv_log(data, level, "%s", msg);
 	(void)func;
+}
+
+void
+srv_attach_lib_log(struct srv *s)
+{
+	wd_ctx_set_log_handler(s->ctx, lib_log, s, s->o.verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
 }
 
 /* ---- buffers and connections ---- */
@@ -1050,7 +1065,7 @@ server_run(const struct server_opts *o)
 	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = s->spare_fd = -1;
 	int rc = srv_init(s, o);
 	if (rc == 0) {
-		wd_ctx_set_log_handler(s->ctx, lib_log, s, o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
+		srv_attach_lib_log(s);
 		rc = setup(s);
 	}
 	if (rc == 0)

@@ -66,6 +66,7 @@ enum {
 	SRV_E_TOO_LARGE = -32008,	/* a message over --max-message (then closed) */
 	SRV_E_APPLY_REFUSED = -32009,	/* apply: conflicts or protected paths, none applied */
 	SRV_E_DRAINING = -32010,	/* SIGTERM: the server takes no new calls */
+	SRV_E_NOT_ACTIVATED = -32011,	/* --await-activation: server.activate first */
 	SRV_E_CANCELLED = -32800,	/* cancelled by notifications/cancelled */
 };
 
@@ -308,6 +309,14 @@ struct srv {
 	char *token;	   /* HTTP bearer token; NULL: the file went bad (all refused) */
 	struct token_id token_id;
 	bool token_bad; /* the token file changed into one that fails the checks */
+	/* --await-activation (server.c): until server.activate, ws is warm_dir
+	 * (an empty private directory for the readiness probe), there is no
+	 * token, and every call but server.activate is refused.  Loop thread. */
+	bool activated;
+	char *warm_dir;
+	char *act_workspace, *act_policy, *act_tenant; /* what the activation named */
+	char *capture;	  /* non-NULL: srv_log's first error goes here (activation) */
+	size_t capture_cap;
 	uid_t owner_uid;
 	int ep;	     /* epoll */
 	int wake_fd; /* eventfd: the out-queue has messages */
@@ -423,6 +432,8 @@ enum { HEALTH_PROBING, HEALTH_READY, HEALTH_UNREADY };
 #define HEALTH_REPROBE_S 30
 void health_start(struct srv *s);
 void health_tick(struct srv *s);
+/* Join a probe thread that has finished (loop thread). */
+void health_reap(struct srv *s);
 void health_stop(struct srv *s);
 /* The answer to GET path (1: it was a health path, *status and body set;
  * 0: not one).  body is a short static-size text. */
@@ -430,11 +441,16 @@ int health_answer(struct srv *s, const char *path, int *status, char *body, size
 
 /* server.c: the context, the workspace, the policy, the token */
 int srv_init(struct srv *s, const struct server_opts *o);
+/* server.activate (the owner's socket, once): the workspace, the token,
+ * the policy given now, as if the server had started with them. */
+json_t *m_server_activate(struct call *c, struct rpc_err *e);
 /* The timer's: read --token-file again when the file behind it changed. */
 void srv_token_watch(struct srv *s);
 void srv_fini(struct srv *s);
 
 /* loop.c */
+/* The library's log through the server's (a new context: activation). */
+void srv_attach_lib_log(struct srv *s);
 void srv_post(struct srv *s, struct call *c, json_t *msg, bool final);
 void srv_log(struct srv *s, int level, const char *fmt, ...) SRV_PRINTF(3, 4);
 /* The same with structured fields (a JSON object, stolen; NULL: none):

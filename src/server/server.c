@@ -42,6 +42,7 @@ static const struct method methods[] = {
 	{"sandbox.create", 0, h_sandbox_create},
 	{"sandbox.list", M_INLINE, m_sandbox_list},
 	{"session.open", M_INLINE, m_session_open},
+	{"server.activate", M_INLINE | M_HUMAN, m_server_activate},
 	{"sandbox.run", M_ARGV, run_harness},
 	{"sandbox.exec", M_LIVE | M_ARGV, exec_harness},
 	{"sandbox.read_file", M_LIVE, h_sandbox_files},
@@ -389,25 +390,21 @@ srv_fds(long *in_use, long *limit)
 	return 0;
 }
 
-int
-srv_init(struct srv *s, const struct server_opts *o)
+/* The part of the set-up the tenant's options decide: the context, the
+ * workspace, the policy, the audit log, the token, the tools, the pool.
+ * warm: the warm state of --await-activation, which serves only the
+ * readiness probe: its workspace is warm_dir (empty, the server's own),
+ * and it has no token, no audit log and no pool (a pooled sandbox holds
+ * the workspace it was built with). */
+static int
+srv_setup(struct srv *s, const struct server_opts *o, bool warm)
 {
 	struct wd_err err = {0};
-	s->o = *o;
-	s->owner_uid = geteuid();
-	pthread_mutex_init(&s->qlock, NULL);
-	pthread_mutex_init(&s->wlock, NULL);
-	pthread_cond_init(&s->wcv, NULL);
-	pthread_cond_init(&s->idle_cv, NULL);
-	pthread_mutex_init(&s->health_lock, NULL);
-	atomic_init(&s->probe_done, false);
-	atomic_init(&s->ending, 0);
-	atomic_init(&s->seq, 0);
 	if (wd_ctx_new(&s->ctx, &err) < 0) {
 		srv_log(s, WD_LOG_ERROR, "%s", err.msg);
 		return -EINVAL;
 	}
-	const char *ws = o->workspace ? o->workspace : ".";
+	const char *ws = warm ? s->warm_dir : o->workspace ? o->workspace : ".";
 	wd_spec *probe = wd_spec_new();
 	int rc = wd_spec_set_workspace(probe, ws, &err);
 	wd_spec_free(probe);
@@ -415,7 +412,7 @@ srv_init(struct srv *s, const struct server_opts *o)
 		srv_log(s, WD_LOG_ERROR, "--workspace: %s", err.msg);
 		return -EINVAL;
 	}
-	if (o->socket_path && socket_in_workspace(s, o->socket_path) < 0)
+	if (o->socket_path && !warm && socket_in_workspace(s, o->socket_path) < 0)
 		return -EINVAL;
 	if ((o->policy && wd_ctx_set_policy_file(s->ctx, o->policy, &err) < 0) ||
 	    wd_policy_load(o->policy, &s->policy, &err) < 0) {
@@ -448,7 +445,9 @@ srv_init(struct srv *s, const struct server_opts *o)
 	if (check_images(s) < 0)
 		return -EINVAL;
 	char *audit = NULL;
-	if (o->audit)
+	if (warm)
+		audit = NULL; /* the warm state runs no command: nothing to audit */
+	else if (o->audit)
 		audit = xstrdup(o->audit);
 	else if (o->state_dir && !wd_policy_audit_path(s->policy))
 		audit = xasprintf("%s/audit.log", o->state_dir);
@@ -468,11 +467,224 @@ srv_init(struct srv *s, const struct server_opts *o)
 		srv_log(s, WD_LOG_ERROR, "%s", err.msg);
 		return -EINVAL;
 	}
-	if (o->listen && load_token(s, o->token_file, &s->token_id) < 0)
+	if (o->listen && o->token_file && load_token(s, o->token_file, &s->token_id) < 0)
 		return -EINVAL;
 	wd_ctx_set_event_handler(s->ctx, run_on_event, s, WD_EVENT_BIT(WD_EVENT_OUTPUT));
 	s->tools = offered_tools(s);
-	return srv_pool_start(s);
+	return warm ? 0 : srv_pool_start(s);
+}
+
+int
+srv_init(struct srv *s, const struct server_opts *o)
+{
+	s->o = *o;
+	s->owner_uid = geteuid();
+	pthread_mutex_init(&s->qlock, NULL);
+	pthread_mutex_init(&s->wlock, NULL);
+	pthread_cond_init(&s->wcv, NULL);
+	pthread_cond_init(&s->idle_cv, NULL);
+	pthread_mutex_init(&s->health_lock, NULL);
+	atomic_init(&s->probe_done, false);
+	atomic_init(&s->ending, 0);
+	atomic_init(&s->seq, 0);
+	if (o->await_activation) {
+		/* the readiness probe's workspace until the tenant's arrives:
+		 * empty, 0700, the server's own; removed at activation */
+		const char *tmp = getenv("TMPDIR");
+		s->warm_dir =
+		    xasprintf("%s/warden-warm.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+		if (!mkdtemp(s->warm_dir)) {
+			srv_log(s, WD_LOG_ERROR, "--await-activation: %s: %s", s->warm_dir,
+				strerror(errno));
+			free(s->warm_dir);
+			s->warm_dir = NULL;
+			return -EINVAL;
+		}
+	} else {
+		s->activated = true;
+	}
+	return srv_setup(s, o, o->await_activation);
+}
+
+/* What srv_setup made (an activation that failed, or the warm state
+ * once the tenant's replaced it). */
+static void
+tenant_drop(struct srv *s)
+{
+	srv_pool_stop(s);
+	wd_ctx_free(s->ctx);
+	wd_workspace_close(s->ws);
+	wd_policy_free(s->policy);
+	json_decref(s->tools);
+	s->ctx = NULL;
+	s->ws = NULL;
+	s->policy = NULL;
+	s->tools = NULL;
+}
+
+/* The token of an activation: the --token-file rules (load_token). */
+static bool
+token_fits(const char *t)
+{
+	size_t n = strlen(t);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] >= 0x7f)
+			return false;
+	return n >= 16 && n <= 4096;
+}
+
+static bool
+tenant_fits(const char *t)
+{
+	size_t n = strlen(t);
+	for (size_t i = 0; i < n; i++)
+		if (!(t[i] >= 'a' && t[i] <= 'z') && !(t[i] >= 'A' && t[i] <= 'Z') &&
+		    !(t[i] >= '0' && t[i] <= '9') && !strchr("._-", t[i]))
+			return false;
+	return n >= 1 && n <= 63;
+}
+
+/* server.activate: {"workspace", "token" (with --listen), "policy"?,
+ * "tenant"?}.  On the loop thread (M_INLINE): nothing else runs on the
+ * server's state meanwhile (before activation every other call is
+ * refused, and a readiness probe running makes it refuse).  The
+ * tenant's state is built beside the warm one and replaces it only when
+ * all of it worked; a refusal leaves the server warm, with the reason.
+ *
+ * Why the model cannot activate: M_HUMAN admits only the owner's unix
+ * socket (SO_PEERCRED's uid, and wd_peer_check refusing a sandboxed
+ * process) on a connection that never sent initialize; before activation
+ * there is no sandbox and no model channel (stdio is refused with
+ * --await-activation, HTTP answers 503); after it, a second activation
+ * is refused whoever asks, so the tenant's token and workspace cannot be
+ * swapped by anyone who reaches the socket later. */
+json_t *
+m_server_activate(struct call *c, struct rpc_err *e)
+{
+	struct srv *s = c->srv;
+	static const char *const keys[] = {"workspace", "token", "policy", "tenant", NULL};
+	const char *ws = NULL, *token = NULL, *policy = NULL, *tenant = NULL;
+	if (!s->o.await_activation) {
+		rpc_err_set(e, SRV_E_FORBIDDEN,
+			    "server.activate: this server was started with its workspace (it has "
+			    "no --await-activation)");
+		return NULL;
+	}
+	if (s->activated) {
+		rpc_err_set(e, SRV_E_FORBIDDEN,
+			    "server.activate: already activated (once only: a pod serves one "
+			    "tenant for its life)");
+		return NULL;
+	}
+	if (!p_only(c->params, keys, e) || !p_str(c->params, "workspace", true, &ws, e) ||
+	    !p_str(c->params, "token", false, &token, e) ||
+	    !p_str(c->params, "policy", false, &policy, e) ||
+	    !p_str(c->params, "tenant", false, &tenant, e))
+		return NULL;
+	if (!s->o.listen && token) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: 'token': this server has no --listen (the token is "
+			    "HTTP's bearer token)");
+		return NULL;
+	}
+	if (s->o.listen && !token) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: 'token' is required (this server has --listen)");
+		return NULL;
+	}
+	if (token && !token_fits(token)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: 'token': must be 16 to 4096 printable characters "
+			    "without spaces");
+		return NULL;
+	}
+	if (tenant && !tenant_fits(tenant)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: 'tenant': 1 to 63 of A-Z a-z 0-9 . _ -");
+		return NULL;
+	}
+	if (ws[0] != '/' || (policy && policy[0] != '/')) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: '%s': an absolute path is required",
+			    ws[0] != '/' ? "workspace" : "policy");
+		return NULL;
+	}
+	/* the warm state's probe uses the context and the workspace: not
+	 * swapped under it; and a pod whose level does not work is not
+	 * claimed (it stays warm, unready, with the reason) */
+	health_reap(s);
+	pthread_mutex_lock(&s->health_lock);
+	int h = s->health;
+	char hwhy[sizeof(s->health_why)];
+	memcpy(hwhy, s->health_why, sizeof(hwhy));
+	pthread_mutex_unlock(&s->health_lock);
+	if (s->probe_running || (s->o.listen && h != HEALTH_READY)) {
+		rpc_err_set(e, SRV_E_NOT_AVAILABLE,
+			    "server.activate: not ready: %s; activate when /readyz says ready",
+			    h == HEALTH_UNREADY && !s->probe_running
+				? hwhy
+				: "the isolation level is being "
+				  "probed");
+		return NULL;
+	}
+	struct srv saved = {.ctx = s->ctx, .ws = s->ws, .policy = s->policy, .tools = s->tools};
+	struct server_opts old_o = s->o;
+	char *aws = xstrdup(ws), *apol = policy ? xstrdup(policy) : NULL;
+	s->ctx = NULL;
+	s->ws = NULL;
+	s->policy = NULL;
+	s->tools = NULL;
+	s->o.workspace = aws;
+	if (apol)
+		s->o.policy = apol;
+	char why[512] = "";
+	s->capture = why;
+	s->capture_cap = sizeof(why);
+	int rc = srv_setup(s, &s->o, false);
+	s->capture = NULL;
+	if (rc < 0) {
+		tenant_drop(s);
+		s->ctx = saved.ctx;
+		s->ws = saved.ws;
+		s->policy = saved.policy;
+		s->tools = saved.tools;
+		s->o = old_o;
+		free(aws);
+		free(apol);
+		/* the option's name is the parameter's here */
+		const char *r = why[0] ? why : "the set-up failed (see the server's log)";
+		if (!strncmp(r, "--workspace: ", 13) || !strncmp(r, "--policy: ", 10) ||
+		    !strncmp(r, "--socket: ", 10))
+			r += 2;
+		rpc_err_set(e, RPC_INVALID_PARAMS, "server.activate refused: %s", r);
+		srv_log(s, WD_LOG_WARN, "server.activate refused: %s (still awaiting activation)",
+			r);
+		return NULL;
+	}
+	struct srv warm = {
+	    .ctx = saved.ctx, .ws = saved.ws, .policy = saved.policy, .tools = saved.tools};
+	tenant_drop(&warm);
+	srv_attach_lib_log(s);
+	if (rmdir(s->warm_dir) < 0)
+		srv_log(s, WD_LOG_WARN, "--await-activation: %s: %s", s->warm_dir, strerror(errno));
+	free(s->warm_dir);
+	s->warm_dir = NULL;
+	if (token)
+		s->token = xstrdup(token);
+	s->act_workspace = aws;
+	s->act_policy = apol;
+	s->act_tenant = tenant ? xstrdup(tenant) : NULL;
+	s->activated = true;
+	const char *path = wd_workspace_path(s->ws);
+	srv_logf(s, WD_LOG_INFO,
+		 json_pack("{s:s, s:o, s:o}", "workspace", path, "tenant",
+			   tenant ? json_string(tenant) : json_null(), "policy",
+			   s->o.policy ? json_string(s->o.policy) : json_null()),
+		 "activated: workspace %s%s%s", path, tenant ? ", tenant " : "",
+		 tenant ? tenant : "");
+	return json_pack("{s:b, s:s, s:o, s:o}", "activated", 1, "workspace", path, "tenant",
+			 tenant ? json_string(tenant) : json_null(), "policy",
+			 s->o.policy ? json_string(s->o.policy) : json_null());
 }
 
 void
@@ -487,6 +699,12 @@ srv_fini(struct srv *s)
 		explicit_bzero(s->token, strlen(s->token));
 		free(s->token);
 	}
+	if (s->warm_dir)
+		rmdir(s->warm_dir);
+	free(s->warm_dir);
+	free(s->act_workspace);
+	free(s->act_policy);
+	free(s->act_tenant);
 	int fds[] = {s->ep, s->wake_fd, s->sig_fd, s->timer_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)

@@ -66,6 +66,9 @@ struct server_opts {
 	bool verbose;
 	/* --max-sandboxes given: refused if RLIMIT_NOFILE cannot hold it */
 	bool max_live_set;
+	/* --await-activation: no workspace, token or tenant policy until
+	 * server.activate on the owner's socket (a warm pod) */
+	bool await_activation;
 };
 
 /* Defaults for every field. */

@@ -78,10 +78,12 @@ class Env:
 class Server:
     """warden serve with the given transport options."""
 
-    def __init__(self, env, *args, stdio=False):
+    def __init__(self, env, *args, stdio=False, workspace=True, prefix=()):
         self.env = env
         self.sock = None
-        cmd = [WARDEN, "serve", "-w", env.ws, *args]
+        # workspace=False: none at start (serve --await-activation);
+        # prefix: e.g. setpriv, to run it as another user
+        cmd = [*prefix, WARDEN, "serve", *(["-w", env.ws] if workspace else []), *args]
         if stdio:
             cmd.append("--stdio")
         self.errf = open(os.path.join(env.top, "server.%d.err" % time.monotonic_ns()), "w+")
