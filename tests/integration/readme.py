@@ -118,7 +118,8 @@ def shown_matches(expected, printed, project):
 
 
 def make_project(top):
-    # two levels below /: the README's ../../etc/passwd leads to /etc/passwd
+    # at most three levels below /, as /home/me/repo is: the README's
+    # ../../../etc/passwd leads to /etc/passwd
     project = tempfile.mkdtemp(prefix="wd-readme.", dir="/tmp")
     os.chmod(project, 0o755)
     os.makedirs(os.path.join(project, "src"))
