@@ -865,6 +865,11 @@ int wd_approval_pending(const wd_policy *p, const wd_request *req, const wd_deci
  * else to the audit log recorded with the pause, if any. */
 int wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summary,
 		      struct wd_err *err);
+/* The same grant; *json (new, free with free()) is one object: "id",
+ * "argv", "cwd", "workspace", "policy", "policy_source", "rule", "reason",
+ * "granted" and "expires" (Unix seconds), "ttl" (seconds). */
+int wd_approval_grant_json(const char *id, unsigned ttl_s, wd_audit *audit, char **json,
+			   struct wd_err *err);
 /* At execution: for a pause d, take (consume) a recorded approval.
  * Returns 1 if a valid approval was consumed: the caller must then decide
  * again with the policy as loaded now and run only if that decision is the

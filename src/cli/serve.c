@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,46 @@ server_opt(int c, const char *name, const char *val, struct server_opts *o)
 	return -1;
 }
 
+/* A socket path that is empty or directly in / is what a shell passes for
+ * --socket "$XDG_RUNTIME_DIR/warden.sock" with the variable unset or
+ * empty: refused, never bound as /warden.sock (root would create it in the
+ * host's root directory, where every user looks; an ordinary user would
+ * fail with a bare EACCES that does not say why). */
+static int
+socket_path_ok(const char *name, const char *val)
+{
+	static const char hint[] = "give a path in a directory of yours, e.g. --socket "
+				   "\"${XDG_RUNTIME_DIR:-$HOME}/warden.sock\"";
+	char why[200];
+	if (!val[0]) {
+		snprintf(why, sizeof(why), "empty path (an unset variable?); %s", hint);
+		return bad(name, val, why);
+	}
+	const char *slash = strrchr(val, '/');
+	char dir[PATH_MAX], real[PATH_MAX];
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if ((size_t)(slash - val) >= sizeof(dir))
+		return 0; /* too long for a directory: bind() says so */
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - val), val);
+	if (!dir[0])
+		snprintf(dir, sizeof(dir), "/");
+	if (slash && !slash[1]) {
+		snprintf(why, sizeof(why), "a directory, not a socket file; %s", hint);
+		return bad(name, val, why);
+	}
+	/* The directory as the kernel will resolve it (., .., links): one
+	 * that does not exist yet is left to bind(), which names it. */
+	if (realpath(dir, real) && !strcmp(real, "/")) {
+		snprintf(why, sizeof(why),
+			 "a socket directly in / (an unset variable such as $XDG_RUNTIME_DIR?); %s",
+			 hint);
+		return bad(name, val, why);
+	}
+	return 0;
+}
+
 static int
 one_opt(int c, const char *name, const char *val, struct server_opts *o)
 {
@@ -313,7 +354,7 @@ one_opt(int c, const char *name, const char *val, struct server_opts *o)
 		return 0;
 	case OPT_SOCKET:
 		o->socket_path = val;
-		return val[0] ? 0 : bad(name, val, "empty path");
+		return socket_path_ok(name, val);
 	case OPT_ALLOW_GROUP:
 		return group(o, val);
 	case OPT_LISTEN:

@@ -519,12 +519,15 @@ wd_approval_pending(const wd_policy *p, const wd_request *r, const wd_decision *
 	return rc;
 }
 
-WD_API int
-wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summary,
-		  struct wd_err *err)
+/* Grant, audit, and hand back the record (with "granted" and "expires")
+ * and the full id; *info is NULL on failure. */
+static int
+approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, json_t **out, char full[65],
+	       uint64_t *ttl_out, struct wd_err *err)
 {
-	char state[PATH_MAX], full[65];
+	char state[PATH_MAX];
 	json_t *info = NULL;
+	*out = NULL;
 	int rc = policy_state_dir(state, sizeof(state), err);
 	if (rc < 0)
 		return rc;
@@ -549,6 +552,23 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 			rc = wd_audit_approval(audit, "granted", full, detail, err);
 		wd_audit_close(own);
 	}
+	if (rc < 0) {
+		json_decref(info);
+		return rc;
+	}
+	*out = info;
+	*ttl_out = ttl;
+	return 0;
+}
+
+WD_API int
+wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summary,
+		  struct wd_err *err)
+{
+	char full[65];
+	json_t *info = NULL;
+	uint64_t ttl = 0;
+	int rc = approval_grant(id, ttl_s, audit, &info, full, &ttl, err);
 	if (rc == 0 && summary) {
 		/* Every field escaped (util/escape.h): the argv, the working
 		 * directory and the reason (which quotes arguments) are the
@@ -589,6 +609,41 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 	}
 	json_decref(info);
 	return rc;
+}
+
+WD_API int
+wd_approval_grant_json(const char *id, unsigned ttl_s, wd_audit *audit, char **json,
+		       struct wd_err *err)
+{
+	char full[65];
+	json_t *info = NULL;
+	uint64_t ttl = 0;
+	*json = NULL;
+	int rc = approval_grant(id, ttl_s, audit, &info, full, &ttl, err);
+	if (rc < 0)
+		return rc;
+	/* The record's own strings were stored through audit_json_text (valid
+	 * UTF-8, the model's bytes kept visible), and JSON escapes every
+	 * control character (and, below, every non-ASCII one): a reader of
+	 * this object sees what was approved and cannot be driven by it. */
+	json_t *o = json_object();
+	json_object_set_new(o, "id", json_string(full));
+	const char *copy[] = {"argv", "cwd", "workspace", "policy", "policy_source", "rule",
+			      "reason", "granted", "expires"};
+	for (size_t k = 0; k < WD_ARRAY_SIZE(copy); k++) {
+		json_t *v = json_object_get(info, copy[k]);
+		json_object_set(o, copy[k], v ? v : json_null());
+	}
+	json_object_set_new(o, "ttl", json_integer((json_int_t)ttl));
+	/* ASCII only: a U+202E in an argument would otherwise reach a
+	 * terminal that shows this object raw and reverse what follows. */
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	json_decref(o);
+	json_decref(info);
+	if (!s)
+		abort();
+	*json = s;
+	return 0;
 }
 
 WD_API int

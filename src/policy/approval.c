@@ -226,12 +226,12 @@ policy_approval_grant(const char *state, const char *id, json_t *info, uint64_t 
 		      struct wd_err *err)
 {
 	time_t now = time(NULL);
-	json_t *o = json_deep_copy(info);
-	json_object_set_new(o, "granted", json_integer((json_int_t)now));
-	json_object_set_new(o, "expires", json_integer((json_int_t)now + (json_int_t)ttl_s));
-	int rc = write_json(state, "approvals", id, o, err);
-	json_decref(o);
-	return rc;
+	/* Recorded in info too, so that the caller reports the very expiry
+	 * written here (warden approve --json), not a second reading of the
+	 * clock. */
+	json_object_set_new(info, "granted", json_integer((json_int_t)now));
+	json_object_set_new(info, "expires", json_integer((json_int_t)now + (json_int_t)ttl_s));
+	return write_json(state, "approvals", id, info, err);
 }
 
 int

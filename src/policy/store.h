@@ -15,6 +15,7 @@ int policy_pending_record(const char *state, const char *id, json_t *info, struc
 /* Find a pending record by id or unique prefix (>= 8 hex digits). */
 int policy_pending_find(const char *state, const char *prefix, char id[65], json_t **info,
 			struct wd_err *err);
+/* Record the approval; also sets "granted" and "expires" in info. */
 int policy_approval_grant(const char *state, const char *id, json_t *info, uint64_t ttl_s,
 			  struct wd_err *err);
 /* Consume the approval for id: POLICY_APPROVAL_NONE, _OK or _EXPIRED (both

@@ -63,7 +63,7 @@ MAN1=(warden)
 MAN5=(warden-policy)
 MAN3=(
 	libwarden
-	wd_approval_consume wd_approval_grant wd_approval_list wd_approval_pending
+	wd_approval_consume wd_approval_grant wd_approval_grant_json wd_approval_list wd_approval_pending
 	wd_approval_recorded
 	wd_audit_approval wd_audit_close wd_audit_decision wd_audit_event wd_audit_open
 	wd_audit_result wd_audit_sandbox_id wd_audit_verify

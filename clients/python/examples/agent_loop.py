@@ -15,8 +15,8 @@ seeds, driven through the Python client over the server's unix socket.
 
     python3 examples/agent_loop.py [--warden PATH] [--keep]
 
-Exits 0 when every step did what it should, 1 otherwise (77: this host
-cannot run sandboxes)."""
+Exits 0 when every step did what it should, 1 otherwise (2: warden or git
+not found; 77: this host cannot run sandboxes)."""
 import argparse
 import os
 import shutil
@@ -139,7 +139,21 @@ def main():
     ap.add_argument("--warden", default=os.environ.get("WARDEN") or shutil.which("warden"))
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     a = ap.parse_args()
-    warden = os.path.realpath(a.warden or "warden")
+    # A newcomer's first run: say what is missing, not a traceback
+    if not a.warden:
+        print("agent_loop.py: warden not found (install it or put it on PATH, "
+              "or give --warden PATH)", file=sys.stderr)
+        return 2
+    warden = shutil.which(a.warden) if os.sep not in a.warden else a.warden
+    if not warden or not os.path.isfile(warden) or not os.access(warden, os.X_OK):
+        print("agent_loop.py: warden not found at %r (build it with make, or give "
+              "--warden PATH)" % a.warden, file=sys.stderr)
+        return 2
+    warden = os.path.realpath(warden)
+    if not shutil.which("git"):
+        print("agent_loop.py: git not found (the scenario's project is a git "
+              "repository; install git)", file=sys.stderr)
+        return 2
     top = tempfile.mkdtemp(prefix="wd-agent.")
     os.chmod(top, 0o755)
     env = dict(os.environ, WARDEN_STATE_DIR=os.path.join(top, "state"))
