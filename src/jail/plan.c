@@ -310,8 +310,8 @@ plan_etc_host(struct jail_prep *p)
 /* Names of /etc that warden writes itself (plan_container) or that an
  * image must not bring: the identity files, and the image's shadow files
  * (warden's passwd has no password entries to match them). */
-static bool
-etc_reserved(const char *name)
+bool
+jail_etc_reserved(const char *name)
 {
 	static const char *const names[] = {
 	    "passwd",	 "group",      "hosts",	 "resolv.conf", "nsswitch.conf", "hostname",
@@ -337,7 +337,7 @@ plan_etc_dir(struct jail_prep *p, const char *src_dir, const char *dst_dir, bool
 		char src[PATH_MAX], target[PATH_MAX];
 		struct stat st;
 		snprintf(src, sizeof(src), "%s/%s", src_dir, name);
-		if (!strcmp(name, ".") || !strcmp(name, "..") || (top && etc_reserved(name)) ||
+		if (!strcmp(name, ".") || !strcmp(name, "..") || (top && jail_etc_reserved(name)) ||
 		    lstat(src, &st) < 0)
 			goto next;
 		const char *dst = sdup(p, "%s/%s", dst_dir, name);
@@ -363,17 +363,15 @@ plan_etc_dir(struct jail_prep *p, const char *src_dir, const char *dst_dir, bool
 	free(ents);
 }
 
+/* An image's etc or etc/ssl that is a link would be followed on the
+ * host's side, toward the host's /etc (its ssh keys): refused, as an image
+ * that is not what it claims.  Below them, links are copied as links
+ * (resolved in the jail's view).  0: real directories (or absent). */
 static int
-plan_etc_image(struct jail_prep *p, const char *image_root, struct wd_err *err)
+check_etc_image(const char *image_root, struct wd_err *err)
 {
-	const char *R = p->plan.new_root;
 	char src[PATH_MAX];
 	struct stat st;
-	/* Only real directories: an image's etc (or etc/ssl) that is a link
-	 * would be followed here, on the host's side, toward the host's /etc
-	 * (its ssh keys): refused, as an image that is not what it claims.
-	 * Below them, links are copied as links (resolved in the jail's
-	 * view) and files and directories are lstat'ed. */
 	const char *const dirs[] = {"etc", "etc/ssl"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
 		snprintf(src, sizeof(src), "%s/%s", image_root, dirs[i]);
@@ -387,11 +385,26 @@ plan_etc_image(struct jail_prep *p, const char *image_root, struct wd_err *err)
 					  "image %s is not a directory (a link is never followed "
 					  "out of an image)",
 					  src);
+	}
+	return 0;
+}
+
+/* The image's /etc entry by entry on warden's tmpfs /etc (where the
+ * prepared tree cannot be written: a store this user cannot write, a full
+ * disk; and with TLS interception, whose CA files are written beside the
+ * image's certificates). */
+static void
+plan_etc_image(struct jail_prep *p, const char *image_root)
+{
+	const char *R = p->plan.new_root;
+	char src[PATH_MAX];
+	const char *const dirs[] = {"etc", "etc/ssl"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
+		snprintf(src, sizeof(src), "%s/%s", image_root, dirs[i]);
 		/* ssl entry by entry, so warden's CA bundle can be written
 		 * beside the image's certificates (TLS interception) */
 		plan_etc_dir(p, src, sdup(p, "%s/%s", R, dirs[i]), i == 0);
 	}
-	return 0;
 }
 
 static int
@@ -438,20 +451,37 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		synth[1].text = sdup(p, "root:x:0:\n%s:x:1000:\nnogroup:x:65534:\n", u);
 		synth[1].len = strlen(synth[1].text);
 	}
-	for (size_t i = 0; i < WD_ARRAY_SIZE(synth); i++) {
-		op = add_op(p, JAIL_OP_WRITE, sdup(p, "%s/etc/%s", R, synth[i].name));
-		op->data = synth[i].text;
-		op->len = synth[i].len;
-	}
-	op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/etc/localtime", R));
-	op->data = "/usr/share/zoneinfo/Etc/UTC";
-	op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/etc/os-release", R));
-	op->data = "../usr/lib/os-release";
-	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc/ssl", R));
-	if (!cfg->image_root)
-		plan_etc_host(p);
-	else if ((rc = plan_etc_image(p, cfg->image_root, err)) < 0)
+	struct jail_etc_entry ents[WD_ARRAY_SIZE(synth) + 2];
+	for (size_t i = 0; i < WD_ARRAY_SIZE(synth); i++)
+		ents[i] = (struct jail_etc_entry){synth[i].name, synth[i].text, synth[i].len, false};
+	ents[WD_ARRAY_SIZE(synth)] = (struct jail_etc_entry){
+	    "localtime", "/usr/share/zoneinfo/Etc/UTC", strlen("/usr/share/zoneinfo/Etc/UTC"), true};
+	ents[WD_ARRAY_SIZE(synth) + 1] = (struct jail_etc_entry){
+	    "os-release", "../usr/lib/os-release", strlen("../usr/lib/os-release"), true};
+	if (cfg->image_root && (rc = check_etc_image(cfg->image_root, err)) < 0)
 		goto fail;
+	/* An image's /etc without TLS interception: the tree prepared once
+	 * per image (jail/etctree.c) bound read-only, one mount instead of
+	 * one per directory and file.  It holds warden's entries, never the
+	 * image's under those names, and is read-only like the tmpfs /etc. */
+	char tree[PATH_MAX];
+	if (cfg->image_root && !cfg->ca_pem &&
+	    jail_etc_tree(cfg->image_root, ents, WD_ARRAY_SIZE(ents), tree, sizeof(tree)) == 0) {
+		op = add_host_bind(p, "image /etc", tree, sdup(p, "%s/etc", R), false);
+		op->flags &= ~JAIL_OPF_RECURSIVE; /* the tree has no mounts */
+	} else {
+		for (size_t i = 0; i < WD_ARRAY_SIZE(ents); i++) {
+			op = add_op(p, ents[i].link ? JAIL_OP_SYMLINK : JAIL_OP_WRITE,
+				    sdup(p, "%s/etc/%s", R, ents[i].name));
+			op->data = ents[i].text;
+			op->len = ents[i].link ? 0 : ents[i].len;
+		}
+		add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc/ssl", R));
+		if (!cfg->image_root)
+			plan_etc_host(p);
+		else
+			plan_etc_image(p, cfg->image_root);
+	}
 
 	/* TLS interception: warden's per-sandbox CA joins the trust store.
 	 * The bundle (the host's plus the CA) is what the *_CA_* variables
