@@ -166,9 +166,14 @@ copy_dir(int sfd, int dfd, bool shallow, bool skip_reserved, int depth)
 		} else {
 			continue; /* device, FIFO, socket: never shown */
 		}
-		/* the image's owners where the image's directories were shown;
-		 * as another user than root there is nothing to change (the
-		 * store is that user's): the failure is the expected one */
+		/* the image's owners where the image's directories were shown
+		 * (and bound: the entry-by-entry plan); as another user than
+		 * root the store, and so every entry, is that user's already
+		 * and fchownat's EPERM is expected.  The shallow entries stay
+		 * the store owner's: on the tmpfs /etc they were the sandbox
+		 * user's, which a tree in the store must never be (a process
+		 * that left its user namespace is host nobody, and would
+		 * rewrite the /etc of every later sandbox of the image). */
 		if (rc == 0 && !shallow &&
 		    fchownat(dfd, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 && geteuid() == 0)
 			rc = -errno;

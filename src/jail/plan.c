@@ -309,7 +309,9 @@ plan_etc_host(struct jail_prep *p)
 
 /* Names of /etc that warden writes itself (plan_container) or that an
  * image must not bring: the identity files, and the image's shadow files
- * (warden's passwd has no password entries to match them). */
+ * (warden's passwd has no password entries to match them).  A change
+ * here must bump ETC_TREE_FORMAT (jail/etctree.c): the trees prepared
+ * in image stores were filtered by this list. */
 bool
 jail_etc_reserved(const char *name)
 {
