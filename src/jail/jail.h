@@ -241,6 +241,11 @@ bool jail_etc_reserved(const char *name);
  * that image_root/etc and etc/ssl are no links.  0 or -errno. */
 int jail_etc_tree(const char *image_root, const struct jail_etc_entry *ents, size_t n, char *out,
 		  size_t cap);
+/* The tree of an image whose sandbox user is named user (NULL: sandbox)
+ * and whose HOME is the workspace, prepared ahead of its first start (an
+ * import or build: a store baked read-only into a pod then has it).  0 or
+ * -errno; -EINVAL: an etc or etc/ssl that is a link. */
+int jail_etc_prepare(const char *image_root, const char *user);
 
 #define JAIL_PROXY_HTTP_PORT 3128
 #define JAIL_PROXY_SOCKS_PORT 1080

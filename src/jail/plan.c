@@ -126,10 +126,6 @@ add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
 
 /* ---- the container mount plan ---- */
 
-static const char passwd_text[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-				  "sandbox:x:1000:1000:sandbox:/workspace:/bin/sh\n"
-				  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-static const char group_text[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
 static const char hosts_text[] = "127.0.0.1\tlocalhost sandbox\n"
 				 "::1\tlocalhost ip6-localhost ip6-loopback\n";
 /* No network: a resolver that fails at once rather than after timeouts. */
@@ -409,6 +405,47 @@ plan_etc_image(struct jail_prep *p, const char *image_root)
 	}
 }
 
+/* warden's entries of a jail's /etc: the identity files and two links.
+ * The sandbox user's (uid 1000) name is the image's user when it has one,
+ * its home where HOME points; pw and gr hold passwd's and group's text. */
+#define ETC_NENTS 8
+static void
+etc_entries(struct jail_etc_entry e[ETC_NENTS], char *pw, size_t pwcap, char *gr, size_t grcap,
+	    const char *user, const char *home)
+{
+	const char *u = user ? user : "sandbox";
+	snprintf(pw, pwcap,
+		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+		 "%s:x:1000:1000:%s:%s:/bin/sh\n"
+		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		 u, u, home ? home : "/workspace");
+	snprintf(gr, grcap, "root:x:0:\n%s:x:1000:\nnogroup:x:65534:\n", u);
+	static const char zone[] = "/usr/share/zoneinfo/Etc/UTC", osrel[] = "../usr/lib/os-release";
+	const struct jail_etc_entry all[ETC_NENTS] = {
+	    {"passwd", pw, strlen(pw), false},
+	    {"group", gr, strlen(gr), false},
+	    {"hosts", hosts_text, sizeof(hosts_text) - 1, false},
+	    {"resolv.conf", resolv_text, sizeof(resolv_text) - 1, false},
+	    {"nsswitch.conf", nsswitch_text, sizeof(nsswitch_text) - 1, false},
+	    {"hostname", hostname_text, sizeof(hostname_text) - 1, false},
+	    {"localtime", zone, sizeof(zone) - 1, true},
+	    {"os-release", osrel, sizeof(osrel) - 1, true},
+	};
+	memcpy(e, all, sizeof(all));
+}
+
+int
+jail_etc_prepare(const char *image_root, const char *user)
+{
+	struct wd_err err = {0};
+	if (check_etc_image(image_root, &err) < 0)
+		return -EINVAL; /* refused at every start, with its message */
+	char pw[PATH_MAX + 256], gr[256], tree[PATH_MAX];
+	struct jail_etc_entry ents[ETC_NENTS];
+	etc_entries(ents, pw, sizeof(pw), gr, sizeof(gr), user, NULL);
+	return jail_etc_tree(image_root, ents, ETC_NENTS, tree, sizeof(tree));
+}
+
 static int
 plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 {
@@ -430,36 +467,11 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 
 	/* A curated /etc: synthetic identity files, a few copies, two dirs. */
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc", R));
-	struct {
-		const char *name, *text;
-		size_t len;
-	} synth[] = {
-		{"passwd", passwd_text, sizeof(passwd_text) - 1},
-		{"group", group_text, sizeof(group_text) - 1},
-		{"hosts", hosts_text, sizeof(hosts_text) - 1},
-		{"resolv.conf", resolv_text, sizeof(resolv_text) - 1},
-		{"nsswitch.conf", nsswitch_text, sizeof(nsswitch_text) - 1},
-		{"hostname", hostname_text, sizeof(hostname_text) - 1},
-	};
-	if (cfg->home || cfg->user_name) {
-		/* the sandbox user's home is where HOME points; its name is the
-		 * image's user when it has one (uid 1000 still) */
-		const char *u = cfg->user_name ? cfg->user_name : "sandbox";
-		synth[0].text = sdup(p, "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-					"%s:x:1000:1000:%s:%s:/bin/sh\n"
-					"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-				     u, u, cfg->home ? cfg->home : "/workspace");
-		synth[0].len = strlen(synth[0].text);
-		synth[1].text = sdup(p, "root:x:0:\n%s:x:1000:\nnogroup:x:65534:\n", u);
-		synth[1].len = strlen(synth[1].text);
-	}
-	struct jail_etc_entry ents[WD_ARRAY_SIZE(synth) + 2];
-	for (size_t i = 0; i < WD_ARRAY_SIZE(synth); i++)
-		ents[i] = (struct jail_etc_entry){synth[i].name, synth[i].text, synth[i].len, false};
-	ents[WD_ARRAY_SIZE(synth)] = (struct jail_etc_entry){
-	    "localtime", "/usr/share/zoneinfo/Etc/UTC", strlen("/usr/share/zoneinfo/Etc/UTC"), true};
-	ents[WD_ARRAY_SIZE(synth) + 1] = (struct jail_etc_entry){
-	    "os-release", "../usr/lib/os-release", strlen("../usr/lib/os-release"), true};
+	char pw[PATH_MAX + 256], gr[256];
+	struct jail_etc_entry ents[ETC_NENTS];
+	etc_entries(ents, pw, sizeof(pw), gr, sizeof(gr), cfg->user_name, cfg->home);
+	ents[0].text = sdup(p, "%s", pw); /* the plan's strings outlive this frame */
+	ents[1].text = sdup(p, "%s", gr);
 	if (cfg->image_root && (rc = check_etc_image(cfg->image_root, err)) < 0)
 		goto fail;
 	/* An image's /etc without TLS interception: the tree prepared once

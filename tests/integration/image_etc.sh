@@ -5,15 +5,16 @@
 #   - an imported image (oci_layout.py probe-etc: nested directories and
 #     their modes, links relative, absolute and pointing out of the tree,
 #     ssl, and its own passwd, group, hosts, shadow, gshadow, machine-id)
-#     runs from a read-only bind of its store, where no tree can be
-#     written: the entry-by-entry plan (a mount per directory); then from
+#     runs from a read-only bind of its store without the tree, where
+#     none can be written: the entry-by-entry plan (a mount per directory); then from
 #     the store itself: one mount on /etc, and the same entries, modes,
 #     sizes, contents and link targets (owners aside: the tree is the
 #     store owner's, never the sandbox user's)
 #   - warden's identity files, never the image's; no shadow, gshadow or
 #     machine-id; /etc read-only
-#   - the tree is made once (the next start reuses it, two starts at once
-#     leave one tree and no half-made one) and goes with `image rm`
+#   - the tree is made by the import (so a store baked read-only has it),
+#     or by the first start, once (the next start reuses it, two starts at
+#     once leave one tree and no half-made one), and goes with `image rm`
 #   - the gVisor level (when runsc works here) shows the same /etc
 #
 # Cost: an import of a few kilobytes and a dozen starts, a few seconds.
@@ -49,7 +50,11 @@ no_owner() {
 	awk '{ $3 = ""; print }' "$1"
 }
 
-# ---- entry by entry (a read-only store) ----
+check "the import prepared the tree" test "$(trees)" = 1
+imported_tree=$(basename "$IDIR"/etc-*)
+
+# ---- entry by entry (a read-only store without the tree) ----
+rm -rf "$IDIR"/etc-*
 in_ro -- wd-probe tree /etc
 expect_rc 0 "a read-only store: the image's /etc entry by entry"
 cp "$OUT" "$T/entries"
@@ -62,6 +67,7 @@ wd --image etc -- wd-probe tree /etc
 expect_rc 0 "the image's /etc from the prepared tree"
 cp "$OUT" "$T/tree"
 check "one tree beside the rootfs" test "$(trees)" = 1
+check "the one the import prepares ($imported_tree)" test -d "$IDIR/$imported_tree"
 if diff <(no_owner "$T/entries") <(no_owner "$T/tree") >"$T/diff"; then
 	ok "the same /etc either way: entries, modes, sizes, contents, link targets"
 else
@@ -88,6 +94,12 @@ if [ "$(cat "$OUT")" = /etc ]; then
 	ok "one mount on /etc, none below it"
 else
 	not_ok "mounts under /etc: $(tr '\n' ' ' <"$OUT")"
+fi
+in_ro -- wd-probe mountpoints /etc
+if [ "$RC" = 0 ] && [ "$(cat "$OUT")" = /etc ]; then
+	ok "a read-only store with the tree (a pod's, baked after the import) binds it"
+else
+	not_ok "a read-only store with the tree: status $RC, mounts $(tr '\n' ' ' <"$OUT")"
 fi
 wd --image etc -- wd-probe passwd
 expect_rc 0 "warden's /etc/passwd, not the image's (mallory, uid 0)"
