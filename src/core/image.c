@@ -23,6 +23,7 @@
  * wd_image_remove() can refuse while either uses it.  Builds and imports:
  * image_build.c. */
 #include "core/core.h"
+#include "jail/jail.h"
 #include "supervise/supervise.h"
 #include "workspace/workspace.h"
 #include "util/escape.h"
@@ -522,6 +523,15 @@ image_store(const char *dir, const char *tmp, const char *name, const char *hex,
 	json_t *m = image_read_meta(dir, hex, err);
 	if (!m)
 		return -EINVAL;
+	/* The jail's /etc of the image, prepared now rather than on its first
+	 * start, so a store later baked read-only (a pod's) has it.  Tolerated
+	 * failure: the first start prepares it again, or a read-only store
+	 * shows the image's /etc entry by entry; an image whose etc is a link
+	 * is refused there, by name. */
+	const char *user = json_string_value(json_object_get(m, "user"));
+	char rootfs[PATH_MAX];
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", final);
+	(void)jail_etc_prepare(rootfs, user && image_user_ok(user) ? user : NULL);
 	json_object_set_new(m, "names", image_names_of(dir, hex));
 	json_object_set_new(m, "build_ms", json_integer((json_int_t)ms));
 	*out = image_dump(m);

@@ -225,6 +225,28 @@ struct jail_config {
  * /proc/sys/kernel/core_pattern through owner permissions). */
 #define WD_NOBODY 65534
 
+/* One of warden's entries of a jail's /etc: a file (text, len) or a link
+ * (text). */
+struct jail_etc_entry {
+	const char *name, *text;
+	size_t len;
+	bool link;
+};
+/* Names of /etc that warden writes itself or that an image must not bring
+ * (the identity files, shadow, gshadow, machine-id, ssl: see plan.c) */
+bool jail_etc_reserved(const char *name);
+/* An image's /etc as the jail shows it (jail/etctree.c): the image's etc
+ * minus the reserved names, its etc/ssl's entries, and ents, prepared once
+ * beside image_root in the store; its path into out.  The caller checked
+ * that image_root/etc and etc/ssl are no links.  0 or -errno. */
+int jail_etc_tree(const char *image_root, const struct jail_etc_entry *ents, size_t n, char *out,
+		  size_t cap);
+/* The tree of an image whose sandbox user is named user (NULL: sandbox)
+ * and whose HOME is the workspace, prepared ahead of its first start (an
+ * import or build: a store baked read-only into a pod then has it).  0 or
+ * -errno; -EINVAL: an etc or etc/ssl that is a link. */
+int jail_etc_prepare(const char *image_root, const char *user);
+
 #define JAIL_PROXY_HTTP_PORT 3128
 #define JAIL_PROXY_SOCKS_PORT 1080
 #define JAIL_DNS_PORT 53

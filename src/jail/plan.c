@@ -126,10 +126,6 @@ add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
 
 /* ---- the container mount plan ---- */
 
-static const char passwd_text[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-				  "sandbox:x:1000:1000:sandbox:/workspace:/bin/sh\n"
-				  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-static const char group_text[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
 static const char hosts_text[] = "127.0.0.1\tlocalhost sandbox\n"
 				 "::1\tlocalhost ip6-localhost ip6-loopback\n";
 /* No network: a resolver that fails at once rather than after timeouts. */
@@ -309,9 +305,11 @@ plan_etc_host(struct jail_prep *p)
 
 /* Names of /etc that warden writes itself (plan_container) or that an
  * image must not bring: the identity files, and the image's shadow files
- * (warden's passwd has no password entries to match them). */
-static bool
-etc_reserved(const char *name)
+ * (warden's passwd has no password entries to match them).  A change
+ * here must bump ETC_TREE_FORMAT (jail/etctree.c): the trees prepared
+ * in image stores were filtered by this list. */
+bool
+jail_etc_reserved(const char *name)
 {
 	static const char *const names[] = {
 	    "passwd",	 "group",      "hosts",	 "resolv.conf", "nsswitch.conf", "hostname",
@@ -337,7 +335,7 @@ plan_etc_dir(struct jail_prep *p, const char *src_dir, const char *dst_dir, bool
 		char src[PATH_MAX], target[PATH_MAX];
 		struct stat st;
 		snprintf(src, sizeof(src), "%s/%s", src_dir, name);
-		if (!strcmp(name, ".") || !strcmp(name, "..") || (top && etc_reserved(name)) ||
+		if (!strcmp(name, ".") || !strcmp(name, "..") || (top && jail_etc_reserved(name)) ||
 		    lstat(src, &st) < 0)
 			goto next;
 		const char *dst = sdup(p, "%s/%s", dst_dir, name);
@@ -363,17 +361,15 @@ plan_etc_dir(struct jail_prep *p, const char *src_dir, const char *dst_dir, bool
 	free(ents);
 }
 
+/* An image's etc or etc/ssl that is a link would be followed on the
+ * host's side, toward the host's /etc (its ssh keys): refused, as an image
+ * that is not what it claims.  Below them, links are copied as links
+ * (resolved in the jail's view).  0: real directories (or absent). */
 static int
-plan_etc_image(struct jail_prep *p, const char *image_root, struct wd_err *err)
+check_etc_image(const char *image_root, struct wd_err *err)
 {
-	const char *R = p->plan.new_root;
 	char src[PATH_MAX];
 	struct stat st;
-	/* Only real directories: an image's etc (or etc/ssl) that is a link
-	 * would be followed here, on the host's side, toward the host's /etc
-	 * (its ssh keys): refused, as an image that is not what it claims.
-	 * Below them, links are copied as links (resolved in the jail's
-	 * view) and files and directories are lstat'ed. */
 	const char *const dirs[] = {"etc", "etc/ssl"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
 		snprintf(src, sizeof(src), "%s/%s", image_root, dirs[i]);
@@ -387,11 +383,67 @@ plan_etc_image(struct jail_prep *p, const char *image_root, struct wd_err *err)
 					  "image %s is not a directory (a link is never followed "
 					  "out of an image)",
 					  src);
+	}
+	return 0;
+}
+
+/* The image's /etc entry by entry on warden's tmpfs /etc (where the
+ * prepared tree cannot be written: a store this user cannot write, a full
+ * disk; and with TLS interception, whose CA files are written beside the
+ * image's certificates). */
+static void
+plan_etc_image(struct jail_prep *p, const char *image_root)
+{
+	const char *R = p->plan.new_root;
+	char src[PATH_MAX];
+	const char *const dirs[] = {"etc", "etc/ssl"};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
+		snprintf(src, sizeof(src), "%s/%s", image_root, dirs[i]);
 		/* ssl entry by entry, so warden's CA bundle can be written
 		 * beside the image's certificates (TLS interception) */
 		plan_etc_dir(p, src, sdup(p, "%s/%s", R, dirs[i]), i == 0);
 	}
-	return 0;
+}
+
+/* warden's entries of a jail's /etc: the identity files and two links.
+ * The sandbox user's (uid 1000) name is the image's user when it has one,
+ * its home where HOME points; pw and gr hold passwd's and group's text. */
+#define ETC_NENTS 8
+static void
+etc_entries(struct jail_etc_entry e[ETC_NENTS], char *pw, size_t pwcap, char *gr, size_t grcap,
+	    const char *user, const char *home)
+{
+	const char *u = user ? user : "sandbox";
+	snprintf(pw, pwcap,
+		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+		 "%s:x:1000:1000:%s:%s:/bin/sh\n"
+		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		 u, u, home ? home : "/workspace");
+	snprintf(gr, grcap, "root:x:0:\n%s:x:1000:\nnogroup:x:65534:\n", u);
+	static const char zone[] = "/usr/share/zoneinfo/Etc/UTC", osrel[] = "../usr/lib/os-release";
+	const struct jail_etc_entry all[ETC_NENTS] = {
+	    {"passwd", pw, strlen(pw), false},
+	    {"group", gr, strlen(gr), false},
+	    {"hosts", hosts_text, sizeof(hosts_text) - 1, false},
+	    {"resolv.conf", resolv_text, sizeof(resolv_text) - 1, false},
+	    {"nsswitch.conf", nsswitch_text, sizeof(nsswitch_text) - 1, false},
+	    {"hostname", hostname_text, sizeof(hostname_text) - 1, false},
+	    {"localtime", zone, sizeof(zone) - 1, true},
+	    {"os-release", osrel, sizeof(osrel) - 1, true},
+	};
+	memcpy(e, all, sizeof(all));
+}
+
+int
+jail_etc_prepare(const char *image_root, const char *user)
+{
+	struct wd_err err = {0};
+	if (check_etc_image(image_root, &err) < 0)
+		return -EINVAL; /* refused at every start, with its message */
+	char pw[PATH_MAX + 256], gr[256], tree[PATH_MAX];
+	struct jail_etc_entry ents[ETC_NENTS];
+	etc_entries(ents, pw, sizeof(pw), gr, sizeof(gr), user, NULL);
+	return jail_etc_tree(image_root, ents, ETC_NENTS, tree, sizeof(tree));
 }
 
 static int
@@ -415,43 +467,35 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 
 	/* A curated /etc: synthetic identity files, a few copies, two dirs. */
 	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc", R));
-	struct {
-		const char *name, *text;
-		size_t len;
-	} synth[] = {
-		{"passwd", passwd_text, sizeof(passwd_text) - 1},
-		{"group", group_text, sizeof(group_text) - 1},
-		{"hosts", hosts_text, sizeof(hosts_text) - 1},
-		{"resolv.conf", resolv_text, sizeof(resolv_text) - 1},
-		{"nsswitch.conf", nsswitch_text, sizeof(nsswitch_text) - 1},
-		{"hostname", hostname_text, sizeof(hostname_text) - 1},
-	};
-	if (cfg->home || cfg->user_name) {
-		/* the sandbox user's home is where HOME points; its name is the
-		 * image's user when it has one (uid 1000 still) */
-		const char *u = cfg->user_name ? cfg->user_name : "sandbox";
-		synth[0].text = sdup(p, "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-					"%s:x:1000:1000:%s:%s:/bin/sh\n"
-					"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-				     u, u, cfg->home ? cfg->home : "/workspace");
-		synth[0].len = strlen(synth[0].text);
-		synth[1].text = sdup(p, "root:x:0:\n%s:x:1000:\nnogroup:x:65534:\n", u);
-		synth[1].len = strlen(synth[1].text);
-	}
-	for (size_t i = 0; i < WD_ARRAY_SIZE(synth); i++) {
-		op = add_op(p, JAIL_OP_WRITE, sdup(p, "%s/etc/%s", R, synth[i].name));
-		op->data = synth[i].text;
-		op->len = synth[i].len;
-	}
-	op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/etc/localtime", R));
-	op->data = "/usr/share/zoneinfo/Etc/UTC";
-	op = add_op(p, JAIL_OP_SYMLINK, sdup(p, "%s/etc/os-release", R));
-	op->data = "../usr/lib/os-release";
-	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc/ssl", R));
-	if (!cfg->image_root)
-		plan_etc_host(p);
-	else if ((rc = plan_etc_image(p, cfg->image_root, err)) < 0)
+	char pw[PATH_MAX + 256], gr[256];
+	struct jail_etc_entry ents[ETC_NENTS];
+	etc_entries(ents, pw, sizeof(pw), gr, sizeof(gr), cfg->user_name, cfg->home);
+	ents[0].text = sdup(p, "%s", pw); /* the plan's strings outlive this frame */
+	ents[1].text = sdup(p, "%s", gr);
+	if (cfg->image_root && (rc = check_etc_image(cfg->image_root, err)) < 0)
 		goto fail;
+	/* An image's /etc without TLS interception: the tree prepared once
+	 * per image (jail/etctree.c) bound read-only, one mount instead of
+	 * one per directory and file.  It holds warden's entries, never the
+	 * image's under those names, and is read-only like the tmpfs /etc. */
+	char tree[PATH_MAX];
+	if (cfg->image_root && !cfg->ca_pem &&
+	    jail_etc_tree(cfg->image_root, ents, WD_ARRAY_SIZE(ents), tree, sizeof(tree)) == 0) {
+		op = add_host_bind(p, "image /etc", tree, sdup(p, "%s/etc", R), false);
+		op->flags &= ~JAIL_OPF_RECURSIVE; /* the tree has no mounts */
+	} else {
+		for (size_t i = 0; i < WD_ARRAY_SIZE(ents); i++) {
+			op = add_op(p, ents[i].link ? JAIL_OP_SYMLINK : JAIL_OP_WRITE,
+				    sdup(p, "%s/etc/%s", R, ents[i].name));
+			op->data = ents[i].text;
+			op->len = ents[i].link ? 0 : ents[i].len;
+		}
+		add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/etc/ssl", R));
+		if (!cfg->image_root)
+			plan_etc_host(p);
+		else
+			plan_etc_image(p, cfg->image_root);
+	}
 
 	/* TLS interception: warden's per-sandbox CA joins the trust store.
 	 * The bundle (the host's plus the CA) is what the *_CA_* variables

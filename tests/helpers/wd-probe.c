@@ -847,6 +847,9 @@ usage(void)
 	      "  tiocsti-stdin        ioctl(0, TIOCSTI) fails with EPERM\n"
 	      "  mounts [RW,...]      every mount nosuid, nodev and read-only but the\n"
 	      "                       listed ones (and devices, devpts, /dev/shm, /proc)\n"
+	      "  tree DIR             every entry below DIR: mode, owner, size and hash\n"
+	      "                       or link target (a report, not a check)\n"
+	      "  mountpoints PREFIX   the mount points at or below PREFIX\n"
 	      "  all [--uid N] [--canary PATH]... [--token T] [--link PATH]... [--port N]\n"
 	      "      [--env LIST] [--secret HEX] [--ro DIR]... [--rw DIR]... [--cwd DIR]\n"
 	      "      [--no-netif] [--no-passwd] [--no-mounts] [--host-ia32 works|faults]\n"
@@ -1001,6 +1004,86 @@ run_all(int argc, char **argv)
 	return failures ? 1 : 0;
 }
 
+/* tree DIR: one line per entry below DIR, sorted: path, type, mode,
+ * owner, and a file's size and FNV-1a hash or a link's target; what two
+ * ways of showing the same tree must print alike. */
+static void
+tree_walk(const char *dir, int depth)
+{
+	struct dirent **ents = NULL;
+	int n = scandir(dir, &ents, NULL, alphasort);
+
+	if (n < 0) {
+		printf("%s unreadable errno=%d\n", dir, errno);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		char path[PATH_MAX], target[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(name, ".") || !strcmp(name, "..") || depth > 32)
+			goto next;
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (lstat(path, &st) < 0) {
+			printf("%s lstat errno=%d\n", path, errno);
+			goto next;
+		}
+		printf("%s %04o %u:%u", path, (unsigned)st.st_mode, (unsigned)st.st_uid,
+		       (unsigned)st.st_gid);
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t k = readlink(path, target, sizeof(target) - 1);
+
+			target[k > 0 ? k : 0] = '\0';
+			printf(" -> %s\n", target);
+		} else if (S_ISREG(st.st_mode)) {
+			uint64_t h = 1469598103934665603ULL;
+			unsigned char buf[4096];
+			ssize_t r;
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+			while (fd >= 0 && (r = read(fd, buf, sizeof(buf))) > 0)
+				for (ssize_t j = 0; j < r; j++)
+					h = (h ^ buf[j]) * 1099511628211ULL;
+			printf(" %lld %s%016llx\n", (long long)st.st_size, fd < 0 ? "unreadable-" : "",
+			       (unsigned long long)h);
+			if (fd >= 0)
+				close(fd);
+		} else {
+			printf("\n");
+			if (S_ISDIR(st.st_mode))
+				tree_walk(path, depth + 1);
+		}
+next:
+		free(ents[i]);
+	}
+	free(ents);
+}
+
+/* mountpoints PREFIX: the mount points of /proc/self/mountinfo at or
+ * below PREFIX, one a line. */
+static int
+print_mountpoints(const char *prefix)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	size_t pl = strlen(prefix);
+
+	if (!f) {
+		printf("FAIL mountpoints mountinfo errno=%d\n", errno);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char mp[4096];
+
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 && !strncmp(mp, prefix, pl) &&
+		    (mp[pl] == '\0' || mp[pl] == '/'))
+			printf("%s\n", mp);
+	}
+	fclose(f);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1064,6 +1147,10 @@ main(int argc, char **argv)
 		check_dev();
 	else if (strcmp(cmd, "tiocsti-stdin") == 0)
 		check_tiocsti_stdin();
+	else if (strcmp(cmd, "tree") == 0 && n == 1)
+		tree_walk(a[0], 0);
+	else if (strcmp(cmd, "mountpoints") == 0 && n == 1)
+		return print_mountpoints(a[0]);
 	else if (strcmp(cmd, "mounts") == 0)
 		check_mounts(n > 0 ? a[0] : "");
 	else if (strcmp(cmd, "all") == 0)

@@ -4,7 +4,8 @@ layers, for image.sh and image_export.sh.
 
     oci_layout.py [--docker | --docker-oci] DEST CASE [ARG [NAME]]
 
-CASE is the layer: "probe" (ARG: a static program, at usr/bin/wd-probe,
+CASE is the layer: "probe-etc" (the probe with a full etc/: etc_tree),
+"probe" (ARG: a static program, at usr/bin/wd-probe,
 or at usr/bin/NAME with a fourth argument NAME; with bin -> usr/bin, an
 etc/, and directories and a file of mode 0777 and 0666 that only a
 read-only mount protects), "probe-config" (the same, its config setting
@@ -118,13 +119,40 @@ def base(tf):
     add_link(tf, "bin", "usr/bin")
 
 
+def etc_tree(tf):
+    """An /etc with what the jail must show (nested directories and their
+    modes, links relative, absolute and pointing out, ssl) and what it
+    must not (the image's identity files, shadow, machine-id)."""
+    add_file(tf, "etc/passwd", b"mallory:x:0:0::/:/bin/sh\n")
+    add_file(tf, "etc/group", b"mallory:x:0:\n")
+    add_file(tf, "etc/hosts", b"203.0.113.9 localhost\n")
+    add_file(tf, "etc/shadow", b"root:image-shadow:1::::::\n", 0o600)
+    add_file(tf, "etc/gshadow", b"root:image-gshadow::\n", 0o600)
+    add_file(tf, "etc/machine-id", b"0123456789abcdef0123456789abcdef\n")
+    add_file(tf, "etc/script.sh", b"#!/bin/sh\n", 0o755)
+    add_dir(tf, "etc/deep")
+    add_dir(tf, "etc/deep/a", 0o750)
+    add_file(tf, "etc/deep/a/secret", b"mode 0600\n", 0o600)
+    add_file(tf, "etc/deep/a/exec", b"#!/bin/sh\n", 0o755)
+    add_link(tf, "etc/deep/rel", "../imported")
+    add_link(tf, "etc/abs", "/etc/shadow")
+    add_link(tf, "etc/out", "../../../../../root")
+    add_dir(tf, "etc/ssl")
+    add_file(tf, "etc/ssl/openssl.cnf", b"# the image's\n")
+    add_dir(tf, "etc/ssl/certs")
+    add_file(tf, "etc/ssl/certs/ca-certificates.crt", b"# no certificates\n")
+    add_dir(tf, "etc/ssl/private", 0o700)
+    add_dir(tf, "etc/alternatives")
+    add_link(tf, "etc/alternatives/pager", "/bin/wd-probe")
+
+
 def layers(case, arg, name="wd-probe"):
     """The layers (tar bytes each) and the config's "config" object."""
     config = {}
 
     def one(tf):
         base(tf)
-        if case in ("probe", "probe-config", "probe-user", "probe-root"):
+        if case in ("probe", "probe-config", "probe-user", "probe-root", "probe-etc"):
             with open(arg, "rb") as f:
                 add_file(tf, "usr/bin/" + name, f.read(), 0o755)
             add_file(tf, "etc/imported", b"from an OCI layout\n")
@@ -153,6 +181,8 @@ def layers(case, arg, name="wd-probe"):
                             done.add(d)
                     with open(real, "rb") as f:
                         add_file(tf, rel, f.read(), 0o755)
+            if case == "probe-etc":
+                etc_tree(tf)
         elif case == "device":
             ti = tarfile.TarInfo("etc/null2")
             ti.type = tarfile.CHRTYPE
