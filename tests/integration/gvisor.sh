@@ -38,7 +38,7 @@ collect_ids() {
 	sed -n 's/.*: sandbox \([0-9a-f]\{16\}\): .*/\1/p' "$1" | sort -u >>"$IDS"
 }
 wd() {
-	"$WARDEN" run -v --workspace "$WS" "$@" >"$OUT" 2>"$ERR" </dev/null
+	"$WARDEN" run -v --workspace "$WS" ${WD_IMAGE:+--image "$WD_IMAGE"} "$@" >"$OUT" 2>"$ERR" </dev/null
 	RC=$?
 	collect_ids "$ERR"
 	return 0
