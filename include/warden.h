@@ -620,10 +620,29 @@ int wd_session_exec(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, wd_result *
 		    struct wd_err *err);
 /* Start cmd in the background (a dev server): it and what it starts live
  * until the session stops, inside its cgroup; its output goes to
- * detached-N.log in the session's directory (head and tail kept).
- * *seq gets N.  Container level. */
+ * ~/.warden/detached-N.log in the session's home (wd_session_log_read).
+ * *seq gets N.  It waits for the command's exit for a grace period (1 s,
+ * longer on a loaded host): one that ended at once with a non-zero status
+ * fails the call, err->msg ending with its last line of output.
+ * Container level. */
 int wd_session_exec_detached(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, unsigned *seq,
 			     struct wd_err *err);
+/* The detached commands of running session ref (the last 64 started):
+ * a table for people (ID, STATE, STATUS, STARTED, COMMAND; every argument
+ * escaped for a terminal), or (json) a JSON array of objects (id, argv,
+ * started, state "running" or "exited", status: null while it runs).
+ * *out is new, free with free().  -ESRCH when the session is not
+ * running (its detached commands ended with it). */
+int wd_session_logs(wd_ctx *ctx, const char *ref, bool json, char **out, struct wd_err *err);
+/* Up to max bytes (at most 1 MiB) of detached command id's output from
+ * offset: *data (new, free with free(); raw, the sandbox's bytes: escape
+ * them for a terminal, wd_esc_text), *len.  *size gets the log's size
+ * now, *status -1 while the command runs, else its exit status.  -EINVAL
+ * (err->msg says why) no such command, or its log is gone or is no
+ * regular file (a link is never followed). */
+int wd_session_log_read(wd_ctx *ctx, const char *ref, unsigned id, uint64_t offset, size_t max,
+			char **data, size_t *len, uint64_t *size, int *status,
+			struct wd_err *err);
 /* Every session of the state directory: a table for people, or (json) a
  * JSON array of objects (id, name, state "running" or "stopped",
  * workspace, workspace_mode, created, and for a running one its monitor's
@@ -637,6 +656,16 @@ int wd_session_remove(wd_ctx *ctx, const char *ref, struct wd_err *err);
 /* Keep a copy of the session's files as NAME@tag (a sparse copy of its
  * disk; a running session's disk is frozen for the copy). */
 int wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err *err);
+/* The snapshots of session ref (NULL: of every session): a table for
+ * people (SNAPSHOT, AGE, SIZE), or (json) a JSON array of objects
+ * (session: its id, name, tag, snapshot "NAME@TAG", created, bytes: the
+ * disk space it takes).  *out is new, free with free(). */
+int wd_session_snapshot_list(wd_ctx *ctx, const char *ref, bool json, char **out,
+			     struct wd_err *err);
+/* Remove snapshot ref@tag.  A session created from it does not depend on
+ * it (it got a copy).  -ENOENT (err->msg names it) when there is none. */
+int wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag,
+			       struct wd_err *err);
 /* wd_sandbox_diff, _apply and _discard for a session, running or not. */
 int wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		    unsigned flags, char **out, struct wd_err *err);
