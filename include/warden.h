@@ -441,8 +441,9 @@ enum wd_event_kind {
 	WD_EVENT_NETWORK = 4,  /* a proxy or DNS decision */
 	WD_EVENT_OUTPUT = 5,   /* a chunk of a command's kept output, as it arrives */
 	WD_EVENT_RESULT = 6,   /* a command's result (or warden's failure to run it) */
+	WD_EVENT_FILE = 7,     /* copy|copied|copy_failed: wd_session_copy_in / _out */
 };
-#define WD_EVENTS_ALL 0x7fu
+#define WD_EVENTS_ALL 0xffu
 #define WD_EVENT_BIT(kind) (1u << (kind))
 /* Called for each event whose kind is in kinds (WD_EVENT_BIT()s), on the
  * thread that caused it (a proxy thread for network events), possibly
@@ -666,6 +667,29 @@ int wd_session_snapshot_list(wd_ctx *ctx, const char *ref, bool json, char **out
  * it (it got a copy).  -ENOENT (err->msg names it) when there is none. */
 int wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag,
 			       struct wd_err *err);
+/* Copy the regular file or directory host_path into running session
+ * ref at path (relative to its workspace, or below /workspace), as
+ * docker cp does: into path when it is a directory, else as path.  The
+ * session's side goes through its workspace view with the checks of
+ * wd_workspace_write() (no "..", nothing outside, no protected path, a
+ * link replaced, never written through; for cow, the upper layer: what
+ * wd_session_diff() shows); on the host no link is followed.  Only
+ * regular files and directories, each file at most 256 MiB, 1 GiB and
+ * 100,000 entries in all; a link, a special file or a bound refuses the
+ * copy (-EINVAL, err->msg names the entry) before anything is written.
+ * Permission bits are kept, set-id bits never.  Audited ("copy", then
+ * "copied" or "copy_failed") when the context has an audit trail.
+ * *stats (if not NULL) gets what was copied, a failure midway included. */
+struct wd_copy_stats {
+	uint64_t files, dirs, bytes;
+};
+int wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const char *path,
+		       struct wd_copy_stats *stats, struct wd_err *err);
+/* The other way: path of the session (its merged view for cow) to
+ * host_path, into it when it is a directory (not a link to one), else as
+ * that name in its directory; host files are replaced by rename. */
+int wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *host_path,
+			struct wd_copy_stats *stats, struct wd_err *err);
 /* wd_sandbox_diff, _apply and _discard for a session, running or not. */
 int wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		    unsigned flags, char **out, struct wd_err *err);

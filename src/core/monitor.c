@@ -20,6 +20,7 @@
 #include "util/json.h"
 #include "workspace/workspace.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
@@ -544,6 +545,169 @@ do_log(int conn, json_t *q)
 	free(data);
 }
 
+/* ---- warden cp: the session's workspace as the file tools see it ----
+ *
+ * Every path goes through the sandbox's view (wd_sandbox_workspace: for
+ * cow its overlay, so a copy in lands in the upper layer and shows in the
+ * diff, a copy out reads the merged tree): openat2 beneath the workspace
+ * (a ".." or a link that leaves it is refused), the protected paths
+ * read-only, writes by rename so that a link the sandbox planted is
+ * replaced, never written through (src/workspace/files.c). */
+
+#define CP_FILE_MAX (256ULL << 20)
+
+static wd_workspace *
+cp_view(int conn)
+{
+	wd_workspace *v = NULL;
+	struct wd_err e = {0};
+	int rc = wd_sandbox_workspace(M.sb, &v, &e);
+	if (rc < 0) {
+		reply_err(conn, rc, &e);
+		return NULL;
+	}
+	return v;
+}
+
+static const char *
+type_of(mode_t m)
+{
+	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "link" : "other";
+}
+
+/* {"op":"put","path":P,"mode":M} with the host file's fd (the client
+ * opened it, no link followed): its bytes, at most CP_FILE_MAX, become
+ * P; {"op":"mkdir","path":P}. */
+static void
+do_put(int conn, json_t *q, int *fds, int nfds)
+{
+	struct wd_err e = {0};
+	const char *path = json_string_value(json_object_get(q, "path"));
+	const char *op = json_string_value(json_object_get(q, "op"));
+	bool mkdir = !strcmp(op, "mkdir");
+	int rc = 0;
+	char *data = NULL;
+	size_t len = 0;
+	struct stat st;
+	if (!path)
+		rc = wd_err_set(&e, WD_E_INVAL, "no path");
+	else if (!mkdir && (nfds < 1 || fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode)))
+		rc = wd_err_set(&e, WD_E_INVAL, "'%s': no regular file sent", path);
+	else if (!mkdir && (uint64_t)st.st_size > CP_FILE_MAX)
+		rc = wd_err_set(&e, WD_E_INVAL, "'%s': larger than 256 MiB", path);
+	if (rc == 0 && !mkdir) {
+		data = wd_xmalloc((size_t)st.st_size + 1);
+		while (len < (size_t)st.st_size) {
+			ssize_t r = pread(fds[0], data + len, (size_t)st.st_size - len, (off_t)len);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			len += (size_t)r;
+		}
+	}
+	wd_workspace *v = rc == 0 ? cp_view(conn) : NULL;
+	if (rc == 0 && !v) {
+		free(data);
+		return;
+	}
+	if (rc == 0)
+		rc = mkdir ? ws_files_mkdir(v, path, &e)
+			   : ws_files_write_mode(v, path, data, len, WD_WRITE_MKDIRS,
+						 (mode_t)json_integer_value(json_object_get(q, "mode")),
+						 &e);
+	if (v)
+		wd_workspace_close(v);
+	free(data);
+	if (rc < 0)
+		reply_err(conn, rc, &e);
+	else
+		reply_ok(conn, NULL, NULL, 0);
+}
+
+/* {"op":"get","path":P,"stat":bool}: P's type, size and mode; a regular
+ * file's fd (opened O_NOFOLLOW | O_NONBLOCK: a FIFO never blocks the
+ * monitor, and is no regular file) unless stat; a directory's entries
+ * (name, type, size, mode; lstat: a link is named, never followed). */
+static void
+do_get(int conn, json_t *q)
+{
+	struct wd_err e = {0};
+	const char *path = json_string_value(json_object_get(q, "path"));
+	bool stat_only = json_is_true(json_object_get(q, "stat"));
+	if (!path) {
+		reply_error(conn, EINVAL, "no path");
+		return;
+	}
+	wd_workspace *v = cp_view(conn);
+	if (!v)
+		return;
+	int fd = wd_workspace_openat(v, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, &e);
+	struct stat st;
+	if (fd == -ELOOP) {
+		/* the last component is a link (or a magic link): named */
+		wd_workspace_close(v);
+		reply_ok(conn, "\"type\":\"link\"", NULL, 0);
+		return;
+	}
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		wd_workspace_close(v);
+		if (rc == -ENOENT && stat_only)
+			reply_ok(conn, "\"type\":null", NULL, 0);
+		else
+			reply_err(conn, rc, &e);
+		return;
+	}
+	wd_workspace_close(v);
+	struct jw w;
+	jw_init(&w, 0);
+	w.first = true;
+	jw_kstr(&w, "type", type_of(st.st_mode));
+	jw_kuint(&w, "size", (uint64_t)st.st_size);
+	jw_kuint(&w, "mode", st.st_mode & 07777);
+	if (S_ISDIR(st.st_mode) && !stat_only) {
+		jw_key(&w, "entries");
+		jw_arr_begin(&w);
+		DIR *d = fdopendir(fd);
+		struct dirent *de;
+		size_t n = 0;
+		while (d && (de = readdir(d)) && n < 100001) {
+			struct stat es;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (fstatat(dirfd(d), de->d_name, &es, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			jw_obj_begin(&w);
+			jw_kstr(&w, "name", de->d_name);
+			jw_kstr(&w, "type", type_of(es.st_mode));
+			jw_kuint(&w, "size", (uint64_t)es.st_size);
+			jw_kuint(&w, "mode", es.st_mode & 07777);
+			jw_obj_end(&w);
+			n++;
+		}
+		if (d)
+			closedir(d);
+		else
+			close(fd);
+		fd = -1;
+		jw_arr_end(&w);
+	}
+	char *m = jw_steal(&w);
+	if (S_ISREG(st.st_mode) && !stat_only) {
+		char *r = wd_xasprintf("{\"ok\":true,%s}", m);
+		mp_send(conn, r, &fd, 1);
+		free(r);
+	} else {
+		reply_ok(conn, m, NULL, 0);
+	}
+	free(m);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* ---- the rest ---- */
 
 static const char **
@@ -757,6 +921,10 @@ conn_thread(void *arg)
 		do_detach(conn, q);
 	} else if (!strcmp(op, "info")) {
 		do_info(conn);
+	} else if (!strcmp(op, "put") || !strcmp(op, "mkdir")) {
+		do_put(conn, q, fds, nfds);
+	} else if (!strcmp(op, "get")) {
+		do_get(conn, q);
 	} else if (!strcmp(op, "logs")) {
 		do_logs(conn);
 	} else if (!strcmp(op, "log")) {

@@ -179,6 +179,23 @@ session_call(int sbdir, const char *req, const int *fds, int nfds, json_t **resp
 	return rc;
 }
 
+int
+session_call_fd(int sbdir, const char *req, const int *fds, int nfds, json_t **resp, int *rfd,
+		struct wd_err *err)
+{
+	int s = connect_monitor(sbdir, err);
+	if (s < 0)
+		return s;
+	int rc = mp_send(s, req, fds, nfds);
+	if (rc < 0) {
+		close(s);
+		return wd_err_sys(err, -rc, "send to the sandbox's monitor");
+	}
+	rc = await_reply(s, resp, rfd, -1, NULL, -1, err);
+	close(s);
+	return rc;
+}
+
 /* ---- the monitor program ---- */
 
 static const char *

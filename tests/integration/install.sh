@@ -99,7 +99,7 @@ MAN3=(
 	wd_run
 	wd_sandbox_apply wd_sandbox_cancel wd_sandbox_create wd_sandbox_destroy wd_sandbox_diff
 	wd_sandbox_discard wd_sandbox_exec wd_sandbox_id wd_sandbox_workspace
-	wd_session_apply wd_session_create wd_session_diff wd_session_discard wd_session_exec
+	wd_session_apply wd_session_copy_in wd_session_copy_out wd_session_create wd_session_diff wd_session_discard wd_session_exec
 	wd_session_exec_detached wd_session_list wd_session_log_read wd_session_logs
 	wd_session_remove wd_session_snapshot wd_session_snapshot_list wd_session_snapshot_remove
 	wd_session_start wd_session_stop

@@ -2,7 +2,9 @@
 # Working with a session: warden logs (its detached commands, their
 # output escaped for the terminal, --follow, --tail, --raw, --json; a log
 # the sandbox swapped for a link or a FIFO), exec --detach reporting a
-# command that dies at start-up, warden snapshot ls / rm.
+# command that dies at start-up, warden snapshot ls / rm, warden cp in and
+# out (a cow session's upper layer and merged view; "..", protected paths,
+# links on either side, a FIFO, set-id bits, the audit trail).
 . "$(dirname "$0")/lib.sh"
 require_root
 require_userns
@@ -147,10 +149,95 @@ expect_rc 125 "snapshot ls of an unknown session"
 w snapshot rm s@t2 --json
 check "snapshot rm --json" test "$(json_get 'j["removed"]')" = true
 
+# ---- warden cp, into and out of a cow session
+CW=$T/cw
+mkdir -p "$CW" "$T/src/sub" "$T/dst"
+echo base >"$CW/base.txt"
+git -C "$CW" init -q 2>/dev/null || mkdir -p "$CW/.git/hooks"
+echo hello >"$T/src/a.txt"
+printf '#!/bin/sh\necho x\n' >"$T/src/sub/run.sh"
+chmod 4755 "$T/src/sub/run.sh"
+w create c --workspace "$CW" --workspace-mode cow
+expect_rc 0 "create a cow session"
+w cp --json --audit "$T/audit.log" "$T/src" c:/workspace
+expect_rc 0 "cp HOST_DIR SESSION:/workspace"
+check "cp --json: 2 files, 2 directories, 23 bytes" test \
+	"$(json_get '[j["files"], j["dirs"], j["bytes"]]')" = '[2, 2, 23]'
+w exec c -- stat -c %a /workspace/src/sub/run.sh
+expect_out '^755$' "the mode is kept, the set-uid bit is not"
+w exec c -- cat /workspace/src/a.txt
+expect_out '^hello$' "the session sees the copy"
+check "it landed in the upper layer, not in the real directory" test ! -e "$CW/src"
+w diff c --stat
+expect_out 'src/a\.txt' "warden diff shows the copied files"
+check "cp --audit recorded the copy and its outcome" bash -c \
+	"grep -q '\"event\":\"copy\",\"direction\":\"in\"' '$T/audit.log' && grep -q '\"event\":\"copied\".*\"files\":2,\"dirs\":2,\"bytes\":23' '$T/audit.log'"
+w audit verify "$T/audit.log"
+expect_rc 0 "the audit trail verifies"
+
+w exec c -- /bin/sh -c 'echo changed > /workspace/base.txt; chmod 750 /workspace/base.txt'
+w cp c:base.txt "$T/dst/"
+expect_rc 0 "cp SESSION:FILE HOST_DIR/"
+check "a copy out reads the merged view (the session's change)" test "$(cat "$T/dst/base.txt")" = changed
+check "... with its permission bits" test "$(stat -c %a "$T/dst/base.txt")" = 750
+check "... and the real directory is unchanged" test "$(cat "$CW/base.txt")" = base
+w cp c:src "$T/dst/tree"
+expect_rc 0 "cp SESSION:DIR HOST_NEWNAME"
+check "the tree came out whole" test "$(cat "$T/dst/tree/a.txt")$(stat -c %a "$T/dst/tree/sub/run.sh")" = hello755
+
+# refusals: 125, the path named, nothing written
+before=$("$WARDEN" diff c --stat 2>&1)
+w cp "$T/src/a.txt" c:../escape.txt
+expect_rc 125 "cp to SESSION:../x (outside the workspace)"
+expect_out "'\.\./escape\.txt'" "... names the path" "$ERR"
+check "... and nothing was written beside the workspace" test ! -e "$T/escape.txt"
+w cp "$T/src/a.txt" c:.git/hooks/x
+expect_rc 125 "cp to .git/hooks/x (protected)"
+expect_out "'\.git/hooks/x' is protected" "... names the path" "$ERR"
+w cp "$T/src" c:.vscode
+expect_rc 125 "cp a directory to .vscode (protected)"
+check "the refusals left the change set as it was" test "$("$WARDEN" diff c --stat 2>&1)" = "$before"
+w exec c -- ln -s /etc/shadow /workspace/shadow
+w cp c:shadow "$T/dst/"
+expect_rc 125 "cp out of a symlink to /etc/shadow in the session"
+expect_out "'shadow' of the session is a symbolic link" "... named" "$ERR"
+check "... and nothing of it reached the host" test ! -e "$T/dst/shadow"
+w cp c:/etc/shadow "$T/dst/"
+expect_rc 125 "cp out of SESSION:/etc/shadow (outside the workspace)"
+w exec c -- /bin/sh -c 'mkdir -p /workspace/t/d && echo x > /workspace/t/d/f && ln -s /etc /workspace/t/etc'
+w cp c:t "$T/dst/t"
+expect_rc 125 "a tree holding a link is refused"
+check "... before anything is written" test ! -e "$T/dst/t"
+w exec c -- mkfifo /workspace/fifo
+timeout "$(scaled 20)" "$WARDEN" cp c:fifo "$T/dst/" >"$OUT" 2>"$ERR" </dev/null
+RC=$?
+expect_rc 125 "a FIFO is refused, without hanging"
+ln -s /etc/passwd "$T/hostlink"
+w cp "$T/hostlink" c:hl
+expect_rc 125 "a host symlink as the source is refused (not followed)"
+ln -s "$T/elsewhere" "$T/linkdir"
+mkdir "$T/elsewhere"
+w cp c:base.txt "$T/linkdir"
+expect_rc 125 "a host symlink as the destination is refused"
+check "... and nothing was written through it" test -z "$(ls -A "$T/elsewhere")"
+w cp "$T/src/a.txt" "$T/dst/x"
+expect_rc 125 "no SESSION:PATH on either side"
+w cp c:a c:b
+expect_rc 125 "SESSION:PATH on both sides"
+w cp nosuch:a "$T/dst/"
+expect_rc 125 "an unknown session"
+
+# a direct session: the copy is the workspace's file at once
+w cp "$T/src/a.txt" s:copied.txt
+expect_rc 0 "cp into a direct session"
+check "... lands in its workspace" test "$(cat "$WS/copied.txt")" = hello
+
 # ---- a stopped session: its detached commands ended with it
 w stop s
 w logs s
 expect_rc 125 "logs of a stopped session"
 expect_out 'not running' "... says why" "$ERR"
+w cp "$T/src/a.txt" s:again.txt
+expect_rc 125 "cp into a stopped session"
 
 finish
