@@ -110,6 +110,11 @@ w exec s --detach -- python3 -m http.server "$port" --bind 127.0.0.1
 expect_rc 125 "exec --detach of a server refused its port (no --allow-port): 125"
 expect_out 'ended at once with status 1 \(warden logs s 2\)' "... with the command and where its output is" "$ERR"
 expect_out 'Error' "... and the last line of its output" "$ERR"
+# one that fails half a second in (a server's start-up): past the 150 ms
+# exec --detach used to wait, inside the grace period it waits now
+w exec s --detach -- /bin/sh -c 'sleep 0.5; echo "cannot bind: port refused" >&2; exit 4'
+expect_rc 125 "exec --detach of a command that fails 0.5 s after start-up: 125"
+expect_out 'status 4 .*cannot bind: port refused' "... with its status and last line" "$ERR"
 w exec s --detach -- nosuchprogram
 expect_rc 125 "exec --detach of a program not found: 125"
 w exec s --detach -- sleep 600
