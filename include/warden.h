@@ -642,8 +642,7 @@ int wd_session_logs(wd_ctx *ctx, const char *ref, bool json, char **out, struct 
  * (err->msg says why) no such command, or its log is gone or is no
  * regular file (a link is never followed). */
 int wd_session_log_read(wd_ctx *ctx, const char *ref, unsigned id, uint64_t offset, size_t max,
-			char **data, size_t *len, uint64_t *size, int *status,
-			struct wd_err *err);
+			char **data, size_t *len, uint64_t *size, int *status, struct wd_err *err);
 /* Every session of the state directory: a table for people, or (json) a
  * JSON array of objects (id, name, state "running" or "stopped",
  * workspace, workspace_mode, created, and for a running one its monitor's
@@ -665,8 +664,7 @@ int wd_session_snapshot_list(wd_ctx *ctx, const char *ref, bool json, char **out
 			     struct wd_err *err);
 /* Remove snapshot ref@tag.  A session created from it does not depend on
  * it (it got a copy).  -ENOENT (err->msg names it) when there is none. */
-int wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag,
-			       struct wd_err *err);
+int wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err *err);
 /* Copy the regular file or directory host_path into running session
  * ref at path (relative to its workspace, or below /workspace), as
  * docker cp does: into path when it is a directory, else as path.  The

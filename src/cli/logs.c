@@ -36,8 +36,8 @@ static const char logs_usage[] =
 enum { OPT_L_RAW = 3000, OPT_L_JSON, OPT_L_HELP };
 
 static const struct option logs_opts[] = {
-    {"follow", no_argument, NULL, 'f'},	  {"tail", required_argument, NULL, 'n'},
-    {"raw", no_argument, NULL, OPT_L_RAW},	  {"json", no_argument, NULL, OPT_L_JSON},
+    {"follow", no_argument, NULL, 'f'},	     {"tail", required_argument, NULL, 'n'},
+    {"raw", no_argument, NULL, OPT_L_RAW},   {"json", no_argument, NULL, OPT_L_JSON},
     {"help", no_argument, NULL, OPT_L_HELP}, {NULL, 0, NULL, 0},
 };
 
@@ -123,7 +123,9 @@ cli_logs(int argc, char **argv)
 				cli_quote(idarg), cli_quote(ref));
 	if (!idarg && (follow || tail || raw))
 		return cli_fail("logs", "--%s needs an ID (warden logs SESSION ID)",
-				follow ? "follow" : tail ? "tail" : "raw");
+				follow ? "follow"
+				: tail ? "tail"
+				       : "raw");
 	if (idarg && json)
 		return cli_fail("logs", "--json lists the commands: give no ID");
 	/* raw bytes of the sandbox's choice never reach a terminal */

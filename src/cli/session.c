@@ -663,7 +663,8 @@ snapshot_rm(int argc, char **argv)
 			continue;
 		const char *at = strrchr(argv[i], '@');
 		if (!at || at == argv[i] || !at[1]) {
-			rc = cli_fail("snapshot rm", "%s: expected SANDBOX@TAG", cli_quote(argv[i]));
+			rc =
+			    cli_fail("snapshot rm", "%s: expected SANDBOX@TAG", cli_quote(argv[i]));
 			continue;
 		}
 		char *ref = strndup(argv[i], (size_t)(at - argv[i]));

@@ -613,9 +613,9 @@ do_put(int conn, json_t *q, int *fds, int nfds)
 	}
 	if (rc == 0)
 		rc = mkdir ? ws_files_mkdir(v, path, &e)
-			   : ws_files_write_mode(v, path, data, len, WD_WRITE_MKDIRS,
-						 (mode_t)json_integer_value(json_object_get(q, "mode")),
-						 &e);
+			   : ws_files_write_mode(
+				 v, path, data, len, WD_WRITE_MKDIRS,
+				 (mode_t)json_integer_value(json_object_get(q, "mode")), &e);
 	if (v)
 		wd_workspace_close(v);
 	free(data);
@@ -900,9 +900,10 @@ conn_thread(void *arg)
 	q = json_loads(text, 0, NULL);
 	const char *op = json_string_value(json_object_get(q, "op"));
 	/* what keeps a session from its idle timeout: anything but a look at
-	 * it (warden ls asks every running session for its info) */
-	activity = op && strcmp(op, "info") != 0 && strcmp(op, "logs") != 0 &&
-		   strcmp(op, "log") != 0;
+	 * it (warden ls asks every running session for its info; warden logs
+	 * --follow reads a log until its command ends) */
+	activity =
+	    op && strcmp(op, "info") != 0 && strcmp(op, "logs") != 0 && strcmp(op, "log") != 0;
 	if (activity) {
 		pthread_mutex_lock(&M.lock);
 		M.working++;

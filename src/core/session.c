@@ -652,8 +652,8 @@ sess_detach(struct door *d, wd_result **r, struct wd_err *err)
 	    json_integer_value(json_object_get(q->resp, "status")) != 0) {
 		/* why, in its own words: the end of its log (escaped where it
 		 * is printed: cli_fail, the server's JSON) */
-		char *req = wd_xasprintf(
-		    "{\"op\":\"log\",\"id\":%u,\"offset\":0,\"max\":1048576}", q->seq);
+		char *req =
+		    wd_xasprintf("{\"op\":\"log\",\"id\":%u,\"offset\":0,\"max\":1048576}", q->seq);
 		char *log = NULL;
 		size_t n = 0;
 		struct wd_err e2 = {0};
@@ -770,7 +770,8 @@ logs_text(json_t *a)
 		json_t *status = json_object_get(c, "status");
 		if (json_is_integer(status))
 			snprintf(st, sizeof(st), "%d", (int)json_integer_value(status));
-		fprintf(f, "%-4lld  %-7s  %-6s  %-7s ", json_integer_value(json_object_get(c, "id")),
+		fprintf(f, "%-4lld  %-7s  %-6s  %-7s ",
+			json_integer_value(json_object_get(c, "id")),
 			json_string_value(json_object_get(c, "state")), st,
 			age(json_integer_value(json_object_get(c, "started")), buf, sizeof(buf)));
 		json_array_foreach(json_object_get(c, "argv"), k, arg)

@@ -233,7 +233,8 @@ static void
 snapshots_of(struct jw *j, int sbdir, const char *id)
 {
 	json_t *meta = NULL;
-	if (ws_meta_read(sbdir, &meta, NULL) < 0 || !json_is_true(json_object_get(meta, "session"))) {
+	if (ws_meta_read(sbdir, &meta, NULL) < 0 ||
+	    !json_is_true(json_object_get(meta, "session"))) {
 		json_decref(meta);
 		return;
 	}
@@ -289,7 +290,8 @@ snapshots_text(const char *json)
 	json_t *s;
 	json_array_foreach(a, i, s)
 	{
-		long long d = (long long)time(NULL) - json_integer_value(json_object_get(s, "created"));
+		long long d =
+		    (long long)time(NULL) - json_integer_value(json_object_get(s, "created"));
 		char agebuf[32], size[32];
 		if (d < 0)
 			d = 0;
@@ -309,8 +311,8 @@ snapshots_text(const char *json)
 			k++;
 		}
 		snprintf(size, sizeof(size), k ? "%.1f %s" : "%.0f %s", b, u[k]);
-		fprintf(f, "%-40s  %-5s  %s\n",
-			json_string_value(json_object_get(s, "snapshot")), agebuf, size);
+		fprintf(f, "%-40s  %-5s  %s\n", json_string_value(json_object_get(s, "snapshot")),
+			agebuf, size);
 	}
 	fclose(f);
 	json_decref(a);
@@ -318,8 +320,7 @@ snapshots_text(const char *json)
 }
 
 WD_API int
-wd_session_snapshot_list(wd_ctx *ctx, const char *ref, bool json, char **out,
-			 struct wd_err *err)
+wd_session_snapshot_list(wd_ctx *ctx, const char *ref, bool json, char **out, struct wd_err *err)
 {
 	CTX_ENTER(ctx);
 	struct jw j;
@@ -391,11 +392,11 @@ wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag, struct
 				tag);
 	} else if (rc == 0) {
 		sn = openat(w.sbdir, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		snap = sn < 0 ? -1
-			      : openat(sn, tag, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		snap =
+		    sn < 0 ? -1 : openat(sn, tag, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (snap < 0) {
-			wd_err_set(err, WD_E_INVAL, "no snapshot '%s@%s' (warden snapshot ls lists them)",
-				   ref, tag);
+			wd_err_set(err, WD_E_INVAL,
+				   "no snapshot '%s@%s' (warden snapshot ls lists them)", ref, tag);
 			rc = -ENOENT;
 		} else if (flock(snap, LOCK_EX | LOCK_NB) < 0) {
 			/* warden create --from holds it shared while it copies */

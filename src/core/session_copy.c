@@ -53,7 +53,8 @@ walk_fini(struct walk *w)
 static char *
 join(const char *a, const char *b)
 {
-	return a[0] ? wd_xasprintf("%s/%s", a, b) : wd_xstrdup(b);
+	size_t n = strlen(a);
+	return n ? wd_xasprintf("%s%s%s", a, a[n - 1] == '/' ? "" : "/", b) : wd_xstrdup(b);
 }
 
 /* Add rel; refuse what is not a regular file or a directory, and the
@@ -101,7 +102,7 @@ host_walk(struct walk *w, int root, const char *name, const char *rel, int depth
 		rc = wd_err_sys(err, errno, "'%s' in %s", rel[0] ? rel : ".", w->what);
 		goto out;
 	}
-	const char *type = S_ISREG(st.st_mode)   ? "file"
+	const char *type = S_ISREG(st.st_mode)	 ? "file"
 			   : S_ISDIR(st.st_mode) ? "dir"
 			   : S_ISLNK(st.st_mode) ? "link"
 						 : "other";
@@ -237,7 +238,8 @@ sess_walk(struct walk *w, int sbdir, const char *root, const char *rel, int dept
 		if (!strcmp(et, "dir"))
 			rc = sess_walk(w, sbdir, root, sub, depth + 1, err);
 		else
-			rc = walk_add(w, sub, et, (uint64_t)json_integer_value(json_object_get(e, "size")),
+			rc = walk_add(w, sub, et,
+				      (uint64_t)json_integer_value(json_object_get(e, "size")),
 				      (mode_t)json_integer_value(json_object_get(e, "mode")), err);
 		free(sub);
 	}
@@ -261,8 +263,7 @@ base_name(const char *path)
 			b = path + i + 1;
 	size_t bl = (size_t)(path + n - b);
 	if (bl == 0 || (bl == 1 && b[0] == '.') || (bl == 1 && b[0] == '/') ||
-	    (bl == 2 && b[0] == '.' && b[1] == '.') || (bl == 9 && !strncmp(b, "workspace", 9) &&
-							 b == path + 1 && path[0] == '/'))
+	    (bl == 2 && b[0] == '.' && b[1] == '.'))
 		return wd_xstrdup("workspace");
 	return strndup(b, bl);
 }
@@ -285,8 +286,9 @@ host_split(const char *host_path, char **parent, char **name, struct wd_err *err
 				  host_path);
 	}
 	*name = wd_xstrdup(b);
-	*parent = !slash ? wd_xstrdup(".") : slash == t ? wd_xstrdup("/")
-						       : strndup(t, (size_t)(slash - t));
+	*parent = !slash       ? wd_xstrdup(".")
+		  : slash == t ? wd_xstrdup("/")
+			       : strndup(t, (size_t)(slash - t));
 	free(t);
 	return 0;
 }
@@ -510,10 +512,12 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 			json_t *r = NULL;
 			int fd = -1;
 			rc = sess_get(w.sbdir, from, false, &r, &fd, err);
-			const char *t = rc == 0 ? json_string_value(json_object_get(r, "type")) : NULL;
+			const char *t =
+			    rc == 0 ? json_string_value(json_object_get(r, "type")) : NULL;
 			if (rc == 0 && (fd < 0 || !t || strcmp(t, "file")))
 				rc = wd_err_set(err, WD_E_INVAL,
-						"'%s' in the session changed while it was copied", from);
+						"'%s' in the session changed while it was copied",
+						from);
 			uint64_t size = (uint64_t)json_integer_value(json_object_get(r, "size"));
 			if (rc == 0 && size > CP_FILE_MAX)
 				rc = wd_err_set(err, WD_E_INVAL, "'%s' grew larger than 256 MiB",

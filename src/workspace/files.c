@@ -821,9 +821,8 @@ ws_files_mkdir(const wd_workspace *ws, const char *path, struct wd_err *err)
 	wd_autofree char *norm = ws_relpath(rel);
 	bool above = false;
 	char imp[PATH_MAX];
-	const char *prot = norm && norm[0] ? protected_prefix(ws, norm, true, &above, imp,
-							      sizeof(imp))
-					   : NULL;
+	const char *prot =
+	    norm && norm[0] ? protected_prefix(ws, norm, true, &above, imp, sizeof(imp)) : NULL;
 	if (prot)
 		return refuse_protected(err, path, prot, above);
 	int fd = open_parent(ws, rel, true, geteuid() == 0);
