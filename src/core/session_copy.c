@@ -63,7 +63,6 @@ static int
 walk_add(struct walk *w, const char *rel, const char *type, uint64_t size, mode_t mode,
 	 struct wd_err *err)
 {
-	const char *shown = rel[0] ? rel : ".";
 	if (strcmp(type, "file") && strcmp(type, "dir"))
 		return wd_err_set(err, WD_E_INVAL,
 				  "%s%s%s%s is %s: warden cp copies regular files and directories "
@@ -77,8 +76,8 @@ walk_add(struct walk *w, const char *rel, const char *type, uint64_t size, mode_
 	bool dir = !strcmp(type, "dir");
 	if (!dir && size > CP_FILE_MAX)
 		return wd_err_set(err, WD_E_INVAL,
-				  "'%s' in %s is larger than 256 MiB (nothing was copied)", shown,
-				  w->what);
+				  "%s%s%s%s is larger than 256 MiB (nothing was copied)",
+				  rel[0] ? "'" : "", rel, rel[0] ? "' in " : "", w->what);
 	if (!dir && (w->bytes += size) > CP_TOTAL_MAX)
 		return wd_err_set(err, WD_E_INVAL, "%s is larger than 1 GiB (nothing was copied)",
 				  w->what);
@@ -519,6 +518,11 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 						"'%s' in the session changed while it was copied",
 						from);
 			uint64_t size = (uint64_t)json_integer_value(json_object_get(r, "size"));
+			/* the sizes the walk summed may have grown since: the
+			 * bounds hold for what is written */
+			if (rc == 0 && st.bytes + size > CP_TOTAL_MAX)
+				rc = wd_err_set(err, WD_E_INVAL,
+						"'%s' grew: the copy would pass 1 GiB", from);
 			if (rc == 0 && size > CP_FILE_MAX)
 				rc = wd_err_set(err, WD_E_INVAL, "'%s' grew larger than 256 MiB",
 						from);

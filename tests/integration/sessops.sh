@@ -217,6 +217,14 @@ w exec c -- mkfifo /workspace/fifo
 timeout "$(scaled 20)" "$WARDEN" cp c:fifo "$T/dst/" >"$OUT" 2>"$ERR" </dev/null
 RC=$?
 expect_rc 125 "a FIFO is refused, without hanging"
+w exec c -- truncate -s 300M /workspace/big
+w cp c:big "$T/dst/"
+expect_rc 125 "a file over 256 MiB (sparse) is refused on the way out"
+expect_out "^warden: cp: 'big' of the session is larger than 256 MiB" "... named" "$ERR"
+check "... and nothing was written" test ! -e "$T/dst/big"
+truncate -s 300M "$T/big"
+w cp "$T/big" c:big2
+expect_rc 125 "a file over 256 MiB is refused on the way in"
 ln -s /etc/passwd "$T/hostlink"
 w cp "$T/hostlink" c:hl
 expect_rc 125 "a host symlink as the source is refused (not followed)"
