@@ -441,8 +441,9 @@ enum wd_event_kind {
 	WD_EVENT_NETWORK = 4,  /* a proxy or DNS decision */
 	WD_EVENT_OUTPUT = 5,   /* a chunk of a command's kept output, as it arrives */
 	WD_EVENT_RESULT = 6,   /* a command's result (or warden's failure to run it) */
+	WD_EVENT_FILE = 7,     /* copy|copied|copy_failed: wd_session_copy_in / _out */
 };
-#define WD_EVENTS_ALL 0x7fu
+#define WD_EVENTS_ALL 0xffu
 #define WD_EVENT_BIT(kind) (1u << (kind))
 /* Called for each event whose kind is in kinds (WD_EVENT_BIT()s), on the
  * thread that caused it (a proxy thread for network events), possibly
@@ -620,10 +621,28 @@ int wd_session_exec(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, wd_result *
 		    struct wd_err *err);
 /* Start cmd in the background (a dev server): it and what it starts live
  * until the session stops, inside its cgroup; its output goes to
- * detached-N.log in the session's directory (head and tail kept).
- * *seq gets N.  Container level. */
+ * ~/.warden/detached-N.log in the session's home (wd_session_log_read).
+ * *seq gets N.  It waits for the command's exit for a grace period (1 s,
+ * longer on a loaded host): one that ended at once with a non-zero status
+ * fails the call, err->msg ending with its last line of output.
+ * Container level. */
 int wd_session_exec_detached(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, unsigned *seq,
 			     struct wd_err *err);
+/* The detached commands of running session ref (the last 64 started):
+ * a table for people (ID, STATE, STATUS, STARTED, COMMAND; every argument
+ * escaped for a terminal), or (json) a JSON array of objects (id, argv,
+ * started, state "running" or "exited", status: null while it runs).
+ * *out is new, free with free().  -ESRCH when the session is not
+ * running (its detached commands ended with it). */
+int wd_session_logs(wd_ctx *ctx, const char *ref, bool json, char **out, struct wd_err *err);
+/* Up to max bytes (at most 1 MiB) of detached command id's output from
+ * offset: *data (new, free with free(); raw, the sandbox's bytes: escape
+ * them for a terminal, wd_esc_text), *len.  *size gets the log's size
+ * now, *status -1 while the command runs, else its exit status.  -EINVAL
+ * (err->msg says why) no such command, or its log is gone or is no
+ * regular file (a link is never followed). */
+int wd_session_log_read(wd_ctx *ctx, const char *ref, unsigned id, uint64_t offset, size_t max,
+			char **data, size_t *len, uint64_t *size, int *status, struct wd_err *err);
 /* Every session of the state directory: a table for people, or (json) a
  * JSON array of objects (id, name, state "running" or "stopped",
  * workspace, workspace_mode, created, and for a running one its monitor's
@@ -637,6 +656,38 @@ int wd_session_remove(wd_ctx *ctx, const char *ref, struct wd_err *err);
 /* Keep a copy of the session's files as NAME@tag (a sparse copy of its
  * disk; a running session's disk is frozen for the copy). */
 int wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err *err);
+/* The snapshots of session ref (NULL: of every session): a table for
+ * people (SNAPSHOT, AGE, SIZE), or (json) a JSON array of objects
+ * (session: its id, name, tag, snapshot "NAME@TAG", created, bytes: the
+ * disk space it takes).  *out is new, free with free(). */
+int wd_session_snapshot_list(wd_ctx *ctx, const char *ref, bool json, char **out,
+			     struct wd_err *err);
+/* Remove snapshot ref@tag.  A session created from it does not depend on
+ * it (it got a copy).  -ENOENT (err->msg names it) when there is none. */
+int wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err *err);
+/* Copy the regular file or directory host_path into running session
+ * ref at path (relative to its workspace, or below /workspace), as
+ * docker cp does: into path when it is a directory, else as path.  The
+ * session's side goes through its workspace view with the checks of
+ * wd_workspace_write() (no "..", nothing outside, no protected path, a
+ * link replaced, never written through; for cow, the upper layer: what
+ * wd_session_diff() shows); on the host no link is followed.  Only
+ * regular files and directories, each file at most 256 MiB, 1 GiB and
+ * 100,000 entries in all; a link, a special file or a bound refuses the
+ * copy (-EINVAL, err->msg names the entry) before anything is written.
+ * Permission bits are kept, set-id bits never.  Audited ("copy", then
+ * "copied" or "copy_failed") when the context has an audit trail.
+ * *stats (if not NULL) gets what was copied, a failure midway included. */
+struct wd_copy_stats {
+	uint64_t files, dirs, bytes;
+};
+int wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const char *path,
+		       struct wd_copy_stats *stats, struct wd_err *err);
+/* The other way: path of the session (its merged view for cow) to
+ * host_path, into it when it is a directory (not a link to one), else as
+ * that name in its directory; host files are replaced by rename. */
+int wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *host_path,
+			struct wd_copy_stats *stats, struct wd_err *err);
 /* wd_sandbox_diff, _apply and _discard for a session, running or not. */
 int wd_session_diff(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		    unsigned flags, char **out, struct wd_err *err);

@@ -37,6 +37,8 @@ int cli_stop(int argc, char **argv);
 int cli_start(int argc, char **argv);
 int cli_rm(int argc, char **argv);
 int cli_snapshot(int argc, char **argv);
+int cli_logs(int argc, char **argv);
+int cli_cp(int argc, char **argv);
 int cli_diff(int argc, char **argv);
 int cli_apply(int argc, char **argv);
 int cli_discard(int argc, char **argv);

@@ -607,13 +607,94 @@ cli_rm(int argc, char **argv)
 	return each("rm", usage, argc, argv, wd_session_remove, "removed");
 }
 
+static int
+snapshot_ls(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: warden snapshot ls [SANDBOX] [--json]\n\n"
+	    "List the snapshots of SANDBOX (default: of every session): NAME@TAG, age,\n"
+	    "the disk space it takes.\n";
+	bool json = false;
+	int first, rc = simple_args("snapshot ls", usage, argc, argv, &json, &first);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	const char *ref = NULL;
+	for (int i = first; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "--"))
+			continue;
+		if (ref)
+			return cli_fail("snapshot ls", "unexpected argument %s",
+					cli_quote(argv[i]));
+		ref = argv[i];
+	}
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	char *list = NULL;
+	if (wd_ctx_new(&ctx, &e) < 0 || wd_session_snapshot_list(ctx, ref, json, &list, &e) < 0) {
+		wd_ctx_free(ctx);
+		return cli_fail("snapshot ls", "%s", e.msg);
+	}
+	wd_ctx_free(ctx);
+	fputs(list, stdout);
+	free(list);
+	return 0;
+}
+
+static int
+snapshot_rm(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: warden snapshot rm SANDBOX@TAG... [--json]\n\n"
+	    "Remove snapshots.  A session created --from one keeps its own copy of the\n"
+	    "files: it does not depend on the snapshot.\n";
+	bool json = false;
+	int first, rc = simple_args("snapshot rm", usage, argc, argv, &json, &first);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (first >= argc)
+		return cli_fail("snapshot rm", "no snapshot given (usage: warden snapshot rm "
+					       "SANDBOX@TAG...)");
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	if (wd_ctx_new(&ctx, &e) < 0)
+		return cli_fail("snapshot rm", "%s", e.msg);
+	for (int i = first; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "--"))
+			continue;
+		const char *at = strrchr(argv[i], '@');
+		if (!at || at == argv[i] || !at[1]) {
+			rc =
+			    cli_fail("snapshot rm", "%s: expected SANDBOX@TAG", cli_quote(argv[i]));
+			continue;
+		}
+		char *ref = strndup(argv[i], (size_t)(at - argv[i]));
+		if (wd_session_snapshot_remove(ctx, ref, at + 1, &e) < 0)
+			rc = cli_fail("snapshot rm", "%s", e.msg);
+		else if (json) {
+			printf("{\"snapshot\":");
+			cli_json_string(stdout, argv[i]);
+			printf(",\"removed\":true}\n");
+		}
+		free(ref);
+	}
+	wd_ctx_free(ctx);
+	return rc;
+}
+
 int
 cli_snapshot(int argc, char **argv)
 {
 	static const char usage[] =
-	    "usage: warden snapshot SANDBOX TAG [--json]\n\n"
+	    "usage: warden snapshot SANDBOX TAG [--json]\n"
+	    "       warden snapshot ls [SANDBOX] [--json]\n"
+	    "       warden snapshot rm SANDBOX@TAG... [--json]\n\n"
 	    "Keep a copy of a session's files as SANDBOX@TAG, for warden create NEW --from\n"
-	    "SANDBOX@TAG.  A running session's disk is frozen for the copy.\n";
+	    "SANDBOX@TAG.  A running session's disk is frozen for the copy.  ls lists the\n"
+	    "snapshots, rm removes them (a session named ls or rm: give its id).\n";
+	if (argc > 1 && !strcmp(argv[1], "ls"))
+		return snapshot_ls(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "rm"))
+		return snapshot_rm(argc - 1, argv + 1);
 	bool json = false;
 	int first, rc = simple_args("snapshot", usage, argc, argv, &json, &first);
 	if (rc)

@@ -264,6 +264,9 @@ void session_where_fini(struct where *w);
  * memfd read into *data (if not NULL); -ESRCH when it is not running. */
 int session_call(int sbdir, const char *req, const int *fds, int nfds, struct json_t **resp,
 		 char **data, size_t *dlen, struct wd_err *err);
+/* The same, the reply's descriptor (or -1) in *rfd, the caller's. */
+int session_call_fd(int sbdir, const char *req, const int *fds, int nfds, struct json_t **resp,
+		    int *rfd, struct wd_err *err);
 /* A session's snapshot of its disk and baseline as tag (sbdir: its state
  * directory; disk: its mounted disk to freeze, or -1 when stopped). */
 int session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err);

@@ -128,6 +128,7 @@ event_write_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 			jw_kstr(w, "detail", ev->detail);
 		return;
 	case WD_EVENT_ROUTE:
+	case WD_EVENT_FILE:
 		jw_kstr(w, "event", ev->name);
 		if (ev->fields)
 			json_members(w, ev->fields, for_audit);

@@ -20,6 +20,7 @@
 #include "util/json.h"
 #include "workspace/workspace.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
@@ -54,7 +55,18 @@ struct mon {
 	bool stopping;
 	int wake[2]; /* the main loop's: stop now */
 	FILE *log;
+	/* the detached commands started, for warden logs: the last HIST_MAX,
+	 * by seq % HIST_MAX (under lock) */
+	struct hist {
+		unsigned seq; /* 0: free */
+		char **argv;
+		long long started;
+		bool done;
+		int status;
+	} hist[64];
 };
+
+#define HIST_MAX (sizeof(M.hist) / sizeof(M.hist[0]))
 
 static struct mon M;
 
@@ -243,9 +255,46 @@ struct detached {
 	char **argv, **env;
 	struct exec_req x;
 	unsigned seq;
+	unsigned hseq; /* seq, kept when the request gives up waiting */
 	bool done;
 	int status;
 };
+
+static char **
+strv_dup(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	char **c = wd_xcalloc(n + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		c[i] = wd_xstrdup(v[i]);
+	return c;
+}
+
+/* Record detached command seq's start (lock held). */
+static void
+hist_start(unsigned seq, char *const *argv)
+{
+	struct hist *h = &M.hist[seq % HIST_MAX];
+	strv_free(h->argv);
+	h->seq = seq;
+	h->argv = strv_dup(argv);
+	h->started = (long long)time(NULL);
+	h->done = false;
+	h->status = 0;
+}
+
+/* Its end (lock held); the slot may hold a newer command by now. */
+static void
+hist_end(unsigned seq, int status)
+{
+	struct hist *h = &M.hist[seq % HIST_MAX];
+	if (h->seq != seq)
+		return;
+	h->done = true;
+	h->status = status;
+}
 
 static void
 detached_free(struct detached *d)
@@ -273,7 +322,8 @@ detached_thread(void *arg)
 	CTX_LEAVE();
 	pthread_mutex_lock(&M.lock);
 	d->done = true;
-	d->status = rc < 0 ? -1 : wd_result_status(r);
+	d->status = rc < 0 ? 127 : wd_result_status(r);
+	hist_end(d->hseq, d->status);
 	M.detached--;
 	M.active--;
 	pthread_cond_broadcast(&M.cond);
@@ -311,6 +361,20 @@ detached_log(unsigned seq)
 	return fd;
 }
 
+/* 1 s, times the load per CPU above 1, at most 5 s. */
+static uint64_t
+detach_grace_ns(void)
+{
+	double load[1] = {0};
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	double f = 1.0;
+	if (getloadavg(load, 1) == 1 && ncpu > 0 && load[0] / (double)ncpu > 1.0)
+		f = load[0] / (double)ncpu;
+	if (f > 5.0)
+		f = 5.0;
+	return (uint64_t)(f * 1e9);
+}
+
 static void
 do_detach(int conn, json_t *q)
 {
@@ -326,7 +390,8 @@ do_detach(int conn, json_t *q)
 		return;
 	}
 	pthread_mutex_lock(&M.lock);
-	d->seq = ++M.seq;
+	d->seq = d->hseq = ++M.seq;
+	hist_start(d->seq, d->argv);
 	pthread_mutex_unlock(&M.lock);
 	d->x.flags = SYNC_EXEC_DETACH;
 	/* until the session ends: 20 days is the most one epoll wait can say */
@@ -347,10 +412,16 @@ do_detach(int conn, json_t *q)
 		return;
 	}
 	pthread_detach(t);
-	/* a moment for a command that fails at once (not found) to say so */
+	/* A grace period for a command that fails right after start-up (not
+	 * found; a server that cannot bind its port) to say so to exec
+	 * --detach: the wait ends at its exit, the event, or at the deadline,
+	 * which grows with the host's load so that a slow start on a busy
+	 * host is still seen. */
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += 150 * 1000000L;
+	uint64_t grace_ns = detach_grace_ns();
+	until.tv_sec += (time_t)(grace_ns / 1000000000ULL);
+	until.tv_nsec += (long)(grace_ns % 1000000000ULL);
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
@@ -370,6 +441,271 @@ do_detach(int conn, json_t *q)
 	free(m);
 	if (done)
 		detached_free(d);
+}
+
+/* ---- warden logs ---- */
+
+static void
+do_logs(int conn)
+{
+	struct jw w;
+	jw_init(&w, 0);
+	jw_key(&w, "commands");
+	jw_arr_begin(&w);
+	pthread_mutex_lock(&M.lock);
+	unsigned first = M.seq > HIST_MAX ? M.seq - (unsigned)HIST_MAX + 1 : 1;
+	for (unsigned seq = first; seq <= M.seq; seq++) {
+		const struct hist *h = &M.hist[seq % HIST_MAX];
+		if (h->seq != seq)
+			continue;
+		jw_obj_begin(&w);
+		jw_kuint(&w, "id", seq);
+		jw_key(&w, "argv");
+		jw_arr_begin(&w);
+		for (size_t i = 0; h->argv && h->argv[i]; i++)
+			jw_str(&w, h->argv[i]);
+		jw_arr_end(&w);
+		jw_kint(&w, "started", h->started);
+		jw_kstr(&w, "state", h->done ? "exited" : "running");
+		if (h->done)
+			jw_kint(&w, "status", h->status);
+		else
+			jw_kstr(&w, "status", NULL);
+		jw_obj_end(&w);
+	}
+	pthread_mutex_unlock(&M.lock);
+	jw_arr_end(&w);
+	char *m = jw_steal(&w);
+	reply_ok(conn, m, NULL, 0);
+	free(m);
+}
+
+/* Bytes [offset, offset + max) of detached command seq's log, with its
+ * size and state.  The log is on the session's disk, in a directory the
+ * sandbox writes: opened beneath the disk's root, never through a link
+ * (a model's symlink to a host file is refused, not followed), and read
+ * only if it is a regular file (a FIFO would hang the reader). */
+static void
+do_log(int conn, json_t *q)
+{
+	unsigned seq = (unsigned)ju(q, "id");
+	uint64_t off = ju(q, "offset"), max = ju(q, "max");
+	if (max > (1u << 20))
+		max = 1u << 20;
+	pthread_mutex_lock(&M.lock);
+	const struct hist *h = seq ? &M.hist[seq % HIST_MAX] : NULL;
+	bool known = h && h->seq == seq;
+	bool done = known && h->done;
+	int status = known ? h->status : 0;
+	pthread_mutex_unlock(&M.lock);
+	if (!known) {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "no detached command %u in this session (warden logs SESSION lists them)",
+			 seq);
+		reply_error(conn, EINVAL, msg);
+		return;
+	}
+	struct ws *w = M.sb->box ? M.sb->box->ws : NULL;
+	if (!w || w->disk < 0) {
+		reply_error(conn, EINVAL,
+			    "this session keeps no output of its detached commands (it has no "
+			    "disk: a direct workspace at namespace level)");
+		return;
+	}
+	char name[64];
+	snprintf(name, sizeof(name), "home/.warden/detached-%u.log", seq);
+	int fd = ws_open_beneath(w->disk, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+			 "the log of detached command %u (~/.warden/detached-%u.log) is %s", seq,
+			 seq,
+			 fd == -ENOENT ? "gone (removed in the sandbox)"
+			 : fd < 0      ? "not a file warden reads (a link or unreadable)"
+				       : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		reply_error(conn, EINVAL, msg);
+		return;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	size_t n = off < size ? (size_t)(size - off < max ? size - off : max) : 0;
+	char *data = wd_xmalloc(n + 1);
+	ssize_t got = n ? pread(fd, data, n, (off_t)off) : 0;
+	close(fd);
+	if (got < 0)
+		got = 0;
+	char *m = done ? wd_xasprintf("\"size\":%llu,\"running\":false,\"status\":%d",
+				      (unsigned long long)size, status)
+		       : wd_xasprintf("\"size\":%llu,\"running\":true", (unsigned long long)size);
+	reply_ok(conn, m, data, (size_t)got);
+	free(m);
+	free(data);
+}
+
+/* ---- warden cp: the session's workspace as the file tools see it ----
+ *
+ * Every path goes through the sandbox's view (wd_sandbox_workspace: for
+ * cow its overlay, so a copy in lands in the upper layer and shows in the
+ * diff, a copy out reads the merged tree): openat2 beneath the workspace
+ * (a ".." or a link that leaves it is refused), the protected paths
+ * read-only, writes by rename so that a link the sandbox planted is
+ * replaced, never written through (src/workspace/files.c). */
+
+#define CP_FILE_MAX (256ULL << 20)
+
+static wd_workspace *
+cp_view(int conn)
+{
+	wd_workspace *v = NULL;
+	struct wd_err e = {0};
+	int rc = wd_sandbox_workspace(M.sb, &v, &e);
+	if (rc < 0) {
+		reply_err(conn, rc, &e);
+		return NULL;
+	}
+	return v;
+}
+
+static const char *
+type_of(mode_t m)
+{
+	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "link" : "other";
+}
+
+/* {"op":"put","path":P,"mode":M} with the host file's fd (the client
+ * opened it, no link followed): its bytes, at most CP_FILE_MAX, become
+ * P; {"op":"mkdir","path":P}. */
+static void
+do_put(int conn, json_t *q, int *fds, int nfds)
+{
+	struct wd_err e = {0};
+	const char *path = json_string_value(json_object_get(q, "path"));
+	const char *op = json_string_value(json_object_get(q, "op"));
+	bool mkdir = !strcmp(op, "mkdir");
+	int rc = 0;
+	char *data = NULL;
+	size_t len = 0;
+	struct stat st;
+	if (!path)
+		rc = wd_err_set(&e, WD_E_INVAL, "no path");
+	else if (!mkdir && (nfds < 1 || fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode)))
+		rc = wd_err_set(&e, WD_E_INVAL, "'%s': no regular file sent", path);
+	else if (!mkdir && (uint64_t)st.st_size > CP_FILE_MAX)
+		rc = wd_err_set(&e, WD_E_INVAL, "'%s': larger than 256 MiB", path);
+	if (rc == 0 && !mkdir) {
+		data = wd_xmalloc((size_t)st.st_size + 1);
+		while (len < (size_t)st.st_size) {
+			ssize_t r = pread(fds[0], data + len, (size_t)st.st_size - len, (off_t)len);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			len += (size_t)r;
+		}
+	}
+	wd_workspace *v = rc == 0 ? cp_view(conn) : NULL;
+	if (rc == 0 && !v) {
+		free(data);
+		return;
+	}
+	if (rc == 0)
+		rc = mkdir ? ws_files_mkdir(v, path, &e)
+			   : ws_files_write_mode(
+				 v, path, data, len, WD_WRITE_MKDIRS,
+				 (mode_t)json_integer_value(json_object_get(q, "mode")), &e);
+	if (v)
+		wd_workspace_close(v);
+	free(data);
+	if (rc < 0)
+		reply_err(conn, rc, &e);
+	else
+		reply_ok(conn, NULL, NULL, 0);
+}
+
+/* {"op":"get","path":P,"stat":bool}: P's type, size and mode; a regular
+ * file's fd (opened O_NOFOLLOW | O_NONBLOCK: a FIFO never blocks the
+ * monitor, and is no regular file) unless stat; a directory's entries
+ * (name, type, size, mode; lstat: a link is named, never followed). */
+static void
+do_get(int conn, json_t *q)
+{
+	struct wd_err e = {0};
+	const char *path = json_string_value(json_object_get(q, "path"));
+	bool stat_only = json_is_true(json_object_get(q, "stat"));
+	if (!path) {
+		reply_error(conn, EINVAL, "no path");
+		return;
+	}
+	wd_workspace *v = cp_view(conn);
+	if (!v)
+		return;
+	int fd = wd_workspace_openat(v, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, &e);
+	struct stat st;
+	if (fd == -ELOOP) {
+		/* the last component is a link (or a magic link): named */
+		wd_workspace_close(v);
+		reply_ok(conn, "\"type\":\"link\"", NULL, 0);
+		return;
+	}
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		wd_workspace_close(v);
+		if (rc == -ENOENT && stat_only)
+			reply_ok(conn, "\"type\":null", NULL, 0);
+		else
+			reply_err(conn, rc, &e);
+		return;
+	}
+	wd_workspace_close(v);
+	struct jw w;
+	jw_init(&w, 0);
+	w.first = true;
+	jw_kstr(&w, "type", type_of(st.st_mode));
+	jw_kuint(&w, "size", (uint64_t)st.st_size);
+	jw_kuint(&w, "mode", st.st_mode & 07777);
+	if (S_ISDIR(st.st_mode) && !stat_only) {
+		jw_key(&w, "entries");
+		jw_arr_begin(&w);
+		DIR *d = fdopendir(fd);
+		struct dirent *de;
+		size_t n = 0;
+		while (d && (de = readdir(d)) && n < 100001) {
+			struct stat es;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (fstatat(dirfd(d), de->d_name, &es, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			jw_obj_begin(&w);
+			jw_kstr(&w, "name", de->d_name);
+			jw_kstr(&w, "type", type_of(es.st_mode));
+			jw_kuint(&w, "size", (uint64_t)es.st_size);
+			jw_kuint(&w, "mode", es.st_mode & 07777);
+			jw_obj_end(&w);
+			n++;
+		}
+		if (d)
+			closedir(d);
+		else
+			close(fd);
+		fd = -1;
+		jw_arr_end(&w);
+	}
+	char *m = jw_steal(&w);
+	if (S_ISREG(st.st_mode) && !stat_only) {
+		char *r = wd_xasprintf("{\"ok\":true,%s}", m);
+		mp_send(conn, r, &fd, 1);
+		free(r);
+	} else {
+		reply_ok(conn, m, NULL, 0);
+	}
+	free(m);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* ---- the rest ---- */
@@ -564,8 +900,10 @@ conn_thread(void *arg)
 	q = json_loads(text, 0, NULL);
 	const char *op = json_string_value(json_object_get(q, "op"));
 	/* what keeps a session from its idle timeout: anything but a look at
-	 * it (warden ls asks every running session for its info) */
-	activity = op && strcmp(op, "info") != 0;
+	 * it (warden ls asks every running session for its info; warden logs
+	 * --follow reads a log until its command ends) */
+	activity =
+	    op && strcmp(op, "info") != 0 && strcmp(op, "logs") != 0 && strcmp(op, "log") != 0;
 	if (activity) {
 		pthread_mutex_lock(&M.lock);
 		M.working++;
@@ -584,6 +922,14 @@ conn_thread(void *arg)
 		do_detach(conn, q);
 	} else if (!strcmp(op, "info")) {
 		do_info(conn);
+	} else if (!strcmp(op, "put") || !strcmp(op, "mkdir")) {
+		do_put(conn, q, fds, nfds);
+	} else if (!strcmp(op, "get")) {
+		do_get(conn, q);
+	} else if (!strcmp(op, "logs")) {
+		do_logs(conn);
+	} else if (!strcmp(op, "log")) {
+		do_log(conn, q);
 	} else if (!strcmp(op, "diff") || !strcmp(op, "apply") || !strcmp(op, "discard")) {
 		do_changes(conn, op, q);
 	} else if (!strcmp(op, "snapshot")) {

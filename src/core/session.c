@@ -11,6 +11,7 @@
  * different policies.) */
 #include "core/core.h"
 #include "jail/jail.h"
+#include "util/escape.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
 
@@ -178,6 +179,23 @@ session_call(int sbdir, const char *req, const int *fds, int nfds, json_t **resp
 	return rc;
 }
 
+int
+session_call_fd(int sbdir, const char *req, const int *fds, int nfds, json_t **resp, int *rfd,
+		struct wd_err *err)
+{
+	int s = connect_monitor(sbdir, err);
+	if (s < 0)
+		return s;
+	int rc = mp_send(s, req, fds, nfds);
+	if (rc < 0) {
+		close(s);
+		return wd_err_sys(err, -rc, "send to the sandbox's monitor");
+	}
+	rc = await_reply(s, resp, rfd, -1, NULL, -1, err);
+	close(s);
+	return rc;
+}
+
 /* ---- the monitor program ---- */
 
 static const char *
@@ -318,6 +336,12 @@ open_snapshot(wd_ctx *ctx, const char *from, json_t **spec_json, struct wd_err *
 		wd_err_set(err, WD_E_INVAL, "--from: no snapshot '%s' (warden snapshot makes one)",
 			   from);
 		return -ENOENT;
+	}
+	/* held while it is copied: warden snapshot rm waits its turn */
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		close(fd);
+		wd_err_set(err, WD_E_INVAL, "--from: the snapshot '%s' is being removed", from);
+		return -EBUSY;
 	}
 	json_t *meta = NULL;
 	if (ws_meta_read(fd, &meta, NULL) == 0) {
@@ -623,12 +647,39 @@ sess_detach(struct door *d, wd_result **r, struct wd_err *err)
 	q->req = exec_request("detach", d->cmd, argv, &d->x, d->g.require, NULL, NULL);
 	if ((rc = session_call(q->w.sbdir, q->req, NULL, 0, &q->resp, NULL, NULL, err)) < 0)
 		return rc;
-	if (json_is_false(json_object_get(q->resp, "running")) &&
-	    json_integer_value(json_object_get(q->resp, "status")) != 0)
-		return wd_err_set(err, WD_E_SYS,
-				  "the detached command ended at once with status %d",
-				  (int)json_integer_value(json_object_get(q->resp, "status")));
 	q->seq = (unsigned)json_integer_value(json_object_get(q->resp, "seq"));
+	if (json_is_false(json_object_get(q->resp, "running")) &&
+	    json_integer_value(json_object_get(q->resp, "status")) != 0) {
+		/* why, in its own words: the end of its log (escaped where it
+		 * is printed: cli_fail, the server's JSON) */
+		char *req =
+		    wd_xasprintf("{\"op\":\"log\",\"id\":%u,\"offset\":0,\"max\":1048576}", q->seq);
+		char *log = NULL;
+		size_t n = 0;
+		struct wd_err e2 = {0};
+		json_t *lr = NULL;
+		if (session_call(q->w.sbdir, req, NULL, 0, &lr, &log, &n, &e2) < 0)
+			n = 0;
+		json_decref(lr);
+		free(req);
+		while (n && (log[n - 1] == '\n' || log[n - 1] == '\r'))
+			n--;
+		/* its last line, which says why more often than not (a
+		 * traceback's), cut to what a message holds */
+		size_t from = n;
+		while (from && log[from - 1] != '\n')
+			from--;
+		if (n - from > 120)
+			from = n - 120;
+		rc = wd_err_set(err, WD_E_SYS,
+				"detached command %u ended at once with status %d (warden logs %s "
+				"%u)%s%.*s",
+				q->seq, (int)json_integer_value(json_object_get(q->resp, "status")),
+				q->ref, q->seq, n ? ": " : ", with no output", (int)(n - from),
+				log ? log + from : "");
+		free(log);
+		return rc;
+	}
 	snprintf(q->detail, sizeof(q->detail), "started as background command %u", q->seq);
 	d->detached = q->detail;
 	return 0;
@@ -693,6 +744,108 @@ wd_session_exec_detached(wd_ctx *ctx, const char *ref, const wd_cmd *cmd, unsign
 	wd_result_free(refused);
 	if (rc == 0 && seq)
 		*seq = q.seq;
+	return rc;
+}
+
+/* ---- warden logs ---- */
+
+static const char *age(long long created, char *buf, size_t cap);
+
+/* The list as a table for people: the argv is the sandbox's choice, so
+ * each word is escaped (wd_esc_text) before it reaches a terminal. */
+static char *
+logs_text(json_t *a)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
+	fprintf(f, "%-4s  %-7s  %-6s  %-7s  %s\n", "ID", "STATE", "STATUS", "STARTED", "COMMAND");
+	size_t i, k;
+	json_t *c, *arg;
+	json_array_foreach(a, i, c)
+	{
+		char buf[32], st[16] = "-";
+		json_t *status = json_object_get(c, "status");
+		if (json_is_integer(status))
+			snprintf(st, sizeof(st), "%d", (int)json_integer_value(status));
+		fprintf(f, "%-4lld  %-7s  %-6s  %-7s ",
+			json_integer_value(json_object_get(c, "id")),
+			json_string_value(json_object_get(c, "state")), st,
+			age(json_integer_value(json_object_get(c, "started")), buf, sizeof(buf)));
+		json_array_foreach(json_object_get(c, "argv"), k, arg)
+		{
+			const char *v = json_string_value(arg);
+			fputc(' ', f);
+			wd_esc_text_put(f, v, strlen(v), 0, 200);
+		}
+		fputc('\n', f);
+	}
+	fclose(f);
+	return text;
+}
+
+WD_API int
+wd_session_logs(wd_ctx *ctx, const char *ref, bool json, char **out, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	json_t *r = NULL;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0)
+		rc = session_call(w.sbdir, "{\"op\":\"logs\"}", NULL, 0, &r, NULL, NULL, err);
+	if (rc == -ESRCH)
+		wd_err_set(err, WD_E_INVAL,
+			   "sandbox '%s' is not running: its detached commands ended with it, and "
+			   "their output stays in ~/.warden/detached-N.log in its home",
+			   ref);
+	if (rc == 0) {
+		json_t *a = json_object_get(r, "commands");
+		if (json) {
+			char *t = json_dumps(a, JSON_COMPACT | JSON_ENSURE_ASCII);
+			*out = wd_xasprintf("%s\n", t ? t : "[]");
+			free(t);
+		} else {
+			*out = logs_text(a);
+		}
+	}
+	json_decref(r);
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_session_log_read(wd_ctx *ctx, const char *ref, unsigned id, uint64_t offset, size_t max,
+		    char **data, size_t *len, uint64_t *size, int *status, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	json_t *r = NULL;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0) {
+		char *req = wd_xasprintf("{\"op\":\"log\",\"id\":%u,\"offset\":%llu,\"max\":%zu}",
+					 id, (unsigned long long)offset, max);
+		rc = session_call(w.sbdir, req, NULL, 0, &r, data, len, err);
+		free(req);
+	}
+	if (rc == -ESRCH)
+		wd_err_set(err, WD_E_INVAL,
+			   "sandbox '%s' is not running: its detached commands ended with it, and "
+			   "their output stays in ~/.warden/detached-N.log in its home",
+			   ref);
+	if (rc == 0) {
+		if (size)
+			*size = (uint64_t)json_integer_value(json_object_get(r, "size"));
+		if (status)
+			*status = json_is_true(json_object_get(r, "running"))
+				      ? -1
+				      : (int)json_integer_value(json_object_get(r, "status"));
+	}
+	json_decref(r);
+	session_where_fini(&w);
+	CTX_LEAVE();
 	return rc;
 }
 

@@ -5,7 +5,10 @@
 #include "util/json.h"
 #include "workspace/workspace.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <time.h>
 #include <jansson.h>
 #include <string.h>
 #include <sys/file.h>
@@ -187,6 +190,229 @@ wd_session_snapshot(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err
 				close(lk);
 		}
 	}
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}
+
+/* The disk space of the tree at name in dir: blocks, not sizes (a disk
+ * image is sparse).  Never follows a link; what cannot be read (a
+ * directory the sandbox made mode 000) counts as nothing. */
+static uint64_t
+tree_bytes(int dir, const char *name, int depth)
+{
+	struct stat st;
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	uint64_t n = (uint64_t)st.st_blocks * 512;
+	if (!S_ISDIR(st.st_mode) || depth > 64)
+		return n;
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return n;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n += tree_bytes(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	return n;
+}
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The snapshots of the session in sbdir (id, name) as objects of j. */
+static void
+snapshots_of(struct jw *j, int sbdir, const char *id)
+{
+	json_t *meta = NULL;
+	if (ws_meta_read(sbdir, &meta, NULL) < 0 ||
+	    !json_is_true(json_object_get(meta, "session"))) {
+		json_decref(meta);
+		return;
+	}
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	int sn = openat(sbdir, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = sn >= 0 ? fdopendir(sn) : NULL;
+	char **tags = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (ws_name_ok(de->d_name)) {
+			tags = wd_xrealloc(tags, (n + 1) * sizeof(char *));
+			tags[n++] = wd_xstrdup(de->d_name);
+		}
+	if (n)
+		qsort(tags, n, sizeof(char *), cmp_names);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		jw_obj_begin(j);
+		jw_kstr(j, "session", id);
+		jw_kstr(j, "name", name);
+		jw_kstr(j, "tag", tags[i]);
+		char *full = wd_xasprintf("%s@%s", name ? name : id, tags[i]);
+		jw_kstr(j, "snapshot", full);
+		free(full);
+		jw_kint(j, "created",
+			fstatat(dirfd(d), tags[i], &st, AT_SYMLINK_NOFOLLOW) == 0
+			    ? (long long)st.st_mtime
+			    : 0);
+		jw_kuint(j, "bytes", tree_bytes(dirfd(d), tags[i], 0));
+		jw_obj_end(j);
+		free(tags[i]);
+	}
+	free(tags);
+	if (d)
+		closedir(d);
+	else if (sn >= 0)
+		close(sn);
+	json_decref(meta);
+}
+
+static char *
+snapshots_text(const char *json)
+{
+	json_t *a = json_loads(json, 0, NULL);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
+	fprintf(f, "%-40s  %-5s  %s\n", "SNAPSHOT", "AGE", "SIZE");
+	size_t i;
+	json_t *s;
+	json_array_foreach(a, i, s)
+	{
+		long long d =
+		    (long long)time(NULL) - json_integer_value(json_object_get(s, "created"));
+		char agebuf[32], size[32];
+		if (d < 0)
+			d = 0;
+		if (d < 120)
+			snprintf(agebuf, sizeof(agebuf), "%llds", d);
+		else if (d < 7200)
+			snprintf(agebuf, sizeof(agebuf), "%lldm", d / 60);
+		else if (d < 172800)
+			snprintf(agebuf, sizeof(agebuf), "%lldh", d / 3600);
+		else
+			snprintf(agebuf, sizeof(agebuf), "%lldd", d / 86400);
+		double b = (double)json_integer_value(json_object_get(s, "bytes"));
+		const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+		int k = 0;
+		while (b >= 1024 && k < 4) {
+			b /= 1024;
+			k++;
+		}
+		snprintf(size, sizeof(size), k ? "%.1f %s" : "%.0f %s", b, u[k]);
+		fprintf(f, "%-40s  %-5s  %s\n", json_string_value(json_object_get(s, "snapshot")),
+			agebuf, size);
+	}
+	fclose(f);
+	json_decref(a);
+	return text;
+}
+
+WD_API int
+wd_session_snapshot_list(wd_ctx *ctx, const char *ref, bool json, char **out, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct jw j;
+	jw_init(&j, 0);
+	jw_arr_begin(&j);
+	int rc = 0;
+	if (ref) {
+		struct where w;
+		if ((rc = session_locate(ctx, ref, &w, err)) == 0)
+			snapshots_of(&j, w.sbdir, w.id);
+		session_where_fini(&w);
+	} else {
+		char root[4096];
+		rc = ctx_state_root(ctx, root, sizeof(root), err);
+		int sfd = rc < 0 ? rc : ws_state_sandboxes(root, err);
+		if (sfd < 0) {
+			rc = sfd;
+		} else {
+			DIR *d = fdopendir(dup(sfd));
+			char **ids = NULL;
+			size_t n = 0;
+			struct dirent *de;
+			while (d && (de = readdir(d)))
+				if (strlen(de->d_name) == 16) {
+					ids = wd_xrealloc(ids, (n + 1) * sizeof(char *));
+					ids[n++] = wd_xstrdup(de->d_name);
+				}
+			if (d)
+				closedir(d);
+			if (n)
+				qsort(ids, n, sizeof(char *), cmp_names);
+			for (size_t i = 0; i < n; i++) {
+				int fd = openat(sfd, ids[i],
+						O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (fd >= 0) {
+					snapshots_of(&j, fd, ids[i]);
+					close(fd);
+				}
+				free(ids[i]);
+			}
+			free(ids);
+			close(sfd);
+		}
+	}
+	jw_arr_end(&j);
+	jw_raw(&j, "\n", 1);
+	char *list = jw_steal(&j);
+	if (rc < 0) {
+		free(list);
+	} else if (json) {
+		*out = list;
+	} else {
+		*out = snapshots_text(list);
+		free(list);
+	}
+	CTX_LEAVE();
+	return rc;
+}
+
+WD_API int
+wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	int rc = session_locate(ctx, ref, &w, err);
+	int sn = -1, snap = -1;
+	if (rc == 0 && !ws_name_ok(tag)) {
+		rc = wd_err_set(err, WD_E_INVAL, "bad tag '%s' (warden snapshot ls lists them)",
+				tag);
+	} else if (rc == 0) {
+		sn = openat(w.sbdir, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		snap =
+		    sn < 0 ? -1 : openat(sn, tag, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (snap < 0) {
+			wd_err_set(err, WD_E_INVAL,
+				   "no snapshot '%s@%s' (warden snapshot ls lists them)", ref, tag);
+			rc = -ENOENT;
+		} else if (flock(snap, LOCK_EX | LOCK_NB) < 0) {
+			/* warden create --from holds it shared while it copies */
+			wd_err_set(err, WD_E_INVAL,
+				   "the snapshot '%s@%s' is being copied (warden create --from): "
+				   "try again when that is done",
+				   ref, tag);
+			rc = -EBUSY;
+		} else if ((rc = ws_remove_tree(sn, tag)) < 0) {
+			wd_err_sys(err, -rc, "remove the snapshot '%s@%s'", ref, tag);
+		}
+	}
+	if (snap >= 0)
+		close(snap);
+	if (sn >= 0)
+		close(sn);
 	session_where_fini(&w);
 	CTX_LEAVE();
 	return rc;

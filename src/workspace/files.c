@@ -787,9 +787,56 @@ write_tmp(const wd_workspace *ws, int parent, const char *tmp, const void *data,
 	return 0;
 }
 
+static int write_mode(const wd_workspace *ws, const char *path, const void *data, size_t len,
+		      unsigned flags, int want_mode, struct wd_err *err);
+
 WD_API int
 wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, size_t len,
 		   unsigned flags, struct wd_err *err)
+{
+	return write_mode(ws, path, data, len, flags, -1, err);
+}
+
+int
+ws_files_write_mode(const wd_workspace *ws, const char *path, const void *data, size_t len,
+		    unsigned flags, mode_t mode, struct wd_err *err)
+{
+	/* permission bits only: no set-id bit comes in from a copy */
+	return write_mode(ws, path, data, len, flags, (int)(mode & 0777), err);
+}
+
+int
+ws_files_mkdir(const wd_workspace *ws, const char *path, struct wd_err *err)
+{
+	const char *rel = relative(ws, path);
+	if (!rel)
+		return open_error(ws, path, -EXDEV, err);
+	if (has_dotdot(rel))
+		return refuse(err, EINVAL,
+			      "'%s': a path with a '..' component is refused; name the directory "
+			      "without '..'",
+			      path);
+	/* a directory may sit above a protected path, never be one or be
+	 * below one (".git/hooks/x/") */
+	wd_autofree char *norm = ws_relpath(rel);
+	bool above = false;
+	char imp[PATH_MAX];
+	const char *prot =
+	    norm && norm[0] ? protected_prefix(ws, norm, true, &above, imp, sizeof(imp)) : NULL;
+	if (prot)
+		return refuse_protected(err, path, prot, above);
+	int fd = open_parent(ws, rel, true, geteuid() == 0);
+	if (fd == -EACCES)
+		return refuse(err, EACCES, "'%s' is protected (read-only to the tools)", path);
+	if (fd < 0)
+		return open_error(ws, path, fd, err);
+	close(fd);
+	return 0;
+}
+
+static int
+write_mode(const wd_workspace *ws, const char *path, const void *data, size_t len, unsigned flags,
+	   int want_mode, struct wd_err *err)
 {
 	const char *rel = relative(ws, path);
 	if (!rel)
@@ -832,6 +879,8 @@ wd_workspace_write(const wd_workspace *ws, const char *path, const void *data, s
 	mode_t mode = 0644;
 	if ((rc = check_target(ws, parent, path, name, flags, &mode, err)) < 0)
 		return rc;
+	if (want_mode >= 0)
+		mode = (mode_t)want_mode;
 
 	unsigned char rnd[6];
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))

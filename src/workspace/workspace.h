@@ -50,6 +50,13 @@ extern const char *const ws_default_protect[];
  * warden's list and protect (n of them, in wd_spec_add_protected()'s
  * form).  For a sandbox's view of its workspace: a cow overlay's mount.
  * *out is new, close with wd_workspace_close(). */
+/* warden cp into a sandbox's view: wd_workspace_write() with the file's
+ * permission bits (mode & 0777; never a set-id bit), and a directory made
+ * (with its parents) under the same checks: no "..", nothing protected,
+ * nothing through a link. */
+int ws_files_write_mode(const wd_workspace *ws, const char *path, const void *data, size_t len,
+			unsigned flags, mode_t mode, struct wd_err *err);
+int ws_files_mkdir(const wd_workspace *ws, const char *path, struct wd_err *err);
 int ws_files_view(int fd, const char *real, const char *const *protect, size_t nprotect,
 		  wd_workspace **out, struct wd_err *err);
 

@@ -13,7 +13,8 @@
 # digest writes nothing; apply of a running session with a command still
 # running is refused (no freezer), then writes exactly the reviewed set;
 # .git stays out; a partial discard of a stopped session; snapshot and
-# create --from; discard and rm leave nothing; --disk refused (125, naming
+# create --from; cp in (into the change set) and out, logs, snapshot rm;
+# discard and rm leave nothing; --disk refused (125, naming
 # it) unless --best-effort; doctor names what needs root; no process of the
 # user is left.
 . "$(dirname "$0")/lib.sh"
@@ -160,6 +161,25 @@ as_user create s2 --from s@t1 --best-effort
 expect_rc 0 "create --from the snapshot"
 as_user diff s2 --name-status
 check "  ... the copy has the same change set" grep -qF 'renamed   d/old -> d/new' "$OUT"
+
+# ---- warden cp, logs, snapshot ls / rm as the user (the monitor in its
+# user namespace)
+echo copied-in >"$UH/cpin.txt" && chown "$U:$U" "$UH/cpin.txt"
+as_user cp "$UH/cpin.txt" s2:cpin.txt
+expect_rc 0 "cp into the user's cow session"
+as_user diff s2 --name-status
+check "  ... in its change set" grep -qE 'added +cpin\.txt' "$OUT"
+check "  ... not in the real directory" test ! -e "$UWS/cpin.txt"
+as_user cp s2:a.txt "$UH/a-out.txt"
+expect_rc 0 "cp out of it"
+check "  ... the session's version" test "$(cat "$UH/a-out.txt" 2>/dev/null)" = changed
+as_user exec --detach s2 -- sh -c 'echo from-detached; exit 0'
+as_user logs s2 1
+check "logs of the user's detached command" grep -qx from-detached "$OUT"
+as_user snapshot rm s@t1
+expect_rc 0 "snapshot rm s@t1 (s2 has its own copy)"
+as_user snapshot ls s --json
+check "  ... gone from snapshot ls" test "$(cat "$OUT")" = '[]'
 
 # ---- apply the reviewed set
 as_user apply s --expect "$digest"
