@@ -27,10 +27,11 @@ runs, and summary lines for bench/summary.py:
   density_fds_per_sandbox     descriptors per sandbox at the largest size
   (and _5000 for the ratios when that size ran)
 
-A size the descriptor limit cannot hold is skipped with a message.  As
-root the server is started with RLIMIT_NOFILE raised (soft and hard) to
-what the largest size needs, as a service manager would (LimitNOFILE=);
-otherwise it gets this process's limits.  Exits 1 if a call failed or a
+Where this process may (CAP_SYS_RESOURCE), it raises RLIMIT_NOFILE, soft
+and hard, to what the largest size needs, as a service manager would
+(LimitNOFILE=), and the server inherits it; a size the limit cannot hold
+(16 descriptors a sandbox, the server's own estimate, and its reserve for
+--max-calls 4) is skipped with a message.  Exits 1 if a call failed or a
 sandbox outlived its destroy.
 """
 import argparse
@@ -45,7 +46,8 @@ import sys
 import tempfile
 import time
 
-FDS_PER_SANDBOX_BUDGET = 24  # must agree with SRV_FDS_PER_SANDBOX
+FDS_PER_SANDBOX_BUDGET = 16  # must agree with SRV_FDS_PER_SANDBOX
+MAX_CALLS = 4  # one call at a time: a smaller reserve (40 per call)
 
 
 class Server:
@@ -64,7 +66,7 @@ class Server:
         self.err = open(os.path.join(top, "serve.err"), "w+")
         self.p = subprocess.Popen(
             [warden, "serve", "--stdio", "-v", "-w", ws, "-p", pol, "--max-sandboxes",
-             str(max_live)],
+             str(max_live), "--max-calls", str(MAX_CALLS)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=env,
             preexec_fn=limits, bufsize=0)
         self.rd = self.p.stdout
@@ -237,15 +239,18 @@ def main():
     # What the server can hold: root raises the limit for it (a service
     # manager's LimitNOFILE=) up to fs.nr_open; others have their own.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    nofile = None
-    need = lambda n: n * FDS_PER_SANDBOX_BUDGET + 256 + 40 * 64 + 64
-    if os.geteuid() == 0:
+    need = lambda n: (n + 1) * FDS_PER_SANDBOX_BUDGET + 256 + 40 * MAX_CALLS + 64
+    have = hard
+    if need(sizes[-1]) > hard:
         with open("/proc/sys/fs/nr_open") as f:
-            nr_open = int(f.read())
-        nofile = min(nr_open, max(hard, need(sizes[-1])))
-        have = nofile
-    else:
-        have = hard
+            want = min(int(f.read()), need(sizes[-1]))
+        try:  # CAP_SYS_RESOURCE: the server inherits it
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+            have = want
+        except (ValueError, OSError) as e:
+            print("density: the hard RLIMIT_NOFILE stays %d (raising it to %d: %s)"
+                  % (hard, want, e))
+    nofile = None
     keep = [n for n in sizes if need(n) <= have]
     for n in sizes:
         if n not in keep:

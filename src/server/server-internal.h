@@ -402,18 +402,22 @@ size_t conn_backlog(const struct conn *c);
  * sandbox holds 13 on a v1 host (the pidfd, the sync socket, the cancel
  * eventfd, /dev/null for commands' stdin, the workspace view, the cgroup
  * directories, flocked while they live, and their statistics files; a cow
- * one 20: the overlay's trees and the state directory): measured with
+ * one 20: the overlay's trees and the state directory), measured with
  * bench/density.py and tests/server/bounded.py (29 and 38 while the host
- * sources stayed open).  While
- * it is built it holds its host sources too (about 30 in all, closed once
- * pid 1 is ready: jail_prep_release_sources), and a command in it about 5
- * more while it runs; a one-shot call builds a fresh sandbox of its own.
- * A new live sandbox is refused while fewer than SRV_FDS_PER_SANDBOX plus
+ * sources stayed open).  While it is built it holds its host sources too
+ * (about 30 in all, closed once pid 1 is ready:
+ * jail_prep_release_sources), and a command in it about 5 more while it
+ * runs; a one-shot call builds a fresh sandbox of its own.
+ *
+ * SRV_FDS_PER_SANDBOX is an idle sandbox's share, for --max-sandboxes at
+ * start (check_fd_room): an estimate, which cow sandboxes exceed.  The
+ * guard is sandbox.create's, which counts what is in use: a new live
+ * sandbox is refused while fewer than SRV_FDS_PER_CALL (its build) plus
  * the reserve would stay free: SRV_FDS_SLACK (connections, the audit log,
  * the pool's refills) and SRV_FDS_PER_CALL for each of --max-calls, as
  * each call may build a sandbox or run a command; so the live ones, and
  * the calls, keep working. */
-#define SRV_FDS_PER_SANDBOX 24
+#define SRV_FDS_PER_SANDBOX 16
 #define SRV_FDS_PER_CALL 40
 #define SRV_FDS_SLACK 256
 /* The reserve, in descriptors. */
