@@ -1030,7 +1030,7 @@ static int
 check_fd_room(struct srv *s)
 {
 	long used = 0, limit = 0;
-	if (srv_fds(&used, &limit) < 0)
+	if (srv_fds(&used, &limit, 0) < 0)
 		return 0; /* no /proc: sandbox.create checks again, and fails the same */
 	long room = limit - used - (long)srv_fd_reserve(s);
 	unsigned long fits = room > 0 ? (unsigned long)room / SRV_FDS_PER_SANDBOX : 0;

@@ -423,8 +423,10 @@ size_t conn_backlog(const struct conn *c);
 /* The reserve, in descriptors. */
 unsigned long srv_fd_reserve(const struct srv *s);
 /* Descriptors in use (counted in /proc/self/fd) and RLIMIT_NOFILE's soft
- * limit; -1 if either cannot be read. */
-int srv_fds(long *in_use, long *limit);
+ * limit; -1 if either cannot be read.  With want > 0, *in_use may be an
+ * upper bound instead (the descriptor table's size) when that already
+ * leaves want free: the count is made only near the limit. */
+int srv_fds(long *in_use, long *limit, long want);
 
 /* health.c: /healthz and /readyz for an orchestrator (Kubernetes'
  * probes), served without the token. */
