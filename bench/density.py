@@ -157,7 +157,11 @@ def pct(v, p):
 def one_run(args, sizes, nofile, failures):
     top = tempfile.mkdtemp(prefix="wd-density.")
     os.chmod(top, 0o755)
-    srv = Server(args.warden, top, sizes[-1] + 1, nofile)
+    try:
+        srv = Server(args.warden, top, sizes[-1] + 1, nofile)
+    except BaseException:
+        shutil.rmtree(top, ignore_errors=True)
+        raise
     out = {}
     try:
         ids = []
