@@ -15,6 +15,9 @@
 #   policy stage     policy_bench
 #   egress           net_bench: tunnel vs a two-hop splice relay and direct,
 #                    added latency, TLS interception
+#   density          bench/density.py: 100, 1,000 and 5,000 live sandboxes in
+#                    one server: create and exec at N against at 100, memory
+#                    and descriptors per sandbox (DENSITY_SIZES to change)
 #   WD_BENCH_ALL=1   also every other meson benchmark() (gvisor: ~15 min)
 #
 # A copy of the output is kept in bench/results/ (not in git).
@@ -64,11 +67,16 @@ status=0
 	echo "## egress latency, every party on CPU 0"
 	taskset -c 0 "$BUILD/bench/net_bench" 16 2000 1 |
 		sed -E 's/^summary\t([a-z_]+)/summary\t\1_1cpu/' || status=1
+	echo
+	echo "## density: live sandboxes in one warden serve --stdio"
+	# 100 and 1,000 live sandboxes, and 5,000 where the descriptor limit
+	# holds them (root raises it for the server); three runs
+	bench/density.py "$BUILD/warden" --sizes "${DENSITY_SIZES:-100,1000,5000}" --runs 3 || status=1
 	if [ "${WD_BENCH_ALL:-0}" = 1 ]; then
 		echo
 		meson test -C "$BUILD" --benchmark --verbose --no-rebuild \
 			$(meson introspect "$BUILD" --benchmarks 2>/dev/null |
-				python3 -c 'import json,sys; print(" ".join(b["name"] for b in json.load(sys.stdin) if b["name"] not in ("spawn", "net-proxy", "policy-decisions")))') ||
+				python3 -c 'import json,sys; print(" ".join(b["name"] for b in json.load(sys.stdin) if b["name"] not in ("spawn", "net-proxy", "policy-decisions", "density")))') ||
 			status=1
 	fi
 } 2>&1 | tee "$log"

@@ -35,11 +35,18 @@ FIGURES = [
     ("tunnel_vs_direct", "CONNECT tunnel / direct loopback", "high", ""),
     ("interception_vs_direct", "TLS interception / direct HTTPS (keep-alive)", "high", ">= 0.70"),
     ("rss_per_sandbox_kb", "memory per idle live sandbox, kB", "low", ""),
+    ("density_create_ratio_1000", "sandbox.create at 1,000 live / at 100", "low", "<= 1.5"),
+    ("density_exec_ratio_1000", "sandbox.exec at 1,000 live / at 100", "low", "<= 1.5"),
+    ("density_create_ratio_5000", "sandbox.create at 5,000 live / at 100", "low", "<= 1.5"),
+    ("density_exec_ratio_5000", "sandbox.exec at 5,000 live / at 100", "low", "<= 1.5"),
+    ("density_kib_per_sandbox", "host memory (PSS) per idle live sandbox, KiB", "low", "<= 1024"),
+    ("density_fds_per_sandbox", "server descriptors per idle live sandbox", "low", ""),
 ]
 
 # Figures measured only on request, or where an image can be built
 # (mmdebstrap and the Debian mirror).
-OPTIONAL = {"cold_true_vs_before", "cold_true_image_vs_host", "cold_python_image_vs_host"}
+OPTIONAL = {"cold_true_vs_before", "cold_true_image_vs_host", "cold_python_image_vs_host",
+            "density_create_ratio_5000", "density_exec_ratio_5000"}
 
 
 def read(path):

@@ -956,6 +956,24 @@ fail:
 }
 
 void
+jail_prep_release_sources(struct jail_prep *p)
+{
+	if (!p || !p->built)
+		return;
+	int keep = p->plan.devnull_fd, n = 0;
+	for (int i = 0; i < p->nfds; i++) {
+		if (p->fds[i] == keep)
+			p->fds[n++] = keep;
+		else
+			close(p->fds[i]);
+	}
+	p->nfds = n;
+	/* no stale numbers: a later open() may reuse them */
+	for (int i = 0; i < p->plan.nops; i++)
+		p->plan.ops[i].fd = -1;
+}
+
+void
 jail_prep_free(struct jail_prep *p)
 {
 	if (!p)

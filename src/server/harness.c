@@ -270,8 +270,8 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	 * descriptors their commands need (srv_fd_reserve). */
 	long used = 0, limit = 0;
 	unsigned long reserve = srv_fd_reserve(s);
-	if (srv_fds(&used, &limit) < 0 ||
-	    (unsigned long)(limit - used) < SRV_FDS_PER_SANDBOX + reserve) {
+	if (srv_fds(&used, &limit, (long)(SRV_FDS_PER_CALL + reserve)) < 0 ||
+	    (unsigned long)(limit - used) < SRV_FDS_PER_CALL + reserve) {
 		atomic_fetch_sub(&s->nlive, 1);
 		wd_spec_free(spec);
 		rpc_err_set(e, SRV_E_BUSY,

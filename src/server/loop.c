@@ -1008,15 +1008,33 @@ server_opts_init(struct server_opts *o)
  * connection: the default soft limit of 1024 runs out near fifty calls.
  * The soft limit goes up to the hard one, as servers do; commands get
  * their own RLIMIT_NOFILE in the jail (step 6), so nothing leaks into a
- * sandbox. */
+ * sandbox.  An idle live sandbox holds about a dozen (bench/density.py).
+ * *from gets the soft limit found, *to the one in force after. */
 static void
-raise_nofile(void)
+raise_nofile(rlim_t *from, rlim_t *to)
 {
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	*from = *to = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	*from = *to = rl.rlim_cur;
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			*to = rl.rlim_cur;
 	}
+}
+
+static void
+log_nofile(struct srv *s, rlim_t from, rlim_t to)
+{
+	if (from == to)
+		srv_log(s, WD_LOG_INFO, "RLIMIT_NOFILE: soft limit %llu, already the hard limit",
+			(unsigned long long)to);
+	else
+		srv_log(s, WD_LOG_INFO,
+			"RLIMIT_NOFILE: soft limit raised from %llu to %llu (the hard limit)",
+			(unsigned long long)from, (unsigned long long)to);
 }
 
 /* --max-sandboxes against RLIMIT_NOFILE, once everything else is open: a
@@ -1027,7 +1045,7 @@ static int
 check_fd_room(struct srv *s)
 {
 	long used = 0, limit = 0;
-	if (srv_fds(&used, &limit) < 0)
+	if (srv_fds(&used, &limit, 0) < 0)
 		return 0; /* no /proc: sandbox.create checks again, and fails the same */
 	long room = limit - used - (long)srv_fd_reserve(s);
 	unsigned long fits = room > 0 ? (unsigned long)room / SRV_FDS_PER_SANDBOX : 0;
@@ -1060,12 +1078,14 @@ check_fd_room(struct srv *s)
 int
 server_run(const struct server_opts *o)
 {
-	raise_nofile();
+	rlim_t nofile_from, nofile_to;
+	raise_nofile(&nofile_from, &nofile_to);
 	struct srv *s = xcalloc(1, sizeof(*s));
 	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = s->spare_fd = -1;
 	int rc = srv_init(s, o);
 	if (rc == 0) {
 		srv_attach_lib_log(s);
+		log_nofile(s, nofile_from, nofile_to);
 		rc = setup(s);
 	}
 	if (rc == 0)

@@ -407,22 +407,35 @@ size_t conn_backlog(const struct conn *c);
 #define CONN_HARD_LIMIT (64u << 20) /* the client is not reading: closed */
 
 /* Descriptors (689 live sandboxes took the server to EMFILE,
- * and from then on every command in them failed too).  A live sandbox
- * holds about 29 (a cow one 37: pidfd, pipes, the sync socket, eventfds,
- * cgroup and overlay files), a command in one about 5 more while it runs,
- * and a one-shot call a fresh sandbox of its own.  A new live sandbox is
- * refused while fewer than SRV_FDS_PER_SANDBOX plus the reserve would stay
- * free: SRV_FDS_SLACK (connections, the audit log, the pool's refills)
- * and SRV_FDS_PER_CALL for each of --max-calls, as each call may need a
- * fresh sandbox; so the live ones, and the calls, keep working. */
-#define SRV_FDS_PER_SANDBOX 40
-#define SRV_FDS_PER_CALL SRV_FDS_PER_SANDBOX
+ * and from then on every command in them failed too).  An idle live
+ * sandbox holds 13 on a v1 host (the pidfd, the sync socket, the cancel
+ * eventfd, /dev/null for commands' stdin, the workspace view, the cgroup
+ * directories, flocked while they live, and their statistics files; a cow
+ * one 20: the overlay's trees and the state directory), measured with
+ * bench/density.py and tests/server/bounded.py (29 and 38 while the host
+ * sources stayed open).  While it is built it holds its host sources too
+ * (about 30 in all, closed once pid 1 is ready:
+ * jail_prep_release_sources), and a command in it about 5 more while it
+ * runs; a one-shot call builds a fresh sandbox of its own.
+ *
+ * SRV_FDS_PER_SANDBOX is an idle sandbox's share, for --max-sandboxes at
+ * start (check_fd_room): an estimate, which cow sandboxes exceed.  The
+ * guard is sandbox.create's, which counts what is in use: a new live
+ * sandbox is refused while fewer than SRV_FDS_PER_CALL (its build) plus
+ * the reserve would stay free: SRV_FDS_SLACK (connections, the audit log,
+ * the pool's refills) and SRV_FDS_PER_CALL for each of --max-calls, as
+ * each call may build a sandbox or run a command; so the live ones, and
+ * the calls, keep working. */
+#define SRV_FDS_PER_SANDBOX 16
+#define SRV_FDS_PER_CALL 40
 #define SRV_FDS_SLACK 256
 /* The reserve, in descriptors. */
 unsigned long srv_fd_reserve(const struct srv *s);
 /* Descriptors in use (counted in /proc/self/fd) and RLIMIT_NOFILE's soft
- * limit; -1 if either cannot be read. */
-int srv_fds(long *in_use, long *limit);
+ * limit; -1 if either cannot be read.  With want > 0, *in_use may be an
+ * upper bound instead (the descriptor table's size) when that already
+ * leaves want free: the count is made only near the limit. */
+int srv_fds(long *in_use, long *limit, long want);
 
 /* health.c: /healthz and /readyz for an orchestrator (Kubernetes'
  * probes), served without the token. */
