@@ -41,11 +41,11 @@ while IFS=$'\t' read -r rule line; do
 	m=$((m + 1))
 	"$WARDEN" check --policy preset:coding --json --command "$line" >"$T/out" 2>"$T/err"
 	rc=$?
-	got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rule"])' "$T/out" 2>/dev/null)
 	want=126
 	case "$rule" in *.approve*) want=123 ;; esac
-	if [ "$rc" = "$want" ] && [ "$got" = "$rule" ]; then :; else
-		not_ok "must be refused by $rule (exit $want): $line: exit $rc, rule '$got'"
+	# the compact object names the rule once ("rule":"...")
+	if [ "$rc" = "$want" ] && grep -qF "\"rule\":\"$rule\"" "$T/out"; then :; else
+		not_ok "must be refused by $rule (exit $want): $line: exit $rc: $(head -c 300 "$T/out")"
 	fi
 done <"$CORPUS/refused.txt"
 ok "$m commands checked against refused.txt"
