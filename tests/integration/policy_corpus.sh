@@ -93,4 +93,35 @@ if [ -n "$d1" ] && [ "$d1" = "$d2" ]; then ok "policy show preset:coding round-t
 cp "$T/coding.json" "./preset:mine"
 expect_rc 0 "./preset:mine is a file" "$WARDEN" check --policy ./preset:mine --command 'make test'
 
+# serve --policy preset:coding: the server's run_command judges under the
+# preset (sed is allowed, npm publish is not) and runs with HOME off the
+# workspace.  One request at a time, each answer awaited: no fixed window.
+cat >"$T/mcp.py" <<'PY'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "serve", "--stdio", "--policy", "preset:coding", "-w", sys.argv[2]],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def call(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    for line in p.stdout:
+        m = json.loads(line)
+        if m.get("id") == i:
+            return m
+    sys.exit("server closed")
+call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+for i, cmd in enumerate(["sed -n 1p src/app.py", "npm publish", "python3 -c 'import os; print(os.environ[\"HOME\"])'"], 2):
+    r = call(i, "tools/call", {"name": "run_command", "arguments": {"command": cmd}})["result"]
+    print(cmd, "=>", "error" if r.get("isError") else "ok", json.dumps(r["content"][0]["text"]))
+p.stdin.close()
+p.wait()
+PY
+if python3 "$T/mcp.py" "$WARDEN" "$WS" >"$T/out" 2>"$T/err"; then
+	expect_in "$T/out" 'sed -n 1p src/app.py => ok "exit status 0\n--- stdout ---\nprint(1)\n"' "serve --policy preset:coding: run_command runs sed"
+	expect_in "$T/out" 'npm publish => error' "  and refuses npm publish"
+	expect_in "$T/out" '--- stdout ---\n/home/sandbox\n' "  with HOME=/home/sandbox"
+else
+	not_ok "serve --policy preset:coding: $(tail -n 3 "$T/err")"
+fi
+
 exit $((failures > 0))
