@@ -24,7 +24,10 @@
  *  - pip -i is refused for --index-url (which pauses for a human, as do
  *    --extra-index-url and --trusted-host: another index is where a
  *    dependency-confusion package comes from, and a pause matches the long
- *    spelling only); PIP_* sets any pip option from the environment;
+ *    spelling only); PIP_* sets any pip option from the environment.
+ *    The pause is a speed bump, not a boundary: a requirements file, a
+ *    pip.conf or a project .npmrc, all model-writable, name an index
+ *    too; the egress proxy's allowlist bounds where packages come from;
  *  - make: MAKEFLAGS, MFLAGS, GNUMAKEFLAGS and MAKEFILES add options and
  *    makefiles no argument shows; node: NODE_OPTIONS likewise.
  *
