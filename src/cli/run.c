@@ -37,7 +37,7 @@ static const char usage_text[] =
 	"      --memory SIZE        memory limit, no swap (default 512M)\n"
 	"      --pids N             process limit (default 128)\n"
 	"      --cpus N             CPU limit, fractions allowed (default 1.0)\n"
-	"      --tmp-size SIZE      size of /tmp (default 128M)\n"
+	"      --tmp-size SIZE      size of /tmp, and of HOME (default 128M)\n"
 	"      --timeout SECONDS    wall-clock limit; the sandbox is killed (default 30)\n"
 	"      --output-limit BYTES bytes kept per stream, half head half tail (default 64K)\n"
 	"      --ro-bind SRC[:DST]  bind host SRC read-only at DST (default: same path)\n"

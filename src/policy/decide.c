@@ -551,8 +551,7 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 	if (!pg)
 		return 0;
 	d->program = pg;
-	if (env_denied(p, pg, req, d) || words_denied(p, req, pg, argc, argv, d) ||
-	    glob_denied(d))
+	if (env_denied(p, pg, req, d) || words_denied(p, req, pg, argc, argv, d) || glob_denied(d))
 		return 0;
 
 	/* 5. Approval patterns. */

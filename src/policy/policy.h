@@ -33,7 +33,7 @@ struct policy_glob {
 	size_t at;     /* byte offset of the character in that word */
 	size_t offset; /* byte offset in the command string */
 	char c;
-	bool data;     /* set by the decision: it lies in a data option's value */
+	bool data; /* set by the decision: it lies in a data option's value */
 };
 #define POLICY_WORDS_GLOBS 16
 
