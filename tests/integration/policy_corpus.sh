@@ -27,12 +27,14 @@ else not_ok "corpus: $refused of $n refused (at least 150 needed)"; fi
 
 # The same corpus under the built-in default: the preset is what makes the
 # difference (if the default allowed them all, the preset proved nothing).
+# It stops at 51 refusals: each check costs a process (ASan: ~50 ms).
 dflt=0
 while IFS= read -r line; do
 	case "$line" in '' | '#'*) continue ;; esac
 	"$WARDEN" check --command "$line" >/dev/null 2>&1 || dflt=$((dflt + 1))
+	[ "$dflt" -gt 50 ] && break
 done <"$CORPUS/ordinary.txt"
-if [ "$dflt" -gt 50 ]; then ok "the default policy refuses $dflt of them"; else
+if [ "$dflt" -gt 50 ]; then ok "the default policy refuses more than 50 of them"; else
 	not_ok "the default refuses only $dflt of the corpus"; fi
 
 m=0
