@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: warden policy show [--policy FILE]\n"
+    "usage: warden policy show [--policy FILE|preset:NAME]\n"
     "\n"
     "Print the effective policy (defaults filled in) as JSON, with its digest.\n"
     "Without --policy, the built-in default.  A bad document exits 125 with\n"

@@ -351,6 +351,9 @@ config_load_buffer(const char *buf, size_t len, const char *name, struct config_
 int
 config_load_file(const char *path, struct config_policy **out, struct wd_err *err)
 {
+	const char *preset = config_preset_name(path);
+	if (preset)
+		return config_load_preset(preset, out, err);
 	wd_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		int rc = wd_err_sys(err, errno, "policy %s", path);

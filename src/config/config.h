@@ -170,6 +170,11 @@ int config_load_buffer(const char *buf, size_t len, const char *name, struct con
  * validator. */
 int config_load_default(struct config_policy **out, struct wd_err *err);
 extern const char *const config_default_json_parts[]; /* joined: the JSON */
+/* "preset:NAME" names a built-in preset (presets.c) wherever a policy file
+ * is named; a file of that name is ./preset:NAME. */
+#define CONFIG_PRESET_PREFIX "preset:"
+const char *config_preset_name(const char *path); /* NAME, or NULL: a file */
+int config_load_preset(const char *name, struct config_policy **out, struct wd_err *err);
 
 typedef struct config_policy config_policy;
 void config_policy_free(struct config_policy *p);

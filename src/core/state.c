@@ -180,7 +180,8 @@ ctx_records_check(wd_ctx *ctx, const wd_spec *spec, struct wd_err *err)
 				  "write the audit log outside it (the chain has no key: a "
 				  "sandbox that writes it can rewrite it unnoticed)",
 				  err);
-	if (rc == 0)
+	/* a built-in preset (preset:NAME) is no file: nothing to write */
+	if (rc == 0 && !config_preset_name(policy))
 		rc = record_check(spec, "--policy", policy,
 				  "keep the policy outside it (it is loaded again after an "
 				  "approval, and what the sandbox wrote would judge the next "

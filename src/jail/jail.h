@@ -190,7 +190,9 @@ struct jail_config {
 	 * tmpfs */
 	const struct jail_tree *trees;
 	size_t ntrees;
-	const char *home; /* HOME in the jail (a tree's dst); NULL: the workspace */
+	const char *home; /* HOME in the jail (a tree's dst); NULL: a tmpfs at
+			   * JAIL_ONESHOT_HOME (container level), the workspace
+			   * (process level) */
 	/* paths relative to the workspace made read-only over themselves
 	 * (container level): .git/hooks, .envrc, ... */
 	const char *const *protect;

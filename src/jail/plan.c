@@ -25,6 +25,8 @@
 
 #define SANDBOX_ID 1000
 
+/* HOME of a sandbox without a home tree (plan_oneshot_home) */
+#define JAIL_ONESHOT_HOME "/home/sandbox"
 #define JAIL_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 static const char *const step_names[JAIL_STEP_COUNT] = {
@@ -193,6 +195,28 @@ plan_tmp(struct jail_prep *p, const struct jail_config *cfg, struct wd_err *err)
 	op->mflags = MS_NOSUID | MS_NODEV;
 	op->data = sdup(p, "mode=1777,size=%llu", (unsigned long long)cfg->tmp_bytes);
 	return 0;
+}
+
+/* HOME for a sandbox without a home tree (a one-shot run, the server's
+ * run_command): a tmpfs of its own at /home/sandbox, as large as /tmp may
+ * be, gone with the sandbox.  Why: with HOME in the workspace, npm's
+ * ~/.npm, pip's ~/.cache and user site, and every tool's dotfiles landed
+ * in the project (and in `warden diff`), and a later host tool could read
+ * what the model left there as its configuration.  Mounted before the
+ * binds, so a --bind below it is not hidden. */
+static void
+plan_oneshot_home(struct jail_prep *p, const struct jail_config *cfg)
+{
+	if (cfg->home)
+		return;
+	const char *R = p->plan.new_root;
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/home", R));
+	add_op(p, JAIL_OP_MKDIR, sdup(p, "%s" JAIL_ONESHOT_HOME, R));
+	struct jail_op *op = add_op(p, JAIL_OP_MOUNT, sdup(p, "%s" JAIL_ONESHOT_HOME, R));
+	op->src = "tmpfs";
+	op->mflags = MS_NOSUID | MS_NODEV;
+	op->data = sdup(p, "mode=0700,uid=%d,gid=%d,size=%llu", SANDBOX_ID, SANDBOX_ID,
+			(unsigned long long)cfg->tmp_bytes);
 }
 
 /* Bind host path src at dst (a path under the new root), read-only unless
@@ -418,7 +442,7 @@ etc_entries(struct jail_etc_entry e[ETC_NENTS], char *pw, size_t pwcap, char *gr
 		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
 		 "%s:x:1000:1000:%s:%s:/bin/sh\n"
 		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-		 u, u, home ? home : "/workspace");
+		 u, u, home ? home : JAIL_ONESHOT_HOME);
 	snprintf(gr, grcap, "root:x:0:\n%s:x:1000:\nnogroup:x:65534:\n", u);
 	static const char zone[] = "/usr/share/zoneinfo/Etc/UTC", osrel[] = "../usr/lib/os-release";
 	const struct jail_etc_entry all[ETC_NENTS] = {
@@ -592,6 +616,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		 * one may land in it. */
 		if (i == 1 && (rc = plan_tmp(p, cfg, err)) < 0)
 			goto fail;
+		if (i == 1)
+			plan_oneshot_home(p, cfg);
 		if (i == 0 && find_tree(cfg, "/workspace") >= 0) {
 			/* a cow overlay (or another tree) made by the caller */
 			op = add_tree(p, cfg, find_tree(cfg, "/workspace"));
@@ -614,6 +640,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	}
 	if (cfg->nbinds == 0 && (rc = plan_tmp(p, cfg, err)) < 0)
 		return rc;
+	if (cfg->nbinds == 0)
+		plan_oneshot_home(p, cfg);
 	plan_home_protect(p, cfg);
 
 	/* /dev: a small tmpfs with the six harmless devices bound from the
@@ -763,7 +791,11 @@ plan_env(struct jail_prep *p, const struct jail_config *cfg)
 	size_t ne = 0, cap = 6 + 16 + 4 + cfg->nenv + 1;
 	pl->envp = wd_xcalloc(cap, sizeof(char *));
 	keep(p, (char *)pl->envp);
-	const char *home = cfg->home ? cfg->home : cfg->container ? "/workspace" : cfg->workspace;
+	/* the process level has no mount namespace to put a home in: the
+	 * workspace, as before */
+	const char *home = cfg->home		? cfg->home
+			   : cfg->container ? JAIL_ONESHOT_HOME
+					    : cfg->workspace;
 	pl->envp[ne++] = sdup(p, "PATH=" JAIL_PATH);
 	pl->envp[ne++] = sdup(p, "HOME=%s", home);
 	pl->envp[ne++] = sdup(p, "LANG=C.UTF-8");
@@ -830,8 +862,8 @@ plan_landlock(struct jail_prep *p, const struct jail_config *cfg)
 	rw[nrw++] = cfg->container ? "/workspace" : sdup(p, "%s", cfg->workspace);
 	rw[nrw++] = "/tmp";
 	rw[nrw++] = "/dev/shm";
-	if (cfg->home && cfg->container)
-		rw[nrw++] = sdup(p, "%s", cfg->home);
+	if (cfg->container)
+		rw[nrw++] = sdup(p, "%s", cfg->home ? cfg->home : JAIL_ONESHOT_HOME);
 	for (size_t i = 0; i < cfg->nbinds; i++)
 		if (cfg->binds[i].rw)
 			rw[nrw++] = sdup(p, "%s", cfg->binds[i].dst);

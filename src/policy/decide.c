@@ -104,7 +104,7 @@ shell_advice(const char *rule)
 		{"shell.substitution", "run the inner command as its own call and write its result literally"},
 		{"shell.expansion", "write the value literally; the command's environment is empty"},
 		{"shell.redirect", "drop the redirection: the output comes back to you, and files are read by name"},
-		{"shell.glob", "quote the pattern ('*.py') for a program that takes one, or name the files"},
+		{"shell.glob", "name the files; a pattern the program matches itself goes in its option (--include=*.py) or in quotes ('*.py')"},
 		{"shell.tilde", "use a path inside the workspace"},
 		{"shell.brace", "write each word out, or quote the braces"},
 		{"shell.subshell", "run one program per call, without grouping"},
@@ -186,6 +186,7 @@ copy_argv(struct policy_words *w, int argc, const char *const *argv)
 	}
 	w->argc = argc;
 	w->argv[argc] = NULL;
+	w->nglobs = 0; /* an argv is never expanded: its words are literal */
 }
 
 /* Check one path argument; returns true if the decision is made (deny). */
@@ -220,10 +221,11 @@ shape(const struct policy_request *req, struct policy_decision *d, struct wd_err
 		return 0;
 	}
 	struct policy_refusal r;
-	if (policy_tokenize(req->command, strlen(req->command), &d->words, &r) == 0)
+	if (policy_tokenize_globs(req->command, strlen(req->command), &d->words, &r) == 0)
 		return 0;
 	d->words.argc = 0;
 	d->words.argv[0] = NULL;
+	d->words.nglobs = 0;
 	d->kind = POLICY_DENY;
 	put(d->rule, sizeof(d->rule), r.rule, (char *)NULL);
 	put(d->advice, sizeof(d->advice), shell_advice(r.rule), (char *)NULL);
@@ -400,6 +402,43 @@ struct scan {
 	int operands;
 };
 
+/* Word k from byte at on is a data option's value: a glob there is the
+ * program's own pattern (grep --include=*.py, find -name *.py), passed as
+ * written.  No shell expands it here, so the word the program gets is the
+ * word that was judged, whatever files exist: deterministic. */
+static void
+mark_data(struct policy_words *w, int k, size_t at)
+{
+	for (size_t g = 0; g < w->nglobs; g++)
+		if (w->globs[g].word == k && w->globs[g].at >= at)
+			w->globs[g].data = true;
+}
+
+/* An unquoted glob outside a data option's value is refused, as the
+ * tokenizer refused every glob before: in an operand (`cat *.py`) a shell
+ * would have expanded it to file names, and the model meant those files,
+ * not a file named '*.py'.  Returns true if refused. */
+static bool
+glob_denied(struct policy_decision *d)
+{
+	for (size_t g = 0; g < d->words.nglobs; g++) {
+		const struct policy_glob *gl = &d->words.globs[g];
+		if (gl->data)
+			continue;
+		char tok[2] = {gl->c, '\0'}, off[24];
+		snprintf(off, sizeof(off), "%zu", gl->offset);
+		d->kind = POLICY_DENY;
+		put(d->rule, sizeof(d->rule), "shell.glob", (char *)NULL);
+		put(d->advice, sizeof(d->advice), shell_advice("shell.glob"), (char *)NULL);
+		put(d->reason, sizeof(d->reason), "'", tok, "' at offset ", off,
+		    " would expand to the names of matching files (nothing expands it here)"
+		    "; warden runs one program without a shell",
+		    (char *)NULL);
+		return true;
+	}
+	return false;
+}
+
 /* One option word argv[*i] (and its value).  Returns true if refused. */
 static bool
 option_denied(const struct config_policy *p, const struct policy_request *req,
@@ -435,6 +474,8 @@ option_denied(const struct config_policy *p, const struct policy_request *req,
 			}
 		}
 	}
+	if (val && o.takes == POLICY_OPT_DATA)
+		mark_data(&d->words, *i, val == o.value ? (size_t)(o.value - a) : 0);
 	/* A data value (code, a pattern, a count) is not a path: judging
 	 * `python3 -c CODE` as one refused long programs as "File name too
 	 * long" and 'print("a/../../b")' for containment. */
@@ -510,7 +551,7 @@ policy_decide(const struct config_policy *p, const struct policy_request *req,
 	if (!pg)
 		return 0;
 	d->program = pg;
-	if (env_denied(p, pg, req, d) || words_denied(p, req, pg, argc, argv, d))
+	if (env_denied(p, pg, req, d) || words_denied(p, req, pg, argc, argv, d) || glob_denied(d))
 		return 0;
 
 	/* 5. Approval patterns. */

@@ -24,8 +24,23 @@
 #define POLICY_WORDS_INLINE_ARGS 32
 #define POLICY_WORDS_INLINE_BYTES 1024
 
+/* An unquoted glob character ('*', '?', '[') the tokenizer let through
+ * for the decision to place: in a data option's value (`--include=*.py`,
+ * `-name *.py`) it is the program's own pattern and passes as written;
+ * anywhere else it is refused as shell.glob.  Only the first in a word. */
+struct policy_glob {
+	int word;      /* index into argv */
+	size_t at;     /* byte offset of the character in that word */
+	size_t offset; /* byte offset in the command string */
+	char c;
+	bool data; /* set by the decision: it lies in a data option's value */
+};
+#define POLICY_WORDS_GLOBS 16
+
 struct policy_words {
 	int argc;
+	size_t nglobs;
+	struct policy_glob globs[POLICY_WORDS_GLOBS];
 	char **argv; /* argv[argc] == NULL; points into buf */
 	char *buf;
 	size_t cap_args;
@@ -50,6 +65,11 @@ struct policy_refusal {
  * refuse any shell composition or expansion.  Returns 0 and fills w, or -1
  * and fills r.  w must have been initialised; it is reset first. */
 int policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy_refusal *r);
+/* The same, but unquoted glob characters are recorded in w->globs instead
+ * of refused (up to POLICY_WORDS_GLOBS words; more are refused): the
+ * decision refuses those that are not in a data option's value. */
+int policy_tokenize_globs(const char *s, size_t len, struct policy_words *w,
+			  struct policy_refusal *r);
 
 /* ---- decisions ---- */
 

@@ -17,6 +17,9 @@
  *   $NAME  ${  $1 $? ...  $'     expansion              reads the environment
  *   >  >>  <  2>  &>  <<         redirect               opens files behind our back
  *   *  ?  [                      glob                   expands to file names
+ *                                (policy_tokenize_globs defers these: in a
+ *                                data option's value they are the program's
+ *                                own pattern, decided in decide.c)
  *   ~ (word start, after =)      tilde                  a home directory
  *   {                            brace                  expands into several words
  *   (  )                         subshell
@@ -40,6 +43,7 @@ void
 policy_words_init(struct policy_words *w)
 {
 	w->argc = 0;
+	w->nglobs = 0;
 	w->argv = w->argv_inline;
 	w->buf = w->buf_inline;
 	w->cap_args = POLICY_WORDS_INLINE_ARGS;
@@ -140,10 +144,27 @@ dollar(const char *s, size_t len, size_t i, bool in_dq, struct policy_refusal *r
 	return 0;
 }
 
+static int tokenize(const char *s, size_t len, struct policy_words *w, struct policy_refusal *r,
+		    bool defer_globs);
+
 int
 policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy_refusal *r)
 {
+	return tokenize(s, len, w, r, false);
+}
+
+int
+policy_tokenize_globs(const char *s, size_t len, struct policy_words *w, struct policy_refusal *r)
+{
+	return tokenize(s, len, w, r, true);
+}
+
+static int
+tokenize(const char *s, size_t len, struct policy_words *w, struct policy_refusal *r,
+	 bool defer_globs)
+{
 	words_reserve(w, len);
+	w->nglobs = 0;
 	char *out = w->buf;
 	size_t o = 0, i = 0, wstart = 0, raw_start = 0;
 	size_t after_eq = (size_t)-1; /* output offset right after the word's first '=' */
@@ -272,7 +293,33 @@ policy_tokenize(const char *s, size_t len, struct policy_words *w, struct policy
 				      s + i, 1, i);
 		case '*':
 		case '?':
-		case '[':
+		case '[': {
+			/* Deferred: nothing expands it, and whether it is the
+			 * program's own pattern (find -name *.py) depends on
+			 * the option before it, which only the decision knows.
+			 * The word is recorded once, at its first glob. */
+			struct policy_glob *g = w->nglobs ? &w->globs[w->nglobs - 1] : NULL;
+			if (defer_globs && g && g->word == w->argc && in_word) {
+				START_WORD();
+				ADD(c);
+				digits_only = false;
+				i++;
+				continue;
+			}
+			if (defer_globs && w->nglobs < POLICY_WORDS_GLOBS) {
+				w->globs[w->nglobs++] = (struct policy_glob){
+				    .word = w->argc,
+				    .at = in_word ? o - wstart : 0,
+				    .offset = i,
+				    .c = c,
+				};
+				START_WORD();
+				ADD(c);
+				digits_only = false;
+				i++;
+				continue;
+			}
+		}
 			return refuse(
 			    r, "shell.glob",
 			    "would expand to the names of matching files (nothing expands "

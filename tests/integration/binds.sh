@@ -38,7 +38,7 @@ check "--bind: the write reached the host" test "$(cat "$rwsrc/out" 2>/dev/null)
 check "--bind: owned on the host by the source's owner" test "$(stat -c %u "$rwsrc/out" 2>/dev/null)" = 1234
 
 wd --bind "$rwsrc:/mnt/rw" --ro-bind "$src:/opt/data" "${PROBE_BIND[@]}" -- \
-	"$PROBE" mounts /workspace,/tmp,/mnt/rw
+	"$PROBE" mounts /workspace,/tmp,/home/sandbox,/mnt/rw
 expect_rc 0 "mount flags with binds: nosuid, nodev, ro except the rw ones"
 probe_report "mounts"
 

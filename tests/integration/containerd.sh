@@ -194,8 +194,8 @@ ia32=$(cat "$OUT")
 inpod "${WDP[@]}" --best-effort -- /usr/local/bin/wd-probe all \
 	--uid 1000 --canary /etc/wd-canary --canary /workspace/../wd-canary \
 	--ro / --ro /usr --ro /etc --ro /bin --ro /dev \
-	--rw /workspace --rw /tmp --cwd /workspace --host-ia32 "${ia32:-unknown}" \
-	--env PATH,HOME=/workspace,LANG=C.UTF-8,TZ=UTC
+	--rw /workspace --rw /tmp --rw /home/sandbox --cwd /workspace --host-ia32 "${ia32:-unknown}" \
+	--env PATH,HOME=/home/sandbox,LANG=C.UTF-8,TZ=UTC
 expect_rc 0 "wd-probe all passes in warden's jail inside the pod"
 probe_report "in the pod"
 
@@ -319,7 +319,7 @@ expect_rc 0 "  ... and warden rm ends the session"
 # 1000, drop ALL): warden's jail needs none
 spec user /usr/bin/env HOME=/agent /usr/local/bin/warden run --workspace /agent-work \
 	--best-effort -- /usr/local/bin/wd-probe all --uid 1000 --ro / --ro /usr --ro /etc \
-	--rw /workspace --rw /tmp --cwd /workspace --host-ia32 "${ia32:-unknown}"
+	--rw /workspace --rw /tmp --rw /home/sandbox --cwd /workspace --host-ia32 "${ia32:-unknown}"
 "${C[@]}" run --rm --config "$T/user.json" "$ID-user" >"$OUT" 2>"$ERR" </dev/null
 RC=$?
 expect_rc 0 "as uid 1000 with no capability (drop ALL) the jail is built and probed"

@@ -111,8 +111,8 @@ at_exit "kill $! 2>/dev/null"
 wd "${G[@]}" "${PROBE_BIND[@]}" -- "$PROBE" all --no-mounts \
 	--uid 1000 --canary "$host_canary" --canary "$T/canary" --canary /workspace/../canary \
 	--token "$token" --link /workspace/escape-abs --link /workspace/escape-rel \
-	--ro / --ro /usr --ro /etc --ro /bin --ro /opt --rw /workspace --rw /tmp \
-	--cwd /workspace --port "$port" --env PATH,HOME=/workspace,LANG=C.UTF-8,TZ=UTC \
+	--ro / --ro /usr --ro /etc --ro /bin --ro /opt --rw /workspace --rw /tmp --rw /home/sandbox \
+	--cwd /workspace --port "$port" --env PATH,HOME=/home/sandbox,LANG=C.UTF-8,TZ=UTC \
 	--host-ia32 "$(host_ia32)" --secret "$(hexstr "$secret")"
 # (--host-ia32: what int 0x80 does on this host, probed outside the jail.
 # A kernel without IA-32 emulation, as on AMD EPYC hosts of this kind,

@@ -231,7 +231,7 @@ expect_rc 125 "--image with --isolation process is refused, not run on the host'
 # ---- the jail is the same jail: wd-probe with --image ----
 WARDEN_IMAGE_DIR=$FIX_STORE wd --image "$LUA" "${PROBE_BIND[@]}" -- "$PROBE" all \
 	--uid 1000 --ro / --ro /usr --ro /etc --ro /bin --ro /dev --ro /opt \
-	--rw /workspace --rw /tmp --cwd /workspace --host-ia32 "$(host_ia32)"
+	--rw /workspace --rw /tmp --rw /home/sandbox --cwd /workspace --host-ia32 "$(host_ia32)"
 expect_rc 0 "wd-probe all passes with --image (read-only root, caps, seccomp, /proc, mounts)"
 probe_report "image jail"
 

@@ -51,7 +51,7 @@ else
 	not_ok "host listener on 127.0.0.1:$port did not come up"
 fi
 
-env_list=PATH,HOME=/workspace,LANG=C.UTF-8,TZ=UTC
+env_list=PATH,HOME=/home/sandbox,LANG=C.UTF-8,TZ=UTC
 
 wd "${PROBE_BIND[@]}" -- "$PROBE" all \
 	--uid 1000 \
@@ -59,7 +59,7 @@ wd "${PROBE_BIND[@]}" -- "$PROBE" all \
 	--token "$token" \
 	--link /workspace/escape-abs --link /workspace/escape-rel --link /workspace/escape-shadow \
 	--ro / --ro /usr --ro /etc --ro /bin --ro /dev --ro /opt \
-	--rw /workspace --rw /tmp \
+	--rw /workspace --rw /tmp --rw /home/sandbox \
 	--cwd /workspace \
 	--port "$port" \
 	--host-ia32 "$(host_ia32)" \

@@ -20,7 +20,7 @@ db = sqlite3.connect("/workspace/t.db"); db.execute("create table t(x)"); db.com
 print("user", pwd.getpwuid(os.getuid()).pw_name, os.path.expanduser("~"))
 '
 expect_rc 0 "python3 with multiprocessing, threads, subprocess, sqlite"
-for want in "pool 285" "thread ok" "sub SUB" "tmpfile ok" "socketpair x" "certs True" "sqlite ok" "user sandbox /workspace"; do
+for want in "pool 285" "thread ok" "sub SUB" "tmpfile ok" "socketpair x" "certs True" "sqlite ok" "user sandbox /home/sandbox"; do
 	check "python3: $want" grep -qx "$want" "$OUT"
 done
 

@@ -167,6 +167,21 @@ static const struct dcase cases[] = {
 	{'D', "cat $HOME/.ssh/id_rsa", X, "shell.expansion"},
 	{'D', "cat ~/.ssh/id_rsa", X, "shell.tilde"},
 	{'D', "cat *.py", X, "shell.glob"},
+	/* a glob in a data option's value is the program's pattern, as written;
+	 * anywhere else (operand, a path option's value, the program) refused */
+	{'D', "grep -rn --include=*.py TODO src", A, "programs.grep"},
+	{'D', "grep -rn --include *.py --exclude=test_*.py TODO src", A, "programs.grep"},
+	{'D', "find . -name *.py -type f", A, "programs.find"},
+	{'D', "grep -e fo*o src", A, "programs.grep"},
+	{'D', "grep foo src/*.py", X, "shell.glob"},
+	{'D', "grep -rn --include=*.py TODO src*", X, "shell.glob"},
+	{'D', "grep -f pat*.txt src", X, "shell.glob"},
+	{'D', "find . -name *.py -newer *.c", X, "programs.find.allow_options"},
+	{'D', "ls --hide=*.o src/[ab]", X, "shell.glob"},
+	{'D', "ls --hide=*.o", A, "programs.ls"},
+	{'D', "ca* x", X, "programs"},
+	{'D', "head --lines=*", A, "programs.head"},
+	{'D', "sort --output=*.txt x", X, "shell.glob"},
 	{'D', "ls `pwd`", X, "shell.substitution"},
 	{'D', "", X, "shell.empty"},
 	/* custom policy: every rule kind */
