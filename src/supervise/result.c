@@ -106,6 +106,26 @@ result_refusal_lines(wd_result *r)
 	}
 }
 
+/* The refusals as a JSON array: the result's and the monitor's wire form. */
+void
+result_refusals_write(struct jw *w, const wd_result *r)
+{
+	jw_arr_begin(w);
+	for (size_t i = 0; i < r->n_net_refusals; i++) {
+		const struct net_refusal *f = &r->net_refusals[i];
+		jw_obj_begin(w);
+		jw_kstr(w, "protocol", f->proto);
+		jw_kstr(w, "host", f->host);
+		jw_kuint(w, "port", f->port);
+		jw_kstr(w, "reason", f->reason);
+		jw_kstr(w, "rule", f->rule);
+		jw_kstr(w, "advice", f->advice);
+		jw_kuint(w, "count", f->count);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
 WD_API const char *
 wd_result_net_refusal(const wd_result *r, size_t i)
 {
@@ -223,20 +243,7 @@ write_protections(struct jw *w, const wd_result *r, bool with_data)
 			 * (not in the audit trail's result: each refusal is an
 			 * audited network event of its own already) */
 			jw_key(w, "refusals");
-			jw_arr_begin(w);
-			for (size_t i = 0; i < r->n_net_refusals; i++) {
-				const struct net_refusal *f = &r->net_refusals[i];
-				jw_obj_begin(w);
-				jw_kstr(w, "protocol", f->proto);
-				jw_kstr(w, "host", f->host);
-				jw_kuint(w, "port", f->port);
-				jw_kstr(w, "reason", f->reason);
-				jw_kstr(w, "rule", f->rule);
-				jw_kstr(w, "advice", f->advice);
-				jw_kuint(w, "count", f->count);
-				jw_obj_end(w);
-			}
-			jw_arr_end(w);
+			result_refusals_write(w, r);
 			if (r->net_refusals_more)
 				jw_kbool(w, "refusals_omitted", true);
 		}

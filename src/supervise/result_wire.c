@@ -52,20 +52,7 @@ result_wire_write(struct jw *w, const wd_result *r)
 	jw_kuint(w, "net_bytes", r->net_bytes);
 	jw_kuint(w, "host_uid", r->host_uid);
 	jw_key(w, "net_refusals");
-	jw_arr_begin(w);
-	for (size_t k = 0; k < r->n_net_refusals; k++) {
-		const struct net_refusal *f = &r->net_refusals[k];
-		jw_obj_begin(w);
-		jw_kstr(w, "protocol", f->proto);
-		jw_kstr(w, "host", f->host);
-		jw_kuint(w, "port", f->port);
-		jw_kstr(w, "reason", f->reason);
-		jw_kstr(w, "rule", f->rule);
-		jw_kstr(w, "advice", f->advice);
-		jw_kuint(w, "count", f->count);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
+	result_refusals_write(w, r);
 	jw_kbool(w, "net_refusals_more", r->net_refusals_more);
 	jw_obj_end(w);
 }

@@ -252,6 +252,8 @@ void net_refusal_fini(struct net_refusal *f);
 /* r->net_refusal_lines from r->net_refusals. */
 struct wd_result;
 void result_refusal_lines(struct wd_result *r);
+struct jw;
+void result_refusals_write(struct jw *w, const struct wd_result *r);
 
 struct wd_result {
 	enum wd_outcome outcome;
