@@ -89,7 +89,7 @@ img import withuser "$T/oci-user" --json
 expect_rc 0 "import of an image whose config's User is node"
 check "image.json records it" test "$(json_get 'j["user"]')" = node
 wd --image withuser -- cat /etc/passwd
-expect_out "^node:x:1000:1000:node:/workspace:/bin/sh$" "warden's passwd names uid 1000 node"
+expect_out "^node:x:1000:1000:node:/home/sandbox:/bin/sh$" "warden's passwd names uid 1000 node (its home the one-shot tmpfs)"
 check "and no sandbox entry" test -z "$(grep '^sandbox:' "$OUT")"
 wd --image withuser -- cat /etc/group
 expect_out "^node:x:1000:$" "its group too"
