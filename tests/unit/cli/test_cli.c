@@ -73,7 +73,8 @@ warden(const char *first, ...)
 {
 	static struct outcome *o;
 	if (!o) {
-		o = mmap(NULL, sizeof(*o), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		o = mmap(NULL, sizeof(*o), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+			 0);
 		cr_assert_neq(o, MAP_FAILED);
 	}
 	memset(o, 0, sizeof(*o));
@@ -120,15 +121,15 @@ warden(const char *first, ...)
 }
 
 /* 125, a message naming what and sub, nothing built */
-#define expect_refused(o, sub, what)                                                           \
-	do {                                                                                   \
-		cr_expect_eq((o)->rc, 125, "status %d, stderr: %s", (o)->rc, (o)->err);        \
-		cr_expect(strncmp((o)->err, "warden: " sub, strlen("warden: " sub)) == 0,     \
-			  "the message does not name '%s': %s", sub, (o)->err);                \
-		cr_expect(strstr((o)->err, what) != NULL, "the message does not name '%s': %s",\
-			  what, (o)->err);                                                     \
-		cr_expect_eq((o)->seen.prepare + (o)->seen.exec, 0, "the backend saw: %s",     \
-			     (o)->seen.trace);                                                 \
+#define expect_refused(o, sub, what)                                                               \
+	do {                                                                                       \
+		cr_expect_eq((o)->rc, 125, "status %d, stderr: %s", (o)->rc, (o)->err);            \
+		cr_expect(strncmp((o)->err, "warden: " sub, strlen("warden: " sub)) == 0,          \
+			  "the message does not name '%s': %s", sub, (o)->err);                    \
+		cr_expect(strstr((o)->err, what) != NULL, "the message does not name '%s': %s",    \
+			  what, (o)->err);                                                         \
+		cr_expect_eq((o)->seen.prepare + (o)->seen.exec, 0, "the backend saw: %s",         \
+			     (o)->seen.trace);                                                     \
 	} while (0)
 
 TestSuite(cli, .init = setup, .fini = teardown);
@@ -271,9 +272,8 @@ Test(cli, policy_file_position)
  * the backend gets the workspace, the argv and the limits given, once. */
 Test(cli, run_reaches_the_backend_through_the_door)
 {
-	struct outcome *o =
-	    warden("run", "-w", ws, "--timeout", "3", "--output-limit", "64K", "--", "echo", "hi",
-		   NULL);
+	struct outcome *o = warden("run", "-w", ws, "--timeout", "3", "--output-limit", "64K", "--",
+				   "echo", "hi", NULL);
 	cr_expect_eq(o->rc, 0, "status %d: %s", o->rc, o->err);
 	cr_expect_eq(o->seen.exec, 1, "%s", o->seen.trace);
 	cr_expect_str_eq(o->seen.argv, "echo hi");

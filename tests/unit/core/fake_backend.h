@@ -22,7 +22,7 @@ struct fake_seen {
 	uint64_t timeout_ms, output_limit;
 	char cwd[256];
 	unsigned flags;
-	int isolation;       /* the spec's level the sandbox was made for */
+	int isolation;	     /* the spec's level the sandbox was made for */
 	char workspace[512]; /* the spec's workspace */
 	/* every stage that reached the fake and every event the test's
 	 * handler saw (fake_note), comma-separated, in order */

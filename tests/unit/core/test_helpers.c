@@ -23,8 +23,8 @@ Test(image_name, accepted_and_refused)
 	longest[IMAGE_NAME_MAX + 1] = '\0';
 	cr_expect_not(image_name_ok(longest), "one byte past the maximum");
 	/* a name is a directory entry and a word on mmdebstrap's line */
-	const char *bad[] = {"", "Python", "-x", ".hidden", "_x", "a/b", "..", "a b",
-			     "a:tag", "sha256:ab", "caf\xc3\xa9", "a\nb"};
+	const char *bad[] = {"",   "Python", "-x",    ".hidden",   "_x",	  "a/b",
+			     "..", "a b",    "a:tag", "sha256:ab", "caf\xc3\xa9", "a\nb"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_expect_not(image_name_ok(bad[i]), "accepted '%s'", bad[i]);
 }
@@ -84,8 +84,10 @@ event_json(const struct wd_event *ev)
 
 Test(event_json, lifecycle_and_output)
 {
-	struct wd_event ev = {.kind = WD_EVENT_SANDBOX, .name = "sandbox.created",
-			      .sandbox_id = "0123456789abcdef", .detail = "container"};
+	struct wd_event ev = {.kind = WD_EVENT_SANDBOX,
+			      .name = "sandbox.created",
+			      .sandbox_id = "0123456789abcdef",
+			      .detail = "container"};
 	json_t *o = event_json(&ev);
 	cr_expect_str_eq(json_string_value(json_object_get(o, "sandbox")), "0123456789abcdef");
 	cr_expect_str_eq(json_string_value(json_object_get(o, "event")), "sandbox.created");
@@ -96,8 +98,12 @@ Test(event_json, lifecycle_and_output)
 	 * is not UTF-8 as \udcXX (util/json.h: visible, and the byte
 	 * recoverable), and the count */
 	static const char data[] = "a\0b\xff\n";
-	struct wd_event out = {.kind = WD_EVENT_OUTPUT, .name = "output", .sandbox_id = "x",
-			       .data = data, .len = 5, .stream = 2};
+	struct wd_event out = {.kind = WD_EVENT_OUTPUT,
+			       .name = "output",
+			       .sandbox_id = "x",
+			       .data = data,
+			       .len = 5,
+			       .stream = 2};
 	char *text = wd_event_json(&out);
 	cr_expect_str_eq(text, "{\"sandbox\":\"x\",\"event\":\"output\",\"stream\":2,"
 			       "\"data\":\"a\\u0000b\\udcff\\n\",\"bytes\":5}");
@@ -108,15 +114,17 @@ Test(event_json, lifecycle_and_output)
  * one says it started. */
 Test(event_json, result_failure_and_detached)
 {
-	struct wd_event ev = {.kind = WD_EVENT_RESULT, .name = "result", .sandbox_id = "x",
+	struct wd_event ev = {.kind = WD_EVENT_RESULT,
+			      .name = "result",
+			      .sandbox_id = "x",
 			      .failure = "the policy requires landlock"};
 	json_t *o = event_json(&ev);
 	json_t *res = json_object_get(o, "result");
 	cr_expect_str_eq(json_string_value(json_object_get(res, "error")),
 			 "the policy requires landlock");
 	json_decref(o);
-	struct wd_event det = {.kind = WD_EVENT_RESULT, .name = "result", .sandbox_id = "x",
-			       .detail = "3"};
+	struct wd_event det = {
+	    .kind = WD_EVENT_RESULT, .name = "result", .sandbox_id = "x", .detail = "3"};
 	o = event_json(&det);
 	res = json_object_get(o, "result");
 	cr_expect_str_eq(json_string_value(json_object_get(res, "detached")), "3");
@@ -128,8 +136,10 @@ Test(event_json, result_failure_and_detached)
 Test(event_json, hostile_strings_stay_strings)
 {
 	const char *evil = "x\",\"event\":\"forged\n\x1b[2J";
-	struct wd_event ev = {.kind = WD_EVENT_SANDBOX, .name = "sandbox.created",
-			      .sandbox_id = "id", .detail = evil};
+	struct wd_event ev = {.kind = WD_EVENT_SANDBOX,
+			      .name = "sandbox.created",
+			      .sandbox_id = "id",
+			      .detail = evil};
 	json_t *o = event_json(&ev);
 	cr_expect_str_eq(json_string_value(json_object_get(o, "event")), "sandbox.created");
 	cr_expect_str_eq(json_string_value(json_object_get(o, "detail")), evil);

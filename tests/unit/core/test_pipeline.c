@@ -75,7 +75,8 @@ new_ctx(void)
 	cr_assert_eq(wd_ctx_set_state_dir(ctx, state, &e), 0, "%s", e.msg);
 	cr_assert_eq(wd_ctx_set_policy_file(ctx, policy, &e), 0, "%s", e.msg);
 	cr_assert_eq(wd_ctx_set_audit_file(ctx, audit, &e), 0, "%s", e.msg);
-	wd_ctx_set_event_handler(ctx, on_event, NULL, WD_EVENTS_ALL & ~WD_EVENT_BIT(WD_EVENT_OUTPUT));
+	wd_ctx_set_event_handler(ctx, on_event, NULL,
+				 WD_EVENTS_ALL & ~WD_EVENT_BIT(WD_EVENT_OUTPUT));
 	return ctx;
 }
 
@@ -227,8 +228,9 @@ Test(pipeline, stages_in_order)
 	struct wd_err e = {0};
 	cr_assert_eq(wd_ctx_run(ctx, spec, cmd, &r, &e), 0, "%s", e.msg);
 	cr_assert_eq(wd_result_outcome(r), WD_OUTCOME_RAN);
-	cr_expect_str_eq(fake.trace,
-			 "decision,prepare,spawn,sandbox.created,exec,result,destroy,sandbox.destroyed");
+	cr_expect_str_eq(
+	    fake.trace,
+	    "decision,prepare,spawn,sandbox.created,exec,result,destroy,sandbox.destroyed");
 	cr_expect_eq(fake.exec, 1);
 	cr_expect_str_eq(fake.argv, "echo hello");
 	cr_expect_eq(fake.timeout_ms, 7000);

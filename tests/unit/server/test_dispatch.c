@@ -42,8 +42,8 @@ start(void)
 	char st[PATH_MAX + 8], log[PATH_MAX + 8];
 	snprintf(st, sizeof(st), "%s/state", root);
 	snprintf(log, sizeof(log), "%s/server.log", root);
-	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		      -1, 0);
+	shared =
+	    mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(shared, MAP_FAILED);
 	int sv[2];
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);

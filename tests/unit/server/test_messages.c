@@ -111,16 +111,16 @@ Test(tools, every_tool_complete)
 		cr_expect_gt(strlen(json_string_value(json_object_get(t, "description"))), 20, "%s",
 			     name);
 		json_t *in = json_object_get(t, "inputSchema");
-		cr_expect_str_eq(json_string_value(json_object_get(in, "type")), "object", "%s", name);
+		cr_expect_str_eq(json_string_value(json_object_get(in, "type")), "object", "%s",
+				 name);
 		cr_expect(json_is_false(json_object_get(in, "additionalProperties")),
 			  "%s: extra arguments must be refused", name);
 		json_t *props = json_object_get(in, "properties");
 		size_t k;
 		json_t *req;
-		json_array_foreach(json_object_get(in, "required"), k, req)
-			cr_expect_not_null(json_object_get(props, json_string_value(req)),
-					   "%s requires an undescribed %s", name,
-					   json_string_value(req));
+		json_array_foreach(json_object_get(in, "required"), k, req) cr_expect_not_null(
+		    json_object_get(props, json_string_value(req)), "%s requires an undescribed %s",
+		    name, json_string_value(req));
 		json_t *ann = json_object_get(t, "annotations");
 		const char *hints[] = {"readOnlyHint", "destructiveHint", "idempotentHint",
 				       "openWorldHint"};
@@ -154,8 +154,8 @@ expect_accepted(const char *tool, const char *args)
 	json_t *a = json_loads(args, 0, NULL);
 	cr_assert_not_null(a, "%s", args);
 	char why[300] = "";
-	cr_expect_eq(schema_check(mcp_tool_schema(tool), a, why, sizeof(why)), 0, "%s %s: %s",
-		     tool, args, why);
+	cr_expect_eq(schema_check(mcp_tool_schema(tool), a, why, sizeof(why)), 0, "%s %s: %s", tool,
+		     args, why);
 	json_decref(a);
 }
 
@@ -228,18 +228,24 @@ Test(sanitize, control_and_invisible_characters)
 	s = sanitized("\x1b[2Jx", 5);
 	cr_expect_null(strchr(s, '\x1b'), "%s", s);
 	free(s);
-	const char rlo[] = "a\xe2\x80\xae" "b"; /* U+202E */
+	const char rlo[] = "a\xe2\x80\xae"
+			   "b"; /* U+202E */
 	s = sanitized(rlo, strlen(rlo));
 	cr_expect_null(strstr(s, "\xe2\x80\xae"), "the bidi override passed: %s", s);
 	free(s);
-	const char lri[] = "a\xe2\x81\xa6" "b"; /* U+2066, a bidi isolate */
+	const char lri[] = "a\xe2\x81\xa6"
+			   "b"; /* U+2066, a bidi isolate */
 	s = sanitized(lri, strlen(lri));
 	cr_expect_null(strstr(s, "\xe2\x81\xa6"), "the bidi isolate passed: %s", s);
 	free(s);
-	s = sanitized("a\xc2\x9b" "b", 4); /* U+009B, a C1 CSI */
+	s = sanitized("a\xc2\x9b"
+		      "b",
+		      4); /* U+009B, a C1 CSI */
 	cr_expect_null(strstr(s, "\xc2\x9b"), "the C1 control passed: %s", s);
 	free(s);
-	s = sanitized("a\xff" "b", 3);
+	s = sanitized("a\xff"
+		      "b",
+		      3);
 	cr_expect_null(strchr(s, '\xff'), "a byte that is not UTF-8 passed");
 	free(s);
 	s = sanitized("caf\xc3\xa9", 5);
@@ -290,8 +296,9 @@ Test(http, heads)
 	cr_expect_eq(head("POST /mcp HTTP/2.0\r\n\r\n", &r), -505);
 	cr_expect_eq(head("GARBAGE\r\n\r\n", &r), -400);
 	cr_expect_eq(head("POST /mcp HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", &r), -400);
-	cr_expect_eq(head("POST /mcp HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", &r),
-		     -400, "two lengths");
+	cr_expect_eq(
+	    head("POST /mcp HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", &r), -400,
+	    "two lengths");
 	cr_expect_eq(
 	    head("POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
 		 &r),
