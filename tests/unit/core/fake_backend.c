@@ -21,12 +21,27 @@ fake_reset(void)
 	pthread_mutex_unlock(&fake_lock);
 }
 
+const char *fake_trace_path;
+
+/* In another process (a session's monitor, fake-monitor): each note is
+ * also a line of the file fake_trace_path, for the test to read. */
+static void
+trace_line(const char *line)
+{
+	FILE *f = fake_trace_path ? fopen(fake_trace_path, "ae") : NULL;
+	if (f) {
+		fprintf(f, "%s\n", line);
+		fclose(f);
+	}
+}
+
 void
 fake_note(const char *what)
 {
 	pthread_mutex_lock(&fake_lock);
 	size_t n = strlen(fake.trace);
 	snprintf(fake.trace + n, sizeof(fake.trace) - n, "%s%s", n ? "," : "", what);
+	trace_line(what);
 	pthread_mutex_unlock(&fake_lock);
 }
 
@@ -83,6 +98,10 @@ f_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_
 	fake.flags = x->flags;
 	snprintf(fake.cwd, sizeof(fake.cwd), "%s", x->cwd ? x->cwd : "");
 	fake_note("exec");
+	char line[800];
+	snprintf(line, sizeof(line), "exec-req %s|%llu|%llu|%s", fake.argv,
+		 (unsigned long long)x->timeout_ms, (unsigned long long)x->output_limit, fake.cwd);
+	trace_line(line);
 	wd_result *r = result_new(sb->id);
 	r->outcome = WD_OUTCOME_RAN;
 	r->status = 0;

@@ -7,7 +7,12 @@
  * sandbox the library makes in the test process gets this table.  It
  * records what reached it, in order, with the fields of each command's
  * exec request, so a test sees which stages ran and what the pipeline
- * handed the isolation layer. */
+ * handed the isolation layer.
+ *
+ * fake-monitor (fake_monitor.c) is warden-monitor linked with it: a
+ * session's commands reach the fake in that process, which writes each
+ * note, and "exec-req ARGV|TIMEOUT_MS|OUTPUT_LIMIT|CWD" for an exec, as
+ * lines of the file fake_trace_path (STATE_DIR/fake-trace there). */
 #ifndef WD_TEST_FAKE_BACKEND_H
 #define WD_TEST_FAKE_BACKEND_H
 
@@ -29,6 +34,9 @@ struct fake_seen {
 	char trace[2048];
 };
 extern struct fake_seen fake;
+
+/* NULL (the default): notes are kept in memory only. */
+extern const char *fake_trace_path;
 
 /* Forget everything seen. */
 void fake_reset(void);

@@ -401,3 +401,83 @@ Test(pipeline, require_fails_closed)
 	wd_spec_free(spec);
 	wd_ctx_free(ctx);
 }
+
+/* The session placement: the policy stage runs in the caller, the command
+ * in the session's monitor (fake-monitor: warden-monitor with the fake
+ * backend), which writes what reached it to STATE_DIR/fake-trace.  The same
+ * command gets the same judged argv and limits as a one-shot run; a
+ * refusal never reaches the monitor's backend. */
+static void
+use_fake_monitor(char *trace, size_t cap)
+{
+	if (!getenv("WARDEN_MONITOR")) {
+		/* run by hand: fake-monitor is built next to this program */
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 32);
+		cr_assert_gt(n, 0);
+		self[n] = '\0';
+		strcpy(strrchr(self, '/'), "/fake-monitor");
+		setenv("WARDEN_MONITOR", self, 1);
+	}
+	snprintf(trace, cap, "%s/fake-trace", state);
+}
+
+static void
+read_trace(const char *path, char *out, size_t cap)
+{
+	out[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	size_t n = fread(out, 1, cap - 1, f);
+	out[n] = '\0';
+	fclose(f);
+}
+
+Test(pipeline, session_is_the_same_door)
+{
+	char trace[PATH_MAX + 8], seen[4096];
+	use_fake_monitor(trace, sizeof(trace));
+	wd_ctx *ctx = new_ctx();
+	wd_spec *spec = new_spec();
+	/* the process level: a session there gets no disk (no loop device) */
+	wd_spec_set_isolation(spec, WD_ISOLATION_PROCESS);
+	wd_cmd *cmd = command("echo same");
+	wd_result *r = NULL;
+	struct wd_err e = {0};
+	cr_assert_eq(wd_ctx_run(ctx, spec, cmd, &r, &e), 0, "%s", e.msg);
+	wd_result_free(r);
+	char oneshot[700];
+	snprintf(oneshot, sizeof(oneshot), "exec-req %s|%llu|%llu|%s\n", fake.argv,
+		 (unsigned long long)fake.timeout_ms, (unsigned long long)fake.output_limit,
+		 fake.cwd);
+
+	char id[17];
+	struct wd_session_params p = {.name = "unit"};
+	cr_assert_eq(wd_session_create(ctx, spec, &p, id, &e), 0, "%s", e.msg);
+	read_trace(trace, seen, sizeof(seen));
+	cr_expect_str_eq(seen, "prepare\nspawn\nready\n", "the monitor built: %s", seen);
+	unlink(trace);
+
+	cr_assert_eq(wd_session_exec(ctx, "unit", cmd, &r, &e), 0, "%s", e.msg);
+	cr_expect_eq(wd_result_outcome(r), WD_OUTCOME_RAN);
+	cr_expect_eq(strlen(wd_result_policy(r)), 64, "judged under the policy");
+	wd_result_free(r);
+	read_trace(trace, seen, sizeof(seen));
+	cr_expect(strstr(seen, oneshot) != NULL, "the session's exec request differs:\n%s\nvs %s",
+		  seen, oneshot);
+	unlink(trace);
+
+	wd_cmd *bad = command("rm -rf /");
+	cr_assert_eq(wd_session_exec(ctx, "unit", bad, &r, &e), 0, "%s", e.msg);
+	cr_expect_eq(wd_result_outcome(r), WD_OUTCOME_DENIED);
+	wd_result_free(r);
+	wd_cmd_free(bad);
+	read_trace(trace, seen, sizeof(seen));
+	cr_expect_str_eq(seen, "", "a refused command reached the monitor's backend: %s", seen);
+
+	cr_expect_eq(wd_session_remove(ctx, "unit", &e), 0, "%s", e.msg);
+	wd_cmd_free(cmd);
+	wd_spec_free(spec);
+	wd_ctx_free(ctx);
+}
