@@ -287,3 +287,64 @@ Test(cli, run_reaches_the_backend_through_the_door)
 		      strstr(o->err, "refused") != NULL,
 		  "%s", o->err);
 }
+
+/* warden exec in a session goes through the same door as warden run: the
+ * session's monitor (fake-monitor, warden-monitor with the fake backend,
+ * tests/unit/core) gets the same judged command with the same limits, and
+ * a refused one never reaches it. */
+static void
+read_file(const char *path, char *out, size_t cap)
+{
+	out[0] = '\0';
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	size_t n = fread(out, 1, cap - 1, f);
+	out[n] = '\0';
+	fclose(f);
+}
+
+Test(cli, exec_in_a_session_is_the_same_door)
+{
+	if (!getenv("WARDEN_MONITOR")) {
+		/* run by hand: fake-monitor is built in ../core */
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 32);
+		cr_assert_gt(n, 0);
+		self[n] = '\0';
+		strcpy(strrchr(self, '/'), "/../core/fake-monitor");
+		setenv("WARDEN_MONITOR", self, 1);
+	}
+	char trace[PATH_MAX + 32], seen[4096];
+	snprintf(trace, sizeof(trace), "%s/state/fake-trace", root);
+
+	struct outcome *o = warden("run", "-w", ws, "--isolation", "process", "--timeout", "5",
+				   "--command", "ls -la 'a b'", NULL);
+	cr_assert_eq(o->rc, 0, "status %d: %s", o->rc, o->err);
+	char oneshot[700];
+	snprintf(oneshot, sizeof(oneshot), "exec-req %s|%llu|%llu|%s\n", o->seen.argv,
+		 (unsigned long long)o->seen.timeout_ms, (unsigned long long)o->seen.output_limit,
+		 o->seen.cwd);
+	cr_expect_str_eq(o->seen.argv, "ls -la a b");
+
+	o = warden("create", "s1", "-w", ws, "--isolation", "process", "--timeout", "5", NULL);
+	cr_assert_eq(o->rc, 0, "status %d: %s", o->rc, o->err);
+	read_file(trace, seen, sizeof(seen));
+	cr_expect_str_eq(seen, "prepare\nspawn\nready\n", "the monitor built: %s", seen);
+	unlink(trace);
+
+	o = warden("exec", "s1", "--command", "ls -la 'a b'", NULL);
+	cr_expect_eq(o->rc, 0, "status %d: %s", o->rc, o->err);
+	read_file(trace, seen, sizeof(seen));
+	cr_expect(strstr(seen, oneshot) != NULL, "warden exec's request differs:\n%s\nvs %s", seen,
+		  oneshot);
+	unlink(trace);
+
+	o = warden("exec", "s1", "--command", "rm -rf /", NULL);
+	cr_expect_eq(o->rc, 126, "status %d: %s", o->rc, o->err);
+	read_file(trace, seen, sizeof(seen));
+	cr_expect_str_eq(seen, "", "a refused command reached the monitor's backend: %s", seen);
+
+	o = warden("rm", "s1", NULL);
+	cr_expect_eq(o->rc, 0, "status %d: %s", o->rc, o->err);
+}
