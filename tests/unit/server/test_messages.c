@@ -197,6 +197,17 @@ Test(tools, argument_schemas)
 					    : !strcmp(type, "object")	     ? json_object()
 									     : json_integer(1));
 		}
+		/* each required argument missing: refused, that one named */
+		json_array_foreach(json_object_get(in, "required"), k, req)
+		{
+			json_t *less = json_deep_copy(args);
+			json_object_del(less, json_string_value(req));
+			char *text = json_dumps(less, JSON_SORT_KEYS);
+			expect_refused(json_string_value(json_object_get(t, "name")), text,
+				       json_string_value(req));
+			free(text);
+			json_decref(less);
+		}
 		json_object_set_new(args, "zz_not_an_argument", json_integer(1));
 		char *text = json_dumps(args, JSON_SORT_KEYS);
 		expect_refused(json_string_value(json_object_get(t, "name")), text,
