@@ -5,6 +5,7 @@
 #include "warden.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* Exit statuses (README "Exit status"; timeout(1)/env(1) conventions). */
@@ -21,6 +22,12 @@ enum {
  * 0, -1 after --help, or an exit status (125, the message printed). */
 typedef struct wd_spec wd_spec;
 int cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd);
+
+/* The whole command line (commands.c): argv[1] names the subcommand;
+ * returns the exit status.  main.c calls it; so does the test unit-cli. */
+int cli_main(int argc, char **argv);
+/* The i-th subcommand's name, NULL past the last. */
+const char *cli_command_name(size_t i);
 
 /* Each subcommand gets argv with argv[0] the subcommand name. */
 int cli_run(int argc, char **argv);
