@@ -304,6 +304,40 @@ Test(policy_decide, refusal_names_resolved_path)
 	policy_decision_fini(&d);
 }
 
+/* A path in the jail's view is answered in that view: where
+ * "/workspace/.." leads inside the sandbox, not on the host, and a /proc
+ * self link never as the checker's own pid. */
+Test(policy_decide, refusal_speaks_the_jails_view)
+{
+	struct policy_decision d;
+	policy_decision_init(&d);
+	struct policy_request r = req_for("cat /workspace/../etc/passwd");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	char want[PATH_MAX + 128];
+	snprintf(want, sizeof(want),
+		 "path '/workspace/../etc/passwd' resolves to /etc/passwd, outside the "
+		 "workspace %s",
+		 fx_ws);
+	cr_expect_str_eq(d.reason, want);
+
+	r = req_for("cat /workspace/nope/../../x");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_expect_not_null(strstr(d.reason, "resolves to /x, outside"), "%s", d.reason);
+
+	r = req_for("cat /proc/self/environ");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	snprintf(want, sizeof(want), "path '/proc/self/environ' is outside the workspace %s",
+		 fx_ws);
+	cr_expect_str_eq(d.reason, want);
+
+	/* a climb through a link still names the link's target */
+	r = req_for("cat /workspace/link-out/secret");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	snprintf(want, sizeof(want), "resolves to %s/outside/secret", fx_root);
+	cr_expect_not_null(strstr(d.reason, want), "%s", d.reason);
+	policy_decision_fini(&d);
+}
+
 Test(policy_decide, refused_string_has_no_argv)
 {
 	struct policy_decision d;
