@@ -86,6 +86,12 @@ enum wd_isolation {
 				     * -ENOTSUP naming what is missing where it cannot run */
 };
 
+/* A level's name as options, policies and results spell it ("container",
+ * "process", "gvisor"); "?" for a value outside the enum.  And the
+ * reverse: 0 and *level set, or -EINVAL for any other name. */
+const char *wd_isolation_name(enum wd_isolation level);
+int wd_isolation_parse(const char *name, enum wd_isolation *level);
+
 /* Resource limits; 0 means "warden's default" for every field. */
 struct wd_limits {
 	uint64_t memory_bytes;   /* cgroup memory limit, no swap (default 512 MiB) */

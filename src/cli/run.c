@@ -454,13 +454,7 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 		return 0;
 	case OPT_ISOLATION:
 		o->isolation_given = true;
-		if (!strcmp(val, "container"))
-			o->isolation = WD_ISOLATION_CONTAINER;
-		else if (!strcmp(val, "process"))
-			o->isolation = WD_ISOLATION_PROCESS;
-		else if (!strcmp(val, "gvisor"))
-			o->isolation = WD_ISOLATION_GVISOR;
-		else
+		if (wd_isolation_parse(val, &o->isolation) < 0)
 			return bad_value(name, val, "expected container, process or gvisor");
 		return 0;
 	case OPT_RO_BIND:

@@ -194,7 +194,6 @@ const struct config_tool *config_tool_find(const struct config_policy *p, const 
 const struct config_profile *config_profile_find(const struct config_policy *p, const char *name);
 const char *config_tool_class_name(enum config_tool_class c);
 const char *config_paths_name(enum config_paths m);
-const char *config_isolation_name(enum wd_isolation i);
 /* The names of the WD_REQUIRE_* bits, in bit order ("cgroup", ...). */
 extern const char *const config_require_names[];
 #define CONFIG_NREQUIRE 5

@@ -367,7 +367,7 @@ gate_require(unsigned require, struct sandbox *sb, struct wd_err *err)
 		return 0;
 	wd_result *r = result_new(sb->id);
 	sb->ops->describe(sb, r);
-	bool container = r->isolation == WD_ISOLATION_CONTAINER;
+	bool own_ns = backend_can(r->isolation, BACKEND_CAP_NAMESPACES);
 	const struct {
 		unsigned bit;
 		bool have;
@@ -376,8 +376,8 @@ gate_require(unsigned require, struct sandbox *sb, struct wd_err *err)
 		{WD_REQUIRE_CGROUP, r->cgroup_version != 0, "cgroup"},
 		{WD_REQUIRE_LANDLOCK, r->landlock_abi > 0, "landlock"},
 		{WD_REQUIRE_SECCOMP, r->seccomp, "seccomp"},
-		{WD_REQUIRE_NETNS, container, "netns"},
-		{WD_REQUIRE_USERNS, container, "userns"},
+		{WD_REQUIRE_NETNS, own_ns, "netns"},
+		{WD_REQUIRE_USERNS, own_ns, "userns"},
 	};
 	wd_result_free(r);
 	for (size_t i = 0; i < WD_ARRAY_SIZE(need); i++)

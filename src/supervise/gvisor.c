@@ -537,6 +537,10 @@ gv_plan_text(struct sandbox *sb)
 const struct backend_ops gvisor_ops = {
     .name = "gvisor",
     .level = WD_ISOLATION_GVISOR,
+    /* runsc builds the sandbox's mounts (no overlay or disk of warden's
+     * can be shown in them) and its user namespace; sandbox.require
+     * userns/netns ask for warden's own */
+    .caps = 0,
     .probe = gv_probe,
     .prepare = gv_prepare,
     .spawn = gv_spawn_sb,

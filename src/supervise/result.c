@@ -187,23 +187,13 @@ wd_result_output_omitted(const wd_result *r, int stream)
 	return (stream == 1 || stream == 2) ? r->omitted[stream] : 0;
 }
 
-const char *
-result_isolation_name(enum wd_isolation level)
-{
-	static const char *const names[] = {
-		[WD_ISOLATION_CONTAINER] = "container",
-		[WD_ISOLATION_PROCESS] = "process",
-		[WD_ISOLATION_GVISOR] = "gvisor",
-	};
-	return (unsigned)level < WD_ARRAY_SIZE(names) && names[level] ? names[level] : "?";
-}
 
 static void
 write_protections(struct jw *w, const wd_result *r, bool with_data)
 {
 	jw_key(w, "protections");
 	jw_obj_begin(w);
-	jw_kstr(w, "isolation", result_isolation_name(r->isolation));
+	jw_kstr(w, "isolation", wd_isolation_name(r->isolation));
 	jw_key(w, "namespaces");
 	jw_arr_begin(w);
 	static const char *const ns[] = {"user", "mount", "pid",    "net",

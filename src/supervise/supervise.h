@@ -309,7 +309,6 @@ struct wd_result {
 
 wd_result *result_new(const char *sandbox_id);
 /* "container", "process", "gvisor". */
-const char *result_isolation_name(enum wd_isolation level);
 /* Write the result as one JSON object into w (with_data: the output
  * windows; the audit trail keeps only the counts). */
 struct jw;
@@ -356,9 +355,26 @@ struct backend_probe {
 	char note[128]; /* when ok: one fact worth showing ("Landlock ABI 7") */
 };
 
+/* What a level can do.  Core asks these, never which level it has: a
+ * new level says what it can in its table, and every question about it
+ * is answered there (backend_can). */
+enum backend_cap {
+	/* warden builds the sandbox's mount namespace itself, so a cow
+	 * overlay, a sandbox disk and a warm pool's detached workspace can
+	 * be shown in it (runsc builds gVisor's; the process level has none) */
+	BACKEND_CAP_MOUNTS = 1u << 0,
+	/* user and network namespaces of warden's own around the command:
+	 * what a policy's sandbox.require userns / netns asks for */
+	BACKEND_CAP_NAMESPACES = 1u << 1,
+	/* the command shares the host's /tmp and /dev/shm (the process
+	 * level): a workspace there is writable by it from outside */
+	BACKEND_CAP_HOST_TMP = 1u << 2,
+};
+
 struct backend_ops {
 	const char *name;
 	enum wd_isolation level;
+	unsigned caps; /* enum backend_cap */
 	/* Can this host run the level?  From real probes, cheap enough to
 	 * call once per context. */
 	void (*probe)(struct backend_probe *out);
@@ -389,6 +405,9 @@ struct backend_ops {
 };
 
 const struct backend_ops *backend_for(enum wd_isolation level);
+/* Whether level's backend has every bit of caps (false for an unknown
+ * level). */
+bool backend_can(enum wd_isolation level, unsigned caps);
 
 enum sandbox_state {
 	SB_NEW = 0,   /* prepared, nothing started */

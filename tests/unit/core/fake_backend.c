@@ -154,6 +154,7 @@ f_probe(struct backend_probe *out)
 static const struct backend_ops fake_ops = {
     .name = "fake",
     .level = WD_ISOLATION_CONTAINER,
+    .caps = BACKEND_CAP_MOUNTS | BACKEND_CAP_NAMESPACES,
     .probe = f_probe,
     .prepare = f_prepare,
     .spawn = f_spawn,
@@ -168,4 +169,11 @@ const struct backend_ops *
 backend_for(enum wd_isolation level)
 {
 	return (unsigned)level <= WD_ISOLATION_GVISOR ? &fake_ops : NULL;
+}
+
+bool
+backend_can(enum wd_isolation level, unsigned caps)
+{
+	const struct backend_ops *ops = backend_for(level);
+	return ops && (ops->caps & caps) == caps;
 }
