@@ -18,7 +18,9 @@ PYTHONPATH, in the same project.  The conventions:
   - a command must exit 0, unless its comment ends with "(exit N)";
   - a block that cannot run here is preceded by
     <!-- readme-test: skip (why) -->, the reason being required;
-  - in a ```python block, /path/to/repo stands for the project directory.
+  - in a ```python block, /path/to/repo stands for the project directory,
+    and a comment "# prints: TEXT" is output the block must print (a
+    line matching TEXT, "…" matching anything).
 
 The project holds what the examples name: src/main.py (with "foo" in it)
 and dist/pkg-1.0-py3-none-any.whl (a wheel built here).  Sessions the
@@ -47,6 +49,7 @@ SKIP_RE = re.compile(r"<!--\s*readme-test:\s*skip\b(.*?)-->")
 FENCE_RE = re.compile(r"^```(\w*)\s*$")
 EXIT_RE = re.compile(r"\(exit (\d+)\)\s*$")
 LINK_RE = re.compile(r"\]\(([^()\s]+)\)")
+PRINTS_RE = re.compile(r"#\s*prints:\s*(.*?)\s*$")
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 # a hang is a failure, not a wait: generous under load and sanitizers
 HANG_S = 300
@@ -295,7 +298,9 @@ def main():
                     skipped += 1
                     continue
                 if lang == "python":
-                    todo = [(first, "\n".join(block).replace("/path/to/repo", project), 0, [])]
+                    shown = [m.group(1) for m in map(PRINTS_RE.search, block) if m]
+                    todo = [(first, "\n".join(block).replace("/path/to/repo", project), 0,
+                             shown)]
                 else:
                     todo = commands(first, block)
                 for ln, cmd, want, shown in todo:
