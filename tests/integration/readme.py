@@ -28,8 +28,9 @@ examples leave are removed after each page.  Also: the MCP client
 configuration of the README, with /path/to/warden as this checkout and
 /path/to/repo as the project, names a warden that exists after the quick
 start, and its arguments start a server (the warden under test) that
-answers initialize; and every relative link of README.md, CONTRIBUTING.md,
-clients/python/README.md and docs/*.md names a file that exists, and a
+answers initialize; the README links every docs/*.md; and every
+relative link of README.md, CONTRIBUTING.md, clients/python/README.md
+and docs/*.md names a file that exists, and a
 heading of it where the link has a #fragment (GitHub's anchors).
 
 usage: readme.py WARDEN README"""
@@ -330,6 +331,12 @@ def main():
             shutil.rmtree(project, ignore_errors=True)
             project = None
         tap(total >= 15, "ran %d commands of README.md and docs/ in all" % total)
+        # the README is the front page: every page of docs/ is linked from it
+        linked = {os.path.normpath(os.path.join(src, t.partition("#")[0]))
+                  for _, line in prose(readme) for t in LINK_RE.findall(line)}
+        unlinked = [os.path.relpath(p, src) for p in pages[1:] if p not in linked]
+        tap(not unlinked, "README.md links every page of docs/", "not linked: %s"
+            % " ".join(unlinked))
         check_links(src, pages + [os.path.join(src, "CONTRIBUTING.md"),
                                   os.path.join(src, "clients", "python", "README.md")])
     finally:
