@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Exit statuses (README "Exit status"; timeout(1)/env(1) conventions). */
+/* Exit statuses (docs/cli.md "Exit status"; timeout(1)/env(1) conventions). */
 enum {
 	CLI_EXIT_PAUSED = 123,
 	CLI_EXIT_TIMEOUT = 124,
