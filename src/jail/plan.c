@@ -814,9 +814,9 @@ plan_env(struct jail_prep *p, const struct jail_config *cfg)
 		/* the only way out: warden's proxy in the jail's namespace
 		 * (both spellings: curl reads lower case, most others upper) */
 		static const char *const proxy_env[] = {
-			"HTTP_PROXY=http://127.0.0.1:3128",   "http_proxy=http://127.0.0.1:3128",
-			"HTTPS_PROXY=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
-			"ALL_PROXY=socks5h://127.0.0.1:1080", "all_proxy=socks5h://127.0.0.1:1080",
+		    "HTTP_PROXY=http://127.0.0.1:3128",	  "http_proxy=http://127.0.0.1:3128",
+		    "HTTPS_PROXY=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
+		    "ALL_PROXY=socks5h://127.0.0.1:1080", "all_proxy=socks5h://127.0.0.1:1080",
 		};
 		for (size_t i = 0; i < WD_ARRAY_SIZE(proxy_env); i++)
 			pl->envp[ne++] = sdup(p, "%s", proxy_env[i]);
