@@ -84,6 +84,9 @@ int cli_activate(int argc, char **argv);
 void cli_exec_failed(const char *sub, const wd_result *r, const char *prog, const char *cwd);
 /* One stderr line per distinct network refusal of the command. */
 void cli_net_refusals(const char *sub, const wd_result *r);
+/* With --audit: one stderr line naming the log and whether the policy
+ * stage was on for the command. */
+void cli_audit_note(const char *sub, const wd_result *r, const char *path);
 int cli_fail(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_json_errors(bool on);
 /* s as a JSON string on f: ASCII, every other byte escaped. */

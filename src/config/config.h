@@ -42,6 +42,9 @@ struct config_options {
 	struct config_strv value; /* take a value that names a file: judged as a path */
 	struct config_strv
 	    data; /* take a value that is data (code, pattern, count): never a path */
+	/* take a suffix the program appends to a file's name (sed -i, cp -S):
+	 * a '/' in it is refused; attached only unless also in data */
+	struct config_strv suffix;
 };
 
 struct config_program {

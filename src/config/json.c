@@ -77,6 +77,8 @@ options_json(json_t *o, const struct config_options *l)
 		json_object_set_new(o, "value_options", strv_json(&l->value));
 	if (l->data.n)
 		json_object_set_new(o, "data_options", strv_json(&l->data));
+	if (l->suffix.n)
+		json_object_set_new(o, "suffix_options", strv_json(&l->suffix));
 }
 
 static json_t *

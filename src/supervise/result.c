@@ -228,10 +228,11 @@ write_protections(struct jw *w, const wd_result *r, bool with_data)
 		jw_kuint(w, "refused", r->net_refused);
 		jw_kuint(w, "dns_queries", r->net_dns);
 		jw_kuint(w, "bytes", r->net_bytes);
-		if (r->n_net_refusals && with_data) {
+		if (r->n_net_refusals && (with_data || r->refusals_unaudited)) {
 			/* this command's distinct refusals, each once with a count
-			 * (not in the audit trail's result: each refusal is an
-			 * audited network event of its own already) */
+			 * (not in the audit trail's result when each refusal is an
+			 * audited network event of its own already: a session's
+			 * network events go to its monitor's log instead) */
 			jw_key(w, "refusals");
 			result_refusals_write(w, r);
 			if (r->net_refusals_more)

@@ -140,7 +140,8 @@ struct wd_event {
 	size_t len;                   /* OUTPUT */
 	int stream;                   /* OUTPUT */
 	const char *detail;           /* APPROVAL, SANDBOX: one line */
-	struct json_t *fields;        /* ROUTE: the route's members (a jansson object) */
+	struct json_t *fields;	      /* ROUTE, FILE, START: members (a jansson object) */
+	const char *policy_stage;     /* "on", "off", or NULL: not one command's */
 };
 
 /* Where a sandbox sends its events (the context's fan-out). */
@@ -288,6 +289,9 @@ struct wd_result {
 	struct net_refusal *net_refusals;
 	size_t n_net_refusals;
 	uint64_t net_refusals_more;
+	/* the refusals' network events went to another process's trail (a
+	 * session's monitor): the audit trail's result lists them itself */
+	bool refusals_unaudited;
 	char **net_refusal_lines; /* one escaped line each, for a human */
 	unsigned host_uid;
 	char sandbox_id[17];
@@ -418,6 +422,9 @@ enum sandbox_state {
 
 struct sandbox {
 	char id[17];
+	/* "on"/"off" for a sandbox made for one command (its network events
+	 * say whether the policy judged that command); NULL when shared */
+	const char *policy_stage;
 	const struct backend_ops *ops;
 	wd_spec *spec; /* own copy */
 	const struct event_sink *events;
