@@ -104,6 +104,11 @@ struct wd_limits {
 	uint64_t fsize;          /* RLIMIT_FSIZE (default 1 GiB) */
 };
 
+/* The library's defaults, what a 0 field of struct wd_limits means: for a
+ * front end that states or caps limits without spelling the numbers
+ * again. */
+void wd_limits_defaults(struct wd_limits *out);
+
 /* A description of one run.  Opaque; create with wd_spec_new(), free with
  * wd_spec_free().  Setters copy their arguments. */
 typedef struct wd_spec wd_spec;

@@ -17,15 +17,6 @@
 
 /* ---- sandbox.create ---- */
 
-static const struct wd_limits lib_defaults = {
-    .memory_bytes = 512ull << 20,
-    .pids = 128,
-    .cpu_millionths = 1000000,
-    .tmp_bytes = 128ull << 20,
-    .timeout_ms = 30000,
-    .output_limit = 64u << 10,
-};
-
 /* One limit: at most the server's (its own or the library's default). */
 static bool
 limit(json_t *lim, const char *key, uint64_t scale, uint64_t server, uint64_t def, uint64_t *out,
@@ -52,6 +43,8 @@ create_limits(struct srv *s, json_t *params, struct wd_limits *l, struct rpc_err
 {
 	static const char *const keys[] = {"memory",	   "pids",     "cpus", "timeout",
 					   "output_limit", "tmp_size", NULL};
+	struct wd_limits lib_defaults;
+	wd_limits_defaults(&lib_defaults);
 	const struct wd_limits *sl = &s->o.limits, *d = &lib_defaults;
 	*l = *sl;
 	json_t *lim = json_object_get(params, "limits");

@@ -70,10 +70,12 @@ run_on_event(const wd_event *ev, void *data)
 
 /* ---- specs and commands ---- */
 
-static uint64_t
+uint64_t
 server_timeout_ms(const struct srv *s)
 {
-	return s->o.limits.timeout_ms ? s->o.limits.timeout_ms : 30000;
+	struct wd_limits d;
+	wd_limits_defaults(&d);
+	return s->o.limits.timeout_ms ? s->o.limits.timeout_ms : d.timeout_ms;
 }
 
 int

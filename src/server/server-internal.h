@@ -562,6 +562,9 @@ wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, const char *image,
 		  char *digest, struct wd_err *err);
 /* ref's digest in the store now, as "sha256:HEX" (wd_image_inspect). */
 int srv_image_digest(struct srv *s, const char *ref, char *out, struct wd_err *err);
+/* A command's wall clock when none is asked: the server's --timeout, else
+ * the library's default (wd_limits_defaults). */
+uint64_t server_timeout_ms(const struct srv *s);
 /* The image a judged command of tool runs in: the tool's (the policy's
  * tools.NAME.image), else the server's --image, else NULL. */
 const char *srv_run_image(struct srv *s, const char *tool);

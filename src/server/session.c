@@ -188,7 +188,7 @@ run_tool(struct call *c, struct live *l, json_t *args, struct rpc_err *e)
 	/* no timeout: the sandbox's own (sandbox_create's limits, at most the
 	 * server's); one given is capped at the server's */
 	if (tv) {
-		uint64_t most = s->o.limits.timeout_ms ? s->o.limits.timeout_ms : 30000;
+		uint64_t most = server_timeout_ms(s);
 		double ms = json_number_value(tv) * 1000.0;
 		wd_cmd_set_timeout(cmd, ms < (double)most ? (ms >= 1 ? (uint64_t)ms : 1) : most);
 	}

@@ -206,20 +206,28 @@ wd_spec_set_isolation(wd_spec *s, enum wd_isolation level)
 	s->isolation_given = true;
 }
 
+/* The defaults, here only (README and warden(1) say them to the user). */
+static const struct wd_limits limit_defaults = {
+	.memory_bytes = 512ULL << 20,
+	.pids = 128,
+	.cpu_millionths = 1000000,
+	.tmp_bytes = 128ULL << 20,
+	.timeout_ms = 30000,
+	.output_limit = 64 << 10,
+	.nofile = 1024,
+	.fsize = 1ULL << 30,
+};
+
+WD_API void
+wd_limits_defaults(struct wd_limits *out)
+{
+	*out = limit_defaults;
+}
+
 WD_API void
 wd_spec_set_limits(wd_spec *s, const struct wd_limits *l)
 {
-	static const struct wd_limits defaults = {
-		.memory_bytes = 512ULL << 20,
-		.pids = 128,
-		.cpu_millionths = 1000000,
-		.tmp_bytes = 128ULL << 20,
-		.timeout_ms = 30000,
-		.output_limit = 64 << 10,
-		.nofile = 1024,
-		.fsize = 1ULL << 30,
-	};
-	s->lim = defaults;
+	s->lim = limit_defaults;
 	memset(&s->lim_given, 0, sizeof(s->lim_given));
 	if (!l)
 		return;
