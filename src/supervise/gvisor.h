@@ -129,6 +129,11 @@ struct gv_proc {
 	const char *const *argv;
 	int in, out, err;   /* -1: /dev/null */
 	struct sandbox *sb; /* NULL: a plain client (start, exec, kill) */
+	/* a client of this sandbox's control server (start, exec, kill):
+	 * it joins the sandbox's network namespace, if it has one, because
+	 * this runsc's control socket is an abstract unix socket, which is
+	 * per network namespace; NULL: none (--version) */
+	const struct gv *peer;
 };
 int gv_spawn(const struct gv_proc *p, int *pidfd, struct wd_err *err);
 /* Wait for the process of pidfd (timeout_ms < 0: for ever; else SIGKILL it

@@ -209,7 +209,7 @@ start_command(struct grun *r, int in, int out_w, int err_w, struct wd_err *err)
 	if (!cwd)
 		return -EINVAL;
 	const char **argv = NULL;
-	struct gv_proc p = {.in = in, .out = out_w, .err = err_w};
+	struct gv_proc p = {.in = in, .out = out_w, .err = err_w, .peer = g};
 	int rc;
 	char dir_opt[PATH_MAX], proc[PATH_MAX], pidf[PATH_MAX];
 	if (r->oneshot) {
