@@ -114,14 +114,14 @@ idle(void)
  * command has); returns only on failure: 127 not found, else 126, with
  * the container level's message (cli/run.c). */
 static int
-exec_jail(char **argv)
+exec_jail(char **argv, char **envp)
 {
 	static const char *const dirs[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
 					   "/usr/local/sbin", "/usr/sbin", "/sbin"};
 	const char *prog = argv[0];
 	int e = ENOENT;
 	if (strchr(prog, '/')) {
-		execve(prog, argv, environ);
+		execve(prog, argv, envp);
 		e = errno;
 	} else {
 		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -134,7 +134,7 @@ exec_jail(char **argv)
 			memcpy(path, dirs[i], d);
 			path[d] = '/';
 			memcpy(path + d + 1, prog, n + 1);
-			execve(path, argv, environ);
+			execve(path, argv, envp);
 			if (errno != ENOENT && errno != ENOTDIR)
 				e = errno;
 		}
@@ -219,7 +219,12 @@ close_out(struct cmd *c, int s)
 }
 
 /* In the child: become the sandbox user with nothing, then the command.
- * Every step is checked; a failed drop is never a command run as root. */
+ * Every step is checked; a failed drop is never a command run as root.
+ * The child is vfork's (the sentry copies no address space for it, as
+ * for posix_spawn): it shares the executor's memory until execve, so it
+ * writes none (envp is passed, not set) and calls only system calls and
+ * _exit.  Credentials are per task, so its
+ * drop is its own. */
 __attribute__((noreturn)) static void
 child(char **argv, char **envp, const char *cwd, int out, int err)
 {
@@ -248,8 +253,7 @@ child(char **argv, char **envp, const char *cwd, int out, int err)
 		put("\n", 1);
 		_exit(126);
 	}
-	environ = envp;
-	_exit(exec_jail(argv));
+	_exit(exec_jail(argv, envp));
 }
 
 /* The next NUL-terminated string of p[*off..n), or NULL. */
@@ -304,7 +308,7 @@ run(uint32_t id, char *p, uint32_t n)
 		reply(GVW_FAIL, 0, id, &e, sizeof(e));
 		goto out;
 	}
-	pid_t pid = fork();
+	pid_t pid = vfork();
 	if (pid == 0)
 		child(v, v + argc + 1, cwd, outp[1], errp[1]);
 	if (pid < 0) {
@@ -463,7 +467,7 @@ main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "serve"))
 		return serve();
 	if (argc >= 3 && !strcmp(argv[1], "exec"))
-		return exec_jail(argv + 2);
+		return exec_jail(argv + 2, environ);
 	static const char usage[] = "usage: warden-init exec PROGRAM [ARG...] | warden-init idle | "
 				    "warden-init serve\n"
 				    "(started by warden inside a gVisor sandbox)\n";
