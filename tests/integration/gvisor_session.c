@@ -178,6 +178,27 @@ main(int argc, char **argv)
 	check(r && wd_result_status(r) == 0 && out_is(r, "1000\n"),
 	      "first command runs as uid 1000");
 	wd_result_free(r);
+	/* the executor is root with four capabilities: none reaches a command */
+	r = sh(sb,
+	       "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' "
+	       "/proc/self/status | tr -s '\t ' ' '",
+	       0);
+	{
+		size_t n;
+		const char *o = r ? wd_result_output(r, 1, &n) : "";
+		char buf[1024];
+		snprintf(buf, sizeof(buf), "%.*s", (int)(r ? n : 0), o);
+		int ok = strstr(buf, "Uid: 1000 1000 1000 1000") &&
+			 strstr(buf, "Gid: 1000 1000 1000 1000") &&
+			 strstr(buf, "CapPrm: 0000000000000000") &&
+			 strstr(buf, "CapEff: 0000000000000000") &&
+			 strstr(buf, "CapBnd: 0000000000000000") &&
+			 strstr(buf, "CapInh: 0000000000000000");
+		if (!ok)
+			printf("# %s", buf);
+		check(ok, "a command: uid and gid 1000, no capability, bounding set empty");
+	}
+	wd_result_free(r);
 	r = sh(sb, "cat /tmp/state /workspace/made", 0);
 	check(out_is(r, "kept\nfile\n"), "/tmp and the workspace persist between commands");
 	wd_result_free(r);
