@@ -151,11 +151,29 @@ exec_jail(char **argv, char **envp)
 /* ---- serve: the resident executor ---- */
 
 #define SANDBOX_UID 1000
-/* capability numbers (linux/capability.h), without its header's types */
-#define CAP_KILL_NR 5
-#define CAP_SETGID_NR 6
-#define CAP_SETUID_NR 7
-#define CAP_SETPCAP_NR 8
+
+/* The executor's capability bounding set, from /proc/self/status. */
+static unsigned long long bounding;
+
+static int
+read_bounding(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "\nCapBnd:");
+	if (!p)
+		return -1;
+	char *end;
+	bounding = strtoull(p + 9, &end, 16);
+	return end == p + 9 ? -1 : 0;
+}
 
 struct cmd {
 	uint32_t id; /* 0: a free slot */
@@ -241,14 +259,12 @@ child(char **argv, char **envp, const char *cwd, int out, int err)
 	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		_exit(126);
-	/* The executor's bounding set is exactly these four (config.json,
-	 * gv_oci_process): dropping them empties it, in four system calls
-	 * rather than one per capability number (each is a trip through the
-	 * sentry on the ptrace platform).  gvisor_session checks a command's
-	 * CapBnd is 0. */
-	static const int held[] = {CAP_SETUID_NR, CAP_SETGID_NR, CAP_SETPCAP_NR, CAP_KILL_NR};
-	for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
-		if (prctl(PR_CAPBSET_DROP, held[i], 0, 0, 0) < 0)
+	/* The executor's bounding set (read once, serve()): inside gVisor
+	 * the four of config.json, so four system calls rather than one per
+	 * capability number (each a trip through the sentry on the ptrace
+	 * platform).  gvisor_session and gvisor_wire check CapBnd is 0. */
+	for (int c = 0; c < 64; c++)
+		if ((bounding >> c) & 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
 			die("cannot drop the bounding set");
 	/* setresuid from 0 to 1000 clears the permitted and effective sets
 	 * (no SECBIT_KEEP_CAPS); inheritable and ambient were never set */
@@ -383,6 +399,9 @@ serve(void)
 	/* not dumpable: no core, and /proc/1's files stay root's even to a
 	 * process that somehow shared our uid */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* no command runs unless the set to drop is known */
+	if (read_bounding() < 0)
+		die("cannot read the capability bounding set");
 	signal(SIGPIPE, SIG_IGN);
 	sigset_t set;
 	sigemptyset(&set);
