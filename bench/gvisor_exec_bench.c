@@ -163,7 +163,7 @@ main(int argc, char **argv)
 		for (int round = -warmup; round < runs; round++) {
 			for (int k = 0; k < NSERIES; k++) {
 				int sr = (k + (round < 0 ? 0 : round)) % NSERIES;
-				uint64_t v = sr == BARE	       ? bare()
+				uint64_t v = sr == BARE	      ? bare()
 					     : sr == RESIDENT ? in(sb, res, "resident", NULL)
 							      : in(sb, rs, "runsc-exec", NULL);
 				if (round < 0)

@@ -50,7 +50,7 @@ struct grun {
 	int note_fd;
 	uint32_t seq;
 	struct cmd_output io; /* io.fd[1], io.fd[2]: the output pipes */
-	int pidfd; /* runsc run (the launcher) or the runsc exec client */
+	int pidfd;	      /* runsc run (the launcher) or the runsc exec client */
 	int ep;
 	bool exited, timed_out, sandbox_dead, closed_late, stopped;
 	int wstatus;
@@ -496,7 +496,9 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		goto out;
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 6 %s started", sb->id,
 	       (double)(wd_now_ns() - sb->t0) / 1e6,
-	       r.oneshot ? "runsc run" : r.resident ? "resident exec" : "runsc exec");
+	       r.oneshot    ? "runsc run"
+	       : r.resident ? "resident exec"
+			    : "runsc exec");
 	cmd_output_init(&r.io, sb, x, deadline);
 	r.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (r.ep < 0) {
@@ -504,8 +506,14 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		goto out;
 	}
 	r.relay.ep = r.ep;
-	int fds[] = {r.io.fd[1],    r.io.fd[2],	  r.pidfd,	     r.note_fd,
-		     r.oneshot ? -1 : g->sentry_pidfd, sb->cancel_fd, x->cancel_fd, x->cmd_cancel_fd};
+	int fds[] = {r.io.fd[1],
+		     r.io.fd[2],
+		     r.pidfd,
+		     r.note_fd,
+		     r.oneshot ? -1 : g->sentry_pidfd,
+		     sb->cancel_fd,
+		     x->cancel_fd,
+		     x->cmd_cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	stdin_relay_watch(&r.relay);
@@ -542,7 +550,9 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	       (double)(wd_now_ns() - sb->t0) / 1e6);
 	*out = collect(&r, t0, &before);
 	snprintf((*out)->exec_path, sizeof((*out)->exec_path), "%s",
-		 r.oneshot ? "runsc-run" : r.resident ? "resident" : "runsc-exec");
+		 r.oneshot    ? "runsc-run"
+		 : r.resident ? "resident"
+			      : "runsc-exec");
 	if (!r.oneshot && (*out)->oom_killed) {
 		/* Under gVisor the host's OOM killer can only have taken one
 		 * of gVisor's own processes (the command's memory is the

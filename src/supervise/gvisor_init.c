@@ -433,7 +433,8 @@ serve(void)
 				if (cmds[i].id && cmds[i].fd[s] >= 0) {
 					who[n] = &cmds[i];
 					stream[n] = s;
-					pf[n++] = (struct pollfd){.fd = cmds[i].fd[s], .events = POLLIN};
+					pf[n++] =
+					    (struct pollfd){.fd = cmds[i].fd[s], .events = POLLIN};
 				}
 		if (poll(pf, (nfds_t)n, -1) < 0) {
 			if (errno == EINTR)

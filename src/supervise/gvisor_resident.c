@@ -160,9 +160,10 @@ reader(void *arg)
 			break; /* the sandbox's end, or destroy */
 		/* checked before the payload is read: a type we know, a length
 		 * within its bound, a command we started */
-		bool ok = (h.type == GVW_OUT && h.len <= GVW_MAX_OUT && (h.aux == 1 || h.aux == 2)) ||
-			  ((h.type == GVW_EXIT || h.type == GVW_FAIL) && h.len == 4 && !h.aux) ||
-			  (h.type == GVW_DONE && h.len == 0 && !h.aux);
+		bool ok =
+		    (h.type == GVW_OUT && h.len <= GVW_MAX_OUT && (h.aux == 1 || h.aux == 2)) ||
+		    ((h.type == GVW_EXIT || h.type == GVW_FAIL) && h.len == 4 && !h.aux) ||
+		    (h.type == GVW_DONE && h.len == 0 && !h.aux);
 		if (!ok) {
 			why = "a malformed reply";
 			break;
