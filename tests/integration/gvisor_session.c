@@ -338,6 +338,20 @@ main(int argc, char **argv)
 	check(all, "four commands at once from four threads");
 	printf("# four concurrent 0.3 s commands took %.0f ms\n", took);
 
+	/* A background process that keeps the command's stdout: the result
+	 * comes after the drain grace (warden's CLOSE to the executor), not
+	 * when the process ends; the executor serves the next command. */
+	t0 = now_ms();
+	r = sh(sb, "sleep 3 & echo held", 0);
+	took = now_ms() - t0;
+	check(r && wd_result_status(r) == 0 && out_is(r, "held\n") && took < 2500,
+	      "output held by a background process: the result after the drain grace");
+	printf("# took %.0f ms\n", took);
+	wd_result_free(r);
+	r = sh(sb, "echo after", 0);
+	check(out_is(r, "after\n") && went_through(r, "resident"), "... and the next command runs");
+	wd_result_free(r);
+
 	/* An orphan left by a command is reaped by the init, not kept. */
 	r = sh(sb, "sh -c 'sleep 0.1 &'; sleep 0.5; ps -e -o stat= | grep -c Z", 0);
 	check(out_is(r, "0\n"), "orphans are reaped (no zombie)");
