@@ -12,6 +12,9 @@
 #   step breakdown   bench/steps.sh: the -v STEP lines as medians
 #   exec-into-live   live_bench: one sandbox, then execs against bare
 #                    fork+exec, execs per second, memory per sandbox
+#   gVisor exec      gvisor_exec_bench: /bin/true into a live gVisor
+#                    session, the resident executor against runsc exec
+#                    and bare fork+exec, three repeats
 #   policy stage     policy_bench
 #   egress           net_bench: tunnel vs a two-hop splice relay and direct,
 #                    added latency, TLS interception
@@ -51,6 +54,16 @@ status=0
 	echo
 	echo "## exec into a live sandbox"
 	"$BUILD/bench/live_bench" -n 300 -t 2 -k 8 "$ws" -- /bin/true || status=1
+	echo
+	echo "## exec into a live gVisor session: resident executor vs runsc exec"
+	# three repeats of alternating rounds in one sandbox; the library
+	# finds warden-init next to the warden under test
+	if command -v runsc >/dev/null && [ "$(id -u)" = 0 ]; then
+		WARDEN_INIT=$BUILD/warden-init "$BUILD/bench/gvisor_exec_bench" -n 60 -r 3 "$ws" ||
+			status=1
+	else
+		echo "# skipped: needs root and runsc (scripts/deps.sh)"
+	fi
 	echo
 	echo "## policy stage"
 	"$BUILD/bench/policy_bench" "$BUILD/warden" || status=1

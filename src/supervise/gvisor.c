@@ -302,9 +302,11 @@ gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
 
 /* ---- the session ---- */
 
-/* An init that only reaps every child, orphans the sandbox's commands
- * leave included, and exits on SIGTERM (supervise/gvisor_init.c). */
-static const char *const idle_init[] = {GV_INIT, "idle", NULL};
+/* The session's init: it reaps every child, orphans the sandbox's
+ * commands leave included, and is the resident executor, each command a
+ * message on its stdin and stdout (supervise/gvisor_init.c,
+ * gvisor_resident.c). */
+static const char *const serve_init[] = {GV_INIT, "serve", NULL};
 
 int
 gv_init_find(char *out, size_t cap)
@@ -344,8 +346,14 @@ gv_start_session(struct sandbox *sb, struct wd_err *err)
 {
 	struct gv *g = sb->priv;
 	int rc, pidfd = -1;
-	wd_autofree char *cfg = gv_oci_config(sb, g, idle_init, NULL, NULL);
+	wd_autofree char *cfg = gv_oci_config(sb, g, serve_init, NULL, NULL, true);
 	if ((rc = gv_write_file(g, "config.json", cfg, err)) < 0)
+		return rc;
+	/* the executor's channel: the init's stdin and stdout */
+	int init_fds[2] = {-1, -1};
+	if (g->res)
+		gv_res_free(g);
+	if ((rc = gv_res_pipes(g, init_fds, err)) < 0)
 		return rc;
 	char bundle[PATH_MAX], pidfile[PATH_MAX];
 	snprintf(bundle, sizeof(bundle), "%s", g->dir);
@@ -356,9 +364,14 @@ gv_start_session(struct sandbox *sb, struct wd_err *err)
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/create.log", g->dir);
 	log = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	struct gv_proc p = {.argv = argv, .in = -1, .out = log, .err = log, .sb = sb};
+	struct gv_proc p = {
+	    .argv = argv, .in = init_fds[0], .out = init_fds[1], .err = log, .sb = sb};
 	rc = log < 0 ? wd_err_sys(err, errno, "create %s", path) : gv_spawn(&p, &pidfd, err);
 	free(argv);
+	/* the sandbox process holds them now (runsc create hands its stdio
+	 * to the init): the executor's end of the channel is its alone */
+	close(init_fds[0]);
+	close(init_fds[1]);
 	if (rc < 0)
 		return rc;
 	g->started = g->session = true;
@@ -381,7 +394,9 @@ gv_start_session(struct sandbox *sb, struct wd_err *err)
 	if (g->sentry_pidfd < 0)
 		return wd_err_sys(err, errno, "pidfd_open of gVisor's sandbox process");
 	const char *start[] = {"start", g->cid, NULL};
-	return gv_client(sb, g, start, 60000, err);
+	if ((rc = gv_client(sb, g, start, 60000, err)) < 0)
+		return rc;
+	return gv_res_ready(sb, g, err);
 }
 
 static int
@@ -430,6 +445,8 @@ gv_destroy(struct sandbox *sb)
 		cgroup_kill(sb->cg);
 	else
 		gv_kill(sb);
+	if (g && g->res)
+		gv_res_free(g); /* after the kill: the reader sees the channel end */
 	if (g && g->run_pidfd >= 0) {
 		gv_wait(g->run_pidfd, 0); /* reaped already by the command's loop */
 		close(g->run_pidfd);
@@ -518,7 +535,7 @@ gv_plan_text(struct sandbox *sb)
 	static const char *const placeholder[] = {"PROGRAM", NULL};
 	const char *const *argv =
 	    sb->spec->argv ? (const char *const *)sb->spec->argv : placeholder;
-	wd_autofree char *compact = gv_oci_config(sb, g, argv, NULL, NULL);
+	wd_autofree char *compact = gv_oci_config(sb, g, argv, NULL, NULL, false);
 	/* indented for a reader (the file runsc gets is compact) */
 	json_t *j = json_loads(compact, 0, NULL);
 	wd_autofree char *cfg = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;

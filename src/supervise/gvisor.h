@@ -13,8 +13,11 @@
  *                   (jail/plan.c) that the container level executes itself.
  *   gvisor_run.c    runsc processes: the launcher (cgroup, mount and
  *                   network namespaces, then execve of runsc) and clients.
- *   gvisor_exec.c   one command: pipes, runsc run or runsc exec, the loop
- *                   over output, deadline and cancellation, the result.
+ *   gvisor_exec.c   one command: pipes, runsc run, runsc exec or the
+ *                   resident executor, the loop over output, deadline
+ *                   and cancellation, the result.
+ *   gvisor_resident.c  warden's end of the resident executor (the
+ *                   session's init, gvisor_init.c; gvisor_wire.h).
  *
  * Files of a sandbox live in GV_RUN_DIR/<id> (a tmpfs as root), locked
  * while warden holds the sandbox: rootfs/, mnt/<k> (where the launcher
@@ -88,6 +91,8 @@ struct gv {
 	/* warden-init on the host, copied to GV_INIT in rootfs/: it starts
 	 * every command and is a session's init */
 	char init_path[PATH_MAX];
+	/* the session's resident executor (gvisor_resident.c), or NULL */
+	struct gv_res *res;
 };
 
 /* Where warden-init (supervise/gvisor_init.c) is in a sandbox: a file of
@@ -112,10 +117,15 @@ int gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err);
  * Appended to w. */
 struct jw;
 void gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
-		    const char *const *env_add, const char *cwd, bool terminal);
-/* The whole config.json with process as the container's init. */
+		    const char *const *env_add, const char *cwd, bool terminal, bool executor);
+/* The whole config.json with process as the container's init; executor:
+ * the init is the resident executor (root inside gVisor with CAP_SETUID,
+ * CAP_SETGID, CAP_SETPCAP and CAP_KILL only, gvisor_init.c says why). */
 char *gv_oci_config(const struct sandbox *sb, const struct gv *g, const char *const *argv,
-		    const char *const *env_add, const char *cwd);
+		    const char *const *env_add, const char *cwd, bool executor);
+/* NAME=VALUE lists merged (a later name replaces an earlier one), into a
+ * new NULL-terminated array of the same strings (free with free()). */
+const char **gv_env_merge(const char *const *base, const char *const *add);
 /* Write s to dir/name (0600, replaced atomically). */
 int gv_write_file(const struct gv *g, const char *name, const char *s, struct wd_err *err);
 
@@ -129,6 +139,11 @@ struct gv_proc {
 	const char *const *argv;
 	int in, out, err;   /* -1: /dev/null */
 	struct sandbox *sb; /* NULL: a plain client (start, exec, kill) */
+	/* a client of this sandbox's control server (start, exec, kill):
+	 * it joins the sandbox's network namespace, if it has one, because
+	 * this runsc's control socket is an abstract unix socket, which is
+	 * per network namespace; NULL: none (--version) */
+	const struct gv *peer;
 };
 int gv_spawn(const struct gv_proc *p, int *pidfd, struct wd_err *err);
 /* Wait for the process of pidfd (timeout_ms < 0: for ever; else SIGKILL it
@@ -148,6 +163,32 @@ off_t gv_log_size(const struct gv *g);
 bool gv_runsc_error(const struct gv *g, off_t from, char *out, size_t cap);
 /* The last line runsc wrote to dir/name (for error messages). */
 void gv_last_line(const struct gv *g, const char *name, char *out, size_t cap);
+
+/* ---- gvisor_resident.c ---- */
+/* A record on a command's note pipe. */
+enum { GV_NOTE_EXIT = 1, GV_NOTE_FAIL = 2 };
+struct gv_note {
+	int kind;  /* GV_NOTE_* */
+	int value; /* EXIT: the wait status; FAIL: errno */
+};
+/* The channel's pipes (g->res): init_fds[0] and [1] become the init's
+ * stdin and stdout (runsc create's), the caller closes them after it. */
+int gv_res_pipes(struct gv *g, int init_fds[2], struct wd_err *err);
+/* After runsc start: the executor's HELLO, then the reader thread. */
+int gv_res_ready(struct sandbox *sb, struct gv *g, struct wd_err *err);
+/* Whether commands can go through it (it answered and is not lost). */
+bool gv_res_usable(const struct gv *g);
+/* Start command id: out_r[1], out_r[2] (nonblocking) get its output and
+ * *note_r its gv_note records, EOF at its end (with no EXIT record: the
+ * executor was lost).  -E2BIG or -EAGAIN (too large, too many at once,
+ * lost): the caller takes runsc exec. */
+int gv_res_run(struct gv *g, uint32_t id, const char *const *argv, const char *const *env,
+	       const char *cwd, int out_r[3], int *note_r, struct wd_err *err);
+/* Signal the command's process group; stop relaying its output. */
+void gv_res_kill(struct gv *g, uint32_t id, int sig);
+void gv_res_close(struct gv *g, uint32_t id);
+/* After gVisor's processes are gone: the thread joined, all closed. */
+void gv_res_free(struct gv *g);
 
 /* ---- gvisor_exec.c ---- */
 int gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err);

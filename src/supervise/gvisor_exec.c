@@ -3,11 +3,14 @@
  * A one-shot run (the sandbox's first command is also its last) is the
  * container's init: config.json gets the command as its process and the
  * launcher becomes `runsc run`, whose exit is the command's.  Anything
- * else goes through a session: `runsc create` + `runsc start` with an idle
- * init (once, gv_start_session), then `runsc exec --process p<seq>.json`
- * per command.  Either way the command's stdio are our pipes, which runsc
- * hands to gVisor as host descriptors: the output goes from the sentry
- * straight into the bounded capture.
+ * else goes through a session: `runsc create` + `runsc start` with the
+ * resident executor as init (once, gv_start_session), then per command a
+ * RUN message to it (gvisor_resident.c): its output comes back framed
+ * and is written into socket pairs that this loop reads as before.  A
+ * command with stdin, or past the executor's bounds (GVW_MAX_CMDS at
+ * once, GVW_MAX_REQUEST of text), takes `runsc exec --process p<seq>.json`
+ * instead, whose stdio are our pipes, handed to gVisor as host
+ * descriptors.  The result says which (exec_path).
  *
  * One loop per command (struct grun), over the output pipes, the runsc
  * process, the session's sandbox process, the cancellation descriptors
@@ -43,9 +46,11 @@ struct grun {
 	struct gv *g;
 	const struct exec_req *x;
 	bool oneshot;
+	bool resident; /* through the resident executor: note_fd, no pidfd */
+	int note_fd;
 	uint32_t seq;
 	struct cmd_output io; /* io.fd[1], io.fd[2]: the output pipes */
-	int pidfd; /* runsc run (the launcher) or the runsc exec client */
+	int pidfd;	      /* runsc run (the launcher) or the runsc exec client */
 	int ep;
 	bool exited, timed_out, sandbox_dead, closed_late, stopped;
 	int wstatus;
@@ -98,8 +103,47 @@ stop_command(struct grun *r)
 	r->stop_ns = wd_now_ns();
 	if (r->oneshot || r->sandbox_dead)
 		kill_sandbox(r->sb);
+	else if (r->resident)
+		gv_res_kill(r->g, r->seq, SIGKILL);
 	else
 		kill_group(r);
+}
+
+/* A record of the executor about the command, or its note's EOF: the
+ * executor is lost (the sandbox with it). */
+static void
+on_note(struct grun *r)
+{
+	struct gv_note n;
+	ssize_t k;
+	while ((k = read(r->note_fd, &n, sizeof(n))) < 0 && errno == EINTR)
+		;
+	if (k == (ssize_t)sizeof(n) && n.kind == GV_NOTE_EXIT && !r->exited) {
+		r->wstatus = n.value;
+		r->exited = true;
+		r->exit_ns = wd_now_ns();
+		return;
+	}
+	if (k == (ssize_t)sizeof(n) && n.kind == GV_NOTE_FAIL && !r->exited) {
+		/* fork or pipe failed inside gVisor: as a failed start */
+		r->wstatus = (126 & 0xff) << 8;
+		r->exited = true;
+		r->exit_ns = wd_now_ns();
+		wd_log(WD_LOG_WARN, "sandbox %s: command %u could not be started in gVisor: %s",
+		       r->sb->id, r->seq, strerror(n.value));
+		return;
+	}
+	if (k == (ssize_t)sizeof(n))
+		return;
+	epoll_ctl(r->ep, EPOLL_CTL_DEL, r->note_fd, NULL);
+	close(r->note_fd);
+	r->note_fd = -1;
+	if (!r->exited) {
+		r->sandbox_dead = true;
+		r->exited = true;
+		r->wstatus = SIGKILL;
+		r->exit_ns = wd_now_ns();
+	}
 }
 
 static void
@@ -159,16 +203,20 @@ loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
 		}
 		if (!r->exited && r->stopped && now >= r->stop_ns + STOP_GRACE_NS) {
 			wd_log(WD_LOG_WARN,
-			       "sandbox %s: command %u outlived its kill; its runsc "
-			       "client goes instead",
-			       sb->id, r->seq);
-			syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+			       "sandbox %s: command %u outlived its kill; its %s goes instead",
+			       sb->id, r->seq, r->resident ? "sandbox" : "runsc client");
+			if (r->resident)
+				kill_sandbox(sb);
+			else
+				syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
 			r->stop_ns = UINT64_MAX / 2;
 		}
 		if (r->exited && !r->oneshot && now >= r->exit_ns + DRAIN_GRACE_NS &&
 		    (r->io.fd[1] >= 0 || r->io.fd[2] >= 0)) {
 			r->closed_late = true;
 			cmd_output_close(&r->io);
+			if (r->resident)
+				gv_res_close(r->g, r->seq);
 		}
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
@@ -178,8 +226,10 @@ loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
 				cmd_output_drain(&r->io, 1, r->ep, buf, cap);
 			else if (fd == r->io.fd[2] && r->io.fd[2] >= 0)
 				cmd_output_drain(&r->io, 2, r->ep, buf, cap);
-			else if (fd == r->pidfd && !r->exited)
+			else if (fd == r->pidfd && r->pidfd >= 0 && !r->exited)
 				on_exit_of_runsc(r);
+			else if (fd == r->note_fd && r->note_fd >= 0)
+				on_note(r);
 			else if (fd == r->g->sentry_pidfd && r->g->sentry_pidfd >= 0)
 				on_sandbox_exit(r);
 			else if (fd == sb->cancel_fd)
@@ -209,11 +259,11 @@ start_command(struct grun *r, int in, int out_w, int err_w, struct wd_err *err)
 	if (!cwd)
 		return -EINVAL;
 	const char **argv = NULL;
-	struct gv_proc p = {.in = in, .out = out_w, .err = err_w};
+	struct gv_proc p = {.in = in, .out = out_w, .err = err_w, .peer = g};
 	int rc;
 	char dir_opt[PATH_MAX], proc[PATH_MAX], pidf[PATH_MAX];
 	if (r->oneshot) {
-		wd_autofree char *cfg = gv_oci_config(sb, g, x->argv, x->env, cwd);
+		wd_autofree char *cfg = gv_oci_config(sb, g, x->argv, x->env, cwd, false);
 		if ((rc = gv_write_file(g, "config.json", cfg, err)) < 0)
 			return rc;
 		snprintf(dir_opt, sizeof(dir_opt), "%s", g->dir);
@@ -223,7 +273,7 @@ start_command(struct grun *r, int in, int out_w, int err_w, struct wd_err *err)
 	} else {
 		struct jw w;
 		jw_init(&w, 0);
-		gv_oci_process(&w, sb, x->argv, x->env, cwd, false);
+		gv_oci_process(&w, sb, x->argv, x->env, cwd, false, false);
 		wd_autofree char *json = jw_steal(&w);
 		char name[32];
 		snprintf(name, sizeof(name), "p%u.json", r->seq);
@@ -250,11 +300,40 @@ start_command(struct grun *r, int in, int out_w, int err_w, struct wd_err *err)
 
 /* Pipes, then runsc.  The write ends go to runsc (which hands them to the
  * sentry) and are closed here. */
+/* Through the resident executor: 0 (r->resident), 1 when it cannot take
+ * this command (the caller takes runsc exec), or -errno. */
+static int
+launch_resident(struct grun *r, struct wd_err *err)
+{
+	const struct exec_req *x = r->x;
+	/* stdin is runsc exec's: the executor relays output only */
+	if (r->oneshot || x->stdin_fd >= 0 || !gv_res_usable(r->g))
+		return 1;
+	wd_autofree char *cwd = sandbox_command_cwd(r->sb, x->cwd, err);
+	if (!cwd)
+		return -EINVAL;
+	const struct jail_plan *pl = &r->sb->prep->plan;
+	const char **env = gv_env_merge((const char *const *)pl->envp, x->env);
+	int out[3] = {-1, -1, -1};
+	int rc = gv_res_run(r->g, r->seq, x->argv, env, cwd, out, &r->note_fd, err);
+	free(env);
+	if (rc == -E2BIG || rc == -EAGAIN)
+		return 1;
+	if (rc < 0)
+		return rc;
+	r->resident = true;
+	r->io.fd[1] = out[1];
+	r->io.fd[2] = out[2];
+	return 0;
+}
+
 static int
 launch(struct grun *r, struct wd_err *err)
 {
 	const struct exec_req *x = r->x;
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, relay_r = -1, rc;
+	if ((rc = launch_resident(r, err)) <= 0)
+		return rc;
 	wd_autoclose int devnull = -1;
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		rc = wd_err_sys(err, errno, "create pipes");
@@ -341,7 +420,8 @@ set_status(struct grun *r, wd_result *res)
 	}
 	if (r->exited && WIFEXITED(st) && !r->sandbox_dead) {
 		int c = WEXITSTATUS(st);
-		if (c > 128 && c <= 128 + 64) {
+		/* the executor's status is wait4's own: 137 is an exit of 137 */
+		if (c > 128 && c <= 128 + 64 && !r->resident) {
 			res->exit_code = -1;
 			res->signal = c - 128;
 		} else {
@@ -387,7 +467,8 @@ int
 gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
 	struct gv *g = sb->priv;
-	struct grun r = {.sb = sb, .g = g, .x = x, .io.fd = {-1, -1, -1}, .pidfd = -1, .ep = -1};
+	struct grun r = {
+	    .sb = sb, .g = g, .x = x, .io.fd = {-1, -1, -1}, .pidfd = -1, .ep = -1, .note_fd = -1};
 	stdin_relay_init(&r.relay);
 	uint64_t t0 = wd_now_ns();
 	uint64_t timeout_ms = x->timeout_ms ? x->timeout_ms : sb->spec->lim.timeout_ms;
@@ -413,8 +494,11 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	off_t log_from = gv_log_size(g);
 	if ((rc = launch(&r, err)) < 0)
 		goto out;
-	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 6 runsc %s started", sb->id,
-	       (double)(wd_now_ns() - sb->t0) / 1e6, r.oneshot ? "run" : "exec");
+	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 6 %s started", sb->id,
+	       (double)(wd_now_ns() - sb->t0) / 1e6,
+	       r.oneshot    ? "runsc run"
+	       : r.resident ? "resident exec"
+			    : "runsc exec");
 	cmd_output_init(&r.io, sb, x, deadline);
 	r.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (r.ep < 0) {
@@ -422,8 +506,14 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		goto out;
 	}
 	r.relay.ep = r.ep;
-	int fds[] = {r.io.fd[1],	    r.io.fd[2],	 r.pidfd, r.oneshot ? -1 : g->sentry_pidfd,
-		     sb->cancel_fd, x->cancel_fd, x->cmd_cancel_fd};
+	int fds[] = {r.io.fd[1],
+		     r.io.fd[2],
+		     r.pidfd,
+		     r.note_fd,
+		     r.oneshot ? -1 : g->sentry_pidfd,
+		     sb->cancel_fd,
+		     x->cancel_fd,
+		     x->cmd_cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	stdin_relay_watch(&r.relay);
@@ -437,8 +527,10 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	}
 	if ((rc = loop(&r, deadline, err)) < 0)
 		goto out;
-	if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 && !r.timed_out &&
-	    !r.killed_by && sandbox_died(&r, &before)) {
+	if (r.resident) {
+		/* no runsc between: its 128 is not to be read */
+	} else if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 &&
+		   !r.timed_out && !r.killed_by && sandbox_died(&r, &before)) {
 		/* runsc exec lost the sandbox under the command (the OOM
 		 * killer took the sentry): the command's result says so */
 		r.sandbox_dead = true;
@@ -457,6 +549,10 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 7 command ended", sb->id,
 	       (double)(wd_now_ns() - sb->t0) / 1e6);
 	*out = collect(&r, t0, &before);
+	snprintf((*out)->exec_path, sizeof((*out)->exec_path), "%s",
+		 r.oneshot    ? "runsc-run"
+		 : r.resident ? "resident"
+			      : "runsc-exec");
 	if (!r.oneshot && (*out)->oom_killed) {
 		/* Under gVisor the host's OOM killer can only have taken one
 		 * of gVisor's own processes (the command's memory is the
@@ -486,7 +582,9 @@ out:
 			gv_wait(r.pidfd, 0);
 		close(r.pidfd);
 	}
-	if (!r.oneshot) {
+	if (r.note_fd >= 0)
+		close(r.note_fd);
+	if (!r.oneshot && !r.resident) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/p%u.json", g->dir, r.seq);
 		unlink(path);

@@ -551,17 +551,15 @@ rlimit(struct jw *w, const char *type, uint64_t v)
 	jw_obj_end(w);
 }
 
-/* NAME=VALUE lists merged: a later name replaces an earlier one. */
-static void
-env_array(struct jw *w, const char *const *base, const char *const *add)
+const char **
+gv_env_merge(const char *const *base, const char *const *add)
 {
-	size_t nb = 0, na = 0;
+	size_t nb = 0, na = 0, k = 0;
 	while (base && base[nb])
 		nb++;
 	while (add && add[na])
 		na++;
-	jw_key(w, "env");
-	jw_arr_begin(w);
+	const char **v = wd_xcalloc(nb + na + 1, sizeof(char *));
 	for (size_t i = 0; i < nb + na; i++) {
 		const char *e = i < nb ? base[i] : add[i - nb];
 		size_t n = strcspn(e, "=");
@@ -571,14 +569,26 @@ env_array(struct jw *w, const char *const *base, const char *const *add)
 			replaced = !strncmp(l, e, n + 1);
 		}
 		if (!replaced)
-			jw_str(w, e);
+			v[k++] = e;
 	}
+	return v;
+}
+
+static void
+env_array(struct jw *w, const char *const *base, const char *const *add)
+{
+	const char **v = gv_env_merge(base, add);
+	jw_key(w, "env");
+	jw_arr_begin(w);
+	for (size_t i = 0; v[i]; i++)
+		jw_str(w, v[i]);
 	jw_arr_end(w);
+	free(v);
 }
 
 void
 gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
-	       const char *const *env_add, const char *cwd, bool terminal)
+	       const char *const *env_add, const char *cwd, bool terminal, bool executor)
 {
 	const struct jail_plan *pl = &sb->prep->plan;
 	const struct wd_limits *lim = &sb->spec->lim;
@@ -586,8 +596,10 @@ gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 	jw_kbool(w, "terminal", terminal);
 	jw_key(w, "user");
 	jw_obj_begin(w);
-	jw_kint(w, "uid", GV_UID);
-	jw_kint(w, "gid", GV_UID);
+	/* the executor is root inside gVisor, another uid than its
+	 * commands', which it runs as GV_UID (gvisor_init.c) */
+	jw_kint(w, "uid", executor ? 0 : GV_UID);
+	jw_kint(w, "gid", executor ? 0 : GV_UID);
 	jw_obj_end(w);
 	/* argv through warden-init's exec (never a command string: the
 	 * program and its arguments stay separate words), so that a missing
@@ -607,13 +619,18 @@ gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 	env_array(w, (const char *const *)pl->envp, env_add);
 	jw_kstr(w, "cwd", cwd ? cwd : pl->cwd);
 	/* No capability in any set, no privilege gain by execve (gVisor
-	 * honours both; file capabilities and setuid bits are inert). */
+	 * honours both; file capabilities and setuid bits are inert).  The
+	 * executor: what it needs to start a command as GV_UID with nothing
+	 * (setuid, setgid, the bounding set's drop) and to end its group
+	 * (kill); never inheritable or ambient, so none reaches a command. */
 	jw_key(w, "capabilities");
 	jw_obj_begin(w);
 	static const char *const sets[] = {"bounding", "effective", "inheritable", "permitted",
 					   "ambient"};
+	static const char *const exec_caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP",
+						"CAP_KILL", NULL};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(sets); i++)
-		strings(w, sets[i], NULL);
+		strings(w, sets[i], executor && i != 2 && i != 4 ? exec_caps : NULL);
 	jw_obj_end(w);
 	jw_kbool(w, "noNewPrivileges", true);
 	jw_key(w, "rlimits");
@@ -634,14 +651,14 @@ gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 
 char *
 gv_oci_config(const struct sandbox *sb, const struct gv *g, const char *const *argv,
-	      const char *const *env_add, const char *cwd)
+	      const char *const *env_add, const char *cwd, bool executor)
 {
 	struct jw w;
 	jw_init(&w, 0);
 	jw_obj_begin(&w);
 	jw_kstr(&w, "ociVersion", "1.0.0");
 	jw_key(&w, "process");
-	gv_oci_process(&w, sb, argv, env_add, cwd, false);
+	gv_oci_process(&w, sb, argv, env_add, cwd, false, executor);
 	jw_key(&w, "root");
 	jw_obj_begin(&w);
 	char root[PATH_MAX];

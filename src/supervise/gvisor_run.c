@@ -23,7 +23,12 @@
  *      ever visible on the host, and it goes when gVisor's processes do;
  *   d. stdio, every other descriptor close-on-exec, execve.
  *
- * Clients (runsc start, exec, kill, --version) need none of a-c.
+ * Clients (runsc start, exec, kill) do b only: this runsc's control
+ * server listens on an abstract unix socket (@runsc-sandbox.<id>), and
+ * abstract names are per network namespace, so a client outside the
+ * sandbox's namespace is refused (ECONNREFUSED) at --net allow.  runsc run
+ * never met it: the launcher is inside.  --version needs none of a-d's
+ * sandbox steps.
  * After clone3 the launcher allocates nothing: warden may be multithreaded.
  * A failed step is reported over a close-on-exec pipe as {step, errno}. */
 #include "supervise/gvisor.h"
@@ -175,6 +180,8 @@ gv_spawn(const struct gv_proc *p, int *pidfd, struct wd_err *err)
 		l.out = p->out < 0 ? devnull : p->out;
 		l.err = p->err < 0 ? devnull : p->err;
 	}
+	if (p->peer)
+		l.netns = p->peer->netns_fd;
 	if (p->sb) {
 		struct sandbox *sb = p->sb;
 		const struct gv *g = sb->priv;
@@ -384,7 +391,7 @@ gv_client(struct sandbox *sb, const struct gv *g, const char *const *more, int t
 	const char **argv = gv_argv(sb, g, more);
 	wd_autoclose int log = memfd_create("runsc-client", MFD_CLOEXEC);
 	int pidfd = -1;
-	struct gv_proc p = {.argv = argv, .in = -1, .out = log, .err = log};
+	struct gv_proc p = {.argv = argv, .in = -1, .out = log, .err = log, .peer = g};
 	int rc = log < 0 ? wd_err_sys(err, errno, "memfd_create") : gv_spawn(&p, &pidfd, err);
 	free(argv);
 	if (rc < 0)

@@ -209,6 +209,8 @@ write_protections(struct jw *w, const wd_result *r, bool with_data)
 		jw_kstr(w, "name", r->runtime);
 		jw_kstr(w, "version", r->runtime_version);
 		jw_kstr(w, "platform", r->platform);
+		if (r->exec_path[0])
+			jw_kstr(w, "exec_path", r->exec_path);
 		jw_obj_end(w);
 	}
 	jw_kbool(w, "seccomp", r->seccomp);

@@ -38,6 +38,7 @@ result_wire_write(struct jw *w, const wd_result *r)
 	jw_kstr(w, "runtime", r->runtime);
 	jw_kstr(w, "runtime_version", r->runtime_version);
 	jw_kstr(w, "platform", r->platform);
+	jw_kstr(w, "exec_path", r->exec_path);
 	jw_kbool(w, "seccomp", r->seccomp);
 	jw_kint(w, "landlock_abi", r->landlock_abi);
 	jw_kint(w, "cgroup_version", r->cgroup_version);
@@ -125,6 +126,7 @@ result_wire_read(json_t *o, const char *out, size_t out_len, const char *err, si
 	str(o, "runtime", r->runtime, sizeof(r->runtime));
 	str(o, "runtime_version", r->runtime_version, sizeof(r->runtime_version));
 	str(o, "platform", r->platform, sizeof(r->platform));
+	str(o, "exec_path", r->exec_path, sizeof(r->exec_path));
 	r->seccomp = b(o, "seccomp");
 	r->landlock_abi = i(o, "landlock_abi");
 	r->cgroup_version = i(o, "cgroup_version");

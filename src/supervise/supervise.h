@@ -275,6 +275,9 @@ struct wd_result {
 	const char *network;  /* "loopback", "proxy" or "host" (a static string) */
 	/* a user-space kernel: its runtime, version, platform ("" otherwise) */
 	char runtime[16], runtime_version[48], platform[16];
+	/* gvisor: how the command was started: "resident" (the session's
+	 * executor), "runsc-exec", "runsc-run" (one-shot); else "" */
+	char exec_path[16];
 	bool seccomp;
 	int landlock_abi;
 	int cgroup_version; /* 0 none */

@@ -189,6 +189,8 @@ wd "${G[@]}" --json -- /bin/echo hello
 expect_rc 0 "--json run"
 check "--json: isolation gvisor, runsc and its version, platform ptrace" \
 	test "$(json_get '[(p := j["protections"])["isolation"], p["runtime"]["name"], p["runtime"]["platform"]]')" = '["gvisor", "runsc", "ptrace"]'
+check "--json: a one-shot run is runsc run's (exec_path)" \
+	test "$(json_get 'j["protections"]["runtime"]["exec_path"]')" = runsc-run
 check "--json: the runsc version is the installed one" \
 	grep -q "$(json_get 'j["protections"]["runtime"]["version"]')" <(runsc --version)
 check "--json: uid 1000, seccomp on, network loopback, cgroup" \

@@ -1,9 +1,12 @@
 /*
  * gvisor_session: a live gVisor sandbox through the public API:
- * wd_sandbox_create (runsc create + start), many wd_sandbox_exec (runsc
- * exec), concurrently from threads, each with its own timeout that ends
- * the command's process group and not the sandbox, state kept between
- * commands, cancellation, and nothing left after wd_sandbox_destroy.
+ * wd_sandbox_create (runsc create + start, the resident executor as its
+ * init), many wd_sandbox_exec (messages to the executor; runsc exec for a
+ * command with stdin), concurrently from threads, each with its own
+ * timeout that ends the command's process group and not the sandbox,
+ * state kept between commands, output windows, cancellation, a command
+ * that goes for the executor (its channel, ptrace, kill) and fails, and
+ * nothing left after wd_sandbox_destroy.
  *
  *   gvisor_session SCRATCH-DIR
  *
@@ -13,6 +16,7 @@
 #include "warden.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -91,20 +95,36 @@ parallel(void *arg)
 	return NULL;
 }
 
-/* No sandbox directory in path (runsc.version, the version cache, stays). */
+/* Whether r's JSON says the command went through path ("resident",
+ * "runsc-exec"). */
 static int
-dir_empty(const char *path)
+went_through(const wd_result *r, const char *path)
 {
-	DIR *d = opendir(path);
-	struct dirent *de;
-	int n = 0;
-	if (!d)
-		return 1;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.' && strncmp(de->d_name, "runsc.version", 13) != 0)
-			n++;
-	closedir(d);
-	return n == 0;
+	char *j = r ? wd_result_json(r) : NULL;
+	char want[64];
+	snprintf(want, sizeof(want), "\"exec_path\":\"%s\"", path);
+	int ok = j && strstr(j, want) != NULL;
+	if (!ok)
+		printf("# want %s in %s\n", want, j ? j : "(no result)");
+	free(j);
+	return ok;
+}
+
+/* Processes whose command line names this sandbox's runsc state (other
+ * sandboxes of other users of the machine are not ours to count). */
+static int
+runsc_procs(const char *id)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "pgrep -f -- '[-]-root=/run/warden/gvisor/%s/' | wc -l", id);
+	FILE *p = popen(cmd, "r");
+	int n = -1;
+	if (p) {
+		if (fscanf(p, "%d", &n) != 1)
+			n = -1;
+		pclose(p);
+	}
+	return n;
 }
 
 static wd_sandbox *canceled;
@@ -158,11 +178,124 @@ main(int argc, char **argv)
 	check(r && wd_result_status(r) == 0 && out_is(r, "1000\n"),
 	      "first command runs as uid 1000");
 	wd_result_free(r);
+	/* the executor is root with four capabilities: none reaches a command */
+	r = sh(sb,
+	       "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' "
+	       "/proc/self/status | tr -s '\t ' ' '",
+	       0);
+	{
+		size_t n;
+		const char *o = r ? wd_result_output(r, 1, &n) : "";
+		char buf[1024];
+		snprintf(buf, sizeof(buf), "%.*s", (int)(r ? n : 0), o);
+		int ok = strstr(buf, "Uid: 1000 1000 1000 1000") &&
+			 strstr(buf, "Gid: 1000 1000 1000 1000") &&
+			 strstr(buf, "CapPrm: 0000000000000000") &&
+			 strstr(buf, "CapEff: 0000000000000000") &&
+			 strstr(buf, "CapBnd: 0000000000000000") &&
+			 strstr(buf, "CapInh: 0000000000000000");
+		if (!ok)
+			printf("# %s", buf);
+		check(ok, "a command: uid and gid 1000, no capability, bounding set empty");
+	}
+	wd_result_free(r);
 	r = sh(sb, "cat /tmp/state /workspace/made", 0);
 	check(out_is(r, "kept\nfile\n"), "/tmp and the workspace persist between commands");
 	wd_result_free(r);
 	r = sh(sb, "exit 7", 0);
 	check(r && wd_result_status(r) == 7, "a command's own status");
+	check(went_through(r, "resident"), "... through the resident executor");
+	wd_result_free(r);
+	/* wait4's status, not runsc's 128+N: an exit of 137 is an exit */
+	r = sh(sb, "exit 137", 0);
+	check(r && wd_result_status(r) == 137 && wd_result_exit_code(r) == 137 &&
+		  wd_result_signal(r) == 0,
+	      "an exit of 137 is exit code 137, not a signal");
+	wd_result_free(r);
+	r = sh(sb, "kill -s TERM $$", 0);
+	check(r && wd_result_status(r) == 128 + SIGTERM && wd_result_signal(r) == SIGTERM,
+	      "a command killed by SIGTERM: signal 15");
+	wd_result_free(r);
+	r = sh(sb, "echo out; echo err >&2; cd /workspace && pwd", 0);
+	size_t en;
+	const char *eo = r ? wd_result_output(r, 2, &en) : "";
+	check(out_is(r, "out\n/workspace\n") && r && en == 4 && !memcmp(eo, "err\n", 4),
+	      "stdout and stderr apart");
+	wd_result_free(r);
+	/* Output windows: 3 MB through the executor's frames, a 64 KiB limit */
+	{
+		wd_cmd *c = wd_cmd_new();
+		const char *a[] = {"/bin/sh", "-c",
+				   "head -c 3000000 /dev/zero | tr '\\0' a; echo END; "
+				   "head -c 100000 /dev/zero >&2",
+				   NULL};
+		wd_cmd_set_argv(c, 3, a, &e);
+		wd_cmd_set_output_limit(c, 64 << 10);
+		r = NULL;
+		if (wd_sandbox_exec(sb, c, &r, &e) < 0)
+			printf("# exec: %s\n", e.msg);
+		size_t n = 0;
+		const char *o = r ? wd_result_output(r, 1, &n) : "";
+		check(r && wd_result_status(r) == 0 && wd_result_output_total(r, 1) == 3000004 &&
+			  wd_result_output_total(r, 2) == 100000,
+		      "3 MB of stdout and 100 kB of stderr counted whole");
+		check(r && wd_result_output_omitted(r, 1) > 0 && n <= (64 << 10) + 256 && n >= 4 &&
+			  !memcmp(o + n - 4, "END\n", 4),
+		      "... kept in a window with the end in it");
+		wd_result_free(r);
+		wd_cmd_free(c);
+	}
+	/* stdin goes through runsc exec (the executor relays output only) */
+	{
+		int pfd[2];
+		if (pipe(pfd) == 0) {
+			(void)!write(pfd[1], "from stdin\n", 11);
+			close(pfd[1]);
+			wd_cmd *c = wd_cmd_new();
+			const char *a[] = {"/bin/cat", NULL};
+			wd_cmd_set_argv(c, 1, a, &e);
+			wd_cmd_set_stdin(c, pfd[0]);
+			r = NULL;
+			if (wd_sandbox_exec(sb, c, &r, &e) < 0)
+				printf("# exec: %s\n", e.msg);
+			check(out_is(r, "from stdin\n") && went_through(r, "runsc-exec"),
+			      "a command with stdin: runsc exec, said so in exec_path");
+			wd_result_free(r);
+			wd_cmd_free(c);
+			close(pfd[0]);
+		}
+	}
+
+	/* The command beside the executor (pid 1, uid 0 inside gVisor) can
+	 * neither reach its channel (/proc/1/fd), read its memory, trace it,
+	 * nor signal it; the next command still goes through it. */
+	/* each open is non-blocking (a pipe's end opened through /proc must
+	 * not wait for a peer): a success of any is counted */
+	r = sh(sb,
+	       "python3 -c '\n"
+	       "import ctypes, os, signal\n"
+	       "n = 0\n"
+	       "for path in [\"/proc/1/fd/%d\" % f for f in (0, 1, 2)] + [\"/proc/1/mem\"]:\n"
+	       "    for mode in (os.O_RDONLY, os.O_WRONLY):\n"
+	       "        try:\n"
+	       "            os.close(os.open(path, mode | os.O_NONBLOCK)); n += 1\n"
+	       "        except OSError:\n"
+	       "            pass\n"
+	       "for sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM):\n"
+	       "    try:\n"
+	       "        os.kill(1, sig); n += 1\n"
+	       "    except OSError:\n"
+	       "        pass\n"
+	       "libc = ctypes.CDLL(None, use_errno=True)\n"
+	       "n += libc.ptrace(16, 1, 0, 0) == 0\n"
+	       "print(n)'",
+	       0);
+	check(out_is(r, "0\n"),
+	      "the executor's fds, memory, ptrace and signals refused to a command");
+	wd_result_free(r);
+	r = sh(sb, "echo still", 0);
+	check(out_is(r, "still\n") && went_through(r, "resident"),
+	      "... and the next command goes through it");
 	wd_result_free(r);
 	r = sh(sb, "no-such-program-here", 0);
 	check(r && wd_result_status(r) == 127, "not found is 127");
@@ -176,13 +309,15 @@ main(int argc, char **argv)
 	      "a command past its timeout: 124");
 	check(took < 5000, "... ended at its deadline");
 	check(out_is(r, "started\n"), "... its output up to then is kept");
+	check(went_through(r, "resident"), "... the executor killed its group");
 	wd_result_free(r);
 	r = sh(sb, "ps -e -o comm= | grep -c '^sleep$'", 0);
 	/* none left: the idle init (warden-init) has no sleep of its own */
 	check(out_is(r, "0\n"), "its background children went with it");
 	wd_result_free(r);
 	r = sh(sb, "cat /tmp/state", 0);
-	check(out_is(r, "kept\n"), "the sandbox lives on after a command's timeout");
+	check(out_is(r, "kept\n") && went_through(r, "resident"),
+	      "the sandbox and its executor live on after a command's timeout");
 	wd_result_free(r);
 
 	/* Concurrent commands from threads. */
@@ -203,6 +338,20 @@ main(int argc, char **argv)
 	check(all, "four commands at once from four threads");
 	printf("# four concurrent 0.3 s commands took %.0f ms\n", took);
 
+	/* A background process that keeps the command's stdout: the result
+	 * comes after the drain grace (warden's CLOSE to the executor), not
+	 * when the process ends; the executor serves the next command. */
+	t0 = now_ms();
+	r = sh(sb, "sleep 3 & echo held", 0);
+	took = now_ms() - t0;
+	check(r && wd_result_status(r) == 0 && out_is(r, "held\n") && took < 2500,
+	      "output held by a background process: the result after the drain grace");
+	printf("# took %.0f ms\n", took);
+	wd_result_free(r);
+	r = sh(sb, "echo after", 0);
+	check(out_is(r, "after\n") && went_through(r, "resident"), "... and the next command runs");
+	wd_result_free(r);
+
 	/* An orphan left by a command is reaped by the init, not kept. */
 	r = sh(sb, "sh -c 'sleep 0.1 &'; sleep 0.5; ps -e -o stat= | grep -c Z", 0);
 	check(out_is(r, "0\n"), "orphans are reaped (no zombie)");
@@ -217,23 +366,16 @@ main(int argc, char **argv)
 	check(r && wd_result_status(r) == 128 + SIGTERM, "wd_sandbox_cancel: 128+15");
 	wd_result_free(r);
 
-	char dir[256];
-	snprintf(dir, sizeof(dir), "/run/warden/gvisor/%s", wd_sandbox_id(sb));
+	char dir[256], id[64];
+	snprintf(id, sizeof(id), "%s", wd_sandbox_id(sb));
+	snprintf(dir, sizeof(dir), "/run/warden/gvisor/%s", id);
 	struct stat st;
 	check(stat(dir, &st) == 0, "the sandbox's bundle exists while it lives");
 	t0 = now_ms();
 	wd_sandbox_destroy(sb);
 	printf("# destroyed in %.0f ms\n", now_ms() - t0);
 	check(stat(dir, &st) < 0, "wd_sandbox_destroy removes the bundle");
-	check(dir_empty("/run/warden/gvisor"), "nothing of it left in /run/warden/gvisor");
-	FILE *p = popen("pgrep -f -- '[-]-root=/run/warden/gvisor/' | wc -l", "r");
-	int n = -1;
-	if (p) {
-		if (fscanf(p, "%d", &n) != 1)
-			n = -1;
-		pclose(p);
-	}
-	check(n == 0, "no runsc process left");
+	check(runsc_procs(id) == 0, "no runsc process of it left");
 
 	/* The OOM killer in a session: the sentry goes with the command, which
 	 * is reported as OOM-killed; the sandbox has ended. */

@@ -217,6 +217,9 @@ if command -v runsc >/dev/null; then
 	expect_out '^4\.4\.0$' "gvisor: the command runs on gVisor's kernel"
 	w exec g1 -- cat /workspace/g.txt
 	expect_out '^one$' "gvisor: a second exec sees the first one's file"
+	w exec --json g1 -- /bin/true
+	check "gvisor: through the session's monitor, the resident executor ran it (exec_path)" \
+		test "$(json_get 'j["protections"]["runtime"]["exec_path"]')" = resident
 	w stop g1
 	expect_rc 0 "gvisor: stop"
 	w start g1

@@ -1,0 +1,371 @@
+/* supervise/gvisor_resident: warden's end of the resident executor (the
+ * session's init, `warden-init serve`, gvisor_init.c; the protocol in
+ * gvisor_wire.h).
+ *
+ * A session's commands are messages on two host pipes that are the init's
+ * stdin and stdout: no Go program starts per command (runsc exec, ~30 ms
+ * here).  One reader thread per sandbox takes the replies and hands each
+ * command its own: output bytes into the command's socket pairs (read by
+ * gv_exec's loop and the bounded capture as before), the exit status and
+ * the end into its note pipe.  The reader owns the write ends of a
+ * registered command and closes them at its DONE, or at the loss of the
+ * executor (EOF or a frame that fails a check: the sandbox is then ended,
+ * never trusted further).  Writes to the executor are serialised by a
+ * mutex; every frame is whole. */
+#include "supervise/gvisor.h"
+#include "supervise/gvisor_wire.h"
+#include "cgroup/cgroup.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+/* How long the executor may take to say HELLO after runsc start. */
+#define HELLO_TIMEOUT_MS 30000
+
+struct gv_rcmd {
+	uint32_t id;
+	int out_w[3]; /* [1], [2]: write ends of the command's output socket pairs */
+	int note_w;   /* write end of its note pipe: struct gv_note records */
+};
+
+struct gv_res {
+	int req_w, rep_r, stop_fd;
+	pthread_mutex_t wlock, tlock;
+	pthread_t reader;
+	bool reader_on;
+	bool lost; /* EOF or a bad frame: no more commands through it */
+	struct gv_rcmd *cmds[GVW_MAX_CMDS];
+	struct sandbox *sb;
+};
+
+static void
+rcmd_end(struct gv_rcmd *c)
+{
+	for (int s = 1; s <= 2; s++)
+		if (c->out_w[s] >= 0)
+			close(c->out_w[s]);
+	if (c->note_w >= 0)
+		close(c->note_w);
+	free(c);
+}
+
+static void
+note(struct gv_rcmd *c, int kind, int value)
+{
+	struct gv_note n = {kind, value};
+	/* 8 bytes into an empty pipe: whole, never blocks */
+	(void)!write(c->note_w, &n, sizeof(n));
+}
+
+int
+gv_res_pipes(struct gv *g, int init_fds[2], struct wd_err *err)
+{
+	int req[2], rep[2];
+	if (pipe2(req, O_CLOEXEC) < 0)
+		return wd_err_sys(err, errno, "executor pipes");
+	if (pipe2(rep, O_CLOEXEC) < 0) {
+		close(req[0]);
+		close(req[1]);
+		return wd_err_sys(err, errno, "executor pipes");
+	}
+	fcntl(rep[0], F_SETPIPE_SZ, 1 << 20);
+	struct gv_res *r = wd_xcalloc(1, sizeof(*r));
+	r->req_w = req[1];
+	r->rep_r = rep[0];
+	r->stop_fd = -1;
+	pthread_mutex_init(&r->wlock, NULL);
+	pthread_mutex_init(&r->tlock, NULL);
+	g->res = r;
+	init_fds[0] = req[0];
+	init_fds[1] = rep[1];
+	return 0;
+}
+
+/* Read exactly n bytes of rep_r, or fail; waits for stop_fd too. */
+static int
+read_full(struct gv_res *r, void *buf, size_t n, int timeout_ms)
+{
+	char *p = buf;
+	while (n > 0) {
+		struct pollfd pf[2] = {{.fd = r->rep_r, .events = POLLIN},
+				       {.fd = r->stop_fd, .events = POLLIN}};
+		int k = poll(pf, r->stop_fd >= 0 ? 2 : 1, timeout_ms);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || (r->stop_fd >= 0 && pf[1].revents))
+			return -1;
+		ssize_t got = read(r->rep_r, p, n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/* The executor is lost: every command in flight ends (EOF on its note
+ * without a status: gv_exec reports the sandbox dead). */
+static void
+lose(struct gv_res *r, const char *why)
+{
+	pthread_mutex_lock(&r->tlock);
+	if (!r->lost && why)
+		wd_log(WD_LOG_WARN, "sandbox %s: gVisor's resident executor: %s; the sandbox ends",
+		       r->sb->id, why);
+	r->lost = true;
+	for (int i = 0; i < GVW_MAX_CMDS; i++)
+		if (r->cmds[i]) {
+			rcmd_end(r->cmds[i]);
+			r->cmds[i] = NULL;
+		}
+	pthread_mutex_unlock(&r->tlock);
+}
+
+static struct gv_rcmd *
+find(struct gv_res *r, uint32_t id)
+{
+	for (int i = 0; i < GVW_MAX_CMDS; i++)
+		if (r->cmds[i] && r->cmds[i]->id == id)
+			return r->cmds[i];
+	return NULL;
+}
+
+static void
+forget(struct gv_res *r, struct gv_rcmd *c)
+{
+	for (int i = 0; i < GVW_MAX_CMDS; i++)
+		if (r->cmds[i] == c)
+			r->cmds[i] = NULL;
+	rcmd_end(c);
+}
+
+static void *
+reader(void *arg)
+{
+	struct gv_res *r = arg;
+	char *buf = wd_xmalloc(GVW_MAX_OUT);
+	const char *why = NULL;
+	for (;;) {
+		struct gvw_hdr h;
+		if (read_full(r, &h, sizeof(h), -1) < 0)
+			break; /* the sandbox's end, or destroy */
+		/* checked before the payload is read: a type we know, a length
+		 * within its bound, a command we started */
+		bool ok =
+		    (h.type == GVW_OUT && h.len <= GVW_MAX_OUT && (h.aux == 1 || h.aux == 2)) ||
+		    ((h.type == GVW_EXIT || h.type == GVW_FAIL) && h.len == 4 && !h.aux) ||
+		    (h.type == GVW_DONE && h.len == 0 && !h.aux);
+		if (!ok) {
+			why = "a malformed reply";
+			break;
+		}
+		if (h.len && read_full(r, buf, h.len, -1) < 0)
+			break;
+		pthread_mutex_lock(&r->tlock);
+		struct gv_rcmd *c = find(r, h.id);
+		if (!c) {
+			pthread_mutex_unlock(&r->tlock);
+			why = "a reply for no command of ours";
+			break;
+		}
+		int v = 0;
+		if (h.len == 4)
+			memcpy(&v, buf, 4);
+		if (h.type == GVW_OUT) {
+			/* blocking, bounded by the reader of the other end (the
+			 * command's loop), MSG_NOSIGNAL: that end may have
+			 * stopped reading (EPIPE is ignored, the bytes dropped) */
+			int fd = c->out_w[h.aux];
+			for (size_t off = 0; fd >= 0 && off < h.len;) {
+				ssize_t w = send(fd, buf + off, h.len - off, MSG_NOSIGNAL);
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0)
+					break;
+				off += (size_t)w;
+			}
+		} else if (h.type == GVW_EXIT) {
+			note(c, GV_NOTE_EXIT, v);
+		} else if (h.type == GVW_FAIL) {
+			note(c, GV_NOTE_FAIL, v);
+			forget(r, c);
+		} else {
+			forget(r, c);
+		}
+		pthread_mutex_unlock(&r->tlock);
+	}
+	free(buf);
+	lose(r, why);
+	if (why)
+		syscall(SYS_pidfd_send_signal, ((struct gv *)r->sb->priv)->sentry_pidfd, SIGKILL,
+			NULL, 0);
+	return NULL;
+}
+
+int
+gv_res_ready(struct sandbox *sb, struct gv *g, struct wd_err *err)
+{
+	struct gv_res *r = g->res;
+	r->sb = sb;
+	struct gvw_hdr h;
+	char magic[sizeof(GVW_MAGIC)] = "";
+	if (read_full(r, &h, sizeof(h), HELLO_TIMEOUT_MS) < 0 || h.type != GVW_HELLO ||
+	    h.len != sizeof(GVW_MAGIC) - 1 || h.id != 0 ||
+	    read_full(r, magic, h.len, HELLO_TIMEOUT_MS) < 0 || memcmp(magic, GVW_MAGIC, h.len))
+		return wd_err_set(err, WD_E_SYS,
+				  "gVisor's resident executor (warden-init serve) did not answer");
+	r->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (r->stop_fd < 0)
+		return wd_err_sys(err, errno, "eventfd");
+	int rc = pthread_create(&r->reader, NULL, reader, r);
+	if (rc != 0)
+		return wd_err_sys(err, rc, "executor reader thread");
+	r->reader_on = true;
+	return 0;
+}
+
+void
+gv_res_free(struct gv *g)
+{
+	struct gv_res *r = g->res;
+	if (!r)
+		return;
+	if (r->reader_on) {
+		uint64_t one = 1;
+		(void)!write(r->stop_fd, &one, sizeof(one));
+		pthread_join(r->reader, NULL);
+	}
+	lose(r, NULL);
+	int fds[] = {r->req_w, r->rep_r, r->stop_fd};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	pthread_mutex_destroy(&r->wlock);
+	pthread_mutex_destroy(&r->tlock);
+	free(r);
+	g->res = NULL;
+}
+
+bool
+gv_res_usable(const struct gv *g)
+{
+	struct gv_res *r = g->res;
+	if (!r || !r->reader_on)
+		return false;
+	pthread_mutex_lock(&r->tlock);
+	bool ok = !r->lost;
+	pthread_mutex_unlock(&r->tlock);
+	return ok;
+}
+
+/* One whole frame to the executor. */
+static int
+send_frame(struct gv_res *r, uint16_t type, uint32_t id, const void *p, uint32_t n)
+{
+	struct gvw_hdr h = {n, type, 0, id};
+	pthread_mutex_lock(&r->wlock);
+	int rc = wd_write_all(r->req_w, &h, sizeof(h));
+	if (rc == 0 && n)
+		rc = wd_write_all(r->req_w, p, n);
+	pthread_mutex_unlock(&r->wlock);
+	return rc;
+}
+
+int
+gv_res_run(struct gv *g, uint32_t id, const char *const *argv, const char *const *env,
+	   const char *cwd, int out_r[3], int *note_r, struct wd_err *err)
+{
+	struct gv_res *r = g->res;
+	uint32_t argc = 0, envc = 0;
+	size_t len = 8 + strlen(cwd) + 1;
+	for (; argv[argc]; argc++)
+		len += strlen(argv[argc]) + 1;
+	for (; env && env[envc]; envc++)
+		len += strlen(env[envc]) + 1;
+	if (len > GVW_MAX_REQUEST || argc > GVW_MAX_STRINGS || envc > GVW_MAX_STRINGS)
+		return -E2BIG; /* the caller takes runsc exec */
+	int sp[2][2] = {{-1, -1}, {-1, -1}}, np[2] = {-1, -1}, rc = 0;
+	for (int s = 0; s < 2; s++)
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp[s]) < 0) {
+			rc = wd_err_sys(err, errno, "socketpair");
+			goto fail;
+		}
+	if (pipe2(np, O_CLOEXEC) < 0) {
+		rc = wd_err_sys(err, errno, "pipe");
+		goto fail;
+	}
+	int big = 1 << 20;
+	for (int s = 0; s < 2; s++) {
+		setsockopt(sp[s][1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+		fcntl(sp[s][0], F_SETFL, O_NONBLOCK);
+		shutdown(sp[s][0], SHUT_WR);
+	}
+	char *msg = wd_xmalloc(len), *p = msg + 8;
+	memcpy(msg, &argc, 4);
+	memcpy(msg + 4, &envc, 4);
+	p = stpcpy(p, cwd) + 1;
+	for (uint32_t i = 0; i < argc; i++)
+		p = stpcpy(p, argv[i]) + 1;
+	for (uint32_t i = 0; i < envc; i++)
+		p = stpcpy(p, env[i]) + 1;
+	struct gv_rcmd *c = wd_xcalloc(1, sizeof(*c));
+	*c = (struct gv_rcmd){id, {-1, sp[0][1], sp[1][1]}, np[1]};
+	pthread_mutex_lock(&r->tlock);
+	int slot = -1;
+	for (int i = 0; i < GVW_MAX_CMDS && slot < 0 && !r->lost; i++)
+		if (!r->cmds[i])
+			slot = i;
+	if (slot >= 0)
+		r->cmds[slot] = c;
+	pthread_mutex_unlock(&r->tlock);
+	if (slot < 0) {
+		free(c);
+		free(msg);
+		rc = -EAGAIN; /* busy or lost: the caller takes runsc exec */
+		goto fail;
+	}
+	/* the reader owns the write ends from here */
+	out_r[1] = sp[0][0];
+	out_r[2] = sp[1][0];
+	*note_r = np[0];
+	if (send_frame(r, GVW_RUN, id, msg, (uint32_t)len) < 0) {
+		/* the executor is gone: the note's EOF says so to the caller */
+		pthread_mutex_lock(&r->tlock);
+		if (find(r, id))
+			forget(r, c);
+		pthread_mutex_unlock(&r->tlock);
+	}
+	free(msg);
+	return 0;
+fail:
+	for (int s = 0; s < 2; s++)
+		for (int k = 0; k < 2; k++)
+			if (sp[s][k] >= 0)
+				close(sp[s][k]);
+	for (int k = 0; k < 2; k++)
+		if (np[k] >= 0)
+			close(np[k]);
+	return rc;
+}
+
+void
+gv_res_kill(struct gv *g, uint32_t id, int sig)
+{
+	uint32_t s = (uint32_t)sig;
+	send_frame(g->res, GVW_KILL, id, &s, sizeof(s));
+}
+
+void
+gv_res_close(struct gv *g, uint32_t id)
+{
+	send_frame(g->res, GVW_CLOSE, id, NULL, 0);
+}
