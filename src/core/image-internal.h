@@ -27,9 +27,6 @@ int image_resolve(const char *dir, const char *ref, char digest[65], struct wd_e
 json_t *image_read_meta(const char *dir, const char *digest, struct wd_err *err);
 /* the names pointing at digest: a new array */
 json_t *image_names_of(const char *dir, const char *digest);
-/* remove a tree, never following a link; 0 or -errno */
-int image_rm_tree_at(int dfd, const char *name, int depth);
-int image_rm_tree(const char *path);
 /* qsort comparator of char * */
 int image_cmp_str(const void *a, const void *b);
 /* the digest of root's sorted walk and env; -EINVAL for a device node,

@@ -327,7 +327,7 @@ scrub(const char *rootfs)
 		size_t n = strlen(v);
 		snprintf(p, sizeof(p), "%s/%.*s", rootfs, (int)(v[n - 1] == '/' ? n - 1 : n), v);
 		if (v[n - 1] != '/') {
-			int rc = image_rm_tree(p);
+			int rc = wd_rm_tree_at(AT_FDCWD, p);
 			if (rc < 0)
 				return rc;
 			continue;
@@ -339,7 +339,7 @@ scrub(const char *rootfs)
 		int rc = 0;
 		while (rc == 0 && (e = readdir(d)))
 			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				rc = image_rm_tree_at(dirfd(d), e->d_name, 0);
+				rc = wd_rm_tree_at(dirfd(d), e->d_name);
 		closedir(d);
 		if (rc < 0)
 			return rc;
@@ -466,7 +466,7 @@ image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_er
 			int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
 				wd_log(WD_LOG_INFO, "removing %s, left by a build that ended", p);
-				image_rm_tree(p);
+				wd_rm_tree_at(AT_FDCWD, p);
 			}
 			if (fd >= 0)
 				close(fd);
@@ -481,7 +481,7 @@ image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_er
 	*lockfd = open(tmp, O_RDONLY | O_DIRECTORY);
 	if (*lockfd < 0 || flock(*lockfd, LOCK_EX) < 0) {
 		int rc = wd_err_sys(err, errno, "lock %s", tmp);
-		image_rm_tree(tmp);
+		wd_rm_tree_at(AT_FDCWD, tmp);
 		return rc;
 	}
 	return 0;
@@ -611,7 +611,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	json_decref(meta);
 	goto out;
 out_rm:
-	image_rm_tree(tmp);
+	wd_rm_tree_at(AT_FDCWD, tmp);
 out:
 	strv_free(r.packages, r.npackages);
 	strv_free(r.env, r.nenv);
@@ -819,7 +819,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	char *argv[] = {a_prog, a_raw, a_unpack, image_arg, rootfs, NULL};
 	if ((rc = image_run_tool(argv, "umoci", IMAGE_MAX_FILE, err)) < 0)
 		goto fail;
-	if (docker && (rc = image_rm_tree(layout)) < 0) {
+	if (docker && (rc = wd_rm_tree_at(AT_FDCWD, layout)) < 0) {
 		rc = wd_err_sys(err, -rc, "remove %s", layout);
 		goto fail;
 	}
@@ -831,7 +831,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 		struct dirent *e;
 		while (d && (e = readdir(d)))
 			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				image_rm_tree_at(dirfd(d), e->d_name, 0);
+				wd_rm_tree_at(dirfd(d), e->d_name);
 		if (d)
 			closedir(d);
 	}
@@ -856,7 +856,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	return rc;
 fail:
 	wd_err_prefix(err, "import %s", path);
-	image_rm_tree(tmp);
+	wd_rm_tree_at(AT_FDCWD, tmp);
 	json_decref(meta);
 	json_decref(cfg);
 	strv_free(env, nenv);

@@ -352,7 +352,7 @@ wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *tag_
 	json_decref(cfg);
 	return 0;
 fail:
-	image_rm_tree(tmp);
+	wd_rm_tree_at(AT_FDCWD, tmp);
 	json_decref(layers);
 	json_decref(diff_ids);
 	json_decref(cdesc);

@@ -507,7 +507,7 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 	memcpy(id, w.id, 17);
 out:
 	if (rc < 0 && made)
-		ws_remove_tree(sfd, w.id);
+		wd_rm_tree_at(sfd, w.id);
 	if (rc < 0 && named)
 		ws_name_release(w.root, p->name);
 	if (sfd >= 0)
@@ -1081,7 +1081,7 @@ wd_session_remove(wd_ctx *ctx, const char *ref, struct wd_err *err)
 			name = json_string_value(json_object_get(meta, "name"));
 		int sfd = ws_state_sandboxes(w.root, err);
 		if (sfd >= 0) {
-			rc = ws_remove_tree(sfd, w.id);
+			rc = wd_rm_tree_at(sfd, w.id);
 			if (rc < 0)
 				wd_err_sys(err, -rc, "remove the state of sandbox %s", w.id);
 			close(sfd);

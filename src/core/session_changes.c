@@ -53,7 +53,7 @@ session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err)
 	if (rc == 0)
 		rc = ws_copy_sparse(sbdir, "meta.json", to, "meta.json", err);
 	if (rc < 0)
-		ws_remove_tree(sn, tag);
+		wd_rm_tree_at(sn, tag);
 	return rc;
 }
 
@@ -405,7 +405,7 @@ wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag, struct
 				   "try again when that is done",
 				   ref, tag);
 			rc = -EBUSY;
-		} else if ((rc = ws_remove_tree(sn, tag)) < 0) {
+		} else if ((rc = wd_rm_tree_at(sn, tag)) < 0) {
 			wd_err_sys(err, -rc, "remove the snapshot '%s@%s'", ref, tag);
 		}
 	}

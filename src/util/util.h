@@ -162,6 +162,15 @@ ssize_t wd_read_file_at(int dirfd, const char *path, char *buf, size_t cap);
 /* write a string to dirfd/path (O_WRONLY, no create); 0 or -errno. */
 int wd_write_file_at(int dirfd, const char *path, const char *s);
 
+/* ---- trees (fs.c; supervisor side: never after a raw clone) ---- */
+/* rm -r of dfd/name (dfd may be AT_FDCWD), following no link anywhere:
+ * a link is removed as a link.  Directories being removed that their
+ * owner cannot read or empty get mode 0700 first.  Removes all it can;
+ * 0 (also when name does not exist) or the first -errno; -ELOOP past
+ * WD_RM_TREE_DEPTH levels. */
+#define WD_RM_TREE_DEPTH 512
+int wd_rm_tree_at(int dfd, const char *name);
+
 /* monotonic clock in nanoseconds */
 uint64_t wd_now_ns(void);
 
