@@ -7,6 +7,7 @@
 #include "util/util.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 enum status { ST_OK, ST_WARN, ST_MISSING };
@@ -52,6 +53,13 @@ void doctor_probe_seccomp(struct probe *p, bool *ok);
 void doctor_probe_landlock(struct probe *p, int *abi_out);
 /* "ok", "warn", "missing", indexed by enum status */
 extern const char *const doctor_status_names[];
+/* The report's rows, written once for the host's and the pod's doctor:
+ * a probe as a member of the JSON report's "probes" object (its data
+ * moved there; returns the row, owned by probes) or as a line of the
+ * text report; the JSON report as text (root released). */
+json_t *doctor_row_json(json_t *probes, struct probe *p);
+void doctor_row_text(FILE *m, const struct probe *p);
+char *doctor_json_text(json_t *root);
 
 void doctor_probe_cgroup(struct probe *p);
 void doctor_probe_overlay(struct probe *p, bool userns_ok);

@@ -600,29 +600,18 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 		json_object_set_new(root, "ok_levels", oks);
 		json_object_set_new(root, "levels", levels);
 		json_t *probes = json_object();
-		for (int i = 0; i < Q_N; i++) {
-			json_t *d = q[i].p.data;
-			json_object_set_new(d, "status",
-					    json_string(doctor_status_names[q[i].p.st]));
-			json_object_set_new(d, "detail", json_string(q[i].p.detail));
-			json_object_set_new(d, "cost",
+		for (int i = 0; i < Q_N; i++)
+			json_object_set_new(doctor_row_json(probes, &q[i].p), "cost",
 					    q[i].cost ? json_string(q[i].cost) : json_null());
-			json_object_set_new(probes, q[i].p.name, d);
-			q[i].p.data = NULL;
-		}
 		json_object_set_new(root, "probes", probes);
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(root);
-		out = wd_xasprintf("%s\n", s ? s : "{}");
-		free(s);
+		out = doctor_json_text(root);
 	} else {
 		size_t len = 0;
 		FILE *m = open_memstream(&out, &len);
 		if (!m)
 			abort();
 		for (int i = 0; i < Q_N; i++) {
-			fprintf(m, "%-8s %-14s %s\n", doctor_status_names[q[i].p.st], q[i].p.name,
-				q[i].p.detail);
+			doctor_row_text(m, &q[i].p);
 			if (q[i].cost)
 				fprintf(m, "%-8s %-14s costs: %s\n", "", "", q[i].cost);
 		}

@@ -123,6 +123,33 @@ doctor_run_child(void (*fn)(struct child_out *, void *), void *arg, struct child
 	return rc;
 }
 
+json_t *
+doctor_row_json(json_t *probes, struct probe *p)
+{
+	json_t *d = p->data ? p->data : json_object();
+	p->data = NULL;
+	json_object_set_new(d, "status", json_string(doctor_status_names[p->st]));
+	json_object_set_new(d, "detail", json_string(p->detail));
+	json_object_set_new(probes, p->name, d);
+	return d;
+}
+
+void
+doctor_row_text(FILE *m, const struct probe *p)
+{
+	fprintf(m, "%-8s %-14s %s\n", doctor_status_names[p->st], p->name, p->detail);
+}
+
+char *
+doctor_json_text(json_t *root)
+{
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	char *out = wd_xasprintf("%s\n", s ? s : "{}");
+	free(s);
+	return out;
+}
+
 int
 doctor_write_file(const char *path, const char *s)
 {
@@ -596,26 +623,17 @@ wd_doctor(bool json, unsigned *ok_levels)
 		json_object_set_new(root, "ok_levels", oks);
 		json_object_set_new(root, "levels", levels);
 		json_t *probes = json_object();
-		for (int i = 0; i < P_N; i++) {
-			json_object_set_new(pr[i].data, "status",
-					    json_string(doctor_status_names[pr[i].st]));
-			json_object_set_new(pr[i].data, "detail", json_string(pr[i].detail));
-			json_object_set_new(probes, pr[i].name, pr[i].data);
-			pr[i].data = NULL;
-		}
+		for (int i = 0; i < P_N; i++)
+			doctor_row_json(probes, &pr[i]);
 		json_object_set_new(root, "probes", probes);
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(root);
-		out = wd_xasprintf("%s\n", s ? s : "{}");
-		free(s);
+		out = doctor_json_text(root);
 	} else {
 		size_t len = 0;
 		FILE *m = open_memstream(&out, &len);
 		if (!m)
 			abort();
 		for (int i = 0; i < P_N; i++)
-			fprintf(m, "%-8s %-14s %s\n", doctor_status_names[pr[i].st], pr[i].name,
-				pr[i].detail);
+			doctor_row_text(m, &pr[i]);
 		fprintf(m, "\nisolation levels:\n");
 		for (size_t i = 0; i < nlv; i++) {
 			const struct backend_probe *bp = &lv[i].bp;
