@@ -171,6 +171,15 @@ int wd_write_file_at(int dirfd, const char *path, const char *s);
 #define WD_RM_TREE_DEPTH 512
 int wd_rm_tree_at(int dfd, const char *name);
 
+/* ---- the state directory (util.c) ----
+ * Where warden keeps sandboxes, approvals and images when the caller
+ * names none (wd_ctx_set_state_dir): $WARDEN_STATE_DIR, else
+ * $XDG_STATE_HOME/warden, else /var/lib/warden for root, else
+ * $HOME/.local/state/warden, into out.  Neither checked nor created here
+ * (ws_state_root checks it is the caller's own, 0700).  -EINVAL with err
+ * set when none applies or the path does not fit. */
+int wd_state_dir(char *out, size_t cap, struct wd_err *err);
+
 /* monotonic clock in nanoseconds */
 uint64_t wd_now_ns(void);
 

@@ -19,27 +19,6 @@ const char *const ws_default_protect[] = {
     ".git", ".gitmodules", ".envrc", ".vscode", ".idea", NULL,
 };
 
-static int
-default_root(char *out, size_t cap, struct wd_err *err)
-{
-	const char *s = getenv("WARDEN_STATE_DIR");
-	int n;
-	if (s && *s)
-		n = snprintf(out, cap, "%s", s);
-	else if ((s = getenv("XDG_STATE_HOME")) && *s)
-		n = snprintf(out, cap, "%s/warden", s);
-	else if (geteuid() == 0)
-		n = snprintf(out, cap, "/var/lib/warden");
-	else if ((s = getenv("HOME")) && *s)
-		n = snprintf(out, cap, "%s/.local/state/warden", s);
-	else
-		return wd_err_set(err, WD_E_INVAL,
-				  "no state directory: set XDG_STATE_HOME or WARDEN_STATE_DIR");
-	if (n < 0 || (size_t)n >= cap)
-		return wd_err_set(err, WD_E_INVAL, "state directory path too long");
-	return 0;
-}
-
 /* dir must be a directory owned by us, without group or other bits. */
 static int
 check_private(const char *dir, const struct stat *st, struct wd_err *err)
@@ -81,7 +60,7 @@ ws_state_root(const char *given, char *out, size_t cap, struct wd_err *err)
 	if (given) {
 		if (snprintf(out, cap, "%s", given) >= (int)cap)
 			return wd_err_set(err, WD_E_INVAL, "state directory path too long");
-	} else if ((rc = default_root(out, cap, err)) < 0) {
+	} else if ((rc = wd_state_dir(out, cap, err)) < 0) {
 		return rc;
 	}
 	if (out[0] != '/')
