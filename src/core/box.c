@@ -83,8 +83,7 @@ box_sweep(const char *root)
 static int
 unsupported(struct wd_err *err, const char *why)
 {
-	wd_err_set(err, WD_E_UNSUPPORTED, "%s", why);
-	return -ENOTSUP;
+	return wd_err_set(err, WD_E_UNSUPPORTED, "%s", why);
 }
 
 static int

@@ -509,10 +509,9 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 		wd_spec_free(fs);
 	}
 	if (spec->ws_mode == WD_WORKSPACE_COW && spec->isolation != WD_ISOLATION_CONTAINER) {
-		wd_err_set(err, WD_E_UNSUPPORTED,
-			   "--workspace-mode cow needs --isolation container (a mount namespace "
-			   "to show the overlay in)");
-		rc = -ENOTSUP;
+		rc = wd_err_set(err, WD_E_UNSUPPORTED,
+				"--workspace-mode cow needs --isolation container (a mount "
+				"namespace to show the overlay in)");
 		goto out;
 	}
 	/* an image store the session's sandbox could write: refused before

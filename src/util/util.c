@@ -69,7 +69,7 @@ wd_err_set(struct wd_err *err, int code, const char *fmt, ...)
 		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 		va_end(ap);
 	}
-	return -(code == WD_E_INVAL ? EINVAL : EIO);
+	return code == WD_E_INVAL ? -EINVAL : code == WD_E_UNSUPPORTED ? -ENOTSUP : -EIO;
 }
 
 int

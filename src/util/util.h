@@ -83,8 +83,11 @@ char *wd_xstrdup(const char *s);
 char *wd_xasprintf(const char *fmt, ...) WD_PRINTF(1, 2);
 
 /* ---- errors (CONTRIBUTING.md, "Code") ----
- * Each returns -code (a negative errno value) so failing is one line:
+ * Each returns a negative errno value so failing is one line:
  *     return wd_err_sys(err, errno, "open %s", path);
+ * wd_err_set's follows the code: -EINVAL for WD_E_INVAL, -ENOTSUP for
+ * WD_E_UNSUPPORTED (what a caller tests to tell "the host cannot" from
+ * "it failed"), else -EIO; wd_err_sys's is -sys_errno.
  * err may be NULL.  wd_err_step() formats nothing and is safe after clone(). */
 int wd_err_set(struct wd_err *err, int code, const char *fmt, ...) WD_PRINTF(3, 4);
 int wd_err_sys(struct wd_err *err, int sys_errno, const char *fmt, ...) WD_PRINTF(3, 4);

@@ -110,3 +110,19 @@ Test(wd_state_dir, none_for_a_user)
 	cr_expect_eq(wd_state_dir(out, sizeof(out), &e), -EINVAL);
 	cr_expect(strstr(e.msg, "WARDEN_STATE_DIR") != NULL, "%s", e.msg);
 }
+
+/* wd_err_set's return follows the code, so "the host cannot" reaches a
+ * caller as -ENOTSUP without a patch after the call. */
+Test(wd_err_set, return_follows_the_code)
+{
+	struct wd_err e = {0};
+	cr_expect_eq(wd_err_set(&e, WD_E_UNSUPPORTED, "no %s", "cgroup"), -ENOTSUP);
+	cr_expect_eq(e.code, WD_E_UNSUPPORTED);
+	cr_expect_str_eq(e.msg, "no cgroup");
+	cr_expect_eq(wd_err_set(&e, WD_E_INVAL, "bad"), -EINVAL);
+	cr_expect_eq(e.code, WD_E_INVAL);
+	cr_expect_eq(wd_err_set(&e, WD_E_INTERNAL, "broken"), -EIO);
+	cr_expect_eq(wd_err_set(NULL, WD_E_UNSUPPORTED, "nobody listens"), -ENOTSUP);
+	cr_expect_eq(wd_err_sys(&e, ENOTSUP, "mount"), -ENOTSUP);
+	cr_expect_eq(e.code, WD_E_SYS, "a system call's ENOTSUP keeps its errno and code");
+}
