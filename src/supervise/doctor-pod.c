@@ -545,14 +545,10 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 		if (!ops)
 			break;
 		struct backend_probe bp;
-		ops->probe(&bp);
+		doctor_level_answer(ops, &q[Q_GVISOR].p, gvisor_ok, &bp);
 		lv[nlv].name = ops->name;
 		lv[nlv].ok = bp.ok;
 		snprintf(lv[nlv].why, sizeof(lv[nlv].why), "%s", bp.why);
-		if (ops->level == WD_ISOLATION_GVISOR && bp.ok && !gvisor_ok) {
-			lv[nlv].ok = false;
-			snprintf(lv[nlv].why, sizeof(lv[nlv].why), "%s", q[Q_GVISOR].p.detail);
-		}
 		if (lv[nlv].ok && !clone3_ok) {
 			lv[nlv].ok = false;
 			snprintf(lv[nlv].why, sizeof(lv[nlv].why), "clone3 refused (seccomp-ns)");

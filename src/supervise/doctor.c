@@ -123,6 +123,17 @@ doctor_run_child(void (*fn)(struct child_out *, void *), void *arg, struct child
 	return rc;
 }
 
+void
+doctor_level_answer(const struct backend_ops *ops, const struct probe *gvisor, bool gvisor_ok,
+		    struct backend_probe *bp)
+{
+	ops->probe(bp);
+	if (ops->level == WD_ISOLATION_GVISOR && bp->ok && !gvisor_ok) {
+		bp->ok = false;
+		snprintf(bp->why, sizeof(bp->why), "%s", gvisor->detail);
+	}
+}
+
 json_t *
 doctor_row_json(json_t *probes, struct probe *p)
 {
@@ -544,13 +555,7 @@ wd_doctor(bool json, unsigned *ok_levels)
 		if (!ops)
 			break;
 		lv[nlv].name = ops->name;
-		ops->probe(&lv[nlv].bp);
-		/* the backend's own probe is cheap (runsc found, root, cgroups);
-		 * doctor also ran a real gVisor sandbox, which has the last word */
-		if (ops->level == WD_ISOLATION_GVISOR && lv[nlv].bp.ok && !gvisor_ok) {
-			lv[nlv].bp.ok = false;
-			snprintf(lv[nlv].bp.why, sizeof(lv[nlv].bp.why), "%s", pr[P_GVISOR].detail);
-		}
+		doctor_level_answer(ops, &pr[P_GVISOR], gvisor_ok, &lv[nlv].bp);
 		if (!idmap_ok && ops->level == WD_ISOLATION_CONTAINER) {
 			size_t n = strlen(lv[nlv].bp.warn);
 			snprintf(lv[nlv].bp.warn + n, sizeof(lv[nlv].bp.warn) - n, "%s%s",
