@@ -57,7 +57,6 @@ int image_store(const char *dir, const char *tmp, const char *name, const char *
  * the log; each file it writes bounded at fsize bytes; pkg: the Debian
  * package that has argv[0] (named when it is missing) */
 int image_run_tool(char *const argv[], const char *pkg, uint64_t fsize, struct wd_err *err);
-uint64_t image_now_ms(void);
 /* a locked build directory dir/tmp.XXXXXX (removing those of builds that
  * ended); *lockfd: the lock, inherited by the tools run */
 int image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_err *err);

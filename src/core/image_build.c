@@ -446,14 +446,6 @@ image_run_tool(char *const argv[], const char *pkg, uint64_t fsize, struct wd_er
 	return 0;
 }
 
-uint64_t
-image_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int
 image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_err *err)
 {
@@ -582,7 +574,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 			a_loc,	a_cpy,	include, suite_copy, rootfs, NULL};
 	if (!r.npackages) /* nothing beyond the essential set */
 		memmove(&argv[9], &argv[10], 3 * sizeof(char *));
-	uint64_t t0 = image_now_ms();
+	uint64_t t0 = wd_now_ms();
 	if ((rc = image_run_tool(argv, "mmdebstrap", IMAGE_MAX_FILE, err)) < 0)
 		goto out_rm;
 	if ((rc = scrub(rootfs)) < 0) {
@@ -593,7 +585,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	uint64_t bytes = 0, files = 0;
 	if ((rc = image_digest_tree(rootfs, r.env, r.nenv, r.user, hex, &bytes, &files, err)) < 0)
 		goto out_rm;
-	uint64_t ms = image_now_ms() - t0;
+	uint64_t ms = wd_now_ms() - t0;
 
 	json_t *pk = json_array(), *env = json_array();
 	for (size_t i = 0; i < r.npackages; i++)
@@ -782,7 +774,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	char **env = NULL;
 	size_t nenv = 0;
 	json_t *cfg = NULL, *meta = NULL;
-	uint64_t t0 = image_now_ms();
+	uint64_t t0 = wd_now_ms();
 	if (docker) {
 		/* converted to an OCI layout in the build directory, then
 		 * unpacked as any layout; removed before the image is stored */
@@ -843,7 +835,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	if ((rc = image_digest_tree(rootfs, env, nenv,
 				    json_string_value(json_object_get(meta, "user")), hex, &bytes, &files, err)) < 0)
 		goto fail;
-	uint64_t ms = image_now_ms() - t0;
+	uint64_t ms = wd_now_ms() - t0;
 	json_object_set_new(meta, "digest", json_string(hex));
 	json_object_set_new(meta, "installed", installed(rootfs));
 	json_object_set_new(meta, "size_bytes", json_integer((json_int_t)bytes));

@@ -183,7 +183,13 @@ int wd_rm_tree_at(int dfd, const char *name);
  * set when none applies or the path does not fit. */
 int wd_state_dir(char *out, size_t cap, struct wd_err *err);
 
-/* monotonic clock in nanoseconds */
+/* The monotonic clock, the one warden measures durations and deadlines
+ * with (the jail's pid 1 reads it with raw_clock_gettime instead: no libc
+ * wrapper after clone). */
 uint64_t wd_now_ns(void);
+static inline uint64_t wd_now_ms(void)
+{
+	return wd_now_ns() / 1000000;
+}
 
 #endif
