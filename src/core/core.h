@@ -26,7 +26,7 @@ struct wd_ctx {
 	pthread_mutex_t lock; /* everything below that changes after set-up */
 	struct wd_log_sink log;
 	bool log_set;
-	wd_event_cb ev_fn;
+	wd_ctx_event_fn ev_fn;
 	void *ev_data;
 	unsigned ev_kinds;
 	/* the audit trail: explicit (wd_ctx_set_audit_file), or the policy's
