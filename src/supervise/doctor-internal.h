@@ -5,6 +5,7 @@
 #define WD_SUPERVISE_DOCTOR_INTERNAL_H
 
 #include "util/util.h"
+#include "supervise/supervise.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -58,12 +59,17 @@ extern const char *const doctor_status_names[];
  * moved there; returns the row, owned by probes) or as a line of the
  * text report; the JSON report as text (root released). */
 json_t *doctor_row_json(json_t *probes, struct probe *p);
-/* A level's answer in a report: its backend's own probe (cheap: runsc
- * found, root, cgroups), overruled for gvisor by the report's real gVisor
- * trial (gvisor, gvisor_ok), which has the last word. */
-struct backend_ops;
-void doctor_level_answer(const struct backend_ops *ops, const struct probe *gvisor,
-			 bool gvisor_ok, struct backend_probe *bp);
+/* Each level's answer in a report, into lv (at most max; returns how
+ * many): its backend's own probe (cheap: runsc found, root, cgroups),
+ * overruled for gvisor by the report's real gVisor trial (gvisor,
+ * gvisor_ok), which has the last word. */
+struct doctor_level {
+	const char *name;
+	enum wd_isolation level;
+	struct backend_probe bp;
+};
+size_t doctor_levels(struct doctor_level *lv, size_t max, const struct probe *gvisor,
+		     bool gvisor_ok);
 void doctor_row_text(FILE *m, const struct probe *p);
 char *doctor_json_text(json_t *root);
 

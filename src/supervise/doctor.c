@@ -123,15 +123,25 @@ doctor_run_child(void (*fn)(struct child_out *, void *), void *arg, struct child
 	return rc;
 }
 
-void
-doctor_level_answer(const struct backend_ops *ops, const struct probe *gvisor, bool gvisor_ok,
-		    struct backend_probe *bp)
+size_t
+doctor_levels(struct doctor_level *lv, size_t max, const struct probe *gvisor, bool gvisor_ok)
 {
-	ops->probe(bp);
-	if (ops->level == WD_ISOLATION_GVISOR && bp->ok && !gvisor_ok) {
-		bp->ok = false;
-		snprintf(bp->why, sizeof(bp->why), "%s", gvisor->detail);
+	size_t n = 0;
+	for (int l = 0; n < max; l++) {
+		const struct backend_ops *ops = backend_for((enum wd_isolation)l);
+		if (!ops)
+			break;
+		struct backend_probe *bp = &lv[n].bp;
+		lv[n].name = ops->name;
+		lv[n].level = (enum wd_isolation)l;
+		ops->probe(bp);
+		if (ops->level == WD_ISOLATION_GVISOR && bp->ok && !gvisor_ok) {
+			bp->ok = false;
+			snprintf(bp->why, sizeof(bp->why), "%s", gvisor->detail);
+		}
+		n++;
 	}
+	return n;
 }
 
 json_t *
@@ -544,26 +554,18 @@ wd_doctor(bool json, unsigned *ok_levels)
 
 	/* The levels: each backend's own probe says whether it can run here
 	 * and why not; the host facts above are context. */
-	struct {
-		const char *name;
-		struct backend_probe bp;
-	} lv[8];
-	size_t nlv = 0;
+	struct doctor_level lv[8];
+	size_t nlv = doctor_levels(lv, WD_ARRAY_SIZE(lv), &pr[P_GVISOR], gvisor_ok);
 	unsigned ok = 0;
-	for (int l = 0; nlv < WD_ARRAY_SIZE(lv); l++) {
-		const struct backend_ops *ops = backend_for((enum wd_isolation)l);
-		if (!ops)
-			break;
-		lv[nlv].name = ops->name;
-		doctor_level_answer(ops, &pr[P_GVISOR], gvisor_ok, &lv[nlv].bp);
-		if (!idmap_ok && ops->level == WD_ISOLATION_CONTAINER) {
-			size_t n = strlen(lv[nlv].bp.warn);
-			snprintf(lv[nlv].bp.warn + n, sizeof(lv[nlv].bp.warn) - n, "%s%s",
-				 n ? "; " : "", "no idmapped mounts for the workspace");
+	for (size_t i = 0; i < nlv; i++) {
+		struct backend_probe *bp = &lv[i].bp;
+		if (!idmap_ok && lv[i].level == WD_ISOLATION_CONTAINER) {
+			size_t n = strlen(bp->warn);
+			snprintf(bp->warn + n, sizeof(bp->warn) - n, "%s%s", n ? "; " : "",
+				 "no idmapped mounts for the workspace");
 		}
-		if (lv[nlv].bp.ok)
-			ok |= 1u << l;
-		nlv++;
+		if (bp->ok)
+			ok |= 1u << lv[i].level;
 	}
 	*ok_levels = ok;
 
