@@ -65,14 +65,9 @@ copy_file(int sfd, int dfd, const char *name, mode_t mode)
 			return -errno;
 		if (n == 0)
 			break;
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(out, buf + off, (size_t)(n - off));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return -errno;
-			off += w;
-		}
+		int rc = wd_write_all(out, buf, (size_t)n);
+		if (rc < 0)
+			return rc;
 	}
 	if (fchmod(out, mode) < 0)
 		return -errno;
