@@ -25,7 +25,7 @@ static char dir[64];
 static void
 cleanup(void)
 {
-	image_rm_tree(dir);
+	wd_rm_tree_at(AT_FDCWD, dir);
 }
 
 static void
@@ -89,7 +89,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0 || (size && wd_write_all(fd, data, size) < 0))
 		abort();
 	close(fd);
-	image_rm_tree(out);
+	wd_rm_tree_at(AT_FDCWD, out);
 	if (mkdir(out, 0700) < 0)
 		abort();
 	struct wd_err err = {0};

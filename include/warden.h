@@ -230,8 +230,8 @@ int wd_spec_add_placeholder(wd_spec *spec, const char *var, const char *name,
  * found on its way out: rule texts and names, never a value).  Called on
  * warden's proxy thread, never concurrently with itself; wd_run() returns
  * only after the last call. */
-typedef void (*wd_event_fn)(const char *json, void *data);
-void wd_spec_set_event_handler(wd_spec *spec, wd_event_fn fn, void *data);
+typedef void (*wd_net_event_fn)(const char *json, void *data);
+void wd_spec_set_event_handler(wd_spec *spec, wd_net_event_fn fn, void *data);
 
 /* Workspaces.  WD_WORKSPACE_DIRECT (the default): the directory
  * is bound read-write at /workspace and what the sandbox writes lands in
@@ -461,8 +461,14 @@ enum wd_event_kind {
 /* Called for each event whose kind is in kinds (WD_EVENT_BIT()s), on the
  * thread that caused it (a proxy thread for network events), possibly
  * concurrently from several threads; ev is valid during the call only. */
-typedef void (*wd_event_cb)(const wd_event *ev, void *data);
-void wd_ctx_set_event_handler(wd_ctx *ctx, wd_event_cb fn, void *data, unsigned kinds);
+typedef void (*wd_ctx_event_fn)(const wd_event *ev, void *data);
+void wd_ctx_set_event_handler(wd_ctx *ctx, wd_ctx_event_fn fn, void *data, unsigned kinds);
+/* The two handler types' earlier names, kept so that code written
+ * against them still compiles: wd_event_fn is wd_net_event_fn (a spec's
+ * network decisions as JSON), wd_event_cb is wd_ctx_event_fn (a
+ * context's events). */
+typedef wd_net_event_fn wd_event_fn;
+typedef wd_ctx_event_fn wd_event_cb;
 enum wd_event_kind wd_event_kind(const wd_event *ev);
 /* "decision", "approval.consumed", "route", "sandbox.created", "network",
  * "output", "result", ... */

@@ -395,10 +395,9 @@ cgroup_host_check(struct wd_err *err)
 	struct cg_host *h = cg_host_get();
 	if (!h->unusable)
 		return 0;
-	wd_err_sys(err, -h->unusable, "%s", h->why);
-	if (err && h->unusable == -ENOTSUP)
-		err->code = WD_E_UNSUPPORTED;
-	return h->unusable;
+	if (h->unusable == -ENOTSUP) /* no hierarchy to use: the host's lack */
+		return wd_err_set(err, WD_E_UNSUPPORTED, "%s", h->why);
+	return wd_err_sys(err, -h->unusable, "%s", h->why);
 }
 
 void

@@ -218,19 +218,12 @@ cg_v2_apply(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *e
 	}
 	if (rc < 0)
 		return wd_err_sys(err, -rc, "cgroup: write %s/%s", cg->dirs[0], failed);
-	if (need & ~have) {
-		for (int c = 0; c < CG_NCTRL; c++)
-			if (need & ~have & CG_BIT(c)) {
-				wd_err_sys(err, ENOTSUP,
-					   "cgroup v2: the %s controller is not available in %s "
-					   "(bound to a v1 hierarchy, or not delegated)",
-					   cg_ctrl_names[c], h->hier[0].base);
-				break;
-			}
-		if (err)
-			err->code = WD_E_UNSUPPORTED;
-		return -ENOTSUP;
-	}
+	for (int c = 0; c < CG_NCTRL; c++)
+		if (need & ~have & CG_BIT(c))
+			return wd_err_set(err, WD_E_UNSUPPORTED,
+					  "cgroup v2: the %s controller is not available in %s "
+					  "(bound to a v1 hierarchy, or not delegated)",
+					  cg_ctrl_names[c], h->hier[0].base);
 	cg->ctrls[0] = have;
 	return 0;
 }

@@ -38,12 +38,7 @@ cli_approve(int argc, char **argv)
 	bool json = false;
 	int c;
 
-	cli_json_errors(false);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--json"))
-			cli_json_errors(true); /* bad input in JSON too */
-	opterr = 0;
-	optind = 1;
+	cli_opts_begin(argc, argv);
 	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_TTL:

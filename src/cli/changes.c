@@ -35,12 +35,7 @@ args(const char *sub, const char *usage, int argc, char **argv, unsigned allowed
      const char **ref, int *first, const char **expect)
 {
 	int c;
-	cli_json_errors(false);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--json"))
-			cli_json_errors(true);
-	opterr = 0;
-	optind = 1;
+	cli_opts_begin(argc, argv);
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (c == OPT_HELP) {
 			fputs(usage, stdout);

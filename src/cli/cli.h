@@ -89,6 +89,11 @@ void cli_net_refusals(const char *sub, const wd_result *r);
 void cli_audit_note(const char *sub, const wd_result *r, const char *path);
 int cli_fail(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_json_errors(bool on);
+/* Before a subcommand's getopt_long loop: its errors in JSON when --json
+ * is among its options (before any "--": bad input is answered in the
+ * form asked for), and getopt's state reset, messages off (opterr 0:
+ * cli_bad_option says what is wrong). */
+void cli_opts_begin(int argc, char **argv);
 /* s as a JSON string on f: ASCII, every other byte escaped. */
 void cli_json_string(FILE *f, const char *s);
 void cli_log_handler(int level, const char *func, const char *msg, void *data);

@@ -59,12 +59,7 @@ cli_cp(int argc, char **argv)
 	const char *audit = NULL;
 	bool json = false, verbose = false;
 	int c;
-	cli_json_errors(false);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--json"))
-			cli_json_errors(true);
-	opterr = 0;
-	optind = 1;
+	cli_opts_begin(argc, argv);
 	while ((c = getopt_long(argc, argv, ":v", cp_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_CP_AUDIT:

@@ -77,12 +77,7 @@ cli_logs(int argc, char **argv)
 	bool follow = false, raw = false, json = false, tail = false;
 	uint64_t tail_n = 0;
 	int c;
-	cli_json_errors(false);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--json"))
-			cli_json_errors(true);
-	opterr = 0;
-	optind = 1;
+	cli_opts_begin(argc, argv);
 	while ((c = getopt_long(argc, argv, ":fn:", logs_opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':

@@ -18,6 +18,17 @@ cli_json_errors(bool on)
 	json_errors = on;
 }
 
+void
+cli_opts_begin(int argc, char **argv)
+{
+	cli_json_errors(false);
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			cli_json_errors(true);
+	opterr = 0;
+	optind = 0; /* 0: glibc reinitialises all of getopt's state */
+}
+
 /* A JSON string of s (ASCII, control characters escaped). */
 void
 cli_json_string(FILE *f, const char *s)

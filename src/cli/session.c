@@ -425,12 +425,7 @@ cli_exec(int argc, char **argv)
 	wd_ctx *ctx = NULL;
 	struct wd_err e = {0};
 	int c, rc = 0;
-	cli_json_errors(false);
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--json"))
-			cli_json_errors(true);
-	opterr = 0;
-	optind = 1;
+	cli_opts_begin(argc, argv);
 	/* permuting: SANDBOX may come before or after the options; the
 	 * program after -- is never read as options */
 	while ((c = getopt_long(argc, argv, ":c:dp:v", exec_opts, NULL)) != -1) {

@@ -51,43 +51,69 @@
 #include <string.h>
 
 /* clang-format off */
-static const char *const set_edit[] = {
-    "{\"sed\": {\"interpreter\": true, \"paths\": \"skip_first\", \"value_options\": [\"-f\","
+/* A preset's programs: a name and its rule, the JSON of a "programs"
+ * member's value (pip and pip3 are one program under two names, so one
+ * rule). */
+struct program {
+	const char *name;
+	const char *rule;
+};
+
+static const char rule_pip[] =
+    "{\"interpreter\": true, \"subcommands\": [\"install\", \"uninstall\", \"list\","
+    " \"show\", \"freeze\", \"check\", \"download\", \"wheel\", \"hash\", \"inspect\"], \"deny_options\": [\"-i\"],"
+    " \"value_options\": [\"-r\", \"--requirement\", \"-c\", \"--constraint\", \"-e\", \"--editable\","
+    " \"-t\", \"--target\", \"--prefix\", \"--root\", \"--src\", \"--cache-dir\", \"--log\","
+    " \"--cert\", \"--client-cert\", \"-d\", \"--dest\", \"-w\", \"--wheel-dir\", \"--report\","
+    " \"--python\", \"-f\", \"--find-links\", \"--path\"], \"data_options\": [\"--index-url\","
+    " \"--extra-index-url\", \"--trusted-host\", \"--no-binary\", \"--only-binary\","
+    " \"--platform\", \"--python-version\", \"--implementation\", \"--abi\", \"--progress-bar\","
+    " \"--upgrade-strategy\", \"--exists-action\", \"--timeout\", \"--retries\", \"--proxy\","
+    " \"-C\", \"--config-settings\", \"--format\", \"--exclude\", \"--root-user-action\","
+    " \"--use-feature\", \"--use-deprecated\", \"-a\", \"--algorithm\"], \"approve\": [{\"match\": [\"--index-url\"],"
+    " \"reason\": \"packages from an index the policy does not name\"}, {\"match\": [\"--extra-index-url\"],"
+    " \"reason\": \"packages from an index the policy does not name\"}, {\"match\": [\"--trusted-host\"],"
+    " \"reason\": \"turns off TLS verification for a host\"}], \"deny_env\": [\"PIP_*\"],"
+    " \"advice\": \"pip installs inside the sandbox (a virtual environment in the workspace,"
+    " or --user); name another index with --index-url, which asks a human\"}";
+
+static const struct program set_edit[] = {
+    {"sed", "{\"interpreter\": true, \"paths\": \"skip_first\", \"value_options\": [\"-f\","
     " \"--file\"], \"data_options\": [\"-e\", \"--expression\", \"-l\", \"--line-length\"],"
     " \"suffix_options\": [\"-i\", \"--in-place\"],"
-    " \"advice\": \"sed edits files of the workspace; name them by paths inside it\"}}",
-    "{\"echo\": {\"paths\": \"none\"}}",
-    "{\"mkdir\": {\"data_options\": [\"-m\", \"--mode\"]}}",
-    "{\"cp\": {\"value_options\": [\"-t\", \"--target-directory\"], \"data_options\": [\"-S\","
-    " \"--suffix\", \"--sparse\", \"--no-preserve\"], \"suffix_options\": [\"-S\", \"--suffix\"]}}",
-    "{\"mv\": {\"value_options\": [\"-t\", \"--target-directory\"], \"data_options\": [\"-S\","
-    " \"--suffix\"], \"suffix_options\": [\"-S\", \"--suffix\"]}}",
-    "{\"touch\": {\"value_options\": [\"-r\", \"--reference\"], \"data_options\": [\"-d\","
-    " \"--date\", \"-t\", \"--time\"]}}",
-    "{\"patch\": {\"deny_options\": [\"-g\", \"--get\", \"-e\", \"--ed\"], \"value_options\": [\"-i\","
+    " \"advice\": \"sed edits files of the workspace; name them by paths inside it\"}"},
+    {"echo", "{\"paths\": \"none\"}"},
+    {"mkdir", "{\"data_options\": [\"-m\", \"--mode\"]}"},
+    {"cp", "{\"value_options\": [\"-t\", \"--target-directory\"], \"data_options\": [\"-S\","
+    " \"--suffix\", \"--sparse\", \"--no-preserve\"], \"suffix_options\": [\"-S\", \"--suffix\"]}"},
+    {"mv", "{\"value_options\": [\"-t\", \"--target-directory\"], \"data_options\": [\"-S\","
+    " \"--suffix\"], \"suffix_options\": [\"-S\", \"--suffix\"]}"},
+    {"touch", "{\"value_options\": [\"-r\", \"--reference\"], \"data_options\": [\"-d\","
+    " \"--date\", \"-t\", \"--time\"]}"},
+    {"patch", "{\"deny_options\": [\"-g\", \"--get\", \"-e\", \"--ed\"], \"value_options\": [\"-i\","
     " \"--input\", \"-o\", \"--output\", \"-d\", \"--directory\", \"-r\", \"--reject-file\","
     " \"-B\", \"--prefix\", \"-Y\", \"--basename-prefix\"], \"data_options\": [\"-p\", \"--strip\","
     " \"-F\", \"--fuzz\", \"-z\", \"--suffix\", \"-V\", \"--version-control\", \"-D\", \"--ifdef\","
     " \"--quoting-style\", \"--read-only\", \"--reject-format\", \"-x\", \"--debug\"],"
     " \"suffix_options\": [\"-z\", \"--suffix\"],"
-    " \"deny_env\": [\"PATCH_GET\"], \"advice\": \"patch applies a diff to workspace files: patch -p1 -i FILE.diff\"}}",
-    NULL,
+    " \"deny_env\": [\"PATCH_GET\"], \"advice\": \"patch applies a diff to workspace files: patch -p1 -i FILE.diff\"}"},
+    {NULL, NULL},
 };
 
-static const char *const set_make[] = {
-    "{\"make\": {\"interpreter\": true, \"value_options\": [\"-C\", \"--directory\", \"-f\","
+static const struct program set_make[] = {
+    {"make", "{\"interpreter\": true, \"value_options\": [\"-C\", \"--directory\", \"-f\","
     " \"--file\", \"--makefile\", \"-I\", \"--include-dir\", \"-o\", \"--old-file\", \"--assume-old\","
     " \"-W\", \"--what-if\", \"--new-file\", \"--assume-new\"], \"data_options\": [\"--eval\"],"
-    " \"deny_env\": [\"MAKEFLAGS\", \"MFLAGS\", \"GNUMAKEFLAGS\", \"MAKEFILES\"], \"advice\": \"make runs the workspace's Makefile inside the sandbox\"}}",
-    NULL,
+    " \"deny_env\": [\"MAKEFLAGS\", \"MFLAGS\", \"GNUMAKEFLAGS\", \"MAKEFILES\"], \"advice\": \"make runs the workspace's Makefile inside the sandbox\"}"},
+    {NULL, NULL},
 };
 
-static const char *const set_node[] = {
-    "{\"node\": {\"interpreter\": true, \"value_options\": [\"-r\", \"--require\", \"--import\","
+static const struct program set_node[] = {
+    {"node", "{\"interpreter\": true, \"value_options\": [\"-r\", \"--require\", \"--import\","
     " \"--loader\", \"--experimental-loader\"], \"data_options\": [\"-e\", \"--eval\","
     " \"-p\", \"--print\", \"--input-type\", \"-C\", \"--conditions\", \"--stack-size\","
-    " \"--max-old-space-size\"], \"deny_env\": [\"NODE_OPTIONS\"], \"advice\": \"node runs inside the sandbox; keep files in the workspace\"}}",
-    "{\"npm\": {\"interpreter\": true, \"subcommands\": [\"install\", \"i\", \"ci\", \"test\","
+    " \"--max-old-space-size\"], \"deny_env\": [\"NODE_OPTIONS\"], \"advice\": \"node runs inside the sandbox; keep files in the workspace\"}"},
+    {"npm", "{\"interpreter\": true, \"subcommands\": [\"install\", \"i\", \"ci\", \"test\","
     " \"t\", \"run\", \"run-script\", \"start\", \"ls\", \"list\", \"outdated\", \"view\", \"info\","
     " \"uninstall\", \"update\", \"audit\", \"init\", \"explain\", \"why\", \"prune\", \"rebuild\","
     " \"pack\", \"version\"], \"deny_options\": [\"-g\", \"--global\"], \"value_options\": [\"--prefix\","
@@ -95,55 +121,25 @@ static const char *const set_node[] = {
     " \"--tag\", \"--omit\", \"--include\", \"--install-strategy\", \"--loglevel\", \"--depth\","
     " \"--otp\", \"--preid\", \"--scope\", \"--before\", \"--fetch-timeout\", \"--fetch-retries\"],"
     " \"deny_env\": [\"NPM_CONFIG_*\", \"npm_config_*\"], \"advice\": \"npm here installs into the workspace and runs its scripts: install,"
-    " ci, test, run, ls, outdated, view; not -g, not publish\"}}",
-    NULL,
+    " ci, test, run, ls, outdated, view; not -g, not publish\"}"},
+    {NULL, NULL},
 };
 
-static const char *const set_python[] = {
-    "{\"pip\": {\"interpreter\": true, \"subcommands\": [\"install\", \"uninstall\", \"list\","
-    " \"show\", \"freeze\", \"check\", \"download\", \"wheel\", \"hash\", \"inspect\"], \"deny_options\": [\"-i\"],"
-    " \"value_options\": [\"-r\", \"--requirement\", \"-c\", \"--constraint\", \"-e\", \"--editable\","
-    " \"-t\", \"--target\", \"--prefix\", \"--root\", \"--src\", \"--cache-dir\", \"--log\","
-    " \"--cert\", \"--client-cert\", \"-d\", \"--dest\", \"-w\", \"--wheel-dir\", \"--report\","
-    " \"--python\", \"-f\", \"--find-links\", \"--path\"], \"data_options\": [\"--index-url\","
-    " \"--extra-index-url\", \"--trusted-host\", \"--no-binary\", \"--only-binary\","
-    " \"--platform\", \"--python-version\", \"--implementation\", \"--abi\", \"--progress-bar\","
-    " \"--upgrade-strategy\", \"--exists-action\", \"--timeout\", \"--retries\", \"--proxy\","
-    " \"-C\", \"--config-settings\", \"--format\", \"--exclude\", \"--root-user-action\","
-    " \"--use-feature\", \"--use-deprecated\", \"-a\", \"--algorithm\"], \"approve\": [{\"match\": [\"--index-url\"],"
-    " \"reason\": \"packages from an index the policy does not name\"}, {\"match\": [\"--extra-index-url\"],"
-    " \"reason\": \"packages from an index the policy does not name\"}, {\"match\": [\"--trusted-host\"],"
-    " \"reason\": \"turns off TLS verification for a host\"}], \"deny_env\": [\"PIP_*\"],"
-    " \"advice\": \"pip installs inside the sandbox (a virtual environment in the workspace,"
-    " or --user); name another index with --index-url, which asks a human\"}}",
-    "{\"pip3\": {\"interpreter\": true, \"subcommands\": [\"install\", \"uninstall\", \"list\","
-    " \"show\", \"freeze\", \"check\", \"download\", \"wheel\", \"hash\", \"inspect\"], \"deny_options\": [\"-i\"],"
-    " \"value_options\": [\"-r\", \"--requirement\", \"-c\", \"--constraint\", \"-e\", \"--editable\","
-    " \"-t\", \"--target\", \"--prefix\", \"--root\", \"--src\", \"--cache-dir\", \"--log\","
-    " \"--cert\", \"--client-cert\", \"-d\", \"--dest\", \"-w\", \"--wheel-dir\", \"--report\","
-    " \"--python\", \"-f\", \"--find-links\", \"--path\"], \"data_options\": [\"--index-url\","
-    " \"--extra-index-url\", \"--trusted-host\", \"--no-binary\", \"--only-binary\","
-    " \"--platform\", \"--python-version\", \"--implementation\", \"--abi\", \"--progress-bar\","
-    " \"--upgrade-strategy\", \"--exists-action\", \"--timeout\", \"--retries\", \"--proxy\","
-    " \"-C\", \"--config-settings\", \"--format\", \"--exclude\", \"--root-user-action\","
-    " \"--use-feature\", \"--use-deprecated\", \"-a\", \"--algorithm\"], \"approve\": [{\"match\": [\"--index-url\"],"
-    " \"reason\": \"packages from an index the policy does not name\"}, {\"match\": [\"--extra-index-url\"],"
-    " \"reason\": \"packages from an index the policy does not name\"}, {\"match\": [\"--trusted-host\"],"
-    " \"reason\": \"turns off TLS verification for a host\"}], \"deny_env\": [\"PIP_*\"],"
-    " \"advice\": \"pip installs inside the sandbox (a virtual environment in the workspace,"
-    " or --user); name another index with --index-url, which asks a human\"}}",
-    NULL,
+static const struct program set_python[] = {
+    {"pip", rule_pip},
+    {"pip3", rule_pip},
+    {NULL, NULL},
 };
 
 /* clang-format on */
 
-static const char *const *const sets_python[] = {set_edit, set_make, set_python, NULL};
-static const char *const *const sets_node[] = {set_edit, set_make, set_node, NULL};
-static const char *const *const sets_coding[] = {set_edit, set_make, set_node, set_python, NULL};
+static const struct program *const sets_python[] = {set_edit, set_make, set_python, NULL};
+static const struct program *const sets_node[] = {set_edit, set_make, set_node, NULL};
+static const struct program *const sets_coding[] = {set_edit, set_make, set_node, set_python, NULL};
 
 static const struct {
 	const char *name;
-	const char *const *const *sets;
+	const struct program *const *sets;
 } presets[] = {
     {"coding", sets_coding},
     {"node", sets_node},
@@ -185,12 +181,11 @@ config_load_preset(const char *name, struct config_policy **out, struct wd_err *
 	json_t *progs = root ? json_object_get(root, "programs") : NULL;
 	if (!progs)
 		abort(); /* the built-in text is a constant */
-	for (const char *const *const *s = presets[k].sets; *s; s++)
-		for (const char *const *f = *s; *f; f++) {
-			json_t *one = json_loads(*f, JSON_REJECT_DUPLICATES, NULL);
-			if (!one || json_object_update(progs, one) < 0)
-				abort();
-			json_decref(one);
+	for (const struct program *const *s = presets[k].sets; *s; s++)
+		for (const struct program *f = *s; f->name; f++) {
+			json_t *one = json_loads(f->rule, JSON_REJECT_DUPLICATES, NULL);
+			if (!one || json_object_set_new(progs, f->name, one) < 0)
+				abort(); /* the built-in text is a constant */
 		}
 	char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);

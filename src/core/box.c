@@ -74,7 +74,7 @@ box_sweep(const char *root)
 			wd_log(WD_LOG_INFO,
 			       "removing the state of sandbox %s (its process is gone)",
 			       de->d_name);
-			ws_remove_tree(dirfd(d), de->d_name);
+			wd_rm_tree_at(dirfd(d), de->d_name);
 		}
 	}
 	closedir(d);
@@ -83,8 +83,7 @@ box_sweep(const char *root)
 static int
 unsupported(struct wd_err *err, const char *why)
 {
-	wd_err_set(err, WD_E_UNSUPPORTED, "%s", why);
-	return -ENOTSUP;
+	return wd_err_set(err, WD_E_UNSUPPORTED, "%s", why);
 }
 
 static int
@@ -190,7 +189,7 @@ box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral, str
 	*out = b;
 	return 0;
 fail_dir:
-	ws_remove_tree(b->sbdir, id);
+	wd_rm_tree_at(b->sbdir, id);
 fail:
 	b->ephemeral = false;
 	box_close(b);
@@ -229,7 +228,7 @@ box_close(struct box *b)
 	/* the layers first: the disk's mount goes with its last descriptor */
 	ws_close(b->ws);
 	if (b->ephemeral && b->sbdir >= 0) {
-		int rc = ws_remove_tree(b->sbdir, b->id);
+		int rc = wd_rm_tree_at(b->sbdir, b->id);
 		if (rc < 0)
 			wd_log(WD_LOG_WARN, "remove the state of sandbox %s: %s", b->id,
 			       strerror(-rc));

@@ -26,7 +26,7 @@ struct wd_ctx {
 	pthread_mutex_t lock; /* everything below that changes after set-up */
 	struct wd_log_sink log;
 	bool log_set;
-	wd_event_cb ev_fn;
+	wd_ctx_event_fn ev_fn;
 	void *ev_data;
 	unsigned ev_kinds;
 	/* the audit trail: explicit (wd_ctx_set_audit_file), or the policy's
@@ -260,6 +260,11 @@ struct where {
 };
 int session_locate(wd_ctx *ctx, const char *ref, struct where *w, struct wd_err *err);
 void session_where_fini(struct where *w);
+/* The names in the directory dfd (left open) that keep accepts, sorted:
+ * their count, and in *out a new array of new strings (free each, then
+ * it).  session_is_id accepts a sandbox's id (sandboxes/ holds others). */
+size_t session_dir_names(int dfd, bool (*keep)(const char *name), char ***out);
+bool session_is_id(const char *name);
 /* One request, one reply: 0 with *resp (if not NULL) and the reply's
  * memfd read into *data (if not NULL); -ESRCH when it is not running. */
 int session_call(int sbdir, const char *req, const int *fds, int nfds, struct json_t **resp,

@@ -82,7 +82,7 @@ wd_ctx_set_log_handler(wd_ctx *ctx, wd_log_fn fn, void *data, int level)
 }
 
 WD_API void
-wd_ctx_set_event_handler(wd_ctx *ctx, wd_event_cb fn, void *data, unsigned kinds)
+wd_ctx_set_event_handler(wd_ctx *ctx, wd_ctx_event_fn fn, void *data, unsigned kinds)
 {
 	pthread_mutex_lock(&ctx->lock);
 	ctx->ev_fn = fn;
@@ -270,7 +270,7 @@ ctx_emit_checked(wd_ctx *ctx, const struct wd_event *ev, struct wd_err *err)
 	if (audited(ev->kind))
 		rc = to_audit(ctx, ev, err);
 	pthread_mutex_lock(&ctx->lock);
-	wd_event_cb fn = ctx->ev_fn;
+	wd_ctx_event_fn fn = ctx->ev_fn;
 	void *data = ctx->ev_data;
 	bool want = fn && (ctx->ev_kinds & WD_EVENT_BIT(ev->kind));
 	pthread_mutex_unlock(&ctx->lock);

@@ -389,11 +389,10 @@ gate_require(unsigned require, struct sandbox *sb, struct wd_err *err)
 	wd_result_free(r);
 	for (size_t i = 0; i < WD_ARRAY_SIZE(need); i++)
 		if ((require & need[i].bit) && !need[i].have) {
-			wd_err_set(err, WD_E_UNSUPPORTED,
-				   "the policy requires %s, which this sandbox does not have (see "
-				   "warden doctor); nothing ran",
-				   need[i].name);
-			return -ENOTSUP;
+			return wd_err_set(err, WD_E_UNSUPPORTED,
+					  "the policy requires %s, which this sandbox does not have "
+					  "(see warden doctor); nothing ran",
+					  need[i].name);
 		}
 	return 0;
 }

@@ -27,9 +27,6 @@ int image_resolve(const char *dir, const char *ref, char digest[65], struct wd_e
 json_t *image_read_meta(const char *dir, const char *digest, struct wd_err *err);
 /* the names pointing at digest: a new array */
 json_t *image_names_of(const char *dir, const char *digest);
-/* remove a tree, never following a link; 0 or -errno */
-int image_rm_tree_at(int dfd, const char *name, int depth);
-int image_rm_tree(const char *path);
 /* qsort comparator of char * */
 int image_cmp_str(const void *a, const void *b);
 /* the digest of root's sorted walk and env; -EINVAL for a device node,
@@ -60,7 +57,6 @@ int image_store(const char *dir, const char *tmp, const char *name, const char *
  * the log; each file it writes bounded at fsize bytes; pkg: the Debian
  * package that has argv[0] (named when it is missing) */
 int image_run_tool(char *const argv[], const char *pkg, uint64_t fsize, struct wd_err *err);
-uint64_t image_now_ms(void);
 /* a locked build directory dir/tmp.XXXXXX (removing those of builds that
  * ended); *lockfd: the lock, inherited by the tools run */
 int image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_err *err);

@@ -273,44 +273,6 @@ wd_spec_set_image(wd_spec *spec, const char *ref, struct wd_err *err)
 	return 0;
 }
 
-/* ---- removing a tree, never through a link ---- */
-
-int
-image_rm_tree_at(int dfd, const char *name, int depth)
-{
-	if (depth > 256)
-		return -ELOOP;
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	/* a read-only directory (0555 in the image) must be writable to empty */
-	fchmod(fd, 0700);
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	int rc = 0;
-	struct dirent *e;
-	while (rc == 0 && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			rc = image_rm_tree_at(dirfd(d), e->d_name, depth + 1);
-	closedir(d);
-	if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		rc = -errno;
-	return rc;
-}
-
-int
-image_rm_tree(const char *path)
-{
-	return image_rm_tree_at(AT_FDCWD, path, 0);
-}
-
 /* ---- the digest: a canonical walk ---- */
 
 
@@ -498,14 +460,14 @@ image_store(const char *dir, const char *tmp, const char *name, const char *hex,
 	if (stat(final, &st) == 0) {
 		/* the same content is already stored: keep it (its image.json,
 		 * with its own build time), drop this copy */
-		image_rm_tree(tmp);
+		wd_rm_tree_at(AT_FDCWD, tmp);
 	} else {
 		char mp[PATH_MAX];
 		snprintf(mp, sizeof(mp), "%s/image.json", tmp);
 		if (json_dump_file(meta, mp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
 		    chmod(mp, 0444) < 0 || rename(tmp, final) < 0) {
 			int rc = wd_err_sys(err, errno, "store %s", final);
-			image_rm_tree(tmp);
+			wd_rm_tree_at(AT_FDCWD, tmp);
 			return rc;
 		}
 	}
@@ -690,7 +652,7 @@ wd_image_remove(wd_ctx *ctx, const char *ref, struct wd_err *err)
 	snprintf(gone, sizeof(gone), "%s/tmp.rm-%s", dir, digest);
 	if (rename(idir, gone) < 0)
 		return wd_err_sys(err, errno, "remove %s", idir);
-	if ((rc = image_rm_tree(gone)) < 0)
+	if ((rc = wd_rm_tree_at(AT_FDCWD, gone)) < 0)
 		return wd_err_sys(err, -rc, "remove %s", gone);
 	return 0;
 }

@@ -327,7 +327,7 @@ scrub(const char *rootfs)
 		size_t n = strlen(v);
 		snprintf(p, sizeof(p), "%s/%.*s", rootfs, (int)(v[n - 1] == '/' ? n - 1 : n), v);
 		if (v[n - 1] != '/') {
-			int rc = image_rm_tree(p);
+			int rc = wd_rm_tree_at(AT_FDCWD, p);
 			if (rc < 0)
 				return rc;
 			continue;
@@ -339,7 +339,7 @@ scrub(const char *rootfs)
 		int rc = 0;
 		while (rc == 0 && (e = readdir(d)))
 			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				rc = image_rm_tree_at(dirfd(d), e->d_name, 0);
+				rc = wd_rm_tree_at(dirfd(d), e->d_name);
 		closedir(d);
 		if (rc < 0)
 			return rc;
@@ -446,14 +446,6 @@ image_run_tool(char *const argv[], const char *pkg, uint64_t fsize, struct wd_er
 	return 0;
 }
 
-uint64_t
-image_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int
 image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_err *err)
 {
@@ -466,7 +458,7 @@ image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_er
 			int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
 				wd_log(WD_LOG_INFO, "removing %s, left by a build that ended", p);
-				image_rm_tree(p);
+				wd_rm_tree_at(AT_FDCWD, p);
 			}
 			if (fd >= 0)
 				close(fd);
@@ -481,7 +473,7 @@ image_make_tmp(const char *dir, char *tmp, size_t cap, int *lockfd, struct wd_er
 	*lockfd = open(tmp, O_RDONLY | O_DIRECTORY);
 	if (*lockfd < 0 || flock(*lockfd, LOCK_EX) < 0) {
 		int rc = wd_err_sys(err, errno, "lock %s", tmp);
-		image_rm_tree(tmp);
+		wd_rm_tree_at(AT_FDCWD, tmp);
 		return rc;
 	}
 	return 0;
@@ -582,7 +574,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 			a_loc,	a_cpy,	include, suite_copy, rootfs, NULL};
 	if (!r.npackages) /* nothing beyond the essential set */
 		memmove(&argv[9], &argv[10], 3 * sizeof(char *));
-	uint64_t t0 = image_now_ms();
+	uint64_t t0 = wd_now_ms();
 	if ((rc = image_run_tool(argv, "mmdebstrap", IMAGE_MAX_FILE, err)) < 0)
 		goto out_rm;
 	if ((rc = scrub(rootfs)) < 0) {
@@ -593,7 +585,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	uint64_t bytes = 0, files = 0;
 	if ((rc = image_digest_tree(rootfs, r.env, r.nenv, r.user, hex, &bytes, &files, err)) < 0)
 		goto out_rm;
-	uint64_t ms = image_now_ms() - t0;
+	uint64_t ms = wd_now_ms() - t0;
 
 	json_t *pk = json_array(), *env = json_array();
 	for (size_t i = 0; i < r.npackages; i++)
@@ -611,7 +603,7 @@ wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r_in, char 
 	json_decref(meta);
 	goto out;
 out_rm:
-	image_rm_tree(tmp);
+	wd_rm_tree_at(AT_FDCWD, tmp);
 out:
 	strv_free(r.packages, r.npackages);
 	strv_free(r.env, r.nenv);
@@ -782,7 +774,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	char **env = NULL;
 	size_t nenv = 0;
 	json_t *cfg = NULL, *meta = NULL;
-	uint64_t t0 = image_now_ms();
+	uint64_t t0 = wd_now_ms();
 	if (docker) {
 		/* converted to an OCI layout in the build directory, then
 		 * unpacked as any layout; removed before the image is stored */
@@ -819,7 +811,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	char *argv[] = {a_prog, a_raw, a_unpack, image_arg, rootfs, NULL};
 	if ((rc = image_run_tool(argv, "umoci", IMAGE_MAX_FILE, err)) < 0)
 		goto fail;
-	if (docker && (rc = image_rm_tree(layout)) < 0) {
+	if (docker && (rc = wd_rm_tree_at(AT_FDCWD, layout)) < 0) {
 		rc = wd_err_sys(err, -rc, "remove %s", layout);
 		goto fail;
 	}
@@ -831,7 +823,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 		struct dirent *e;
 		while (d && (e = readdir(d)))
 			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				image_rm_tree_at(dirfd(d), e->d_name, 0);
+				wd_rm_tree_at(dirfd(d), e->d_name);
 		if (d)
 			closedir(d);
 	}
@@ -843,7 +835,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	if ((rc = image_digest_tree(rootfs, env, nenv,
 				    json_string_value(json_object_get(meta, "user")), hex, &bytes, &files, err)) < 0)
 		goto fail;
-	uint64_t ms = image_now_ms() - t0;
+	uint64_t ms = wd_now_ms() - t0;
 	json_object_set_new(meta, "digest", json_string(hex));
 	json_object_set_new(meta, "installed", installed(rootfs));
 	json_object_set_new(meta, "size_bytes", json_integer((json_int_t)bytes));
@@ -856,7 +848,7 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	return rc;
 fail:
 	wd_err_prefix(err, "import %s", path);
-	image_rm_tree(tmp);
+	wd_rm_tree_at(AT_FDCWD, tmp);
 	json_decref(meta);
 	json_decref(cfg);
 	strv_free(env, nenv);

@@ -297,7 +297,7 @@ wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *tag_
 	json_t *layers = json_array(), *diff_ids = json_array(), *cdesc = NULL;
 	char blobs[PATH_MAX], man[65];
 	snprintf(blobs, sizeof(blobs), "%s/blobs", tmp);
-	uint64_t t0 = image_now_ms();
+	uint64_t t0 = wd_now_ms();
 	if (mkdir(blobs, 0755) < 0 || (strcat(blobs, "/sha256"), mkdir(blobs, 0755) < 0)) {
 		rc = wd_err_sys(err, errno, "create %s", blobs);
 		goto fail;
@@ -341,7 +341,7 @@ wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *tag_
 	json_t *res = json_pack("{s:s, s:s, s:s, s:O, s:I, s:O, s:I}", "image", ref, "path", dest,
 				"manifest", "", "config", cfg, "size_bytes", (json_int_t)total,
 				"layers", layers, "export_ms",
-				(json_int_t)(image_now_ms() - t0));
+				(json_int_t)(wd_now_ms() - t0));
 	json_object_set_new(res, "manifest", json_sprintf("sha256:%s", man));
 	json_object_set_new(res, "tag", json_string(tag));
 	*json = image_dump(res);
@@ -352,7 +352,7 @@ wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *tag_
 	json_decref(cfg);
 	return 0;
 fail:
-	image_rm_tree(tmp);
+	wd_rm_tree_at(AT_FDCWD, tmp);
 	json_decref(layers);
 	json_decref(diff_ids);
 	json_decref(cdesc);

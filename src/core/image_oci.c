@@ -75,8 +75,10 @@ load_blob(const char *layout, const char *d, const char *what, struct wd_err *er
 	return load_json(p, err);
 }
 
-json_t *
-image_oci_config(const char *layout, const char *tag, struct wd_err *err)
+/* The manifest index.json of layout tags as tag: a new object, or NULL
+ * with err set. */
+static json_t *
+load_manifest(const char *layout, const char *tag, struct wd_err *err)
 {
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/index.json", layout);
@@ -97,6 +99,13 @@ image_oci_config(const char *layout, const char *tag, struct wd_err *err)
 	if (!md)
 		wd_err_set(err, WD_E_INVAL, "%s names no image tagged '%s'", p, tag);
 	json_decref(idx);
+	return man;
+}
+
+json_t *
+image_oci_config(const char *layout, const char *tag, struct wd_err *err)
+{
+	json_t *man = load_manifest(layout, tag, err);
 	if (!man)
 		return NULL;
 	json_t *cfg = load_blob(
@@ -230,25 +239,8 @@ count_gzip(const char *blob, uint64_t *count, uint64_t max, struct wd_err *err)
 int
 image_oci_count(const char *layout, const char *tag, uint64_t max, struct wd_err *err)
 {
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/index.json", layout);
-	json_t *idx = load_json(p, err);
-	if (!idx)
-		return -EINVAL;
-	const char *md = NULL;
+	json_t *man = load_manifest(layout, tag, err);
 	size_t i;
-	json_t *m;
-	json_array_foreach(json_object_get(idx, "manifests"), i, m)
-	{
-		const char *t = json_string_value(json_object_get(
-		    json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
-		if (t && !strcmp(t, tag))
-			md = json_string_value(json_object_get(m, "digest"));
-	}
-	json_t *man = md ? load_blob(layout, md, "manifest", err) : NULL;
-	if (!md)
-		wd_err_set(err, WD_E_INVAL, "%s names no image tagged '%s'", p, tag);
-	json_decref(idx);
 	if (!man)
 		return -EINVAL;
 	uint64_t count = 0;

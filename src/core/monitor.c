@@ -17,6 +17,7 @@
  * alive: an idle session with a forgotten dev server is what the timeout
  * is for). */
 #include "core/core.h"
+#include "util/fdpass.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
 
@@ -983,22 +984,15 @@ peer_checker_main(int sock)
 	prctl(PR_SET_NAME, "warden-peercheck", 0, 0, 0);
 	for (;;) {
 		char c;
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} u;
+		WD_FDPASS_BUF(1) u;
 		struct iovec iov = {&c, 1};
-		struct msghdr mh = {.msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = u.b,
-				    .msg_controllen = sizeof(u.b)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+		wd_fdpass_room(&mh, &u, sizeof(u));
 		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 		if (n <= 0)
 			_exit(0);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 		int fd = -1;
-		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		wd_fdpass_take(&mh, &fd, 1, close);
 		struct wd_err e = {0};
 		char reply[sizeof(e.msg) + 1];
 		if (fd >= 0 && wd_peer_check(fd, &e) == 0)
@@ -1046,19 +1040,10 @@ static bool
 peer_checked(int conn, struct wd_err *e)
 {
 	char c = 'c';
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} u;
-	memset(&u, 0, sizeof(u));
+	WD_FDPASS_BUF(1) u;
 	struct iovec iov = {&c, 1};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &conn, sizeof(int));
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	wd_fdpass_put(&mh, &u, sizeof(u), &conn, 1);
 	char reply[sizeof(e->msg) + 1];
 	ssize_t n = -1;
 	/* one question and its answer at a time: connections come from

@@ -28,6 +28,7 @@
  *
  *   Any failure: {"ok":false, "code":ERRNO, "error":"message"}. */
 #include "core/core.h"
+#include "util/fdpass.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -43,21 +44,10 @@ static int
 send_record(int sock, const char *buf, size_t len, const int *fds, int nfds)
 {
 	struct iovec iov = {.iov_base = (void *)(uintptr_t)buf, .iov_len = len};
-	union {
-		char b[CMSG_SPACE(sizeof(int) * MP_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
+	WD_FDPASS_BUF(MP_MAX_FDS) u;
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (nfds > 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	}
+	if (wd_fdpass_put(&mh, &u, sizeof(u), fds, nfds) < 0)
+		return -EINVAL;
 	ssize_t n;
 	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
@@ -132,28 +122,14 @@ mp_recv(int sock, char **json, int *fds, int *nfds, int timeout_ms)
 	}
 	char *buf = wd_xmalloc(MP_INLINE_MAX + 1);
 	struct iovec iov = {.iov_base = buf, .iov_len = MP_INLINE_MAX};
-	union {
-		char b[CMSG_SPACE(sizeof(int) * MP_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b)};
+	WD_FDPASS_BUF(MP_MAX_FDS) u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	wd_fdpass_room(&mh, &u, sizeof(u));
 	ssize_t n;
 	while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (int i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cm) + sizeof(int) * (size_t)i, sizeof(int));
-			if (*nfds < MP_MAX_FDS)
-				fds[(*nfds)++] = fd;
-			else
-				close(fd);
-		}
-	}
+	if (n >= 0)
+		*nfds = wd_fdpass_take(&mh, fds, MP_MAX_FDS, close);
 	int rc = 0;
 	if (n < 0)
 		rc = -errno;

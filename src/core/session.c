@@ -46,6 +46,41 @@ session_where_fini(struct where *w)
 	w->sbdir = -1;
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+size_t
+session_dir_names(int dfd, bool (*keep)(const char *name), char ***out)
+{
+	int fd = dup(dfd); /* fdopendir takes it, closedir closes it */
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
+	char **names = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (keep(de->d_name)) {
+			names = wd_xrealloc(names, (n + 1) * sizeof(char *));
+			names[n++] = wd_xstrdup(de->d_name);
+		}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(names, n, sizeof(char *), cmp_str);
+	*out = names;
+	return n;
+}
+
+bool
+session_is_id(const char *name)
+{
+	return strlen(name) == 16;
+}
+
 int
 session_locate(wd_ctx *ctx, const char *ref, struct where *w, struct wd_err *err)
 {
@@ -474,10 +509,9 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 		wd_spec_free(fs);
 	}
 	if (spec->ws_mode == WD_WORKSPACE_COW && !backend_can(spec->isolation, BACKEND_CAP_MOUNTS)) {
-		wd_err_set(err, WD_E_UNSUPPORTED,
-			   "--workspace-mode cow needs --isolation container (a mount namespace "
-			   "to show the overlay in)");
-		rc = -ENOTSUP;
+		rc = wd_err_set(err, WD_E_UNSUPPORTED,
+				"--workspace-mode cow needs --isolation container (a mount "
+				"namespace to show the overlay in)");
 		goto out;
 	}
 	/* an image store the session's sandbox could write: refused before
@@ -507,7 +541,7 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 	memcpy(id, w.id, 17);
 out:
 	if (rc < 0 && made)
-		ws_remove_tree(sfd, w.id);
+		wd_rm_tree_at(sfd, w.id);
 	if (rc < 0 && named)
 		ws_name_release(w.root, p->name);
 	if (sfd >= 0)
@@ -917,12 +951,6 @@ list_one(struct jw *j, int sfd, const char *id)
 	close(fd);
 }
 
-static int
-cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static const char *
 age(long long created, char *buf, size_t cap)
 {
@@ -980,19 +1008,8 @@ wd_session_list(wd_ctx *ctx, bool json, char **out, struct wd_err *err)
 		CTX_LEAVE();
 		return sfd;
 	}
-	DIR *d = fdopendir(dup(sfd));
 	char **ids = NULL;
-	size_t n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (strlen(de->d_name) == 16) {
-			ids = wd_xrealloc(ids, (n + 1) * sizeof(char *));
-			ids[n++] = wd_xstrdup(de->d_name);
-		}
-	if (d)
-		closedir(d);
-	if (n)
-		qsort(ids, n, sizeof(char *), cmp_str);
+	size_t n = session_dir_names(sfd, session_is_id, &ids);
 	struct jw j;
 	jw_init(&j, 0);
 	jw_arr_begin(&j);
@@ -1083,7 +1100,7 @@ wd_session_remove(wd_ctx *ctx, const char *ref, struct wd_err *err)
 			name = json_string_value(json_object_get(meta, "name"));
 		int sfd = ws_state_sandboxes(w.root, err);
 		if (sfd >= 0) {
-			rc = ws_remove_tree(sfd, w.id);
+			rc = wd_rm_tree_at(sfd, w.id);
 			if (rc < 0)
 				wd_err_sys(err, -rc, "remove the state of sandbox %s", w.id);
 			close(sfd);

@@ -53,7 +53,7 @@ session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err)
 	if (rc == 0)
 		rc = ws_copy_sparse(sbdir, "meta.json", to, "meta.json", err);
 	if (rc < 0)
-		ws_remove_tree(sn, tag);
+		wd_rm_tree_at(sn, tag);
 	return rc;
 }
 
@@ -222,12 +222,6 @@ tree_bytes(int dir, const char *name, int depth)
 	return n;
 }
 
-static int
-cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The snapshots of the session in sbdir (id, name) as objects of j. */
 static void
 snapshots_of(struct jw *j, int sbdir, const char *id)
@@ -240,17 +234,8 @@ snapshots_of(struct jw *j, int sbdir, const char *id)
 	}
 	const char *name = json_string_value(json_object_get(meta, "name"));
 	int sn = openat(sbdir, "snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = sn >= 0 ? fdopendir(sn) : NULL;
 	char **tags = NULL;
-	size_t n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (ws_name_ok(de->d_name)) {
-			tags = wd_xrealloc(tags, (n + 1) * sizeof(char *));
-			tags[n++] = wd_xstrdup(de->d_name);
-		}
-	if (n)
-		qsort(tags, n, sizeof(char *), cmp_names);
+	size_t n = sn >= 0 ? session_dir_names(sn, ws_name_ok, &tags) : 0;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		jw_obj_begin(j);
@@ -261,17 +246,15 @@ snapshots_of(struct jw *j, int sbdir, const char *id)
 		jw_kstr(j, "snapshot", full);
 		free(full);
 		jw_kint(j, "created",
-			fstatat(dirfd(d), tags[i], &st, AT_SYMLINK_NOFOLLOW) == 0
+			fstatat(sn, tags[i], &st, AT_SYMLINK_NOFOLLOW) == 0
 			    ? (long long)st.st_mtime
 			    : 0);
-		jw_kuint(j, "bytes", tree_bytes(dirfd(d), tags[i], 0));
+		jw_kuint(j, "bytes", tree_bytes(sn, tags[i], 0));
 		jw_obj_end(j);
 		free(tags[i]);
 	}
 	free(tags);
-	if (d)
-		closedir(d);
-	else if (sn >= 0)
+	if (sn >= 0)
 		close(sn);
 	json_decref(meta);
 }
@@ -339,19 +322,8 @@ wd_session_snapshot_list(wd_ctx *ctx, const char *ref, bool json, char **out, st
 		if (sfd < 0) {
 			rc = sfd;
 		} else {
-			DIR *d = fdopendir(dup(sfd));
 			char **ids = NULL;
-			size_t n = 0;
-			struct dirent *de;
-			while (d && (de = readdir(d)))
-				if (strlen(de->d_name) == 16) {
-					ids = wd_xrealloc(ids, (n + 1) * sizeof(char *));
-					ids[n++] = wd_xstrdup(de->d_name);
-				}
-			if (d)
-				closedir(d);
-			if (n)
-				qsort(ids, n, sizeof(char *), cmp_names);
+			size_t n = session_dir_names(sfd, session_is_id, &ids);
 			for (size_t i = 0; i < n; i++) {
 				int fd = openat(sfd, ids[i],
 						O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -405,7 +377,7 @@ wd_session_snapshot_remove(wd_ctx *ctx, const char *ref, const char *tag, struct
 				   "try again when that is done",
 				   ref, tag);
 			rc = -EBUSY;
-		} else if ((rc = ws_remove_tree(sn, tag)) < 0) {
+		} else if ((rc = wd_rm_tree_at(sn, tag)) < 0) {
 			wd_err_sys(err, -rc, "remove the snapshot '%s@%s'", ref, tag);
 		}
 	}

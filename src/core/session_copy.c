@@ -321,24 +321,15 @@ audit_end(wd_ctx *ctx, const char *id, const char *dir, const char *from, const 
 	      rc < 0 ? err->msg : NULL, &e2);
 }
 
-WD_API int
-wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const char *path,
-		   struct wd_copy_stats *stats, struct wd_err *err)
+/* The tree at host_path into path of the session w (located). */
+static int
+copy_in(wd_ctx *ctx, const struct where *w, struct walk *wk, const char *host_path,
+	const char *path, struct wd_copy_stats *st, struct wd_err *err)
 {
-	struct wd_err scratch = {0};
-	if (!err)
-		err = &scratch;
-	CTX_ENTER(ctx);
-	struct wd_copy_stats st = {0};
-	struct where w;
-	char *what = wd_xasprintf("'%s'", host_path);
-	struct walk wk = {.what = what};
 	json_t *r = NULL;
-	int root = -1, rc = session_locate(ctx, ref, &w, err);
+	int root = -1, rc = 0;
 	char *name = NULL, *dest = NULL;
 	const char *detail = NULL;
-	if (rc < 0)
-		goto out;
 	/* the source: a name in its parent, opened by the user's path; from
 	 * there on nothing is followed */
 	{
@@ -349,13 +340,13 @@ wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const ch
 		free(parent);
 	}
 	if (rc == 0)
-		rc = host_walk(&wk, root, name, "", 0, err);
+		rc = host_walk(wk, root, name, "", 0, err);
 	/* the destination: into a directory that exists, else that name */
-	if (rc == 0 && (rc = sess_get(w.sbdir, path, true, &r, NULL, err)) == 0) {
+	if (rc == 0 && (rc = sess_get(w->sbdir, path, true, &r, NULL, err)) == 0) {
 		const char *t = json_string_value(json_object_get(r, "type"));
 		if (t && !strcmp(t, "dir"))
 			dest = join(path, name);
-		else if (t && wk.e[0].dir)
+		else if (t && wk->e[0].dir)
 			rc = wd_err_set(err, WD_E_INVAL,
 					"'%s' in the session is %s, not a directory: a directory "
 					"is copied into a directory or a new name",
@@ -365,10 +356,10 @@ wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const ch
 	}
 	if (rc == 0) {
 		detail = dest;
-		rc = audit(ctx, w.id, "copy", "in", host_path, dest, NULL, NULL, err);
+		rc = audit(ctx, w->id, "copy", "in", host_path, dest, NULL, NULL, err);
 	}
-	for (size_t i = 0; rc == 0 && i < wk.n; i++) {
-		const struct entry *e = &wk.e[i];
+	for (size_t i = 0; rc == 0 && i < wk->n; i++) {
+		const struct entry *e = &wk->e[i];
 		char *to = e->rel[0] ? join(dest, e->rel) : wd_xstrdup(dest);
 		struct jw j;
 		jw_init(&j, 0);
@@ -392,7 +383,7 @@ wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const ch
 		}
 		json_t *pr = NULL;
 		if (rc == 0)
-			rc = session_call(w.sbdir, req, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0, &pr,
+			rc = session_call(w->sbdir, req, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0, &pr,
 					  NULL, NULL, err);
 		json_decref(pr);
 		if (fd >= 0)
@@ -400,48 +391,30 @@ wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const ch
 		free(req);
 		free(to);
 		if (rc == 0) {
-			st.dirs += e->dir;
-			st.files += !e->dir;
-			st.bytes += e->dir ? 0 : e->size;
+			st->dirs += e->dir;
+			st->files += !e->dir;
+			st->bytes += e->dir ? 0 : e->size;
 		}
 	}
 	if (detail)
-		audit_end(ctx, w.id, "in", host_path, dest, rc, &st, err);
-out:
-	if (rc == -ESRCH)
-		wd_err_set(err, WD_E_INVAL, "sandbox '%s' is not running (warden start %s)", ref,
-			   ref);
-	if (stats)
-		*stats = st;
+		audit_end(ctx, w->id, "in", host_path, dest, rc, st, err);
 	if (root >= 0)
 		close(root);
 	json_decref(r);
-	walk_fini(&wk);
-	free(what);
 	free(name);
 	free(dest);
-	session_where_fini(&w);
-	CTX_LEAVE();
 	return rc;
 }
 
-WD_API int
-wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *host_path,
-		    struct wd_copy_stats *stats, struct wd_err *err)
+/* path of the session w (located) to host_path. */
+static int
+copy_out(wd_ctx *ctx, const struct where *w, struct walk *wk, const char *path,
+	 const char *host_path, struct wd_copy_stats *st, struct wd_err *err)
 {
-	struct wd_err scratch = {0};
-	if (!err)
-		err = &scratch;
-	CTX_ENTER(ctx);
-	struct wd_copy_stats st = {0};
-	struct where w;
-	char *what = wd_xasprintf("'%s' of the session", path);
-	struct walk wk = {.what = what};
-	int dir = -1, rc = session_locate(ctx, ref, &w, err);
+	int dir = -1;
 	char *name = NULL, *target = NULL;
 	const char *detail = NULL;
-	if (rc == 0)
-		rc = sess_walk(&wk, w.sbdir, path, "", 0, err);
+	int rc = sess_walk(wk, w->sbdir, path, "", 0, err);
 	/* the host's destination: into a directory that exists (not a link
 	 * to one), else that name in its directory */
 	struct stat hs;
@@ -455,7 +428,7 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 			dir = open(host_path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			name = base_name(path);
 			target = join(host_path, name);
-		} else if (wk.e[0].dir) {
+		} else if (wk->e[0].dir) {
 			rc = wd_err_set(err, WD_E_INVAL,
 					"'%s' is a file: a directory is copied into a directory "
 					"or a new name",
@@ -477,10 +450,10 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 		rc = wd_err_sys(err, errno, "the directory of '%s'", host_path);
 	if (rc == 0) {
 		detail = target;
-		rc = audit(ctx, w.id, "copy", "out", path, target, NULL, NULL, err);
+		rc = audit(ctx, w->id, "copy", "out", path, target, NULL, NULL, err);
 	}
-	for (size_t i = 0; rc == 0 && i < wk.n; i++) {
-		const struct entry *e = &wk.e[i];
+	for (size_t i = 0; rc == 0 && i < wk->n; i++) {
+		const struct entry *e = &wk->e[i];
 		char *rel = e->rel[0] ? join(name, e->rel) : wd_xstrdup(name);
 		char *shown = e->rel[0] ? join(target, e->rel) : wd_xstrdup(target);
 		/* the entry's directory on the host, component by component
@@ -505,12 +478,12 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 			if (dfd >= 0)
 				close(dfd);
 			if (rc == 0)
-				st.dirs++;
+				st->dirs++;
 		} else {
 			char *from = e->rel[0] ? join(path, e->rel) : wd_xstrdup(path);
 			json_t *r = NULL;
 			int fd = -1;
-			rc = sess_get(w.sbdir, from, false, &r, &fd, err);
+			rc = sess_get(w->sbdir, from, false, &r, &fd, err);
 			const char *t =
 			    rc == 0 ? json_string_value(json_object_get(r, "type")) : NULL;
 			if (rc == 0 && (fd < 0 || !t || strcmp(t, "file")))
@@ -520,7 +493,7 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 			uint64_t size = (uint64_t)json_integer_value(json_object_get(r, "size"));
 			/* the sizes the walk summed may have grown since: the
 			 * bounds hold for what is written */
-			if (rc == 0 && st.bytes + size > CP_TOTAL_MAX)
+			if (rc == 0 && st->bytes + size > CP_TOTAL_MAX)
 				rc = wd_err_set(err, WD_E_INVAL,
 						"'%s' grew: the copy would pass 1 GiB", from);
 			if (rc == 0 && size > CP_FILE_MAX)
@@ -529,8 +502,8 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 			if (rc == 0)
 				rc = host_write(pfd, base, fd, size, e->mode, shown, err);
 			if (rc == 0) {
-				st.files++;
-				st.bytes += size;
+				st->files++;
+				st->bytes += size;
 			}
 			if (fd >= 0)
 				close(fd);
@@ -544,19 +517,57 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 		free(shown);
 	}
 	if (detail)
-		audit_end(ctx, w.id, "out", path, target, rc, &st, err);
+		audit_end(ctx, w->id, "out", path, target, rc, st, err);
+	if (dir >= 0)
+		close(dir);
+	free(name);
+	free(target);
+	return rc;
+}
+
+/* Both directions: locate the session, copy from to to, the messages and
+ * the counts. */
+typedef int copy_fn(wd_ctx *ctx, const struct where *w, struct walk *wk, const char *from,
+		    const char *to, struct wd_copy_stats *st, struct wd_err *err);
+
+static int
+copy_run(wd_ctx *ctx, const char *ref, copy_fn *fn, const char *from, const char *to,
+	 char *what, struct wd_copy_stats *stats, struct wd_err *err)
+{
+	struct wd_err scratch = {0};
+	if (!err)
+		err = &scratch;
+	CTX_ENTER(ctx);
+	struct wd_copy_stats st = {0};
+	struct where w;
+	struct walk wk = {.what = what};
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0)
+		rc = fn(ctx, &w, &wk, from, to, &st, err);
+	session_where_fini(&w);
 	if (rc == -ESRCH)
 		wd_err_set(err, WD_E_INVAL, "sandbox '%s' is not running (warden start %s)", ref,
 			   ref);
 	if (stats)
 		*stats = st;
-	if (dir >= 0)
-		close(dir);
 	walk_fini(&wk);
 	free(what);
-	free(name);
-	free(target);
-	session_where_fini(&w);
 	CTX_LEAVE();
 	return rc;
+}
+
+WD_API int
+wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const char *path,
+		   struct wd_copy_stats *stats, struct wd_err *err)
+{
+	return copy_run(ctx, ref, copy_in, host_path, path, wd_xasprintf("'%s'", host_path),
+			stats, err);
+}
+
+WD_API int
+wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *host_path,
+		    struct wd_copy_stats *stats, struct wd_err *err)
+{
+	return copy_run(ctx, ref, copy_out, path, host_path,
+			wd_xasprintf("'%s' of the session", path), stats, err);
 }

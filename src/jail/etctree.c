@@ -42,35 +42,6 @@
 #define ETC_TREE_DEPTH 64
 
 static int
-rm_at(int dfd, const char *name, int depth)
-{
-	if (depth > ETC_TREE_DEPTH + 2)
-		return -ELOOP;
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	fchmod(fd, 0700); /* a 0555 directory of the image must be emptied */
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	int rc = 0;
-	struct dirent *e;
-	while (rc == 0 && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			rc = rm_at(dirfd(d), e->d_name, depth + 1);
-	closedir(d);
-	if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		rc = -errno;
-	return rc;
-}
-
-static int
 copy_file(int sfd, int dfd, const char *name, mode_t mode)
 {
 	wd_autoclose int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -94,14 +65,9 @@ copy_file(int sfd, int dfd, const char *name, mode_t mode)
 			return -errno;
 		if (n == 0)
 			break;
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(out, buf + off, (size_t)(n - off));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return -errno;
-			off += w;
-		}
+		int rc = wd_write_all(out, buf, (size_t)n);
+		if (rc < 0)
+			return rc;
 	}
 	if (fchmod(out, mode) < 0)
 		return -errno;
@@ -288,6 +254,6 @@ jail_etc_tree(const char *image_root, const struct jail_etc_entry *ents, size_t 
 			rc = 1;
 	}
 	if (rc != 0)
-		(void)rm_at(AT_FDCWD, tmp, 0); /* a failed tree is never used */
+		(void)wd_rm_tree_at(AT_FDCWD, tmp); /* a failed tree is never used */
 	return rc < 0 ? rc : 0;
 }

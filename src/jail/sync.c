@@ -2,6 +2,7 @@
  * on both sides of clone(): nothing here allocates or formats. */
 #include "jail/sync.h"
 #include "jail/raw.h"
+#include "util/fdpass.h"
 
 #include <errno.h>
 #include <string.h>
@@ -103,21 +104,10 @@ sync_send(struct sync_chan *c, const struct sync_msg *m, const int *fds, int nfd
 	if (!r || !sync_allowed(c, m->kind) || nfds < r->min_fds || nfds > r->max_fds)
 		return -EPROTO;
 	struct iovec iov = {.iov_base = (void *)(uintptr_t)m, .iov_len = sizeof(*m)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * SYNC_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
+	WD_FDPASS_BUF(SYNC_MAX_FDS) u;
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (nfds > 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	}
+	if (wd_fdpass_put(&mh, &u, sizeof(u), fds, nfds) < 0)
+		return -EPROTO;
 	ssize_t n;
 	while ((n = raw_sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
@@ -131,31 +121,16 @@ int
 sync_recv(struct sync_chan *c, struct sync_msg *m, int *fds, int *nfds, int flags)
 {
 	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * SYNC_MAX_FDS)];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
+	WD_FDPASS_BUF(SYNC_MAX_FDS) u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	wd_fdpass_room(&mh, &u, sizeof(u));
 	ssize_t n;
 	*nfds = 0;
 	while ((n = raw_recvmsg(c->fd, &mh, flags | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (int i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cm) + sizeof(int) * (size_t)i, sizeof(int));
-			if (*nfds < SYNC_MAX_FDS)
-				fds[(*nfds)++] = fd;
-			else
-				raw_close(fd);
-		}
-	}
+	*nfds = wd_fdpass_take(&mh, fds, SYNC_MAX_FDS, raw_close);
 	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		/* EOF, a torn record, or descriptors the kernel had to drop */
 		for (int i = 0; i < *nfds; i++)

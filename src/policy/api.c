@@ -504,7 +504,7 @@ wd_approval_pending(const wd_policy *p, const wd_request *r, const wd_decision *
 	char state[PATH_MAX];
 	if (d->d.kind != POLICY_PAUSE)
 		return 0;
-	int rc = policy_state_dir(state, sizeof(state), err);
+	int rc = wd_state_dir(state, sizeof(state), err);
 	if (rc < 0)
 		return rc;
 	char abs_audit[PATH_MAX];
@@ -528,7 +528,7 @@ approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, json_t **out, ch
 	char state[PATH_MAX];
 	json_t *info = NULL;
 	*out = NULL;
-	int rc = policy_state_dir(state, sizeof(state), err);
+	int rc = wd_state_dir(state, sizeof(state), err);
 	if (rc < 0)
 		return rc;
 	if ((rc = policy_pending_find(state, id, full, &info, err)) < 0)
@@ -653,7 +653,7 @@ wd_approval_consume(const wd_policy *p, const wd_request *r, const wd_decision *
 	char state[PATH_MAX];
 	if (d->d.kind != POLICY_PAUSE)
 		return 0;
-	int rc = policy_state_dir(state, sizeof(state), err);
+	int rc = wd_state_dir(state, sizeof(state), err);
 	if (rc < 0)
 		return rc;
 	json_t *info = NULL;
@@ -694,7 +694,7 @@ WD_API bool
 wd_approval_recorded(const wd_decision *d)
 {
 	char state[PATH_MAX];
-	if (d->d.kind != POLICY_PAUSE || policy_state_dir(state, sizeof(state), NULL) < 0)
+	if (d->d.kind != POLICY_PAUSE || wd_state_dir(state, sizeof(state), NULL) < 0)
 		return false;
 	return policy_approval_peek(state, d->d.approval_id) == POLICY_APPROVAL_OK;
 }

@@ -97,27 +97,6 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 
 /* ---- the store ---- */
 
-int
-policy_state_dir(char *out, size_t cap, struct wd_err *err)
-{
-	const char *s = getenv("WARDEN_STATE_DIR");
-	int n;
-	if (s && *s)
-		n = snprintf(out, cap, "%s", s);
-	else if ((s = getenv("XDG_STATE_HOME")) && *s)
-		n = snprintf(out, cap, "%s/warden", s);
-	else if (geteuid() == 0)
-		n = snprintf(out, cap, "/var/lib/warden");
-	else if ((s = getenv("HOME")) && *s)
-		n = snprintf(out, cap, "%s/.local/state/warden", s);
-	else
-		return wd_err_set(err, WD_E_INVAL,
-				  "no state directory: set XDG_STATE_HOME or WARDEN_STATE_DIR");
-	if (n < 0 || (size_t)n >= cap)
-		return wd_err_set(err, WD_E_INVAL, "state directory path too long");
-	return 0;
-}
-
 static int
 mkdir_p(const char *dir, struct wd_err *err)
 {

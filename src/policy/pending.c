@@ -41,7 +41,7 @@ WD_API int
 wd_approval_list(char **out, struct wd_err *err)
 {
 	char state[PATH_MAX], d[PATH_MAX + 16];
-	int rc = policy_state_dir(state, sizeof(state), err);
+	int rc = wd_state_dir(state, sizeof(state), err);
 	if (rc < 0)
 		return rc;
 	snprintf(d, sizeof(d), "%s/pending", state);

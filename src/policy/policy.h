@@ -123,7 +123,7 @@ int policy_decide(const struct config_policy *p, const struct policy_request *re
  * why.  The one rule for `warden check` (wd_request_set_workspace) and
  * `warden run` (the spec). */
 int policy_workspace_validate(const char *real, struct wd_err *err);
-/* Whether the approval store (policy_state_dir, resolved) is at or below
+/* Whether the approval store (wd_state_dir, resolved) is at or below
  * the real directory `real`; the store's path goes into store. */
 int policy_store_within(const char *real, char *store, size_t cap);
 /* Whether the approval store lies in one of dirs (a NULL-terminated list

@@ -10,7 +10,6 @@ enum {
 	POLICY_APPROVAL_EXPIRED = 2,
 };
 
-int policy_state_dir(char *out, size_t cap, struct wd_err *err);
 int policy_pending_record(const char *state, const char *id, json_t *info, struct wd_err *err);
 /* Find a pending record by id or unique prefix (>= 8 hex digits). */
 int policy_pending_find(const char *state, const char *prefix, char id[65], json_t **info,

@@ -87,7 +87,7 @@ static int
 store_real(char *out, size_t cap)
 {
 	char want[PATH_MAX];
-	if (policy_state_dir(want, sizeof(want), NULL) < 0)
+	if (wd_state_dir(want, sizeof(want), NULL) < 0)
 		return -1;
 	return policy_path_real(want, out, cap);
 }

@@ -533,51 +533,30 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 	/* The levels, as wd_doctor decides them, and then what the pod adds:
 	 * the jail's clone3 must pass the pod's profile, and a container
 	 * sandbox mounts its own /proc. */
-	struct {
-		const char *name;
-		bool ok;
-		char why[256];
-	} lv[8];
-	size_t nlv = 0;
+	struct doctor_level lv[8];
+	size_t nlv = doctor_levels(lv, WD_ARRAY_SIZE(lv), &q[Q_GVISOR].p, gvisor_ok);
 	unsigned ok = 0;
-	for (int l = 0; nlv < WD_ARRAY_SIZE(lv); l++) {
-		const struct backend_ops *ops = backend_for((enum wd_isolation)l);
-		if (!ops)
-			break;
-		struct backend_probe bp;
-		ops->probe(&bp);
-		lv[nlv].name = ops->name;
-		lv[nlv].ok = bp.ok;
-		snprintf(lv[nlv].why, sizeof(lv[nlv].why), "%s", bp.why);
-		if (ops->level == WD_ISOLATION_GVISOR && bp.ok && !gvisor_ok) {
-			lv[nlv].ok = false;
-			snprintf(lv[nlv].why, sizeof(lv[nlv].why), "%s", q[Q_GVISOR].p.detail);
-		}
-		if (lv[nlv].ok && !clone3_ok) {
-			lv[nlv].ok = false;
-			snprintf(lv[nlv].why, sizeof(lv[nlv].why), "clone3 refused (seccomp-ns)");
-		}
-		if (ops->level == WD_ISOLATION_CONTAINER && lv[nlv].ok && !ns_ok) {
-			lv[nlv].ok = false;
-			snprintf(lv[nlv].why, sizeof(lv[nlv].why),
-				 "clone3 with namespace flags, unshare or pivot_root refused "
-				 "(seccomp-ns)");
-		}
+	for (size_t i = 0; i < nlv; i++) {
+		struct backend_probe *bp = &lv[i].bp;
+		bool container = lv[i].level == WD_ISOLATION_CONTAINER;
+		const char *refused = NULL;
+		if (!clone3_ok)
+			refused = "clone3 refused (seccomp-ns)";
+		else if (container && !ns_ok)
+			refused = "clone3 with namespace flags, unshare or pivot_root refused "
+				  "(seccomp-ns)";
 		/* as root the jail opens the host's trees with open_tree
 		 * (jail_build_host), which needs CAP_SYS_ADMIN */
-		if (ops->level == WD_ISOLATION_CONTAINER && lv[nlv].ok && geteuid() == 0 &&
-		    !sys_admin) {
-			lv[nlv].ok = false;
-			snprintf(lv[nlv].why, sizeof(lv[nlv].why),
-				 "CAP_SYS_ADMIN missing (sys-admin)");
+		else if (container && geteuid() == 0 && !sys_admin)
+			refused = "CAP_SYS_ADMIN missing (sys-admin)";
+		else if (container && !proc_ok)
+			refused = "no new /proc mounts (proc)";
+		if (bp->ok && refused) {
+			bp->ok = false;
+			snprintf(bp->why, sizeof(bp->why), "%s", refused);
 		}
-		if (ops->level == WD_ISOLATION_CONTAINER && lv[nlv].ok && !proc_ok) {
-			lv[nlv].ok = false;
-			snprintf(lv[nlv].why, sizeof(lv[nlv].why), "no new /proc mounts (proc)");
-		}
-		if (lv[nlv].ok)
-			ok |= 1u << l;
-		nlv++;
+		if (bp->ok)
+			ok |= 1u << lv[i].level;
 	}
 	*ok_levels = ok;
 	(void)userns_ok;
@@ -592,44 +571,33 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 		for (size_t i = 0; i < nlv; i++) {
 			json_object_set_new(
 			    levels, lv[i].name,
-			    json_pack("{s:b,s:o}", "ok", lv[i].ok, "why_not",
-				      lv[i].ok ? json_null() : json_string(lv[i].why)));
-			if (lv[i].ok)
+			    json_pack("{s:b,s:o}", "ok", lv[i].bp.ok, "why_not",
+				      lv[i].bp.ok ? json_null() : json_string(lv[i].bp.why)));
+			if (lv[i].bp.ok)
 				json_array_append_new(oks, json_string(lv[i].name));
 		}
 		json_object_set_new(root, "ok_levels", oks);
 		json_object_set_new(root, "levels", levels);
 		json_t *probes = json_object();
-		for (int i = 0; i < Q_N; i++) {
-			json_t *d = q[i].p.data;
-			json_object_set_new(d, "status",
-					    json_string(doctor_status_names[q[i].p.st]));
-			json_object_set_new(d, "detail", json_string(q[i].p.detail));
-			json_object_set_new(d, "cost",
+		for (int i = 0; i < Q_N; i++)
+			json_object_set_new(doctor_row_json(probes, &q[i].p), "cost",
 					    q[i].cost ? json_string(q[i].cost) : json_null());
-			json_object_set_new(probes, q[i].p.name, d);
-			q[i].p.data = NULL;
-		}
 		json_object_set_new(root, "probes", probes);
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(root);
-		out = wd_xasprintf("%s\n", s ? s : "{}");
-		free(s);
+		out = doctor_json_text(root);
 	} else {
 		size_t len = 0;
 		FILE *m = open_memstream(&out, &len);
 		if (!m)
 			abort();
 		for (int i = 0; i < Q_N; i++) {
-			fprintf(m, "%-8s %-14s %s\n", doctor_status_names[q[i].p.st], q[i].p.name,
-				q[i].p.detail);
+			doctor_row_text(m, &q[i].p);
 			if (q[i].cost)
 				fprintf(m, "%-8s %-14s costs: %s\n", "", "", q[i].cost);
 		}
 		fprintf(m, "\nisolation levels in this pod:\n");
 		for (size_t i = 0; i < nlv; i++)
-			fprintf(m, "  %-10s %s%s\n", lv[i].name,
-				lv[i].ok ? "yes" : "no: ", lv[i].ok ? "" : lv[i].why);
+			fprintf(m, "  %-10s %s%s\n", lv[i].name, lv[i].bp.ok ? "yes" : "no: ",
+				lv[i].bp.ok ? "" : lv[i].bp.why);
 		if (fclose(m) != 0 || !out)
 			abort();
 	}

@@ -123,6 +123,54 @@ doctor_run_child(void (*fn)(struct child_out *, void *), void *arg, struct child
 	return rc;
 }
 
+size_t
+doctor_levels(struct doctor_level *lv, size_t max, const struct probe *gvisor, bool gvisor_ok)
+{
+	size_t n = 0;
+	for (int l = 0; n < max; l++) {
+		const struct backend_ops *ops = backend_for((enum wd_isolation)l);
+		if (!ops)
+			break;
+		struct backend_probe *bp = &lv[n].bp;
+		lv[n].name = ops->name;
+		lv[n].level = (enum wd_isolation)l;
+		ops->probe(bp);
+		if (ops->level == WD_ISOLATION_GVISOR && bp->ok && !gvisor_ok) {
+			bp->ok = false;
+			snprintf(bp->why, sizeof(bp->why), "%s", gvisor->detail);
+		}
+		n++;
+	}
+	return n;
+}
+
+json_t *
+doctor_row_json(json_t *probes, struct probe *p)
+{
+	json_t *d = p->data ? p->data : json_object();
+	p->data = NULL;
+	json_object_set_new(d, "status", json_string(doctor_status_names[p->st]));
+	json_object_set_new(d, "detail", json_string(p->detail));
+	json_object_set_new(probes, p->name, d);
+	return d;
+}
+
+void
+doctor_row_text(FILE *m, const struct probe *p)
+{
+	fprintf(m, "%-8s %-14s %s\n", doctor_status_names[p->st], p->name, p->detail);
+}
+
+char *
+doctor_json_text(json_t *root)
+{
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	char *out = wd_xasprintf("%s\n", s ? s : "{}");
+	free(s);
+	return out;
+}
+
 int
 doctor_write_file(const char *path, const char *s)
 {
@@ -506,32 +554,18 @@ wd_doctor(bool json, unsigned *ok_levels)
 
 	/* The levels: each backend's own probe says whether it can run here
 	 * and why not; the host facts above are context. */
-	struct {
-		const char *name;
-		struct backend_probe bp;
-	} lv[8];
-	size_t nlv = 0;
+	struct doctor_level lv[8];
+	size_t nlv = doctor_levels(lv, WD_ARRAY_SIZE(lv), &pr[P_GVISOR], gvisor_ok);
 	unsigned ok = 0;
-	for (int l = 0; nlv < WD_ARRAY_SIZE(lv); l++) {
-		const struct backend_ops *ops = backend_for((enum wd_isolation)l);
-		if (!ops)
-			break;
-		lv[nlv].name = ops->name;
-		ops->probe(&lv[nlv].bp);
-		/* the backend's own probe is cheap (runsc found, root, cgroups);
-		 * doctor also ran a real gVisor sandbox, which has the last word */
-		if (ops->level == WD_ISOLATION_GVISOR && lv[nlv].bp.ok && !gvisor_ok) {
-			lv[nlv].bp.ok = false;
-			snprintf(lv[nlv].bp.why, sizeof(lv[nlv].bp.why), "%s", pr[P_GVISOR].detail);
+	for (size_t i = 0; i < nlv; i++) {
+		struct backend_probe *bp = &lv[i].bp;
+		if (!idmap_ok && lv[i].level == WD_ISOLATION_CONTAINER) {
+			size_t n = strlen(bp->warn);
+			snprintf(bp->warn + n, sizeof(bp->warn) - n, "%s%s", n ? "; " : "",
+				 "no idmapped mounts for the workspace");
 		}
-		if (!idmap_ok && ops->level == WD_ISOLATION_CONTAINER) {
-			size_t n = strlen(lv[nlv].bp.warn);
-			snprintf(lv[nlv].bp.warn + n, sizeof(lv[nlv].bp.warn) - n, "%s%s",
-				 n ? "; " : "", "no idmapped mounts for the workspace");
-		}
-		if (lv[nlv].bp.ok)
-			ok |= 1u << l;
-		nlv++;
+		if (bp->ok)
+			ok |= 1u << lv[i].level;
 	}
 	*ok_levels = ok;
 
@@ -596,26 +630,17 @@ wd_doctor(bool json, unsigned *ok_levels)
 		json_object_set_new(root, "ok_levels", oks);
 		json_object_set_new(root, "levels", levels);
 		json_t *probes = json_object();
-		for (int i = 0; i < P_N; i++) {
-			json_object_set_new(pr[i].data, "status",
-					    json_string(doctor_status_names[pr[i].st]));
-			json_object_set_new(pr[i].data, "detail", json_string(pr[i].detail));
-			json_object_set_new(probes, pr[i].name, pr[i].data);
-			pr[i].data = NULL;
-		}
+		for (int i = 0; i < P_N; i++)
+			doctor_row_json(probes, &pr[i]);
 		json_object_set_new(root, "probes", probes);
-		char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(root);
-		out = wd_xasprintf("%s\n", s ? s : "{}");
-		free(s);
+		out = doctor_json_text(root);
 	} else {
 		size_t len = 0;
 		FILE *m = open_memstream(&out, &len);
 		if (!m)
 			abort();
 		for (int i = 0; i < P_N; i++)
-			fprintf(m, "%-8s %-14s %s\n", doctor_status_names[pr[i].st], pr[i].name,
-				pr[i].detail);
+			doctor_row_text(m, &pr[i]);
 		fprintf(m, "\nisolation levels:\n");
 		for (size_t i = 0; i < nlv; i++) {
 			const struct backend_probe *bp = &lv[i].bp;

@@ -103,8 +103,7 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 	/* Never a silent fallback to a weaker level: say what is missing. */
 	gv_probe(&pr);
 	if (!pr.ok) {
-		wd_err_set(err, WD_E_UNSUPPORTED, "--isolation gvisor: %s", pr.why);
-		return -ENOTSUP;
+		return wd_err_set(err, WD_E_UNSUPPORTED, "--isolation gvisor: %s", pr.why);
 	}
 	const char *platform = gv_platform(err);
 	if (!platform)

@@ -228,14 +228,11 @@ sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsign
 		if (!spec->best_effort) {
 			char why[sizeof(err->msg) / 2];
 			snprintf(why, sizeof(why), "%s", err ? err->msg : "");
-			wd_err_set(err, WD_E_UNSUPPORTED,
-				   "memory, pids and CPU limits cannot be enforced here (no "
-				   "cgroup: %s); --best-effort runs without them",
-				   geteuid() != 0 ? "not root, no delegated v2 subtree"
-						  : why);
-			if (err)
-				err->code = WD_E_UNSUPPORTED;
-			return -ENOTSUP;
+			return wd_err_set(err, WD_E_UNSUPPORTED,
+					  "memory, pids and CPU limits cannot be enforced here (no "
+					  "cgroup: %s); --best-effort runs without them",
+					  geteuid() != 0 ? "not root, no delegated v2 subtree"
+							 : why);
 		}
 		wd_log(WD_LOG_WARN, "no cgroup for the sandbox (%s): limits not enforced "
 				    "(--best-effort)",

@@ -235,8 +235,8 @@ send_exec(struct xrun *r, struct wd_err *err)
 	if ((x->flags & SYNC_EXEC_DETACH) && !sb->prep->plan.container) {
 		/* the process level's monitor kills the orphans of every command
 		 * that ends: nothing could stay in the background */
-		wd_err_set(err, WD_E_UNSUPPORTED, "a detached command needs --isolation container");
-		rc = -ENOTSUP;
+		rc = wd_err_set(err, WD_E_UNSUPPORTED,
+				"a detached command needs --isolation container");
 		goto out;
 	}
 	if (!(cwd = sandbox_command_cwd(sb, x->cwd, err))) {

@@ -268,9 +268,8 @@ int
 sandbox_attach(struct sandbox *sb, int tree_fd, struct wd_err *err)
 {
 	if (!sb->ops->attach) {
-		wd_err_set(err, WD_E_UNSUPPORTED, "a workspace cannot be attached to a %s sandbox",
-			   sb->ops->name);
-		return -ENOTSUP;
+		return wd_err_set(err, WD_E_UNSUPPORTED,
+				  "a workspace cannot be attached to a %s sandbox", sb->ops->name);
 	}
 	return sb->ops->attach(sb, tree_fd, err);
 }

@@ -438,7 +438,7 @@ wd_spec_set_tls_intercept(wd_spec *s, bool on, const char *upstream_ca_file)
 }
 
 WD_API void
-wd_spec_set_event_handler(wd_spec *s, wd_event_fn fn, void *data)
+wd_spec_set_event_handler(wd_spec *s, wd_net_event_fn fn, void *data)
 {
 	s->event_fn = fn;
 	s->event_data = data;

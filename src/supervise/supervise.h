@@ -75,7 +75,7 @@ struct wd_spec {
 	bool time_ns;
 	bool best_effort;  /* run without limits the host cannot enforce */
 	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
-	wd_event_fn event_fn; /* wd_spec_set_event_handler: network events as JSON */
+	wd_net_event_fn event_fn; /* wd_spec_set_event_handler: network events as JSON */
 	void *event_data;
 	/* the workspace */
 	enum wd_workspace_mode ws_mode;

@@ -69,7 +69,7 @@ wd_err_set(struct wd_err *err, int code, const char *fmt, ...)
 		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 		va_end(ap);
 	}
-	return -(code == WD_E_INVAL ? EINVAL : EIO);
+	return code == WD_E_INVAL ? -EINVAL : code == WD_E_UNSUPPORTED ? -ENOTSUP : -EIO;
 }
 
 int
@@ -260,6 +260,27 @@ wd_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int
+wd_state_dir(char *out, size_t cap, struct wd_err *err)
+{
+	const char *s = getenv("WARDEN_STATE_DIR");
+	int n;
+	if (s && *s)
+		n = snprintf(out, cap, "%s", s);
+	else if ((s = getenv("XDG_STATE_HOME")) && *s)
+		n = snprintf(out, cap, "%s/warden", s);
+	else if (geteuid() == 0)
+		n = snprintf(out, cap, "/var/lib/warden");
+	else if ((s = getenv("HOME")) && *s)
+		n = snprintf(out, cap, "%s/.local/state/warden", s);
+	else
+		return wd_err_set(err, WD_E_INVAL,
+				  "no state directory: set XDG_STATE_HOME or WARDEN_STATE_DIR");
+	if (n < 0 || (size_t)n >= cap)
+		return wd_err_set(err, WD_E_INVAL, "state directory path too long");
+	return 0;
 }
 
 bool

@@ -83,8 +83,11 @@ char *wd_xstrdup(const char *s);
 char *wd_xasprintf(const char *fmt, ...) WD_PRINTF(1, 2);
 
 /* ---- errors (CONTRIBUTING.md, "Code") ----
- * Each returns -code (a negative errno value) so failing is one line:
+ * Each returns a negative errno value so failing is one line:
  *     return wd_err_sys(err, errno, "open %s", path);
+ * wd_err_set's follows the code: -EINVAL for WD_E_INVAL, -ENOTSUP for
+ * WD_E_UNSUPPORTED (what a caller tests to tell "the host cannot" from
+ * "it failed"), else -EIO; wd_err_sys's is -sys_errno.
  * err may be NULL.  wd_err_step() formats nothing and is safe after clone(). */
 int wd_err_set(struct wd_err *err, int code, const char *fmt, ...) WD_PRINTF(3, 4);
 int wd_err_sys(struct wd_err *err, int sys_errno, const char *fmt, ...) WD_PRINTF(3, 4);
@@ -162,7 +165,31 @@ ssize_t wd_read_file_at(int dirfd, const char *path, char *buf, size_t cap);
 /* write a string to dirfd/path (O_WRONLY, no create); 0 or -errno. */
 int wd_write_file_at(int dirfd, const char *path, const char *s);
 
-/* monotonic clock in nanoseconds */
+/* ---- trees (fs.c; supervisor side: never after a raw clone) ---- */
+/* rm -r of dfd/name (dfd may be AT_FDCWD), following no link anywhere:
+ * a link is removed as a link.  Directories being removed that their
+ * owner cannot read or empty get mode 0700 first.  Removes all it can;
+ * 0 (also when name does not exist) or the first -errno; -ELOOP past
+ * WD_RM_TREE_DEPTH levels. */
+#define WD_RM_TREE_DEPTH 512
+int wd_rm_tree_at(int dfd, const char *name);
+
+/* ---- the state directory (util.c) ----
+ * Where warden keeps sandboxes, approvals and images when the caller
+ * names none (wd_ctx_set_state_dir): $WARDEN_STATE_DIR, else
+ * $XDG_STATE_HOME/warden, else /var/lib/warden for root, else
+ * $HOME/.local/state/warden, into out.  Neither checked nor created here
+ * (ws_state_root checks it is the caller's own, 0700).  -EINVAL with err
+ * set when none applies or the path does not fit. */
+int wd_state_dir(char *out, size_t cap, struct wd_err *err);
+
+/* The monotonic clock, the one warden measures durations and deadlines
+ * with (the jail's pid 1 reads it with raw_clock_gettime instead: no libc
+ * wrapper after clone). */
 uint64_t wd_now_ns(void);
+static inline uint64_t wd_now_ms(void)
+{
+	return wd_now_ns() / 1000000;
+}
 
 #endif

@@ -837,7 +837,7 @@ restore(struct ws *w, const char *path, mode_t mode)
 	struct stat cur;
 	bool have = fstatat(pfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
 	if (have && ((cur.st_mode & S_IFMT) != (mode & S_IFMT) || S_ISLNK(mode))) {
-		rc = ws_remove_tree(pfd, name);
+		rc = wd_rm_tree_at(pfd, name);
 		have = false;
 	}
 	if (rc == 0 && S_ISDIR(mode)) {
@@ -884,7 +884,7 @@ drop(struct ws *w, const char *path)
 	free(parent);
 	if (pfd < 0)
 		return pfd == -ENOENT ? 0 : pfd;
-	int rc = ws_remove_tree(pfd, base_of(path));
+	int rc = wd_rm_tree_at(pfd, base_of(path));
 	close(pfd);
 	return rc;
 }
@@ -897,7 +897,7 @@ empty_upper(struct ws *w, struct wd_err *err)
 	wd_close_reset(&w->upper);
 	static const char *const dirs[] = {"upper", "work"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
-		int rc = ws_remove_tree(w->disk, dirs[i]);
+		int rc = wd_rm_tree_at(w->disk, dirs[i]);
 		if (rc < 0 || mkdirat(w->disk, dirs[i], i == 0 ? 0755 : 0700) < 0)
 			return wd_err_sys(err, rc < 0 ? -rc : errno, "empty the sandbox's %s/",
 					  dirs[i]);

@@ -44,8 +44,7 @@ static const char *const mke2fs_paths[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs", N
 static int
 unsupported(struct wd_err *err, const char *why)
 {
-	wd_err_set(err, WD_E_UNSUPPORTED, "%s", why);
-	return -ENOTSUP;
+	return wd_err_set(err, WD_E_UNSUPPORTED, "%s", why);
 }
 
 static const char *

@@ -240,7 +240,7 @@ clone_tree(int fd, const char *path, struct wd_err *err)
 static int
 empty_tmp(int disk, struct wd_err *err)
 {
-	int rc = ws_remove_tree(disk, "tmp");
+	int rc = wd_rm_tree_at(disk, "tmp");
 	if (rc < 0)
 		return wd_err_sys(err, -rc, "empty the sandbox's /tmp");
 	if (mkdirat(disk, "tmp", 01777) < 0 || fchmodat(disk, "tmp", 01777, 0) < 0)

@@ -19,27 +19,6 @@ const char *const ws_default_protect[] = {
     ".git", ".gitmodules", ".envrc", ".vscode", ".idea", NULL,
 };
 
-static int
-default_root(char *out, size_t cap, struct wd_err *err)
-{
-	const char *s = getenv("WARDEN_STATE_DIR");
-	int n;
-	if (s && *s)
-		n = snprintf(out, cap, "%s", s);
-	else if ((s = getenv("XDG_STATE_HOME")) && *s)
-		n = snprintf(out, cap, "%s/warden", s);
-	else if (geteuid() == 0)
-		n = snprintf(out, cap, "/var/lib/warden");
-	else if ((s = getenv("HOME")) && *s)
-		n = snprintf(out, cap, "%s/.local/state/warden", s);
-	else
-		return wd_err_set(err, WD_E_INVAL,
-				  "no state directory: set XDG_STATE_HOME or WARDEN_STATE_DIR");
-	if (n < 0 || (size_t)n >= cap)
-		return wd_err_set(err, WD_E_INVAL, "state directory path too long");
-	return 0;
-}
-
 /* dir must be a directory owned by us, without group or other bits. */
 static int
 check_private(const char *dir, const struct stat *st, struct wd_err *err)
@@ -81,7 +60,7 @@ ws_state_root(const char *given, char *out, size_t cap, struct wd_err *err)
 	if (given) {
 		if (snprintf(out, cap, "%s", given) >= (int)cap)
 			return wd_err_set(err, WD_E_INVAL, "state directory path too long");
-	} else if ((rc = default_root(out, cap, err)) < 0) {
+	} else if ((rc = wd_state_dir(out, cap, err)) < 0) {
 		return rc;
 	}
 	if (out[0] != '/')
@@ -282,58 +261,3 @@ ws_meta_write(int sbdir, json_t *meta, struct wd_err *err)
 	return rc;
 }
 
-/* rm -r of dirfd/name without following a symbolic link anywhere: what
- * the sandbox wrote may be full of them. */
-int
-ws_remove_tree(int dirfd, const char *name)
-{
-	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (geteuid() != 0 && (fd >= 0 || errno == EACCES)) {
-		/* An ordinary user has no CAP_DAC_OVERRIDE: a directory the
-		 * sandbox left mode 000 or 0555 (a Go module cache, overlayfs's
-		 * own work/work) could be neither read nor emptied.  Its owner
-		 * (us) takes the bits back first: only what is being removed
-		 * changes mode.  fchmodat has no AT_SYMLINK_NOFOLLOW, so the
-		 * directory is pinned with O_PATH and changed through it. */
-		int p = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		char proc[64];
-		if (p >= 0 && fstat(p, &st) == 0 && st.st_uid == geteuid() &&
-		    (st.st_mode & 0700) != 0700) {
-			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p);
-			if (chmod(proc, 0700) == 0) {
-				if (fd >= 0)
-					close(fd);
-				fd = openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			}
-		}
-		if (p >= 0)
-			close(p);
-		if (fd < 0)
-			errno = EACCES;
-	}
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	int rc = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		int r = ws_remove_tree(fd, de->d_name);
-		if (r < 0 && rc == 0)
-			rc = r;
-	}
-	closedir(d);
-	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && rc == 0)
-		rc = -errno;
-	return rc;
-}

@@ -137,8 +137,6 @@ int ws_resolve(const char *root, const char *ref, char id[17], struct wd_err *er
  * written atomically (temp + rename, 0600). */
 int ws_meta_read(int sbdir, struct json_t **out, struct wd_err *err);
 int ws_meta_write(int sbdir, struct json_t *meta, struct wd_err *err);
-/* Remove a sandbox's directory and everything in it. */
-int ws_remove_tree(int dirfd, const char *name);
 
 /* ---- disk.c ---- */
 

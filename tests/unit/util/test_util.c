@@ -1,6 +1,7 @@
 #include "util/util.h"
 
 #include <criterion/criterion.h>
+#include <string.h>
 
 struct size_case {
 	const char *in;
@@ -70,4 +71,58 @@ Test(wd_err, sys_sets_code_and_message)
 	cr_expect_str_eq(e.msg, "open /x: No such file or directory");
 	wd_err_prefix(&e, "sandbox %d", 7);
 	cr_expect_str_eq(e.msg, "sandbox 7: open /x: No such file or directory");
+}
+
+/* The state directory when the caller names none: the variables in their
+ * order of precedence, root's default, and the errors. */
+Test(wd_state_dir, precedence)
+{
+	char out[64];
+	struct wd_err e = {0};
+	setenv("WARDEN_STATE_DIR", "/w", 1);
+	setenv("XDG_STATE_HOME", "/x", 1);
+	setenv("HOME", "/h", 1);
+	cr_expect_eq(wd_state_dir(out, sizeof(out), &e), 0);
+	cr_expect_str_eq(out, "/w");
+	setenv("WARDEN_STATE_DIR", "", 1); /* empty counts as unset */
+	cr_expect_eq(wd_state_dir(out, sizeof(out), &e), 0);
+	cr_expect_str_eq(out, "/x/warden");
+	unsetenv("WARDEN_STATE_DIR");
+	unsetenv("XDG_STATE_HOME");
+	cr_expect_eq(wd_state_dir(out, sizeof(out), &e), 0);
+	cr_expect_str_eq(out, geteuid() == 0 ? "/var/lib/warden" : "/h/.local/state/warden");
+	setenv("XDG_STATE_HOME", "/a-path-longer-than-the-sixty-four-bytes-the-caller-has-room-for",
+	       1);
+	cr_expect_eq(wd_state_dir(out, sizeof(out), &e), -EINVAL);
+	cr_expect_str_eq(e.msg, "state directory path too long");
+}
+
+/* An ordinary user with no HOME and no variable: told what to set. */
+Test(wd_state_dir, none_for_a_user)
+{
+	char out[64];
+	struct wd_err e = {0};
+	unsetenv("WARDEN_STATE_DIR");
+	unsetenv("XDG_STATE_HOME");
+	unsetenv("HOME");
+	if (geteuid() == 0) /* Criterion runs each test in a process of its own */
+		cr_assert_eq(setresuid(65534, 65534, 65534), 0);
+	cr_expect_eq(wd_state_dir(out, sizeof(out), &e), -EINVAL);
+	cr_expect(strstr(e.msg, "WARDEN_STATE_DIR") != NULL, "%s", e.msg);
+}
+
+/* wd_err_set's return follows the code, so "the host cannot" reaches a
+ * caller as -ENOTSUP without a patch after the call. */
+Test(wd_err_set, return_follows_the_code)
+{
+	struct wd_err e = {0};
+	cr_expect_eq(wd_err_set(&e, WD_E_UNSUPPORTED, "no %s", "cgroup"), -ENOTSUP);
+	cr_expect_eq(e.code, WD_E_UNSUPPORTED);
+	cr_expect_str_eq(e.msg, "no cgroup");
+	cr_expect_eq(wd_err_set(&e, WD_E_INVAL, "bad"), -EINVAL);
+	cr_expect_eq(e.code, WD_E_INVAL);
+	cr_expect_eq(wd_err_set(&e, WD_E_INTERNAL, "broken"), -EIO);
+	cr_expect_eq(wd_err_set(NULL, WD_E_UNSUPPORTED, "nobody listens"), -ENOTSUP);
+	cr_expect_eq(wd_err_sys(&e, ENOTSUP, "mount"), -ENOTSUP);
+	cr_expect_eq(e.code, WD_E_SYS, "a system call's ENOTSUP keeps its errno and code");
 }
