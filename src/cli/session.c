@@ -42,6 +42,10 @@ static const char create_usage[] =
     "  default), --output-limit, --ro-bind, --bind, --setenv,\n"
     "  --pass-env, --allow-port, --reproducible, --best-effort, --net, --allow-host,\n"
     "  --deny-host, --add-host, --allow-range, --tls-intercept, --upstream-ca, -v\n"
+    "Secrets: --secret, --inject, --inject-basic, --placeholder as warden run takes\n"
+    "  them; the session keeps each secret's source (env:VAR, a file), never its\n"
+    "  value, and warden start reads it again (refused when the source is gone)\n"
+    "Changed later with warden update (limits, network rules, ports, secrets).\n"
     "\n"
     "Exit status: 0 made and running; 125 bad input or warden failed.\n";
 
