@@ -365,6 +365,15 @@ cli_update(int argc, char **argv)
 			      cli_quote(argv[first]));
 		goto out;
 	}
+	/* as docker update: a change must be asked for */
+	int asked = 0;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		asked += argv[i][0] == '-' && strcmp(argv[i], "--json") && strcmp(argv[i], "-v") &&
+			   strcmp(argv[i], "--verbose") && strncmp(argv[i], "--audit", 7);
+	if (!asked) {
+		rc = cli_fail("update", "nothing to change (warden update --help lists what can be)");
+		goto out;
+	}
 	struct wd_err e = {0};
 	if (wd_ctx_new(&ctx, &e) < 0) {
 		rc = cli_fail("update", "%s", e.msg);

@@ -520,6 +520,8 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 	 * its sandbox starts (each exec would be refused anyway) */
 	if ((rc = ctx_image_check(spec, err)) < 0)
 		goto out;
+	if ((rc = session_secrets_check(spec, err)) < 0)
+		goto out;
 	sandbox_make_id(w.id);
 	if (p && p->name) {
 		if ((rc = ws_name_take(w.root, p->name, w.id, err)) < 0)
@@ -1100,7 +1102,8 @@ wd_session_start(wd_ctx *ctx, const char *ref, struct wd_err *err)
 	wd_spec *spec = NULL;
 	if (rc == 0)
 		rc = session_spec_read(w.sbdir, &spec, NULL, err);
-	if (rc == 0 && (rc = spec_secrets_load(spec, NULL, NULL, err)) < 0)
+	if (rc == 0 && ((rc = session_secrets_check(spec, err)) < 0 ||
+			(rc = spec_secrets_load(spec, NULL, NULL, err)) < 0))
 		wd_err_prefix(err, "cannot start '%s'", ref);
 	if (rc == 0)
 		rc = spawn_monitor(w.root, w.id, spec, err);
@@ -1108,6 +1111,37 @@ wd_session_start(wd_ctx *ctx, const char *ref, struct wd_err *err)
 	session_where_fini(&w);
 	CTX_LEAVE();
 	return rc;
+}
+
+int
+session_secrets_check(const wd_spec *spec, struct wd_err *err)
+{
+	/* A session reads its secrets' files again at every start, after
+	 * its sandbox has run: a file the sandbox can write (its workspace,
+	 * a read-write bind) could by then be a link to any file warden can
+	 * read, which the proxy would send upstream as the credential.  So
+	 * such a file is refused when the session is made or changed, and
+	 * checked again at each start. */
+	for (size_t i = 0; i < spec->nsecret_src; i++) {
+		const char *src = spec->secret_src[i].source;
+		if (src[0] != '@')
+			continue;
+		wd_autofree char *real = realpath(src + 1, NULL);
+		const char *path = real ? real : src + 1;
+		for (size_t k = 0; k <= spec->nbinds; k++) {
+			const char *dir = k < spec->nbinds ? spec->binds[k].src : spec->workspace;
+			if (!dir || (k < spec->nbinds && !spec->binds[k].rw))
+				continue;
+			wd_autofree char *rdir = realpath(dir, NULL);
+			size_t n = rdir ? strlen(rdir) : 0;
+			if (n && !strncmp(path, rdir, n) && (path[n] == '/' || !path[n] || n == 1))
+				return wd_err_set(err, WD_E_INVAL,
+						  "secret %s: its file %s is in %s, which the "
+						  "session's sandbox can write (keep it outside)",
+						  spec->secret_src[i].name, path, rdir);
+		}
+	}
+	return 0;
 }
 
 int

@@ -309,6 +309,9 @@ check_spec(wd_spec *s, bool secrets_changed, struct wd_err *err)
 				  "--tls-intercept needs --net allow and --allow-host rules");
 	if (!secrets_changed)
 		return 0;
+	int src = session_secrets_check(s, err);
+	if (src < 0)
+		return src;
 	/* the values read from their sources now, by the caller, as a
 	 * start will read them; then what net_proxy_new checks */
 	int rc = spec_secrets_load(s, NULL, NULL, err);
@@ -386,6 +389,10 @@ wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *
 		goto out;
 	}
 	json_t *old = json_object_get(meta, "spec");
+	if (!json_is_object(old)) {
+		rc = wd_err_set(err, WD_E_INVAL, "the session's spec (meta.json) is damaged");
+		goto out;
+	}
 	json_t *nj = json_deep_copy(old);
 	json_t *nmeta = json_deep_copy(meta);
 	json_object_set_new(nmeta, "spec", nj);

@@ -151,11 +151,15 @@ bad "--cpus above the host's" "--cpus: invalid value" update u --cpus 4096
 bad "a bad rule" "--allow-host: invalid value" update u --allow-host 'a b'
 bad "an unknown session" "no sandbox 'nosuch'" update nosuch --memory 64M
 bad "no session named" "no sandbox given" update --memory 64M
+bad "no change asked for" "nothing to change" update u --json
 bad "removing what is not there" "no such allow-host" update u --remove allow-host=nothere.test
 bad "a --remove of an unknown option" "expected allow-host" update u --remove workspace=/x
 bad "--net none with allow rules left" "contradicts" update u --net none
 bad "a secret whose source is not set" "WD_NO_SUCH_VAR" update u --secret X_KEY=env:WD_NO_SUCH_VAR
 bad "a secret no rule uses" "X_KEY" update u --secret X_KEY=env:WD_TEST_PLAIN_KEY
+printf '%s\n' "$PLAIN_KEY" >"$WS/token"
+bad "a secret's file in the workspace the sandbox writes" "can write" update u --secret "PLAIN_KEY=@$WS/token"
+rm "$WS/token"
 bad "two changes, the second bad: neither made" "--pids: invalid value" update u --memory 300M --pids 0
 
 # ---- secrets at start: re-read, refused when the source is gone ----
