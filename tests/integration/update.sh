@@ -190,6 +190,18 @@ w start u
 expect_rc 125 "start with the secret's file removed is refused"
 expect_out "PLAIN_KEY.*$T/key" "... naming the secret and the file" "$ERR"
 
+# ---- the model cannot call it: no MCP tool, no JSON-RPC method ----
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+	'{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+	'{"jsonrpc":"2.0","id":3,"method":"sandbox.update","params":{"sandbox":"u","memory":"1G"}}' |
+	timeout "$(scaled 20)" "$WARDEN" serve --stdio -w "$WS" >"$OUT" 2>"$ERR"
+check "warden serve's tools/list offers no update tool" python3 -c '
+import json, sys
+r = {j.get("id"): j for j in map(json.loads, open(sys.argv[1]))}
+names = [t["name"] for t in r[2]["result"]["tools"]]
+assert "run_command" in names and not [n for n in names if "update" in n], names
+assert r[3]["error"]["code"] == -32601, r[3]' "$OUT"
+
 # ---- the audit trail ----
 check "the audit trail has the change, old and new" grep -q '"event":"session.update".*"field":"pids","old":null,"new":64' "$T/audit.log"
 check "... never the secret's value" bash -c "! grep -qF -- '$PLAIN_KEY' '$T/audit.log'"
