@@ -443,17 +443,23 @@ cgroup_update_limits(struct cgroup *cg, const struct cgroup_limits *lim, struct 
 {
 	int m = lim->memory_bytes ? cg_dir_of(cg, CG_MEMORY) : -1;
 	if (m >= 0) {
-		/* A limit below what the sandbox holds now would have the
-		 * kernel reclaim, then OOM-kill a command that was within its
-		 * limit when it started: refused, with the figures, as docker
-		 * update refuses what the kernel cannot meet. */
-		uint64_t cur = 0;
-		const char *f = cg->version == 1 ? "memory.usage_in_bytes" : "memory.current";
-		if (cg_read_u64(cg->fd[m], f, &cur) == 0 && cur > lim->memory_bytes) {
+		/* A limit below what the sandbox holds and cannot give back
+		 * (its processes' anonymous memory and its tmpfs files: no swap)
+		 * would have the kernel OOM-kill a command that was within its
+		 * limit when it started: refused, with the figures.  Page cache
+		 * above the limit is reclaimed by the kernel on the write; on v1
+		 * a write it cannot meet fails with EBUSY, as docker update
+		 * reports it. */
+		uint64_t anon = 0, shmem = 0;
+		bool v1 = cg->version == 1;
+		if (cg_read_keyed(cg->fd[m], "memory.stat", v1 ? "total_rss" : "anon", &anon) == 0 &&
+		    (cg_read_keyed(cg->fd[m], "memory.stat", v1 ? "total_shmem" : "shmem", &shmem),
+		     anon + shmem > lim->memory_bytes)) {
 			wd_err_set(err, WD_E_INVAL,
-				   "--memory %" PRIu64 "M is below what the session uses now (%" PRIu64
-				   "M, %s): stop what runs in it, or choose a larger limit",
-				   lim->memory_bytes >> 20, (cur + (1 << 20) - 1) >> 20, f);
+				   "--memory %" PRIu64 "M is below what the session holds now (%" PRIu64
+				   "M of process memory and tmpfs files): stop what runs in it, or "
+				   "choose a larger limit",
+				   lim->memory_bytes >> 20, (anon + shmem + (1 << 20) - 1) >> 20);
 			return -EBUSY;
 		}
 		/* v1 keeps memsw >= limit_in_bytes: raising, memsw goes first

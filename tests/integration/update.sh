@@ -110,7 +110,7 @@ wait_until "$(scaled 20)" "$WARDEN" exec u -- test -e /tmp/held
 cp "$META" "$T/meta.before"
 w update u --memory 40M
 expect_rc 125 "--memory 40M below what the session holds now is refused"
-expect_out 'below what the session uses now' "... saying why" "$ERR"
+expect_out 'below what the session holds now \([0-9]+M' "... saying why, with the figure" "$ERR"
 check "... and meta.json is unchanged" cmp -s "$META" "$T/meta.before"
 # (not a signal: SIGTERM to warden exec ends the whole session's sandbox)
 w exec u -- touch /tmp/release
