@@ -581,6 +581,9 @@ parse_with(int argc, char **argv, const struct option *opts, const char *shortop
 static int
 parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 {
+	/* (the command line may run more than once in one process: unit-cli) */
+	sub_name = "run";
+	merging = false;
 	return parse_with(argc, argv, long_opts, "+:w:vp:c:", NULL, spec, o, first_arg);
 }
 
