@@ -634,6 +634,35 @@ struct wd_session_params {
  * the name is taken, -EINVAL bad input, -ENOTSUP the host cannot. */
 int wd_session_create(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p,
 		      char id[17], struct wd_err *err);
+/* Change a session's limits, egress, published ports, protected paths
+ * and secrets (warden update), whether it runs or not.  u->set holds what
+ * to set or add, filled with the wd_spec setters: the limits given
+ * (memory, pids, cpu, tmp, timeout, output), wd_spec_set_net(), network
+ * rules, ports, protected paths, TLS interception, secrets, inject rules
+ * and placeholders (added to the session's); anything else set there (a
+ * workspace, binds, the isolation level, an image...) is -EINVAL.
+ * u->remove lists "OPTION=VALUE" to take away (allow-host, deny-host,
+ * add-host, allow-range, allow-port, protect, secret (by name), inject,
+ * inject-basic, placeholder (by variable)); u->idle_timeout_ms as in
+ * wd_session_params (0: unchanged).  Every value is checked as
+ * wd_session_create() checks it; all or nothing: on any error (-EINVAL
+ * bad input or a value the running session cannot take, such as memory
+ * below what it uses now; -ENOENT no such session) nothing is changed.
+ * Audited first ("session.update": the changes, old and new).  A running
+ * session's memory, pids and cpu limits are rewritten in its cgroup and
+ * its network rules swapped in its proxy at once; the rest takes effect
+ * at its next start, or the timeout and output bound at its next command.
+ * *report (if not NULL, free()) is a JSON object: {"id", "name",
+ * "running", "changes": [{"field", "old", "new", "applied": "now" |
+ * "next command" | "next start"}]}.  Not offered to the model by warden
+ * serve: it is the operator's. */
+struct wd_session_update {
+	const wd_spec *set;	     /* NULL: nothing to set */
+	const char *const *remove;   /* NULL-terminated, or NULL */
+	uint64_t idle_timeout_ms;    /* 0: unchanged; UINT64_MAX: never */
+};
+int wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *u,
+		      char **report, struct wd_err *err);
 /* Run cmd in the session and wait for it: the policy stage, audit and
  * timeout as for wd_ctx_run(), in the caller's context; the command runs
  * in the session's jail.  The stream descriptors of cmd get the output

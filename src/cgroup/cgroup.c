@@ -438,6 +438,46 @@ cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned fl
 	return 0;
 }
 
+int
+cgroup_update_limits(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err)
+{
+	int m = lim->memory_bytes ? cg_dir_of(cg, CG_MEMORY) : -1;
+	if (m >= 0) {
+		/* A limit below what the sandbox holds and cannot give back
+		 * (its processes' anonymous memory and its tmpfs files: no swap)
+		 * would have the kernel OOM-kill a command that was within its
+		 * limit when it started: refused, with the figures.  Page cache
+		 * above the limit is reclaimed by the kernel on the write; on v1
+		 * a write it cannot meet fails with EBUSY, as docker update
+		 * reports it. */
+		uint64_t anon = 0, shmem = 0;
+		bool v1 = cg->version == 1;
+		if (cg_read_keyed(cg->fd[m], "memory.stat", v1 ? "total_rss" : "anon", &anon) == 0 &&
+		    (cg_read_keyed(cg->fd[m], "memory.stat", v1 ? "total_shmem" : "shmem", &shmem),
+		     anon + shmem > lim->memory_bytes)) {
+			wd_err_set(err, WD_E_INVAL,
+				   "--memory %" PRIu64 "M is below what the session holds now (%" PRIu64
+				   "M of process memory and tmpfs files): stop what runs in it, or "
+				   "choose a larger limit",
+				   lim->memory_bytes >> 20, (anon + shmem + (1 << 20) - 1) >> 20);
+			return -EBUSY;
+		}
+		/* v1 keeps memsw >= limit_in_bytes: raising, memsw goes first
+		 * (cg_v1_apply writes limit_in_bytes, then memsw) */
+		uint64_t old = 0;
+		if (cg->version == 1 &&
+		    cg_read_u64(cg->fd[m], "memory.limit_in_bytes", &old) == 0 &&
+		    lim->memory_bytes > old) {
+			int rc = cg_write_u64(cg->fd[m], "memory.memsw.limit_in_bytes",
+					      lim->memory_bytes);
+			if (rc < 0 && rc != -ENOENT)
+				return wd_err_sys(err, -rc, "cgroup: write %s/%s", cg->dirs[m],
+						  "memory.memsw.limit_in_bytes");
+		}
+	}
+	return cg->version == 1 ? cg_v1_apply(cg, lim, err) : cg_v2_apply(cg, lim, err);
+}
+
 char **
 cgroup_planned_dirs(const char *id, unsigned flags)
 {

@@ -150,6 +150,12 @@ int cgroup_tasks_fds(const struct cgroup *cg, int *fds, int max);
 /* Move pid (its whole thread group) into the cgroup: every v1 hierarchy;
  * on v2 only needed when the child was not cloned into it. */
 int cgroup_attach(struct cgroup *cg, pid_t pid, struct wd_err *err);
+/* Change a live cgroup's limits in place (warden update): the fields of
+ * lim that are not 0, on v1 and v2.  A memory limit below what the
+ * cgroup cannot give back (anonymous memory and tmpfs files) is refused
+ * with -EBUSY (nothing written).  0 or -errno;
+ * a failure after the first write may leave that write in force. */
+int cgroup_update_limits(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err);
 /* SIGKILL every process in the cgroup, grandchildren and forking trees
  * included.  v2: cgroup.kill, which returns once the signals are sent;
  * otherwise freeze, kill, thaw, until cgroup.procs is empty.  0 or -errno

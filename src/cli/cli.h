@@ -44,6 +44,7 @@ int cli_stop(int argc, char **argv);
 int cli_start(int argc, char **argv);
 int cli_rm(int argc, char **argv);
 int cli_snapshot(int argc, char **argv);
+int cli_update(int argc, char **argv);
 int cli_logs(int argc, char **argv);
 int cli_cp(int argc, char **argv);
 int cli_diff(int argc, char **argv);
@@ -70,6 +71,7 @@ struct cli_sandbox_extra {
 	bool *verbose;           /* -v seen */
 	bool *json;              /* --json seen */
 	const char **policy;     /* --policy FILE (its workspace.protect) */
+	const char *const *only; /* NULL, or the only run options taken (update) */
 };
 int cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
 			wd_spec *spec, int *first_arg);

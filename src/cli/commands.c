@@ -18,6 +18,7 @@ static const struct {
 	{"stop", cli_stop, "end a session's processes, keep its files"},
 	{"start", cli_start, "bring a stopped session back"},
 	{"rm", cli_rm, "remove a session and its files"},
+	{"update", cli_update, "change a session's limits, network rules, ports, secrets"},
 	{"cp", cli_cp, "copy files into or out of a session (SESSION:PATH)"},
 	{"logs", cli_logs, "list a session's detached commands, print their output"},
 	{"snapshot", cli_snapshot, "keep, list (ls) and remove (rm) copies of a session's files"},

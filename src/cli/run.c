@@ -95,6 +95,8 @@ static const char usage_text2[] =
 /* The subcommand whose options these are: run, or create (which takes
  * run's sandbox options, cli_sandbox_options). */
 static const char *sub_name = "run";
+/* update: the options are changes to a session's spec, judged merged */
+static bool merging;
 
 enum {
 	OPT_ISOLATION = 256,
@@ -579,16 +581,16 @@ parse_with(int argc, char **argv, const struct option *opts, const char *shortop
 static int
 parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 {
+	/* (the command line may run more than once in one process: unit-cli) */
+	sub_name = "run";
+	merging = false;
 	return parse_with(argc, argv, long_opts, "+:w:vp:c:", NULL, spec, o, first_arg);
 }
 
 /* Options of run that a session takes when it runs a command (warden
  * exec), not when it is made. */
 static const char *const exec_only[] = {"command", "tool",	"audit", "approve", "cwd",
-					"stdin",   "print-plan",
-					/* secrets: a session's spec is kept on disk,
-					 * and a secret's value must never be */
-					"secret", "inject", "inject-basic", "placeholder", NULL};
+					"stdin",   "print-plan", NULL};
 
 int
 cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
@@ -605,15 +607,18 @@ cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_san
 		abort();
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		bool skip = false;
-		for (size_t j = 0; exec_only[j]; j++)
+		bool skip = x->only != NULL;
+		for (size_t j = 0; !x->only && exec_only[j]; j++)
 			skip |= !strcmp(long_opts[i].name, exec_only[j]);
+		for (size_t j = 0; x->only && x->only[j]; j++)
+			skip &= strcmp(long_opts[i].name, x->only[j]) != 0;
 		if (!skip)
 			all[k++] = long_opts[i];
 	}
 	for (size_t i = 0; i < nx; i++)
 		all[k++] = x->opts[i];
 	struct run_opts o = {.isolation = WD_ISOLATION_CONTAINER};
+	merging = x->only != NULL;
 	int rc = parse_with(argc, argv, all, x->shortopts, x, spec, &o, first_arg);
 	free(all);
 	if (rc == 0)
@@ -796,7 +801,8 @@ finish_sandbox(wd_spec *spec, struct run_opts *o, bool default_workspace)
 		o->net = WD_NET_PROXY;
 	if (o->net == WD_NET_NONE && o->net_given && (o->net_rules || o->tls))
 		return cli_fail(sub_name, "--net none contradicts --allow-host/--tls-intercept");
-	if (o->net == WD_NET_NONE && o->tls)
+	/* (update: the session's own mode counts, checked by the library) */
+	if (o->net == WD_NET_NONE && o->tls && !merging)
 		return cli_fail(sub_name, "--tls-intercept needs --net allow and --allow-host rules");
 	if (o->net_given || o->net_rules)
 		wd_spec_set_net(spec, o->net);

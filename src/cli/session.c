@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +42,10 @@ static const char create_usage[] =
     "  default), --output-limit, --ro-bind, --bind, --setenv,\n"
     "  --pass-env, --allow-port, --reproducible, --best-effort, --net, --allow-host,\n"
     "  --deny-host, --add-host, --allow-range, --tls-intercept, --upstream-ca, -v\n"
+    "Secrets: --secret, --inject, --inject-basic, --placeholder as warden run takes\n"
+    "  them; the session keeps each secret's source (env:VAR, a file), never its\n"
+    "  value, and warden start reads it again (refused when the source is gone)\n"
+    "Changed later with warden update (limits, network rules, ports, secrets).\n"
     "\n"
     "Exit status: 0 made and running; 125 bad input or warden failed.\n";
 
@@ -181,6 +186,241 @@ cli_create(int argc, char **argv)
 			printf("%s\n", id);
 		rc = 0;
 	}
+	wd_ctx_free(ctx);
+	wd_spec_free(spec);
+	return rc;
+}
+
+/* ---- update ---- */
+
+static const char update_usage[] =
+    "usage: warden update SANDBOX [OPTIONS]\n"
+    "\n"
+    "Change a session's limits, network rules, published ports, protected paths\n"
+    "and secrets, running or stopped.  Each value is checked as warden create checks\n"
+    "it; on any error nothing changes.  A running session's --memory, --pids and\n"
+    "--cpus are rewritten in its cgroup and its network rules swapped in its proxy\n"
+    "at once; --timeout and --output-limit apply from its next command; the rest\n"
+    "at its next warden start (said for each change).\n"
+    "\n"
+    "Set (as warden create takes them):\n"
+    "  --memory SIZE, --pids N, --cpus N, --tmp-size SIZE, --timeout SECONDS,\n"
+    "  --output-limit BYTES, --net none|allow, --tls-intercept, --upstream-ca FILE,\n"
+    "  --idle-timeout TIME\n"
+    "Add (to what the session has):\n"
+    "  --allow-host RULE, --deny-host RULE, --add-host NAME=ADDR, --allow-range CIDR,\n"
+    "  --allow-port PORT, --protect PATH, --secret NAME=@FILE|NAME=env:VAR,\n"
+    "  --inject 'DEST HEADER=TEMPLATE', --inject-basic 'DEST USER:PASSWORD',\n"
+    "  --placeholder VAR[=NAME]\n"
+    "Remove:\n"
+    "      --remove OPTION=VALUE  take away one of the above, by its option:\n"
+    "                           allow-host=RULE, allow-port=PORT, protect=PATH,\n"
+    "                           secret=NAME, inject=RULE, placeholder=VAR, ...\n"
+    "Output:\n"
+    "      --audit FILE         append the change (old and new) to FILE\n"
+    "      --json               print {\"changes\": [{\"field\", \"old\", \"new\",\n"
+    "                           \"applied\": \"now\" | \"next command\" | \"next start\"}]}\n"
+    "  -v, --verbose            log what warden does\n"
+    "\n"
+    "Exit status: 0 changed (or nothing to change); 125 bad input, no such session,\n"
+    "or a value the running session cannot take (nothing changed).\n";
+
+enum {
+	OPT_U_REMOVE = 3000,
+	OPT_U_IDLE,
+	OPT_U_AUDIT,
+};
+
+static const struct option update_opts[] = {
+    {"remove", required_argument, NULL, OPT_U_REMOVE},
+    {"idle-timeout", required_argument, NULL, OPT_U_IDLE},
+    {"audit", required_argument, NULL, OPT_U_AUDIT},
+    {NULL, 0, NULL, 0},
+};
+
+/* run's options update takes: what a session can change */
+static const char *const update_only[] = {
+    "memory",	   "pids",	     "cpus",	     "tmp-size",   "timeout",	 "output-limit",
+    "net",	   "allow-host",     "deny-host",    "add-host",   "allow-range", "tls-intercept",
+    "upstream-ca", "allow-port",     "protect",	     "secret",	   "inject",	 "inject-basic",
+    "placeholder", "json",	     "verbose",	     "help",	   NULL};
+
+struct update_opts {
+	const char **remove;
+	size_t nremove;
+	uint64_t idle_ms;
+	const char *audit;
+};
+
+static int
+update_opt(int c, const char *val, void *data)
+{
+	struct update_opts *o = data;
+	switch (c) {
+	case OPT_U_REMOVE:
+		o->remove = realloc(o->remove, (o->nremove + 2) * sizeof(char *));
+		if (!o->remove)
+			abort();
+		o->remove[o->nremove++] = val;
+		o->remove[o->nremove] = NULL;
+		return 0;
+	case OPT_U_IDLE:
+		if (parse_duration(val, &o->idle_ms) < 0)
+			return cli_fail("update",
+					"--idle-timeout: invalid value %s: expected a time such "
+					"as 90s, 30m, 2h, or never (at most a year)",
+					cli_quote(val));
+		return 0;
+	case OPT_U_AUDIT:
+		o->audit = val;
+		return 0;
+	}
+	return -1;
+}
+
+/* A value of the report for people: sizes in units, lists joined, every
+ * string escaped (a rule or path may hold anything). */
+static void
+print_value(const char *field, json_t *v)
+{
+	if (json_is_null(v)) {
+		fputs(!strcmp(field, "upstream-ca") ? "none" : "default", stdout);
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *m;
+		if (!json_array_size(v))
+			fputs("none", stdout);
+		json_array_foreach(v, i, m)
+		{
+			if (i)
+				fputs(", ", stdout);
+			print_value(field, m);
+		}
+	} else if (json_is_string(v)) {
+		const char *t = json_string_value(v);
+		char *esc = wd_esc_text(t, strlen(t), 0, 300);
+		fputs(esc, stdout);
+		free(esc);
+	} else if (json_is_boolean(v)) {
+		fputs(json_is_true(v) ? "on" : "off", stdout);
+	} else if (json_is_integer(v) && (!strcmp(field, "memory") || !strcmp(field, "tmp-size") ||
+					  !strcmp(field, "output-limit"))) {
+		uint64_t b = (uint64_t)json_integer_value(v);
+		if (b % (1 << 30) == 0)
+			printf("%" PRIu64 "G", b >> 30);
+		else if (b % (1 << 20) == 0)
+			printf("%" PRIu64 "M", b >> 20);
+		else if (b % 1024 == 0)
+			printf("%" PRIu64 "K", b >> 10);
+		else
+			printf("%" PRIu64, b);
+	} else if (json_is_real(v)) {
+		double d = json_real_value(v);
+		if (!strcmp(field, "idle-timeout") && d == 0)
+			fputs("never", stdout);
+		else
+			printf("%g%s", d,
+			       !strcmp(field, "timeout") || !strcmp(field, "idle-timeout") ? "s"
+											     : "");
+	} else {
+		printf("%lld", (long long)json_integer_value(v));
+	}
+}
+
+int
+cli_update(int argc, char **argv)
+{
+	struct update_opts o = {0};
+	bool verbose = false, json = false;
+	int first = 0, rc;
+	cli_json_errors(false);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			cli_json_errors(true);
+	wd_spec *spec = wd_spec_new();
+	struct cli_sandbox_extra x = {.opts = update_opts,
+				      .shortopts = ":v",
+				      .fn = update_opt,
+				      .data = &o,
+				      .usage = update_usage,
+				      .default_workspace = false,
+				      .verbose = &verbose,
+				      .json = &json,
+				      .only = update_only};
+	rc = cli_sandbox_options("update", argc, argv, &x, spec, &first);
+	wd_ctx *ctx = NULL;
+	char *report = NULL;
+	json_t *r = NULL;
+	if (rc) {
+		rc = rc < 0 ? 0 : rc;
+		goto out;
+	}
+	if (first >= argc) {
+		rc = cli_fail("update", "no sandbox given (usage: warden update SANDBOX [OPTIONS])");
+		goto out;
+	}
+	const char *ref = argv[first++];
+	if (first < argc) {
+		rc = cli_fail("update", "unexpected argument %s (one session at a time)",
+			      cli_quote(argv[first]));
+		goto out;
+	}
+	/* as docker update: a change must be asked for */
+	int asked = 0;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		asked += argv[i][0] == '-' && strcmp(argv[i], "--json") && strcmp(argv[i], "-v") &&
+			   strcmp(argv[i], "--verbose") && strncmp(argv[i], "--audit", 7);
+	if (!asked) {
+		rc = cli_fail("update", "nothing to change (warden update --help lists what can be)");
+		goto out;
+	}
+	struct wd_err e = {0};
+	if (wd_ctx_new(&ctx, &e) < 0) {
+		rc = cli_fail("update", "%s", e.msg);
+		goto out;
+	}
+	wd_ctx_set_log_handler(ctx, cli_log_handler, NULL, verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
+	if (o.audit && wd_ctx_set_audit_file(ctx, o.audit, &e) < 0) {
+		rc = cli_fail("update", "--audit: %s", e.msg);
+		goto out;
+	}
+	struct wd_session_update u = {.set = spec,
+				      .remove = (const char *const *)o.remove,
+				      .idle_timeout_ms = o.idle_ms};
+	if (wd_session_update(ctx, ref, &u, &report, &e) < 0) {
+		rc = cli_fail("update", "%s", e.msg);
+		goto out;
+	}
+	if (json) {
+		fputs(report, stdout);
+		goto out;
+	}
+	r = json_loads(report, 0, NULL);
+	json_t *changes = json_object_get(r, "changes"), *c;
+	size_t i;
+	if (!json_array_size(changes))
+		fprintf(stderr, "warden: update: %s: nothing changed (the values given are "
+				"the session's already)\n",
+			cli_quote(ref));
+	json_array_foreach(changes, i, c)
+	{
+		const char *f = json_string_value(json_object_get(c, "field"));
+		const char *when = json_string_value(json_object_get(c, "applied"));
+		printf("%s: ", f);
+		print_value(f, json_object_get(c, "old"));
+		fputs(" -> ", stdout);
+		print_value(f, json_object_get(c, "new"));
+		if (!strcmp(when, "now"))
+			printf(" (applied now)\n");
+		else if (!strcmp(when, "next command"))
+			printf(" (from the next command)\n");
+		else
+			printf(" (takes effect at the next warden start %s)\n", ref);
+	}
+out:
+	json_decref(r);
+	free(report);
+	free(o.remove);
 	wd_ctx_free(ctx);
 	wd_spec_free(spec);
 	return rc;

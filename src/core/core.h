@@ -275,6 +275,16 @@ int session_call_fd(int sbdir, const char *req, const int *fds, int nfds, struct
 /* A session's snapshot of its disk and baseline as tag (sbdir: its state
  * directory; disk: its mounted disk to freeze, or -1 when stopped). */
 int session_snapshot_copy(int sbdir, const char *tag, int disk, struct wd_err *err);
+/* The session's spec from its meta.json (its secrets pending), and the
+ * meta object itself if meta is not NULL (a reference, the caller's). */
+int session_spec_read(int sbdir, wd_spec **spec, struct json_t **meta, struct wd_err *err);
+/* -EINVAL when a secret's file lies where the session's sandbox can
+ * write (its workspace, a read-write bind): re-read at each start. */
+int session_secrets_check(const wd_spec *spec, struct wd_err *err);
+/* The secrets' values handed to a monitor at its start (fd 4), read by
+ * it before anything else: a getter for spec_secrets_load. */
+int monitor_secret_get(void *data, const char *name, const char *source, char *buf, size_t cap,
+		       size_t *len, struct wd_err *err);
 
 /* A wd_sandbox over a box (b may be NULL): create as wd_sandbox_create
  * does; the sandbox owns b from then on. */

@@ -254,20 +254,21 @@ to_audit(wd_ctx *ctx, const struct wd_event *ev, struct wd_err *err)
 }
 
 /* The audit trail records what was decided and what ran: decisions,
- * approvals, routes, network requests and results.  A sandbox's lifecycle
- * and its output go to callbacks and the log only (output can hold file
- * contents and secrets). */
+ * approvals, routes, network requests and results, and the changes made
+ * to a session's settings (warden update: a sandbox event with fields).
+ * A sandbox's lifecycle and its output go to callbacks and the log only
+ * (output can hold file contents and secrets). */
 static bool
-audited(enum wd_event_kind k)
+audited(const struct wd_event *ev)
 {
-	return k != WD_EVENT_OUTPUT && k != WD_EVENT_SANDBOX;
+	return ev->kind != WD_EVENT_OUTPUT && (ev->kind != WD_EVENT_SANDBOX || ev->fields);
 }
 
 int
 ctx_emit_checked(wd_ctx *ctx, const struct wd_event *ev, struct wd_err *err)
 {
 	int rc = 0;
-	if (audited(ev->kind))
+	if (audited(ev))
 		rc = to_audit(ctx, ev, err);
 	pthread_mutex_lock(&ctx->lock);
 	wd_ctx_event_fn fn = ctx->ev_fn;

@@ -135,6 +135,9 @@ kind_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 		jw_kstr(w, "event", ev->name);
 		if (ev->detail)
 			jw_kstr(w, "detail", ev->detail);
+		/* session.update: the changes, old and new */
+		if (ev->fields)
+			json_members(w, ev->fields, for_audit);
 		return;
 	case WD_EVENT_NETWORK:
 		jw_kstr(w, "event", ev->name);

@@ -17,6 +17,7 @@
  * alive: an idle session with a forgotten dev server is what the timeout
  * is for). */
 #include "core/core.h"
+#include "net/net.h"
 #include "util/fdpass.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
@@ -838,11 +839,71 @@ do_snapshot(int conn, json_t *q)
 		reply_ok(conn, NULL, NULL, 0);
 }
 
+/* {"op":"update","limits":{"memory":N,"pids":N,"cpu":N},"net_rules":[
+ * {"kind":K,"rule":R},...]}: warden update of the running session (its
+ * caller checked everything and writes meta.json once this answers).  The
+ * limits go to the cgroup in place; net_rules, when present, is the whole
+ * new rule set for the proxy.  Replies which were applied now. */
+static void
+do_update(int conn, json_t *q)
+{
+	struct wd_err e = {0};
+	json_t *lim = json_object_get(q, "limits"), *rules = json_object_get(q, "net_rules");
+	struct wd_limits l = {.memory_bytes = ju(lim, "memory"),
+			      .pids = ju(lim, "pids"),
+			      .cpu_millionths = ju(lim, "cpu")};
+	wd_spec *tmp = NULL;
+	struct net_rules *set = NULL;
+	int rc = 0;
+	if (json_is_array(rules)) {
+		/* parsed again here, as every rule is where it is used */
+		tmp = wd_spec_new();
+		size_t i;
+		json_t *v;
+		json_array_foreach(rules, i, v)
+		{
+			const char *r = json_string_value(json_object_get(v, "rule"));
+			if (!r) {
+				rc = wd_err_set(&e, WD_E_INVAL, "bad request");
+				break;
+			}
+			if ((rc = wd_spec_add_net_rule(
+				 tmp, (enum wd_net_rule)json_integer_value(json_object_get(v, "kind")),
+				 r, &e)) < 0)
+				break;
+		}
+		if (rc == 0 && !tmp->net_rules && net_rules_new(&tmp->net_rules) < 0)
+			rc = wd_err_set(&e, WD_E_INTERNAL, "out of memory");
+		set = tmp->net_rules;
+	}
+	unsigned applied = 0;
+	if (rc == 0)
+		rc = sandbox_update(M.sb->sb, &l, set, &applied, &e);
+	if (rc == 0 && (applied & SANDBOX_UPDATED_RULES))
+		tmp->net_rules = NULL; /* the proxy's now */
+	wd_spec_free(tmp);
+	if (rc < 0) {
+		reply_err(conn, rc, &e);
+		return;
+	}
+	wd_log(WD_LOG_INFO, "updated:%s%s", applied & SANDBOX_UPDATED_LIMITS ? " limits" : "",
+	       applied & SANDBOX_UPDATED_RULES ? " network rules" : "");
+	char *m = wd_xasprintf("\"limits\":%s,\"rules\":%s",
+			       applied & SANDBOX_UPDATED_LIMITS ? "true" : "false",
+			       applied & SANDBOX_UPDATED_RULES ? "true" : "false");
+	reply_ok(conn, m, NULL, 0);
+	free(m);
+}
+
 /* Record the session's state in meta.json (running, stopped). */
 static void
 set_state(const char *state)
 {
 	json_t *meta = NULL;
+	/* warden update rewrites meta.json too: one writer at a time */
+	wd_autoclose int lk = openat(M.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lk >= 0)
+		flock(lk, LOCK_EX);
 	if (ws_meta_read(M.dirfd, &meta, NULL) < 0)
 		return;
 	json_object_set_new(meta, "state", json_string(state));
@@ -935,6 +996,8 @@ conn_thread(void *arg)
 		do_changes(conn, op, q);
 	} else if (!strcmp(op, "snapshot")) {
 		do_snapshot(conn, q);
+	} else if (!strcmp(op, "update")) {
+		do_update(conn, q);
 	} else if (!strcmp(op, "stop")) {
 		teardown("asked to", 1);
 		CTX_LEAVE();
@@ -1192,6 +1255,50 @@ ready(int fd, int rc, const struct wd_err *e)
 	close(fd);
 }
 
+/* The values its starter sent (fd 4) until EOF, in locked memory; wiped
+ * once the sandbox's proxy has its own copy. */
+#define SECRETS_CAP (NET_SECRETS_MAX * (64 + NET_SECRET_MAX + 2) + 1)
+static char *secrets_buf;
+static size_t secrets_len;
+
+static void
+secrets_receive(int fd)
+{
+	struct wd_err e = {0};
+	secrets_buf = wd_secure_alloc(SECRETS_CAP, &e);
+	while (secrets_buf && secrets_len < SECRETS_CAP - 1) {
+		ssize_t r = read(fd, secrets_buf + secrets_len, SECRETS_CAP - 1 - secrets_len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		secrets_len += (size_t)r;
+	}
+	close(fd);
+}
+
+int
+monitor_secret_get(void *data, const char *name, const char *source, char *buf, size_t cap,
+		   size_t *len, struct wd_err *err)
+{
+	(void)data;
+	size_t nl = strlen(name);
+	for (size_t at = 0; secrets_buf && at < secrets_len;) {
+		char *end = memchr(secrets_buf + at, '\n', secrets_len - at);
+		if (!end)
+			break;
+		const char *line = secrets_buf + at;
+		size_t ll = (size_t)(end - line);
+		if (ll > nl && !memcmp(line, name, nl) && line[nl] == '=' && ll - nl - 1 < cap) {
+			*len = ll - nl - 1;
+			memcpy(buf, line + nl + 1, *len);
+			return 0;
+		}
+		at = ll + 1 + at;
+	}
+	return wd_err_set(err, WD_E_INVAL, "not handed to the session's monitor (%s)", source);
+}
+
 static int
 start(int readyfd)
 {
@@ -1200,6 +1307,12 @@ start(int readyfd)
 	int rc = ws_meta_read(M.dirfd, &meta, &e);
 	if (rc == 0)
 		rc = spec_from_json(json_object_get(meta, "spec"), &M.spec, &e);
+	if (rc == 0)
+		rc = spec_secrets_load(M.spec, monitor_secret_get, NULL, &e);
+	if (secrets_buf) {
+		wd_secure_free(secrets_buf, SECRETS_CAP);
+		secrets_buf = NULL;
+	}
 	if (rc == 0) {
 		json_t *it = json_object_get(meta, "idle_timeout_ms");
 		uint64_t ms = json_is_integer(it) ? (uint64_t)json_integer_value(it) : 1800000;
@@ -1258,6 +1371,8 @@ session_monitor_main(int argc, char **argv)
 	pthread_mutex_init(&M.lock, NULL);
 	pthread_cond_init(&M.cond, NULL);
 	M.lsock = -1;
+	/* first: the starter waits for nothing of ours before it sends them */
+	secrets_receive(4);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd <= 2; fd++)
 		dup2(null, fd);

@@ -11,6 +11,7 @@
  * different policies.) */
 #include "core/core.h"
 #include "jail/jail.h"
+#include "net/net.h"
 #include "util/escape.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
@@ -26,6 +27,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -259,8 +261,31 @@ monitor_program(char *buf, size_t cap)
 extern char **environ;
 
 /* Start the session's monitor and wait until it says ready (or why not). */
+/* The secrets' values for the monitor, over fd 4 (a socket: kernel
+ * memory, never a file): "NAME=VALUE\n" each (a value holds no control
+ * character, a name no '='), then EOF. */
+static void
+send_secrets(int fd, const wd_spec *spec)
+{
+	size_t n = spec ? net_secrets_count(spec->secrets) : 0;
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = 0;
+		const char *name = net_secrets_name(spec->secrets, i);
+		const char *v = net_secrets_value(spec->secrets, i, &len);
+		static char eq[] = "=", nl[] = "\n";
+		struct iovec iov[4] = {{(void *)(uintptr_t)name, strlen(name)},
+				       {eq, 1},
+				       {(void *)(uintptr_t)v, len},
+				       {nl, 1}};
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 4};
+		/* a monitor that died early: its readiness says why */
+		if (!v || sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+			break;
+	}
+}
+
 static int
-spawn_monitor(const char *root, const char *id, struct wd_err *err)
+spawn_monitor(const char *root, const char *id, const wd_spec *spec, struct wd_err *err)
 {
 	char pbuf[PATH_MAX];
 	const char *prog = monitor_program(pbuf, sizeof(pbuf));
@@ -269,14 +294,21 @@ spawn_monitor(const char *root, const char *id, struct wd_err *err)
 				  "the session monitor %s (set WARDEN_MONITOR to warden-monitor's "
 				  "path)",
 				  prog);
-	int p[2];
+	int p[2], sv[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return wd_err_sys(err, errno, "pipe");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return wd_err_sys(err, errno, "socketpair");
+	}
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 3);
-	/* nothing of ours but fd 3: an embedding program's descriptors stay */
-	posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 4);
+	/* nothing of ours but fds 3 and 4: an embedding program's
+	 * descriptors stay */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 5);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_RDWR, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_RDWR, 0);
@@ -295,13 +327,17 @@ spawn_monitor(const char *root, const char *id, struct wd_err *err)
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	close(p[1]);
+	close(sv[1]);
 	if (rc != 0) {
 		close(p[0]);
+		close(sv[0]);
 		return wd_err_sys(err, rc, "start %s", prog);
 	}
 	/* it forks its daemon and exits at once: reap it */
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	send_secrets(sv[0], spec);
+	close(sv[0]);
 	char buf[512];
 	size_t got = 0;
 	for (;;) {
@@ -518,6 +554,8 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 	 * its sandbox starts (each exec would be refused anyway) */
 	if ((rc = ctx_image_check(spec, err)) < 0)
 		goto out;
+	if ((rc = session_secrets_check(spec, err)) < 0)
+		goto out;
 	sandbox_make_id(w.id);
 	if (p && p->name) {
 		if ((rc = ws_name_take(w.root, p->name, w.id, err)) < 0)
@@ -536,7 +574,7 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 	}
 	if ((rc = make_state(ctx, spec, p, &w, snap, err)) < 0)
 		goto out;
-	if ((rc = spawn_monitor(w.root, w.id, err)) < 0)
+	if ((rc = spawn_monitor(w.root, w.id, spec, err)) < 0)
 		goto out;
 	memcpy(id, w.id, 17);
 out:
@@ -1078,10 +1116,63 @@ wd_session_start(wd_ctx *ctx, const char *ref, struct wd_err *err)
 		wd_err_set(err, WD_E_INVAL, "sandbox '%s' is running already", ref);
 		rc = -EBUSY;
 	}
+	/* its secrets, read again from their sources by whoever starts it
+	 * (the values were never kept): a source gone refuses the start */
+	wd_spec *spec = NULL;
 	if (rc == 0)
-		rc = spawn_monitor(w.root, w.id, err);
+		rc = session_spec_read(w.sbdir, &spec, NULL, err);
+	if (rc == 0 && ((rc = session_secrets_check(spec, err)) < 0 ||
+			(rc = spec_secrets_load(spec, NULL, NULL, err)) < 0))
+		wd_err_prefix(err, "cannot start '%s'", ref);
+	if (rc == 0)
+		rc = spawn_monitor(w.root, w.id, spec, err);
+	wd_spec_free(spec);
 	session_where_fini(&w);
 	CTX_LEAVE();
+	return rc;
+}
+
+int
+session_secrets_check(const wd_spec *spec, struct wd_err *err)
+{
+	/* A session reads its secrets' files again at every start, after
+	 * its sandbox has run: a file the sandbox can write (its workspace,
+	 * a read-write bind) could by then be a link to any file warden can
+	 * read, which the proxy would send upstream as the credential.  So
+	 * such a file is refused when the session is made or changed, and
+	 * checked again at each start. */
+	for (size_t i = 0; i < spec->nsecret_src; i++) {
+		const char *src = spec->secret_src[i].source;
+		if (src[0] != '@')
+			continue;
+		wd_autofree char *real = realpath(src + 1, NULL);
+		const char *path = real ? real : src + 1;
+		for (size_t k = 0; k <= spec->nbinds; k++) {
+			const char *dir = k < spec->nbinds ? spec->binds[k].src : spec->workspace;
+			if (!dir || (k < spec->nbinds && !spec->binds[k].rw))
+				continue;
+			wd_autofree char *rdir = realpath(dir, NULL);
+			size_t n = rdir ? strlen(rdir) : 0;
+			if (n && !strncmp(path, rdir, n) && (path[n] == '/' || !path[n] || n == 1))
+				return wd_err_set(err, WD_E_INVAL,
+						  "secret %s: its file %s is in %s, which the "
+						  "session's sandbox can write (keep it outside)",
+						  spec->secret_src[i].name, path, rdir);
+		}
+	}
+	return 0;
+}
+
+int
+session_spec_read(int sbdir, wd_spec **spec, json_t **meta_out, struct wd_err *err)
+{
+	json_t *meta = NULL;
+	int rc = ws_meta_read(sbdir, &meta, err);
+	if (rc == 0)
+		rc = spec_from_json(json_object_get(meta, "spec"), spec, err);
+	if (rc == 0 && meta_out)
+		*meta_out = json_incref(meta);
+	json_decref(meta);
 	return rc;
 }
 

@@ -228,7 +228,13 @@ struct conn {
 struct net_proxy {
 	struct net_config cfg;
 	char *sandbox_id;
-	const struct net_rules *rules;
+	/* the rules in force: swapped whole by net_proxy_set_rules() (an
+	 * atomic pointer, read once per decision); the sets it replaced are
+	 * kept until the proxy is freed, since a resolver thread or a
+	 * decision in progress may still read one */
+	_Atomic(const struct net_rules *) rules;
+	struct net_rules **owned_rules;
+	size_t nowned_rules;
 	net_event_fn cb;
 	void *cb_data;
 	int epfd, stopfd, lfd_http, lfd_socks, dns_fd, res_fd;

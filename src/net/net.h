@@ -361,6 +361,11 @@ ssize_t net_secrets_put_header(const struct net_secrets *s, unsigned rule, char 
 const char *net_secrets_rule_text(const struct net_secrets *s, unsigned rule);
 void net_secrets_names(const struct net_secrets *s, uint64_t mask, char *buf, size_t cap);
 size_t net_secrets_rule_count(const struct net_secrets *s);
+enum net_inject_kind net_secrets_rule_kind(const struct net_secrets *s, unsigned rule);
+/* Secret i's value (len bytes, not terminated for the caller's use), or
+ * NULL: for handing it to a session's monitor over a socket, never for a
+ * file, a log or a message. */
+const char *net_secrets_value(const struct net_secrets *s, unsigned i, size_t *len);
 const char *net_secrets_name(const struct net_secrets *s, unsigned i);
 
 /* Exfiltration checks.  Each returns the index of a secret whose
@@ -698,6 +703,13 @@ void net_proxy_stop(struct net_proxy *p);
 /* Stops if needed, then frees. */
 void net_proxy_free(struct net_proxy *p);
 WD_DEFINE_AUTOPTR(net_proxy, net_proxy_free)
+
+/* Replace the rules of a running proxy (warden update): rules is taken
+ * on success (freed with the proxy); decisions from the next request on
+ * use it, a tunnel already open stays open.  -EINVAL (rules kept by the
+ * caller) when the proxy's secrets' inject rules would no longer be
+ * admitted.  Safe from any thread. */
+int net_proxy_set_rules(struct net_proxy *p, struct net_rules *rules, struct wd_err *err);
 
 /* The interception CA's certificate (PEM) to install in the jail's trust
  * (ca-certificates.crt, SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,

@@ -1055,10 +1055,29 @@ net_proxy_free(struct net_proxy *p)
 	pthread_mutex_destroy(&p->lock);
 	net_tls_free(p->tls);
 	net_secrets_free(p->secrets);
+	for (size_t i = 0; i < p->nowned_rules; i++)
+		net_rules_free(p->owned_rules[i]);
+	free(p->owned_rules);
 	free(p->aliases);
 	free(p->upstream_ca_file);
 	free(p->sandbox_id);
 	free(p);
+}
+
+int
+net_proxy_set_rules(struct net_proxy *p, struct net_rules *rules, struct wd_err *err)
+{
+	/* the inject rules' destinations must stay admitted, as at
+	 * net_proxy_new: a credential that can never be sent is refused */
+	int rc = p->secrets ? net_secrets_check(p->secrets, rules, p->cfg.tls_intercept, err) : 0;
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&p->lock);
+	p->owned_rules = wd_xrealloc(p->owned_rules, (p->nowned_rules + 1) * sizeof(rules));
+	p->owned_rules[p->nowned_rules++] = rules;
+	atomic_store(&p->rules, rules);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
 }
 
 const char *

@@ -636,6 +636,21 @@ net_secrets_add_placeholder(struct net_secrets *s, const char *var, const char *
 }
 
 const char *
+net_secrets_value(const struct net_secrets *s, unsigned i, size_t *len)
+{
+	if (!s || i >= s->n)
+		return NULL;
+	*len = s->v[i].len;
+	return s->v[i].mem;
+}
+
+enum net_inject_kind
+net_secrets_rule_kind(const struct net_secrets *s, unsigned rule)
+{
+	return s->rules[rule].kind;
+}
+
+const char *
 net_secrets_env(const struct net_secrets *s, size_t i)
 {
 	return s && i < s->nvars ? s->vars[i].env : NULL;

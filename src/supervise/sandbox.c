@@ -148,6 +148,46 @@ sandbox_freeze(struct sandbox *sb, bool on, struct wd_err *err)
 }
 
 int
+sandbox_update(struct sandbox *sb, const struct wd_limits *lim, struct net_rules *rules,
+	       unsigned *applied, struct wd_err *err)
+{
+	*applied = 0;
+	struct cgroup_limits cl = {lim ? lim->memory_bytes : 0, lim ? lim->pids : 0,
+				   lim ? lim->cpu_millionths : 0};
+	bool limits = sb->cg && (cl.memory_bytes || cl.pids || cl.cpu_millionths);
+	pthread_mutex_lock(&sb->lock);
+	int rc = 0;
+	/* checked first, so that nothing is changed when the rules are refused */
+	if (rules && sb->proxy && sb->spec->secrets)
+		rc = net_secrets_check(sb->spec->secrets, rules, sb->spec->tls_intercept, err);
+	if (rc == 0 && limits && (rc = cgroup_update_limits(sb->cg, &cl, err)) < 0 &&
+	    rc != -EBUSY) {
+		/* a write failed part way: the limits it started from again
+		 * (all or nothing) */
+		struct cgroup_limits old = {sb->spec->lim.memory_bytes, sb->spec->lim.pids,
+					    sb->spec->lim.cpu_millionths};
+		struct wd_err e2 = {0};
+		if (cgroup_update_limits(sb->cg, &old, &e2) < 0)
+			wd_log(WD_LOG_WARN, "sandbox %s: the old limits not restored: %s", sb->id,
+			       e2.msg);
+	}
+	if (rc == 0 && limits) {
+		*applied |= SANDBOX_UPDATED_LIMITS;
+		if (cl.memory_bytes)
+			sb->spec->lim.memory_bytes = cl.memory_bytes;
+		if (cl.pids)
+			sb->spec->lim.pids = cl.pids;
+		if (cl.cpu_millionths)
+			sb->spec->lim.cpu_millionths = cl.cpu_millionths;
+	}
+	/* cannot fail now: the same check passed above */
+	if (rc == 0 && rules && sb->proxy && (rc = net_proxy_set_rules(sb->proxy, rules, err)) == 0)
+		*applied |= SANDBOX_UPDATED_RULES;
+	pthread_mutex_unlock(&sb->lock);
+	return rc;
+}
+
+int
 sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
 	/* a new command ends a review: the processes run again (an apply

@@ -45,6 +45,14 @@ wd_spec_free(wd_spec *s)
 	free(s->rules);
 	free(s->upstream_ca);
 	net_secrets_free(s->secrets);
+	for (size_t i = 0; i < s->nsecret_src; i++) {
+		free(s->secret_src[i].name);
+		free(s->secret_src[i].source);
+	}
+	free(s->secret_src);
+	for (size_t i = 0; i < s->nplaceholder_src; i++)
+		free(s->placeholder_src[i]);
+	free(s->placeholder_src);
 	for (size_t i = 0; i < s->nprotect; i++)
 		free(s->protect[i]);
 	free(s->protect);
@@ -130,6 +138,11 @@ spec_copy(const wd_spec *s)
 	/* one set of values in locked memory, however many copies: a copy
 	 * that changes it gets its own first (own_secrets) */
 	c->secrets = net_secrets_ref(s->secrets);
+	c->secret_src = s->nsecret_src ? wd_xcalloc(s->nsecret_src, sizeof(*c->secret_src)) : NULL;
+	for (size_t i = 0; i < s->nsecret_src; i++)
+		c->secret_src[i] = (struct spec_secret_src){wd_xstrdup(s->secret_src[i].name),
+							    wd_xstrdup(s->secret_src[i].source)};
+	c->placeholder_src = copy_strv(s->placeholder_src, s->nplaceholder_src, false);
 	c->protect = copy_strv(s->protect, s->nprotect, false);
 	/* the rules were validated when added: rebuilding them cannot fail */
 	c->net_rules = NULL;
@@ -492,7 +505,59 @@ wd_spec_add_secret(wd_spec *s, const char *name, const char *source, struct wd_e
 	int rc = net_secrets_add_from(set, name, source, err);
 	if (rc < 0 && err && rc != -ENOMEM)
 		err->code = WD_E_INVAL;
+	if (rc == 0)
+		spec_secret_src_add(s, name, source);
 	return rc == -EEXIST ? -EINVAL : rc;
+}
+
+void
+spec_secret_src_add(wd_spec *s, const char *name, const char *source)
+{
+	/* a file by its absolute path: a session's monitor and a later
+	 * `warden start` read it from elsewhere */
+	char *abs = source[0] == '@' ? realpath(source + 1, NULL) : NULL;
+	s->secret_src = wd_xrealloc(s->secret_src, (s->nsecret_src + 1) * sizeof(*s->secret_src));
+	s->secret_src[s->nsecret_src++] = (struct spec_secret_src){
+	    wd_xstrdup(name), abs ? wd_xasprintf("@%s", abs) : wd_xstrdup(source)};
+	free(abs);
+}
+
+int
+spec_secrets_load(wd_spec *s, spec_secret_get get, void *data, struct wd_err *err)
+{
+	if (!s->secrets_pending)
+		return 0;
+	struct net_secrets *set = own_secrets(s, err);
+	if (!set)
+		return -ENOMEM;
+	size_t cap = NET_SECRET_MAX + 3, len = 0;
+	char *buf = wd_secure_alloc(cap, err);
+	if (!buf)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t i = 0; i < s->nsecret_src && rc == 0; i++) {
+		const struct spec_secret_src *v = &s->secret_src[i];
+		rc = get ? get(data, v->name, v->source, buf, cap, &len, err)
+			 : net_secret_read(v->source, buf, cap, &len, err);
+		if (rc == 0)
+			rc = net_secrets_add(set, v->name, buf, len, err);
+		if (rc < 0) {
+			wd_err_prefix(err, "secret %s (from %s)", v->name, v->source);
+			if (err)
+				err->code = WD_E_INVAL;
+			rc = -EINVAL;
+		}
+	}
+	wd_secure_free(buf, cap);
+	for (size_t i = 0; i < s->nplaceholder_src && rc == 0; i++) {
+		const char *kv = s->placeholder_src[i], *eq = strchr(kv, '=');
+		char *var = strndup(kv, (size_t)(eq - kv));
+		rc = net_secrets_add_placeholder(set, var, eq + 1, err);
+		free(var);
+	}
+	if (rc == 0)
+		s->secrets_pending = false;
+	return rc;
 }
 
 WD_API int
@@ -517,13 +582,24 @@ wd_spec_add_placeholder(wd_spec *s, const char *var, const char *name, struct wd
 	struct net_secrets *set = own_secrets(s, err);
 	if (!set)
 		return -ENOMEM;
-	return net_secrets_add_placeholder(set, var, name, err);
+	int rc = net_secrets_add_placeholder(set, var, name, err);
+	if (rc == 0) {
+		s->placeholder_src =
+		    wd_xrealloc(s->placeholder_src, (s->nplaceholder_src + 1) * sizeof(char *));
+		s->placeholder_src[s->nplaceholder_src++] = wd_xasprintf("%s=%s", var, name);
+	}
+	return rc;
 }
 
 int
 spec_jail_env(const wd_spec *s, const char ***out, size_t *n, struct wd_err *err)
 {
 	size_t nsec = net_secrets_count(s->secrets), nvar = 0;
+	/* a session's secrets are read at its start: never a sandbox
+	 * with inject rules and no values behind them */
+	if (s->secrets_pending)
+		return wd_err_set(err, WD_E_INVAL,
+				  "the session's secrets were not read from their sources");
 	while (net_secrets_env(s->secrets, nvar))
 		nvar++;
 	if (nsec && s->net != WD_NET_PROXY)

@@ -7,6 +7,7 @@
  * defaults.  Reading goes through the public setters, which validate
  * everything again: a hand-edited meta.json is bad input like any other. */
 #include "supervise/supervise.h"
+#include "net/net.h"
 
 #include <jansson.h>
 #include <string.h>
@@ -66,6 +67,34 @@ spec_to_json(const wd_spec *s)
 	for (size_t i = 0; i < s->nprotect; i++)
 		json_array_append_new(prot, json_string(s->protect[i]));
 	json_object_set_new(j, "protect", prot);
+	/* secrets: where each value is read from, never the value; the
+	 * inject rules and placeholders as given */
+	if (s->nsecret_src) {
+		json_t *sec = json_array();
+		for (size_t i = 0; i < s->nsecret_src; i++)
+			json_array_append_new(sec, json_pack("{s:s, s:s}", "name",
+							     s->secret_src[i].name, "source",
+							     s->secret_src[i].source));
+		json_object_set_new(j, "secrets", sec);
+	}
+	size_t nr = net_secrets_rule_count(s->secrets);
+	if (nr) {
+		json_t *inj = json_array();
+		for (unsigned i = 0; i < nr; i++)
+			json_array_append_new(
+			    inj, json_pack("{s:s, s:s}", "kind",
+					   net_secrets_rule_kind(s->secrets, i) == NET_INJECT_BASIC
+					       ? "basic"
+					       : "header",
+					   "rule", net_secrets_rule_text(s->secrets, i)));
+		json_object_set_new(j, "inject", inj);
+	}
+	if (s->nplaceholder_src) {
+		json_t *ph = json_array();
+		for (size_t i = 0; i < s->nplaceholder_src; i++)
+			json_array_append_new(ph, json_string(s->placeholder_src[i]));
+		json_object_set_new(j, "placeholders", ph);
+	}
 	/* pinned by digest: a session started again later gets the same
 	 * environment even if the name was built anew */
 	if (s->image_digest) {
@@ -152,6 +181,38 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 	{
 		if ((rc = wd_spec_add_protected(s, json_string_value(v), err)) < 0)
 			goto fail;
+	}
+	/* secrets: the sources only (spec_secrets_load reads the values);
+	 * the inject rules checked as when they were given */
+	json_array_foreach(json_object_get(j, "inject"), i, v)
+	{
+		const char *r = json_string_value(json_object_get(v, "rule"));
+		const char *k = json_string_value(json_object_get(v, "kind"));
+		if (!r || !k)
+			goto damaged;
+		if ((rc = wd_spec_add_inject(s, !strcmp(k, "basic") ? WD_INJECT_BASIC
+								    : WD_INJECT_HEADER,
+					     r, err)) < 0)
+			goto fail;
+	}
+	json_array_foreach(json_object_get(j, "secrets"), i, v)
+	{
+		const char *n = json_string_value(json_object_get(v, "name"));
+		const char *src = json_string_value(json_object_get(v, "source"));
+		if (!n || !src)
+			goto damaged;
+		spec_secret_src_add(s, n, src);
+		s->secrets_pending = true;
+	}
+	json_array_foreach(json_object_get(j, "placeholders"), i, v)
+	{
+		const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
+		if (!eq || eq == kv || !wd_env_name_ok(eq + 1))
+			goto damaged;
+		s->placeholder_src =
+		    wd_xrealloc(s->placeholder_src, (s->nplaceholder_src + 1) * sizeof(char *));
+		s->placeholder_src[s->nplaceholder_src++] = wd_xstrdup(kv);
+		s->secrets_pending = true;
 	}
 	/* the image by its path: the monitor that reads this may not share
 	 * the creator's environment (WARDEN_STATE_DIR); the path is checked

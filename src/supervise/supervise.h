@@ -72,6 +72,17 @@ struct wd_spec {
 	/* credentials for the proxy to inject (net/net.h): shared between
 	 * copies (a reference each), copied before a change */
 	struct net_secrets *secrets;
+	/* where each secret's value was read from ("env:VAR", "@/abs/path")
+	 * and the --placeholder VAR=NAME pairs: what a session keeps in its
+	 * meta.json instead of the values; pending: sources known, values not
+	 * read (spec_secrets_load), and no sandbox can be built */
+	struct spec_secret_src {
+		char *name, *source;
+	} *secret_src;
+	size_t nsecret_src;
+	char **placeholder_src;
+	size_t nplaceholder_src;
+	bool secrets_pending;
 	bool time_ns;
 	bool best_effort;  /* run without limits the host cannot enforce */
 	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
@@ -115,6 +126,16 @@ int spec_set_image_root(wd_spec *s, const char *ref, const char *root, struct wd
 /* A protected path in normal form (relative, no "", "." or ".."
  * component): a new copy, or NULL when it is not one. */
 char *spec_protect_path(const char *p);
+
+/* Read the values of a spec whose secrets are pending (from its
+ * meta.json): get (NULL: each secret's own source, read by this process)
+ * fills buf with secret name's value; then the placeholders.  0, or
+ * -EINVAL naming the secret and its source. */
+typedef int (*spec_secret_get)(void *data, const char *name, const char *source, char *buf,
+			       size_t cap, size_t *len, struct wd_err *err);
+int spec_secrets_load(wd_spec *s, spec_secret_get get, void *data, struct wd_err *err);
+/* Record secret name's source (a file made absolute). */
+void spec_secret_src_add(wd_spec *s, const char *name, const char *source);
 
 /* The sandbox's base environment: the spec's variables and the secrets'
  * placeholders, as a new NULL-terminated array of pointers
@@ -497,6 +518,16 @@ int sandbox_wait_ready(struct sandbox *sb, struct wd_err *err);
 int sandbox_freeze(struct sandbox *sb, bool on, struct wd_err *err);
 int sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
 		 struct wd_err *err);
+/* warden update of a running sandbox: lim's non-zero memory, pids and cpu
+ * written to its cgroup in place (a memory limit below its usage: -EBUSY),
+ * and rules (taken on success when the proxy took it: *applied has
+ * SANDBOX_UPDATED_RULES) made its proxy's.  What the sandbox has no
+ * cgroup or proxy for is left (its bit not set).  All or nothing: 0, or
+ * -errno with nothing changed. */
+#define SANDBOX_UPDATED_LIMITS 1u
+#define SANDBOX_UPDATED_RULES 2u
+int sandbox_update(struct sandbox *sb, const struct wd_limits *lim, struct net_rules *rules,
+		   unsigned *applied, struct wd_err *err);
 void sandbox_cancel(struct sandbox *sb, int signo);
 void sandbox_free(struct sandbox *sb); /* destroys what is left first */
 /* A ready vacant sandbox's workspace (tree_fd not owned): sent to pid 1,

@@ -209,6 +209,12 @@ Test(cli, missing_operands)
 	expect_refused(o, "snapshot", "");
 	o = warden("logs", NULL);
 	expect_refused(o, "logs", "");
+	o = warden("update", NULL);
+	expect_refused(o, "update", "no sandbox given");
+	o = warden("update", "s", "--json", NULL);
+	expect_refused(o, "update", "nothing to change");
+	o = warden("update", "s", "--workspace", "/tmp", NULL);
+	expect_refused(o, "update", "--workspace");
 }
 
 /* sizes with units */
