@@ -1090,6 +1090,10 @@ server_run(const struct server_opts *o)
 	}
 	if (rc == 0)
 		rc = check_fd_room(s);
+	if (rc == 0)
+		rc = srv_records_open(s);
+	if (rc == 0 && s->activated)
+		srv_restore(s); /* the sessions of a server before this one */
 	if (rc == 0 && (rc = workers_start(s)) == 0) {
 		/* /readyz is served on --listen only: no probe sandbox (nor
 		 * the library's keeper it starts) for the other transports */

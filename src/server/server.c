@@ -704,6 +704,7 @@ m_server_activate(struct call *c, struct rpc_err *e)
 	s->act_policy = apol;
 	s->act_tenant = tenant ? xstrdup(tenant) : NULL;
 	s->activated = true;
+	srv_restore(s); /* this tenant's sessions of a server before this one */
 	const char *path = wd_workspace_path(s->ws);
 	srv_logf(s, WD_LOG_INFO,
 		 json_pack("{s:s, s:o, s:o}", "workspace", path, "tenant",
@@ -734,6 +735,7 @@ srv_fini(struct srv *s)
 	free(s->act_workspace);
 	free(s->act_policy);
 	free(s->act_tenant);
+	free(s->rec_dir);
 	int fds[] = {s->ep, s->wake_fd, s->sig_fd, s->timer_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)

@@ -102,7 +102,7 @@ MAN3=(
 	wd_session_apply wd_session_copy_in wd_session_copy_out wd_session_create wd_session_diff wd_session_discard wd_session_exec
 	wd_session_exec_detached wd_session_list wd_session_log_read wd_session_logs
 	wd_session_remove wd_session_snapshot wd_session_snapshot_list wd_session_snapshot_remove
-	wd_session_start wd_session_stop
+	wd_session_start wd_session_stop wd_session_workspace
 	wd_set_log_handler
 	wd_spec_add_bind wd_spec_add_inject wd_spec_add_net_rule wd_spec_add_placeholder
 	wd_spec_add_protected wd_spec_add_secret wd_spec_allow_port wd_spec_free wd_spec_new
