@@ -1083,6 +1083,8 @@ server_run(const struct server_opts *o)
 	struct srv *s = xcalloc(1, sizeof(*s));
 	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = s->spare_fd = -1;
 	int rc = srv_init(s, o);
+	if (rc == 0)
+		rc = srv_records_open(s); /* before listening: a bad one starts nothing */
 	if (rc == 0) {
 		srv_attach_lib_log(s);
 		log_nofile(s, nofile_from, nofile_to);
@@ -1090,8 +1092,6 @@ server_run(const struct server_opts *o)
 	}
 	if (rc == 0)
 		rc = check_fd_room(s);
-	if (rc == 0)
-		rc = srv_records_open(s);
 	if (rc == 0 && s->activated)
 		srv_restore(s); /* the sessions of a server before this one */
 	if (rc == 0 && (rc = workers_start(s)) == 0) {

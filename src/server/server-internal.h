@@ -335,6 +335,7 @@ struct srv {
 	bool activated;
 	char *warm_dir;
 	char *act_workspace, *act_policy, *act_tenant; /* what the activation named */
+	char *act_token_file; /* ... its token_file (s->o.token_file, watched) */
 	char *capture;	  /* non-NULL: srv_log's first error goes here (activation) */
 	size_t capture_cap;
 	uid_t owner_uid;
@@ -471,6 +472,8 @@ void health_start(struct srv *s);
 void health_tick(struct srv *s);
 /* Join a probe thread that has finished (loop thread). */
 void health_reap(struct srv *s);
+/* Probe again now, unready meanwhile (after an activation). */
+void health_recheck(struct srv *s);
 void health_stop(struct srv *s);
 /* The answer to GET path (1: it was a health path, *status and body set;
  * 0: not one).  body is a short static-size text. */

@@ -493,6 +493,13 @@ refused_start(["--listen", "127.0.0.1:0", "--token-file", loose], "--token-file"
 refused_start(["--listen", "127.0.0.1:0", "--token-file", empty], "--token-file",
               "an empty token file")
 ok(not os.listdir(open_dir), "... the refused --state-dir was left as it was")
+# the records of the sessions a restarted server takes back say who owns
+# which sandbox: a serve/ directory others can write is refused too
+open_rec = state_dir("open-records")
+os.mkdir(os.path.join(open_rec, "serve"))
+os.chmod(os.path.join(open_rec, "serve"), 0o777)
+refused_start(["--socket", os.path.join(env.top, "rec.sock"), "--state-dir", open_rec], "/serve must be a directory of the server's "
+              "user with mode 0700", "--state-dir whose serve/ others can write")
 
 env.close()
 done()
