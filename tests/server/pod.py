@@ -329,6 +329,52 @@ ok(r.get("error", {}).get("code") == -32602, "... and the session with it")
 d.close()
 ok(srv.stop() == 0, "... stopped with 0")
 
+# ---- a named socket session's cow sandbox across SIGTERM and a restart ----
+st2 = state_dir("state-restart")
+sock2 = os.path.join(env.top, "r.sock")
+senv = dict(env.env, WARDEN_STATE_DIR=st2)
+
+
+def session_state(sid):
+    r = subprocess.run([WARDEN, "ls", "--json"], capture_output=True, text=True, env=senv)
+    return {e["id"]: e["state"] for e in json.loads(r.stdout or "[]")}.get(sid)
+
+
+srv = Server(env, "--socket", sock2, "--state-dir", st2, "--allow-group", "nogroup")
+a = LineClient(path=sock2)
+sname = a.call("session.open").get("result", {}).get("session", "")
+box = a.call("sandbox.create", {"workspace_mode": "cow"}).get("result", {}).get("sandbox")
+r = a.call("sandbox.write_file", {"sandbox": box, "path": "across.txt", "content": "across\n"})
+d1 = a.call("sandbox.diff", {"sandbox": box, "format": "json"}).get("result", {})
+ok(box and "result" in r and d1.get("changes") == 1,
+   "a named socket session's cow sandbox with a file written (%s)" % json.dumps(d1)[:120])
+a.close()
+record = os.path.join(st2, "serve", sname + ".json")
+ok(srv.stop() == 0 and session_state(box) == "stopped" and os.path.isfile(record),
+   "SIGTERM: the server drains, the sandbox is stopped (%s), its record kept"
+   % session_state(box))
+srv = Server(env, "--socket", sock2, "--state-dir", st2, "--allow-group", "nogroup")
+r = subprocess.run(nobody[:-2] + [sock2, sname], capture_output=True, text=True, timeout=60)
+ok('"code": -32602' in r.stdout or '"code":-32602' in r.stdout,
+   "a new server on the directory: another user (--allow-group) with the id is refused (%s)"
+   % (r.stdout + r.stderr).strip()[:160])
+c = LineClient(path=sock2)
+r = c.call("session.open", {"session": sname})
+ok(r.get("result", {}).get("sandboxes") == [box],
+   "... its owner resumes the session with its sandbox (%s)" % json.dumps(r)[:160])
+d2 = c.call("sandbox.diff", {"sandbox": box, "format": "json"}).get("result", {})
+ok(d2.get("digest") == d1.get("digest") and d2.get("files") == d1.get("files"),
+   "... the same change set (digest %s)" % d2.get("digest"))
+r = c.call("sandbox.exec", {"sandbox": box, "argv": ["cat", "across.txt"]})
+ok(r.get("result", {}).get("stdout", {}).get("data") == "across\n",
+   "... a command runs in it, started again over its files (%s)" % json.dumps(r)[:160])
+r = c.call("sandbox.destroy", {"sandbox": box})
+ok(r.get("result", {}).get("destroyed") is True and session_state(box) is None and
+   not os.path.exists(record), "... destroyed: no session and no record left")
+c.close()
+ok(srv.stop() == 0 and not [l for l in open("/proc/self/mountinfo") if st2 in l],
+   "... stopped with 0, nothing mounted from its state directory")
+
 # ---- a required level that does not work keeps the server unready ----
 env.env["WARDEN_RUNSC"] = os.path.join(env.top, "no-runsc")
 srv = Server(env, "--listen", "127.0.0.1:0", "--token-file", env.token,
