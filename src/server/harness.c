@@ -12,6 +12,8 @@
  *   audit.verify                      the server's audit trail */
 #include "server/server-internal.h"
 
+#include <sys/random.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -291,7 +293,17 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	 * and a one-connection sandbox ends with its connection: both stay
 	 * in this process. */
 	if (cow && c->persist) {
+		/* named "serve-...": a session the server made, which a server
+		 * restarted on the directory removes when no record names it
+		 * (one made just before a crash: restore.c) */
+		char name[40];
+		unsigned char r[8];
+		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			abort();
+		snprintf(name, sizeof(name), "serve-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1],
+			 r[2], r[3], r[4], r[5], r[6], r[7]);
 		struct wd_session_params sp = {
+		    .name = name,
 		    /* its monitor stops it (files kept) when no server uses it
 		     * for as long as a session may idle: a server that never
 		     * comes back leaves no processes for ever */

@@ -1088,12 +1088,14 @@ server_run(const struct server_opts *o)
 	if (rc == 0) {
 		srv_attach_lib_log(s);
 		log_nofile(s, nofile_from, nofile_to);
+		/* the sessions of a server before this one, before anything
+		 * listens: a client that sees the socket or the port finds them */
+		if (s->activated)
+			srv_restore(s);
 		rc = setup(s);
 	}
 	if (rc == 0)
 		rc = check_fd_room(s);
-	if (rc == 0 && s->activated)
-		srv_restore(s); /* the sessions of a server before this one */
 	if (rc == 0 && (rc = workers_start(s)) == 0) {
 		/* /readyz is served on --listen only: no probe sandbox (nor
 		 * the library's keeper it starts) for the other transports */

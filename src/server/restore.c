@@ -133,7 +133,8 @@ record_save(struct srv *s, struct peer *p)
 	free(path);
 }
 
-/* The library's sessions: id -> running? (a JSON object), or NULL. */
+/* The library's sessions: id -> its name (or null), a JSON object; or
+ * NULL. */
 static json_t *
 library_sessions(struct srv *s)
 {
@@ -150,10 +151,9 @@ library_sessions(struct srv *s)
 	json_array_foreach(a, i, v)
 	{
 		const char *id = json_string_value(json_object_get(v, "id"));
-		const char *state = json_string_value(json_object_get(v, "state"));
+		json_t *name = json_object_get(v, "name");
 		if (id)
-			json_object_set_new(m, id,
-					    json_boolean(state && !strcmp(state, "running")));
+			json_object_set(m, id, name ? name : json_null());
 	}
 	json_decref(a);
 	return m;
@@ -178,6 +178,51 @@ read_record(struct srv *s, int dfd, const char *name)
 			"left alone",
 			s->rec_dir, name);
 	return r;
+}
+
+/* Every sandbox id a record names (restored or not) goes into named;
+ * false when the record has no list of them. */
+static bool
+note_named(json_t *r, json_t *named)
+{
+	json_t *a = json_object_get(r, "sandboxes");
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+	{
+		const char *id = json_string_value(json_object_get(v, "id"));
+		if (id)
+			json_object_set_new(named, id, json_true());
+	}
+	return json_is_array(a);
+}
+
+/* A session the server made ("serve-" name) that no record names and no
+ * peer holds: made or dropped by a server that died before its record
+ * said so.  Nobody can reach it; its disk would stay on the volume. */
+static void
+remove_orphans(struct srv *s, json_t *known, json_t *named)
+{
+	const char *id;
+	json_t *name;
+	json_object_foreach(known, id, name)
+	{
+		const char *n = json_string_value(name);
+		if (!n || strncmp(n, "serve-", 6) || json_object_get(named, id))
+			continue;
+		bool held = false;
+		for (struct peer *q = s->peers; q && !held; q = q->next)
+			for (struct live *l = q->lives; l && !held; l = l->next)
+				held = !strcmp(l->id, id);
+		struct wd_err err = {0};
+		if (held)
+			continue;
+		if (wd_session_remove(s->ctx, id, &err) < 0)
+			srv_log(s, WD_LOG_WARN, "restore: sandbox %s of no session: %s", id,
+				err.msg);
+		else
+			srv_log(s, WD_LOG_INFO, "restore: sandbox %s of no session removed", id);
+	}
 }
 
 static void
@@ -257,7 +302,8 @@ srv_restore(struct srv *s)
 	DIR *d = opendir(s->rec_dir);
 	if (!d)
 		return;
-	json_t *known = NULL;
+	json_t *known = library_sessions(s), *named = json_object();
+	bool unreadable = false;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
@@ -268,18 +314,24 @@ srv_restore(struct srv *s)
 		session[32] = '\0';
 		if (!hex_id(session, 32))
 			continue;
+		json_t *r = known ? read_record(s, dirfd(d), de->d_name) : NULL;
+		if (!r || !note_named(r, named)) {
+			unreadable = true;
+			json_decref(r);
+			continue;
+		}
 		bool taken = false;
 		for (struct peer *q = s->peers; q && !taken; q = q->next)
 			taken = !q->closed && !strcmp(q->session, session);
-		if (taken)
-			continue;
-		if (!known && !(known = library_sessions(s)))
-			break;
-		json_t *r = read_record(s, dirfd(d), de->d_name);
-		if (r)
+		if (!taken)
 			restore_one(s, session, r, known);
 		json_decref(r);
 	}
-	json_decref(known);
 	closedir(d);
+	/* only when every record was read: one that could not be (left
+	 * alone) might name what looks orphaned */
+	if (known && !unreadable)
+		remove_orphans(s, known, named);
+	json_decref(known);
+	json_decref(named);
 }

@@ -349,11 +349,31 @@ d1 = a.call("sandbox.diff", {"sandbox": box, "format": "json"}).get("result", {}
 ok(box and "result" in r and d1.get("changes") == 1,
    "a named socket session's cow sandbox with a file written (%s)" % json.dumps(d1)[:120])
 a.close()
+# a second session, never resumed: the restarted server ends it after
+# --session-idle, as any
+e = LineClient(path=sock2)
+idle_name = e.call("session.open").get("result", {}).get("session", "")
+idle_box = e.call("sandbox.create", {"workspace_mode": "cow"}).get("result", {}).get("sandbox")
+e.close()
 record = os.path.join(st2, "serve", sname + ".json")
 ok(srv.stop() == 0 and session_state(box) == "stopped" and os.path.isfile(record),
    "SIGTERM: the server drains, the sandbox is stopped (%s), its record kept"
    % session_state(box))
-srv = Server(env, "--socket", sock2, "--state-dir", st2, "--allow-group", "nogroup")
+# what a server that died between making a session and writing it down
+# leaves: a "serve-" session no record names (removed at the restart);
+# a session of the user's own beside it (kept)
+made = {}
+for n in ("serve-0123456789abcdef", "mine"):
+    r = subprocess.run([WARDEN, "create", n, "-w", env.ws, "--json"], capture_output=True,
+                       text=True, env=senv, timeout=120)
+    made[n] = json.loads(r.stdout or "{}").get("id")
+srv = Server(env, "--socket", sock2, "--state-dir", st2, "--allow-group", "nogroup",
+             "--session-idle", "2")
+ok(all(made.values()) and session_state(made["serve-0123456789abcdef"]) is None and
+   session_state(made["mine"]) is not None,
+   "a new server on the directory removes a server's session no record names, keeps the "
+   "user's (%s)" % made)
+subprocess.run([WARDEN, "rm", "mine"], capture_output=True, env=senv, timeout=120)
 r = subprocess.run(nobody[:-2] + [sock2, sname], capture_output=True, text=True, timeout=60)
 ok('"code": -32602' in r.stdout or '"code":-32602' in r.stdout,
    "a new server on the directory: another user (--allow-group) with the id is refused (%s)"
@@ -372,6 +392,10 @@ r = c.call("sandbox.destroy", {"sandbox": box})
 ok(r.get("result", {}).get("destroyed") is True and session_state(box) is None and
    not os.path.exists(record), "... destroyed: no session and no record left")
 c.close()
+idle_record = os.path.join(st2, "serve", idle_name + ".json")
+ok(idle_box and until(lambda: session_state(idle_box) is None and
+                      not os.path.exists(idle_record), timeout=60),
+   "the session never resumed ends after --session-idle: its sandbox and record removed")
 ok(srv.stop() == 0 and not [l for l in open("/proc/self/mountinfo") if st2 in l],
    "... stopped with 0, nothing mounted from its state directory")
 
