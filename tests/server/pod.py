@@ -388,6 +388,9 @@ ok(d2.get("digest") == d1.get("digest") and d2.get("files") == d1.get("files"),
 r = c.call("sandbox.exec", {"sandbox": box, "argv": ["cat", "across.txt"]})
 ok(r.get("result", {}).get("stdout", {}).get("data") == "across\n",
    "... a command runs in it, started again over its files (%s)" % json.dumps(r)[:160])
+streamed = [n["params"] for n in c.notes if n.get("method") == "sandbox.output"]
+ok(streamed == [{"id": 3, "sandbox": box, "stream": "stdout", "data": "across\n"}],
+   "... its output streamed as sandbox.output while it ran (%s)" % streamed)
 r = c.call("sandbox.destroy", {"sandbox": box})
 ok(r.get("result", {}).get("destroyed") is True and session_state(box) is None and
    not os.path.exists(record), "... destroyed: no session and no record left")
