@@ -35,8 +35,8 @@ fuzz: deps
 
 # warden's own image: an OCI image layout in IMAGE_OUT (default
 # build/image) of Debian's essential set, IMAGE_PACKAGES and warden
-# installed under /usr, for a pod (scripts/image.sh; README, "warden's own
-# image").  As root; the Debian part is built once and kept in IMAGE_STATE.
+# installed under /usr, for a pod (scripts/image.sh; docs/images.md,
+# "warden's own image").  As root; the Debian part is built once and kept in IMAGE_STATE.
 IMAGE_OUT ?= $(BUILD)/image
 IMAGE_BUILD ?= build-image
 IMAGE_STATE ?= build-image-state

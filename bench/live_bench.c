@@ -1,5 +1,5 @@
 /*
- * live_bench: create once, then exec (README, Performance: the live-exec target).
+ * live_bench: create once, then exec (docs/performance.md: the live-exec target).
  *
  *   live_bench [-n RUNS] [-w WARMUP] [-t THREADS] [-k SANDBOXES] WORKSPACE -- CMD [ARGS...]
  *

@@ -5,7 +5,7 @@
  *     thread per direction splicing socket -> pipe -> socket; what any
  *     proxy that must end one TCP connection and open another costs) and
  *     vs the same transfer straight over loopback, in interleaved rounds;
- *     target: tunnel >= 95 % of the relay (README, Performance);
+ *     target: tunnel >= 95 % of the relay (docs/performance.md);
  *  2. added latency per request: small GETs with keep-alive to the proxy
  *     (absolute-form; the proxy keeps its upstream connection between
  *     requests to the same host) vs keep-alive straight to the upstream;

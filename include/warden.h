@@ -86,6 +86,12 @@ enum wd_isolation {
 				     * -ENOTSUP naming what is missing where it cannot run */
 };
 
+/* A level's name as options, policies and results spell it ("container",
+ * "process", "gvisor"); "?" for a value outside the enum.  And the
+ * reverse: 0 and *level set, or -EINVAL for any other name. */
+const char *wd_isolation_name(enum wd_isolation level);
+int wd_isolation_parse(const char *name, enum wd_isolation *level);
+
 /* Resource limits; 0 means "warden's default" for every field. */
 struct wd_limits {
 	uint64_t memory_bytes;   /* cgroup memory limit, no swap (default 512 MiB) */
@@ -442,8 +448,10 @@ enum wd_event_kind {
 	WD_EVENT_OUTPUT = 5,   /* a chunk of a command's kept output, as it arrives */
 	WD_EVENT_RESULT = 6,   /* a command's result (or warden's failure to run it) */
 	WD_EVENT_FILE = 7,     /* copy|copied|copy_failed: wd_session_copy_in / _out */
+	WD_EVENT_START = 8,    /* "start": a command about to run without the policy stage
+				* (an explicit argv); its argv, workspace, cwd, env names */
 };
-#define WD_EVENTS_ALL 0xffu
+#define WD_EVENTS_ALL 0x1ffu
 #define WD_EVENT_BIT(kind) (1u << (kind))
 /* Called for each event whose kind is in kinds (WD_EVENT_BIT()s), on the
  * thread that caused it (a proxy thread for network events), possibly
@@ -464,8 +472,11 @@ const wd_result *wd_event_result(const wd_event *ev);
 /* OUTPUT: the bytes (len), and the stream (1 stdout, 2 stderr). */
 const char *wd_event_output(const wd_event *ev, int *stream, size_t *len);
 /* One JSON object for the event, as the audit trail records it (output
- * events: with the bytes, which the audit trail never records).  A new
- * string, free with free(). */
+ * events: with the bytes, which the audit trail never records).  A
+ * command's start, decision, approval and result events, and the network
+ * events of a sandbox made for one command, carry "policy_stage": "on" or
+ * "off" (whether the policy judged the command).  A new string, free with
+ * free(). */
 char *wd_event_json(const wd_event *ev);
 
 /* ---- commands ---- */

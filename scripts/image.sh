@@ -13,7 +13,7 @@
 #      /var/lib/warden the defaults use;
 #   3. `warden image export` of the runtime with the staging tree as a
 #      second layer and the pod's defaults, those of deploy/kubernetes
-#      (README, "warden's own image"), into IMAGE_OUT, which is replaced.
+#      (docs/images.md, "warden's own image"), into IMAGE_OUT, which is replaced.
 #
 # Two runs from the same commit and package list give the same manifest
 # digest (printed, and in IMAGE_OUT/index.json).

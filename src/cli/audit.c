@@ -33,6 +33,9 @@ cli_audit(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
+	if (argc >= 2 && argv[1][0] == '-')
+		return cli_fail("audit", "unknown option %s (usage: warden audit verify [--json] FILE)",
+				cli_quote(argv[1]));
 	if (argc < 2 || strcmp(argv[1], "verify"))
 		return cli_fail("audit",
 				"expected 'verify FILE' (usage: warden audit verify [--json] FILE)");

@@ -5,9 +5,10 @@
 #include "warden.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
-/* Exit statuses (README "Exit status"; timeout(1)/env(1) conventions). */
+/* Exit statuses (docs/cli.md "Exit status"; timeout(1)/env(1) conventions). */
 enum {
 	CLI_EXIT_PAUSED = 123,
 	CLI_EXIT_TIMEOUT = 124,
@@ -21,6 +22,12 @@ enum {
  * 0, -1 after --help, or an exit status (125, the message printed). */
 typedef struct wd_spec wd_spec;
 int cli_run_prepare(int argc, char **argv, wd_spec *spec, wd_cmd *cmd);
+
+/* The whole command line (commands.c): argv[1] names the subcommand;
+ * returns the exit status.  main.c calls it; so does the test unit-cli. */
+int cli_main(int argc, char **argv);
+/* The i-th subcommand's name, NULL past the last. */
+const char *cli_command_name(size_t i);
 
 /* Each subcommand gets argv with argv[0] the subcommand name. */
 int cli_run(int argc, char **argv);
@@ -77,6 +84,9 @@ int cli_activate(int argc, char **argv);
 void cli_exec_failed(const char *sub, const wd_result *r, const char *prog, const char *cwd);
 /* One stderr line per distinct network refusal of the command. */
 void cli_net_refusals(const char *sub, const wd_result *r);
+/* With --audit: one stderr line naming the log and whether the policy
+ * stage was on for the command. */
+void cli_audit_note(const char *sub, const wd_result *r, const char *path);
 int cli_fail(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_json_errors(bool on);
 /* s as a JSON string on f: ASCII, every other byte escaped. */

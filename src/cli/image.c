@@ -469,8 +469,10 @@ int
 cli_image(int argc, char **argv)
 {
 	if (argc < 2) {
+		int rc = cli_fail("image", "expected a subcommand (build, import, export, ls, "
+					   "inspect, rm)");
 		fputs(image_usage, stderr);
-		return CLI_EXIT_FAILURE;
+		return rc;
 	}
 	const char *verb = argv[1];
 	if (!strcmp(verb, "--help") || !strcmp(verb, "-h") || !strcmp(verb, "help")) {

@@ -244,3 +244,16 @@ cli_net_refusals(const char *sub, const wd_result *r)
 	for (size_t i = 0; (line = wd_result_net_refusal(r, i)); i++)
 		fprintf(stderr, "warden: %s: network: %s\n", sub, line);
 }
+
+void
+cli_audit_note(const char *sub, const wd_result *r, const char *path)
+{
+	/* the human learns which stage the record shows: an explicit argv
+	 * with --audit is recorded, not judged (README, "Honesty about the
+	 * policy stage") */
+	const char *pol = wd_result_policy(r);
+	bool on = pol && pol[0] && strcmp(pol, "off") != 0;
+	fprintf(stderr, "warden: %s: audited to %s; policy stage %s%s\n", sub, cli_quote(path),
+		on ? "on" : "off",
+		on ? "" : " (an explicit argv is recorded, not judged; --policy judges it)");
+}

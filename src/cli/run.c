@@ -72,12 +72,14 @@ static const char usage_text2[] =
 	"      --placeholder VAR[=NAME]\n"
 	"                           VAR in the sandbox holds a placeholder for secret NAME\n"
 	"                           (default: VAR), replaced by the proxy, refused elsewhere\n"
-	"Policy (any of these turns the policy stage on):\n"
+	"Policy (all but --audit turn the policy stage on; --audit only records):\n"
 	"  -p, --policy FILE        policy document, or preset:coding|python|node\n"
 	"                           (default: the built-in policy)\n"
 	"  -c, --command STRING     the command as one string, split without a shell\n"
 	"      --tool NAME          the tool this command is for: its route and profile\n"
-	"      --audit FILE         append every decision, event and result to FILE\n"
+	"      --audit FILE         append the command's start or decision, its network\n"
+	"                           requests and its result to FILE (records only: the\n"
+	"                           policy judges an explicit argv with --policy)\n"
 	"      --approve=tty        ask at the terminal when the policy pauses\n"
 	"      --cwd DIR            working directory, relative to the workspace\n"
 	"Output:\n"
@@ -454,13 +456,7 @@ one_opt(int c, const char *name, const char *val, wd_spec *spec, struct run_opts
 		return 0;
 	case OPT_ISOLATION:
 		o->isolation_given = true;
-		if (!strcmp(val, "container"))
-			o->isolation = WD_ISOLATION_CONTAINER;
-		else if (!strcmp(val, "process"))
-			o->isolation = WD_ISOLATION_PROCESS;
-		else if (!strcmp(val, "gvisor"))
-			o->isolation = WD_ISOLATION_GVISOR;
-		else
+		if (wd_isolation_parse(val, &o->isolation) < 0)
 			return bad_value(name, val, "expected container, process or gvisor");
 		return 0;
 	case OPT_RO_BIND:
@@ -701,17 +697,19 @@ print_result(const wd_result *r, const char *prog, const struct run_opts *o)
 	}
 	if (wd_result_outcome(r) != WD_OUTCOME_RAN) {
 		print_refusal(r);
-		return;
+	} else {
+		if (wd_result_exec_errno(r) && !o->json)
+			cli_exec_failed(sub_name, r, prog, o->cwd);
+		if (o->json)
+			return;
+		cli_net_refusals(sub_name, r);
+		if (wd_result_timed_out(r))
+			fprintf(stderr, "warden: run: timed out; the sandbox was killed\n");
+		else if (wd_result_oom_killed(r))
+			fprintf(stderr, "warden: run: out of memory; the sandbox was killed\n");
 	}
-	if (wd_result_exec_errno(r) && !o->json)
-		cli_exec_failed(sub_name, r, prog, o->cwd);
-	if (o->json)
-		return;
-	cli_net_refusals(sub_name, r);
-	if (wd_result_timed_out(r))
-		fprintf(stderr, "warden: run: timed out; the sandbox was killed\n");
-	else if (wd_result_oom_killed(r))
-		fprintf(stderr, "warden: run: out of memory; the sandbox was killed\n");
+	if (o->audit && !o->json)
+		cli_audit_note(sub_name, r, o->audit);
 }
 
 /* ---- signals: the sandbox ends first, and the result says why ---- */
@@ -771,8 +769,11 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 	 * --cwd` is bound to, so that approval can be used by run */
 	if (o->cwd && wd_cmd_set_cwd(cmd, o->cwd, &e) < 0)
 		return bad_value("cwd", o->cwd, e.msg);
-	/* Any policy option turns the stage on for an explicit argv too. */
-	wd_cmd_set_policy(cmd, o->policy || o->audit || o->approve_tty);
+	/* --policy and --approve=tty turn the stage on for an explicit argv
+	 * too; --audit only records (what ran, its egress, its result, and
+	 * that the stage was off), so that asking for a record never changes
+	 * what runs */
+	wd_cmd_set_policy(cmd, o->policy || o->approve_tty);
 	wd_cmd_set_interactive(cmd, o->approve_tty);
 	return 0;
 }

@@ -384,13 +384,7 @@ one_opt(int c, const char *name, const char *val, struct server_opts *o)
 		o->audit = val;
 		return 0;
 	case OPT_ISOLATION:
-		if (!strcmp(val, "container"))
-			o->isolation = WD_ISOLATION_CONTAINER;
-		else if (!strcmp(val, "process"))
-			o->isolation = WD_ISOLATION_PROCESS;
-		else if (!strcmp(val, "gvisor"))
-			o->isolation = WD_ISOLATION_GVISOR;
-		else
+		if (wd_isolation_parse(val, &o->isolation) < 0)
 			return bad(name, val, "expected container, process or gvisor");
 		return 0;
 	case OPT_BEST_EFFORT:

@@ -206,11 +206,12 @@ static const char exec_usage[] =
     "  -d, --detach             start it in the background (a dev server): it lives\n"
     "                           until the session stops; its output goes to\n"
     "                           ~/.warden/detached-N.log in the sandbox\n"
-    "Policy (any of these turns the policy stage on):\n"
+    "Policy (all but --audit turn the policy stage on; --audit only records):\n"
     "  -p, --policy FILE        policy document, or preset:coding|python|node\n"
     "                           (default: the built-in policy)\n"
     "      --tool NAME          the tool this command is for: its route and profile\n"
-    "      --audit FILE         append every decision, event and result to FILE\n"
+    "      --audit FILE         append the command's start or decision and result to\n"
+    "                           FILE (records only: --policy judges an explicit argv)\n"
     "      --approve=tty        ask at the terminal when the policy pauses\n"
     "Output:\n"
     "      --json               print one JSON object with the result (every outcome)\n"
@@ -407,8 +408,10 @@ exec_run(wd_ctx *ctx, const char *ref, wd_cmd *cmd, struct exec_opts *o, const c
 		cli_exec_failed("exec", r, prog, o->cwd);
 	if (wd_result_outcome(r) == WD_OUTCOME_RAN && !o->json)
 		cli_net_refusals("exec", r);
-	else if (wd_result_timed_out(r) && !o->json)
+	if (wd_result_timed_out(r) && !o->json)
 		fprintf(stderr, "warden: exec: timed out; the command was killed\n");
+	if (o->audit && !o->json)
+		cli_audit_note("exec", r, o->audit);
 	int st = wd_result_status(r);
 	wd_result_free(r);
 	return st;
@@ -468,7 +471,9 @@ cli_exec(int argc, char **argv)
 		rc = cli_fail("exec", "--tool: %s", e.msg);
 		goto out;
 	}
-	wd_cmd_set_policy(cmd, o.policy || o.audit || o.approve_tty);
+	/* --audit records; it does not judge (an explicit argv stays the
+	 * caller's own): the stage is on for --policy and --approve=tty */
+	wd_cmd_set_policy(cmd, o.policy || o.approve_tty);
 	wd_cmd_set_interactive(cmd, o.approve_tty);
 	wd_cmd_set_timeout(cmd, o.timeout_ms);
 	wd_cmd_set_output_limit(cmd, o.output);

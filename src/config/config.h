@@ -42,6 +42,9 @@ struct config_options {
 	struct config_strv value; /* take a value that names a file: judged as a path */
 	struct config_strv
 	    data; /* take a value that is data (code, pattern, count): never a path */
+	/* take a suffix the program appends to a file's name (sed -i, cp -S):
+	 * a '/' in it is refused; attached only unless also in data */
+	struct config_strv suffix;
 };
 
 struct config_program {
@@ -194,7 +197,6 @@ const struct config_tool *config_tool_find(const struct config_policy *p, const 
 const struct config_profile *config_profile_find(const struct config_policy *p, const char *name);
 const char *config_tool_class_name(enum config_tool_class c);
 const char *config_paths_name(enum config_paths m);
-const char *config_isolation_name(enum wd_isolation i);
 /* The names of the WD_REQUIRE_* bits, in bit order ("cgroup", ...). */
 extern const char *const config_require_names[];
 #define CONFIG_NREQUIRE 5

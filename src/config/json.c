@@ -43,18 +43,29 @@ config_paths_name(enum config_paths m)
 	return "operands";
 }
 
-const char *
-config_isolation_name(enum wd_isolation i)
+/* The levels' names, spelled here only: every option, policy key, result
+ * and message takes them from wd_isolation_name / wd_isolation_parse. */
+static const char *const isolation_names[] = {
+	[WD_ISOLATION_CONTAINER] = "container",
+	[WD_ISOLATION_PROCESS] = "process",
+	[WD_ISOLATION_GVISOR] = "gvisor",
+};
+
+WD_API const char *
+wd_isolation_name(enum wd_isolation level)
 {
-	switch (i) {
-	case WD_ISOLATION_CONTAINER:
-		return "container";
-	case WD_ISOLATION_PROCESS:
-		return "process";
-	case WD_ISOLATION_GVISOR:
-		return "gvisor";
-	}
-	return "container";
+	return (unsigned)level < WD_ARRAY_SIZE(isolation_names) ? isolation_names[level] : "?";
+}
+
+WD_API int
+wd_isolation_parse(const char *name, enum wd_isolation *level)
+{
+	for (size_t i = 0; name && i < WD_ARRAY_SIZE(isolation_names); i++)
+		if (!strcmp(name, isolation_names[i])) {
+			*level = (enum wd_isolation)i;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 static void
@@ -66,6 +77,8 @@ options_json(json_t *o, const struct config_options *l)
 		json_object_set_new(o, "value_options", strv_json(&l->value));
 	if (l->data.n)
 		json_object_set_new(o, "data_options", strv_json(&l->data));
+	if (l->suffix.n)
+		json_object_set_new(o, "suffix_options", strv_json(&l->suffix));
 }
 
 static json_t *
@@ -126,7 +139,7 @@ sandbox_json(const struct config_sandbox *sb)
 	json_t *o = json_object();
 	if (sb->isolation_set)
 		json_object_set_new(o, "isolation",
-				    json_string(config_isolation_name(sb->isolation)));
+				    json_string(wd_isolation_name(sb->isolation)));
 	limits_json(o, &sb->lim);
 	if (sb->require) {
 		json_t *a = json_array();

@@ -39,11 +39,11 @@
  * runs inside the jail, which bounds it, as it bounds python3 and pytest
  * in the default.  Nothing here lets a model name a file outside the
  * workspace: every operand and value_option is contained after
- * resolution (policy/path.c).  One gap, documented: GNU sed's -iSUFFIX
- * with a '/' in SUFFIX writes the backup copy there; the suffix is read
- * as option letters and not judged, and only the jail bounds it (outside
- * the workspace the jail's only writable places are its own /tmp and
- * HOME, gone with the sandbox).
+ * resolution (policy/path.c).  A backup suffix (sed -iSUFFIX,
+ * --in-place=SUFFIX, cp and mv -S, patch -z) is a suffix_options value: it
+ * is appended to each file's name, so a '/' in it would put the backup in
+ * another directory no path check sees; such a suffix is refused
+ * (policy/decide.c, suffix_denied).
  */
 #include "config/config.h"
 #include "util/escape.h"
@@ -54,13 +54,14 @@
 static const char *const set_edit[] = {
     "{\"sed\": {\"interpreter\": true, \"paths\": \"skip_first\", \"value_options\": [\"-f\","
     " \"--file\"], \"data_options\": [\"-e\", \"--expression\", \"-l\", \"--line-length\"],"
+    " \"suffix_options\": [\"-i\", \"--in-place\"],"
     " \"advice\": \"sed edits files of the workspace; name them by paths inside it\"}}",
     "{\"echo\": {\"paths\": \"none\"}}",
     "{\"mkdir\": {\"data_options\": [\"-m\", \"--mode\"]}}",
     "{\"cp\": {\"value_options\": [\"-t\", \"--target-directory\"], \"data_options\": [\"-S\","
-    " \"--suffix\", \"--sparse\", \"--no-preserve\"]}}",
+    " \"--suffix\", \"--sparse\", \"--no-preserve\"], \"suffix_options\": [\"-S\", \"--suffix\"]}}",
     "{\"mv\": {\"value_options\": [\"-t\", \"--target-directory\"], \"data_options\": [\"-S\","
-    " \"--suffix\"]}}",
+    " \"--suffix\"], \"suffix_options\": [\"-S\", \"--suffix\"]}}",
     "{\"touch\": {\"value_options\": [\"-r\", \"--reference\"], \"data_options\": [\"-d\","
     " \"--date\", \"-t\", \"--time\"]}}",
     "{\"patch\": {\"deny_options\": [\"-g\", \"--get\", \"-e\", \"--ed\"], \"value_options\": [\"-i\","
@@ -68,6 +69,7 @@ static const char *const set_edit[] = {
     " \"-B\", \"--prefix\", \"-Y\", \"--basename-prefix\"], \"data_options\": [\"-p\", \"--strip\","
     " \"-F\", \"--fuzz\", \"-z\", \"--suffix\", \"-V\", \"--version-control\", \"-D\", \"--ifdef\","
     " \"--quoting-style\", \"--read-only\", \"--reject-format\", \"-x\", \"--debug\"],"
+    " \"suffix_options\": [\"-z\", \"--suffix\"],"
     " \"deny_env\": [\"PATCH_GET\"], \"advice\": \"patch applies a diff to workspace files: patch -p1 -i FILE.diff\"}}",
     NULL,
 };

@@ -21,6 +21,8 @@ load_options(struct vctx *v, const char *k, json_t *val, struct config_options *
 		return config_get_strv(v, val, &o->value, false, config_check_option);
 	if (!strcmp(k, "data_options"))
 		return config_get_strv(v, val, &o->data, false, config_check_option);
+	if (!strcmp(k, "suffix_options"))
+		return config_get_strv(v, val, &o->suffix, false, config_check_option);
 	*known = false;
 	return 0;
 }
@@ -36,13 +38,21 @@ check_overlap(struct vctx *v, const struct config_options *o)
 				return vctx_fail(v, true,
 						 "'%s' is in both value_options and data_options",
 						 o->value.v[j]);
+	/* a suffix is data (or an attached value), never a path to judge */
+	for (size_t i = 0; i < o->suffix.n; i++)
+		for (size_t j = 0; j < o->value.n; j++)
+			if (!strcmp(o->suffix.v[i], o->value.v[j]))
+				return vctx_fail(v, true,
+						 "'%s' is in both value_options and suffix_options",
+						 o->value.v[j]);
 	return 0;
 }
 
 static int
 load_before(struct vctx *v, json_t *j, struct config_options *o)
 {
-	static const char *const known[] = {"deny_options", "value_options", "data_options", NULL};
+	static const char *const known[] = {"deny_options", "value_options", "data_options",
+					    "suffix_options", NULL};
 	int rc = config_want_type(v, j, JSON_OBJECT, "an object");
 	if (rc < 0)
 		return rc;
@@ -177,10 +187,19 @@ int
 config_load_program(struct vctx *v, const char *name, bool workspace, json_t *j,
 		    struct config_program *pg)
 {
-	static const char *const known[] = {"interpreter",	 "subcommands",	  "allow_options",
-					    "deny_options",	 "value_options", "data_options",
-					    "before_subcommand", "deny_env",	  "paths",
-					    "approve",		 "advice",	  NULL};
+	static const char *const known[] = {"interpreter",
+					    "subcommands",
+					    "allow_options",
+					    "deny_options",
+					    "value_options",
+					    "data_options",
+					    "suffix_options",
+					    "before_subcommand",
+					    "deny_env",
+					    "paths",
+					    "approve",
+					    "advice",
+					    NULL};
 	int rc;
 	pg->name = wd_xstrdup(name);
 	pg->workspace = workspace;
@@ -242,6 +261,7 @@ options_fini(struct config_options *o)
 	config_strv_free(&o->deny);
 	config_strv_free(&o->value);
 	config_strv_free(&o->data);
+	config_strv_free(&o->suffix);
 }
 
 void

@@ -141,13 +141,7 @@ config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 		} else if (!strcmp(k, "isolation")) {
 			const char *s = json_is_string(val) ? json_string_value(val) : "";
 			sb->isolation_set = true;
-			if (!strcmp(s, "container"))
-				sb->isolation = WD_ISOLATION_CONTAINER;
-			else if (!strcmp(s, "process"))
-				sb->isolation = WD_ISOLATION_PROCESS;
-			else if (!strcmp(s, "gvisor"))
-				sb->isolation = WD_ISOLATION_GVISOR;
-			else
+			if (wd_isolation_parse(s, &sb->isolation) < 0)
 				return vctx_fail(v, false,
 						 "expected \"container\", \"process\" or \"gvisor\"");
 		} else if (!strcmp(k, "require")) {

@@ -136,7 +136,7 @@ int
 box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral, struct box **out,
 	   struct wd_err *err)
 {
-	if (spec->isolation != WD_ISOLATION_CONTAINER)
+	if (!backend_can(spec->isolation, BACKEND_CAP_MOUNTS))
 		return unsupported(err, "a cow workspace or a sandbox disk needs --isolation "
 					"container (a mount namespace to show it in)");
 	int rc = ws_disk_supported(err);

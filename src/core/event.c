@@ -101,12 +101,9 @@ result_members(struct jw *w, const struct wd_event *ev, bool ascii)
 	}
 }
 
-void
-event_write_members(struct jw *w, const struct wd_event *ev, bool for_audit)
+static void
+kind_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 {
-	/* the writer is at the start of an object's members: the first one
-	 * takes no comma */
-	w->first = true;
 	switch (ev->kind) {
 	case WD_EVENT_DECISION: {
 		json_t *o = policy_decision_event(ev->request, ev->decision);
@@ -129,6 +126,7 @@ event_write_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 		return;
 	case WD_EVENT_ROUTE:
 	case WD_EVENT_FILE:
+	case WD_EVENT_START:
 		jw_kstr(w, "event", ev->name);
 		if (ev->fields)
 			json_members(w, ev->fields, for_audit);
@@ -156,6 +154,20 @@ event_write_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 		result_members(w, ev, for_audit);
 		return;
 	}
+}
+
+void
+event_write_members(struct jw *w, const struct wd_event *ev, bool for_audit)
+{
+	/* the writer is at the start of an object's members: the first one
+	 * takes no comma */
+	w->first = true;
+	kind_members(w, ev, for_audit);
+	/* whether the policy judged the command this record belongs to: an
+	 * audit trail with --audit and an explicit argv says so on each line
+	 * rather than leaving a reader to infer it from a missing decision */
+	if (ev->policy_stage)
+		jw_kstr(w, "policy_stage", ev->policy_stage);
 }
 
 WD_API char *

@@ -46,8 +46,12 @@ on_approval(void *data, const char *what, const char *id, const char *detail)
 	const struct approval_hook *h = data;
 	char name[48];
 	snprintf(name, sizeof(name), "approval.%s", what);
-	struct wd_event e = {.kind = WD_EVENT_APPROVAL, .name = name, .sandbox_id = h->sandbox_id,
-			     .data = id, .detail = detail};
+	struct wd_event e = {.kind = WD_EVENT_APPROVAL,
+			     .name = name,
+			     .sandbox_id = h->sandbox_id,
+			     .data = id,
+			     .detail = detail,
+			     .policy_stage = "on"};
 	ctx_emit(h->ctx, &e);
 }
 
@@ -199,9 +203,12 @@ settle_pause(wd_ctx *ctx, struct policy_ref **pol, const wd_request *req, const 
 	    !strcmp(wd_decision_approval_id(again), id))
 		return 1;
 	if (wd_decision_kind(again) == WD_DECISION_DENY) {
-		struct wd_event ev = {.kind = WD_EVENT_DECISION, .name = "decision",
-				      .sandbox_id = h->sandbox_id, .decision = again,
-				      .request = req};
+		struct wd_event ev = {.kind = WD_EVENT_DECISION,
+				      .name = "decision",
+				      .sandbox_id = h->sandbox_id,
+				      .decision = again,
+				      .request = req,
+				      .policy_stage = "on"};
 		ctx_emit(ctx, &ev);
 	} else if (wd_decision_kind(again) == WD_DECISION_PAUSE) {
 		on_approval((void *)(uintptr_t)h, "mismatched", id,
@@ -367,7 +374,7 @@ gate_require(unsigned require, struct sandbox *sb, struct wd_err *err)
 		return 0;
 	wd_result *r = result_new(sb->id);
 	sb->ops->describe(sb, r);
-	bool container = r->isolation == WD_ISOLATION_CONTAINER;
+	bool own_ns = backend_can(r->isolation, BACKEND_CAP_NAMESPACES);
 	const struct {
 		unsigned bit;
 		bool have;
@@ -376,8 +383,8 @@ gate_require(unsigned require, struct sandbox *sb, struct wd_err *err)
 		{WD_REQUIRE_CGROUP, r->cgroup_version != 0, "cgroup"},
 		{WD_REQUIRE_LANDLOCK, r->landlock_abi > 0, "landlock"},
 		{WD_REQUIRE_SECCOMP, r->seccomp, "seccomp"},
-		{WD_REQUIRE_NETNS, container, "netns"},
-		{WD_REQUIRE_USERNS, container, "userns"},
+		{WD_REQUIRE_NETNS, own_ns, "netns"},
+		{WD_REQUIRE_USERNS, own_ns, "userns"},
 	};
 	wd_result_free(r);
 	for (size_t i = 0; i < WD_ARRAY_SIZE(need); i++)
@@ -475,8 +482,12 @@ gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *
 		wd_err_prefix(err, "--audit");
 		goto out;
 	}
-	struct wd_event ev = {.kind = WD_EVENT_DECISION, .name = "decision",
-			      .sandbox_id = sandbox_id, .decision = d, .request = req};
+	struct wd_event ev = {.kind = WD_EVENT_DECISION,
+			      .name = "decision",
+			      .sandbox_id = sandbox_id,
+			      .decision = d,
+			      .request = req,
+			      .policy_stage = "on"};
 	if ((rc = ctx_emit_checked(ctx, &ev, err)) < 0) {
 		wd_err_prefix(err, "audit");
 		goto out;

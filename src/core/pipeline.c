@@ -22,6 +22,7 @@
  * dropped failures after an audited decision, a detached session command
  * got no policy limits and no result event. */
 #include "core/core.h"
+#include "audit/audit.h"
 #include "policy/policy.h"
 #include "workspace/workspace.h"
 
@@ -84,6 +85,48 @@ decide(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id, stru
 	return rc;
 }
 
+static const char *
+stage_of(const wd_cmd *cmd)
+{
+	return cmd_needs_policy(cmd) ? "on" : "off";
+}
+
+/* A command the policy does not judge (an explicit argv without
+ * wd_cmd_set_policy) still leaves a record before it runs: what was asked
+ * to run, where, with which variable names (never values: they can be
+ * secrets), and that no policy judged it.  The decision is that record
+ * when the stage is on.  Written checked: a start the audit trail could not
+ * take runs nothing, as an unrecorded decision would not. */
+static int
+record_start(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id,
+	     struct wd_err *err)
+{
+	json_t *f = json_object();
+	json_t *argv = json_array();
+	for (int i = 0; i < cmd->argc; i++)
+		json_array_append_new(argv, audit_json_text(cmd->argv[i]));
+	json_object_set_new(f, "argv", argv);
+	wd_autofree char *here = spec->workspace ? NULL : getcwd(NULL, 0);
+	const char *ws = spec->workspace ? spec->workspace : here;
+	json_object_set_new(f, "workspace", audit_json_text(ws ? ws : ""));
+	json_object_set_new(f, "cwd", audit_json_text(cmd->cwd ? cmd->cwd : "."));
+	json_t *names = json_array();
+	for (size_t i = 0; i < spec->nenv + cmd->nenv; i++) {
+		const char *kv = i < spec->nenv ? spec->env[i] : cmd->env[i - spec->nenv];
+		wd_autofree char *name = wd_xasprintf("%.*s", (int)strcspn(kv, "="), kv);
+		json_array_append_new(names, audit_json_text(name));
+	}
+	json_object_set_new(f, "env", names);
+	struct wd_event e = {.kind = WD_EVENT_START,
+			     .name = "start",
+			     .sandbox_id = id,
+			     .fields = f,
+			     .policy_stage = "off"};
+	int rc = ctx_emit_checked(ctx, &e, err);
+	json_decref(f);
+	return rc < 0 ? wd_err_prefix(err, "audit") : 0;
+}
+
 static void
 finish(wd_ctx *ctx, const char *id, struct gate *g, const wd_cmd *cmd, wd_result *r,
        const char *failure, const char *detached)
@@ -96,14 +139,15 @@ finish(wd_ctx *ctx, const char *id, struct gate *g, const wd_cmd *cmd, wd_result
 		g->decision = NULL;
 		snprintf(r->policy, sizeof(r->policy), "%s", g->digest);
 	}
-	if (r || policy) {
+	if (r || policy || g->audited) {
 		struct wd_event e = {.kind = WD_EVENT_RESULT,
 				     .name = "result",
 				     .sandbox_id = id,
 				     .decision = r ? r->decision : g->decision,
 				     .result = r,
 				     .failure = failure,
-				     .detail = detached};
+				     .detail = detached,
+				     .policy_stage = stage_of(cmd)};
 		ctx_emit(ctx, &e);
 	}
 }
@@ -135,6 +179,11 @@ pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_cmd 
 		goto fail; /* decided and recorded, then failed: say so */
 	if (rc < 0 || r)
 		goto out; /* bad input, or denied or paused: nothing acquired */
+	if (!cmd_needs_policy(cmd)) {
+		if ((rc = record_start(ctx, d.spec, cmd, d.id, err)) < 0)
+			goto out;   /* nothing recorded, nothing run */
+		d.g.audited = true; /* from here, a failure is recorded as its result */
+	}
 	d.eff = d.g.spec ? d.g.spec : d.spec;
 	exec_req_of(ctx, cmd, argv, pl->exec_flags, &d.x);
 	cmd_limits(d.spec, &d.g, &d.x);
@@ -216,6 +265,8 @@ fresh_acquire(struct door *d, struct wd_err *err)
 	}
 	if ((rc = sandbox_new(eff, d->id, &d->ctx->sink, &d->sb, err)) < 0)
 		return rc;
+	/* made for this command: its network events carry the stage */
+	d->sb->policy_stage = stage_of(d->cmd);
 	d->sb->get_keeper = ctx_keeper;
 	d->sb->keeper_data = d->ctx;
 	return sandbox_start(d->sb, err);

@@ -142,7 +142,7 @@ wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, stru
 {
 	if (size < 1 || size > POOL_MAX)
 		return wd_err_set(err, WD_E_INVAL, "pool size must be from 1 to %d", POOL_MAX);
-	if (tmpl->isolation != WD_ISOLATION_CONTAINER || geteuid() != 0) {
+	if (!backend_can(tmpl->isolation, BACKEND_CAP_MOUNTS) || geteuid() != 0) {
 		wd_err_set(err, WD_E_UNSUPPORTED,
 			   "the warm pool needs --isolation container, as root (the workspace is "
 			   "a detached clone of the directory, which needs CAP_SYS_ADMIN on the "

@@ -260,7 +260,7 @@ wd_spec_plan(const wd_spec *spec, char **out, struct wd_err *err)
 	 * never started */
 	struct sandbox *sb = NULL;
 	wd_spec *own = NULL;
-	if (box_needed(spec) && spec->isolation == WD_ISOLATION_CONTAINER) {
+	if (box_needed(spec) && backend_can(spec->isolation, BACKEND_CAP_MOUNTS)) {
 		/* a cow sandbox's trees are made only when it is built: the
 		 * plan shows where they go (the descriptors are never used:
 		 * nothing is built here) */

@@ -124,7 +124,7 @@ record_check(const wd_spec *spec, const char *what, const char *path, const char
 	}
 	static const char *const host_rw[] = {"/tmp", "/dev/shm", NULL};
 	uid_t uid = process_uid(spec);
-	if (!in && spec->isolation == WD_ISOLATION_PROCESS &&
+	if (!in && backend_can(spec->isolation, BACKEND_CAP_HOST_TMP) &&
 	    policy_path_exposed(real, host_rw, uid))
 		in = "the host's /tmp or /dev/shm, writable by a process-level command,";
 	if (!in)

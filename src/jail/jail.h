@@ -211,6 +211,9 @@ struct jail_config {
 	 * jail's trust store */
 	bool net_proxy;
 	const char *ca_pem;
+	/* NO_PROXY's value with net_proxy: the names that mean the jail's own
+	 * loopback (NULL: localhost,127.0.0.1,::1) */
+	const char *no_proxy;
 	bool time_ns;	   /* give the sandbox its own monotonic and boot clocks */
 	bool reproducible; /* fixed build epoch and hash seeds in the environment */
 	/* an image's rootfs (host path): its /usr, usrmerge links

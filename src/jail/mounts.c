@@ -318,7 +318,7 @@ word_is(const char *s, const char *w)
  * includeIf.*.path (more config: core.fsmonitor), relative to the config
  * file's directory, followed CONFIG_DEPTH deep.  Only a target that
  * exists is bound (absent, the sandbox can create it in direct mode; see
- * the README); "~/" and %(prefix) paths are outside.  A line parser, not
+ * docs/sessions.md, "Protected paths"); "~/" and %(prefix) paths are outside.  A line parser, not
  * git's: sections by name, keys by name, one value per line. */
 static int
 protect_config(int ws, const char *cfg, const char *wt, const struct walk *w, int depth)

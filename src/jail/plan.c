@@ -814,13 +814,18 @@ plan_env(struct jail_prep *p, const struct jail_config *cfg)
 		/* the only way out: warden's proxy in the jail's namespace
 		 * (both spellings: curl reads lower case, most others upper) */
 		static const char *const proxy_env[] = {
-			"HTTP_PROXY=http://127.0.0.1:3128",   "http_proxy=http://127.0.0.1:3128",
-			"HTTPS_PROXY=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
-			"ALL_PROXY=socks5h://127.0.0.1:1080", "all_proxy=socks5h://127.0.0.1:1080",
-			"NO_PROXY=localhost,127.0.0.1,::1",   "no_proxy=localhost,127.0.0.1,::1",
+		    "HTTP_PROXY=http://127.0.0.1:3128",	  "http_proxy=http://127.0.0.1:3128",
+		    "HTTPS_PROXY=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
+		    "ALL_PROXY=socks5h://127.0.0.1:1080", "all_proxy=socks5h://127.0.0.1:1080",
 		};
 		for (size_t i = 0; i < WD_ARRAY_SIZE(proxy_env); i++)
 			pl->envp[ne++] = sdup(p, "%s", proxy_env[i]);
+		/* the names of the jail's own loopback go direct; a loopback
+		 * name an allow rule names is the host's service, reached
+		 * only through the proxy (local.c) */
+		const char *np = cfg->no_proxy ? cfg->no_proxy : "localhost,127.0.0.1,::1";
+		pl->envp[ne++] = sdup(p, "NO_PROXY=%s", np);
+		pl->envp[ne++] = sdup(p, "no_proxy=%s", np);
 		if (cfg->ca_pem) {
 			static const char *const ca_env[] = {
 				"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",

@@ -150,6 +150,13 @@ int net_rules_add_range(struct net_rules *rules, const char *spec, struct wd_err
 /* Number of allow rules (0 means "network off" to the caller). */
 size_t net_rules_count(const struct net_rules *rules);
 
+/* Whether an allow rule names host itself: a name rule for that exact name,
+ * or an address rule (not a --allow-range) containing that literal
+ * address.  The jail's NO_PROXY leaves such a loopback name out, so that
+ * clients send it through the proxy to the host's service the rule means
+ * (plan.c). */
+bool net_rules_admits_name(const struct net_rules *rules, const char *host);
+
 /* The i-th rule added (allow and deny, in order), or NULL past the end. */
 const struct net_rule *net_rules_at(const struct net_rules *rules, size_t i);
 /* Canonical text of a rule ("allow api.example.com:443=GET,HEAD"), valid

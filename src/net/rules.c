@@ -657,6 +657,26 @@ addr_in_rule(const struct net_rule *r, int family, const uint8_t *a)
 	return true;
 }
 
+bool
+net_rules_admits_name(const struct net_rules *rules, const char *host)
+{
+	uint8_t a[16];
+	int family = 0;
+	if (inet_pton(AF_INET, host, a) == 1)
+		family = AF_INET;
+	else if (inet_pton(AF_INET6, host, a) == 1)
+		family = AF_INET6;
+	for (size_t i = 0; rules && i < rules->n_rules; i++) {
+		const struct net_rule *r = rules->rules[i];
+		if (r->deny || r->range)
+			continue;
+		if (family ? addr_in_rule(r, family, a)
+			   : r->kind == RULE_NAME && !strcasecmp(r->host, host))
+			return true;
+	}
+	return false;
+}
+
 /* Family and raw bytes of an address; an IPv4-mapped IPv6 address counts
  * as the IPv4 address it maps, so "::ffff:10.0.0.1" meets 10.0.0.0/8. */
 static int
@@ -882,8 +902,9 @@ net_rules_decide(const struct net_rules *rules, const struct net_request *req,
 		d->reason = NET_R_PORT;
 		d->rule = port_miss;
 		snprintf(d->advice, sizeof(d->advice),
-			 "%s is allowed, but not on port %u (rule '%s'); use an allowed port", host,
-			 req->port, port_miss->text);
+			 "%s is allowed, but not on port %u (rule '%s'); use an allowed port, or "
+			 "ask the operator for --allow-host %s:%u",
+			 host, req->port, port_miss->text, host, req->port);
 	} else {
 		d->reason = NET_R_NO_RULE;
 		snprintf(d->advice, sizeof(d->advice),

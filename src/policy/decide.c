@@ -104,7 +104,7 @@ shell_advice(const char *rule)
 		{"shell.substitution", "run the inner command as its own call and write its result literally"},
 		{"shell.expansion", "write the value literally; the command's environment is empty"},
 		{"shell.redirect", "drop the redirection: the output comes back to you, and files are read by name"},
-		{"shell.glob", "name the files; a pattern the program matches itself goes in its option (--include=*.py) or in quotes ('*.py')"},
+		{"shell.glob", "warden does not expand globs: name the files (list them first with find . -name 'PATTERN'), or give the pattern to the program's own option (grep --include=*.py) or quote it ('*.py')"},
 		{"shell.tilde", "use a path inside the workspace"},
 		{"shell.brace", "write each word out, or quote the braces"},
 		{"shell.subshell", "run one program per call, without grouping"},
@@ -397,6 +397,29 @@ option_refused(const struct config_program *pg, const char *a, const struct poli
 	     (int)strcspn(a, "="), a, pg->name, list[0] ? list : "none");
 }
 
+/* A backup suffix (sed -iSUFFIX, cp -S SUFFIX) is appended to each file's
+ * name: with a '/' in it the backup lands in another directory, one no
+ * path check sees (`sed -i../../x s/a/b/ f` with a directory 'f..' made
+ * first writes ../x).  Resolving it per file would depend on directories
+ * the model can create between the check and the run, so any '/' is
+ * refused; a backup suffix never needs one.  Returns true if refused. */
+static bool
+suffix_denied(const struct config_program *pg, const char *word, const char *suffix,
+	      struct policy_decision *d)
+{
+	if (!strchr(suffix, '/'))
+		return false;
+	char rule[96];
+	snprintf(rule, sizeof(rule), "%s.suffix_options", pg->rule);
+	deny(d, rule,
+	     "use a backup suffix without '/' (-i.bak, --suffix=.orig); the backup is "
+	     "written beside each file",
+	     "the backup suffix '%s' (%s %s) contains '/': the backup would be written "
+	     "into another directory, outside what the policy checks",
+	     suffix, pg->name, word);
+	return true;
+}
+
 struct scan {
 	bool end_of_opts, sub_seen, value_opt_seen;
 	int operands;
@@ -454,6 +477,8 @@ option_denied(const struct config_policy *p, const struct policy_request *req,
 	}
 	if (o.judge && path_denied(p, req, pg, o.judge, d))
 		return true;
+	if (o.suffix && o.value && suffix_denied(pg, a, o.value, d))
+		return true;
 	if (o.takes == POLICY_OPT_FLAG)
 		return false;
 	/* Any value makes grep's first operand a file (grep -e PAT FILE). */
@@ -474,6 +499,8 @@ option_denied(const struct config_policy *p, const struct policy_request *req,
 			}
 		}
 	}
+	if (o.suffix && val && val != o.value && suffix_denied(pg, argv[*i - 1], val, d))
+		return true;
 	if (val && o.takes == POLICY_OPT_DATA)
 		mark_data(&d->words, *i, val == o.value ? (size_t)(o.value - a) : 0);
 	/* A data value (code, a pattern, a count) is not a path: judging

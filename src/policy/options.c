@@ -36,6 +36,7 @@ struct lists {
 	const struct config_strv *deny[2];
 	const struct config_strv *value;
 	const struct config_strv *data;
+	const struct config_strv *suffix;
 	const struct config_strv *allow; /* NULL: any option is allowed */
 };
 
@@ -47,6 +48,7 @@ lists_for(const struct config_program *pg, bool before_sub, struct lists *l)
 	l->deny[1] = before ? &pg->before.deny : NULL;
 	l->value = before ? &pg->before.value : &pg->opts.value;
 	l->data = before ? &pg->before.data : &pg->opts.data;
+	l->suffix = before ? &pg->before.suffix : &pg->opts.suffix;
 	l->allow = pg->options_listed ? &pg->allow_options : NULL;
 }
 
@@ -72,7 +74,7 @@ static bool
 named(const struct lists *l, const char *s, size_t n)
 {
 	return exact_deny(l, s, n) || exact(l->value, s, n) || exact(l->data, s, n) ||
-	       exact(l->allow, s, n);
+	       exact(l->suffix, s, n) || exact(l->allow, s, n);
 }
 
 /* What a long option abbreviated to s (n bytes) could stand for among the
@@ -80,6 +82,7 @@ named(const struct lists *l, const char *s, size_t n)
 struct abbrev {
 	const char *denied; /* the first refused one */
 	bool value, data;   /* one of them takes a value (a path, data) */
+	bool suffix;	    /* one of them takes a file name suffix */
 	bool any;	    /* it abbreviates some listed option */
 	bool all_allowed;   /* every one of them is in allow_options */
 };
@@ -97,6 +100,7 @@ candidates(const struct lists *l, const struct config_strv *from, const char *s,
 			a->denied = o;
 		a->value |= kind == 1;
 		a->data |= kind == 2;
+		a->suffix |= kind == 4;
 		/* Under allow_options an abbreviation passes only if every
 		 * option it could stand for is allowed: ambiguity must not
 		 * widen the list. */
@@ -114,6 +118,7 @@ abbreviation(const struct lists *l, const char *s, size_t n, struct abbrev *a)
 	candidates(l, l->value, s, n, a, 1);
 	candidates(l, l->data, s, n, a, 2);
 	candidates(l, l->allow, s, n, a, 3);
+	candidates(l, l->suffix, s, n, a, 4);
 }
 
 static void
@@ -123,6 +128,7 @@ set_takes(const struct lists *l, const char *name, size_t n, struct policy_opt *
 		o->takes = POLICY_OPT_VALUE;
 	else if (exact(l->data, name, n))
 		o->takes = POLICY_OPT_DATA;
+	o->suffix = exact(l->suffix, name, n) != NULL;
 }
 
 static void
@@ -145,11 +151,12 @@ long_option(const struct lists *l, const char *w, size_t n, const char *eq, stru
 			return;
 		}
 		o->takes = a.value ? POLICY_OPT_VALUE : a.data ? POLICY_OPT_DATA : POLICY_OPT_FLAG;
+		o->suffix = a.suffix;
 		if (l->allow && !(a.any && a.all_allowed))
 			o->unlisted = true;
 	}
-	if (o->takes != POLICY_OPT_FLAG)
-		o->value = eq ? eq + 1 : NULL;
+	if (o->takes != POLICY_OPT_FLAG || o->suffix)
+		o->value = eq ? eq + 1 : NULL; /* a suffix alone: attached only */
 	else if (eq)
 		o->judge = eq + 1;
 }
@@ -168,6 +175,14 @@ cluster(const struct lists *l, const char *w, struct policy_opt *o)
 		if ((o->denied = exact_deny(l, one, 2)))
 			return;
 		set_takes(l, one, 2, o);
+		if (o->suffix && o->takes == POLICY_OPT_FLAG) {
+			/* an optional argument (sed -iSUFFIX): the rest of
+			 * the word, never the next word */
+			o->value = w + j + 1;
+			if (l->allow && !exact(l->allow, one, 2))
+				o->unlisted = true;
+			return;
+		}
 		if (o->takes != POLICY_OPT_FLAG) {
 			o->value = w[j + 1] ? w + j + 1 : NULL;
 			if (l->allow && !exact(l->allow, one, 2))

@@ -125,6 +125,26 @@ host_resolve(const char *abs, char *out, size_t cap)
 	}
 }
 
+/* An argument given in the jail's view whose ".." climbs out of the mount
+ * point: where it leads in that view ("/workspace/../etc/passwd" is the
+ * jail's /etc/passwd), replacing the host's resolution in where.  A climb
+ * through a link keeps the host's answer (the link's target). */
+static void
+jail_view(const char *mount, const char *rel, char *where, size_t cap)
+{
+	char v[PATH_MAX];
+	size_t m = strlen(mount);
+	while (m > 1 && mount[m - 1] == '/')
+		m--;
+	if (m >= sizeof(v))
+		return;
+	memcpy(v, mount, m);
+	v[m] = '\0';
+	apply_lexical(v, sizeof(v), rel);
+	if (strncmp(v, mount, m) || (v[m] != '/' && v[m] != '\0'))
+		snprintf(where, cap, "%s", v);
+}
+
 /* If arg is below prefix ("/workspace", "/workspace/x"), return the rest
  * without leading slashes ("" or "x"), else NULL. */
 static const char *
@@ -149,16 +169,28 @@ policy_path_check(int workspace_fd, const char *workspace, const char *mount, co
 {
 	char rel[PATH_MAX], probe[PATH_MAX], where[PATH_MAX];
 	const char *ws = workspace ? workspace : ".";
+	/* an argument in the jail's view ("/workspace/../etc/passwd"): where
+	 * its ".." leads is said in that view, not the host's */
+	const char *in_mount = arg[0] == '/' ? below(arg, mount) : NULL;
 	if (!*arg)
 		return 0;
 	if (arg[0] == '/') {
-		const char *r = below(arg, mount);
+		const char *r = in_mount;
 		if (!r)
 			r = below(arg, workspace);
 		if (!r) {
-			host_resolve(arg, where, sizeof(where));
-			snprintf(reason, cap, "path '%s' resolves to %s, outside the workspace %s",
-				 arg, where, ws);
+			/* Said lexically, never through the host's links: the host's
+			 * /proc/self is the checker (its pid, not the command's), and
+			 * the jail's /etc or /usr need not be the host's */
+			snprintf(where, sizeof(where), "/");
+			apply_lexical(where, sizeof(where), arg);
+			if (!strcmp(where, arg))
+				snprintf(reason, cap, "path '%s' is outside the workspace %s", arg,
+					 ws);
+			else
+				snprintf(reason, cap,
+					 "path '%s' resolves to %s, outside the workspace %s", arg,
+					 where, ws);
 			return 1;
 		}
 		if (snprintf(rel, sizeof(rel), "%s", r) >= (int)sizeof(rel))
@@ -197,6 +229,8 @@ policy_path_check(int workspace_fd, const char *workspace, const char *mount, co
 			char full[PATH_MAX * 2];
 			snprintf(full, sizeof(full), "%s/%s", ws, rel);
 			host_resolve(full, where, sizeof(where));
+			if (in_mount)
+				jail_view(mount, rel, where, sizeof(where));
 			snprintf(reason, cap, "path '%s' resolves to %s, outside the workspace %s",
 				 arg, where, ws);
 			return 1;
@@ -230,6 +264,8 @@ policy_path_check(int workspace_fd, const char *workspace, const char *mount, co
 			char full[PATH_MAX * 2];
 			snprintf(full, sizeof(full), "%s/%s", ws, rel);
 			host_resolve(full, where, sizeof(where));
+			if (in_mount)
+				jail_view(mount, rel, where, sizeof(where));
 			snprintf(reason, cap,
 				 "path '%s' resolves to %s, outside the workspace %s (through '..' "
 				 "after a component that does not exist)",

@@ -175,6 +175,8 @@ struct policy_opt {
 	enum policy_opt_takes takes;
 	const char *value; /* the attached value; NULL: the next word (if takes) */
 	const char *judge; /* the "=value" of an option not listed: judged as a path */
+	bool suffix;	   /* a suffix_options option: value (attached, or the next word
+			    * if it takes DATA) is a file name suffix */
 };
 /* What option word w (starting with '-', not "-" or "--") means under pg's
  * lists; before_sub: it comes before the subcommand. */

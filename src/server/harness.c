@@ -332,9 +332,7 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	c->created = lv; /* the loop puts it in the peer's table (dispatch_deliver) */
 	json_t *r = json_pack("{s:s, s:s, s:s, s:s}", "sandbox", lv->id, "workspace",
 			      wd_workspace_path(s->ws), "isolation",
-			      s->o.isolation == WD_ISOLATION_PROCESS  ? "process"
-			      : s->o.isolation == WD_ISOLATION_GVISOR ? "gvisor"
-								      : "container",
+			      wd_isolation_name(s->o.isolation),
 			      "workspace_mode", cow ? "cow" : "direct");
 	if (cow)
 		json_object_set_new(r, "disk", json_integer((json_int_t)disk));

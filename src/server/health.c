@@ -25,18 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *
-level_name(enum wd_isolation l)
-{
-	switch (l) {
-	case WD_ISOLATION_PROCESS:
-		return "process";
-	case WD_ISOLATION_GVISOR:
-		return "gvisor";
-	default:
-		return "container";
-	}
-}
+#define level_name wd_isolation_name
 
 static void
 set_health(struct srv *s, int h, const char *why)

@@ -207,7 +207,7 @@ srv_pool_start(struct srv *s)
 		srv_log(s, WD_LOG_ERROR,
 			"%s: the warm pool works at the container level only, not with "
 			"--isolation %s",
-			name, s->o.isolation == WD_ISOLATION_PROCESS ? "process" : "gvisor");
+			name, wd_isolation_name(s->o.isolation));
 		return -EINVAL;
 	}
 	if (geteuid() != 0) {

@@ -1,6 +1,7 @@
 /* supervise/backend: the isolation levels behind one interface
  * (struct backend_ops, supervise.h).  The caller never asks which level
- * it has: it calls the table.  container and process share the local
+ * it has: it calls the table, and asks the table what the level can
+ * (backend_can: enum backend_cap).  container and process share the local
  * monitor (local.c); gvisor runs commands through runsc (gvisor.c) and
  * has its table there. */
 #include "supervise/supervise.h"
@@ -21,6 +22,7 @@ probe_process(struct backend_probe *out)
 static const struct backend_ops container_ops = {
 	.name = "container",
 	.level = WD_ISOLATION_CONTAINER,
+	.caps = BACKEND_CAP_MOUNTS | BACKEND_CAP_NAMESPACES,
 	.probe = probe_container,
 	.prepare = local_prepare,
 	.spawn = local_spawn,
@@ -36,6 +38,7 @@ static const struct backend_ops container_ops = {
 static const struct backend_ops process_ops = {
 	.name = "process",
 	.level = WD_ISOLATION_PROCESS,
+	.caps = BACKEND_CAP_HOST_TMP,
 	.probe = probe_process,
 	.prepare = local_prepare,
 	.spawn = local_spawn,
@@ -57,4 +60,11 @@ const struct backend_ops *
 backend_for(enum wd_isolation level)
 {
 	return (unsigned)level < WD_ARRAY_SIZE(backends) ? backends[level] : NULL;
+}
+
+bool
+backend_can(enum wd_isolation level, unsigned caps)
+{
+	const struct backend_ops *ops = backend_for(level);
+	return ops && (ops->caps & caps) == caps;
 }

@@ -9,7 +9,7 @@
  * distribution can backport a feature or switch it off with a sysctl, an
  * LSM (AppArmor's userns restriction) or a boot parameter (lsm=).
  *
- * Levels (README, "Isolation levels"):
+ * Levels (docs/isolation.md):
  *   container  user namespace with a uid map, mount + pid + net namespaces
  *              (loopback can be brought up), seccomp;
  *   process    seccomp; Landlock strongly recommended (reported);

@@ -1,7 +1,7 @@
 /* supervise/gvisor: the gvisor isolation level behind struct backend_ops
  * (gvisor.h has the map of the files).
  *
- * Why these choices (README, "gvisor"):
+ * Why these choices (docs/isolation.md, "gvisor"):
  *  - root mode, ptrace platform: Debian 12's runsc (2022-12-19) has ptrace
  *    and kvm; systrap is newer.  KVM needs a usable /dev/kvm (doctor
  *    tries it); ptrace works wherever ptrace does.
@@ -21,7 +21,7 @@
  *    interfaces, refuses to start on Linux 6.x: this runsc takes any
  *    network namespace for the root one, since its test is whether
  *    /proc/sys/net/core/rmem_default exists.  Its loopback is its own too:
- *    reaching warden's listeners would take a veth pair.  README.)
+ *    reaching warden's listeners would take a veth pair.  docs/isolation.md.)
  *  - the workspace is idmapped so that its owner appears as uid 1000 to
  *    runsc's gofer, which creates files as root and then chowns them to
  *    the sandbox user (jail/hostpath.c): files made in the sandbox belong
@@ -537,6 +537,10 @@ gv_plan_text(struct sandbox *sb)
 const struct backend_ops gvisor_ops = {
     .name = "gvisor",
     .level = WD_ISOLATION_GVISOR,
+    /* runsc builds the sandbox's mounts (no overlay or disk of warden's
+     * can be shown in them) and its user namespace; sandbox.require
+     * userns/netns ask for warden's own */
+    .caps = 0,
     .probe = gv_probe,
     .prepare = gv_prepare,
     .spawn = gv_spawn_sb,

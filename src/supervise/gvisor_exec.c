@@ -321,7 +321,7 @@ sandbox_died(struct grun *r, const struct cgroup_stats *before)
 /* The command's status.  runsc reports a command killed by signal N as
  * exit status 128+N (there is no other channel for the wait status), so
  * 129..192 is read as a signal: a command that exits 137 by itself is
- * indistinguishable from one SIGKILLed (README, gvisor). */
+ * indistinguishable from one SIGKILLed (docs/isolation.md, gvisor). */
 static void
 set_status(struct grun *r, wd_result *res)
 {
@@ -365,7 +365,7 @@ collect(struct grun *r, uint64_t t0, const struct cgroup_stats *before)
 	res->wall_ns = wd_now_ns() - t0;
 	if (sb->cg) {
 		/* gVisor's processes are all in the cgroup: the sentry's own
-		 * work counts with the command's (README) */
+		 * work counts with the command's (docs/isolation.md) */
 		struct cgroup_stats st = {0};
 		if (cgroup_stats(sb->cg, &st) == 0) {
 			res->peak_memory = st.memory_peak;

@@ -43,8 +43,11 @@ static void
 net_event_cb(const struct net_event *ev, void *data)
 {
 	struct sandbox *sb = data;
-	struct wd_event e = {.kind = WD_EVENT_NETWORK, .name = "network", .sandbox_id = sb->id,
-			     .net = ev};
+	struct wd_event e = {.kind = WD_EVENT_NETWORK,
+			     .name = "network",
+			     .sandbox_id = sb->id,
+			     .net = ev,
+			     .policy_stage = sb->policy_stage};
 	event_emit(sb->events, &e);
 	if (!ev->allowed)
 		sandbox_note_refusal(sb, ev);
@@ -114,31 +117,48 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		protect[i] = ws_default_protect[i];
 	for (size_t i = 0; i < spec->nprotect; i++)
 		protect[nd + i] = spec->protect[i];
+	/* NO_PROXY: the jail's own loopback names, less any an allow rule
+	 * names (--allow-host 127.0.0.1:4873 means the host's registry on
+	 * that port; left in NO_PROXY, npm, curl and pip would connect to
+	 * the jail's own loopback, where nothing listens, and fail with
+	 * EACCES instead of reaching the proxy).  Still only what the rule
+	 * admits gets through: the proxy judges every request. */
+	char no_proxy[32] = "";
+	if (sb->proxy) {
+		static const char *const names[] = {"localhost", "127.0.0.1", "::1"};
+		const struct net_rules *rules = spec->net_rules ? spec->net_rules : sb->own_rules;
+		for (size_t i = 0; i < WD_ARRAY_SIZE(names); i++)
+			if (!net_rules_admits_name(rules, names[i]))
+				snprintf(no_proxy + strlen(no_proxy),
+					 sizeof(no_proxy) - strlen(no_proxy), "%s%s",
+					 no_proxy[0] ? "," : "", names[i]);
+	}
 	struct jail_config cfg = {
-		.container = container,
-		.workspace = ws ? ws : ".",
-		.binds = binds,
-		.nbinds = spec->nbinds,
-		.env = env,
-		.nenv = nenv,
-		.term = spec->term,
-		.tmp_bytes = spec->lim.tmp_bytes,
-		.nofile = spec->lim.nofile,
-		.fsize = spec->lim.fsize,
-		.ports = spec->ports,
-		.nports = spec->nports,
-		.net_proxy = sb->proxy != NULL,
-		.ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
-		.time_ns = time_ns,
-		.reproducible = spec->reproducible,
-		.trees = trees,
-		.ntrees = ntrees,
-		.home = spec->tree_home >= 0 ? "/home/sandbox" : NULL,
-		.protect = protect,
-		.nprotect = container ? nd + spec->nprotect : 0,
-		.vacant = spec->vacant,
-		.image_root = spec->image_root,
-		.user_name = spec->image_user,
+	    .container = container,
+	    .workspace = ws ? ws : ".",
+	    .binds = binds,
+	    .nbinds = spec->nbinds,
+	    .env = env,
+	    .nenv = nenv,
+	    .term = spec->term,
+	    .tmp_bytes = spec->lim.tmp_bytes,
+	    .nofile = spec->lim.nofile,
+	    .fsize = spec->lim.fsize,
+	    .ports = spec->ports,
+	    .nports = spec->nports,
+	    .net_proxy = sb->proxy != NULL,
+	    .ca_pem = sb->proxy && spec->tls_intercept ? net_proxy_ca_pem(sb->proxy) : NULL,
+	    .no_proxy = no_proxy,
+	    .time_ns = time_ns,
+	    .reproducible = spec->reproducible,
+	    .trees = trees,
+	    .ntrees = ntrees,
+	    .home = spec->tree_home >= 0 ? "/home/sandbox" : NULL,
+	    .protect = protect,
+	    .nprotect = container ? nd + spec->nprotect : 0,
+	    .vacant = spec->vacant,
+	    .image_root = spec->image_root,
+	    .user_name = spec->image_user,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
 	/* The process level: the command also writes the host's /tmp and

@@ -187,23 +187,13 @@ wd_result_output_omitted(const wd_result *r, int stream)
 	return (stream == 1 || stream == 2) ? r->omitted[stream] : 0;
 }
 
-const char *
-result_isolation_name(enum wd_isolation level)
-{
-	static const char *const names[] = {
-		[WD_ISOLATION_CONTAINER] = "container",
-		[WD_ISOLATION_PROCESS] = "process",
-		[WD_ISOLATION_GVISOR] = "gvisor",
-	};
-	return (unsigned)level < WD_ARRAY_SIZE(names) && names[level] ? names[level] : "?";
-}
 
 static void
 write_protections(struct jw *w, const wd_result *r, bool with_data)
 {
 	jw_key(w, "protections");
 	jw_obj_begin(w);
-	jw_kstr(w, "isolation", result_isolation_name(r->isolation));
+	jw_kstr(w, "isolation", wd_isolation_name(r->isolation));
 	jw_key(w, "namespaces");
 	jw_arr_begin(w);
 	static const char *const ns[] = {"user", "mount", "pid",    "net",
@@ -238,10 +228,11 @@ write_protections(struct jw *w, const wd_result *r, bool with_data)
 		jw_kuint(w, "refused", r->net_refused);
 		jw_kuint(w, "dns_queries", r->net_dns);
 		jw_kuint(w, "bytes", r->net_bytes);
-		if (r->n_net_refusals && with_data) {
+		if (r->n_net_refusals && (with_data || r->refusals_unaudited)) {
 			/* this command's distinct refusals, each once with a count
-			 * (not in the audit trail's result: each refusal is an
-			 * audited network event of its own already) */
+			 * (not in the audit trail's result when each refusal is an
+			 * audited network event of its own already: a session's
+			 * network events go to its monitor's log instead) */
 			jw_key(w, "refusals");
 			result_refusals_write(w, r);
 			if (r->net_refusals_more)

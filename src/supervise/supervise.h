@@ -140,7 +140,8 @@ struct wd_event {
 	size_t len;                   /* OUTPUT */
 	int stream;                   /* OUTPUT */
 	const char *detail;           /* APPROVAL, SANDBOX: one line */
-	struct json_t *fields;        /* ROUTE: the route's members (a jansson object) */
+	struct json_t *fields;	      /* ROUTE, FILE, START: members (a jansson object) */
+	const char *policy_stage;     /* "on", "off", or NULL: not one command's */
 };
 
 /* Where a sandbox sends its events (the context's fan-out). */
@@ -288,6 +289,9 @@ struct wd_result {
 	struct net_refusal *net_refusals;
 	size_t n_net_refusals;
 	uint64_t net_refusals_more;
+	/* the refusals' network events went to another process's trail (a
+	 * session's monitor): the audit trail's result lists them itself */
+	bool refusals_unaudited;
 	char **net_refusal_lines; /* one escaped line each, for a human */
 	unsigned host_uid;
 	char sandbox_id[17];
@@ -309,7 +313,6 @@ struct wd_result {
 
 wd_result *result_new(const char *sandbox_id);
 /* "container", "process", "gvisor". */
-const char *result_isolation_name(enum wd_isolation level);
 /* Write the result as one JSON object into w (with_data: the output
  * windows; the audit trail keeps only the counts). */
 struct jw;
@@ -356,9 +359,26 @@ struct backend_probe {
 	char note[128]; /* when ok: one fact worth showing ("Landlock ABI 7") */
 };
 
+/* What a level can do.  Core asks these, never which level it has: a
+ * new level says what it can in its table, and every question about it
+ * is answered there (backend_can). */
+enum backend_cap {
+	/* warden builds the sandbox's mount namespace itself, so a cow
+	 * overlay, a sandbox disk and a warm pool's detached workspace can
+	 * be shown in it (runsc builds gVisor's; the process level has none) */
+	BACKEND_CAP_MOUNTS = 1u << 0,
+	/* user and network namespaces of warden's own around the command:
+	 * what a policy's sandbox.require userns / netns asks for */
+	BACKEND_CAP_NAMESPACES = 1u << 1,
+	/* the command shares the host's /tmp and /dev/shm (the process
+	 * level): a workspace there is writable by it from outside */
+	BACKEND_CAP_HOST_TMP = 1u << 2,
+};
+
 struct backend_ops {
 	const char *name;
 	enum wd_isolation level;
+	unsigned caps; /* enum backend_cap */
 	/* Can this host run the level?  From real probes, cheap enough to
 	 * call once per context. */
 	void (*probe)(struct backend_probe *out);
@@ -389,6 +409,9 @@ struct backend_ops {
 };
 
 const struct backend_ops *backend_for(enum wd_isolation level);
+/* Whether level's backend has every bit of caps (false for an unknown
+ * level). */
+bool backend_can(enum wd_isolation level, unsigned caps);
 
 enum sandbox_state {
 	SB_NEW = 0,   /* prepared, nothing started */
@@ -399,6 +422,9 @@ enum sandbox_state {
 
 struct sandbox {
 	char id[17];
+	/* "on"/"off" for a sandbox made for one command (its network events
+	 * say whether the policy judged that command); NULL when shared */
+	const char *policy_stage;
 	const struct backend_ops *ops;
 	wd_spec *spec; /* own copy */
 	const struct event_sink *events;

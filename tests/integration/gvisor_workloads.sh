@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Real workloads at --isolation gvisor, each run as an agent
 # would: a C build with make, a Python venv with a wheel built locally, git,
-# node, and coreutils.  The README's list of what works and what fails
+# node, and coreutils.  docs/isolation.md's list of what works and what fails
 # under Debian 12's runsc is this test: a check here that stops holding
-# means the README is out of date.
+# means docs/isolation.md is out of date.
 . "$(dirname "$0")/lib.sh"
 require_root
 require_python
@@ -89,9 +89,9 @@ wd "${G[@]}" -- /bin/sh -c 'cd /tmp && echo x >a && cp a b && mv b c && ln -s c 
 expect_out '^coreutils-ok$' "coreutils: cp, mv, ln, readlink, du, find, sort, tar, sha256sum"
 # Debian 12's runsc refuses statx() with AT_NO_AUTOMOUNT (and newfstatat
 # with it, so glibc's fallback fails too) with EINVAL; coreutils' ls and
-# stat pass that flag.  README, gvisor: known failures.
+# stat pass that flag.  docs/isolation.md, gvisor: known failures.
 wd "${G[@]}" -- /bin/ls /
-check "known gVisor failure, still there: ls fails with EINVAL (README)" \
+check "known gVisor failure, still there: ls fails with EINVAL (docs/isolation.md)" \
 	grep -q "cannot access '/': Invalid argument" "$ERR"
 wd "${G[@]}" -- /usr/bin/python3 -c 'import os; print(sorted(os.listdir("/"))[:3])'
 expect_rc 0 "listing a directory works (python os.listdir), only coreutils' statx flag fails"

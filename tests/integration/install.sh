@@ -108,6 +108,7 @@ MAN3=(
 	wd_spec_add_protected wd_spec_add_secret wd_spec_allow_port wd_spec_free wd_spec_new
 	wd_spec_plan wd_spec_set_argv wd_spec_set_best_effort wd_spec_set_disk
 	wd_spec_set_event_handler wd_spec_set_image
+	wd_isolation_name wd_isolation_parse
 	wd_spec_set_isolation wd_spec_set_limits wd_spec_set_net wd_spec_set_reproducible
 	wd_spec_set_stdin wd_spec_set_stream wd_spec_set_term wd_spec_set_time_namespace
 	wd_spec_set_tls_intercept wd_spec_set_workspace wd_spec_set_workspace_mode wd_spec_setenv

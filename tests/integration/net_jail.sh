@@ -144,6 +144,19 @@ elif "$WARDEN" create "$S" -w "$T/www" --isolation "$LEVEL" "${IMG[@]}" "${NET[@
 	r=$("$WARDEN" exec "$S" -- curl -s -m 10 "http://web.test:$UP/two" 2>&1 >/dev/null)
 	[ -z "$r" ] && ok "... and the next command, which was refused nothing, prints none" ||
 		nok "the next exec has no refusal line" "got '$r'"
+	# exec --audit: the session's proxy is its monitor's, so the exec's
+	# trail has the refusal in its result; the stage stays off
+	"$WARDEN" exec --audit "$T/exec.jsonl" "$S" -- curl -s -m 10 "http://other.test:$UP/x" \
+		>/dev/null 2>"$T/exec.err"
+	r=$(python3 -c 'import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert [e["event"] for e in ev] == ["start", "result"], ev
+assert all(e["policy_stage"] == "off" for e in ev), ev
+f = ev[1]["result"]["protections"]["egress"]["refusals"]
+assert [(x["host"], x["reason"]) for x in f] == [("other.test", "no-rule")], f
+print("ok")' "$T/exec.jsonl" 2>&1)
+	check "exec --audit in a session: start, and a result listing the refusal, stage off" "ok" "$r"
+	check "... and the terminal says so" "warden: exec: audited to" "$(tail -n 1 "$T/exec.err")"
 	"$WARDEN" rm "$S" >/dev/null 2>&1
 else
 	nok "warden create for the exec case" "$(tr "\n" " " <"$T/create.err")"
@@ -202,6 +215,48 @@ check "the sandbox ending closes its tunnels" "open closed" "$r"
 j=$(run --json -- sh -c "curl -s -m 5 http://web.test:$UP/a; curl -s -m 5 http://other.test:$UP/b" 2>/dev/null)
 check "the run result counts egress requests" '"requests":2' "$j"
 check "... and refusals" '"refused":1' "$j"
+
+# --audit records an explicit argv's egress without judging it: the
+# policy stage stays off (the argv is the caller's own), so a program the
+# built-in policy refuses still runs, and the trail holds the run's start,
+# each egress decision (allowed and refused) and its result, each saying
+# "policy_stage":"off"; the terminal's last line says so too.
+"$WARDEN" check -- sh -c true >/dev/null 2>&1
+check "the built-in policy refuses sh (status 126)" "126" "$?"
+A=$T/egress.jsonl
+r=$(run --audit "$A" -- sh -c "curl -s -m 10 http://127.0.0.1:$UP/audited;
+	curl -s -m 10 -o /dev/null http://other.test:$UP/audit-refused; echo ran" 2>"$T/audit.err")
+check "--audit, explicit argv: sh runs (the policy stage is off)" "ran" "$r"
+check "... the allowed request reached the loopback upstream by its address" \
+	"GET /audited host=127.0.0.1:$UP" "$r"
+check "... the terminal's last line says the stage was off" \
+	"policy stage off (an explicit argv is recorded, not judged" "$(tail -n 1 "$T/audit.err")"
+check "... the trail verifies" "chain intact" "$("$WARDEN" audit verify "$A" 2>&1)"
+r=$(python3 - "$A" "$UP" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+port = int(sys.argv[2])
+kinds = [e["event"] for e in ev]
+assert kinds == ["start", "network", "network", "result"], kinds
+assert all(e["policy_stage"] == "off" for e in ev), ev
+assert ev[0]["argv"][:2] == ["sh", "-c"], ev[0]
+ok, no = ev[1], ev[2]
+assert (ok["host"], ok["port"], ok["allowed"]) == ("127.0.0.1", port, True), ok
+assert ok["rule"] == "allow 127.0.0.1:%d" % port and ok["status"] == 200, ok
+assert (no["host"], no["allowed"], no["reason"]) == ("other.test", False, "no-rule"), no
+assert "--allow-host other.test:%d" % port in no["advice"], no
+assert ev[3]["result"]["policy"] == "off" and ev[3]["result"]["status"] == 0, ev[3]
+assert len({e["sandbox"] for e in ev}) == 1
+print("ok")
+PY
+)
+check "... start, the allowed and the refused request, result; all policy_stage off" "ok" "$r"
+# the same trail with the stage on: a command string is judged, and the
+# decision record says so
+run --audit "$A" --command "rm -rf /tmp/x" >/dev/null 2>"$T/audit.err"
+check "--audit with --command: judged and refused" "policy stage on" "$(tail -n 1 "$T/audit.err")"
+check "... the decision recorded with policy_stage on" '"policy_stage":"on"' "$(tail -n 1 "$A")"
+check "... the trail still verifies" "chain intact" "$("$WARDEN" audit verify "$A" 2>&1)"
 
 echo "1..$n"
 [ $fails -eq 0 ]

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Every shell example of README.md runs as written.  TAP.
+"""Every example of README.md and of the pages in docs/ runs as written.  TAP.
 
-The README's fenced ```sh and ```console blocks are extracted and run, in
-order, in a scratch project directory with the built warden first on PATH
+The fenced ```sh and ```console blocks of README.md, then of each
+docs/*.md beside it, are extracted and run, in order, each page in a
+scratch project directory of its own with the built warden first on PATH
 (and as build/warden, where the quick start leaves it), each command by
 bash in its own shell, with WARDEN_STATE_DIR in a scratch directory of its
-own.  The conventions:
+own.  A ```python block runs whole with python3, clients/python on
+PYTHONPATH, in the same project.  The conventions:
 
   - a block whose lines start with "$ " is a transcript: those lines are
     the commands (a trailing "\\" continues one), the lines after a command
@@ -15,16 +17,24 @@ own.  The conventions:
   - any other block: every line that is not blank or a comment is a command;
   - a command must exit 0, unless its comment ends with "(exit N)";
   - a block that cannot run here is preceded by
-    <!-- readme-test: skip (why) -->, the reason being required.
+    <!-- readme-test: skip (why) -->, the reason being required;
+  - in a ```python block, /path/to/repo stands for the project directory,
+    and a comment "# prints: TEXT" is output the block must print (a
+    line matching TEXT, "…" matching anything).
 
 The project holds what the examples name: src/main.py (with "foo" in it)
 and dist/pkg-1.0-py3-none-any.whl (a wheel built here).  Sessions the
-examples leave are removed at the end.  Also: the MCP client configuration
-of the README, with /path/to/warden as this checkout and /path/to/repo as
-the project, names a warden that exists after the quick start, and its
-arguments start a server (the warden under test) that answers initialize.
+examples leave are removed after each page.  Also: the MCP client
+configuration of the README, with /path/to/warden as this checkout and
+/path/to/repo as the project, names a warden that exists after the quick
+start, and its arguments start a server (the warden under test) that
+answers initialize; the README links every docs/*.md; and every
+relative link of README.md, CONTRIBUTING.md, clients/python/README.md
+and docs/*.md names a file that exists, and a
+heading of it where the link has a #fragment (GitHub's anchors).
 
 usage: readme.py WARDEN README"""
+import glob
 import base64
 import hashlib
 import json
@@ -39,6 +49,9 @@ import zipfile
 SKIP_RE = re.compile(r"<!--\s*readme-test:\s*skip\b(.*?)-->")
 FENCE_RE = re.compile(r"^```(\w*)\s*$")
 EXIT_RE = re.compile(r"\(exit (\d+)\)\s*$")
+LINK_RE = re.compile(r"\]\(([^()\s]+)\)")
+PRINTS_RE = re.compile(r"#\s*prints:\s*(.*?)\s*$")
+HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 # a hang is a failure, not a wait: generous under load and sanitizers
 HANG_S = 300
 
@@ -82,6 +95,56 @@ def blocks(readme):
         out.append((start + 1, lang, lines[start:j], skip))
         i = j + 1
     return out
+
+
+def prose(path):
+    """(line number, line) of a page outside its code fences."""
+    out = []
+    fence = False
+    for i, line in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
+        if line.startswith("```"):
+            fence = not fence
+            continue
+        if not fence:
+            out.append((i, line))
+    return out
+
+
+def anchors(path):
+    """GitHub's anchors of a page's headings: lower case, punctuation but
+    '-' and '_' dropped, blanks as '-', repeats numbered."""
+    seen = {}
+    out = set()
+    for _, line in prose(path):
+        m = HEADING_RE.match(line)
+        if not m:
+            continue
+        a = re.sub(r"[^\w\- ]", "", m.group(2).replace("`", "").lower()).replace(" ", "-")
+        if a in seen:
+            seen[a] += 1
+            a = "%s-%d" % (a, seen[a])
+        else:
+            seen[a] = 0
+        out.add(a)
+    return out
+
+
+def check_links(top, pages):
+    """Every relative link of each page reaches a file, and its heading."""
+    for page in pages:
+        bad = []
+        for ln, line in prose(page):
+            for target in LINK_RE.findall(line):
+                if re.match(r"^[a-z]+:", target):
+                    continue  # http:, https:, mailto:
+                path, _, frag = target.partition("#")
+                dest = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+                if not os.path.exists(dest):
+                    bad.append("%d: %s: no such file" % (ln, target))
+                elif frag and dest.endswith(".md") and frag not in anchors(dest):
+                    bad.append("%d: %s: no heading with that anchor" % (ln, target))
+        tap(not bad, "%s: every relative link reaches its file and heading"
+            % os.path.relpath(page, top), "\n".join(bad))
 
 
 def commands(first, block):
@@ -211,43 +274,75 @@ def main():
     bindir = os.path.join(top, "bin")
     os.mkdir(bindir)
     os.symlink(warden, os.path.join(bindir, "warden"))
-    project = make_project(top)
-    os.mkdir(os.path.join(project, "build"))
-    os.symlink(warden, os.path.join(project, "build", "warden"))
+    src = os.path.dirname(os.path.abspath(readme))
+    pages = [readme] + sorted(glob.glob(os.path.join(src, "docs", "*.md")))
     ENV = dict(os.environ, WARDEN_STATE_DIR=state,
                PATH=bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
     ENV.pop("WARDEN", None)
-    ran = skipped = 0
+    pyenv = dict(ENV, PYTHONPATH=os.path.join(src, "clients", "python"))
+    total = 0
+    project = None
     try:
-        for first, lang, block, skip in blocks(readme):
-            if lang not in ("sh", "console"):
-                continue
-            if skip is not None:
-                good = re.fullmatch(r"\(.+\)", skip) is not None
-                tap(good, "README.md:%d: skipped %s" % (first, skip),
-                    "a skip needs its reason: <!-- readme-test: skip (why) -->")
-                skipped += 1
-                continue
-            for ln, cmd, want, shown in commands(first, block):
-                ran += 1
-                try:
-                    p = subprocess.run(["bash", "-c", cmd], cwd=project, env=ENV,
-                                       stdin=subprocess.DEVNULL, capture_output=True,
-                                       text=True, errors="replace", timeout=HANG_S)
-                    status, printed = p.returncode, p.stdout + p.stderr
-                except subprocess.TimeoutExpired as e:
-                    status, printed = "hung (%d s)" % HANG_S, str(e)
-                missing = [s for s in shown if not shown_matches(s, printed, project)]
-                tap(status == want and not missing,
-                    "README.md:%d: %s (exit %d)" % (ln, cmd.splitlines()[0], want),
-                    "exit %s\noutput:\n%s\nnot shown by it:\n%s"
-                    % (status, printed, "\n".join(missing)))
-        # a test that cannot fail is no test: the README has runnable examples
-        tap(ran >= 10, "ran %d commands of the README (%d blocks skipped)" % (ran, skipped))
-        mcp_config(readme, warden, project)
+        for page in pages:
+            name = os.path.relpath(page, src)
+            project = make_project(top)
+            os.mkdir(os.path.join(project, "build"))
+            os.symlink(warden, os.path.join(project, "build", "warden"))
+            ran = skipped = 0
+            for first, lang, block, skip in blocks(page):
+                if lang not in ("sh", "console", "python"):
+                    continue
+                if skip is not None:
+                    good = re.fullmatch(r"\(.+\)", skip) is not None
+                    tap(good, "%s:%d: skipped %s" % (name, first, skip),
+                        "a skip needs its reason: <!-- readme-test: skip (why) -->")
+                    skipped += 1
+                    continue
+                if lang == "python":
+                    shown = [m.group(1) for m in map(PRINTS_RE.search, block) if m]
+                    todo = [(first, "\n".join(block).replace("/path/to/repo", project), 0,
+                             shown)]
+                else:
+                    todo = commands(first, block)
+                for ln, cmd, want, shown in todo:
+                    ran += 1
+                    argv = ["python3", "-c", cmd] if lang == "python" else ["bash", "-c", cmd]
+                    try:
+                        p = subprocess.run(argv, cwd=project,
+                                           env=pyenv if lang == "python" else ENV,
+                                           stdin=subprocess.DEVNULL, capture_output=True,
+                                           text=True, errors="replace", timeout=HANG_S)
+                        status, printed = p.returncode, p.stdout + p.stderr
+                    except subprocess.TimeoutExpired as e:
+                        status, printed = "hung (%d s)" % HANG_S, str(e)
+                    missing = [s for s in shown if not shown_matches(s, printed, project)]
+                    what = "python block" if lang == "python" else cmd.splitlines()[0]
+                    tap(status == want and not missing,
+                        "%s:%d: %s (exit %d)" % (name, ln, what, want),
+                        "exit %s\noutput:\n%s\nnot shown by it:\n%s"
+                        % (status, printed, "\n".join(missing)))
+            total += ran
+            if page == readme:
+                # the front page shows each front end working: a test that
+                # cannot fail is no test
+                tap(ran >= 5, "ran %d commands of README.md (%d blocks skipped)" % (ran, skipped))
+                mcp_config(readme, warden, project)
+            cleanup_sessions(warden, ENV)
+            shutil.rmtree(project, ignore_errors=True)
+            project = None
+        tap(total >= 15, "ran %d commands of README.md and docs/ in all" % total)
+        # the README is the front page: every page of docs/ is linked from it
+        linked = {os.path.normpath(os.path.join(src, t.partition("#")[0]))
+                  for _, line in prose(readme) for t in LINK_RE.findall(line)}
+        unlinked = [os.path.relpath(p, src) for p in pages[1:] if p not in linked]
+        tap(not unlinked, "README.md links every page of docs/", "not linked: %s"
+            % " ".join(unlinked))
+        check_links(src, pages + [os.path.join(src, "CONTRIBUTING.md"),
+                                  os.path.join(src, "clients", "python", "README.md")])
     finally:
         cleanup_sessions(warden, ENV)
-        shutil.rmtree(project, ignore_errors=True)
+        if project:
+            shutil.rmtree(project, ignore_errors=True)
         shutil.rmtree(top, ignore_errors=True)
     print("1..%d" % n)
     return 1 if failures else 0

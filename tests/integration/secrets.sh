@@ -111,8 +111,8 @@ SEC=(--secret "GITHUB_TOKEN=@$T/secrets/github" --secret "PYPI_TOKEN=@$T/secrets
 	--inject "http://plain.test:$PP/data X-Api-Key={PLAIN_KEY}"
 	--placeholder GITHUB_TOKEN --placeholder NPM_TOKEN)
 export WD_TEST_PLAIN_KEY=$PLAIN_KEY
-# a policy that lets the clients run, so every run also writes the audit
-# trail (the policy stage is what --audit turns on)
+# a policy that lets the clients run, so every run is judged as well as
+# written to the audit trail
 python3 -c '
 import json, sys
 progs = {p: {"paths": "none"} for p in "sh curl git python3 npm node cat ls".split()}

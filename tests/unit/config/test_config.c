@@ -3,6 +3,7 @@
 #include "config/config.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -484,4 +485,25 @@ Test(config_load_buffer, secrets_name_sources_not_values)
 	free(s);
 	json_decref(j);
 	config_policy_free(p);
+}
+
+/* The levels' names: one table, both ways, and nothing else accepted
+ * (the CLI's --isolation, serve's and the policy's sandbox.isolation
+ * parse through it). */
+Test(config_isolation, names_both_ways)
+{
+	const enum wd_isolation all[] = {WD_ISOLATION_CONTAINER, WD_ISOLATION_PROCESS,
+					 WD_ISOLATION_GVISOR};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		enum wd_isolation back = (enum wd_isolation)99;
+		cr_expect_eq(wd_isolation_parse(wd_isolation_name(all[i]), &back), 0);
+		cr_expect_eq(back, all[i]);
+	}
+	cr_expect_str_eq(wd_isolation_name(WD_ISOLATION_GVISOR), "gvisor");
+	cr_expect_str_eq(wd_isolation_name((enum wd_isolation)7), "?");
+	enum wd_isolation l = WD_ISOLATION_PROCESS;
+	cr_expect_eq(wd_isolation_parse("Container", &l), -EINVAL);
+	cr_expect_eq(wd_isolation_parse("?", &l), -EINVAL);
+	cr_expect_eq(wd_isolation_parse(NULL, &l), -EINVAL);
+	cr_expect_eq(l, WD_ISOLATION_PROCESS, "a refused name leaves the level");
 }

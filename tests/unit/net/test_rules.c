@@ -501,3 +501,34 @@ Test(net_rules_add_range, an_address_allow_rule_admits_the_literal)
 	cr_expect_str_eq(net_rule_text(d.rule), "allow 127.0.0.2:8080");
 	net_rules_free(r);
 }
+
+/* Which of the jail's own loopback names an allow rule means the host's
+ * (the jail's NO_PROXY leaves those out): a name rule for the exact name,
+ * an address or CIDR allow rule containing the literal; never a range or a
+ * deny rule, and never a hosts entry alone. */
+Test(net_rules_admits_name, loopback_names_a_rule_claims)
+{
+	static const char *const allow[] = {"127.0.0.1:4873", "[::1]:8080", "reg.test:80", NULL};
+	static const char *const deny[] = {"localhost", NULL};
+	static const char *const hosts[] = {"reg.test=127.0.0.1", NULL};
+	struct net_rules *r = mk(allow, deny, hosts);
+	cr_expect(net_rules_admits_name(r, "127.0.0.1"));
+	cr_expect(net_rules_admits_name(r, "::1"));
+	cr_expect_not(net_rules_admits_name(r, "localhost"), "a deny rule claims nothing");
+	cr_expect_not(net_rules_admits_name(r, "127.0.0.2"));
+	net_rules_free(r);
+
+	static const char *const allow2[] = {"localhost:4873", "127.0.0.0/8", NULL};
+	r = mk(allow2, NULL, NULL);
+	cr_expect(net_rules_admits_name(r, "localhost"));
+	cr_expect(net_rules_admits_name(r, "LOCALHOST"));
+	cr_expect(net_rules_admits_name(r, "127.0.0.1"), "a CIDR rule containing it");
+	cr_expect_not(net_rules_admits_name(r, "::1"));
+	net_rules_free(r);
+
+	struct wd_err err = {0};
+	cr_assert_eq(net_rules_new(&r), 0);
+	cr_assert_eq(net_rules_add_range(r, "127.0.0.0/8", &err), 0, "%s", err.msg);
+	cr_expect_not(net_rules_admits_name(r, "127.0.0.1"), "a range admits no request");
+	net_rules_free(r);
+}

@@ -24,7 +24,7 @@ static const char custom_json[] =
     "}}";
 
 struct dcase {
-	char policy; /* 'D' built-in, 'C' custom */
+	char policy; /* 'D' built-in, 'C' custom, 'P' preset:coding */
 	const char *cmd;
 	enum policy_kind kind;
 	const char *rule;
@@ -215,13 +215,32 @@ static const struct dcase cases[] = {
 	{'C', "sed -n p file.txt", A, "programs.sed"},
 	{'C', "sed -ni s/a/b/ file.txt", X, "programs.sed.deny_options"}, /* -i in a cluster */
 	{'C', "sed --in-place s/a/b/ file.txt", A, "programs.sed"},   /* not listed */
+	/* preset:coding: a backup suffix with '/' names a file in another
+	 * directory (sed appends it to each file's name), so it is refused
+	 * however it is spelled; one without '/' is an ordinary edit */
+	{'P', "sed -i../../x s/a/b/ file.txt", X, "programs.sed.suffix_options"},
+	{'P', "sed -ni/x s/a/b/ file.txt", X, "programs.sed.suffix_options"},
+	{'P', "sed -Ei.d/x s/a/b/ file.txt", X, "programs.sed.suffix_options"},
+	{'P', "sed --in-place=../x s/a/b/ file.txt", X, "programs.sed.suffix_options"},
+	{'P', "sed --in-pl=a/b s/a/b/ file.txt", X, "programs.sed.suffix_options"},
+	{'P', "sed -i.bak s/a/b/ file.txt", A, "programs.sed"},
+	{'P', "sed -i s/a/b/ file.txt", A, "programs.sed"}, /* the next word is the script */
+	{'P', "sed -i -e s/a/b/ file.txt", A, "programs.sed"},
+	{'P', "sed --in-place=.orig s/a/b/ file.txt", A, "programs.sed"},
+	{'P', "sed -i s/a/b/ ../x", X, "workspace.containment"},
+	{'P', "cp -b -S ../x file.txt y", X, "programs.cp.suffix_options"},
+	{'P', "cp -b --suffix=/x file.txt y", X, "programs.cp.suffix_options"},
+	{'P', "cp -bS.orig file.txt y", A, "programs.cp"},
+	{'P', "mv -bS/x file.txt y", X, "programs.mv.suffix_options"},
+	{'P', "patch -z ../x -i file.txt", X, "programs.patch.suffix_options"},
+	{'P', "patch -z .orig -i file.txt", A, "programs.patch"},
 	{'C', "python3 ok.py", A, "programs.python3"},
 	{'C', "ls", X, "programs"},
 	{'C', "cat file.txt", X, "programs"},
 };
 /* clang-format on */
 
-static struct config_policy *pol_default, *pol_custom;
+static struct config_policy *pol_default, *pol_custom, *pol_preset;
 
 static void
 setup(void)
@@ -232,11 +251,13 @@ setup(void)
 	cr_assert_eq(
 	    config_load_buffer(custom_json, strlen(custom_json), "custom", &pol_custom, &e), 0,
 	    "%s", e.msg);
+	cr_assert_eq(config_load_preset("coding", &pol_preset, &e), 0, "%s", e.msg);
 }
 
 static void
 teardown(void)
 {
+	config_policy_free(pol_preset);
 	config_policy_free(pol_default);
 	config_policy_free(pol_custom);
 	fx_teardown();
@@ -264,7 +285,10 @@ Test(policy_decide, table)
 		const struct dcase *c = &cases[i];
 		struct policy_request r = req_for(c->cmd);
 		struct wd_err e = {0};
-		int rc = policy_decide(c->policy == 'C' ? pol_custom : pol_default, &r, &d, &e);
+		struct config_policy *pol = c->policy == 'C'   ? pol_custom
+					    : c->policy == 'P' ? pol_preset
+							       : pol_default;
+		int rc = policy_decide(pol, &r, &d, &e);
 		cr_expect_eq(rc, 0, "case %zu '%s': error %s", i, c->cmd, e.msg);
 		cr_expect_eq(d.kind, c->kind, "case %zu '%s': %s (%s: %s), expected %s", i, c->cmd,
 			     kinds[d.kind], d.rule, d.reason, kinds[c->kind]);
@@ -281,6 +305,53 @@ Test(policy_decide, table)
 	}
 	policy_decision_fini(&d);
 	cr_log_info("%zu decision cases", n);
+}
+
+/* A glob in a path operand is refused, never expanded, and the refusal
+ * says what to do instead: the same rule, reason shape and advice whether
+ * the decision's scan or the tokenizer (past its deferred globs) refused
+ * it, and under every policy; the front ends print the decision's advice. */
+Test(policy_decide, glob_refusal_gives_advice)
+{
+	char many[512] = "cat";
+	for (int i = 0; i < POLICY_WORDS_GLOBS + 4; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), " a%d*", i);
+	const char *cmds[] = {"cat *.py", "grep x src/*.py", "sort -o x?.txt y", many};
+	struct config_policy *pols[] = {pol_default, pol_preset};
+	struct policy_decision d;
+	policy_decision_init(&d);
+	for (size_t p = 0; p < WD_ARRAY_SIZE(pols); p++)
+		for (size_t i = 0; i < WD_ARRAY_SIZE(cmds); i++) {
+			struct policy_request r = req_for(cmds[i]);
+			cr_assert_eq(policy_decide(pols[p], &r, &d, NULL), 0);
+			cr_expect_eq(d.kind, POLICY_DENY, "'%s' allowed", cmds[i]);
+			cr_expect_str_eq(d.rule, "shell.glob", "'%s'", cmds[i]);
+			cr_expect_str_eq(
+			    d.advice,
+			    "warden does not expand globs: name the files (list them "
+			    "first with find . -name 'PATTERN'), or give the pattern to "
+			    "the program's own option (grep --include=*.py) or quote it "
+			    "('*.py')",
+			    "'%s': advice %s", cmds[i], d.advice);
+			cr_expect_not_null(strstr(d.reason, "would expand to the names of matching "
+							    "files (nothing expands it here)"),
+					   "'%s': reason %s", cmds[i], d.reason);
+		}
+	policy_decision_fini(&d);
+}
+
+/* The suffix's refusal names the suffix and the option it came with. */
+Test(policy_decide, suffix_refusal_names_it)
+{
+	struct policy_decision d;
+	policy_decision_init(&d);
+	struct policy_request r = req_for("cp -b -S ../../x file.txt y");
+	cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0);
+	cr_expect_str_eq(d.reason, "the backup suffix '../../x' (cp -S) contains '/': the backup "
+				   "would be written into another directory, outside what the "
+				   "policy checks");
+	cr_expect_not_null(strstr(d.advice, "without '/'"));
+	policy_decision_fini(&d);
 }
 
 Test(policy_decide, refusal_names_resolved_path)
@@ -301,6 +372,40 @@ Test(policy_decide, refusal_names_resolved_path)
 		 "path 'link-out/secret' resolves to %s/outside/secret, outside the workspace %s",
 		 fx_root, fx_ws);
 	cr_expect_str_eq(d.reason, want);
+	policy_decision_fini(&d);
+}
+
+/* A path in the jail's view is answered in that view: where
+ * "/workspace/.." leads inside the sandbox, not on the host, and a /proc
+ * self link never as the checker's own pid. */
+Test(policy_decide, refusal_speaks_the_jails_view)
+{
+	struct policy_decision d;
+	policy_decision_init(&d);
+	struct policy_request r = req_for("cat /workspace/../etc/passwd");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	char want[PATH_MAX + 128];
+	snprintf(want, sizeof(want),
+		 "path '/workspace/../etc/passwd' resolves to /etc/passwd, outside the "
+		 "workspace %s",
+		 fx_ws);
+	cr_expect_str_eq(d.reason, want);
+
+	r = req_for("cat /workspace/nope/../../x");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_expect_not_null(strstr(d.reason, "resolves to /x, outside"), "%s", d.reason);
+
+	r = req_for("cat /proc/self/environ");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	snprintf(want, sizeof(want), "path '/proc/self/environ' is outside the workspace %s",
+		 fx_ws);
+	cr_expect_str_eq(d.reason, want);
+
+	/* a climb through a link still names the link's target */
+	r = req_for("cat /workspace/link-out/secret");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	snprintf(want, sizeof(want), "resolves to %s/outside/secret", fx_root);
+	cr_expect_not_null(strstr(d.reason, want), "%s", d.reason);
 	policy_decision_fini(&d);
 }
 
