@@ -391,6 +391,17 @@ ok(r.get("result", {}).get("stdout", {}).get("data") == "across\n",
 streamed = [n["params"] for n in c.notes if n.get("method") == "sandbox.output"]
 ok(streamed == [{"id": 3, "sandbox": box, "stream": "stdout", "data": "across\n"}],
    "... its output streamed as sandbox.output while it ran (%s)" % streamed)
+c.send({"jsonrpc": "2.0", "id": 40, "method": "sandbox.exec",
+        "params": {"sandbox": box, "argv": ["sleep", "60"], "stream": False}})
+time.sleep(0.3)
+t0 = time.time()
+c.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 40}})
+r = c.answer(40)
+r2 = c.call("sandbox.exec", {"sandbox": box, "argv": ["cat", "across.txt"]})
+ok(r.get("error", {}).get("code") == -32800 and time.time() - t0 < 30 and
+   r2.get("result", {}).get("stdout", {}).get("data") == "across\n",
+   "... a cancelled command ends (-32800, %.1f s), the sandbox lives on (%s %s)"
+   % (time.time() - t0, json.dumps(r)[:200], json.dumps(r2)[:300]))
 r = c.call("sandbox.destroy", {"sandbox": box})
 ok(r.get("result", {}).get("destroyed") is True and session_state(box) is None and
    not os.path.exists(record), "... destroyed: no session and no record left")
