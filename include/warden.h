@@ -746,6 +746,14 @@ int wd_session_apply(wd_ctx *ctx, const char *ref, const char *const *paths, siz
 		     const char *expect, unsigned flags, char **report, struct wd_err *err);
 int wd_session_discard(wd_ctx *ctx, const char *ref, const char *const *paths, size_t npaths,
 		       struct wd_err *err);
+/* Running session ref's workspace view in this process, as
+ * wd_sandbox_workspace() gives a sandbox's: the monitor hands over the
+ * view its own file requests use (a cow session's overlay), with its
+ * protected paths; close it with wd_workspace_close().  A session started
+ * again has a new view.  -ESRCH when it is not running. */
+struct wd_workspace;
+int wd_session_workspace(wd_ctx *ctx, const char *ref, struct wd_workspace **out,
+			 struct wd_err *err);
 
 /* ---- the warm pool ----
  *

@@ -3,9 +3,11 @@
  *
  * Activate a `warden serve --await-activation` (a warm pod claimed by a
  * tenant): one server.activate call on the server's unix socket, as its
- * owner (docs/server.md, docs/kubernetes.md).  The token is read here
- * from FILE and sent over the socket; it is never an argument (argv is
- * readable in /proc by every process). */
+ * owner (docs/server.md, docs/kubernetes.md).  The token is never an
+ * argument (argv is readable in /proc by every process): --token-file -
+ * reads it here and sends it over the socket; --token-file FILE is
+ * checked here and its path sent, for the server to read and watch (a
+ * Secret mounted in the pod rotates it). */
 #include "cli/cli.h"
 
 #include <errno.h>
@@ -30,9 +32,10 @@ static const char usage_text[] =
     "\n"
     "      --socket PATH      the server's --socket\n"
     "  -w, --workspace DIR    the tenant's workspace (a directory the server sees)\n"
-    "      --token-file FILE  the bearer token for the server's --listen (a file only\n"
-    "                         you can read, or - for standard input); required when\n"
-    "                         the server has --listen\n"
+    "      --token-file FILE  the bearer token for the server's --listen: a file only\n"
+    "                         you can read, which the server reads and watches (a new\n"
+    "                         token in it is in force at once), or - for standard\n"
+    "                         input (sent once); required when the server has --listen\n"
     "  -p, --policy FILE      the tenant's policy (default: the server's)\n"
     "      --tenant NAME      a name for the server's log (A-Z a-z 0-9 . _ -)\n";
 
@@ -109,6 +112,25 @@ absolute(const char *p)
 		return strdup(p);
 	char *r = realpath(p, NULL);
 	return r ? r : NULL;
+}
+
+/* An absolute path for p without resolving its links: a Secret's file is
+ * TOKEN -> ..data/TOKEN, and its rotation swaps ..data; the server must
+ * watch the name, not where it pointed once. */
+static char *
+absolute_name(const char *p)
+{
+	if (p[0] == '/')
+		return strdup(p);
+	char *cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return NULL;
+	size_t n = strlen(cwd) + strlen(p) + 2;
+	char *r = malloc(n);
+	if (r)
+		snprintf(r, n, "%s/%s", cwd, p);
+	free(cwd);
+	return r;
 }
 
 static int
@@ -234,8 +256,21 @@ cli_activate(int argc, char **argv)
 				cli_quote(!aws ? ws : policy), strerror(e));
 	}
 	json_t *params = json_pack("{s:s}", "workspace", aws);
-	if (token_file)
+	char *atok = token_file && strcmp(token_file, "-") ? absolute_name(token_file) : NULL;
+	if (token_file && strcmp(token_file, "-") && !atok) {
+		int e = errno;
+		free(aws);
+		free(apol);
+		json_decref(params);
+		explicit_bzero(token, sizeof(token));
+		return cli_fail("activate", "--token-file: %s: %s", cli_quote(token_file),
+				strerror(e));
+	}
+	if (atok)
+		json_object_set_new(params, "token_file", json_string(atok));
+	else if (token_file)
 		json_object_set_new(params, "token", json_string(token));
+	free(atok);
 	if (apol)
 		json_object_set_new(params, "policy", json_string(apol));
 	if (tenant)

@@ -627,6 +627,36 @@ do_put(int conn, json_t *q, int *fds, int nfds)
 		reply_ok(conn, NULL, NULL, 0);
 }
 
+/* {"op":"view"}: the workspace view the file methods work on (a cow
+ * session's overlay mount), for the server's file tools on a session
+ * (wd_session_workspace): its directory descriptor (O_PATH), the host
+ * path it stands for and its protected list.  Only the session's owner
+ * reaches this socket (peer-checked: no sandboxed process), and the view
+ * is what warden cp and the diff already work on for that owner. */
+static void
+do_view(int conn)
+{
+	wd_workspace *v = cp_view(conn);
+	if (!v)
+		return;
+	const char *real = NULL;
+	const char *const *protect = NULL;
+	size_t n = 0;
+	int fd = ws_files_parts(v, &real, &protect, &n);
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(protect[i]));
+	json_t *r = json_pack("{s:b, s:s, s:o}", "ok", 1, "path", real, "protect", a);
+	char *t = r ? json_dumps(r, JSON_COMPACT) : NULL;
+	if (t)
+		mp_send(conn, t, &fd, 1);
+	else
+		reply_error(conn, ENOMEM, "view");
+	free(t);
+	json_decref(r);
+	wd_workspace_close(v);
+}
+
 /* {"op":"get","path":P,"stat":bool}: P's type, size and mode; a regular
  * file's fd (opened O_NOFOLLOW | O_NONBLOCK: a FIFO never blocks the
  * monitor, and is no regular file) unless stat; a directory's entries
@@ -988,6 +1018,8 @@ conn_thread(void *arg)
 		do_put(conn, q, fds, nfds);
 	} else if (!strcmp(op, "get")) {
 		do_get(conn, q);
+	} else if (!strcmp(op, "view")) {
+		do_view(conn);
 	} else if (!strcmp(op, "logs")) {
 		do_logs(conn);
 	} else if (!strcmp(op, "log")) {

@@ -571,3 +571,46 @@ wd_session_copy_out(wd_ctx *ctx, const char *ref, const char *path, const char *
 	return copy_run(ctx, ref, copy_out, path, host_path,
 			wd_xasprintf("'%s' of the session", path), stats, err);
 }
+
+/* The running session's workspace view, in this process: the monitor
+ * hands over the descriptor of the view its own file requests use (a cow
+ * session's overlay mount), with the path it stands for and the
+ * protected list, and the checks of wd_workspace_openat() and
+ * wd_workspace_write() apply here as they do there.  The view is the
+ * session's at the time of the call: a session stopped and started again
+ * has a new one (ask again). */
+WD_API int
+wd_session_workspace(wd_ctx *ctx, const char *ref, wd_workspace **out, struct wd_err *err)
+{
+	struct wd_err scratch = {0};
+	if (!err)
+		err = &scratch;
+	*out = NULL;
+	CTX_ENTER(ctx);
+	struct where w;
+	json_t *r = NULL;
+	int fd = -1;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0)
+		rc = session_call_fd(w.sbdir, "{\"op\":\"view\"}", NULL, 0, &r, &fd, err);
+	if (rc == 0) {
+		const char *path = json_string_value(json_object_get(r, "path"));
+		json_t *pa = json_object_get(r, "protect");
+		size_t n = json_array_size(pa);
+		const char **protect = wd_xcalloc(n + 1, sizeof(char *));
+		for (size_t i = 0; i < n; i++)
+			protect[i] = json_string_value(json_array_get(pa, i));
+		bool ok = path && fd >= 0;
+		for (size_t i = 0; ok && i < n; i++)
+			ok = protect[i] != NULL;
+		rc = ok ? ws_files_view(fd, path, protect, n, out, err)
+			: wd_err_set(err, WD_E_INTERNAL, "the monitor sent no workspace view");
+		free(protect);
+	}
+	if (fd >= 0)
+		close(fd);
+	json_decref(r);
+	session_where_fini(&w);
+	CTX_LEAVE();
+	return rc;
+}

@@ -132,8 +132,8 @@ cow_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, bool al
 	unsigned sel = all ? WD_DIFF_ALL : 0;
 	/* the file list always, the text in the format asked: two reads of
 	 * the upper layer, each consistent in itself */
-	if (wd_sandbox_diff(l->sb, paths, n, WD_DIFF_JSON | sel, &js, &err) < 0 ||
-	    (f != F_JSON && wd_sandbox_diff(l->sb, paths, n, flags[f] | sel, &text, &err) < 0)) {
+	if (live_diff(l, paths, n, WD_DIFF_JSON | sel, &js, &err) < 0 ||
+	    (f != F_JSON && live_diff(l, paths, n, flags[f] | sel, &text, &err) < 0)) {
 		free(js);
 		lib_failed(e, l, &err);
 		return NULL;
@@ -220,8 +220,8 @@ apply_harness(struct call *c, struct rpc_err *e)
 	}
 	struct wd_err err = {0};
 	char *rep = NULL;
-	int rc = wd_sandbox_apply(l->sb, paths, n, ex ? json_string_value(ex) : NULL,
-				  WD_DIFF_JSON | (all ? WD_DIFF_ALL : 0), &rep, &err);
+	int rc = live_apply(l, paths, n, ex ? json_string_value(ex) : NULL,
+			    WD_DIFF_JSON | (all ? WD_DIFF_ALL : 0), &rep, &err);
 	free(paths);
 	if (rc < 0) {
 		free(rep);
@@ -260,7 +260,7 @@ discard_harness(struct call *c, struct rpc_err *e)
 		return NULL;
 	}
 	struct wd_err err = {0};
-	int rc = wd_sandbox_discard(l->sb, paths, n, &err);
+	int rc = live_discard(l, paths, n, &err);
 	free(paths);
 	if (rc < 0) {
 		lib_failed(e, l, &err);

@@ -106,6 +106,92 @@ peer_put(struct peer *p)
 
 /* ---- live sandboxes ---- */
 
+/* A session's sandbox ends: removed with its files, or, while the server
+ * stops (SIGTERM, a pod's drain), only stopped: its processes, cgroup and
+ * mounts end, its files and record stay for the next server on the state
+ * directory (restore.c). */
+static void
+session_live_end(struct live *l)
+{
+	struct srv *s = l->srv;
+	struct wd_err err = {0};
+	bool keep = __atomic_load_n(&s->keep_sessions, __ATOMIC_ACQUIRE);
+	int rc =
+	    keep ? wd_session_stop(s->ctx, l->id, &err) : wd_session_remove(s->ctx, l->id, &err);
+	if (rc < 0 && rc != -ESRCH && rc != -ENOENT)
+		srv_log(s, WD_LOG_WARN, "sandbox %s: %s: %s", l->id, keep ? "stop" : "remove",
+			err.msg);
+}
+
+struct live *
+live_new_session(struct srv *s, const char *id, bool cow)
+{
+	struct live *lv = xcalloc(1, sizeof(*lv));
+	snprintf(lv->id, sizeof(lv->id), "%s", id);
+	lv->sess = true;
+	lv->cow = cow;
+	lv->srv = s;
+	lv->refs = 1;
+	pthread_mutex_init(&lv->lock, NULL);
+	pthread_cond_init(&lv->cv, NULL);
+	return lv;
+}
+
+int
+live_diff(struct live *l, const char *const *paths, size_t n, unsigned flags, char **out,
+	  struct wd_err *err)
+{
+	return l->sess ? wd_session_diff(l->srv->ctx, l->id, paths, n, flags, out, err)
+		       : wd_sandbox_diff(l->sb, paths, n, flags, out, err);
+}
+
+int
+live_apply(struct live *l, const char *const *paths, size_t n, const char *expect, unsigned flags,
+	   char **report, struct wd_err *err)
+{
+	return l->sess ? wd_session_apply(l->srv->ctx, l->id, paths, n, expect, flags, report, err)
+		       : wd_sandbox_apply(l->sb, paths, n, expect, flags, report, err);
+}
+
+int
+live_discard(struct live *l, const char *const *paths, size_t n, struct wd_err *err)
+{
+	return l->sess ? wd_session_discard(l->srv->ctx, l->id, paths, n, err)
+		       : wd_sandbox_discard(l->sb, paths, n, err);
+}
+
+int
+live_session_start(struct live *l, struct wd_err *err)
+{
+	/* its monitor died (the old server's pod went, or it stopped after
+	 * its idle timeout): a new jail over the stored files; -EBUSY: another
+	 * call started it meanwhile */
+	int rc = wd_session_start(l->srv->ctx, l->id, err);
+	if (rc == 0)
+		srv_log(l->srv, WD_LOG_INFO, "sandbox %s: started again over its stored files",
+			l->id);
+	return rc == -EBUSY ? 0 : rc;
+}
+
+wd_workspace *
+live_view(struct live *l, struct wd_err *err)
+{
+	if (!l->sess)
+		return l->ws;
+	wd_workspace *ws = NULL;
+	int rc = wd_session_workspace(l->srv->ctx, l->id, &ws, err);
+	if (rc == -ESRCH && live_session_start(l, err) == 0)
+		rc = wd_session_workspace(l->srv->ctx, l->id, &ws, err);
+	return rc < 0 ? NULL : ws;
+}
+
+void
+live_view_done(struct live *l, wd_workspace *ws)
+{
+	if (l->sess)
+		wd_workspace_close(ws);
+}
+
 struct live *
 live_get(struct live *l)
 {
@@ -125,6 +211,8 @@ live_put(struct live *l)
 	if (left == 0) {
 		wd_workspace_close(l->ws); /* first: a cow view holds the sandbox's disk */
 		wd_sandbox_destroy(l->sb);
+		if (l->sess)
+			session_live_end(l);
 		atomic_fetch_sub(&l->srv->nlive, 1);
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->lock);
@@ -137,7 +225,7 @@ void
 live_end(struct live *l)
 {
 	pthread_mutex_lock(&l->lock);
-	if (l->running > 0)
+	if (l->running > 0 && l->sb) /* a session's: its removal ends them */
 		wd_sandbox_cancel(l->sb, SIGKILL);
 	while (l->refs > 1)
 		pthread_cond_wait(&l->cv, &l->lock);
@@ -289,6 +377,8 @@ dispatch_deliver(struct srv *s, struct outmsg *m)
 		if (p && !p->closed) {
 			l->next = p->lives;
 			p->lives = l;
+			if (l->sess)
+				record_save(s, p);
 		} else {
 			end_async(s, l);
 		}
@@ -552,6 +642,8 @@ admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, str
 		c->live = *lp; /* the table's reference moves to the call */
 		*lp = (*lp)->next;
 		c->live->next = NULL;
+		if (c->live->sess)
+			record_save(s, p);
 	} else {
 		c->live = live_get(*lp);
 	}
@@ -584,6 +676,7 @@ call_new(struct srv *s, struct peer *p, struct xchg *x, const struct rpc_msg *ms
 	c->m = m;
 	c->mcp = p->mcp;
 	c->owner = p->owner;
+	c->persist = srv_persists(p);
 	c->cancel_efd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	c->params = msg->params ? json_deep_copy(msg->params) : json_object();
@@ -764,12 +857,16 @@ peer_close(struct srv *s, struct peer *p)
 	p->closed = true;
 	for (struct call *c = p->calls; c; c = c->pnext)
 		cancel_call(s, c, "the client went away");
+	bool had = false;
 	while (p->lives) {
 		struct live *l = p->lives;
 		p->lives = l->next;
 		l->next = NULL;
+		had |= l->sess;
 		end_async(s, l);
 	}
+	if (had)
+		record_save(s, p); /* none left: removed (kept while stopping) */
 }
 
 bool
@@ -837,6 +934,7 @@ m_session_open(struct call *c, struct rpc_err *e)
 		snprintf(p->session, sizeof(p->session), "%s", old->session);
 		p->named = true;
 		session_end(s, old, "resumed on another connection");
+		record_save(s, p);
 	} else if (!p->named) {
 		unsigned char r[16];
 		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
@@ -857,6 +955,9 @@ dispatch_stop(struct srv *s)
 	/* new commands are refused by the library from here on, and the ones
 	 * running end as killed by SIGTERM */
 	wd_ctx_cancel(s->ctx, SIGTERM);
+	/* the sessions' sandboxes stop and their records stay: a server
+	 * started again on the state directory takes them back (restore.c) */
+	__atomic_store_n(&s->keep_sessions, true, __ATOMIC_RELEASE);
 	for (struct peer *p = s->peers, *next; p; p = next) {
 		next = p->next;
 		/* an open HTTP session holds the table's reference: ended,

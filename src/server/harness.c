@@ -12,6 +12,8 @@
  *   audit.verify                      the server's audit trail */
 #include "server/server-internal.h"
 
+#include <sys/random.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -275,7 +277,35 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 		return NULL;
 	}
 	wd_sandbox *sb = NULL;
-	int rc = wd_sandbox_create(s->ctx, spec, &sb, &err);
+	char sid[17] = "";
+	int rc;
+	/* A cow sandbox of a session that comes back after a restart
+	 * (restore.c) is a library session: its monitor, not this process,
+	 * holds its processes, and its layers are on a disk in the state
+	 * directory.  A direct sandbox's changes are in the project already,
+	 * and a one-connection sandbox ends with its connection: both stay
+	 * in this process. */
+	if (cow && c->persist) {
+		/* named "serve-...": a session the server made, which a server
+		 * restarted on the directory removes when no record names it
+		 * (one made just before a crash: restore.c) */
+		char name[40];
+		unsigned char r[8];
+		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			abort();
+		snprintf(name, sizeof(name), "serve-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1],
+			 r[2], r[3], r[4], r[5], r[6], r[7]);
+		struct wd_session_params sp = {
+		    .name = name,
+		    /* its monitor stops it (files kept) when no server uses it
+		     * for as long as a session may idle: a server that never
+		     * comes back leaves no processes for ever */
+		    .idle_timeout_ms = s->o.session_idle_s * 1000ull + 60000,
+		};
+		rc = wd_session_create(s->ctx, spec, &sp, sid, &err);
+	} else {
+		rc = wd_sandbox_create(s->ctx, spec, &sb, &err);
+	}
 	wd_spec_free(spec);
 	/* -ENOTSUP: the host cannot give this sandbox what it asks (a cow
 	 * workspace needs root, container isolation, overlayfs and loop
@@ -283,7 +313,9 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	if (rc < 0)
 		rpc_err_set(e, rc == -ENOTSUP ? SRV_E_NOT_AVAILABLE : SRV_E_FAILED, "%s%s",
 			    rc == -ENOTSUP ? "not available: " : "", err.msg);
-	struct live *lv = rc < 0 ? NULL : live_new(s, sb, cow, e);
+	struct live *lv = rc < 0   ? NULL
+			  : sid[0] ? live_new_session(s, sid, cow)
+				   : live_new(s, sb, cow, e);
 	if (!lv) {
 		atomic_fetch_sub(&s->nlive, 1);
 		return NULL;
@@ -322,7 +354,28 @@ h_sandbox_files(struct call *c, struct rpc_err *e)
 	 * sandbox's its overlay (what it wrote, and where a write joins its
 	 * change set); protected as its jail is */
 	const char *tool = c->method + strlen("sandbox.");
-	return file_tool(c, c->live->ws, tool, c->params, false, e);
+	return live_file_tool(c, c->live, tool, c->params, false, e);
+}
+
+json_t *
+live_file_tool(struct call *c, struct live *l, const char *tool, json_t *args, bool for_model,
+	       struct rpc_err *e)
+{
+	struct wd_err err = {0};
+	wd_workspace *ws = live_view(l, &err);
+	if (!ws) {
+		if (for_model) {
+			char *text = xasprintf("sandbox %s: %s", l->id, err.msg);
+			json_t *r = mcp_tool_result(c->srv, text, NULL, true);
+			free(text);
+			return r;
+		}
+		rpc_err_set(e, SRV_E_FAILED, "sandbox %s: %s", l->id, err.msg);
+		return NULL;
+	}
+	json_t *r = file_tool(c, ws, tool, args, for_model, e);
+	live_view_done(l, ws);
+	return r;
 }
 
 /* ---- the policy's answers ---- */

@@ -85,7 +85,9 @@ probe_main(void *arg)
 	struct wd_err err = {0};
 	/* the server's own sandbox, built and ended: the level, the limits
 	 * (cgroups), the network and the default image as every call gets them */
-	wd_spec *spec = run_spec(s, NULL, s->o.image, NULL, &err);
+	/* the image a run_command gets: the policy's tool image, else --image
+	 * (after an activation, the tenant's policy may name one) */
+	wd_spec *spec = run_spec(s, NULL, srv_run_image(s, "run_command"), NULL, &err);
 	wd_sandbox *sb = NULL;
 	if (!spec || wd_sandbox_create(s->ctx, spec, &sb, &err) < 0) {
 		/* why: the doctor's reason when it finds the level missing
@@ -114,6 +116,16 @@ health_start(struct srv *s)
 		return;
 	}
 	s->probe_running = true;
+}
+
+void
+health_recheck(struct srv *s)
+{
+	health_reap(s);
+	if (s->probe_running || !s->o.listen)
+		return; /* (none runs: an activation is refused while one does) */
+	set_health(s, HEALTH_PROBING, "probing again with the tenant's workspace and policy");
+	health_start(s);
 }
 
 void

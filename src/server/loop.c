@@ -1083,9 +1083,15 @@ server_run(const struct server_opts *o)
 	struct srv *s = xcalloc(1, sizeof(*s));
 	s->unix_fd = s->tcp_fd = s->ep = s->wake_fd = s->sig_fd = s->timer_fd = s->spare_fd = -1;
 	int rc = srv_init(s, o);
+	if (rc == 0)
+		rc = srv_records_open(s); /* before listening: a bad one starts nothing */
 	if (rc == 0) {
 		srv_attach_lib_log(s);
 		log_nofile(s, nofile_from, nofile_to);
+		/* the sessions of a server before this one, before anything
+		 * listens: a client that sees the socket or the port finds them */
+		if (s->activated)
+			srv_restore(s);
 		rc = setup(s);
 	}
 	if (rc == 0)

@@ -15,12 +15,16 @@
  * sandbox.output notification (harness, unless "stream": false). */
 #include "server/server-internal.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <stdio.h>
 #include <string.h>
 
 /* ---- output streaming ---- */
+
+static void stream_out(struct call *c, int stream, const char *buf, size_t len, const char *sid);
 
 void
 run_on_event(const wd_event *ev, void *data)
@@ -33,6 +37,14 @@ run_on_event(const wd_event *ev, void *data)
 	const char *buf = wd_event_output(ev, &stream, &len);
 	if (stream != 1 && stream != 2)
 		return;
+	stream_out(c, stream, buf, len, wd_event_sandbox_id(ev));
+	(void)data;
+}
+
+/* A chunk of a command's output, as a notification of call c. */
+static void
+stream_out(struct call *c, int stream, const char *buf, size_t len, const char *sid)
+{
 	/* the unfinished tail of the last chunk (a UTF-8 character or an
 	 * escape sequence cut in two) goes in front of this one */
 	size_t total = c->carry_len[stream] + len;
@@ -59,13 +71,104 @@ run_on_event(const wd_event *ev, void *data)
 	} else if (n) {
 		msg = rpc_notification("sandbox.output",
 				       json_pack("{s:O, s:s, s:s, s:s}", "id", c->id, "sandbox",
-						 wd_event_sandbox_id(ev), "stream",
-						 stream == 1 ? "stdout" : "stderr", "data", text));
+						 sid, "stream", stream == 1 ? "stdout" : "stderr",
+						 "data", text));
 	}
 	free(text);
 	if (msg)
 		call_notify(c, msg);
-	(void)data;
+}
+
+/* A session's command streams through descriptors (wd_cmd_set_stream:
+ * its monitor writes what the command prints), not through the
+ * context's events: a thread turns them into notifications while it
+ * runs, and reads what is left once it is done. */
+struct pump {
+	struct call *c;
+	const char *sid;
+	int rfd[2];
+	int stop_efd;
+};
+
+static void *
+pump_main(void *arg)
+{
+	struct pump *p = arg;
+	struct pollfd f[3] = {{.fd = p->rfd[0], .events = POLLIN},
+			      {.fd = p->rfd[1], .events = POLLIN},
+			      {.fd = p->stop_efd, .events = POLLIN}};
+	bool stopping = false;
+	int open = 2;
+	char buf[16384];
+	while (open > 0) {
+		int n = poll(f, 3, stopping ? 0 : -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* stopping, and nothing more to read */
+		if (f[2].revents) {
+			stopping = true;
+			f[2].fd = -1;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (f[i].fd < 0 || !(f[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t r = read(f[i].fd, buf, sizeof(buf));
+			if (r > 0)
+				stream_out(p->c, i + 1, buf, (size_t)r, p->sid);
+			else if (r == 0 || errno != EAGAIN) {
+				f[i].fd = -1;
+				open--;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int
+session_exec(struct call *c, struct live *l, wd_cmd *cmd, wd_result **out, struct wd_err *err)
+{
+	struct pump p = {.c = c, .sid = l->id, .rfd = {-1, -1}, .stop_efd = -1};
+	int wfd[2] = {-1, -1};
+	pthread_t t;
+	bool pumping = false;
+	if (c->progress || c->stream) {
+		int a[2], b[2];
+		if (pipe2(a, O_CLOEXEC) == 0) {
+			if (pipe2(b, O_CLOEXEC) == 0) {
+				p.rfd[0] = a[0], wfd[0] = a[1];
+				p.rfd[1] = b[0], wfd[1] = b[1];
+			} else {
+				close(a[0]);
+				close(a[1]);
+			}
+		}
+		p.stop_efd = eventfd(0, EFD_CLOEXEC);
+		if (p.rfd[0] >= 0 && p.stop_efd >= 0) {
+			fcntl(p.rfd[0], F_SETFL, O_NONBLOCK);
+			fcntl(p.rfd[1], F_SETFL, O_NONBLOCK);
+			pumping = pthread_create(&t, NULL, pump_main, &p) == 0;
+		}
+		if (pumping)
+			wd_cmd_set_stream(cmd, wfd[0], wfd[1]);
+	}
+	int rc = wd_session_exec(c->srv->ctx, l->id, cmd, out, err);
+	if (rc == -ESRCH && live_session_start(l, err) == 0)
+		rc = wd_session_exec(c->srv->ctx, l->id, cmd, out, err);
+	for (int i = 0; i < 2; i++)
+		if (wfd[i] >= 0)
+			close(wfd[i]);
+	if (pumping) {
+		uint64_t one = 1;
+		(void)!write(p.stop_efd, &one, sizeof(one));
+		pthread_join(t, NULL);
+	}
+	for (int i = 0; i < 2; i++)
+		if (p.rfd[i] >= 0)
+			close(p.rfd[i]);
+	if (p.stop_efd >= 0)
+		close(p.stop_efd);
+	return rc;
 }
 
 /* ---- specs and commands ---- */
@@ -435,7 +538,8 @@ live_exec(struct call *c, struct live *l, wd_cmd *cmd, wd_result **out, struct w
 	int efd = arm_cancel(c, cmd, err);
 	int rc = efd;
 	if (efd >= 0) {
-		rc = wd_sandbox_exec(l->sb, cmd, out, err);
+		rc = l->sess ? session_exec(c, l, cmd, out, err)
+			     : wd_sandbox_exec(l->sb, cmd, out, err);
 		disarm_cancel(c, efd);
 	}
 	pthread_mutex_lock(&l->lock);

@@ -192,6 +192,7 @@ struct live {
 	wd_workspace *ws; /* its view for the file methods (wd_sandbox_workspace) */
 	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
 	bool by_mcp;	  /* made by the sandbox_create tool (sandbox_list says so) */
+	bool sess;	  /* a library session (restore.c): id is its id, sb and ws NULL */
 	char *image;	  /* the image it was made in, as the caller named it, or NULL */
 	char digest[SRV_DIGEST_LEN]; /* ... resolved once, at create: its digest */
 	struct srv *srv;
@@ -203,6 +204,24 @@ struct live {
 };
 
 struct live *live_get(struct live *l);
+/* A live sandbox over library session id (restore.c). */
+struct live *live_new_session(struct srv *s, const char *id, bool cow);
+/* What a live sandbox offers, for an in-process sandbox or a session
+ * alike (dispatch.c).  live_view: its workspace view; close it with
+ * live_view_done. */
+int live_diff(struct live *l, const char *const *paths, size_t n, unsigned flags, char **out,
+	      struct wd_err *err);
+int live_apply(struct live *l, const char *const *paths, size_t n, const char *expect,
+	       unsigned flags, char **report, struct wd_err *err);
+int live_discard(struct live *l, const char *const *paths, size_t n, struct wd_err *err);
+wd_workspace *live_view(struct live *l, struct wd_err *err);
+/* A session whose monitor is gone: start it again over its files. */
+int live_session_start(struct live *l, struct wd_err *err);
+/* file_tool() on l's view (harness.c). */
+struct rpc_err;
+json_t *live_file_tool(struct call *c, struct live *l, const char *tool, json_t *args,
+		       bool for_model, struct rpc_err *e);
+void live_view_done(struct live *l, wd_workspace *ws);
 void live_put(struct live *l);
 /* End it: cancel what runs in it, wait for the other holders, destroy,
  * free.  The caller holds the last table reference.  May block: workers
@@ -230,6 +249,7 @@ struct call {
 	json_t *progress;     /* MCP progressToken, or NULL */
 	bool mcp;	      /* the peer speaks MCP: no answer after a cancel */
 	bool owner;	      /* the peer is the owner's socket */
+	bool persist;	      /* its peer's sandboxes come back after a restart (restore.c) */
 	struct live *live;    /* sandbox.exec/destroy/files: its sandbox (a reference) */
 	struct live *created; /* sandbox.create: the new one, for the loop to keep */
 	json_t *lives;	      /* tools/call sandbox_list: the peer's, when admitted */
@@ -315,6 +335,7 @@ struct srv {
 	bool activated;
 	char *warm_dir;
 	char *act_workspace, *act_policy, *act_tenant; /* what the activation named */
+	char *act_token_file; /* ... its token_file (s->o.token_file, watched) */
 	char *capture;	  /* non-NULL: srv_log's first error goes here (activation) */
 	size_t capture_cap;
 	uid_t owner_uid;
@@ -337,6 +358,10 @@ struct srv {
 	pthread_t probe_thread;
 	atomic_bool probe_done; /* it has finished: join it */
 	uint64_t probe_ns;	/* when the last probe started */
+	/* restore.c: DIR/serve (--state-dir), where the sessions are written
+	 * down, or NULL; keep_sessions: stopping, the sessions stay */
+	char *rec_dir;
+	bool keep_sessions;
 	/* the warm pool (pool.c), or NULL */
 	struct srv_pool *pool;
 	struct conn *conns;
@@ -447,6 +472,8 @@ void health_start(struct srv *s);
 void health_tick(struct srv *s);
 /* Join a probe thread that has finished (loop thread). */
 void health_reap(struct srv *s);
+/* Probe again now, unready meanwhile (after an activation). */
+void health_recheck(struct srv *s);
 void health_stop(struct srv *s);
 /* The answer to GET path (1: it was a health path, *status and body set;
  * 0: not one).  body is a short static-size text. */
@@ -527,6 +554,16 @@ void session_end(struct srv *s, struct peer *p, const char *why);
 int http_listen(struct srv *s, uint64_t tag);
 /* dispatch.c: cancel the calls answered through x (its client is gone) */
 void dispatch_cancel_xchg(struct srv *s, struct xchg *x, struct peer *p);
+
+/* restore.c: sessions that come back after a restart on --state-dir */
+int srv_records_open(struct srv *s);
+/* Whether p's new cow sandboxes are library sessions written down. */
+bool srv_persists(const struct peer *p);
+/* Write p's record (its session sandboxes), or remove it when it has
+ * none; nothing while the server stops (the records stay). */
+void record_save(struct srv *s, struct peer *p);
+/* Take back the sessions of the records (at start; after activation). */
+void srv_restore(struct srv *s);
 
 /* mcp.c */
 extern const char *const mcp_versions[4];

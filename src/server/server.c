@@ -573,12 +573,14 @@ tenant_fits(const char *t)
 	return n >= 1 && n <= 63;
 }
 
-/* server.activate: {"workspace", "token" (with --listen), "policy"?,
- * "tenant"?}.  On the loop thread (M_INLINE): nothing else runs on the
- * server's state meanwhile (before activation every other call is
- * refused, and a readiness probe running makes it refuse).  The
- * tenant's state is built beside the warm one and replaces it only when
- * all of it worked; a refusal leaves the server warm, with the reason.
+/* server.activate: {"workspace", "token" or "token_file" (with --listen),
+ * "policy"?, "tenant"?}.  A token_file is read with --token-file's checks
+ * and watched as --token-file is (srv_token_watch): a Secret mounted in
+ * the pod rotates the tenant's token; an inline token has no file to
+ * watch (a new pod, or a token_file, rotates it).  On the loop thread (M_INLINE): nothing else runs
+ * on the server's state meanwhile (before activation every other call is refused, and a readiness
+ * probe running makes it refuse).  The tenant's state is built beside the warm one and replaces it
+ * only when all of it worked; a refusal leaves the server warm, with the reason.
  *
  * Why the model cannot activate: M_HUMAN admits only the owner's unix
  * socket (SO_PEERCRED's uid, and wd_peer_check refusing a sandboxed
@@ -591,8 +593,9 @@ json_t *
 m_server_activate(struct call *c, struct rpc_err *e)
 {
 	struct srv *s = c->srv;
-	static const char *const keys[] = {"workspace", "token", "policy", "tenant", NULL};
-	const char *ws = NULL, *token = NULL, *policy = NULL, *tenant = NULL;
+	static const char *const keys[] = {"workspace", "token",  "token_file",
+					   "policy",	"tenant", NULL};
+	const char *ws = NULL, *token = NULL, *tfile = NULL, *policy = NULL, *tenant = NULL;
 	if (!s->o.await_activation) {
 		rpc_err_set(e, SRV_E_FORBIDDEN,
 			    "server.activate: this server was started with its workspace (it has "
@@ -607,16 +610,23 @@ m_server_activate(struct call *c, struct rpc_err *e)
 	}
 	if (!p_only(c->params, keys, e) || !p_str(c->params, "workspace", true, &ws, e) ||
 	    !p_str(c->params, "token", false, &token, e) ||
+	    !p_str(c->params, "token_file", false, &tfile, e) ||
 	    !p_str(c->params, "policy", false, &policy, e) ||
 	    !p_str(c->params, "tenant", false, &tenant, e))
 		return NULL;
-	if (!s->o.listen && token) {
+	if (token && tfile) {
 		rpc_err_set(e, RPC_INVALID_PARAMS,
-			    "Invalid params: 'token': this server has no --listen (the token is "
-			    "HTTP's bearer token)");
+			    "Invalid params: 'token' and 'token_file': give one");
 		return NULL;
 	}
-	if (s->o.listen && !token) {
+	if (!s->o.listen && (token || tfile)) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: '%s': this server has no --listen (the token is "
+			    "HTTP's bearer token)",
+			    token ? "token" : "token_file");
+		return NULL;
+	}
+	if (s->o.listen && !token && !tfile) {
 		rpc_err_set(e, RPC_INVALID_PARAMS,
 			    "Invalid params: 'token' is required (this server has --listen)");
 		return NULL;
@@ -632,10 +642,12 @@ m_server_activate(struct call *c, struct rpc_err *e)
 			    "Invalid params: 'tenant': 1 to 63 of A-Z a-z 0-9 . _ -");
 		return NULL;
 	}
-	if (ws[0] != '/' || (policy && policy[0] != '/')) {
+	if (ws[0] != '/' || (policy && policy[0] != '/') || (tfile && tfile[0] != '/')) {
 		rpc_err_set(e, RPC_INVALID_PARAMS,
 			    "Invalid params: '%s': an absolute path is required",
-			    ws[0] != '/' ? "workspace" : "policy");
+			    ws[0] != '/'	       ? "workspace"
+			    : tfile && tfile[0] != '/' ? "token_file"
+						       : "policy");
 		return NULL;
 	}
 	/* the warm state's probe uses the context and the workspace: not
@@ -659,6 +671,7 @@ m_server_activate(struct call *c, struct rpc_err *e)
 	struct srv saved = {.ctx = s->ctx, .ws = s->ws, .policy = s->policy, .tools = s->tools};
 	struct server_opts old_o = s->o;
 	char *aws = xstrdup(ws), *apol = policy ? xstrdup(policy) : NULL;
+	char *atok = tfile ? xstrdup(tfile) : NULL;
 	s->ctx = NULL;
 	s->ws = NULL;
 	s->policy = NULL;
@@ -666,6 +679,7 @@ m_server_activate(struct call *c, struct rpc_err *e)
 	s->o.workspace = aws;
 	if (apol)
 		s->o.policy = apol;
+	s->o.token_file = atok; /* srv_setup reads it (load_token), then it is watched */
 	char why[512] = "";
 	s->capture = why;
 	s->capture_cap = sizeof(why);
@@ -680,11 +694,19 @@ m_server_activate(struct call *c, struct rpc_err *e)
 		s->o = old_o;
 		free(aws);
 		free(apol);
+		free(atok);
+		if (s->token) {
+			explicit_bzero(s->token, strlen(s->token));
+			free(s->token);
+			s->token = NULL;
+		}
 		/* the option's name is the parameter's here */
 		const char *r = why[0] ? why : "the set-up failed (see the server's log)";
 		if (!strncmp(r, "--workspace: ", 13) || !strncmp(r, "--policy: ", 10) ||
 		    !strncmp(r, "--socket: ", 10))
 			r += 2;
+		else if (!strncmp(r, "--token-file: ", 14))
+			r = (why[7] = '_', why + 2); /* "token_file: ...", the parameter */
 		rpc_err_set(e, RPC_INVALID_PARAMS, "server.activate refused: %s", r);
 		srv_log(s, WD_LOG_WARN, "server.activate refused: %s (still awaiting activation)",
 			r);
@@ -701,9 +723,14 @@ m_server_activate(struct call *c, struct rpc_err *e)
 	if (token)
 		s->token = xstrdup(token);
 	s->act_workspace = aws;
+	s->act_token_file = atok;
 	s->act_policy = apol;
 	s->act_tenant = tenant ? xstrdup(tenant) : NULL;
 	s->activated = true;
+	srv_restore(s); /* this tenant's sessions of a server before this one */
+	/* ready again only once the tenant's workspace, policy and image
+	 * were seen to work: the warm probe built none of them */
+	health_recheck(s);
 	const char *path = wd_workspace_path(s->ws);
 	srv_logf(s, WD_LOG_INFO,
 		 json_pack("{s:s, s:o, s:o}", "workspace", path, "tenant",
@@ -734,6 +761,8 @@ srv_fini(struct srv *s)
 	free(s->act_workspace);
 	free(s->act_policy);
 	free(s->act_tenant);
+	free(s->act_token_file);
+	free(s->rec_dir);
 	int fds[] = {s->ep, s->wake_fd, s->sig_fd, s->timer_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)

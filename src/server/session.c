@@ -86,6 +86,8 @@ session_admit(struct peer *p, struct call *c)
 	c->live = *lp; /* the table's reference moves to the call */
 	*lp = (*lp)->next;
 	c->live->next = NULL;
+	if (c->live->sess)
+		record_save(p->srv, p);
 }
 
 static json_t *tool_error(struct srv *s, const char *fmt, ...) SRV_PRINTF(2, 3);
@@ -247,8 +249,8 @@ cow_diff_tool(struct call *c, struct live *l, json_t *args)
 	const char *const *paths = path ? &path : NULL;
 	size_t n = path ? 1 : 0;
 	char *js = NULL, *text = NULL;
-	if (wd_sandbox_diff(l->sb, paths, n, WD_DIFF_JSON, &js, &err) < 0 ||
-	    wd_sandbox_diff(l->sb, paths, n, 0, &text, &err) < 0) {
+	if (live_diff(l, paths, n, WD_DIFF_JSON, &js, &err) < 0 ||
+	    live_diff(l, paths, n, 0, &text, &err) < 0) {
 		free(js);
 		return tool_error(s, "workspace_diff of sandbox %s: %s", l->id, err.msg);
 	}
@@ -290,7 +292,7 @@ discard_tool(struct call *c, struct live *l, json_t *args)
 	size_t n = 0;
 	const char **paths = arg_paths(args, &n);
 	struct wd_err err = {0};
-	int rc = wd_sandbox_discard(l->sb, paths, n, &err);
+	int rc = live_discard(l, paths, n, &err);
 	free(paths);
 	if (rc < 0)
 		return tool_error(s, "workspace_discard of sandbox %s: %s", l->id, err.msg);
@@ -360,5 +362,5 @@ session_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e)
 	if (!strcmp(name, "workspace_diff"))
 		/* a direct sandbox's view is the project itself: git's account */
 		return l->cow ? cow_diff_tool(c, l, args) : diff_tool(c, args, e);
-	return file_tool(c, l->ws, name, args, true, e);
+	return live_file_tool(c, l, name, args, true, e);
 }

@@ -232,11 +232,14 @@ loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
 				on_note(r);
 			else if (fd == r->g->sentry_pidfd && r->g->sentry_pidfd >= 0)
 				on_sandbox_exit(r);
-			else if (fd == sb->cancel_fd)
-				on_cancel(r, atomic_load(&sb->cancel_sig));
-			else if (fd == r->x->cancel_fd)
-				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
-			else if (fd == r->x->cmd_cancel_fd) {
+			else if (fd == sb->cancel_fd || fd == r->x->cancel_fd) {
+				/* watched once: they stay readable, and the loop
+				 * would spin on them until the command ended */
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
+				on_cancel(r, fd == sb->cancel_fd ? atomic_load(&sb->cancel_sig)
+					     : r->x->cancel_sig	 ? atomic_load(r->x->cancel_sig)
+								 : 0);
+			} else if (fd == r->x->cmd_cancel_fd) {
 				/* the caller's fd stays readable: watched once */
 				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
 				on_cancel(r, SIGKILL);

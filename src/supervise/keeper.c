@@ -206,6 +206,33 @@ remove_dir(const char *dir)
 	}
 }
 
+/* Thaw dir: v1's freezer.state, v2's cgroup.freeze (the file that is not
+ * there fails to open, nothing else).  A frozen cgroup's processes cannot
+ * die under v1's freezer: a sandbox the program froze (a diff freezes it
+ * until the apply that follows) and then left by dying would keep its
+ * processes, and every directory they are in, for ever. */
+KEEPER_FN static void
+thaw_dir(const char *dir)
+{
+	char path[4096];
+	size_t dlen = strlen(dir);
+	if (dlen + 16 > sizeof(path))
+		return;
+	memcpy(path, dir, dlen);
+	memcpy(path + dlen, "/freezer.state", 15);
+	int fd = k_open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!k_write(fd, "THAWED", 6);
+		k_close(fd);
+	}
+	memcpy(path + dlen, "/cgroup.freeze", 15);
+	fd = k_open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!k_write(fd, "0", 1);
+		k_close(fd);
+	}
+}
+
 KEEPER_FN __attribute__((noreturn)) static void
 keeper_main(int rfd)
 {
@@ -260,6 +287,15 @@ keeper_main(int rfd)
 		memmove(buf, line, have);
 		if (have == sizeof(buf))
 			have = 0; /* a line longer than any path: drop it */
+	}
+	/* every directory thawed first: the freezer's may come after the
+	 * memory controller's in the table, whose removal waits for the
+	 * processes to die */
+	for (size_t i = 0; !goodbye && i < t.len;) {
+		size_t l = strlen(t.p + i);
+		if (l)
+			thaw_dir(t.p + i);
+		i += l ? l + 1 : 1;
 	}
 	for (size_t i = 0; !goodbye && i < t.len;) {
 		size_t l = strlen(t.p + i);

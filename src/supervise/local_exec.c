@@ -190,8 +190,15 @@ loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
 				if (sb->state == SB_DEAD && !r->got_exit)
 					r->sandbox_dead = true;
 			} else if (fd == sb->cancel_fd) {
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
 				on_cancel(r, atomic_load(&sb->cancel_sig));
 			} else if (fd == r->x->cancel_fd) {
+				/* watched once too: it stays readable (a session's
+				 * client connection with its cancel record unread),
+				 * and each turn sent pid 1 another kill until the
+				 * channel was full and the whole sandbox was killed
+				 * instead of the command */
+				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
 				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
 			} else if (fd == r->x->cmd_cancel_fd) {
 				/* the caller's fd stays readable: watched once */

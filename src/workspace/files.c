@@ -152,6 +152,16 @@ ws_files_view(int fd, const char *real, const char *const *protect, size_t nprot
 	return 0;
 }
 
+int
+ws_files_parts(const wd_workspace *ws, const char **real, const char *const **protect,
+	       size_t *nprotect)
+{
+	*real = ws->real;
+	*protect = (const char *const *)ws->protect;
+	*nprotect = ws->nprotect;
+	return ws->fd;
+}
+
 WD_API int
 wd_workspace_protect(wd_workspace *ws, const char *path, struct wd_err *err)
 {

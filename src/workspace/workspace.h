@@ -59,6 +59,12 @@ int ws_files_write_mode(const wd_workspace *ws, const char *path, const void *da
 int ws_files_mkdir(const wd_workspace *ws, const char *path, struct wd_err *err);
 int ws_files_view(int fd, const char *real, const char *const *protect, size_t nprotect,
 		  wd_workspace **out, struct wd_err *err);
+/* What a view is made of, for handing it to another process (a session's
+ * monitor to its client, wd_session_workspace): its directory descriptor
+ * (the view's own, not a copy), the host path it stands for and its
+ * protected list. */
+int ws_files_parts(const wd_workspace *ws, const char **real, const char *const **protect,
+		   size_t *nprotect);
 
 /* Does a change at rel (relative to the workspace, normal form) touch a
  * protected path of list (n entries)?  At or below an entry; any component

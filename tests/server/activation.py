@@ -152,6 +152,15 @@ bad_policy = os.path.join(env.top, "bad.yaml")
 with open(bad_policy, "w") as f:
     f.write("version: 1\ncommands:\n  allow: [ls\n")
 good = {"workspace": env.ws, "token": tok}
+# the token as a file the server reads and watches (a Secret in the pod)
+alice_tok = os.path.join(env.top, "alice-token")
+fd = os.open(alice_tok, os.O_WRONLY | os.O_CREAT, 0o600)
+os.write(fd, tok.encode() + b"\n")
+os.close(fd)
+loose_tok = os.path.join(env.top, "loose-token")
+with open(loose_tok, "w") as f:
+    f.write(tok + "\n")
+os.chmod(loose_tok, 0o644)
 # a good policy, but in the workspace: a sandboxed command could rewrite it
 ws_policy = os.path.join(env.ws, "policy.json")
 with open(ws_policy, "w") as f:
@@ -170,6 +179,10 @@ cases = [
     (dict(good, extra=1), "unknown member 'extra'"),
     (dict(good, tenant="a/b"), "'tenant'"),
     (dict(good, token=7), "'token' must be a string"),
+    (dict(good, token_file=alice_tok), "'token' and 'token_file': give one"),
+    ({"workspace": env.ws, "token_file": "alice-token"}, "'token_file': an absolute path"),
+    ({"workspace": env.ws, "token_file": loose_tok},
+     "token_file: " + loose_tok + " is readable by others"),
 ]
 for params, want in cases:
     r = owner.call("server.activate", params)
@@ -196,11 +209,15 @@ ok(r.get("error", {}).get("code") == FORBIDDEN and
    % r.get("error", {}).get("message", "")[:120])
 
 # ---- 5. the activation ----
-r = owner.call("server.activate", dict(good, tenant="alice"))
+r = owner.call("server.activate", {"workspace": env.ws, "token_file": alice_tok,
+                                   "tenant": "alice"})
 res = r.get("result", {})
 ok(res.get("activated") is True and res.get("workspace") == os.path.realpath(env.ws) and
-   res.get("tenant") == "alice", "the owner activates: %s" % r)
-ok(get(srv.port, "/readyz") == (200, "ok\n"), "/readyz: ok")
+   res.get("tenant") == "alice", "the owner activates (token_file): %s" % r)
+ok(until(lambda: get(srv.port, "/readyz") == (200, "ok\n")) and
+   "probing again with the tenant's workspace and policy" in srv.stderr(),
+   "/readyz: ok once the level was probed again with the tenant's workspace and policy (%s)"
+   % [l for l in srv.stderr().splitlines() if "ready" in l or "probing" in l])
 ok(warm_dirs() == [], "the warm directory is gone")
 st, _, out = http_post(srv.port, None, INIT)
 ok(st == 401, "HTTP now needs the token: 401 without (%d)" % st)
@@ -229,6 +246,46 @@ ok(r.get("error", {}).get("code") == FORBIDDEN and
 ok(run_http(srv.port, tok, "ls") == "ran", "the built-in policy runs ls")
 r = owner.call("sandbox.list", {})
 ok("result" in r, "the owner's calls are served now")
+
+# the activation's token file is watched as --token-file is: a rotation
+# (a Secret's update: a new file renamed over the name) is in force at
+# once; one that fails the checks refuses everything until a good one
+tok_new = os.urandom(24).hex()
+fd = os.open(alice_tok + ".new", os.O_WRONLY | os.O_CREAT, 0o600)
+os.write(fd, tok_new.encode() + b"\n")
+os.close(fd)
+os.rename(alice_tok + ".new", alice_tok)
+ok(until(lambda: http_post(srv.port, tok_new, INIT)[0] == 200, timeout=60) and
+   http_post(srv.port, tok, INIT)[0] == 401,
+   "the token file rotated: the new token is in force, the old one refused (401)")
+os.chmod(alice_tok, 0o644)
+ok(until(lambda: http_post(srv.port, tok_new, INIT)[0] == 401, timeout=60) and
+   get(srv.port, "/readyz")[0] == 503 and "token" in get(srv.port, "/readyz")[1],
+   "... turned readable by others: every request refused, /readyz says why (%r)"
+   % get(srv.port, "/readyz")[1])
+os.chmod(alice_tok, 0o600)
+ok(until(lambda: http_post(srv.port, tok_new, INIT)[0] == 200, timeout=60) and
+   get(srv.port, "/readyz") == (200, "ok\n"), "... and good again: served, ready")
+tok = tok_new
+
+# a tenant whose policy needs an image this pod does not hold: activated,
+# and unready with the reason (its every run_command would fail)
+sock5 = os.path.join(env.top, "run", "w5.sock")
+srv5 = Server(env, "--await-activation", "--socket", sock5, "--listen", "127.0.0.1:0",
+              workspace=False)
+ok(until(lambda: get(srv5.port, "/readyz")[0] == 200), "another warm server is ready")
+img_pol = os.path.join(env.top, "image-policy.json")
+with open(img_pol, "w") as f:
+    json.dump({"version": 1, "programs": {"cat": {}},
+               "tools": {"run_command": {"class": "sandbox", "image": "nosuchimage"}}}, f)
+o5 = LineClient(path=sock5)
+r = o5.call("server.activate", {"workspace": env.ws, "token": tok, "policy": img_pol})
+ok(r.get("result", {}).get("activated") is True, "activated with it: %s" % r)
+ok(until(lambda: get(srv5.port, "/readyz")[0] == 503 and
+         "nosuchimage" in get(srv5.port, "/readyz")[1]),
+   "/readyz: 503 naming the missing image (%r)" % get(srv5.port, "/readyz")[1])
+o5.close()
+ok(srv5.stop() == 0, "... and it stops cleanly")
 
 # ---- 6. a sandboxed command cannot activate a warm server ----
 # Servers of an unprivileged user (nobody): a warm one, and one at the

@@ -329,6 +329,90 @@ ok(r.get("error", {}).get("code") == -32602, "... and the session with it")
 d.close()
 ok(srv.stop() == 0, "... stopped with 0")
 
+# ---- a named socket session's cow sandbox across SIGTERM and a restart ----
+st2 = state_dir("state-restart")
+sock2 = os.path.join(env.top, "r.sock")
+senv = dict(env.env, WARDEN_STATE_DIR=st2)
+
+
+def session_state(sid):
+    r = subprocess.run([WARDEN, "ls", "--json"], capture_output=True, text=True, env=senv)
+    return {e["id"]: e["state"] for e in json.loads(r.stdout or "[]")}.get(sid)
+
+
+srv = Server(env, "--socket", sock2, "--state-dir", st2, "--allow-group", "nogroup")
+a = LineClient(path=sock2)
+sname = a.call("session.open").get("result", {}).get("session", "")
+box = a.call("sandbox.create", {"workspace_mode": "cow"}).get("result", {}).get("sandbox")
+r = a.call("sandbox.write_file", {"sandbox": box, "path": "across.txt", "content": "across\n"})
+d1 = a.call("sandbox.diff", {"sandbox": box, "format": "json"}).get("result", {})
+ok(box and "result" in r and d1.get("changes") == 1,
+   "a named socket session's cow sandbox with a file written (%s)" % json.dumps(d1)[:120])
+a.close()
+# a second session, never resumed: the restarted server ends it after
+# --session-idle, as any
+e = LineClient(path=sock2)
+idle_name = e.call("session.open").get("result", {}).get("session", "")
+idle_box = e.call("sandbox.create", {"workspace_mode": "cow"}).get("result", {}).get("sandbox")
+e.close()
+record = os.path.join(st2, "serve", sname + ".json")
+ok(srv.stop() == 0 and session_state(box) == "stopped" and os.path.isfile(record),
+   "SIGTERM: the server drains, the sandbox is stopped (%s), its record kept"
+   % session_state(box))
+# what a server that died between making a session and writing it down
+# leaves: a "serve-" session no record names (removed at the restart);
+# a session of the user's own beside it (kept)
+made = {}
+for n in ("serve-0123456789abcdef", "mine"):
+    r = subprocess.run([WARDEN, "create", n, "-w", env.ws, "--json"], capture_output=True,
+                       text=True, env=senv, timeout=120)
+    made[n] = json.loads(r.stdout or "{}").get("id")
+srv = Server(env, "--socket", sock2, "--state-dir", st2, "--allow-group", "nogroup",
+             "--session-idle", "2")
+ok(all(made.values()) and session_state(made["serve-0123456789abcdef"]) is None and
+   session_state(made["mine"]) is not None,
+   "a new server on the directory removes a server's session no record names, keeps the "
+   "user's (%s)" % made)
+subprocess.run([WARDEN, "rm", "mine"], capture_output=True, env=senv, timeout=120)
+r = subprocess.run(nobody[:-2] + [sock2, sname], capture_output=True, text=True, timeout=60)
+ok('"code": -32602' in r.stdout or '"code":-32602' in r.stdout,
+   "a new server on the directory: another user (--allow-group) with the id is refused (%s)"
+   % (r.stdout + r.stderr).strip()[:160])
+c = LineClient(path=sock2)
+r = c.call("session.open", {"session": sname})
+ok(r.get("result", {}).get("sandboxes") == [box],
+   "... its owner resumes the session with its sandbox (%s)" % json.dumps(r)[:160])
+d2 = c.call("sandbox.diff", {"sandbox": box, "format": "json"}).get("result", {})
+ok(d2.get("digest") == d1.get("digest") and d2.get("files") == d1.get("files"),
+   "... the same change set (digest %s)" % d2.get("digest"))
+r = c.call("sandbox.exec", {"sandbox": box, "argv": ["cat", "across.txt"]})
+ok(r.get("result", {}).get("stdout", {}).get("data") == "across\n",
+   "... a command runs in it, started again over its files (%s)" % json.dumps(r)[:160])
+streamed = [n["params"] for n in c.notes if n.get("method") == "sandbox.output"]
+ok(streamed == [{"id": 3, "sandbox": box, "stream": "stdout", "data": "across\n"}],
+   "... its output streamed as sandbox.output while it ran (%s)" % streamed)
+c.send({"jsonrpc": "2.0", "id": 40, "method": "sandbox.exec",
+        "params": {"sandbox": box, "argv": ["sleep", "60"], "stream": False}})
+time.sleep(0.3)
+t0 = time.time()
+c.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 40}})
+r = c.answer(40)
+r2 = c.call("sandbox.exec", {"sandbox": box, "argv": ["cat", "across.txt"]})
+ok(r.get("error", {}).get("code") == -32800 and time.time() - t0 < 30 and
+   r2.get("result", {}).get("stdout", {}).get("data") == "across\n",
+   "... a cancelled command ends (-32800, %.1f s), the sandbox lives on (%s %s)"
+   % (time.time() - t0, json.dumps(r)[:200], json.dumps(r2)[:300]))
+r = c.call("sandbox.destroy", {"sandbox": box})
+ok(r.get("result", {}).get("destroyed") is True and session_state(box) is None and
+   not os.path.exists(record), "... destroyed: no session and no record left")
+c.close()
+idle_record = os.path.join(st2, "serve", idle_name + ".json")
+ok(idle_box and until(lambda: session_state(idle_box) is None and
+                      not os.path.exists(idle_record), timeout=60),
+   "the session never resumed ends after --session-idle: its sandbox and record removed")
+ok(srv.stop() == 0 and not [l for l in open("/proc/self/mountinfo") if st2 in l],
+   "... stopped with 0, nothing mounted from its state directory")
+
 # ---- a required level that does not work keeps the server unready ----
 env.env["WARDEN_RUNSC"] = os.path.join(env.top, "no-runsc")
 srv = Server(env, "--listen", "127.0.0.1:0", "--token-file", env.token,
@@ -493,6 +577,13 @@ refused_start(["--listen", "127.0.0.1:0", "--token-file", loose], "--token-file"
 refused_start(["--listen", "127.0.0.1:0", "--token-file", empty], "--token-file",
               "an empty token file")
 ok(not os.listdir(open_dir), "... the refused --state-dir was left as it was")
+# the records of the sessions a restarted server takes back say who owns
+# which sandbox: a serve/ directory others can write is refused too
+open_rec = state_dir("open-records")
+os.mkdir(os.path.join(open_rec, "serve"))
+os.chmod(os.path.join(open_rec, "serve"), 0o777)
+refused_start(["--socket", os.path.join(env.top, "rec.sock"), "--state-dir", open_rec], "/serve must be a directory of the server's "
+              "user with mode 0700", "--state-dir whose serve/ others can write")
 
 env.close()
 done()

@@ -7,11 +7,18 @@ router of router.py (agent-sandbox's shape: X-Sandbox-ID picks the pod).
 Proves: every request of a tenant reaches its pod and its sessions stay
 there; the router's picks never cross tenants, and a request sent to the
 wrong pod on purpose is refused there (another tenant's token: 401;
-another pod's Mcp-Session-Id: 404); a pod killed with SIGKILL leaves no
-sandbox process behind, the others keep serving, and a new instance on
-its state directory is ready again with its audit chain continued
-intact.  (What a restarted pod does not get back: the killed instance's
-live sandboxes; docs/server.md, "Running in a pod".)
+another pod's Mcp-Session-Id: 404); a pod killed with SIGKILL (its
+server and the monitor of its cow sandbox, as a pod's death kills every
+process of it) leaves no sandbox process behind, the others keep
+serving, and a new instance on its state directory is ready again with
+its audit chain continued intact and the session back: the same
+Mcp-Session-Id finds its cow sandbox, the file it wrote and the same
+diff, and a command runs in it (started again over its stored files); a
+server activated for another tenant on that directory does not serve
+the session (404); destroyed, the sandbox leaves no process, mount,
+loop device, cgroup, session or record.  (Its direct sandbox does not
+come back: its changes are in the project already; docs/server.md,
+"Running in a pod".)
 
 Root (network namespaces); skips (77) without, fails under WD_MUST_WORK=1.
 """
@@ -108,15 +115,16 @@ class Pod:
             self.tok = f.read().strip()
         self.start()
 
-    def start(self):
+    def start(self, *extra):
         self.err = open(os.path.join(env.top, "pod-%d.%d.err" % (self.i, time.monotonic_ns())),
                         "w+")
         self.out = open(os.path.join(env.top, "pod-%d.%d.out" % (self.i, time.monotonic_ns())),
                         "w+")
         self.p = subprocess.Popen(
-            ["nsenter", "--net=/run/netns/%sp%d" % (TAG, self.i), WARDEN, "serve", "-w", env.ws,
-             "--listen", "%s:8080" % addr(self.i), "--behind-tls-proxy", "--token-file",
-             self.token, "--state-dir", self.state, "--log-format", "json"],
+            ["nsenter", "--net=/run/netns/%sp%d" % (TAG, self.i), WARDEN, "serve",
+             "--listen", "%s:8080" % addr(self.i), "--behind-tls-proxy",
+             "--state-dir", self.state, "--log-format", "json",
+             *(extra or ("-w", env.ws, "--token-file", self.token))],
             stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
             env=env.env)
 
@@ -226,14 +234,68 @@ st, r = tool(router, b, sess[b.name], "run_command", {"sandbox": box[a.name], "c
 ok(r.get("isError") is True and r.get("structuredContent", {}).get("sandbox_id") != box[a.name],
    "tenant 0's sandbox id on pod 1: a tool error, nothing runs there")
 
-# a pod killed: no sandbox left, the others serve, a new instance on its state
+# pod 1's tenant also works in a cow sandbox: a library session under the
+# state directory, which a restarted pod takes back
 killed = pods[1]
-orphans = killed.sandboxes()
+ks = sess[killed.name]
+st, r = tool(router, killed, ks, "sandbox_create", {})
+cow = r.get("structuredContent", {}).get("sandbox")
+ok(r.get("structuredContent", {}).get("workspace_mode") == "cow", "pod 1: a cow sandbox %s"
+   % cow)
+st, r = tool(router, killed, ks, "write_file",
+             {"sandbox": cow, "path": "restored.txt", "content": "kept across the restart\n"})
+ok(r.get("isError") is False, "... a file written in it: %s" % json.dumps(r)[:200])
+st, r = tool(router, killed, ks, "run_command", {"sandbox": cow, "command": "cat restored.txt"})
+ok(r.get("structuredContent", {}).get("stdout") == "kept across the restart\n",
+   "... its command reads it: %s" % json.dumps(r)[:200])
+st, r = tool(router, killed, ks, "workspace_diff", {"sandbox": cow})
+diff_before = r.get("structuredContent")
+ok(diff_before and diff_before.get("changes") == 1, "... its change set: %s" %
+   json.dumps(diff_before)[:200])
+record = os.path.join(killed.state, "serve", ks + ".json")
+ok(os.path.isfile(record) and os.stat(record).st_mode & 0o777 == 0o600,
+   "... the session written down under --state-dir/serve, 0600")
+senv = dict(env.env, WARDEN_STATE_DIR=killed.state)
+
+
+def session_info(sid):
+    r = subprocess.run([WARDEN, "ls", "--json"], capture_output=True, text=True, env=senv)
+    return {e["id"]: e for e in json.loads(r.stdout or "[]")}.get(sid)
+
+
+def descendants(pid):
+    r = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True)
+    kids = {}
+    for l in r.stdout.splitlines():
+        a, b = l.split()
+        kids.setdefault(int(b), []).append(int(a))
+    out, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        out += kids.get(q, [])
+        todo += kids.get(q, [])
+    return out
+
+
+info = session_info(cow)
+monitor = (info or {}).get("pid")
+ok(info and info.get("state") == "running" and monitor, "... a running session: %s" % info)
+# a pod killed: its server and every process of it (the cow sandbox's
+# monitor too, as a pod's end takes them all): no sandbox left, the others
+# serve, a new instance on its state directory
+orphans = killed.sandboxes() + [monitor] + descendants(monitor)
 groups = [d for q in orphans for d in cgroups_of(q)]
 killed.p.kill()
 killed.p.wait()
-ok(until(lambda: not [q for q in orphans if os.path.exists("/proc/%d" % q)], timeout=60),
-   "pod 1 killed with SIGKILL: its sandbox's processes are gone too")
+os.kill(monitor, 9)
+gone = until(lambda: not [q for q in orphans if os.path.exists("/proc/%d" % q)], timeout=60)
+ok(gone, "pod 1 killed with SIGKILL: its sandbox's processes are gone too")
+if not gone:
+    for q in orphans:
+        if os.path.exists("/proc/%d" % q):
+            print("# left: %d %s" % (q, open("/proc/%d/status" % q).read()[:400].replace("\n", " | ")))
+            print("# cgroup: %s" % open("/proc/%d/cgroup" % q).read().replace("\n", " | "))
+            print("# stack: %s" % subprocess.run(["cat", "/proc/%d/stack" % q], capture_output=True, text=True).stdout.replace("\n", " | "))
 ok(groups and until(lambda: not [d for d in groups if os.path.exists(d)], timeout=60),
    "... and its cgroups (%d directories)" % len(groups))
 st, _, _ = through(router, killed.name, killed.tok, INIT)
@@ -242,11 +304,66 @@ st, r = tool(router, pods[0], sess["pod-0"], "run_command",
              {"sandbox": box["pod-0"], "command": "ls"})
 ok(r.get("structuredContent", {}).get("sandbox_id") == box["pod-0"],
    "... and pod 0's session still runs in its sandbox")
+ok(until(lambda: (session_info(cow) or {}).get("state") == "stopped", timeout=60),
+   "... the cow session is stopped, its files kept")
+# the same state directory, activated for another tenant: not its session
+sock = os.path.join(env.top, "warm.sock")
+killed.start("--await-activation", "--socket", sock)
+ok(until(lambda: ready(killed)), "a warm instance on pod 1's state directory is ready")
+a = subprocess.run([WARDEN, "activate", "--socket", sock, "-w", env.ws, "--token-file",
+                    killed.token, "--tenant", "intruder"], capture_output=True, text=True,
+                   env=env.env)
+ok(a.returncode == 0, "... activated for tenant 'intruder': %s" % (a.stdout + a.stderr)[:200])
+st, r = tool(router, killed, ks, "sandbox_list", {})
+ok(st == 404, "... the session of the tenant before it is not served (404, %d)" % st)
+killed.p.terminate()
+ok(killed.p.wait(timeout=120) == 0 and os.path.isfile(record) and
+   (session_info(cow) or {}).get("state") == "stopped",
+   "... stopped again: the session, its record and its files untouched")
 killed.start()
 ok(until(lambda: ready(killed)), "a new instance on pod 1's state directory is ready")
-st, r = tool(router, killed, sess[killed.name], "sandbox_list", {})
-ok(st == 404, "... the killed instance's session is not there (404): live sandboxes "
-   "do not survive their server")
+st, r = tool(router, killed, ks, "sandbox_list", {})
+listed = [x.get("sandbox") for x in r.get("structuredContent", {}).get("sandboxes", [])]
+ok(st == 200 and listed == [cow],
+   "... the killed instance's session is back with its cow sandbox (%d, %s)" % (st, listed))
+st, r = tool(router, killed, ks, "workspace_diff", {"sandbox": cow})
+ok(r.get("structuredContent") == diff_before, "... the same change set: %s"
+   % json.dumps(r.get("structuredContent"))[:200])
+st, r = tool(router, killed, ks, "read_file", {"sandbox": cow, "path": "restored.txt"})
+ok(r.get("isError") is False and "kept across the restart" in json.dumps(r),
+   "... its file read back: %s" % json.dumps(r)[:200])
+st, r = tool(router, killed, ks, "run_command", {"sandbox": cow, "command": "cat restored.txt"})
+ok(r.get("structuredContent", {}).get("stdout") == "kept across the restart\n",
+   "... a command runs in it, its monitor started again: %s" % json.dumps(r)[:200])
+st, r = tool(router, killed, ks, "run_command", {"sandbox": box[killed.name], "command": "ls"})
+ok(r.get("isError") is True, "... its direct sandbox did not come back (a tool error)")
+ok(not os.path.exists(os.path.join(env.ws, "restored.txt")),
+   "... and the project is untouched")
+monitor = (session_info(cow) or {}).get("pid")
+left = [monitor] + descendants(monitor) if monitor else []
+groups2 = [d for q in left for d in cgroups_of(q)]
+st, r = tool(router, killed, ks, "sandbox_destroy", {"sandbox": cow})
+ok(r.get("isError") is False, "... destroyed")
+
+
+def mounts_of(path):
+    with open("/proc/self/mountinfo") as f:
+        return [l for l in f if path in l]
+
+
+def loops_of(path):
+    r = subprocess.run(["losetup", "-a"], capture_output=True, text=True)
+    return [l for l in r.stdout.splitlines() if path in l]
+
+
+ok(until(lambda: not [q for q in left if os.path.exists("/proc/%d" % q)], timeout=60) and
+   groups2 and until(lambda: not [d for d in groups2 if os.path.exists(d)], timeout=60),
+   "... nothing of it runs: %d processes, %d cgroup directories gone" % (len(left),
+                                                                          len(groups2)))
+leaks = [session_info(cow), os.path.exists(record), mounts_of(killed.state),
+         loops_of(killed.state)]
+ok(leaks == [None, False, [], []],
+   "... no session, record, mount or loop device left under the state directory (%s)" % leaks)
 st, h, _ = through(router, killed.name, killed.tok, INIT)
 s2 = h.get("mcp-session-id")
 st, r = tool(router, killed, s2, "run_command", {"command": "ls"})

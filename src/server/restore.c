@@ -1,0 +1,337 @@
+/* server/restore: sessions that come back after a restart.
+ *
+ * With --state-dir, a cow sandbox made on a session (an HTTP session, or
+ * a unix socket connection that named its session with session.open) is
+ * a library session (wd_session_create: a monitor process of its own,
+ * its layers on a disk in the state directory), not a sandbox of the
+ * server's process, and the session is written down in DIR/serve/ID.json
+ * (its transport, its owner, its sandboxes).  A server started again on
+ * DIR (after SIGKILL, or a pod restarted on its volume) reads those
+ * records and takes the sessions back: an HTTP client sending its old
+ * Mcp-Session-Id, or a socket client resuming with session.open, finds
+ * its sandboxes with their change sets.  A monitor that died with the
+ * old server (a pod's processes all do) is started again over the stored
+ * files at the next command or file call; what ran in it is gone, its
+ * files are not.
+ *
+ * The owner stays the owner: a socket session is bound to the uid that
+ * opened it (session.open's check), an HTTP session to the tenant the
+ * server was activated for (none: the server's one token), and a record
+ * of another tenant is left alone, not restored.  The records are the
+ * server's: the state directory is its user's, mode 0700 (checked at
+ * start), out of every sandbox's reach; each is still read as untrusted
+ * (a regular file of the server's user, bounded, every field checked).
+ *
+ * Loop thread only (records are written where the tables change). */
+#include "server/server-internal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define REC_MAX (1 << 20)
+
+static bool
+hex_id(const char *s, size_t n)
+{
+	if (!s || strlen(s) != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+int
+srv_records_open(struct srv *s)
+{
+	if (!s->o.state_dir)
+		return 0;
+	char *dir = xasprintf("%s/serve", s->o.state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		srv_log(s, WD_LOG_ERROR, "--state-dir: %s: %s", dir, strerror(errno));
+		free(dir);
+		return -EINVAL;
+	}
+	/* Why: the records say who owns which sandbox; a directory another
+	 * user could write (or a link to one) would let them hand a session
+	 * to whoever they like */
+	struct stat st;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		srv_log(s, WD_LOG_ERROR,
+			"--state-dir: %s must be a directory of the server's user with mode 0700",
+			dir);
+		free(dir);
+		return -EINVAL;
+	}
+	s->rec_dir = dir;
+	return 0;
+}
+
+bool
+srv_persists(const struct peer *p)
+{
+	return p->srv->rec_dir && (p->kind == T_HTTP || (p->kind == T_UNIX && p->named));
+}
+
+static char *
+rec_path(const struct srv *s, const char *session)
+{
+	return xasprintf("%s/%s.json", s->rec_dir, session);
+}
+
+void
+record_save(struct srv *s, struct peer *p)
+{
+	if (!s->rec_dir || !hex_id(p->session, 32) || s->keep_sessions)
+		return;
+	json_t *a = json_array();
+	for (struct live *l = p->lives; l; l = l->next)
+		if (l->sess)
+			json_array_append_new(
+			    a, json_pack("{s:s, s:b, s:o, s:s}", "id", l->id, "by_mcp", l->by_mcp,
+					 "image", l->image ? json_string(l->image) : json_null(),
+					 "digest", l->digest));
+	char *path = rec_path(s, p->session);
+	if (json_array_size(a) == 0) {
+		json_decref(a);
+		if (unlink(path) < 0 && errno != ENOENT)
+			srv_log(s, WD_LOG_WARN, "session record %s: %s", path, strerror(errno));
+		free(path);
+		return;
+	}
+	json_t *r = json_pack("{s:i, s:s, s:s, s:o}", "version", 1, "session", p->session,
+			      "transport", p->kind == T_HTTP ? "http" : "unix", "sandboxes", a);
+	if (p->kind == T_UNIX)
+		json_object_set_new(r, "uid", json_integer((json_int_t)p->uid));
+	else
+		json_object_set_new(r, "tenant",
+				    s->act_tenant ? json_string(s->act_tenant) : json_null());
+	json_object_set_new(r, "proto", json_string(p->proto));
+	json_object_set_new(r, "mcp", json_boolean(p->mcp));
+	char *text = json_dumps(r, JSON_COMPACT);
+	json_decref(r);
+	char *tmp = xasprintf("%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	size_t n = strlen(text);
+	bool ok = fd >= 0 && write(fd, text, n) == (ssize_t)n;
+	ok = fd >= 0 && fsync(fd) == 0 && ok;
+	if (fd >= 0)
+		close(fd);
+	if (!ok || rename(tmp, path) < 0) {
+		srv_log(s, WD_LOG_WARN,
+			"session record %s: %s (its sandboxes will not come back "
+			"after a restart)",
+			path, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+	free(text);
+	free(path);
+}
+
+/* The library's sessions: id -> its name (or null), a JSON object; or
+ * NULL. */
+static json_t *
+library_sessions(struct srv *s)
+{
+	struct wd_err err = {0};
+	char *out = NULL;
+	if (wd_session_list(s->ctx, true, &out, &err) < 0) {
+		srv_log(s, WD_LOG_WARN, "restore: the state directory's sessions: %s", err.msg);
+		return NULL;
+	}
+	json_t *a = json_loads(out, 0, NULL), *m = json_object();
+	free(out);
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+	{
+		const char *id = json_string_value(json_object_get(v, "id"));
+		json_t *name = json_object_get(v, "name");
+		if (id)
+			json_object_set(m, id, name ? name : json_null());
+	}
+	json_decref(a);
+	return m;
+}
+
+static json_t *
+read_record(struct srv *s, int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	json_t *r = NULL;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    st.st_size < REC_MAX) {
+		json_error_t je;
+		r = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!r)
+		srv_log(s, WD_LOG_WARN,
+			"restore: %s/%s: not a session record of this server; "
+			"left alone",
+			s->rec_dir, name);
+	return r;
+}
+
+/* Every sandbox id a record names (restored or not) goes into named;
+ * false when the record has no list of them. */
+static bool
+note_named(json_t *r, json_t *named)
+{
+	json_t *a = json_object_get(r, "sandboxes");
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+	{
+		const char *id = json_string_value(json_object_get(v, "id"));
+		if (id)
+			json_object_set_new(named, id, json_true());
+	}
+	return json_is_array(a);
+}
+
+/* A session the server made ("serve-" name) that no record names and no
+ * peer holds: made or dropped by a server that died before its record
+ * said so.  Nobody can reach it; its disk would stay on the volume. */
+static void
+remove_orphans(struct srv *s, json_t *known, json_t *named)
+{
+	const char *id;
+	json_t *name;
+	json_object_foreach(known, id, name)
+	{
+		const char *n = json_string_value(name);
+		if (!n || strncmp(n, "serve-", 6) || json_object_get(named, id))
+			continue;
+		bool held = false;
+		for (struct peer *q = s->peers; q && !held; q = q->next)
+			for (struct live *l = q->lives; l && !held; l = l->next)
+				held = !strcmp(l->id, id);
+		struct wd_err err = {0};
+		if (held)
+			continue;
+		if (wd_session_remove(s->ctx, id, &err) < 0)
+			srv_log(s, WD_LOG_WARN, "restore: sandbox %s of no session: %s", id,
+				err.msg);
+		else
+			srv_log(s, WD_LOG_INFO, "restore: sandbox %s of no session removed", id);
+	}
+}
+
+static void
+restore_one(struct srv *s, const char *session, json_t *r, json_t *known)
+{
+	const char *transport = json_string_value(json_object_get(r, "transport"));
+	json_t *sbs = json_object_get(r, "sandboxes");
+	bool http = transport && !strcmp(transport, "http");
+	bool unix_ = transport && !strcmp(transport, "unix");
+	json_t *uidv = json_object_get(r, "uid");
+	const char *proto = json_string_value(json_object_get(r, "proto"));
+	if (!(http || unix_) || !json_is_array(sbs) || (unix_ && !json_is_integer(uidv)) ||
+	    !json_is_string(json_object_get(r, "session")) ||
+	    strcmp(json_string_value(json_object_get(r, "session")), session)) {
+		srv_log(s, WD_LOG_WARN, "restore: session record %s: malformed; left alone",
+			session);
+		return;
+	}
+	if (http) {
+		/* Why: an HTTP session is its tenant's; a pod activated for
+		 * another tenant on the same volume must not serve it */
+		const char *t = json_string_value(json_object_get(r, "tenant"));
+		const char *mine = s->act_tenant;
+		if ((t == NULL) != (mine == NULL) || (t && strcmp(t, mine))) {
+			srv_log(s, WD_LOG_WARN,
+				"restore: HTTP session %.8s... belongs to another tenant; not "
+				"restored",
+				session);
+			return;
+		}
+	}
+	struct peer *p = peer_new(s, http ? T_HTTP : T_UNIX);
+	snprintf(p->session, sizeof(p->session), "%s", session);
+	if (http) {
+		p->mcp = json_is_true(json_object_get(r, "mcp"));
+		p->initialized = p->mcp;
+		snprintf(p->proto, sizeof(p->proto), "%s", proto ? proto : "");
+	} else {
+		p->uid = (uid_t)json_integer_value(uidv);
+		p->named = true;
+		p->detached = true; /* peer_new's reference is the session table's */
+	}
+	size_t i, n = 0;
+	json_t *v;
+	json_array_foreach(sbs, i, v)
+	{
+		const char *id = json_string_value(json_object_get(v, "id"));
+		const char *image = json_string_value(json_object_get(v, "image"));
+		const char *digest = json_string_value(json_object_get(v, "digest"));
+		if (!hex_id(id, 16) || !json_object_get(known, id)) {
+			srv_log(s, WD_LOG_WARN, "restore: sandbox %.16s of a session is gone",
+				id ? id : "?");
+			continue;
+		}
+		struct live *l = live_new_session(s, id, true);
+		l->by_mcp = json_is_true(json_object_get(v, "by_mcp"));
+		l->image = image ? xstrdup(image) : NULL;
+		snprintf(l->digest, sizeof(l->digest), "%s", digest ? digest : "");
+		atomic_fetch_add(&s->nlive, 1);
+		l->next = p->lives;
+		p->lives = l;
+		n++;
+	}
+	srv_log(s, WD_LOG_INFO, "%s session %llu restored with %zu sandbox%s",
+		http ? "HTTP" : "socket", (unsigned long long)p->seq, n, n == 1 ? "" : "es");
+	if (n == 0)
+		session_end(s, p, "none of its sandboxes is left"); /* drops the record */
+	else
+		record_save(s, p);
+}
+
+void
+srv_restore(struct srv *s)
+{
+	if (!s->rec_dir)
+		return;
+	DIR *d = opendir(s->rec_dir);
+	if (!d)
+		return;
+	json_t *known = library_sessions(s), *named = json_object();
+	bool unreadable = false;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char session[33];
+		if (n != 37 || strcmp(de->d_name + 32, ".json"))
+			continue;
+		memcpy(session, de->d_name, 32);
+		session[32] = '\0';
+		if (!hex_id(session, 32))
+			continue;
+		json_t *r = known ? read_record(s, dirfd(d), de->d_name) : NULL;
+		if (!r || !note_named(r, named)) {
+			unreadable = true;
+			json_decref(r);
+			continue;
+		}
+		bool taken = false;
+		for (struct peer *q = s->peers; q && !taken; q = q->next)
+			taken = !q->closed && !strcmp(q->session, session);
+		if (!taken)
+			restore_one(s, session, r, known);
+		json_decref(r);
+	}
+	closedir(d);
+	/* only when every record was read: one that could not be (left
+	 * alone) might name what looks orphaned */
+	if (known && !unreadable)
+		remove_orphans(s, known, named);
+	json_decref(known);
+	json_decref(named);
+}
