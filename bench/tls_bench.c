@@ -20,6 +20,7 @@
  *             (stream_large_bodies, as warden and Squid stream)
  *   direct    the client straight to the upstream
  *
+ * TLS_BENCH_PEERS (default "squid,mitmproxy") names the peers run.
  * Series (TLS_BENCH_SERIES, default 3), the order of the parties rotating:
  * each party moves TLS_BENCH_BODIES bodies of TLS_BENCH_MIB MiB, then
  * TLS_BENCH_REQS small requests (p50).  Each process's CPU is read from
@@ -713,9 +714,21 @@ main(void)
 	if (!w_len)
 		die("warden's proxy did not start");
 
-	pid_t s_pid = squid_start(&s_port);
+	/* TLS_BENCH_PEERS: which peers run (default "squid,mitmproxy"; "none"
+	 * for warden and direct alone, e.g. under perf) */
+	const char *peers = getenv("TLS_BENCH_PEERS");
+	if (!peers)
+		peers = "squid,mitmproxy";
+	pid_t s_pid = -1, m_pid = -1;
+	if (strstr(peers, "squid"))
+		s_pid = squid_start(&s_port);
+	else
+		printf("# squid: not asked for (TLS_BENCH_PEERS=%s)\n", peers);
 	started[2] = s_pid;
-	pid_t m_pid = mitm_start(&m_port);
+	if (strstr(peers, "mitmproxy"))
+		m_pid = mitm_start(&m_port);
+	else
+		printf("# mitmproxy: not asked for (TLS_BENCH_PEERS)\n");
 	started[3] = m_pid;
 
 	cli_ctx = SSL_CTX_new(TLS_client_method());
