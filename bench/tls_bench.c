@@ -46,6 +46,7 @@
 #include <openssl/x509v3.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -329,6 +330,7 @@ spawn(const char *const argv[], const char *log)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a bench that dies leaves no peer behind */
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -658,6 +660,8 @@ main(void)
 	}
 	body_bytes = (size_t)mib << 20;
 	self_pid = getpid();
+	/* a peer that closes is an error to report, not a silent SIGPIPE */
+	signal(SIGPIPE, SIG_IGN);
 	struct wd_err lerr = {0};
 	if (wd_ossl_load(&lerr) < 0)
 		die(lerr.msg);
@@ -686,6 +690,7 @@ main(void)
 	fflush(stdout);
 	pid_t up_pid = fork();
 	if (up_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		upstream_main(up_lfd);
 		_exit(0);
 	}
@@ -697,6 +702,7 @@ main(void)
 		die("pipe");
 	pid_t w_pid = fork();
 	if (w_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		close(pp[0]);
 		warden_main(w_lfd, up_port, pp[1]);
 		_exit(0);
