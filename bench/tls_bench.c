@@ -38,6 +38,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -631,11 +632,23 @@ run_party(struct party *pa, pid_t up_pid, int bodies, int reqs, int series)
 	free(t);
 }
 
+/* A size from the environment; anything but a whole number in [lo, hi]
+ * is an error naming the variable (exit 125, nothing run). */
 static int
-env_int(const char *name, int def)
+env_int(const char *name, int def, int lo, int hi)
 {
 	const char *v = getenv(name);
-	return v && *v ? atoi(v) : def;
+	if (!v || !*v)
+		return def;
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || *end || n < lo || n > hi) {
+		fprintf(stderr, "tls_bench: %s=%s: want a whole number from %d to %d\n", name, v,
+			lo, hi);
+		exit(125);
+	}
+	return (int)n;
 }
 
 static void
@@ -649,15 +662,47 @@ ratio_line(const char *key, const char *what, const double *num, const double *d
 	printf("summary\t%s\t%.3f\n", key, m);
 }
 
+/* Added latencies are differences of two p50s and can come out at or
+ * below zero in one series when the proxy's share is under the noise: the
+ * ratio is of the medians over the series, and is not given when the
+ * peer's median is not above zero. */
+static void
+added_ratio(const char *key, const char *what, const double *num, const double *den, int n)
+{
+	double lo, hi;
+	double a = median(num, n, &lo, &hi), b = median(den, n, &lo, &hi);
+	if (b <= 0) {
+		printf("%s: not measured (the peer's added latency %.1f us)\n", what, b);
+		return;
+	}
+	printf("%s: %.2f (medians %+.1f us / %+.1f us)\n", what, a / b, a, b);
+	printf("summary\t%s\t%.3f\n", key, a / b);
+}
+
 int
 main(void)
 {
-	int mib = env_int("TLS_BENCH_MIB", 4), bodies = env_int("TLS_BENCH_BODIES", 24);
-	int reqs = env_int("TLS_BENCH_REQS", 1000), nseries = env_int("TLS_BENCH_SERIES", 3);
-	if (mib < 1 || bodies < 1 || reqs < 1 || nseries < 1 || nseries > 16) {
-		fprintf(stderr, "tls_bench: TLS_BENCH_MIB, _BODIES, _REQS >= 1 and _SERIES 1-16\n");
-		return 125;
-	}
+	int mib = env_int("TLS_BENCH_MIB", 4, 1, 1024);
+	int bodies = env_int("TLS_BENCH_BODIES", 24, 1, 100000);
+	int reqs = env_int("TLS_BENCH_REQS", 1000, 1, 10000000);
+	int nseries = env_int("TLS_BENCH_SERIES", 3, 1, 16);
+	/* TLS_BENCH_PEERS: which peers run (default "squid,mitmproxy"; "none"
+	 * for warden and direct alone, e.g. under perf) */
+	const char *peers = getenv("TLS_BENCH_PEERS");
+	if (!peers)
+		peers = "squid,mitmproxy";
+	char pcopy[128], *save = NULL;
+	snprintf(pcopy, sizeof(pcopy), "%s", peers);
+	for (char *w = strtok_r(pcopy, ",", &save); w; w = strtok_r(NULL, ",", &save))
+		if (strcmp(w, "squid") != 0 && strcmp(w, "mitmproxy") != 0 &&
+		    strcmp(w, "none") != 0) {
+			fprintf(
+			    stderr,
+			    "tls_bench: TLS_BENCH_PEERS: unknown peer \"%s\" (squid, mitmproxy or "
+			    "none, comma-separated)\n",
+			    w);
+			return 125;
+		}
 	body_bytes = (size_t)mib << 20;
 	self_pid = getpid();
 	/* a peer that closes is an error to report, not a silent SIGPIPE */
@@ -720,11 +765,6 @@ main(void)
 	if (!w_len)
 		die("warden's proxy did not start");
 
-	/* TLS_BENCH_PEERS: which peers run (default "squid,mitmproxy"; "none"
-	 * for warden and direct alone, e.g. under perf) */
-	const char *peers = getenv("TLS_BENCH_PEERS");
-	if (!peers)
-		peers = "squid,mitmproxy";
 	pid_t s_pid = -1, m_pid = -1;
 	if (strstr(peers, "squid"))
 		s_pid = squid_start(&s_port);
@@ -825,18 +865,18 @@ main(void)
 	if (pa[SQUID].s) {
 		ratio_line("interception_vs_squid", "throughput warden / Squid (target >= 2.5)",
 			   pa[WARDEN].gbps, pa[SQUID].gbps, nseries);
-		ratio_line("interception_latency_vs_squid",
-			   "added p50 latency warden / Squid (target <= 0.4)", added[WARDEN],
-			   added[SQUID], nseries);
+		added_ratio("interception_latency_vs_squid",
+			    "added p50 latency warden / Squid (target <= 0.4)", added[WARDEN],
+			    added[SQUID], nseries);
 		ratio_line("interception_cpu_vs_squid", "proxy CPU per MiB warden / Squid",
 			   pa[WARDEN].cpu_mib, pa[SQUID].cpu_mib, nseries);
 	}
 	if (pa[MITM].s) {
 		ratio_line("interception_vs_mitmproxy", "throughput warden / mitmproxy",
 			   pa[WARDEN].gbps, pa[MITM].gbps, nseries);
-		ratio_line("interception_latency_vs_mitmproxy",
-			   "added p50 latency warden / mitmproxy", added[WARDEN], added[MITM],
-			   nseries);
+		added_ratio("interception_latency_vs_mitmproxy",
+			    "added p50 latency warden / mitmproxy", added[WARDEN], added[MITM],
+			    nseries);
 		ratio_line("interception_cpu_vs_mitmproxy", "proxy CPU per MiB warden / mitmproxy",
 			   pa[WARDEN].cpu_mib, pa[MITM].cpu_mib, nseries);
 	}
