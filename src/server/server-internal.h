@@ -579,11 +579,14 @@ const json_t *mcp_tool_schema(const char *tool);
 json_t *mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_error);
 
 /* result.c */
-/* A JSON object the library wrote (a result, a change set, an apply
- * report): parsed, with its "\udcXX" (bytes that are not UTF-8) made the
- * visible text \xXX; an empty object if it is not one. */
-json_t *lib_json(const char *text);
-json_t *result_parsed(const wd_result *r);
+/* A change set or apply report the library wrote (WD_DIFF_JSON):
+ * parsed, with its "\udcXX" (bytes that are not UTF-8) made the visible
+ * text \xXX; an empty object if it is not one.  Results and decisions
+ * are read through their accessors instead. */
+json_t *lib_report_json(const char *text);
+/* A decision as wd_decision_json() describes it, built from its
+ * accessors (a byte that is not UTF-8 as the text \xNN); NULL for NULL. */
+json_t *decision_json(const wd_decision *d);
 json_t *result_for_harness(const wd_result *r);
 json_t *result_for_model(struct srv *s, const wd_result *r);
 

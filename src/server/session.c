@@ -254,7 +254,7 @@ cow_diff_tool(struct call *c, struct live *l, json_t *args)
 		free(js);
 		return tool_error(s, "workspace_diff of sandbox %s: %s", l->id, err.msg);
 	}
-	json_t *sc = lib_json(js);
+	json_t *sc = lib_report_json(js);
 	free(js);
 	json_object_set_new(sc, "sandbox", json_string(l->id));
 	json_object_set_new(sc, "mode", json_string("cow"));
