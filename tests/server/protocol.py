@@ -71,6 +71,11 @@ ok(len(prog) >= 1 and prog[0]["params"]["progressToken"] == "tok" and
 r = tool("run_command", {"command": "python3 -c 'import time; time.sleep(5)'", "timeout": 0.5})
 ok(r.get("isError") and r["structuredContent"]["status"] == 124 and
    r["structuredContent"]["timed_out"], "a timeout: status 124, a tool error")
+r = tool("run_command", {"command": "python3 -c 'import sys; sys.stdout.buffer.write(b\"a\\x00b\\xff\")'"})
+sc = r.get("structuredContent", {})
+ok(sc.get("status") == 0 and sc.get("exit_code") == 0 and "protections" in sc and
+   sc.get("stdout") == "a\\x00b\\xff" and sc.get("stdout_total_bytes") == 4,
+   "output with a NUL and a bad byte: the result's members all there, both shown (%s)" % sc)
 r = tool("run_command", {"command": "ls", "cwd": "../.."})
 ok(r.get("isError"), "a cwd outside the workspace is refused")
 
