@@ -146,7 +146,8 @@ result_object(const wd_result *r, bool with_data)
 	int sig = wd_result_signal(r);
 	json_object_set_new(o, "sandbox_id", text_string(wd_result_sandbox_id(r)));
 	json_object_set_new(o, "status", json_integer(wd_result_status(r)));
-	json_object_set_new(o, "exit_code", sig ? json_null() : json_integer(wd_result_exit_code(r)));
+	json_object_set_new(o, "exit_code",
+			    sig ? json_null() : json_integer(wd_result_exit_code(r)));
 	json_object_set_new(o, "signal", sig ? json_integer(sig) : json_null());
 	json_object_set_new(o, "timed_out", json_boolean(wd_result_timed_out(r)));
 	json_object_set_new(o, "oom_killed", json_boolean(wd_result_oom_killed(r)));

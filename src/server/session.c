@@ -331,8 +331,7 @@ session_list(struct call *c, const char *name, json_t *args, struct rpc_err *e)
 }
 
 json_t *
-session_destroy(struct call *c, struct live *l, const char *name, json_t *args,
-		struct rpc_err *e)
+session_destroy(struct call *c, struct live *l, const char *name, json_t *args, struct rpc_err *e)
 {
 	(void)name;
 	(void)args;
@@ -372,8 +371,7 @@ session_diff(struct call *c, struct live *l, const char *name, json_t *args, str
 }
 
 json_t *
-session_discard(struct call *c, struct live *l, const char *name, json_t *args,
-		struct rpc_err *e)
+session_discard(struct call *c, struct live *l, const char *name, json_t *args, struct rpc_err *e)
 {
 	(void)name;
 	(void)e;

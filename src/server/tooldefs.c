@@ -27,14 +27,14 @@
 /* What a tool given a "sandbox" says of it: the property's description
  * (run there, or work on its view), and the end of the sentence added to
  * the tool's description. */
-#define SANDBOX_RUN                                                                            \
-	"a sandbox id from sandbox_create: run in that sandbox (packages and /tmp persist) "    \
+#define SANDBOX_RUN                                                                                \
+	"a sandbox id from sandbox_create: run in that sandbox (packages and /tmp persist) "       \
 	"instead of a fresh one"
-#define SANDBOX_VIEW                                                                           \
-	"a sandbox id from sandbox_create: work on that sandbox's view of the workspace "      \
+#define SANDBOX_VIEW                                                                               \
+	"a sandbox id from sandbox_create: work on that sandbox's view of the workspace "          \
 	"instead of the project's"
-#define DIFF_MORE                                                                              \
-	": a cow sandbox's diff is its exact change set (what a human would apply), git is "  \
+#define DIFF_MORE                                                                                  \
+	": a cow sandbox's diff is its exact change set (what a human would apply), git is "       \
 	"not needed"
 
 /* clang-format off */

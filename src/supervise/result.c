@@ -187,7 +187,6 @@ wd_result_output_omitted(const wd_result *r, int stream)
 	return (stream == 1 || stream == 2) ? r->omitted[stream] : 0;
 }
 
-
 WD_API uint64_t
 wd_result_wall_ns(const wd_result *r)
 {

@@ -367,7 +367,8 @@ Test(tools, table_dispatches_every_tool)
 		 * one for the project's workspace requires the argument */
 		cr_expect(!sb || m->live, "%s takes a sandbox but has no handler for it", name);
 		cr_expect(m->live || !(m->flags & MCP_T_TAKES), "%s", name);
-		cr_expect(m->call || (m->live && required), "%s: no handler without a sandbox", name);
+		cr_expect(m->call || (m->live && required), "%s: no handler without a sandbox",
+			  name);
 		cr_expect(!m->sandbox_arg || (sb && !required), "%s: an optional sandbox", name);
 	}
 	cr_expect_null(mcp_tool_find("no_such_tool"));

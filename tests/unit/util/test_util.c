@@ -15,20 +15,20 @@ struct size_case {
 Test(wd_parse_size, table)
 {
 	static const struct size_case cases[] = {
-		{"0", 0, 0},
-		{"512M", 0, 512ULL << 20},
-		{"1G", 0, 1ULL << 30},
-		{"64k", 0, 64ULL << 10},
-		{"64KiB", 0, 64ULL << 10},
-		{"100", 0, 100},
-		{"100B", 0, 100},
-		{"1.5G", -EINVAL, 0},
-		{"", -EINVAL, 0},
-		{"-1", -EINVAL, 0},
-		{"12X", -EINVAL, 0},
-		{"M", -EINVAL, 0},
-		{"99999999999999999999", -ERANGE, 0},
-		{"99999999999T", -ERANGE, 0},
+	    {"0", 0, 0},
+	    {"512M", 0, 512ULL << 20},
+	    {"1G", 0, 1ULL << 30},
+	    {"64k", 0, 64ULL << 10},
+	    {"64KiB", 0, 64ULL << 10},
+	    {"100", 0, 100},
+	    {"100B", 0, 100},
+	    {"1.5G", -EINVAL, 0},
+	    {"", -EINVAL, 0},
+	    {"-1", -EINVAL, 0},
+	    {"12X", -EINVAL, 0},
+	    {"M", -EINVAL, 0},
+	    {"99999999999999999999", -ERANGE, 0},
+	    {"99999999999T", -ERANGE, 0},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(cases); i++) {
 		uint64_t v = 0;
@@ -143,16 +143,16 @@ Test(jw, hexbytes_parse_back)
 		jw_strn(&w, bytes, sizeof(bytes) - 1);
 		jw_obj_end(&w);
 		char *text = jw_steal(&w);
-		cr_expect_str_eq(text,
-				 hex ? "{\"s\":\"a\\\\xff\\\\b\xe2\x82\xac\\u0000\\\\xc3\"}"
-				     : "{\"s\":\"a\\udcff\\\\b\xe2\x82\xac\\u0000\\udcc3\"}");
+		cr_expect_str_eq(text, hex ? "{\"s\":\"a\\\\xff\\\\b\xe2\x82\xac\\u0000\\\\xc3\"}"
+					   : "{\"s\":\"a\\udcff\\\\b\xe2\x82\xac\\u0000\\udcc3\"}");
 		json_error_t je;
 		json_t *o = json_loads(text, JSON_ALLOW_NUL, &je);
 		json_t *s = json_object_get(o, "s");
 		if (hex) {
 			static const char want[] = "a\\xff\\b\xe2\x82\xac\x00\\xc3";
 			cr_expect_eq(json_string_length(s), sizeof(want) - 1, "%s", text);
-			cr_expect(!memcmp(json_string_value(s), want, sizeof(want) - 1), "%s", text);
+			cr_expect(!memcmp(json_string_value(s), want, sizeof(want) - 1), "%s",
+				  text);
 		} else {
 			cr_expect_null(o, "jansson read a lone surrogate: %s", text);
 		}
