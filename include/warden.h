@@ -313,10 +313,19 @@ bool wd_result_oom_killed(const wd_result *r);
 const char *wd_result_output(const wd_result *r, int stream, size_t *len);
 uint64_t wd_result_output_total(const wd_result *r, int stream);
 uint64_t wd_result_output_omitted(const wd_result *r, int stream);
+/* Wall-clock and CPU time of the command in nanoseconds, and the peak
+ * memory of its sandbox in bytes (0 where the host cannot say). */
+uint64_t wd_result_wall_ns(const wd_result *r);
+uint64_t wd_result_cpu_ns(const wd_result *r);
+uint64_t wd_result_peak_memory(const wd_result *r);
 /* One JSON object describing the result, including the protections in
  * force (for a denial or a pause: the decision).  Returns a new string,
  * free with free(). */
 char *wd_result_json(const wd_result *r);
+/* wd_result_json()'s "protections" object alone, as JSON text in which a
+ * byte that is not UTF-8 is the text \xNN (any JSON parser reads it).
+ * Returns a new string, free with free(). */
+char *wd_result_protections_json(const wd_result *r);
 
 /* ------------------------------------------------------- text for a human */
 
@@ -952,6 +961,8 @@ const char *wd_decision_approval_id(const wd_decision *d);
 /* The argv that was judged (the tokenized string); NULL-terminated, valid
  * while d lives.  Empty when a string was refused before splitting. */
 const char *const *wd_decision_argv(const wd_decision *d, int *argc);
+/* The SHA-256 (hex) of the policy that decided.  Valid while d lives. */
+const char *wd_decision_policy(const wd_decision *d);
 /* One JSON object describing the decision.  New string, free with free(). */
 char *wd_decision_json(const wd_decision *d);
 

@@ -429,6 +429,12 @@ wd_decision_argv(const wd_decision *d, int *argc)
 	return (const char *const *)d->d.words.argv;
 }
 
+WD_API const char *
+wd_decision_policy(const wd_decision *d)
+{
+	return d->digest;
+}
+
 static json_t *
 argv_json(int argc, char *const *argv)
 {

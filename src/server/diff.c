@@ -138,7 +138,7 @@ cow_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, bool al
 		lib_failed(e, l, &err);
 		return NULL;
 	}
-	json_t *r = lib_json(js);
+	json_t *r = lib_report_json(js);
 	free(js);
 	json_object_set_new(r, "sandbox", json_string(l->id));
 	json_object_set_new(r, "mode", json_string("cow"));
@@ -228,7 +228,7 @@ apply_harness(struct call *c, struct rpc_err *e)
 		lib_failed(e, l, &err);
 		return NULL;
 	}
-	json_t *r = lib_json(rep);
+	json_t *r = lib_report_json(rep);
 	free(rep);
 	json_object_set_new(r, "sandbox", json_string(l->id));
 	if (rc == 0)

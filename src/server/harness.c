@@ -445,7 +445,7 @@ h_policy_check(struct call *c, struct rpc_err *e)
 	else if (p && wd_policy_decide(p, req, &d, &err) < 0)
 		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: %s", err.msg);
 	else if (p) {
-		res = parse_json_text(wd_decision_json(d));
+		res = decision_json(d);
 		json_object_set_new(res, "approved", json_boolean(wd_approval_recorded(d)));
 	}
 	wd_decision_free(d);

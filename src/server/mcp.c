@@ -114,8 +114,9 @@ mcp_tools_call(struct call *c, struct rpc_err *e)
 		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: 'arguments' must be an object");
 		return NULL;
 	}
+	const struct mcp_tool *t = mcp_tool_find(name);
 	const json_t *schema = mcp_tool_schema(name);
-	if (!schema || mcp_tool_blocked(s, name)) {
+	if (!t || !schema || mcp_tool_blocked(s, name)) {
 		rpc_err_set(e, RPC_INVALID_PARAMS, "Unknown tool: '%.100s'", name);
 		return NULL;
 	}
@@ -130,14 +131,33 @@ mcp_tools_call(struct call *c, struct rpc_err *e)
 		return mcp_tool_result(s, text, NULL, true);
 	}
 	json_t *r;
-	if (session_tool_wants(name, args))
-		r = session_tool(c, name, args, e); /* live sandboxes: session.c */
-	else if (!strcmp(name, "run_command"))
-		r = run_command_tool(c, args, e);
-	else if (!strcmp(name, "workspace_diff"))
-		r = diff_tool(c, args, e);
+	/* given a sandbox (or a tool of one alone): the live sandbox's
+	 * handler (session.c) */
+	if (t->live && (!t->call || json_object_get(args, "sandbox")))
+		r = session_tool(c, t, args, e);
 	else
-		r = file_tool(c, c->srv->ws, name, args, true, e);
+		r = t->call(c, t->name, args, e);
 	json_decref(empty);
 	return r;
+}
+
+/* The table's handlers for the tools on the server's own workspace. */
+json_t *
+mcp_run_command(struct call *c, const char *name, json_t *args, struct rpc_err *e)
+{
+	(void)name;
+	return run_command_tool(c, args, e);
+}
+
+json_t *
+mcp_file_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e)
+{
+	return file_tool(c, c->srv->ws, name, args, true, e);
+}
+
+json_t *
+mcp_diff_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e)
+{
+	(void)name;
+	return diff_tool(c, args, e);
 }

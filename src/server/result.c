@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The library writes bytes that are not UTF-8 as "\udcXX" (a lone
- * surrogate, util/json.h), which jansson refuses to parse.  Escapes come
- * in pairs, so a scan that skips each "\\?" pair finds exactly those and
- * rewrites them as the visible text \xXX. */
+/* The library's diff and apply reports (WD_DIFF_JSON) are JSON text
+ * written by util/json.h, which writes a byte that is not UTF-8 (in a
+ * file name a sandbox chose) as "\udcXX", a lone surrogate jansson
+ * refuses to parse.  Escapes come in pairs, so a scan that skips each
+ * "\\?" pair finds exactly those and rewrites them as the visible text
+ * \xXX.  Results and decisions do not come this way: they are read
+ * through the accessors below. */
 static char *
 fix_surrogates(const char *in)
 {
@@ -41,7 +44,7 @@ fix_surrogates(const char *in)
 }
 
 json_t *
-lib_json(const char *text)
+lib_report_json(const char *text)
 {
 	char *f = fix_surrogates(text ? text : "{}");
 	json_error_t je;
@@ -54,26 +57,129 @@ lib_json(const char *text)
 	return o;
 }
 
-json_t *
-result_parsed(const wd_result *r)
+/* ---- a result and a decision, from the accessors ---- */
+
+/* n bytes as a JSON string for a program: every byte as it was, except
+ * that a byte that is not valid UTF-8 becomes the text \xNN (as the
+ * library's own JSON of it read back always gave); a NUL byte stays one
+ * (\u0000). */
+static json_t *
+bytes_string(const char *b, size_t n)
 {
-	char *j = wd_result_json(r);
-	json_t *o = lib_json(j);
-	free(j);
-	return o;
+	size_t len = 0;
+	char *v = utf8_visible(b ? b : "", b ? n : 0, true, NULL, &len);
+	json_t *j = json_stringn(v, len);
+	free(v);
+	if (!j)
+		abort(); /* utf8_visible leaves only UTF-8: a broken invariant */
+	return j;
 }
 
 static json_t *
-decision_parsed(const wd_decision *d)
+text_string(const char *s)
+{
+	return bytes_string(s, s ? strlen(s) : 0);
+}
+
+/* Milliseconds with three decimals, the value wd_result_json() writes. */
+static json_t *
+ms3(uint64_t ns)
+{
+	char t[64];
+	snprintf(t, sizeof(t), "%.3f", (double)ns / 1e6);
+	return json_real(strtod(t, NULL));
+}
+
+static const char *
+kind_name(enum wd_decision_kind k)
+{
+	return k == WD_DECISION_DENY ? "deny" : k == WD_DECISION_PAUSE ? "pause" : "allow";
+}
+
+json_t *
+decision_json(const wd_decision *d)
 {
 	if (!d)
 		return NULL;
-	char *j = wd_decision_json(d);
-	char *f = fix_surrogates(j);
-	free(j);
+	json_t *o = json_object();
+	json_object_set_new(o, "decision", json_string(kind_name(wd_decision_kind(d))));
+	json_object_set_new(o, "rule", text_string(wd_decision_rule(d)));
+	json_object_set_new(o, "reason", text_string(wd_decision_reason(d)));
+	if (wd_decision_advice(d)[0])
+		json_object_set_new(o, "advice", text_string(wd_decision_advice(d)));
+	if (wd_decision_kind(d) == WD_DECISION_PAUSE)
+		json_object_set_new(o, "approval_id", text_string(wd_decision_approval_id(d)));
+	int argc = 0;
+	const char *const *argv = wd_decision_argv(d, &argc);
+	json_t *a = json_array();
+	for (int i = 0; i < argc; i++)
+		json_array_append_new(a, text_string(argv[i]));
+	json_object_set_new(o, "argv", a);
+	json_object_set_new(o, "policy", text_string(wd_decision_policy(d)));
+	return o;
+}
+
+/* The protections the command ran under: the one JSON text of the
+ * library's still embedded, because it is a nested description (a
+ * runtime, egress counters, the proxy's refusals) that the server passes
+ * on whole and never reads; the library writes it parseable as it is
+ * (wd_result_protections_json). */
+static json_t *
+protections_json(const wd_result *r)
+{
+	char *text = wd_result_protections_json(r);
 	json_error_t je;
-	json_t *o = json_loads(f, 0, &je);
-	free(f);
+	json_t *o = json_loads(text, 0, &je);
+	free(text);
+	if (!json_is_object(o))
+		abort(); /* the library's writer writes valid JSON: a broken invariant */
+	return o;
+}
+
+/* What wd_result_json() describes for a command that ran; with_data:
+ * the output windows too. */
+static json_t *
+result_object(const wd_result *r, bool with_data)
+{
+	static const char *const names[] = {"", "stdout", "stderr"};
+	json_t *o = json_object();
+	int sig = wd_result_signal(r);
+	json_object_set_new(o, "sandbox_id", text_string(wd_result_sandbox_id(r)));
+	json_object_set_new(o, "status", json_integer(wd_result_status(r)));
+	json_object_set_new(o, "exit_code",
+			    sig ? json_null() : json_integer(wd_result_exit_code(r)));
+	json_object_set_new(o, "signal", sig ? json_integer(sig) : json_null());
+	json_object_set_new(o, "timed_out", json_boolean(wd_result_timed_out(r)));
+	json_object_set_new(o, "oom_killed", json_boolean(wd_result_oom_killed(r)));
+	int en = wd_result_exec_errno(r);
+	if (en) {
+		/* why the program did not start: execve's own failure has no
+		 * set-up step, and is the jail's step "6i execve" */
+		const char *step = wd_result_exec_step(r);
+		const char *name = strerrorname_np(en);
+		json_object_set_new(o, "error",
+				    json_pack("{s:s, s:s, s:s}", "step", step ? step : "6i execve",
+					      "errno", name ? name : "?", "message", strerror(en)));
+	}
+	for (int n = 1; n <= 2; n++) {
+		json_t *st = json_object();
+		if (with_data) {
+			size_t len = 0;
+			const char *data = wd_result_output(r, n, &len);
+			json_object_set_new(st, "data", bytes_string(data, len));
+		}
+		json_object_set_new(st, "total_bytes",
+				    json_integer((json_int_t)wd_result_output_total(r, n)));
+		json_object_set_new(st, "omitted_bytes",
+				    json_integer((json_int_t)wd_result_output_omitted(r, n)));
+		json_object_set_new(o, names[n], st);
+	}
+	json_object_set_new(o, "wall_ms", ms3(wd_result_wall_ns(r)));
+	json_object_set_new(o, "cpu_ms", ms3(wd_result_cpu_ns(r)));
+	json_object_set_new(o, "peak_memory_bytes",
+			    json_integer((json_int_t)wd_result_peak_memory(r)));
+	json_object_set_new(o, "policy", text_string(wd_result_policy(r)));
+	json_object_set_new(o, "protections", protections_json(r));
 	return o;
 }
 
@@ -88,19 +194,19 @@ result_for_harness(const wd_result *r)
 {
 	enum wd_outcome o = wd_result_outcome(r);
 	if (o == WD_OUTCOME_RAN) {
-		json_t *j = result_parsed(r);
+		json_t *j = result_object(r, true);
 		json_object_set_new(j, "outcome", json_string("ran"));
 		return j;
 	}
 	json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "outcome", outcome_name(o), "status",
 			      wd_result_status(r), "sandbox_id", wd_result_sandbox_id(r), "policy",
 			      wd_result_policy(r));
-	json_t *d = decision_parsed(wd_result_decision(r));
+	json_t *d = decision_json(wd_result_decision(r));
 	if (d)
 		json_object_set_new(j, "decision", d);
 	const char *why = wd_result_refusal(r);
 	if (why)
-		json_object_set_new(j, "refusal", json_string(why));
+		json_object_set_new(j, "refusal", text_string(why));
 	return j;
 }
 
@@ -148,8 +254,8 @@ refusal_for_model(struct srv *s, const wd_result *r)
 {
 	static const char *const keys[] = {"rule", "reason", "advice", "approval_id", "argv", NULL};
 	const wd_decision *d = wd_result_decision(r);
-	json_t *dj = decision_parsed(d);
-	json_t *sc = copy_members(dj ? dj : json_object(), keys);
+	json_t *dj = decision_json(d);
+	json_t *sc = copy_members(dj, keys);
 	json_decref(dj);
 	bool paused = wd_result_outcome(r) == WD_OUTCOME_PAUSED;
 	json_object_set_new(sc, "outcome", json_string(paused ? "paused" : "denied"));
@@ -177,7 +283,7 @@ refusal_for_model(struct srv *s, const wd_result *r)
 		const char *why = wd_result_refusal(r);
 		tprintf(&t, "REFUSED: %s\nNothing ran.", why ? why : "refused");
 		if (why)
-			json_object_set_new(sc, "reason", json_string(why));
+			json_object_set_new(sc, "reason", text_string(why));
 	}
 	json_t *res = mcp_tool_result(s, t.p, sc, true);
 	free(t.p);
@@ -210,7 +316,7 @@ result_for_model(struct srv *s, const wd_result *r)
 {
 	if (wd_result_outcome(r) != WD_OUTCOME_RAN)
 		return refusal_for_model(s, r);
-	json_t *full = result_parsed(r);
+	json_t *full = result_object(r, false);
 	static const char *const keys[] = {"status",	  "exit_code", "signal",     "timed_out",
 					   "oom_killed",  "wall_ms",   "sandbox_id", "policy",
 					   "protections", NULL};

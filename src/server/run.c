@@ -52,14 +52,18 @@ stream_out(struct call *c, int stream, const char *buf, size_t len, const char *
 	if (c->carry_len[stream])
 		memcpy(joined, c->carry[stream], c->carry_len[stream]);
 	memcpy(joined + c->carry_len[stream], buf, len);
+	joined[total] = '\0';
 	size_t used = 0, n = 0;
 	char *text = c->progress ? sanitize_text(joined, total, false, &used, &n)
 				 : utf8_visible(joined, total, false, &used, &n);
 	free(c->carry[stream]);
 	c->carry[stream] = NULL;
 	c->carry_len[stream] = total - used;
-	if (total > used)
-		c->carry[stream] = xstrdup(joined + used);
+	if (total > used) {
+		/* bytes, not a string: the output may hold a NUL */
+		c->carry[stream] = xmalloc(total - used);
+		memcpy(c->carry[stream], joined + used, total - used);
+	}
 	free(joined);
 	c->progress_n += len;
 	json_t *msg = NULL;
@@ -70,9 +74,9 @@ stream_out(struct call *c, int stream, const char *buf, size_t len, const char *
 						 text));
 	} else if (n) {
 		msg = rpc_notification("sandbox.output",
-				       json_pack("{s:O, s:s, s:s, s:s}", "id", c->id, "sandbox",
+				       json_pack("{s:O, s:s, s:s, s:s%}", "id", c->id, "sandbox",
 						 sid, "stream", stream == 1 ? "stdout" : "stderr",
-						 "data", text));
+						 "data", text, n));
 	}
 	free(text);
 	if (msg)

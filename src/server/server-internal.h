@@ -9,8 +9,11 @@
  *   health.c     /healthz and /readyz: a sandbox built at the required level
  *   httpconn.c   MCP Streamable HTTP on a connection: auth, sessions, SSE
  *   dispatch.c   peers and calls: routing, cancellation, the worker pool
- *   mcp.c        initialize, tools/list, tools/call and the tool table
- *   run.c        commands: run_command, sandbox.run/exec, progress, results
+ *   tooldefs.c   the tool table: per MCP tool its definition and handlers (pure
+ *                without them: the fuzz targets build it with WD_SERVER_SCHEMAS_ONLY)
+ *   mcp.c        initialize, tools/list, tools/call (dispatched by the table)
+ *   run.c        commands: run_command, sandbox.run/exec, progress
+ *   result.c     a result and a decision as replies, from the library's accessors
  *   files.c      read_file, write_file, edit_file, list_dir, search_files
  *   diff.c       the change set: workspace_diff, sandbox.diff, sandbox.apply/discard
  *   harness.c    the JSON-RPC methods for harnesses (sandbox.*, policy.*, approval.*)
@@ -579,11 +582,14 @@ const json_t *mcp_tool_schema(const char *tool);
 json_t *mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_error);
 
 /* result.c */
-/* A JSON object the library wrote (a result, a change set, an apply
- * report): parsed, with its "\udcXX" (bytes that are not UTF-8) made the
- * visible text \xXX; an empty object if it is not one. */
-json_t *lib_json(const char *text);
-json_t *result_parsed(const wd_result *r);
+/* A change set or apply report the library wrote (WD_DIFF_JSON):
+ * parsed, with its "\udcXX" (bytes that are not UTF-8) made the visible
+ * text \xXX; an empty object if it is not one.  Results and decisions
+ * are read through their accessors instead. */
+json_t *lib_report_json(const char *text);
+/* A decision as wd_decision_json() describes it, built from its
+ * accessors (a byte that is not UTF-8 as the text \xNN); NULL for NULL. */
+json_t *decision_json(const wd_decision *d);
 json_t *result_for_harness(const wd_result *r);
 json_t *result_for_model(struct srv *s, const wd_result *r);
 
@@ -647,15 +653,60 @@ void run_on_event(const wd_event *ev, void *data);
 json_t *file_tool(struct call *c, wd_workspace *ws, const char *tool, json_t *args, bool for_model,
 		  struct rpc_err *e);
 
+/* tooldefs.c: the MCP tools, one entry each; tools/list and tools/call
+ * both read this table (adding a tool is adding an entry). */
+enum {
+	MCP_T_LISTS = 1u << 0, /* reads the peer's sandboxes (taken on the loop thread) */
+	MCP_T_TAKES = 1u << 1, /* takes its sandbox out of the peer's table (ends it) */
+};
+typedef json_t *(*mcp_call_fn)(struct call *c, const char *name, json_t *args, struct rpc_err *e);
+typedef json_t *(*mcp_live_fn)(struct call *c, struct live *l, const char *name, json_t *args,
+			       struct rpc_err *e);
+struct mcp_tool {
+	const char *name;
+	unsigned flags; /* MCP_T_* */
+	/* takes an optional "sandbox": the property's description, and the
+	 * end of the sentence added to the tool's (NULL: takes none) */
+	const char *sandbox_arg, *sandbox_more;
+	/* tools/list: fits the definition to this server (or NULL) */
+	void (*offer)(struct srv *s, json_t *def);
+	mcp_call_fn call; /* tools/call without a sandbox (NULL: its schema requires one) */
+	mcp_live_fn live; /* ... with the live sandbox "sandbox" names (NULL: takes none) */
+	const char *def;  /* JSON: name, title, description, schemas, annotations */
+};
+extern const struct mcp_tool mcp_tools[];
+extern const size_t mcp_ntools;
+const struct mcp_tool *mcp_tool_find(const char *name);
+
+/* The handlers of the table's entries, where each tool is answered. */
+void mcp_offer_network(struct srv *s, json_t *def); /* server.c */
+void mcp_offer_images(struct srv *s, json_t *def);  /* server.c */
+json_t *mcp_run_command(struct call *c, const char *name, json_t *args, struct rpc_err *e);
+json_t *mcp_file_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e);
+json_t *mcp_diff_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e);
+json_t *session_create(struct call *c, const char *name, json_t *args, struct rpc_err *e);
+json_t *session_list(struct call *c, const char *name, json_t *args, struct rpc_err *e);
+json_t *session_run(struct call *c, struct live *l, const char *name, json_t *args,
+		    struct rpc_err *e);
+json_t *session_file(struct call *c, struct live *l, const char *name, json_t *args,
+		     struct rpc_err *e);
+json_t *session_diff(struct call *c, struct live *l, const char *name, json_t *args,
+		     struct rpc_err *e);
+json_t *session_destroy(struct call *c, struct live *l, const char *name, json_t *args,
+			struct rpc_err *e);
+json_t *session_discard(struct call *c, struct live *l, const char *name, json_t *args,
+			struct rpc_err *e);
+
 /* session.c: the MCP tools on live sandboxes (sandbox_create, _list,
  * _destroy, workspace_discard, and the tools given a "sandbox") */
 /* On the loop thread, as tools/call is admitted: the sandbox its
  * arguments name, if this peer has it, becomes c->live (taken out of the
- * table for sandbox_destroy); sandbox_list gets the table's ids. */
+ * table by a tool that ends it); a tool that lists them gets the
+ * table's ids. */
 void session_admit(struct peer *p, struct call *c);
-/* Whether tools/call of name with args is session.c's to answer. */
-bool session_tool_wants(const char *name, const json_t *args);
-json_t *session_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e);
+/* tools/call of t with a "sandbox": the live sandbox's handler, or a
+ * tool error naming an id this peer does not have. */
+json_t *session_tool(struct call *c, const struct mcp_tool *t, json_t *args, struct rpc_err *e);
 
 /* harness.c */
 json_t *h_sandbox_create(struct call *c, struct rpc_err *e);

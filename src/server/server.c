@@ -313,13 +313,11 @@ socket_in_workspace(struct srv *s, const char *path)
 	return rc;
 }
 
-/* The tools this server offers: the built-in table without the tools
- * the policy blocks, run_command's openWorldHint from network.allow. */
 /* sandbox_create's "image": the names this server offers, in its
  * description, so that the model can choose without a failed call (the
  * names are the operator's, checked against the store at start). */
-static void
-describe_images(const struct srv *s, json_t *tool)
+void
+mcp_offer_images(struct srv *s, json_t *tool)
 {
 	json_t *prop = json_object_get(
 	    json_object_get(json_object_get(tool, "inputSchema"), "properties"), "image");
@@ -340,25 +338,31 @@ describe_images(const struct srv *s, json_t *tool)
 	json_decref(offered);
 }
 
+/* run_command reaches beyond the workspace when the policy allows hosts */
+void
+mcp_offer_network(struct srv *s, json_t *def)
+{
+	size_t na = 0;
+	if (s->policy)
+		wd_policy_network_allow(s->policy, &na);
+	json_object_set_new(json_object_get(def, "annotations"), "openWorldHint",
+			    json_boolean(na > 0));
+}
+
+/* The tools this server offers: the built-in table without the tools
+ * the policy blocks, each fitted to this server by its entry's offer. */
 static json_t *
 offered_tools(struct srv *s)
 {
 	json_t *all = tooldefs_load(), *out = json_array();
-	size_t na = 0;
-	if (s->policy)
-		wd_policy_network_allow(s->policy, &na);
 	size_t i;
 	json_t *t;
 	json_array_foreach(all, i, t)
 	{
-		const char *name = json_string_value(json_object_get(t, "name"));
-		if (mcp_tool_blocked(s, name))
+		if (mcp_tool_blocked(s, mcp_tools[i].name))
 			continue;
-		if (!strcmp(name, "run_command"))
-			json_object_set_new(json_object_get(t, "annotations"), "openWorldHint",
-					    json_boolean(na > 0));
-		if (!strcmp(name, "sandbox_create"))
-			describe_images(s, t);
+		if (mcp_tools[i].offer)
+			mcp_tools[i].offer(s, t);
 		json_array_append(out, t);
 	}
 	json_decref(all);

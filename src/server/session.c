@@ -30,14 +30,6 @@
 #include <stdio.h>
 #include <string.h>
 
-bool
-session_tool_wants(const char *name, const json_t *args)
-{
-	return !strcmp(name, "sandbox_create") || !strcmp(name, "sandbox_list") ||
-	       !strcmp(name, "sandbox_destroy") || !strcmp(name, "workspace_discard") ||
-	       json_object_get(args, "sandbox");
-}
-
 static json_t *
 list_lives(const struct peer *p)
 {
@@ -56,9 +48,10 @@ session_admit(struct peer *p, struct call *c)
 {
 	const char *name = json_string_value(json_object_get(c->params, "name"));
 	json_t *args = json_object_get(c->params, "arguments");
-	if (!name)
-		return;
-	if (!strcmp(name, "sandbox_list")) {
+	const struct mcp_tool *t = name ? mcp_tool_find(name) : NULL;
+	if (!t)
+		return; /* tools/call says it is unknown */
+	if (t->flags & MCP_T_LISTS) {
 		c->lives = list_lives(p);
 		return;
 	}
@@ -70,7 +63,7 @@ session_admit(struct peer *p, struct call *c)
 		lp = &(*lp)->next;
 	if (!*lp)
 		return; /* the tool says so (session_tool) */
-	if (strcmp(name, "sandbox_destroy")) {
+	if (!(t->flags & MCP_T_TAKES)) {
 		c->live = live_get(*lp);
 		return;
 	}
@@ -105,9 +98,11 @@ tool_error(struct srv *s, const char *fmt, ...)
 
 /* ---- sandbox_create ---- */
 
-static json_t *
-create_tool(struct call *c, json_t *args)
+json_t *
+session_create(struct call *c, const char *name, json_t *args, struct rpc_err *e)
 {
+	(void)name;
+	(void)e;
 	struct srv *s = c->srv;
 	const char *mode = json_string_value(json_object_get(args, "workspace_mode"));
 	json_t *params = json_pack("{s:s}", "workspace_mode", mode ? mode : "cow");
@@ -254,7 +249,7 @@ cow_diff_tool(struct call *c, struct live *l, json_t *args)
 		free(js);
 		return tool_error(s, "workspace_diff of sandbox %s: %s", l->id, err.msg);
 	}
-	json_t *sc = lib_json(js);
+	json_t *sc = lib_report_json(js);
 	free(js);
 	json_object_set_new(sc, "sandbox", json_string(l->id));
 	json_object_set_new(sc, "mode", json_string("cow"));
@@ -305,62 +300,97 @@ discard_tool(struct call *c, struct live *l, json_t *args)
 	return res;
 }
 
+/* ---- sandbox_list, sandbox_destroy ---- */
+
+json_t *
+session_list(struct call *c, const char *name, json_t *args, struct rpc_err *e)
+{
+	struct srv *s = c->srv;
+	(void)name;
+	(void)args;
+	(void)e;
+	json_t *a = c->lives ? json_incref(c->lives) : json_array();
+	size_t n = json_array_size(a);
+	char *text = n ? xasprintf("%zu live sandbox%s: ", n, n == 1 ? "" : "es")
+		       : xstrdup("no live sandboxes (sandbox_create makes one)");
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+	{
+		const char *im = json_string_value(json_object_get(v, "image"));
+		char *more = xasprintf("%s%s%s (%s%s%s)", text, i ? ", " : "",
+				       json_string_value(json_object_get(v, "sandbox")),
+				       json_string_value(json_object_get(v, "workspace_mode")),
+				       im ? ", image " : "", im ? im : "");
+		free(text);
+		text = more;
+	}
+	json_t *res = mcp_tool_result(s, text, json_pack("{s:o}", "sandboxes", a), false);
+	free(text);
+	return res;
+}
+
+json_t *
+session_destroy(struct call *c, struct live *l, const char *name, json_t *args, struct rpc_err *e)
+{
+	(void)name;
+	(void)args;
+	(void)e;
+	c->live = NULL;
+	bool cow = l->cow;
+	char *text = xasprintf("sandbox %s destroyed%s", l->id,
+			       cow ? ": its unapplied changes are gone" : "");
+	json_t *sc = json_pack("{s:s, s:b}", "sandbox", l->id, "destroyed", 1);
+	live_end(l);
+	json_t *res = mcp_tool_result(c->srv, text, sc, false);
+	free(text);
+	return res;
+}
+
+/* ---- the table's handlers for a tool given a sandbox ---- */
+
+json_t *
+session_run(struct call *c, struct live *l, const char *name, json_t *args, struct rpc_err *e)
+{
+	(void)name;
+	return run_tool(c, l, args, e);
+}
+
+json_t *
+session_file(struct call *c, struct live *l, const char *name, json_t *args, struct rpc_err *e)
+{
+	return live_file_tool(c, l, name, args, true, e);
+}
+
+json_t *
+session_diff(struct call *c, struct live *l, const char *name, json_t *args, struct rpc_err *e)
+{
+	(void)name;
+	/* a direct sandbox's view is the project itself: git's account */
+	return l->cow ? cow_diff_tool(c, l, args) : diff_tool(c, args, e);
+}
+
+json_t *
+session_discard(struct call *c, struct live *l, const char *name, json_t *args, struct rpc_err *e)
+{
+	(void)name;
+	(void)e;
+	return discard_tool(c, l, args);
+}
+
 /* ---- the dispatcher ---- */
 
 json_t *
-session_tool(struct call *c, const char *name, json_t *args, struct rpc_err *e)
+session_tool(struct call *c, const struct mcp_tool *t, json_t *args, struct rpc_err *e)
 {
-	struct srv *s = c->srv;
-	if (!strcmp(name, "sandbox_create"))
-		return create_tool(c, args);
-	if (!strcmp(name, "sandbox_list")) {
-		json_t *a = c->lives ? json_incref(c->lives) : json_array();
-		size_t n = json_array_size(a);
-		char *text = n ? xasprintf("%zu live sandbox%s: ", n, n == 1 ? "" : "es")
-			       : xstrdup("no live sandboxes (sandbox_create makes one)");
-		size_t i;
-		json_t *v;
-		json_array_foreach(a, i, v)
-		{
-			const char *im = json_string_value(json_object_get(v, "image"));
-			char *more =
-			    xasprintf("%s%s%s (%s%s%s)", text, i ? ", " : "",
-				      json_string_value(json_object_get(v, "sandbox")),
-				      json_string_value(json_object_get(v, "workspace_mode")),
-				      im ? ", image " : "", im ? im : "");
-			free(text);
-			text = more;
-		}
-		json_t *res = mcp_tool_result(s, text, json_pack("{s:o}", "sandboxes", a), false);
-		free(text);
-		return res;
-	}
 	const char *id = json_string_value(json_object_get(args, "sandbox"));
 	struct live *l = c->live;
 	if (!l)
-		return tool_error(s,
+		return tool_error(c->srv,
 				  "no sandbox '%.64s' on this connection: it was destroyed, never "
 				  "existed, or belongs to another connection (sandboxes belong to "
 				  "the connection that created them). sandbox_list shows yours; "
 				  "sandbox_create makes one.",
 				  id ? id : "");
-	if (!strcmp(name, "sandbox_destroy")) {
-		c->live = NULL;
-		bool cow = l->cow;
-		char *text = xasprintf("sandbox %s destroyed%s", l->id,
-				       cow ? ": its unapplied changes are gone" : "");
-		json_t *sc = json_pack("{s:s, s:b}", "sandbox", l->id, "destroyed", 1);
-		live_end(l);
-		json_t *res = mcp_tool_result(s, text, sc, false);
-		free(text);
-		return res;
-	}
-	if (!strcmp(name, "workspace_discard"))
-		return discard_tool(c, l, args);
-	if (!strcmp(name, "run_command"))
-		return run_tool(c, l, args, e);
-	if (!strcmp(name, "workspace_diff"))
-		/* a direct sandbox's view is the project itself: git's account */
-		return l->cow ? cow_diff_tool(c, l, args) : diff_tool(c, args, e);
-	return live_file_tool(c, l, name, args, true, e);
+	return t->live(c, l, t->name, args, e);
 }

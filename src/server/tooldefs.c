@@ -1,6 +1,8 @@
-/* server/tooldefs: the MCP tools, as tools/list publishes them.
+/* server/tooldefs: the MCP tools, one entry each: name, the JSON
+ * definition tools/list publishes (title, description, input and output
+ * schemas, annotations), and the handlers tools/call dispatches to.
  *
- * One JSON document, parsed once: the input schemas here are the ones
+ * The definitions are parsed once: the input schemas here are the ones
  * tools/call checks the arguments against (schema.c), so the description
  * a model reads and the check it meets cannot drift apart.  The
  * annotations follow MCP's ToolAnnotations: readOnlyHint (changes
@@ -13,8 +15,31 @@
 #include <pthread.h>
 #include <string.h>
 
+/* Handlers are left out of a build of the message layer alone (the fuzz
+ * targets of fuzz/meson.build define WD_SERVER_SCHEMAS_ONLY): it checks
+ * arguments against the schemas and never dispatches a call. */
+#ifdef WD_SERVER_SCHEMAS_ONLY
+#define H(f) NULL
+#else
+#define H(f) f
+#endif
+
+/* What a tool given a "sandbox" says of it: the property's description
+ * (run there, or work on its view), and the end of the sentence added to
+ * the tool's description. */
+#define SANDBOX_RUN                                                                                \
+	"a sandbox id from sandbox_create: run in that sandbox (packages and /tmp persist) "       \
+	"instead of a fresh one"
+#define SANDBOX_VIEW                                                                               \
+	"a sandbox id from sandbox_create: work on that sandbox's view of the workspace "          \
+	"instead of the project's"
+#define DIFF_MORE                                                                                  \
+	": a cow sandbox's diff is its exact change set (what a human would apply), git is "       \
+	"not needed"
+
 /* clang-format off */
-static const char *const tool_defs[] = {
+const struct mcp_tool mcp_tools[] = {
+{"run_command", 0, SANDBOX_RUN, "", H(mcp_offer_network), H(mcp_run_command), H(session_run),
 "{\"name\":\"run_command\",\"title\":\"Run a command in a sandbox\","
 "\"description\":\"Run one command in a fresh, isolated sandbox whose working directory is the "
 "workspace (/workspace). The command is one program with its arguments, split into words as a "
@@ -50,8 +75,8 @@ static const char *const tool_defs[] = {
 "pool (built ahead, used once)\"}},"
 "\"required\":[\"outcome\",\"status\"]},"
 "\"annotations\":{\"title\":\"Run a command\",\"readOnlyHint\":false,\"destructiveHint\":true,"
-"\"idempotentHint\":false,\"openWorldHint\":false}}",
-
+"\"idempotentHint\":false,\"openWorldHint\":false}}"},
+{"read_file", 0, SANDBOX_VIEW, "", NULL, H(mcp_file_tool), H(session_file),
 "{\"name\":\"read_file\",\"title\":\"Read a workspace file\","
 "\"description\":\"Read a text file of the workspace, by lines: offset is the first line "
 "(1-based), limit the number of lines. At most 64 KiB are returned per call; the rest is "
@@ -65,8 +90,8 @@ static const char *const tool_defs[] = {
 "(default 2000)\"}},"
 "\"required\":[\"path\"],\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"Read a file\",\"readOnlyHint\":true,\"destructiveHint\":false,"
-"\"idempotentHint\":true,\"openWorldHint\":false}}",
-
+"\"idempotentHint\":true,\"openWorldHint\":false}}"},
+{"write_file", 0, SANDBOX_VIEW, "", NULL, H(mcp_file_tool), H(session_file),
 "{\"name\":\"write_file\",\"title\":\"Write a workspace file\","
 "\"description\":\"Create or replace a file of the workspace with the given text, atomically. "
 "Missing parent directories are created. Protected paths (.git at any depth, "
@@ -77,8 +102,8 @@ static const char *const tool_defs[] = {
 "\"content\":{\"type\":\"string\",\"maxLength\":8388608}},"
 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"Write a file\",\"readOnlyHint\":false,\"destructiveHint\":true,"
-"\"idempotentHint\":true,\"openWorldHint\":false}}",
-
+"\"idempotentHint\":true,\"openWorldHint\":false}}"},
+{"edit_file", 0, SANDBOX_VIEW, "", NULL, H(mcp_file_tool), H(session_file),
 "{\"name\":\"edit_file\",\"title\":\"Edit a workspace file\","
 "\"description\":\"Replace an exact string in a file of the workspace. old_string must occur "
 "exactly once (give more context to make it unique), unless replace_all is true.\","
@@ -90,8 +115,8 @@ static const char *const tool_defs[] = {
 "(default false)\"}},"
 "\"required\":[\"path\",\"old_string\",\"new_string\"],\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"Edit a file\",\"readOnlyHint\":false,\"destructiveHint\":true,"
-"\"idempotentHint\":false,\"openWorldHint\":false}}",
-
+"\"idempotentHint\":false,\"openWorldHint\":false}}"},
+{"list_dir", 0, SANDBOX_VIEW, "", NULL, H(mcp_file_tool), H(session_file),
 "{\"name\":\"list_dir\",\"title\":\"List a workspace directory\","
 "\"description\":\"List a directory of the workspace: names, types and sizes, directories "
 "first, to the given depth. At most 1000 entries.\","
@@ -102,8 +127,8 @@ static const char *const tool_defs[] = {
 "(default 1)\"}},"
 "\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"List a directory\",\"readOnlyHint\":true,\"destructiveHint\":false,"
-"\"idempotentHint\":true,\"openWorldHint\":false}}",
-
+"\"idempotentHint\":true,\"openWorldHint\":false}}"},
+{"search_files", 0, SANDBOX_VIEW, "", NULL, H(mcp_file_tool), H(session_file),
 "{\"name\":\"search_files\",\"title\":\"Search the workspace\","
 "\"description\":\"Search the text files of the workspace for a string (or an extended regular "
 "expression with regex true), like grep -rn. Binary files, .git and files over 8 MiB are "
@@ -121,8 +146,8 @@ static const char *const tool_defs[] = {
 "\"default 100\"}},"
 "\"required\":[\"pattern\"],\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"Search files\",\"readOnlyHint\":true,\"destructiveHint\":false,"
-"\"idempotentHint\":true,\"openWorldHint\":false}}",
-
+"\"idempotentHint\":true,\"openWorldHint\":false}}"},
+{"workspace_diff", 0, SANDBOX_VIEW, DIFF_MORE, NULL, H(mcp_diff_tool), H(session_diff),
 "{\"name\":\"workspace_diff\",\"title\":\"Show the workspace's changes\","
 "\"description\":\"Show what changed in the workspace: the files git sees as changed, then a "
 "unified diff against HEAD (git runs in a sandbox). The workspace must be a git repository.\","
@@ -131,7 +156,8 @@ static const char *const tool_defs[] = {
 "directory\"}},"
 "\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"Workspace diff\",\"readOnlyHint\":true,\"destructiveHint\":false,"
-"\"idempotentHint\":true,\"openWorldHint\":false}}",
+"\"idempotentHint\":true,\"openWorldHint\":false}}"},
+{"sandbox_create", 0, NULL, NULL, H(mcp_offer_images), H(session_create), NULL,
 "{\"name\":\"sandbox_create\",\"title\":\"Create a sandbox that lasts\","
 "\"description\":\"Create a live sandbox that lasts across calls, and return its id. Pass the id "
 "as the sandbox argument of run_command, the file tools and workspace_diff to work in it: "
@@ -164,8 +190,8 @@ static const char *const tool_defs[] = {
 "\"image\":{\"type\":[\"string\",\"null\"]},\"image_digest\":{\"type\":[\"string\",\"null\"]}},"
 "\"required\":[\"sandbox\",\"workspace_mode\"]},"
 "\"annotations\":{\"title\":\"Create a sandbox\",\"readOnlyHint\":false,\"destructiveHint\":false,"
-"\"idempotentHint\":false,\"openWorldHint\":false}}",
-
+"\"idempotentHint\":false,\"openWorldHint\":false}}"},
+{"sandbox_list", MCP_T_LISTS, NULL, NULL, NULL, H(session_list), NULL,
 "{\"name\":\"sandbox_list\",\"title\":\"List your sandboxes\","
 "\"description\":\"List the live sandboxes this connection created, with their workspace "
 "modes.\","
@@ -173,8 +199,8 @@ static const char *const tool_defs[] = {
 "\"outputSchema\":{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\","
 "\"items\":{\"type\":\"object\"}}},\"required\":[\"sandboxes\"]},"
 "\"annotations\":{\"title\":\"List sandboxes\",\"readOnlyHint\":true,\"destructiveHint\":false,"
-"\"idempotentHint\":true,\"openWorldHint\":false}}",
-
+"\"idempotentHint\":true,\"openWorldHint\":false}}"},
+{"sandbox_destroy", MCP_T_TAKES, NULL, NULL, NULL, NULL, H(session_destroy),
 "{\"name\":\"sandbox_destroy\",\"title\":\"Destroy a sandbox\","
 "\"description\":\"End a sandbox made by sandbox_create: its processes are killed and its "
 "files in /tmp and home go. A cow sandbox's changes that a human has not applied are lost.\","
@@ -183,8 +209,8 @@ static const char *const tool_defs[] = {
 "sandbox_create returned\"}},"
 "\"required\":[\"sandbox\"],\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"Destroy a sandbox\",\"readOnlyHint\":false,"
-"\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}}",
-
+"\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}}"},
+{"workspace_discard", 0, NULL, NULL, NULL, NULL, H(session_discard),
 "{\"name\":\"workspace_discard\",\"title\":\"Discard a sandbox's changes\","
 "\"description\":\"Drop the changes of a copy-on-write sandbox (all of them, or those at or "
 "below paths): the sandbox sees the project's files again. What is discarded cannot be "
@@ -197,41 +223,27 @@ static const char *const tool_defs[] = {
 "(default: every change)\"}},"
 "\"required\":[\"sandbox\"],\"additionalProperties\":false},"
 "\"annotations\":{\"title\":\"Discard changes\",\"readOnlyHint\":false,\"destructiveHint\":true,"
-"\"idempotentHint\":true,\"openWorldHint\":false}}",
+"\"idempotentHint\":true,\"openWorldHint\":false}}"},
 };
 /* clang-format on */
+const size_t mcp_ntools = ARRAY_SIZE(mcp_tools);
 
-/* The tools that take an optional "sandbox": one made by sandbox_create,
- * whose view of the workspace they work on (session.c).  The property
- * and a sentence of description are added here, once, so that the
- * schema the model reads is the one its arguments are checked against. */
-static const char *const sandbox_tools[] = {"run_command",   "read_file", "write_file",
-					    "edit_file",     "list_dir",  "search_files",
-					    "workspace_diff"};
-
+/* A tool that takes an optional "sandbox" (one made by sandbox_create,
+ * session.c) gets the property and a sentence of description here, once,
+ * so that the schema the model reads is the one its arguments are
+ * checked against. */
 static void
-add_sandbox_arg(json_t *t)
+add_sandbox_arg(json_t *t, const struct mcp_tool *m)
 {
-	const char *name = json_string_value(json_object_get(t, "name"));
-	bool run = !strcmp(name, "run_command");
 	json_t *props = json_object_get(json_object_get(t, "inputSchema"), "properties");
-	json_object_set_new(
-	    props, "sandbox",
-	    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1, "maxLength", 64,
-		      "description",
-		      run ? "a sandbox id from sandbox_create: run in that sandbox (packages and "
-			    "/tmp persist) instead of a fresh one"
-			  : "a sandbox id from sandbox_create: work on that sandbox's view of "
-			    "the workspace instead of the project's"));
+	json_object_set_new(props, "sandbox",
+			    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
+				      "maxLength", 64, "description", m->sandbox_arg));
 	const char *d = json_string_value(json_object_get(t, "description"));
 	char *more = xasprintf(
 	    "%s With sandbox (an id from sandbox_create) it works in that sandbox%s; in a cow "
 	    "sandbox the project itself is untouched until a human applies the changes.",
-	    d,
-	    strcmp(name, "workspace_diff")
-		? ""
-		: ": a cow sandbox's diff is its exact change set (what a human would apply), "
-		  "git is not needed");
+	    d, m->sandbox_more);
 	json_object_set_new(t, "description", json_string(more));
 	free(more);
 }
@@ -240,18 +252,28 @@ json_t *
 tooldefs_load(void)
 {
 	json_t *all = json_array();
-	for (size_t i = 0; i < ARRAY_SIZE(tool_defs); i++) {
+	for (size_t i = 0; i < mcp_ntools; i++) {
 		json_error_t je;
-		json_t *t = json_loads(tool_defs[i], JSON_REJECT_DUPLICATES, &je);
-		if (!json_is_object(t))
-			abort(); /* a broken built-in table is a broken invariant */
+		json_t *t = json_loads(mcp_tools[i].def, JSON_REJECT_DUPLICATES, &je);
+		/* a broken built-in table is a broken invariant: its JSON, or an
+		 * entry whose name is not its definition's */
 		const char *name = json_string_value(json_object_get(t, "name"));
-		for (size_t k = 0; k < ARRAY_SIZE(sandbox_tools); k++)
-			if (!strcmp(name, sandbox_tools[k]))
-				add_sandbox_arg(t);
+		if (!json_is_object(t) || !name || strcmp(name, mcp_tools[i].name))
+			abort();
+		if (mcp_tools[i].sandbox_arg)
+			add_sandbox_arg(t, &mcp_tools[i]);
 		json_array_append_new(all, t);
 	}
 	return all;
+}
+
+const struct mcp_tool *
+mcp_tool_find(const char *name)
+{
+	for (size_t i = 0; i < mcp_ntools; i++)
+		if (!strcmp(mcp_tools[i].name, name))
+			return &mcp_tools[i];
+	return NULL;
 }
 
 static json_t *builtin_tools;

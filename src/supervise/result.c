@@ -187,10 +187,27 @@ wd_result_output_omitted(const wd_result *r, int stream)
 	return (stream == 1 || stream == 2) ? r->omitted[stream] : 0;
 }
 
-static void
-write_protections(struct jw *w, const wd_result *r, bool with_data)
+WD_API uint64_t
+wd_result_wall_ns(const wd_result *r)
 {
-	jw_key(w, "protections");
+	return r->wall_ns;
+}
+WD_API uint64_t
+wd_result_cpu_ns(const wd_result *r)
+{
+	return r->cpu_ns;
+}
+WD_API uint64_t
+wd_result_peak_memory(const wd_result *r)
+{
+	return r->peak_memory;
+}
+
+/* The "protections" object: the one writer for the result's JSON and
+ * for wd_result_protections_json(). */
+static void
+protections_object(struct jw *w, const wd_result *r, bool with_data)
+{
 	jw_obj_begin(w);
 	jw_kstr(w, "isolation", wd_isolation_name(r->isolation));
 	jw_key(w, "namespaces");
@@ -249,6 +266,24 @@ write_protections(struct jw *w, const wd_result *r, bool with_data)
 	jw_kstr(w, "capabilities",
 		r->bounding_dropped ? "none" : "none held; bounding set kept (unprivileged)");
 	jw_obj_end(w);
+}
+
+static void
+write_protections(struct jw *w, const wd_result *r, bool with_data)
+{
+	jw_key(w, "protections");
+	protections_object(w, r, with_data);
+}
+
+WD_API char *
+wd_result_protections_json(const wd_result *r)
+{
+	struct jw w;
+	/* read back by a strict parser (the server embeds it in its replies):
+	 * a byte that is not UTF-8 (a host name the proxy refused) as \xNN */
+	jw_init(&w, JW_HEXBYTES);
+	protections_object(&w, r, true);
+	return jw_steal(&w);
 }
 
 void

@@ -145,6 +145,7 @@ write_string(struct jw *w, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t run = 0, i = 0;
+	char hexbyte[] = "\\\\xNN";
 	jw_raw(w, "\"", 1);
 	while (i < n) {
 		unsigned char ch = u[i];
@@ -166,7 +167,14 @@ write_string(struct jw *w, const char *s, size_t n)
 			ue = ch;
 		else if (ch >= 0x80) {
 			l = utf8_decode(u + i, n - i, &cp);
-			if (!l) {
+			if (!l && (w->flags & JW_HEXBYTES)) {
+				/* the byte as the text \xNN: a parser keeps it */
+				static const char hex[] = "0123456789abcdef";
+				hexbyte[3] = hex[ch >> 4];
+				hexbyte[4] = hex[ch & 15];
+				esc = hexbyte;
+				l = 1;
+			} else if (!l) {
 				ue = 0xdc00 + ch; /* surrogateescape: the byte, visibly */
 				l = 1;
 			} else if (w->flags & JW_ASCII) {

@@ -11,7 +11,10 @@
  *    distinct from a real U+FFFD in the output, which a replacement char
  *    would hide;
  *  - with JW_ASCII, every other non-ASCII character as \uXXXX (surrogate
- *    pairs above the BMP), for the audit trail's ASCII-only lines. */
+ *    pairs above the BMP), for the audit trail's ASCII-only lines;
+ *  - with JW_HEXBYTES, a byte that is not valid UTF-8 as the four
+ *    characters \xNN instead (the text "\\xNN"), for a JSON text a
+ *    strict parser must read back (jansson refuses a lone surrogate). */
 #ifndef WD_UTIL_JSON_H
 #define WD_UTIL_JSON_H
 
@@ -20,6 +23,7 @@
 #include <stdint.h>
 
 #define JW_ASCII 0x1u
+#define JW_HEXBYTES 0x2u
 
 struct jw {
 	char *p;

@@ -75,7 +75,7 @@ MAN3=(
 	wd_ctx_set_audit_file wd_ctx_set_event_handler wd_ctx_set_log_handler
 	wd_ctx_set_policy_file wd_ctx_set_state_dir
 	wd_decision_advice wd_decision_approval_id wd_decision_argv wd_decision_free
-	wd_decision_json wd_decision_kind wd_decision_reason wd_decision_rule
+	wd_decision_json wd_decision_kind wd_decision_policy wd_decision_reason wd_decision_rule
 	wd_doctor wd_doctor_pod
 	wd_esc_path wd_esc_text
 	wd_event_decision wd_event_json wd_event_kind wd_event_name wd_event_output
@@ -96,6 +96,7 @@ MAN3=(
 	wd_result_json wd_result_oom_killed wd_result_outcome wd_result_output
 	wd_result_output_omitted wd_result_output_total wd_result_policy wd_result_refusal
 	wd_result_sandbox_id wd_result_signal wd_result_status wd_result_timed_out
+	wd_result_wall_ns wd_result_cpu_ns wd_result_peak_memory wd_result_protections_json
 	wd_run
 	wd_sandbox_apply wd_sandbox_cancel wd_sandbox_create wd_sandbox_destroy wd_sandbox_diff
 	wd_sandbox_discard wd_sandbox_exec wd_sandbox_id wd_sandbox_workspace

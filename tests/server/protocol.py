@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srvlib import Env, LineClient, Server, done, http_post, ok  # noqa: E402
+from srvlib import WARDEN, Env, LineClient, Server, done, http_post, ok  # noqa: E402
 
 env = Env()
 env.require_sandboxes()
@@ -71,6 +71,11 @@ ok(len(prog) >= 1 and prog[0]["params"]["progressToken"] == "tok" and
 r = tool("run_command", {"command": "python3 -c 'import time; time.sleep(5)'", "timeout": 0.5})
 ok(r.get("isError") and r["structuredContent"]["status"] == 124 and
    r["structuredContent"]["timed_out"], "a timeout: status 124, a tool error")
+r = tool("run_command", {"command": "python3 -c 'import sys; sys.stdout.buffer.write(b\"a\\x00b\\xff\")'"})
+sc = r.get("structuredContent", {})
+ok(sc.get("status") == 0 and sc.get("exit_code") == 0 and "protections" in sc and
+   sc.get("stdout") == "a\\x00b\\xff" and sc.get("stdout_total_bytes") == 4,
+   "output with a NUL and a bad byte: the result's members all there, both shown (%s)" % sc)
 r = tool("run_command", {"command": "ls", "cwd": "../.."})
 ok(r.get("isError"), "a cwd outside the workspace is refused")
 
@@ -158,6 +163,44 @@ ok(r["result"]["outcome"] == "ran" and r["result"]["stdout"]["data"] == "out\n" 
    r["result"]["policy"] == "off", "sandbox.exec of an argv (policy off, and the result says so)")
 ok({o["stream"] for o in outs} == {"stdout", "stderr"} and all(o["sandbox"] == sid for o in outs),
    "output streamed as sandbox.output notifications")
+# the server builds a result from the library's accessors: what it answers
+# is what the library's own JSON of the same command says (warden run
+# --json), a byte that is not UTF-8 (\udcXX there) as the text \xXX, and a
+# NUL byte kept
+def hexed(v):
+    if isinstance(v, str):
+        return "".join("\\x%02x" % (ord(ch) - 0xdc00) if 0xdc80 <= ord(ch) <= 0xdcff else ch
+                       for ch in v)
+    return v
+
+
+odd = ["python3", "-c", "import sys; sys.stdout.buffer.write(b'a\\xffb\\x00c\\\\d\\x1be"
+       "\\xe2\\x82\\xac\\xed\\xa0\\x80\\n'); sys.stderr.buffer.write(b'E\\xc3'); sys.exit(3)"]
+h1.notes.clear()
+r = h1.call("sandbox.exec", {"sandbox": sid, "argv": odd})["result"]
+streamed = "".join(n["params"]["data"] for n in h1.notes
+                   if n["method"] == "sandbox.output" and n["params"]["stream"] == "stdout")
+ok(streamed == r["stdout"]["data"], "sandbox.output streams the same text, NUL and all (%r)"
+   % streamed)
+lib = json.loads(subprocess.run([WARDEN, "run", "--json", "-w", ws, "--", *odd],
+                                capture_output=True, env=env.env, timeout=120).stdout)
+ok(r["stdout"]["data"] == hexed(lib["stdout"]["data"]) ==
+   "a\\xffb\x00c\\d\x1be\u20ac\\xed\\xa0\\x80\n" and
+   r["stderr"]["data"] == hexed(lib["stderr"]["data"]) == "E\\xc3",
+   "sandbox.exec: output as the library's JSON gives it, bad bytes as \\xNN, NUL kept (%r)"
+   % r["stdout"]["data"])
+ok(set(r) - {"outcome"} == set(lib) and set(r["protections"]) == set(lib["protections"]) and
+   all(r[k] == lib[k] for k in ("status", "exit_code", "signal", "timed_out", "oom_killed",
+                                 "policy")) and r["status"] == 3 and
+   all(r[k]["total_bytes"] == lib[k]["total_bytes"] for k in ("stdout", "stderr")) and
+   all(isinstance(r[k], float) for k in ("wall_ms", "cpu_ms")),
+   "sandbox.exec: the result's members are the library's (%s)"
+   % sorted((set(r) - {"outcome"}) ^ set(lib)))
+r = h1.call("sandbox.exec", {"sandbox": sid, "argv": ["/nonexistent-program"]})["result"]
+lib = json.loads(subprocess.run([WARDEN, "run", "--json", "-w", ws, "--", "/nonexistent-program"],
+                                capture_output=True, env=env.env, timeout=120).stdout)
+ok(r["status"] == lib["status"] == 127 and r.get("error") == lib.get("error"),
+   "sandbox.exec: a program not found: the library's error object (%s)" % r.get("error"))
 r = h1.call("sandbox.exec", {"sandbox": sid, "command": "rm -rf /"})
 ok(r["result"]["outcome"] == "denied" and r["result"]["decision"]["rule"] == "programs",
    "a command string is judged: denied")
@@ -227,6 +270,11 @@ ok(r["result"]["outcome"] == "ran" and r["result"]["stdout"]["data"] == "hello.t
 # ---- the policy's answers and the audit trail ----
 r = h1.call("policy.check", {"command": "git push origin main"})["result"]
 ok(r["decision"] == "pause" and r["approval_id"], "policy.check: a pause")
+lib = json.loads(subprocess.run([WARDEN, "check", "--json", "-w", ws, "--command",
+                                 "git push origin main"], capture_output=True, env=env.env,
+                                timeout=60).stdout)
+ok(r == lib,
+   "policy.check: the decision is the library's JSON of it, member for member")
 r = h1.call("policy.check", {"argv": ["cat", "../../etc/shadow"]})["result"]
 ok(r["decision"] == "deny" and r["rule"] == "workspace.containment", "policy.check: containment")
 r = h1.call("tool.route", {"tool": "read_file"})["result"]

@@ -341,3 +341,36 @@ Test(http, accepts)
 	cr_expect(http_accepts("application/*", "application/json"));
 	cr_expect_not(http_accepts("text/html", "application/json"));
 }
+
+/* The one table: every tool tools/list shows is an entry tools/call can
+ * answer, with or without a sandbox as its schema allows. */
+Test(tools, table_dispatches_every_tool)
+{
+	json_t *tools = tooldefs_load();
+	cr_assert_eq(json_array_size(tools), mcp_ntools);
+	size_t i;
+	json_t *t;
+	json_array_foreach(tools, i, t)
+	{
+		const struct mcp_tool *m = &mcp_tools[i];
+		const char *name = json_string_value(json_object_get(t, "name"));
+		cr_expect_str_eq(name, m->name, "entry %zu", i);
+		cr_expect_eq(mcp_tool_find(name), m, "%s", name);
+		json_t *in = json_object_get(t, "inputSchema");
+		json_t *sb = json_object_get(json_object_get(in, "properties"), "sandbox");
+		bool required = false;
+		size_t k;
+		json_t *req;
+		json_array_foreach(json_object_get(in, "required"), k, req) required |=
+		    !strcmp(json_string_value(req), "sandbox");
+		/* a "sandbox" argument has a handler for it, and a tool without
+		 * one for the project's workspace requires the argument */
+		cr_expect(!sb || m->live, "%s takes a sandbox but has no handler for it", name);
+		cr_expect(m->live || !(m->flags & MCP_T_TAKES), "%s", name);
+		cr_expect(m->call || (m->live && required), "%s: no handler without a sandbox",
+			  name);
+		cr_expect(!m->sandbox_arg || (sb && !required), "%s: an optional sandbox", name);
+	}
+	cr_expect_null(mcp_tool_find("no_such_tool"));
+	json_decref(tools);
+}

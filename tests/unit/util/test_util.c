@@ -1,6 +1,9 @@
+#include "util/json.h"
 #include "util/util.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct size_case {
@@ -125,4 +128,35 @@ Test(wd_err_set, return_follows_the_code)
 	cr_expect_eq(wd_err_set(NULL, WD_E_UNSUPPORTED, "nobody listens"), -ENOTSUP);
 	cr_expect_eq(wd_err_sys(&e, ENOTSUP, "mount"), -ENOTSUP);
 	cr_expect_eq(e.code, WD_E_SYS, "a system call's ENOTSUP keeps its errno and code");
+}
+
+/* JW_HEXBYTES: a byte that is not UTF-8 as the text \xNN, which a strict
+ * parser reads back (jansson refuses the default "\udcNN") */
+Test(jw, hexbytes_parse_back)
+{
+	static const char bytes[] = "a\xff\\b\xe2\x82\xac\x00\xc3";
+	for (int hex = 0; hex <= 1; hex++) {
+		struct jw w;
+		jw_init(&w, hex ? JW_HEXBYTES : 0);
+		jw_obj_begin(&w);
+		jw_key(&w, "s");
+		jw_strn(&w, bytes, sizeof(bytes) - 1);
+		jw_obj_end(&w);
+		char *text = jw_steal(&w);
+		cr_expect_str_eq(text, hex ? "{\"s\":\"a\\\\xff\\\\b\xe2\x82\xac\\u0000\\\\xc3\"}"
+					   : "{\"s\":\"a\\udcff\\\\b\xe2\x82\xac\\u0000\\udcc3\"}");
+		json_error_t je;
+		json_t *o = json_loads(text, JSON_ALLOW_NUL, &je);
+		json_t *s = json_object_get(o, "s");
+		if (hex) {
+			static const char want[] = "a\\xff\\b\xe2\x82\xac\x00\\xc3";
+			cr_expect_eq(json_string_length(s), sizeof(want) - 1, "%s", text);
+			cr_expect(!memcmp(json_string_value(s), want, sizeof(want) - 1), "%s",
+				  text);
+		} else {
+			cr_expect_null(o, "jansson read a lone surrogate: %s", text);
+		}
+		json_decref(o);
+		free(text);
+	}
 }
