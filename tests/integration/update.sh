@@ -180,15 +180,22 @@ bad "the stopped session: the allow rule the inject rule needs" "no allow rule a
 	update u --remove "allow-host=plain.test:$PP"
 printf '%s\n' "$PLAIN_KEY" >"$T/key"
 chmod 600 "$T/key"
-w update u --secret "PLAIN_KEY=@$T/key" --pids 64 --audit "$T/audit.log" --json
+# named through a link in the workspace: the file it leads to is what is
+# kept, so the link swapped later (a write of the sandbox in a rw
+# workspace, or an apply) leads nowhere the next start reads
+ln -s "$T/key" "$WS/key-link"
+w update u --secret "PLAIN_KEY=@$WS/key-link" --pids 64 --audit "$T/audit.log" --json
 expect_rc 0 "update of the stopped session: the secret from a file now, --pids 64"
 check "--json: both at the next start" test \
 	"$(json_get '[c["applied"] for c in j["changes"]]')" = '["next start", "next start"]'
 check "--json: the source, not the value" bash -c "grep -q 'PLAIN_KEY=file:$T/key' '$OUT' && ! grep -qF '$PLAIN_KEY' '$OUT'"
+printf 'decoy-%s\n' "$PLAIN_KEY" >"$T/decoy"
+ln -sfn "$T/decoy" "$WS/key-link"
 w start u
 expect_rc 0 "start reads the secret from its file"
 w exec u -- curl -s -m 20 "http://plain.test:$PP/data"
-expect_out '^plain: key accepted$' "... and the proxy injects it"
+expect_out '^plain: key accepted$' "... and the proxy injects it (the file, not the swapped link's decoy)"
+rm "$WS/key-link"
 w exec u -- cat /workspace/new.txt
 expect_out '^written$' "the cow workspace survived the restart"
 check "the value is still nowhere under the state directory" \
