@@ -18,6 +18,12 @@
 #   policy stage     policy_bench
 #   egress           net_bench: tunnel vs a two-hop splice relay and direct,
 #                    added latency, TLS interception
+#   TLS peers        tls_bench: warden's TLS interception against Squid
+#                    (squid-openssl, ssl_bump) and mitmproxy, same client,
+#                    upstream, suite and bodies, interleaved; the peers are
+#                    installed from Debian when missing (as root, unless
+#                    WD_BENCH_NO_INSTALL=1), else skipped with the reason;
+#                    TLS_BENCH_MIB, _BODIES, _REQS, _SERIES size it
 #   density          bench/density.py: 100, 1,000 and 5,000 live sandboxes in
 #                    one server: create and exec at N against at 100, memory
 #                    and descriptors per sandbox (DENSITY_SIZES to change)
@@ -80,6 +86,17 @@ status=0
 	echo "## egress latency, every party on CPU 0"
 	taskset -c 0 "$BUILD/bench/net_bench" 16 2000 1 |
 		sed -E 's/^summary\t([a-z_]+)/summary\t\1_1cpu/' || status=1
+	echo
+	echo "## TLS interception against Squid and mitmproxy"
+	if ! command -v squid >/dev/null || ! command -v mitmdump >/dev/null; then
+		if [ "$(id -u)" = 0 ] && [ "${WD_BENCH_NO_INSTALL:-0}" != 1 ]; then
+			echo "# installing the peers from Debian: squid-openssl mitmproxy"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+				squid-openssl mitmproxy >/dev/null 2>&1 ||
+				echo "# apt-get install squid-openssl mitmproxy failed: a missing peer is skipped"
+		fi
+	fi
+	"$BUILD/bench/tls_bench" || status=1
 	echo
 	echo "## density: live sandboxes in one warden serve --stdio"
 	# 100 and 1,000 live sandboxes, and 5,000 where the descriptor limit

@@ -38,6 +38,15 @@ FIGURES = [
     ("tunnel_vs_relay", "CONNECT tunnel / two-hop splice relay", "high", ">= 0.95"),
     ("tunnel_vs_direct", "CONNECT tunnel / direct loopback", "high", ""),
     ("interception_vs_direct", "TLS interception / direct HTTPS (keep-alive)", "high", ">= 0.70"),
+    # bench/tls_bench: the peers in the same run (Squid ssl_bump, mitmproxy)
+    ("interception_cpu_vs_ends", "TLS interception: proxy CPU/MiB / the two ends'", "low",
+     "<= 1.15"),
+    ("interception_vs_squid", "TLS interception throughput / Squid ssl_bump's", "high",
+     ">= 2.5"),
+    ("interception_latency_vs_squid", "TLS interception added p50 / Squid's", "low", "<= 0.4"),
+    ("interception_vs_mitmproxy", "TLS interception throughput / mitmproxy's", "high", ""),
+    ("interception_latency_vs_mitmproxy", "TLS interception added p50 / mitmproxy's", "low",
+     ""),
     ("rss_per_sandbox_kb", "memory per idle live sandbox, kB", "low", ""),
     ("density_create_ratio_1000", "sandbox.create at 1,000 live / at 100", "low", "<= 1.5"),
     ("density_exec_ratio_1000", "sandbox.exec at 1,000 live / at 100", "low", "<= 1.5"),
@@ -49,7 +58,11 @@ FIGURES = [
 
 # Figures measured only on request, or where an image can be built
 # (mmdebstrap and the Debian mirror).
-OPTIONAL = {"cold_true_vs_before", "cold_true_image_vs_host", "cold_python_image_vs_host",
+# The peers' figures need squid-openssl and mitmproxy (bench/run.sh
+# installs them when it can, else tls_bench says why it skipped one).
+OPTIONAL = {"interception_vs_squid", "interception_latency_vs_squid",
+            "interception_vs_mitmproxy", "interception_latency_vs_mitmproxy",
+            "cold_true_vs_before", "cold_true_image_vs_host", "cold_python_image_vs_host",
             "density_create_ratio_5000", "density_exec_ratio_5000"}
 
 

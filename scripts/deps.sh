@@ -8,6 +8,8 @@ pkgs=(
 	libseccomp-dev libjansson-dev libssl-dev libldns-dev libcriterion-dev
 	python3 python3-pytest git iproute2 curl openssl bubblewrap procps
 	groff-base man-db
+	# make check's format test: clang-format over every C file
+	clang-format
 	# the server's socket test reads the order of bind, listen, rename
 	strace
 	# the gvisor isolation level: Debian's gVisor build

@@ -1,7 +1,7 @@
 /* net/ossl: every OpenSSL function the CLI and the monitor reference: the
  * proxy's and TLS interception's (src/net), and those of the static
  * libldns.a's objects the link pulls in, and those the tests and
- * bench/net_bench call themselves (after wd_ossl_load()).  A missing one
+ * bench/net_bench and bench/tls_bench call themselves (after wd_ossl_load()).  A missing one
  * is a link error;
  * ossl_lazy.c resolves all of them or none.  No include guard: included
  * once per use with OSSL_SYM defined. */
@@ -96,6 +96,7 @@ OSSL_SYM(OPENSSL_sk_pop_free)
 OSSL_SYM(OPENSSL_sk_value)
 OSSL_SYM(PEM_X509_INFO_read_bio)
 OSSL_SYM(PEM_read_bio_X509)
+OSSL_SYM(PEM_write_PrivateKey)
 OSSL_SYM(PEM_write_X509)
 OSSL_SYM(PEM_write_bio_X509)
 OSSL_SYM(RAND_bytes)
@@ -111,12 +112,15 @@ OSSL_SYM(RSA_set0_key)
 OSSL_SYM(RSA_sign)
 OSSL_SYM(SHA1)
 OSSL_SYM(SHA384)
+OSSL_SYM(SSL_CIPHER_get_name)
 OSSL_SYM(SSL_CTX_ctrl)
 OSSL_SYM(SSL_CTX_free)
 OSSL_SYM(SSL_CTX_get_cert_store)
 OSSL_SYM(SSL_CTX_new)
 OSSL_SYM(SSL_CTX_set_alpn_protos)
 OSSL_SYM(SSL_CTX_set_alpn_select_cb)
+OSSL_SYM(SSL_CTX_set_ciphersuites)
+OSSL_SYM(SSL_CTX_set_default_read_buffer_len)
 OSSL_SYM(SSL_CTX_set_default_verify_paths)
 OSSL_SYM(SSL_CTX_set_options)
 OSSL_SYM(SSL_CTX_set_verify)
@@ -128,10 +132,12 @@ OSSL_SYM(SSL_ctrl)
 OSSL_SYM(SSL_do_handshake)
 OSSL_SYM(SSL_free)
 OSSL_SYM(SSL_get0_param)
+OSSL_SYM(SSL_get_current_cipher)
 OSSL_SYM(SSL_get_error)
 OSSL_SYM(SSL_get_fd)
 OSSL_SYM(SSL_get_servername)
 OSSL_SYM(SSL_get_verify_result)
+OSSL_SYM(SSL_get_version)
 OSSL_SYM(SSL_new)
 OSSL_SYM(SSL_read)
 OSSL_SYM(SSL_read_ex)

@@ -369,7 +369,96 @@ def cmd_smuggle(proxy_port, host, port, conn, mode="plain"):
             print(line.decode())
 
 
+def cmd_tls_records(proxy_port, host, port, big):
+    """Through an intercepting proxy: two requests sent as two TLS
+    records in one send(), so both arrive in one segment and the proxy's
+    read-ahead holds the second while it answers the first (nothing on the
+    socket will announce it again); then GET /big/BIG with a pause after
+    the first 64 KiB, so the proxy's buffers fill and its upstream side
+    has records read ahead while it waits for the client.  Prints the
+    statuses and the body length received."""
+    import os
+    import ssl
+    s = socket.create_connection(("127.0.0.1", int(proxy_port)), timeout=10)
+    s.sendall(b"CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (
+        host.encode(), port.encode(), host.encode(), port.encode()))
+    head = recv_head(s)
+    if not head.startswith(b"HTTP/1.1 200"):
+        print(head.split(b"\r\n", 1)[0].decode(errors="replace"))
+        return
+    ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(inc, out, server_hostname=host)
+
+    def pump():
+        data = out.read()
+        if data:
+            s.sendall(data)
+
+    def feed():
+        data = s.recv(65536)
+        if not data:
+            raise EOFError("proxy closed")
+        inc.write(data)
+
+    while True:
+        try:
+            tls.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            pump()
+            feed()
+    pump()
+    buf = b""
+
+    def read_response():
+        nonlocal buf
+        while b"\r\n\r\n" not in buf:
+            try:
+                buf += tls.read(65536)
+            except ssl.SSLWantReadError:
+                feed()
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        n = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                n = int(line.split(b":")[1])
+        return head.split(b"\r\n", 1)[0].decode(errors="replace"), n
+
+    def read_body(n, pause_at=None):
+        """Returns (bytes received, the body when it is small)."""
+        nonlocal buf
+        got, kept = len(buf), buf
+        buf = b""
+        paused = pause_at is None
+        while got < n:
+            if not paused and got >= pause_at:
+                time.sleep(0.3)
+                paused = True
+            try:
+                data = tls.read(min(65536, n - got))
+            except ssl.SSLWantReadError:
+                feed()
+                continue
+            got += len(data)
+            if n <= 4096:
+                kept += data
+        return got, kept
+
+    req = b"GET /%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n"
+    tls.write(req % (b"one", host.encode(), port.encode()))
+    tls.write(req % (b"two", host.encode(), port.encode()))
+    pump()  # both records, one send()
+    for _ in range(2):
+        status, n = read_response()
+        got, body = read_body(n)
+        print(status, body.split(b" host=")[0].decode(errors="replace"))
+    tls.write(req % (b"big/" + big.encode(), host.encode(), port.encode()))
+    pump()
+    status, n = read_response()
+    print(status, read_body(n, pause_at=65536)[0])
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"serve": serve, "serve-tls": serve_tls, "serve-dir": serve_dir, "serve-hold": serve_hold, "make-index": make_index, "urllib": cmd_urllib, "dns": cmd_dns, "dns-burst": cmd_dns_burst, "concurrent": cmd_concurrent,
-     "slow": cmd_slow, "hold": cmd_hold, "raw": cmd_raw, "smuggle": cmd_smuggle}[cmd](*args)
+     "slow": cmd_slow, "hold": cmd_hold, "raw": cmd_raw, "smuggle": cmd_smuggle, "tls-records": cmd_tls_records}[cmd](*args)
