@@ -300,10 +300,26 @@ apply_remove(json_t *spec, const char *what, struct wd_err *err)
 	return rc;
 }
 
+/* A stand-in for a secret's value, unique to its name: the rules are
+ * checked against the secrets' names, not their values, and a source
+ * (env:VAR) need not be readable by whoever changes only the rules. */
+static int
+stand_in(void *data, const char *name, const char *source, char *buf, size_t cap, size_t *len,
+	 struct wd_err *err)
+{
+	(void)data;
+	(void)source;
+	int n = snprintf(buf, cap, "warden-update-check-%s", name);
+	if (n < 0 || (size_t)n >= cap)
+		return wd_err_set(err, WD_E_INTERNAL, "secret buffer too small");
+	*len = (size_t)n;
+	return 0;
+}
+
 /* Checks a sandbox build would make, made now so that a bad combination
  * is refused by update rather than by the next start. */
 static int
-check_spec(wd_spec *s, bool secrets_changed, struct wd_err *err)
+check_spec(wd_spec *s, bool secrets_changed, bool egress_changed, struct wd_err *err)
 {
 	if (s->net != WD_NET_PROXY && net_rules_count(s->net_rules))
 		return wd_err_set(err, WD_E_INVAL,
@@ -312,14 +328,19 @@ check_spec(wd_spec *s, bool secrets_changed, struct wd_err *err)
 	if (s->net != WD_NET_PROXY && s->tls_intercept)
 		return wd_err_set(err, WD_E_INVAL,
 				  "--tls-intercept needs --net allow and --allow-host rules");
-	if (!secrets_changed)
+	if (!secrets_changed && !(egress_changed && s->nsecret_src))
 		return 0;
-	int src = session_secrets_check(s, err);
+	/* Why the rules too: an inject rule sends a credential only where an
+	 * allow rule admits it; removing that rule from a stopped session
+	 * (no monitor to refuse it) would be recorded, and every later start
+	 * refused. */
+	int src = secrets_changed ? session_secrets_check(s, err) : 0;
 	if (src < 0)
 		return src;
 	/* the values read from their sources now, by the caller, as a
-	 * start will read them; then what net_proxy_new checks */
-	int rc = spec_secrets_load(s, NULL, NULL, err);
+	 * start will read them (the secrets unchanged: stand-ins); then
+	 * what net_proxy_new checks */
+	int rc = spec_secrets_load(s, secrets_changed ? NULL : stand_in, NULL, err);
 	const char **env = NULL;
 	size_t n = 0;
 	if (rc == 0 && (rc = spec_jail_env(s, &env, &n, err)) == 0)
@@ -415,7 +436,7 @@ wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *
 	if ((rc = spec_from_json(nj, &ns, err)) < 0)
 		goto out_n;
 	/* what changed, field by field */
-	bool secrets_changed = false, rules_changed = false;
+	bool secrets_changed = false, rules_changed = false, egress_changed = false;
 	json_t *lims = json_object();
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fields); i++) {
 		const struct field *f = &fields[i];
@@ -427,6 +448,8 @@ wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *
 					   !strncmp(f->name, "inject", 6) ||
 					   !strcmp(f->name, "placeholder");
 			rules_changed |= f->rule_kind >= 0;
+			egress_changed |= f->rule_kind >= 0 || !strcmp(f->name, "net") ||
+					  !strcmp(f->name, "tls-intercept");
 			if (f->when == NOW_OR_START && f->limit)
 				json_object_set(
 				    lims, f->limit,
@@ -436,7 +459,7 @@ wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *
 			json_decref(b);
 		}
 	}
-	if ((rc = check_spec(ns, secrets_changed, err)) < 0) {
+	if ((rc = check_spec(ns, secrets_changed, egress_changed, err)) < 0) {
 		json_decref(lims);
 		goto out_n;
 	}

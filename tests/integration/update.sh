@@ -6,7 +6,8 @@
 # still there); a secret injected upstream into a request of warden exec,
 # its value nowhere under the state directory, a start refused when its
 # source is gone, its source changed by update; every bad input 125 with
-# meta.json byte for byte unchanged; the audit trail verifies.
+# meta.json byte for byte unchanged (an allow rule an inject rule needs
+# kept, running or stopped); the audit trail verifies.
 # Loopback only: the upstream is secrets_tool.py's plain HTTP server.
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -161,6 +162,8 @@ printf '%s\n' "$PLAIN_KEY" >"$WS/token"
 bad "a secret's file in the workspace the sandbox writes" "can write" update u --secret "PLAIN_KEY=@$WS/token"
 rm "$WS/token"
 bad "two changes, the second bad: neither made" "--pids: invalid value" update u --memory 300M --pids 0
+bad "the allow rule the inject rule needs" "no allow rule admits plain.test" \
+	update u --remove "allow-host=plain.test:$PP"
 
 # ---- secrets at start: re-read, refused when the source is gone ----
 w stop u
@@ -169,17 +172,30 @@ unset WD_TEST_PLAIN_KEY
 w start u
 expect_rc 125 "start with the secret's env: source unset is refused"
 expect_out 'PLAIN_KEY.*env:WD_TEST_PLAIN_KEY' "... naming the secret and its source" "$ERR"
+# a stopped session has no monitor to refuse a rule change: update checks
+# the inject rules against the new rules itself (the secret's source
+# unreadable here: the names are checked, not the values)
+cp "$META" "$T/meta.before"
+bad "the stopped session: the allow rule the inject rule needs" "no allow rule admits plain.test" \
+	update u --remove "allow-host=plain.test:$PP"
 printf '%s\n' "$PLAIN_KEY" >"$T/key"
 chmod 600 "$T/key"
-w update u --secret "PLAIN_KEY=@$T/key" --pids 64 --audit "$T/audit.log" --json
+# named through a link in the workspace: the file it leads to is what is
+# kept, so the link swapped later (a write of the sandbox in a rw
+# workspace, or an apply) leads nowhere the next start reads
+ln -s "$T/key" "$WS/key-link"
+w update u --secret "PLAIN_KEY=@$WS/key-link" --pids 64 --audit "$T/audit.log" --json
 expect_rc 0 "update of the stopped session: the secret from a file now, --pids 64"
 check "--json: both at the next start" test \
 	"$(json_get '[c["applied"] for c in j["changes"]]')" = '["next start", "next start"]'
 check "--json: the source, not the value" bash -c "grep -q 'PLAIN_KEY=file:$T/key' '$OUT' && ! grep -qF '$PLAIN_KEY' '$OUT'"
+printf 'decoy-%s\n' "$PLAIN_KEY" >"$T/decoy"
+ln -sfn "$T/decoy" "$WS/key-link"
 w start u
 expect_rc 0 "start reads the secret from its file"
 w exec u -- curl -s -m 20 "http://plain.test:$PP/data"
-expect_out '^plain: key accepted$' "... and the proxy injects it"
+expect_out '^plain: key accepted$' "... and the proxy injects it (the file, not the swapped link's decoy)"
+rm "$WS/key-link"
 w exec u -- cat /workspace/new.txt
 expect_out '^written$' "the cow workspace survived the restart"
 check "the value is still nowhere under the state directory" \
