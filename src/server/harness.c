@@ -330,8 +330,8 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	}
 	wd_spec_free(spec);
 	/* -ENOTSUP: the host cannot give this sandbox what it asks (a cow
-	 * workspace needs root, container isolation, overlayfs and loop
-	 * devices) */
+	 * workspace needs container isolation and overlayfs, and as root loop
+	 * devices; a disk needs root) */
 	if (rc < 0)
 		rpc_err_set(e, rc == -ENOTSUP ? SRV_E_NOT_AVAILABLE : SRV_E_FAILED, "%s%s",
 			    rc == -ENOTSUP ? "not available: " : "", err.msg);
