@@ -546,6 +546,17 @@ void wd_ctx_set_approver(wd_ctx *ctx, wd_approve_fn fn, void *data);
 
 /* ---- sandboxes ---- */
 
+/* For an ordinary user's process, while it is still single-threaded and
+ * before it makes a cow sandbox (wd_ctx_run, wd_sandbox_create): enter a
+ * user namespace mapping only the caller's uid and gid to themselves, and
+ * a private mount namespace.  Its cow sandboxes then keep their layers in
+ * a directory of the state directory (no disk), the overlay mounted there
+ * with userxattr.  Irreversible for the process.  -EPERM as root (a root
+ * caller's cow sandboxes have a disk), -ENOTSUP the kernel lacks it
+ * (before Linux 5.11, user namespaces off), -EINVAL the process has
+ * threads, else -errno. */
+int wd_userns_enter(struct wd_err *err);
+
 /* Build a sandbox from spec (copied) and wait until its pid 1 is ready
  * for commands.  The spec's program, if any, is not run.  *out is new;
  * end it with wd_sandbox_destroy().  -EINVAL bad input (nothing started),

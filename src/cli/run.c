@@ -25,7 +25,7 @@ static const char usage_text[] =
     "Sandbox:\n"
     "  -w, --workspace DIR      directory bound read-write at /workspace (default: .)\n"
     "      --workspace-mode MODE  direct (default: writes land in DIR) or cow (an overlay:\n"
-    "                           writes land in warden's state directory; container, root)\n"
+    "                           writes land in warden's state directory; container)\n"
     "      --disk SIZE          bound of what a cow sandbox writes: its upper layer, /tmp\n"
     "                           and home share one disk of SIZE (default 1G)\n"
     "      --protect PATH       keep PATH (relative to DIR) read-only inside, like .git,\n"
@@ -889,6 +889,14 @@ cli_run(int argc, char **argv)
 	if (o.print_plan) {
 		wd_set_log_handler(cli_log_handler, NULL, o.verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
 		rc = plan(spec);
+		goto out;
+	}
+	/* An ordinary user's one-shot cow sandbox: its overlay is mounted in
+	 * a user namespace of ours, entered now, while this process has no
+	 * thread (the proxy's start later); its layers are a directory in the
+	 * state directory, removed with the sandbox (wd_userns_enter(3)) */
+	if (o.cow && geteuid() != 0 && wd_userns_enter(&e) < 0) {
+		rc = cli_fail(sub_name, "--workspace-mode cow: %s", e.msg);
 		goto out;
 	}
 	if (wd_ctx_new(&ctx, &e) < 0) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "usage: warden serve [OPTIONS] (--stdio | --socket PATH | --listen ADDR:PORT)...\n"
@@ -46,7 +47,8 @@ static const char usage_text[] =
     "                           refused (repeatable; admits no host by itself: the\n"
     "                           policy's network.allow names hosts; docs/network.md)\n"
     "      --disk SIZE          a cow sandbox's disk (sandbox.create's workspace_mode\n"
-    "                           \"cow\"), and the most a caller may ask (default 1G)\n"
+    "                           \"cow\"), and the most a caller may ask (default 1G;\n"
+    "                           root, else only with --best-effort: no bound)\n"
     "      --pool N             keep N sandboxes built ahead for run_command and\n"
     "                           sandbox.run (0-64; default: the policy's sandbox.pool,\n"
     "                           else 0); container level, as root\n"
@@ -465,6 +467,15 @@ check(const struct server_opts *o, int extra)
 		return cli_fail("serve", "--behind-tls-proxy and --allow-origin are for --listen");
 	if (o->nallow_gids && !o->socket_path)
 		return cli_fail("serve", "--allow-group is for --socket");
+	/* a bound asked for and not enforced fails closed, as a session's
+	 * --disk does: an ordinary user's cow sandboxes have no disk */
+	if (o->disk_bytes && geteuid() != 0 && !o->best_effort)
+		return cli_fail("serve",
+				"--disk needs root (a loop device and an ext4 mount); as "
+				"an ordinary user a cow sandbox's layers are a directory "
+				"in your state directory, bounded only by its file system: "
+				"drop --disk, or add --best-effort to serve without the "
+				"bound");
 	return 0;
 }
 

@@ -138,7 +138,26 @@ box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral, str
 	if (!backend_can(spec->isolation, BACKEND_CAP_MOUNTS))
 		return unsupported(err, "a cow workspace or a sandbox disk needs --isolation "
 					"container (a mount namespace to show it in)");
-	int rc = ws_disk_supported(err);
+	/* An ordinary user's sandbox has no disk (a loop device and an ext4
+	 * mount need root): its layers are a directory, and the overlay over
+	 * them is mounted in a user namespace of ours, which only a process
+	 * that was single-threaded could enter (wd_userns_enter: warden run
+	 * does; a server's cow sandboxes are sessions, whose monitors do).
+	 * A bound asked for and not kept fails closed unless best effort. */
+	bool root_mode = geteuid() == 0;
+	int rc = 0;
+	if (root_mode)
+		rc = ws_disk_supported(err);
+	else if ((rc = ws_layers_supported(err)) == 0 && !ws_userns_entered())
+		rc = unsupported(err, "a cow sandbox of an ordinary user needs a process in a "
+				      "user namespace of its own (warden run enters one; a "
+				      "library caller, wd_userns_enter), or a session (warden "
+				      "create --workspace-mode cow)");
+	else if (rc == 0 && spec->disk_bytes && !spec->best_effort)
+		rc = unsupported(err, "--disk needs root (a loop device and an ext4 mount); as "
+				      "an ordinary user a cow sandbox's layers are a directory in "
+				      "your state directory, bounded only by its file system: "
+				      "drop --disk, or add --best-effort to run without the bound");
 	if (rc < 0)
 		return rc;
 	char root[4096];
@@ -167,11 +186,11 @@ box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral, str
 		      (json_int_t)proc_start(getpid()), "spec", spec_to_json(spec));
 	rc = ws_meta_write(dfd, meta, err);
 	json_decref(meta);
-	bool root_mode = geteuid() == 0;
 	uint64_t size = spec->disk_bytes ? spec->disk_bytes : WS_DISK_DEFAULT;
-	if (rc == 0)
-		rc = ws_disk_create(dfd, "disk.img", size, root_mode ? WD_NOBODY : geteuid(),
-				    root_mode ? WD_NOBODY : getegid(), err);
+	if (rc == 0 && !root_mode)
+		rc = ws_layers_create(dfd, err);
+	else if (rc == 0)
+		rc = ws_disk_create(dfd, "disk.img", size, WD_NOBODY, WD_NOBODY, err);
 	if (rc == 0 && spec->ws_mode == WD_WORKSPACE_COW) {
 		/* what the host holds now is what the sandbox first sees */
 		wd_autofree char *cwd = spec->workspace ? NULL : realpath(".", NULL);

@@ -4,9 +4,11 @@
 #include "jail/jail.h"
 #include "workspace/workspace.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int
 sandbox_create_boxed(wd_ctx *ctx, const wd_spec *spec, struct box *b, const char *id,
@@ -44,6 +46,29 @@ sandbox_create_boxed(wd_ctx *ctx, const wd_spec *spec, struct box *b, const char
 	atomic_fetch_add(&ctx->live, 1);
 	*out = s;
 	return 0;
+}
+
+WD_API int
+wd_userns_enter(struct wd_err *err)
+{
+	struct wd_err scratch = {0};
+	if (!err)
+		err = &scratch;
+	/* Why refused as root: a root caller's cow sandboxes have a disk and
+	 * an idmapped lower layer; in a namespace of its own it would lose
+	 * the host's CAP_SYS_ADMIN they need */
+	if (geteuid() == 0) {
+		wd_err_set(err, WD_E_INVAL,
+			   "wd_userns_enter: for an ordinary user (root's cow sandboxes have a "
+			   "disk)");
+		return -EPERM;
+	}
+	int rc = ws_layers_supported(err);
+	if (rc < 0)
+		return rc;
+	if ((rc = ws_userns_enter(err)) == -EINVAL)
+		err->code = WD_E_INVAL;
+	return rc;
 }
 
 WD_API int

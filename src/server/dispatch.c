@@ -115,7 +115,8 @@ session_live_end(struct live *l)
 {
 	struct srv *s = l->srv;
 	struct wd_err err = {0};
-	bool keep = __atomic_load_n(&s->keep_sessions, __ATOMIC_ACQUIRE);
+	/* an anonymous session (no record names it) is never found again */
+	bool keep = __atomic_load_n(&s->keep_sessions, __ATOMIC_ACQUIRE) && l->kept;
 	int rc =
 	    keep ? wd_session_stop(s->ctx, l->id, &err) : wd_session_remove(s->ctx, l->id, &err);
 	if (rc < 0 && rc != -ESRCH && rc != -ENOENT)
@@ -124,11 +125,12 @@ session_live_end(struct live *l)
 }
 
 struct live *
-live_new_session(struct srv *s, const char *id, bool cow)
+live_new_session(struct srv *s, const char *id, bool cow, bool kept)
 {
 	struct live *lv = xcalloc(1, sizeof(*lv));
 	snprintf(lv->id, sizeof(lv->id), "%s", id);
 	lv->sess = true;
+	lv->kept = kept;
 	lv->cow = cow;
 	lv->srv = s;
 	lv->refs = 1;

@@ -87,6 +87,12 @@ create_workspace(struct srv *s, json_t *params, wd_spec *spec, bool *cow, uint64
 	wd_spec_set_workspace_mode(spec, *cow ? WD_WORKSPACE_COW : WD_WORKSPACE_DIRECT);
 	uint64_t ceiling = s->o.disk_bytes ? s->o.disk_bytes : 1ull << 30;
 	json_t *dv = json_object_get(params, "disk");
+	/* An ordinary user's cow sandbox has no disk (a loop device and an
+	 * ext4 mount need root): its layers are a directory in the state
+	 * directory.  A bound asked for (the caller's "disk", the server's
+	 * --disk) still goes to the library, which refuses it unless
+	 * --best-effort: a limit asked for and not enforced fails closed. */
+	bool root = geteuid() == 0;
 	*disk = *cow ? ceiling : 0;
 	if (dv) {
 		/* a direct sandbox has no disk: nothing would bound (the CLI
@@ -106,9 +112,11 @@ create_workspace(struct srv *s, json_t *params, wd_spec *spec, bool *cow, uint64
 					   "size such as \"512M\", from 32M to the server's %llu "
 					   "(--disk)",
 					   (unsigned long long)ceiling) == 0;
-	} else if (*cow && wd_spec_set_disk(spec, ceiling, &err) < 0) {
+	} else if (*cow && (root || s->o.disk_bytes) && wd_spec_set_disk(spec, ceiling, &err) < 0) {
 		return rpc_err_set(e, SRV_E_FAILED, "%s", err.msg) == 0;
 	}
+	if (!root)
+		*disk = 0; /* unbounded (with --best-effort, a bound asked is not kept) */
 	json_t *pv = json_object_get(params, "protect");
 	if (pv && !json_is_array(pv))
 		return rpc_err_set(e, RPC_INVALID_PARAMS,
@@ -285,16 +293,30 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	 * directory.  A direct sandbox's changes are in the project already,
 	 * and a one-connection sandbox ends with its connection: both stay
 	 * in this process. */
-	if (cow && c->persist) {
+	/* An ordinary user's cow sandbox is always a library session: its
+	 * overlay is mounted in a user namespace (userxattr), which only a
+	 * single-threaded process can enter, and this server has threads;
+	 * the session's monitor enters one before it builds the sandbox.
+	 * Without a record (c->persist false) it is anonymous: removed on
+	 * destroy, when its connection ends and when the server stops
+	 * (l->kept false), and a server started again removes one whose
+	 * server is gone (srv_sweep_anon). */
+	bool anon = cow && !c->persist && geteuid() != 0;
+	if (cow && (c->persist || anon)) {
 		/* named "serve-...": a session the server made, which a server
 		 * restarted on the directory removes when no record names it
 		 * (one made just before a crash: restore.c) */
-		char name[40];
+		char name[64];
 		unsigned char r[8];
 		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 			abort();
-		snprintf(name, sizeof(name), "serve-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1],
-			 r[2], r[3], r[4], r[5], r[6], r[7]);
+		char rnd[17];
+		snprintf(rnd, sizeof(rnd), "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
+			 r[3], r[4], r[5], r[6], r[7]);
+		if (anon)
+			srv_anon_name(name, sizeof(name), rnd);
+		else
+			snprintf(name, sizeof(name), "serve-%s", rnd);
 		struct wd_session_params sp = {
 		    .name = name,
 		    /* its monitor stops it (files kept) when no server uses it
@@ -308,13 +330,13 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	}
 	wd_spec_free(spec);
 	/* -ENOTSUP: the host cannot give this sandbox what it asks (a cow
-	 * workspace needs root, container isolation, overlayfs and loop
-	 * devices) */
+	 * workspace needs container isolation and overlayfs, and as root loop
+	 * devices; a disk needs root) */
 	if (rc < 0)
 		rpc_err_set(e, rc == -ENOTSUP ? SRV_E_NOT_AVAILABLE : SRV_E_FAILED, "%s%s",
 			    rc == -ENOTSUP ? "not available: " : "", err.msg);
 	struct live *lv = rc < 0   ? NULL
-			  : sid[0] ? live_new_session(s, sid, cow)
+			  : sid[0] ? live_new_session(s, sid, cow, !anon)
 				   : live_new(s, sb, cow, e);
 	if (!lv) {
 		atomic_fetch_sub(&s->nlive, 1);

@@ -1092,6 +1092,8 @@ server_run(const struct server_opts *o)
 		 * listens: a client that sees the socket or the port finds them */
 		if (s->activated)
 			srv_restore(s);
+		if (geteuid() != 0)
+			srv_sweep_anon(s); /* an ordinary user's, of a server killed */
 		rc = setup(s);
 	}
 	if (rc == 0)
@@ -1108,6 +1110,14 @@ server_run(const struct server_opts *o)
 	stop_listening(s);
 	while (s->conns)
 		conn_kill(s->conns);
+	/* the sandboxes ended by those closes (an ordinary user's anonymous
+	 * cow sessions are removed, files and all) finish on their enders'
+	 * threads: exiting under them would leave their state behind.  A
+	 * session's removal is bounded (its monitor's stop: 10 s). */
+	for (int i = 0; atomic_load(&s->ending) > 0 && i < 3000; i++) {
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
 	srv_fini(s);
 	return rc < 0 ? 125 : 0;
 }

@@ -28,8 +28,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define REC_MAX (1 << 20)
 
@@ -277,7 +279,7 @@ restore_one(struct srv *s, const char *session, json_t *r, json_t *known)
 				id ? id : "?");
 			continue;
 		}
-		struct live *l = live_new_session(s, id, true);
+		struct live *l = live_new_session(s, id, true, true);
 		l->by_mcp = json_is_true(json_object_get(v, "by_mcp"));
 		l->image = image ? xstrdup(image) : NULL;
 		snprintf(l->digest, sizeof(l->digest), "%s", digest ? digest : "");
@@ -334,4 +336,62 @@ srv_restore(struct srv *s)
 		remove_orphans(s, known, named);
 	json_decref(known);
 	json_decref(named);
+}
+
+/* ---- an ordinary user's anonymous cow sandboxes ---- */
+
+/* start time of pid (field 22 of /proc/PID/stat), 0 if it is gone */
+static unsigned long long
+proc_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && *p; p++)
+		if (*p == ' ' && ++field == 22)
+			return strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+void
+srv_anon_name(char *buf, size_t n, const char *rnd)
+{
+	snprintf(buf, n, "serve.%d.%llu.%s", (int)getpid(), proc_start(getpid()), rnd);
+}
+
+void
+srv_sweep_anon(struct srv *s)
+{
+	json_t *known = library_sessions(s);
+	const char *id;
+	json_t *name;
+	json_object_foreach(known, id, name)
+	{
+		const char *nm = json_string_value(name);
+		int pid = 0, end = 0;
+		unsigned long long start = 0;
+		if (!nm || sscanf(nm, "serve.%d.%llu.%n", &pid, &start, &end) != 2 || end == 0 ||
+		    pid <= 0)
+			continue;
+		/* Why both: a pid is reused; its start time tells a live
+		 * server (this one, or another on the same directory) from a
+		 * new process that got the number */
+		if (proc_start((pid_t)pid) == start)
+			continue;
+		struct wd_err err = {0};
+		if (wd_session_remove(s->ctx, id, &err) < 0)
+			srv_log(s, WD_LOG_WARN, "sandbox %s of a server that is gone: %s", id,
+				err.msg);
+		else
+			srv_log(s, WD_LOG_INFO, "sandbox %s of a server that is gone: removed", id);
+	}
+	json_decref(known);
 }

@@ -196,6 +196,7 @@ struct live {
 	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
 	bool by_mcp;	  /* made by the sandbox_create tool (sandbox_list says so) */
 	bool sess;	  /* a library session (restore.c): id is its id, sb and ws NULL */
+	bool kept;	  /* ... named by a record: only stopped when the server stops */
 	char *image;	  /* the image it was made in, as the caller named it, or NULL */
 	char digest[SRV_DIGEST_LEN]; /* ... resolved once, at create: its digest */
 	struct srv *srv;
@@ -208,7 +209,13 @@ struct live {
 
 struct live *live_get(struct live *l);
 /* A live sandbox over library session id (restore.c). */
-struct live *live_new_session(struct srv *s, const char *id, bool cow);
+struct live *live_new_session(struct srv *s, const char *id, bool cow, bool kept);
+/* An ordinary user's anonymous cow sandbox (a library session no record
+ * names): its name says which server made it ("serve.PID.START.RND"), so
+ * that a server started later on the state directory removes those whose
+ * server is gone (srv_sweep_anon, at start). */
+void srv_anon_name(char *buf, size_t n, const char *rnd);
+void srv_sweep_anon(struct srv *s);
 /* What a live sandbox offers, for an in-process sandbox or a session
  * alike (dispatch.c).  live_view: its workspace view; close it with
  * live_view_done. */

@@ -116,8 +116,8 @@ session_create(struct call *c, const char *name, json_t *args, struct rpc_err *e
 	json_t *r = sandbox_create_with(c, params, &ce);
 	char fallback[700] = "";
 	if (!r && !mode && ce.code == SRV_E_NOT_AVAILABLE) {
-		/* the default is cow where the host can make one (root,
-		 * container isolation, overlayfs, loop devices); elsewhere a
+		/* the default is cow where the host can make one (container
+		 * isolation and overlayfs; as root, loop devices); elsewhere a
 		 * direct sandbox, and the model is told its writes are real */
 		snprintf(
 		    fallback, sizeof(fallback),

@@ -579,25 +579,36 @@ wd_doctor(bool json, unsigned *ok_levels)
 	struct feature {
 		const char *name;
 		bool ok;
-		const char *why;
+		const char *why;    /* why not, and what works instead */
+		const char *detail; /* how, when it works (NULL: nothing to add) */
 	} feats[] = {
 	    {"cow sessions", cow_ok,
-	     cow_ok ? (as_root ? "on a sandbox disk (--disk bounds it)"
-			       : "the overlay in a user namespace, the layers in your state "
-				 "directory (unbounded: --disk needs root)")
-		    : "no overlayfs inside a user namespace here (see overlayfs above)"},
+	     "no overlayfs inside a user namespace here (see overlayfs above)",
+	     as_root ? "on a sandbox disk (--disk bounds it)"
+		     : "the overlay in a user namespace, the layers in your state "
+		       "directory (unbounded: --disk needs root)"},
 	    {"--disk", as_root,
 	     "needs root (loop devices and ext4 mounts); a session's layers are "
-	     "then bounded only by the state directory's file system"},
-	    {"run --workspace-mode cow", as_root,
-	     "needs root (its layers are on a sandbox disk); a cow session (warden create "
-	     "--workspace-mode cow) works without"},
+	     "then bounded only by the state directory's file system",
+	     NULL},
+	    {"run --workspace-mode cow", cow_ok,
+	     "no overlayfs inside a user namespace here (see overlayfs above)",
+	     as_root ? NULL
+		     : "warden run enters a user namespace of its own; the layers in your "
+		       "state directory, removed at the end"},
+	    {"serve cow sandboxes", cow_ok,
+	     "no overlayfs inside a user namespace here (see overlayfs above)",
+	     as_root ? NULL
+		     : "each an anonymous session of the server's (a monitor in a user "
+		       "namespace), removed on destroy and when the server ends"},
 	    {"warm pool", as_root,
 	     "needs root (a pooled sandbox's workspace is a clone of its mount, which needs "
-	     "CAP_SYS_ADMIN on the host)"},
+	     "CAP_SYS_ADMIN on the host)",
+	     NULL},
 	    {"limits", pr[P_CGROUP].st == ST_OK,
 	     "no cgroup this user can create (root, or a delegated cgroup v2 subtree): "
-	     "--memory, --pids, --cpus and the review's freeze need --best-effort"},
+	     "--memory, --pids, --cpus and the review's freeze need --best-effort",
+	     NULL},
 	};
 	(void)userns_ok;
 	(void)seccomp_ok;
@@ -624,9 +635,9 @@ wd_doctor(bool json, unsigned *ok_levels)
 		for (size_t i = 0; i < WD_ARRAY_SIZE(feats); i++) {
 			json_t *f = json_object();
 			json_object_set_new(f, "ok", json_boolean(feats[i].ok));
+			const char *t = feats[i].ok ? feats[i].detail : feats[i].why;
 			json_object_set_new(f, feats[i].ok ? "detail" : "why_not",
-					    feats[i].ok && (i != 0) ? json_null()
-								    : json_string(feats[i].why));
+					    t ? json_string(t) : json_null());
 			json_object_set_new(fs, feats[i].name, f);
 		}
 		json_object_set_new(root, "features", fs);
@@ -658,8 +669,8 @@ wd_doctor(bool json, unsigned *ok_levels)
 		fprintf(m, "\nfeatures (as uid %u):\n", (unsigned)geteuid());
 		for (size_t i = 0; i < WD_ARRAY_SIZE(feats); i++) {
 			const struct feature *f = &feats[i];
-			if (f->ok && i == 0)
-				fprintf(m, "  %-26s yes: %s\n", f->name, f->why);
+			if (f->ok && f->detail)
+				fprintf(m, "  %-26s yes: %s\n", f->name, f->detail);
 			else
 				fprintf(m, "  %-26s %s%s\n", f->name,
 					f->ok ? "yes" : "no: ", f->ok ? "" : f->why);

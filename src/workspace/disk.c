@@ -410,13 +410,25 @@ write_file(const char *path, const char *text)
 	return rc;
 }
 
+static bool userns_entered; /* this process is in a user namespace of ours */
+
+bool
+ws_userns_entered(void)
+{
+	return __atomic_load_n(&userns_entered, __ATOMIC_ACQUIRE);
+}
+
 int
 ws_userns_enter(struct wd_err *err)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-		return wd_err_sys(err, errno, "a user namespace for the cow overlay (unshare)");
+		return wd_err_sys(err, errno,
+				  errno == EINVAL
+				      ? "a user namespace for the cow overlay (unshare: "
+					"the process has threads)"
+				      : "a user namespace for the cow overlay (unshare)");
 	/* Only our own ids, each to itself: files keep their owners, the
 	 * sandbox user (mapped to us in the jail's own namespace) owns what
 	 * it writes, and nothing here gains a power over another user's
@@ -439,6 +451,7 @@ ws_userns_enter(struct wd_err *err)
 	/* nothing we mount reaches the host's namespace */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return wd_err_sys(err, errno, "make the cow overlay's mount namespace private");
+	__atomic_store_n(&userns_entered, true, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -186,6 +186,9 @@ int ws_layers_supported(struct wd_err *err);
  * overlay (ws_open) and clones trees for jails as root does.  The
  * process must be single-threaded. */
 int ws_userns_enter(struct wd_err *err);
+/* Whether ws_userns_enter succeeded in this process (an ordinary user's
+ * one-shot cow sandboxes then have layers/, not a disk). */
+bool ws_userns_entered(void);
 /* fn(arg, out, err) run in a forked child inside such a namespace, its
  * result, error and text (*out, malloc'd) brought back: how an ordinary
  * user's process reads and writes layers the sandbox may have left

@@ -113,6 +113,7 @@ MAN3=(
 	wd_spec_set_isolation wd_spec_set_limits wd_spec_set_net wd_spec_set_reproducible
 	wd_spec_set_stdin wd_spec_set_stream wd_spec_set_term wd_spec_set_time_namespace
 	wd_spec_set_tls_intercept wd_spec_set_workspace wd_spec_set_workspace_mode wd_spec_setenv
+	wd_userns_enter
 	wd_workspace_close wd_workspace_open wd_workspace_openat wd_workspace_path
 	wd_workspace_protect wd_workspace_protected wd_workspace_write
 	wd_workspace_ignore wd_ignore_match wd_ignore_free

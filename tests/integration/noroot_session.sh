@@ -15,8 +15,10 @@
 # .git stays out; a partial discard of a stopped session; snapshot and
 # create --from; cp in (into the change set) and out, logs, snapshot rm;
 # discard and rm leave nothing; --disk refused (125, naming
-# it) unless --best-effort; doctor names what needs root; no process of the
-# user is left.
+# it) unless --best-effort; a one-shot `run --workspace-mode cow` (the CLI in
+# a user namespace of its own) leaves the real directory and the state
+# directory as they were, and refuses --disk; doctor names what needs root;
+# no process of the user is left.
 . "$(dirname "$0")/lib.sh"
 
 require_root
@@ -232,10 +234,33 @@ expect_rc 125 "--disk as an ordinary user is refused"
 check "  ... naming --disk and --best-effort" grep -q -- '--disk needs root.*--best-effort' "$ERR"
 check "  ... and creates nothing" test -z "$(ls -A "$STATE" 2>/dev/null | grep -v '^names$')"
 
+# ---- a one-shot cow run: the CLI enters a user namespace of its own
+before=$(cd "$UWS" && find . -printf '%p %s %m\n' | sort | sha256sum)
+as_user run --workspace-mode cow --best-effort --workspace "$UWS" -- sh -c \
+	'rm -rf -- * && echo one-shot > a.txt && mkdir -p locked/sub && echo s > locked/sub/f &&
+	chmod 000 locked/sub locked && cat a.txt'
+expect_rc 0 "run --workspace-mode cow as an ordinary user"
+check "  ... the command saw its own write" grep -qx one-shot "$OUT"
+check "  ... the real directory is untouched" \
+	test "$(cd "$UWS" && find . -printf '%p %s %m\n' | sort | sha256sum)" = "$before"
+check "  ... and its layers (a mode-000 directory too) are gone" \
+	test -z "$(ls -A "$STATE" 2>/dev/null | grep -v '^names$')"
+check "  ... no mount of the workspace is left on the host" \
+	bash -c '! grep -qF "$1" /proc/self/mountinfo' _ "$UWS"
+as_user run --workspace-mode cow --disk 64M --workspace "$UWS" -- touch ran.txt
+expect_rc 125 "run --workspace-mode cow --disk as an ordinary user is refused"
+check "  ... naming --disk and --best-effort, nothing run" \
+	bash -c 'grep -q -- "--disk needs root.*--best-effort" "$1" && ! test -e "$2/ran.txt"' \
+	_ "$ERR" "$UWS"
+
 # ---- doctor names the root-only features
 as_user doctor
 check "doctor as a user: cow sessions yes" grep -qE '^  cow sessions +yes' "$OUT"
 check "doctor as a user: --disk needs root" grep -qE '^  --disk +no: needs root' "$OUT"
+check "doctor as a user: one-shot cow runs yes" grep -qE '^  run --workspace-mode cow +yes' "$OUT"
+check "doctor as a user: the server's cow sandboxes yes" \
+	grep -qE '^  serve cow sandboxes +yes' "$OUT"
+check "doctor as a user: the warm pool needs root" grep -qE '^  warm pool +no: needs root' "$OUT"
 
 check "no process of the user is left" wait_until "$(scaled 10)" bash -c "! pgrep -u $U >/dev/null"
 finish

@@ -5,7 +5,9 @@
 #include "core/image-internal.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -158,4 +160,39 @@ Test(cmd, setters_refuse_bad_input)
 	e = (struct wd_err){0};
 	cr_expect_eq(wd_cmd_setenv(c, "GOOD", "x", &e), 0, "%s", e.msg);
 	wd_cmd_free(c);
+}
+
+static void *
+park(void *arg)
+{
+	char c;
+	(void)!read(*(int *)arg, &c, 1);
+	return NULL;
+}
+
+/* wd_userns_enter: refused to root (whose cow sandboxes need the host's
+ * CAP_SYS_ADMIN) and to a process with threads, the namespace unchanged
+ * (an ordinary user's success: warden run in noroot_session.sh). */
+Test(userns_enter, refused_to_root_and_to_threads)
+{
+	char before[64] = "", after[64] = "";
+	cr_assert_gt(readlink("/proc/self/ns/user", before, sizeof(before) - 1), 0);
+	struct wd_err e = {0};
+	if (geteuid() == 0) {
+		cr_expect_eq(wd_userns_enter(&e), -EPERM);
+		cr_expect(strstr(e.msg, "ordinary user") != NULL, "%s", e.msg);
+	} else {
+		int p[2];
+		cr_assert_eq(pipe(p), 0);
+		pthread_t t;
+		cr_assert_eq(pthread_create(&t, NULL, park, &p[0]), 0);
+		int rc = wd_userns_enter(&e);
+		cr_expect(rc == -EINVAL || rc == -ENOTSUP, "with a thread: %d %s", rc, e.msg);
+		cr_expect(rc == -ENOTSUP || strstr(e.msg, "threads") != NULL, "%s", e.msg);
+		close(p[1]);
+		pthread_join(t, NULL);
+		close(p[0]);
+	}
+	cr_assert_gt(readlink("/proc/self/ns/user", after, sizeof(after) - 1), 0);
+	cr_expect_str_eq(before, after, "the namespace changed on a refusal");
 }
