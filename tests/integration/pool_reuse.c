@@ -1,7 +1,7 @@
 /*
  * pool_reuse: a pooled instance is never handed out twice.
  *
- *   pool_reuse [RUNS]        (default 1000)
+ *   pool_reuse [RUNS [LEVEL]]   (default 1000, container; or gvisor)
  *
  * Each run, through wd_pool_run() on one pool of 4, first looks for what
  * the previous runs planted, then plants it itself:
@@ -20,11 +20,19 @@
  * freed no sandbox process, cgroup or descriptor is left.  Also: the pool
  * refuses bad input (a system directory as workspace) without using up an
  * instance's worth of trust, and its statistics add up.  Public API only.
+ *
+ * At the gvisor level (the workspace mounted in the gofer's namespace and
+ * bound onto /workspace by the resident executor) also: the staging
+ * directory is empty in every run (the workspace has one path), the
+ * executor holds no CAP_SYS_ADMIN once the command runs, and after the
+ * pool is freed no sandbox's runsc process, bundle directory, cgroup or
+ * mount is left.
  */
 #include "warden.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,10 +108,77 @@ count_init(void)
 	return n;
 }
 
+/* Lines of path (a /proc file, the mount table) that contain needle. */
+static int
+lines_with(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* What is left of gVisor sandbox id on the host: a process whose command
+ * line names its runsc state, its bundle directory, a cgroup of it in any
+ * hierarchy, a mount naming it.  0 when nothing. */
+static int
+gvisor_left(const char *id)
+{
+	char want[128];
+	snprintf(want, sizeof(want), "--root=/run/warden/gvisor/%s/", id);
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[300], buf[8192];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (ssize_t i = 0; i < got; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[got > 0 ? got : 0] = '\0';
+		if (strstr(buf, want)) {
+			printf("# left: process %s: %s\n", e->d_name, buf);
+			n++;
+		}
+	}
+	if (d)
+		closedir(d);
+	char path[300];
+	struct stat st;
+	snprintf(path, sizeof(path), "/run/warden/gvisor/%s", id);
+	if (stat(path, &st) == 0) {
+		printf("# left: %s\n", path);
+		n++;
+	}
+	static const char *const hier[] = {"memory", "pids", "cpu,cpuacct", "freezer", "unified", ""};
+	for (size_t i = 0; i < sizeof(hier) / sizeof(hier[0]); i++) {
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%swarden/%s", hier[i],
+			 hier[i][0] ? "/" : "", id);
+		if (stat(path, &st) == 0) {
+			printf("# left: %s\n", path);
+			n++;
+		}
+	}
+	n += lines_with("/proc/self/mountinfo", id);
+	return n;
+}
+
 int
 main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 1000;
+	bool gvisor = argc > 2 && !strcmp(argv[2], "gvisor");
 	if (geteuid() != 0) {
 		printf("SKIP: the warm pool needs root\n");
 		return 77;
@@ -118,8 +193,20 @@ main(int argc, char **argv)
 	if (wd_ctx_new(&ctx, &e) < 0)
 		return 1;
 	wd_spec *tmpl = wd_spec_new();
+	if (gvisor) {
+		/* a host without runsc: skipped, but not where CI says it has it */
+		wd_spec_set_isolation(tmpl, WD_ISOLATION_GVISOR);
+		unsigned ok_levels = 0;
+		free(wd_doctor(false, &ok_levels));
+		if (!(ok_levels & (1u << WD_ISOLATION_GVISOR))) {
+			const char *must = getenv("WD_MUST_WORK");
+			printf("%s: --isolation gvisor is not available here\n",
+			       must && !strcmp(must, "1") ? "not ok - WD_MUST_WORK=1" : "SKIP");
+			return must && !strcmp(must, "1") ? 1 : 77;
+		}
+	}
 	wd_pool *pool = NULL;
-	if (wd_pool_new(ctx, tmpl, 4, &pool, &e) < 0) {
+	if (wd_pool_new(ctx, tmpl, gvisor ? 2 : 4, &pool, &e) < 0) {
 		printf("not ok - wd_pool_new: %s\n", e.msg);
 		return 1;
 	}
@@ -142,6 +229,8 @@ main(int argc, char **argv)
 		mkdir(ws, 0755);
 		wd_spec *cs = wd_spec_new();
 		wd_spec_set_workspace(cs, ws, &e);
+		if (gvisor)
+			wd_spec_set_isolation(cs, WD_ISOLATION_GVISOR);
 		wd_sandbox *sb = NULL;
 		int hits = 0;
 		if (wd_sandbox_create(ctx, cs, &sb, &e) == 0) {
@@ -177,7 +266,8 @@ main(int argc, char **argv)
 	}
 
 	char(*ids)[17] = calloc((size_t)runs, sizeof(*ids));
-	int found_file = 0, found_proc = 0, wrong_ws = 0, failed = 0;
+	int found_file = 0, found_proc = 0, wrong_ws = 0, failed = 0, stage = 0, admin = 0,
+	    hook = 0, made = 0;
 	uint64_t t0 = 0;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -187,19 +277,40 @@ main(int argc, char **argv)
 		char ws[300], mark[340];
 		snprintf(ws, sizeof(ws), "%s/ws%d", base, i % 8);
 		mkdir(ws, 0755);
+		if (gvisor) {
+			/* a protected path: attach makes it read-only in the
+			 * gofer's namespace (the container level's pid 1 does it
+			 * in its own) */
+			char hooks[340];
+			snprintf(hooks, sizeof(hooks), "%s/.git", ws);
+			mkdir(hooks, 0755);
+			snprintf(hooks, sizeof(hooks), "%s/.git/hooks", ws);
+			mkdir(hooks, 0755); /* the owner's: the sandbox user's but for the protection */
+		}
 		snprintf(mark, sizeof(mark), "%s/run-marker", ws);
 		FILE *f = fopen(mark, "w");
 		if (f) {
 			fprintf(f, "%d\n", i);
 			fclose(f);
 		}
-		char script[512];
+		char script[1024];
+		/* gvisor: the staging directory holds nothing (the workspace
+		 * has one path), and the executor's (pid 1's) effective set
+		 * has no CAP_SYS_ADMIN (bit 21) by the time a command runs */
 		snprintf(script, sizeof(script),
 			 "test -e /tmp/planted-by-a-run && echo FOUND-FILE; "
 			 "for c in /proc/[0-9]*/comm; do read n < $c 2>/dev/null; "
 			 "[ \"$n\" = sleep ] && echo FOUND-PROC; done; "
-			 "read m < /workspace/run-marker; echo marker=$m; "
-			 "echo planted > /tmp/planted-by-a-run; " PLANT);
+			 "read m < /workspace/run-marker; echo marker=$m; %s"
+			 "echo planted > /tmp/planted-by-a-run; " PLANT,
+			 gvisor ? "echo x > /workspace/.git/hooks/post-checkout 2>/dev/null && "
+				  "echo FOUND-HOOK; echo $$ > /workspace/made-by-run; "
+				  "for f in /.warden-stage/* /.warden-stage/.??*; do "
+				  "[ -e \"$f\" ] && echo FOUND-STAGE $f; done; "
+				  "while read k v; do [ \"$k\" = CapEff: ] && "
+				  "[ $(( (0x$v >> 21) & 1 )) = 1 ] && echo FOUND-ADMIN; "
+				  "[ \"$k\" = CapEff: ] && echo capeff=$v; done < /proc/1/status; "
+				: "");
 		wd_cmd *cmd = wd_cmd_new();
 		const char *a[] = {"/bin/sh", "-c", script, NULL};
 		wd_cmd_set_argv(cmd, 3, a, &e);
@@ -220,6 +331,19 @@ main(int argc, char **argv)
 			found_proc++;
 		if (!memmem(out, n, want, strlen(want)))
 			wrong_ws++;
+		stage += memmem(out, n, "FOUND-STAGE", 11) != NULL;
+		if (gvisor) {
+			/* on the host: the hook not written, the run's file there */
+			char path[340];
+			struct stat hs;
+			snprintf(path, sizeof(path), "%s/.git/hooks/post-checkout", ws);
+			hook += memmem(out, n, "FOUND-HOOK", 10) != NULL || stat(path, &hs) == 0;
+			snprintf(path, sizeof(path), "%s/made-by-run", ws);
+			made += stat(path, &hs) == 0 && unlink(path) == 0;
+		}
+		admin += gvisor && (memmem(out, n, "FOUND-ADMIN", 11) || !memmem(out, n, "capeff=", 7));
+		if (i == 0 && gvisor)
+			printf("# first run's output: %.*s\n", (int)n, out);
 		if (wd_result_status(r) != 0)
 			failed++;
 		snprintf(ids[i], 17, "%s", wd_result_sandbox_id(r));
@@ -234,6 +358,16 @@ main(int argc, char **argv)
 	CHECK(found_file == 0, "no run found a file planted by another (%d did)", found_file);
 	CHECK(found_proc == 0, "no run found a process started by another (%d did)", found_proc);
 	CHECK(wrong_ws == 0, "every run saw its own workspace (%d did not)", wrong_ws);
+	if (gvisor) {
+		CHECK(stage == 0, "the staging directory was empty in every run (%d not)", stage);
+		CHECK(hook == 0, "no run wrote the protected .git/hooks (%d did)", hook);
+		CHECK(made == runs - failed, "every run's file reached its workspace on the host (%d)",
+		      made);
+		CHECK(admin == 0,
+		      "the executor held no CAP_SYS_ADMIN when a command ran (%d runs it did, "
+		      "or its CapEff was not read)",
+		      admin);
+	}
 	qsort(ids, (size_t)runs, sizeof(*ids), cmp);
 	int dup = 0;
 	for (int i = 1; i < runs; i++)
@@ -255,6 +389,15 @@ main(int argc, char **argv)
 	for (int i = 0; i < 100 && (left = count_init() - init0) > 0; i++)
 		usleep(100000);
 	CHECK(left <= 0, "no pool instance is left after wd_pool_free (%d)", left);
+	if (gvisor) {
+		int gone = 0;
+		for (int i = 0; i < runs; i++)
+			gone += ids[i][0] && gvisor_left(ids[i]) == 0;
+		CHECK(gone == runs - failed,
+		      "no runsc process, bundle, cgroup or mount of the %d sandboxes is left (%d "
+		      "clean)",
+		      runs, gone);
+	}
 	CHECK(count_fds() == fds0, "no descriptor is left (%d before, %d after)", fds0,
 	      count_fds());
 	char cmdline[400];
