@@ -2,6 +2,11 @@
  * pool_reuse: a pooled instance is never handed out twice.
  *
  *   pool_reuse [RUNS [LEVEL]]   (default 1000, container; or gvisor)
+ *   pool_reuse probe LEVEL WORKSPACE PROBE [ARG...]
+ *                            one command (PROBE, bound read-only at
+ *                            /opt/wd-probe, with ARGs) in a sandbox of a
+ *                            pool at LEVEL; its stdout and stderr printed,
+ *                            its status the exit status (gvisor_pool.sh)
  *
  * Each run, through wd_pool_run() on one pool of 4, first looks for what
  * the previous runs planted, then plants it itself:
@@ -174,9 +179,60 @@ gvisor_left(const char *id)
 	return n;
 }
 
+/* pool_reuse probe LEVEL WORKSPACE PROBE [ARG...] */
+static int
+probe_run(int argc, char **argv)
+{
+	enum wd_isolation level;
+	struct wd_err e = {0};
+	if (argc < 5 || wd_isolation_parse(argv[2], &level) < 0) {
+		fprintf(stderr, "usage: pool_reuse probe LEVEL WORKSPACE PROBE [ARG...]\n");
+		return 2;
+	}
+	wd_ctx *ctx = NULL;
+	wd_spec *tmpl = wd_spec_new();
+	wd_pool *pool = NULL;
+	wd_spec_set_isolation(tmpl, level);
+	if (wd_ctx_new(&ctx, &e) < 0 ||
+	    wd_spec_add_bind(tmpl, argv[4], "/opt/wd-probe", false, &e) < 0 ||
+	    wd_pool_new(ctx, tmpl, 1, &pool, &e) < 0) {
+		fprintf(stderr, "pool_reuse probe: %s\n", e.msg);
+		return 125;
+	}
+	static char where[] = "/opt/wd-probe";
+	argv[4] = where;
+	wd_cmd *cmd = wd_cmd_new();
+	wd_result *r = NULL;
+	int rc = wd_cmd_set_argv(cmd, argc - 4, (const char *const *)(argv + 4), &e);
+	if (rc == 0)
+		rc = wd_pool_run(pool, argv[3], cmd, &r, &e);
+	if (rc < 0) {
+		fprintf(stderr, "pool_reuse probe: %s\n", e.msg);
+		rc = 125;
+	} else {
+		size_t n;
+		const char *o = wd_result_output(r, 1, &n);
+		fwrite(o, 1, n, stdout);
+		o = wd_result_output(r, 2, &n);
+		fwrite(o, 1, n, stderr);
+		char *j = wd_result_json(r);
+		fprintf(stderr, "result: %s\n", j ? j : "");
+		free(j);
+		rc = wd_result_status(r);
+	}
+	wd_result_free(r);
+	wd_cmd_free(cmd);
+	wd_pool_free(pool);
+	wd_spec_free(tmpl);
+	wd_ctx_free(ctx);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "probe"))
+		return probe_run(argc, argv);
 	int runs = argc > 1 ? atoi(argv[1]) : 1000;
 	bool gvisor = argc > 2 && !strcmp(argv[2], "gvisor");
 	if (geteuid() != 0) {
