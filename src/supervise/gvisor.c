@@ -171,10 +171,30 @@ remove_tree(const char *dir)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+/* GV_RUN_DIR/.lock: held shared while a sandbox's directory is made and
+ * its own lock taken, exclusive by a sweep.  Without it a sweep (of
+ * another sandbox starting, in this process or another) could take a
+ * new directory's lock between its creation and its owner's flock, and
+ * remove the directory under it (seen with a warm pool's two builders:
+ * "mkdir .../state: No such file or directory"). */
+static int
+run_dir_lock(int how)
+{
+	int fd = open(GV_RUN_DIR "/.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0 && flock(fd, how) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* Directories of sandboxes whose warden died (nobody holds their lock). */
 static void
 sweep_stale(void)
 {
+	wd_autoclose int gl = run_dir_lock(LOCK_EX);
+	if (gl < 0)
+		return;
 	DIR *d = opendir(GV_RUN_DIR);
 	if (!d)
 		return;
@@ -202,6 +222,9 @@ make_dir(struct sandbox *sb, struct gv *g, struct wd_err *err)
 	    (mkdir(GV_RUN_DIR, 0700) < 0 && errno != EEXIST))
 		return wd_err_sys(err, errno, "mkdir %s", GV_RUN_DIR);
 	sweep_stale();
+	wd_autoclose int gl = run_dir_lock(LOCK_SH);
+	if (gl < 0)
+		return wd_err_sys(err, errno, "lock %s/.lock", GV_RUN_DIR);
 	if (mkdir(g->dir, 0700) < 0)
 		return wd_err_sys(err, errno, "mkdir %s", g->dir);
 	g->dir_made = true;
