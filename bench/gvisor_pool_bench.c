@@ -127,9 +127,10 @@ cmp_d(const void *a, const void *b)
 int
 main(int argc, char **argv)
 {
-	int runs = 15, warmup = 2, repeats = 3, size = 2, opt;
+	int runs = 15, warmup = 2, repeats = 3, size = 2, opt, verbose = 0;
 	while ((opt = getopt(argc, argv, "n:w:r:s:v")) != -1) {
 		if (opt == 'v') {
+			verbose = 1;
 			wd_set_log_handler(log_line, NULL, WD_LOG_DEBUG);
 			continue;
 		}
@@ -192,8 +193,14 @@ main(int argc, char **argv)
 					v = bare();
 				} else if (sr == POOLED) {
 					uint64_t t0 = now_ns();
+					if (verbose)
+						fprintf(stderr, "%.3f pooled run starts\n",
+							(double)t0 / 1e6);
 					int rc = wd_pool_run(pool, ws, cmd, &r, &e);
 					v = timed(rc, r, &e, t0);
+					if (verbose)
+						fprintf(stderr, "%.3f pooled run returned\n",
+							(double)now_ns() / 1e6);
 				} else {
 					uint64_t t0 = now_ns();
 					int rc = wd_ctx_run(ctx, cold, cmd, &r, &e);
