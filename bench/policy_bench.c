@@ -190,8 +190,7 @@ main(int argc, char **argv)
 			       "(target < 5%%)\n",
 			       run * 1e6, 100.0 * stage / run);
 			printf("summary\tpolicy_stage_share\t%.4f\n", stage / run);
-		}
-		else
+		} else
 			printf("warden.run.true      not measured: `%s run -- /bin/true` failed\n",
 			       argv[1]);
 	}

@@ -199,8 +199,8 @@ main(int argc, char **argv)
 
 	double base = 0;
 
-	printf("%-14s %6s %9s %9s %9s %9s %9s %10s %9s\n", "command", "runs", "median", "p10", "p90",
-	       "min", "mean", "overhead", "cpu");
+	printf("%-14s %6s %9s %9s %9s %9s %9s %10s %9s\n", "command", "runs", "median", "p10",
+	       "p90", "min", "mean", "overhead", "cpu");
 	for (int c = 0; c < ncmds; c++) {
 		struct cmd *m = &cmds[c];
 		double sum = 0, med;
@@ -216,10 +216,10 @@ main(int argc, char **argv)
 		med = pct(m->ns, m->n, 50);
 		if (c == 0)
 			base = med;
-		printf("%-14s %6d %7.3fms %7.3fms %7.3fms %7.3fms %7.3fms %+8.3fms %7.3fms", m->label,
-		       m->n, med / 1e6, pct(m->ns, m->n, 10) / 1e6, pct(m->ns, m->n, 90) / 1e6,
-		       (double)m->ns[0] / 1e6, sum / m->n / 1e6, (med - base) / 1e6,
-		       pct(m->cpu, m->n, 50) / 1e3);
+		printf("%-14s %6d %7.3fms %7.3fms %7.3fms %7.3fms %7.3fms %+8.3fms %7.3fms",
+		       m->label, m->n, med / 1e6, pct(m->ns, m->n, 10) / 1e6,
+		       pct(m->ns, m->n, 90) / 1e6, (double)m->ns[0] / 1e6, sum / m->n / 1e6,
+		       (med - base) / 1e6, pct(m->cpu, m->n, 50) / 1e3);
 		if (m->failed)
 			printf("  (%d failed)", m->failed);
 		putchar('\n');

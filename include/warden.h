@@ -48,8 +48,8 @@ extern "C" {
 
 enum wd_err_code {
 	WD_E_OK = 0,
-	WD_E_INVAL = 1,       /* bad input: an option, a value, a file */
-	WD_E_SYS = 2,         /* a system call failed; sys_errno says which errno */
+	WD_E_INVAL = 1,	      /* bad input: an option, a value, a file */
+	WD_E_SYS = 2,	      /* a system call failed; sys_errno says which errno */
 	WD_E_UNSUPPORTED = 3, /* the host lacks a kernel feature the request needs */
 	WD_E_INTERNAL = 4,    /* anything else */
 };
@@ -94,14 +94,14 @@ int wd_isolation_parse(const char *name, enum wd_isolation *level);
 
 /* Resource limits; 0 means "warden's default" for every field. */
 struct wd_limits {
-	uint64_t memory_bytes;   /* cgroup memory limit, no swap (default 512 MiB) */
-	uint64_t pids;           /* cgroup pids limit (default 128) */
+	uint64_t memory_bytes;	 /* cgroup memory limit, no swap (default 512 MiB) */
+	uint64_t pids;		 /* cgroup pids limit (default 128) */
 	uint64_t cpu_millionths; /* CPUs x 1e6 (default 1.0 CPU) */
-	uint64_t tmp_bytes;      /* size of the /tmp tmpfs (default 128 MiB) */
-	uint64_t timeout_ms;     /* wall-clock deadline (default 30 s) */
-	uint64_t output_limit;   /* bytes kept per stream, half head half tail (64 KiB) */
-	uint64_t nofile;         /* RLIMIT_NOFILE (default 1024) */
-	uint64_t fsize;          /* RLIMIT_FSIZE (default 1 GiB) */
+	uint64_t tmp_bytes;	 /* size of the /tmp tmpfs (default 128 MiB) */
+	uint64_t timeout_ms;	 /* wall-clock deadline (default 30 s) */
+	uint64_t output_limit;	 /* bytes kept per stream, half head half tail (64 KiB) */
+	uint64_t nofile;	 /* RLIMIT_NOFILE (default 1024) */
+	uint64_t fsize;		 /* RLIMIT_FSIZE (default 1 GiB) */
 };
 
 /* The library's defaults, what a 0 field of struct wd_limits means: for a
@@ -125,8 +125,7 @@ void wd_spec_set_isolation(wd_spec *spec, enum wd_isolation level);
 void wd_spec_set_limits(wd_spec *spec, const struct wd_limits *limits);
 /* Extra bind mount: host src at dst in the jail (dst defaults to src),
  * read-only unless rw.  src must exist. */
-int wd_spec_add_bind(wd_spec *spec, const char *src, const char *dst, bool rw,
-		     struct wd_err *err);
+int wd_spec_add_bind(wd_spec *spec, const char *src, const char *dst, bool rw, struct wd_err *err);
 /* Add NAME=VALUE to the command's environment (replacing an earlier one). */
 int wd_spec_setenv(wd_spec *spec, const char *name, const char *value, struct wd_err *err);
 /* Allow TCP bind and connect on port inside the jail (Landlock). */
@@ -220,8 +219,7 @@ int wd_spec_add_inject(wd_spec *spec, enum wd_inject_kind kind, const char *rule
  * replaces it with the value in the header a rule sets, and refuses it
  * everywhere else.  The secret must be declared first; var must not also
  * be set with wd_spec_setenv (checked at creation). */
-int wd_spec_add_placeholder(wd_spec *spec, const char *var, const char *name,
-			    struct wd_err *err);
+int wd_spec_add_placeholder(wd_spec *spec, const char *var, const char *name, struct wd_err *err);
 
 /* Called for every proxy and DNS decision with one JSON object (fields:
  * sandbox_id, protocol, host, port, method, path, rule, allowed, reason,
@@ -262,7 +260,6 @@ int wd_spec_add_protected(wd_spec *spec, const char *path, struct wd_err *err);
  * image's env entries join the spec's where it sets no such variable.
  * -EINVAL for a malformed ref, -ENOENT for an image not built. */
 int wd_spec_set_image(wd_spec *spec, const char *ref, struct wd_err *err);
-
 
 /* ----------------------------------------------------------- run: result */
 
@@ -411,13 +408,13 @@ int wd_image_build(wd_ctx *ctx, const char *name, const wd_image_recipe *r, char
  * 1,000,000 entries is refused (-EINVAL) and nothing stored.  The image
  * config's Env joins the image's env; its User and WorkingDir are
  * recorded. */
-int wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag,
-		    char **json, struct wd_err *err);
+int wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag, char **json,
+		    struct wd_err *err);
 /* Write image ref as a new OCI image layout at dir (which must not
  * exist), reproducibly: the same image gives the same manifest digest.
  * tag (may be NULL: ref's name, "latest" for a digest) is the image's
- * org.opencontainers.image.ref.name in index.json.  config (may be NULL): a JSON object of OCI config keys (Entrypoint,
- * Cmd, User, WorkingDir, Env, Labels) set over the image's own; add (may
+ * org.opencontainers.image.ref.name in index.json.  config (may be NULL): a JSON object of OCI
+ * config keys (Entrypoint, Cmd, User, WorkingDir, Env, Labels) set over the image's own; add (may
  * be NULL): a directory whose tree becomes a second layer, owned by root.
  * *json (new, free()): the manifest digest, path, config and layers. */
 int wd_image_export(wd_ctx *ctx, const char *ref, const char *dir, const char *tag,
@@ -606,8 +603,7 @@ int wd_sandbox_apply(wd_sandbox *sb, const char *const *paths, size_t npaths, co
 /* Drop the change set (or what is at or below paths): the sandbox sees
  * the real directory's files again.  Returns the number of changes
  * dropped, or a negative errno value. */
-int wd_sandbox_discard(wd_sandbox *sb, const char *const *paths, size_t npaths,
-		       struct wd_err *err);
+int wd_sandbox_discard(wd_sandbox *sb, const char *const *paths, size_t npaths, struct wd_err *err);
 
 /* ---- sessions: sandboxes that outlive the caller ----
  *
@@ -624,8 +620,8 @@ int wd_sandbox_discard(wd_sandbox *sb, const char *const *paths, size_t npaths,
  * Thread-safe: any number of threads and processes may use sessions at
  * once. */
 struct wd_session_params {
-	const char *name;         /* NULL: none (the id only) */
-	const char *from;         /* "NAME@TAG": start from that snapshot's files */
+	const char *name;	  /* NULL: none (the id only) */
+	const char *from;	  /* "NAME@TAG": start from that snapshot's files */
 	uint64_t idle_timeout_ms; /* stop after this long without a command
 				   * (default 30 min); UINT64_MAX: never */
 };
@@ -657,9 +653,9 @@ int wd_session_create(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_
  * "next command" | "next start"}]}.  Not offered to the model by warden
  * serve: it is the operator's. */
 struct wd_session_update {
-	const wd_spec *set;	     /* NULL: nothing to set */
-	const char *const *remove;   /* NULL-terminated, or NULL */
-	uint64_t idle_timeout_ms;    /* 0: unchanged; UINT64_MAX: never */
+	const wd_spec *set;	   /* NULL: nothing to set */
+	const char *const *remove; /* NULL-terminated, or NULL */
+	uint64_t idle_timeout_ms;  /* 0: unchanged; UINT64_MAX: never */
 };
 int wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *u,
 		      char **report, struct wd_err *err);
@@ -768,8 +764,7 @@ typedef struct wd_pool wd_pool;
 /* A pool of size ready sandboxes (1..64) from tmpl (copied; its
  * workspace is ignored).  Building starts at once, on threads of the pool;
  * the call does not wait for it. */
-int wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out,
-		struct wd_err *err);
+int wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, struct wd_err *err);
 /* Run cmd with workspace as /workspace (direct) in a pooled sandbox: as
  * wd_ctx_run() (policy stage included), waiting for an instance if none
  * is ready.  Returns as wd_ctx_run(); -ECANCELED when cmd's cancel fd (or
@@ -779,13 +774,13 @@ int wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out,
 int wd_pool_run(wd_pool *pool, const char *workspace, const wd_cmd *cmd, wd_result **out,
 		struct wd_err *err);
 struct wd_pool_stats {
-	unsigned size;      /* instances kept ready */
-	unsigned ready;     /* ready now */
-	uint64_t built;     /* instances built so far */
-	uint64_t taken;     /* commands run */
-	uint64_t waited;    /* of them, how many waited for an instance */
-	uint64_t failed;    /* builds that failed */
-	uint64_t build_ns;  /* time spent building, summed over the builders */
+	unsigned size;	   /* instances kept ready */
+	unsigned ready;	   /* ready now */
+	uint64_t built;	   /* instances built so far */
+	uint64_t taken;	   /* commands run */
+	uint64_t waited;   /* of them, how many waited for an instance */
+	uint64_t failed;   /* builds that failed */
+	uint64_t build_ns; /* time spent building, summed over the builders */
 };
 void wd_pool_stats(wd_pool *pool, struct wd_pool_stats *out);
 /* Destroy every ready instance and stop building.  No wd_pool_run() may
@@ -895,8 +890,8 @@ struct wd_policy_sandbox {
 	size_t net_nhosts;
 	const unsigned *allow_ports; /* network.allow_ports: --allow-port */
 	size_t nallow_ports;
-	bool tls_intercept;     /* network.tls_intercept */
-	const char *upstream_ca; /* network.upstream_ca (absolute), or NULL */
+	bool tls_intercept;	    /* network.tls_intercept */
+	const char *upstream_ca;    /* network.upstream_ca (absolute), or NULL */
 	const char *const *protect; /* workspace.protect: paths kept read-only */
 	size_t nprotect;
 	const struct wd_policy_secret *secrets; /* "secrets", in document order */
@@ -1023,15 +1018,13 @@ void wd_audit_close(wd_audit *a);
 const char *wd_audit_sandbox_id(const wd_audit *a);
 /* Append a "decision" event (request without environment values, the
  * decision, rule, reason, policy digest). */
-int wd_audit_decision(wd_audit *a, const wd_request *req, const wd_decision *d,
-		      struct wd_err *err);
+int wd_audit_decision(wd_audit *a, const wd_request *req, const wd_decision *d, struct wd_err *err);
 /* Append an "approval.granted|consumed|expired|mismatched" event. */
 int wd_audit_approval(wd_audit *a, const char *what, const char *id, const char *detail,
 		      struct wd_err *err);
 /* Append a "result" event; result_json is wd_result_json()'s output (or
  * any JSON object), embedded as "result". */
-int wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json,
-		    struct wd_err *err);
+int wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json, struct wd_err *err);
 /* Append an event of another kind: fields_json is a JSON object (or NULL)
  * whose members are added after "event"; seq, time, sandbox and prev are
  * warden's.  -EINVAL if fields_json is not an object. */
@@ -1075,8 +1068,8 @@ const char *wd_workspace_path(const wd_workspace *ws);
  * magic link, -ENOENT, -ENOTDIR, -EINVAL other flags. */
 int wd_workspace_openat(const wd_workspace *ws, const char *path, int flags, struct wd_err *err);
 /* Whether relpath (relative to the workspace) is one of warden's own
- * protected paths or below one, or has a .git component at any depth.  For listing; writes check where the file
- * really is, against the workspace's whole list. */
+ * protected paths or below one, or has a .git component at any depth.  For listing; writes check
+ * where the file really is, against the workspace's whole list. */
 bool wd_workspace_protected(const char *relpath);
 /* Protect path (relative to the workspace, normal form, as
  * wd_spec_add_protected() takes it) too: writes to it or below it are
@@ -1091,8 +1084,8 @@ int wd_workspace_protect(wd_workspace *ws, const char *path, struct wd_err *err)
  * (search_files).  wd_ignore_match(): whether git would ignore relpath
  * (as wd_workspace_openat() takes it; isdir: a directory), as git
  * check-ignore --no-index answers.  A wd_ignore keeps what it read: one
- * per walk, not shared between threads; ws must outlive it.  wd_sandbox_diff() uses the same rules, read from the
- * real directory only. */
+ * per walk, not shared between threads; ws must outlive it.  wd_sandbox_diff() uses the same rules,
+ * read from the real directory only. */
 typedef struct wd_ignore wd_ignore;
 int wd_workspace_ignore(const wd_workspace *ws, wd_ignore **out, struct wd_err *err);
 bool wd_ignore_match(wd_ignore *ig, const char *relpath, bool isdir);

@@ -452,11 +452,13 @@ cgroup_update_limits(struct cgroup *cg, const struct cgroup_limits *lim, struct 
 		 * reports it. */
 		uint64_t anon = 0, shmem = 0;
 		bool v1 = cg->version == 1;
-		if (cg_read_keyed(cg->fd[m], "memory.stat", v1 ? "total_rss" : "anon", &anon) == 0 &&
+		if (cg_read_keyed(cg->fd[m], "memory.stat", v1 ? "total_rss" : "anon", &anon) ==
+			0 &&
 		    (cg_read_keyed(cg->fd[m], "memory.stat", v1 ? "total_shmem" : "shmem", &shmem),
 		     anon + shmem > lim->memory_bytes)) {
 			wd_err_set(err, WD_E_INVAL,
-				   "--memory %" PRIu64 "M is below what the session holds now (%" PRIu64
+				   "--memory %" PRIu64
+				   "M is below what the session holds now (%" PRIu64
 				   "M of process memory and tmpfs files): stop what runs in it, or "
 				   "choose a larger limit",
 				   lim->memory_bytes >> 20, (anon + shmem + (1 << 20) - 1) >> 20);

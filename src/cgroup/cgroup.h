@@ -84,7 +84,7 @@ int cgroup_host_check(struct wd_err *err);
  * facts and live as long as the process. */
 #define CGROUP_NCTRL 5 /* memory, pids, cpu, cpuacct, freezer */
 struct cgroup_host_info {
-	int version; /* 0, 1 or 2: what sandboxes get */
+	int version;  /* 0, 1 or 2: what sandboxes get */
 	int unusable; /* 0, or why cgroup_create() will fail (-EPERM, -ENOTSUP) */
 	char why[200];
 	int nhier;

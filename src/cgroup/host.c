@@ -434,9 +434,11 @@ cgroup_host_info(struct cgroup_host_info *out)
 	out->swap_accounting = -1;
 	if (h->version == 1 && h->v1_mount[CG_MEMORY]) {
 		char path[4200];
-		snprintf(path, sizeof(path), "%s/memory.memsw.limit_in_bytes", h->v1_mount[CG_MEMORY]);
+		snprintf(path, sizeof(path), "%s/memory.memsw.limit_in_bytes",
+			 h->v1_mount[CG_MEMORY]);
 		out->swap_accounting = access(path, F_OK) == 0;
-	} else if (h->version == 2 && h->nhier && strcmp(h->hier[0].base, h->v2_mount ? h->v2_mount : "")) {
+	} else if (h->version == 2 && h->nhier &&
+		   strcmp(h->hier[0].base, h->v2_mount ? h->v2_mount : "")) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/memory.swap.max", h->hier[0].base);
 		out->swap_accounting = access(path, F_OK) == 0;

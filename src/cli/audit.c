@@ -34,11 +34,12 @@ cli_audit(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && argv[1][0] == '-')
-		return cli_fail("audit", "unknown option %s (usage: warden audit verify [--json] FILE)",
+		return cli_fail("audit",
+				"unknown option %s (usage: warden audit verify [--json] FILE)",
 				cli_quote(argv[1]));
 	if (argc < 2 || strcmp(argv[1], "verify"))
-		return cli_fail("audit",
-				"expected 'verify FILE' (usage: warden audit verify [--json] FILE)");
+		return cli_fail(
+		    "audit", "expected 'verify FILE' (usage: warden audit verify [--json] FILE)");
 	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--json"))
 			cli_json_errors(true); /* bad input in JSON too */
@@ -61,8 +62,9 @@ cli_audit(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != sargc)
-		return cli_fail("audit", "verify: expected one FILE, got %d (usage: warden audit "
-					 "verify [--json] FILE)",
+		return cli_fail("audit",
+				"verify: expected one FILE, got %d (usage: warden audit "
+				"verify [--json] FILE)",
 				sargc - optind);
 	const char *path = sargv[optind];
 	char *report = NULL;

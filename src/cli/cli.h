@@ -63,14 +63,14 @@ int cli_ask_tty(const wd_decision *d, void *data);
 struct option;
 struct cli_sandbox_extra {
 	const struct option *opts; /* NULL-name terminated */
-	const char *shortopts;     /* getopt's string for the whole set */
+	const char *shortopts;	   /* getopt's string for the whole set */
 	int (*fn)(int c, const char *val, void *data);
 	void *data;
-	const char *usage;       /* for --help */
-	bool default_workspace;  /* no --workspace: the current directory */
-	bool *verbose;           /* -v seen */
-	bool *json;              /* --json seen */
-	const char **policy;     /* --policy FILE (its workspace.protect) */
+	const char *usage;	 /* for --help */
+	bool default_workspace;	 /* no --workspace: the current directory */
+	bool *verbose;		 /* -v seen */
+	bool *json;		 /* --json seen */
+	const char **policy;	 /* --policy FILE (its workspace.protect) */
 	const char *const *only; /* NULL, or the only run options taken (update) */
 };
 int cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,

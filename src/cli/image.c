@@ -333,7 +333,8 @@ image_export(int argc, char **argv)
 			break;
 		case OPT_ENV:
 			if (!eq || eq == optarg) {
-				rc = cli_fail(sub, "--env %s: expected NAME=VALUE", cli_quote(optarg));
+				rc = cli_fail(sub, "--env %s: expected NAME=VALUE",
+					      cli_quote(optarg));
 				break;
 			}
 			if (!json_object_get(cfg, "Env"))
@@ -342,7 +343,8 @@ image_export(int argc, char **argv)
 			break;
 		case OPT_LABEL: {
 			if (!eq || eq == optarg) {
-				rc = cli_fail(sub, "--label %s: expected KEY=VALUE", cli_quote(optarg));
+				rc = cli_fail(sub, "--label %s: expected KEY=VALUE",
+					      cli_quote(optarg));
 				break;
 			}
 			if (!json_object_get(cfg, "Labels"))
@@ -381,9 +383,8 @@ image_export(int argc, char **argv)
 	struct wd_err e = {0};
 	char *out = NULL;
 	if (rc == 0) {
-		if (wd_ctx_new(&ctx, &e) < 0 ||
-		    wd_image_export(ctx, argv[optind], argv[optind + 1], tag, text, add, &out,
-				    &e) < 0)
+		if (wd_ctx_new(&ctx, &e) < 0 || wd_image_export(ctx, argv[optind], argv[optind + 1],
+								tag, text, add, &out, &e) < 0)
 			rc = cli_fail(sub, "%s", e.msg);
 		else if (json) {
 			fputs(out, stdout);

@@ -170,26 +170,26 @@ static const struct {
 	const char *docker;
 	const char *hint;
 } docker[] = {
-	{"-e", "--setenv NAME=VALUE (or --pass-env NAME)"},
-	{"--env", "--setenv NAME=VALUE (or --pass-env NAME)"},
-	{"--env-file", "--setenv NAME=VALUE for each variable"},
-	{"--volume", "--bind SRC:DST (or --ro-bind SRC:DST)"},
-	{"--mount", "--bind SRC:DST (or --ro-bind SRC:DST)"},
-	{"--network", "--net none|allow (with --allow-host RULE)"},
-	{"--net=host", "--net allow with --allow-host RULE (the host's network is never shared)"},
-	{"--pids-limit", "--pids N"},
-	{"-m", "--memory SIZE"},
-	{"--user", "nothing: commands always run as uid 1000 (sandbox), never root"},
-	{"-u", "nothing: commands always run as uid 1000 (sandbox), never root"},
-	{"--read-only", "nothing: the root is always read-only"},
-	{"--rm", "nothing: every sandbox is removed when it ends"},
-	{"-it", "--stdin (a terminal is relayed)"},
-	{"-i", "--stdin"},
-	{"--interactive", "--stdin"},
-	{"--workdir", "--workspace DIR"},
-	{"--privileged", "nothing: there is no privileged mode"},
-	{"--cap-add", "nothing: every capability is dropped"},
-	{"--stop-timeout", "--timeout SECONDS"},
+    {"-e", "--setenv NAME=VALUE (or --pass-env NAME)"},
+    {"--env", "--setenv NAME=VALUE (or --pass-env NAME)"},
+    {"--env-file", "--setenv NAME=VALUE for each variable"},
+    {"--volume", "--bind SRC:DST (or --ro-bind SRC:DST)"},
+    {"--mount", "--bind SRC:DST (or --ro-bind SRC:DST)"},
+    {"--network", "--net none|allow (with --allow-host RULE)"},
+    {"--net=host", "--net allow with --allow-host RULE (the host's network is never shared)"},
+    {"--pids-limit", "--pids N"},
+    {"-m", "--memory SIZE"},
+    {"--user", "nothing: commands always run as uid 1000 (sandbox), never root"},
+    {"-u", "nothing: commands always run as uid 1000 (sandbox), never root"},
+    {"--read-only", "nothing: the root is always read-only"},
+    {"--rm", "nothing: every sandbox is removed when it ends"},
+    {"-it", "--stdin (a terminal is relayed)"},
+    {"-i", "--stdin"},
+    {"--interactive", "--stdin"},
+    {"--workdir", "--workspace DIR"},
+    {"--privileged", "nothing: there is no privileged mode"},
+    {"--cap-add", "nothing: every capability is dropped"},
+    {"--stop-timeout", "--timeout SECONDS"},
 };
 
 int
@@ -219,8 +219,9 @@ cli_docker_hints(const char *sub, int argc, char **argv)
 				i++;
 		if (!strncmp(a, "--", 2) && !strchr(a, '=') && i + 1 < argc) {
 			static const char *const flags[] = {
-				"--stdin", "--json", "--verbose", "--help", "--tls-intercept",
-				"--print-plan", "--best-effort", "--reproducible", NULL};
+			    "--stdin",	     "--json",		"--verbose",
+			    "--help",	     "--tls-intercept", "--print-plan",
+			    "--best-effort", "--reproducible",	NULL};
 			bool flag = false;
 			for (size_t k = 0; flags[k] && !flag; k++)
 				flag = !strcmp(a, flags[k]);
@@ -240,8 +241,8 @@ cli_exec_failed(const char *sub, const wd_result *r, const char *prog, const cha
 		fprintf(stderr, "warden: %s: working directory %s: %s\n", sub,
 			cli_quote(cwd ? cwd : "."), strerror(e));
 	else if (step)
-		fprintf(stderr, "warden: %s: %s did not start (step %s): %s\n", sub, cli_quote(prog),
-			step, strerror(e));
+		fprintf(stderr, "warden: %s: %s did not start (step %s): %s\n", sub,
+			cli_quote(prog), step, strerror(e));
 	else
 		fprintf(stderr, "warden: %s: cannot execute %s: %s\n", sub, cli_quote(prog),
 			strerror(e));

@@ -28,8 +28,9 @@ cli_policy(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && argv[1][0] == '-')
-		return cli_fail("policy", "unknown option %s (usage: warden policy show [--policy "
-					  "FILE])",
+		return cli_fail("policy",
+				"unknown option %s (usage: warden policy show [--policy "
+				"FILE])",
 				cli_quote(argv[1]));
 	if (argc < 2 || strcmp(argv[1], "show"))
 		return cli_fail("policy", "expected 'show' (usage: warden policy show [--policy "
@@ -45,7 +46,8 @@ cli_policy(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		case ':':
-			return cli_fail("policy", "option %s needs a value", cli_quote(argv[optind - 1]));
+			return cli_fail("policy", "option %s needs a value",
+					cli_quote(argv[optind - 1]));
 		default:
 			return cli_fail("policy", "unknown option %s", cli_quote(argv[optind - 1]));
 		}

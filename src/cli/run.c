@@ -17,80 +17,79 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-	"usage: warden run [OPTIONS] -- PROGRAM [ARGS...]\n"
-	"       warden run [OPTIONS] --command STRING\n"
-	"\n"
-	"Run PROGRAM (never through a shell) in a fresh sandbox destroyed when it ends.\n"
-	"\n"
-	"Sandbox:\n"
-	"  -w, --workspace DIR      directory bound read-write at /workspace (default: .)\n"
-	"      --workspace-mode MODE  direct (default: writes land in DIR) or cow (an overlay:\n"
-	"                           writes land in warden's state directory; container, root)\n"
-	"      --disk SIZE          bound of what a cow sandbox writes: its upper layer, /tmp\n"
-	"                           and home share one disk of SIZE (default 1G)\n"
-	"      --protect PATH       keep PATH (relative to DIR) read-only inside, like .git,\n"
-	"                           .gitmodules, .envrc, .vscode and .idea\n"
-	"      --image NAME         run in image NAME's /usr and /etc, not the host's\n"
-	"                           (warden image build; container and gvisor levels)\n"
-	"      --isolation LEVEL    container (default), process, or gvisor (gVisor's\n"
-	"                           user-space kernel through runsc; root only)\n"
-	"      --memory SIZE        memory limit, no swap (default 512M)\n"
-	"      --pids N             process limit (default 128)\n"
-	"      --cpus N             CPU limit, fractions allowed (default 1.0)\n"
-	"      --tmp-size SIZE      size of /tmp, and of HOME (default 128M)\n"
-	"      --timeout SECONDS    wall-clock limit; the sandbox is killed (default 30)\n"
-	"      --output-limit BYTES bytes kept per stream, half head half tail (default 64K)\n"
-	"      --ro-bind SRC[:DST]  bind host SRC read-only at DST (default: same path)\n"
-	"      --bind SRC[:DST]     bind host SRC read-write at DST\n"
-	"      --setenv NAME=VALUE  add to the command's environment\n"
-	"      --pass-env NAME      pass warden's own NAME into the sandbox\n"
-	"      --allow-port PORT    allow TCP bind/connect on PORT (loopback servers)\n"
-	"      --reproducible       SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, LC_ALL, TZ fixed\n"
-	"      --best-effort        run even where the limits cannot be enforced\n"
-	;
+    "usage: warden run [OPTIONS] -- PROGRAM [ARGS...]\n"
+    "       warden run [OPTIONS] --command STRING\n"
+    "\n"
+    "Run PROGRAM (never through a shell) in a fresh sandbox destroyed when it ends.\n"
+    "\n"
+    "Sandbox:\n"
+    "  -w, --workspace DIR      directory bound read-write at /workspace (default: .)\n"
+    "      --workspace-mode MODE  direct (default: writes land in DIR) or cow (an overlay:\n"
+    "                           writes land in warden's state directory; container, root)\n"
+    "      --disk SIZE          bound of what a cow sandbox writes: its upper layer, /tmp\n"
+    "                           and home share one disk of SIZE (default 1G)\n"
+    "      --protect PATH       keep PATH (relative to DIR) read-only inside, like .git,\n"
+    "                           .gitmodules, .envrc, .vscode and .idea\n"
+    "      --image NAME         run in image NAME's /usr and /etc, not the host's\n"
+    "                           (warden image build; container and gvisor levels)\n"
+    "      --isolation LEVEL    container (default), process, or gvisor (gVisor's\n"
+    "                           user-space kernel through runsc; root only)\n"
+    "      --memory SIZE        memory limit, no swap (default 512M)\n"
+    "      --pids N             process limit (default 128)\n"
+    "      --cpus N             CPU limit, fractions allowed (default 1.0)\n"
+    "      --tmp-size SIZE      size of /tmp, and of HOME (default 128M)\n"
+    "      --timeout SECONDS    wall-clock limit; the sandbox is killed (default 30)\n"
+    "      --output-limit BYTES bytes kept per stream, half head half tail (default 64K)\n"
+    "      --ro-bind SRC[:DST]  bind host SRC read-only at DST (default: same path)\n"
+    "      --bind SRC[:DST]     bind host SRC read-write at DST\n"
+    "      --setenv NAME=VALUE  add to the command's environment\n"
+    "      --pass-env NAME      pass warden's own NAME into the sandbox\n"
+    "      --allow-port PORT    allow TCP bind/connect on PORT (loopback servers)\n"
+    "      --reproducible       SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, LC_ALL, TZ fixed\n"
+    "      --best-effort        run even where the limits cannot be enforced\n";
 /* the rest (one string would pass C99's 4095-byte limit for literals) */
 static const char usage_text2[] =
-	"Network:\n"
-	"      --net MODE           none (default: loopback only) or allow (egress only\n"
-	"                           through warden's proxy, by the rules below)\n"
-	"      --allow-host RULE    HOST[:PORT][/PATH][=METHOD,...], HOST exact or *.suffix\n"
-	"      --deny-host RULE     HOST[:PORT]; wins over any allow rule\n"
-	"      --add-host NAME=ADDR a static name, like curl --resolve and docker --add-host\n"
-	"      --allow-range CIDR   destinations in CIDR are not refused for being loopback\n"
-	"                           or private (admits no host by itself)\n"
-	"      --tls-intercept      check each request inside HTTPS tunnels (a per-sandbox CA)\n"
-	"      --upstream-ca FILE   CA bundle to verify real servers with (interception)\n"
-	"Secrets (never inside the sandbox; warden's proxy adds them to requests):\n"
-	"      --secret NAME=@FILE  read secret NAME from FILE (or NAME=env:VAR from\n"
-	"                           warden's environment); at most 4 KiB\n"
-	"      --inject 'DEST HEADER=TEMPLATE'\n"
-	"                           on requests to DEST ([http://]HOST[:PORT][/PATH]) set\n"
-	"                           HEADER to TEMPLATE, {NAME} being secret NAME's value\n"
-	"                           (HTTPS needs --tls-intercept; http:// is plain HTTP)\n"
-	"      --inject-basic 'DEST USER:PASSWORD'\n"
-	"                           the same as HTTP basic auth (Authorization: Basic)\n"
-	"      --placeholder VAR[=NAME]\n"
-	"                           VAR in the sandbox holds a placeholder for secret NAME\n"
-	"                           (default: VAR), replaced by the proxy, refused elsewhere\n"
-	"Policy (all but --audit turn the policy stage on; --audit only records):\n"
-	"  -p, --policy FILE        policy document, or preset:coding|python|node\n"
-	"                           (default: the built-in policy)\n"
-	"  -c, --command STRING     the command as one string, split without a shell\n"
-	"      --tool NAME          the tool this command is for: its route and profile\n"
-	"      --audit FILE         append the command's start or decision, its network\n"
-	"                           requests and its result to FILE (records only: the\n"
-	"                           policy judges an explicit argv with --policy)\n"
-	"      --approve=tty        ask at the terminal when the policy pauses\n"
-	"      --cwd DIR            working directory, relative to the workspace\n"
-	"Output:\n"
-	"      --stdin              pass warden's stdin (default: /dev/null)\n"
-	"      --json               print one JSON object with the result (every outcome)\n"
-	"      --print-plan         print what the sandbox would be, run nothing\n"
-	"  -v, --verbose            log each step\n"
-	"\n"
-	"Exit status: the command's own; 128+N if killed by signal N; 123 paused for an\n"
-	"approval; 124 timed out; 125 warden failed (bad input included); 126 refused\n"
-	"by the policy or cannot execute; 127 not found.\n";
+    "Network:\n"
+    "      --net MODE           none (default: loopback only) or allow (egress only\n"
+    "                           through warden's proxy, by the rules below)\n"
+    "      --allow-host RULE    HOST[:PORT][/PATH][=METHOD,...], HOST exact or *.suffix\n"
+    "      --deny-host RULE     HOST[:PORT]; wins over any allow rule\n"
+    "      --add-host NAME=ADDR a static name, like curl --resolve and docker --add-host\n"
+    "      --allow-range CIDR   destinations in CIDR are not refused for being loopback\n"
+    "                           or private (admits no host by itself)\n"
+    "      --tls-intercept      check each request inside HTTPS tunnels (a per-sandbox CA)\n"
+    "      --upstream-ca FILE   CA bundle to verify real servers with (interception)\n"
+    "Secrets (never inside the sandbox; warden's proxy adds them to requests):\n"
+    "      --secret NAME=@FILE  read secret NAME from FILE (or NAME=env:VAR from\n"
+    "                           warden's environment); at most 4 KiB\n"
+    "      --inject 'DEST HEADER=TEMPLATE'\n"
+    "                           on requests to DEST ([http://]HOST[:PORT][/PATH]) set\n"
+    "                           HEADER to TEMPLATE, {NAME} being secret NAME's value\n"
+    "                           (HTTPS needs --tls-intercept; http:// is plain HTTP)\n"
+    "      --inject-basic 'DEST USER:PASSWORD'\n"
+    "                           the same as HTTP basic auth (Authorization: Basic)\n"
+    "      --placeholder VAR[=NAME]\n"
+    "                           VAR in the sandbox holds a placeholder for secret NAME\n"
+    "                           (default: VAR), replaced by the proxy, refused elsewhere\n"
+    "Policy (all but --audit turn the policy stage on; --audit only records):\n"
+    "  -p, --policy FILE        policy document, or preset:coding|python|node\n"
+    "                           (default: the built-in policy)\n"
+    "  -c, --command STRING     the command as one string, split without a shell\n"
+    "      --tool NAME          the tool this command is for: its route and profile\n"
+    "      --audit FILE         append the command's start or decision, its network\n"
+    "                           requests and its result to FILE (records only: the\n"
+    "                           policy judges an explicit argv with --policy)\n"
+    "      --approve=tty        ask at the terminal when the policy pauses\n"
+    "      --cwd DIR            working directory, relative to the workspace\n"
+    "Output:\n"
+    "      --stdin              pass warden's stdin (default: /dev/null)\n"
+    "      --json               print one JSON object with the result (every outcome)\n"
+    "      --print-plan         print what the sandbox would be, run nothing\n"
+    "  -v, --verbose            log each step\n"
+    "\n"
+    "Exit status: the command's own; 128+N if killed by signal N; 123 paused for an\n"
+    "approval; 124 timed out; 125 warden failed (bad input included); 126 refused\n"
+    "by the policy or cannot execute; 127 not found.\n";
 
 /* The subcommand whose options these are: run, or create (which takes
  * run's sandbox options, cli_sandbox_options). */
@@ -139,48 +138,48 @@ enum {
 };
 
 static const struct option long_opts[] = {
-	{"workspace", required_argument, NULL, 'w'},
-	{"isolation", required_argument, NULL, OPT_ISOLATION},
-	{"memory", required_argument, NULL, OPT_MEMORY},
-	{"pids", required_argument, NULL, OPT_PIDS},
-	{"cpus", required_argument, NULL, OPT_CPUS},
-	{"tmp-size", required_argument, NULL, OPT_TMP_SIZE},
-	{"timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
-	{"ro-bind", required_argument, NULL, OPT_RO_BIND},
-	{"bind", required_argument, NULL, OPT_BIND},
-	{"setenv", required_argument, NULL, OPT_SETENV},
-	{"pass-env", required_argument, NULL, OPT_PASS_ENV},
-	{"allow-port", required_argument, NULL, OPT_ALLOW_PORT},
-	{"stdin", no_argument, NULL, OPT_STDIN},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, OPT_HELP},
-	{"net", required_argument, NULL, OPT_NET},
-	{"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
-	{"deny-host", required_argument, NULL, OPT_DENY_HOST},
-	{"add-host", required_argument, NULL, OPT_ADD_HOST},
-	{"tls-intercept", no_argument, NULL, OPT_TLS_INTERCEPT},
-	{"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
-	{"policy", required_argument, NULL, 'p'},
-	{"command", required_argument, NULL, 'c'},
-	{"tool", required_argument, NULL, OPT_TOOL},
-	{"audit", required_argument, NULL, OPT_AUDIT},
-	{"approve", required_argument, NULL, OPT_APPROVE},
-	{"print-plan", no_argument, NULL, OPT_PRINT_PLAN},
-	{"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
-	{"reproducible", no_argument, NULL, OPT_REPRODUCIBLE},
-	{"allow-range", required_argument, NULL, OPT_ALLOW_RANGE},
-	{"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
-	{"disk", required_argument, NULL, OPT_DISK},
-	{"protect", required_argument, NULL, OPT_PROTECT},
-	{"image", required_argument, NULL, OPT_IMAGE},
-	{"secret", required_argument, NULL, OPT_SECRET},
-	{"inject", required_argument, NULL, OPT_INJECT},
-	{"inject-basic", required_argument, NULL, OPT_INJECT_BASIC},
-	{"placeholder", required_argument, NULL, OPT_PLACEHOLDER},
-	{"cwd", required_argument, NULL, OPT_CWD},
-	{NULL, 0, NULL, 0},
+    {"workspace", required_argument, NULL, 'w'},
+    {"isolation", required_argument, NULL, OPT_ISOLATION},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"cpus", required_argument, NULL, OPT_CPUS},
+    {"tmp-size", required_argument, NULL, OPT_TMP_SIZE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
+    {"ro-bind", required_argument, NULL, OPT_RO_BIND},
+    {"bind", required_argument, NULL, OPT_BIND},
+    {"setenv", required_argument, NULL, OPT_SETENV},
+    {"pass-env", required_argument, NULL, OPT_PASS_ENV},
+    {"allow-port", required_argument, NULL, OPT_ALLOW_PORT},
+    {"stdin", no_argument, NULL, OPT_STDIN},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"net", required_argument, NULL, OPT_NET},
+    {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+    {"deny-host", required_argument, NULL, OPT_DENY_HOST},
+    {"add-host", required_argument, NULL, OPT_ADD_HOST},
+    {"tls-intercept", no_argument, NULL, OPT_TLS_INTERCEPT},
+    {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
+    {"policy", required_argument, NULL, 'p'},
+    {"command", required_argument, NULL, 'c'},
+    {"tool", required_argument, NULL, OPT_TOOL},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"approve", required_argument, NULL, OPT_APPROVE},
+    {"print-plan", no_argument, NULL, OPT_PRINT_PLAN},
+    {"best-effort", no_argument, NULL, OPT_BEST_EFFORT},
+    {"reproducible", no_argument, NULL, OPT_REPRODUCIBLE},
+    {"allow-range", required_argument, NULL, OPT_ALLOW_RANGE},
+    {"workspace-mode", required_argument, NULL, OPT_WORKSPACE_MODE},
+    {"disk", required_argument, NULL, OPT_DISK},
+    {"protect", required_argument, NULL, OPT_PROTECT},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"secret", required_argument, NULL, OPT_SECRET},
+    {"inject", required_argument, NULL, OPT_INJECT},
+    {"inject-basic", required_argument, NULL, OPT_INJECT_BASIC},
+    {"placeholder", required_argument, NULL, OPT_PLACEHOLDER},
+    {"cwd", required_argument, NULL, OPT_CWD},
+    {NULL, 0, NULL, 0},
 };
 
 struct run_opts {
@@ -294,15 +293,15 @@ limit_opt(int c, const char *name, const char *val, struct run_opts *o)
 		if (rc == -EDOM)
 			return bad_value(name, val, "at most six decimals");
 		if (rc < 0 || v < 10000 || v > 1024000000)
-			return bad_value(name, val,
-					 "expected a number of CPUs from 0.01 to 1024, such as 0.5");
+			return bad_value(
+			    name, val, "expected a number of CPUs from 0.01 to 1024, such as 0.5");
 		/* More CPUs than the host has would be no limit at all while
 		 * reading like one: refused, as docker run --cpus does. */
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		if (ncpu > 0 && v > (uint64_t)ncpu * 1000000) {
 			char why[96];
-			snprintf(why, sizeof(why), "this host has %ld CPU%s (at most --cpus %ld)", ncpu,
-				 ncpu == 1 ? "" : "s", ncpu);
+			snprintf(why, sizeof(why), "this host has %ld CPU%s (at most --cpus %ld)",
+				 ncpu, ncpu == 1 ? "" : "s", ncpu);
 			return bad_value(name, val, why);
 		}
 		o->lim.cpu_millionths = v;
@@ -562,8 +561,8 @@ parse_with(int argc, char **argv, const struct option *opts, const char *shortop
 		if (optarg && cli_looks_like_option(optarg, opts)) {
 			/* name it as it was typed: the word before the value */
 			const char *typed = optind >= 2 && optarg == argv[optind - 1]
-						    ? argv[optind - 2]
-						    : argv[optind - 1];
+						? argv[optind - 2]
+						: argv[optind - 1];
 			return cli_fail(sub_name, "option %s needs a value", cli_quote(typed));
 		}
 		if (x && (rc = x->fn(c, optarg, x->data)) >= 0) {
@@ -589,8 +588,8 @@ parse(int argc, char **argv, wd_spec *spec, struct run_opts *o, int *first_arg)
 
 /* Options of run that a session takes when it runs a command (warden
  * exec), not when it is made. */
-static const char *const exec_only[] = {"command", "tool",	"audit", "approve", "cwd",
-					"stdin",   "print-plan", NULL};
+static const char *const exec_only[] = {"command", "tool",  "audit",	  "approve",
+					"cwd",	   "stdin", "print-plan", NULL};
 
 int
 cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_sandbox_extra *x,
@@ -750,11 +749,12 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 	if (o->command && program)
 		return cli_fail(sub_name, "--command and a program after -- are exclusive");
 	if (!o->command && !program)
-		return cli_fail(sub_name, "no program given (usage: warden run [OPTIONS] -- PROGRAM "
-				       "[ARGS...] | --command STRING)");
-	if (o->command ? wd_cmd_set_command(cmd, o->command, &e) < 0
-		       : wd_cmd_set_argv(cmd, argc - first, (const char *const *)(argv + first),
-					 &e) < 0)
+		return cli_fail(sub_name,
+				"no program given (usage: warden run [OPTIONS] -- PROGRAM "
+				"[ARGS...] | --command STRING)");
+	if (o->command
+		? wd_cmd_set_command(cmd, o->command, &e) < 0
+		: wd_cmd_set_argv(cmd, argc - first, (const char *const *)(argv + first), &e) < 0)
 		return cli_fail(sub_name, "%s", e.msg);
 	int rc = finish_sandbox(spec, o, true);
 	if (rc)
@@ -762,8 +762,9 @@ finish_spec(wd_spec *spec, wd_cmd *cmd, struct run_opts *o, int argc, char **arg
 	/* a one-shot direct run has no disk: its /tmp is the --tmp-size tmpfs
 	 * and its writes land in the workspace itself */
 	if (o->disk_given && !o->cow)
-		return cli_fail(sub_name, "--disk bounds a cow workspace's layers: use it with "
-					  "--workspace-mode cow (a direct run's /tmp is --tmp-size)");
+		return cli_fail(sub_name,
+				"--disk bounds a cow workspace's layers: use it with "
+				"--workspace-mode cow (a direct run's /tmp is --tmp-size)");
 	if (o->pass_stdin)
 		wd_cmd_set_stdin(cmd, 0);
 	if (!o->json)
@@ -803,7 +804,8 @@ finish_sandbox(wd_spec *spec, struct run_opts *o, bool default_workspace)
 		return cli_fail(sub_name, "--net none contradicts --allow-host/--tls-intercept");
 	/* (update: the session's own mode counts, checked by the library) */
 	if (o->net == WD_NET_NONE && o->tls && !merging)
-		return cli_fail(sub_name, "--tls-intercept needs --net allow and --allow-host rules");
+		return cli_fail(sub_name,
+				"--tls-intercept needs --net allow and --allow-host rules");
 	if (o->net_given || o->net_rules)
 		wd_spec_set_net(spec, o->net);
 	if (o->tls || o->upstream_ca)
@@ -827,8 +829,7 @@ setup_ctx(wd_ctx *ctx, const struct run_opts *o)
 		return cli_fail(sub_name, "--audit: %s", e.msg);
 	if (o->approve_tty)
 		wd_ctx_set_approver(ctx, cli_ask_tty, NULL);
-	wd_ctx_set_log_handler(ctx, cli_log_handler, NULL,
-			       o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
+	wd_ctx_set_log_handler(ctx, cli_log_handler, NULL, o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
 	return 0;
 }
 

@@ -240,10 +240,10 @@ static const struct option update_opts[] = {
 
 /* run's options update takes: what a session can change */
 static const char *const update_only[] = {
-    "memory",	   "pids",	     "cpus",	     "tmp-size",   "timeout",	 "output-limit",
-    "net",	   "allow-host",     "deny-host",    "add-host",   "allow-range", "tls-intercept",
-    "upstream-ca", "allow-port",     "protect",	     "secret",	   "inject",	 "inject-basic",
-    "placeholder", "json",	     "verbose",	     "help",	   NULL};
+    "memory",	   "pids",	 "cpus",      "tmp-size", "timeout",	 "output-limit",
+    "net",	   "allow-host", "deny-host", "add-host", "allow-range", "tls-intercept",
+    "upstream-ca", "allow-port", "protect",   "secret",	  "inject",	 "inject-basic",
+    "placeholder", "json",	 "verbose",   "help",	  NULL};
 
 struct update_opts {
 	const char **remove;
@@ -321,7 +321,7 @@ print_value(const char *field, json_t *v)
 		else
 			printf("%g%s", d,
 			       !strcmp(field, "timeout") || !strcmp(field, "idle-timeout") ? "s"
-											     : "");
+											   : "");
 	} else {
 		printf("%lld", (long long)json_integer_value(v));
 	}
@@ -356,7 +356,8 @@ cli_update(int argc, char **argv)
 		goto out;
 	}
 	if (first >= argc) {
-		rc = cli_fail("update", "no sandbox given (usage: warden update SANDBOX [OPTIONS])");
+		rc =
+		    cli_fail("update", "no sandbox given (usage: warden update SANDBOX [OPTIONS])");
 		goto out;
 	}
 	const char *ref = argv[first++];
@@ -369,9 +370,10 @@ cli_update(int argc, char **argv)
 	int asked = 0;
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		asked += argv[i][0] == '-' && strcmp(argv[i], "--json") && strcmp(argv[i], "-v") &&
-			   strcmp(argv[i], "--verbose") && strncmp(argv[i], "--audit", 7);
+			 strcmp(argv[i], "--verbose") && strncmp(argv[i], "--audit", 7);
 	if (!asked) {
-		rc = cli_fail("update", "nothing to change (warden update --help lists what can be)");
+		rc = cli_fail("update",
+			      "nothing to change (warden update --help lists what can be)");
 		goto out;
 	}
 	struct wd_err e = {0};
@@ -384,9 +386,8 @@ cli_update(int argc, char **argv)
 		rc = cli_fail("update", "--audit: %s", e.msg);
 		goto out;
 	}
-	struct wd_session_update u = {.set = spec,
-				      .remove = (const char *const *)o.remove,
-				      .idle_timeout_ms = o.idle_ms};
+	struct wd_session_update u = {
+	    .set = spec, .remove = (const char *const *)o.remove, .idle_timeout_ms = o.idle_ms};
 	if (wd_session_update(ctx, ref, &u, &report, &e) < 0) {
 		rc = cli_fail("update", "%s", e.msg);
 		goto out;
@@ -399,8 +400,9 @@ cli_update(int argc, char **argv)
 	json_t *changes = json_object_get(r, "changes"), *c;
 	size_t i;
 	if (!json_array_size(changes))
-		fprintf(stderr, "warden: update: %s: nothing changed (the values given are "
-				"the session's already)\n",
+		fprintf(stderr,
+			"warden: update: %s: nothing changed (the values given are "
+			"the session's already)\n",
 			cli_quote(ref));
 	json_array_foreach(changes, i, c)
 	{

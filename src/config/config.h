@@ -104,9 +104,9 @@ struct config_network {
 	enum wd_net_mode mode; /* allow rules imply WD_NET_PROXY */
 	struct config_strv allow;
 	struct config_strv deny;
-	struct config_strv hosts; /* NAME=ADDRESS */
+	struct config_strv hosts;  /* NAME=ADDRESS */
 	struct config_strv ranges; /* allow_ranges: --allow-range ADDRESS[/PREFIX] */
-	unsigned *ports;	  /* allow_ports */
+	unsigned *ports;	   /* allow_ports */
 	size_t nports;
 	bool tls_intercept;
 	char *upstream_ca; /* absolute path, or NULL: the host's store */

@@ -46,9 +46,9 @@ config_paths_name(enum config_paths m)
 /* The levels' names, spelled here only: every option, policy key, result
  * and message takes them from wd_isolation_name / wd_isolation_parse. */
 static const char *const isolation_names[] = {
-	[WD_ISOLATION_CONTAINER] = "container",
-	[WD_ISOLATION_PROCESS] = "process",
-	[WD_ISOLATION_GVISOR] = "gvisor",
+    [WD_ISOLATION_CONTAINER] = "container",
+    [WD_ISOLATION_PROCESS] = "process",
+    [WD_ISOLATION_GVISOR] = "gvisor",
 };
 
 WD_API const char *
@@ -138,8 +138,7 @@ sandbox_json(const struct config_sandbox *sb)
 {
 	json_t *o = json_object();
 	if (sb->isolation_set)
-		json_object_set_new(o, "isolation",
-				    json_string(wd_isolation_name(sb->isolation)));
+		json_object_set_new(o, "isolation", json_string(wd_isolation_name(sb->isolation)));
 	limits_json(o, &sb->lim);
 	if (sb->require) {
 		json_t *a = json_array();

@@ -142,8 +142,8 @@ config_load_sandbox(struct vctx *v, json_t *j, struct config_sandbox *sb)
 			const char *s = json_is_string(val) ? json_string_value(val) : "";
 			sb->isolation_set = true;
 			if (wd_isolation_parse(s, &sb->isolation) < 0)
-				return vctx_fail(v, false,
-						 "expected \"container\", \"process\" or \"gvisor\"");
+				return vctx_fail(
+				    v, false, "expected \"container\", \"process\" or \"gvisor\"");
 		} else if (!strcmp(k, "require")) {
 			rc = load_require(v, val, &sb->require);
 		} else if (!strcmp(k, "reproducible")) {

@@ -42,10 +42,10 @@ struct wd_ctx {
 	void *approver_data;
 	struct keeper *keeper;
 	struct event_sink sink; /* what sandboxes emit through */
-	int cancel_fd;          /* eventfd, readable once cancelled */
+	int cancel_fd;		/* eventfd, readable once cancelled */
 	atomic_int cancel_sig;
-	atomic_int live;        /* sandboxes not yet destroyed */
-	char *state_dir;        /* wd_ctx_set_state_dir, or NULL: the default */
+	atomic_int live; /* sandboxes not yet destroyed */
+	char *state_dir; /* wd_ctx_set_state_dir, or NULL: the default */
 };
 
 struct wd_cmd {
@@ -111,14 +111,14 @@ void event_write_members(struct jw *w, const struct wd_event *ev, bool for_audit
  * policy's network rules.  Returns 0 and sets *verdict; a refusal or pause
  * comes back as a result in *out. */
 struct gate {
-	wd_decision *decision; /* owned until moved into the result */
-	char **argv;           /* judged argv to run */
-	wd_spec *spec;         /* NULL: the caller's spec is unchanged */
+	wd_decision *decision;	  /* owned until moved into the result */
+	char **argv;		  /* judged argv to run */
+	wd_spec *spec;		  /* NULL: the caller's spec is unchanged */
 	struct wd_limits profile; /* a sandbox tool's profile, 0s otherwise */
 	struct wd_limits limits;  /* what the policy gives the command where the
 				   * caller set nothing: the profile's, else the
 				   * policy's "sandbox" (0: warden's default) */
-	unsigned require;         /* WD_REQUIRE_* the policy asks for */
+	unsigned require;	  /* WD_REQUIRE_* the policy asks for */
 	char digest[65];
 	bool audited; /* the decision is in the audit trail: a result must follow */
 };
@@ -143,10 +143,10 @@ int gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_c
 struct door {
 	wd_ctx *ctx;
 	const wd_cmd *cmd;
-	void *p;              /* the placement's state */
-	char id[17];          /* set by prepare: the decision's and result's id */
-	const wd_spec *spec;  /* set by prepare: what the command is judged against */
-	const wd_spec *eff;   /* spec with the policy applied (the gate's copy or spec) */
+	void *p;	     /* the placement's state */
+	char id[17];	     /* set by prepare: the decision's and result's id */
+	const wd_spec *spec; /* set by prepare: what the command is judged against */
+	const wd_spec *eff;  /* spec with the policy applied (the gate's copy or spec) */
 	struct gate g;
 	struct exec_req x;    /* the judged command with the policy's limits */
 	struct sandbox *sb;   /* set by acquire when the sandbox is in this process:
@@ -198,7 +198,7 @@ int ctx_image_check(const wd_spec *spec, struct wd_err *err);
 struct box {
 	char id[17];
 	char root[4096];
-	int sbdir;      /* sandboxes/ */
+	int sbdir; /* sandboxes/ */
 	struct ws *ws;
 	bool ephemeral;
 	bool cow;
@@ -210,8 +210,8 @@ bool box_needed(const wd_spec *spec);
 /* Make the state of sandbox id for spec: its directory, meta.json, a disk
  * of spec's size, the baseline of a cow workspace; then open it.
  * -ENOTSUP where the host cannot (not root, not the container level). */
-int box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral,
-	       struct box **out, struct wd_err *err);
+int box_create(wd_ctx *ctx, const wd_spec *spec, const char *id, bool ephemeral, struct box **out,
+	       struct wd_err *err);
 /* Open the existing state of sandbox id (root: a checked state dir) for
  * spec (its workspace and mode). */
 int box_open(const char *root, const char *id, const wd_spec *spec, struct box **out,
@@ -233,8 +233,7 @@ void sandbox_review(struct sandbox *sb, bool on);
 /* expect: the reviewed set's digest, or NULL (ws_apply) */
 int box_apply(struct box *b, const char *const *paths, size_t np, const char *expect,
 	      unsigned flags, char **report, struct wd_err *err);
-int box_discard(struct box *b, const char *const *paths, size_t np, bool live,
-		struct wd_err *err);
+int box_discard(struct box *b, const char *const *paths, size_t np, bool live, struct wd_err *err);
 
 /* ---- sessions (mproto.c, monitor.c, session.c) ---- */
 #define MP_MAX_FDS 4

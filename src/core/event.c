@@ -61,8 +61,8 @@ wd_event_output(const wd_event *ev, int *stream, size_t *len)
 static void
 json_members(struct jw *w, json_t *obj, bool ascii)
 {
-	char *text = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER |
-					     (ascii ? JSON_ENSURE_ASCII : 0));
+	char *text =
+	    json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER | (ascii ? JSON_ENSURE_ASCII : 0));
 	if (!text)
 		abort();
 	size_t n = strlen(text);
@@ -96,7 +96,8 @@ result_members(struct jw *w, const struct wd_event *ev, bool ascii)
 		jw_obj_end(w);
 	} else {
 		jw_obj_begin(w);
-		jw_kstr(w, "error", ev->failure ? ev->failure : "warden failed before or while running");
+		jw_kstr(w, "error",
+			ev->failure ? ev->failure : "warden failed before or while running");
 		jw_obj_end(w);
 	}
 }
@@ -108,7 +109,7 @@ kind_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 	case WD_EVENT_DECISION: {
 		json_t *o = policy_decision_event(ev->request, ev->decision);
 		char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
-						   (for_audit ? JSON_ENSURE_ASCII : 0));
+					       (for_audit ? JSON_ENSURE_ASCII : 0));
 		json_decref(o);
 		if (!text)
 			abort();

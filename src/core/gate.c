@@ -60,9 +60,9 @@ build_request(const wd_spec *spec, const char *workspace, const wd_cmd *cmd, wd_
 	      struct wd_err *err)
 {
 	wd_request *req = wd_request_new();
-	int rc = cmd->command ? wd_request_set_command(req, cmd->command, err)
-			      : wd_request_set_argv(req, cmd->argc, (const char *const *)cmd->argv,
-						    err);
+	int rc = cmd->command
+		     ? wd_request_set_command(req, cmd->command, err)
+		     : wd_request_set_argv(req, cmd->argc, (const char *const *)cmd->argv, err);
 	if (rc == 0 && (rc = wd_request_set_workspace(req, workspace, err)) < 0)
 		wd_err_prefix(err, "--workspace");
 	if (rc == 0 && cmd->cwd)
@@ -111,8 +111,7 @@ refusal(const char *sandbox_id, enum wd_outcome o, wd_decision **d, const char *
  * gives the limits the caller did not set.  Returns NULL to go on, or the
  * reason for a refusal. */
 static const char *
-route(wd_ctx *ctx, const wd_policy *pol, const wd_cmd *cmd, const char *sandbox_id,
-      struct gate *g)
+route(wd_ctx *ctx, const wd_policy *pol, const wd_cmd *cmd, const char *sandbox_id, struct gate *g)
 {
 	enum wd_tool_class k;
 	const char *profile = NULL;
@@ -127,15 +126,16 @@ route(wd_ctx *ctx, const wd_policy *pol, const wd_cmd *cmd, const char *sandbox_
 		why = "is a direct tool: it runs in warden itself, not in a sandbox";
 	json_t *f;
 	if (why)
-		f = json_pack("{s:s,s:s,s:s}", "tool", cmd->tool, "decision", "deny", "reason", why);
+		f = json_pack("{s:s,s:s,s:s}", "tool", cmd->tool, "decision", "deny", "reason",
+			      why);
 	else
 		f = json_pack("{s:s,s:s*,s:I,s:I,s:I,s:I}", "tool", cmd->tool, "profile", profile,
 			      "timeout_ms", (json_int_t)g->profile.timeout_ms, "memory",
 			      (json_int_t)g->profile.memory_bytes, "cpu_millionths",
 			      (json_int_t)g->profile.cpu_millionths, "output",
 			      (json_int_t)g->profile.output_limit);
-	struct wd_event ev = {.kind = WD_EVENT_ROUTE, .name = "route", .sandbox_id = sandbox_id,
-			      .fields = f};
+	struct wd_event ev = {
+	    .kind = WD_EVENT_ROUTE, .name = "route", .sandbox_id = sandbox_id, .fields = f};
 	ctx_emit(ctx, &ev);
 	json_decref(f);
 	return why;
@@ -297,8 +297,7 @@ apply_secrets(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 			if (wd_spec_add_inject(sp, WD_INJECT_BASIC, s->inject_basic[k], err) < 0)
 				return wd_err_prefix(err, "policy secrets.%s.inject_basic",
 						     s->name);
-		if (s->placeholder &&
-		    wd_spec_add_placeholder(sp, s->placeholder, s->name, err) < 0)
+		if (s->placeholder && wd_spec_add_placeholder(sp, s->placeholder, s->name, err) < 0)
 			return wd_err_prefix(err, "policy secrets.%s.placeholder", s->name);
 	}
 	return 0;
@@ -319,12 +318,12 @@ apply_sandbox(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 {
 	const struct wd_limits *given = &spec->lim_given, *pr = &g->profile, *pl = &ps->limits;
 	g->limits = (struct wd_limits){
-		.memory_bytes = pick(0, pr->memory_bytes, pl->memory_bytes),
-		.pids = pick(0, pr->pids, pl->pids),
-		.cpu_millionths = pick(0, pr->cpu_millionths, pl->cpu_millionths),
-		.tmp_bytes = pick(0, pr->tmp_bytes, pl->tmp_bytes),
-		.timeout_ms = pick(0, pr->timeout_ms, pl->timeout_ms),
-		.output_limit = pick(0, pr->output_limit, pl->output_limit),
+	    .memory_bytes = pick(0, pr->memory_bytes, pl->memory_bytes),
+	    .pids = pick(0, pr->pids, pl->pids),
+	    .cpu_millionths = pick(0, pr->cpu_millionths, pl->cpu_millionths),
+	    .tmp_bytes = pick(0, pr->tmp_bytes, pl->tmp_bytes),
+	    .timeout_ms = pick(0, pr->timeout_ms, pl->timeout_ms),
+	    .output_limit = pick(0, pr->output_limit, pl->output_limit),
 	};
 	g->require = ps->require;
 	struct wd_limits l = *given;
@@ -334,11 +333,10 @@ apply_sandbox(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 		l.f = g->limits.f;                                                                 \
 		change = true;                                                                     \
 	}
-	TAKE(memory_bytes) TAKE(pids) TAKE(cpu_millionths) TAKE(tmp_bytes) TAKE(timeout_ms)
-	TAKE(output_limit)
+	TAKE(memory_bytes)
+	TAKE(pids) TAKE(cpu_millionths) TAKE(tmp_bytes) TAKE(timeout_ms) TAKE(output_limit)
 #undef TAKE
-	if (change)
-		wd_spec_set_limits(spec_of(spec, g), &l);
+	    if (change) wd_spec_set_limits(spec_of(spec, g), &l);
 	if (ps->isolation_set && !spec->isolation_given)
 		wd_spec_set_isolation(spec_of(spec, g), ps->isolation);
 	if (ps->reproducible && !spec->reproducible)
@@ -380,19 +378,20 @@ gate_require(unsigned require, struct sandbox *sb, struct wd_err *err)
 		bool have;
 		const char *name;
 	} need[] = {
-		{WD_REQUIRE_CGROUP, r->cgroup_version != 0, "cgroup"},
-		{WD_REQUIRE_LANDLOCK, r->landlock_abi > 0, "landlock"},
-		{WD_REQUIRE_SECCOMP, r->seccomp, "seccomp"},
-		{WD_REQUIRE_NETNS, own_ns, "netns"},
-		{WD_REQUIRE_USERNS, own_ns, "userns"},
+	    {WD_REQUIRE_CGROUP, r->cgroup_version != 0, "cgroup"},
+	    {WD_REQUIRE_LANDLOCK, r->landlock_abi > 0, "landlock"},
+	    {WD_REQUIRE_SECCOMP, r->seccomp, "seccomp"},
+	    {WD_REQUIRE_NETNS, own_ns, "netns"},
+	    {WD_REQUIRE_USERNS, own_ns, "userns"},
 	};
 	wd_result_free(r);
 	for (size_t i = 0; i < WD_ARRAY_SIZE(need); i++)
 		if ((require & need[i].bit) && !need[i].have) {
-			return wd_err_set(err, WD_E_UNSUPPORTED,
-					  "the policy requires %s, which this sandbox does not have "
-					  "(see warden doctor); nothing ran",
-					  need[i].name);
+			return wd_err_set(
+			    err, WD_E_UNSUPPORTED,
+			    "the policy requires %s, which this sandbox does not have "
+			    "(see warden doctor); nothing ran",
+			    need[i].name);
 		}
 	return 0;
 }
@@ -430,15 +429,17 @@ tool_image(const wd_spec *spec, struct gate *g, const char *tool, const char *re
 	}
 	wd_spec *probe = wd_spec_new();
 	int rc = wd_spec_set_image(probe, ref, err);
-	bool same = rc == 0 && spec->image_digest && !strcmp(probe->image_digest, spec->image_digest);
+	bool same =
+	    rc == 0 && spec->image_digest && !strcmp(probe->image_digest, spec->image_digest);
 	wd_spec_free(probe);
 	if (rc < 0)
 		return wd_err_prefix(err, "policy tools.%s.image", tool);
 	if (!same)
-		return wd_err_set(err, WD_E_INVAL,
-				  "tool '%s' runs in image %s (the policy's tools.%s.image), not in "
-				  "%s, the image this sandbox is made with; nothing ran",
-				  tool, ref, tool, spec->image);
+		return wd_err_set(
+		    err, WD_E_INVAL,
+		    "tool '%s' runs in image %s (the policy's tools.%s.image), not in "
+		    "%s, the image this sandbox is made with; nothing ran",
+		    tool, ref, tool, spec->image);
 	return 0;
 }
 

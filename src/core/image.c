@@ -275,7 +275,6 @@ wd_spec_set_image(wd_spec *spec, const char *ref, struct wd_err *err)
 
 /* ---- the digest: a canonical walk ---- */
 
-
 struct walk {
 	struct wd_sha256 h;
 	uint64_t bytes, files, entries;

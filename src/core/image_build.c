@@ -276,9 +276,10 @@ wd_image_recipe_load(wd_image_recipe *r, const char *path, struct wd_err *err)
 			rc = wd_image_recipe_set_user(r, v, &e);
 		else {
 			wd_autofree char *qk = wd_esc_path(k);
-			rc = wd_err_set(err, WD_E_INVAL,
-					"%s:%d:%d: unknown key %s (suite, packages, env, from, user)",
-					qpath, lineno, col, qk);
+			rc = wd_err_set(
+			    err, WD_E_INVAL,
+			    "%s:%d:%d: unknown key %s (suite, packages, env, from, user)", qpath,
+			    lineno, col, qk);
 			break;
 		}
 		if (rc < 0)
@@ -683,11 +684,12 @@ config_to_meta(json_t *cfg, json_t *meta, char ***env, size_t *nenv, struct wd_e
 		if (!kv || !env_ok(kv)) {
 			wd_autofree char *q = wd_esc_path(kv ? kv : "(not a string)");
 			json_decref(ea);
-			return wd_err_set(err, WD_E_INVAL,
-					  "the image config's Env entry %.200s is not NAME=VALUE (a "
-					  "name of letters, digits and '_', a value without control "
-					  "bytes)",
-					  q);
+			return wd_err_set(
+			    err, WD_E_INVAL,
+			    "the image config's Env entry %.200s is not NAME=VALUE (a "
+			    "name of letters, digits and '_', a value without control "
+			    "bytes)",
+			    q);
 		}
 		/* one value a name, the last (as the runtimes do) */
 		size_t n = (size_t)(strchr(kv, '=') - kv) + 1;
@@ -712,8 +714,9 @@ config_to_meta(json_t *cfg, json_t *meta, char ***env, size_t *nenv, struct wd_e
 		if (!s || !*s)
 			continue;
 		if (strlen(s) > 4096)
-			return wd_err_set(err, WD_E_INVAL, "the image config's %s is longer than "
-							    "4096 bytes",
+			return wd_err_set(err, WD_E_INVAL,
+					  "the image config's %s is longer than "
+					  "4096 bytes",
 					  f[k][0]);
 		json_object_set_new(meta, f[k][1], json_string(s));
 	}
@@ -833,7 +836,8 @@ wd_image_import(wd_ctx *ctx, const char *name, const char *path, const char *tag
 	char hex[65];
 	uint64_t bytes = 0, files = 0;
 	if ((rc = image_digest_tree(rootfs, env, nenv,
-				    json_string_value(json_object_get(meta, "user")), hex, &bytes, &files, err)) < 0)
+				    json_string_value(json_object_get(meta, "user")), hex, &bytes,
+				    &files, err)) < 0)
 		goto fail;
 	uint64_t ms = wd_now_ms() - t0;
 	json_object_set_new(meta, "digest", json_string(hex));

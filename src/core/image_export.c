@@ -91,9 +91,8 @@ add_layer(const char *out, const char *root, bool root_owned, json_t *layers, js
 	     a_own[] = "--owner=0", a_grp[] = "--group=0", a_xattr[] = "--no-xattrs",
 	     a_acl[] = "--no-acls", a_sel[] = "--no-selinux", a_one[] = "--one-file-system",
 	     a_dot[] = ".";
-	char *argv[] = {a_prog, a_create, a_file, a_dir, a_sort,  a_fmt, a_pax, a_mtime,
-			a_num,	a_xattr,  a_acl,  a_sel, a_one,	  a_own, a_grp, NULL,
-			NULL};
+	char *argv[] = {a_prog,	 a_create, a_file, a_dir, a_sort, a_fmt, a_pax, a_mtime, a_num,
+			a_xattr, a_acl,	   a_sel,  a_one, a_own,  a_grp, NULL,	NULL};
 	/* the tree itself, after the options */
 	if (root_owned)
 		argv[15] = a_dot;
@@ -110,9 +109,9 @@ add_layer(const char *out, const char *root, bool root_owned, json_t *layers, js
 	snprintf(final, sizeof(final), "%s/blobs/sha256/%s", out, hex);
 	if (rename(tarp, final) < 0)
 		return wd_err_sys(err, errno, "rename %s", tarp);
-	json_t *d = json_pack("{s:s, s:s, s:I}", "mediaType",
-			      "application/vnd.oci.image.layer.v1.tar", "digest", "", "size",
-			      (json_int_t)size);
+	json_t *d =
+	    json_pack("{s:s, s:s, s:I}", "mediaType", "application/vnd.oci.image.layer.v1.tar",
+		      "digest", "", "size", (json_int_t)size);
 	json_object_set_new(d, "digest", json_sprintf("sha256:%s", hex));
 	json_array_append_new(layers, d);
 	json_array_append_new(diff_ids, json_sprintf("sha256:%s", hex));
@@ -177,14 +176,16 @@ config_of(json_t *meta, const char *digest, json_t *over, struct wd_err *err)
 			json_t *e;
 			json_array_foreach(v, j, e)
 			{
-				const char *kv = json_string_value(e), *eq = kv ? strchr(kv, '=') : NULL;
+				const char *kv = json_string_value(e),
+					   *eq = kv ? strchr(kv, '=') : NULL;
 				if (!eq || eq == kv) {
 					ok = false;
 					break;
 				}
 				size_t n = (size_t)(eq - kv) + 1;
 				for (size_t x = 0; x < json_array_size(env); x++)
-					if (!strncmp(json_string_value(json_array_get(env, x)), kv, n))
+					if (!strncmp(json_string_value(json_array_get(env, x)), kv,
+						     n))
 						json_array_remove(env, x--);
 				json_array_append(env, e);
 			}
@@ -321,8 +322,9 @@ wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *tag_
 		free(text);
 		goto fail;
 	}
-	cdesc = json_pack("{s:s, s:s, s:I}", "mediaType", "application/vnd.oci.image.config.v1+json",
-			  "digest", "", "size", (json_int_t)strlen(text));
+	cdesc =
+	    json_pack("{s:s, s:s, s:I}", "mediaType", "application/vnd.oci.image.config.v1+json",
+		      "digest", "", "size", (json_int_t)strlen(text));
 	json_object_set_new(cdesc, "digest", json_sprintf("sha256:%s", chex));
 	free(text);
 	/* the tag: the name exported, or "latest" for a digest */
@@ -340,8 +342,7 @@ wd_image_export(wd_ctx *ctx, const char *ref, const char *dest, const char *tag_
 	    (uint64_t)json_integer_value(json_object_get(v, "size"));
 	json_t *res = json_pack("{s:s, s:s, s:s, s:O, s:I, s:O, s:I}", "image", ref, "path", dest,
 				"manifest", "", "config", cfg, "size_bytes", (json_int_t)total,
-				"layers", layers, "export_ms",
-				(json_int_t)(wd_now_ms() - t0));
+				"layers", layers, "export_ms", (json_int_t)(wd_now_ms() - t0));
 	json_object_set_new(res, "manifest", json_sprintf("sha256:%s", man));
 	json_object_set_new(res, "tag", json_string(tag));
 	*json = image_dump(res);

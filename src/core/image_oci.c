@@ -231,8 +231,7 @@ count_gzip(const char *blob, uint64_t *count, uint64_t max, struct wd_err *err)
 	/* stopped early, gzip ends on a broken pipe: not a failure */
 	if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		return wd_err_set(err, WD_E_INVAL, "layer %s: gzip -dc failed (status %d)", blob,
-				  WIFEXITED(status) ? WEXITSTATUS(status)
-						    : 128 + WTERMSIG(status));
+				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 	return 0;
 }
 
@@ -288,7 +287,7 @@ struct member {
 	char *name; /* normalised: no leading "./" */
 	off_t off;  /* of its data */
 	uint64_t size;
-	char type;	/* '0' a file, '2' a symlink, ... */
+	char type;  /* '0' a file, '2' a symlink, ... */
 	char *link; /* a symlink's target */
 };
 
@@ -402,7 +401,7 @@ archive_scan(struct archive *a, off_t fsize, struct wd_err *err)
 			char *v = type == 'x'	? pax_get(buf, size, "path")
 				  : type == 'L' ? wd_xstrdup(buf)
 						: NULL;
-			char *lv = type == 'x' ? pax_get(buf, size, "linkpath")
+			char *lv = type == 'x'	 ? pax_get(buf, size, "linkpath")
 				   : type == 'K' ? wd_xstrdup(buf)
 						 : NULL;
 			free(buf);
@@ -503,7 +502,8 @@ copy_blob(const struct archive *a, const struct member *m, const char *out, cons
 {
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s/blobs/sha256/.tmp", out);
-	wd_autoclose int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	wd_autoclose int fd =
+	    open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return wd_err_sys(err, errno, "create %s", tmp);
 	struct wd_sha256 h;
@@ -587,12 +587,11 @@ image_oci_write(const char *out, json_t *config_desc, json_t *layers, const char
 	json_decref(man);
 	if (rc < 0)
 		return rc;
-	json_t *idx = json_pack("{s:i, s:s, s:[{s:s, s:s, s:I, s:{s:s}}]}", "schemaVersion", 2,
-				"mediaType", "application/vnd.oci.image.index.v1+json",
-				"manifests", "mediaType",
-				"application/vnd.oci.image.manifest.v1+json", "digest", "",
-				"size", (json_int_t)len, "annotations",
-				"org.opencontainers.image.ref.name", tag);
+	json_t *idx =
+	    json_pack("{s:i, s:s, s:[{s:s, s:s, s:I, s:{s:s}}]}", "schemaVersion", 2, "mediaType",
+		      "application/vnd.oci.image.index.v1+json", "manifests", "mediaType",
+		      "application/vnd.oci.image.manifest.v1+json", "digest", "", "size",
+		      (json_int_t)len, "annotations", "org.opencontainers.image.ref.name", tag);
 	json_object_set_new(json_array_get(json_object_get(idx, "manifests"), 0), "digest",
 			    json_sprintf("sha256:%s", hex));
 	json_t *lay = json_pack("{s:s}", "imageLayoutVersion", "1.0.0");
@@ -672,8 +671,8 @@ image_docker_to_oci(const char *path, const char *out, struct wd_err *err)
 		rc = wd_err_sys(err, errno, "create %s", blobs);
 		goto out;
 	}
-	if ((rc = copy_blob(&a, cm, out, "application/vnd.oci.image.config.v1+json", &cdesc,
-			    err)) < 0)
+	if ((rc = copy_blob(&a, cm, out, "application/vnd.oci.image.config.v1+json", &cdesc, err)) <
+	    0)
 		goto out;
 	size_t i;
 	json_t *v;

@@ -898,7 +898,8 @@ do_update(int conn, json_t *q)
 				break;
 			}
 			if ((rc = wd_spec_add_net_rule(
-				 tmp, (enum wd_net_rule)json_integer_value(json_object_get(v, "kind")),
+				 tmp,
+				 (enum wd_net_rule)json_integer_value(json_object_get(v, "kind")),
 				 r, &e)) < 0)
 				break;
 		}

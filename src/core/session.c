@@ -544,7 +544,8 @@ wd_session_create(wd_ctx *ctx, const wd_spec *spec_in, const struct wd_session_p
 		spec->ws_mode = fs->ws_mode;
 		wd_spec_free(fs);
 	}
-	if (spec->ws_mode == WD_WORKSPACE_COW && !backend_can(spec->isolation, BACKEND_CAP_MOUNTS)) {
+	if (spec->ws_mode == WD_WORKSPACE_COW &&
+	    !backend_can(spec->isolation, BACKEND_CAP_MOUNTS)) {
 		rc = wd_err_set(err, WD_E_UNSUPPORTED,
 				"--workspace-mode cow needs --isolation container (a mount "
 				"namespace to show the overlay in)");

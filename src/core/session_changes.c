@@ -246,9 +246,8 @@ snapshots_of(struct jw *j, int sbdir, const char *id)
 		jw_kstr(j, "snapshot", full);
 		free(full);
 		jw_kint(j, "created",
-			fstatat(sn, tags[i], &st, AT_SYMLINK_NOFOLLOW) == 0
-			    ? (long long)st.st_mtime
-			    : 0);
+			fstatat(sn, tags[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ? (long long)st.st_mtime
+									    : 0);
 		jw_kuint(j, "bytes", tree_bytes(sn, tags[i], 0));
 		jw_obj_end(j);
 		free(tags[i]);

@@ -531,8 +531,8 @@ typedef int copy_fn(wd_ctx *ctx, const struct where *w, struct walk *wk, const c
 		    const char *to, struct wd_copy_stats *st, struct wd_err *err);
 
 static int
-copy_run(wd_ctx *ctx, const char *ref, copy_fn *fn, const char *from, const char *to,
-	 char *what, struct wd_copy_stats *stats, struct wd_err *err)
+copy_run(wd_ctx *ctx, const char *ref, copy_fn *fn, const char *from, const char *to, char *what,
+	 struct wd_copy_stats *stats, struct wd_err *err)
 {
 	struct wd_err scratch = {0};
 	if (!err)
@@ -560,8 +560,8 @@ WD_API int
 wd_session_copy_in(wd_ctx *ctx, const char *ref, const char *host_path, const char *path,
 		   struct wd_copy_stats *stats, struct wd_err *err)
 {
-	return copy_run(ctx, ref, copy_in, host_path, path, wd_xasprintf("'%s'", host_path),
-			stats, err);
+	return copy_run(ctx, ref, copy_in, host_path, path, wd_xasprintf("'%s'", host_path), stats,
+			err);
 }
 
 WD_API int

@@ -32,7 +32,7 @@ enum when { NOW_OR_START, NEXT_COMMAND, NEXT_START };
 static const struct field {
 	const char *name;  /* the option */
 	const char *limit; /* spec.limits member, or NULL */
-	int rule_kind;     /* spec.net_rules kind, or -1 */
+	int rule_kind;	   /* spec.net_rules kind, or -1 */
 	enum when when;
 } fields[] = {
     {"memory", "memory", -1, NOW_OR_START},
@@ -97,9 +97,10 @@ field_value(const struct field *f, json_t *spec, json_t *meta)
 			const char *src = json_string_value(json_object_get(v, "source"));
 			/* the source, never a value: "file:" for the user's eyes */
 			json_array_append_new(
-			    a, json_sprintf("%s=%s%s", json_string_value(json_object_get(v, "name")),
-					    src && src[0] == '@' ? "file:" : "",
-					    src && src[0] == '@' ? src + 1 : src));
+			    a,
+			    json_sprintf("%s=%s%s", json_string_value(json_object_get(v, "name")),
+					 src && src[0] == '@' ? "file:" : "",
+					 src && src[0] == '@' ? src + 1 : src));
 		}
 		return a;
 	}
@@ -155,18 +156,18 @@ apply_set(json_t *spec, const wd_spec *set, struct wd_err *err)
 {
 	/* what a session cannot change without being made again: its
 	 * workspace and the jail's shape */
-	const char *fixed = set->workspace	      ? "the workspace"
-			    : set->isolation_given    ? "the isolation level"
-			    : set->nbinds	      ? "a bind mount"
-			    : set->nenv		      ? "the environment (--setenv)"
-			    : set->image	      ? "the image"
-			    : set->disk_bytes	      ? "the disk"
-			    : set->reproducible	      ? "--reproducible"
-			    : set->best_effort	      ? "--best-effort"
-			    : set->lim_given.nofile   ? "the open files limit"
-			    : set->lim_given.fsize    ? "the file size limit"
-			    : set->ws_mode	      ? "the workspace mode"
-						      : NULL;
+	const char *fixed = set->workspace	    ? "the workspace"
+			    : set->isolation_given  ? "the isolation level"
+			    : set->nbinds	    ? "a bind mount"
+			    : set->nenv		    ? "the environment (--setenv)"
+			    : set->image	    ? "the image"
+			    : set->disk_bytes	    ? "the disk"
+			    : set->reproducible	    ? "--reproducible"
+			    : set->best_effort	    ? "--best-effort"
+			    : set->lim_given.nofile ? "the open files limit"
+			    : set->lim_given.fsize  ? "the file size limit"
+			    : set->ws_mode	    ? "the workspace mode"
+						    : NULL;
 	if (fixed)
 		return wd_err_set(err, WD_E_INVAL,
 				  "%s of a session cannot be changed (warden create makes a new "
@@ -180,9 +181,10 @@ apply_set(json_t *spec, const wd_spec *set, struct wd_err *err)
 	const struct {
 		const char *k;
 		uint64_t v;
-	} l[] = {{"memory", set->lim_given.memory_bytes}, {"pids", set->lim_given.pids},
-		 {"cpu", set->lim_given.cpu_millionths},  {"tmp", set->lim_given.tmp_bytes},
-		 {"timeout_ms", set->lim_given.timeout_ms}, {"output", set->lim_given.output_limit}};
+	} l[] = {
+	    {"memory", set->lim_given.memory_bytes},   {"pids", set->lim_given.pids},
+	    {"cpu", set->lim_given.cpu_millionths},    {"tmp", set->lim_given.tmp_bytes},
+	    {"timeout_ms", set->lim_given.timeout_ms}, {"output", set->lim_given.output_limit}};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(l); i++)
 		if (l[i].v)
 			json_object_set_new(lim, l[i].k, json_integer((json_int_t)l[i].v));
@@ -238,27 +240,29 @@ apply_remove(json_t *spec, const char *what, struct wd_err *err)
 {
 	const char *eq = strchr(what, '=');
 	if (!eq || eq == what || !eq[1])
-		return wd_err_set(err, WD_E_INVAL, "--remove '%.200s': expected OPTION=VALUE", what);
+		return wd_err_set(err, WD_E_INVAL, "--remove '%.200s': expected OPTION=VALUE",
+				  what);
 	size_t kl = (size_t)(eq - what);
 	const char *val = eq + 1;
 	const struct field *f = NULL;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fields); i++)
 		if (strlen(fields[i].name) == kl && !strncmp(fields[i].name, what, kl))
 			f = &fields[i];
-	const char *key = !f			      ? NULL
-			  : f->rule_kind >= 0	      ? "net_rules"
-			  : !strcmp(f->name, "allow-port")   ? "ports"
-			  : !strcmp(f->name, "protect")	     ? "protect"
-			  : !strcmp(f->name, "secret")	     ? "secrets"
-			  : !strncmp(f->name, "inject", 6)   ? "inject"
-			  : !strcmp(f->name, "placeholder")  ? "placeholders"
-							     : NULL;
+	const char *key = !f				    ? NULL
+			  : f->rule_kind >= 0		    ? "net_rules"
+			  : !strcmp(f->name, "allow-port")  ? "ports"
+			  : !strcmp(f->name, "protect")	    ? "protect"
+			  : !strcmp(f->name, "secret")	    ? "secrets"
+			  : !strncmp(f->name, "inject", 6)  ? "inject"
+			  : !strcmp(f->name, "placeholder") ? "placeholders"
+							    : NULL;
 	if (!key)
-		return wd_err_set(err, WD_E_INVAL,
-				  "--remove '%.200s': expected allow-host, deny-host, add-host, "
-				  "allow-range, allow-port, protect, secret, inject, inject-basic or "
-				  "placeholder before '='",
-				  what);
+		return wd_err_set(
+		    err, WD_E_INVAL,
+		    "--remove '%.200s': expected allow-host, deny-host, add-host, "
+		    "allow-range, allow-port, protect, secret, inject, inject-basic or "
+		    "placeholder before '='",
+		    what);
 	json_t *a = json_object_get(spec, key), *v;
 	size_t i;
 	json_array_foreach(a, i, v)
@@ -289,8 +293,9 @@ apply_remove(json_t *spec, const char *what, struct wd_err *err)
 	json_t *has = field_value(f, spec, NULL);
 	char *list = json_dumps(has, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(has);
-	int rc = wd_err_set(err, WD_E_INVAL, "--remove '%.200s': the session has no such %s (it has %.300s)",
-			    what, f->name, list ? list : "[]");
+	int rc = wd_err_set(err, WD_E_INVAL,
+			    "--remove '%.200s': the session has no such %s (it has %.300s)", what,
+			    f->name, list ? list : "[]");
 	free(list);
 	return rc;
 }
@@ -416,16 +421,16 @@ wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *
 		const struct field *f = &fields[i];
 		json_t *a = field_value(f, old, meta), *b = field_value(f, nj, nmeta);
 		if (!json_equal(a, b)) {
-			json_array_append_new(changes, json_pack("{s:s, s:o, s:o}", "field", f->name,
-								 "old", a, "new", b));
+			json_array_append_new(changes, json_pack("{s:s, s:o, s:o}", "field",
+								 f->name, "old", a, "new", b));
 			secrets_changed |= !strcmp(f->name, "secret") ||
 					   !strncmp(f->name, "inject", 6) ||
 					   !strcmp(f->name, "placeholder");
 			rules_changed |= f->rule_kind >= 0;
 			if (f->when == NOW_OR_START && f->limit)
-				json_object_set(lims, f->limit,
-						json_object_get(json_object_get(nj, "limits"),
-								f->limit));
+				json_object_set(
+				    lims, f->limit,
+				    json_object_get(json_object_get(nj, "limits"), f->limit));
 		} else {
 			json_decref(a);
 			json_decref(b);
@@ -495,7 +500,9 @@ wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *
 			if (!strcmp(fields[k].name, name))
 				f = &fields[k];
 		bool now = running && f->when == NOW_OR_START &&
-			   (f->limit ? lim_now : f->rule_kind >= 0 ? rules_now : false);
+			   (f->limit		? lim_now
+			    : f->rule_kind >= 0 ? rules_now
+						: false);
 		json_object_set_new(c, "applied", json_string(when_text(f->when, now)));
 	}
 	if (report) {

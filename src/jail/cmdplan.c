@@ -40,7 +40,7 @@ struct jail_cmd_hdr {
 };
 
 static const char *const jail_path_dirs[] = {
-	"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
+    "/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin",
 };
 
 struct blob {

@@ -141,7 +141,8 @@ copy_dir(int sfd, int dfd, bool shallow, bool skip_reserved, int depth)
 		 * that left its user namespace is host nobody, and would
 		 * rewrite the /etc of every later sandbox of the image). */
 		if (rc == 0 && !shallow &&
-		    fchownat(dfd, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 && geteuid() == 0)
+		    fchownat(dfd, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 &&
+		    geteuid() == 0)
 			rc = -errno;
 	}
 	closedir(d);
@@ -236,8 +237,7 @@ jail_etc_tree(const char *image_root, const struct jail_etc_entry *ents, size_t 
 		return 0; /* prepared by an earlier start */
 
 	char tmp[PATH_MAX];
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.etc-%.16s.XXXXXX", parent, hex) >=
-	    sizeof(tmp))
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.etc-%.16s.XXXXXX", parent, hex) >= sizeof(tmp))
 		return -ENAMETOOLONG;
 	if (!mkdtemp(tmp))
 		return -errno;

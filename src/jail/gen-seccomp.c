@@ -155,14 +155,22 @@ static const char *
 oci_op(enum scmp_compare op)
 {
 	switch (op) {
-	case SCMP_CMP_NE: return "SCMP_CMP_NE";
-	case SCMP_CMP_LT: return "SCMP_CMP_LT";
-	case SCMP_CMP_LE: return "SCMP_CMP_LE";
-	case SCMP_CMP_EQ: return "SCMP_CMP_EQ";
-	case SCMP_CMP_GE: return "SCMP_CMP_GE";
-	case SCMP_CMP_GT: return "SCMP_CMP_GT";
-	case SCMP_CMP_MASKED_EQ: return "SCMP_CMP_MASKED_EQ";
-	default: return NULL;
+	case SCMP_CMP_NE:
+		return "SCMP_CMP_NE";
+	case SCMP_CMP_LT:
+		return "SCMP_CMP_LT";
+	case SCMP_CMP_LE:
+		return "SCMP_CMP_LE";
+	case SCMP_CMP_EQ:
+		return "SCMP_CMP_EQ";
+	case SCMP_CMP_GE:
+		return "SCMP_CMP_GE";
+	case SCMP_CMP_GT:
+		return "SCMP_CMP_GT";
+	case SCMP_CMP_MASKED_EQ:
+		return "SCMP_CMP_MASKED_EQ";
+	default:
+		return NULL;
 	}
 }
 
@@ -181,8 +189,9 @@ oci_rule(void *data, int err, int nr, unsigned nargs, const struct scmp_arg_cmp 
 	char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
 	if (!name)
 		return 0; /* no name on this architecture: nothing to match */
-	fprintf(o->f, "\t\"{\\\"names\\\":[\\\"%s\\\"],\\\"action\\\":\\\"SCMP_ACT_ERRNO\\\","
-		      "\\\"errnoRet\\\":%d",
+	fprintf(o->f,
+		"\t\"{\\\"names\\\":[\\\"%s\\\"],\\\"action\\\":\\\"SCMP_ACT_ERRNO\\\","
+		"\\\"errnoRet\\\":%d",
 		name, err);
 	free(name);
 	if (nargs) {

@@ -195,7 +195,9 @@ read_line(int ws, const char *dir, const char *name, char *buf, size_t cap)
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	ssize_t r = raw_fstat(fd, &st) < 0 ? -1 : S_ISREG(st.st_mode) ? raw_read(fd, buf, cap - 1) : 0;
+	ssize_t r = raw_fstat(fd, &st) < 0 ? -1
+		    : S_ISREG(st.st_mode)  ? raw_read(fd, buf, cap - 1)
+					   : 0;
 	int e = errno;
 	raw_close(fd);
 	if (r < 0)
@@ -331,8 +333,9 @@ protect_config(int ws, const char *cfg, const char *wt, const struct walk *w, in
 	if (fd < 0)
 		return 0; /* none, or elsewhere: git reads nothing of ours */
 	struct stat st;
-	ssize_t n =
-	    raw_fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? raw_read(fd, text, sizeof(text) - 1) : 0;
+	ssize_t n = raw_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+			? raw_read(fd, text, sizeof(text) - 1)
+			: 0;
 	raw_close(fd);
 	if (n <= 0)
 		return 0;
@@ -509,8 +512,9 @@ protect_submodules(int ws, const struct walk *w)
 	if (fd < 0)
 		return 0; /* none: no submodule */
 	struct stat st;
-	ssize_t n =
-	    raw_fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? raw_read(fd, text, sizeof(text) - 1) : 0;
+	ssize_t n = raw_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+			? raw_read(fd, text, sizeof(text) - 1)
+			: 0;
 	raw_close(fd);
 	if (n <= 0)
 		return 0;

@@ -98,7 +98,8 @@ net_socket(int type, uint16_t port)
 		return -errno;
 	int one = 1;
 	raw_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (raw_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    (type == SOCK_STREAM && raw_listen(fd, 256) < 0)) {
@@ -249,8 +250,8 @@ build_root(struct jail_plan *plan, struct sync_chan *c, uint64_t *t)
 			/* symlink-free by construction (jail/plan.c resolves
 			 * every source): refuse one that appeared since */
 			struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-					       .resolve = RESOLVE_NO_SYMLINKS |
-							  RESOLVE_NO_MAGICLINKS};
+					       .resolve =
+						   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 			op->fd = (int)syscall(SYS_openat2, AT_FDCWD, op->src, &how, sizeof(how));
 			if (op->fd < 0) {
 				jail_report_error(c, JAIL_STEP_3B_MOUNTS, errno, i + 1);
@@ -562,11 +563,11 @@ static void
 end_command(struct pid1 *p, struct running *r, int status, const struct rusage *ru)
 {
 	struct sync_msg x = {
-		.kind = SYNC_EXIT,
-		.status = status,
-		.cpu_us = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000ULL +
-			  (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec),
-		.maxrss_kb = (uint64_t)ru->ru_maxrss,
+	    .kind = SYNC_EXIT,
+	    .status = status,
+	    .cpu_us = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000ULL +
+		      (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec),
+	    .maxrss_kb = (uint64_t)ru->ru_maxrss,
 	};
 	pid_t pgid = r->pid;
 	unsigned flags = r->flags;

@@ -22,7 +22,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-
 #define SANDBOX_ID 1000
 
 /* HOME of a sandbox without a home tree (plan_oneshot_home) */
@@ -30,29 +29,29 @@
 #define JAIL_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 static const char *const step_names[JAIL_STEP_COUNT] = {
-	[JAIL_STEP_NONE] = "none",
-	[JAIL_STEP_1_CLONE] = "1 clone namespaces",
-	[JAIL_STEP_2_MAPS] = "2 uid/gid maps",
-	[JAIL_STEP_2B_IDS] = "2b drop groups and switch ids",
-	[JAIL_STEP_2C_TIME] = "2c time namespace",
-	[JAIL_STEP_3A_ROOT] = "3a tmpfs root",
-	[JAIL_STEP_3B_MOUNTS] = "3b mounts",
-	[JAIL_STEP_3C_PIVOT] = "3c pivot_root",
-	[JAIL_STEP_3D_ROOT_RO] = "3d read-only root",
-	[JAIL_STEP_3E_ATTACH] = "3e attach the workspace",
-	[JAIL_STEP_4_NET] = "4 loopback",
-	[JAIL_STEP_4B_CGROUP] = "4b join cgroup",
-	[JAIL_STEP_5_PID1] = "5 pid 1",
-	[JAIL_STEP_6A_SESSION] = "6a setsid",
-	[JAIL_STEP_6B_FDS] = "6b stdio",
-	[JAIL_STEP_6B_CWD] = "6b working directory",
-	[JAIL_STEP_6C_RLIMITS] = "6c rlimits",
-	[JAIL_STEP_6D_CAPS] = "6d drop capabilities",
-	[JAIL_STEP_6E_NNP] = "6e no_new_privs",
-	[JAIL_STEP_6F_LANDLOCK] = "6f landlock",
-	[JAIL_STEP_6G_CLOSE_FDS] = "6g close fds",
-	[JAIL_STEP_6H_SECCOMP] = "6h seccomp",
-	[JAIL_STEP_6I_EXEC] = "6i execve",
+    [JAIL_STEP_NONE] = "none",
+    [JAIL_STEP_1_CLONE] = "1 clone namespaces",
+    [JAIL_STEP_2_MAPS] = "2 uid/gid maps",
+    [JAIL_STEP_2B_IDS] = "2b drop groups and switch ids",
+    [JAIL_STEP_2C_TIME] = "2c time namespace",
+    [JAIL_STEP_3A_ROOT] = "3a tmpfs root",
+    [JAIL_STEP_3B_MOUNTS] = "3b mounts",
+    [JAIL_STEP_3C_PIVOT] = "3c pivot_root",
+    [JAIL_STEP_3D_ROOT_RO] = "3d read-only root",
+    [JAIL_STEP_3E_ATTACH] = "3e attach the workspace",
+    [JAIL_STEP_4_NET] = "4 loopback",
+    [JAIL_STEP_4B_CGROUP] = "4b join cgroup",
+    [JAIL_STEP_5_PID1] = "5 pid 1",
+    [JAIL_STEP_6A_SESSION] = "6a setsid",
+    [JAIL_STEP_6B_FDS] = "6b stdio",
+    [JAIL_STEP_6B_CWD] = "6b working directory",
+    [JAIL_STEP_6C_RLIMITS] = "6c rlimits",
+    [JAIL_STEP_6D_CAPS] = "6d drop capabilities",
+    [JAIL_STEP_6E_NNP] = "6e no_new_privs",
+    [JAIL_STEP_6F_LANDLOCK] = "6f landlock",
+    [JAIL_STEP_6G_CLOSE_FDS] = "6g close fds",
+    [JAIL_STEP_6H_SECCOMP] = "6h seccomp",
+    [JAIL_STEP_6I_EXEC] = "6i execve",
 };
 
 const char *
@@ -67,10 +66,12 @@ const char *
 jail_op_name(enum jail_op_kind kind)
 {
 	static const char *const names[] = {
-		[JAIL_OP_MKDIR] = "mkdir", [JAIL_OP_MKFILE] = "create", [JAIL_OP_SYMLINK] = "symlink",
-		[JAIL_OP_WRITE] = "write", [JAIL_OP_COPY] = "copy",	[JAIL_OP_BIND] = "bind",
-		[JAIL_OP_MOVE] = "move mount", [JAIL_OP_MOUNT] = "mount", [JAIL_OP_SETATTR] = "setattr",
-		[JAIL_OP_MASK] = "mask", [JAIL_OP_PROTECT] = "protect",
+	    [JAIL_OP_MKDIR] = "mkdir",	   [JAIL_OP_MKFILE] = "create",
+	    [JAIL_OP_SYMLINK] = "symlink", [JAIL_OP_WRITE] = "write",
+	    [JAIL_OP_COPY] = "copy",	   [JAIL_OP_BIND] = "bind",
+	    [JAIL_OP_MOVE] = "move mount", [JAIL_OP_MOUNT] = "mount",
+	    [JAIL_OP_SETATTR] = "setattr", [JAIL_OP_MASK] = "mask",
+	    [JAIL_OP_PROTECT] = "protect",
 	};
 	return (unsigned)kind < WD_ARRAY_SIZE(names) ? names[kind] : "?";
 }
@@ -88,10 +89,8 @@ keep(struct jail_prep *p, char *s)
 	return s;
 }
 
-
 /* A formatted string owned by the prep, writable (execve's argv type). */
-static char *
-sdup(struct jail_prep *p, const char *f, ...) WD_PRINTF(2, 3);
+static char *sdup(struct jail_prep *p, const char *f, ...) WD_PRINTF(2, 3);
 static char *
 sdup(struct jail_prep *p, const char *f, ...)
 {
@@ -125,7 +124,6 @@ add_op(struct jail_prep *p, enum jail_op_kind kind, const char *path)
 	return op;
 }
 
-
 /* ---- the container mount plan ---- */
 
 static const char hosts_text[] = "127.0.0.1\tlocalhost sandbox\n"
@@ -141,7 +139,7 @@ static const char hostname_text[] = "sandbox\n";
  * mount and leaves no host inode reachable).  Not the host's shadow, not
  * machine-id, not ssh keys: an allowlist, never a filter. */
 static const char *const etc_copies[] = {
-	"ld.so.cache", "protocols", "services", "ssl/openssl.cnf", "debian_version",
+    "ld.so.cache", "protocols", "services", "ssl/openssl.cnf", "debian_version",
 };
 /* Directories bound read-only. */
 static const char *const etc_dirs[] = {"ssl/certs", "alternatives", "ca-certificates"};
@@ -324,7 +322,6 @@ plan_etc_host(struct jail_prep *p)
 		add_op(p, JAIL_OP_MKDIR, dst);
 		add_host_bind(p, "/etc directory", real, dst, false);
 	}
-
 }
 
 /* Names of /etc that warden writes itself (plan_container) or that an
@@ -561,8 +558,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	 * root the workspace (and rw binds) get idmapped by the build, so the
 	 * sandbox user (host nobody) owns them and its creations belong to
 	 * the owner on the host. */
-	const char *roots[65];       /* host trees the sandbox can write */
-	const char *rw_dsts[65];     /* and where they appear in the jail */
+	const char *roots[65];	 /* host trees the sandbox can write */
+	const char *rw_dsts[65]; /* and where they appear in the jail */
 	size_t nroots = 0;
 	for (size_t i = 0; i <= cfg->nbinds; i++) {
 		const char *src = i == 0 ? cfg->workspace : cfg->binds[i - 1].src;
@@ -693,8 +690,8 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 	op->src = "proc";
 	op->mflags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
 	const char *devnull = sdup(p, "%s/dev/null", R);
-	const char *masked_files[] = {"kcore",	    "sysrq-trigger", "timer_list", "sched_debug",
-				      "keys",	    "latency_stats", "kmsg",	   "kallsyms",
+	const char *masked_files[] = {"kcore",	    "sysrq-trigger", "timer_list",  "sched_debug",
+				      "keys",	    "latency_stats", "kmsg",	    "kallsyms",
 				      "kpageflags", "kpagecount",    "kpagecgroup", "config.gz"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(masked_files); i++) {
 		op = add_op(p, JAIL_OP_MASK, sdup(p, "%s/proc/%s", R, masked_files[i]));
@@ -793,7 +790,7 @@ plan_env(struct jail_prep *p, const struct jail_config *cfg)
 	keep(p, (char *)pl->envp);
 	/* the process level has no mount namespace to put a home in: the
 	 * workspace, as before */
-	const char *home = cfg->home		? cfg->home
+	const char *home = cfg->home	    ? cfg->home
 			   : cfg->container ? JAIL_ONESHOT_HOME
 					    : cfg->workspace;
 	pl->envp[ne++] = sdup(p, "PATH=" JAIL_PATH);
@@ -828,11 +825,12 @@ plan_env(struct jail_prep *p, const struct jail_config *cfg)
 		pl->envp[ne++] = sdup(p, "no_proxy=%s", np);
 		if (cfg->ca_pem) {
 			static const char *const ca_env[] = {
-				"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
-				"GIT_SSL_CAINFO",
+			    "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+			    "PIP_CERT",	     "GIT_SSL_CAINFO",
 			};
 			for (size_t i = 0; i < WD_ARRAY_SIZE(ca_env); i++)
-				pl->envp[ne++] = sdup(p, "%s=/etc/ssl/warden-bundle.crt", ca_env[i]);
+				pl->envp[ne++] =
+				    sdup(p, "%s=/etc/ssl/warden-bundle.crt", ca_env[i]);
 			pl->envp[ne++] = sdup(p, "NODE_EXTRA_CA_CERTS=/etc/ssl/warden-ca.pem");
 		}
 	}
@@ -875,8 +873,8 @@ plan_landlock(struct jail_prep *p, const struct jail_config *cfg)
 	/* Without a network namespace and no port asked for, sockets are
 	 * AF_UNIX only: Landlock fences TCP, but UDP, ICMP and raw sockets
 	 * would reach the host's network. */
-	pl->seccomp = (!cfg->container && cfg->nports == 0) ? &jail_seccomp_prog_nonet
-							    : &jail_seccomp_prog;
+	pl->seccomp =
+	    (!cfg->container && cfg->nports == 0) ? &jail_seccomp_prog_nonet : &jail_seccomp_prog;
 	pl->landlock.ro_paths = ro_paths;
 	pl->landlock.rw_paths = rw;
 	pl->landlock.dev_paths = dev_paths;
@@ -953,8 +951,8 @@ jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd
 		if ((rc = plan_container(p, cfg, err)) < 0)
 			goto fail;
 		if (p->overflow) {
-			rc = wd_err_set(err, WD_E_INVAL, "too many mounts (limit %d)",
-					JAIL_MAX_OPS);
+			rc =
+			    wd_err_set(err, WD_E_INVAL, "too many mounts (limit %d)", JAIL_MAX_OPS);
 			goto fail;
 		}
 		if (read_wipe_range(pl) < 0)
@@ -1091,7 +1089,8 @@ jail_plan_text(const struct jail_prep *prep)
 				fputs(")\n", f);
 				break;
 			}
-			fprintf(f, "bind %s%s on %s (", (op->flags & JAIL_OPF_HOSTPATH) ? "host " : "",
+			fprintf(f, "bind %s%s on %s (",
+				(op->flags & JAIL_OPF_HOSTPATH) ? "host " : "",
 				op->src ? ((op->flags & JAIL_OPF_HOSTPATH) ? op->src
 									   : jail_view(pl, op->src))
 					: "(detached tree)",
@@ -1114,7 +1113,8 @@ jail_plan_text(const struct jail_prep *prep)
 			break;
 		case JAIL_OP_PROTECT:
 			fprintf(f, "protect %s/%s read-only (if present)%s\n", path, op->data,
-				(op->flags & JAIL_OPF_LATE) ? " after the workspace is attached" : "");
+				(op->flags & JAIL_OPF_LATE) ? " after the workspace is attached"
+							    : "");
 			break;
 		}
 	}

@@ -271,10 +271,11 @@ add_setid_rules(const struct sink *ctx, unsigned *count)
 		int mode_arg;  /* index of the mode argument */
 		int flags_arg; /* index of open flags, or -1 */
 	} calls[] = {
-		{"chmod", 0, 1, -1},  {"fchmod", 0, 1, -1},	  {"fchmodat", 0, 2, -1},
-		{"fchmodat2", NR_FCHMODAT2, 2, -1}, {"creat", 0, 1, -1},
-		{"mknod", 0, 1, -1},  {"mknodat", 0, 2, -1},	  {"open", 0, 2, 1},
-		{"openat", 0, 3, 2},
+	    {"chmod", 0, 1, -1},    {"fchmod", 0, 1, -1},
+	    {"fchmodat", 0, 2, -1}, {"fchmodat2", NR_FCHMODAT2, 2, -1},
+	    {"creat", 0, 1, -1},    {"mknod", 0, 1, -1},
+	    {"mknodat", 0, 2, -1},  {"open", 0, 2, 1},
+	    {"openat", 0, 3, 2},
 	};
 	static const unsigned long bits[] = {S_ISUID, S_ISGID};
 	static const unsigned long creating[] = {O_CREAT, __O_TMPFILE};

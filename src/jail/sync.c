@@ -52,9 +52,9 @@ static const struct sync_rule rules[SYNC__COUNT] = {
 /* clang-format on */
 
 static const char *const state_names[SYNC_S__COUNT] = {
-	[SYNC_S_CLONED] = "cloned", [SYNC_S_MAPPED] = "mapped", [SYNC_S_SETUP] = "setup",
-	[SYNC_S_IDLE] = "idle",	    [SYNC_S_DEAD] = "dead",	[SYNC_S_SENT] = "sent",
-	[SYNC_S_DONE] = "done",	    [SYNC_S_VACANT] = "vacant", [SYNC_S_ATTACHING] = "attaching",
+    [SYNC_S_CLONED] = "cloned", [SYNC_S_MAPPED] = "mapped", [SYNC_S_SETUP] = "setup",
+    [SYNC_S_IDLE] = "idle",	[SYNC_S_DEAD] = "dead",	    [SYNC_S_SENT] = "sent",
+    [SYNC_S_DONE] = "done",	[SYNC_S_VACANT] = "vacant", [SYNC_S_ATTACHING] = "attaching",
 };
 
 const char *

@@ -70,18 +70,18 @@
 #include <stdint.h>
 
 enum sync_kind {
-	SYNC_GO = 1,     /* maps written: go on with the set-up */
-	SYNC_CGROUP,     /* the cgroup exists; v1: its tasks files to join */
-	SYNC_NET_READY,  /* the proxy's listeners, made in the sandbox's netns */
-	SYNC_READY,      /* the jail is built, pid 1 waits for commands */
-	SYNC_ERROR,      /* a set-up step failed: step, errno, operation */
-	SYNC_EXEC,       /* run a command: stdin, stdout, stderr, its plan, its channel */
+	SYNC_GO = 1,	  /* maps written: go on with the set-up */
+	SYNC_CGROUP,	  /* the cgroup exists; v1: its tasks files to join */
+	SYNC_NET_READY,	  /* the proxy's listeners, made in the sandbox's netns */
+	SYNC_READY,	  /* the jail is built, pid 1 waits for commands */
+	SYNC_ERROR,	  /* a set-up step failed: step, errno, operation */
+	SYNC_EXEC,	  /* run a command: stdin, stdout, stderr, its plan, its channel */
 	SYNC_EXEC_FAILED, /* a step of the command's set-up or execve failed */
-	SYNC_KILL,       /* signal the command's process group (status: signal) */
-	SYNC_EXIT,       /* the command ended: wait status and usage */
-	SYNC_VACANT,     /* the jail is built without a workspace (warm pool) */
-	SYNC_ATTACH,     /* the workspace: a detached mount tree for /workspace */
-	SYNC_ATTACHED,   /* the workspace is in place: commands may run */
+	SYNC_KILL,	  /* signal the command's process group (status: signal) */
+	SYNC_EXIT,	  /* the command ended: wait status and usage */
+	SYNC_VACANT,	  /* the jail is built without a workspace (warm pool) */
+	SYNC_ATTACH,	  /* the workspace: a detached mount tree for /workspace */
+	SYNC_ATTACHED,	  /* the workspace is in place: commands may run */
 	SYNC__COUNT
 };
 
@@ -128,19 +128,26 @@ enum {
 #define SYNC_EXEC_DETACH 0x2u /* at its end, its process group is left running */
 
 /* Descriptor slots of SYNC_EXEC, in order. */
-enum { SYNC_FD_STDIN, SYNC_FD_STDOUT, SYNC_FD_STDERR, SYNC_FD_PLAN, SYNC_FD_CHANNEL, SYNC_EXEC_NFDS };
+enum {
+	SYNC_FD_STDIN,
+	SYNC_FD_STDOUT,
+	SYNC_FD_STDERR,
+	SYNC_FD_PLAN,
+	SYNC_FD_CHANNEL,
+	SYNC_EXEC_NFDS
+};
 
 #define SYNC_MAX_FDS 8
 
 /* One record.  Fixed size, no pointers: it crosses a process boundary. */
 struct sync_msg {
 	uint32_t kind;
-	int32_t step;   /* jail step (enum jail_step) of an error */
-	int32_t err;    /* errno of an error */
-	int32_t status; /* EXIT: wait status; KILL: signal; ERROR: operation index + 1;
-			 * CGROUP: descriptors */
-	uint32_t flags; /* EXEC: SYNC_EXEC_* */
-	uint32_t seq;   /* EXEC: the command's number in this sandbox */
+	int32_t step;	    /* jail step (enum jail_step) of an error */
+	int32_t err;	    /* errno of an error */
+	int32_t status;	    /* EXIT: wait status; KILL: signal; ERROR: operation index + 1;
+			     * CGROUP: descriptors */
+	uint32_t flags;	    /* EXEC: SYNC_EXEC_* */
+	uint32_t seq;	    /* EXEC: the command's number in this sandbox */
 	uint64_t cpu_us;    /* EXIT: the command's and its reaped children's CPU */
 	uint64_t maxrss_kb; /* EXIT: their peak resident set */
 	uint64_t t_ns[SYNC_T__COUNT]; /* READY: see SYNC_T_* */

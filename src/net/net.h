@@ -76,39 +76,39 @@ extern const char *const NET_PUBLIC_SUFFIXES[];
  * goes into X-Warden-Denied and the audit event. */
 enum net_reason {
 	NET_R_NONE = 0,
-	NET_R_DENY_RULE,   /* "deny-rule": a deny rule names the host or address */
-	NET_R_NO_RULE,	   /* "no-rule": no allow rule names the host */
-	NET_R_PORT,	   /* "port": the host is allowed, not on this port */
-	NET_R_METHOD,	   /* "method": the host is allowed, not for this method */
-	NET_R_PATH,	   /* "path": outside the rule's path prefix */
-	NET_R_TUNNEL,	   /* "tunnel-hides-method": CONNECT/SOCKS to a host whose
-			    * rule restricts methods or paths or caps bodies,
-			    * without TLS interception */
-	NET_R_ADDR_RANGE,  /* "address-range": resolved into a refused range */
-	NET_R_RESOLVE,	   /* "resolve-failed" */
-	NET_R_CONNECT,	   /* "upstream-connect-failed" */
-	NET_R_BODY_LIMIT,  /* "max-request-bytes" */
-	NET_R_CONN_LIMIT,  /* "max-connections" */
-	NET_R_BYTE_LIMIT,  /* "max-total-bytes" */
-	NET_R_MALFORMED,   /* "malformed-request" */
-	NET_R_TIMEOUT,	   /* "header-timeout" (or connect/idle timeout) */
-	NET_R_RATE_LIMIT,  /* "rate-limit" (DNS) */
-	NET_R_LABEL,	   /* "oversized-label" (DNS) */
-	NET_R_QTYPE,	   /* "query-type" (DNS: not A/AAAA) */
-	NET_R_BAD_HOST,	   /* "bad-host": not a valid host name or address */
-	NET_R_NOT_PROXY,   /* "not-a-proxy-request": origin-form to the proxy */
-	NET_R_UPSTREAM,	   /* "bad-upstream-response" */
-	NET_R_TLS,	   /* "tls-failed": a handshake or the upstream's
-			    * certificate failed (intercepted tunnels) */
-	NET_R_MISDIRECTED, /* "misdirected": inside an intercepted tunnel, SNI or
-			    * Host named another host than the CONNECT */
-	NET_R_FRAMING,	   /* "ambiguous-framing": a head that a server could frame
-			    * or route differently from the proxy (request
-			    * smuggling; enum net_http_flaw says which shape) */
-	NET_R_EXFIL,	   /* "secret-exfiltration": a secret's placeholder or
-			    * value on its way to a destination no inject rule
-			    * binds it to (the URL, a header, the body, a host
-			    * name or a DNS query) */
+	NET_R_DENY_RULE,    /* "deny-rule": a deny rule names the host or address */
+	NET_R_NO_RULE,	    /* "no-rule": no allow rule names the host */
+	NET_R_PORT,	    /* "port": the host is allowed, not on this port */
+	NET_R_METHOD,	    /* "method": the host is allowed, not for this method */
+	NET_R_PATH,	    /* "path": outside the rule's path prefix */
+	NET_R_TUNNEL,	    /* "tunnel-hides-method": CONNECT/SOCKS to a host whose
+			     * rule restricts methods or paths or caps bodies,
+			     * without TLS interception */
+	NET_R_ADDR_RANGE,   /* "address-range": resolved into a refused range */
+	NET_R_RESOLVE,	    /* "resolve-failed" */
+	NET_R_CONNECT,	    /* "upstream-connect-failed" */
+	NET_R_BODY_LIMIT,   /* "max-request-bytes" */
+	NET_R_CONN_LIMIT,   /* "max-connections" */
+	NET_R_BYTE_LIMIT,   /* "max-total-bytes" */
+	NET_R_MALFORMED,    /* "malformed-request" */
+	NET_R_TIMEOUT,	    /* "header-timeout" (or connect/idle timeout) */
+	NET_R_RATE_LIMIT,   /* "rate-limit" (DNS) */
+	NET_R_LABEL,	    /* "oversized-label" (DNS) */
+	NET_R_QTYPE,	    /* "query-type" (DNS: not A/AAAA) */
+	NET_R_BAD_HOST,	    /* "bad-host": not a valid host name or address */
+	NET_R_NOT_PROXY,    /* "not-a-proxy-request": origin-form to the proxy */
+	NET_R_UPSTREAM,	    /* "bad-upstream-response" */
+	NET_R_TLS,	    /* "tls-failed": a handshake or the upstream's
+			     * certificate failed (intercepted tunnels) */
+	NET_R_MISDIRECTED,  /* "misdirected": inside an intercepted tunnel, SNI or
+			     * Host named another host than the CONNECT */
+	NET_R_FRAMING,	    /* "ambiguous-framing": a head that a server could frame
+			     * or route differently from the proxy (request
+			     * smuggling; enum net_http_flaw says which shape) */
+	NET_R_EXFIL,	    /* "secret-exfiltration": a secret's placeholder or
+			     * value on its way to a destination no inject rule
+			     * binds it to (the URL, a header, the body, a host
+			     * name or a DNS query) */
 	NET_R_SECRET_PROBE, /* "secret-probe": an alert, not a request: the
 			     * sandbox's secret-exfiltration refusals reached
 			     * NET_PROBE_ALERT_AT, or doubled since the last
@@ -270,9 +270,9 @@ bool net_addr_parse(const char *s, size_t len, uint16_t port, struct sockaddr_st
  * only: net_secrets_ref() takes a reference (a spec's copies share one
  * object), net_secrets_free() drops one; adding to a shared object fails
  * with -EBUSY (copy it with net_secrets_clone()). */
-#define NET_SECRET_MIN 8       /* bytes: shorter values turn up in traffic by chance */
-#define NET_SECRET_MAX 4096    /* bytes of one value (a file may add one newline) */
-#define NET_HOLD_SMALL 256     /* the response window while every value encodes to this */
+#define NET_SECRET_MIN 8    /* bytes: shorter values turn up in traffic by chance */
+#define NET_SECRET_MAX 4096 /* bytes of one value (a file may add one newline) */
+#define NET_HOLD_SMALL 256  /* the response window while every value encodes to this */
 /* The secret-exfiltration refusals in one sandbox that raise a
  * "secret-probe" alert event (again at each doubling: 3, 6, 12, ...). */
 #define NET_PROBE_ALERT_AT 3

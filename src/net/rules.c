@@ -423,10 +423,11 @@ rule_parse(const char *spec, bool deny, struct net_rule *r, struct wd_err *err)
 		 * '-' (RFC 1123), which also keeps a rule from reading as an
 		 * option ("-example.com") wherever it is echoed. */
 		for (size_t i = 0; i < hl; i++)
-			if (h[i] == '-' && (i == 0 || h[i - 1] == '.' || i + 1 == hl || h[i + 1] == '.'))
-				return wd_err_set(err, WD_E_INVAL,
-						  "rule '%s': a label may not start or end with '-'",
-						  spec);
+			if (h[i] == '-' &&
+			    (i == 0 || h[i - 1] == '.' || i + 1 == hl || h[i + 1] == '.'))
+				return wd_err_set(
+				    err, WD_E_INVAL,
+				    "rule '%s': a label may not start or end with '-'", spec);
 		if (net_host_normalize(h, hl, r->host, sizeof(r->host)) < 0)
 			return wd_err_set(err, WD_E_INVAL, "rule '%s': bad host name", spec);
 		if (is_public_suffix(r->host) || (r->kind == RULE_SUFFIX && !strchr(r->host, '.')))
@@ -496,17 +497,18 @@ rule_parse(const char *spec, bool deny, struct net_rule *r, struct wd_err *err)
 			/* Only the methods of RFC 9110 and PATCH (RFC 5789): a typo
 			 * ("GTE") would otherwise be a rule that silently admits
 			 * nothing, and an invented one is never what a user meant. */
-			static const char *const known[] = {"GET",    "HEAD",	 "POST",
-							    "PUT",    "DELETE",	 "CONNECT",
-							    "OPTIONS", "TRACE", "PATCH"};
+			static const char *const known[] = {"GET",     "HEAD",	 "POST",
+							    "PUT",     "DELETE", "CONNECT",
+							    "OPTIONS", "TRACE",	 "PATCH"};
 			bool ok = false;
 			for (size_t k = 0; k < sizeof(known) / sizeof(known[0]) && !ok; k++)
 				ok = !strcmp(dst, known[k]);
 			if (!ok)
-				return wd_err_set(err, WD_E_INVAL,
-						  "rule '%s': unknown method '%s' (GET, HEAD, POST, "
-						  "PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH)",
-						  spec, dst);
+				return wd_err_set(
+				    err, WD_E_INVAL,
+				    "rule '%s': unknown method '%s' (GET, HEAD, POST, "
+				    "PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH)",
+				    spec, dst);
 			m += ml;
 			if (*m == ',') {
 				m++;

@@ -501,7 +501,8 @@ diff_harness(struct call *c, struct rpc_err *e)
 			    c->live->id);
 		return NULL;
 	}
-	json_t *r = c->live->cow ? cow_diff(c, paths, n, f, all, e) : direct_diff(c, paths, n, f, e);
+	json_t *r =
+	    c->live->cow ? cow_diff(c, paths, n, f, all, e) : direct_diff(c, paths, n, f, e);
 	free(paths);
 	return r;
 }

@@ -632,7 +632,7 @@ struct search {
 	uint64_t max, found, files;
 	uint64_t deadline;
 	bool truncated, stopped, re_killed;
-	pid_t re_pid; /* the matcher, or 0 */
+	pid_t re_pid;  /* the matcher, or 0 */
 	wd_ignore *ig; /* the workspace's ignore rules: skipped, as git grep does */
 	int re_wfd, re_rfd;
 	json_t *arr;

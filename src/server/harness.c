@@ -323,10 +323,10 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	lv->image = image ? xstrdup(image) : NULL;
 	snprintf(lv->digest, sizeof(lv->digest), "%s", digest);
 	c->created = lv; /* the loop puts it in the peer's table (dispatch_deliver) */
-	json_t *r = json_pack("{s:s, s:s, s:s, s:s}", "sandbox", lv->id, "workspace",
-			      wd_workspace_path(s->ws), "isolation",
-			      wd_isolation_name(s->o.isolation),
-			      "workspace_mode", cow ? "cow" : "direct");
+	json_t *r =
+	    json_pack("{s:s, s:s, s:s, s:s}", "sandbox", lv->id, "workspace",
+		      wd_workspace_path(s->ws), "isolation", wd_isolation_name(s->o.isolation),
+		      "workspace_mode", cow ? "cow" : "direct");
 	if (cow)
 		json_object_set_new(r, "disk", json_integer((json_int_t)disk));
 	json_object_set_new(r, "image", image ? json_string(image) : json_null());

@@ -39,9 +39,9 @@
 struct srv_pool {
 	wd_pool *pool;
 	unsigned size;
-	struct wd_limits given; /* the template's limits as set (0: not set) */
-	bool folded;		/* the template carries values of the policy */
-	const char *net_why;	/* judged commands run fresh, and why; or NULL */
+	struct wd_limits given;	     /* the template's limits as set (0: not set) */
+	bool folded;		     /* the template carries values of the policy */
+	const char *net_why;	     /* judged commands run fresh, and why; or NULL */
 	char digest[SRV_DIGEST_LEN]; /* the instances' image ("": the host's /usr) */
 	atomic_uint_fast64_t pooled, fresh;
 };

@@ -336,7 +336,7 @@ struct srv {
 	char *warm_dir;
 	char *act_workspace, *act_policy, *act_tenant; /* what the activation named */
 	char *act_token_file; /* ... its token_file (s->o.token_file, watched) */
-	char *capture;	  /* non-NULL: srv_log's first error goes here (activation) */
+	char *capture;	      /* non-NULL: srv_log's first error goes here (activation) */
 	size_t capture_cap;
 	uid_t owner_uid;
 	int ep;	     /* epoll */
@@ -595,8 +595,8 @@ json_t *srv_images_offered(const struct srv *s);
  * or the server's), --protect, --allow-range; and image (a name: resolved
  * to its digest now, once, and set by the digest, which *digest receives
  * when not NULL; NULL: the host's /usr). */
-wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, const char *image,
-		  char *digest, struct wd_err *err);
+wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, const char *image, char *digest,
+		  struct wd_err *err);
 /* ref's digest in the store now, as "sha256:HEX" (wd_image_inspect). */
 int srv_image_digest(struct srv *s, const char *ref, char *out, struct wd_err *err);
 /* A command's wall clock when none is asked: the server's --timeout, else

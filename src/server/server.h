@@ -43,7 +43,7 @@ struct server_opts {
 	 * loopback or private destinations (admits no host by itself) */
 	const char *ranges[SERVER_MAX_RANGES];
 	size_t nranges;
-	uint64_t disk_bytes;	 /* a cow sandbox's disk, and the most a caller may ask (0: 1G) */
+	uint64_t disk_bytes; /* a cow sandbox's disk, and the most a caller may ask (0: 1G) */
 	/* --image: every sandbox's environment unless a caller chooses
 	 * another (NULL: the host's /usr); --allow-image: the others a
 	 * caller may choose in sandbox.create */

@@ -21,41 +21,41 @@ probe_process(struct backend_probe *out)
 }
 
 static const struct backend_ops container_ops = {
-	.name = "container",
-	.level = WD_ISOLATION_CONTAINER,
-	.caps = BACKEND_CAP_MOUNTS | BACKEND_CAP_NAMESPACES | BACKEND_CAP_POOL,
-	.probe = probe_container,
-	.prepare = local_prepare,
-	.spawn = local_spawn,
-	.ready = local_ready,
-	.exec = local_exec,
-	.kill = local_kill,
-	.describe = local_describe,
-	.destroy = local_destroy,
-	.plan_text = local_plan_text,
-	.attach = local_attach,
-	.attach_uid = WD_NOBODY, /* the sandbox user is host nobody in its user namespace */
+    .name = "container",
+    .level = WD_ISOLATION_CONTAINER,
+    .caps = BACKEND_CAP_MOUNTS | BACKEND_CAP_NAMESPACES | BACKEND_CAP_POOL,
+    .probe = probe_container,
+    .prepare = local_prepare,
+    .spawn = local_spawn,
+    .ready = local_ready,
+    .exec = local_exec,
+    .kill = local_kill,
+    .describe = local_describe,
+    .destroy = local_destroy,
+    .plan_text = local_plan_text,
+    .attach = local_attach,
+    .attach_uid = WD_NOBODY, /* the sandbox user is host nobody in its user namespace */
 };
 
 static const struct backend_ops process_ops = {
-	.name = "process",
-	.level = WD_ISOLATION_PROCESS,
-	.caps = BACKEND_CAP_HOST_TMP,
-	.probe = probe_process,
-	.prepare = local_prepare,
-	.spawn = local_spawn,
-	.ready = local_ready,
-	.exec = local_exec,
-	.kill = local_kill,
-	.describe = local_describe,
-	.destroy = local_destroy,
-	.plan_text = local_plan_text,
+    .name = "process",
+    .level = WD_ISOLATION_PROCESS,
+    .caps = BACKEND_CAP_HOST_TMP,
+    .probe = probe_process,
+    .prepare = local_prepare,
+    .spawn = local_spawn,
+    .ready = local_ready,
+    .exec = local_exec,
+    .kill = local_kill,
+    .describe = local_describe,
+    .destroy = local_destroy,
+    .plan_text = local_plan_text,
 };
 
 static const struct backend_ops *const backends[] = {
-	[WD_ISOLATION_CONTAINER] = &container_ops,
-	[WD_ISOLATION_PROCESS] = &process_ops,
-	[WD_ISOLATION_GVISOR] = &gvisor_ops,
+    [WD_ISOLATION_CONTAINER] = &container_ops,
+    [WD_ISOLATION_PROCESS] = &process_ops,
+    [WD_ISOLATION_GVISOR] = &gvisor_ops,
 };
 
 const struct backend_ops *

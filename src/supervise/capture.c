@@ -27,7 +27,8 @@ stream_out(struct capture *c, const char *buf, size_t n)
 		int ms = 0;
 		if (c->deadline_ns) {
 			uint64_t now = wd_now_ns();
-			ms = now >= c->deadline_ns ? 0 : (int)((c->deadline_ns - now) / 1000000 + 1);
+			ms =
+			    now >= c->deadline_ns ? 0 : (int)((c->deadline_ns - now) / 1000000 + 1);
 		} else {
 			ms = -1;
 		}
@@ -120,9 +121,9 @@ capture_feed(struct capture *c, const char *buf, size_t n)
 #define NEAR 512
 
 struct layout {
-	size_t head;  /* bytes of head kept */
-	size_t skip;  /* bytes skipped at the start of the ring */
-	size_t tail;  /* bytes of the ring kept */
+	size_t head; /* bytes of head kept */
+	size_t skip; /* bytes skipped at the start of the ring */
+	size_t tail; /* bytes of the ring kept */
 	uint64_t omitted;
 };
 

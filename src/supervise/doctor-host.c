@@ -60,8 +60,8 @@ doctor_probe_cgroup(struct probe *p)
 
 	json_t *v1 = json_object();
 	for (int c = 0; c < CGROUP_NCTRL; c++)
-		json_object_set_new(v1, names[c], h.v1_mount[c] ? json_string(h.v1_mount[c])
-								: json_null());
+		json_object_set_new(v1, names[c],
+				    h.v1_mount[c] ? json_string(h.v1_mount[c]) : json_null());
 	json_object_set_new(v1, "usable", json_boolean(h.version == 1));
 	json_object_set_new(p->data, "v1", v1);
 	json_t *v2 = json_null();
@@ -226,7 +226,8 @@ doctor_probe_overlay(struct probe *p, bool userns_ok)
 	int e = make_tmp_tree();
 	if (e) {
 		p->st = ST_WARN;
-		doctor_detail(p, "cannot create a temporary directory under /tmp: %s", doctor_errname(e));
+		doctor_detail(p, "cannot create a temporary directory under /tmp: %s",
+			      doctor_errname(e));
 		rm_tree(tmp_root);
 		return;
 	}
@@ -244,7 +245,8 @@ doctor_probe_overlay(struct probe *p, bool userns_ok)
 	if (ok) {
 		p->st = ST_OK;
 		doctor_detail(p, "overlay mounted and written %s",
-		       in_userns ? "inside a user+mount namespace" : "inside a mount namespace");
+			      in_userns ? "inside a user+mount namespace"
+					: "inside a mount namespace");
 		return;
 	}
 	p->st = ST_WARN;
@@ -253,13 +255,14 @@ doctor_probe_overlay(struct probe *p, bool userns_ok)
 					   "mount overlay",	     "write through the overlay"};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(step); i++)
 		if (rc == 0 && o.err[i] != 0) {
-			doctor_detail(p, "%s: %s", step[i], doctor_errname(o.err[i] > 0 ? o.err[i] : EIO));
+			doctor_detail(p, "%s: %s", step[i],
+				      doctor_errname(o.err[i] > 0 ? o.err[i] : EIO));
 			break;
 		}
 	if (rc != 0)
 		doctor_detail(p, "probe child died");
 	doctor_detail(p, "%s; cow workspaces unavailable",
-	       listed ? "" : " (overlay not in /proc/filesystems)");
+		      listed ? "" : " (overlay not in /proc/filesystems)");
 }
 
 /* ------------------------------------------------------- idmapped mounts */
@@ -373,19 +376,23 @@ doctor_probe_idmap(struct probe *p, bool *root_ok)
 	if (e || userns_fd == -2) {
 		p->st = ST_WARN;
 		*root_ok = false;
-		doctor_detail(p, "no user namespace to map through: %s", doctor_errname(e ? e : EPERM));
+		doctor_detail(p, "no user namespace to map through: %s",
+			      doctor_errname(e ? e : EPERM));
 		return;
 	}
-	json_object_set_new(p->data, "cwd", e_cwd ? json_string(doctor_errname(e_cwd)) : json_true());
-	json_object_set_new(p->data, "tmp", e_tmp ? json_string(doctor_errname(e_tmp)) : json_true());
+	json_object_set_new(p->data, "cwd",
+			    e_cwd ? json_string(doctor_errname(e_cwd)) : json_true());
+	json_object_set_new(p->data, "tmp",
+			    e_tmp ? json_string(doctor_errname(e_tmp)) : json_true());
 	json_object_set_new(p->data, "cwd_fs", json_string(fs_name(sf_cwd.f_type)));
 	*root_ok = e_cwd == 0;
 	p->st = e_cwd == 0 && e_tmp == 0 ? ST_OK : ST_WARN;
 	doctor_detail(p, "MOUNT_ATTR_IDMAP on %s (current directory): %s; on %s (/tmp): %s",
-	       fs_name(sf_cwd.f_type), e_cwd ? doctor_errname(e_cwd) : "ok", fs_name(sf_tmp.f_type),
-	       e_tmp ? doctor_errname(e_tmp) : "ok");
+		      fs_name(sf_cwd.f_type), e_cwd ? doctor_errname(e_cwd) : "ok",
+		      fs_name(sf_tmp.f_type), e_tmp ? doctor_errname(e_tmp) : "ok");
 	if (e_cwd)
-		doctor_detail(p, "; as root, a workspace here cannot be shown as the sandbox user's");
+		doctor_detail(p,
+			      "; as root, a workspace here cannot be shown as the sandbox user's");
 }
 
 /* ---------------------------------------------------------- kernel config */
@@ -481,8 +488,9 @@ doctor_probe_kconfig(struct probe *p)
 	char *cfg = read_kconfig(&from);
 	if (!cfg) {
 		p->st = ST_WARN;
-		doctor_detail(p, "no kernel config to read (/boot/config-*, /proc/config.gz); the probes "
-			  "above are what counts");
+		doctor_detail(
+		    p, "no kernel config to read (/boot/config-*, /proc/config.gz); the probes "
+		       "above are what counts");
 		json_object_set_new(p->data, "source", json_null());
 		return;
 	}
@@ -522,4 +530,3 @@ doctor_probe_kconfig(struct probe *p)
 		doctor_detail(p, "; landlock not in CONFIG_LSM (needs lsm= at boot)");
 	free(cfg);
 }
-

@@ -20,7 +20,6 @@ struct probe {
 	json_t *data; /* structured fields for --json */
 };
 
-
 /* A probe child reports through shared memory: fixed slots, no pipes to
  * frame, nothing to parse. */
 struct child_out {

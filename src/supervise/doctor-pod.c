@@ -596,8 +596,8 @@ wd_doctor_pod(bool json, unsigned *ok_levels)
 		}
 		fprintf(m, "\nisolation levels in this pod:\n");
 		for (size_t i = 0; i < nlv; i++)
-			fprintf(m, "  %-10s %s%s\n", lv[i].name, lv[i].bp.ok ? "yes" : "no: ",
-				lv[i].bp.ok ? "" : lv[i].bp.why);
+			fprintf(m, "  %-10s %s%s\n", lv[i].name,
+				lv[i].bp.ok ? "yes" : "no: ", lv[i].bp.ok ? "" : lv[i].bp.why);
 		if (fclose(m) != 0 || !out)
 			abort();
 	}

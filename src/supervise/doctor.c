@@ -356,7 +356,8 @@ doctor_probe_landlock(struct probe *p, int *abi_out)
 		if (e == ENOSYS)
 			doctor_detail(p, "not in this kernel (CONFIG_SECURITY_LANDLOCK)");
 		else if (e == EOPNOTSUPP)
-			doctor_detail(p, "built in but disabled: add landlock to the lsm= boot parameter");
+			doctor_detail(
+			    p, "built in but disabled: add landlock to the lsm= boot parameter");
 		else
 			doctor_detail(p, "landlock_create_ruleset: %s", doctor_errname(e));
 		return;
@@ -366,7 +367,7 @@ doctor_probe_landlock(struct probe *p, int *abi_out)
 	if (doctor_run_child(landlock_child, &iabi, &o) < 0 || o.err[0] != 0) {
 		p->st = ST_MISSING;
 		doctor_detail(p, "ABI %d, but applying a ruleset failed: %s", iabi,
-		       doctor_errname(o.err[0] > 0 ? o.err[0] : EIO));
+			      doctor_errname(o.err[0] > 0 ? o.err[0] : EIO));
 		json_object_set_new(p->data, "enforced", json_false());
 		return;
 	}
@@ -375,7 +376,7 @@ doctor_probe_landlock(struct probe *p, int *abi_out)
 	if (!enforced) {
 		p->st = ST_MISSING;
 		doctor_detail(p, "ABI %d, but a write outside the rules was not refused (%s)", iabi,
-		       doctor_errname(o.err[1]));
+			      doctor_errname(o.err[1]));
 		return;
 	}
 	*abi_out = iabi;
@@ -463,16 +464,16 @@ doctor_probe_seccomp(struct probe *p, bool *ok)
 	} else if (o.err[1]) {
 		p->st = ST_MISSING;
 		doctor_detail(p, "loading the filter: %s%s", doctor_errname(o.err[1]),
-		       o.err[1] == EINVAL ? " (CONFIG_SECCOMP_FILTER?)" : "");
+			      o.err[1] == EINVAL ? " (CONFIG_SECCOMP_FILTER?)" : "");
 	} else if (o.err[2] != EPERM || o.err[3] != 0) {
 		p->st = ST_MISSING;
 		doctor_detail(p, "filter loaded but unshare(0) gave %s", doctor_errname(o.err[2]));
 	} else {
 		p->st = ST_OK;
 		*ok = true;
-		doctor_detail(p,
-		       "filter loaded (%u instructions, %u syscalls refused), unshare() -> EPERM",
-		       (unsigned)jail_seccomp_prog.len, jail_seccomp_rule_count);
+		doctor_detail(
+		    p, "filter loaded (%u instructions, %u syscalls refused), unshare() -> EPERM",
+		    (unsigned)jail_seccomp_prog.len, jail_seccomp_rule_count);
 		if (o.val[0] != 2)
 			doctor_detail(p, "; /proc/self/status Seccomp: %ld", o.val[0]);
 	}
@@ -505,15 +506,16 @@ doctor_level_probe(enum wd_isolation level, struct backend_probe *out)
 	if (!abi)
 		o += (size_t)snprintf(out->warn + o, sizeof(out->warn) - o, "%s",
 				      level == WD_ISOLATION_PROCESS
-					      ? "no Landlock: the filesystem is fenced by nothing "
-						"but permissions"
-					      : "no Landlock second fence");
+					  ? "no Landlock: the filesystem is fenced by nothing "
+					    "but permissions"
+					  : "no Landlock second fence");
 	else if (level == WD_ISOLATION_PROCESS)
 		snprintf(out->note, sizeof(out->note), "Landlock ABI %d", abi);
 	struct wd_err e = {0};
 	if (cgroup_host_check(&e) < 0 && o < sizeof(out->warn))
-		o += (size_t)snprintf(out->warn + o, sizeof(out->warn) - o,
-				      "%sno cgroup limits (runs need --best-effort)", o ? "; " : "");
+		o +=
+		    (size_t)snprintf(out->warn + o, sizeof(out->warn) - o,
+				     "%sno cgroup limits (runs need --best-effort)", o ? "; " : "");
 	json_decref(pu.data);
 	json_decref(ps.data);
 	json_decref(pl.data);
@@ -610,7 +612,8 @@ wd_doctor(bool json, unsigned *ok_levels)
 			const struct backend_probe *bp = &lv[i].bp;
 			json_t *l = json_object();
 			json_object_set_new(l, "ok", json_boolean(bp->ok));
-			json_object_set_new(l, "why_not", bp->ok ? json_null() : json_string(bp->why));
+			json_object_set_new(l, "why_not",
+					    bp->ok ? json_null() : json_string(bp->why));
 			json_object_set_new(l, "warnings",
 					    bp->warn[0] ? json_string(bp->warn) : json_null());
 			json_object_set_new(levels, lv[i].name, l);
@@ -644,8 +647,8 @@ wd_doctor(bool json, unsigned *ok_levels)
 		fprintf(m, "\nisolation levels:\n");
 		for (size_t i = 0; i < nlv; i++) {
 			const struct backend_probe *bp = &lv[i].bp;
-			fprintf(m, "  %-10s %s%s", lv[i].name, bp->ok ? "yes" : "no: ",
-				bp->ok ? "" : bp->why);
+			fprintf(m, "  %-10s %s%s", lv[i].name,
+				bp->ok ? "yes" : "no: ", bp->ok ? "" : bp->why);
 			if (bp->ok && bp->warn[0])
 				fprintf(m, " (warning: %s)", bp->warn);
 			else if (bp->ok && bp->note[0])

@@ -117,8 +117,8 @@ int gv_oci_open_protected(struct sandbox *sb, struct gv *g, struct wd_err *err);
  * mount points of dir/mnt. */
 int gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err);
 /* A process object: argv run through GV_INIT's exec (126/127 and the
- * jail's fixed PATH, as at the container level), env (NULL-terminated lists merged: base, then add), cwd.
- * Appended to w. */
+ * jail's fixed PATH, as at the container level), env (NULL-terminated lists merged: base, then
+ * add), cwd. Appended to w. */
 struct jw;
 void gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 		    const char *const *env_add, const char *cwd, bool terminal, bool executor);

@@ -417,8 +417,7 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 	 * of root's (the sandbox user can create nothing in it) whose w gets
 	 * the workspace at attach (gvisor_wire.h) */
 	if (sb->spec->vacant)
-		add_mount(g, (struct gv_mount){GVW_STAGE, "bind",
-					       wd_xasprintf("%s/stage", g->dir),
+		add_mount(g, (struct gv_mount){GVW_STAGE, "bind", wd_xasprintf("%s/stage", g->dir),
 					       bind_options(0), -1, false, NULL, NULL, -1, false});
 	add_mount(g, (struct gv_mount){"/proc", "proc", wd_xstrdup("proc"), "nosuid,nodev,noexec",
 				       -1, false, NULL, NULL, -1, false});
@@ -653,7 +652,7 @@ gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 	/* a vacant sandbox's executor also binds the workspace onto
 	 * /workspace at attach, and drops CAP_SYS_ADMIN from every set
 	 * right after, before its first command (gvisor_init.c) */
-	static const char *const vacant_caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP",
+	static const char *const vacant_caps[] = {"CAP_SETUID", "CAP_SETGID",	 "CAP_SETPCAP",
 						  "CAP_KILL",	"CAP_SYS_ADMIN", NULL};
 	const char *const *caps = sb->spec->vacant ? vacant_caps : exec_caps;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(sets); i++)

@@ -29,9 +29,9 @@ struct gvw_hdr {
 
 enum gvw_type {
 	/* warden -> executor */
-	GVW_RUN = 1,   /* u32 argc, u32 envc, cwd NUL, argc strings NUL, envc strings NUL */
-	GVW_KILL = 2,  /* u32 signal: to the command's process group */
-	GVW_CLOSE = 3, /* stop relaying the command's output (warden's drain grace ran out) */
+	GVW_RUN = 1,	/* u32 argc, u32 envc, cwd NUL, argc strings NUL, envc strings NUL */
+	GVW_KILL = 2,	/* u32 signal: to the command's process group */
+	GVW_CLOSE = 3,	/* stop relaying the command's output (warden's drain grace ran out) */
 	GVW_ATTACH = 4, /* no payload; a vacant sandbox only (`serve vacant`), once, before any
 			 * RUN: GVW_STAGE_WS bound onto /workspace, GVW_STAGE detached,
 			 * CAP_SYS_ADMIN dropped; replies EXIT (0) and DONE, or FAIL */

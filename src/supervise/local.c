@@ -91,8 +91,8 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		return rc;
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
 	for (size_t i = 0; i < spec->nbinds; i++)
-		binds[i] = (struct jail_bind){spec->binds[i].src, spec->binds[i].dst,
-					      spec->binds[i].rw};
+		binds[i] =
+		    (struct jail_bind){spec->binds[i].src, spec->binds[i].dst, spec->binds[i].rw};
 	wd_autofree char *cwd = NULL;
 	const char *ws = spec->workspace;
 	if (!ws)
@@ -104,8 +104,8 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	if (spec->tree_ws >= 0)
 		trees[ntrees++] = (struct jail_tree){"/workspace", spec->tree_ws, "cow workspace"};
 	if (spec->tree_home >= 0)
-		trees[ntrees++] = (struct jail_tree){"/home/sandbox", spec->tree_home,
-						     "home (sandbox disk)"};
+		trees[ntrees++] =
+		    (struct jail_tree){"/home/sandbox", spec->tree_home, "home (sandbox disk)"};
 	if (spec->tree_tmp >= 0)
 		trees[ntrees++] = (struct jail_tree){"/tmp", spec->tree_tmp, "/tmp (sandbox disk)"};
 	/* protected paths: warden's, then the spec's (and the policy's) */
@@ -169,11 +169,12 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	char store[PATH_MAX];
 	if (rc == 0 && !container &&
 	    policy_store_exposed(host_rw, sb->prep->host_uid, store, sizeof(store)))
-		rc = wd_err_set(err, WD_E_INVAL,
-				"--isolation process: warden's state directory %s is in the host's "
-				"/tmp or /dev/shm, where the command (uid %u) could write its own "
-				"approvals; set WARDEN_STATE_DIR to a directory of yours outside them",
-				store, (unsigned)sb->prep->host_uid);
+		rc = wd_err_set(
+		    err, WD_E_INVAL,
+		    "--isolation process: warden's state directory %s is in the host's "
+		    "/tmp or /dev/shm, where the command (uid %u) could write its own "
+		    "approvals; set WARDEN_STATE_DIR to a directory of yours outside them",
+		    store, (unsigned)sb->prep->host_uid);
 	free(binds);
 	free(protect);
 	free(env);
@@ -204,8 +205,10 @@ sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsign
 		struct wd_err ke = {0};
 		sb->keeper = sb->get_keeper(sb->keeper_data, &ke);
 		if (!sb->keeper)
-			wd_log(WD_LOG_WARN, "no cgroup keeper (%s): a killed warden may leave "
-					    "the sandbox's cgroup behind", ke.msg);
+			wd_log(WD_LOG_WARN,
+			       "no cgroup keeper (%s): a killed warden may leave "
+			       "the sandbox's cgroup behind",
+			       ke.msg);
 	}
 	keeper_watch(sb->keeper, (const char *const *)dirs);
 	int rc = cgroup_create_flags(sb->id, cl, flags, &sb->cg, err);
@@ -234,8 +237,9 @@ sandbox_cgroup_create(struct sandbox *sb, const struct cgroup_limits *cl, unsign
 					  geteuid() != 0 ? "not root, no delegated v2 subtree"
 							 : why);
 		}
-		wd_log(WD_LOG_WARN, "no cgroup for the sandbox (%s): limits not enforced "
-				    "(--best-effort)",
+		wd_log(WD_LOG_WARN,
+		       "no cgroup for the sandbox (%s): limits not enforced "
+		       "(--best-effort)",
 		       err ? err->msg : "");
 		return 0;
 	}
@@ -278,7 +282,7 @@ send_cgroup(struct sandbox *sb, struct wd_err *err)
 }
 
 #define STEP(what)                                                                                 \
-	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms %s", sb->id,                                     \
+	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms %s", sb->id,                                    \
 	       (double)(wd_now_ns() - sb->t0) / 1e6, what)
 
 int
@@ -430,8 +434,9 @@ local_read_setup(struct sandbox *sb)
 		if (rc == -EAGAIN)
 			return;
 		if (rc == -EPROTO) {
-			wd_log(WD_LOG_ERROR, "sandbox %s: pid 1 sent a message the protocol "
-					     "refuses in state %s",
+			wd_log(WD_LOG_ERROR,
+			       "sandbox %s: pid 1 sent a message the protocol "
+			       "refuses in state %s",
 			       sb->id, sync_state_name(sb->chan.state));
 			continue;
 		}
@@ -489,10 +494,9 @@ local_setup_error(struct sandbox *sb, struct wd_err *err)
 	if (!sb->setup_step)
 		return wd_err_set(err, WD_E_SYS, "the sandbox ended before it was ready");
 	if (sb->setup_op > 0 && sb->setup_op <= pl->nops)
-		rc = wd_err_sys(err, sb->setup_errno, "jail step %s: %s %s",
-				jail_step_name(sb->setup_step),
-				jail_op_name(pl->ops[sb->setup_op - 1].kind),
-				pl->ops[sb->setup_op - 1].path);
+		rc = wd_err_sys(
+		    err, sb->setup_errno, "jail step %s: %s %s", jail_step_name(sb->setup_step),
+		    jail_op_name(pl->ops[sb->setup_op - 1].kind), pl->ops[sb->setup_op - 1].path);
 	else
 		rc = wd_err_sys(err, sb->setup_errno, "jail step %s",
 				jail_step_name(sb->setup_step));

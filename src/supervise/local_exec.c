@@ -255,7 +255,9 @@ send_exec(struct xrun *r, struct wd_err *err)
 		rc = plan;
 		goto out;
 	}
-	int in = relay_r >= 0 ? relay_r : x->stdin_fd >= 0 ? x->stdin_fd : sb->prep->plan.devnull_fd;
+	int in = relay_r >= 0	    ? relay_r
+		 : x->stdin_fd >= 0 ? x->stdin_fd
+				    : sb->prep->plan.devnull_fd;
 	/* a detached command writes its log itself: a pipe would outlive our
 	 * reading it (the drain grace) and break its writers with EPIPE */
 	bool logged = (x->flags & SYNC_EXEC_DETACH) && x->log_fd >= 0;
@@ -268,8 +270,9 @@ send_exec(struct xrun *r, struct wd_err *err)
 		rc = sb->setup_step ? local_setup_error(sb, err)
 				    : wd_err_set(err, WD_E_INVAL, "the sandbox has ended");
 	else if ((rc = sync_send(&sb->chan, &m, fds, SYNC_EXEC_NFDS)) < 0)
-		rc = rc == -EPROTO ? wd_err_set(err, WD_E_INVAL, "the sandbox takes no command now")
-				   : local_send_failed(sb, rc, "send the command to the sandbox", err);
+		rc = rc == -EPROTO
+			 ? wd_err_set(err, WD_E_INVAL, "the sandbox takes no command now")
+			 : local_send_failed(sb, rc, "send the command to the sandbox", err);
 	else
 		sb->running++;
 	pthread_mutex_unlock(&sb->lock);
@@ -389,8 +392,8 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 		rc = wd_err_sys(err, errno, "epoll_create1");
 		goto out;
 	}
-	int fds[] = {r.io.fd[1], r.io.fd[2], r.chan.fd, sb->pidfd, sb->cancel_fd, x->cancel_fd,
-		     x->cmd_cancel_fd};
+	int fds[] = {r.io.fd[1],    r.io.fd[2],	  r.chan.fd,	   sb->pidfd,
+		     sb->cancel_fd, x->cancel_fd, x->cmd_cancel_fd};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
 		watch(&r, fds[i]);
 	r.relay.ep = r.ep;
@@ -398,7 +401,7 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 	/* a cancellation that came before the command was sent */
 	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
 		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
-							  : atomic_load(x->cancel_sig));
+							   : atomic_load(x->cancel_sig));
 	struct pollfd cp = {.fd = x->cmd_cancel_fd, .events = POLLIN};
 	if (x->cmd_cancel_fd >= 0 && poll(&cp, 1, 0) == 1) {
 		epoll_ctl(r.ep, EPOLL_CTL_DEL, x->cmd_cancel_fd, NULL);
@@ -428,8 +431,9 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 	}
 	*out = collect(&r, t0);
 	if (r.closed_late)
-		wd_log(WD_LOG_WARN, "sandbox %s: a process the command started still held its "
-				    "output %.0f ms after it ended; stopped reading",
+		wd_log(WD_LOG_WARN,
+		       "sandbox %s: a process the command started still held its "
+		       "output %.0f ms after it ended; stopped reading",
 		       sb->id, DRAIN_GRACE_NS / 1e6);
 	rc = 0;
 out:

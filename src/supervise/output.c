@@ -11,8 +11,12 @@ static void
 on_head(void *data, int stream, const char *buf, size_t n)
 {
 	struct cmd_output *o = data;
-	struct wd_event e = {.kind = WD_EVENT_OUTPUT, .name = "output", .sandbox_id = o->sb->id,
-			     .data = buf, .len = n, .stream = stream};
+	struct wd_event e = {.kind = WD_EVENT_OUTPUT,
+			     .name = "output",
+			     .sandbox_id = o->sb->id,
+			     .data = buf,
+			     .len = n,
+			     .stream = stream};
 	event_emit(o->sb->events, &e);
 }
 

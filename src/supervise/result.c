@@ -187,7 +187,6 @@ wd_result_output_omitted(const wd_result *r, int stream)
 	return (stream == 1 || stream == 2) ? r->omitted[stream] : 0;
 }
 
-
 static void
 write_protections(struct jw *w, const wd_result *r, bool with_data)
 {

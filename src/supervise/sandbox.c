@@ -30,8 +30,8 @@ sandbox_event(struct sandbox *sb, const char *what, const char *detail)
 {
 	char name[48];
 	snprintf(name, sizeof(name), "sandbox.%s", what);
-	struct wd_event e = {.kind = WD_EVENT_SANDBOX, .name = name, .sandbox_id = sb->id,
-			     .detail = detail};
+	struct wd_event e = {
+	    .kind = WD_EVENT_SANDBOX, .name = name, .sandbox_id = sb->id, .detail = detail};
 	event_emit(sb->events, &e);
 }
 

@@ -81,8 +81,8 @@ spec_user_name_ok(const char *u)
 	if (n == 0 || n > 32 || !((u[0] >= 'a' && u[0] <= 'z') || u[0] == '_'))
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!(u[i] >= 'a' && u[i] <= 'z') && !(u[i] >= '0' && u[i] <= '9') &&
-		    u[i] != '_' && u[i] != '-')
+		if (!(u[i] >= 'a' && u[i] <= 'z') && !(u[i] >= '0' && u[i] <= '9') && u[i] != '_' &&
+		    u[i] != '-')
 			return false;
 	/* uid 1000 under another name, never root's: the passwd entries
 	 * warden writes for root and nobody stay theirs; the name is
@@ -99,8 +99,8 @@ spec_set_image_root(wd_spec *s, const char *ref, const char *root, struct wd_err
 	size_t n = strlen(root), t = strlen(tail);
 	struct stat st;
 	if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64 || root[0] != '/' ||
-	    n <= t || strcmp(root + n - t, tail) || strstr(root, "/../") ||
-	    stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
+	    n <= t || strcmp(root + n - t, tail) || strstr(root, "/../") || stat(root, &st) < 0 ||
+	    !S_ISDIR(st.st_mode))
 		return wd_err_set(err, WD_E_INVAL,
 				  "the session's image %s is not stored at %s (removed, or "
 				  "meta.json damaged)",
@@ -172,9 +172,9 @@ wd_spec_set_argv(wd_spec *s, int argc, const char *const argv[], struct wd_err *
 bool
 spec_is_system_dir(const char *real)
 {
-	static const char *const system_dirs[] = {"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32",
-						  "/lib64", "/libx32", "/boot", "/proc", "/sys",
-						  "/dev", "/run"};
+	static const char *const system_dirs[] = {"/etc",   "/usr",   "/bin",	 "/sbin", "/lib",
+						  "/lib32", "/lib64", "/libx32", "/boot", "/proc",
+						  "/sys",   "/dev",   "/run"};
 	bool system = !strcmp(real, "/") || !strcmp(real, "/root") || !strcmp(real, "/var");
 	for (size_t i = 0; i < WD_ARRAY_SIZE(system_dirs) && !system; i++) {
 		size_t n = strlen(system_dirs[i]);
@@ -221,14 +221,14 @@ wd_spec_set_isolation(wd_spec *s, enum wd_isolation level)
 
 /* The defaults, here only (README and warden(1) say them to the user). */
 static const struct wd_limits limit_defaults = {
-	.memory_bytes = 512ULL << 20,
-	.pids = 128,
-	.cpu_millionths = 1000000,
-	.tmp_bytes = 128ULL << 20,
-	.timeout_ms = 30000,
-	.output_limit = 64 << 10,
-	.nofile = 1024,
-	.fsize = 1ULL << 30,
+    .memory_bytes = 512ULL << 20,
+    .pids = 128,
+    .cpu_millionths = 1000000,
+    .tmp_bytes = 128ULL << 20,
+    .timeout_ms = 30000,
+    .output_limit = 64 << 10,
+    .nofile = 1024,
+    .fsize = 1ULL << 30,
 };
 
 WD_API void
@@ -248,8 +248,9 @@ wd_spec_set_limits(wd_spec *s, const struct wd_limits *l)
 #define TAKE(f)                                                                                    \
 	if (l->f)                                                                                  \
 		s->lim.f = l->f;
-	TAKE(memory_bytes) TAKE(pids) TAKE(cpu_millionths) TAKE(tmp_bytes) TAKE(timeout_ms)
-	TAKE(output_limit) TAKE(nofile) TAKE(fsize)
+	TAKE(memory_bytes)
+	TAKE(pids) TAKE(cpu_millionths) TAKE(tmp_bytes) TAKE(timeout_ms) TAKE(output_limit)
+	    TAKE(nofile) TAKE(fsize)
 #undef TAKE
 }
 
@@ -339,16 +340,18 @@ wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct w
 		bool holds = !sys && real && policy_store_within(real, store, sizeof(store));
 		free(real);
 		if (sys)
-			return wd_err_set(err, WD_E_INVAL,
-					  "%s: source '%s' is a system directory; bind it read-only "
-					  "(--ro-bind)",
-					  opt, src);
+			return wd_err_set(
+			    err, WD_E_INVAL,
+			    "%s: source '%s' is a system directory; bind it read-only "
+			    "(--ro-bind)",
+			    opt, src);
 		if (holds)
-			return wd_err_set(err, WD_E_INVAL,
-					  "%s: source '%s' holds warden's state directory %s, where "
-					  "a sandbox could write its own approvals; bind it "
-					  "read-only (--ro-bind) or set WARDEN_STATE_DIR elsewhere",
-					  opt, src, store);
+			return wd_err_set(
+			    err, WD_E_INVAL,
+			    "%s: source '%s' holds warden's state directory %s, where "
+			    "a sandbox could write its own approvals; bind it "
+			    "read-only (--ro-bind) or set WARDEN_STATE_DIR elsewhere",
+			    opt, src, store);
 	}
 	char *abs = absolute(src);
 	if (!abs)
@@ -640,7 +643,8 @@ spec_plan_secrets(const wd_spec *s)
 		text = t;
 	}
 	for (size_t i = 0; i < nr; i++) {
-		char *t = wd_xasprintf("%sinject %s\n", text, net_secrets_rule_text(set, (unsigned)i));
+		char *t =
+		    wd_xasprintf("%sinject %s\n", text, net_secrets_rule_text(set, (unsigned)i));
 		free(text);
 		text = t;
 	}

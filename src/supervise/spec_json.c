@@ -72,9 +72,9 @@ spec_to_json(const wd_spec *s)
 	if (s->nsecret_src) {
 		json_t *sec = json_array();
 		for (size_t i = 0; i < s->nsecret_src; i++)
-			json_array_append_new(sec, json_pack("{s:s, s:s}", "name",
-							     s->secret_src[i].name, "source",
-							     s->secret_src[i].source));
+			json_array_append_new(sec,
+					      json_pack("{s:s, s:s}", "name", s->secret_src[i].name,
+							"source", s->secret_src[i].source));
 		json_object_set_new(j, "secrets", sec);
 	}
 	size_t nr = net_secrets_rule_count(s->secrets);
@@ -190,9 +190,8 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 		const char *k = json_string_value(json_object_get(v, "kind"));
 		if (!r || !k)
 			goto damaged;
-		if ((rc = wd_spec_add_inject(s, !strcmp(k, "basic") ? WD_INJECT_BASIC
-								    : WD_INJECT_HEADER,
-					     r, err)) < 0)
+		if ((rc = wd_spec_add_inject(
+			 s, !strcmp(k, "basic") ? WD_INJECT_BASIC : WD_INJECT_HEADER, r, err)) < 0)
 			goto fail;
 	}
 	json_array_foreach(json_object_get(j, "secrets"), i, v)

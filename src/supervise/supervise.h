@@ -47,8 +47,8 @@ struct wd_spec {
 	char *workspace;
 	enum wd_isolation isolation;
 	bool isolation_given, net_given; /* set by the caller, not defaults */
-	struct wd_limits lim;       /* defaults filled in */
-	struct wd_limits lim_given; /* what the caller set (0: not set) */
+	struct wd_limits lim;		 /* defaults filled in */
+	struct wd_limits lim_given;	 /* what the caller set (0: not set) */
 	struct spec_bind *binds;
 	size_t nbinds;
 	char **env; /* NAME=VALUE */
@@ -65,7 +65,7 @@ struct wd_spec {
 	struct spec_rule {
 		enum wd_net_rule kind;
 		char *text;
-	} *rules;
+	} * rules;
 	size_t nrules;
 	bool tls_intercept;
 	char *upstream_ca;
@@ -78,20 +78,20 @@ struct wd_spec {
 	 * read (spec_secrets_load), and no sandbox can be built */
 	struct spec_secret_src {
 		char *name, *source;
-	} *secret_src;
+	} * secret_src;
 	size_t nsecret_src;
 	char **placeholder_src;
 	size_t nplaceholder_src;
 	bool secrets_pending;
 	bool time_ns;
-	bool best_effort;  /* run without limits the host cannot enforce */
-	bool reproducible; /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
+	bool best_effort;	  /* run without limits the host cannot enforce */
+	bool reproducible;	  /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
 	wd_net_event_fn event_fn; /* wd_spec_set_event_handler: network events as JSON */
 	void *event_data;
 	/* the workspace */
 	enum wd_workspace_mode ws_mode;
-	uint64_t disk_bytes;  /* --disk; 0: warden's default (1G) */
-	char **protect;       /* protected paths beyond the defaults */
+	uint64_t disk_bytes; /* --disk; 0: warden's default (1G) */
+	char **protect;	     /* protected paths beyond the defaults */
 	size_t nprotect;
 	/* the environment: the image's reference as given, the
 	 * rootfs it resolved to (host path) and its digest; NULL: the host's
@@ -152,17 +152,17 @@ struct wd_event {
 	enum wd_event_kind kind;
 	const char *name;
 	const char *sandbox_id;
-	const wd_decision *decision;  /* DECISION, RESULT */
+	const wd_decision *decision;	  /* DECISION, RESULT */
 	const struct wd_request *request; /* DECISION */
-	const wd_result *result;      /* RESULT */
-	const char *failure;          /* RESULT when warden failed: the message */
-	const struct net_event *net;  /* NETWORK */
-	const char *data;             /* OUTPUT: bytes; APPROVAL: approval id */
-	size_t len;                   /* OUTPUT */
-	int stream;                   /* OUTPUT */
-	const char *detail;           /* APPROVAL, SANDBOX: one line */
-	struct json_t *fields;	      /* ROUTE, FILE, START: members (a jansson object) */
-	const char *policy_stage;     /* "on", "off", or NULL: not one command's */
+	const wd_result *result;	  /* RESULT */
+	const char *failure;		  /* RESULT when warden failed: the message */
+	const struct net_event *net;	  /* NETWORK */
+	const char *data;		  /* OUTPUT: bytes; APPROVAL: approval id */
+	size_t len;			  /* OUTPUT */
+	int stream;			  /* OUTPUT */
+	const char *detail;		  /* APPROVAL, SANDBOX: one line */
+	struct json_t *fields;		  /* ROUTE, FILE, START: members (a jansson object) */
+	const char *policy_stage;	  /* "on", "off", or NULL: not one command's */
 };
 
 /* Where a sandbox sends its events (the context's fan-out). */
@@ -238,7 +238,7 @@ struct sandbox;
 struct exec_req;
 struct cmd_output {
 	struct sandbox *sb;
-	int fd[3];            /* [1] stdout, [2] stderr read ends; -1: drained */
+	int fd[3]; /* [1] stdout, [2] stderr read ends; -1: drained */
 	struct capture cap[3];
 };
 /* Windows of the command's (or the spec's) output limit, live copies to
@@ -291,9 +291,9 @@ struct wd_result {
 	uint64_t wall_ns, cpu_ns, peak_memory;
 	/* protections in force, filled by the backend's describe */
 	enum wd_isolation isolation;
-	unsigned namespaces;  /* RESULT_NS_*: the namespaces the command runs in */
-	int uid;              /* the command's uid as it sees it */
-	const char *network;  /* "loopback", "proxy" or "host" (a static string) */
+	unsigned namespaces; /* RESULT_NS_*: the namespaces the command runs in */
+	int uid;	     /* the command's uid as it sees it */
+	const char *network; /* "loopback", "proxy" or "host" (a static string) */
 	/* a user-space kernel: its runtime, version, platform ("" otherwise) */
 	char runtime[16], runtime_version[48], platform[16];
 	/* gvisor: how the command was started: "resident" (the session's
@@ -322,7 +322,7 @@ struct wd_result {
 	/* the policy stage */
 	wd_decision *decision; /* owned; NULL: off */
 	char policy[65];       /* "off" or the digest */
-	char *refusal;         /* why nothing ran, when no decision says it */
+	char *refusal;	       /* why nothing ran, when no decision says it */
 };
 
 /* wd_result.namespaces bits */
@@ -344,20 +344,20 @@ void result_write(struct jw *w, const wd_result *r, bool with_data);
 
 /* ---- one command ---- */
 struct exec_req {
-	const char *const *argv;   /* NULL-terminated */
-	const char *const *env;    /* the command's own NAME=VALUE, NULL-terminated, or NULL */
-	const char *cwd;           /* relative to the workspace; NULL: its root */
-	uint64_t timeout_ms;       /* 0: the spec's */
-	uint64_t output_limit;     /* 0: the spec's */
-	int stdin_fd;              /* -1: /dev/null */
-	int stream_fd[3];          /* [1], [2]: live copies, or -1 */
-	unsigned flags;            /* SYNC_EXEC_LAST: the sandbox ends with it;
-				    * SYNC_EXEC_DETACH: a session's background command */
-	int log_fd;                /* with SYNC_EXEC_DETACH: its stdout and stderr (a
-				    * file), instead of the capture's pipes */
-	int cancel_fd;             /* readable: stop (the context's), or -1 */
+	const char *const *argv;      /* NULL-terminated */
+	const char *const *env;	      /* the command's own NAME=VALUE, NULL-terminated, or NULL */
+	const char *cwd;	      /* relative to the workspace; NULL: its root */
+	uint64_t timeout_ms;	      /* 0: the spec's */
+	uint64_t output_limit;	      /* 0: the spec's */
+	int stdin_fd;		      /* -1: /dev/null */
+	int stream_fd[3];	      /* [1], [2]: live copies, or -1 */
+	unsigned flags;		      /* SYNC_EXEC_LAST: the sandbox ends with it;
+				       * SYNC_EXEC_DETACH: a session's background command */
+	int log_fd;		      /* with SYNC_EXEC_DETACH: its stdout and stderr (a
+				       * file), instead of the capture's pipes */
+	int cancel_fd;		      /* readable: stop (the context's), or -1 */
 	const atomic_int *cancel_sig; /* the signal behind cancel_fd */
-	int cmd_cancel_fd;         /* this command's own: readable -> SIGKILL, or -1 */
+	int cmd_cancel_fd;	      /* this command's own: readable -> SIGKILL, or -1 */
 };
 
 /* ---- the keeper (keeper.c) ---- */
@@ -378,7 +378,7 @@ struct sandbox;
 
 struct backend_probe {
 	bool ok;
-	char why[256];  /* when not ok: what is missing */
+	char why[256];	/* when not ok: what is missing */
 	char warn[256]; /* when ok: what it runs without here */
 	char note[128]; /* when ok: one fact worth showing ("Landlock ABI 7") */
 };
@@ -448,10 +448,10 @@ const struct backend_ops *backend_for(enum wd_isolation level);
 bool backend_can(enum wd_isolation level, unsigned caps);
 
 enum sandbox_state {
-	SB_NEW = 0,   /* prepared, nothing started */
-	SB_SPAWNED,   /* pid 1 exists and is building the jail */
-	SB_READY,     /* pid 1 waits for commands */
-	SB_DEAD,      /* pid 1 is gone (or set-up failed) */
+	SB_NEW = 0, /* prepared, nothing started */
+	SB_SPAWNED, /* pid 1 exists and is building the jail */
+	SB_READY,   /* pid 1 waits for commands */
+	SB_DEAD,    /* pid 1 is gone (or set-up failed) */
 };
 
 struct sandbox {
@@ -469,8 +469,8 @@ struct sandbox {
 	pthread_mutex_t lock; /* state, the sandbox channel, setup errors */
 	enum sandbox_state state;
 	uint64_t t0;
-	uint32_t seq;         /* commands sent */
-	int running;          /* commands in progress */
+	uint32_t seq; /* commands sent */
+	int running;  /* commands in progress */
 
 	/* the local monitor (container and process levels) */
 	struct jail_prep *prep;
@@ -526,8 +526,7 @@ int sandbox_wait_ready(struct sandbox *sb, struct wd_err *err);
  * let them run again; a command sent to it thaws it first.  Under lock.
  * 0, or -errno (-ENOENT: the sandbox has no cgroup to freeze). */
 int sandbox_freeze(struct sandbox *sb, bool on, struct wd_err *err);
-int sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
-		 struct wd_err *err);
+int sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err);
 /* warden update of a running sandbox: lim's non-zero memory, pids and cpu
  * written to its cgroup in place (a memory limit below its usage: -EBUSY),
  * and rules (taken on success when the proxy took it: *applied has
@@ -558,8 +557,7 @@ int sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err
 int local_prepare(struct sandbox *sb, struct wd_err *err);
 int local_spawn(struct sandbox *sb, struct wd_err *err);
 int local_ready(struct sandbox *sb, struct wd_err *err);
-int local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out,
-	       struct wd_err *err);
+int local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err);
 void local_kill(struct sandbox *sb);
 void local_destroy(struct sandbox *sb);
 int local_attach(struct sandbox *sb, int tree_fd, struct wd_err *err);

@@ -41,7 +41,7 @@ void jw_arr_begin(struct jw *w);
 void jw_arr_end(struct jw *w);
 /* A member name (in an object); the value follows with one of below. */
 void jw_key(struct jw *w, const char *name);
-void jw_str(struct jw *w, const char *s);               /* NULL: null */
+void jw_str(struct jw *w, const char *s); /* NULL: null */
 void jw_strn(struct jw *w, const char *s, size_t n);
 void jw_int(struct jw *w, long long v);
 void jw_uint(struct jw *w, uint64_t v);
@@ -53,9 +53,29 @@ void jw_null(struct jw *w);
 void jw_json(struct jw *w, const char *json);
 
 /* key + value shorthands */
-static inline void jw_kstr(struct jw *w, const char *k, const char *v) { jw_key(w, k); jw_str(w, v); }
-static inline void jw_kint(struct jw *w, const char *k, long long v) { jw_key(w, k); jw_int(w, v); }
-static inline void jw_kuint(struct jw *w, const char *k, uint64_t v) { jw_key(w, k); jw_uint(w, v); }
-static inline void jw_kbool(struct jw *w, const char *k, bool v) { jw_key(w, k); jw_bool(w, v); }
+static inline void
+jw_kstr(struct jw *w, const char *k, const char *v)
+{
+	jw_key(w, k);
+	jw_str(w, v);
+}
+static inline void
+jw_kint(struct jw *w, const char *k, long long v)
+{
+	jw_key(w, k);
+	jw_int(w, v);
+}
+static inline void
+jw_kuint(struct jw *w, const char *k, uint64_t v)
+{
+	jw_key(w, k);
+	jw_uint(w, v);
+}
+static inline void
+jw_kbool(struct jw *w, const char *k, bool v)
+{
+	jw_key(w, k);
+	jw_bool(w, v);
+}
 
 #endif

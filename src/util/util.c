@@ -141,11 +141,29 @@ wd_parse_size(const char *s, uint64_t *out)
 	switch (*p) {
 	case '\0':
 		break;
-	case 'k': case 'K': shift = 10; p++; break;
-	case 'm': case 'M': shift = 20; p++; break;
-	case 'g': case 'G': shift = 30; p++; break;
-	case 't': case 'T': shift = 40; p++; break;
-	case 'b': case 'B': break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		p++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		p++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		p++;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		p++;
+		break;
+	case 'b':
+	case 'B':
+		break;
 	default:
 		return -EINVAL;
 	}

@@ -33,11 +33,13 @@
 #endif
 
 /* ---- cleanup attributes (bubblewrap's and crun's pattern) ---- */
-static inline void wd_freep(void *p)
+static inline void
+wd_freep(void *p)
 {
 	free(*(void **)p);
 }
-static inline void wd_closep(int *fd)
+static inline void
+wd_closep(int *fd)
 {
 	if (*fd >= 0) {
 		int saved = errno;
@@ -55,20 +57,23 @@ static inline void wd_closep(int *fd)
 			fn(*p);                                                                    \
 	}
 
-static inline void *wd_steal_ptr_impl(void **p)
+static inline void *
+wd_steal_ptr_impl(void **p)
 {
 	void *v = *p;
 	*p = NULL;
 	return v;
 }
 #define wd_steal_ptr(pp) wd_steal_ptr_impl((void **)(pp))
-static inline int wd_steal_fd(int *fd)
+static inline int
+wd_steal_fd(int *fd)
 {
 	int v = *fd;
 	*fd = -1;
 	return v;
 }
-static inline void wd_close_reset(int *fd)
+static inline void
+wd_close_reset(int *fd)
 {
 	if (*fd >= 0)
 		close(*fd);
@@ -92,7 +97,8 @@ char *wd_xasprintf(const char *fmt, ...) WD_PRINTF(1, 2);
 int wd_err_set(struct wd_err *err, int code, const char *fmt, ...) WD_PRINTF(3, 4);
 int wd_err_sys(struct wd_err *err, int sys_errno, const char *fmt, ...) WD_PRINTF(3, 4);
 int wd_err_prefix(struct wd_err *err, const char *fmt, ...) WD_PRINTF(2, 3);
-static inline int wd_err_step(struct wd_err *err, int step, int sys_errno)
+static inline int
+wd_err_step(struct wd_err *err, int step, int sys_errno)
 {
 	if (err) {
 		err->code = WD_E_SYS;
@@ -115,19 +121,22 @@ struct wd_log_sink {
 };
 extern int wd_log_level;
 extern __thread const struct wd_log_sink *wd_log_tls;
-static inline bool wd_log_enabled(int level)
+static inline bool
+wd_log_enabled(int level)
 {
 	const struct wd_log_sink *s = wd_log_tls;
 	return level <= (s ? s->level : wd_log_level);
 }
 /* Make s this thread's sink; returns the previous one for wd_log_leave(). */
-static inline const struct wd_log_sink *wd_log_enter(const struct wd_log_sink *s)
+static inline const struct wd_log_sink *
+wd_log_enter(const struct wd_log_sink *s)
 {
 	const struct wd_log_sink *prev = wd_log_tls;
 	wd_log_tls = s;
 	return prev;
 }
-static inline void wd_log_leave(const struct wd_log_sink *prev)
+static inline void
+wd_log_leave(const struct wd_log_sink *prev)
 {
 	wd_log_tls = prev;
 }
@@ -187,7 +196,8 @@ int wd_state_dir(char *out, size_t cap, struct wd_err *err);
  * with (the jail's pid 1 reads it with raw_clock_gettime instead: no libc
  * wrapper after clone). */
 uint64_t wd_now_ns(void);
-static inline uint64_t wd_now_ms(void)
+static inline uint64_t
+wd_now_ms(void)
 {
 	return wd_now_ns() / 1000000;
 }

@@ -766,7 +766,8 @@ ws_apply(struct ws *w, const char *const *paths, size_t npaths, unsigned flags, 
 	 * apply that wrote nothing of node_modules/ does not look like one
 	 * that lost it */
 	if (rc >= 0)
-		ws_ignored_write(cs, "ignored: left in the sandbox (apply --all writes them)", a.text);
+		ws_ignored_write(cs, "ignored: left in the sandbox (apply --all writes them)",
+				 a.text);
 	if (rc >= 0 && rep->applied && rebase(&a) < 0)
 		wd_log(WD_LOG_WARN, "apply: %s", err->msg);
 	for (size_t i = 0; i < a.np; i++) {

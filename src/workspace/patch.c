@@ -380,7 +380,8 @@ summary_line(struct ws *w, const struct ws_change *c, FILE *f)
 		 * shows no hunk, and a link out of the project is what a
 		 * human must see before applying it (quoted as a name) */
 		size_t len = 0;
-		char *t = c->status == WS_DELETED ? NULL : read_side(w, true, c->path, cur_mode(c), &len);
+		char *t =
+		    c->status == WS_DELETED ? NULL : read_side(w, true, c->path, cur_mode(c), &len);
 		if (t && len != (size_t)-1) {
 			fputs(" (symlink -> ", f);
 			wd_esc_path_put(f, t);

@@ -260,4 +260,3 @@ ws_meta_write(int sbdir, json_t *meta, struct wd_err *err)
 		rc = wd_err_sys(err, errno, "write meta.json");
 	return rc;
 }
-

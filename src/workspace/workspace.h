@@ -319,9 +319,9 @@ struct ws_ignored {
 struct ws_changes {
 	struct ws_change *c; /* sorted by path */
 	size_t n, cap;
-	char digest[65]; /* SHA-256 of the set as reviewed: see ws_changes_digest */
-	uint64_t bytes;	 /* what an apply writes: a hard-linked inode counted once */
-	bool all;	 /* ignored changes are in c[], not summarised */
+	char digest[65];       /* SHA-256 of the set as reviewed: see ws_changes_digest */
+	uint64_t bytes;	       /* what an apply writes: a hard-linked inode counted once */
+	bool all;	       /* ignored changes are in c[], not summarised */
 	struct ws_ignored *ig; /* without all: what was left out, by name */
 	size_t nig;
 };

@@ -573,9 +573,10 @@ try_syscall(const struct sc *s)
 		int sig = WTERMSIG(status);
 
 		if (sig == SIGSEGV && s->fn == sc_ia32 && ia32_faults_on_host) {
-			say(true, name, "faults (SIGSEGV) as on the host, which has no IA-32 "
-					"entry; the filter's arch check is covered by the unit "
-					"tests' sim layer");
+			say(true, name,
+			    "faults (SIGSEGV) as on the host, which has no IA-32 "
+			    "entry; the filter's arch check is covered by the unit "
+			    "tests' sim layer");
 			return;
 		}
 		/* A filter that kills is a refusal, though the issue asks for EPERM. */

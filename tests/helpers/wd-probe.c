@@ -1045,8 +1045,8 @@ tree_walk(const char *dir, int depth)
 			while (fd >= 0 && (r = read(fd, buf, sizeof(buf))) > 0)
 				for (ssize_t j = 0; j < r; j++)
 					h = (h ^ buf[j]) * 1099511628211ULL;
-			printf(" %lld %s%016llx\n", (long long)st.st_size, fd < 0 ? "unreadable-" : "",
-			       (unsigned long long)h);
+			printf(" %lld %s%016llx\n", (long long)st.st_size,
+			       fd < 0 ? "unreadable-" : "", (unsigned long long)h);
 			if (fd >= 0)
 				close(fd);
 		} else {
@@ -1054,7 +1054,7 @@ tree_walk(const char *dir, int depth)
 			if (S_ISDIR(st.st_mode))
 				tree_walk(path, depth + 1);
 		}
-next:
+	next:
 		free(ents[i]);
 	}
 	free(ents);

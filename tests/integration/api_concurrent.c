@@ -32,8 +32,7 @@
 static int failures;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void
-check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void
 check(int ok, const char *fmt, ...)
 {
@@ -106,8 +105,8 @@ one_sandbox_round(struct worker *w, wd_sandbox **sbs, char (*ws)[512])
 		const char *out = r ? wd_result_output(r, 1, &len) : "";
 		char want[64];
 		snprintf(want, sizeof(want), "%s-%d\n", id, i);
-		if (!r || wd_result_status(r) != i % 7 || len != strlen(want) || memcmp(out, want, len) ||
-		    strcmp(wd_result_sandbox_id(r), id)) {
+		if (!r || wd_result_status(r) != i % 7 || len != strlen(want) ||
+		    memcmp(out, want, len) || strcmp(wd_result_sandbox_id(r), id)) {
 			check(0, "thread %d sandbox %d: first command (%s)", w->index, i,
 			      r ? "wrong result" : err.msg);
 			atomic_fetch_add(&s->errors, 1);
@@ -133,7 +132,7 @@ worker_main(void *arg)
 	struct shared *s = w->s;
 	struct wd_err err = {0};
 	wd_sandbox **sbs = calloc((size_t)s->per_thread, sizeof(*sbs));
-	char (*ws)[512] = calloc((size_t)s->per_thread, sizeof(*ws));
+	char(*ws)[512] = calloc((size_t)s->per_thread, sizeof(*ws));
 	for (int i = 0; i < s->per_thread; i++) {
 		snprintf(ws[i], sizeof(ws[i]), "%s/w%d-%d", s->parent, w->index, i);
 		mkdir(ws[i], 0755);
@@ -156,8 +155,8 @@ worker_main(void *arg)
 		const char *const t[] = {"/bin/echo", "one-shot"};
 		wd_result *r = NULL;
 		if (wd_spec_set_workspace(spec, ws[0], &err) < 0 ||
-		    wd_cmd_set_argv(cmd, 2, t, &err) < 0 || wd_ctx_run(s->ctx, spec, cmd, &r, &err) < 0 ||
-		    wd_result_status(r) != 0) {
+		    wd_cmd_set_argv(cmd, 2, t, &err) < 0 ||
+		    wd_ctx_run(s->ctx, spec, cmd, &r, &err) < 0 || wd_result_status(r) != 0) {
 			check(0, "thread 0: a one-shot run alongside: %s", err.msg);
 			atomic_fetch_add(&s->errors, 1);
 		}
@@ -210,14 +209,17 @@ main(int argc, char **argv)
 			rss0 = proc_rss_kb();
 		}
 	}
-	check(atomic_load(&s.errors) == 0, "%d rounds of %d sandboxes from %d threads: every result "
-	      "right (%d errors)", rounds, threads * s.per_thread, threads, atomic_load(&s.errors));
+	check(atomic_load(&s.errors) == 0,
+	      "%d rounds of %d sandboxes from %d threads: every result "
+	      "right (%d errors)",
+	      rounds, threads * s.per_thread, threads, atomic_load(&s.errors));
 	check(atomic_load(&s.events) > rounds * threads * s.per_thread * 3 &&
 		  atomic_load(&s.bad_events) == 0,
 	      "events: %d, each with a sandbox id and JSON (%d bad)", atomic_load(&s.events),
 	      atomic_load(&s.bad_events));
 	int fds1 = proc_count_fds();
-	check(fds1 == fds0, "no descriptor left open (%d after round 2, %d at the end)", fds0, fds1);
+	check(fds1 == fds0, "no descriptor left open (%d after round 2, %d at the end)", fds0,
+	      fds1);
 	long rss1 = proc_rss_kb();
 	printf("# VmRSS after round 2 %ld kB, at the end %ld kB\n", rss0, rss1);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -166,7 +166,8 @@ gvisor_left(const char *id)
 		printf("# left: %s\n", path);
 		n++;
 	}
-	static const char *const hier[] = {"memory", "pids", "cpu,cpuacct", "freezer", "unified", ""};
+	static const char *const hier[] = {"memory",  "pids",	 "cpu,cpuacct",
+					   "freezer", "unified", ""};
 	for (size_t i = 0; i < sizeof(hier) / sizeof(hier[0]); i++) {
 		snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%swarden/%s", hier[i],
 			 hier[i][0] ? "/" : "", id);
@@ -291,8 +292,8 @@ main(int argc, char **argv)
 		rc = wd_pool_run(pool, ws, sc, &sr, &e);
 		struct stat cs;
 		CHECK(rc == -ENOTSUP && !sr && stat(canary, &cs) < 0,
-		      "gvisor: a command with stdin is refused by the pool, nothing ran (%d: %s)", rc,
-		      e.msg);
+		      "gvisor: a command with stdin is refused by the pool, nothing ran (%d: %s)",
+		      rc, e.msg);
 		wd_result_free(sr);
 		wd_cmd_free(sc);
 		close(in);
@@ -363,7 +364,8 @@ main(int argc, char **argv)
 			snprintf(hooks, sizeof(hooks), "%s/.git", ws);
 			mkdir(hooks, 0755);
 			snprintf(hooks, sizeof(hooks), "%s/.git/hooks", ws);
-			mkdir(hooks, 0755); /* the owner's: the sandbox user's but for the protection */
+			mkdir(hooks,
+			      0755); /* the owner's: the sandbox user's but for the protection */
 		}
 		snprintf(mark, sizeof(mark), "%s/run-marker", ws);
 		FILE *f = fopen(mark, "w");
@@ -419,7 +421,8 @@ main(int argc, char **argv)
 			snprintf(path, sizeof(path), "%s/made-by-run", ws);
 			made += stat(path, &hs) == 0 && unlink(path) == 0;
 		}
-		admin += gvisor && (memmem(out, n, "FOUND-ADMIN", 11) || !memmem(out, n, "capeff=", 7));
+		admin +=
+		    gvisor && (memmem(out, n, "FOUND-ADMIN", 11) || !memmem(out, n, "capeff=", 7));
 		if (i == 0 && gvisor)
 			printf("# first run's output: %.*s\n", (int)n, out);
 		if (wd_result_status(r) != 0)
@@ -439,8 +442,8 @@ main(int argc, char **argv)
 	if (gvisor) {
 		CHECK(stage == 0, "the staging directory was empty in every run (%d not)", stage);
 		CHECK(hook == 0, "no run wrote the protected .git/hooks (%d did)", hook);
-		CHECK(made == runs - failed, "every run's file reached its workspace on the host (%d)",
-		      made);
+		CHECK(made == runs - failed,
+		      "every run's file reached its workspace on the host (%d)", made);
 		CHECK(admin == 0,
 		      "the executor held no CAP_SYS_ADMIN when a command ran (%d runs it did, "
 		      "or its CapEff was not read)",

@@ -394,8 +394,10 @@ Test(jail_seccomp_load, foreign_abis_are_refused)
 		cr_expect_eq(out[2], 3, "int 0x80 getpid under the filter: outcome %ld, want EPERM",
 			     out[2]);
 	else
-		cr_expect_eq(out[2], 100 + SIGSEGV, "int 0x80 getpid: outcome %ld, want a fault "
-			     "as on the host", out[2]);
+		cr_expect_eq(out[2], 100 + SIGSEGV,
+			     "int 0x80 getpid: outcome %ld, want a fault "
+			     "as on the host",
+			     out[2]);
 #endif
 }
 

@@ -12,20 +12,20 @@ struct size_case {
 Test(wd_parse_size, table)
 {
 	static const struct size_case cases[] = {
-		{"0", 0, 0},
-		{"512M", 0, 512ULL << 20},
-		{"1G", 0, 1ULL << 30},
-		{"64k", 0, 64ULL << 10},
-		{"64KiB", 0, 64ULL << 10},
-		{"100", 0, 100},
-		{"100B", 0, 100},
-		{"1.5G", -EINVAL, 0},
-		{"", -EINVAL, 0},
-		{"-1", -EINVAL, 0},
-		{"12X", -EINVAL, 0},
-		{"M", -EINVAL, 0},
-		{"99999999999999999999", -ERANGE, 0},
-		{"99999999999T", -ERANGE, 0},
+	    {"0", 0, 0},
+	    {"512M", 0, 512ULL << 20},
+	    {"1G", 0, 1ULL << 30},
+	    {"64k", 0, 64ULL << 10},
+	    {"64KiB", 0, 64ULL << 10},
+	    {"100", 0, 100},
+	    {"100B", 0, 100},
+	    {"1.5G", -EINVAL, 0},
+	    {"", -EINVAL, 0},
+	    {"-1", -EINVAL, 0},
+	    {"12X", -EINVAL, 0},
+	    {"M", -EINVAL, 0},
+	    {"99999999999999999999", -ERANGE, 0},
+	    {"99999999999T", -ERANGE, 0},
 	};
 	for (size_t i = 0; i < WD_ARRAY_SIZE(cases); i++) {
 		uint64_t v = 0;
