@@ -15,6 +15,9 @@
 #   gVisor exec      gvisor_exec_bench: /bin/true into a live gVisor
 #                    session, the resident executor against runsc exec
 #                    and bare fork+exec, three repeats
+#   gVisor pool      gvisor_pool_bench: a pooled gVisor one-shot of
+#                    /bin/true against a cold one (runsc run) and bare
+#                    fork+exec, three repeats
 #   policy stage     policy_bench
 #   egress           net_bench: tunnel vs a two-hop splice relay and direct,
 #                    added latency, TLS interception
@@ -66,6 +69,14 @@ status=0
 	# finds warden-init next to the warden under test
 	if command -v runsc >/dev/null && [ "$(id -u)" = 0 ]; then
 		WARDEN_INIT=$BUILD/warden-init "$BUILD/bench/gvisor_exec_bench" -n 60 -r 3 "$ws" ||
+			status=1
+	else
+		echo "# skipped: needs root and runsc (scripts/deps.sh)"
+	fi
+	echo
+	echo "## a pooled gVisor one-shot against a cold one (runsc run)"
+	if command -v runsc >/dev/null && [ "$(id -u)" = 0 ]; then
+		WARDEN_INIT=$BUILD/warden-init "$BUILD/bench/gvisor_pool_bench" -n 15 -r 3 "$ws" ||
 			status=1
 	else
 		echo "# skipped: needs root and runsc (scripts/deps.sh)"

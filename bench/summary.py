@@ -25,6 +25,8 @@ FIGURES = [
      "<= 5"),
     ("gvisor_exec_vs_runsc_exec", "gVisor session exec: resident executor / runsc exec", "low",
      ""),
+    ("gvisor_pool_oneshot_ms", "pooled gVisor one-shot of /bin/true: added ms", "low", "<= 10"),
+    ("gvisor_pool_vs_cold", "pooled gVisor one-shot / cold (runsc run)", "low", ""),
     ("policy_stage_share", "policy stage / whole `warden run`", "low", "< 0.05"),
     ("proxy_added_us_1cpu", "keep-alive request via proxy: added us (one CPU)", "low", "<= 50"),
     ("tunnel_added_us_1cpu", "keep-alive request via CONNECT tunnel: added us (one CPU)", "low",

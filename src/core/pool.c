@@ -2,7 +2,9 @@
  *
  * Sandboxes built ahead from a template, without a workspace (a vacant
  * plan: /workspace is an empty mount point, pid 1 waits in the sync
- * protocol's VACANT state with its capabilities).  A command takes one:
+ * protocol's VACANT state with its capabilities; at the gvisor level the
+ * resident executor waits for GVW_ATTACH, supervise/gvisor.c).  A command
+ * takes one:
  *
  *   take      the first ready instance leaves the pool (under the lock);
  *             a builder is woken to replace it
@@ -142,11 +144,11 @@ wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, stru
 {
 	if (size < 1 || size > POOL_MAX)
 		return wd_err_set(err, WD_E_INVAL, "pool size must be from 1 to %d", POOL_MAX);
-	if (!backend_can(tmpl->isolation, BACKEND_CAP_MOUNTS) || geteuid() != 0) {
+	if (!backend_can(tmpl->isolation, BACKEND_CAP_POOL) || geteuid() != 0) {
 		return wd_err_set(err, WD_E_UNSUPPORTED,
-				  "the warm pool needs --isolation container, as root (the "
-				  "workspace is a detached clone of the directory, which needs "
-				  "CAP_SYS_ADMIN on the host)");
+				  "the warm pool needs --isolation container or gvisor, as root "
+				  "(the workspace is a detached clone of the directory, which "
+				  "needs CAP_SYS_ADMIN on the host)");
 	}
 	if (tmpl->ws_mode == WD_WORKSPACE_COW) {
 		return wd_err_set(err, WD_E_UNSUPPORTED,
@@ -212,7 +214,9 @@ workspace_tree(wd_pool *p, const char *dir, bool *idmapped, struct wd_err *err)
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return wd_err_sys(err, errno, "workspace '%s'", dir);
-	struct jail_idmap map = {WD_NOBODY, WD_NOBODY, false};
+	/* the owner as the level's sandbox user (backend_ops.attach_uid) */
+	const struct backend_ops *ops = backend_for(p->tmpl->isolation);
+	struct jail_idmap map = {ops->attach_uid, ops->attach_uid, ops->attach_root_creates};
 	pthread_mutex_lock(&p->idmap_lock);
 	int t = jail_idmapped_tree(fd, &st, &map, &p->idmap, err);
 	pthread_mutex_unlock(&p->idmap_lock);

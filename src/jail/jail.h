@@ -433,6 +433,10 @@ struct jail_protect_ops {
  * backend (its OCI binds).  0, or the first callback's negative errno. */
 int jail_protect_walk(int ws, const char *rel, const char *host,
 		      const struct jail_protect_ops *ops);
+/* The walk with pid 1's mounts (each pinned directory bound over itself,
+ * each entry read-only over itself) in the caller's mount namespace: a
+ * vacant gVisor sandbox's, made in its gofer's (supervise/gvisor.c). */
+int jail_protect_here(int ws, const char *rel, const char *host);
 
 /* First thing after clone, in the child: a ThreadSanitizer build keeps
  * its parent's view of the threads it copied, and would report this new

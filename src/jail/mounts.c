@@ -737,14 +737,20 @@ ro_mount(void *ctx, int fd, const char *rel, bool dir)
  * path for absolute gitfiles, NULL when unknown: a vacant sandbox).  The
  * walk reads a gitfile or commondir only after making it read-only, so
  * what it follows cannot change under it. */
+int
+jail_protect_here(int ws, const char *rel, const char *host)
+{
+	const struct jail_protect_ops ops = {pin_mount, ro_mount, NULL, NULL};
+	return jail_protect_walk(ws, rel, host, &ops);
+}
+
 static int
 protect(const struct jail_op *op)
 {
 	int ws = raw_open(op->path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	if (ws < 0)
 		return -errno;
-	const struct jail_protect_ops ops = {pin_mount, ro_mount, NULL, NULL};
-	int rc = jail_protect_walk(ws, op->data, op->host, &ops);
+	int rc = jail_protect_here(ws, op->data, op->host);
 	raw_close(ws);
 	return rc;
 }

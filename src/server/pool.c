@@ -203,10 +203,10 @@ srv_pool_start(struct srv *s)
 	pool_name(s, name, sizeof(name));
 	/* the library's limits, said with the option that asked (wd_pool_new
 	 * would refuse them too, in its own words) */
-	if (s->o.isolation != WD_ISOLATION_CONTAINER) {
+	if (s->o.isolation != WD_ISOLATION_CONTAINER && s->o.isolation != WD_ISOLATION_GVISOR) {
 		srv_log(s, WD_LOG_ERROR,
-			"%s: the warm pool works at the container level only, not with "
-			"--isolation %s",
+			"%s: the warm pool works at the container and gvisor levels only, not "
+			"with --isolation %s",
 			name, wd_isolation_name(s->o.isolation));
 		return -EINVAL;
 	}

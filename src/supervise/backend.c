@@ -6,6 +6,7 @@
  * has its table there. */
 #include "supervise/supervise.h"
 #include "supervise/doctor-internal.h"
+#include "jail/jail.h"
 
 static void
 probe_container(struct backend_probe *out)
@@ -22,7 +23,7 @@ probe_process(struct backend_probe *out)
 static const struct backend_ops container_ops = {
     .name = "container",
     .level = WD_ISOLATION_CONTAINER,
-    .caps = BACKEND_CAP_MOUNTS | BACKEND_CAP_NAMESPACES,
+    .caps = BACKEND_CAP_MOUNTS | BACKEND_CAP_NAMESPACES | BACKEND_CAP_POOL,
     .probe = probe_container,
     .prepare = local_prepare,
     .spawn = local_spawn,
@@ -33,6 +34,7 @@ static const struct backend_ops container_ops = {
     .destroy = local_destroy,
     .plan_text = local_plan_text,
     .attach = local_attach,
+    .attach_uid = WD_NOBODY, /* the sandbox user is host nobody in its user namespace */
 };
 
 static const struct backend_ops process_ops = {

@@ -27,6 +27,7 @@
  *    the sandbox user (jail/hostpath.c): files made in the sandbox belong
  *    on the host to the workspace's owner, as at the container level. */
 #include "supervise/gvisor.h"
+#include "supervise/gvisor_wire.h"
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 #include "net/net.h"
@@ -35,6 +36,7 @@
 #include <jansson.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/mount.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -122,6 +124,7 @@ gv_prepare(struct sandbox *sb, struct wd_err *err)
 	g->platform = platform;
 	snprintf(g->opt_platform, sizeof(g->opt_platform), "--platform=%s", platform);
 	g->lock_fd = g->netns_fd = g->sentry_pidfd = g->run_pidfd = -1;
+	g->gofer_mntns = g->stage_w = -1;
 	snprintf(g->dir, sizeof(g->dir), "%s/%s", GV_RUN_DIR, sb->id);
 	snprintf(g->cid, sizeof(g->cid), "wd-%s", sb->id);
 	snprintf(g->opt_root, sizeof(g->opt_root), "--root=%s/state", g->dir);
@@ -168,10 +171,30 @@ remove_tree(const char *dir)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+/* GV_RUN_DIR/.lock: held shared while a sandbox's directory is made and
+ * its own lock taken, exclusive by a sweep.  Without it a sweep (of
+ * another sandbox starting, in this process or another) could take a
+ * new directory's lock between its creation and its owner's flock, and
+ * remove the directory under it (seen with a warm pool's two builders:
+ * "mkdir .../state: No such file or directory"). */
+static int
+run_dir_lock(int how)
+{
+	int fd = open(GV_RUN_DIR "/.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0 && flock(fd, how) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* Directories of sandboxes whose warden died (nobody holds their lock). */
 static void
 sweep_stale(void)
 {
+	wd_autoclose int gl = run_dir_lock(LOCK_EX);
+	if (gl < 0)
+		return;
 	DIR *d = opendir(GV_RUN_DIR);
 	if (!d)
 		return;
@@ -199,6 +222,9 @@ make_dir(struct sandbox *sb, struct gv *g, struct wd_err *err)
 	    (mkdir(GV_RUN_DIR, 0700) < 0 && errno != EEXIST))
 		return wd_err_sys(err, errno, "mkdir %s", GV_RUN_DIR);
 	sweep_stale();
+	wd_autoclose int gl = run_dir_lock(LOCK_SH);
+	if (gl < 0)
+		return wd_err_sys(err, errno, "lock %s/.lock", GV_RUN_DIR);
 	if (mkdir(g->dir, 0700) < 0)
 		return wd_err_sys(err, errno, "mkdir %s", g->dir);
 	g->dir_made = true;
@@ -306,6 +332,7 @@ gv_spawn_sb(struct sandbox *sb, struct wd_err *err)
  * message on its stdin and stdout (supervise/gvisor_init.c,
  * gvisor_resident.c). */
 static const char *const serve_init[] = {GV_INIT, "serve", NULL};
+static const char *const serve_vacant[] = {GV_INIT, "serve", "vacant", NULL};
 
 int
 gv_init_find(char *out, size_t cap)
@@ -340,12 +367,50 @@ gv_init_find(char *out, size_t cap)
 	return -ENOENT;
 }
 
+/* A vacant sandbox, once started: the gofer's mount namespace and the
+ * staging directory's w in it, for gv_attach (off the take's path).  The
+ * gofer's pid is in runsc's state file (runsc --root is dir/state,
+ * root's); what is opened through /proc/<pid> is then checked to be this
+ * sandbox's own staging directory (the same inode as dir/stage/w) and the
+ * gofer still alive after it, so a pid reused meanwhile is refused. */
+static int
+open_stage(struct sandbox *sb, struct gv *g, struct wd_err *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/state/%s_sandbox:%s.state", g->dir, g->cid, g->cid);
+	json_error_t je;
+	json_t *st = json_load_file(path, 0, &je);
+	json_int_t pid = json_integer_value(json_object_get(st, "goferPid"));
+	json_decref(st);
+	if (pid <= 1 || pid > INT32_MAX)
+		return wd_err_set(err, WD_E_SYS, "runsc's state file %s names no gofer", path);
+	wd_autoclose int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (pidfd < 0)
+		return wd_err_sys(err, errno, "pidfd_open of gVisor's gofer");
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	g->gofer_mntns = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/root" GVW_STAGE_WS, (int)pid);
+	g->stage_w = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (g->gofer_mntns < 0 || g->stage_w < 0)
+		return wd_err_sys(err, errno, "gVisor's gofer: open %s", path);
+	struct stat a, b;
+	snprintf(path, sizeof(path), "%s/stage/w", g->dir);
+	if (fstat(g->stage_w, &a) < 0 || stat(path, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+		return wd_err_set(err, WD_E_SYS,
+				  "gVisor's gofer (pid %d) ended, or does not show this sandbox's "
+				  "staging directory",
+				  (int)pid);
+	return 0;
+}
+
 int
 gv_start_session(struct sandbox *sb, struct wd_err *err)
 {
 	struct gv *g = sb->priv;
 	int rc, pidfd = -1;
-	wd_autofree char *cfg = gv_oci_config(sb, g, serve_init, NULL, NULL, true);
+	wd_autofree char *cfg =
+	    gv_oci_config(sb, g, sb->spec->vacant ? serve_vacant : serve_init, NULL, NULL, true);
 	if ((rc = gv_write_file(g, "config.json", cfg, err)) < 0)
 		return rc;
 	/* the executor's channel: the init's stdin and stdout */
@@ -395,7 +460,9 @@ gv_start_session(struct sandbox *sb, struct wd_err *err)
 	const char *start[] = {"start", g->cid, NULL};
 	if ((rc = gv_client(sb, g, start, 60000, err)) < 0)
 		return rc;
-	return gv_res_ready(sb, g, err);
+	if ((rc = gv_res_ready(sb, g, err)) < 0)
+		return rc;
+	return sb->spec->vacant ? open_stage(sb, g, err) : 0;
 }
 
 static int
@@ -409,6 +476,8 @@ gv_ready(struct sandbox *sb, struct wd_err *err)
 	else if (!g->started) {
 		rc = gv_start_session(sb, err);
 		sb->state = rc == 0 ? SB_READY : SB_DEAD;
+		/* a warm pool's: its executor runs nothing until gv_attach */
+		sb->vacant = rc == 0 && sb->spec->vacant;
 		if (rc == 0)
 			STEP("3-4 gVisor sandbox ready");
 	} else if (!g->session)
@@ -471,6 +540,10 @@ gv_destroy(struct sandbox *sb)
 			close(g->sentry_pidfd);
 		if (g->netns_fd >= 0)
 			close(g->netns_fd);
+		if (g->gofer_mntns >= 0)
+			close(g->gofer_mntns);
+		if (g->stage_w >= 0)
+			close(g->stage_w);
 		/* the mount namespace of the trees died with gVisor's
 		 * processes: dir holds plain files and directories */
 		if (g->dir_made)
@@ -491,6 +564,93 @@ gv_destroy(struct sandbox *sb)
 	jail_prep_free(sb->prep);
 	sb->prep = NULL;
 	sb->state = SB_DEAD;
+}
+
+/* ---- attach: a vacant sandbox's workspace (warm pool) ---- */
+
+struct attach_job {
+	const struct sandbox *sb;
+	const struct gv *g;
+	int tree;
+	int rc;
+	char what[PATH_MAX];
+};
+
+/* On a thread of its own (a thread that shares its fs_struct cannot
+ * setns into a mount namespace; this one unshares it and then exits):
+ * into the gofer's mount namespace, the workspace's tree onto the
+ * staging directory's w, then its protected paths (the plan's late
+ * protect operations) walked beneath the attached tree and made
+ * read-only there, pid 1's way (jail_protect_here): the gofer, root on
+ * the host, cannot write through a read-only mount, whatever the sentry
+ * asks of it.  No command of the sandbox has run yet. */
+static void *
+attach_thread(void *arg)
+{
+	struct attach_job *j = arg;
+	if (unshare(CLONE_FS) < 0 || setns(j->g->gofer_mntns, CLONE_NEWNS) < 0) {
+		j->rc = -errno;
+		snprintf(j->what, sizeof(j->what), "enter gVisor's gofer's mount namespace");
+		return NULL;
+	}
+	if (syscall(SYS_move_mount, j->tree, "", j->g->stage_w, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+		j->rc = -errno;
+		snprintf(j->what, sizeof(j->what), "mount the workspace in gVisor's gofer");
+		return NULL;
+	}
+	const struct jail_plan *pl = &j->sb->prep->plan;
+	for (int i = 0; i < pl->nops; i++) {
+		const struct jail_op *op = &pl->ops[i];
+		if (op->kind != JAIL_OP_PROTECT || !(op->flags & JAIL_OPF_LATE))
+			continue;
+		if ((j->rc = jail_protect_here(j->tree, op->data, NULL)) < 0) {
+			snprintf(j->what, sizeof(j->what), "protected path %s", op->data);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static int
+gv_attach(struct sandbox *sb, int tree_fd, struct wd_err *err)
+{
+	struct gv *g = sb->priv;
+	pthread_mutex_lock(&sb->lock);
+	bool ok = sb->state == SB_READY && sb->vacant && g && g->stage_w >= 0;
+	uint32_t id = ++sb->seq;
+	if (ok)
+		sb->vacant = false; /* one attach, whatever its outcome */
+	pthread_mutex_unlock(&sb->lock);
+	if (!ok)
+		return wd_err_set(err, WD_E_INVAL, "sandbox %s is not waiting for a workspace",
+				  sb->id);
+	/* the tree is the caller's: a copy of the descriptor is moved */
+	struct attach_job j = {.sb = sb, .g = g, .tree = fcntl(tree_fd, F_DUPFD_CLOEXEC, 3)};
+	if (j.tree < 0)
+		return wd_err_sys(err, errno, "dup");
+	pthread_t t;
+	int rc = pthread_create(&t, NULL, attach_thread, &j);
+	if (rc != 0) {
+		close(j.tree);
+		return wd_err_sys(err, rc, "attach thread");
+	}
+	pthread_join(t, NULL);
+	close(j.tree);
+	if (j.rc == -ELOOP)
+		return wd_err_set(err, WD_E_INVAL,
+				  "%s (or one it implies) is a symbolic link, which cannot be "
+				  "made read-only",
+				  j.what);
+	if (j.rc < 0)
+		return wd_err_sys(err, -j.rc, "%s", j.what);
+	/* the executor binds it onto /workspace and drops CAP_SYS_ADMIN;
+	 * waited for, so that no command (runsc exec's either) starts
+	 * before /workspace is the workspace */
+	if ((rc = gv_res_attach(g, id, err)) < 0)
+		return rc;
+	STEP("3e workspace attached");
+	return 0;
 }
 
 void
@@ -556,7 +716,7 @@ const struct backend_ops gvisor_ops = {
     /* runsc builds the sandbox's mounts (no overlay or disk of warden's
      * can be shown in them) and its user namespace; sandbox.require
      * userns/netns ask for warden's own */
-    .caps = 0,
+    .caps = BACKEND_CAP_POOL,
     .probe = gv_probe,
     .prepare = gv_prepare,
     .spawn = gv_spawn_sb,
@@ -565,4 +725,9 @@ const struct backend_ops gvisor_ops = {
     .kill = gv_kill,
     .destroy = gv_destroy,
     .plan_text = gv_plan_text,
+    .attach = gv_attach,
+    /* the workspace's owner appears as the sandbox user to the gofer,
+     * which creates as root and then chowns (as gv_prepare's idmap) */
+    .attach_uid = 1000,
+    .attach_root_creates = true,
 };

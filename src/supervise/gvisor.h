@@ -93,6 +93,10 @@ struct gv {
 	char init_path[PATH_MAX];
 	/* the session's resident executor (gvisor_resident.c), or NULL */
 	struct gv_res *res;
+	/* a vacant sandbox (warm pool), once started: the gofer's mount
+	 * namespace and, opened through it, the staging mount's w (where
+	 * gv_attach mounts the workspace); -1 otherwise */
+	int gofer_mntns, stage_w;
 };
 
 /* Where warden-init (supervise/gvisor_init.c) is in a sandbox: a file of
@@ -184,6 +188,9 @@ bool gv_res_usable(const struct gv *g);
  * lost): the caller takes runsc exec. */
 int gv_res_run(struct gv *g, uint32_t id, const char *const *argv, const char *const *env,
 	       const char *cwd, int out_r[3], int *note_r, struct wd_err *err);
+/* A vacant sandbox's GVW_ATTACH (id: a command number of the sandbox's,
+ * unused), waited for: 0 once /workspace is the workspace, else -errno. */
+int gv_res_attach(struct gv *g, uint32_t id, struct wd_err *err);
 /* Signal the command's process group; stop relaying its output. */
 void gv_res_kill(struct gv *g, uint32_t id, int sig);
 void gv_res_close(struct gv *g, uint32_t id);

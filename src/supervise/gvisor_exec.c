@@ -19,6 +19,7 @@
  * group (a `kill` run inside the sandbox: runsc's own kill reaches one
  * pid only, and each exec'd process leads its own session and group). */
 #include "supervise/gvisor.h"
+#include "supervise/gvisor_wire.h"
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 #include "util/json.h"
@@ -337,6 +338,16 @@ launch(struct grun *r, struct wd_err *err)
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, relay_r = -1, rc;
 	if ((rc = launch_resident(r, err)) <= 0)
 		return rc;
+	/* a warm pool's sandbox: its sandbox-wide seccomp table lacks mount
+	 * and umount2, which the executor's own filter refuses to what it
+	 * starts (gvisor_oci.c); runsc exec would start a command outside
+	 * that filter */
+	if (r->sb->spec->vacant)
+		return wd_err_set(err, WD_E_UNSUPPORTED,
+				  "a pooled gVisor sandbox runs commands through its executor "
+				  "only: a command with stdin, or with more than %u KiB of "
+				  "arguments and environment, runs outside the pool",
+				  GVW_MAX_REQUEST >> 10);
 	wd_autoclose int devnull = -1;
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		rc = wd_err_sys(err, errno, "create pipes");

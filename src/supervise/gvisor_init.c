@@ -26,6 +26,12 @@
  *                                  executor: the same reaping, and each
  *                                  command a message on stdin (requests)
  *                                  and stdout (replies), gvisor_wire.h
+ *   warden-init serve vacant       the same for a warm pool's sandbox
+ *                                  (first a warm-up, warm_up()):
+ *                                  no command until GVW_ATTACH has put
+ *                                  the workspace on /workspace (it holds
+ *                                  CAP_SYS_ADMIN for that bind only and
+ *                                  drops it before any command exists)
  *
  * exec and idle run as the sandbox user (1000) under warden's seccomp
  * profile, inside the sentry.  serve runs as root *inside gVisor* (the
@@ -54,7 +60,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -183,6 +196,18 @@ struct cmd {
 };
 
 static struct cmd cmds[GVW_MAX_CMDS];
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "gVisor runs on x86_64 and arm64 only"
+#endif
+
+/* serve vacant: the workspace is not attached yet; a RUN now is refused
+ * (warden never sends one: it would run in an empty /workspace) */
+static int vacant;
 
 /* A reply, whole or not at all: warden gone is the end of the sandbox. */
 static void
@@ -358,14 +383,82 @@ out:
 	free(v);
 }
 
+/* GVW_ATTACH: warden has mounted the workspace on the staging mount's
+ * w (in the gofer's mount namespace, with its protected paths read-only
+ * there); shown at /workspace by a bind inside gVisor, the staging mount
+ * detached and hidden so that the workspace has one path, and CAP_SYS_ADMIN, held
+ * for this bind only, dropped from every set before any command runs. */
+static int
+attach(void)
+{
+	/* the staging mount detached, and an empty read-only tmpfs over its
+	 * mount point: the root file system's gofer has the staging
+	 * directory bound at that path on its side, so without it the root
+	 * mount would still show the workspace there */
+	if (mount(GVW_STAGE_WS, "/workspace", NULL, MS_BIND, NULL) < 0 ||
+	    umount2(GVW_STAGE, MNT_DETACH) < 0 ||
+	    mount("none", GVW_STAGE, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0555,size=4096") < 0)
+		return errno;
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) < 0 ||
+	    syscall(SYS_capget, &hdr, data) < 0)
+		return errno;
+	data[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+	data[CAP_SYS_ADMIN / 32].permitted &= ~(1u << (CAP_SYS_ADMIN % 32));
+	data[CAP_SYS_ADMIN / 32].inheritable &= ~(1u << (CAP_SYS_ADMIN % 32));
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return errno;
+	/* the set each command drops, without the one just dropped */
+	if (read_bounding() < 0 || (bounding >> CAP_SYS_ADMIN) & 1)
+		return EPERM;
+	/* mount and umount2, which the sandbox's table left to this bind
+	 * (gvisor_oci.c), refused from here on to the executor and, by
+	 * inheritance, to every command (EPERM, as the table's rules; a
+	 * call of another architecture is refused whole: gVisor serves the
+	 * native one only) */
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mount, 2, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_umount2, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return errno;
+	vacant = 0;
+	return 0;
+}
+
 static void
 request(const struct gvw_hdr *h, char *p)
 {
 	struct cmd *c = h->type == GVW_RUN ? NULL : find(h->id);
 	switch (h->type) {
 	case GVW_RUN:
+		if (vacant)
+			die("RUN before ATTACH");
 		run(h->id, p, h->len);
 		return;
+	case GVW_ATTACH: {
+		if (h->len != 0 || !vacant || find(h->id))
+			die("ATTACH: not vacant, or a bad frame");
+		int e = attach();
+		if (e) {
+			reply(GVW_FAIL, 0, h->id, &e, sizeof(e));
+			die("ATTACH failed");
+		}
+		int st = 0;
+		reply(GVW_EXIT, 0, h->id, &st, sizeof(st));
+		reply(GVW_DONE, 0, h->id, NULL, 0);
+		return;
+	}
 	case GVW_KILL: {
 		uint32_t sig;
 		if (h->len != 4)
@@ -391,6 +484,33 @@ request(const struct gvw_hdr *h, char *p)
 	default:
 		die("unknown request");
 	}
+}
+
+/* A warm pool's sandbox, before it says HELLO (so while it is built, off
+ * any caller's path): one command of warden's own, /bin/true as the
+ * sandbox user with nothing (the path every command takes, child()),
+ * its output to /dev/null, waited for.  The first process a new gVisor
+ * sandbox starts pays for the sentry's first address space and ptrace
+ * stub and the first loads of the loader and libc through the gofer
+ * (~20 ms here, bench/gvisor_pool_bench -v); the caller's command would
+ * otherwise pay it.  No workspace exists yet and nothing the model wrote
+ * is read; a missing /bin/true (an image without one) is only no warm-up. */
+static void
+warm_up(void)
+{
+	static char prog[] = "/bin/true";
+	char *argv[] = {prog, NULL};
+	char *envp[] = {NULL};
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null < 0)
+		return;
+	pid_t pid = vfork();
+	if (pid == 0)
+		child(argv, envp, "/", null, null);
+	close(null);
+	int st;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
 }
 
 static int
@@ -420,6 +540,8 @@ serve(void)
 	static char rbuf[sizeof(struct gvw_hdr) + GVW_MAX_REQUEST];
 	static char obuf[GVW_MAX_OUT];
 	size_t have = 0;
+	if (vacant)
+		warm_up();
 	reply(GVW_HELLO, 0, 0, GVW_MAGIC, sizeof(GVW_MAGIC) - 1);
 	for (;;) {
 		struct pollfd pf[2 + 2 * GVW_MAX_CMDS];
@@ -500,10 +622,14 @@ main(int argc, char **argv)
 		return idle();
 	if (argc == 2 && !strcmp(argv[1], "serve"))
 		return serve();
+	if (argc == 3 && !strcmp(argv[1], "serve") && !strcmp(argv[2], "vacant")) {
+		vacant = 1;
+		return serve();
+	}
 	if (argc >= 3 && !strcmp(argv[1], "exec"))
 		return exec_jail(argv + 2, environ);
 	static const char usage[] = "usage: warden-init exec PROGRAM [ARG...] | warden-init idle | "
-				    "warden-init serve\n"
+				    "warden-init serve [vacant]\n"
 				    "(started by warden inside a gVisor sandbox)\n";
 	put(usage, sizeof(usage) - 1);
 	return 2;

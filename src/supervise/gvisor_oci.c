@@ -29,6 +29,7 @@
  * counterpart: the sentry does not implement it, and the mounts are the
  * whole file-system view. */
 #include "supervise/gvisor.h"
+#include "supervise/gvisor_wire.h"
 #include "jail/jail.h"
 #include "jail/seccomp.h"
 #include "util/json.h"
@@ -381,6 +382,10 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 			break;
 		}
 		case JAIL_OP_PROTECT: {
+			/* a vacant sandbox's: walked in the workspace it is given,
+			 * at attach (gv_attach), mounted in the gofer's namespace */
+			if (op->flags & JAIL_OPF_LATE)
+				break;
 			int rc = protect_walk(sb, &pw, op, err);
 			if (rc < 0)
 				return rc;
@@ -408,6 +413,12 @@ gv_oci_plan(struct sandbox *sb, struct gv *g, struct wd_err *err)
 				  "directories), more than the limit of %d; protect fewer paths "
 				  "(--protect, workspace.protect) or use --isolation container",
 				  ntrees, GV_MAX_TREES);
+	/* a vacant sandbox (warm pool): the staging mount, an empty directory
+	 * of root's (the sandbox user can create nothing in it) whose w gets
+	 * the workspace at attach (gvisor_wire.h) */
+	if (sb->spec->vacant)
+		add_mount(g, (struct gv_mount){GVW_STAGE, "bind", wd_xasprintf("%s/stage", g->dir),
+					       bind_options(0), -1, false, NULL, NULL, -1, false});
 	add_mount(g, (struct gv_mount){"/proc", "proc", wd_xstrdup("proc"), "nosuid,nodev,noexec",
 				       -1, false, NULL, NULL, -1, false});
 	return 0;
@@ -514,6 +525,15 @@ gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err)
 		if (rc < 0)
 			return wd_err_sys(err, -rc, "gvisor root filesystem: %s from %s", GV_INIT,
 					  g->init_path);
+	}
+	/* a vacant sandbox's staging directory, its w and their mount point */
+	if (sb->spec->vacant) {
+		static const char *const dirs[] = {"/stage", "/stage/w", "/rootfs" GVW_STAGE};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
+			snprintf(path, sizeof(path), "%s%s", g->dir, dirs[i]);
+			if (mkdir(path, 0755) < 0)
+				return wd_err_sys(err, errno, "mkdir %s", path);
+		}
 	}
 	/* where the launcher mounts each tree: a directory or a file, as the
 	 * tree's root is one */
@@ -629,8 +649,14 @@ gv_oci_process(struct jw *w, const struct sandbox *sb, const char *const *argv,
 					   "ambient"};
 	static const char *const exec_caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP",
 						"CAP_KILL", NULL};
+	/* a vacant sandbox's executor also binds the workspace onto
+	 * /workspace at attach, and drops CAP_SYS_ADMIN from every set
+	 * right after, before its first command (gvisor_init.c) */
+	static const char *const vacant_caps[] = {"CAP_SETUID", "CAP_SETGID",	 "CAP_SETPCAP",
+						  "CAP_KILL",	"CAP_SYS_ADMIN", NULL};
+	const char *const *caps = sb->spec->vacant ? vacant_caps : exec_caps;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(sets); i++)
-		strings(w, sets[i], executor && i != 2 && i != 4 ? exec_caps : NULL);
+		strings(w, sets[i], executor && i != 2 && i != 4 ? caps : NULL);
 	jw_obj_end(w);
 	jw_kbool(w, "noNewPrivileges", true);
 	jw_key(w, "rlimits");
@@ -707,8 +733,19 @@ gv_oci_config(const struct sandbox *sb, const struct gv *g, const char *const *a
 	jw_kstr(&w, "defaultAction", "SCMP_ACT_ALLOW");
 	jw_key(&w, "syscalls");
 	jw_arr_begin(&w);
-	for (size_t i = 0; jail_seccomp_oci[i]; i++)
+	for (size_t i = 0; jail_seccomp_oci[i]; i++) {
+		/* A vacant sandbox's executor binds the workspace with mount(2)
+		 * and detaches the staging mount with umount2(2) at attach, so
+		 * these two are left out of the sandbox-wide table; the
+		 * executor then refuses both to itself and to every command
+		 * it starts with a filter of its own (gvisor_init.c), and
+		 * runsc exec is not used in such a sandbox (gvisor_exec.c):
+		 * no command runs without the whole table. */
+		if (sb->spec->vacant && (strstr(jail_seccomp_oci[i], "\"names\":[\"mount\"]") ||
+					 strstr(jail_seccomp_oci[i], "\"names\":[\"umount2\"]")))
+			continue;
 		jw_json(&w, jail_seccomp_oci[i]);
+	}
 	jw_arr_end(&w);
 	jw_obj_end(&w);
 	jw_obj_end(&w);

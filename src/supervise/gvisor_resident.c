@@ -357,6 +357,48 @@ fail:
 	return rc;
 }
 
+int
+gv_res_attach(struct gv *g, uint32_t id, struct wd_err *err)
+{
+	struct gv_res *r = g->res;
+	int np[2];
+	if (pipe2(np, O_CLOEXEC) < 0)
+		return wd_err_sys(err, errno, "pipe");
+	struct gv_rcmd *c = wd_xcalloc(1, sizeof(*c));
+	*c = (struct gv_rcmd){id, {-1, -1, -1}, np[1]};
+	pthread_mutex_lock(&r->tlock);
+	int slot = -1;
+	for (int i = 0; i < GVW_MAX_CMDS && slot < 0 && !r->lost; i++)
+		if (!r->cmds[i])
+			slot = i;
+	if (slot >= 0)
+		r->cmds[slot] = c;
+	pthread_mutex_unlock(&r->tlock);
+	if (slot < 0) {
+		rcmd_end(c);
+		close(np[0]);
+		return wd_err_set(err, WD_E_SYS, "gVisor's resident executor is lost or busy");
+	}
+	if (send_frame(r, GVW_ATTACH, id, NULL, 0) < 0) {
+		pthread_mutex_lock(&r->tlock);
+		if (find(r, id))
+			forget(r, c);
+		pthread_mutex_unlock(&r->tlock);
+	}
+	/* the executor's answer: EXIT 0 is the workspace in place; FAIL or
+	 * the end of the note without a record is no workspace, and the
+	 * sandbox is not used (the caller discards it) */
+	struct gv_note n = {0, 0};
+	struct pollfd pf = {.fd = np[0], .events = POLLIN};
+	ssize_t got = poll(&pf, 1, HELLO_TIMEOUT_MS) == 1 ? read(np[0], &n, sizeof(n)) : -1;
+	close(np[0]);
+	if (got == (ssize_t)sizeof(n) && n.kind == GV_NOTE_EXIT && n.value == 0)
+		return 0;
+	if (got == (ssize_t)sizeof(n) && n.kind == GV_NOTE_FAIL)
+		return wd_err_sys(err, n.value, "gVisor: the workspace's bind onto /workspace");
+	return wd_err_set(err, WD_E_SYS, "gVisor's resident executor did not attach the workspace");
+}
+
 void
 gv_res_kill(struct gv *g, uint32_t id, int sig)
 {

@@ -29,9 +29,12 @@ struct gvw_hdr {
 
 enum gvw_type {
 	/* warden -> executor */
-	GVW_RUN = 1,   /* u32 argc, u32 envc, cwd NUL, argc strings NUL, envc strings NUL */
-	GVW_KILL = 2,  /* u32 signal: to the command's process group */
-	GVW_CLOSE = 3, /* stop relaying the command's output (warden's drain grace ran out) */
+	GVW_RUN = 1,	/* u32 argc, u32 envc, cwd NUL, argc strings NUL, envc strings NUL */
+	GVW_KILL = 2,	/* u32 signal: to the command's process group */
+	GVW_CLOSE = 3,	/* stop relaying the command's output (warden's drain grace ran out) */
+	GVW_ATTACH = 4, /* no payload; a vacant sandbox only (`serve vacant`), once, before any
+			 * RUN: GVW_STAGE_WS bound onto /workspace, GVW_STAGE detached,
+			 * CAP_SYS_ADMIN dropped; replies EXIT (0) and DONE, or FAIL */
 	/* executor -> warden */
 	GVW_HELLO = 10, /* GVW_MAGIC: the executor listens */
 	GVW_OUT = 11,	/* aux = stream; the command's bytes */
@@ -41,6 +44,13 @@ enum gvw_type {
 };
 
 #define GVW_MAGIC "warden-init serve 1"
+/* A vacant sandbox's (warm pool's) staging mount: a host directory of
+ * warden's, root's and empty; at attach warden mounts the workspace on
+ * its subdirectory w in the gofer's mount namespace (the gofer walks by
+ * name from the mount's root, so it sees a mount below that root, never
+ * one on it), and the executor binds GVW_STAGE_WS onto /workspace. */
+#define GVW_STAGE "/.warden-stage"
+#define GVW_STAGE_WS GVW_STAGE "/w"
 /* Bounds: a request's argument and environment text (the kernel's
  * ARG_MAX-like bound at the container level is larger; a command past
  * this one goes through runsc exec), counts, and an output chunk. */

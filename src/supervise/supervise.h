@@ -397,6 +397,10 @@ enum backend_cap {
 	/* the command shares the host's /tmp and /dev/shm (the process
 	 * level): a workspace there is writable by it from outside */
 	BACKEND_CAP_HOST_TMP = 1u << 2,
+	/* a warm pool: vacant sandboxes, each given its workspace at take
+	 * time by attach() (the container level: pid 1 moves the tree in;
+	 * gvisor: mounted in the gofer's namespace, bound by the executor) */
+	BACKEND_CAP_POOL = 1u << 3,
 };
 
 struct backend_ops {
@@ -430,6 +434,12 @@ struct backend_ops {
 	 * tree (not owned), before its first command.  NULL: the level
 	 * cannot (sandbox_attach() says -ENOTSUP). */
 	int (*attach)(struct sandbox *sb, int tree_fd, struct wd_err *err);
+	/* The tree attach() gets is idmapped so that its owner appears as
+	 * this uid and gid (the sandbox user as the level's file server sees
+	 * it); attach_root_creates: host root may create files through it
+	 * (gVisor's gofer creates as root, then chowns) */
+	uid_t attach_uid;
+	bool attach_root_creates;
 };
 
 const struct backend_ops *backend_for(enum wd_isolation level);

@@ -9,7 +9,10 @@ A well-formed exchange: HELLO, a command's stdout and stderr apart, its
 exit status from wait4, DONE last; the command runs as uid 1000 with no
 capability; KILL ends its process group.  Then each malformed request,
 on a fresh executor: the executor exits 3 naming the fault, and the
-command the frame carries (a touch of a canary file) never runs.
+command the frame carries (a touch of a canary file) never runs.  The
+same for `serve vacant` (a warm pool's executor): a RUN before ATTACH,
+an ATTACH to a sandbox that is not vacant, an ATTACH with a payload, and
+an ATTACH that fails (no staging mount on the host) with a RUN behind it.
 
 As root (the executor drops to uid 1000); 77 otherwise.  Well under 2 s.
 """
@@ -22,7 +25,7 @@ import tempfile
 import time
 
 HDR = struct.Struct("=IHHI")
-RUN, KILL, CLOSE = 1, 2, 3
+RUN, KILL, CLOSE, ATTACH = 1, 2, 3, 4
 HELLO, OUT, EXIT, DONE, FAIL = 10, 11, 12, 13, 14
 MAGIC = b"warden-init serve 1"
 MAX_REQUEST = 512 << 10
@@ -49,8 +52,9 @@ def frame(ftype, fid, payload=b"", length=None):
 
 
 class Executor:
-    def __init__(self, prog):
-        self.p = subprocess.Popen([prog, "serve"], stdin=subprocess.PIPE,
+    def __init__(self, prog, vacant=False):
+        self.p = subprocess.Popen([prog, "serve"] + (["vacant"] if vacant else []),
+                                  stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.buf = b""
 
@@ -175,8 +179,18 @@ def main():
          frame(RUN, 9, run_payload(["sleep", "1"])) + frame(RUN, 9, run_payload(touch)),
          "a known id"),
     ]
-    for what, data, msg in bad:
-        ex = Executor(prog)
+    bad = [(what, False, data, msg) for what, data, msg in bad] + [
+        ("serve vacant: a RUN before ATTACH", True, frame(RUN, 9, run_payload(touch)),
+         "RUN before ATTACH"),
+        ("serve: an ATTACH where nothing is vacant", False, frame(ATTACH, 9),
+         "ATTACH: not vacant"),
+        ("serve vacant: an ATTACH with a payload", True, frame(ATTACH, 9, b"x"),
+         "ATTACH: not vacant"),
+        ("serve vacant: an ATTACH that fails (no staging mount here), a RUN behind it", True,
+         frame(ATTACH, 9) + frame(RUN, 10, run_payload(touch)), "ATTACH failed"),
+    ]
+    for what, vacant, data, msg in bad:
+        ex = Executor(prog, vacant)
         ex.read_frame()
         ex.send(data)
         try:

@@ -19,7 +19,9 @@
  *      in it.  An instance never serves a command of another image.
  *
  * Root and the container level (the pool's condition): 77 otherwise, a
- * failure under WD_MUST_WORK=1.  Public API only.
+ * failure under WD_MUST_WORK=1.  With WD_POOL_LEVEL=gvisor, 1 and 2 at
+ * the gvisor level (runsc's sandboxes, the workspace attached through
+ * the executor), where runsc works.  Public API only.
  */
 #include "warden.h"
 
@@ -45,6 +47,7 @@ static int failures;
 	} while (0)
 
 static char ws[4096], policy[4200], top[4096];
+static enum wd_isolation level = WD_ISOLATION_CONTAINER;
 
 static double
 now_s(void)
@@ -81,6 +84,7 @@ spec_with(uint64_t memory)
 		abort();
 	struct wd_limits l = {.memory_bytes = memory};
 	wd_spec_set_limits(s, &l);
+	wd_spec_set_isolation(s, level);
 	return s;
 }
 
@@ -291,6 +295,11 @@ main(int argc, char **argv)
 	}
 	if (geteuid() != 0)
 		return skip("the warm pool needs root");
+	const char *lv = getenv("WD_POOL_LEVEL");
+	if (lv && wd_isolation_parse(lv, &level) < 0) {
+		fprintf(stderr, "pool_guard: WD_POOL_LEVEL=%s: not a level\n", lv);
+		return 2;
+	}
 	snprintf(top, sizeof(top), "%s/pool-guard.%d.top", argv[1], (int)getpid());
 	snprintf(ws, sizeof(ws), "%s/pool-guard.%d", argv[1], (int)getpid());
 	snprintf(policy, sizeof(policy), "%s.json", ws);
@@ -324,7 +333,9 @@ main(int argc, char **argv)
 	wd_spec_free(probe);
 	int ret = 0;
 	if (!can) {
-		ret = skip("this host cannot run a sandbox at the container level");
+		ret = skip(level == WD_ISOLATION_GVISOR
+			       ? "this host cannot run a sandbox at the gvisor level"
+			       : "this host cannot run a sandbox at the container level");
 	} else {
 		guard(ctx);
 		cancel(ctx);
