@@ -714,8 +714,9 @@ const struct backend_ops gvisor_ops = {
     .name = "gvisor",
     .level = WD_ISOLATION_GVISOR,
     /* runsc builds the sandbox's mounts (no overlay or disk of warden's
-     * can be shown in them) and its user namespace; sandbox.require
-     * userns/netns ask for warden's own */
+     * can be shown in them) and its user namespace (sandbox.require
+     * userns/netns ask for warden's own); a vacant sandbox takes its
+     * workspace through the gofer's namespace at attach (gv_attach) */
     .caps = BACKEND_CAP_POOL,
     .probe = gv_probe,
     .prepare = gv_prepare,
