@@ -10,8 +10,6 @@
  *
  *     "+DIR\n"   watch DIR (a sandbox's cgroup, one line per hierarchy)
  *     "-DIR\n"   DIR is gone, forget it
- *     "xDIR\n"   remove DIR now (its sandbox's processes are gone), then
- *                forget it: the removal is off the caller's path
  *     "q\n"      goodbye: the context is freed and cleaned up itself
  *
  * EOF without the goodbye means the program died: the keeper kills
@@ -235,19 +233,6 @@ thaw_dir(const char *dir)
 	}
 }
 
-/* "xDIR": the program destroyed DIR's sandbox and reaped its pid 1, so the
- * directory is empty and one rmdir removes it; if something is left after
- * all (EBUSY: a task still draining, or frozen), thaw it and empty it the
- * way a dead program's directories are. */
-KEEPER_FN static void
-remove_now(const char *dir)
-{
-	if (k_rmdir(dir) != -EBUSY)
-		return;
-	thaw_dir(dir);
-	remove_dir(dir);
-}
-
 KEEPER_FN __attribute__((noreturn)) static void
 keeper_main(int rfd)
 {
@@ -296,11 +281,6 @@ keeper_main(int rfd)
 				table_add(&t, line + 1, len - 1);
 			else if (len > 1 && line[0] == '-')
 				table_del(&t, line + 1, len - 1);
-			else if (len > 1 && line[0] == 'x') {
-				line[len] = '\0'; /* was the newline */
-				remove_now(line + 1);
-				table_del(&t, line + 1, len - 1);
-			}
 			line = nl + 1;
 		}
 		have -= (size_t)(line - buf);
@@ -431,12 +411,6 @@ void
 keeper_release(struct keeper *k, const char *const *dirs)
 {
 	say(k, '-', dirs);
-}
-
-void
-keeper_remove(struct keeper *k, const char *const *dirs)
-{
-	say(k, 'x', dirs);
 }
 
 void

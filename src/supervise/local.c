@@ -627,21 +627,7 @@ local_destroy(struct sandbox *sb)
 	}
 	net_rules_free(sb->own_rules);
 	sb->own_rules = NULL;
-	if (sb->cg && sb->keeper && is_container(sb) && sb->reaped) {
-		/* pid 1 is reaped, so its pid namespace is empty (the kernel
-		 * finishes pid 1's exit only once every other task in it has
-		 * been reaped) and nothing of the sandbox is left in the
-		 * cgroup: the rmdirs go to the keeper, which runs them while
-		 * the caller takes the result (they are done by the context's
-		 * end, keeper_stop).  Measured: bench/spawn.sh SPAWN_BEFORE,
-		 * docs/performance.md.  Should a task be left after all, the
-		 * keeper's rmdir fails EBUSY and it kills what the directory
-		 * lists, as it does for a dead warden's. */
-		keeper_remove(sb->keeper, cgroup_dirs(sb->cg));
-		cgroup_free(sb->cg);
-		sb->cg = NULL;
-		STEP("7b cgroup handed to the keeper");
-	} else if (sb->cg) {
+	if (sb->cg) {
 		cgroup_kill(sb->cg);
 		cgroup_destroy(sb->cg);
 		keeper_release(sb->keeper, cgroup_dirs(sb->cg));

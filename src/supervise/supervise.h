@@ -370,10 +370,6 @@ int keeper_start(struct keeper **out, struct wd_err *err);
  * gone (release).  Thread-safe. */
 void keeper_watch(struct keeper *k, const char *const *dirs);
 void keeper_release(struct keeper *k, const char *const *dirs);
-/* Have it remove them (their sandbox's processes are gone) and forget
- * them: the rmdirs run in the keeper, not on the caller's path; they are
- * done by the time keeper_stop() returns. */
-void keeper_remove(struct keeper *k, const char *const *dirs);
 /* Say goodbye, wait for it to exit, free. */
 void keeper_stop(struct keeper *k);
 
