@@ -11,6 +11,10 @@ import sys
 
 # key, what, better ("low" or "high"), target text
 FIGURES = [
+    # warden's added time over bare exec / bubblewrap's, same series
+    ("cold_true_vs_bwrap", "cold `run -- /bin/true`: added time / bubblewrap's", "low", "<= 1.0"),
+    ("cold_python_vs_bwrap", "cold `run -- python3 -c pass`: added / bubblewrap's", "low",
+     "<= 1.0"),
     ("cold_true_ratio", "cold `run -- /bin/true`: added time / namespace floor's", "low", "<= 1.3"),
     ("cold_python_ratio", "cold `run -- python3 -c pass`: added / floor's", "low", "<= 1.3"),
     ("cold_true_image_vs_host", "cold `run -- /bin/true`: --image / host /usr", "low", "<= 1.05"),
