@@ -15,10 +15,12 @@
  * creation, mount and pivot_root.  tests/integration/containerd.sh removes
  * each in turn under containerd and runc and checks the message. */
 #include "supervise/supervise.h"
+#include "jail/jail.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,12 +70,33 @@ proc_masked(void)
 	return masked;
 }
 
+/* A realtime task (chrt -f/-r) cannot join a cgroup v1 cpu group that has
+ * no realtime budget (cpu.rt_runtime_us 0, the default below the root):
+ * the kernel answers EINVAL, which says nothing of the cause.  warden's
+ * sandbox inherits the caller's policy, so the fix is the caller's. */
+static bool
+realtime_hint(struct wd_err *err, int e)
+{
+	int pol = sched_getscheduler(0);
+	if (err->step != JAIL_STEP_4B_CGROUP || e != EINVAL ||
+	    (pol != SCHED_FIFO && pol != SCHED_RR))
+		return false;
+	size_t n = strlen(err->msg);
+	snprintf(err->msg + n, sizeof(err->msg) - n,
+		 " (warden runs under a realtime scheduling policy, and the cgroup v1 cpu "
+		 "controller refuses a realtime task in a group without a realtime budget: run "
+		 "warden under SCHED_OTHER, not chrt -f or -r)");
+	return true;
+}
+
 void
 confine_hint(const wd_spec *spec, int rc, struct wd_err *err)
 {
-	if (!err || spec->isolation != WD_ISOLATION_CONTAINER)
+	if (!err)
 		return;
 	int e = err->sys_errno ? err->sys_errno : -rc;
+	if (realtime_hint(err, e) || spec->isolation != WD_ISOLATION_CONTAINER)
+		return;
 	if (e != EPERM && e != EACCES && e != ENOSYS)
 		return;
 	char st[4096];

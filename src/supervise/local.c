@@ -500,9 +500,9 @@ local_setup_error(struct sandbox *sb, struct wd_err *err)
 	else
 		rc = wd_err_sys(err, sb->setup_errno, "jail step %s",
 				jail_step_name(sb->setup_step));
-	confine_hint(sb->spec, rc, err);
 	if (err)
 		err->step = sb->setup_step;
+	confine_hint(sb->spec, rc, err);
 	return rc;
 }
 

@@ -192,4 +192,20 @@ RC=$?
 expect_rc 125 "audit verify --json of a missing log"
 check "  ... the error in JSON on stdout" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["status"] == 125' "$OUT"
 
+# warden under a realtime policy (chrt -f): a cgroup v1 cpu group without
+# a realtime budget refuses the task with a bare EINVAL at step 4b.  Where
+# the host takes it (no cpu controller, or a budget), the run just works;
+# where it refuses, the message must say why.
+if command -v chrt >/dev/null; then
+	chrt -f 10 "$WARDEN" run "${W[@]}" -- /bin/true >"$OUT" 2>"$ERR" </dev/null
+	RC=$?
+	if [ "$RC" = 0 ]; then
+		ok "a run under chrt -f: this host takes a realtime task into the sandbox's cgroup"
+	else
+		expect_rc 125 "a run under chrt -f refused"
+		check "  ... naming the realtime policy, not a bare 'Invalid argument'" \
+			grep -q "realtime scheduling policy" "$ERR"
+	fi
+fi
+
 finish
