@@ -528,7 +528,7 @@ gv_oci_write_rootfs(struct sandbox *sb, struct gv *g, struct wd_err *err)
 	}
 	/* a vacant sandbox's staging directory, its w and their mount point */
 	if (sb->spec->vacant) {
-		static const char *const dirs[] = {"/stage", "/stage/w", "/rootfs" GVW_STAGE};
+		static const char *const dirs[] = {"/stage", "/stage/w", ("/rootfs" GVW_STAGE)};
 		for (size_t i = 0; i < WD_ARRAY_SIZE(dirs); i++) {
 			snprintf(path, sizeof(path), "%s%s", g->dir, dirs[i]);
 			if (mkdir(path, 0755) < 0)
