@@ -14,6 +14,7 @@
  * Uses only the public API (include/warden.h).
  */
 #include "warden.h"
+#include "bench.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -28,40 +29,13 @@ enum { BARE, CONTAINER, GVISOR, NSERIES };
 static const char *const label[NSERIES] = {"bare", "container", "gvisor"};
 
 static uint64_t
-now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static uint64_t
-bare(char **argv)
-{
-	uint64_t t0 = now_ns();
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-		dup2(fd, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	uint64_t t = now_ns() - t0;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? t : 0;
-}
-
-static uint64_t
 in(wd_sandbox *sb, const wd_cmd *cmd)
 {
 	struct wd_err e = {0};
 	wd_result *r = NULL;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	int rc = wd_sandbox_exec(sb, cmd, &r, &e);
-	uint64_t t = now_ns() - t0;
+	uint64_t t = bench_now_ns() - t0;
 	int ok = rc == 0 && wd_result_status(r) == 0;
 	if (rc < 0)
 		fprintf(stderr, "exec_bench: %s\n", e.msg);
@@ -84,13 +58,13 @@ create(wd_ctx *ctx, const char *ws, enum wd_isolation level)
 	wd_sandbox *sb = NULL;
 	wd_spec_set_isolation(s, level);
 	wd_spec_set_workspace(s, ws, &e);
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	if (wd_sandbox_create(ctx, s, &sb, &e) < 0)
 		fprintf(stderr, "exec_bench: create: %s\n", e.msg);
 	else
 		printf("# %s sandbox created in %.1f ms\n",
 		       level == WD_ISOLATION_GVISOR ? "gvisor" : "container",
-		       (double)(now_ns() - t0) / 1e6);
+		       (double)(bench_now_ns() - t0) / 1e6);
 	wd_spec_free(s);
 	return sb;
 }
@@ -140,7 +114,7 @@ main(int argc, char **argv)
 	for (int round = -warmup; round < runs; round++) {
 		for (int k = 0; k < NSERIES; k++) {
 			int s = (k + (round < 0 ? 0 : round)) % NSERIES;
-			uint64_t v = s == BARE ? bare(cmdv) : in(sb[s], cmd);
+			uint64_t v = s == BARE ? bench_bare(cmdv) : in(sb[s], cmd);
 			if (round < 0)
 				continue;
 			if (v)

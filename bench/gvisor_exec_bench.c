@@ -22,6 +22,7 @@
  * gvisor_exec_added_ms, gvisor_exec_vs_runsc_exec.  Public API only.
  */
 #include "warden.h"
+#include "bench.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -35,42 +36,15 @@
 enum { BARE, RESIDENT, RUNSC, NSERIES };
 static const char *const label[NSERIES] = {"bare", "resident", "runsc-exec"};
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static uint64_t
-bare(void)
-{
-	uint64_t t0 = now_ns();
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-		dup2(fd, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl("/bin/true", "true", (char *)NULL);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	uint64_t t = now_ns() - t0;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? t : 0;
-}
-
 /* One exec; 0 when it failed or did not take the path asked for. */
 static uint64_t
 in(wd_sandbox *sb, const wd_cmd *cmd, const char *path, wd_result **keep)
 {
 	struct wd_err e = {0};
 	wd_result *r = NULL;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	int rc = wd_sandbox_exec(sb, cmd, &r, &e);
-	uint64_t t = now_ns() - t0;
+	uint64_t t = bench_now_ns() - t0;
 	int ok = rc == 0 && wd_result_status(r) == 0;
 	if (rc < 0)
 		fprintf(stderr, "gvisor_exec_bench: %s\n", e.msg);
@@ -138,12 +112,12 @@ main(int argc, char **argv)
 	wd_spec_set_isolation(s, WD_ISOLATION_GVISOR);
 	wd_spec_set_workspace(s, argv[optind], &e);
 	wd_sandbox *sb = NULL;
-	uint64_t c0 = now_ns();
+	uint64_t c0 = bench_now_ns();
 	if (wd_sandbox_create(ctx, s, &sb, &e) < 0) {
 		fprintf(stderr, "gvisor_exec_bench: create: %s\n", e.msg);
 		return 1;
 	}
-	printf("# gvisor session created in %.1f ms\n", (double)(now_ns() - c0) / 1e6);
+	printf("# gvisor session created in %.1f ms\n", (double)(bench_now_ns() - c0) / 1e6);
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	const char *tv[] = {"/bin/true", NULL};
 	wd_cmd *res = wd_cmd_new(), *rs = wd_cmd_new(), *py = wd_cmd_new();
@@ -163,7 +137,7 @@ main(int argc, char **argv)
 		for (int round = -warmup; round < runs; round++) {
 			for (int k = 0; k < NSERIES; k++) {
 				int sr = (k + (round < 0 ? 0 : round)) % NSERIES;
-				uint64_t v = sr == BARE	      ? bare()
+				uint64_t v = sr == BARE	      ? bench_bare_true()
 					     : sr == RESIDENT ? in(sb, res, "resident", NULL)
 							      : in(sb, rs, "runsc-exec", NULL);
 				if (round < 0)

@@ -28,6 +28,7 @@
  * and gvisor_pool_vs_cold.  Public API only.
  */
 #include "warden.h"
+#include "bench.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -41,40 +42,6 @@
 enum { BARE, POOLED, COLD, NSERIES };
 static const char *const label[NSERIES] = {"bare", "pooled", "cold"};
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&t, NULL);
-}
-
-static uint64_t
-bare(void)
-{
-	uint64_t t0 = now_ns();
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-		dup2(fd, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl("/bin/true", "true", (char *)NULL);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	uint64_t t = now_ns() - t0;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? t : 0;
-}
-
 /* The pool full and idle: every instance ready, the used ones destroyed
  * (the reaper's runsc teardown takes tens of ms on this kind of host). */
 static void
@@ -85,15 +52,15 @@ wait_full(wd_pool *p, unsigned size)
 		wd_pool_stats(p, &st);
 		if (st.ready >= size)
 			break;
-		sleep_ms(2);
+		bench_sleep_ms(2);
 	}
-	sleep_ms(100);
+	bench_sleep_ms(100);
 }
 
 static uint64_t
 timed(int rc, wd_result *r, const struct wd_err *e, uint64_t t0)
 {
-	uint64_t t = now_ns() - t0;
+	uint64_t t = bench_now_ns() - t0;
 	int ok = rc == 0 && wd_result_status(r) == 0;
 	if (rc < 0)
 		fprintf(stderr, "gvisor_pool_bench: %s\n", e->msg);
@@ -107,7 +74,7 @@ log_line(int level, const char *func, const char *msg, void *data)
 	(void)level;
 	(void)func;
 	(void)data;
-	fprintf(stderr, "%.3f %s\n", (double)now_ns() / 1e6, msg);
+	fprintf(stderr, "%.3f %s\n", (double)bench_now_ns() / 1e6, msg);
 }
 
 static int
@@ -190,9 +157,9 @@ main(int argc, char **argv)
 				 * series' measurement */
 				wait_full(pool, (unsigned)size);
 				if (sr == BARE) {
-					v = bare();
+					v = bench_bare_true();
 				} else if (sr == POOLED) {
-					uint64_t t0 = now_ns();
+					uint64_t t0 = bench_now_ns();
 					if (verbose)
 						fprintf(stderr, "%.3f pooled run starts\n",
 							(double)t0 / 1e6);
@@ -200,9 +167,9 @@ main(int argc, char **argv)
 					v = timed(rc, r, &e, t0);
 					if (verbose)
 						fprintf(stderr, "%.3f pooled run returned\n",
-							(double)now_ns() / 1e6);
+							(double)bench_now_ns() / 1e6);
 				} else {
-					uint64_t t0 = now_ns();
+					uint64_t t0 = bench_now_ns();
 					int rc = wd_ctx_run(ctx, cold, cmd, &r, &e);
 					v = timed(rc, r, &e, t0);
 				}

@@ -22,6 +22,7 @@
  * Public API only.
  */
 #include "warden.h"
+#include "bench.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -32,39 +33,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&t, NULL);
-}
-
-static uint64_t
-bare(void)
-{
-	uint64_t t0 = now_ns();
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-		dup2(fd, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execl("/bin/true", "true", (char *)NULL);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	return now_ns() - t0;
-}
 
 static int
 cmp_u64(const void *a, const void *b)
@@ -92,9 +60,9 @@ wait_full(wd_pool *p, unsigned size)
 		wd_pool_stats(p, &st);
 		if (st.ready >= size)
 			break;
-		sleep_ms(2);
+		bench_sleep_ms(2);
 	}
-	sleep_ms(30); /* the reaper's namespace teardown */
+	bench_sleep_ms(30); /* the reaper's namespace teardown */
 }
 
 struct tput {
@@ -127,7 +95,7 @@ throughput(wd_ctx *ctx, wd_sandbox *sb, const char *ref, const wd_cmd *cmd, int 
 {
 	struct tput t[2];
 	pthread_t th[2];
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	for (int i = 0; i < 2; i++) {
 		t[i] = (struct tput){ctx, sb, ref, cmd, n / 2, 0};
 		pthread_create(&th[i], NULL, tput_thread, &t[i]);
@@ -136,7 +104,7 @@ throughput(wd_ctx *ctx, wd_sandbox *sb, const char *ref, const wd_cmd *cmd, int 
 		pthread_join(th[i], NULL);
 		*failed += t[i].failed;
 	}
-	return (double)(n / 2 * 2) / ((now_ns() - t0) / 1e9);
+	return (double)(n / 2 * 2) / ((bench_now_ns() - t0) / 1e9);
 }
 
 int
@@ -186,19 +154,19 @@ main(int argc, char **argv)
 		for (int k = 0; k < 3; k++) {
 			int which = (i + k) % 3;
 			wd_result *r = NULL;
-			uint64_t t0 = now_ns();
+			uint64_t t0 = bench_now_ns();
 			if (which == 0) {
-				vb[i] = bare();
+				vb[i] = bench_bare_true();
 			} else if (which == 1) {
 				if (wd_pool_run(pool, ws, cmd, &r, &e) < 0 || wd_result_status(r))
 					failed++;
-				vp[i] = now_ns() - t0;
+				vp[i] = bench_now_ns() - t0;
 				wd_result_free(r);
 				wait_full(pool, size);
 			} else {
 				if (wd_sandbox_exec(live, cmd, &r, &e) < 0 || wd_result_status(r))
 					failed++;
-				vl[i] = now_ns() - t0;
+				vl[i] = bench_now_ns() - t0;
 				wd_result_free(r);
 			}
 		}
@@ -217,14 +185,14 @@ main(int argc, char **argv)
 	struct wd_pool_stats s0, s1;
 	wd_pool_stats(pool, &s0);
 	int burst = (int)size + 8;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	for (int i = 0; i < burst; i++) {
 		wd_result *r = NULL;
 		if (wd_pool_run(pool, ws, cmd, &r, &e) < 0)
 			failed++;
 		wd_result_free(r);
 	}
-	uint64_t tb = now_ns() - t0;
+	uint64_t tb = bench_now_ns() - t0;
 	wd_pool_stats(pool, &s1);
 	printf("burst: %d runs back to back from a full pool of %u: %llu served without "
 	       "waiting, %llu waited; %.1f ms\n",
@@ -234,14 +202,14 @@ main(int argc, char **argv)
 	/* sustained */
 	wait_full(pool, size);
 	wd_pool_stats(pool, &s0);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (int i = 0; i < runs; i++) {
 		wd_result *r = NULL;
 		if (wd_pool_run(pool, ws, cmd, &r, &e) < 0)
 			failed++;
 		wd_result_free(r);
 	}
-	uint64_t ts = now_ns() - t0;
+	uint64_t ts = bench_now_ns() - t0;
 	wd_pool_stats(pool, &s1);
 	uint64_t built = s1.built - s0.built;
 	printf("sustained: %d runs in %.0f ms: %.0f runs/s; the pool built %llu in that time "
@@ -261,19 +229,19 @@ main(int argc, char **argv)
 			for (int k = 0; k < 3; k++) {
 				int which = (i + k) % 3;
 				wd_result *r = NULL;
-				uint64_t t1 = now_ns();
+				uint64_t t1 = bench_now_ns();
 				if (which == 0) {
-					vb2[i] = bare();
+					vb2[i] = bench_bare_true();
 				} else if (which == 1) {
 					if (wd_session_exec(ctx, sid, cmd, &r, &e) < 0 ||
 					    wd_result_status(r))
 						failed++;
-					vs[i] = now_ns() - t1;
+					vs[i] = bench_now_ns() - t1;
 				} else {
 					if (wd_sandbox_exec(live, cmd, &r, &e) < 0 ||
 					    wd_result_status(r))
 						failed++;
-					vl2[i] = now_ns() - t1;
+					vl2[i] = bench_now_ns() - t1;
 				}
 				wd_result_free(r);
 			}
