@@ -566,8 +566,8 @@ cgroup_kill(struct cgroup *cg)
 	return cg->version == 2 ? cg_v2_kill(cg) : cg_v1_kill(cg);
 }
 
-/* SIGSTOP or SIGCONT every process of dfd's cgroup.procs, until a pass
- * finds none it has not signalled (a stopped process forks no more). */
+/* Send sig to every process of dfd's cgroup.procs, until a pass finds
+ * none it has not signalled (a thaw: SIGCONT; a stop is stop_all's). */
 static int
 signal_all(int dfd, int sig)
 {
@@ -599,6 +599,71 @@ signal_all(int dfd, int sig)
 	return rc;
 }
 
+/* Whether a task of pid is neither stopped nor gone (a process stops
+ * as a whole, but each of its threads goes to T on its own). */
+static bool
+not_stopped(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return false; /* gone */
+	bool running = false;
+	struct dirent *e;
+	while (!running && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char sp[96], buf[512];
+		snprintf(sp, sizeof(sp), "%s/%s/stat", path, e->d_name);
+		if (wd_read_file_at(AT_FDCWD, sp, buf, sizeof(buf)) <= 0)
+			continue;
+		const char *p = strrchr(buf, ')');
+		char st = p && p[1] == ' ' ? p[2] : 'T';
+		running = st != 'T' && st != 't' && st != 'Z' && st != 'X';
+	}
+	closedir(d);
+	return running;
+}
+
+/* Stop every process of dfd's cgroup by SIGSTOP.  Why not one SIGSTOP
+ * each: SIGCONT undoes it, and any process of the sandbox may send it to
+ * another (same uid, same pid namespace), so the last ones signalled of
+ * a pass continued the first (four processes continuing each other all
+ * ran on through a "frozen" review, unit-cgroup).  So each pass stops
+ * every process with a task not stopped, and the freeze holds only after
+ * two passes in a row that found every task of every process stopped (a
+ * stopped process sends nothing).  A sandbox that keeps continuing
+ * itself past the bound is thawed and the freeze fails: the review is
+ * then not said to be held (fail closed), never claimed. */
+#define STOP_TIMEOUT_NS (2 * 1000000000ULL)
+
+static int
+stop_all(int dfd)
+{
+	uint64_t deadline = wd_now_ns() + STOP_TIMEOUT_NS;
+	for (int clean = 0; clean < 2;) {
+		pid_t *pids = NULL;
+		int n = read_procs(dfd, &pids), sent = 0;
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++)
+			if (not_stopped(pids[i])) {
+				kill(pids[i], SIGSTOP);
+				sent++;
+			}
+		free(pids);
+		clean = sent ? 0 : clean + 1;
+		if (clean < 2 && wd_now_ns() > deadline) {
+			signal_all(dfd, SIGCONT);
+			return -EAGAIN;
+		}
+		if (sent)
+			sleep_ns(200000); /* for the stops to land */
+	}
+	return 0;
+}
+
 int
 cgroup_freeze(struct cgroup *cg, bool on, int *how)
 {
@@ -617,7 +682,7 @@ cgroup_freeze(struct cgroup *cg, bool on, int *how)
 	wd_autoclose int dfd = cg_open_dir(cg, 0);
 	if (dfd < 0)
 		return dfd;
-	int rc = signal_all(dfd, on ? SIGSTOP : SIGCONT);
+	int rc = on ? stop_all(dfd) : signal_all(dfd, SIGCONT);
 	if (rc == 0)
 		*how = on ? 2 : 0;
 	return rc;

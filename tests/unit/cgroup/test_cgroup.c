@@ -978,3 +978,79 @@ Test(cgroup, freeze_without_freezer_stops_by_signal)
 	need_root();
 	freeze_case(CGROUP_NO_FREEZER, cgroup_host_version() == 2 ? 1 : 2);
 }
+
+/* Without a freezer, a stop by signal is undone by SIGCONT, which any
+ * process of the sandbox may send to another (same uid, same pid
+ * namespace; a stopped process cannot, a running one can).  Four
+ * processes each keep continuing the other three: one pass of SIGSTOP,
+ * each pid signalled once, left the first ones continued by the last
+ * (all four ran on while "frozen": the review of a change set then read
+ * files a process went on writing).  The freeze must see every task
+ * stopped, or fail (and thaw) rather than claim it. */
+#define RING 4
+static volatile pid_t *ring_pids; /* shared: [RING] pids, then counters */
+
+static void
+sigcont_ring(void)
+{
+	volatile uint64_t *n = (volatile uint64_t *)(ring_pids + RING);
+	int i = 0;
+	for (int k = 1; k < RING; k++)
+		if (fork() == 0) {
+			i = k;
+			break;
+		}
+	ring_pids[i] = getpid();
+	for (;;) {
+		n[i]++;
+		for (int k = 0; k < RING; k++)
+			if (k != i && ring_pids[k] > 0)
+				kill(ring_pids[k], SIGCONT);
+	}
+}
+
+Test(cgroup, freeze_without_freezer_holds_against_sigcont)
+{
+	need_root();
+	struct wd_err err = {0};
+	struct cgroup_limits lim = {128 * MiB, 64, 0};
+	void *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(map, MAP_FAILED);
+	ring_pids = map;
+	volatile uint64_t *n = (volatile uint64_t *)(ring_pids + RING);
+	cr_assert_eq(cgroup_create_flags(test_id("fzring"), &lim, CGROUP_NO_FREEZER, &cg, &err), 0,
+		     "%s", err.msg);
+	struct gate g = spawn(sigcont_ring);
+	cr_assert_eq(cgroup_attach(cg, g.pid, &err), 0, "%s", err.msg);
+	release(&g);
+	/* all four started and run */
+	uint64_t before[RING];
+	for (int t = 0; t < 20000; t += 10) {
+		bool all = true;
+		for (int k = 0; k < RING; k++)
+			all = all && ring_pids[k] > 0 && n[k] > 0;
+		if (all)
+			break;
+		usleep(10000);
+	}
+	for (int k = 0; k < RING; k++)
+		cr_assert(ring_pids[k] > 0 && n[k] > 0, "ring member %d never ran", k);
+	int how = 0;
+	int rc = cgroup_freeze(cg, true, &how);
+	cr_assert_eq(rc, 0, "freeze: %s", strerror(-rc));
+	cr_expect_neq(how, 0);
+	for (int k = 0; k < RING; k++)
+		before[k] = n[k];
+	usleep(300000);
+	int moved = 0;
+	for (int k = 0; k < RING; k++)
+		moved += n[k] != before[k];
+	cr_expect_eq(moved, 0, "%d of %d processes ran on while frozen", moved, RING);
+	cr_assert_eq(cgroup_freeze(cg, false, &how), 0);
+	cr_expect_eq(cgroup_kill(cg), 0);
+	wait_status(g.pid);
+	nkids = 0;
+	cr_expect(wait_empty(2000), "%d processes survived", count_procs());
+	cr_expect_eq(cgroup_destroy(cg), 0);
+	munmap(map, 4096);
+}
