@@ -33,6 +33,7 @@ struct gv_rcmd {
 	uint32_t id;
 	int out_w[3]; /* [1], [2]: write ends of the command's output socket pairs */
 	int note_w;   /* write end of its note pipe: struct gv_note records */
+	bool status;  /* its EXIT came: one status per command */
 };
 
 struct gv_res {
@@ -152,6 +153,11 @@ static void *
 reader(void *arg)
 {
 	struct gv_res *r = arg;
+	/* a thread of a library's host process: a note or an output pair
+	 * whose reader is gone is EPIPE here, never SIGPIPE to that process */
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	char *buf = wd_xmalloc(GVW_MAX_OUT);
 	const char *why = NULL;
 	for (;;) {
@@ -177,6 +183,14 @@ reader(void *arg)
 			why = "a reply for no command of ours";
 			break;
 		}
+		/* Why: one status per command.  After the first the caller may
+		 * have read it and gone (its note closed): a second, a forged
+		 * one, would be written into a pipe with no reader */
+		if ((h.type == GVW_EXIT || h.type == GVW_FAIL) && c->status) {
+			pthread_mutex_unlock(&r->tlock);
+			why = "a second status for one command";
+			break;
+		}
 		int v = 0;
 		if (h.len == 4)
 			memcpy(&v, buf, 4);
@@ -194,6 +208,7 @@ reader(void *arg)
 				off += (size_t)w;
 			}
 		} else if (h.type == GVW_EXIT) {
+			c->status = true;
 			note(c, GV_NOTE_EXIT, v);
 		} else if (h.type == GVW_FAIL) {
 			note(c, GV_NOTE_FAIL, v);
@@ -318,7 +333,7 @@ gv_res_run(struct gv *g, uint32_t id, const char *const *argv, const char *const
 	for (uint32_t i = 0; i < envc; i++)
 		p = stpcpy(p, env[i]) + 1;
 	struct gv_rcmd *c = wd_xcalloc(1, sizeof(*c));
-	*c = (struct gv_rcmd){id, {-1, sp[0][1], sp[1][1]}, np[1]};
+	*c = (struct gv_rcmd){id, {-1, sp[0][1], sp[1][1]}, np[1], false};
 	pthread_mutex_lock(&r->tlock);
 	int slot = -1;
 	for (int i = 0; i < GVW_MAX_CMDS && slot < 0 && !r->lost; i++)
@@ -365,7 +380,7 @@ gv_res_attach(struct gv *g, uint32_t id, struct wd_err *err)
 	if (pipe2(np, O_CLOEXEC) < 0)
 		return wd_err_sys(err, errno, "pipe");
 	struct gv_rcmd *c = wd_xcalloc(1, sizeof(*c));
-	*c = (struct gv_rcmd){id, {-1, -1, -1}, np[1]};
+	*c = (struct gv_rcmd){id, {-1, -1, -1}, np[1], false};
 	pthread_mutex_lock(&r->tlock);
 	int slot = -1;
 	for (int i = 0; i < GVW_MAX_CMDS && slot < 0 && !r->lost; i++)

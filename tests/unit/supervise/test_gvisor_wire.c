@@ -211,3 +211,54 @@ Test(gvisor_wire, no_hello_is_an_error)
 	close(fds[1]);
 	gv_res_free(&g);
 }
+
+/* A second status for one command, after its caller has read the first
+ * and gone (its note closed): warden wrote it into a pipe with no reader,
+ * and SIGPIPE ended the process (a library caller's: the server and the
+ * monitor ignore it).  One EXIT (or FAIL) per command: a second is a
+ * malformed reply, and the executor is lost, whenever it comes. */
+Test(gvisor_wire, a_second_exit_for_one_command)
+{
+	struct fake f;
+	start(&f);
+	int out[3] = {-1, -1, -1}, note = -1;
+	cr_assert_eq(run(&f, 9, out, &note), 0);
+	int st = 0;
+	reply(&f, GVW_EXIT, 0, 9, &st, 4);
+	readable(note);
+	struct gv_note n;
+	cr_assert_eq(read(note, &n, sizeof(n)), (ssize_t)sizeof(n));
+	cr_expect_eq(n.kind, GV_NOTE_EXIT);
+	/* the caller is done with the command (its drain grace ran out) */
+	close(note);
+	close(out[1]);
+	close(out[2]);
+	reply(&f, GVW_EXIT, 0, 9, &st, 4);
+	/* the reader takes it as the executor lost; nothing else happens */
+	for (int t = 0; t < 5000 && gv_res_usable(&f.g); t += 10)
+		usleep(10000);
+	cr_expect(!gv_res_usable(&f.g), "a second EXIT for one command is a malformed reply");
+	stop(&f);
+}
+
+Test(gvisor_wire, fail_after_exit)
+{
+	struct fake f;
+	start(&f);
+	int out[3] = {-1, -1, -1}, note = -1;
+	cr_assert_eq(run(&f, 9, out, &note), 0);
+	int st = 0, e = 12;
+	reply(&f, GVW_EXIT, 0, 9, &st, 4);
+	reply(&f, GVW_FAIL, 0, 9, &e, 4);
+	readable(note);
+	struct gv_note n;
+	cr_assert_eq(read(note, &n, sizeof(n)), (ssize_t)sizeof(n));
+	cr_expect_eq(n.kind, GV_NOTE_EXIT);
+	readable(note);
+	cr_expect_eq(read(note, &n, sizeof(n)), 0, "no second record: the executor is lost");
+	cr_expect(!gv_res_usable(&f.g));
+	close(note);
+	close(out[1]);
+	close(out[2]);
+	stop(&f);
+}
