@@ -282,16 +282,32 @@ gv_res_usable(const struct gv *g)
 	return ok;
 }
 
-/* One whole frame to the executor. */
+/* One whole frame to the executor.  Why SIGPIPE is held: the executor
+ * can be gone (the sentry killed in the sandbox's cgroup at its memory
+ * limit, which the sandbox's own commands reach) before the reader has
+ * seen its end; the write then meets a pipe with no reader, and SIGPIPE
+ * would end a library caller's process (the server and the monitor
+ * ignore it).  EPIPE is the error; the reader's EOF ends the commands. */
 static int
 send_frame(struct gv_res *r, uint16_t type, uint32_t id, const void *p, uint32_t n)
 {
 	struct gvw_hdr h = {n, type, 0, id};
+	sigset_t pipe_set, old, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pending);
+	bool was_pending = sigismember(&pending, SIGPIPE);
 	pthread_mutex_lock(&r->wlock);
 	int rc = wd_write_all(r->req_w, &h, sizeof(h));
 	if (rc == 0 && n)
 		rc = wd_write_all(r->req_w, p, n);
 	pthread_mutex_unlock(&r->wlock);
+	if (rc == -EPIPE && !was_pending) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&pipe_set, NULL, &zero); /* ours, taken back */
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
 

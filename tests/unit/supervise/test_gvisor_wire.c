@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -261,4 +262,38 @@ Test(gvisor_wire, fail_after_exit)
 	close(out[1]);
 	close(out[2]);
 	stop(&f);
+}
+
+/* The executor gone (the sentry ended: OOM in the sandbox's cgroup, a
+ * crash) before the reader has seen its end: a KILL, a CLOSE or a RUN
+ * written to the channel met a pipe with no reader, and SIGPIPE ended the
+ * caller's process (a library caller's; the server and the monitor ignore
+ * it).  It is an error, and the command ends as with a lost executor. */
+Test(gvisor_wire, a_request_to_an_executor_that_is_gone)
+{
+	struct fake f;
+	start(&f);
+	int out[3] = {-1, -1, -1}, note = -1;
+	cr_assert_eq(run(&f, 9, out, &note), 0);
+	close(f.req_r);
+	f.req_r = -1;
+	gv_res_kill(&f.g, 9, SIGKILL);
+	gv_res_close(&f.g, 9);
+	int out2[3] = {-1, -1, -1}, note2 = -1;
+	int rc = run(&f, 10, out2, &note2);
+	if (rc == 0) {
+		/* taken, then its frame failed: its note ends without a status */
+		readable(note2);
+		struct gv_note n;
+		cr_expect_eq(read(note2, &n, sizeof(n)), 0);
+		close(out2[1]);
+		close(out2[2]);
+		close(note2);
+	}
+	close(out[1]);
+	close(out[2]);
+	close(note);
+	close(f.rep_w);
+	f.rep_w = -1;
+	gv_res_free(&f.g);
 }
