@@ -768,6 +768,16 @@ review_held(const char *what, struct wd_err *e)
 {
 	if (!M.sb->sb || atomic_load(&M.sb->sb->review_frozen))
 		return 0;
+	/* Why: a cgroup and still not frozen is a freeze that failed (a
+	 * sandbox whose processes keep continuing each other defeats a stop
+	 * by signal, cgroup_freeze), and a process left by an ended command
+	 * is not counted below: refused whatever runs */
+	if (M.sb->sb->cg)
+		return wd_err_set(e, WD_E_UNSUPPORTED,
+				  "%s refused: the session's processes could not be frozen, so "
+				  "the files could change while they are %s; stop the session "
+				  "(warden stop), then %s again",
+				  what, !strcmp(what, "apply") ? "written" : "copied", what);
 	pthread_mutex_lock(&M.lock);
 	int others = M.execs + M.detached;
 	pthread_mutex_unlock(&M.lock);

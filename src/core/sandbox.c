@@ -204,8 +204,19 @@ wd_sandbox_apply(wd_sandbox *s, const char *const *paths, size_t npaths, const c
 	CTX_ENTER(s->ctx);
 	int rc = need_cow(s, err);
 	if (rc == 0) {
-		sandbox_review(s->sb, true);
-		rc = box_apply(s->box, paths, npaths, expect, flags, report, err);
+		/* Why: a sandbox with a cgroup whose processes could not be
+		 * frozen (they keep continuing each other against a stop by
+		 * signal, cgroup_freeze) could change a file while it is
+		 * written: refused rather than applied unfrozen */
+		struct wd_err fe = {0};
+		if (sandbox_freeze(s->sb, true, &fe) < 0 && s->sb->cg)
+			rc = wd_err_set(err, WD_E_UNSUPPORTED,
+					"apply refused: the sandbox's processes could not be "
+					"frozen (%s), so the files could change while they are "
+					"written; end its commands, then apply again",
+					fe.msg);
+		else
+			rc = box_apply(s->box, paths, npaths, expect, flags, report, err);
 		sandbox_review(s->sb, false);
 	}
 	CTX_LEAVE();
