@@ -201,7 +201,11 @@ note_named(json_t *r, json_t *named)
 
 /* A session the server made ("serve-" name) that no record names and no
  * peer holds: made or dropped by a server that died before its record
- * said so.  Nobody can reach it; its disk would stay on the volume. */
+ * said so.  Nobody can reach it; its disk would stay on the volume.
+ * Why the whole shape ("serve-" and 16 hex digits, as harness.c names
+ * them) and not the prefix: the state directory is the CLI's too, and a
+ * human's `warden create serve-frontend` was removed with its unapplied
+ * changes by the next server start (serve-sweep-names). */
 static void
 remove_orphans(struct srv *s, json_t *known, json_t *named)
 {
@@ -210,7 +214,8 @@ remove_orphans(struct srv *s, json_t *known, json_t *named)
 	json_object_foreach(known, id, name)
 	{
 		const char *n = json_string_value(name);
-		if (!n || strncmp(n, "serve-", 6) || json_object_get(named, id))
+		if (!n || strncmp(n, "serve-", 6) || !hex_id(n + 6, 16) ||
+		    json_object_get(named, id))
 			continue;
 		bool held = false;
 		for (struct peer *q = s->peers; q && !held; q = q->next)
@@ -378,8 +383,11 @@ srv_sweep_anon(struct srv *s)
 		const char *nm = json_string_value(name);
 		int pid = 0, end = 0;
 		unsigned long long start = 0;
+		/* the whole shape srv_anon_name writes, 16 hex digits last: a
+		 * human's session of the same directory named "serve.1.1.notes"
+		 * is not one (remove_orphans says why) */
 		if (!nm || sscanf(nm, "serve.%d.%llu.%n", &pid, &start, &end) != 2 || end == 0 ||
-		    pid <= 0)
+		    pid <= 0 || !hex_id(nm + end, 16))
 			continue;
 		/* Why both: a pid is reused; its start time tells a live
 		 * server (this one, or another on the same directory) from a

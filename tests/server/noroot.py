@@ -247,13 +247,23 @@ sid3 = call("sandbox_create", {}, mcp2).get("structuredContent", {}).get("sandbo
 srv2.stop(9)
 ok(sid3 and sandboxes() == [sid3], "a SIGKILLed server leaves its sandbox's state (%s)"
    % sandboxes())
+# the user's own session in the same state directory, named as a server's
+# anonymous sandbox is named but for its last part: not the sweep's
+r = run_user("create", "serve.1.1.notes", "--workspace-mode", "cow", "--best-effort",
+             "--workspace", env.ws)
+mine = r.stdout.strip()
+ok(r.returncode == 0 and mine in sandboxes(), "the user's session serve.1.1.notes (%s)"
+   % r.stderr.strip())
 srv3 = Server(env, "--best-effort", stdio=True, prefix=(*as_user,))
 mcp3 = LineClient(srv3)
 mcp3.initialize()
-ok(wait(lambda: sandboxes() == []), "the next server on the directory removes it (%s)"
+ok(wait(lambda: sid3 not in sandboxes()), "the next server on the directory removes it (%s)"
    % srv3.stderr()[-300:])
+ok(sandboxes() == [mine], "... and leaves the user's serve.1.1.notes (%s)" % sandboxes())
 srv3.p.stdin.close()
 srv3.stop()
+r = run_user("rm", "serve.1.1.notes")
+ok(r.returncode == 0 and sandboxes() == [], "the user's session removed (%s)" % r.stderr.strip())
 ok(wait(lambda: user_procs() == ""), "no process of the uid is left (%s)" % user_procs())
 env.close()
 done()
