@@ -18,6 +18,7 @@
  * is for). */
 #include "core/core.h"
 #include "net/net.h"
+#include "util/escape.h"
 #include "util/fdpass.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
@@ -83,8 +84,15 @@ mon_log(int level, const char *func, const char *msg, void *data)
 	time_t t = time(NULL);
 	struct tm tm;
 	gmtime_r(&t, &tm);
-	fprintf(M.log, "%04d-%02d-%02dT%02d:%02d:%02dZ %s: %s\n", tm.tm_year + 1900, tm.tm_mon + 1,
-		tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, names[level & 3], msg);
+	fprintf(M.log, "%04d-%02d-%02dT%02d:%02d:%02dZ %s: ", tm.tm_year + 1900, tm.tm_mon + 1,
+		tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, names[level & 3]);
+	/* A message can carry bytes a model chose (a detached command's
+	 * error, a file name in an apply error), and a human reads this file
+	 * with cat or less: control bytes, bidi characters and newlines are
+	 * shown escaped, so a name can neither drive the terminal nor forge
+	 * a line of its own. */
+	wd_esc_text_put(M.log, msg, strlen(msg), 0, 0);
+	fputc('\n', M.log);
 	fflush(M.log);
 }
 
