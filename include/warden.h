@@ -625,6 +625,33 @@ int wd_sandbox_apply(wd_sandbox *sb, const char *const *paths, size_t npaths, co
  * dropped, or a negative errno value. */
 int wd_sandbox_discard(wd_sandbox *sb, const char *const *paths, size_t npaths, struct wd_err *err);
 
+/* A change set or an apply report as types: text is what
+ * wd_sandbox_diff(), wd_sandbox_apply() or their session forms wrote with
+ * WD_DIFF_JSON.  *out is new, free with wd_report_free().  -EINVAL when
+ * text is not one.  A front end reads the files through the accessors
+ * and embeds wd_report_json() whole, so it never parses the library's
+ * text. */
+typedef struct wd_report wd_report;
+int wd_report_new(const char *text, wd_report **out, struct wd_err *err);
+void wd_report_free(wd_report *r);
+/* The number of files listed (the changes of a diff, the files an apply
+ * wrote, refused or found in conflict). */
+size_t wd_report_files(const wd_report *r);
+/* File i's path, relative to the workspace, as its bytes (a byte that is
+ * not UTF-8 included); NULL past the end.  Valid while r lives. */
+const char *wd_report_path(const wd_report *r, size_t i);
+/* An apply report's result for file i ("applied", "conflict",
+ * "refused", ...); NULL in a diff and past the end.  Valid while r
+ * lives. */
+const char *wd_report_result(const wd_report *r, size_t i);
+/* The number of ignored entries summarised (see wd_sandbox_diff). */
+size_t wd_report_ignored(const wd_report *r);
+/* The report as JSON a strict parser reads (RFC 8259 with valid UTF-8:
+ * jansson, Go): a byte of a name that is not UTF-8 is the text \xNN;
+ * with max_files (0: all) only the first max_files files.  New string,
+ * free with free(). */
+char *wd_report_json(const wd_report *r, size_t max_files);
+
 /* ---- sessions: sandboxes that outlive the caller ----
  *
  * A session is a sandbox kept in warden's state directory (see

@@ -589,11 +589,11 @@ const json_t *mcp_tool_schema(const char *tool);
 json_t *mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_error);
 
 /* result.c */
-/* A change set or apply report the library wrote (WD_DIFF_JSON):
- * parsed, with its "\udcXX" (bytes that are not UTF-8) made the visible
- * text \xXX; an empty object if it is not one.  Results and decisions
- * are read through their accessors instead. */
-json_t *lib_report_json(const char *text);
+/* A change set or apply report as the library writes it for a strict
+ * parser (wd_report_json: a byte that is not UTF-8 as the text \xNN),
+ * with only its first max_files files (0: all), embedded whole.  Results
+ * and decisions are read through their accessors. */
+json_t *report_embed(const wd_report *r, size_t max_files);
 /* A decision as wd_decision_json() describes it, built from its
  * accessors (a byte that is not UTF-8 as the text \xNN); NULL for NULL. */
 json_t *decision_json(const wd_decision *d);

@@ -90,6 +90,8 @@ MAN3=(
 	wd_policy_free wd_policy_json wd_policy_load wd_policy_network_allow wd_policy_route
 	wd_policy_sandbox wd_policy_tool_image
 	wd_pool_free wd_pool_new wd_pool_run wd_pool_stats
+	wd_report_files wd_report_free wd_report_ignored wd_report_json wd_report_new wd_report_path
+	wd_report_result
 	wd_request_free wd_request_new wd_request_set_argv wd_request_set_command
 	wd_request_set_cwd wd_request_set_system_root wd_request_set_workspace wd_request_setenv
 	wd_result_decision wd_result_exec_errno wd_result_exec_step wd_result_net_refusal wd_result_exit_code wd_result_free
