@@ -126,12 +126,14 @@ route(wd_ctx *ctx, const wd_policy *pol, const wd_cmd *cmd, const char *sandbox_
 		why = "is a direct tool: it runs in warden itself, not in a sandbox";
 	json_t *f;
 	if (why)
-		f = json_pack("{s:s,s:s,s:s}", "tool", cmd->tool, "decision", "deny", "reason",
-			      why);
+		/* the tool's name by its bytes (a caller's): json_pack's "s"
+		 * refuses one that is not UTF-8 and the record would lose it */
+		f = json_pack("{s:o,s:s,s:s}", "tool", audit_json_bytes(cmd->tool), "decision",
+			      "deny", "reason", why);
 	else
-		f = json_pack("{s:s,s:s*,s:I,s:I,s:I,s:I}", "tool", cmd->tool, "profile", profile,
-			      "timeout_ms", (json_int_t)g->profile.timeout_ms, "memory",
-			      (json_int_t)g->profile.memory_bytes, "cpu_millionths",
+		f = json_pack("{s:o,s:s*,s:I,s:I,s:I,s:I}", "tool", audit_json_bytes(cmd->tool),
+			      "profile", profile, "timeout_ms", (json_int_t)g->profile.timeout_ms,
+			      "memory", (json_int_t)g->profile.memory_bytes, "cpu_millionths",
 			      (json_int_t)g->profile.cpu_millionths, "output",
 			      (json_int_t)g->profile.output_limit);
 	struct wd_event ev = {

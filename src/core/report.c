@@ -6,10 +6,11 @@
  * The text is util/json.h's: a byte of a name that is not UTF-8 is the
  * escape "\udcXX", which a strict parser (jansson) refuses.  Strings in a
  * report come from C strings, so a real NUL is never in one: "\udcXX" is
- * read here as NUL and the two hex digits, and undone after parsing into
+ * read as NUL and the two hex digits (jw_surrogates_to_nul), and undone after parsing into
  * the bytes (for the accessors) and into the visible text \xNN (for the
  * JSON a strict parser reads, wd_report_json). */
 #include "core/core.h"
+#include "util/json.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -30,35 +31,6 @@ hexval(char c)
 	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
 	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
 				      : -1;
-}
-
-/* "\udcXX" -> "\u0000XX"; every other escape copied as the pair it is,
- * so a "\\" followed by "udc.." text is never taken for one. */
-static char *
-nul_escapes(const char *in, size_t n, size_t *out_len)
-{
-	char *out = wd_xmalloc(2 * n + 1);
-	size_t o = 0;
-	for (size_t i = 0; i < n;) {
-		if (in[i] != '\\' || i + 1 >= n) {
-			out[o++] = in[i++];
-			continue;
-		}
-		if (in[i + 1] == 'u' && i + 5 < n && (in[i + 2] | 0x20) == 'd' &&
-		    (in[i + 3] | 0x20) == 'c' && hexval(in[i + 4]) >= 0 && hexval(in[i + 5]) >= 0) {
-			memcpy(out + o, "\\u0000", 6);
-			out[o + 6] = in[i + 4];
-			out[o + 7] = in[i + 5];
-			o += 8;
-			i += 6;
-			continue;
-		}
-		out[o++] = in[i++];
-		out[o++] = in[i++];
-	}
-	out[o] = '\0';
-	*out_len = o;
-	return out;
 }
 
 /* s (len bytes, NULs marking bytes) as its bytes (raw) or as the visible
@@ -132,13 +104,13 @@ visible(json_t *v)
 	}
 }
 
-int
+WD_API int
 wd_report_new(const char *text, wd_report **out, struct wd_err *err)
 {
 	if (!text || !out)
 		return wd_err_set(err, WD_E_INVAL, "report: no text");
 	size_t n = 0;
-	wd_autofree char *t = nul_escapes(text, strlen(text), &n);
+	wd_autofree char *t = jw_surrogates_to_nul(text, strlen(text), &n);
 	json_error_t je;
 	json_t *root = json_loadb(t, n, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &je);
 	json_t *files = json_object_get(root, "files");
@@ -169,7 +141,7 @@ wd_report_new(const char *text, wd_report **out, struct wd_err *err)
 	return 0;
 }
 
-void
+WD_API void
 wd_report_free(wd_report *r)
 {
 	if (!r)
@@ -182,31 +154,31 @@ wd_report_free(wd_report *r)
 	free(r);
 }
 
-size_t
+WD_API size_t
 wd_report_files(const wd_report *r)
 {
 	return r ? r->nfiles : 0;
 }
 
-const char *
+WD_API const char *
 wd_report_path(const wd_report *r, size_t i)
 {
 	return r && i < r->nfiles ? r->path[i] : NULL;
 }
 
-const char *
+WD_API const char *
 wd_report_result(const wd_report *r, size_t i)
 {
 	return r && i < r->nfiles ? r->result[i] : NULL;
 }
 
-size_t
+WD_API size_t
 wd_report_ignored(const wd_report *r)
 {
 	return r ? r->nignored : 0;
 }
 
-char *
+WD_API char *
 wd_report_json(const wd_report *r, size_t max_files)
 {
 	if (!r)
