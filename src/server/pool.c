@@ -101,14 +101,11 @@ pool_template(struct srv *s, const struct wd_policy_sandbox *ps, struct wd_err *
 /* Why a judged command for tool (NULL: none) cannot take a pooled
  * sandbox, or NULL when it can. */
 static const char *
-profile_why(const struct srv *s, const char *tool)
+profile_why(const struct srv *s, const struct route *rt)
 {
-	enum wd_tool_class k;
-	const char *prof = NULL;
-	struct wd_limits pl;
-	struct wd_err err = {0};
-	if (!tool || wd_policy_route(s->policy, tool, &k, &prof, &pl, &err) < 0)
+	if (!rt || !rt->defined)
 		return NULL; /* no profile; an unknown tool is refused by the policy stage */
+	const struct wd_limits pl = rt->limits;
 	const struct wd_limits *g = &s->pool->given;
 	/* the profile's limit wins over the policy's sandbox object for what
 	 * the server's options leave unset (docs/policy.md) */
@@ -139,18 +136,18 @@ image_why(struct srv *s, const char *image)
 }
 
 bool
-srv_pool_fits(struct srv *s, bool judged, const char *tool)
+srv_pool_fits(struct srv *s, bool judged, const struct route *rt)
 {
 	struct srv_pool *p = s->pool;
 	if (!p)
 		return false;
-	const char *why = image_why(s, srv_run_image(s, judged ? tool : NULL));
+	const char *why = image_why(s, srv_run_image(s, judged ? rt : NULL));
 	if (!why && !judged)
 		why = p->folded ? "it skips the policy stage, and the pool's sandboxes carry the "
 				  "policy's values"
 				: NULL;
 	else if (!why)
-		why = p->net_why ? p->net_why : profile_why(s, tool);
+		why = p->net_why ? p->net_why : profile_why(s, rt);
 	atomic_fetch_add(why ? &p->fresh : &p->pooled, 1);
 	if (why)
 		srv_log(s, WD_LOG_DEBUG, "pool: a fresh sandbox for this call: %s", why);
@@ -227,9 +224,11 @@ srv_pool_start(struct srv *s)
 	}
 	if ((rc = first_instance(s)) < 0)
 		return rc;
-	const char *why = s->pool->net_why ? s->pool->net_why : profile_why(s, "run_command");
-	if (!why && wd_policy_tool_image(s->policy, "run_command"))
-		why = image_why(s, srv_run_image(s, "run_command"));
+	struct route rt;
+	route_lookup(s, "run_command", &rt);
+	const char *why = s->pool->net_why ? s->pool->net_why : profile_why(s, &rt);
+	if (!why && rt.image)
+		why = image_why(s, srv_run_image(s, &rt));
 	if (why)
 		srv_log(s, WD_LOG_WARN,
 			"%s: run_command runs in fresh sandboxes under this policy: %s; the "

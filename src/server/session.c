@@ -176,8 +176,7 @@ run_tool(struct call *c, struct live *l, json_t *args, struct rpc_err *e)
 	json_t *res = NULL;
 	/* a command string: always judged by the policy, as in a fresh
 	 * sandbox, with the policy's "run_command" tool route if it has one */
-	bool routed;
-	int rc = run_command_cmd(s, args, cmd, &routed, &err);
+	int rc = run_command_cmd(args, &c->route, cmd, &err);
 	if (rc < 0) {
 		res = tool_error(s, "invalid arguments for run_command: %s", err.msg);
 		goto out;
