@@ -957,6 +957,14 @@ void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);
  * define the tool (such a tool is blocked). */
 int wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 		    const char **profile, struct wd_limits *limits, struct wd_err *err);
+/* The limits a judged command of tool (NULL: none) runs with under p, as
+ * the policy stage sets them: for each of memory, pids, cpu, tmp, timeout
+ * and output, given's (the caller's; NULL: none) when not 0, else the
+ * tool's profile's, else the policy's sandbox object's, else 0 (the
+ * library's default, wd_limits_defaults); the other fields are given's.
+ * -ENOENT if the policy does not define tool (such a tool is blocked). */
+int wd_policy_limits(const wd_policy *p, const char *tool, const struct wd_limits *given,
+		     struct wd_limits *out, struct wd_err *err);
 /* The image a sandbox tool runs in (tools.NAME.image: a name or
  * sha256:HEX, valid while p lives), or NULL: none, or no such tool. */
 const char *wd_policy_tool_image(const wd_policy *p, const char *tool);

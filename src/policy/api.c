@@ -186,6 +186,45 @@ wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 	return 0;
 }
 
+static uint64_t
+pick(uint64_t given, uint64_t profile, uint64_t sandbox)
+{
+	return given ? given : profile ? profile : sandbox;
+}
+
+void
+policy_limits_merge(const struct wd_limits *given, const struct wd_limits *profile,
+		    const struct wd_limits *sandbox, struct wd_limits *out)
+{
+	static const struct wd_limits none;
+	const struct wd_limits *pr = profile ? profile : &none, *sb = sandbox ? sandbox : &none;
+	struct wd_limits l = given ? *given : none;
+	l.memory_bytes = pick(l.memory_bytes, pr->memory_bytes, sb->memory_bytes);
+	l.pids = pick(l.pids, pr->pids, sb->pids);
+	l.cpu_millionths = pick(l.cpu_millionths, pr->cpu_millionths, sb->cpu_millionths);
+	l.tmp_bytes = pick(l.tmp_bytes, pr->tmp_bytes, sb->tmp_bytes);
+	l.timeout_ms = pick(l.timeout_ms, pr->timeout_ms, sb->timeout_ms);
+	l.output_limit = pick(l.output_limit, pr->output_limit, sb->output_limit);
+	*out = l;
+}
+
+WD_API int
+wd_policy_limits(const wd_policy *p, const char *tool, const struct wd_limits *given,
+		 struct wd_limits *out, struct wd_err *err)
+{
+	struct wd_limits profile = {0};
+	enum wd_tool_class k;
+	if (tool) {
+		int rc = wd_policy_route(p, tool, &k, NULL, &profile, err);
+		if (rc < 0)
+			return rc;
+	}
+	struct wd_policy_sandbox ps;
+	wd_policy_sandbox(p, &ps);
+	policy_limits_merge(given, &profile, &ps.limits, out);
+	return 0;
+}
+
 WD_API const char *
 wd_policy_tool_image(const wd_policy *p, const char *tool)
 {

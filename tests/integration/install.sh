@@ -87,7 +87,7 @@ MAN3=(
 	wd_parse_fixed6 wd_parse_size wd_parse_u64
 	wd_peer_check
 	wd_policy_approval_ttl wd_policy_audit_path wd_policy_decide wd_policy_digest
-	wd_policy_free wd_policy_json wd_policy_load wd_policy_network_allow wd_policy_route
+	wd_policy_free wd_policy_json wd_policy_limits wd_policy_load wd_policy_network_allow wd_policy_route
 	wd_policy_sandbox wd_policy_tool_image
 	wd_pool_free wd_pool_new wd_pool_run wd_pool_stats
 	wd_report_files wd_report_free wd_report_ignored wd_report_json wd_report_new wd_report_path
