@@ -378,6 +378,15 @@ void wd_ctx_set_log_handler(wd_ctx *ctx, wd_log_fn fn, void *data, int level);
  * again whenever an approval is consumed, so the decision that lets an
  * approved command run is made under the policy as it is then. */
 int wd_ctx_set_policy_file(wd_ctx *ctx, const char *path, struct wd_err *err);
+/* The same with the policy already loaded by the caller (p, from
+ * wd_policy_load() of path; path NULL: the built-in default), so that a
+ * front end that reads the policy itself loads the file once.  p is
+ * borrowed: free it after wd_ctx_free() (or after another
+ * wd_ctx_set_policy*() call has replaced it and no command is running).
+ * As with wd_ctx_set_policy_file(), path is loaded again whenever an
+ * approval is consumed.  -EINVAL when p is NULL. */
+struct wd_policy;
+int wd_ctx_set_policy(wd_ctx *ctx, const char *path, struct wd_policy *p, struct wd_err *err);
 /* Where warden keeps sandboxes' state (cow layers, sessions, snapshots):
  * dir, which must be the caller's with no permission for others (created
  * 0700 if missing).  Default: $WARDEN_STATE_DIR, else
