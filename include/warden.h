@@ -378,6 +378,15 @@ void wd_ctx_set_log_handler(wd_ctx *ctx, wd_log_fn fn, void *data, int level);
  * again whenever an approval is consumed, so the decision that lets an
  * approved command run is made under the policy as it is then. */
 int wd_ctx_set_policy_file(wd_ctx *ctx, const char *path, struct wd_err *err);
+/* The same with the policy already loaded by the caller (p, from
+ * wd_policy_load() of path; path NULL: the built-in default), so that a
+ * front end that reads the policy itself loads the file once.  p is
+ * borrowed: free it after wd_ctx_free() (or after another
+ * wd_ctx_set_policy*() call has replaced it and no command is running).
+ * As with wd_ctx_set_policy_file(), path is loaded again whenever an
+ * approval is consumed.  -EINVAL when p is NULL. */
+struct wd_policy;
+int wd_ctx_set_policy(wd_ctx *ctx, const char *path, struct wd_policy *p, struct wd_err *err);
 /* Where warden keeps sandboxes' state (cow layers, sessions, snapshots):
  * dir, which must be the caller's with no permission for others (created
  * 0700 if missing).  Default: $WARDEN_STATE_DIR, else
@@ -624,6 +633,33 @@ int wd_sandbox_apply(wd_sandbox *sb, const char *const *paths, size_t npaths, co
  * the real directory's files again.  Returns the number of changes
  * dropped, or a negative errno value. */
 int wd_sandbox_discard(wd_sandbox *sb, const char *const *paths, size_t npaths, struct wd_err *err);
+
+/* A change set or an apply report as types: text is what
+ * wd_sandbox_diff(), wd_sandbox_apply() or their session forms wrote with
+ * WD_DIFF_JSON.  *out is new, free with wd_report_free().  -EINVAL when
+ * text is not one.  A front end reads the files through the accessors
+ * and embeds wd_report_json() whole, so it never parses the library's
+ * text. */
+typedef struct wd_report wd_report;
+int wd_report_new(const char *text, wd_report **out, struct wd_err *err);
+void wd_report_free(wd_report *r);
+/* The number of files listed (the changes of a diff, the files an apply
+ * wrote, refused or found in conflict). */
+size_t wd_report_files(const wd_report *r);
+/* File i's path, relative to the workspace, as its bytes (a byte that is
+ * not UTF-8 included); NULL past the end.  Valid while r lives. */
+const char *wd_report_path(const wd_report *r, size_t i);
+/* An apply report's result for file i ("applied", "conflict",
+ * "refused", ...); NULL in a diff and past the end.  Valid while r
+ * lives. */
+const char *wd_report_result(const wd_report *r, size_t i);
+/* The number of ignored entries summarised (see wd_sandbox_diff). */
+size_t wd_report_ignored(const wd_report *r);
+/* The report as JSON a strict parser reads (RFC 8259 with valid UTF-8:
+ * jansson, Go): a byte of a name that is not UTF-8 is the text \xNN;
+ * with max_files (0: all) only the first max_files files.  New string,
+ * free with free(). */
+char *wd_report_json(const wd_report *r, size_t max_files);
 
 /* ---- sessions: sandboxes that outlive the caller ----
  *
@@ -930,6 +966,14 @@ void wd_policy_sandbox(const wd_policy *p, struct wd_policy_sandbox *out);
  * define the tool (such a tool is blocked). */
 int wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 		    const char **profile, struct wd_limits *limits, struct wd_err *err);
+/* The limits a judged command of tool (NULL: none) runs with under p, as
+ * the policy stage sets them: for each of memory, pids, cpu, tmp, timeout
+ * and output, given's (the caller's; NULL: none) when not 0, else the
+ * tool's profile's, else the policy's sandbox object's, else 0 (the
+ * library's default, wd_limits_defaults); the other fields are given's.
+ * -ENOENT if the policy does not define tool (such a tool is blocked). */
+int wd_policy_limits(const wd_policy *p, const char *tool, const struct wd_limits *given,
+		     struct wd_limits *out, struct wd_err *err);
 /* The image a sandbox tool runs in (tools.NAME.image: a name or
  * sha256:HEX, valid while p lives), or NULL: none, or no such tool. */
 const char *wd_policy_tool_image(const wd_policy *p, const char *tool);

@@ -46,10 +46,10 @@ wd_audit_approval(wd_audit *a, const char *what, const char *id, const char *det
 	}
 	json_t *ev = json_object();
 	wd_autofree char *name = wd_xasprintf("approval.%s", what);
-	json_object_set_new(ev, "event", audit_json_text(name));
-	json_object_set_new(ev, "approval", audit_json_text(id ? id : ""));
+	json_object_set_new(ev, "event", audit_json_bytes(name));
+	json_object_set_new(ev, "approval", audit_json_bytes(id ? id : ""));
 	if (detail)
-		json_object_set_new(ev, "detail", audit_json_text(detail));
+		json_object_set_new(ev, "detail", audit_json_bytes(detail));
 	int rc = audit_append(a->log, ev, err);
 	json_decref(ev);
 	return rc < 0 ? rc : 0;
@@ -67,7 +67,7 @@ wd_audit_event(wd_audit *a, const char *event, const char *fields_json, struct w
 		return wd_err_set(err, WD_E_INVAL, "audit event fields are not a JSON object");
 	}
 	json_t *ev = json_object();
-	json_object_set_new(ev, "event", audit_json_text(event ? event : "event"));
+	json_object_set_new(ev, "event", audit_json_bytes(event ? event : "event"));
 	json_object_update_missing(ev, f);
 	json_decref(f);
 	int rc = audit_append(a->log, ev, err);

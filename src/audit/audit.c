@@ -97,6 +97,81 @@ audit_json_text(const char *s)
 	return j;
 }
 
+json_t *
+audit_json_bytes(const char *s)
+{
+	json_t *j = json_stringn_nocheck(s, strlen(s));
+	if (!j)
+		abort(); /* allocation */
+	return j;
+}
+
+void
+audit_write_value(struct jw *w, json_t *v)
+{
+	size_t i;
+	const char *k;
+	json_t *m;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		jw_obj_begin(w);
+		json_object_foreach(v, k, m)
+		{
+			jw_key(w, k);
+			audit_write_value(w, m);
+		}
+		jw_obj_end(w);
+		return;
+	case JSON_ARRAY:
+		jw_arr_begin(w);
+		json_array_foreach(v, i, m) audit_write_value(w, m);
+		jw_arr_end(w);
+		return;
+	case JSON_STRING:
+		jw_strn(w, json_string_value(v), json_string_length(v));
+		return;
+	case JSON_INTEGER:
+		jw_int(w, json_integer_value(v));
+		return;
+	case JSON_REAL: {
+		/* as jansson writes it (%.17g), as the trail always had it */
+		char *t = json_dumps(v, JSON_ENCODE_ANY);
+		if (!t)
+			abort();
+		jw_json(w, t);
+		free(t);
+		return;
+	}
+	case JSON_TRUE:
+	case JSON_FALSE:
+		jw_bool(w, json_is_true(v));
+		return;
+	case JSON_NULL:
+		jw_null(w);
+		return;
+	}
+}
+
+void
+audit_write_members(struct jw *w, json_t *obj)
+{
+	const char *k;
+	json_t *m;
+	json_object_foreach(obj, k, m)
+	{
+		jw_key(w, k);
+		audit_write_value(w, m);
+	}
+}
+
+json_t *
+audit_line_load(const char *line, size_t len, size_t flags, json_error_t *je)
+{
+	size_t n = 0;
+	wd_autofree char *t = jw_surrogates_to_nul(line, len, &n);
+	return json_loadb(t, n, flags | JSON_ALLOW_NUL, je);
+}
+
 void
 audit_now(char out[32])
 {
@@ -244,7 +319,7 @@ last_line(const struct audit_log *a, long long *seq, char hash[65], struct wd_er
 					  "more than any event; run 'warden audit verify %s'",
 					  path, AUDIT_LINE_MAX, path);
 		json_error_t je;
-		json_t *ev = json_loadb(buf + start, end - start, 0, &je);
+		json_t *ev = audit_line_load(buf + start, end - start, 0, &je);
 		json_t *js = ev ? json_object_get(ev, "seq") : NULL;
 		if (!js || !json_is_integer(js)) {
 			json_decref(ev);
@@ -352,16 +427,15 @@ audit_append(struct audit_log *a, json_t *ev, struct wd_err *err)
 		    strcmp(k, "prev"))
 			json_object_set(fields, k, v);
 	}
-	char *text = json_dumps(fields, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	/* the members without the object's braces, ASCII, a byte that is not
+	 * UTF-8 as util/json.h writes it (audit_json_bytes) */
+	struct jw w;
+	jw_init(&w, JW_ASCII);
+	audit_write_members(&w, fields);
 	json_decref(fields);
-	if (!text)
-		abort();
-	/* the members without the object's braces */
-	size_t n = strlen(text);
-	text[n - 1] = '\0';
 	json_t *sb = json_object_get(ev, "sandbox");
-	int rc =
-	    audit_append_text(a, json_is_string(sb) ? json_string_value(sb) : NULL, text + 1, err);
-	free(text);
+	int rc = audit_append_text(a, json_is_string(sb) ? json_string_value(sb) : NULL,
+				   w.p ? w.p : "", err);
+	jw_fini(&w);
 	return rc;
 }

@@ -102,6 +102,23 @@ int audit_open_regular(const char *path, int flags, const char *what, struct wd_
  * valid UTF-8 is kept byte for byte.  For every text that reaches an event
  * or a front end's JSON from outside: argv, paths, reasons. */
 json_t *audit_json_text(const char *s);
+/* A JSON string holding s's bytes as they are (json_stringn_nocheck), for
+ * a record of the audit trail: audit_write_value() writes a byte that is
+ * not UTF-8 as util/json.h does, "\udcXX", so the byte 0xff and the four
+ * characters \xff are two records, each reading back to its own bytes
+ * (Python: surrogateescape).  json_dumps() refuses such a string: for a
+ * front end's JSON use audit_json_text(). */
+json_t *audit_json_bytes(const char *s);
+struct jw;
+/* v into w as util/json.h writes JSON (strings by their bytes, as above);
+ * audit_write_members: an object's members without its braces, the first
+ * after a comma unless w is at the start of an object's members. */
+void audit_write_value(struct jw *w, json_t *v);
+void audit_write_members(struct jw *w, json_t *obj);
+/* One line of the trail parsed (json_loadb with flags), a "\udcXX" the
+ * writer made of a byte included (jw_surrogates_to_nul): jansson alone
+ * refuses the line. */
+json_t *audit_line_load(const char *line, size_t len, size_t flags, json_error_t *je);
 
 /* 32 random hex digits + NUL. */
 void audit_random_id(char out[33]);

@@ -85,7 +85,7 @@ chain_line(struct chain *c, const char *ln, size_t ll, struct audit_verify *r)
 		return false;
 	}
 	json_error_t je;
-	json_t *ev = ll ? json_loadb(ln, ll, JSON_REJECT_DUPLICATES, &je) : NULL;
+	json_t *ev = ll ? audit_line_load(ln, ll, JSON_REJECT_DUPLICATES, &je) : NULL;
 	if (!ev || !json_is_object(ev)) {
 		json_decref(ev);
 		broken(r, lineno, "line %zu: not a JSON event (edited or damaged)", lineno);

@@ -88,6 +88,7 @@ int ctx_emit_checked(wd_ctx *ctx, const struct wd_event *ev, struct wd_err *err)
 struct policy_ref {
 	wd_policy *p;
 	atomic_int refs;
+	bool borrowed; /* wd_ctx_set_policy's: the caller frees p */
 };
 struct policy_ref *ctx_policy_get(wd_ctx *ctx, struct wd_err *err);
 void ctx_policy_put(struct policy_ref *ref);

@@ -113,7 +113,8 @@ void
 ctx_policy_put(struct policy_ref *ref)
 {
 	if (ref && atomic_fetch_sub(&ref->refs, 1) == 1) {
-		wd_policy_free(ref->p);
+		if (!ref->borrowed)
+			wd_policy_free(ref->p);
 		free(ref);
 	}
 }
@@ -135,6 +136,22 @@ wd_ctx_set_policy_file(wd_ctx *ctx, const char *path, struct wd_err *err)
 		return rc;
 	pthread_mutex_lock(&ctx->lock);
 	set_policy(ctx, p);
+	free(ctx->policy_path);
+	ctx->policy_path = path ? wd_xstrdup(path) : NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+WD_API int
+wd_ctx_set_policy(wd_ctx *ctx, const char *path, struct wd_policy *p, struct wd_err *err)
+{
+	if (!p)
+		return wd_err_set(err, WD_E_INVAL, "wd_ctx_set_policy: no policy");
+	pthread_mutex_lock(&ctx->lock);
+	set_policy(ctx, p);
+	/* the caller's: a reload after an approval puts the last reference
+	 * without freeing it */
+	ctx->policy->borrowed = true;
 	free(ctx->policy_path);
 	ctx->policy_path = path ? wd_xstrdup(path) : NULL;
 	pthread_mutex_unlock(&ctx->lock);

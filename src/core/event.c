@@ -4,6 +4,7 @@
  * their structs; a decision's members come from the policy module's one
  * writer of them (policy_decision_event). */
 #include "core/core.h"
+#include "audit/audit.h"
 #include "net/net.h"
 #include "policy/policy.h"
 #include "util/json.h"
@@ -57,29 +58,22 @@ wd_event_output(const wd_event *ev, int *stream, size_t *len)
 	return ev->data;
 }
 
-/* A jansson object's members, without the braces, into w. */
+/* A jansson object's members into w (audit_write_members): strings by
+ * their bytes, a byte that is not UTF-8 as util/json.h writes it
+ * (audit_json_bytes); ASCII when w is. */
 static void
-json_members(struct jw *w, json_t *obj, bool ascii)
+json_members(struct jw *w, json_t *obj)
 {
-	char *text =
-	    json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER | (ascii ? JSON_ENSURE_ASCII : 0));
-	if (!text)
-		abort();
-	size_t n = strlen(text);
-	if (n > 2) {
-		jw_raw(w, ",", 1);
-		jw_raw(w, text + 1, n - 2);
-	}
-	free(text);
+	audit_write_members(w, obj);
 }
 
 static void
-result_members(struct jw *w, const struct wd_event *ev, bool ascii)
+result_members(struct jw *w, const struct wd_event *ev)
 {
 	if (ev->decision) {
 		json_t *argv = policy_decision_argv_json(ev->decision);
 		json_t *o = json_pack("{s:o}", "argv", argv);
-		json_members(w, o, ascii);
+		json_members(w, o);
 		json_decref(o);
 	}
 	jw_key(w, "result");
@@ -108,15 +102,8 @@ kind_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 	switch (ev->kind) {
 	case WD_EVENT_DECISION: {
 		json_t *o = policy_decision_event(ev->request, ev->decision);
-		char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
-					       (for_audit ? JSON_ENSURE_ASCII : 0));
+		json_members(w, o);
 		json_decref(o);
-		if (!text)
-			abort();
-		size_t n = strlen(text);
-		jw_raw(w, text + 1, n > 2 ? n - 2 : 0);
-		w->first = n <= 2;
-		free(text);
 		return;
 	}
 	case WD_EVENT_APPROVAL:
@@ -130,7 +117,7 @@ kind_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 	case WD_EVENT_START:
 		jw_kstr(w, "event", ev->name);
 		if (ev->fields)
-			json_members(w, ev->fields, for_audit);
+			json_members(w, ev->fields);
 		return;
 	case WD_EVENT_SANDBOX:
 		jw_kstr(w, "event", ev->name);
@@ -138,7 +125,7 @@ kind_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 			jw_kstr(w, "detail", ev->detail);
 		/* session.update: the changes, old and new */
 		if (ev->fields)
-			json_members(w, ev->fields, for_audit);
+			json_members(w, ev->fields);
 		return;
 	case WD_EVENT_NETWORK:
 		jw_kstr(w, "event", ev->name);
@@ -155,7 +142,7 @@ kind_members(struct jw *w, const struct wd_event *ev, bool for_audit)
 		return;
 	case WD_EVENT_RESULT:
 		jw_kstr(w, "event", ev->name);
-		result_members(w, ev, for_audit);
+		result_members(w, ev);
 		return;
 	}
 }

@@ -126,12 +126,14 @@ route(wd_ctx *ctx, const wd_policy *pol, const wd_cmd *cmd, const char *sandbox_
 		why = "is a direct tool: it runs in warden itself, not in a sandbox";
 	json_t *f;
 	if (why)
-		f = json_pack("{s:s,s:s,s:s}", "tool", cmd->tool, "decision", "deny", "reason",
-			      why);
+		/* the tool's name by its bytes (a caller's): json_pack's "s"
+		 * refuses one that is not UTF-8 and the record would lose it */
+		f = json_pack("{s:o,s:s,s:s}", "tool", audit_json_bytes(cmd->tool), "decision",
+			      "deny", "reason", why);
 	else
-		f = json_pack("{s:s,s:s*,s:I,s:I,s:I,s:I}", "tool", cmd->tool, "profile", profile,
-			      "timeout_ms", (json_int_t)g->profile.timeout_ms, "memory",
-			      (json_int_t)g->profile.memory_bytes, "cpu_millionths",
+		f = json_pack("{s:o,s:s*,s:I,s:I,s:I,s:I}", "tool", audit_json_bytes(cmd->tool),
+			      "profile", profile, "timeout_ms", (json_int_t)g->profile.timeout_ms,
+			      "memory", (json_int_t)g->profile.memory_bytes, "cpu_millionths",
 			      (json_int_t)g->profile.cpu_millionths, "output",
 			      (json_int_t)g->profile.output_limit);
 	struct wd_event ev = {
@@ -303,46 +305,19 @@ apply_secrets(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct ga
 	return 0;
 }
 
-/* One limit: the caller's, else the tool profile's, else the policy's. */
-static uint64_t
-pick(uint64_t given, uint64_t profile, uint64_t policy)
-{
-	return given ? given : profile ? profile : policy;
-}
-
 /* The policy's "sandbox" object and the tool's profile, for what the
  * caller did not set (docs/policy.md: option > profile > sandbox >
- * defaults). */
+ * defaults; policy_limits_merge, which wd_policy_limits gives front
+ * ends). */
 static void
 apply_sandbox(const struct wd_policy_sandbox *ps, const wd_spec *spec, struct gate *g)
 {
-	const struct wd_limits *given = &spec->lim_given, *pr = &g->profile, *pl = &ps->limits;
-	g->limits = (struct wd_limits){
-	    .memory_bytes = pick(0, pr->memory_bytes, pl->memory_bytes),
-	    .pids = pick(0, pr->pids, pl->pids),
-	    .cpu_millionths = pick(0, pr->cpu_millionths, pl->cpu_millionths),
-	    .tmp_bytes = pick(0, pr->tmp_bytes, pl->tmp_bytes),
-	    .timeout_ms = pick(0, pr->timeout_ms, pl->timeout_ms),
-	    .output_limit = pick(0, pr->output_limit, pl->output_limit),
-	};
+	const struct wd_limits *given = &spec->lim_given;
+	policy_limits_merge(NULL, &g->profile, &ps->limits, &g->limits);
 	g->require = ps->require;
-	struct wd_limits l = *given;
-	bool change = false;
-#define TAKE(f)                                                                                    \
-	do {                                                                                       \
-		if (!given->f && g->limits.f) {                                                    \
-			l.f = g->limits.f;                                                         \
-			change = true;                                                             \
-		}                                                                                  \
-	} while (0)
-	TAKE(memory_bytes);
-	TAKE(pids);
-	TAKE(cpu_millionths);
-	TAKE(tmp_bytes);
-	TAKE(timeout_ms);
-	TAKE(output_limit);
-#undef TAKE
-	if (change)
+	struct wd_limits l;
+	policy_limits_merge(given, &g->profile, &ps->limits, &l);
+	if (memcmp(&l, given, sizeof(l)))
 		wd_spec_set_limits(spec_of(spec, g), &l);
 	if (ps->isolation_set && !spec->isolation_given)
 		wd_spec_set_isolation(spec_of(spec, g), ps->isolation);

@@ -104,17 +104,17 @@ record_start(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id
 	json_t *f = json_object();
 	json_t *argv = json_array();
 	for (int i = 0; i < cmd->argc; i++)
-		json_array_append_new(argv, audit_json_text(cmd->argv[i]));
+		json_array_append_new(argv, audit_json_bytes(cmd->argv[i]));
 	json_object_set_new(f, "argv", argv);
 	wd_autofree char *here = spec->workspace ? NULL : getcwd(NULL, 0);
 	const char *ws = spec->workspace ? spec->workspace : here;
-	json_object_set_new(f, "workspace", audit_json_text(ws ? ws : ""));
-	json_object_set_new(f, "cwd", audit_json_text(cmd->cwd ? cmd->cwd : "."));
+	json_object_set_new(f, "workspace", audit_json_bytes(ws ? ws : ""));
+	json_object_set_new(f, "cwd", audit_json_bytes(cmd->cwd ? cmd->cwd : "."));
 	json_t *names = json_array();
 	for (size_t i = 0; i < spec->nenv + cmd->nenv; i++) {
 		const char *kv = i < spec->nenv ? spec->env[i] : cmd->env[i - spec->nenv];
 		wd_autofree char *name = wd_xasprintf("%.*s", (int)strcspn(kv, "="), kv);
-		json_array_append_new(names, audit_json_text(name));
+		json_array_append_new(names, audit_json_bytes(name));
 	}
 	json_object_set_new(f, "env", names);
 	struct wd_event e = {.kind = WD_EVENT_START,

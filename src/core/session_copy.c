@@ -11,6 +11,7 @@
  * is written when an entry is a link or a special file or a bound is
  * passed, naming the entry.  Set-id bits are never copied. */
 #include "core/core.h"
+#include "audit/audit.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
 
@@ -298,7 +299,10 @@ static int
 audit(wd_ctx *ctx, const char *id, const char *name, const char *dir, const char *from,
       const char *to, const struct wd_copy_stats *st, const char *failure, struct wd_err *err)
 {
-	json_t *f = json_pack("{s:s,s:s,s:s}", "direction", dir, "from", from, "to", to);
+	/* the paths by their bytes: a name that is not UTF-8 is recorded
+	 * (as "\udcXX"), not dropped with the whole record's fields */
+	json_t *f = json_pack("{s:s,s:o,s:o}", "direction", dir, "from", audit_json_bytes(from),
+			      "to", audit_json_bytes(to));
 	if (st) {
 		json_object_set_new(f, "files", json_integer((json_int_t)st->files));
 		json_object_set_new(f, "dirs", json_integer((json_int_t)st->dirs));

@@ -186,6 +186,45 @@ wd_policy_route(const wd_policy *p, const char *tool, enum wd_tool_class *klass,
 	return 0;
 }
 
+static uint64_t
+pick(uint64_t given, uint64_t profile, uint64_t sandbox)
+{
+	return given ? given : profile ? profile : sandbox;
+}
+
+void
+policy_limits_merge(const struct wd_limits *given, const struct wd_limits *profile,
+		    const struct wd_limits *sandbox, struct wd_limits *out)
+{
+	static const struct wd_limits none;
+	const struct wd_limits *pr = profile ? profile : &none, *sb = sandbox ? sandbox : &none;
+	struct wd_limits l = given ? *given : none;
+	l.memory_bytes = pick(l.memory_bytes, pr->memory_bytes, sb->memory_bytes);
+	l.pids = pick(l.pids, pr->pids, sb->pids);
+	l.cpu_millionths = pick(l.cpu_millionths, pr->cpu_millionths, sb->cpu_millionths);
+	l.tmp_bytes = pick(l.tmp_bytes, pr->tmp_bytes, sb->tmp_bytes);
+	l.timeout_ms = pick(l.timeout_ms, pr->timeout_ms, sb->timeout_ms);
+	l.output_limit = pick(l.output_limit, pr->output_limit, sb->output_limit);
+	*out = l;
+}
+
+WD_API int
+wd_policy_limits(const wd_policy *p, const char *tool, const struct wd_limits *given,
+		 struct wd_limits *out, struct wd_err *err)
+{
+	struct wd_limits profile = {0};
+	enum wd_tool_class k;
+	if (tool) {
+		int rc = wd_policy_route(p, tool, &k, NULL, &profile, err);
+		if (rc < 0)
+			return rc;
+	}
+	struct wd_policy_sandbox ps;
+	wd_policy_sandbox(p, &ps);
+	policy_limits_merge(given, &profile, &ps.limits, out);
+	return 0;
+}
+
 WD_API const char *
 wd_policy_tool_image(const wd_policy *p, const char *tool)
 {
@@ -435,35 +474,41 @@ wd_decision_policy(const wd_decision *d)
 	return d->digest;
 }
 
+/* A string of a record: audit_json_text for a front end's JSON (jansson
+ * writes it: a byte that is not UTF-8 as the text \xNN), audit_json_bytes
+ * for the audit trail and the event stream (util/json.h writes it:
+ * "\udcXX", so a byte and its text differ). */
+typedef json_t *(*text_fn)(const char *s);
+
 static json_t *
-argv_json(int argc, char *const *argv)
+argv_json(int argc, char *const *argv, text_fn text)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < argc; i++)
-		json_array_append_new(a, audit_json_text(argv[i]));
+		json_array_append_new(a, text(argv[i]));
 	return a;
 }
 
 static json_t *
-decision_object(const wd_decision *d)
+decision_object(const wd_decision *d, text_fn text)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "decision", audit_json_text(policy_kind_name(d->d.kind)));
-	json_object_set_new(o, "rule", audit_json_text(d->d.rule));
-	json_object_set_new(o, "reason", audit_json_text(d->d.reason));
+	json_object_set_new(o, "decision", text(policy_kind_name(d->d.kind)));
+	json_object_set_new(o, "rule", text(d->d.rule));
+	json_object_set_new(o, "reason", text(d->d.reason));
 	if (d->d.advice[0])
-		json_object_set_new(o, "advice", audit_json_text(d->d.advice));
+		json_object_set_new(o, "advice", text(d->d.advice));
 	if (d->d.kind == POLICY_PAUSE)
-		json_object_set_new(o, "approval_id", audit_json_text(d->d.approval_id));
-	json_object_set_new(o, "argv", argv_json(d->d.words.argc, d->d.words.argv));
-	json_object_set_new(o, "policy", audit_json_text(d->digest));
+		json_object_set_new(o, "approval_id", text(d->d.approval_id));
+	json_object_set_new(o, "argv", argv_json(d->d.words.argc, d->d.words.argv, text));
+	json_object_set_new(o, "policy", text(d->digest));
 	return o;
 }
 
 WD_API char *
 wd_decision_json(const wd_decision *d)
 {
-	json_t *o = decision_object(d);
+	json_t *o = decision_object(d, audit_json_text);
 	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (!s)
@@ -484,7 +529,8 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	json_t *o = json_object();
 	json_object_set_new(o, "id", audit_json_text(id));
 	json_object_set_new(o, "created", json_integer((json_int_t)time(NULL)));
-	json_object_set_new(o, "argv", argv_json(d->d.words.argc, d->d.words.argv));
+	json_object_set_new(o, "argv",
+			    argv_json(d->d.words.argc, d->d.words.argv, audit_json_text));
 	json_object_set_new(o, "cwd", audit_json_text(r->cwd ? r->cwd : "."));
 	json_object_set_new(o, "workspace", audit_json_text(r->workspace ? r->workspace : ""));
 	json_object_set_new(o, "rule", audit_json_text(d->d.rule));
@@ -710,31 +756,31 @@ wd_approval_recorded(const wd_decision *d)
 json_t *
 policy_decision_argv_json(const wd_decision *d)
 {
-	return argv_json(d->d.words.argc, d->d.words.argv);
+	return argv_json(d->d.words.argc, d->d.words.argv, audit_json_bytes);
 }
 
 json_t *
 policy_decision_event(const wd_request *r, const wd_decision *d)
 {
 	json_t *ev = json_object();
-	json_object_set_new(ev, "event", audit_json_text("decision"));
+	json_object_set_new(ev, "event", audit_json_bytes("decision"));
 	json_t *req = json_object();
 	if (r->command)
-		json_object_set_new(req, "command", audit_json_text(r->command));
+		json_object_set_new(req, "command", audit_json_bytes(r->command));
 	else
-		json_object_set_new(req, "argv", argv_json(r->argc, r->argv));
-	json_object_set_new(req, "workspace", audit_json_text(r->workspace ? r->workspace : ""));
-	json_object_set_new(req, "cwd", audit_json_text(r->cwd ? r->cwd : "."));
+		json_object_set_new(req, "argv", argv_json(r->argc, r->argv, audit_json_bytes));
+	json_object_set_new(req, "workspace", audit_json_bytes(r->workspace ? r->workspace : ""));
+	json_object_set_new(req, "cwd", audit_json_bytes(r->cwd ? r->cwd : "."));
 	json_t *names = json_array();
 	for (size_t i = 0; i < r->nenv; i++) {
 		/* Names only: values can be secrets (docs/threat-model.md, 7). */
 		const char *eq = strchr(r->env[i], '=');
 		wd_autofree char *name = wd_xasprintf("%.*s", (int)(eq - r->env[i]), r->env[i]);
-		json_array_append_new(names, audit_json_text(name));
+		json_array_append_new(names, audit_json_bytes(name));
 	}
 	json_object_set_new(req, "env", names);
 	json_object_set_new(ev, "request", req);
-	json_t *dec = decision_object(d);
+	json_t *dec = decision_object(d, audit_json_bytes);
 	json_object_update(ev, dec);
 	json_decref(dec);
 	return ev;
@@ -757,9 +803,10 @@ wd_audit_result(wd_audit *a, const wd_decision *d, const char *result_json, stru
 	if (!a)
 		return 0;
 	json_t *ev = json_object();
-	json_object_set_new(ev, "event", audit_json_text("result"));
+	json_object_set_new(ev, "event", audit_json_bytes("result"));
 	if (d)
-		json_object_set_new(ev, "argv", argv_json(d->d.words.argc, d->d.words.argv));
+		json_object_set_new(ev, "argv",
+				    argv_json(d->d.words.argc, d->d.words.argv, audit_json_bytes));
 	json_error_t je;
 	json_t *res = result_json ? json_loads(result_json, 0, &je) : NULL;
 	/* The record is of what ran and how it ended, not of what it printed:

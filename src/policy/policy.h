@@ -216,5 +216,13 @@ void policy_approval_id(const struct config_policy *p, const struct policy_reque
 json_t *policy_decision_event(const struct wd_request *r, const struct wd_decision *d);
 /* The argv a decision judged as a JSON array (a new reference). */
 json_t *policy_decision_argv_json(const struct wd_decision *d);
+/* The limit precedence of the policy stage (docs/policy.md: option >
+ * tool profile > the policy's sandbox object > the library's defaults):
+ * out is given, each of memory, pids, cpu, tmp, timeout and output that
+ * given leaves 0 taken from profile, else from sandbox (NULL: none).
+ * Every front end asks here (wd_policy_limits) rather than spelling it. */
+struct wd_limits;
+void policy_limits_merge(const struct wd_limits *given, const struct wd_limits *profile,
+			 const struct wd_limits *sandbox, struct wd_limits *out);
 
 #endif

@@ -138,8 +138,16 @@ cow_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, bool al
 		lib_failed(e, l, &err);
 		return NULL;
 	}
-	json_t *r = lib_report_json(js);
+	wd_report *rep = NULL;
+	if (wd_report_new(js, &rep, &err) < 0) {
+		free(js);
+		free(text);
+		rpc_err_set(e, SRV_E_FAILED, "%s: %s", l->id, err.msg);
+		return NULL;
+	}
 	free(js);
+	json_t *r = report_embed(rep, 0);
+	wd_report_free(rep);
 	json_object_set_new(r, "sandbox", json_string(l->id));
 	json_object_set_new(r, "mode", json_string("cow"));
 	json_object_set_new(r, "source", json_string("overlay"));
@@ -153,35 +161,38 @@ cow_diff(struct call *c, const char *const *paths, size_t n, enum fmt f, bool al
 	return r;
 }
 
-/* The paths of a report's files whose "result" is what. */
+/* The paths of a report's files whose result is what, as the visible
+ * text (a byte that is not UTF-8 as \xNN) a JSON string holds. */
 static json_t *
-report_paths(json_t *rep, const char *what)
+report_paths(const wd_report *rep, const char *what)
 {
-	json_t *out = json_array(), *f;
-	size_t i;
-	json_array_foreach(json_object_get(rep, "files"), i, f)
-	{
-		const char *res = json_string_value(json_object_get(f, "result"));
-		if (json_is_string(json_object_get(f, "path")) && res && !strcmp(res, what))
-			json_array_append(out, json_object_get(f, "path"));
+	json_t *out = json_array();
+	for (size_t i = 0; i < wd_report_files(rep); i++) {
+		const char *res = wd_report_result(rep, i), *path = wd_report_path(rep, i);
+		if (res && !strcmp(res, what)) {
+			char *vis = utf8_visible(path, strlen(path), true, NULL, NULL);
+			json_array_append_new(out, json_string(vis));
+			free(vis);
+		}
 	}
 	return out;
 }
 
-/* "a (why), b (why), ..." for the error message, bounded (the full lists
- * are in data). */
+/* "a (why), b (why), ..." for the error message, the files whose result
+ * is what, bounded (the full lists are in data). */
 static void
-list_text(char *buf, size_t cap, json_t *paths, const char *why)
+list_text(char *buf, size_t cap, const wd_report *rep, const char *what, const char *why)
 {
-	size_t i, len = strlen(buf);
-	json_t *p;
-	json_array_foreach(paths, i, p)
-	{
+	size_t len = strlen(buf);
+	for (size_t i = 0; i < wd_report_files(rep); i++) {
+		const char *res = wd_report_result(rep, i);
+		if (!res || strcmp(res, what))
+			continue;
 		if (len + 8 >= cap)
 			break;
 		/* a client prints the message to a human: the sandbox's name
 		 * quoted as warden diff quotes it (util/escape.h) */
-		char *name = wd_esc_path(json_string_value(p));
+		char *name = wd_esc_path(wd_report_path(rep, i));
 		int w = snprintf(buf + len, cap - len, "%s%s (%s)", len ? ", " : "", name, why);
 		free(name);
 		if (w < 0 || (size_t)w >= cap - len) {
@@ -228,17 +239,26 @@ apply_harness(struct call *c, struct rpc_err *e)
 		lib_failed(e, l, &err);
 		return NULL;
 	}
-	json_t *r = lib_report_json(rep);
+	wd_report *wr = NULL;
+	if (wd_report_new(rep, &wr, &err) < 0) {
+		free(rep);
+		rpc_err_set(e, SRV_E_FAILED, "%s: %s", l->id, err.msg);
+		return NULL;
+	}
 	free(rep);
+	json_t *r = report_embed(wr, 0);
 	json_object_set_new(r, "sandbox", json_string(l->id));
-	if (rc == 0)
+	if (rc == 0) {
+		wd_report_free(wr);
 		return r;
+	}
 	/* 1: a conflict or a protected path stopped it, and nothing at all
 	 * was written; the caller names the other paths to apply the rest */
-	json_t *conflicts = report_paths(r, "conflict"), *prot = report_paths(r, "refused");
+	json_t *conflicts = report_paths(wr, "conflict"), *prot = report_paths(wr, "refused");
 	char list[400] = "";
-	list_text(list, sizeof(list), prot, "protected");
-	list_text(list, sizeof(list), conflicts, "conflict: changed on the host");
+	list_text(list, sizeof(list), wr, "refused", "protected");
+	list_text(list, sizeof(list), wr, "conflict", "conflict: changed on the host");
+	wd_report_free(wr);
 	rpc_err_set(e, SRV_E_APPLY_REFUSED,
 		    "apply refused, nothing applied: %s; name the other paths to apply them", list);
 	e->data =

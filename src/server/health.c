@@ -87,7 +87,9 @@ probe_main(void *arg)
 	 * (cgroups), the network and the default image as every call gets them */
 	/* the image a run_command gets: the policy's tool image, else --image
 	 * (after an activation, the tenant's policy may name one) */
-	wd_spec *spec = run_spec(s, NULL, srv_run_image(s, "run_command"), NULL, &err);
+	struct route rt;
+	route_lookup(s, "run_command", &rt);
+	wd_spec *spec = run_spec(s, NULL, srv_run_image(s, &rt), NULL, &err);
 	wd_sandbox *sb = NULL;
 	if (!spec || wd_sandbox_create(s->ctx, spec, &sb, &err) < 0) {
 		/* why: the doctor's reason when it finds the level missing

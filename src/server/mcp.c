@@ -93,13 +93,21 @@ mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_err
 bool
 mcp_tool_blocked(struct srv *s, const char *tool)
 {
-	enum wd_tool_class k;
-	const char *profile = NULL;
-	struct wd_limits lim;
+	struct route rt;
+	route_lookup(s, tool, &rt);
+	return rt.defined && rt.klass == WD_TOOL_BLOCKED;
+}
+
+void
+route_lookup(const struct srv *s, const char *tool, struct route *out)
+{
 	struct wd_err err = {0};
-	if (!s->policy || wd_policy_route(s->policy, tool, &k, &profile, &lim, &err) < 0)
-		return false;
-	return k == WD_TOOL_BLOCKED;
+	*out = (struct route){.tool = tool};
+	out->defined =
+	    s->policy && tool &&
+	    wd_policy_route(s->policy, tool, &out->klass, &out->profile, &out->limits, &err) == 0;
+	if (out->defined)
+		out->image = wd_policy_tool_image(s->policy, tool);
 }
 
 json_t *
@@ -116,7 +124,10 @@ mcp_tools_call(struct call *c, struct rpc_err *e)
 	}
 	const struct mcp_tool *t = mcp_tool_find(name);
 	const json_t *schema = mcp_tool_schema(name);
-	if (!t || !schema || mcp_tool_blocked(s, name)) {
+	/* the one look-up of the tool's route for this call: the handlers
+	 * read c->route */
+	route_lookup(s, name, &c->route);
+	if (!t || !schema || (c->route.defined && c->route.klass == WD_TOOL_BLOCKED)) {
 		rpc_err_set(e, RPC_INVALID_PARAMS, "Unknown tool: '%.100s'", name);
 		return NULL;
 	}

@@ -64,15 +64,20 @@ static wd_spec *
 pool_template(struct srv *s, const struct wd_policy_sandbox *ps, struct wd_err *err)
 {
 	struct srv_pool *p = s->pool;
-	struct wd_limits l = s->o.limits;
-	uint64_t *mine[] = {&l.memory_bytes, &l.pids, &l.cpu_millionths, &l.tmp_bytes};
-	const uint64_t theirs[] = {ps->limits.memory_bytes, ps->limits.pids,
-				   ps->limits.cpu_millionths, ps->limits.tmp_bytes};
-	for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
-		if (!*mine[i] && theirs[i]) {
-			*mine[i] = theirs[i];
-			p->folded = true;
-		}
+	/* the sandbox's limits a judged command without a tool gets (the
+	 * library's precedence, wd_policy_limits); a command's own (timeout,
+	 * output) are not the sandbox's */
+	struct wd_limits l = s->o.limits, m;
+	if (s->policy && wd_policy_limits(s->policy, NULL, &s->o.limits, &m, err) < 0)
+		return NULL;
+	if (s->policy) {
+		l.memory_bytes = m.memory_bytes;
+		l.pids = m.pids;
+		l.cpu_millionths = m.cpu_millionths;
+		l.tmp_bytes = m.tmp_bytes;
+	}
+	if (memcmp(&l, &s->o.limits, sizeof(l)))
+		p->folded = true;
 	p->given = l;
 	wd_spec *t = run_spec(s, &l, s->o.image, p->digest, err);
 	if (!t)
@@ -101,22 +106,19 @@ pool_template(struct srv *s, const struct wd_policy_sandbox *ps, struct wd_err *
 /* Why a judged command for tool (NULL: none) cannot take a pooled
  * sandbox, or NULL when it can. */
 static const char *
-profile_why(const struct srv *s, const char *tool)
+profile_why(const struct srv *s, const struct route *rt)
 {
-	enum wd_tool_class k;
-	const char *prof = NULL;
-	struct wd_limits pl;
-	struct wd_err err = {0};
-	if (!tool || wd_policy_route(s->policy, tool, &k, &prof, &pl, &err) < 0)
+	if (!rt || !rt->defined)
 		return NULL; /* no profile; an unknown tool is refused by the policy stage */
+	/* the sandbox's limits this command gets, as the policy stage will
+	 * set them (the library's precedence), against the pool's */
+	struct wd_limits want;
+	struct wd_err err = {0};
 	const struct wd_limits *g = &s->pool->given;
-	/* the profile's limit wins over the policy's sandbox object for what
-	 * the server's options leave unset (docs/policy.md) */
-	if ((pl.memory_bytes && !s->o.limits.memory_bytes && pl.memory_bytes != g->memory_bytes) ||
-	    (pl.pids && !s->o.limits.pids && pl.pids != g->pids) ||
-	    (pl.cpu_millionths && !s->o.limits.cpu_millionths &&
-	     pl.cpu_millionths != g->cpu_millionths) ||
-	    (pl.tmp_bytes && !s->o.limits.tmp_bytes && pl.tmp_bytes != g->tmp_bytes))
+	if (wd_policy_limits(s->policy, rt->tool, &s->o.limits, &want, &err) < 0)
+		return NULL;
+	if (want.memory_bytes != g->memory_bytes || want.pids != g->pids ||
+	    want.cpu_millionths != g->cpu_millionths || want.tmp_bytes != g->tmp_bytes)
 		return "its tool profile sets other limits than the pool's sandboxes have";
 	return NULL;
 }
@@ -139,18 +141,18 @@ image_why(struct srv *s, const char *image)
 }
 
 bool
-srv_pool_fits(struct srv *s, bool judged, const char *tool)
+srv_pool_fits(struct srv *s, bool judged, const struct route *rt)
 {
 	struct srv_pool *p = s->pool;
 	if (!p)
 		return false;
-	const char *why = image_why(s, srv_run_image(s, judged ? tool : NULL));
+	const char *why = image_why(s, srv_run_image(s, judged ? rt : NULL));
 	if (!why && !judged)
 		why = p->folded ? "it skips the policy stage, and the pool's sandboxes carry the "
 				  "policy's values"
 				: NULL;
 	else if (!why)
-		why = p->net_why ? p->net_why : profile_why(s, tool);
+		why = p->net_why ? p->net_why : profile_why(s, rt);
 	atomic_fetch_add(why ? &p->fresh : &p->pooled, 1);
 	if (why)
 		srv_log(s, WD_LOG_DEBUG, "pool: a fresh sandbox for this call: %s", why);
@@ -227,9 +229,11 @@ srv_pool_start(struct srv *s)
 	}
 	if ((rc = first_instance(s)) < 0)
 		return rc;
-	const char *why = s->pool->net_why ? s->pool->net_why : profile_why(s, "run_command");
-	if (!why && wd_policy_tool_image(s->policy, "run_command"))
-		why = image_why(s, srv_run_image(s, "run_command"));
+	struct route rt;
+	route_lookup(s, "run_command", &rt);
+	const char *why = s->pool->net_why ? s->pool->net_why : profile_why(s, &rt);
+	if (!why && rt.image)
+		why = image_why(s, srv_run_image(s, &rt));
 	if (why)
 		srv_log(s, WD_LOG_WARN,
 			"%s: run_command runs in fresh sandboxes under this policy: %s; the "

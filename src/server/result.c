@@ -7,53 +7,19 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The library's diff and apply reports (WD_DIFF_JSON) are JSON text
- * written by util/json.h, which writes a byte that is not UTF-8 (in a
- * file name a sandbox chose) as "\udcXX", a lone surrogate jansson
- * refuses to parse.  Escapes come in pairs, so a scan that skips each
- * "\\?" pair finds exactly those and rewrites them as the visible text
- * \xXX.  Results and decisions do not come this way: they are read
- * through the accessors below. */
-static char *
-fix_surrogates(const char *in)
-{
-	size_t n = strlen(in);
-	char *out = xmalloc(n + 1);
-	size_t o = 0;
-	for (size_t i = 0; i < n;) {
-		if (in[i] != '\\' || i + 1 >= n) {
-			out[o++] = in[i++];
-			continue;
-		}
-		if (in[i + 1] == 'u' && i + 5 < n && (in[i + 2] == 'd' || in[i + 2] == 'D') &&
-		    (in[i + 3] == 'c' || in[i + 3] == 'C')) {
-			/* \udcXX (6 chars) -> \\xXX (5 chars): fits in place */
-			out[o++] = '\\';
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = in[i + 4];
-			out[o++] = in[i + 5];
-			i += 6;
-			continue;
-		}
-		out[o++] = in[i++];
-		out[o++] = in[i++];
-	}
-	out[o] = '\0';
-	return out;
-}
-
+/* A change set or an apply report, embedded whole: the library writes it
+ * for a strict parser (wd_report_json) and the server passes it on
+ * without reading inside; what the server reads of it (the files, their
+ * results, the ignored entries) it reads through wd_report's accessors. */
 json_t *
-lib_report_json(const char *text)
+report_embed(const wd_report *r, size_t max_files)
 {
-	char *f = fix_surrogates(text ? text : "{}");
+	char *text = wd_report_json(r, max_files);
 	json_error_t je;
-	json_t *o = json_loads(f, 0, &je);
-	free(f);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		o = json_object();
-	}
+	json_t *o = text ? json_loads(text, 0, &je) : NULL;
+	free(text);
+	if (!json_is_object(o))
+		abort(); /* the library's writer writes valid JSON: a broken invariant */
 	return o;
 }
 

@@ -204,10 +204,9 @@ srv_image_digest(struct srv *s, const char *ref, char *out, struct wd_err *err)
 }
 
 const char *
-srv_run_image(struct srv *s, const char *tool)
+srv_run_image(const struct srv *s, const struct route *rt)
 {
-	const char *t = tool ? wd_policy_tool_image(s->policy, tool) : NULL;
-	return t ? t : s->o.image;
+	return rt && rt->image ? rt->image : s->o.image;
 }
 
 wd_spec *
@@ -319,22 +318,15 @@ run_pooled(struct call *c, wd_cmd *cmd, wd_result **out, struct wd_err *err)
  * profile (*routed), otherwise the command alone is judged.  0, or -errno
  * with err naming what is wrong. */
 int
-run_command_cmd(struct srv *s, json_t *args, wd_cmd *cmd, bool *routed, struct wd_err *err)
+run_command_cmd(json_t *args, const struct route *rt, wd_cmd *cmd, struct wd_err *err)
 {
 	const char *command = json_string_value(json_object_get(args, "command"));
 	const char *cwd = json_string_value(json_object_get(args, "cwd"));
 	int rc = wd_cmd_set_command(cmd, command, err);
 	if (rc == 0 && cwd)
 		rc = wd_cmd_set_cwd(cmd, cwd, err);
-	enum wd_tool_class k;
-	const char *prof = NULL;
-	struct wd_limits plim;
-	struct wd_err rerr = {0};
-	*routed = false;
-	if (rc == 0 && wd_policy_route(s->policy, "run_command", &k, &prof, &plim, &rerr) == 0) {
-		rc = wd_cmd_set_tool(cmd, "run_command", err);
-		*routed = true;
-	}
+	if (rc == 0 && rt->defined)
+		rc = wd_cmd_set_tool(cmd, rt->tool, err);
 	return rc;
 }
 
@@ -353,8 +345,7 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 	wd_spec *spec = NULL;
 	wd_result *r = NULL;
 	json_t *res = NULL;
-	bool routed;
-	if (run_command_cmd(s, args, cmd, &routed, &err) < 0) {
+	if (run_command_cmd(args, &c->route, cmd, &err) < 0) {
 		char text[400];
 		snprintf(text, sizeof(text), "invalid arguments for run_command: %s", err.msg);
 		res = mcp_tool_result(s, text, NULL, true);
@@ -363,7 +354,7 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 	wd_cmd_set_timeout(cmd, timeout);
 	/* the tool's image, or the server's: a name that is gone is the
 	 * operator's to fix, said to the model as a tool error */
-	const char *image = srv_run_image(s, routed ? "run_command" : NULL);
+	const char *image = srv_run_image(s, &c->route);
 	if (!(spec = run_spec(s, NULL, image, NULL, &err))) {
 		char text[400];
 		snprintf(text, sizeof(text), "warden could not run the command: %s", err.msg);
@@ -374,7 +365,7 @@ run_command_tool(struct call *c, json_t *args, struct rpc_err *e)
 	 * call the policy or its tool profile gives another sandbox (other
 	 * limits, egress) runs fresh, deliberately: never in an instance built
 	 * for other limits (srv_pool_fits says why, pool.c) */
-	bool pooled = srv_pool_fits(s, true, routed ? "run_command" : NULL);
+	bool pooled = srv_pool_fits(s, true, &c->route);
 	int rc = pooled ? run_pooled(c, cmd, &r, &err) : run_oneshot(c, spec, cmd, &r, &err);
 	if (rc < 0) {
 		if (call_cancelled(c))
@@ -507,7 +498,10 @@ run_harness(struct call *c, struct rpc_err *e)
 	if (!cmd)
 		return NULL;
 	const char *tool = json_string_value(json_object_get(c->params, "tool"));
-	wd_spec *spec = run_spec(c->srv, NULL, srv_run_image(c->srv, tool), NULL, &err);
+	/* its route, once for the call */
+	struct route rt;
+	route_lookup(c->srv, tool, &rt);
+	wd_spec *spec = run_spec(c->srv, NULL, srv_run_image(c->srv, &rt), NULL, &err);
 	wd_result *r = NULL;
 	json_t *res = NULL;
 	/* from the warm pool when the run's sandbox is its template (a
@@ -515,7 +509,7 @@ run_harness(struct call *c, struct rpc_err *e)
 	 * stage), else fresh, as for run_command */
 	bool judged = json_object_get(c->params, "command") || tool ||
 		      json_is_true(json_object_get(c->params, "policy"));
-	bool pooled = spec && srv_pool_fits(c->srv, judged, tool);
+	bool pooled = spec && srv_pool_fits(c->srv, judged, tool ? &rt : NULL);
 	int rc = -EINVAL;
 	if (pooled)
 		rc = run_pooled(c, cmd, &r, &err);

@@ -239,6 +239,20 @@ void live_put(struct live *l);
 void live_end(struct live *l);
 
 /* One request in flight. */
+/* A tool's route under the server's policy, looked up once per call
+ * (route_lookup) and passed down: whether the policy defines the tool, its
+ * class and profile (wd_policy_route), and the image it runs in (the
+ * policy's tools.NAME.image, else NULL). */
+struct route {
+	const char *tool; /* NULL: no tool */
+	bool defined;
+	enum wd_tool_class klass;
+	const char *profile;
+	struct wd_limits limits;
+	const char *image;
+};
+void route_lookup(const struct srv *s, const char *tool, struct route *out);
+
 struct call {
 	atomic_int refs;
 	struct srv *srv;
@@ -263,6 +277,7 @@ struct call {
 	struct live *live;    /* sandbox.exec/destroy/files: its sandbox (a reference) */
 	struct live *created; /* sandbox.create: the new one, for the loop to keep */
 	json_t *lives;	      /* tools/call sandbox_list: the peer's, when admitted */
+	struct route route;   /* tools/call: the tool's, looked up once */
 	/* shared with whoever cancels */
 	pthread_mutex_t lock;
 	bool cancelled;
@@ -589,11 +604,11 @@ const json_t *mcp_tool_schema(const char *tool);
 json_t *mcp_tool_result(struct srv *s, const char *text, json_t *structured, bool is_error);
 
 /* result.c */
-/* A change set or apply report the library wrote (WD_DIFF_JSON):
- * parsed, with its "\udcXX" (bytes that are not UTF-8) made the visible
- * text \xXX; an empty object if it is not one.  Results and decisions
- * are read through their accessors instead. */
-json_t *lib_report_json(const char *text);
+/* A change set or apply report as the library writes it for a strict
+ * parser (wd_report_json: a byte that is not UTF-8 as the text \xNN),
+ * with only its first max_files files (0: all), embedded whole.  Results
+ * and decisions are read through their accessors. */
+json_t *report_embed(const wd_report *r, size_t max_files);
 /* A decision as wd_decision_json() describes it, built from its
  * accessors (a byte that is not UTF-8 as the text \xNN); NULL for NULL. */
 json_t *decision_json(const wd_decision *d);
@@ -615,13 +630,15 @@ int srv_image_digest(struct srv *s, const char *ref, char *out, struct wd_err *e
 /* A command's wall clock when none is asked: the server's --timeout, else
  * the library's default (wd_limits_defaults). */
 uint64_t server_timeout_ms(const struct srv *s);
-/* The image a judged command of tool runs in: the tool's (the policy's
- * tools.NAME.image), else the server's --image, else NULL. */
-const char *srv_run_image(struct srv *s, const char *tool);
+/* The image a judged command of route rt (NULL: none) runs in: the
+ * tool's (the policy's tools.NAME.image), else the server's --image, else
+ * NULL. */
+const char *srv_run_image(const struct srv *s, const struct route *rt);
 int run_oneshot(struct call *c, const wd_spec *spec, wd_cmd *cmd, wd_result **out,
 		struct wd_err *err);
-/* run_command's arguments as a wd_cmd for the policy stage (run.c) */
-int run_command_cmd(struct srv *s, json_t *args, wd_cmd *cmd, bool *routed, struct wd_err *err);
+/* run_command's arguments as a wd_cmd for the policy stage (run.c), under
+ * rt, run_command's route (the call's) */
+int run_command_cmd(json_t *args, const struct route *rt, wd_cmd *cmd, struct wd_err *err);
 json_t *run_command_tool(struct call *c, json_t *args, struct rpc_err *e);
 json_t *run_harness(struct call *c, struct rpc_err *e);	 /* sandbox.run */
 json_t *exec_harness(struct call *c, struct rpc_err *e); /* sandbox.exec */
@@ -637,9 +654,9 @@ int run_pooled(struct call *c, wd_cmd *cmd, wd_result **out, struct wd_err *err)
 int srv_pool_start(struct srv *s);
 void srv_pool_stop(struct srv *s);
 /* Should an ephemeral run take a pooled sandbox?  judged: the command goes
- * through the policy stage; tool: its tool (NULL: none).  false without a
- * pool, or when the run's sandbox would differ from the pool's. */
-bool srv_pool_fits(struct srv *s, bool judged, const char *tool);
+ * through the policy stage; rt: its tool's route (NULL: no tool).  false
+ * without a pool, or when the run's sandbox would differ from the pool's. */
+bool srv_pool_fits(struct srv *s, bool judged, const struct route *rt);
 int srv_pool_run(struct srv *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err);
 json_t *diff_tool(struct call *c, json_t *args, struct rpc_err *e);
 /* The text of a diff for a model (diff.c): at most MODEL_TEXT_CAP bytes of

@@ -447,8 +447,9 @@ srv_setup(struct srv *s, const struct server_opts *o, bool warm)
 	}
 	if (o->socket_path && !warm && socket_in_workspace(s, o->socket_path) < 0)
 		return -EINVAL;
-	if ((o->policy && wd_ctx_set_policy_file(s->ctx, o->policy, &err) < 0) ||
-	    wd_policy_load(o->policy, &s->policy, &err) < 0) {
+	/* loaded once: the context borrows the server's (freed after it) */
+	if (wd_policy_load(o->policy, &s->policy, &err) < 0 ||
+	    wd_ctx_set_policy(s->ctx, o->policy, s->policy, &err) < 0) {
 		srv_log(s, WD_LOG_ERROR, "--policy: %s", err.msg);
 		return -EINVAL;
 	}

@@ -176,8 +176,7 @@ run_tool(struct call *c, struct live *l, json_t *args, struct rpc_err *e)
 	json_t *res = NULL;
 	/* a command string: always judged by the policy, as in a fresh
 	 * sandbox, with the policy's "run_command" tool route if it has one */
-	bool routed;
-	int rc = run_command_cmd(s, args, cmd, &routed, &err);
+	int rc = run_command_cmd(args, &c->route, cmd, &err);
 	if (rc < 0) {
 		res = tool_error(s, "invalid arguments for run_command: %s", err.msg);
 		goto out;
@@ -249,22 +248,25 @@ cow_diff_tool(struct call *c, struct live *l, json_t *args)
 		free(js);
 		return tool_error(s, "workspace_diff of sandbox %s: %s", l->id, err.msg);
 	}
-	json_t *sc = lib_report_json(js);
+	wd_report *rep = NULL;
+	if (wd_report_new(js, &rep, &err) < 0) {
+		free(js);
+		free(text);
+		return tool_error(s, "workspace_diff of sandbox %s: %s", l->id, err.msg);
+	}
 	free(js);
+	/* the list is bounded for a model as the text is (diff_text_capped) */
+	json_t *sc = report_embed(rep, DIFF_MODEL_FILES);
 	json_object_set_new(sc, "sandbox", json_string(l->id));
 	json_object_set_new(sc, "mode", json_string("cow"));
-	json_t *files = json_object_get(sc, "files");
-	size_t changes = json_array_size(files);
-	/* the list is bounded for a model as the text is (diff_text_capped) */
-	if (changes > DIFF_MODEL_FILES) {
-		while (json_array_size(files) > DIFF_MODEL_FILES)
-			json_array_remove(files, json_array_size(files) - 1);
+	size_t changes = wd_report_files(rep);
+	if (changes > DIFF_MODEL_FILES)
 		json_object_set_new(sc, "files_omitted",
 				    json_integer((json_int_t)(changes - DIFF_MODEL_FILES)));
-	}
 	/* only ignored changes: the summary lines are the text */
-	if (!changes && json_array_size(json_object_get(sc, "ignored")))
+	if (!changes && wd_report_ignored(rep))
 		changes = 1;
+	wd_report_free(rep);
 	char *out = changes ? xasprintf("changes in sandbox %s, not in the project until a human "
 					"applies them:\n%s",
 					l->id, text)

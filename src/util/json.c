@@ -269,3 +269,56 @@ jw_json(struct jw *w, const char *json)
 	sep(w);
 	puts_(w, json ? json : "null");
 }
+
+static int
+hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+/* s (6 chars at least) is "\uD8XX".."\uDBXX": a high surrogate */
+static bool
+high_surrogate(const char *s)
+{
+	return s[0] == '\\' && s[1] == 'u' && (s[2] | 0x20) == 'd' && hexval(s[3]) >= 8 &&
+	       hexval(s[3]) <= 11;
+}
+
+char *
+jw_surrogates_to_nul(const char *in, size_t n, size_t *out_len)
+{
+	char *out = wd_xmalloc(2 * n + 1);
+	size_t o = 0;
+	bool after_high = false;
+	for (size_t i = 0; i < n;) {
+		if (in[i] != '\\' || i + 1 >= n) {
+			out[o++] = in[i++];
+			after_high = false;
+			continue;
+		}
+		bool u6 = in[i + 1] == 'u' && i + 5 < n;
+		if (u6 && !after_high && (in[i + 2] | 0x20) == 'd' && (in[i + 3] | 0x20) == 'c' &&
+		    hexval(in[i + 4]) >= 8 && hexval(in[i + 5]) >= 0) {
+			memcpy(out + o, "\\u0000", 6);
+			out[o + 6] = in[i + 4];
+			out[o + 7] = in[i + 5];
+			o += 8;
+			i += 6;
+			after_high = false;
+			continue;
+		}
+		/* a whole \uXXXX at once, so that the next escape knows
+		 * whether it follows a high surrogate */
+		size_t len = u6 ? 6 : 2;
+		after_high = u6 && high_surrogate(in + i);
+		memcpy(out + o, in + i, len);
+		o += len;
+		i += len;
+	}
+	out[o] = '\0';
+	*out_len = o;
+	return out;
+}

@@ -56,6 +56,15 @@ void jw_null(struct jw *w);
  * jansson's json_dumps): inserted as it is. */
 void jw_json(struct jw *w, const char *json);
 
+/* For a strict parser (jansson) of text this writer wrote: each "\udcXX"
+ * escape of a byte 0x80-0xff (not the low half of a surrogate pair after
+ * a "\ud8XX"-"\udbXX") made "\u0000XX", a NUL then the two hex digits,
+ * to be parsed with JSON_ALLOW_NUL.  A string written from a C string never
+ * holds a real NUL, so a NUL in one read back marks the byte that follows
+ * as two hex digits.  Every other escape is copied as the pair it is.  New
+ * string (NUL-terminated), its length in *out_len. */
+char *jw_surrogates_to_nul(const char *in, size_t n, size_t *out_len);
+
 /* key + value shorthands */
 static inline void
 jw_kstr(struct jw *w, const char *k, const char *v)

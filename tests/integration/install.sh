@@ -73,7 +73,7 @@ MAN3=(
 	wd_cmd_set_stream wd_cmd_set_timeout wd_cmd_set_tool wd_cmd_setenv
 	wd_ctx_cancel wd_ctx_check_spec wd_ctx_free wd_ctx_new wd_ctx_run wd_ctx_set_approver
 	wd_ctx_set_audit_file wd_ctx_set_event_handler wd_ctx_set_log_handler
-	wd_ctx_set_policy_file wd_ctx_set_state_dir
+	wd_ctx_set_policy wd_ctx_set_policy_file wd_ctx_set_state_dir
 	wd_decision_advice wd_decision_approval_id wd_decision_argv wd_decision_free
 	wd_decision_json wd_decision_kind wd_decision_policy wd_decision_reason wd_decision_rule
 	wd_doctor wd_doctor_pod
@@ -87,9 +87,11 @@ MAN3=(
 	wd_parse_fixed6 wd_parse_size wd_parse_u64
 	wd_peer_check
 	wd_policy_approval_ttl wd_policy_audit_path wd_policy_decide wd_policy_digest
-	wd_policy_free wd_policy_json wd_policy_load wd_policy_network_allow wd_policy_route
+	wd_policy_free wd_policy_json wd_policy_limits wd_policy_load wd_policy_network_allow wd_policy_route
 	wd_policy_sandbox wd_policy_tool_image
 	wd_pool_free wd_pool_new wd_pool_run wd_pool_stats
+	wd_report_files wd_report_free wd_report_ignored wd_report_json wd_report_new wd_report_path
+	wd_report_result
 	wd_request_free wd_request_new wd_request_set_argv wd_request_set_command
 	wd_request_set_cwd wd_request_set_system_root wd_request_set_workspace wd_request_setenv
 	wd_result_decision wd_result_exec_errno wd_result_exec_step wd_result_net_refusal wd_result_exit_code wd_result_free

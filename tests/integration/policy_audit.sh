@@ -81,4 +81,45 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["stdou
 expect_in "$B" '"event":"route","tool":"delete_workspace","decision":"deny"' "route refusals are audited"
 expect_in "$B" '"profile":"shell_commands","timeout_ms":15000' "the applied profile is audited"
 expect_rc 0 "route log verifies" "$WARDEN" audit verify "$B"
+
+# an argument a model chose: the byte 0xff and the four characters \xff are
+# two different records, each of which reads back to its own bytes (the
+# trail escapes a byte that is not UTF-8 as util/json.h does, \udcXX, which
+# Python reads back with surrogateescape); without a policy (the start
+# record) and with one (decision and result)
+E=$T/bytes.jsonl
+expect_rc 0 "run with the byte 0xff" "$WARDEN" run --audit "$E" -- /bin/echo "$(printf 'a\377')"
+expect_rc 0 "run with the text \\xff" "$WARDEN" run --audit "$E" -- /bin/echo 'a\xff'
+expect_rc 0 "policy run with the byte 0xff" "$WARDEN" run "${P[@]/$A/$E}" -- echo "$(printf 'a\377')"
+expect_rc 0 "policy run with the text \\xff" "$WARDEN" run "${P[@]/$A/$E}" -- echo 'a\xff'
+python3 - "$E" >"$T/py" 2>&1 <<'PY' && ok "the byte and its text are two records, each its own bytes" || not_ok "byte records: $(cat "$T/py")"
+import json, sys
+want = [b"a\xff", b"a\\xff"]
+got = {}
+for line in open(sys.argv[1], "rb"):
+    e = json.loads(line)
+    for field, a in (("argv", e.get("argv")), ("request.argv", (e.get("request") or {}).get("argv"))):
+        if a:
+            got.setdefault((e["event"], field), []).append(a[-1].encode("utf-8", "surrogateescape"))
+print(got)
+assert got, "no argv recorded"
+for kind, args in got.items():
+    assert args == want, (kind, args)
+PY
+expect_rc 0 "a trail with a byte that is not UTF-8 verifies" "$WARDEN" audit verify "$E"
+expect_in "$T/out" "ok, 8 events" "  ... all its events"
+# a trail written before (a byte as the text \xNN, as every line it holds
+# was hashed) still verifies: the chain hashes the lines' bytes
+python3 - "$T/old.jsonl" <<'PY'
+import hashlib, sys
+prev, lines = "0" * 64, []
+for i, arg in enumerate(["l\\\\xffs", "x"], 1):
+    ln = ('{"seq":%d,"time":"2026-12-01T10:00:00.000Z","sandbox":"0123456789abcdef",'
+          '"event":"start","argv":["%s"],"prev":"%s"}' % (i, arg, prev))
+    lines.append(ln)
+    prev = hashlib.sha256(ln.encode()).hexdigest()
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+open(sys.argv[1] + ".head", "w").write('{"seq":2,"hash":"%s"}\n' % prev)
+PY
+expect_rc 0 "a trail of the former \\xNN form verifies" "$WARDEN" audit verify "$T/old.jsonl"
 finish

@@ -249,6 +249,27 @@ ok(r.get("result", {}).get("discarded") == 1, "discard of the conflicting path")
 r = h.call("sandbox.exec", {"sandbox": sid, "argv": ["/bin/cat", "hello.txt"]})["result"]
 ok(r["stdout"]["data"] == "host edit\n", "... the sandbox sees the host's edit")
 
+# ---- a name that is not UTF-8: the report read through wd_report ----
+r = h.call("sandbox.exec", {"sandbox": sid, "argv": ["/bin/sh", "-c",
+                                                    "mkdir -p conf && printf b > \"$(printf "
+                                                    "'conf/b\\377')\" && printf n > "
+                                                    "\"$(printf 'n\\377.txt')\""]})
+ok(r["result"]["status"] == 0, "the sandbox writes conf/b\\377 and n\\377.txt")
+d = h.call("sandbox.diff", {"sandbox": sid, "format": "json"})["result"]
+names = sorted(f["path"] for f in d.get("files", []))
+ok("conf/b\\xff" in names and "n\\xff.txt" in names,
+   "sandbox.diff: a byte that is not UTF-8 is the text \\xff (%s)" % names)
+r = h.call("sandbox.apply", {"sandbox": sid})
+err = r.get("error", {})
+ok(err.get("code") == -32009 and "conf/b\\xff" in err.get("data", {}).get("protected", []) and
+   "conf/b" in err.get("message", "") and
+   err.get("data", {}).get("report", {}).get("sandbox") == sid,
+   "sandbox.apply: the protected name that is not UTF-8 listed (%s)" % err)
+ok(not os.path.exists(os.path.join(ws.encode(), b"n\xff.txt")), "... and nothing applied")
+h.call("sandbox.discard", {"sandbox": sid})
+r = h.call("sandbox.diff", {"sandbox": sid, "format": "json"})["result"]
+ok(r.get("files") == [], "... discarded (%s)" % r.get("files"))
+
 # ---- ownership, the end of a sandbox, a connection that goes away ----
 other = LineClient(path=sock)
 ok(code(other.call("sandbox.exec", {"sandbox": sid, "argv": ["/bin/true"]})) == -32001,

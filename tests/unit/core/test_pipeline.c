@@ -7,6 +7,7 @@
 #include "warden.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -480,4 +481,34 @@ Test(pipeline, session_is_the_same_door)
 	wd_cmd_free(cmd);
 	wd_spec_free(spec);
 	wd_ctx_free(ctx);
+}
+
+/* A policy the caller loaded (wd_ctx_set_policy) decides the commands, and
+ * stays the caller's: the context never frees it, not even when it is
+ * replaced (under ASan, a free by the context is a use after free below). */
+Test(pipeline, borrowed_policy_decides_and_stays_the_callers)
+{
+	struct wd_err e = {0};
+	wd_policy *p = NULL;
+	cr_assert_eq(wd_policy_load(policy, &p, &e), 0, "%s", e.msg);
+	wd_ctx *ctx = NULL;
+	cr_assert_eq(wd_ctx_new(&ctx, &e), 0, "%s", e.msg);
+	cr_assert_eq(wd_ctx_set_state_dir(ctx, state, &e), 0, "%s", e.msg);
+	cr_expect_eq(wd_ctx_set_policy(ctx, policy, NULL, &e), -EINVAL);
+	cr_assert_eq(wd_ctx_set_policy(ctx, policy, p, &e), 0, "%s", e.msg);
+	wd_spec *spec = new_spec();
+	wd_cmd *cmd = command("git push");
+	wd_result *r = NULL;
+	cr_assert_eq(wd_ctx_run(ctx, spec, cmd, &r, &e), 0, "%s", e.msg);
+	/* the file's rule: git push pauses (the built-in default refuses git) */
+	cr_expect_eq(wd_result_outcome(r), WD_OUTCOME_PAUSED);
+	wd_result_free(r);
+	/* replaced by a file the context loads itself: p is still whole */
+	cr_assert_eq(wd_ctx_set_policy_file(ctx, NULL, &e), 0, "%s", e.msg);
+	cr_expect_eq(strlen(wd_policy_digest(p)), 64);
+	wd_cmd_free(cmd);
+	wd_spec_free(spec);
+	wd_ctx_free(ctx);
+	cr_expect_eq(strlen(wd_policy_digest(p)), 64);
+	wd_policy_free(p);
 }

@@ -353,3 +353,41 @@ Test(wd_approval, unknown_id_is_bad_input)
 	cr_expect_lt(wd_approval_grant("0123456789abcdef", 0, NULL, NULL, &e), 0);
 	cr_expect_not_null(strstr(e.msg, "no paused command"), "%s", e.msg);
 }
+
+/* The limit precedence a front end asks for (wd_policy_limits) is the
+ * policy stage's: the caller's value, else the tool's profile's, else the
+ * sandbox object's, else 0 (the library's default). */
+Test(wd_approval, policy_limits_precedence)
+{
+	struct wd_err e = {0};
+	char path[PATH_MAX];
+	fx_file("limits.json",
+		"{\"version\": 1, \"sandbox\": {\"memory\": \"256MiB\", \"pids\": 64},\n"
+		" \"profiles\": {\"tiny\": {\"memory\": \"64MiB\", \"timeout\": 5}},\n"
+		" \"tools\": {\"lint\": {\"class\": \"sandbox\", \"profile\": \"tiny\"},\n"
+		"           \"rm\": {\"class\": \"blocked\"}}}\n");
+	fx_path(path, "limits.json");
+	wd_policy *p = NULL;
+	cr_assert_eq(wd_policy_load(path, &p, &e), 0, "%s", e.msg);
+	struct wd_limits given = {.pids = 7, .nofile = 99}, out;
+	/* no tool: the sandbox object under the caller's */
+	cr_assert_eq(wd_policy_limits(p, NULL, &given, &out, &e), 0, "%s", e.msg);
+	cr_expect_eq(out.memory_bytes, 256u << 20);
+	cr_expect_eq(out.pids, 7);
+	cr_expect_eq(out.nofile, 99);
+	cr_expect_eq(out.timeout_ms, 0);
+	/* a tool: its profile over the sandbox object, the caller's over both */
+	cr_assert_eq(wd_policy_limits(p, "lint", &given, &out, &e), 0, "%s", e.msg);
+	cr_expect_eq(out.memory_bytes, 64u << 20);
+	cr_expect_eq(out.timeout_ms, 5000);
+	cr_expect_eq(out.pids, 7);
+	given.memory_bytes = 1u << 30;
+	cr_assert_eq(wd_policy_limits(p, "lint", &given, &out, &e), 0, "%s", e.msg);
+	cr_expect_eq(out.memory_bytes, 1u << 30);
+	/* NULL given: the policy's alone */
+	cr_assert_eq(wd_policy_limits(p, NULL, NULL, &out, &e), 0, "%s", e.msg);
+	cr_expect_eq(out.pids, 64);
+	/* a tool the policy does not define: blocked */
+	cr_expect_eq(wd_policy_limits(p, "nope", NULL, &out, &e), -ENOENT);
+	wd_policy_free(p);
+}
