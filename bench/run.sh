@@ -79,9 +79,10 @@ status=0
 	echo
 	echo "## exec into a live gVisor session: resident executor vs runsc exec"
 	# three repeats of alternating rounds in one sandbox; the library
-	# finds warden-init next to the warden under test
+	# takes warden-init from WARDEN_INIT, an absolute path only (make
+	# bench's BUILD is relative: both gVisor benchmarks failed on it)
 	if command -v runsc >/dev/null && [ "$(id -u)" = 0 ]; then
-		WARDEN_INIT=$BUILD/warden-init "$BUILD/bench/gvisor_exec_bench" -n 60 -r 3 "$ws" ||
+		WARDEN_INIT=$(readlink -f "$BUILD/warden-init") "$BUILD/bench/gvisor_exec_bench" -n 60 -r 3 "$ws" ||
 			status=1
 	else
 		echo "# skipped: needs root and runsc (scripts/deps.sh)"
@@ -89,7 +90,7 @@ status=0
 	echo
 	echo "## a pooled gVisor one-shot against a cold one (runsc run)"
 	if command -v runsc >/dev/null && [ "$(id -u)" = 0 ]; then
-		WARDEN_INIT=$BUILD/warden-init "$BUILD/bench/gvisor_pool_bench" -n 15 -r 3 "$ws" ||
+		WARDEN_INIT=$(readlink -f "$BUILD/warden-init") "$BUILD/bench/gvisor_pool_bench" -n 15 -r 3 "$ws" ||
 			status=1
 	else
 		echo "# skipped: needs root and runsc (scripts/deps.sh)"

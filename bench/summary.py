@@ -143,7 +143,7 @@ def print_peers(rows):
     if not rows:
         print("(no peer ran: see the benchmarks' output for why)")
         return
-    print("%-52s %-6s %-24s %-18s %-24s %-26s %s" % (
+    print("%-62s %-6s %-24s %-18s %-24s %-26s %s" % (
         "warden beside its peers", "unit", "warden", "peer", "peer's", "warden / peer",
         "better"))
     last = None
@@ -151,7 +151,7 @@ def print_peers(rows):
         what = row if row != last else ""
         wcell = cell(w, wl, wh) if row != last else ""
         last = row
-        print("%-52s %-6s %-24s %-18s %-24s %-26s %s" % (
+        print("%-62s %-6s %-24s %-18s %-24s %-26s %s" % (
             what, unit if what else "", wcell, peer, cell(p, pl, ph), cell(r, rl, rh),
             "lower" if better == "low" else "higher"))
 
