@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +54,56 @@ bench_bare_true(void)
 	static char prog[] = "/bin/true";
 	char *const argv[] = {prog, NULL};
 	return bench_bare(argv);
+}
+
+/* The median of v[0..n) (n <= 64), its smallest and largest. */
+static inline double
+bench_spread(const double *v, int n, double *lo, double *hi)
+{
+	double s[64];
+	if (n > 64)
+		n = 64;
+	for (int i = 0; i < n; i++) {
+		int j = i;
+		for (; j > 0 && s[j - 1] > v[i]; j--)
+			s[j] = s[j - 1];
+		s[j] = v[i];
+	}
+	if (n <= 0) {
+		*lo = *hi = 0;
+		return 0;
+	}
+	*lo = s[0];
+	*hi = s[n - 1];
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* One row of `make bench`'s table of warden beside its peers
+ * (bench/summary.py): warden's figure and the peer's in each of n series
+ * of the same run, and warden / peer taken series by series (a series
+ * whose peer figure is not above zero gives no ratio: an added latency
+ * can come out at zero under the noise).  Tab-separated:
+ *   peer ROW UNIT BETTER PEER  W W_LO W_HI  P P_LO P_HI  R R_LO R_HI
+ * each figure as median, min, max over the series; BETTER is "low" or
+ * "high"; R is "-" when no series gave a ratio. */
+static inline void
+bench_peer_line(const char *row, const char *unit, const char *better, const char *peer,
+		const double *w, const double *p, int n)
+{
+	double r[64], wl, wh, pl, ph, rl, rh;
+	int nr = 0;
+	for (int i = 0; i < n && i < 64; i++)
+		if (p[i] > 0)
+			r[nr++] = w[i] / p[i];
+	double wm = bench_spread(w, n, &wl, &wh), pm = bench_spread(p, n, &pl, &ph);
+	printf("peer\t%s\t%s\t%s\t%s\t%.4g\t%.4g\t%.4g\t%.4g\t%.4g\t%.4g", row, unit, better, peer,
+	       wm, wl, wh, pm, pl, ph);
+	if (nr) {
+		double rm = bench_spread(r, nr, &rl, &rh);
+		printf("\t%.4g\t%.4g\t%.4g\n", rm, rl, rh);
+	} else {
+		printf("\t-\t-\t-\n");
+	}
 }
 
 #endif

@@ -220,6 +220,11 @@ main(int argc, char **argv)
 	       "%.1f ms per pool build\n",
 	       repeats, sp[m], sp[0], sp[repeats - 1], sc[m], sc[0], sc[repeats - 1], sr[m], sr[0],
 	       sr[repeats - 1], st.built ? st.build_ns / 1e6 / (double)st.built : 0);
+	/* the cold one-shot is gVisor's own start (runsc run) with warden's
+	 * part around it: ~3 ms before runsc and ~0.2 ms after of ~145 ms
+	 * (docs/performance.md, gVisor) */
+	bench_peer_line("gVisor one-shot /bin/true, added over bare: pooled", "ms", "low",
+			"runsc run (cold)", added[POOLED], added[COLD], repeats);
 	printf("summary\tgvisor_pool_oneshot_ms\t%.2f\n", sp[m]);
 	printf("summary\tgvisor_pool_vs_cold\t%.3f\n", sr[m]);
 	wd_cmd_free(cmd);

@@ -5,7 +5,8 @@
 # is flagged and the status is 1.
 #
 #   cold start       bench/spawn.sh: `warden run` against bare execution,
-#                    bubblewrap and the namespace floor (bench/ns_floor),
+#                    bubblewrap, runc and crun (where installed), and the
+#                    namespace floor (bench/ns_floor),
 #                    with --image (the suite's python3 image) against the
 #                    host's /usr, and SPAWN_BEFORE (an older warden) when
 #                    given
@@ -30,6 +31,9 @@
 #   density          bench/density.py: 100, 1,000 and 5,000 live sandboxes in
 #                    one server: create and exec at N against at 100, memory
 #                    and descriptors per sandbox (DENSITY_SIZES to change)
+#   WD_BENCH_IMAGE=0 no cold start with --image (it builds the suite's
+#                    python3 image first when this checkout has none:
+#                    mmdebstrap and the Debian mirror, ~2 min)
 #   WD_BENCH_ALL=1   also every other meson benchmark() (gvisor: ~15 min)
 #
 # A copy of the output is kept in bench/results/ (not in git).
@@ -44,18 +48,27 @@ trap 'rm -rf "$ws"' EXIT
 status=0
 {
 	echo "# warden benchmarks, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u)"
-	echo "# $(uname -sr), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	# the machine, for the figures' reader (docs/performance.md pastes it)
+	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+	cgv=v2
+	[ -d /sys/fs/cgroup/memory ] && cgv=v1
+	echo "# machine: ${cpu:-unknown CPU}, $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr), cgroup $cgv, load $(cut -d' ' -f1-3 /proc/loadavg)"
 	# the cold start in an image as well (SPAWN_IMAGE): the test suite's
 	# python3 image, built once per checkout into build-cache/images
 	# (tests/integration/image_fixture.sh); without mmdebstrap or the
 	# mirror, the series is left out and said so
-	if img=$(bash tests/integration/image_fixture.sh "$BUILD/warden" "$top/build-cache/images" \
+	if [ "${WD_BENCH_IMAGE:-1}" = 0 ]; then
+		echo "# no cold start with --image (WD_BENCH_IMAGE=0)"
+	elif img=$(bash tests/integration/image_fixture.sh "$BUILD/warden" "$top/build-cache/images" \
 		tests/integration/images/python.recipe); then
 		export WARDEN_IMAGE_DIR=$top/build-cache/images SPAWN_IMAGE=$img
 	else
 		echo "# no image for the cold start with --image (image_fixture.sh failed)"
 	fi
-	bench/spawn.sh "$BUILD/warden" "$BUILD/bench/spawn_bench" || status=1
+	# the OCI runtimes beside bubblewrap, where installed (SPAWN_PEERS
+	# overrides; a runc run is ~70 ms, so ~1.5 min of the whole)
+	SPAWN_PEERS=${SPAWN_PEERS-runc,crun} bench/spawn.sh "$BUILD/warden" "$BUILD/bench/spawn_bench" ||
+		status=1
 	unset SPAWN_IMAGE
 	echo
 	echo "## per-step breakdown of warden run -- /bin/true"
@@ -66,9 +79,10 @@ status=0
 	echo
 	echo "## exec into a live gVisor session: resident executor vs runsc exec"
 	# three repeats of alternating rounds in one sandbox; the library
-	# finds warden-init next to the warden under test
+	# takes warden-init from WARDEN_INIT, an absolute path only (make
+	# bench's BUILD is relative: both gVisor benchmarks failed on it)
 	if command -v runsc >/dev/null && [ "$(id -u)" = 0 ]; then
-		WARDEN_INIT=$BUILD/warden-init "$BUILD/bench/gvisor_exec_bench" -n 60 -r 3 "$ws" ||
+		WARDEN_INIT=$(readlink -f "$BUILD/warden-init") "$BUILD/bench/gvisor_exec_bench" -n 60 -r 3 "$ws" ||
 			status=1
 	else
 		echo "# skipped: needs root and runsc (scripts/deps.sh)"
@@ -76,7 +90,7 @@ status=0
 	echo
 	echo "## a pooled gVisor one-shot against a cold one (runsc run)"
 	if command -v runsc >/dev/null && [ "$(id -u)" = 0 ]; then
-		WARDEN_INIT=$BUILD/warden-init "$BUILD/bench/gvisor_pool_bench" -n 15 -r 3 "$ws" ||
+		WARDEN_INIT=$(readlink -f "$BUILD/warden-init") "$BUILD/bench/gvisor_pool_bench" -n 15 -r 3 "$ws" ||
 			status=1
 	else
 		echo "# skipped: needs root and runsc (scripts/deps.sh)"

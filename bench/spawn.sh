@@ -10,6 +10,14 @@
 #   SPAWN_BEFORE=/path/to/older/warden       one more series, "before": an
 #                                            older build (e.g. the commit before
 #                                            the redesign) in the same run
+#   SPAWN_PEERS=runc,crun                    the OCI runtimes beside bubblewrap,
+#                                            each where installed (make bench
+#                                            asks for both; a missing one is
+#                                            said and left out): RUNTIME run of
+#                                            a bundle showing the same host /usr
+#                                            read-only and the workspace, with
+#                                            the runtime's defaults otherwise
+#                                            (its cgroup, no user namespace)
 #   SPAWN_IMAGE=NAME                         one more series, "image": the
 #                                            same `warden run` with --image NAME
 #                                            (WARDEN_IMAGE_DIR: its store), and
@@ -32,6 +40,16 @@ RUNS=${SPAWN_RUNS:-200}
 WARMUP=${SPAWN_WARMUP:-10}
 SERIES=${SPAWN_SERIES:-3}
 BWRAP=$(command -v bwrap || true)
+PEERS=${SPAWN_PEERS:-}
+for rt in ${PEERS//,/ }; do
+	case $rt in
+	runc | crun) ;;
+	*)
+		echo "spawn.sh: SPAWN_PEERS: unknown runtime '$rt' (runc, crun, comma-separated)" >&2
+		exit 125
+		;;
+	esac
+done
 # The namespaces alone (bench/ns_floor.c), next to the driver.
 FLOOR=$(dirname "$DRIVER")/ns_floor
 PY=/usr/bin/python3
@@ -50,6 +68,44 @@ bwrap_args=(--unshare-all --die-with-parent --new-session
 	--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin
 	--proc /proc --dev /dev --tmpfs /tmp --bind "$ws" /workspace --chdir /workspace
 	--clearenv --setenv PATH /usr/bin:/bin --cap-drop ALL)
+
+# oci_bundle DIR PROGRAM ARGS...: an OCI bundle whose process is PROGRAM
+# ARGS in /workspace, with bubblewrap's view: the host's /usr read-only and
+# its /bin, /lib, /lib64 and /sbin links, /proc, a /dev and a /tmp of the
+# runtime's, the workspace read-write; namespaces as --unshare-all bar the
+# user namespace (neither runtime makes one by default).
+oci_bundle() {
+	local dir=$1
+	shift
+	mkdir -p "$dir/rootfs/usr" "$dir/rootfs/proc" "$dir/rootfs/dev" "$dir/rootfs/tmp" \
+		"$dir/rootfs/workspace"
+	local l
+	for l in bin lib lib64 sbin; do
+		ln -sfn "usr/$l" "$dir/rootfs/$l"
+	done
+	python3 - "$dir/config.json" "$ws" "$@" <<'PY'
+import json, sys
+out, ws, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+json.dump({
+    "ociVersion": "1.0.2",
+    "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": args,
+                "env": ["PATH=/usr/bin:/bin"], "cwd": "/workspace",
+                "capabilities": {}, "noNewPrivileges": True},
+    "root": {"path": "rootfs", "readonly": True},
+    "hostname": "sandbox",
+    "mounts": [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "mode=755", "size=64k"]},
+        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"]},
+        {"destination": "/usr", "type": "bind", "source": "/usr", "options": ["rbind", "ro"]},
+        {"destination": "/workspace", "type": "bind", "source": ws, "options": ["rbind", "rw"]},
+    ],
+    "linux": {"namespaces": [{"type": t} for t in
+                             ("pid", "network", "ipc", "uts", "mount", "cgroup")]},
+}, open(out, "w"))
+PY
+}
 
 # The recorded baseline (bench/spawn.baseline: "SERIES COMMAND MEDIAN_US
 # P10_US" lines) is compared with each run; SPAWN_SAVE_BASELINE=1 rewrites it
@@ -77,6 +133,27 @@ bench() {
 	if [ -n "$BWRAP" ]; then
 		sets+=(:: bwrap "$BWRAP" "${bwrap_args[@]}" -- "$@")
 	fi
+	local rt
+	for rt in ${PEERS//,/ }; do
+		local rtbin
+		rtbin=$(command -v "$rt" || true)
+		if [ -z "$rtbin" ] || [ "$(id -u)" != 0 ]; then
+			echo "# $rt: left out (not installed, or not root)"
+			continue
+		fi
+		oci_bundle "$ws/.oci-$key-$rt" "$@"
+		# one probe run: a runtime that cannot run the bundle on this
+		# host is left out with its own words (crun 1.8 refuses a v1
+		# host whose v2 hierarchy holds a controller: "hybrid mode")
+		local why
+		if ! why=$("$rtbin" --root "$ws/.oci-state-$rt" run --bundle "$ws/.oci-$key-$rt" \
+			"wd-spawn-$$-$key" </dev/null 2>&1 >/dev/null); then
+			echo "# $rt: left out, its probe run failed: $(printf '%s' "$why" | head -c 300 | tr -c '[:print:]' ' ')"
+			continue
+		fi
+		sets+=(:: "$rt" "$rtbin" --root "$ws/.oci-state-$rt" run --bundle "$ws/.oci-$key-$rt"
+			"wd-spawn-$$-$key")
+	done
 	if [ -x "$FLOOR" ]; then
 		sets+=(:: ns-floor "$FLOOR" "$@")
 	fi

@@ -33,6 +33,11 @@ def spread(values, fmt):
     return (fmt + " [" + fmt + "-" + fmt + "]") % (med, min(values), max(values))
 
 
+def spread3(values):
+    """median, min, max as text"""
+    return tuple("%.4g" % x for x in (statistics.median(values), min(values), max(values)))
+
+
 def main(argv):
     key, before, image = argv[1], argv[2], argv[3]
     series = [read(p) for p in argv[4:]]
@@ -83,6 +88,23 @@ def main(argv):
         print("before (%s): +%s ms over bare; warden now / before: %s of the added times"
               % (before, spread(added("before"), "%.3f"), spread(r, "%.3f")))
         print("summary\tcold_%s_vs_before\t%.3f" % (key, statistics.median(r)))
+    # warden beside each peer that ran in every series, for make bench's
+    # table (bench/summary.py): "peer ROW UNIT BETTER PEER" and warden's,
+    # the peer's and the per-series ratio, each as median, min, max
+    row = "cold `run -- %s`, added over bare" % ("/bin/true" if key == "true"
+                                                   else "python3 -c pass")
+    names = {"bwrap": "bubblewrap", "runc": "runc", "crun": "crun"}
+    for label, name in names.items():
+        if not all(label in m for m, _ in series):
+            continue
+        w, q = added("warden"), added(label)
+        r = [a / b for a, b in zip(w, q) if b > 0]
+        cells = [spread3(w), spread3(q), spread3(r) if r else ("-", "-", "-")]
+        print("peer\t%s\tms\tlow\t%s\t%s" % (row, name,
+                                               "\t".join("\t".join(c) for c in cells)))
+        if label != "bwrap":
+            print("%s: +%s ms over bare; warden / %s: %s of the added times"
+                  % (name, spread(q, "%.3f"), name, spread(r, "%.3f") if r else "-"))
     for label in series[0][0]:
         if all(label in m for m, _ in series):
             print("median\t%s\t%.1f\t%.1f" % (label, statistics.median(m[label] for m, _ in series),

@@ -35,6 +35,7 @@
  */
 #include "net/net.h"
 #include "net/ossl.h"
+#include "bench.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -879,6 +880,18 @@ main(void)
 			    nseries);
 		ratio_line("interception_cpu_vs_mitmproxy", "proxy CPU per MiB warden / mitmproxy",
 			   pa[WARDEN].cpu_mib, pa[MITM].cpu_mib, nseries);
+	}
+	/* the same, one row per figure and peer, for make bench's table */
+	for (int i = SQUID; i <= MITM; i++) {
+		if (!pa[i].s)
+			continue;
+		const char *peer = i == SQUID ? "Squid ssl_bump" : "mitmproxy";
+		bench_peer_line("TLS interception: throughput, keep-alive", "Gbit/s", "high", peer,
+				pa[WARDEN].gbps, pa[i].gbps, nseries);
+		bench_peer_line("TLS interception: added p50 latency", "us", "low", peer,
+				added[WARDEN], added[i], nseries);
+		bench_peer_line("TLS interception: the proxy's CPU per MiB", "ms", "low", peer,
+				pa[WARDEN].cpu_mib, pa[i].cpu_mib, nseries);
 	}
 	fflush(stdout);
 	stop_all();

@@ -211,12 +211,14 @@ copy_fd(int in, int out)
 static int
 copy_hashed(int in, int out, uint64_t max, uint64_t *n, char hash[65])
 {
-	static __thread char buf[65536];
+	/* On the heap: see hash_fd (changes.c) for why not __thread. */
+	enum { COPY_BUF = 65536 };
+	wd_autofree char *buf = wd_xmalloc(COPY_BUF);
 	struct ws_hasher *h = ws_hasher_new();
 	int rc = 0;
 	*n = 0;
 	while (*n <= max) {
-		size_t want = sizeof(buf);
+		size_t want = COPY_BUF;
 		if (max + 1 - *n < want)
 			want = (size_t)(max + 1 - *n);
 		ssize_t r = read(in, buf, want);

@@ -234,11 +234,20 @@ ws_hasher_final(struct ws_hasher *h, char out[65])
 static int
 hash_fd(int fd, char out[65])
 {
-	static __thread char buf[65536];
+	/* On the heap, not in thread-local storage: a 64 KiB __thread
+	 * buffer made the static TLS of every process and thread linking
+	 * libwarden 128 KiB (with apply.c's), which ld.so and
+	 * pthread_create zero: 32 page faults at each `warden run` start,
+	 * copied into pid 1.  Measured: `warden run -- /bin/true` 244 -> 218
+	 * page faults (perf stat -r 40), its added time 0.996 [0.994-0.999]
+	 * of before (bench/spawn.sh SPAWN_BEFORE, three series of 200 at load
+	 * 5-12); the static-tls test keeps it small. */
+	enum { HASH_BUF = 65536 };
+	wd_autofree char *buf = wd_xmalloc(HASH_BUF);
 	struct ws_hasher *h = ws_hasher_new();
 	int rc = 0;
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+		ssize_t n = read(fd, buf, HASH_BUF);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
