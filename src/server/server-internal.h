@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,7 +193,9 @@ struct peer {
 struct live {
 	char id[17];
 	wd_sandbox *sb;
-	wd_workspace *ws; /* its view for the file methods (wd_sandbox_workspace) */
+	wd_workspace *ws; /* NULL: live_view opens its view for each call */
+	dev_t ws_dev;	  /* ... and checks it is this directory, made at create */
+	ino_t ws_ino;
 	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
 	bool by_mcp;	  /* made by the sandbox_create tool (sandbox_list says so) */
 	bool sess;	  /* a library session (restore.c): id is its id, sb and ws NULL */

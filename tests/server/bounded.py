@@ -253,13 +253,13 @@ srv = Server(env, "--max-calls", "8", stdio=True)
 io = LineClient(srv)
 io.call("ping")
 used = len(os.listdir("/proc/%d/fd" % srv.p.pid))
-# the reserve (256, and 40 for each of 8 calls) and room for about ten;
-# above the 1,024 a command in a sandbox gets (RLIMIT_NOFILE is set in the
-# jail, under the hard limit)
+# the reserve (256, and 40 for each of 8 calls) and room for about 150 idle
+# sandboxes (3 descriptors each); above the 1,024 a command in a sandbox
+# gets (RLIMIT_NOFILE is set in the jail, under the hard limit)
 lim = max(used + 256 + 8 * 40 + 400, 1100)
 subprocess.run(["prlimit", "--pid", str(srv.p.pid), "--nofile=%d:%d" % (lim, lim)], check=True)
 ids, refusal = [], None
-for _ in range(60):
+for _ in range(400):
     r = io.call("sandbox.create", {}, timeout=120)
     if "error" in r:
         refusal = r["error"]
