@@ -30,7 +30,7 @@ runs, and summary lines for bench/summary.py:
 Where this process may (CAP_SYS_RESOURCE), it raises RLIMIT_NOFILE, soft
 and hard, to what the largest size needs, as a service manager would
 (LimitNOFILE=), and the server inherits it; a size the limit cannot hold
-(16 descriptors a sandbox, the server's own estimate, and its reserve for
+(3 descriptors a sandbox, the server's own estimate, and its reserve for
 --max-calls 4) is skipped with a message.  Exits 1 if a call failed or a
 sandbox outlived its destroy.
 """
@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 
-FDS_PER_SANDBOX_BUDGET = 16  # must agree with SRV_FDS_PER_SANDBOX
+FDS_PER_SANDBOX_BUDGET = 3  # must agree with SRV_FDS_PER_SANDBOX
 MAX_CALLS = 4  # one call at a time: a smaller reserve (40 per call)
 
 

@@ -241,7 +241,7 @@ ok(r.returncode == 125 and "--max-sandboxes 1000" in r.stderr and "RLIMIT_NOFILE
    and re.search(r"holds at most [1-9][0-9]* live sandboxes", r.stderr),
    "serve --max-sandboxes 1000 under a limit of 2,048 descriptors: 125 naming it (%d: %s)"
    % (r.returncode, r.stderr.strip()[:300]))
-r = subprocess.run(["prlimit", "--nofile=1536:1536", WARDEN, "serve", "--stdio", "-w", env.ws,
+r = subprocess.run(["prlimit", "--nofile=700:700", WARDEN, "serve", "--stdio", "-w", env.ws,
                     "--max-calls", "8"],
                    input="", capture_output=True, text=True, env=env.env, timeout=60)
 ok(r.returncode == 0 and "lowered" in r.stderr,
@@ -249,7 +249,7 @@ ok(r.returncode == 0 and "lowered" in r.stderr,
 
 # at run time: new sandboxes are refused while a reserve remains, and the
 # live ones keep running commands
-srv = Server(env, "--max-calls", "8", stdio=True)
+srv = Server(env, "--max-calls", "8", "--max-sandboxes", "400", stdio=True)
 io = LineClient(srv)
 io.call("ping")
 used = len(os.listdir("/proc/%d/fd" % srv.p.pid))
