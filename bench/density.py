@@ -280,6 +280,12 @@ def main():
     print("%-6s %-26s %-26s %-20s %-20s %s" % ("N", "create ms median (range)",
                                               "exec ms median (range)", "KiB PSS/sandbox",
                                               "MemAvailable KiB/sb", "fds/sandbox"))
+    for i, run in enumerate(runs):  # each run's own figures, for a table across invocations
+        for n in sizes:
+            print("# run %d: %d sandboxes: create %.2f ms, exec %.2f ms (medians), %.0f KiB PSS, "
+                  "%.0f KiB MemAvailable, %.2f fds each" % (
+                      i + 1, n, ms(run[n]["create"]), ms(run[n]["exec"]), run[n]["kib"],
+                      run[n]["avail_kib"], run[n]["fds"]))
     for n in sizes:
         print("%-6d %-26s %-26s %-20s %-20s %s" % (
             n, spread(lambda r: ms(r[n]["create"])), spread(lambda r: ms(r[n]["exec"])),
