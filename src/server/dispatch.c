@@ -25,8 +25,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 static _Thread_local struct call *tls_call;
 
