@@ -30,7 +30,7 @@ runs, and summary lines for bench/summary.py:
 Where this process may (CAP_SYS_RESOURCE), it raises RLIMIT_NOFILE, soft
 and hard, to what the largest size needs, as a service manager would
 (LimitNOFILE=), and the server inherits it; a size the limit cannot hold
-(16 descriptors a sandbox, the server's own estimate, and its reserve for
+(3 descriptors a sandbox, the server's own estimate, and its reserve for
 --max-calls 4) is skipped with a message.  Exits 1 if a call failed or a
 sandbox outlived its destroy.
 """
@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 
-FDS_PER_SANDBOX_BUDGET = 16  # must agree with SRV_FDS_PER_SANDBOX
+FDS_PER_SANDBOX_BUDGET = 3  # must agree with SRV_FDS_PER_SANDBOX
 MAX_CALLS = 4  # one call at a time: a smaller reserve (40 per call)
 
 
@@ -280,6 +280,12 @@ def main():
     print("%-6s %-26s %-26s %-20s %-20s %s" % ("N", "create ms median (range)",
                                               "exec ms median (range)", "KiB PSS/sandbox",
                                               "MemAvailable KiB/sb", "fds/sandbox"))
+    for i, run in enumerate(runs):  # each run's own figures, for a table across invocations
+        for n in sizes:
+            print("# run %d: %d sandboxes: create %.2f ms, exec %.2f ms (medians), %.0f KiB PSS, "
+                  "%.0f KiB MemAvailable, %.2f fds each" % (
+                      i + 1, n, ms(run[n]["create"]), ms(run[n]["exec"]), run[n]["kib"],
+                      run[n]["avail_kib"], run[n]["fds"]))
     for n in sizes:
         print("%-6d %-26s %-26s %-20s %-20s %s" % (
             n, spread(lambda r: ms(r[n]["create"])), spread(lambda r: ms(r[n]["exec"])),

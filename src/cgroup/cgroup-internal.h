@@ -73,6 +73,9 @@ struct cgroup {
 		int fd;
 	} stat[CG_STAT_FILES];
 	int nstat;
+	/* cgroup_park: fd[] and stat[] closed for good; what is read or
+	 * written later is opened by path (dirs[]) for that read or write */
+	bool parked;
 };
 
 /* host.c */

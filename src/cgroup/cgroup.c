@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -140,7 +141,15 @@ stat_read(struct cgroup *cg, int i, const char *file, char *buf, size_t cap)
 		if (cg->stat[k].dir == i && strcmp(cg->stat[k].file, file) == 0)
 			fd = cg->stat[k].fd;
 	bool kept = fd >= 0;
-	if (!kept && (fd = openat(cg->fd[i], file, O_RDONLY | O_CLOEXEC)) < 0)
+	if (!kept && cg->parked) {
+		/* by path: see cgroup_park for why that reaches this cgroup */
+		char path[PATH_MAX];
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", cg->dirs[i], file) >=
+		    sizeof(path))
+			return -ENAMETOOLONG;
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return -errno;
+	} else if (!kept && (fd = openat(cg->fd[i], file, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
 	ssize_t n = pread(fd, buf, cap - 1, 0);
 	int e = errno;
@@ -438,8 +447,31 @@ cgroup_create_flags(const char *id, const struct cgroup_limits *lim, unsigned fl
 	return 0;
 }
 
+static int update_limits(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err);
+
 int
 cgroup_update_limits(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err)
+{
+	if (!cg->parked)
+		return update_limits(cg, lim, err);
+	/* Parked: the directories opened by path for this update and closed
+	 * after it (see cgroup_park).  Updates are serialized by the caller
+	 * (the sandbox's lock); statistics read concurrently go by path
+	 * whatever fd[] holds (stat_read checks parked), so they never see
+	 * these descriptors. */
+	int rc = 0;
+	for (int i = 0; i < cg->ndirs && rc == 0; i++)
+		if ((cg->fd[i] = cg_open_dir(cg, i)) < 0)
+			rc = wd_err_sys(err, -cg->fd[i], "cgroup: open %s", cg->dirs[i]);
+	if (rc == 0)
+		rc = update_limits(cg, lim, err);
+	for (int i = 0; i < cg->ndirs; i++)
+		wd_close_reset(&cg->fd[i]);
+	return rc;
+}
+
+static int
+update_limits(struct cgroup *cg, const struct cgroup_limits *lim, struct wd_err *err)
 {
 	int m = lim->memory_bytes ? cg_dir_of(cg, CG_MEMORY) : -1;
 	if (m >= 0) {
@@ -753,6 +785,34 @@ cgroup_destroy(struct cgroup *cg)
 		}
 	}
 	return rc;
+}
+
+/* Safe to reach the cgroup by path from here on: dirs[] are absolute
+ * paths in the host's cgroup hierarchies, <base>/warden/<id>, whose
+ * directories only root (or, delegated, the user warden runs as) may
+ * rename or remove, and no sandbox can: its processes see no host cgroupfs
+ * (a new mount namespace over a new root; mount(2) and the new mount API
+ * refused by seccomp; and a cgroup namespace rooted at the sandbox's own
+ * directory, whose parent, where a rename or rmdir would be decided, is
+ * outside its view), and their user namespace grants nothing over the
+ * host's directories (owned by the host's root).  Nothing can take the path
+ * over either: ids are random and never reused, and the flock dropped
+ * here guarded only the window before pid 1 joined (cgroup_sweep_stale's
+ * rmdir fails with EBUSY on a directory with a task in it).  If pid 1
+ * dies and another warden's sweep removes the empty directory, a read by
+ * path fails (the statistics read as missing) rather than reaching
+ * anything else. */
+void
+cgroup_park(struct cgroup *cg)
+{
+	if (!cg || cg->parked)
+		return;
+	for (int k = 0; k < cg->nstat; k++)
+		wd_close_reset(&cg->stat[k].fd);
+	cg->nstat = 0;
+	for (int i = 0; i < CG_NCTRL; i++)
+		wd_close_reset(&cg->fd[i]);
+	cg->parked = true;
 }
 
 void

@@ -175,6 +175,13 @@ int cgroup_stats(struct cgroup *cg, struct cgroup_stats *out);
  * exiting tasks; processes still alive after 20 ms are killed.  0 or the
  * first -errno (-EBUSY after 2 s).  Idempotent. */
 int cgroup_destroy(struct cgroup *cg);
+/* Once the sandbox's pid 1 is in every directory of the cgroup: close the
+ * descriptors held for its life (each directory, flocked, and the
+ * statistics files; 8 on a v1 host), so an idle live sandbox costs its
+ * server none of them.  Statistics, limit updates, kill and freeze open
+ * what they use by path from then on.  Call it before the cgroup is used
+ * from more than one thread.  NULL is a no-op. */
+void cgroup_park(struct cgroup *cg);
 /* Close and free; does not remove the directories.  NULL is a no-op. */
 void cgroup_free(struct cgroup *cg);
 /* The directories of this cgroup, absolute, NULL-terminated, valid while

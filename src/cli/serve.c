@@ -273,7 +273,9 @@ server_opt(int c, const char *name, const char *val, struct server_opts *o)
 		o->max_queue = (unsigned)v;
 		return rc;
 	case OPT_MAX_SANDBOXES:
-		rc = number(name, val, 1, 4096, &v);
+		/* what RLIMIT_NOFILE and the host's pids allow is checked at
+		 * start (check_fd_room) and at each create: 5,000 fit here */
+		rc = number(name, val, 1, 65536, &v);
 		o->max_live = (unsigned)v;
 		o->max_live_set = true;
 		return rc;

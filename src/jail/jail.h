@@ -316,10 +316,10 @@ int jail_build_host(struct jail_prep *prep, struct wd_err *err);
  * the path to pid 1.  jail_prep_free() does it too. */
 void jail_build_reap(struct jail_prep *prep);
 /* After pid 1 said it is ready: close the host sources the build opened
- * (bind sources, detached trees, copied files), keeping only devnull_fd,
- * which commands take as stdin.  pid 1 was cloned without CLONE_FILES, so
- * it holds its own copies; the supervisor's are dead weight, about 17
- * descriptors per live sandbox.  The operations' fds are set to -1; the
+ * (bind sources, detached trees, copied files, devnull_fd: a later
+ * command's stdin is opened for it).  pid 1 was cloned without
+ * CLONE_FILES, so it holds its own copies; the supervisor's are dead
+ * weight, about 18 descriptors per live sandbox.  The operations' fds are set to -1; the
  * plan's strings stay (errors and --print-plan read them). */
 void jail_prep_release_sources(struct jail_prep *prep);
 void jail_prep_free(struct jail_prep *prep);

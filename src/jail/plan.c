@@ -995,14 +995,12 @@ jail_prep_release_sources(struct jail_prep *p)
 {
 	if (!p || !p->built)
 		return;
-	int keep = p->plan.devnull_fd, n = 0;
-	for (int i = 0; i < p->nfds; i++) {
-		if (p->fds[i] == keep)
-			p->fds[n++] = keep;
-		else
-			close(p->fds[i]);
-	}
-	p->nfds = n;
+	/* /dev/null too: pid 1 has its own copy, and a later command
+	 * without stdin gets one opened for it (local_exec) */
+	for (int i = 0; i < p->nfds; i++)
+		close(p->fds[i]);
+	p->nfds = 0;
+	p->plan.devnull_fd = -1;
 	/* no stale numbers: a later open() may reuse them */
 	for (int i = 0; i < p->plan.nops; i++)
 		p->plan.ops[i].fd = -1;

@@ -20,11 +20,13 @@
  * cancelled request gets no answer; a harness gets -32800. */
 #include "server/server-internal.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 static _Thread_local struct call *tls_call;
 
@@ -178,9 +180,36 @@ live_session_start(struct live *l, struct wd_err *err)
 wd_workspace *
 live_view(struct live *l, struct wd_err *err)
 {
-	if (!l->sess)
-		return l->ws;
 	wd_workspace *ws = NULL;
+	if (!l->sess) {
+		/* Opened for this call (an idle sandbox holds no descriptor
+		 * for it) and proven the directory the sandbox was made over:
+		 * the same device and inode as at create (live_new).  The
+		 * spec names it by path, which the sandbox cannot redirect
+		 * (the directory is the root of its bind mount, and its
+		 * parent is outside the jail) and a cow view comes from the
+		 * overlay the sandbox's box holds; the check refuses anything
+		 * else, a host directory renamed over it included. */
+		struct stat st;
+		int fd = -1;
+		if (wd_sandbox_workspace(l->sb, &ws, err) < 0)
+			return NULL;
+		if ((fd = wd_workspace_openat(ws, ".", O_PATH, err)) < 0 || fstat(fd, &st) < 0 ||
+		    st.st_dev != l->ws_dev || st.st_ino != l->ws_ino) {
+			if (fd >= 0 && err) {
+				err->code = WD_E_INTERNAL;
+				snprintf(err->msg, sizeof(err->msg),
+					 "the sandbox's workspace is no longer the directory it "
+					 "was made over");
+			}
+			if (fd >= 0)
+				close(fd);
+			wd_workspace_close(ws);
+			return NULL;
+		}
+		close(fd);
+		return ws;
+	}
 	int rc = wd_session_workspace(l->srv->ctx, l->id, &ws, err);
 	if (rc == -ESRCH && live_session_start(l, err) == 0)
 		rc = wd_session_workspace(l->srv->ctx, l->id, &ws, err);
@@ -190,8 +219,8 @@ live_view(struct live *l, struct wd_err *err)
 void
 live_view_done(struct live *l, wd_workspace *ws)
 {
-	if (l->sess)
-		wd_workspace_close(ws);
+	(void)l;
+	wd_workspace_close(ws);
 }
 
 struct live *

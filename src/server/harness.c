@@ -14,8 +14,10 @@
 
 #include <sys/random.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- sandbox.create ---- */
 
@@ -160,15 +162,31 @@ live_new(struct srv *s, wd_sandbox *sb, bool cow, struct rpc_err *e)
 {
 	struct wd_err err = {0};
 	wd_workspace *ws = NULL;
-	if (wd_sandbox_workspace(sb, &ws, &err) < 0) {
+	struct stat st;
+	/* The view is opened once here for its identity, then closed: each
+	 * file method opens it again (live_view), so an idle sandbox holds
+	 * no descriptor for it. */
+	int fd = -1;
+	if (wd_sandbox_workspace(sb, &ws, &err) < 0 ||
+	    (fd = wd_workspace_openat(ws, ".", O_PATH, &err)) < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0) {
+			err.code = WD_E_SYS;
+			err.sys_errno = errno;
+			snprintf(err.msg, sizeof(err.msg), "workspace: %s", strerror(errno));
+			close(fd);
+		}
+		wd_workspace_close(ws);
 		wd_sandbox_destroy(sb);
 		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 		return NULL;
 	}
+	close(fd);
+	wd_workspace_close(ws);
 	struct live *lv = xcalloc(1, sizeof(*lv));
 	snprintf(lv->id, sizeof(lv->id), "%s", wd_sandbox_id(sb));
 	lv->sb = sb;
-	lv->ws = ws;
+	lv->ws_dev = st.st_dev;
+	lv->ws_ino = st.st_ino;
 	lv->cow = cow;
 	lv->srv = s;
 	lv->refs = 1;

@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -192,7 +193,9 @@ struct peer {
 struct live {
 	char id[17];
 	wd_sandbox *sb;
-	wd_workspace *ws; /* its view for the file methods (wd_sandbox_workspace) */
+	wd_workspace *ws; /* NULL: live_view opens its view for each call */
+	dev_t ws_dev;	  /* ... and checks it is this directory, made at create */
+	ino_t ws_ino;
 	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
 	bool by_mcp;	  /* made by the sandbox_create tool (sandbox_list says so) */
 	bool sess;	  /* a library session (restore.c): id is its id, sb and ws NULL */
@@ -458,15 +461,15 @@ size_t conn_backlog(const struct conn *c);
 
 /* Descriptors (689 live sandboxes took the server to EMFILE,
  * and from then on every command in them failed too).  An idle live
- * sandbox holds 13 on a v1 host (the pidfd, the sync socket, the cancel
- * eventfd, /dev/null for commands' stdin, the workspace view, the cgroup
- * directories, flocked while they live, and their statistics files; a cow
- * one 20: the overlay's trees and the state directory), measured with
- * bench/density.py and tests/server/bounded.py (29 and 38 while the host
- * sources stayed open).  While it is built it holds its host sources too
- * (about 30 in all, closed once pid 1 is ready:
- * jail_prep_release_sources), and a command in it about 5 more while it
- * runs; a one-shot call builds a fresh sandbox of its own.
+ * sandbox holds 3 (the pidfd, the sync socket, the cancel eventfd; a cow
+ * one 9: its box's overlay trees and state directory too), measured with
+ * tests/server/density.py and bench/density.py.  The cgroup's directories
+ * and statistics files, /dev/null and the workspace view are opened when
+ * used (13 while they stayed open, 29 while the host sources did too).
+ * While it is built it holds its host sources too (about 30 in all,
+ * closed once pid 1 is ready: jail_prep_release_sources, cgroup_park),
+ * and a command in it about 5 more while it runs; a one-shot call builds
+ * a fresh sandbox of its own.
  *
  * SRV_FDS_PER_SANDBOX is an idle sandbox's share, for --max-sandboxes at
  * start (check_fd_room): an estimate, which cow sandboxes exceed.  The
@@ -476,7 +479,7 @@ size_t conn_backlog(const struct conn *c);
  * the pool's refills) and SRV_FDS_PER_CALL for each of --max-calls, as
  * each call may build a sandbox or run a command; so the live ones, and
  * the calls, keep working. */
-#define SRV_FDS_PER_SANDBOX 16
+#define SRV_FDS_PER_SANDBOX 3
 #define SRV_FDS_PER_CALL 40
 #define SRV_FDS_SLACK 256
 /* The reserve, in descriptors. */

@@ -218,7 +218,8 @@ send_exec(struct xrun *r, struct wd_err *err)
 {
 	struct sandbox *sb = r->sb;
 	const struct exec_req *x = r->x;
-	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, cp[2] = {-1, -1}, plan = -1, relay_r = -1;
+	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, cp[2] = {-1, -1}, plan = -1, relay_r = -1,
+	    devnull = -1;
 	wd_autofree char *cwd = NULL;
 	int rc;
 
@@ -255,9 +256,15 @@ send_exec(struct xrun *r, struct wd_err *err)
 		rc = plan;
 		goto out;
 	}
-	int in = relay_r >= 0	    ? relay_r
-		 : x->stdin_fd >= 0 ? x->stdin_fd
-				    : sb->prep->plan.devnull_fd;
+	/* No stdin: the host's /dev/null, opened for this command (the
+	 * build's copy is closed once pid 1 is ready: one descriptor less per
+	 * idle sandbox, jail_prep_release_sources).  A path in the server's
+	 * own mount namespace, which no sandbox can reach. */
+	if (relay_r < 0 && x->stdin_fd < 0 && (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = wd_err_sys(err, errno, "open /dev/null");
+		goto out;
+	}
+	int in = relay_r >= 0 ? relay_r : x->stdin_fd >= 0 ? x->stdin_fd : devnull;
 	/* a detached command writes its log itself: a pipe would outlive our
 	 * reading it (the drain grace) and break its writers with EPIPE */
 	bool logged = (x->flags & SYNC_EXEC_DETACH) && x->log_fd >= 0;
@@ -300,6 +307,8 @@ out:
 		close(plan);
 	if (relay_r >= 0)
 		close(relay_r);
+	if (devnull >= 0)
+		close(devnull);
 	return rc;
 }
 

@@ -241,7 +241,7 @@ ok(r.returncode == 125 and "--max-sandboxes 1000" in r.stderr and "RLIMIT_NOFILE
    and re.search(r"holds at most [1-9][0-9]* live sandboxes", r.stderr),
    "serve --max-sandboxes 1000 under a limit of 2,048 descriptors: 125 naming it (%d: %s)"
    % (r.returncode, r.stderr.strip()[:300]))
-r = subprocess.run(["prlimit", "--nofile=1536:1536", WARDEN, "serve", "--stdio", "-w", env.ws,
+r = subprocess.run(["prlimit", "--nofile=700:700", WARDEN, "serve", "--stdio", "-w", env.ws,
                     "--max-calls", "8"],
                    input="", capture_output=True, text=True, env=env.env, timeout=60)
 ok(r.returncode == 0 and "lowered" in r.stderr,
@@ -249,17 +249,17 @@ ok(r.returncode == 0 and "lowered" in r.stderr,
 
 # at run time: new sandboxes are refused while a reserve remains, and the
 # live ones keep running commands
-srv = Server(env, "--max-calls", "8", stdio=True)
+srv = Server(env, "--max-calls", "8", "--max-sandboxes", "400", stdio=True)
 io = LineClient(srv)
 io.call("ping")
 used = len(os.listdir("/proc/%d/fd" % srv.p.pid))
-# the reserve (256, and 40 for each of 8 calls) and room for about ten;
-# above the 1,024 a command in a sandbox gets (RLIMIT_NOFILE is set in the
-# jail, under the hard limit)
+# the reserve (256, and 40 for each of 8 calls) and room for about 150 idle
+# sandboxes (3 descriptors each); above the 1,024 a command in a sandbox
+# gets (RLIMIT_NOFILE is set in the jail, under the hard limit)
 lim = max(used + 256 + 8 * 40 + 400, 1100)
 subprocess.run(["prlimit", "--pid", str(srv.p.pid), "--nofile=%d:%d" % (lim, lim)], check=True)
 ids, refusal = [], None
-for _ in range(60):
+for _ in range(400):
     r = io.call("sandbox.create", {}, timeout=120)
     if "error" in r:
         refusal = r["error"]
