@@ -196,11 +196,11 @@ struct live {
 	wd_workspace *ws; /* NULL: live_view opens its view for each call */
 	dev_t ws_dev;	  /* ... and checks it is this directory, made at create */
 	ino_t ws_ino;
-	bool cow;	  /* a copy-on-write workspace: diff, apply, discard */
-	bool by_mcp;	  /* made by the sandbox_create tool (sandbox_list says so) */
-	bool sess;	  /* a library session (restore.c): id is its id, sb and ws NULL */
-	bool kept;	  /* ... named by a record: only stopped when the server stops */
-	char *image;	  /* the image it was made in, as the caller named it, or NULL */
+	bool cow;    /* a copy-on-write workspace: diff, apply, discard */
+	bool by_mcp; /* made by the sandbox_create tool (sandbox_list says so) */
+	bool sess;   /* a library session (restore.c): id is its id, sb and ws NULL */
+	bool kept;   /* ... named by a record: only stopped when the server stops */
+	char *image; /* the image it was made in, as the caller named it, or NULL */
 	char digest[SRV_DIGEST_LEN]; /* ... resolved once, at create: its digest */
 	struct srv *srv;
 	pthread_mutex_t lock;

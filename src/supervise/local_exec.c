@@ -260,7 +260,8 @@ send_exec(struct xrun *r, struct wd_err *err)
 	 * build's copy is closed once pid 1 is ready: one descriptor less per
 	 * idle sandbox, jail_prep_release_sources).  A path in the server's
 	 * own mount namespace, which no sandbox can reach. */
-	if (relay_r < 0 && x->stdin_fd < 0 && (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+	if (relay_r < 0 && x->stdin_fd < 0 &&
+	    (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
 		rc = wd_err_sys(err, errno, "open /dev/null");
 		goto out;
 	}
