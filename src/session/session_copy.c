@@ -1,4 +1,4 @@
-/* core/session_copy: warden cp, files in and out of a running session.
+/* session/session_copy: warden cp, files in and out of a running session.
  *
  * The session's side is its monitor's: every path goes through the
  * sandbox's workspace view, the checks of the file tools (monitor.c,
@@ -10,7 +10,7 @@
  * through.  Each copy walks its source first and refuses before anything
  * is written when an entry is a link or a special file or a bound is
  * passed, naming the entry.  Set-id bits are never copied. */
-#include "core/core.h"
+#include "session/session.h"
 #include "audit/audit.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
