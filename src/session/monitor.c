@@ -562,7 +562,7 @@ do_log(int conn, json_t *q)
  * diff, a copy out reads the merged tree): openat2 beneath the workspace
  * (a ".." or a link that leaves it is refused), the protected paths
  * read-only, writes by rename so that a link the sandbox planted is
- * replaced, never written through (src/workspace/files.c). */
+ * replaced, never written through (src/files/files.c). */
 
 #define CP_FILE_MAX (256ULL << 20)
 

@@ -2,7 +2,7 @@
  *
  * The session's side is its monitor's: every path goes through the
  * sandbox's workspace view, the checks of the file tools (monitor.c,
- * "warden cp"; src/workspace/files.c).  The host's side is here, in the
+ * "warden cp"; src/files/files.c).  The host's side is here, in the
  * caller: no link is followed there either (a tree the sandbox could have
  * written, a direct workspace, must not steer what warden reads or writes
  * as the caller), only regular files and directories are copied, sizes
