@@ -1,4 +1,4 @@
-/* fuzz_mproto: the session monitor's protocol (src/core/mproto.c), both
+/* fuzz_mproto: the session monitor's protocol (src/session/mproto.c), both
  * ends, as bytes arrive from a peer: the record a monitor reads from a
  * client (mp_recv on a SOCK_SEQPACKET socket, inline or "@" with the
  * record in a memfd, with descriptors attached), and the reply a client
@@ -11,7 +11,7 @@
  * in 0 with a NUL-terminated record or a negative errno, close every
  * descriptor it does not hand back, and the reply parser must not read
  * past the windows it is given. */
-#include "core/core.h"
+#include "session/session.h"
 
 #include <jansson.h>
 #include <stdint.h>

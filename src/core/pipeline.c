@@ -17,7 +17,7 @@
  *
  * The placements (struct placement) supply prepare/acquire/exec/release:
  * fresh (here: wd_ctx_run), live (sandbox.c), pooled (pool.c), session and
- * detached (session.c).  The public entry points are thin wrappers; before
+ * detached (session/session.c).  The public entry points are thin wrappers; before
  * this each assembled the stages by hand and they drifted (docs/threat-model.md): two
  * dropped failures after an audited decision, a detached session command
  * got no policy limits and no result event. */
@@ -190,7 +190,7 @@ pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_cmd 
 	if ((rc = pl->acquire(&d, err)) < 0)
 		goto fail;
 	/* in-process sandboxes are checked here; a session's monitor checks
-	 * the bits it is sent (monitor.c) */
+	 * the bits it is sent (session/monitor.c) */
 	if (d.sb && (rc = gate_require(d.g.require, d.sb, err)) < 0)
 		goto fail;
 	if ((rc = pl->exec(&d, &r, err)) < 0)

@@ -29,12 +29,10 @@
 
 #include <fcntl.h>
 #include <jansson.h>
-#include <linux/mount.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #define POOL_MAX 64
 
@@ -225,18 +223,8 @@ workspace_tree(wd_pool *p, const char *dir, bool *idmapped, struct wd_err *err)
 		return t;
 	/* a file system that cannot be idmapped: a plain clone, as a direct
 	 * workspace gets (jail/build.c) */
-	t = (int)syscall(SYS_open_tree, fd, "",
-			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-	if (t < 0)
-		return wd_err_sys(err, errno, "clone workspace '%s'", dir);
-	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-			       .propagation = MS_PRIVATE};
-	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
-		int e = errno;
-		close(t);
-		return wd_err_sys(err, e, "workspace '%s'", dir);
-	}
-	return t;
+	wd_autofree char *what = wd_xasprintf("workspace '%s'", dir);
+	return jail_clone_tree(fd, what, err);
 }
 
 static void *

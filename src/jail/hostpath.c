@@ -177,6 +177,29 @@ jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to
 	return tree;
 }
 
+/* A detached clone of the directory dirfd with its submounts, nosuid,
+ * nodev, propagation private: what a tree that cannot be idmapped gets
+ * (as a direct workspace's bind, clone_tree in build.c).  Root only
+ * (open_tree's clone needs CAP_SYS_ADMIN over the mount's namespace).
+ * what names the tree in a failure ("clone WHAT", "WHAT").  The tree fd
+ * or -errno. */
+int
+jail_clone_tree(int dirfd, const char *what, struct wd_err *err)
+{
+	int t = (int)syscall(SYS_open_tree, dirfd, "",
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (t < 0)
+		return wd_err_sys(err, errno, "clone %s", what);
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+			       .propagation = MS_PRIVATE};
+	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
+		int e = errno;
+		close(t);
+		return wd_err_sys(err, e, "%s", what);
+	}
+	return t;
+}
+
 /* ---- bind sources: resolved without following the sandbox's symlinks ----
  *
  * As root, warden opens bind sources with root's privileges.  A source

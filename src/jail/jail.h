@@ -358,6 +358,10 @@ void jail_idmap_reap(struct jail_idmap_cache *c);
  * owner appears as to->uid/gid.  Returns the tree fd or -errno. */
 int jail_idmapped_tree(int dirfd, const struct stat *st, const struct jail_idmap *to,
 		       struct jail_idmap_cache *c, struct wd_err *err);
+/* A detached clone of directory dirfd (recursive), nosuid, nodev,
+ * private: for a tree that cannot be idmapped.  what names it in a
+ * failure.  Returns the tree fd or -errno. */
+int jail_clone_tree(int dirfd, const char *what, struct wd_err *err);
 /* Resolve given into out (PATH_MAX bytes) component by component,
  * refusing a symlink inside any of roots (trees the sandbox can write). */
 int jail_safe_resolve(const char *given, const char *const *roots, size_t nroots, char *out,

@@ -2,7 +2,7 @@
  *
  *   read_file  write_file  edit_file  list_dir  search_files
  *
- * Every path goes through wd_workspace (src/workspace/files.c): openat2()
+ * Every path goes through wd_workspace (src/files/files.c): openat2()
  * with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS on the workspace's fd, the
  * policy's own containment, so nothing here resolves a path by string;
  * writes are atomic renames that never follow a link and never touch a

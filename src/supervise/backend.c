@@ -5,7 +5,7 @@
  * monitor (local.c); gvisor runs commands through runsc (gvisor.c) and
  * has its table there. */
 #include "supervise/supervise.h"
-#include "supervise/doctor-internal.h"
+#include "supervise/probe.h"
 #include "jail/jail.h"
 
 static void

@@ -11,7 +11,7 @@
 #include "jail/jail.h"
 #include "net/net.h"
 #include "policy/policy.h"
-#include "workspace/workspace.h"
+#include "files/files.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -36,51 +36,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
-char *
-ws_relpath(const char *p)
-{
-	if (!p || p[0] == '/')
-		return NULL;
-	char *out = wd_xmalloc(strlen(p) + 1), *o = out;
-	for (const char *c = p; *c;) {
-		size_t n = strcspn(c, "/");
-		if (n == 2 && c[0] == '.' && c[1] == '.') {
-			free(out);
-			return NULL;
-		}
-		if (n && !(n == 1 && c[0] == '.')) {
-			if (o > out)
-				*o++ = '/';
-			memcpy(o, c, n);
-			o += n;
-		}
-		c += n;
-		c += strspn(c, "/");
-	}
-	*o = '\0';
-	if (!out[0]) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 /* ---- the host side ---- */
-
-int
-ws_open_beneath(int dirfd, const char *path, int flags)
-{
-	struct open_how how = {.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
-			       .resolve =
-				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	if (flags & O_CREAT)
-		how.mode = 0600;
-	int fd, tries = 0;
-	while ((fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how))) < 0 &&
-	       errno == EAGAIN && ++tries < 64)
-		; /* a rename elsewhere raced the lookup: the kernel asks to retry */
-	return fd < 0 ? -errno : fd;
-}
 
 static int
 host_open(const struct ws *w, const char *path, int flags)

@@ -15,10 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const ws_default_protect[] = {
-    ".git", ".gitmodules", ".envrc", ".vscode", ".idea", NULL,
-};
-
 /* dir must be a directory owned by us, without group or other bits. */
 static int
 check_private(const char *dir, const struct stat *st, struct wd_err *err)

@@ -1,9 +1,9 @@
-/* wd-ignore ROOT: warden's ignore matcher (workspace/ignore.c) as `git
+/* wd-ignore ROOT: warden's ignore matcher (files/ignore.c) as `git
  * check-ignore --no-index -z --stdin` is called: NUL-terminated paths
  * (relative to ROOT) on stdin, the ignored ones NUL-terminated on stdout,
  * in order.  A directory is one by lstat.  For tests/integration/ignore_git.py,
  * which compares the two on a generated corpus. */
-#include "workspace/workspace.h"
+#include "files/files.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""warden's ignore matcher (workspace/ignore.c) against git's own.
+"""warden's ignore matcher (files/ignore.c) against git's own.
 
 git is the reference: for generated trees (.gitignore files in several
 directories with patterns drawn from every rule of gitignore(5), and

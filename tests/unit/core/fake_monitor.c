@@ -1,10 +1,10 @@
-/* fake_monitor.c - warden-monitor (core/monitor.c) with the fake backend:
+/* fake_monitor.c - warden-monitor (session/monitor.c) with the fake backend:
  *
  *     fake-monitor STATE_DIR ID
  *
  * wd_session_create() starts it with a fixed environment, so what reached
  * the fake is written to STATE_DIR/fake-trace (fake_backend.h). */
-#include "core/core.h"
+#include "session/session.h"
 #include "fake_backend.h"
 
 #include <stdio.h>

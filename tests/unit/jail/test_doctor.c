@@ -1,4 +1,4 @@
-/* Unit tests for wd_doctor (src/supervise/doctor.c): its probes are the
+/* Unit tests for wd_doctor (src/doctor/doctor.c): its probes are the
  * jail's seccomp and Landlock code, so they live with the jail's tests.
  * The report must be consistent with itself and with what the jail layer
  * sees directly: the level bits with the JSON, the Landlock ABI with

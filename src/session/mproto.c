@@ -1,4 +1,4 @@
-/* core/mproto: the session monitor's protocol, both ends.
+/* session/mproto: the session monitor's protocol, both ends.
  *
  * A SOCK_SEQPACKET unix socket, monitor.sock, in the session's state
  * directory (sandboxes/<id>/, 0700 in a 0700 state directory: only its
@@ -27,7 +27,7 @@
  *   {"op":"snapshot", "tag":T}             <-  {"ok":true}
  *
  *   Any failure: {"ok":false, "code":ERRNO, "error":"message"}. */
-#include "core/core.h"
+#include "session/session.h"
 #include "util/fdpass.h"
 
 #include <fcntl.h>

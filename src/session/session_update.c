@@ -1,4 +1,4 @@
-/* core/session_update: warden update, a session's limits, egress rules,
+/* session/session_update: warden update, a session's limits, egress rules,
  * published ports, protected paths and secrets changed after it was made
  * (docker update's contract: each value checked as create checks it, all
  * or nothing, and what cannot change while it runs said so).
@@ -14,7 +14,7 @@
  * directory's lock, which the monitor takes to record its state.  The
  * change is in the audit trail before anything is changed: a change that
  * cannot be recorded is not made. */
-#include "core/core.h"
+#include "session/session.h"
 #include "net/net.h"
 #include "util/json.h"
 #include "workspace/workspace.h"

@@ -1,4 +1,4 @@
-/* supervise/doctor-pod: what a pod gives warden, from inside it.
+/* doctor/doctor-pod: what a pod gives warden, from inside it.
  *
  * `warden doctor --pod` (wd_doctor_pod) answers, for the process's own
  * environment, each requirement docs/kubernetes.md lists for the pod, and
@@ -15,7 +15,7 @@
  * Runs on the supervisor side only: the probe children fork from here and
  * may call anything. */
 #include "util/util.h"
-#include "supervise/doctor-internal.h"
+#include "doctor/doctor-internal.h"
 #include "supervise/supervise.h"
 #include "cgroup/cgroup.h"
 

@@ -1,4 +1,4 @@
-/* core/session: sessions from the caller's side: their state in
+/* session/session: sessions from the caller's side: their state in
  * the state directory, their monitors (started, asked, stopped), and what
  * can be done without one (a stopped session's diff, apply, discard,
  * snapshot).
@@ -9,7 +9,7 @@
  * sent.  (It never sees the policy file or the audit trail: those belong
  * to whoever asks, and different callers may use one session under
  * different policies.) */
-#include "core/core.h"
+#include "session/session.h"
 #include "jail/jail.h"
 #include "net/net.h"
 #include "util/escape.h"

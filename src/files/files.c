@@ -1,4 +1,4 @@
-/* workspace/files: the workspace as direct file tools see it.
+/* files/files: the workspace as direct file tools see it.
  *
  * Direct tools (read_file, write_file, edit_file, list_dir, search_files)
  * run in warden itself, outside every jail, so they must be held to the
@@ -38,7 +38,7 @@
  * reads back from /proc/self/fd as "/..." (the path below the mount's
  * root), so where() compares with what the root fd itself reads back as,
  * not with the host path. */
-#include "workspace/workspace.h"
+#include "files/files.h"
 
 #include <stdarg.h>
 #include <fcntl.h>
@@ -51,6 +51,56 @@
 #include <sys/syscall.h>
 
 #include "jail/jail.h"
+
+const char *const ws_default_protect[] = {
+    ".git", ".gitmodules", ".envrc", ".vscode", ".idea", NULL,
+};
+
+/* ---- paths: the normal form, and the one way each is opened ---- */
+
+char *
+ws_relpath(const char *p)
+{
+	if (!p || p[0] == '/')
+		return NULL;
+	char *out = wd_xmalloc(strlen(p) + 1), *o = out;
+	for (const char *c = p; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			free(out);
+			return NULL;
+		}
+		if (n && !(n == 1 && c[0] == '.')) {
+			if (o > out)
+				*o++ = '/';
+			memcpy(o, c, n);
+			o += n;
+		}
+		c += n;
+		c += strspn(c, "/");
+	}
+	*o = '\0';
+	if (!out[0]) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+int
+ws_open_beneath(int dirfd, const char *path, int flags)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+			       .resolve =
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	if (flags & O_CREAT)
+		how.mode = 0600;
+	int fd, tries = 0;
+	while ((fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how))) < 0 &&
+	       errno == EAGAIN && ++tries < 64)
+		; /* a rename elsewhere raced the lookup: the kernel asks to retry */
+	return fd < 0 ? -errno : fd;
+}
 
 #define WS_MOUNT "/workspace"
 

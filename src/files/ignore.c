@@ -1,4 +1,4 @@
-/* workspace/ignore: git's ignore rules, read from one directory tree.
+/* files/ignore: git's ignore rules, read from one directory tree.
  *
  * What `git check-ignore --no-index` answers, by warden's own matcher: no
  * git is run on the host (git reads configuration, and configuration can
@@ -17,7 +17,7 @@
  *
  * Which tree the rules are read from is the caller's decision: for a
  * review, the host's (changes.c says why). */
-#include "workspace/workspace.h"
+#include "files/files.h"
 
 #include <ctype.h>
 #include <fcntl.h>

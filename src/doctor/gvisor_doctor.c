@@ -1,4 +1,4 @@
-/* supervise/gvisor_doctor: can gVisor run here, and on which platform?
+/* doctor/gvisor_doctor: can gVisor run here, and on which platform?
  *
  * As for the other levels, the answer comes from doing it: a sandbox is
  * built through this backend (the bundle, the cgroup, runsc run) and runs
@@ -7,7 +7,7 @@
  * is no proof: on this project's VM runsc --platform=kvm spins without
  * ever starting the command, hence the short deadline. */
 #include "supervise/gvisor.h"
-#include "supervise/doctor-internal.h"
+#include "doctor/doctor-internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* core/monitor: a session's monitor, the body of the
+/* session/monitor: a session's monitor, the body of the
  * warden-monitor program (as conmon is podman's).
  *
  * One per running session, detached from whoever started it (its own
@@ -16,7 +16,7 @@
  * request (a background command started with --detach does not keep it
  * alive: an idle session with a forgotten dev server is what the timeout
  * is for). */
-#include "core/core.h"
+#include "session/session.h"
 #include "net/net.h"
 #include "util/escape.h"
 #include "util/fdpass.h"
@@ -562,7 +562,7 @@ do_log(int conn, json_t *q)
  * diff, a copy out reads the merged tree): openat2 beneath the workspace
  * (a ".." or a link that leaves it is refused), the protected paths
  * read-only, writes by rename so that a link the sandbox planted is
- * replaced, never written through (src/workspace/files.c). */
+ * replaced, never written through (src/files/files.c). */
 
 #define CP_FILE_MAX (256ULL << 20)
 

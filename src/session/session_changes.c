@@ -1,7 +1,7 @@
-/* core/session_changes: a session's snapshots, and its change set
+/* session/session_changes: a session's snapshots, and its change set
  * (diff, apply, discard) through its monitor when it runs, or in the
  * calling process when it is stopped.  See session.c. */
-#include "core/core.h"
+#include "session/session.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
 

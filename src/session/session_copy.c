@@ -1,8 +1,8 @@
-/* core/session_copy: warden cp, files in and out of a running session.
+/* session/session_copy: warden cp, files in and out of a running session.
  *
  * The session's side is its monitor's: every path goes through the
  * sandbox's workspace view, the checks of the file tools (monitor.c,
- * "warden cp"; src/workspace/files.c).  The host's side is here, in the
+ * "warden cp"; src/files/files.c).  The host's side is here, in the
  * caller: no link is followed there either (a tree the sandbox could have
  * written, a direct workspace, must not steer what warden reads or writes
  * as the caller), only regular files and directories are copied, sizes
@@ -10,7 +10,7 @@
  * through.  Each copy walks its source first and refuses before anything
  * is written when an entry is a link or a special file or a bound is
  * passed, naming the entry.  Set-id bits are never copied. */
-#include "core/core.h"
+#include "session/session.h"
 #include "audit/audit.h"
 #include "util/json.h"
 #include "workspace/workspace.h"

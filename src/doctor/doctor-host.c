@@ -1,6 +1,6 @@
-/* supervise/doctor-host: the doctor's probes of the host's cgroups,
+/* doctor/doctor-host: the doctor's probes of the host's cgroups,
  * overlayfs, idmapped mounts and kernel configuration (see doctor.c). */
-#include "supervise/doctor-internal.h"
+#include "doctor/doctor-internal.h"
 #include "cgroup/cgroup.h"
 
 #include <fcntl.h>
