@@ -445,7 +445,17 @@ make_state(wd_ctx *ctx, const wd_spec *spec, const struct wd_session_params *p, 
 		json_object_set_new(meta, "name", json_string(p->name));
 	if (p && p->from)
 		json_object_set_new(meta, "from", json_string(p->from));
-	int rc = ws_meta_write(w->sbdir, meta, err);
+	/* what the policy added, kept apart: warden update removes only
+	 * what the session's own create or update added */
+	json_t *floor = NULL;
+	int rc = session_policy_floor(ctx, &floor, err);
+	if (rc < 0) {
+		json_decref(meta);
+		return rc;
+	}
+	if (floor)
+		json_object_set_new(meta, "policy", floor);
+	rc = ws_meta_write(w->sbdir, meta, err);
 	json_decref(meta);
 	if (rc < 0)
 		return rc;

@@ -60,6 +60,11 @@ int session_spec_read(int sbdir, wd_spec **spec, struct json_t **meta, struct wd
 /* -EINVAL when a secret's file lies where the session's sandbox can
  * write (its workspace, a read-write bind): re-read at each start. */
 int session_secrets_check(const wd_spec *spec, struct wd_err *err);
+/* What the context's policy adds to every session it makes (its
+ * workspace.protect paths, its network rules and ports), in spec_to_json's
+ * form, for meta.json's "policy": the floor warden update keeps.  NULL
+ * (and 0) when the context has no policy file; -errno on a bad policy. */
+int session_policy_floor(wd_ctx *ctx, struct json_t **floor, struct wd_err *err);
 /* The secrets' values handed to a monitor at its start (fd 4), read by
  * it before anything else: a getter for spec_secrets_load. */
 int monitor_secret_get(void *data, const char *name, const char *source, char *buf, size_t cap,

@@ -233,10 +233,39 @@ apply_set(json_t *spec, const wd_spec *set, struct wd_err *err)
 	return 0;
 }
 
+int
+session_policy_floor(wd_ctx *ctx, json_t **floor, struct wd_err *err)
+{
+	*floor = NULL;
+	/* the policy's part alone: what ctx_policy_create adds to a spec
+	 * that has nothing of its own */
+	wd_spec *s = wd_spec_new();
+	int rc = ctx_policy_create(ctx, &s, err);
+	if (rc == 0) {
+		json_t *j = spec_to_json(s);
+		*floor = json_object();
+		static const char *const keep[] = {"protect", "net_rules", "ports"};
+		for (size_t i = 0; i < WD_ARRAY_SIZE(keep); i++) {
+			json_t *a = json_object_get(j, keep[i]);
+			if (json_array_size(a))
+				json_object_set(*floor, keep[i], a);
+		}
+		json_decref(j);
+		if (!json_object_size(*floor)) {
+			json_decref(*floor);
+			*floor = NULL;
+		}
+	}
+	wd_spec_free(s);
+	return rc;
+}
+
 /* One "OPTION=VALUE" removal from the spec object: the value must be
- * there (a removal that removes nothing is a mistake worth saying). */
+ * there (a removal that removes nothing is a mistake worth saying), and
+ * not the policy's (floor: meta.json's "policy", what the policy the
+ * session was made under added to it). */
 static int
-apply_remove(json_t *spec, const char *what, struct wd_err *err)
+apply_remove(json_t *spec, json_t *floor, const char *what, struct wd_err *err)
 {
 	const char *eq = strchr(what, '=');
 	if (!eq || eq == what || !eq[1])
@@ -285,10 +314,26 @@ apply_remove(json_t *spec, const char *what, struct wd_err *err)
 			       !strcmp(json_string_value(v), val));
 		else
 			hit = !strcmp(json_string_value(v), val);
-		if (hit) {
-			json_array_remove(a, i);
-			return 0;
+		if (!hit)
+			continue;
+		/* Why: the policy is the operator's floor.  A path it keeps
+		 * read-only, a deny rule or a host entry it sets, stays for
+		 * the session's life, as every create under it gets them; an
+		 * update is no way around what create could not drop. */
+		size_t k;
+		json_t *fv;
+		json_array_foreach(json_object_get(floor, key), k, fv)
+		{
+			if (json_equal(fv, v))
+				return wd_err_set(
+				    err, WD_E_INVAL,
+				    "--remove '%.200s': the policy the session was "
+				    "created under sets it (only what the session's own "
+				    "create or update added can be removed)",
+				    what);
 		}
+		json_array_remove(a, i);
+		return 0;
 	}
 	json_t *has = field_value(f, spec, NULL);
 	char *list = json_dumps(has, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -425,7 +470,7 @@ wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *
 	if (u->set && (rc = apply_set(nj, u->set, err)) < 0)
 		goto out_n;
 	for (size_t i = 0; u->remove && u->remove[i]; i++)
-		if ((rc = apply_remove(nj, u->remove[i], err)) < 0)
+		if ((rc = apply_remove(nj, json_object_get(meta, "policy"), u->remove[i], err)) < 0)
 			goto out_n;
 	if (u->idle_timeout_ms)
 		json_object_set_new(nmeta, "idle_timeout_ms",

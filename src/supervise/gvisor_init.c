@@ -193,6 +193,7 @@ struct cmd {
 	pid_t pid;   /* the command's process, leader of its own group */
 	int fd[3];   /* [1], [2]: read ends of its output pipes; -1: ended */
 	int exited;
+	int paused; /* GVW_PAUSE: its pipes not read until GVW_RESUME */
 };
 
 static struct cmd cmds[GVW_MAX_CMDS];
@@ -472,6 +473,15 @@ request(const struct gvw_hdr *h, char *p)
 			kill(-c->pid, (int)sig);
 		return;
 	}
+	case GVW_PAUSE:
+	case GVW_RESUME:
+		if (h->len != 0)
+			die("PAUSE/RESUME: bad length");
+		/* the command's writes then fill its pipe and wait: its own
+		 * flood stops it, not the other commands' replies */
+		if (c)
+			c->paused = h->type == GVW_PAUSE;
+		return;
 	case GVW_CLOSE:
 		if (h->len != 0)
 			die("CLOSE: bad length");
@@ -552,7 +562,7 @@ serve(void)
 		pf[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
 		for (int i = 0; i < GVW_MAX_CMDS; i++)
 			for (int s = 1; s <= 2; s++)
-				if (cmds[i].id && cmds[i].fd[s] >= 0) {
+				if (cmds[i].id && cmds[i].fd[s] >= 0 && !cmds[i].paused) {
 					who[n] = &cmds[i];
 					stream[n] = s;
 					pf[n++] =

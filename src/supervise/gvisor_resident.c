@@ -10,8 +10,12 @@
  * the end into its note pipe.  The reader owns the write ends of a
  * registered command and closes them at its DONE, or at the loss of the
  * executor (EOF or a frame that fails a check: the sandbox is then ended,
- * never trusted further).  Writes to the executor are serialised by a
- * mutex; every frame is whole. */
+ * never trusted further).  The reader never blocks on a command: its
+ * socket pairs are non-blocking, what one has no room for is held, and
+ * past GVW_PAUSE_AT held bytes the executor is told to stop reading that
+ * command's output until all of it is taken (PAUSE, RESUME), so a flood
+ * or a caller that stops reading holds up only its own command.  Writes
+ * to the executor are serialised by a mutex; every frame is whole. */
 #include "supervise/gvisor.h"
 #include "supervise/gvisor_wire.h"
 #include "cgroup/cgroup.h"
@@ -31,9 +35,16 @@
 
 struct gv_rcmd {
 	uint32_t id;
-	int out_w[3]; /* [1], [2]: write ends of the command's output socket pairs */
+	int out_w[3]; /* [1], [2]: write ends of the command's output socket pairs
+		       * (non-blocking: the reader never waits for one command) */
 	int note_w;   /* write end of its note pipe: struct gv_note records */
 	bool status;  /* its EXIT came: one status per command */
+	struct gv_held {
+		char *b;
+		size_t off, len; /* held bytes: b[off, len) */
+	} held[3];		 /* [1], [2]: output its socket pair had no room for */
+	bool paused;		 /* GVW_PAUSE sent, RESUME not yet */
+	bool done;		 /* GVW_DONE seen: ends once its held output is taken */
 };
 
 struct gv_res {
@@ -49,9 +60,11 @@ struct gv_res {
 static void
 rcmd_end(struct gv_rcmd *c)
 {
-	for (int s = 1; s <= 2; s++)
+	for (int s = 1; s <= 2; s++) {
 		if (c->out_w[s] >= 0)
 			close(c->out_w[s]);
+		free(c->held[s].b);
+	}
 	if (c->note_w >= 0)
 		close(c->note_w);
 	free(c);
@@ -134,10 +147,75 @@ lose(struct gv_res *r, const char *why)
 static struct gv_rcmd *
 find(struct gv_res *r, uint32_t id)
 {
+	/* a command past its DONE is no longer the executor's (its id is
+	 * free there): only its held output is left to hand on */
 	for (int i = 0; i < GVW_MAX_CMDS; i++)
-		if (r->cmds[i] && r->cmds[i]->id == id)
+		if (r->cmds[i] && r->cmds[i]->id == id && !r->cmds[i]->done)
 			return r->cmds[i];
 	return NULL;
+}
+
+static size_t
+held_bytes(const struct gv_rcmd *c)
+{
+	return c->held[1].len - c->held[1].off + c->held[2].len - c->held[2].off;
+}
+
+/* Hand on what stream s of c holds, as far as its socket pair takes it
+ * now; then the bytes p[0, n) (none: n 0), the rest held.  A reader that
+ * has gone (EPIPE: the command's loop closed its end) takes nothing
+ * more: its bytes are dropped, as a closed pipe drops them. */
+static void
+hand_on(struct gv_rcmd *c, int s, const char *p, size_t n)
+{
+	struct gv_held *h = &c->held[s];
+	while (c->out_w[s] >= 0 && h->off < h->len) {
+		ssize_t w = send(c->out_w[s], h->b + h->off, h->len - h->off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			break;
+		if (w <= 0) {
+			close(c->out_w[s]);
+			c->out_w[s] = -1;
+			break;
+		}
+		h->off += (size_t)w;
+	}
+	if (c->out_w[s] < 0) {
+		free(h->b);
+		h->b = NULL;
+		h->off = h->len = 0;
+		return;
+	}
+	if (h->off == h->len)
+		h->off = h->len = 0;
+	while (n > 0 && h->len == 0) {
+		ssize_t w = send(c->out_w[s], p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			break;
+		if (w <= 0) {
+			close(c->out_w[s]);
+			c->out_w[s] = -1;
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	if (n == 0)
+		return;
+	/* bounded: the executor is told to pause past GVW_PAUSE_AT, and
+	 * what arrives after that is bounded by the reply pipe */
+	if (h->off > 0) {
+		memmove(h->b, h->b + h->off, h->len - h->off);
+		h->len -= h->off;
+		h->off = 0;
+	}
+	h->b = wd_xrealloc(h->b, h->len + n);
+	memcpy(h->b + h->len, p, n);
+	h->len += n;
 }
 
 static void
@@ -147,6 +225,73 @@ forget(struct gv_res *r, struct gv_rcmd *c)
 		if (r->cmds[i] == c)
 			r->cmds[i] = NULL;
 	rcmd_end(c);
+}
+
+static int send_frame(struct gv_res *r, uint16_t type, uint32_t id, const void *p, uint32_t n);
+
+/* After output was handed on or held: PAUSE a command that holds too
+ * much, RESUME one that holds nothing, end one past its DONE whose
+ * output is all taken.  Under tlock. */
+static void
+settle(struct gv_res *r, struct gv_rcmd *c)
+{
+	size_t held = held_bytes(c);
+	if (c->done) {
+		if (!held)
+			forget(r, c);
+		return;
+	}
+	if (!c->paused && held >= GVW_PAUSE_AT) {
+		c->paused = true;
+		send_frame(r, GVW_PAUSE, c->id, NULL, 0);
+	} else if (c->paused && !held) {
+		c->paused = false;
+		send_frame(r, GVW_RESUME, c->id, NULL, 0);
+	}
+}
+
+/* Wait until a reply can be read (1), or the stop (0), handing on held
+ * output as the commands' socket pairs make room meanwhile. */
+static int
+wait_reply(struct gv_res *r)
+{
+	for (;;) {
+		struct pollfd pf[2 + 2 * GVW_MAX_CMDS];
+		struct gv_rcmd *who[2 + 2 * GVW_MAX_CMDS];
+		int stream[2 + 2 * GVW_MAX_CMDS], n = 0;
+		pf[n++] = (struct pollfd){.fd = r->rep_r, .events = POLLIN};
+		pf[n++] = (struct pollfd){.fd = r->stop_fd, .events = POLLIN};
+		pthread_mutex_lock(&r->tlock);
+		for (int i = 0; i < GVW_MAX_CMDS; i++)
+			for (int s = 1; s <= 2 && r->cmds[i]; s++)
+				if (r->cmds[i]->out_w[s] >= 0 &&
+				    r->cmds[i]->held[s].off < r->cmds[i]->held[s].len) {
+					who[n] = r->cmds[i];
+					stream[n] = s;
+					pf[n++] = (struct pollfd){.fd = r->cmds[i]->out_w[s],
+								  .events = POLLOUT};
+				}
+		pthread_mutex_unlock(&r->tlock);
+		int k = poll(pf, (nfds_t)n, -1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 || pf[1].revents)
+			return 0;
+		pthread_mutex_lock(&r->tlock);
+		for (int i = 2; i < n; i++) {
+			/* still registered (lose() may have ended it meanwhile) */
+			bool live = false;
+			for (int j = 0; j < GVW_MAX_CMDS; j++)
+				live |= r->cmds[j] == who[i];
+			if (live && pf[i].revents && who[i]->out_w[stream[i]] == pf[i].fd) {
+				hand_on(who[i], stream[i], NULL, 0);
+				settle(r, who[i]);
+			}
+		}
+		pthread_mutex_unlock(&r->tlock);
+		if (pf[0].revents)
+			return 1;
+	}
 }
 
 static void *
@@ -162,7 +307,7 @@ reader(void *arg)
 	const char *why = NULL;
 	for (;;) {
 		struct gvw_hdr h;
-		if (read_full(r, &h, sizeof(h), -1) < 0)
+		if (wait_reply(r) <= 0 || read_full(r, &h, sizeof(h), -1) < 0)
 			break; /* the sandbox's end, or destroy */
 		/* checked before the payload is read: a type we know, a length
 		 * within its bound, a command we started */
@@ -195,18 +340,13 @@ reader(void *arg)
 		if (h.len == 4)
 			memcpy(&v, buf, 4);
 		if (h.type == GVW_OUT) {
-			/* blocking, bounded by the reader of the other end (the
-			 * command's loop), MSG_NOSIGNAL: that end may have
-			 * stopped reading (EPIPE is ignored, the bytes dropped) */
-			int fd = c->out_w[h.aux];
-			for (size_t off = 0; fd >= 0 && off < h.len;) {
-				ssize_t w = send(fd, buf + off, h.len - off, MSG_NOSIGNAL);
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w <= 0)
-					break;
-				off += (size_t)w;
-			}
+			/* never waits: a command whose loop is behind (its
+			 * caller not reading, a flood) has the rest held and
+			 * the executor paused for it, so the other commands'
+			 * replies and destroy's stop are never stuck behind
+			 * one socket pair */
+			hand_on(c, h.aux, buf, h.len);
+			settle(r, c);
 		} else if (h.type == GVW_EXIT) {
 			c->status = true;
 			note(c, GV_NOTE_EXIT, v);
@@ -214,7 +354,10 @@ reader(void *arg)
 			note(c, GV_NOTE_FAIL, v);
 			forget(r, c);
 		} else {
-			forget(r, c);
+			/* DONE: the end of the output once what is held is
+			 * taken */
+			c->done = true;
+			settle(r, c);
 		}
 		pthread_mutex_unlock(&r->tlock);
 	}
@@ -338,6 +481,7 @@ gv_res_run(struct gv *g, uint32_t id, const char *const *argv, const char *const
 	for (int s = 0; s < 2; s++) {
 		setsockopt(sp[s][1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 		fcntl(sp[s][0], F_SETFL, O_NONBLOCK);
+		fcntl(sp[s][1], F_SETFL, O_NONBLOCK);
 		shutdown(sp[s][0], SHUT_WR);
 	}
 	char *msg = wd_xmalloc(len), *p = msg + 8;
@@ -349,7 +493,7 @@ gv_res_run(struct gv *g, uint32_t id, const char *const *argv, const char *const
 	for (uint32_t i = 0; i < envc; i++)
 		p = stpcpy(p, env[i]) + 1;
 	struct gv_rcmd *c = wd_xcalloc(1, sizeof(*c));
-	*c = (struct gv_rcmd){id, {-1, sp[0][1], sp[1][1]}, np[1], false};
+	*c = (struct gv_rcmd){.id = id, .out_w = {-1, sp[0][1], sp[1][1]}, .note_w = np[1]};
 	pthread_mutex_lock(&r->tlock);
 	int slot = -1;
 	for (int i = 0; i < GVW_MAX_CMDS && slot < 0 && !r->lost; i++)
@@ -396,7 +540,7 @@ gv_res_attach(struct gv *g, uint32_t id, struct wd_err *err)
 	if (pipe2(np, O_CLOEXEC) < 0)
 		return wd_err_sys(err, errno, "pipe");
 	struct gv_rcmd *c = wd_xcalloc(1, sizeof(*c));
-	*c = (struct gv_rcmd){id, {-1, -1, -1}, np[1], false};
+	*c = (struct gv_rcmd){.id = id, .out_w = {-1, -1, -1}, .note_w = np[1]};
 	pthread_mutex_lock(&r->tlock);
 	int slot = -1;
 	for (int i = 0; i < GVW_MAX_CMDS && slot < 0 && !r->lost; i++)

@@ -35,6 +35,9 @@ enum gvw_type {
 	GVW_ATTACH = 4, /* no payload; a vacant sandbox only (`serve vacant`), once, before any
 			 * RUN: GVW_STAGE_WS bound onto /workspace, GVW_STAGE detached,
 			 * CAP_SYS_ADMIN dropped; replies EXIT (0) and DONE, or FAIL */
+	GVW_PAUSE = 5,	/* no payload: stop reading the command's output (warden holds
+			 * GVW_PAUSE_AT bytes of it that its reader has not taken) */
+	GVW_RESUME = 6, /* no payload: read it again */
 	/* executor -> warden */
 	GVW_HELLO = 10, /* GVW_MAGIC: the executor listens */
 	GVW_OUT = 11,	/* aux = stream; the command's bytes */
@@ -57,6 +60,12 @@ enum gvw_type {
 #define GVW_MAX_REQUEST (512u << 10)
 #define GVW_MAX_STRINGS 8192u
 #define GVW_MAX_OUT (64u << 10)
+/* Output warden holds for one command whose reader is behind: past
+ * this it sends PAUSE, and RESUME once all of it is taken.  What can
+ * still arrive after a PAUSE is what the executor had written into the
+ * reply pipe (1 MiB) and one chunk, so a command's held output stays
+ * below GVW_PAUSE_AT + 1 MiB + GVW_MAX_OUT. */
+#define GVW_PAUSE_AT (256u << 10)
 /* Commands at once in one sandbox through the executor (more: runsc exec). */
 #define GVW_MAX_CMDS 64
 

@@ -142,9 +142,9 @@ RC=$?
 expect_rc 125 "rewritten below a file replaced by a directory: apply refuses"
 check "... and the host's file tc is still there (nothing deleted)" test -f "$WS/tc"
 
-# warden killed in the middle of an apply (at its 3rd fdatasync: two
-# contents written and synced): nothing of it stays in the project
-timeout 120 strace -f -o /dev/null -e trace=fdatasync -e inject=fdatasync:signal=SIGKILL:when=3 \
+# warden killed in the middle of an apply (at its syncfs: every content
+# written, none linked in yet): nothing of it stays in the project
+timeout 120 strace -f -o /dev/null -e trace=syncfs -e inject=syncfs:signal=SIGKILL:when=1 \
 	"$WARDEN" apply off k1.txt k2.txt k3.txt k4.txt k5.txt >"$OUT" 2>"$ERR" </dev/null
 RC=$?
 check "strace killed warden during the apply (status $RC)" test "$RC" != 0

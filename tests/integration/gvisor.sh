@@ -118,17 +118,8 @@ wd "${G[@]}" "${PROBE_BIND[@]}" -- "$PROBE" all --no-mounts \
 # A kernel without IA-32 emulation, as on AMD EPYC hosts of this kind,
 # faults the instruction before the sentry sees a system call, so a
 # SIGSEGV is the host's refusal there and a failure elsewhere.)
-# What gVisor does differently, each said and checked otherwise below:
-#  - its /proc/self/status has no CapAmb or NoNewPrivs line;
-#  - a root-owned directory refuses uid 1000 with EACCES before the
-#    read-only mount can say EROFS (the mounts are read-only: see below);
-#  - personality(PER_BSD) is EINVAL and mount_setattr ENOSYS: refused by
-#    the sentry itself, which implements neither;
-#  - /dev/fuse is the sentry's own device (mounting is refused anyway).
-known='^FAIL (status-CapAmb field missing|status-NoNewPrivs field missing|readonly:/[a-z]* Permission denied|syscall:personality\(PER_BSD\) EINVAL|syscall:mount_setattr ENOSYS|dev-absent:/dev/fuse exists)'
-grep -E "$known" "$OUT" | sed 's/^FAIL /  gVisor differs: /'
-grep -Ev "$known" "$OUT" >"$T/probe-rest"
-cp "$T/probe-rest" "$OUT"
+# What gVisor does differently (lib.sh), each checked otherwise below
+gvisor_known_differences
 probe_report "gvisor jail"
 check "no refused syscall succeeds" sh -c "! grep -q 'syscall:.*succeeded' '$T/probe-rest'"
 wd "${G[@]}" -- /usr/bin/python3 -c '

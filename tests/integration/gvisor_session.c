@@ -4,7 +4,8 @@
  * init), many wd_sandbox_exec (messages to the executor; runsc exec for a
  * command with stdin), concurrently from threads, each with its own
  * timeout that ends the command's process group and not the sandbox,
- * state kept between commands, output windows, cancellation, a command
+ * state kept between commands, output windows, a flood into a caller
+ * that stopped reading holding up no other command, cancellation, a command
  * that goes for the executor (its channel, ptrace, kill) and fails, and
  * nothing left after wd_sandbox_destroy.
  *
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -125,6 +127,75 @@ runsc_procs(const char *id)
 		pclose(p);
 	}
 	return n;
+}
+
+/* A command whose output streams into a pipe nobody reads (a caller that
+ * stopped reading): its loop waits on the pipe, and the output it has
+ * not taken piles up on warden's side of the executor. */
+struct stalled {
+	wd_sandbox *sb;
+	int stream_fd;
+	int status;
+	volatile int finished;
+};
+
+static void *
+stalled_run(void *arg)
+{
+	struct stalled *st = arg;
+	wd_cmd *c = wd_cmd_new();
+	struct wd_err e = {0};
+	const char *argv[] = {"/bin/sh", "-c", "head -c 8388608 /dev/zero; echo end >&2", NULL};
+	wd_result *r = NULL;
+	wd_cmd_set_argv(c, 3, argv, &e);
+	wd_cmd_set_stream(c, st->stream_fd, -1);
+	/* all of it in the kept window (the head: half the limit), and the
+	 * stream waits for room until the deadline */
+	wd_cmd_set_output_limit(c, 16 << 20);
+	wd_cmd_set_timeout(c, 600 * 1000);
+	st->status = wd_sandbox_exec(st->sb, c, &r, &e) < 0 ? -1 : wd_result_status(r);
+	wd_result_free(r);
+	wd_cmd_free(c);
+	st->finished = 1;
+	return NULL;
+}
+
+struct quick {
+	wd_sandbox *sb;
+	int ok;
+	volatile int finished;
+};
+
+static void *
+quick_run(void *arg)
+{
+	struct quick *q = arg;
+	wd_result *r = sh(q->sb, "echo beside", 0);
+	q->ok =
+	    r && wd_result_status(r) == 0 && out_is(r, "beside\n") && went_through(r, "resident");
+	wd_result_free(r);
+	q->finished = 1;
+	return NULL;
+}
+
+/* A deadline for a wait on an event, stretched for this host as lib.sh's
+ * scaled does (1 + load / CPUs, 3x under a sanitizer): it bounds a
+ * failure only, a wait that passes ends at its event. */
+static double
+scaled_ms(double d)
+{
+	double load = 0, f;
+	FILE *l = fopen("/proc/loadavg", "r");
+	if (!l || fscanf(l, "%lf", &load) != 1)
+		load = 0;
+	if (l)
+		fclose(l);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	f = 1 + load / (double)(cpus > 0 ? cpus : 1);
+#if defined(__SANITIZE_ADDRESS__)
+	f *= 3;
+#endif
+	return d * 1e3 * (f > 20 ? 20 : f);
 }
 
 static wd_sandbox *canceled;
@@ -351,6 +422,59 @@ main(int argc, char **argv)
 	r = sh(sb, "echo after", 0);
 	check(out_is(r, "after\n") && went_through(r, "resident"), "... and the next command runs");
 	wd_result_free(r);
+
+	/* A flood into a caller that stopped reading holds up its own
+	 * command only: another command beside it runs and ends, and once
+	 * the caller reads again all of the flood arrives. */
+	{
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			check(0, "pipe");
+		} else {
+			struct stalled st = {sb, p[1], -2, 0};
+			pthread_t a, b;
+			pthread_create(&a, NULL, stalled_run, &st);
+			/* the pipe full: the command's loop waits on it, and
+			 * the flood goes on arriving from the executor */
+			int have = 0;
+			for (int i = 0; i < 600 && have < 65536; i++) {
+				usleep(50 * 1000);
+				ioctl(p[0], FIONREAD, &have);
+			}
+			usleep(500 * 1000);
+			struct quick q = {sb, 0, 0};
+			t0 = now_ms();
+			pthread_create(&b, NULL, quick_run, &q);
+			while (!q.finished && now_ms() - t0 < scaled_ms(15))
+				usleep(20 * 1000);
+			check(q.finished && q.ok,
+			      "a command beside one whose caller stopped reading runs and ends");
+			printf("# it took %.0f ms (the stalled one %s)\n", now_ms() - t0,
+			       st.finished ? "finished" : "still waits");
+			/* the caller reads again: every byte arrives */
+			char buf[65536];
+			size_t got = 0;
+			fcntl(p[0], F_SETFL, O_NONBLOCK);
+			t0 = now_ms();
+			while (now_ms() - t0 < scaled_ms(60)) {
+				ssize_t n = read(p[0], buf, sizeof(buf));
+				if (n > 0) {
+					got += (size_t)n;
+					continue;
+				}
+				if (st.finished)
+					break;
+				usleep(5 * 1000);
+			}
+			pthread_join(a, NULL);
+			pthread_join(b, NULL);
+			check(st.status == 0 && got == 8388608,
+			      "... and the stalled one, read again, delivers all of its output");
+			printf("# %zu bytes, status %d\n", got, st.status);
+			close(p[0]);
+			close(p[1]);
+		}
+	}
 
 	/* An orphan left by a command is reaped by the init, not kept. */
 	r = sh(sb, "sh -c 'sleep 0.1 &'; sleep 0.5; ps -e -o stat= | grep -c Z", 0);

@@ -13,6 +13,9 @@ command the frame carries (a touch of a canary file) never runs.  The
 same for `serve vacant` (a warm pool's executor): a RUN before ATTACH,
 an ATTACH to a sandbox that is not vacant, an ATTACH with a payload, and
 an ATTACH that fails (no staging mount on the host) with a RUN behind it.
+And the filter `serve vacant` puts on mount and umount2 at ATTACH: a
+mount the kernel would answer EFAULT (the control, plain `serve`) is
+EPERM after an ATTACH in a mount namespace of the test's own.
 
 As root (the executor drops to uid 1000); 77 otherwise.  Well under 2 s.
 """
@@ -52,8 +55,8 @@ def frame(ftype, fid, payload=b"", length=None):
 
 
 class Executor:
-    def __init__(self, prog, vacant=False):
-        self.p = subprocess.Popen([prog, "serve"] + (["vacant"] if vacant else []),
+    def __init__(self, prog, vacant=False, argv=None):
+        self.p = subprocess.Popen(argv or [prog, "serve"] + (["vacant"] if vacant else []),
                                   stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.buf = b""
@@ -158,7 +161,44 @@ def main():
     out, err, status, done = ex.until_done(4)
     check(status is not None and os.WEXITSTATUS(status) == 127 and
           b"cannot execute 'no-such-program-here'" in err, "a missing program: 127, said so")
+    # mount(2) with a type string at an unmapped address: the kernel
+    # copies the strings in before its privilege check, so a process with
+    # no capability and no filter gets EFAULT, and only a seccomp filter
+    # answers EPERM.  (Inside gVisor the capability check comes first and
+    # hides whether the filter is there: this is where it shows.)
+    mount_bad = ["/usr/bin/python3", "-c", "import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+                 "r = l.mount(b'none', b'/tmp', ctypes.c_void_p(1), 0, None); "
+                 "print(r, ctypes.get_errno())"]
+    ex.send(frame(RUN, 5, run_payload(mount_bad, ["PATH=/usr/bin:/bin"])))
+    out, err, status, done = ex.until_done(5)
+    check(out == b"-1 14\n", "serve (no filter of its own): mount with a bad type pointer is "
+          "EFAULT, the control (%r %r)" % (out, err[-200:]))
     check(ex.close() == 0, "EOF on the channel: the executor exits 0")
+
+    # serve vacant, attached: in a mount namespace of its own with a root
+    # of binds (the host's /usr, /etc, /dev) and a staging tmpfs at
+    # /.warden-stage, as the gofer's side gives it inside gVisor
+    root = os.path.join(tmp, "root")
+    os.mkdir(root)
+    setup = (
+        'set -e; R=$1; mount --make-rprivate /; mount -t tmpfs -o mode=0755 none "$R"; '
+        'for d in usr etc dev proc tmp workspace .warden-stage; do mkdir -p "$R/$d"; done; '
+        'chmod 1777 "$R/tmp"; for l in bin lib lib64 sbin; do ln -s "usr/$l" "$R/$l"; done; '
+        'for d in usr etc dev; do mount --rbind "/$d" "$R/$d"; done; '
+        'mount -t proc proc "$R/proc"; mount -t tmpfs none "$R/.warden-stage"; '
+        'mkdir "$R/.warden-stage/w"; cp "$2" "$R/warden-init"; '
+        'exec chroot "$R" /warden-init serve vacant')
+    ex = Executor(prog, argv=["unshare", "-m", "sh", "-c", setup, "sh", root, prog])
+    f = ex.read_frame(30)
+    check(f is not None and f[0] == HELLO, "serve vacant in its own mount namespace says HELLO")
+    ex.send(frame(ATTACH, 6))
+    out, err, status, done = ex.until_done(6)
+    check(status == 0 and done, "ATTACH binds the staging directory onto /workspace")
+    ex.send(frame(RUN, 7, run_payload(mount_bad, ["PATH=/usr/bin:/bin"])))
+    out, err, status, done = ex.until_done(7)
+    check(out == b"-1 1\n", "after ATTACH the executor's filter refuses mount to the command: "
+          "EPERM where the control got EFAULT (%r %r)" % (out, err[-200:]))
+    ex.close()
 
     # Each malformed request on a fresh executor: exit 3, named, nothing run.
     canary = os.path.join(tmp, "ran")

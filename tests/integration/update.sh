@@ -7,7 +7,9 @@
 # its value nowhere under the state directory, a start refused when its
 # source is gone, its source changed by update; every bad input 125 with
 # meta.json byte for byte unchanged (an allow rule an inject rule needs
-# kept, running or stopped); the audit trail verifies.
+# kept, running or stopped); what the policy a session was made under
+# added (a protected path, egress rules, a port) never removed, only the
+# session's own; the audit trail verifies.
 # Loopback only: the upstream is secrets_tool.py's plain HTTP server.
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -164,6 +166,45 @@ rm "$WS/token"
 bad "two changes, the second bad: neither made" "--pids: invalid value" update u --memory 300M --pids 0
 bad "the allow rule the inject rule needs" "no allow rule admits plain.test" \
 	update u --remove "allow-host=plain.test:$PP"
+
+# ---- the policy's part is a floor: only the session's own is removed ----
+# (a session made under --policy gets its workspace.protect and network
+# object; update has no --policy, so meta.json keeps which they were)
+at_exit '"$WARDEN" rm pu >/dev/null 2>&1'
+printf '%s\n' '{"version": 1, "workspace": {"protect": ["keep.d"]},' \
+	' "network": {"allow": ["pol.test"], "deny": ["evil.test"], "hosts": ["pol.test=127.0.0.1"],' \
+	'             "allow_ranges": ["127.0.0.2/32"], "allow_ports": [8080]}}' >"$T/floor.json"
+w create pu --workspace "$WS" --policy "$T/floor.json" --protect mine.d \
+	--allow-host own.test --deny-host bad.test --allow-port 9090
+expect_rc 0 "create a session under a policy with protect, egress rules and a port"
+META_U=$META
+META=$WARDEN_STATE_DIR/sandboxes/$(cat "$OUT")/meta.json
+cp "$META" "$T/meta.before"
+bad "--remove of the policy's protected path" "--remove 'protect=keep.d'.*policy" \
+	update pu --remove protect=keep.d
+bad "--remove of the policy's allow rule" "--remove 'allow-host=pol.test'.*policy" \
+	update pu --remove allow-host=pol.test
+bad "--remove of the policy's deny rule" "--remove 'deny-host=evil.test'.*policy" \
+	update pu --remove deny-host=evil.test
+bad "--remove of the policy's hosts entry" "--remove 'add-host=pol.test=127.0.0.1'.*policy" \
+	update pu --remove add-host=pol.test=127.0.0.1
+bad "--remove of the policy's range" "--remove 'allow-range=127.0.0.2/32'.*policy" \
+	update pu --remove allow-range=127.0.0.2/32
+bad "--remove of the policy's port" "--remove 'allow-port=8080'.*policy" \
+	update pu --remove allow-port=8080
+bad "the session's own removal, then the policy's: neither made" "protect=keep.d" \
+	update pu --remove protect=mine.d --remove protect=keep.d
+w update pu --remove protect=mine.d --remove allow-host=own.test --remove deny-host=bad.test \
+	--remove allow-port=9090 --json
+expect_rc 0 "the session's own path, rules and port are removed"
+check "meta.json keeps the policy's path, rules and port, and only them" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["spec"]
+assert s["protect"] == ["keep.d"], s["protect"]
+assert sorted(r["rule"] for r in s["net_rules"]) == ["127.0.0.2/32", "evil.test", "pol.test", "pol.test=127.0.0.1"], s["net_rules"]
+assert s["ports"] == [8080], s["ports"]' "$META"
+w rm pu
+META=$META_U
 
 # ---- secrets at start: re-read, refused when the source is gone ----
 w stop u
