@@ -62,6 +62,15 @@ ctx_policy_create(wd_ctx *ctx, wd_spec **spec, struct wd_err *err)
 	int rc = 0;
 	for (size_t i = 0; i < ps.nprotect && rc == 0; i++)
 		rc = wd_spec_add_protected(*spec, ps.protect[i], err);
+	/* The policy's sandbox limits for what the caller left unset, as a
+	 * one-shot run under the same policy gets them (option > the
+	 * policy's sandbox object > the library's defaults): a session or
+	 * a live sandbox made under a policy that bounds memory must not
+	 * run with the library's defaults instead. */
+	struct wd_limits l;
+	policy_limits_merge(&(*spec)->lim_given, NULL, &ps.limits, &l);
+	if (rc == 0 && memcmp(&l, &(*spec)->lim_given, sizeof(l)))
+		wd_spec_set_limits(*spec, &l);
 	struct gate g = {0};
 	if (rc == 0 && (rc = gate_network(&ps, *spec, &g, err)) == 0 && g.spec) {
 		wd_spec_free(*spec);

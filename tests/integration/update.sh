@@ -9,7 +9,7 @@
 # meta.json byte for byte unchanged (an allow rule an inject rule needs
 # kept, running or stopped); what the policy a session was made under
 # added (a protected path, egress rules, a port) never removed, only the
-# session's own; the audit trail verifies.
+# session's own, and its sandbox limits applied; the audit trail verifies.
 # Loopback only: the upstream is secrets_tool.py's plain HTTP server.
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -172,13 +172,23 @@ bad "the allow rule the inject rule needs" "no allow rule admits plain.test" \
 # object; update has no --policy, so meta.json keeps which they were)
 at_exit '"$WARDEN" rm pu >/dev/null 2>&1'
 printf '%s\n' '{"version": 1, "workspace": {"protect": ["keep.d"]},' \
+	' "sandbox": {"memory": "96M", "pids": 77},' \
 	' "network": {"allow": ["pol.test"], "deny": ["evil.test"], "hosts": ["pol.test=127.0.0.1"],' \
 	'             "allow_ranges": ["127.0.0.2/32"], "allow_ports": [8080]}}' >"$T/floor.json"
 w create pu --workspace "$WS" --policy "$T/floor.json" --protect mine.d \
-	--allow-host own.test --deny-host bad.test --allow-port 9090
+	--allow-host own.test --deny-host bad.test --allow-port 9090 --pids 50
 expect_rc 0 "create a session under a policy with protect, egress rules and a port"
 META_U=$META
 META=$WARDEN_STATE_DIR/sandboxes/$(cat "$OUT")/meta.json
+# the policy's sandbox limits for what create left unset, as a one-shot
+# run under it gets them (they were dropped: the library's 256M ran)
+check "the policy's memory limit, and --pids over the policy's" python3 -c '
+import json, sys
+l = json.load(open(sys.argv[1]))["spec"]["limits"]
+assert l.get("memory") == 96 << 20 and l.get("pids") == 50, l' "$META"
+lim=$(cat /sys/fs/cgroup/memory/warden/"$(cat "$OUT")"/memory.limit_in_bytes \
+	/sys/fs/cgroup/warden/"$(cat "$OUT")"/memory.max 2>/dev/null | head -1)
+check "the session's cgroup holds the policy's 96M (was $lim)" test "$lim" = 100663296
 cp "$META" "$T/meta.before"
 bad "--remove of the policy's protected path" "--remove 'protect=keep.d'.*policy" \
 	update pu --remove protect=keep.d
