@@ -3,9 +3,12 @@
 #ifndef WD_SERVER_HARNESS_H
 #define WD_SERVER_HARNESS_H
 
-#include "server/srv.h"
+#include "server/rpc.h"
 
 #include <jansson.h>
+
+struct srv;
+struct call;
 
 /* harness.c: the images a caller may choose (--image, --allow-image) */
 json_t *srv_images_offered(const struct srv *s);

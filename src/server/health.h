@@ -2,9 +2,9 @@
 #ifndef WD_SERVER_HEALTH_H
 #define WD_SERVER_HEALTH_H
 
-#include "server/srv.h"
-
 #include <stddef.h>
+
+struct srv;
 
 /* health.c: /healthz and /readyz for an orchestrator (Kubernetes'
  * probes), served without the token. */

@@ -4,11 +4,15 @@
 #ifndef WD_SERVER_MCP_H
 #define WD_SERVER_MCP_H
 
-#include "server/srv.h"
+#include "server/rpc.h"
 #include "server/tools.h"
 
 #include <jansson.h>
 #include <stdbool.h>
+
+struct srv;
+struct call;
+struct peer;
 
 /* mcp.c */
 bool mcp_tool_blocked(struct srv *s, const char *tool);
