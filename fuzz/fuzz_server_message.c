@@ -11,7 +11,11 @@
  *     streaming path), which must agree byte for byte, hold no ESC and
  *     be valid UTF-8; then sanitize_images and utf8_visible.
  * A disagreement or an invalid result aborts (a finding). */
-#include "server/server-internal.h"
+#include "server/rpc.h"
+#include "server/sanitize.h"
+#include "server/schema.h"
+#include "server/http.h"
+#include "server/tools.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -15,7 +15,14 @@ the module's own folder, or of "warden.h", is no arrow). Checked:
      the include;
   3. a front end calls only include/warden.h and front ends below it;
   4. no cycle between modules (reported with its members; with 2 it
-     cannot happen, but a cycle is named as one).
+     cannot happen, but a cycle is named as one);
+  5. inside a module, no cycle among its headers (`#include "MOD/x.h"`
+     in src/MOD/*.h): a folder's headers read top-down, as src/server's
+     did not when one header held all of it;
+  6. the server's message layer (server_pure_sources in
+     src/server/meson.build, all the fuzz target links) reaches, through
+     the server's headers, none that includes the library (warden.h) or
+     the server's own API (server/server.h): it knows nothing of sandboxes.
 
 Prints the graph ("core -> jail (3: src/core/box.c:11, ...)") then each
 problem; exits 1 on any, 0 otherwise.
@@ -79,6 +86,64 @@ def arrows(root, modules):
                     if m and m.group(1) != mod:
                         edges.setdefault((mod, m.group(1)), []).append(f"{rel}:{n}")
     return edges
+
+
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+PURE_LIST = re.compile(r"server_pure_sources\s*=\s*files\(([^)]*)\)", re.S)
+
+
+def local_includes(path):
+    """[(included "x/y.h" or "warden.h", line)] of one file."""
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            m = LOCAL_INCLUDE.match(line)
+            if m:
+                out.append((m.group(1), n))
+    return out
+
+
+def header_graph(root, mod):
+    """{header: [(included header of the same module, line)]} for src/MOD/*.h."""
+    d = os.path.join(root, "src", mod)
+    graph = {}
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".h"):
+            graph[f"{mod}/{name}"] = [(inc, n) for inc, n in
+                                      local_includes(os.path.join(d, name))
+                                      if inc.startswith(mod + "/")]
+    return graph
+
+
+def pure_layer(root, problems):
+    """Check 6: the server's message layer reaches no header of the library."""
+    build = os.path.join(root, "src/server/meson.build")
+    with open(build, encoding="utf-8") as f:
+        m = PURE_LIST.search(f.read())
+    if not m:
+        problems.append("src/server/meson.build: no server_pure_sources = files(...) list")
+        return
+    banned = ("warden.h", "server/server.h")
+    for src in re.findall(r"'([^']+)'", m.group(1)):
+        path = os.path.join(root, "src/server", src)
+        todo = [(inc, f"src/server/{src}:{n}") for inc, n in local_includes(path)
+                if inc.startswith("server/") and inc.endswith(".h")]
+        seen = set()
+        while todo:
+            inc, via = todo.pop()
+            if inc in seen:
+                continue
+            seen.add(inc)
+            hpath = os.path.join(root, "src", inc)
+            if not os.path.exists(hpath):
+                continue
+            for sub, n in local_includes(hpath):
+                where = f"{via} -> src/{inc}:{n}"
+                if sub in banned:
+                    problems.append(f"{where}: the message layer ({src}, in the fuzz target) "
+                                    f"reaches {sub}; keep it to jansson and the pure headers")
+                elif sub.startswith("server/"):
+                    todo.append((sub, where))
 
 
 def cycles(nodes, edges):
@@ -166,12 +231,30 @@ def main():
     for comp in cycles(order + [f for f in folders if f not in rank], edges):
         problems.append("cycle between modules: " + " <-> ".join(comp))
 
+    # 5. no cycle among a module's own headers
+    nheaders = 0
+    for mod in folders:
+        graph = header_graph(root, mod)
+        nheaders += len(graph)
+        hedges = {(h, inc): [n] for h, incs in graph.items() for inc, n in incs}
+        for comp in cycles(sorted(graph), hedges):
+            problems.append("cycle between headers of src/" + mod + ": " +
+                            " <-> ".join(f"src/{h}" for h in comp))
+        for h, incs in graph.items():
+            if any(inc == h for inc, _ in incs):
+                problems.append(f"src/{h}: includes itself")
+
+    # 6. the server's message layer knows nothing of the library
+    if "server" in folders:
+        pure_layer(root, problems)
+
     for p in problems:
         print("deps: " + p)
     if problems:
         print(f"layering: {len(problems)} problem(s)")
         return 1
-    print(f"layering: {len(order)} modules, {len(edges)} arrows, all pointing down")
+    print(f"layering: {len(order)} modules, {len(edges)} arrows, all pointing down; "
+          f"{nheaders} headers, no cycle among a module's own")
     return 0
 
 

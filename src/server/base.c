@@ -1,10 +1,12 @@
 /* server/base: allocation and time helpers.  The server links only the
  * public API (include/warden.h), not the library's util; these few are
  * its own, and the message layer's fuzz target links them alone. */
-#include "server/server-internal.h"
+#include "server/base.h"
+#include "warden.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 

@@ -24,11 +24,18 @@
  * core.fsmonitor is switched off and colour and pagers too, on the
  * command line, where the repository's configuration cannot override
  * them.  apply and discard have no meaning there: -32006. */
-#include "server/server-internal.h"
+#include "server/run.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/sanitize.h"
+#include "server/srv.h"
+#include "server/sandbox.h"
+#include "server/mcp.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DIFF_OUTPUT (256u << 10)
 #define DIFF_MAX_PATHS 256

@@ -18,8 +18,16 @@
  * running one is marked, and the sandbox it runs in is killed
  * (wd_sandbox_cancel), which ends the command at once.  MCP says a
  * cancelled request gets no answer; a harness gets -32800. */
-#include "server/server-internal.h"
+#include "server/dispatch.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/srv.h"
+#include "server/conn.h"
+#include "server/sandbox.h"
+#include "server/run.h"
+#include "server/mcp.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>

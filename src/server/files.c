@@ -20,9 +20,15 @@
  * bounded: a model gets at most READ_MODEL_CAP bytes of a file per call,
  * a harness FILE_CAP; a search stops after SEARCH_FILES files or
  * SEARCH_BUDGET_NS. */
-#include "server/server-internal.h"
+#include "server/run.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/sanitize.h"
+#include "server/srv.h"
+#include "server/mcp.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <regex.h>

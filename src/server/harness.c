@@ -10,14 +10,22 @@
  *   policy.check, tool.route          what the policy would decide, nothing run
  *   approval.list, approval.grant     the owner's socket only (M_HUMAN)
  *   audit.verify                      the server's audit trail */
-#include "server/server-internal.h"
+#include "server/harness.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/srv.h"
+#include "server/sandbox.h"
+#include "server/run.h"
+#include "server/mcp.h"
 
+#include <errno.h>
 #include <sys/random.h>
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- sandbox.create ---- */
 

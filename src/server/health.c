@@ -20,7 +20,11 @@
  * Both are served without the token (Kubernetes' kubelet holds none) and
  * say nothing beyond ok or the reason: no sessions, no sandboxes, no
  * policy, no version. */
-#include "server/server-internal.h"
+#include "server/health.h"
+#include "server/base.h"
+#include "server/sanitize.h"
+#include "server/srv.h"
+#include "server/run.h"
 
 #include <stdio.h>
 #include <string.h>

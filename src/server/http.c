@@ -11,7 +11,7 @@
  *  - a chunked request body (the caller answers 411: MCP clients send a
  *    length), any other transfer coding (501);
  *  - anything but HTTP/1.0 and 1.1 (505). */
-#include "server/server-internal.h"
+#include "server/http.h"
 
 #include <stdio.h>
 #include <string.h>

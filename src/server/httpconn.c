@@ -30,9 +30,17 @@
  *    connection with nothing to do is closed after HTTP_IDLE_TIMEOUT.
  * A client that closes its connection while its calls run has them
  * cancelled: warden keeps no event log to resume a stream from. */
-#include "server/server-internal.h"
+#include "server/conn.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/http.h"
+#include "server/tools.h"
+#include "server/srv.h"
+#include "server/health.h"
+#include "server/dispatch.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -41,6 +49,7 @@
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 struct xchg {
 	int refs;

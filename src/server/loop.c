@@ -19,8 +19,16 @@
  * made the server answer ~100,000 of them (4 MB of answers, the soft
  * limit) in turns of 16 x 64 KiB of input before anyone else's, and other
  * clients' pings waited 2.7-4 s on a slow machine (docs/threat-model.md). */
-#include "server/server-internal.h"
+#include "server/conn.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/sanitize.h"
+#include "server/srv.h"
+#include "server/health.h"
+#include "server/dispatch.h"
+#include "server/sandbox.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>

@@ -11,7 +11,13 @@
  *
  * A connection that sent initialize is a model's channel from then on:
  * approval.grant and approval.list are refused on it (dispatch.c). */
-#include "server/server-internal.h"
+#include "server/mcp.h"
+#include "server/rpc.h"
+#include "server/sanitize.h"
+#include "server/schema.h"
+#include "server/tools.h"
+#include "server/srv.h"
+#include "server/run.h"
 
 #include <stdio.h>
 #include <string.h>

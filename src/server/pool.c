@@ -30,11 +30,16 @@
  * Fail closed at start: a pool where it cannot work (not root, another
  * isolation level, a host where its first instance cannot be built)
  * stops the server with 125 rather than leaving a flag that does nothing. */
-#include "server/server-internal.h"
+#include "server/sandbox.h"
+#include "server/base.h"
+#include "server/srv.h"
+#include "server/run.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct srv_pool {
 	wd_pool *pool;

@@ -23,9 +23,14 @@
  * (a regular file of the server's user, bounded, every field checked).
  *
  * Loop thread only (records are written where the tables change). */
-#include "server/server-internal.h"
+#include "server/sandbox.h"
+#include "server/base.h"
+#include "server/srv.h"
+#include "server/conn.h"
+#include "server/dispatch.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,11 @@
 /* server/result: a wd_result as the model reads it (text and
  * structuredContent, sanitised) and as a harness reads it (the library's
  * JSON with "outcome"). */
-#include "server/server-internal.h"
+#include "server/run.h"
+#include "server/base.h"
+#include "server/sanitize.h"
+#include "server/srv.h"
+#include "server/mcp.h"
 
 #include <stdarg.h>
 #include <stdio.h>

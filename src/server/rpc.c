@@ -18,7 +18,9 @@
  * line is a server one line can keep busy.  Duplicate keys are refused at
  * parse time (jansson's JSON_REJECT_DUPLICATES): {"method":"a","method":"b"}
  * has no single meaning. */
-#include "server/server-internal.h"
+#include "server/rpc.h"
+#include "server/base.h"
+#include "server/sanitize.h"
 
 #include <stdio.h>
 #include <string.h>

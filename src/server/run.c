@@ -13,8 +13,15 @@
  * worker running the call (call_current()); each chunk becomes an MCP
  * progress notification (when the client sent a progressToken) or a
  * sandbox.output notification (harness, unless "stream": false). */
-#include "server/server-internal.h"
+#include "server/run.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/sanitize.h"
+#include "server/srv.h"
+#include "server/sandbox.h"
+#include "server/mcp.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

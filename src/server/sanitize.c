@@ -25,7 +25,8 @@
  * Streaming: with final false, an incomplete UTF-8 sequence or escape
  * sequence at the end of a chunk is not consumed, and the caller prepends
  * it to the next chunk. */
-#include "server/server-internal.h"
+#include "server/sanitize.h"
+#include "server/base.h"
 
 #include <string.h>
 #include <strings.h>

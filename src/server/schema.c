@@ -6,8 +6,10 @@
  * properties, required, additionalProperties (false), items, minimum,
  * maximum, minLength, maxLength, maxItems.  Anything else in a schema is
  * documentation only (description, default). */
-#include "server/server-internal.h"
+#include "server/schema.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -1,14 +1,25 @@
 /* server/server: the server object (the library's context, the
  * workspace, the policy, the token) and the table of methods. */
-#include "server/server-internal.h"
+#include "server/srv.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/tools.h"
+#include "server/health.h"
+#include "server/dispatch.h"
+#include "server/sandbox.h"
+#include "server/run.h"
+#include "server/mcp.h"
+#include "server/harness.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static json_t *
 m_ping(struct call *c, struct rpc_err *e)

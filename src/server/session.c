@@ -24,7 +24,15 @@
  * have is not a JSON-RPC error but a tool error naming it: the model reads
  * it and can correct itself (it may have been destroyed, or belong to
  * another connection, which it must not reach). */
-#include "server/server-internal.h"
+#include "server/mcp.h"
+#include "server/base.h"
+#include "server/rpc.h"
+#include "server/schema.h"
+#include "server/tools.h"
+#include "server/srv.h"
+#include "server/sandbox.h"
+#include "server/run.h"
+#include "server/harness.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -10,7 +10,8 @@
  * idempotentHint (the same call twice does nothing more), openWorldHint
  * (reaches beyond the workspace; run_command's is set from the policy's
  * network.allow when the server starts). */
-#include "server/server-internal.h"
+#include "server/tools.h"
+#include "server/base.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -2,7 +2,11 @@
  * framing and classification (rpc.c), the tool table (tooldefs.c) and the
  * argument schemas it carries (schema.c), the text returned to the model
  * (sanitize.c), HTTP request heads and their limits (http.c). */
-#include "server/server-internal.h"
+#include "server/rpc.h"
+#include "server/sanitize.h"
+#include "server/schema.h"
+#include "server/http.h"
+#include "server/tools.h"
 
 #include <criterion/criterion.h>
 #include <string.h>
