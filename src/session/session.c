@@ -238,24 +238,10 @@ session_call_fd(int sbdir, const char *req, const int *fds, int nfds, json_t **r
 static const char *
 monitor_program(char *buf, size_t cap)
 {
-	const char *env = getenv("WARDEN_MONITOR");
-	if (env && env[0] == '/' && access(env, X_OK) == 0)
-		return env;
-	/* next to the running program: a build tree, or an installation whose
-	 * libexec is the same directory */
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(buf, cap, "%s/warden-monitor", self);
-			if (access(buf, X_OK) == 0)
-				return buf;
-		}
-	}
-	return WD_MONITOR_PATH;
+	/* the installed path when none is found: its absence is then the
+	 * error the caller reports */
+	wd_helper_program("WARDEN_MONITOR", "warden-monitor", WD_MONITOR_PATH, buf, cap);
+	return buf;
 }
 
 extern char **environ;

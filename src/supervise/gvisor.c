@@ -338,30 +338,11 @@ int
 gv_init_find(char *out, size_t cap)
 {
 	/* $WARDEN_INIT (an embedder's build tree, as WARDEN_MONITOR); next
-	 * to the running program (a build tree, or an installation whose
-	 * libexec is the same directory); else the installed one.  Whoever
+	 * to the running program; else the installed one.  Whoever
 	 * sets the variable chooses a program that runs inside gVisor as
 	 * the sandbox user, under the policy's decision: nothing of the
 	 * host's is at stake that the caller does not already hold. */
-	const char *env = getenv("WARDEN_INIT");
-	if (env && env[0] == '/' && access(env, X_OK) == 0) {
-		snprintf(out, cap, "%s", env);
-		return 0;
-	}
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(out, cap, "%s/warden-init", self);
-			if (access(out, X_OK) == 0)
-				return 0;
-		}
-	}
-	snprintf(out, cap, "%s", WD_INIT_PATH);
-	if (access(out, X_OK) == 0)
+	if (wd_helper_program("WARDEN_INIT", "warden-init", WD_INIT_PATH, out, cap) == 0)
 		return 0;
 	out[0] = '\0';
 	return -ENOENT;
@@ -520,19 +501,7 @@ gv_destroy(struct sandbox *sb)
 		close(g->run_pidfd);
 		g->run_pidfd = -1;
 	}
-	if (sb->proxy) {
-		net_proxy_stop(sb->proxy);
-		net_proxy_free(sb->proxy);
-		sb->proxy = NULL;
-	}
-	net_rules_free(sb->own_rules);
-	sb->own_rules = NULL;
-	if (sb->cg) {
-		cgroup_destroy(sb->cg);
-		keeper_release(sb->keeper, cgroup_dirs(sb->cg));
-		cgroup_free(sb->cg);
-		sb->cg = NULL;
-	}
+	sandbox_release_host(sb);
 	if (g && g->started)
 		STEP("7a gVisor's processes gone, cgroup removed");
 	if (g) {
@@ -656,9 +625,6 @@ gv_attach(struct sandbox *sb, int tree_fd, struct wd_err *err)
 void
 gv_describe(struct sandbox *sb, wd_result *r)
 {
-	struct net_stats ns = {0};
-	if (sb->proxy)
-		net_proxy_stats(sb->proxy, &ns);
 	r->isolation = WD_ISOLATION_GVISOR;
 	/* the guest's namespaces, each implemented by the sentry */
 	r->namespaces =
@@ -667,12 +633,7 @@ gv_describe(struct sandbox *sb, wd_result *r)
 	r->uid = 1000;
 	/* on the host, the sentry runs as nobody in its own user namespace */
 	r->host_uid = WD_NOBODY;
-	r->net_proxy = sb->proxy != NULL;
-	r->tls_intercept = sb->proxy && sb->spec->tls_intercept;
-	r->net_requests = ns.requests;
-	r->net_refused = ns.refused;
-	r->net_dns = ns.dns_queries;
-	r->net_bytes = ns.bytes_total;
+	sandbox_describe_net(sb, r);
 	/* warden's seccomp table, applied by the sentry (gvisor_oci.c); no
 	 * system call of the command reaches the host kernel, and the
 	 * sentry's own host filter is runsc's.  No Landlock in gVisor. */

@@ -34,15 +34,12 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-/* After a session command's end, how long its output pipes may stay open
- * (held by something it left running) before we stop reading them; as at
- * the local levels. */
-#define DRAIN_GRACE_NS (200ULL * 1000000ULL)
 /* How long a session command may take to die after its group was killed
  * before its runsc exec client is killed instead. */
 #define STOP_GRACE_NS (3000ULL * 1000000ULL)
 
 struct grun {
+	struct cmd_loop c; /* the output, the clock, the cancellations */
 	struct sandbox *sb;
 	struct gv *g;
 	const struct exec_req *x;
@@ -50,14 +47,10 @@ struct grun {
 	bool resident; /* through the resident executor: note_fd, no pidfd */
 	int note_fd;
 	uint32_t seq;
-	struct cmd_output io; /* io.fd[1], io.fd[2]: the output pipes */
-	int pidfd;	      /* runsc run (the launcher) or the runsc exec client */
-	int ep;
-	bool exited, timed_out, sandbox_dead, closed_late, stopped;
+	int pidfd; /* runsc run (the launcher) or the runsc exec client */
+	bool exited, sandbox_dead, stopped;
 	int wstatus;
-	int killed_by;
-	uint64_t exit_ns, stop_ns;
-	struct stdin_relay relay;
+	uint64_t stop_ns;
 };
 
 /* The whole sandbox: gVisor's processes are all in its cgroup. */
@@ -122,53 +115,45 @@ on_note(struct grun *r)
 	if (k == (ssize_t)sizeof(n) && n.kind == GV_NOTE_EXIT && !r->exited) {
 		r->wstatus = n.value;
 		r->exited = true;
-		r->exit_ns = wd_now_ns();
+		r->c.exit_ns = wd_now_ns();
 		return;
 	}
 	if (k == (ssize_t)sizeof(n) && n.kind == GV_NOTE_FAIL && !r->exited) {
 		/* fork or pipe failed inside gVisor: as a failed start */
 		r->wstatus = (126 & 0xff) << 8;
 		r->exited = true;
-		r->exit_ns = wd_now_ns();
+		r->c.exit_ns = wd_now_ns();
 		wd_log(WD_LOG_WARN, "sandbox %s: command %u could not be started in gVisor: %s",
 		       r->sb->id, r->seq, strerror(n.value));
 		return;
 	}
 	if (k == (ssize_t)sizeof(n))
 		return;
-	epoll_ctl(r->ep, EPOLL_CTL_DEL, r->note_fd, NULL);
+	epoll_ctl(r->c.ep, EPOLL_CTL_DEL, r->note_fd, NULL);
 	close(r->note_fd);
 	r->note_fd = -1;
 	if (!r->exited) {
 		r->sandbox_dead = true;
 		r->exited = true;
 		r->wstatus = SIGKILL;
-		r->exit_ns = wd_now_ns();
+		r->c.exit_ns = wd_now_ns();
 	}
-}
-
-static void
-on_cancel(struct grun *r, int sig)
-{
-	if (!r->killed_by)
-		r->killed_by = sig > 0 ? sig : SIGKILL;
-	stop_command(r);
 }
 
 static void
 on_exit_of_runsc(struct grun *r)
 {
-	epoll_ctl(r->ep, EPOLL_CTL_DEL, r->pidfd, NULL);
+	epoll_ctl(r->c.ep, EPOLL_CTL_DEL, r->pidfd, NULL);
 	int st = gv_wait(r->pidfd, -1);
 	r->wstatus = st < 0 ? SIGKILL : st;
 	r->exited = true;
-	r->exit_ns = wd_now_ns();
+	r->c.exit_ns = wd_now_ns();
 }
 
 static void
 on_sandbox_exit(struct grun *r)
 {
-	epoll_ctl(r->ep, EPOLL_CTL_DEL, r->g->sentry_pidfd, NULL);
+	epoll_ctl(r->c.ep, EPOLL_CTL_DEL, r->g->sentry_pidfd, NULL);
 	pthread_mutex_lock(&r->sb->lock);
 	r->sb->state = SB_DEAD;
 	pthread_mutex_unlock(&r->sb->lock);
@@ -176,80 +161,69 @@ on_sandbox_exit(struct grun *r)
 		r->sandbox_dead = true;
 }
 
-static int
-loop(struct grun *r, uint64_t deadline_ns, struct wd_err *err)
+/* ---- the loop's ops (cmd_loop.c) ---- */
+
+static enum cmd_phase
+op_phase(const struct cmd_loop *c)
 {
-	struct sandbox *sb = r->sb;
-	size_t cap = 256 << 10;
-	char *buf = wd_xmalloc(cap);
-	while (!(r->exited && r->io.fd[1] < 0 && r->io.fd[2] < 0)) {
-		uint64_t now = wd_now_ns();
-		int timeout = -1;
-		if (!r->exited && !r->stopped)
-			timeout = now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
-		else if (!r->exited)
-			timeout = 50; /* watch the stop grace */
-		else if (!r->oneshot)
-			timeout = 20; /* watch the drain grace */
-		struct epoll_event evs[8];
-		int n = epoll_wait(r->ep, evs, 8, timeout);
-		if (n < 0 && errno != EINTR) {
-			free(buf);
-			return wd_err_sys(err, errno, "epoll_wait");
-		}
-		now = wd_now_ns();
-		if (!r->exited && !r->stopped && now >= deadline_ns) {
-			r->timed_out = true;
-			stop_command(r);
-		}
-		if (!r->exited && r->stopped && now >= r->stop_ns + STOP_GRACE_NS) {
-			wd_log(WD_LOG_WARN,
-			       "sandbox %s: command %u outlived its kill; its %s goes instead",
-			       sb->id, r->seq, r->resident ? "sandbox" : "runsc client");
-			if (r->resident)
-				kill_sandbox(sb);
-			else
-				syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
-			r->stop_ns = UINT64_MAX / 2;
-		}
-		if (r->exited && !r->oneshot && now >= r->exit_ns + DRAIN_GRACE_NS &&
-		    (r->io.fd[1] >= 0 || r->io.fd[2] >= 0)) {
-			r->closed_late = true;
-			cmd_output_close(&r->io);
-			if (r->resident)
-				gv_res_close(r->g, r->seq);
-		}
-		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
-			if (stdin_relay_owns(&r->relay, fd))
-				stdin_relay_pump(&r->relay);
-			else if (fd == r->io.fd[1] && r->io.fd[1] >= 0)
-				cmd_output_drain(&r->io, 1, r->ep, buf, cap);
-			else if (fd == r->io.fd[2] && r->io.fd[2] >= 0)
-				cmd_output_drain(&r->io, 2, r->ep, buf, cap);
-			else if (fd == r->pidfd && r->pidfd >= 0 && !r->exited)
-				on_exit_of_runsc(r);
-			else if (fd == r->note_fd && r->note_fd >= 0)
-				on_note(r);
-			else if (fd == r->g->sentry_pidfd && r->g->sentry_pidfd >= 0)
-				on_sandbox_exit(r);
-			else if (fd == sb->cancel_fd || fd == r->x->cancel_fd) {
-				/* watched once: they stay readable, and the loop
-				 * would spin on them until the command ended */
-				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
-				on_cancel(r, fd == sb->cancel_fd ? atomic_load(&sb->cancel_sig)
-					     : r->x->cancel_sig	 ? atomic_load(r->x->cancel_sig)
-								 : 0);
-			} else if (fd == r->x->cmd_cancel_fd) {
-				/* the caller's fd stays readable: watched once */
-				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
-				on_cancel(r, SIGKILL);
-			}
-		}
-	}
-	free(buf);
-	return 0;
+	const struct grun *r = c->priv;
+	return r->exited ? CMD_ENDED : r->stopped ? CMD_STOPPING : CMD_RUNNING;
 }
+
+static void
+op_stop(struct cmd_loop *c)
+{
+	stop_command(c->priv);
+}
+
+static bool
+op_on_fd(struct cmd_loop *c, int fd)
+{
+	struct grun *r = c->priv;
+	if (fd == r->pidfd && r->pidfd >= 0 && !r->exited)
+		on_exit_of_runsc(r);
+	else if (fd == r->note_fd && r->note_fd >= 0)
+		on_note(r);
+	else if (fd == r->g->sentry_pidfd && r->g->sentry_pidfd >= 0)
+		on_sandbox_exit(r);
+	else
+		return false;
+	return true;
+}
+
+/* The stop grace: a command that outlived its kill loses its runsc
+ * client, or (through the executor) the whole sandbox. */
+static void
+op_tick(struct cmd_loop *c, uint64_t now)
+{
+	struct grun *r = c->priv;
+	if (!r->exited && r->stopped && now >= r->stop_ns + STOP_GRACE_NS) {
+		wd_log(WD_LOG_WARN, "sandbox %s: command %u outlived its kill; its %s goes instead",
+		       r->sb->id, r->seq, r->resident ? "sandbox" : "runsc client");
+		if (r->resident)
+			kill_sandbox(r->sb);
+		else
+			syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+		r->stop_ns = UINT64_MAX / 2;
+	}
+}
+
+static void
+op_closed_late(struct cmd_loop *c)
+{
+	struct grun *r = c->priv;
+	if (r->resident)
+		gv_res_close(r->g, r->seq);
+}
+
+static const struct cmd_loop_ops gv_loop_ops = {
+    .phase = op_phase,
+    .stop = op_stop,
+    .on_fd = op_on_fd,
+    .tick = op_tick,
+    .closed_late = op_closed_late,
+    .stop_poll_ms = 50, /* watch the stop grace */
+};
 
 /* Write the command's process (one-shot: the whole config.json) and start
  * runsc with stdio in, out_w, err_w. */
@@ -302,8 +276,6 @@ start_command(struct grun *r, int in, int out_w, int err_w, struct wd_err *err)
 	return rc;
 }
 
-/* Pipes, then runsc.  The write ends go to runsc (which hands them to the
- * sentry) and are closed here. */
 /* Through the resident executor: 0 (r->resident), 1 when it cannot take
  * this command (the caller takes runsc exec), or -errno. */
 static int
@@ -326,16 +298,15 @@ launch_resident(struct grun *r, struct wd_err *err)
 	if (rc < 0)
 		return rc;
 	r->resident = true;
-	r->io.fd[1] = out[1];
-	r->io.fd[2] = out[2];
+	r->c.io.fd[1] = out[1];
+	r->c.io.fd[2] = out[2];
 	return 0;
 }
 
 static int
 launch(struct grun *r, struct wd_err *err)
 {
-	const struct exec_req *x = r->x;
-	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, relay_r = -1, rc;
+	int rc;
 	if ((rc = launch_resident(r, err)) <= 0)
 		return rc;
 	/* a warm pool's sandbox: its sandbox-wide seccomp table lacks mount
@@ -348,52 +319,14 @@ launch(struct grun *r, struct wd_err *err)
 				  "only: a command with stdin, or with more than %u KiB of "
 				  "arguments and environment, runs outside the pool",
 				  GVW_MAX_REQUEST >> 10);
-	wd_autoclose int devnull = -1;
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-		rc = wd_err_sys(err, errno, "create pipes");
-		goto out;
-	}
-	fcntl(outp[0], F_SETPIPE_SZ, 1 << 20);
-	fcntl(errp[0], F_SETPIPE_SZ, 1 << 20);
-	fcntl(outp[0], F_SETFL, O_NONBLOCK);
-	fcntl(errp[0], F_SETFL, O_NONBLOCK);
-	/* A terminal is relayed, never handed over: gVisor would forward
-	 * the sandbox's ioctls on it (stty, TIOCSTI) to the real one. */
-	if (x->stdin_fd >= 0 && isatty(x->stdin_fd)) {
-		if ((rc = stdin_relay_open(&r->relay, x->stdin_fd, &relay_r, err)) < 0)
-			goto out;
-	}
-	int in = relay_r >= 0 ? relay_r : x->stdin_fd;
-	if (in < 0) {
-		in = devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (in < 0) {
-			rc = wd_err_sys(err, errno, "open /dev/null");
-			goto out;
-		}
-	}
-	if ((rc = start_command(r, in, outp[1], errp[1], err)) < 0)
-		goto out;
-	r->io.fd[1] = wd_steal_fd(&outp[0]);
-	r->io.fd[2] = wd_steal_fd(&errp[0]);
-out:
-	for (int i = 0; i < 2; i++) {
-		if (outp[i] >= 0)
-			close(outp[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-	}
-	if (relay_r >= 0)
-		close(relay_r);
+	/* the write ends go to runsc (which hands them to the sentry) and
+	 * are closed here */
+	struct cmd_stdio io;
+	if ((rc = cmd_stdio_open(&r->c, &io, err)) == 0 &&
+	    (rc = start_command(r, io.in, io.outp[1], io.errp[1], err)) == 0)
+		cmd_stdio_take(&r->c, &io);
+	cmd_stdio_close(&io);
 	return rc;
-}
-
-static void
-watch(struct grun *r, int fd)
-{
-	if (fd < 0)
-		return;
-	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-	epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /* Whether the sandbox died during the command: the sentry is gone, or the
@@ -419,19 +352,8 @@ static void
 set_status(struct grun *r, wd_result *res)
 {
 	int st = r->wstatus;
-	if (r->timed_out) {
-		res->timed_out = true;
-		res->status = 124;
-		res->exit_code = -1;
-		res->signal = SIGKILL;
-		return;
-	}
-	if (r->killed_by) {
-		res->status = 128 + r->killed_by;
-		res->signal = r->killed_by;
-		res->exit_code = -1;
-		return;
-	}
+	if (cmd_loop_forced_status(&r->c, res))
+		return; /* a timeout or a cancellation */
 	if (r->exited && WIFEXITED(st) && !r->sandbox_dead) {
 		int c = WEXITSTATUS(st);
 		/* the executor's status is wait4's own: 137 is an exit of 137 */
@@ -451,12 +373,10 @@ set_status(struct grun *r, wd_result *res)
 }
 
 static wd_result *
-collect(struct grun *r, uint64_t t0, const struct cgroup_stats *before)
+collect(struct grun *r, const struct cgroup_stats *before)
 {
 	struct sandbox *sb = r->sb;
-	wd_result *res = result_new(sb->id);
-	gv_describe(sb, res);
-	res->wall_ns = wd_now_ns() - t0;
+	wd_result *res = cmd_loop_result(&r->c, gv_describe);
 	if (sb->cg) {
 		/* gVisor's processes are all in the cgroup: the sentry's own
 		 * work counts with the command's (docs/isolation.md) */
@@ -467,9 +387,9 @@ collect(struct grun *r, uint64_t t0, const struct cgroup_stats *before)
 			res->oom_killed = st.oom_killed && !before->oom_killed;
 		}
 	}
-	cmd_output_collect(&r->io, res);
+	cmd_output_collect(&r->c.io, res);
 	set_status(r, res);
-	if (res->oom_killed && !r->timed_out && !r->killed_by) {
+	if (res->oom_killed && !r->c.timed_out && !r->c.killed_by) {
 		res->exit_code = -1;
 		res->signal = SIGKILL;
 		res->status = 128 + SIGKILL;
@@ -481,12 +401,10 @@ int
 gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
 	struct gv *g = sb->priv;
-	struct grun r = {
-	    .sb = sb, .g = g, .x = x, .io.fd = {-1, -1, -1}, .pidfd = -1, .ep = -1, .note_fd = -1};
-	stdin_relay_init(&r.relay);
-	uint64_t t0 = wd_now_ns();
-	uint64_t timeout_ms = x->timeout_ms ? x->timeout_ms : sb->spec->lim.timeout_ms;
-	uint64_t deadline = t0 + timeout_ms * 1000000ULL;
+	struct grun r = {.sb = sb, .g = g, .x = x, .pidfd = -1, .note_fd = -1};
+	cmd_loop_init(&r.c, sb, x);
+	r.c.ops = &gv_loop_ops;
+	r.c.priv = &r;
 	struct cgroup_stats before = {0};
 	int rc;
 
@@ -501,6 +419,7 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	pthread_mutex_unlock(&sb->lock);
 	if (dead)
 		return wd_err_set(err, WD_E_INVAL, "the sandbox has ended");
+	r.c.drain_grace = !r.oneshot;
 	if (!r.oneshot && (rc = sb->ops->ready(sb, err)) < 0)
 		goto out;
 	if (sb->cg && !r.oneshot)
@@ -513,43 +432,19 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	       r.oneshot    ? "runsc run"
 	       : r.resident ? "resident exec"
 			    : "runsc exec");
-	cmd_output_init(&r.io, sb, x, deadline);
-	r.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (r.ep < 0) {
-		rc = wd_err_sys(err, errno, "epoll_create1");
-		goto out;
-	}
-	r.relay.ep = r.ep;
-	int fds[] = {r.io.fd[1],
-		     r.io.fd[2],
-		     r.pidfd,
-		     r.note_fd,
-		     r.oneshot ? -1 : g->sentry_pidfd,
-		     sb->cancel_fd,
-		     x->cancel_fd,
-		     x->cmd_cancel_fd};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
-		watch(&r, fds[i]);
-	stdin_relay_watch(&r.relay);
-	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
-		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
-							   : atomic_load(x->cancel_sig));
-	struct pollfd cp = {.fd = x->cmd_cancel_fd, .events = POLLIN};
-	if (x->cmd_cancel_fd >= 0 && poll(&cp, 1, 0) == 1) {
-		epoll_ctl(r.ep, EPOLL_CTL_DEL, x->cmd_cancel_fd, NULL);
-		on_cancel(&r, SIGKILL);
-	}
-	if ((rc = loop(&r, deadline, err)) < 0)
+	int fds[] = {r.pidfd, r.note_fd, r.oneshot ? -1 : g->sentry_pidfd};
+	if ((rc = cmd_loop_watch(&r.c, fds, WD_ARRAY_SIZE(fds), err)) < 0 ||
+	    (rc = cmd_loop_run(&r.c, err)) < 0)
 		goto out;
 	if (r.resident) {
 		/* no runsc between: its 128 is not to be read */
 	} else if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 &&
-		   !r.timed_out && !r.killed_by && sandbox_died(&r, &before)) {
+		   !r.c.timed_out && !r.c.killed_by && sandbox_died(&r, &before)) {
 		/* runsc exec lost the sandbox under the command (the OOM
 		 * killer took the sentry): the command's result says so */
 		r.sandbox_dead = true;
 	} else if (r.exited && WIFEXITED(r.wstatus) && WEXITSTATUS(r.wstatus) == 128 &&
-		   !r.timed_out && !r.killed_by) {
+		   !r.c.timed_out && !r.c.killed_by) {
 		/* 128 is runsc's own failure (the sandbox or the process could
 		 * not start; its message went to the command's stderr), unless
 		 * the command itself exited 128: runsc's log says which */
@@ -562,7 +457,7 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 	}
 	wd_log(WD_LOG_DEBUG, "sandbox %s: +%.3f ms 7 command ended", sb->id,
 	       (double)(wd_now_ns() - sb->t0) / 1e6);
-	*out = collect(&r, t0, &before);
+	*out = collect(&r, &before);
 	snprintf((*out)->exec_path, sizeof((*out)->exec_path), "%s",
 		 r.oneshot    ? "runsc-run"
 		 : r.resident ? "resident"
@@ -578,19 +473,9 @@ gv_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd
 		sb->state = SB_DEAD;
 		pthread_mutex_unlock(&sb->lock);
 	}
-	if (r.closed_late)
-		wd_log(WD_LOG_WARN,
-		       "sandbox %s: a process the command started still held its "
-		       "output %.0f ms after it ended; stopped reading",
-		       sb->id, DRAIN_GRACE_NS / 1e6);
 	rc = 0;
 out:
-	cmd_output_fini(&r.io);
-	stdin_relay_stop(&r.relay);
-	int own[] = {r.ep};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++)
-		if (own[i] >= 0)
-			close(own[i]);
+	cmd_loop_fini(&r.c);
 	if (!r.oneshot && r.pidfd >= 0) {
 		if (!r.exited)
 			gv_wait(r.pidfd, 0);

@@ -630,21 +630,8 @@ local_destroy(struct sandbox *sb)
 	if (sb->chan.fd >= 0)
 		close(sb->chan.fd);
 	sb->chan.fd = -1;
-	if (sb->proxy) {
-		net_proxy_stop(sb->proxy);
-		net_proxy_free(sb->proxy);
-		sb->proxy = NULL;
-	}
-	net_rules_free(sb->own_rules);
-	sb->own_rules = NULL;
-	if (sb->cg) {
-		cgroup_kill(sb->cg);
-		cgroup_destroy(sb->cg);
-		keeper_release(sb->keeper, cgroup_dirs(sb->cg));
-		cgroup_free(sb->cg);
-		sb->cg = NULL;
+	if (sandbox_release_host(sb))
 		STEP("7b cgroup removed");
-	}
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
 	sb->pidfd = -1;
@@ -657,15 +644,7 @@ void
 local_describe(struct sandbox *sb, wd_result *r)
 {
 	const struct jail_prep *prep = sb->prep;
-	struct net_stats ns = {0};
-	if (sb->proxy)
-		net_proxy_stats(sb->proxy, &ns);
-	r->net_proxy = sb->proxy != NULL;
-	r->tls_intercept = sb->proxy && sb->spec->tls_intercept;
-	r->net_requests = ns.requests;
-	r->net_refused = ns.refused;
-	r->net_dns = ns.dns_queries;
-	r->net_bytes = ns.bytes_total;
+	sandbox_describe_net(sb, r);
 	r->isolation = sb->ops->level;
 	if (is_container(sb)) {
 		r->namespaces = RESULT_NS_USER | RESULT_NS_MOUNT | RESULT_NS_PID | RESULT_NS_NET |

@@ -18,26 +18,15 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-/* After a command's end, how long its output pipes may stay open (held by
- * something it started that escaped its process group) before we stop
- * reading them.  A one-shot run's sandbox ends with the command, so there
- * EOF comes at once. */
-#define DRAIN_GRACE_NS (200ULL * 1000000ULL)
-
 struct xrun {
+	struct cmd_loop c; /* the output, the clock, the cancellations */
 	struct sandbox *sb;
 	const struct exec_req *x;
-	struct cmd_output io;  /* io.fd[1], io.fd[2]: the output pipes */
 	struct sync_chan chan; /* the command's channel */
-	int ep;
-	bool got_exit, exec_failed, sandbox_dead, timed_out, closed_late;
+	bool got_exit, exec_failed, sandbox_dead, setup_watched;
 	int exec_errno, exec_step, status, start_err;
 	uint64_t cpu_us, maxrss_kb;
-	int killed_by; /* the signal of a cancellation */
-	uint32_t seq;  /* the command's number in the sandbox */
-	uint64_t exit_ns;
-	/* stdin from a terminal: relayed, never handed over */
-	struct stdin_relay relay;
+	uint32_t seq; /* the command's number in the sandbox */
 };
 
 static bool
@@ -52,6 +41,8 @@ last(const struct xrun *r)
 static void
 stop_command(struct xrun *r)
 {
+	if (r->got_exit)
+		return;
 	if (last(r) || r->sandbox_dead) {
 		local_kill(r->sb);
 		return;
@@ -74,7 +65,7 @@ on_channel(struct xrun *r)
 			continue; /* refused and dropped by the protocol */
 		if (rc < 0) {
 			/* EOF before EXIT: pid 1 is gone */
-			epoll_ctl(r->ep, EPOLL_CTL_DEL, r->chan.fd, NULL);
+			epoll_ctl(r->c.ep, EPOLL_CTL_DEL, r->chan.fd, NULL);
 			if (!r->got_exit)
 				r->sandbox_dead = true;
 			return;
@@ -85,15 +76,15 @@ on_channel(struct xrun *r)
 			r->exec_step = m.step;
 		} else if (m.kind == SYNC_EXIT) {
 			r->got_exit = true;
-			r->exit_ns = wd_now_ns();
+			r->c.exit_ns = wd_now_ns();
 			wd_log(WD_LOG_DEBUG,
 			       "sandbox %s: +%.3f ms 6-7 command %u ended (SYNC_EXIT)", r->sb->id,
-			       (double)(r->exit_ns - r->sb->t0) / 1e6, r->seq);
+			       (double)(r->c.exit_ns - r->sb->t0) / 1e6, r->seq);
 			r->status = m.status;
 			r->start_err = m.err;
 			r->cpu_us = m.cpu_us;
 			r->maxrss_kb = m.maxrss_kb;
-			epoll_ctl(r->ep, EPOLL_CTL_DEL, r->chan.fd, NULL);
+			epoll_ctl(r->c.ep, EPOLL_CTL_DEL, r->chan.fd, NULL);
 		}
 	}
 }
@@ -104,7 +95,7 @@ static void
 on_pid1_exit(struct xrun *r)
 {
 	struct sandbox *sb = r->sb;
-	epoll_ctl(r->ep, EPOLL_CTL_DEL, sb->pidfd, NULL);
+	epoll_ctl(r->c.ep, EPOLL_CTL_DEL, sb->pidfd, NULL);
 	pthread_mutex_lock(&sb->lock);
 	local_read_setup(sb);
 	if (sb->state != SB_DEAD)
@@ -115,101 +106,75 @@ on_pid1_exit(struct xrun *r)
 		r->sandbox_dead = true;
 }
 
+/* ---- the loop's ops (cmd_loop.c) ---- */
+
+static enum cmd_phase
+op_phase(const struct cmd_loop *c)
+{
+	const struct xrun *r = c->priv;
+	if (r->got_exit || r->sandbox_dead)
+		return CMD_ENDED;
+	/* a cancellation leaves the deadline counting: past it the
+	 * command's group is killed again, and the result says timed out */
+	return c->timed_out ? CMD_STOPPING : CMD_RUNNING;
+}
+
 static void
-on_cancel(struct xrun *r, int sig)
+op_stop(struct cmd_loop *c)
 {
-	if (!r->killed_by)
-		r->killed_by = sig > 0 ? sig : SIGKILL;
-	if (!r->got_exit)
-		stop_command(r);
+	stop_command(c->priv);
 }
 
-static int
-loop(struct xrun *r, uint64_t deadline_ns, struct wd_err *err)
+/* Set-up messages: whoever runs a command while the sandbox is still
+ * being built reads them (under the sandbox's lock). */
+static void
+op_prepare(struct cmd_loop *c)
 {
+	struct xrun *r = c->priv;
 	struct sandbox *sb = r->sb;
-	size_t cap = 256 << 10;
-	char *buf = wd_xmalloc(cap);
-	bool setup_watched = false;
-
-	/* Done when the command's end is known and both pipes are drained;
-	 * or the sandbox died (then its pipes close by themselves). */
-	while (!((r->got_exit || r->sandbox_dead) && r->io.fd[1] < 0 && r->io.fd[2] < 0)) {
-		uint64_t now = wd_now_ns();
-		int timeout = -1;
-		if (!r->got_exit && !r->sandbox_dead && !r->timed_out)
-			timeout = now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000 + 1);
-		else if (r->got_exit && !last(r))
-			timeout = 20; /* watch the drain grace */
-		/* Set-up messages: whoever runs a command while the sandbox is
-		 * still being built reads them (under the sandbox's lock). */
-		if (!setup_watched && sb->state == SB_SPAWNED) {
-			struct epoll_event ev = {.events = EPOLLIN, .data.fd = sb->chan.fd};
-			if (epoll_ctl(r->ep, EPOLL_CTL_ADD, sb->chan.fd, &ev) == 0)
-				setup_watched = true;
-		}
-		struct epoll_event evs[8];
-		int n = epoll_wait(r->ep, evs, 8, timeout);
-		if (n < 0 && errno != EINTR) {
-			free(buf);
-			return wd_err_sys(err, errno, "epoll_wait");
-		}
-		now = wd_now_ns();
-		if (!r->got_exit && !r->sandbox_dead && !r->timed_out && now >= deadline_ns) {
-			r->timed_out = true;
-			stop_command(r);
-		}
-		if (r->got_exit && !last(r) && now >= r->exit_ns + DRAIN_GRACE_NS &&
-		    (r->io.fd[1] >= 0 || r->io.fd[2] >= 0)) {
-			/* something the command started outside its process group
-			 * still holds the pipes: stop reading them */
-			r->closed_late = true;
-			cmd_output_close(&r->io);
-		}
-		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
-			if (stdin_relay_owns(&r->relay, fd))
-				stdin_relay_pump(&r->relay);
-			else if (fd == r->io.fd[1] && r->io.fd[1] >= 0)
-				cmd_output_drain(&r->io, 1, r->ep, buf, cap);
-			else if (fd == r->io.fd[2] && r->io.fd[2] >= 0)
-				cmd_output_drain(&r->io, 2, r->ep, buf, cap);
-			else if (fd == r->chan.fd)
-				on_channel(r);
-			else if (fd == sb->pidfd)
-				on_pid1_exit(r);
-			else if (fd == sb->chan.fd) {
-				pthread_mutex_lock(&sb->lock);
-				local_read_setup(sb);
-				bool done = sb->state != SB_SPAWNED;
-				pthread_mutex_unlock(&sb->lock);
-				if (done) {
-					epoll_ctl(r->ep, EPOLL_CTL_DEL, sb->chan.fd, NULL);
-					setup_watched = false;
-				}
-				if (sb->state == SB_DEAD && !r->got_exit)
-					r->sandbox_dead = true;
-			} else if (fd == sb->cancel_fd) {
-				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
-				on_cancel(r, atomic_load(&sb->cancel_sig));
-			} else if (fd == r->x->cancel_fd) {
-				/* watched once too: it stays readable (a session's
-				 * client connection with its cancel record unread),
-				 * and each turn sent pid 1 another kill until the
-				 * channel was full and the whole sandbox was killed
-				 * instead of the command */
-				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
-				on_cancel(r, r->x->cancel_sig ? atomic_load(r->x->cancel_sig) : 0);
-			} else if (fd == r->x->cmd_cancel_fd) {
-				/* the caller's fd stays readable: watched once */
-				epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
-				on_cancel(r, SIGKILL);
-			}
-		}
+	if (!r->setup_watched && sb->state == SB_SPAWNED) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = sb->chan.fd};
+		if (epoll_ctl(r->c.ep, EPOLL_CTL_ADD, sb->chan.fd, &ev) == 0)
+			r->setup_watched = true;
 	}
-	free(buf);
-	return 0;
 }
+
+/* The command's channel, pid 1's pidfd, and the sandbox's set-up channel
+ * while it is being built. */
+static bool
+op_on_fd(struct cmd_loop *c, int fd)
+{
+	struct xrun *r = c->priv;
+	struct sandbox *sb = r->sb;
+	if (fd == r->chan.fd) {
+		on_channel(r);
+		return true;
+	}
+	if (fd == sb->pidfd) {
+		on_pid1_exit(r);
+		return true;
+	}
+	if (fd != sb->chan.fd)
+		return false;
+	pthread_mutex_lock(&sb->lock);
+	local_read_setup(sb);
+	bool done = sb->state != SB_SPAWNED;
+	pthread_mutex_unlock(&sb->lock);
+	if (done) {
+		epoll_ctl(r->c.ep, EPOLL_CTL_DEL, sb->chan.fd, NULL);
+		r->setup_watched = false;
+	}
+	if (sb->state == SB_DEAD && !r->got_exit)
+		r->sandbox_dead = true;
+	return true;
+}
+
+static const struct cmd_loop_ops local_loop_ops = {
+    .prepare = op_prepare,
+    .on_fd = op_on_fd,
+    .phase = op_phase,
+    .stop = op_stop,
+};
 
 /* Pipes, the plan and the channel; then SYNC_EXEC.  The descriptors the
  * command gets are closed here once pid 1 has its copies. */
@@ -218,28 +183,17 @@ send_exec(struct xrun *r, struct wd_err *err)
 {
 	struct sandbox *sb = r->sb;
 	const struct exec_req *x = r->x;
-	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, cp[2] = {-1, -1}, plan = -1, relay_r = -1,
-	    devnull = -1;
+	struct cmd_stdio io;
+	int cp[2] = {-1, -1}, plan = -1;
 	wd_autofree char *cwd = NULL;
 	int rc;
 
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) < 0) {
-		rc = wd_err_sys(err, errno, "create pipes");
+	if ((rc = cmd_stdio_open(&r->c, &io, err)) < 0)
+		goto out;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) < 0) {
+		rc = wd_err_sys(err, errno, "create the command's channel");
 		goto out;
 	}
-	/* Bigger pipes: fewer wake-ups when a command floods its output. */
-	fcntl(outp[0], F_SETPIPE_SZ, 1 << 20);
-	fcntl(errp[0], F_SETPIPE_SZ, 1 << 20);
-	fcntl(outp[0], F_SETFL, O_NONBLOCK);
-	fcntl(errp[0], F_SETFL, O_NONBLOCK);
-	/* stdin from a terminal is relayed, never handed over: with the
-	 * terminal itself the sandbox could change its modes (stty -echo
-	 * outlives the run), read what is typed after it, or push input
-	 * (TIOCSTI, refused by seccomp too). */
-	if (x->stdin_fd >= 0 && isatty(x->stdin_fd) &&
-	    (rc = stdin_relay_open(&r->relay, x->stdin_fd, &relay_r, err)) < 0)
-		goto out;
 	if ((x->flags & SYNC_EXEC_DETACH) && !sb->prep->plan.container) {
 		/* the process level's monitor kills the orphans of every command
 		 * that ends: nothing could stay in the background */
@@ -256,21 +210,11 @@ send_exec(struct xrun *r, struct wd_err *err)
 		rc = plan;
 		goto out;
 	}
-	/* No stdin: the host's /dev/null, opened for this command (the
-	 * build's copy is closed once pid 1 is ready: one descriptor less per
-	 * idle sandbox, jail_prep_release_sources).  A path in the server's
-	 * own mount namespace, which no sandbox can reach. */
-	if (relay_r < 0 && x->stdin_fd < 0 &&
-	    (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = wd_err_sys(err, errno, "open /dev/null");
-		goto out;
-	}
-	int in = relay_r >= 0 ? relay_r : x->stdin_fd >= 0 ? x->stdin_fd : devnull;
 	/* a detached command writes its log itself: a pipe would outlive our
 	 * reading it (the drain grace) and break its writers with EPIPE */
 	bool logged = (x->flags & SYNC_EXEC_DETACH) && x->log_fd >= 0;
-	int fds[SYNC_EXEC_NFDS] = {in, logged ? x->log_fd : outp[1], logged ? x->log_fd : errp[1],
-				   plan, cp[1]};
+	int fds[SYNC_EXEC_NFDS] = {io.in, logged ? x->log_fd : io.outp[1],
+				   logged ? x->log_fd : io.errp[1], plan, cp[1]};
 
 	pthread_mutex_lock(&sb->lock);
 	struct sync_msg m = {.kind = SYNC_EXEC, .flags = x->flags, .seq = ++sb->seq};
@@ -286,9 +230,7 @@ send_exec(struct xrun *r, struct wd_err *err)
 	pthread_mutex_unlock(&sb->lock);
 	if (rc < 0)
 		goto out;
-	r->io.fd[1] = outp[0];
-	r->io.fd[2] = errp[0];
-	outp[0] = errp[0] = -1;
+	cmd_stdio_take(&r->c, &io);
 	sync_chan_init(&r->chan, cp[0], SYNC_SUPERVISOR, SYNC_S_SENT);
 	cp[0] = -1;
 	r->seq = m.seq;
@@ -296,30 +238,13 @@ send_exec(struct xrun *r, struct wd_err *err)
 	       (double)(wd_now_ns() - sb->t0) / 1e6, r->seq);
 	rc = 0;
 out:
-	for (int i = 0; i < 2; i++) {
-		if (outp[i] >= 0)
-			close(outp[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
+	cmd_stdio_close(&io);
+	for (int i = 0; i < 2; i++)
 		if (cp[i] >= 0)
 			close(cp[i]);
-	}
 	if (plan >= 0)
 		close(plan);
-	if (relay_r >= 0)
-		close(relay_r);
-	if (devnull >= 0)
-		close(devnull);
 	return rc;
-}
-
-static void
-watch(struct xrun *r, int fd)
-{
-	if (fd < 0)
-		return;
-	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
-	epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /* The command's status as a shell reports it. */
@@ -327,11 +252,8 @@ static void
 set_status(struct xrun *r, wd_result *res)
 {
 	int st = r->status;
-	if (r->timed_out) {
-		res->timed_out = true;
-		res->status = 124;
-		res->exit_code = -1;
-		res->signal = SIGKILL;
+	if (cmd_loop_forced_status(&r->c, res)) {
+		/* a timeout or a cancellation */
 	} else if (r->got_exit && WIFEXITED(st)) {
 		res->exit_code = WEXITSTATUS(st);
 		res->status = res->exit_code;
@@ -342,13 +264,8 @@ set_status(struct xrun *r, wd_result *res)
 	} else {
 		/* the sandbox died without a report: killed by warden */
 		res->exit_code = -1;
-		res->signal = r->killed_by ? r->killed_by : SIGKILL;
+		res->signal = SIGKILL;
 		res->status = 128 + res->signal;
-	}
-	if (r->killed_by && !r->timed_out) {
-		res->status = 128 + r->killed_by;
-		res->signal = r->killed_by;
-		res->exit_code = -1;
 	}
 	if (r->exec_failed) {
 		res->exec_errno = r->exec_errno;
@@ -357,12 +274,10 @@ set_status(struct xrun *r, wd_result *res)
 }
 
 static wd_result *
-collect(struct xrun *r, uint64_t t0)
+collect(struct xrun *r)
 {
 	struct sandbox *sb = r->sb;
-	wd_result *res = result_new(sb->id);
-	local_describe(sb, res);
-	res->wall_ns = wd_now_ns() - t0;
+	wd_result *res = cmd_loop_result(&r->c, local_describe);
 	res->cpu_ns = r->cpu_us * 1000ULL;
 	res->peak_memory = r->maxrss_kb * 1024;
 	if (sb->cg) {
@@ -377,7 +292,7 @@ collect(struct xrun *r, uint64_t t0)
 			res->oom_killed = st.oom_killed;
 		}
 	}
-	cmd_output_collect(&r->io, res);
+	cmd_output_collect(&r->c.io, res);
 	set_status(r, res);
 	return res;
 }
@@ -385,42 +300,23 @@ collect(struct xrun *r, uint64_t t0)
 int
 local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct wd_err *err)
 {
-	struct xrun r = {.sb = sb, .x = x, .io.fd = {-1, -1, -1}, .ep = -1};
-	stdin_relay_init(&r.relay);
+	struct xrun r = {.sb = sb, .x = x};
+	cmd_loop_init(&r.c, sb, x);
+	r.c.ops = &local_loop_ops;
+	r.c.priv = &r;
+	r.c.drain_grace = !last(&r);
 	bool sent = false;
-	uint64_t t0 = wd_now_ns();
-	uint64_t timeout_ms = x->timeout_ms ? x->timeout_ms : sb->spec->lim.timeout_ms;
-	uint64_t deadline = t0 + timeout_ms * 1000000ULL;
 	sync_chan_init(&r.chan, -1, SYNC_SUPERVISOR, SYNC_S_SENT);
 	int rc = send_exec(&r, err);
 	if (rc < 0)
 		goto out;
 	sent = true;
-	cmd_output_init(&r.io, sb, x, deadline);
-	r.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (r.ep < 0) {
-		rc = wd_err_sys(err, errno, "epoll_create1");
-		goto out;
-	}
-	int fds[] = {r.io.fd[1],    r.io.fd[2],	  r.chan.fd,	   sb->pidfd,
-		     sb->cancel_fd, x->cancel_fd, x->cmd_cancel_fd};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(fds); i++)
-		watch(&r, fds[i]);
-	r.relay.ep = r.ep;
-	stdin_relay_watch(&r.relay);
-	/* a cancellation that came before the command was sent */
-	if (atomic_load(&sb->cancel_sig) || (x->cancel_sig && atomic_load(x->cancel_sig)))
-		on_cancel(&r, atomic_load(&sb->cancel_sig) ? atomic_load(&sb->cancel_sig)
-							   : atomic_load(x->cancel_sig));
-	struct pollfd cp = {.fd = x->cmd_cancel_fd, .events = POLLIN};
-	if (x->cmd_cancel_fd >= 0 && poll(&cp, 1, 0) == 1) {
-		epoll_ctl(r.ep, EPOLL_CTL_DEL, x->cmd_cancel_fd, NULL);
-		on_cancel(&r, SIGKILL);
-	}
-	if ((rc = loop(&r, deadline, err)) < 0)
+	int fds[] = {r.chan.fd, sb->pidfd};
+	rc = cmd_loop_watch(&r.c, fds, WD_ARRAY_SIZE(fds), err);
+	if (rc < 0 || (rc = cmd_loop_run(&r.c, err)) < 0)
 		goto out;
 
-	if (!r.got_exit && !r.killed_by && !r.timed_out) {
+	if (!r.got_exit && !r.c.killed_by && !r.c.timed_out) {
 		/* pid 1 failed a jail step with a one-shot command queued
 		 * behind it: its exit closed the command's channel, queued
 		 * unread with the command, and the loop may have seen that EOF
@@ -430,7 +326,7 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 		local_read_setup(sb);
 		pthread_mutex_unlock(&sb->lock);
 	}
-	if (!r.got_exit && sb->setup_step && !r.killed_by && !r.timed_out) {
+	if (!r.got_exit && sb->setup_step && !r.c.killed_by && !r.c.timed_out) {
 		/* the jail could not be built: warden's own failure */
 		rc = local_setup_error(sb, err);
 		goto out;
@@ -439,20 +335,12 @@ local_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, struct
 		rc = wd_err_sys(err, r.start_err, "start the command in the sandbox");
 		goto out;
 	}
-	*out = collect(&r, t0);
-	if (r.closed_late)
-		wd_log(WD_LOG_WARN,
-		       "sandbox %s: a process the command started still held its "
-		       "output %.0f ms after it ended; stopped reading",
-		       sb->id, DRAIN_GRACE_NS / 1e6);
+	*out = collect(&r);
 	rc = 0;
 out:
-	cmd_output_fini(&r.io);
-	stdin_relay_stop(&r.relay);
-	int own[] = {r.chan.fd, r.ep};
-	for (size_t i = 0; i < WD_ARRAY_SIZE(own); i++)
-		if (own[i] >= 0)
-			close(own[i]);
+	cmd_loop_fini(&r.c);
+	if (r.chan.fd >= 0)
+		close(r.chan.fd);
 	if (sent) {
 		pthread_mutex_lock(&sb->lock);
 		sb->running--;

@@ -304,6 +304,42 @@ sandbox_refusals_collect(struct sandbox *sb, uint64_t mark, wd_result *r)
 	result_refusal_lines(r);
 }
 
+void
+sandbox_describe_net(struct sandbox *sb, wd_result *r)
+{
+	struct net_stats ns = {0};
+	if (sb->proxy)
+		net_proxy_stats(sb->proxy, &ns);
+	r->net_proxy = sb->proxy != NULL;
+	r->tls_intercept = sb->proxy && sb->spec->tls_intercept;
+	r->net_requests = ns.requests;
+	r->net_refused = ns.refused;
+	r->net_dns = ns.dns_queries;
+	r->net_bytes = ns.bytes_total;
+}
+
+bool
+sandbox_release_host(struct sandbox *sb)
+{
+	if (sb->proxy) {
+		net_proxy_stop(sb->proxy);
+		net_proxy_free(sb->proxy);
+		sb->proxy = NULL;
+	}
+	net_rules_free(sb->own_rules);
+	sb->own_rules = NULL;
+	if (!sb->cg)
+		return false;
+	/* killed again: whatever escaped the backend's own end (a process
+	 * level command's orphan) has no namespace to die with */
+	cgroup_kill(sb->cg);
+	cgroup_destroy(sb->cg);
+	keeper_release(sb->keeper, cgroup_dirs(sb->cg));
+	cgroup_free(sb->cg);
+	sb->cg = NULL;
+	return true;
+}
+
 int
 sandbox_attach(struct sandbox *sb, int tree_fd, struct wd_err *err)
 {

@@ -254,6 +254,85 @@ void cmd_output_close(struct cmd_output *o);
 /* The kept windows, counts and the rest of the live copy, into res. */
 void cmd_output_collect(struct cmd_output *o, wd_result *res);
 void cmd_output_fini(struct cmd_output *o);
+
+/* ---- one command's loop (cmd_loop.c), shared by every backend ----
+ * The output pipes, a terminal's relay, the cancellation descriptors and
+ * the clock are the same for every backend; what differs (how the
+ * command's end is learnt, how it is stopped, the backend's own
+ * descriptors) comes through ops.  Usage: fill sb, x, io.fd, ops, priv
+ * (cmd_loop_init first); cmd_loop_watch; cmd_loop_run; the result with
+ * cmd_loop_result and cmd_loop_forced_status; cmd_loop_fini. */
+struct cmd_loop;
+/* Where a command is, as its backend sees it. */
+enum cmd_phase {
+	CMD_RUNNING,  /* the deadline counts */
+	CMD_STOPPING, /* asked to stop (by the clock, or otherwise): no deadline */
+	CMD_ENDED,    /* its end is known (its status, or its sandbox's death) */
+};
+struct cmd_loop_ops {
+	enum cmd_phase (*phase)(const struct cmd_loop *l);
+	/* end the command (the deadline, a cancellation); the backend
+	 * ignores a call once the command has ended */
+	void (*stop)(struct cmd_loop *l);
+	/* a readable descriptor of the backend's: false when not its own */
+	bool (*on_fd)(struct cmd_loop *l, int fd);
+	/* optional: before each wait (descriptors the backend adds late) */
+	void (*prepare)(struct cmd_loop *l);
+	/* optional: after each wait, with the time (the backend's own
+	 * graces) */
+	void (*tick)(struct cmd_loop *l, uint64_t now);
+	/* optional: the output was stopped being read (the drain grace) */
+	void (*closed_late)(struct cmd_loop *l);
+	/* while stopping and not ended: the wake-up period, 0 for none */
+	int stop_poll_ms;
+};
+struct cmd_loop {
+	struct sandbox *sb;
+	const struct exec_req *x;
+	const struct cmd_loop_ops *ops;
+	void *priv;
+	struct cmd_output io; /* io.fd[1], io.fd[2]: the output pipes */
+	struct stdin_relay relay;
+	int ep;
+	uint64_t t0, deadline_ns;
+	uint64_t exit_ns; /* when its status came (the backend's; 0: none, no drain grace) */
+	bool drain_grace; /* the sandbox outlives the command: its pipes may stay open */
+	bool timed_out, closed_late;
+	int killed_by; /* the signal of a cancellation */
+};
+/* Start the clock: t0 now, the deadline from x's or the spec's timeout. */
+void cmd_loop_init(struct cmd_loop *l, struct sandbox *sb, const struct exec_req *x);
+/* The descriptors a command is started with, the host's ends: its stdin
+ * (a terminal's relay, the caller's descriptor, or /dev/null) and two
+ * output pipes. */
+struct cmd_stdio {
+	int in; /* the command's stdin (one of the three below, or x's) */
+	int relay_r, devnull;
+	int outp[2], errp[2]; /* [1]: the command's; [0]: ours */
+};
+/* Open them: pipes with non-blocking, enlarged read ends (fewer wake-ups
+ * when a command floods its output), all close-on-exec. */
+int cmd_stdio_open(struct cmd_loop *l, struct cmd_stdio *s, struct wd_err *err);
+/* Once the command has its copies: the read ends into l->io. */
+void cmd_stdio_take(struct cmd_loop *l, struct cmd_stdio *s);
+/* Close what is still open (always, success or not). */
+void cmd_stdio_close(struct cmd_stdio *s);
+/* The output windows, the epoll set over the pipes, the relay, extra (the
+ * backend's, -1 skipped) and the cancellation descriptors; a cancellation
+ * that came before the command was sent is acted on now. */
+int cmd_loop_watch(struct cmd_loop *l, const int *extra, size_t n, struct wd_err *err);
+/* Until the command has ended and its output is drained (or, after the
+ * drain grace, stopped being read). */
+int cmd_loop_run(struct cmd_loop *l, struct wd_err *err);
+/* A cancellation: the signal recorded once, the command stopped. */
+void cmd_loop_cancel(struct cmd_loop *l, int sig);
+/* A result with the wall clock and the output (status is the caller's). */
+wd_result *cmd_loop_result(struct cmd_loop *l, void (*describe)(struct sandbox *, wd_result *));
+/* A timeout (124) or a cancellation (128+signal) decides the status
+ * whatever the command reported: true when one did. */
+bool cmd_loop_forced_status(const struct cmd_loop *l, wd_result *res);
+void cmd_loop_fini(struct cmd_loop *l);
+
 /* A command's working directory in the sandbox's view: the workspace, or
  * cwd below it (relative, no ".."); NULL with err otherwise. */
 char *sandbox_command_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err);
@@ -539,6 +618,12 @@ int sandbox_update(struct sandbox *sb, const struct wd_limits *lim, struct net_r
 		   unsigned *applied, struct wd_err *err);
 void sandbox_cancel(struct sandbox *sb, int signo);
 void sandbox_free(struct sandbox *sb); /* destroys what is left first */
+/* What every backend's destroy ends with, once the sandbox's processes
+ * are gone: its egress proxy, its own network rules, its cgroup (killed,
+ * removed, released from the keeper).  True when it had a cgroup. */
+bool sandbox_release_host(struct sandbox *sb);
+/* The egress proxy's part of a result (every backend's describe). */
+void sandbox_describe_net(struct sandbox *sb, wd_result *r);
 /* A ready vacant sandbox's workspace (tree_fd not owned): sent to pid 1,
  * which moves it into place; a command may be sent right behind it.
  * -ENOTSUP at a level that cannot, -EINVAL when not vacant. */

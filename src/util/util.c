@@ -337,3 +337,25 @@ wd_env_set(char ***env, size_t *n, const char *name, const char *value, struct w
 	(*env)[*n] = NULL;
 	return 0;
 }
+
+int
+wd_helper_program(const char *env_var, const char *name, const char *installed, char *out,
+		  size_t cap)
+{
+	const char *env = getenv(env_var);
+	if (env && env[0] == '/' && access(env, X_OK) == 0) {
+		snprintf(out, cap, "%s", env);
+		return 0;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+	if (slash) {
+		*slash = '\0';
+		snprintf(out, cap, "%s/%s", self, name);
+		if (access(out, X_OK) == 0)
+			return 0;
+	}
+	snprintf(out, cap, "%s", installed);
+	return access(out, X_OK) == 0 ? 0 : -ENOENT;
+}

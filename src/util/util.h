@@ -173,6 +173,13 @@ int wd_write_all(int fd, const void *buf, size_t len);
 ssize_t wd_read_file_at(int dirfd, const char *path, char *buf, size_t cap);
 /* write a string to dirfd/path (O_WRONLY, no create); 0 or -errno. */
 int wd_write_file_at(int dirfd, const char *path, const char *s);
+/* One of warden's helper programs (warden-monitor, warden-init): $env_var
+ * when it names an absolute executable; else name next to the running
+ * program (a build tree, or an installation whose libexec is the same
+ * directory); else installed.  0 with out holding the path, or -ENOENT
+ * with out holding installed (not executable). */
+int wd_helper_program(const char *env_var, const char *name, const char *installed, char *out,
+		      size_t cap);
 
 /* ---- trees (fs.c; supervisor side: never after a raw clone) ---- */
 /* rm -r of dfd/name (dfd may be AT_FDCWD), following no link anywhere:
