@@ -15,6 +15,8 @@
 #define WD_CORE_H
 
 #include "supervise/supervise.h"
+#include "spec/spec.h"
+#include "result/result.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

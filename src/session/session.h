@@ -18,6 +18,8 @@
 #define WD_SESSION_H
 
 #include "core/core.h"
+#include "spec/spec.h"
+#include "result/result.h"
 
 #define MP_MAX_FDS 4
 /* One JSON record with descriptors each way (large ones in a memfd). */

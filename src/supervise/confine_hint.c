@@ -15,6 +15,7 @@
  * creation, mount and pivot_root.  tests/integration/containerd.sh removes
  * each in turn under containerd and runc and checks the message. */
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 #include "jail/jail.h"
 
 #include <errno.h>

@@ -27,6 +27,7 @@
 #define WD_SUPERVISE_GVISOR_H
 
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 
 #include <limits.h>
 #include <sys/types.h>

@@ -7,6 +7,7 @@
  * the cgroup is made, and how the sandbox is ended.  Everything else, the
  * protocol and the command loop (local_exec.c), is one code path. */
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 #include "net/net.h"

@@ -5,6 +5,7 @@
  * ended and its output is drained.  Each command has its own state here
  * (struct xrun), so any number run at once, from any threads. */
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 

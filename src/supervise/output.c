@@ -2,6 +2,7 @@
  * windows, and its working directory: what every backend's command loop
  * shares (local_exec.c, gvisor_exec.c). */
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 #include "jail/jail.h"
 
 #include <string.h>

@@ -1,6 +1,7 @@
 /* supervise/sandbox: the sandbox object over its backend: create (prepare
  * + spawn), wait until ready, run commands, cancel, destroy. */
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 #include "cgroup/cgroup.h"
 #include "jail/jail.h"
 #include "net/net.h"
@@ -199,15 +200,6 @@ sandbox_exec(struct sandbox *sb, const struct exec_req *x, wd_result **out, stru
 	if (rc == 0 && *out)
 		sandbox_refusals_collect(sb, mark, *out);
 	return rc;
-}
-
-void
-net_refusal_fini(struct net_refusal *f)
-{
-	free(f->host);
-	free(f->rule);
-	free(f->advice);
-	memset(f, 0, sizeof(*f));
 }
 
 static bool

@@ -26,6 +26,7 @@
 
 #include "util/util.h"
 #include "jail/sync.h"
+#include "result/result.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,117 +36,6 @@ struct net_event;
 struct net_proxy;
 struct cgroup;
 struct jail_prep;
-
-struct spec_bind {
-	char *src, *dst;
-	bool rw;
-};
-
-struct wd_spec {
-	char **argv; /* NULL-terminated; the program of wd_run() */
-	int argc;
-	char *workspace;
-	enum wd_isolation isolation;
-	bool isolation_given, net_given; /* set by the caller, not defaults */
-	struct wd_limits lim;		 /* defaults filled in */
-	struct wd_limits lim_given;	 /* what the caller set (0: not set) */
-	struct spec_bind *binds;
-	size_t nbinds;
-	char **env; /* NAME=VALUE */
-	size_t nenv;
-	uint16_t *ports;
-	size_t nports;
-	int stdin_fd;
-	int stream_fd[3]; /* [1] stdout, [2] stderr */
-	char *term;
-	/* network: proxy mode, its rules (net/net.h), interception; the
-	 * rules' text is kept too, so a copy can build its own set */
-	enum wd_net_mode net;
-	struct net_rules *net_rules;
-	struct spec_rule {
-		enum wd_net_rule kind;
-		char *text;
-	} * rules;
-	size_t nrules;
-	bool tls_intercept;
-	char *upstream_ca;
-	/* credentials for the proxy to inject (net/net.h): shared between
-	 * copies (a reference each), copied before a change */
-	struct net_secrets *secrets;
-	/* where each secret's value was read from ("env:VAR", "@/abs/path")
-	 * and the --placeholder VAR=NAME pairs: what a session keeps in its
-	 * meta.json instead of the values; pending: sources known, values not
-	 * read (spec_secrets_load), and no sandbox can be built */
-	struct spec_secret_src {
-		char *name, *source;
-	} * secret_src;
-	size_t nsecret_src;
-	char **placeholder_src;
-	size_t nplaceholder_src;
-	bool secrets_pending;
-	bool time_ns;
-	bool best_effort;	  /* run without limits the host cannot enforce */
-	bool reproducible;	  /* SOURCE_DATE_EPOCH, PYTHONHASHSEED=0, ... */
-	wd_net_event_fn event_fn; /* wd_spec_set_event_handler: network events as JSON */
-	void *event_data;
-	/* the workspace */
-	enum wd_workspace_mode ws_mode;
-	uint64_t disk_bytes; /* --disk; 0: warden's default (1G) */
-	char **protect;	     /* protected paths beyond the defaults */
-	size_t nprotect;
-	/* the environment: the image's reference as given, the
-	 * rootfs it resolved to (host path) and its digest; NULL: the host's
-	 * /usr and /etc (core/image.c resolves, wd_spec_set_image) */
-	char *image, *image_root, *image_digest;
-	/* the image's user: the name of warden's passwd entry for uid 1000
-	 * (NULL: sandbox) */
-	char *image_user;
-	/* set by core for one sandbox, never by the caller: detached trees
-	 * from workspace/ (not owned; -1 none), and a vacant build */
-	int tree_ws, tree_home, tree_tmp;
-	bool vacant;
-};
-
-/* A deep copy (the sandbox keeps its own). */
-wd_spec *spec_copy(const wd_spec *s);
-/* "/", /root, /var and the system trees (/etc, /usr, /proc, ...), which
- * must never be writable by a sandbox; real is a resolved path. */
-bool spec_is_system_dir(const char *real);
-/* The spec as JSON (what the caller set; a new jansson object) and back
- * (through the public setters, so everything is checked again). */
-struct json_t;
-struct json_t *spec_to_json(const wd_spec *s);
-int spec_from_json(struct json_t *j, wd_spec **out, struct wd_err *err);
-/* Set a stored image by its rootfs path (a session's meta.json): root
- * must be an existing ".../sha256-HEX/rootfs" directory whose HEX is the
- * digest of ref ("sha256:HEX").  -EINVAL otherwise. */
-/* A name for uid 1000's passwd entry (an image's user): [a-z_][a-z0-9_-]*,
- * at most 32 bytes, not root or nobody (warden's passwd keeps those). */
-bool spec_user_name_ok(const char *u);
-int spec_set_image_root(wd_spec *s, const char *ref, const char *root, struct wd_err *err);
-/* A protected path in normal form (relative, no "", "." or ".."
- * component): a new copy, or NULL when it is not one. */
-char *spec_protect_path(const char *p);
-
-/* Read the values of a spec whose secrets are pending (from its
- * meta.json): get (NULL: each secret's own source, read by this process)
- * fills buf with secret name's value; then the placeholders.  0, or
- * -EINVAL naming the secret and its source. */
-typedef int (*spec_secret_get)(void *data, const char *name, const char *source, char *buf,
-			       size_t cap, size_t *len, struct wd_err *err);
-int spec_secrets_load(wd_spec *s, spec_secret_get get, void *data, struct wd_err *err);
-/* Record secret name's source (a file made absolute). */
-void spec_secret_src_add(wd_spec *s, const char *name, const char *source);
-
-/* The sandbox's base environment: the spec's variables and the secrets'
- * placeholders, as a new NULL-terminated array of pointers
- * into spec (free the array only); *n gets the count.  -EINVAL when the
- * spec has secrets without the proxy, or a placeholder's variable is also
- * set with wd_spec_setenv(). */
-int spec_jail_env(const wd_spec *spec, const char ***out, size_t *n, struct wd_err *err);
-/* The secrets' lines of a plan (names, rules, placeholder variables;
- * never a value): a new string, "" without secrets. */
-char *spec_plan_secrets(const wd_spec *spec);
 
 /* ---- events ---- */
 struct wd_event {
@@ -336,90 +226,6 @@ void cmd_loop_fini(struct cmd_loop *l);
 /* A command's working directory in the sandbox's view: the workspace, or
  * cwd below it (relative, no ".."); NULL with err otherwise. */
 char *sandbox_command_cwd(const struct sandbox *sb, const char *cwd, struct wd_err *err);
-
-/* ---- results ---- */
-/* One distinct network refusal (host, port, protocol, reason, rule): what a
- * run or exec prints at its end and lists in its result, so the reason is
- * not only in a 403's header. */
-struct net_refusal {
-	char *host, *rule, *advice; /* owned; rule and advice may be NULL */
-	char proto[8], reason[32];  /* net_proto_name, net_reason_name */
-	unsigned port;
-	uint64_t count; /* times refused in this sandbox so far */
-	uint64_t seq;	/* the sandbox's refusal counter at the last one */
-};
-#define NET_REFUSALS_MAX 16
-void net_refusal_fini(struct net_refusal *f);
-/* r->net_refusal_lines from r->net_refusals. */
-struct wd_result;
-void result_refusal_lines(struct wd_result *r);
-struct jw;
-void result_refusals_write(struct jw *w, const struct wd_result *r);
-
-struct wd_result {
-	enum wd_outcome outcome;
-	int status;
-	int exit_code; /* -1 when signalled */
-	int signal;
-	bool timed_out, oom_killed;
-	int exec_errno; /* execve or a step of the command's set-up failed */
-	int exec_step;
-	char *out[3];
-	size_t out_len[3];
-	uint64_t total[3], omitted[3];
-	uint64_t wall_ns, cpu_ns, peak_memory;
-	/* protections in force, filled by the backend's describe */
-	enum wd_isolation isolation;
-	unsigned namespaces; /* RESULT_NS_*: the namespaces the command runs in */
-	int uid;	     /* the command's uid as it sees it */
-	const char *network; /* "loopback", "proxy" or "host" (a static string) */
-	/* a user-space kernel: its runtime, version, platform ("" otherwise) */
-	char runtime[16], runtime_version[48], platform[16];
-	/* gvisor: how the command was started: "resident" (the session's
-	 * executor), "runsc-exec", "runsc-run" (one-shot); else "" */
-	char exec_path[16];
-	bool seccomp;
-	int landlock_abi;
-	int cgroup_version; /* 0 none */
-	bool idmapped;
-	bool bounding_dropped; /* false: unprivileged process level */
-	bool time_ns;
-	bool net_proxy;
-	bool tls_intercept;
-	uint64_t net_requests, net_refused, net_dns, net_bytes;
-	/* the distinct refusals of this command (at most NET_REFUSALS_MAX;
-	 * net_refusals_more: distinct ones past that) */
-	struct net_refusal *net_refusals;
-	size_t n_net_refusals;
-	uint64_t net_refusals_more;
-	/* the refusals' network events went to another process's trail (a
-	 * session's monitor): the audit trail's result lists them itself */
-	bool refusals_unaudited;
-	char **net_refusal_lines; /* one escaped line each, for a human */
-	unsigned host_uid;
-	char sandbox_id[17];
-	/* the policy stage */
-	wd_decision *decision; /* owned; NULL: off */
-	char policy[65];       /* "off" or the digest */
-	char *refusal;	       /* why nothing ran, when no decision says it */
-};
-
-/* wd_result.namespaces bits */
-#define RESULT_NS_USER 0x1u
-#define RESULT_NS_MOUNT 0x2u
-#define RESULT_NS_PID 0x4u
-#define RESULT_NS_NET 0x8u
-#define RESULT_NS_IPC 0x10u
-#define RESULT_NS_UTS 0x20u
-#define RESULT_NS_CGROUP 0x40u
-#define RESULT_NS_TIME 0x80u
-
-wd_result *result_new(const char *sandbox_id);
-/* "container", "process", "gvisor". */
-/* Write the result as one JSON object into w (with_data: the output
- * windows; the audit trail keeps only the counts). */
-struct jw;
-void result_write(struct jw *w, const wd_result *r, bool with_data);
 
 /* ---- one command ---- */
 struct exec_req {
@@ -667,15 +473,5 @@ char *local_plan_text(struct sandbox *sb);
 
 /* ---- the gvisor backend (gvisor*.c) ---- */
 extern const struct backend_ops gvisor_ops;
-
-/* A result across a process boundary (result_wire.c): every field by
- * name into w; back from the object with the output windows apart. */
-void result_wire_write(struct jw *w, const wd_result *r);
-wd_result *result_wire_read(struct json_t *o, const char *out, size_t out_len, const char *err,
-			    size_t err_len);
-
-/* One JSON object for a proxy or DNS decision (compat: spec event handler). */
-char *result_net_event_json(const struct net_event *ev);
-void result_net_members(struct jw *w, const struct net_event *ev);
 
 #endif

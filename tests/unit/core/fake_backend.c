@@ -3,6 +3,7 @@
  * ran. */
 #include "fake_backend.h"
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -743,7 +743,7 @@ Test(net_secrets, dns_refuses_names_with_a_placeholder)
 }
 
 /* ---- the spec: copies share one set, a change copies it first ---- */
-#include "supervise/supervise.h"
+#include "spec/spec.h"
 
 Test(net_secrets, spec_copies_share_the_values_and_copy_before_a_change)
 {

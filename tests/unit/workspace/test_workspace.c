@@ -3,7 +3,7 @@
  * the baseline's round trip and lookups, the sync table's vacant states,
  * the spec's workspace setters and its JSON round trip. */
 #include "jail/sync.h"
-#include "supervise/supervise.h"
+#include "spec/spec.h"
 #include "workspace/workspace.h"
 
 #include <criterion/criterion.h>

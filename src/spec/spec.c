@@ -1,5 +1,5 @@
-/* supervise/spec: the run description and its setters. */
-#include "supervise/supervise.h"
+/* spec/spec: the run description and its setters. */
+#include "spec/spec.h"
 #include "net/net.h"
 #include "policy/policy.h"
 

@@ -1,5 +1,5 @@
-/* supervise/result: accessors and the --json object. */
-#include "supervise/supervise.h"
+/* result/result: accessors and the --json object. */
+#include "result/result.h"
 #include "jail/jail.h"
 #include "net/net.h"
 #include "util/json.h"
@@ -7,6 +7,15 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+void
+net_refusal_fini(struct net_refusal *f)
+{
+	free(f->host);
+	free(f->rule);
+	free(f->advice);
+	memset(f, 0, sizeof(*f));
+}
 
 wd_result *
 result_new(const char *sandbox_id)

@@ -1,4 +1,4 @@
-/* supervise/spec_json: a spec as JSON and back, for what outlives the
+/* spec/spec_json: a spec as JSON and back, for what outlives the
  * process that made it: a session's meta.json, from which its monitor
  * builds the sandbox and `warden start` builds it again after a restart.
  *
@@ -6,7 +6,7 @@
  * warden's defaults), so a session started after an upgrade gets the new
  * defaults.  Reading goes through the public setters, which validate
  * everything again: a hand-edited meta.json is bad input like any other. */
-#include "supervise/supervise.h"
+#include "spec/spec.h"
 #include "net/net.h"
 
 #include <jansson.h>

@@ -1,10 +1,10 @@
-/* supervise/result_wire: a result across a process boundary (a session's
+/* result/result_wire: a result across a process boundary (a session's
  * monitor to its client), every field by name so that a newer client and
  * an older monitor (or the reverse) still understand each other.  The
  * output windows travel apart, as raw bytes (out[1] then out[2], their
  * lengths here): they are not text, and a JSON string would have to
  * escape them. */
-#include "supervise/supervise.h"
+#include "result/result.h"
 #include "util/json.h"
 
 #include <jansson.h>
