@@ -67,8 +67,14 @@ ctx_policy_create(wd_ctx *ctx, wd_spec **spec, struct wd_err *err)
 	 * policy's sandbox object > the library's defaults): a session or
 	 * a live sandbox made under a policy that bounds memory must not
 	 * run with the library's defaults instead. */
-	struct wd_limits l;
-	policy_limits_merge(&(*spec)->lim_given, NULL, &ps.limits, &l);
+	struct wd_limits l, sb = {.memory_bytes = ps.limits.memory_bytes,
+				  .pids = ps.limits.pids,
+				  .cpu_millionths = ps.limits.cpu_millionths,
+				  .tmp_bytes = ps.limits.tmp_bytes};
+	/* only what the sandbox is made with (its cgroup, its /tmp): a
+	 * command's timeout and output window stay the policy stage's, set
+	 * per command as for every entry (pipeline.c) */
+	policy_limits_merge(&(*spec)->lim_given, NULL, &sb, &l);
 	if (rc == 0 && memcmp(&l, &(*spec)->lim_given, sizeof(l)))
 		wd_spec_set_limits(*spec, &l);
 	struct gate g = {0};

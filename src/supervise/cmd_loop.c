@@ -5,6 +5,7 @@
  * output and forced status.  How a command's end is learnt and how it is
  * stopped are the backend's (struct cmd_loop_ops). */
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 
 #include <fcntl.h>
 #include <poll.h>

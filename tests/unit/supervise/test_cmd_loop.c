@@ -4,6 +4,7 @@
  * from its pidfd): output captured to its end, the deadline, the
  * cancellation descriptors, the drain grace, and the forced status. */
 #include "supervise/supervise.h"
+#include "spec/spec.h"
 
 #include <criterion/criterion.h>
 #include <signal.h>
