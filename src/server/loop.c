@@ -81,8 +81,11 @@ log_json_line(struct srv *s, const char *level, const char *msg, json_t *fields)
 	free(line);
 }
 
-static void SRV_PRINTF(4, 0)
-    log_v(struct srv *s, int level, json_t *fields, const char *fmt, va_list ap)
+static void log_v(struct srv *s, int level, json_t *fields, const char *fmt, va_list ap)
+    SRV_PRINTF(4, 0);
+
+static void
+log_v(struct srv *s, int level, json_t *fields, const char *fmt, va_list ap)
 {
 	static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
 	bool json = s && s->o.log_json;
