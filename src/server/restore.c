@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,16 +52,17 @@ hex_id(const char *s, size_t n)
 	return true;
 }
 
-int
-srv_records_open(struct srv *s)
+/* DIR/serve made (mode 0700) and checked, as a new string; NULL when it
+ * cannot be (logged when loud). */
+static char *
+serve_dir(struct srv *s, bool loud)
 {
-	if (!s->o.state_dir)
-		return 0;
 	char *dir = xasprintf("%s/serve", s->o.state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		srv_log(s, WD_LOG_ERROR, "--state-dir: %s: %s", dir, strerror(errno));
+		if (loud)
+			srv_log(s, WD_LOG_ERROR, "--state-dir: %s: %s", dir, strerror(errno));
 		free(dir);
-		return -EINVAL;
+		return NULL;
 	}
 	/* Why: the records say who owns which sandbox; a directory another
 	 * user could write (or a link to one) would let them hand a session
@@ -68,14 +70,105 @@ srv_records_open(struct srv *s)
 	struct stat st;
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 077)) {
-		srv_log(s, WD_LOG_ERROR,
-			"--state-dir: %s must be a directory of the server's user with mode 0700",
-			dir);
+		if (loud)
+			srv_log(s, WD_LOG_ERROR,
+				"--state-dir: %s must be a directory of the server's user with "
+				"mode 0700",
+				dir);
 		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+/* The lock, taken early (srv_init, quiet) when DIR is already one the
+ * context accepts; otherwise the context's check or srv_records_open
+ * refuses DIR with its reason, or srv_records_open takes the lock once
+ * the context has made DIR (loud). */
+static int
+state_lock(struct srv *s, bool loud)
+{
+	if (!s->o.state_dir || s->state_lock >= 0)
+		return 0;
+	/* early, nothing is made in a directory the context's check will
+	 * refuse (another's, or one others can write): it is left as it was */
+	struct stat top;
+	if (!loud && (stat(s->o.state_dir, &top) < 0 || !S_ISDIR(top.st_mode) ||
+		      top.st_uid != geteuid() || (top.st_mode & 077)))
+		return 0;
+	char *dir = serve_dir(s, loud);
+	if (!dir)
+		return loud ? -EINVAL : 0;
+	char *path = xasprintf("%s/lock", dir);
+	free(dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		srv_log(s, WD_LOG_ERROR, "--state-dir: %s: %s", path,
+			fd < 0 ? strerror(errno) : "not a regular file of the server's user");
+		if (fd >= 0)
+			close(fd);
+		free(path);
 		return -EINVAL;
 	}
-	s->rec_dir = dir;
+	/* Why one server per directory: each takes back, at start, the
+	 * sessions its records name and removes the server-made sessions
+	 * none names; two would adopt (and serve twice) or remove each
+	 * other's live sandboxes.  Why flock and not a pid file: the lock
+	 * goes with the process however it dies (SIGKILL, a pod's end), so
+	 * the next server starts and adopts without a stale-pid guess, and
+	 * it holds across pid namespaces (two pods on one volume).  The
+	 * descriptor is close-on-exec: no sandbox or monitor keeps it. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		char buf[32] = "";
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		char *end = NULL;
+		long pid = strtol(buf, &end, 10);
+		bool known = end != buf && *end == '\n' && pid > 0;
+		if (e == EWOULDBLOCK)
+			srv_log(s, WD_LOG_ERROR,
+				"--state-dir: %s is in use by another warden serve (pid %ld%s, "
+				"holding %s): one server per state directory, or two would "
+				"take each other's sessions; give this one a --state-dir of "
+				"its own",
+				s->o.state_dir, known ? pid : 0L,
+				known ? "" : ": not written yet", path);
+		else
+			srv_log(s, WD_LOG_ERROR, "--state-dir: flock %s: %s", path, strerror(e));
+		close(fd);
+		free(path);
+		return -EBUSY;
+	}
+	/* the holder's pid, for the refusal above (as this pid namespace
+	 * numbers it); only ever read as a number */
+	char pid[24];
+	int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) != len)
+		srv_log(s, WD_LOG_WARN, "--state-dir: %s: %s (a second server's refusal will "
+			"not name this one's pid)", path, strerror(errno));
+	free(path);
+	s->state_lock = fd;
 	return 0;
+}
+
+int
+srv_state_lock(struct srv *s)
+{
+	return state_lock(s, false);
+}
+
+int
+srv_records_open(struct srv *s)
+{
+	if (!s->o.state_dir)
+		return 0;
+	char *dir = serve_dir(s, true);
+	if (!dir)
+		return -EINVAL;
+	s->rec_dir = dir;
+	return state_lock(s, true);
 }
 
 bool

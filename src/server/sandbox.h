@@ -42,6 +42,11 @@ struct live *live_new_session(struct srv *s, const char *id, bool cow, bool kept
  * that a server started later on the state directory removes those whose
  * server is gone (srv_sweep_anon, at start). */
 void srv_anon_name(char *buf, size_t n, const char *rnd);
+/* One server per --state-dir: DIR/serve/lock, flocked (exclusive) for
+ * the server's life, before anything is made on the directory; -EBUSY
+ * (logged, naming the option, the path and the holder's pid) when
+ * another server holds it. */
+int srv_state_lock(struct srv *s);
 void srv_sweep_anon(struct srv *s);
 /* What a live sandbox offers, for an in-process sandbox or a session
  * alike (dispatch.c).  live_view: its workspace view; close it with

@@ -523,6 +523,7 @@ int
 srv_init(struct srv *s, const struct server_opts *o)
 {
 	s->o = *o;
+	s->state_lock = -1;
 	s->owner_uid = geteuid();
 	pthread_mutex_init(&s->qlock, NULL);
 	pthread_mutex_init(&s->wlock, NULL);
@@ -548,6 +549,10 @@ srv_init(struct srv *s, const struct server_opts *o)
 	} else {
 		s->activated = true;
 	}
+	/* first: a second server on the directory makes nothing there (its
+	 * pool, its sweep) before it is refused */
+	if (srv_state_lock(s) < 0)
+		return -EBUSY;
 	return srv_setup(s, o, o->await_activation);
 }
 
@@ -779,6 +784,8 @@ srv_fini(struct srv *s)
 	free(s->act_tenant);
 	free(s->act_token_file);
 	free(s->rec_dir);
+	if (s->state_lock >= 0)
+		close(s->state_lock);
 	int fds[] = {s->ep, s->wake_fd, s->sig_fd, s->timer_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)

@@ -194,6 +194,8 @@ struct srv {
 	 * down, or NULL; keep_sessions: stopping, the sessions stay */
 	char *rec_dir;
 	bool keep_sessions;
+	/* DIR/serve/lock (--state-dir), flocked for the server's life, or -1 */
+	int state_lock;
 	/* the warm pool (pool.c), or NULL */
 	struct srv_pool *pool;
 	struct conn *conns;
