@@ -134,7 +134,7 @@ static int
 next_timeout(const struct cmd_loop *l, uint64_t now)
 {
 	enum cmd_phase ph = l->ops->phase(l);
-	if (ph == CMD_RUNNING)
+	if (ph == CMD_RUNNING && !l->past_deadline)
 		return now >= l->deadline_ns ? 0 : (int)((l->deadline_ns - now) / 1000000 + 1);
 	if (ph == CMD_STOPPING && l->ops->stop_poll_ms)
 		return l->ops->stop_poll_ms;
@@ -183,8 +183,15 @@ cmd_loop_run(struct cmd_loop *l, struct wd_err *err)
 		if (n < 0 && errno != EINTR)
 			return wd_err_sys(err, errno, "epoll_wait");
 		uint64_t now = wd_now_ns();
-		if (ops->phase(l) == CMD_RUNNING && now >= l->deadline_ns) {
-			l->timed_out = true;
+		if (ops->phase(l) == CMD_RUNNING && !l->past_deadline && now >= l->deadline_ns) {
+			/* once.  A command cancelled before its deadline is
+			 * stopped again here (the cancellation's stop did not end
+			 * it yet: pid 1 still reaping, a signal it ignores) but
+			 * stays cancelled: the result says what asked first
+			 * (128 + the signal), not a timeout (124) */
+			l->past_deadline = true;
+			if (!l->killed_by)
+				l->timed_out = true;
 			ops->stop(l);
 		}
 		if (ops->tick)

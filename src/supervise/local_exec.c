@@ -116,8 +116,9 @@ op_phase(const struct cmd_loop *c)
 	if (r->got_exit || r->sandbox_dead)
 		return CMD_ENDED;
 	/* a cancellation leaves the deadline counting: past it the
-	 * command's group is killed again, and the result says timed out */
-	return c->timed_out ? CMD_STOPPING : CMD_RUNNING;
+	 * command's group is killed again (the result still says
+	 * cancelled, cmd_loop_run) */
+	return c->past_deadline ? CMD_STOPPING : CMD_RUNNING;
 }
 
 static void

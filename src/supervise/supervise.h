@@ -188,7 +188,8 @@ struct cmd_loop {
 	uint64_t exit_ns; /* when its status came (the backend's; 0: none, no drain grace) */
 	bool drain_grace; /* the sandbox outlives the command: its pipes may stay open */
 	bool timed_out, closed_late;
-	int killed_by; /* the signal of a cancellation */
+	bool past_deadline; /* the clock's stop was made (timed out, or cancelled first) */
+	int killed_by;	    /* the signal of a cancellation */
 };
 /* Start the clock: t0 now, the deadline from x's or the spec's timeout. */
 void cmd_loop_init(struct cmd_loop *l, struct sandbox *sb, const struct exec_req *x);

@@ -25,12 +25,19 @@ struct fake {
 	int pidfd;
 	bool exited;
 	int status, stops;
+	/* a backend like the local one: a cancellation's stop leaves the
+	 * deadline counting (only the clock's stop moves it on), and the
+	 * command may outlive that stop (it ignores SIGTERM) */
+	bool local_like, ignore_term;
+	int clock_stops;
 };
 
 static enum cmd_phase
 fake_phase(const struct cmd_loop *c)
 {
 	const struct fake *f = c->priv;
+	if (f->local_like)
+		return f->exited ? CMD_ENDED : f->clock_stops ? CMD_STOPPING : CMD_RUNNING;
 	return f->exited ? CMD_ENDED : f->stops ? CMD_STOPPING : CMD_RUNNING;
 }
 
@@ -41,7 +48,11 @@ fake_stop(struct cmd_loop *c)
 	if (f->exited)
 		return;
 	f->stops++;
-	kill(f->pid, SIGKILL);
+	bool clock = f->local_like && wd_now_ns() >= c->deadline_ns;
+	f->clock_stops += clock;
+	/* the local-like backend's stop for a cancellation sends its signal,
+	 * the clock's SIGKILL */
+	kill(f->pid, f->local_like && !clock && c->killed_by ? c->killed_by : SIGKILL);
 }
 
 static bool
@@ -96,6 +107,9 @@ run(struct fake *f, const char *script)
 	struct cmd_stdio io;
 	struct wd_err e = {0};
 	cr_assert_eq(cmd_stdio_open(&f->c, &io, &e), 0, "%s", e.msg);
+	/* ignored from the fork on (set in the child, a SIGTERM sent at
+	 * once could come first), kept across exec */
+	void (*was)(int) = f->ignore_term ? signal(SIGTERM, SIG_IGN) : SIG_DFL;
 	f->pid = fork();
 	cr_assert_geq(f->pid, 0);
 	if (f->pid == 0) {
@@ -105,6 +119,8 @@ run(struct fake *f, const char *script)
 		execl("/bin/sh", "sh", "-c", script, (char *)NULL);
 		_exit(127);
 	}
+	if (f->ignore_term)
+		signal(SIGTERM, was);
 	cmd_stdio_take(&f->c, &io);
 	cmd_stdio_close(&io);
 	f->pidfd = (int)syscall(SYS_pidfd_open, f->pid, 0);
@@ -199,6 +215,31 @@ Test(cmd_loop, a_readable_cancel_fd_in_the_loop_is_acted_on_once)
 	cr_assert_eq(f.c.killed_by, SIGKILL);
 	cr_assert_eq(f.stops, 1, "stopped %d times", f.stops);
 	cr_assert_eq(r->status, 128 + SIGKILL);
+	close(f.x.cancel_fd);
+	wd_result_free(r);
+}
+
+/* A command cancelled (SIGTERM) that outlives the cancellation's stop
+ * until the deadline: the deadline still kills it (the cancellation's
+ * stop did not end it), but the result says what happened first, the
+ * cancellation (128 + SIGTERM), not a timeout (124). */
+Test(cmd_loop, a_cancelled_command_outliving_the_kill_past_the_deadline_stays_cancelled)
+{
+	struct fake f;
+	setup(&f, 200);
+	f.local_like = f.ignore_term = true;
+	atomic_int sig;
+	atomic_init(&sig, SIGTERM);
+	f.x.cancel_fd = eventfd(1, EFD_CLOEXEC);
+	f.x.cancel_sig = &sig;
+	wd_result *r = run(&f, "exec sleep 30");
+	cr_assert_eq(f.c.killed_by, SIGTERM);
+	cr_assert_eq(f.clock_stops, 1, "the deadline stopped it %d times", f.clock_stops);
+	cr_assert(WIFSIGNALED(f.status) && WTERMSIG(f.status) == SIGKILL,
+		  "it outlived the SIGTERM until the deadline's kill");
+	cr_assert(!r->timed_out, "a cancelled command reported as timed out");
+	cr_assert_eq(r->status, 128 + SIGTERM, "status %d", r->status);
+	cr_assert_eq(r->signal, SIGTERM);
 	close(f.x.cancel_fd);
 	wd_result_free(r);
 }
