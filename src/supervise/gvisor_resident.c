@@ -161,16 +161,15 @@ held_bytes(const struct gv_rcmd *c)
 	return c->held[1].len - c->held[1].off + c->held[2].len - c->held[2].off;
 }
 
-/* Hand on what stream s of c holds, as far as its socket pair takes it
- * now; then the bytes p[0, n) (none: n 0), the rest held.  A reader that
- * has gone (EPIPE: the command's loop closed its end) takes nothing
- * more: its bytes are dropped, as a closed pipe drops them. */
-static void
-hand_on(struct gv_rcmd *c, int s, const char *p, size_t n)
+/* Send p[0, n) to stream s's socket pair as far as it takes it now
+ * (non-blocking); the count sent.  A reader that has gone (EPIPE: the
+ * command's loop closed its end) closes our end: out_w[s] is -1 after. */
+static size_t
+send_some(struct gv_rcmd *c, int s, const char *p, size_t n)
 {
-	struct gv_held *h = &c->held[s];
-	while (c->out_w[s] >= 0 && h->off < h->len) {
-		ssize_t w = send(c->out_w[s], h->b + h->off, h->len - h->off, MSG_NOSIGNAL);
+	size_t sent = 0;
+	while (c->out_w[s] >= 0 && sent < n) {
+		ssize_t w = send(c->out_w[s], p + sent, n - sent, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN)
@@ -180,8 +179,21 @@ hand_on(struct gv_rcmd *c, int s, const char *p, size_t n)
 			c->out_w[s] = -1;
 			break;
 		}
-		h->off += (size_t)w;
+		sent += (size_t)w;
 	}
+	return sent;
+}
+
+/* Hand on what stream s of c holds, as far as its socket pair takes it
+ * now; then the bytes p[0, n) (none: n 0), the rest held.  A reader that
+ * has gone takes nothing more: its bytes are dropped, as a closed pipe
+ * drops them. */
+static void
+hand_on(struct gv_rcmd *c, int s, const char *p, size_t n)
+{
+	struct gv_held *h = &c->held[s];
+	if (h->off < h->len)
+		h->off += send_some(c, s, h->b + h->off, h->len - h->off);
 	if (c->out_w[s] < 0) {
 		free(h->b);
 		h->b = NULL;
@@ -190,19 +202,12 @@ hand_on(struct gv_rcmd *c, int s, const char *p, size_t n)
 	}
 	if (h->off == h->len)
 		h->off = h->len = 0;
-	while (n > 0 && h->len == 0) {
-		ssize_t w = send(c->out_w[s], p, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN)
-			break;
-		if (w <= 0) {
-			close(c->out_w[s]);
-			c->out_w[s] = -1;
+	if (h->len == 0 && n > 0) {
+		size_t sent = send_some(c, s, p, n);
+		if (c->out_w[s] < 0)
 			return;
-		}
-		p += w;
-		n -= (size_t)w;
+		p += sent;
+		n -= sent;
 	}
 	if (n == 0)
 		return;
