@@ -324,11 +324,13 @@ detached_thread(void *arg)
 	wd_result *r = NULL;
 	CTX_ENTER(M.ctx);
 	int rc = sandbox_exec(M.sb->sb, &d->x, &r, &e);
+	/* the program as the caller (a model) named it: mon_log escapes it */
+	const char *prog = d->argv && d->argv[0] ? d->argv[0] : "?";
 	if (rc < 0)
-		wd_log(WD_LOG_WARN, "detached command %u: %s", d->seq, e.msg);
+		wd_log(WD_LOG_WARN, "detached command %u (%.200s): %s", d->seq, prog, e.msg);
 	else
-		wd_log(WD_LOG_INFO, "detached command %u ended: status %d", d->seq,
-		       wd_result_status(r));
+		wd_log(WD_LOG_INFO, "detached command %u (%.200s) ended: status %d", d->seq,
+		       prog, wd_result_status(r));
 	CTX_LEAVE();
 	pthread_mutex_lock(&M.lock);
 	d->done = true;

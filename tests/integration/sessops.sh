@@ -2,7 +2,7 @@
 # Working with a session: warden logs (its detached commands, their
 # output escaped for the terminal, --follow, --tail, --raw, --json; a log
 # the sandbox swapped for a link or a FIFO), exec --detach reporting a
-# command that dies at start-up, warden snapshot ls / rm, warden cp in and
+# command that dies at start-up, monitor.log naming its program escaped, warden snapshot ls / rm, warden cp in and
 # out (a cow session's upper layer and merged view; "..", protected paths,
 # links on either side, a FIFO, set-id bits, the audit trail).
 . "$(dirname "$0")/lib.sh"
@@ -117,6 +117,20 @@ expect_rc 125 "exec --detach of a command that fails 0.5 s after start-up: 125"
 expect_out 'status 4 .*cannot bind: port refused' "... with its status and last line" "$ERR"
 w exec s --detach -- nosuchprogram
 expect_rc 125 "exec --detach of a program not found: 125"
+# the program a model named reaches the monitor's log, which a human
+# reads with cat: a screen clear, a newline forging a line of its own, a
+# right-to-left override, all shown escaped
+RLO=$(printf '\342\200\256')
+w exec s --detach -- "/nope/x$ESC[2J
+2026-01-01T00:00:00Z info: FORGED ${RLO}gpj.exe"
+expect_rc 125 "exec --detach of a program whose name holds control bytes: 125"
+sid=$("$WARDEN" ls --json | python3 -c 'import json,sys; print([x["id"] for x in json.load(sys.stdin) if x["name"] == "s"][0])')
+mlog=$WARDEN_STATE_DIR/sandboxes/$sid/monitor.log
+expect_out '^[-0-9T:]+Z info: detached command [0-9]+ \(/nope/x\\x1b\[2J\\x0a2026-01-01T00:00:00Z info: FORGED <U\+202E>gpj\.exe\) ended: status 127$' \
+	"monitor.log names the program, escaped, on its own line" "$mlog"
+check "... no ESC byte, no right-to-left override reaches it" \
+	bash -c "! grep -q -e '$ESC' -e '$RLO' '$mlog'"
+check "... and no line is forged" bash -c "! grep -q '^2026-01-01T00:00:00Z' '$mlog'"
 w exec s --detach -- sleep 600
 expect_rc 0 "a command still running after the grace period: 0"
 
