@@ -43,7 +43,8 @@
  * --in-place=SUFFIX, cp and mv -S, patch -z) is a suffix_options value: it
  * is appended to each file's name, so a '/' in it would put the backup in
  * another directory no path check sees; such a suffix is refused
- * (policy/decide.c, suffix_denied).
+ * (policy/decide.c, suffix_denied).  patch -Y's basename prefix is one
+ * too: it goes in each patched file's directory, which the diff names.
  */
 #include "config/config.h"
 #include "util/escape.h"
@@ -92,10 +93,11 @@ static const struct program set_edit[] = {
     " \"--date\", \"-t\", \"--time\"]}"},
     {"patch", "{\"deny_options\": [\"-g\", \"--get\", \"-e\", \"--ed\"], \"value_options\": [\"-i\","
     " \"--input\", \"-o\", \"--output\", \"-d\", \"--directory\", \"-r\", \"--reject-file\","
-    " \"-B\", \"--prefix\", \"-Y\", \"--basename-prefix\"], \"data_options\": [\"-p\", \"--strip\","
-    " \"-F\", \"--fuzz\", \"-z\", \"--suffix\", \"-V\", \"--version-control\", \"-D\", \"--ifdef\","
+    " \"-B\", \"--prefix\"], \"data_options\": [\"-p\", \"--strip\","
+    " \"-F\", \"--fuzz\", \"-z\", \"--suffix\", \"-Y\", \"--basename-prefix\", \"-V\","
+    " \"--version-control\", \"-D\", \"--ifdef\","
     " \"--quoting-style\", \"--read-only\", \"--reject-format\", \"-x\", \"--debug\"],"
-    " \"suffix_options\": [\"-z\", \"--suffix\"],"
+    " \"suffix_options\": [\"-z\", \"--suffix\", \"-Y\", \"--basename-prefix\"],"
     " \"deny_env\": [\"PATCH_GET\"], \"advice\": \"patch applies a diff to workspace files: patch -p1 -i FILE.diff\"}"},
     {NULL, NULL},
 };

@@ -402,7 +402,12 @@ option_refused(const struct config_program *pg, const char *a, const struct poli
  * path check sees (`sed -i../../x s/a/b/ f` with a directory 'f..' made
  * first writes ../x).  Resolving it per file would depend on directories
  * the model can create between the check and the run, so any '/' is
- * refused; a backup suffix never needs one.  Returns true if refused. */
+ * refused; a backup suffix never needs one.  A backup prefix (patch -Y
+ * PREFIX) goes before the basename of each file the diff names, in that
+ * file's directory: the diff, not the command line, decides where, so it
+ * cannot be judged as a path from the current directory (it was, and
+ * "a/../" or ".del/" passed); it is refused with a '/' alike, a backup
+ * directory (GNU patch's -Y .del/) included.  Returns true if refused. */
 static bool
 suffix_denied(const struct config_program *pg, const char *word, const char *suffix,
 	      struct policy_decision *d)
@@ -412,10 +417,11 @@ suffix_denied(const struct config_program *pg, const char *word, const char *suf
 	char rule[96];
 	snprintf(rule, sizeof(rule), "%s.suffix_options", pg->rule);
 	deny(d, rule,
-	     "use a backup suffix without '/' (-i.bak, --suffix=.orig); the backup is "
-	     "written beside each file",
-	     "the backup suffix '%s' (%s %s) contains '/': the backup would be written "
-	     "into another directory, outside what the policy checks",
+	     "use a backup suffix or prefix without '/' (-i.bak, --suffix=.orig, -Y orig.); "
+	     "the backup is written beside each file (a backup directory, -Y .del/, is "
+	     "refused)",
+	     "the backup suffix or prefix '%s' (%s %s) contains '/': the backup would be "
+	     "written into another directory, outside what the policy checks",
 	     suffix, pg->name, word);
 	return true;
 }

@@ -234,6 +234,21 @@ static const struct dcase cases[] = {
 	{'P', "mv -bS/x file.txt y", X, "programs.mv.suffix_options"},
 	{'P', "patch -z ../x -i file.txt", X, "programs.patch.suffix_options"},
 	{'P', "patch -z .orig -i file.txt", A, "programs.patch"},
+	/* patch -Y PREFIX goes before the basename of each file the diff
+	 * names, in that file's directory: with a '/' the backup lands in a
+	 * directory the diff, not the command line, decides.  It was judged
+	 * as a path from the current directory: "a/../" and ".del/" passed,
+	 * and from a/b, `patch -b -d ../.. -Y ../../ -i a/b/p.diff` with the
+	 * diff naming f passed, and GNU patch 2.7.6 tried to make f's backup at
+	 * ../../f, two levels above the workspace */
+	{'P', "patch -Y ../../ -i file.txt", X, "programs.patch.suffix_options"},
+	{'P', "patch -Y .del/ -i file.txt", X, "programs.patch.suffix_options"},
+	{'P', "patch -Y/x -i file.txt", X, "programs.patch.suffix_options"},
+	{'P', "patch --basename-prefix=a/../ -i file.txt", X, "programs.patch.suffix_options"},
+	{'P', "patch --basename=/x -i file.txt", X, "programs.patch.suffix_options"},
+	{'P', "patch -Y orig. -i file.txt", A, "programs.patch"},
+	{'P', "patch -Yorig. -i file.txt", A, "programs.patch"},
+	{'P', "patch --basename-prefix=orig. -i file.txt", A, "programs.patch"},
 	{'C', "python3 ok.py", A, "programs.python3"},
 	{'C', "ls", X, "programs"},
 	{'C', "cat file.txt", X, "programs"},
@@ -347,10 +362,20 @@ Test(policy_decide, suffix_refusal_names_it)
 	policy_decision_init(&d);
 	struct policy_request r = req_for("cp -b -S ../../x file.txt y");
 	cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0);
-	cr_expect_str_eq(d.reason, "the backup suffix '../../x' (cp -S) contains '/': the backup "
-				   "would be written into another directory, outside what the "
+	cr_expect_str_eq(d.reason, "the backup suffix or prefix '../../x' (cp -S) contains '/': "
+				   "the backup would be written into another directory, outside what the "
 				   "policy checks");
 	cr_expect_not_null(strstr(d.advice, "without '/'"));
+	policy_decision_fini(&d);
+	/* a prefix alike, the advice naming a backup directory's refusal
+	 * (GNU patch's own example, -Y .del/) */
+	policy_decision_init(&d);
+	r = req_for("patch -Y .del/ -i file.txt");
+	cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0);
+	cr_expect_str_eq(d.reason, "the backup suffix or prefix '.del/' (patch -Y) contains '/': "
+				   "the backup would be written into another directory, outside what the "
+				   "policy checks");
+	cr_expect_not_null(strstr(d.advice, "-Y .del/"));
 	policy_decision_fini(&d);
 }
 
