@@ -133,8 +133,8 @@ state_lock(struct srv *s, bool loud)
 				"holding %s): one server per state directory, or two would "
 				"take each other's sessions; give this one a --state-dir of "
 				"its own",
-				s->o.state_dir, known ? pid : 0L,
-				known ? "" : ": not written yet", path);
+				s->o.state_dir, known ? pid : 0L, known ? "" : ": not written yet",
+				path);
 		else
 			srv_log(s, WD_LOG_ERROR, "--state-dir: flock %s: %s", path, strerror(e));
 		close(fd);
@@ -146,8 +146,10 @@ state_lock(struct srv *s, bool loud)
 	char pid[24];
 	int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) != len)
-		srv_log(s, WD_LOG_WARN, "--state-dir: %s: %s (a second server's refusal will "
-			"not name this one's pid)", path, strerror(errno));
+		srv_log(s, WD_LOG_WARN,
+			"--state-dir: %s: %s (a second server's refusal will "
+			"not name this one's pid)",
+			path, strerror(errno));
 	free(path);
 	s->state_lock = fd;
 	return 0;

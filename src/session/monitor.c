@@ -329,8 +329,8 @@ detached_thread(void *arg)
 	if (rc < 0)
 		wd_log(WD_LOG_WARN, "detached command %u (%.200s): %s", d->seq, prog, e.msg);
 	else
-		wd_log(WD_LOG_INFO, "detached command %u (%.200s) ended: status %d", d->seq,
-		       prog, wd_result_status(r));
+		wd_log(WD_LOG_INFO, "detached command %u (%.200s) ended: status %d", d->seq, prog,
+		       wd_result_status(r));
 	CTX_LEAVE();
 	pthread_mutex_lock(&M.lock);
 	d->done = true;

@@ -362,9 +362,10 @@ Test(policy_decide, suffix_refusal_names_it)
 	policy_decision_init(&d);
 	struct policy_request r = req_for("cp -b -S ../../x file.txt y");
 	cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0);
-	cr_expect_str_eq(d.reason, "the backup suffix or prefix '../../x' (cp -S) contains '/': "
-				   "the backup would be written into another directory, outside what the "
-				   "policy checks");
+	cr_expect_str_eq(d.reason,
+			 "the backup suffix or prefix '../../x' (cp -S) contains '/': "
+			 "the backup would be written into another directory, outside what the "
+			 "policy checks");
 	cr_expect_not_null(strstr(d.advice, "without '/'"));
 	policy_decision_fini(&d);
 	/* a prefix alike, the advice naming a backup directory's refusal
@@ -372,9 +373,10 @@ Test(policy_decide, suffix_refusal_names_it)
 	policy_decision_init(&d);
 	r = req_for("patch -Y .del/ -i file.txt");
 	cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0);
-	cr_expect_str_eq(d.reason, "the backup suffix or prefix '.del/' (patch -Y) contains '/': "
-				   "the backup would be written into another directory, outside what the "
-				   "policy checks");
+	cr_expect_str_eq(d.reason,
+			 "the backup suffix or prefix '.del/' (patch -Y) contains '/': "
+			 "the backup would be written into another directory, outside what the "
+			 "policy checks");
 	cr_expect_not_null(strstr(d.advice, "-Y .del/"));
 	policy_decision_fini(&d);
 }
