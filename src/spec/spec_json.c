@@ -122,6 +122,22 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 	const char *ws = json_string_value(json_object_get(j, "workspace"));
 	if (ws && (rc = wd_spec_set_workspace(s, ws, err)) < 0)
 		goto fail;
+	if (ws && strcmp(s->workspace, ws) != 0) {
+		/* Why: the stored path was made canonical when the session was
+		 * made (wd_spec_set_workspace), so a link in it now was put
+		 * there since, and any sandbox that writes a directory above it
+		 * (a one-shot run or another session over the parent) can put
+		 * one: followed, the next start bound the directory it names
+		 * (any host directory) as this session's workspace, and the
+		 * file tools and `warden cp` wrote there */
+		rc = wd_err_set(err, WD_E_INVAL,
+				"the session's workspace '%.1000s' now leads to '%.1000s' (a "
+				"symbolic link in its path appeared after the session was "
+				"made): refused rather than followed; put the directory back "
+				"or make a new session",
+				ws, s->workspace);
+		goto fail;
+	}
 	const char *mode = json_string_value(json_object_get(j, "workspace_mode"));
 	wd_spec_set_workspace_mode(s, mode && !strcmp(mode, "cow") ? WD_WORKSPACE_COW
 								   : WD_WORKSPACE_DIRECT);
