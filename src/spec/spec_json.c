@@ -10,6 +10,7 @@
 #include "net/net.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 json_t *
@@ -35,10 +36,18 @@ spec_to_json(const wd_spec *s)
 			json_object_set_new(lim, l[i].name, json_integer((json_int_t)l[i].v));
 	json_object_set_new(j, "limits", lim);
 	json_t *binds = json_array();
-	for (size_t i = 0; i < s->nbinds; i++)
-		json_array_append_new(binds,
-				      json_pack("{s:s, s:s, s:b}", "src", s->binds[i].src, "dst",
-						s->binds[i].dst, "rw", s->binds[i].rw));
+	for (size_t i = 0; i < s->nbinds; i++) {
+		json_t *b = json_pack("{s:s, s:s, s:b}", "src", s->binds[i].src, "dst",
+				      s->binds[i].dst, "rw", s->binds[i].rw);
+		/* where the source leads now, when the session is made or
+		 * updated: spec_from_json refuses a source that leads
+		 * elsewhere later (see there) */
+		char *real = realpath(s->binds[i].src, NULL);
+		if (real)
+			json_object_set_new(b, "real", json_string(real));
+		free(real);
+		json_array_append_new(binds, b);
+	}
 	json_object_set_new(j, "binds", binds);
 	json_t *env = json_array();
 	for (size_t i = 0; i < s->nenv; i++)
@@ -156,6 +165,26 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 		const char *dst = json_string_value(json_object_get(v, "dst"));
 		if (!src)
 			goto damaged;
+		/* Why: a bind source may hold links the caller meant (it is
+		 * kept as given), but one that leads elsewhere than when the
+		 * session was made had a link planted in its path since, which
+		 * any sandbox writing a directory above it can do: followed,
+		 * the next start bound the directory it names (any host
+		 * directory) into this session.  Sessions made before "real"
+		 * was recorded are not checked. */
+		const char *real = json_string_value(json_object_get(v, "real"));
+		char *now = real ? realpath(src, NULL) : NULL;
+		if (real && (!now || strcmp(now, real))) {
+			rc = wd_err_set(err, WD_E_INVAL,
+					"the session's bind source '%.1000s' now leads to '%.1000s', "
+					"not '%.1000s' as when the session was made (a symbolic "
+					"link in its path changed): refused rather than followed; "
+					"put the directory back or make a new session",
+					src, now ? now : "nowhere", real);
+			free(now);
+			goto fail;
+		}
+		free(now);
 		if ((rc = wd_spec_add_bind(s, src, dst, json_is_true(json_object_get(v, "rw")),
 					   err)) < 0)
 			goto fail;

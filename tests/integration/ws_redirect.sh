@@ -15,13 +15,15 @@
 # start, exec and a stopped cow session's apply are refused (125, naming
 # the workspace and where it now leads), and the host directory the link
 # names is byte for byte as it was; once the directory is put back, start, cp and apply work
-# again and write the session's own workspace; rm works throughout.
+# again and write the session's own workspace; rm works throughout.  The
+# same for a session's --bind source below the parent (start and update
+# refused, naming the source; put back, it works).
 . "$(dirname "$0")/lib.sh"
 require_root
 require_userns
 
 export WARDEN_STATE_DIR=$T/state
-at_exit '"$WARDEN" rm d >/dev/null 2>&1; "$WARDEN" rm c >/dev/null 2>&1'
+at_exit 'for s in d c b; do "$WARDEN" rm "$s" >/dev/null 2>&1; done'
 
 w() {
 	"$WARDEN" "$@" >"$OUT" 2>"$ERR" </dev/null
@@ -67,7 +69,7 @@ w start d
 refused "start after the swap"
 check "  ... saying where it now leads" grep -q "now leads to '$OUTSIDE'" "$ERR"
 w exec d -- /bin/sh -c 'touch /workspace/escaped'
-refused "exec (which would start it)"
+refused "exec after the refused start"
 unswap
 w start d
 expect_rc 0 "the directory put back: start works"
@@ -93,5 +95,30 @@ expect_rc 0 "the directory put back: apply works"
 check "  ... into the session's own workspace" test -e "$WS/sub/planted"
 check "the host directory the link named was never written" test "$(outside_sum)" = "$before"
 w rm c
+expect_rc 0 "rm"
+
+# ---- a session's --bind source below the parent
+mkdir -p "$T/bws" "$WS/data"
+w create b --workspace "$T/bws" --bind "$WS/data:/data"
+expect_rc 0 "a session with --bind of a directory in the project"
+w stop b
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c "mv data data.old && ln -s '$OUTSIDE' data" \
+	>/dev/null 2>&1 </dev/null
+w start b
+expect_rc 125 "start after the bind source was swapped for a link"
+check "  ... naming the source and where it now leads" \
+	grep -q "bind source '$WS/data' now leads to '$OUTSIDE'" "$ERR"
+w update b --pids 64
+expect_rc 125 "update of the stopped session"
+check "  ... naming the source" grep -q "bind source '$WS/data' now leads to" "$ERR"
+check "  ... and the host directory the link names is untouched" \
+	test "$(outside_sum)" = "$before"
+rm "$WS/data" && mv "$WS/data.old" "$WS/data"
+w start b
+expect_rc 0 "the directory put back: start works"
+w exec b -- /bin/sh -c 'echo x >/data/mine'
+expect_rc 0 "  ... and the session writes its bind"
+check "  ... there" test -e "$WS/data/mine"
+w rm b
 expect_rc 0 "rm"
 finish
