@@ -175,12 +175,13 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 		const char *real = json_string_value(json_object_get(v, "real"));
 		char *now = real ? realpath(src, NULL) : NULL;
 		if (real && (!now || strcmp(now, real))) {
-			rc = wd_err_set(err, WD_E_INVAL,
-					"the session's bind source '%.1000s' now leads to '%.1000s', "
-					"not '%.1000s' as when the session was made (a symbolic "
-					"link in its path changed): refused rather than followed; "
-					"put the directory back or make a new session",
-					src, now ? now : "nowhere", real);
+			rc = wd_err_set(
+			    err, WD_E_INVAL,
+			    "the session's bind source '%.1000s' now leads to '%.1000s', "
+			    "not '%.1000s' as when the session was made (a symbolic "
+			    "link in its path changed): refused rather than followed; "
+			    "put the directory back or make a new session",
+			    src, now ? now : "nowhere", real);
 			free(now);
 			goto fail;
 		}
