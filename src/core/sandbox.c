@@ -6,8 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int
@@ -254,10 +256,24 @@ wd_sandbox_workspace(wd_sandbox *s, wd_workspace **out, struct wd_err *err)
 	} else {
 		wd_autofree char *cwd = spec->workspace ? NULL : getcwd(NULL, 0);
 		const char *dir = spec->workspace ? spec->workspace : cwd;
-		wd_autoclose int fd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-		rc = fd < 0 ? wd_err_sys(err, errno, "workspace '%s'", dir ? dir : ".")
-			    : ws_files_view(fd, dir, (const char *const *)spec->protect,
-					    spec->nprotect, out, err);
+		/* No link followed on the way: the path is canonical (realpath
+		 * when the spec was made, getcwd), so a link in it was put there
+		 * since, by whatever writes a directory above (another sandbox
+		 * over the parent); followed, `warden cp` and the file tools
+		 * wrote into the host directory it named */
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		wd_autoclose int fd =
+		    dir ? (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how)) : -1;
+		if (fd < 0 && errno == ELOOP)
+			rc = wd_err_set(err, WD_E_INVAL,
+					"workspace '%s': a symbolic link in its path appeared "
+					"after the sandbox was made; refused rather than followed",
+					dir);
+		else
+			rc = fd < 0 ? wd_err_sys(err, errno, "workspace '%s'", dir ? dir : ".")
+				    : ws_files_view(fd, dir, (const char *const *)spec->protect,
+						    spec->nprotect, out, err);
 	}
 	CTX_LEAVE();
 	return rc;

@@ -211,7 +211,10 @@ net_rules_free(struct net_rules *rules)
 size_t
 net_rules_count(const struct net_rules *rules)
 {
-	return rules->n_allow;
+	/* a spec with no --allow-host holds no rules object at all: `warden
+	 * update --memory` of such a session (the default, no network) read
+	 * through NULL here and crashed */
+	return rules ? rules->n_allow : 0;
 }
 
 const struct net_rule *

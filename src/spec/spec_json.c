@@ -10,6 +10,7 @@
 #include "net/net.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 json_t *
@@ -35,10 +36,18 @@ spec_to_json(const wd_spec *s)
 			json_object_set_new(lim, l[i].name, json_integer((json_int_t)l[i].v));
 	json_object_set_new(j, "limits", lim);
 	json_t *binds = json_array();
-	for (size_t i = 0; i < s->nbinds; i++)
-		json_array_append_new(binds,
-				      json_pack("{s:s, s:s, s:b}", "src", s->binds[i].src, "dst",
-						s->binds[i].dst, "rw", s->binds[i].rw));
+	for (size_t i = 0; i < s->nbinds; i++) {
+		json_t *b = json_pack("{s:s, s:s, s:b}", "src", s->binds[i].src, "dst",
+				      s->binds[i].dst, "rw", s->binds[i].rw);
+		/* where the source leads now, when the session is made or
+		 * updated: spec_from_json refuses a source that leads
+		 * elsewhere later (see there) */
+		char *real = realpath(s->binds[i].src, NULL);
+		if (real)
+			json_object_set_new(b, "real", json_string(real));
+		free(real);
+		json_array_append_new(binds, b);
+	}
 	json_object_set_new(j, "binds", binds);
 	json_t *env = json_array();
 	for (size_t i = 0; i < s->nenv; i++)
@@ -122,6 +131,22 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 	const char *ws = json_string_value(json_object_get(j, "workspace"));
 	if (ws && (rc = wd_spec_set_workspace(s, ws, err)) < 0)
 		goto fail;
+	if (ws && strcmp(s->workspace, ws) != 0) {
+		/* Why: the stored path was made canonical when the session was
+		 * made (wd_spec_set_workspace), so a link in it now was put
+		 * there since, and any sandbox that writes a directory above it
+		 * (a one-shot run or another session over the parent) can put
+		 * one: followed, the next start bound the directory it names
+		 * (any host directory) as this session's workspace, and the
+		 * file tools and `warden cp` wrote there */
+		rc = wd_err_set(err, WD_E_INVAL,
+				"the session's workspace '%.1000s' now leads to '%.1000s' (a "
+				"symbolic link in its path appeared after the session was "
+				"made): refused rather than followed; put the directory back "
+				"or make a new session",
+				ws, s->workspace);
+		goto fail;
+	}
 	const char *mode = json_string_value(json_object_get(j, "workspace_mode"));
 	wd_spec_set_workspace_mode(s, mode && !strcmp(mode, "cow") ? WD_WORKSPACE_COW
 								   : WD_WORKSPACE_DIRECT);
@@ -140,6 +165,27 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 		const char *dst = json_string_value(json_object_get(v, "dst"));
 		if (!src)
 			goto damaged;
+		/* Why: a bind source may hold links the caller meant (it is
+		 * kept as given), but one that leads elsewhere than when the
+		 * session was made had a link planted in its path since, which
+		 * any sandbox writing a directory above it can do: followed,
+		 * the next start bound the directory it names (any host
+		 * directory) into this session.  Sessions made before "real"
+		 * was recorded are not checked. */
+		const char *real = json_string_value(json_object_get(v, "real"));
+		char *now = real ? realpath(src, NULL) : NULL;
+		if (real && (!now || strcmp(now, real))) {
+			rc = wd_err_set(
+			    err, WD_E_INVAL,
+			    "the session's bind source '%.1000s' now leads to '%.1000s', "
+			    "not '%.1000s' as when the session was made (a symbolic "
+			    "link in its path changed): refused rather than followed; "
+			    "put the directory back or make a new session",
+			    src, now ? now : "nowhere", real);
+			free(now);
+			goto fail;
+		}
+		free(now);
 		if ((rc = wd_spec_add_bind(s, src, dst, json_is_true(json_object_get(v, "rw")),
 					   err)) < 0)
 			goto fail;

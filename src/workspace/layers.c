@@ -166,9 +166,17 @@ ws_open(int dirfd, const struct ws_params *p, struct ws **out, struct wd_err *er
 	for (size_t i = 0; i < p->nprotect; i++)
 		w->protect[w->nprotect++] = wd_xstrdup(p->protect[i]);
 	int rc;
-	w->wsfd = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* No link followed: the path is canonical (the spec's), so a link in
+	 * it now was planted by a sandbox over a parent directory, and this
+	 * descriptor is the lower layer and where apply writes */
+	w->wsfd = jail_open_nofollow(p->workspace);
 	if (w->wsfd < 0) {
-		rc = wd_err_sys(err, errno, "workspace %s", p->workspace);
+		rc = -w->wsfd == ELOOP
+			 ? wd_err_set(err, WD_E_INVAL,
+				      "workspace %s: a symbolic link in its path appeared after "
+				      "the sandbox was made; refused rather than followed",
+				      p->workspace)
+			 : wd_err_sys(err, -w->wsfd, "workspace %s", p->workspace);
 		goto fail;
 	}
 	struct stat st;
