@@ -45,6 +45,9 @@ struct config_options {
 	/* take a suffix the program appends to a file's name (sed -i, cp -S):
 	 * a '/' in it is refused; attached only unless also in data */
 	struct config_strv suffix;
+	/* take a directory the program changes into before it resolves its
+	 * other relative paths (patch -d, make -C): each also a value_option */
+	struct config_strv chdir;
 };
 
 struct config_program {

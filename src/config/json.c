@@ -79,6 +79,8 @@ options_json(json_t *o, const struct config_options *l)
 		json_object_set_new(o, "data_options", strv_json(&l->data));
 	if (l->suffix.n)
 		json_object_set_new(o, "suffix_options", strv_json(&l->suffix));
+	if (l->chdir.n)
+		json_object_set_new(o, "chdir_options", strv_json(&l->chdir));
 }
 
 static json_t *

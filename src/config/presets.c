@@ -45,6 +45,10 @@
  * another directory no path check sees; such a suffix is refused
  * (policy/decide.c, suffix_denied).  patch -Y's basename prefix is one
  * too: it goes in each patched file's directory, which the diff names.
+ * patch -d and make -C are chdir_options: the program changes into that
+ * directory before it opens its other files (-i, -o, -r, -B; -f, -I), so
+ * those are judged from there as well as from the current directory
+ * (policy/decide.c, chdir_denied).
  */
 #include "config/config.h"
 #include "util/escape.h"
@@ -98,7 +102,7 @@ static const struct program set_edit[] = {
     " \"--version-control\", \"-D\", \"--ifdef\","
     " \"--quoting-style\", \"--read-only\", \"--reject-format\", \"-x\", \"--debug\"],"
     " \"suffix_options\": [\"-z\", \"--suffix\", \"-Y\", \"--basename-prefix\"],"
-    " \"deny_env\": [\"PATCH_GET\"], \"advice\": \"patch applies a diff to workspace files: patch -p1 -i FILE.diff\"}"},
+    " \"chdir_options\": [\"-d\", \"--directory\"], \"deny_env\": [\"PATCH_GET\"], \"advice\": \"patch applies a diff to workspace files: patch -p1 -i FILE.diff\"}"},
     {NULL, NULL},
 };
 
@@ -106,6 +110,7 @@ static const struct program set_make[] = {
     {"make", "{\"interpreter\": true, \"value_options\": [\"-C\", \"--directory\", \"-f\","
     " \"--file\", \"--makefile\", \"-I\", \"--include-dir\", \"-o\", \"--old-file\", \"--assume-old\","
     " \"-W\", \"--what-if\", \"--new-file\", \"--assume-new\"], \"data_options\": [\"--eval\"],"
+    " \"chdir_options\": [\"-C\", \"--directory\"],"
     " \"deny_env\": [\"MAKEFLAGS\", \"MFLAGS\", \"GNUMAKEFLAGS\", \"MAKEFILES\"], \"advice\": \"make runs the workspace's Makefile inside the sandbox\"}"},
     {NULL, NULL},
 };

@@ -23,6 +23,8 @@ load_options(struct vctx *v, const char *k, json_t *val, struct config_options *
 		return config_get_strv(v, val, &o->data, false, config_check_option);
 	if (!strcmp(k, "suffix_options"))
 		return config_get_strv(v, val, &o->suffix, false, config_check_option);
+	if (!strcmp(k, "chdir_options"))
+		return config_get_strv(v, val, &o->chdir, false, config_check_option);
 	*known = false;
 	return 0;
 }
@@ -45,14 +47,26 @@ check_overlap(struct vctx *v, const struct config_options *o)
 				return vctx_fail(v, true,
 						 "'%s' is in both value_options and suffix_options",
 						 o->value.v[j]);
+	/* a directory to change into is a path: judged as one, and the
+	 * base of every other relative path (policy/decide.c) */
+	for (size_t i = 0; i < o->chdir.n; i++) {
+		size_t j = 0;
+		while (j < o->value.n && strcmp(o->chdir.v[i], o->value.v[j]))
+			j++;
+		if (j == o->value.n)
+			return vctx_fail(v, true,
+					 "'%s' is in chdir_options but not in value_options: the "
+					 "directory it names is a path, judged as one",
+					 o->chdir.v[i]);
+	}
 	return 0;
 }
 
 static int
 load_before(struct vctx *v, json_t *j, struct config_options *o)
 {
-	static const char *const known[] = {"deny_options", "value_options", "data_options",
-					    "suffix_options", NULL};
+	static const char *const known[] = {"deny_options",   "value_options", "data_options",
+					    "suffix_options", "chdir_options", NULL};
 	int rc = config_want_type(v, j, JSON_OBJECT, "an object");
 	if (rc < 0)
 		return rc;
@@ -194,6 +208,7 @@ config_load_program(struct vctx *v, const char *name, bool workspace, json_t *j,
 					    "value_options",
 					    "data_options",
 					    "suffix_options",
+					    "chdir_options",
 					    "before_subcommand",
 					    "deny_env",
 					    "paths",
@@ -262,6 +277,7 @@ options_fini(struct config_options *o)
 	config_strv_free(&o->value);
 	config_strv_free(&o->data);
 	config_strv_free(&o->suffix);
+	config_strv_free(&o->chdir);
 }
 
 void

@@ -429,6 +429,12 @@ suffix_denied(const struct config_program *pg, const char *word, const char *suf
 struct scan {
 	bool end_of_opts, sub_seen, value_opt_seen;
 	int operands;
+	/* chdir_options: the directory the values seen so far lead to,
+	 * relative to the workspace ("" before any), and the option that
+	 * named the last; again: the second pass, from that directory */
+	char dir[PATH_MAX];
+	char moved_by[64];
+	bool again;
 };
 
 /* Word k from byte at on is a data option's value: a glob there is the
@@ -465,6 +471,48 @@ glob_denied(struct policy_decision *d)
 		    (char *)NULL);
 		return true;
 	}
+	return false;
+}
+
+/* A chdir_options value (patch -d DIR, make -C DIR): the program changes
+ * into DIR before it resolves its other relative paths, so judging them
+ * only from the current directory let `patch -d ../.. -o ../../x` (from
+ * a/b) write two levels above the workspace.  Both programs change
+ * directory once per such option, in order, so each value is judged from
+ * the directory the ones before it lead to; the directory it leads to is
+ * then where the second pass judges every other path from (words_denied).
+ * Returns true if refused. */
+static bool
+chdir_denied(const struct config_policy *p, const struct policy_request *req,
+	     const struct config_program *pg, const char *opt, const char *val, struct scan *st,
+	     struct policy_decision *d)
+{
+	struct policy_request here = *req;
+	here.cwd = st->moved_by[0] ? st->dir : req->cwd;
+	if (path_denied(p, &here, pg, val, d))
+		return true;
+	char next[PATH_MAX];
+	const char *base = here.cwd && strcmp(here.cwd, ".") ? here.cwd : "";
+	int n;
+	if (val[0] == '/') {
+		/* judged inside above: below the jail's or the host's path */
+		const char *r = policy_path_below(p->mount, req->workspace, val);
+		n = snprintf(next, sizeof(next), "%s", r ? r : "");
+	} else {
+		n = snprintf(next, sizeof(next), "%s%s%s", base, *base ? "/" : "", val);
+	}
+	if (n < 0 || (size_t)n >= sizeof(next)) {
+		deny(d, "workspace.resolve", "use a shorter path inside the workspace",
+		     "the directory '%.64s...' that %s %s names is too long to check", val,
+		     pg->name, opt);
+		return true;
+	}
+	memcpy(st->dir, next, (size_t)n + 1);
+	/* the option as written, without an attached value (for the reason) */
+	size_t len = strlen(opt);
+	if (val >= opt && val < opt + len)
+		len = (size_t)(val - opt) - (val > opt && val[-1] == '=');
+	snprintf(st->moved_by, sizeof(st->moved_by), "%.*s", (int)len, opt);
 	return false;
 }
 
@@ -507,7 +555,9 @@ option_denied(const struct config_policy *p, const struct policy_request *req,
 	}
 	if (o.suffix && val && val != o.value && suffix_denied(pg, argv[*i - 1], val, d))
 		return true;
-	if (val && o.takes == POLICY_OPT_DATA)
+	if (o.chdir && val && o.takes == POLICY_OPT_VALUE)
+		return st->again ? false : chdir_denied(p, req, pg, a, val, st, d);
+	if (val && o.takes == POLICY_OPT_DATA && !st->again)
 		mark_data(&d->words, *i, val == o.value ? (size_t)(o.value - a) : 0);
 	/* A data value (code, a pattern, a count) is not a path: judging
 	 * `python3 -c CODE` as one refused long programs as "File name too
@@ -517,24 +567,23 @@ option_denied(const struct config_policy *p, const struct policy_request *req,
 
 /* 4. The program's rules, word by word.  Returns true if refused. */
 static bool
-words_denied(const struct config_policy *p, const struct policy_request *req,
-	     const struct config_program *pg, int argc, char *const *argv,
-	     struct policy_decision *d)
+words_pass(const struct config_policy *p, const struct policy_request *req,
+	   const struct config_program *pg, int argc, char *const *argv, struct scan *st,
+	   struct policy_decision *d)
 {
-	struct scan st = {0};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!st.end_of_opts && a[0] == '-' && a[1]) {
+		if (!st->end_of_opts && a[0] == '-' && a[1]) {
 			if (a[1] == '-' && !a[2]) {
-				st.end_of_opts = true;
+				st->end_of_opts = true;
 				continue;
 			}
-			if (option_denied(p, req, pg, argc, argv, &i, &st, d))
+			if (option_denied(p, req, pg, argc, argv, &i, st, d))
 				return true;
 			continue;
 		}
-		if (pg->has_subcommands && !st.sub_seen) {
-			st.sub_seen = true;
+		if (pg->has_subcommands && !st->sub_seen) {
+			st->sub_seen = true;
 			size_t k = 0;
 			while (k < pg->subcommands.n && strcmp(pg->subcommands.v[k], a))
 				k++;
@@ -551,16 +600,48 @@ words_denied(const struct config_policy *p, const struct policy_request *req,
 			}
 			continue;
 		}
-		st.operands++;
+		st->operands++;
 		/* skip_first: the first operand is data (grep's pattern), unless an
 		 * option with a value came first (grep -e PATTERN FILE...): then
 		 * every operand is judged, erring towards refusal. */
-		if (st.operands == 1 && pg->paths == CONFIG_PATHS_SKIP_FIRST && !st.value_opt_seen)
+		if (st->operands == 1 && pg->paths == CONFIG_PATHS_SKIP_FIRST &&
+		    !st->value_opt_seen)
 			continue;
 		if (path_denied(p, req, pg, a, d))
 			return true;
 	}
 	return false;
+}
+
+static bool
+words_denied(const struct config_policy *p, const struct policy_request *req,
+	     const struct config_program *pg, int argc, char *const *argv,
+	     struct policy_decision *d)
+{
+	struct scan st = {0};
+	bool denied = words_pass(p, req, pg, argc, argv, &st, d);
+	if (!denied && st.moved_by[0]) {
+		/* Why a second pass: patch opens -i's file and make reads -f's
+		 * after they changed directory, whatever order the words come
+		 * in, so every path but the directories is judged from the last
+		 * one as well as from here (a path inside from both is inside
+		 * wherever the program resolves it) */
+		struct policy_request moved = *req;
+		char dir[PATH_MAX];
+		memcpy(dir, st.dir, sizeof(dir));
+		moved.cwd = dir[0] ? dir : ".";
+		char by[sizeof(st.moved_by)];
+		memcpy(by, st.moved_by, sizeof(by));
+		st = (struct scan){.again = true};
+		denied = words_pass(p, &moved, pg, argc, argv, &st, d);
+		if (denied) {
+			size_t len = strlen(d->reason);
+			snprintf(d->reason + len, sizeof(d->reason) - len,
+				 " (from '%s', where %s %s moves it first)", dir[0] ? dir : ".",
+				 pg->name, by);
+		}
+	}
+	return denied;
 }
 
 int

@@ -37,6 +37,7 @@ struct lists {
 	const struct config_strv *value;
 	const struct config_strv *data;
 	const struct config_strv *suffix;
+	const struct config_strv *chdir;
 	const struct config_strv *allow; /* NULL: any option is allowed */
 };
 
@@ -49,6 +50,7 @@ lists_for(const struct config_program *pg, bool before_sub, struct lists *l)
 	l->value = before ? &pg->before.value : &pg->opts.value;
 	l->data = before ? &pg->before.data : &pg->opts.data;
 	l->suffix = before ? &pg->before.suffix : &pg->opts.suffix;
+	l->chdir = before ? &pg->before.chdir : &pg->opts.chdir;
 	l->allow = pg->options_listed ? &pg->allow_options : NULL;
 }
 
@@ -83,6 +85,7 @@ struct abbrev {
 	const char *denied; /* the first refused one */
 	bool value, data;   /* one of them takes a value (a path, data) */
 	bool suffix;	    /* one of them takes a file name suffix */
+	bool chdir;	    /* one of them names a directory to change into */
 	bool any;	    /* it abbreviates some listed option */
 	bool all_allowed;   /* every one of them is in allow_options */
 };
@@ -101,6 +104,7 @@ candidates(const struct lists *l, const struct config_strv *from, const char *s,
 		a->value |= kind == 1;
 		a->data |= kind == 2;
 		a->suffix |= kind == 4;
+		a->chdir |= kind == 5;
 		/* Under allow_options an abbreviation passes only if every
 		 * option it could stand for is allowed: ambiguity must not
 		 * widen the list. */
@@ -119,6 +123,7 @@ abbreviation(const struct lists *l, const char *s, size_t n, struct abbrev *a)
 	candidates(l, l->data, s, n, a, 2);
 	candidates(l, l->allow, s, n, a, 3);
 	candidates(l, l->suffix, s, n, a, 4);
+	candidates(l, l->chdir, s, n, a, 5);
 }
 
 static void
@@ -129,6 +134,7 @@ set_takes(const struct lists *l, const char *name, size_t n, struct policy_opt *
 	else if (exact(l->data, name, n))
 		o->takes = POLICY_OPT_DATA;
 	o->suffix = exact(l->suffix, name, n) != NULL;
+	o->chdir = exact(l->chdir, name, n) != NULL;
 }
 
 static void
@@ -152,6 +158,9 @@ long_option(const struct lists *l, const char *w, size_t n, const char *eq, stru
 		}
 		o->takes = a.value ? POLICY_OPT_VALUE : a.data ? POLICY_OPT_DATA : POLICY_OPT_FLAG;
 		o->suffix = a.suffix;
+		/* an abbreviation that may be a directory change is taken for
+		 * one: every other path is then judged from both directories */
+		o->chdir = a.chdir;
 		if (l->allow && !(a.any && a.all_allowed))
 			o->unlisted = true;
 	}

@@ -163,6 +163,13 @@ below(const char *arg, const char *prefix)
 	return arg;
 }
 
+const char *
+policy_path_below(const char *mount, const char *workspace, const char *arg)
+{
+	const char *r = below(arg, mount);
+	return r ? r : below(arg, workspace);
+}
+
 int
 policy_path_check(int workspace_fd, const char *workspace, const char *mount, const char *cwd,
 		  const char *arg, char *reason, size_t cap)

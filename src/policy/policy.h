@@ -177,6 +177,8 @@ struct policy_opt {
 	const char *judge; /* the "=value" of an option not listed: judged as a path */
 	bool suffix;	   /* a suffix_options option: value (attached, or the next word
 			    * if it takes DATA) is a file name suffix */
+	bool chdir;	   /* a chdir_options option: its value is the directory the
+			    * program resolves its other relative paths from */
 };
 /* What option word w (starting with '-', not "-" or "--") means under pg's
  * lists; before_sub: it comes before the subcommand. */
@@ -192,6 +194,11 @@ bool policy_option_matches(const char *want, const char *arg);
  * (or below the host workspace path) are taken relative to the workspace. */
 int policy_path_check(int workspace_fd, const char *workspace, const char *mount, const char *cwd,
 		      const char *arg, char *reason, size_t reason_cap);
+
+/* For an absolute arg below mount (the jail's view) or workspace (the
+ * host's), the rest of it, relative to the workspace ("" for the
+ * workspace itself); NULL otherwise. */
+const char *policy_path_below(const char *mount, const char *workspace, const char *arg);
 
 /* Open path beneath the workspace with the same resolution the check uses
  * (RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS): for direct file tools, so the

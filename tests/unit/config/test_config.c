@@ -142,6 +142,8 @@ static const struct bad_case bad[] = {
 	{"{\"version\": 1, \"programs\": {\"x\": {\"deny_env\": [\"1A\"]}}}", "programs.x.deny_env[0]: '1A' is not a variable name"},
 	{"{\"version\": 1, \"programs\": {\"x\": {\"value_options\": [\"-o\"], \"data_options\": [\"-o\"]}}}", "programs.x: '-o' is in both value_options and data_options"},
 	{"{\"version\": 1, \"programs\": {\"x\": {\"data_options\": [\"--\"]}}}", "programs.x.data_options[0]: '--' is not an option"},
+	{"{\"version\": 1, \"programs\": {\"x\": {\"chdir_options\": [\"-C\"]}}}", "programs.x: '-C' is in chdir_options but not in value_options"},
+	{"{\"version\": 1, \"programs\": {\"x\": {\"value_options\": [\"-C\"], \"chdir_options\": [\"C\"]}}}", "programs.x.chdir_options[0]: 'C' is not an option"},
 	{"{\"version\": 1, \"programs\": {\"x\": {\"before_subcommand\": {}}}}", "programs.x: \"before_subcommand\" needs \"subcommands\""},
 	{"{\"version\": 1, \"programs\": {\"x\": {\"subcommands\": [\"a\"], \"before_subcommand\": {\"allow_options\": []}}}}", "programs.x.before_subcommand.allow_options: unknown key"},
 	{"{\"version\": 1, \"programs\": {\"x\": {\"subcommands\": [\"a\"], \"before_subcommand\": {\"deny_options\": [\"c\"]}}}}", "programs.x.before_subcommand.deny_options[0]: 'c' is not an option"},

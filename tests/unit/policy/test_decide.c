@@ -481,6 +481,56 @@ Test(policy_decide, cwd_inside_workspace)
 	policy_decision_fini(&d);
 }
 
+/* patch -d and make -C change directory before the program opens its
+ * other files, whatever order the words come in: those paths are judged
+ * from there too.  From sub, `make -C .. -f ../x` reads the workspace's
+ * parent's x, and `patch -d .. -o ../x` writes there; both passed when
+ * every path was judged from sub alone. */
+Test(policy_decide, chdir_options_move_where_paths_are_judged)
+{
+	static const struct {
+		const char *cmd;
+		enum policy_kind kind;
+		const char *rule;
+	} t[] = {
+	    {"make -C .. -f ../x", X, "workspace.containment"},
+	    {"make -C.. -f ../x", X, "workspace.containment"},
+	    {"make --directory=.. -f ../x", X, "workspace.containment"},
+	    {"make --dir=.. -I ../x", X, "workspace.containment"},
+	    {"make -f ../x -C ..", X, "workspace.containment"},
+	    {"make -C ../tests -C .. -f ../x", X, "workspace.containment"},
+	    {"make -C /workspace -f ../x", X, "workspace.containment"},
+	    {"make -C ../.. all", X, "workspace.containment"},
+	    {"make -C ../tests -C ../.. all", X, "workspace.containment"},
+	    {"make -C .. -f file.txt", A, "programs.make"},
+	    {"make -C ../tests -C .. -f file.txt all", A, "programs.make"},
+	    {"make -C ../link-in -f ../x", A, "programs.make"},
+	    {"make -C ../link-in -f ../../x", X, "workspace.containment"},
+	    {"patch -d .. -o ../x -i file.txt", X, "workspace.containment"},
+	    {"patch -i ../x -d ..", X, "workspace.containment"},
+	    {"patch -Rd.. -r ../x -i file.txt", X, "workspace.containment"},
+	    {"patch --directory=.. -B ../ -i file.txt", X, "workspace.containment"},
+	    {"patch -d .. -i file.txt", A, "programs.patch"},
+	    {"patch -d .. -p1 -i sub/inner.txt", A, "programs.patch"},
+	};
+	struct policy_decision d;
+	policy_decision_init(&d);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct policy_request r = req_for(t[i].cmd);
+		r.cwd = "sub";
+		cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0, "%s", t[i].cmd);
+		cr_expect_eq(d.kind, t[i].kind, "%s: %s", t[i].cmd, d.reason);
+		cr_expect_str_eq(d.rule, t[i].rule, "%s", t[i].cmd);
+	}
+	/* the reason says where the path was judged from, and by which word */
+	struct policy_request r = req_for("make -C .. -f ../x");
+	r.cwd = "sub";
+	cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0);
+	cr_expect(strstr(d.reason, "(from 'sub/..', where make -C moves it first)") != NULL, "%s",
+		  d.reason);
+	policy_decision_fini(&d);
+}
+
 Test(policy_decide, no_workspace_fd_means_no_path_checks)
 {
 	struct policy_decision d;
