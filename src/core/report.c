@@ -24,46 +24,6 @@ struct wd_report {
 	size_t nignored;
 };
 
-static int
-hexval(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-				      : -1;
-}
-
-/* s (len bytes, NULs marking bytes) as its bytes (raw) or as the visible
- * text with \xNN (raw false).  New string. */
-static char *
-undo(const char *s, size_t len, bool raw)
-{
-	char *out = wd_xmalloc(2 * len + 1);
-	size_t o = 0;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] != '\0') {
-			out[o++] = s[i];
-			continue;
-		}
-		/* only the writer's escape puts a NUL here (see above) */
-		int hi = i + 2 < len ? hexval(s[i + 1]) : -1, lo = hi >= 0 ? hexval(s[i + 2]) : -1;
-		if (lo < 0)
-			abort();
-		if (raw) {
-			out[o++] = (char)(hi << 4 | lo);
-		} else {
-			static const char hex[] = "0123456789abcdef";
-			out[o++] = '\\';
-			out[o++] = 'x';
-			out[o++] = hex[hi];
-			out[o++] = hex[lo];
-		}
-		i += 2;
-	}
-	out[o] = '\0';
-	return out;
-}
-
 /* m in visible form if it is a string that holds an escaped byte, else
  * NULL. */
 static json_t *
@@ -71,7 +31,9 @@ visible_string(json_t *m)
 {
 	if (!json_is_string(m) || !memchr(json_string_value(m), 0, json_string_length(m)))
 		return NULL;
-	wd_autofree char *v = undo(json_string_value(m), json_string_length(m), false);
+	wd_autofree char *v = jw_nul_undo(json_string_value(m), json_string_length(m), false);
+	if (!v)
+		return NULL; /* a "\u0000" of the text's own: kept as it is */
 	json_t *j = json_string(v);
 	if (!j)
 		abort(); /* what is left is what jansson read: UTF-8 */
@@ -127,8 +89,10 @@ wd_report_new(const char *text, wd_report **out, struct wd_err *err)
 	for (size_t i = 0; i < r->nfiles; i++) {
 		json_t *p = json_object_get(json_array_get(files, i), "path");
 		r->path[i] = json_is_string(p)
-				 ? undo(json_string_value(p), json_string_length(p), true)
-				 : wd_xstrdup("");
+				 ? jw_nul_undo(json_string_value(p), json_string_length(p), true)
+				 : NULL;
+		if (!r->path[i])
+			r->path[i] = wd_xstrdup(""); /* a "\u0000" of the text's own */
 	}
 	r->nignored = json_array_size(json_object_get(root, "ignored"));
 	visible(root);

@@ -997,6 +997,70 @@ struct conn_arg {
 	int fd;
 };
 
+/* m, if it is a string holding a NUL (an escaped byte, below), as a
+ * string of its bytes in *out: 1; 0 if it is not one; -1 if it holds a NUL
+ * that is no such escape. */
+static int
+string_bytes(json_t *m, json_t **out)
+{
+	if (!json_is_string(m) || !memchr(json_string_value(m), 0, json_string_length(m)))
+		return 0;
+	char *b = jw_nul_undo(json_string_value(m), json_string_length(m), true);
+	if (!b)
+		return -1;
+	*out = json_stringn_nocheck(b, strlen(b));
+	free(b);
+	return 1;
+}
+
+/* Every string of v made its bytes again; false if one cannot be. */
+static bool
+bytes_again(json_t *v)
+{
+	const char *k;
+	json_t *m, *b;
+	size_t i;
+	int rc;
+	if (json_is_object(v)) {
+		json_object_foreach(v, k, m)
+		{
+			if ((rc = string_bytes(m, &b)) < 0 || (rc == 0 && !bytes_again(m)))
+				return false;
+			if (rc > 0)
+				json_object_set_new(v, k, b);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, m)
+		{
+			if ((rc = string_bytes(m, &b)) < 0 || (rc == 0 && !bytes_again(m)))
+				return false;
+			if (rc > 0)
+				json_array_set_new(v, i, b);
+		}
+	}
+	return true;
+}
+
+/* A request as the client wrote it (util/json.h's writer): a byte of an
+ * argument, a variable or a path that is not UTF-8 is the escape
+ * "\udcXX", which jansson refuses alone (`warden exec s -- cat $'\xff'`
+ * failed as "bad request").  Read as a NUL and two hex digits
+ * (jw_surrogates_to_nul), then each such string made its bytes again:
+ * jansson keeps a string made with _nocheck as it is.  NULL if it is not
+ * JSON, or holds a "\u0000" of its own. */
+static json_t *
+load_request(const char *text)
+{
+	size_t n = 0;
+	wd_autofree char *t = jw_surrogates_to_nul(text, strlen(text), &n);
+	json_t *q = json_loadb(t, n, JSON_ALLOW_NUL, NULL);
+	if (q && !bytes_again(q)) {
+		json_decref(q);
+		q = NULL;
+	}
+	return q;
+}
+
 static void *
 conn_thread(void *arg)
 {
@@ -1010,7 +1074,7 @@ conn_thread(void *arg)
 	bool activity = false;
 	if (mp_recv(conn, &text, fds, &nfds, 5000) < 0)
 		goto out;
-	q = json_loads(text, 0, NULL);
+	q = load_request(text);
 	const char *op = json_string_value(json_object_get(q, "op"));
 	/* what keeps a session from its idle timeout: anything but a look at
 	 * it (warden ls asks every running session for its info; warden logs

@@ -322,3 +322,35 @@ jw_surrogates_to_nul(const char *in, size_t n, size_t *out_len)
 	*out_len = o;
 	return out;
 }
+
+char *
+jw_nul_undo(const char *s, size_t len, bool raw)
+{
+	char *out = wd_xmalloc(2 * len + 1);
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] != '\0') {
+			out[o++] = s[i];
+			continue;
+		}
+		int hi = i + 2 < len ? hexval(s[i + 1]) : -1, lo = hi >= 0 ? hexval(s[i + 2]) : -1;
+		if (lo < 0 || hi < 8) {
+			/* not what jw_surrogates_to_nul makes of a byte: a
+			 * "\u0000" the text held itself */
+			free(out);
+			return NULL;
+		}
+		if (raw) {
+			out[o++] = (char)(hi << 4 | lo);
+		} else {
+			static const char hex[] = "0123456789abcdef";
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[hi];
+			out[o++] = hex[lo];
+		}
+		i += 2;
+	}
+	out[o] = '\0';
+	return out;
+}

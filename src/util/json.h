@@ -64,6 +64,11 @@ void jw_json(struct jw *w, const char *json);
  * as two hex digits.  Every other escape is copied as the pair it is.  New
  * string (NUL-terminated), its length in *out_len. */
 char *jw_surrogates_to_nul(const char *in, size_t n, size_t *out_len);
+/* A string parsed from such text (len bytes, a NUL marking each escaped
+ * byte) as its bytes (raw) or as the visible text \xNN (raw false).  New
+ * string; NULL if a NUL is not followed by the two hex digits of a byte
+ * 0x80-0xff (the text held a "\u0000" of its own). */
+char *jw_nul_undo(const char *s, size_t len, bool raw);
 
 /* key + value shorthands */
 static inline void

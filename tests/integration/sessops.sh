@@ -134,6 +134,17 @@ check "... and no line is forged" bash -c "! grep -q '^2026-01-01T00:00:00Z' '$m
 w exec s --detach -- sleep 600
 expect_rc 0 "a command still running after the grace period: 0"
 
+# ---- an argument, a variable or a working directory that is not UTF-8
+# crosses to the session's monitor as the bytes it is (it failed as "bad
+# request": the JSON escape of such a byte is one jansson refuses alone)
+printf 'ff-content\n' >"$WS/$(printf 'n\377')"
+w exec s -- cat "$(printf 'n\377')"
+expect_rc 0 "exec of cat naming a file whose name is not UTF-8: 0"
+expect_out '^ff-content$' "... and the file is read" "$OUT"
+w exec s --setenv "$(printf 'V=a\376b')" -- printenv V
+check "... a variable's value that is not UTF-8 arrives byte for byte" \
+	test "$(od -An -tx1 "$OUT" | tr -d ' \n')" = "61fe620a"
+
 # ---- snapshots: ls and rm
 w exec s -- /bin/sh -c 'echo one > $HOME/v.txt'
 w snapshot s t1
