@@ -11,7 +11,10 @@
  * jw_nul_undo: the bytes s was */
 Test(json, a_byte_that_is_not_utf8_comes_back_as_itself)
 {
-	static const char *const in[] = {"n\xff", "a\xfe" "b", "caf\xc3\xa9", "\\udcff", "plain"};
+	static const char *const in[] = {"n\xff",
+					 "a\xfe"
+					 "b",
+					 "caf\xc3\xa9", "\\udcff", "plain"};
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 		struct jw w;
 		jw_init(&w, 0);
@@ -21,10 +24,13 @@ Test(json, a_byte_that_is_not_utf8_comes_back_as_itself)
 		wd_autofree char *t = jw_surrogates_to_nul(text, strlen(text), &n);
 		json_t *j = json_loadb(t, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
 		cr_assert(json_is_string(j), "%s", text);
-		wd_autofree char *b = jw_nul_undo(json_string_value(j), json_string_length(j), true);
+		wd_autofree char *b =
+		    jw_nul_undo(json_string_value(j), json_string_length(j), true);
 		cr_expect_str_eq(b, in[i], "%s", text);
-		wd_autofree char *v = jw_nul_undo(json_string_value(j), json_string_length(j), false);
-		cr_expect(!strchr(v, '\xff') && !strchr(v, '\xfe'), "visible form of %s: %s", text, v);
+		wd_autofree char *v =
+		    jw_nul_undo(json_string_value(j), json_string_length(j), false);
+		cr_expect(!strchr(v, '\xff') && !strchr(v, '\xfe'), "visible form of %s: %s", text,
+			  v);
 		json_decref(j);
 	}
 }
