@@ -162,6 +162,12 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	    .user_name = spec->image_user,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
+	if (rc == 0)
+		rc = jail_landlock_required(container, sb->prep->plan.landlock_abi,
+					    spec->best_effort, err);
+	if (rc == 0 && !container && sb->prep->plan.landlock_abi == 0)
+		wd_log(WD_LOG_WARN, "no Landlock on this kernel: the command's writes are not "
+				    "fenced (--best-effort)");
 	/* The process level: the command also writes the host's /tmp and
 	 * /dev/shm (the workspace and binds were checked when the spec was
 	 * made): an approval store there, writable by the command's uid,
