@@ -92,8 +92,9 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		return rc;
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
 	for (size_t i = 0; i < spec->nbinds; i++)
-		binds[i] =
-		    (struct jail_bind){spec->binds[i].src, spec->binds[i].dst, spec->binds[i].rw};
+		binds[i] = (struct jail_bind){
+		    spec->binds[i].real ? spec->binds[i].real : spec->binds[i].src,
+		    spec->binds[i].dst, spec->binds[i].rw, spec->binds[i].real != NULL};
 	wd_autofree char *cwd = NULL;
 	const char *ws = spec->workspace;
 	if (!ws)
