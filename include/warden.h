@@ -342,8 +342,9 @@ char *wd_result_protections_json(const wd_result *r);
  * bytes); also quoted for a C1, bidi or zero-width character, a leading
  * or trailing space, or the separators " -> " and "  (".
  *
- * wd_esc_text: len bytes of s with control bytes shown as \xNN, C1, bidi
- * and zero-width characters as <U+XXXX>, invalid UTF-8 bytes as \xNN;
+ * wd_esc_text: len bytes of s with control bytes shown as \xNN, C1, bidi,
+ * zero-width and other invisible characters (tag characters, variation
+ * selectors, the soft hyphen) as <U+XXXX>, invalid UTF-8 bytes as \xNN;
  * tabs kept.  flags: WD_ESC_LINES keeps newlines, WD_ESC_WORD renders one
  * argument in single quotes.  max: bytes of a line kept before
  * "... (N more bytes)" ends it; 0 for no cap.

@@ -54,6 +54,9 @@ int cli_discard(int argc, char **argv);
 /* Ask at /dev/tty whether to run a paused command once (an approver). */
 struct wd_decision;
 int cli_ask_tty(const wd_decision *d, void *data);
+/* The working directory (--cwd, relative to the workspace; NULL: its
+ * root) the command asked about will run in: the prompt shows it. */
+void cli_ask_tty_cwd(const char *cwd);
 
 /* warden run's sandbox options (workspace, isolation, limits, network,
  * workspace mode...) for another subcommand (create), plus its own: fn

@@ -633,6 +633,14 @@ cli_sandbox_options(const char *sub, int argc, char **argv, const struct cli_san
 
 /* ---- the policy stage's human side ---- */
 
+static const char *ask_cwd;
+
+void
+cli_ask_tty_cwd(const char *cwd)
+{
+	ask_cwd = cwd;
+}
+
 /* Ask at /dev/tty, never on the command's stdin (which may be the model's
  * own pipe).  1 yes, 0 no, -1 no terminal. */
 int
@@ -656,6 +664,12 @@ cli_ask_tty(const wd_decision *d, void *data)
 		fputc(' ', f);
 		cli_policy_word(f, argv[i]);
 	}
+	/* Why: the approval covers the working directory too, and the same
+	 * words mean another thing elsewhere (`git push` in a nested
+	 * repository the model made, with its own remote): the human sees
+	 * where it runs, escaped as every field */
+	fprintf(f, "\n  cwd:     ");
+	cli_policy_word(f, ask_cwd ? ask_cwd : ".");
 	fprintf(f, "\n  id:      %s\nRun this exact command once? [y/N] ",
 		wd_decision_approval_id(d));
 	fflush(f);
@@ -827,8 +841,10 @@ setup_ctx(wd_ctx *ctx, const struct run_opts *o)
 		return cli_fail(sub_name, "%s", e.msg);
 	if (o->audit && wd_ctx_set_audit_file(ctx, o->audit, &e) < 0)
 		return cli_fail(sub_name, "--audit: %s", e.msg);
-	if (o->approve_tty)
+	if (o->approve_tty) {
+		cli_ask_tty_cwd(o->cwd);
 		wd_ctx_set_approver(ctx, cli_ask_tty, NULL);
+	}
 	wd_ctx_set_log_handler(ctx, cli_log_handler, NULL, o->verbose ? WD_LOG_DEBUG : WD_LOG_WARN);
 	return 0;
 }

@@ -731,8 +731,10 @@ cli_exec(int argc, char **argv)
 		rc = cli_fail("exec", "--audit: %s", e.msg);
 		goto out;
 	}
-	if (o.approve_tty)
+	if (o.approve_tty) {
+		cli_ask_tty_cwd(o.cwd);
 		wd_ctx_set_approver(ctx, cli_ask_tty, NULL);
+	}
 	rc = exec_run(ctx, ref, cmd, &o, program ? argv[optind] : o.command);
 out:
 	wd_ctx_free(ctx);

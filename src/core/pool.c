@@ -208,10 +208,24 @@ wd_pool_new(wd_ctx *ctx, const wd_spec *tmpl, unsigned size, wd_pool **out, stru
 static int
 workspace_tree(wd_pool *p, const char *dir, bool *idmapped, struct wd_err *err)
 {
-	wd_autoclose int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	/* No link followed anywhere on the way, not only at the last
+	 * component: dir is canonical (realpath in pooled_prepare, before the
+	 * wait for an instance), so a link in it now was planted since by a
+	 * sandbox writing a directory above, and followed it would bind the
+	 * host directory it names read-write as /workspace */
+	wd_autoclose int fd = jail_open_nofollow(dir);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
+	if (fd == -ELOOP)
+		return wd_err_set(err, WD_E_INVAL,
+				  "workspace '%s': a symbolic link in its path appeared after the "
+				  "run was asked for; refused rather than followed",
+				  dir);
+	if (fd < 0)
+		return wd_err_sys(err, -fd, "workspace '%s'", dir);
+	if (fstat(fd, &st) < 0)
 		return wd_err_sys(err, errno, "workspace '%s'", dir);
+	if (!S_ISDIR(st.st_mode))
+		return wd_err_set(err, WD_E_INVAL, "workspace '%s' is not a directory", dir);
 	/* the owner as the level's sandbox user (backend_ops.attach_uid) */
 	const struct backend_ops *ops = backend_for(p->tmpl->isolation);
 	struct jail_idmap map = {ops->attach_uid, ops->attach_uid, ops->attach_root_creates};

@@ -170,6 +170,7 @@ struct jail_bind {
 	const char *src; /* host path (must exist) */
 	const char *dst; /* path in the jail */
 	bool rw;
+	bool exact; /* src is link-free as checked: any link on it is refused */
 };
 
 /* A detached mount tree the caller made (the workspace module: a cow

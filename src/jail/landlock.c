@@ -113,6 +113,24 @@ jail_landlock_abi(void)
 	return abi > 0 ? (int)abi : 0;
 }
 
+int
+jail_landlock_required(bool container, int abi, bool best_effort, struct wd_err *err)
+{
+	/* Why: at the process level the command runs in the host's mount
+	 * namespace as a host uid; Landlock is what keeps its writes to the
+	 * workspace, /tmp and /dev/shm.  Without it every directory that uid
+	 * may write (the caller's home, other projects, warden's state) is
+	 * open, so running silently unfenced is worse than an error, as for
+	 * a missing cgroup (supervise/local.c). */
+	if (container || abi > 0 || best_effort)
+		return 0;
+	return wd_err_set(err, WD_E_UNSUPPORTED,
+			  "--isolation process needs Landlock to fence the command's writes, and "
+			  "this kernel has none (built without CONFIG_SECURITY_LANDLOCK, or "
+			  "'landlock' not in its lsm= list); use --isolation container, or "
+			  "--best-effort to run without the write fence");
+}
+
 /* The filesystem rights ABI abi can handle (the sample's switch).
  *
  * ABI 1 cannot handle REFER, and the kernel then refuses every rename or

@@ -22,6 +22,14 @@ struct jail_landlock_rules {
 /* The host's Landlock ABI: > 0, or 0 when Landlock is unavailable/disabled. */
 int jail_landlock_abi(void);
 
+/* Whether a sandbox may run on a host whose Landlock ABI is abi.  At
+ * the process level Landlock is the only write fence (no mount namespace:
+ * the command sees the host's file system with its uid's rights), so ABI
+ * 0 is refused (WD_E_UNSUPPORTED, naming Landlock and --best-effort)
+ * unless best_effort; the container level has its mounts as the fence and
+ * runs either way.  0 or -ENOTSUP. */
+int jail_landlock_required(bool container, int abi, bool best_effort, struct wd_err *err);
+
 /* Restrict the calling thread.  abi is the value from jail_landlock_abi()
  * (taken in the supervisor before clone).  Paths that do not exist are
  * skipped; a path that is not a directory gets only the file rights of its

@@ -134,18 +134,50 @@ join(char *out, size_t cap, const struct config_strv *l)
 	}
 }
 
-/* argv as one line for messages, truncated. */
+/* argv as one line for the human who approves it (a pause's reason).
+ * Why: joined with bare spaces, "push" "origin main" read as "push"
+ * "origin" "main", and a cut at the buffer's end hid the words after a
+ * long argument with no sign.  So a word that is empty or holds a space,
+ * a tab, a quote or a backslash is shown in double quotes with " and \
+ * escaped, and past cap the bytes left out are counted.  Control and
+ * invisible characters are escaped where the line is shown
+ * (util/escape.c). */
 static void
 argv_line(char *out, size_t cap, int argc, char *const *argv)
 {
-	size_t o = 0;
-	out[0] = '\0';
-	for (int i = 0; i < argc && o + 1 < cap; i++) {
-		int n = snprintf(out + o, cap - o, "%s%s", i ? " " : "", argv[i]);
-		if (n < 0)
-			break;
-		o += (size_t)n;
+	char *all = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&all, &len);
+	if (!f)
+		abort();
+	for (int i = 0; i < argc; i++) {
+		const char *w = argv[i];
+		if (i)
+			fputc(' ', f);
+		if (w[0] && !strpbrk(w, " \t\"'\\")) {
+			fputs(w, f);
+			continue;
+		}
+		fputc('"', f);
+		for (const char *c = w; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				fputc('\\', f);
+			fputc(*c, f);
+		}
+		fputc('"', f);
 	}
+	if (fclose(f) != 0 || !all)
+		abort();
+	if (len < cap) {
+		memcpy(out, all, len + 1);
+	} else {
+		/* room for the count; never cut inside a UTF-8 sequence */
+		size_t keep = cap > 48 ? cap - 48 : 0;
+		while (keep > 0 && ((unsigned char)all[keep] & 0xc0) == 0x80)
+			keep--;
+		snprintf(out, cap, "%.*s ... (%zu more bytes)", (int)keep, all, len - keep);
+	}
+	free(all);
 }
 
 static bool

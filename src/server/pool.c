@@ -167,6 +167,10 @@ srv_pool_fits(struct srv *s, bool judged, const struct route *rt)
 int
 srv_pool_run(struct srv *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err)
 {
+	/* the path is resolved again by the pool: it must still lead to the
+	 * server's directory (run.c) */
+	if (srv_workspace_check(s, err) < 0)
+		return -EINVAL;
 	return wd_pool_run(s->pool->pool, wd_workspace_path(s->ws), cmd, out, err);
 }
 

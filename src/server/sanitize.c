@@ -10,9 +10,10 @@
  *    hides their target, OSC 52 clipboard writes), DCS/SOS/PM/APC strings
  *    and two- and three-byte escapes (ESC c resets the terminal);
  *  - other C0 controls and DEL are shown as \xNN, C1 controls (U+0080 to
- *    U+009F, which some terminals take as CSI) and the bidirectional
+ *    U+009F, which some terminals take as CSI), the bidirectional
  *    overrides of "Trojan Source" (CVE-2021-42574: U+202A-U+202E,
- *    U+2066-U+2069) as \uNNNN;
+ *    U+2066-U+2069) and what is drawn as nothing (visible_cp) as
+ *    \uNNNN, or \UNNNNNNNN above U+FFFF;
  *  - "\r\n" becomes "\n" and a lone "\r" (a progress bar redrawing its
  *    line) a newline, so overwritten text is not hidden;
  *  - bytes that are not valid UTF-8 are shown as \xNN, never replaced by
@@ -60,10 +61,12 @@ static void
 put_u(struct out *o, unsigned cp)
 {
 	static const char hex[] = "0123456789abcdef";
-	char b[6] = {
-	    '\\',	 'u', hex[(cp >> 12) & 15], hex[(cp >> 8) & 15], hex[(cp >> 4) & 15],
-	    hex[cp & 15]};
-	put(o, b, 6);
+	/* \uNNNN, or \UNNNNNNNN above the basic plane */
+	int digits = cp > 0xffff ? 8 : 4;
+	char b[10] = {'\\', cp > 0xffff ? 'U' : 'u'};
+	for (int k = 0; k < digits; k++)
+		b[2 + k] = hex[(cp >> (4 * (digits - 1 - k))) & 15];
+	put(o, b, (size_t)(2 + digits));
 }
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid,
@@ -149,11 +152,22 @@ escape_len(const unsigned char *s, size_t n)
 	return 1;
 }
 
+/* Why: besides C1 and the bidi controls, what a terminal or a chat view
+ * draws as nothing carries text no human reading the transcript sees
+ * (plane 14's tag characters are an invisible copy of ASCII: a file can
+ * hold an instruction for the model that way).  The set of util/escape.c
+ * (which front ends cannot include), less U+FE0E and U+FE0F, the emoji
+ * presentation selectors test runners print after a check mark. */
 static bool
 visible_cp(unsigned cp)
 {
-	return !(cp >= 0x80 && cp <= 0x9f) && !(cp >= 0x202a && cp <= 0x202e) &&
-	       !(cp >= 0x2066 && cp <= 0x2069);
+	return !((cp >= 0x80 && cp <= 0x9f) || cp == 0x00ad || cp == 0x034f || cp == 0x061c ||
+		 cp == 0x115f || cp == 0x1160 || cp == 0x17b4 || cp == 0x17b5 ||
+		 (cp >= 0x180b && cp <= 0x180f) || (cp >= 0x200b && cp <= 0x200f) ||
+		 (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) || cp == 0x3164 ||
+		 (cp >= 0xfe00 && cp <= 0xfe0d) || cp == 0xfeff || cp == 0xffa0 ||
+		 (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0x1bca0 && cp <= 0x1bca3) ||
+		 (cp >= 0x1d173 && cp <= 0x1d17a) || (cp >= 0xe0000 && cp <= 0xe0fff));
 }
 
 char *

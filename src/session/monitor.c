@@ -76,7 +76,6 @@ static struct mon M;
 static void
 mon_log(int level, const char *func, const char *msg, void *data)
 {
-	static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
 	(void)data;
 	(void)func;
 	if (!M.log)
@@ -85,7 +84,7 @@ mon_log(int level, const char *func, const char *msg, void *data)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	fprintf(M.log, "%04d-%02d-%02dT%02d:%02d:%02dZ %s: ", tm.tm_year + 1900, tm.tm_mon + 1,
-		tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, names[level & 3]);
+		tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, wd_log_level_name(level));
 	/* A message can carry bytes a model chose (a detached command's
 	 * error, a file name in an apply error), and a human reads this file
 	 * with cat or less: control bytes, bidi characters and newlines are

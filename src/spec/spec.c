@@ -32,6 +32,7 @@ wd_spec_free(wd_spec *s)
 	for (size_t i = 0; i < s->nbinds; i++) {
 		free(s->binds[i].src);
 		free(s->binds[i].dst);
+		free(s->binds[i].real);
 	}
 	free(s->binds);
 	for (size_t i = 0; i < s->nenv; i++)
@@ -123,8 +124,9 @@ spec_copy(const wd_spec *s)
 	c->workspace = s->workspace ? wd_xstrdup(s->workspace) : NULL;
 	c->binds = s->nbinds ? wd_xcalloc(s->nbinds, sizeof(*c->binds)) : NULL;
 	for (size_t i = 0; i < s->nbinds; i++)
-		c->binds[i] = (struct spec_bind){wd_xstrdup(s->binds[i].src),
-						 wd_xstrdup(s->binds[i].dst), s->binds[i].rw};
+		c->binds[i] = (struct spec_bind){
+		    wd_xstrdup(s->binds[i].src), wd_xstrdup(s->binds[i].dst), s->binds[i].rw,
+		    s->binds[i].real ? wd_xstrdup(s->binds[i].real) : NULL};
 	c->env = copy_strv(s->env, s->nenv, false);
 	c->ports = s->nports ? wd_xcalloc(s->nports, sizeof(uint16_t)) : NULL;
 	if (s->nports)
@@ -373,9 +375,7 @@ wd_spec_add_bind(wd_spec *s, const char *src, const char *dst, bool rw, struct w
 				  opt, dst ? dst : src);
 	}
 	s->binds = wd_xrealloc(s->binds, (s->nbinds + 1) * sizeof(*s->binds));
-	s->binds[s->nbinds].src = abs;
-	s->binds[s->nbinds].dst = norm;
-	s->binds[s->nbinds].rw = rw;
+	s->binds[s->nbinds] = (struct spec_bind){.src = abs, .dst = norm, .rw = rw};
 	s->nbinds++;
 	return 0;
 }

@@ -18,6 +18,10 @@ struct net_secrets;
 struct spec_bind {
 	char *src, *dst;
 	bool rw;
+	/* where src led, link-free, when a session's start checked it
+	 * (spec_from_json); the jail then binds this path and refuses any
+	 * link met on it.  NULL: src, resolved by the jail's rules. */
+	char *real;
 };
 
 struct wd_spec {

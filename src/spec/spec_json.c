@@ -185,10 +185,15 @@ spec_from_json(json_t *j, wd_spec **out, struct wd_err *err)
 			free(now);
 			goto fail;
 		}
-		free(now);
 		if ((rc = wd_spec_add_bind(s, src, dst, json_is_true(json_object_get(v, "rw")),
-					   err)) < 0)
+					   err)) < 0) {
+			free(now);
 			goto fail;
+		}
+		/* and what was checked is what the jail binds: the link-free
+		 * path, on which it follows no link (jail/plan.c), so a link
+		 * swapped in after this check is refused, not followed */
+		s->binds[s->nbinds - 1].real = now;
 	}
 	json_array_foreach(json_object_get(j, "env"), i, v)
 	{

@@ -92,8 +92,9 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 		return rc;
 	struct jail_bind *binds = wd_xcalloc(spec->nbinds + 1, sizeof(*binds));
 	for (size_t i = 0; i < spec->nbinds; i++)
-		binds[i] =
-		    (struct jail_bind){spec->binds[i].src, spec->binds[i].dst, spec->binds[i].rw};
+		binds[i] = (struct jail_bind){
+		    spec->binds[i].real ? spec->binds[i].real : spec->binds[i].src,
+		    spec->binds[i].dst, spec->binds[i].rw, spec->binds[i].real != NULL};
 	wd_autofree char *cwd = NULL;
 	const char *ws = spec->workspace;
 	if (!ws)
@@ -162,6 +163,12 @@ sandbox_plan(struct sandbox *sb, bool container, bool time_ns, struct wd_err *er
 	    .user_name = spec->image_user,
 	};
 	rc = jail_plan_build(&cfg, &sb->prep, err);
+	if (rc == 0)
+		rc = jail_landlock_required(container, sb->prep->plan.landlock_abi,
+					    spec->best_effort, err);
+	if (rc == 0 && !container && sb->prep->plan.landlock_abi == 0)
+		wd_log(WD_LOG_WARN, "no Landlock on this kernel: the command's writes are not "
+				    "fenced (--best-effort)");
 	/* The process level: the command also writes the host's /tmp and
 	 * /dev/shm (the workspace and binds were checked when the spec was
 	 * made): an approval store there, writable by the command's uid,

@@ -58,13 +58,24 @@ utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
  * U+009B a CSI), the bidi embeddings, overrides and isolates of
  * CVE-2021-42574 ("Trojan Source"), the marks U+061C, U+200E, U+200F,
  * zero-width spaces and joiners, the line and paragraph separators, and
- * the byte-order mark. */
+ * the byte-order mark.  And what a terminal draws as nothing, or as a
+ * blank, so a model's argument or name could hold text a human approving
+ * or reviewing it never sees: the soft hyphen, the combining grapheme
+ * joiner, the Hangul fillers, the Khmer inherent vowels, the Mongolian
+ * variation selectors and vowel separator, the variation selectors (one
+ * after any letter can carry a byte), the shorthand format controls, the
+ * musical formatting controls and plane 14's tag characters ("ASCII
+ * smuggling": invisible copies of every ASCII letter). */
 static bool
 invisible(uint32_t cp)
 {
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) ||
-	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff ||
-	       (cp >= 0xfff9 && cp <= 0xfffb);
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x00ad || cp == 0x034f || cp == 0x061c ||
+	       cp == 0x115f || cp == 0x1160 || cp == 0x17b4 || cp == 0x17b5 ||
+	       (cp >= 0x180b && cp <= 0x180f) || (cp >= 0x200b && cp <= 0x200f) ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) || cp == 0x3164 ||
+	       (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff || cp == 0xffa0 ||
+	       (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0x1bca0 && cp <= 0x1bca3) ||
+	       (cp >= 0x1d173 && cp <= 0x1d17a) || (cp >= 0xe0000 && cp <= 0xe0fff);
 }
 
 bool

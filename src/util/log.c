@@ -15,6 +15,13 @@ wd_set_log_handler(wd_log_fn fn, void *data, int level)
 	wd_log_level = level;
 }
 
+const char *
+wd_log_level_name(int level)
+{
+	static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
+	return level >= 0 && (size_t)level < WD_ARRAY_SIZE(names) ? names[level] : "?";
+}
+
 void
 wd_log_emit(int level, const char *func, const char *fmt, ...)
 {

@@ -120,6 +120,10 @@ struct wd_log_sink {
 	int level;
 };
 extern int wd_log_level;
+/* The name of a level as logs print it ("error" .. "trace"); "level N"
+ * style "?" for a value outside enum wd_log_level, never another level's
+ * name (a trace line shown as "error" sends an operator the wrong way). */
+const char *wd_log_level_name(int level);
 extern __thread const struct wd_log_sink *wd_log_tls;
 static inline bool
 wd_log_enabled(int level)

@@ -50,8 +50,10 @@ done
 expect_rc 0 "audit chain intact" "$WARDEN" audit verify "$T/audit.jsonl"
 
 # --approve=tty: a pty is the controlling terminal; stdin is /dev/null
-tty_run() { # ANSWER: run under a pty, answer, print the transcript
-	python3 - "$1" "$WARDEN" run "${P[@]}" --approve=tty -- echo publish now <<'PY'
+tty_run() { # ANSWER [RUN OPTION...]: run under a pty, answer, print the transcript
+	local answer=$1
+	shift
+	python3 - "$answer" "$WARDEN" run "${P[@]}" --approve=tty "$@" -- echo publish now <<'PY'
 import os, pty, sys, time, select
 answer = sys.argv[1].encode()
 pid, fd = pty.fork()
@@ -84,6 +86,12 @@ tty_run y >"$T/tty" 2>&1
 rc=$?
 [ $rc = 0 ] && ok "tty: yes runs it (exit 0)" || not_ok "tty: yes runs it: exit $rc"
 expect_in "$T/tty" "'echo' 'publish' 'now'" "tty: shows the exact argv"
+expect_in "$T/tty" "cwd:     '.'" "tty: shows where it runs (the workspace's root)"
+# the approval covers the working directory, and the same words run
+# elsewhere mean another thing (a nested repository's remote): shown
+mkdir -p "$WS/nested"
+tty_run n --cwd nested >"$T/tty" 2>&1
+expect_in "$T/tty" "cwd:     'nested'" "tty: shows a --cwd the command runs in"
 expect_in "$T/tty" "publish now" "tty: the command ran"
 tty_run n >"$T/tty" 2>&1
 rc=$?

@@ -141,7 +141,8 @@ w run "${P[@]}" -- echo publish "$ESCARG" "$BIDI" "$C1"
 expect_rc 123 "the command pauses"
 check "pause message: no raw control byte" clean "$ERR"
 check "pause message: ESC, CR, U+202E and U+009B visible" has "$ERR" \
-	"ok\\x1b[2K\\x0dpublished safely a<U+202E>b c<U+009B>31mred"
+	'"ok\x1b[2K\x0dpublished safely" a<U+202E>b c<U+009B>31mred'
+# (the spaced argument in double quotes: its words are one argument)
 id=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$ERR" | head -n 1)
 check "pause message: the approval id" test ${#id} = 64
 

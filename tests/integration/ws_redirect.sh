@@ -121,4 +121,32 @@ expect_rc 0 "  ... and the session writes its bind"
 check "  ... there" test -e "$WS/data/mine"
 w rm b
 expect_rc 0 "rm"
+
+# ---- the same with the link at a middle component of the source: the
+# start refuses it, and the jail binds the link-free path it checked
+# (spec.h's spec_bind.real) rather than resolving the source again
+mkdir -p "$WS/mid/data" "$OUTSIDE/data"
+echo canary >"$OUTSIDE/data/keep"
+before=$(outside_sum)
+w create b --workspace "$T/bws" --bind "$WS/mid/data:/data"
+expect_rc 0 "a session with --bind of a directory two levels into the project"
+w stop b
+"$WARDEN" run --workspace "$WS" -- /bin/sh -c "mv mid mid.old && ln -s '$OUTSIDE' mid" \
+	>/dev/null 2>&1 </dev/null
+check "the sandbox over the parent swapped mid for a link" test -L "$WS/mid"
+w start b
+expect_rc 125 "start after a middle component of the bind source became a link"
+check "  ... naming the source" grep -q "bind source '$WS/mid/data' now leads to" "$ERR"
+w exec b -- /bin/sh -c 'echo x >/data/planted'
+check "  ... nothing runs" test "$RC" -ne 0
+check "  ... and the host directory the link names is untouched" \
+	test "$(outside_sum)" = "$before"
+rm "$WS/mid" && mv "$WS/mid.old" "$WS/mid"
+w start b
+expect_rc 0 "the directory put back: start works"
+w exec b -- /bin/sh -c 'echo x >/data/mine'
+expect_rc 0 "  ... and the session writes its bind"
+check "  ... there" test -e "$WS/mid/data/mine"
+w rm b
+expect_rc 0 "rm"
 finish

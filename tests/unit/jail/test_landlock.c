@@ -110,6 +110,27 @@ Test(jail_landlock_apply, refuses_abi_zero_without_formatting)
 	cr_expect_eq(err.msg[0], '\0');
 }
 
+/* The process level without Landlock has no write fence at all (no mount
+ * namespace): refused unless --best-effort.  This machine kind has
+ * Landlock, so the kernel without it is given as ABI 0 to the decision
+ * function rather than run; the refusal's path to exit 125 is the same
+ * WD_E_UNSUPPORTED a missing cgroup takes. */
+Test(jail_landlock_required, process_level_without_landlock_is_refused)
+{
+	struct wd_err err = {0};
+	cr_expect_eq(jail_landlock_required(false, 0, false, &err), -ENOTSUP);
+	cr_expect_eq(err.code, WD_E_UNSUPPORTED);
+	cr_expect(strstr(err.msg, "Landlock") != NULL, "names Landlock: %s", err.msg);
+	cr_expect(strstr(err.msg, "--best-effort") != NULL, "names --best-effort: %s", err.msg);
+	struct wd_err ok = {0};
+	cr_expect_eq(jail_landlock_required(false, 0, true, &ok), 0, "--best-effort runs it");
+	cr_expect_eq(jail_landlock_required(true, 0, false, &ok), 0,
+		     "the container level has its mounts as the fence");
+	for (int abi = 1; abi <= 7; abi++)
+		cr_expect_eq(jail_landlock_required(false, abi, false, &ok), 0, "ABI %d", abi);
+	cr_expect_eq(ok.msg[0], '\0');
+}
+
 /* ------------------------------------------------------------- filesystem */
 
 struct fs_dirs {

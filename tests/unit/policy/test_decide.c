@@ -540,3 +540,39 @@ Test(policy_decide, no_workspace_fd_means_no_path_checks)
 	cr_expect_eq(d.kind, POLICY_ALLOW);
 	policy_decision_fini(&d);
 }
+
+/* A pause's reason is what the human is shown before approving (warden
+ * run's pause line, run_command's PAUSED text): it names the command
+ * word for word.  Joined with bare spaces and cut at 199 bytes, two argvs
+ * read the same ("push" "origin main" and "push" "origin" "main"), and a
+ * long argument hid the words after it with no sign that anything was
+ * left out. */
+Test(policy_decide, pause_reason_shows_every_word)
+{
+	struct policy_decision d;
+	policy_decision_init(&d);
+	static const char *const split[] = {"git", "push", "origin main", NULL};
+	struct policy_request r = {
+	    .argv = split, .argc = 3, .workspace_fd = fx_wfd, .workspace = fx_ws};
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_assert_eq(d.kind, POLICY_PAUSE, "%s", d.reason);
+	cr_expect_not_null(strstr(d.reason, "'git push \"origin main\"' needs"), "%s", d.reason);
+	static const char *const quoted[] = {"git", "push", "a\"b\\", "", NULL};
+	r.argv = quoted;
+	r.argc = 4;
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_expect_not_null(strstr(d.reason, "'git push \"a\\\"b\\\\\" \"\"' needs"), "%s",
+			   d.reason);
+	/* past the cap: the words cut off are counted, never silently gone */
+	char pad[100];
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	const char *const long_argv[] = {"git", "push", "origin", pad, pad, "+main:release", NULL};
+	r.argv = long_argv;
+	r.argc = 6;
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_assert_eq(d.kind, POLICY_PAUSE, "%s", d.reason);
+	cr_expect_not_null(strstr(d.reason, "more bytes"), "%s", d.reason);
+	cr_expect_not_null(strstr(d.reason, "' needs a human's approval"), "%s", d.reason);
+	policy_decision_fini(&d);
+}

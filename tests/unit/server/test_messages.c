@@ -266,6 +266,21 @@ Test(sanitize, control_and_invisible_characters)
 	s = sanitized("caf\xc3\xa9", 5);
 	cr_expect_str_eq(s, "caf\xc3\xa9", "UTF-8 text passes");
 	free(s);
+	/* what a terminal or a chat view draws as nothing: a zero-width
+	 * space, a soft hyphen, and plane 14's tag characters, with which
+	 * a file can carry text (an instruction) no human reading the
+	 * transcript sees */
+	const char zw[] = "a\xe2\x80\x8b"
+			  "b\xc2\xad"
+			  "c\xf3\xa0\x81\x81\xf3\xa0\x81\xbf";
+	s = sanitized(zw, strlen(zw));
+	cr_expect_str_eq(s, "a\\u200bb\\u00adc\\U000e0041\\U000e007f", "%s", s);
+	free(s);
+	/* an emoji's presentation selector stays: test runners print them */
+	const char emoji[] = "\xe2\x9c\x94\xef\xb8\x8f ok";
+	s = sanitized(emoji, strlen(emoji));
+	cr_expect_str_eq(s, emoji);
+	free(s);
 }
 
 /* A chunk that ends inside a UTF-8 sequence keeps the tail for the next. */

@@ -25,6 +25,7 @@ static const struct esc_case path_cases[] = {
 	{"over\xc0\xaf", "\"over\\300\\257\""},		/* overlong '/' */
 	{"sur\xed\xa0\x80", "\"sur\\355\\240\\200\""},	/* a surrogate */
 	{"evil\xe2\x80\xaetxt.sh", "\"evil\\342\\200\\256txt.sh\""}, /* U+202E */
+	{"main\xf3\xa0\x81\x81", "\"main\\363\\240\\201\\201\""}, /* U+E0041 */
 	{"iso\xe2\x81\xa6x", "\"iso\\342\\201\\246x\""},	/* U+2066 */
 	{"zw\xe2\x80\x8bx", "\"zw\\342\\200\\213x\""},	/* U+200B */
 	{"c1\xc2\x9b", "\"c1\\302\\233\""},		/* U+009B, a CSI */
@@ -66,6 +67,16 @@ static const struct esc_case text_cases[] = {
 	{"+caf\xc3\xa9 \xe4\xb8\xad", "+caf\xc3\xa9 \xe4\xb8\xad"},
 	{"+a\\x1b", "+a\\x1b"},		/* backslashes as they are in text */
 	{"two\nlines", "two\\x0alines"},
+	/* invisible in a terminal, so an argument or a name could differ
+	 * from what a human reads: the tag characters (\"ASCII smuggling\"),
+	 * variation selectors (which carry a byte each after any letter),
+	 * the soft hyphen, the combining grapheme joiner, Hangul fillers */
+	{"+main\xf3\xa0\x81\x81\xf3\xa0\x81\xbf", "+main<U+E0041><U+E007F>"},
+	{"+a\xef\xb8\x8f\xf3\xa0\x84\x81", "+a<U+FE0F><U+E0101>"},
+	{"+ma\xc2\xadin", "+ma<U+00AD>in"},
+	{"+a\xcd\x8f" "b", "+a<U+034F>b"},
+	{"+\xe1\x85\x9f\xe1\x85\xa0\xe3\x85\xa4\xef\xbe\xa0", "+<U+115F><U+1160><U+3164><U+FFA0>"},
+	{"+\xe1\xa0\x8e\xe1\x9e\xb4", "+<U+180E><U+17B4>"},
 };
 /* clang-format on */
 

@@ -160,3 +160,18 @@ Test(jw, hexbytes_parse_back)
 		free(text);
 	}
 }
+
+/* Every level prints its own name: the monitor's log indexed its names
+ * with level & 3, so a trace line (4) printed as "error"; a value
+ * outside the enum prints "?", never another level's name. */
+Test(wd_log_level_name, each_level_its_own)
+{
+	cr_assert_str_eq(wd_log_level_name(WD_LOG_ERROR), "error");
+	cr_assert_str_eq(wd_log_level_name(WD_LOG_WARN), "warning");
+	cr_assert_str_eq(wd_log_level_name(WD_LOG_INFO), "info");
+	cr_assert_str_eq(wd_log_level_name(WD_LOG_DEBUG), "debug");
+	cr_assert_str_eq(wd_log_level_name(WD_LOG_TRACE), "trace");
+	cr_assert_str_eq(wd_log_level_name(5), "?");
+	cr_assert_str_eq(wd_log_level_name(8), "?");
+	cr_assert_str_eq(wd_log_level_name(-1), "?");
+}
