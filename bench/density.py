@@ -15,6 +15,10 @@ sandboxes up to each size in turn and, at each size, measures
               minus the same with one sandbox: KiB per sandbox; and the
               drop of the host's MemAvailable (kernel memory too: the
               namespaces, mount tables, cgroups; noisier on a shared host)
+  page tables the VmPTE of the server and every process under it, minus
+              the same with one sandbox: KiB per sandbox (kernel memory
+              PSS does not show: a pid 1 cloned from a big server copies
+              its page tables)
   fds         /proc/SERVER/fd, minus the count with one sandbox
 
 then destroys them all and checks nothing is left (no process under the
@@ -25,6 +29,7 @@ runs, and summary lines for bench/summary.py:
   density_exec_ratio_1000     exec at 1,000 / at 100
   density_kib_per_sandbox     PSS per sandbox at the largest size
   density_fds_per_sandbox     descriptors per sandbox at the largest size
+  density_pte_kib_per_sandbox page tables per sandbox at the largest size
   (and _5000 for the ratios when that size ran)
 
 Where this process may (CAP_SYS_RESOURCE), it raises RLIMIT_NOFILE, soft
@@ -130,6 +135,17 @@ def pss_kib(pid):
     return 0
 
 
+def pte_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmPTE:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def mem_available_kib():
     with open("/proc/meminfo") as f:
         for line in f:
@@ -143,6 +159,7 @@ def snapshot(srv):
     kids = descendants(pid)
     return {
         "pss": pss_kib(pid) + sum(pss_kib(k) for k in kids),
+        "pte": pte_kib(pid) + sum(pte_kib(k) for k in kids),
         "procs": len(kids),
         "fds": len(os.listdir("/proc/%d/fd" % pid)),
         "avail": mem_available_kib(),
@@ -205,6 +222,7 @@ def one_run(args, sizes, nofile, failures):
                 "create": ct, "exec": et,
                 "kib": (s["pss"] - base["pss"]) / k,
                 "avail_kib": (base["avail"] - s["avail"]) / k,
+                "pte_kib": (s["pte"] - base["pte"]) / k,
                 "fds": (s["fds"] - base["fds"]) / k,
                 "procs": s["procs"],
             }
@@ -277,20 +295,20 @@ def main():
         v = [f(run) for run in runs]
         return "%.3g (%.3g-%.3g)" % (statistics.median(v), min(v), max(v))
 
-    print("%-6s %-26s %-26s %-20s %-20s %s" % ("N", "create ms median (range)",
-                                              "exec ms median (range)", "KiB PSS/sandbox",
-                                              "MemAvailable KiB/sb", "fds/sandbox"))
+    print("%-6s %-26s %-26s %-20s %-20s %-20s %s" % (
+        "N", "create ms median (range)", "exec ms median (range)", "KiB PSS/sandbox",
+        "page tables KiB/sb", "MemAvailable KiB/sb", "fds/sandbox"))
     for i, run in enumerate(runs):  # each run's own figures, for a table across invocations
         for n in sizes:
             print("# run %d: %d sandboxes: create %.2f ms, exec %.2f ms (medians), %.0f KiB PSS, "
-                  "%.0f KiB MemAvailable, %.2f fds each" % (
+                  "%.1f KiB page tables, %.0f KiB MemAvailable, %.2f fds each" % (
                       i + 1, n, ms(run[n]["create"]), ms(run[n]["exec"]), run[n]["kib"],
-                      run[n]["avail_kib"], run[n]["fds"]))
+                      run[n]["pte_kib"], run[n]["avail_kib"], run[n]["fds"]))
     for n in sizes:
-        print("%-6d %-26s %-26s %-20s %-20s %s" % (
+        print("%-6d %-26s %-26s %-20s %-20s %-20s %s" % (
             n, spread(lambda r: ms(r[n]["create"])), spread(lambda r: ms(r[n]["exec"])),
-            spread(lambda r: r[n]["kib"]), spread(lambda r: r[n]["avail_kib"]),
-            spread(lambda r: r[n]["fds"])))
+            spread(lambda r: r[n]["kib"]), spread(lambda r: r[n]["pte_kib"]),
+            spread(lambda r: r[n]["avail_kib"]), spread(lambda r: r[n]["fds"])))
     print("p90 at %d: create %.2f ms, exec %.2f ms; destroy median %.2f ms; left after: %s" % (
         sizes[-1], 1000 * pct(runs[0][sizes[-1]]["create"], .9),
         1000 * pct(runs[0][sizes[-1]]["exec"], .9), ms(runs[0]["destroy"]),
@@ -304,6 +322,7 @@ def main():
                 n, med(lambda r: ms(r[n]["exec"]) / ms(r[sizes[0]]["exec"]))))
     print("summary\tdensity_kib_per_sandbox\t%.1f" % med(lambda r: r[sizes[-1]]["kib"]))
     print("summary\tdensity_fds_per_sandbox\t%.2f" % med(lambda r: r[sizes[-1]]["fds"]))
+    print("summary\tdensity_pte_kib_per_sandbox\t%.1f" % med(lambda r: r[sizes[-1]]["pte_kib"]))
     if failures:
         print("density: %d failure(s), first: %s" % (len(failures), failures[0]))
         return 1
