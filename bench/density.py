@@ -2,6 +2,7 @@
 """density: how cost grows with the number of live sandboxes in one server.
 
   bench/density.py WARDEN [--sizes 100,1000,5000] [--runs 3] [--sample 40]
+                   [--churn K]
 
 Through `warden serve --stdio` (a harness's JSON-RPC: sandbox.create,
 sandbox.exec with an argv, sandbox.destroy), each run creates live
@@ -21,7 +22,11 @@ sandboxes up to each size in turn and, at each size, measures
               its page tables)
   fds         /proc/SERVER/fd, minus the count with one sandbox
 
-then destroys them all and checks nothing is left (no process under the
+then, with --churn K, at the largest size K times destroys a random
+sandbox, creates one in its place and runs /bin/true in a random one (a
+server's life: pid 1s that were copies of it keep stale copies of the
+pages it writes afterwards) and measures memory again; then destroys them
+all and checks nothing is left (no process under the
 server).  Prints medians and 90th percentiles per size, the spread over the
 runs, and summary lines for bench/summary.py:
 
@@ -226,6 +231,22 @@ def one_run(args, sizes, nofile, failures):
                 "fds": (s["fds"] - base["fds"]) / k,
                 "procs": s["procs"],
             }
+        if args.churn:
+            for _ in range(args.churn):
+                k = random.randrange(1, len(ids))
+                m = srv.call("sandbox.destroy", {"sandbox": ids.pop(k)})
+                if "result" not in m:
+                    failures.append(m)
+                if create() is None:
+                    sys.exit("density: sandbox.create failed in the churn: %s" % failures[-1])
+                m = srv.call("sandbox.exec", {"sandbox": random.choice(ids), "argv": ["/bin/true"]})
+                if m.get("result", {}).get("status") != 0:
+                    failures.append(m)
+            time.sleep(0.3)
+            s = snapshot(srv)
+            k = len(ids) - 1
+            out["churn"] = {"kib": (s["pss"] - base["pss"]) / k,
+                            "pte_kib": (s["pte"] - base["pte"]) / k}
         dt = []
         for sb in ids:
             t0 = time.perf_counter()
@@ -256,6 +277,7 @@ def main():
     ap.add_argument("--sizes", default="100,1000,5000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sample", type=int, default=40)
+    ap.add_argument("--churn", type=int, default=0)
     args = ap.parse_args()
     sizes = sorted(int(x) for x in args.sizes.split(","))
     # What the server can hold: root raises the limit for it (a service
@@ -309,6 +331,10 @@ def main():
             n, spread(lambda r: ms(r[n]["create"])), spread(lambda r: ms(r[n]["exec"])),
             spread(lambda r: r[n]["kib"]), spread(lambda r: r[n]["pte_kib"]),
             spread(lambda r: r[n]["avail_kib"]), spread(lambda r: r[n]["fds"])))
+    if args.churn:
+        print("after %d destroy+create+exec at %d: %s KiB PSS, %s KiB page tables per sandbox" % (
+            args.churn, sizes[-1], spread(lambda r: r["churn"]["kib"]),
+            spread(lambda r: r["churn"]["pte_kib"])))
     print("p90 at %d: create %.2f ms, exec %.2f ms; destroy median %.2f ms; left after: %s" % (
         sizes[-1], 1000 * pct(runs[0][sizes[-1]]["create"], .9),
         1000 * pct(runs[0][sizes[-1]]["exec"], .9), ms(runs[0]["destroy"]),
