@@ -2,6 +2,7 @@
 """density: how cost grows with the number of live sandboxes in one server.
 
   bench/density.py WARDEN [--sizes 100,1000,5000] [--runs 3] [--sample 40]
+                   [--churn K]
 
 Through `warden serve --stdio` (a harness's JSON-RPC: sandbox.create,
 sandbox.exec with an argv, sandbox.destroy), each run creates live
@@ -15,9 +16,17 @@ sandboxes up to each size in turn and, at each size, measures
               minus the same with one sandbox: KiB per sandbox; and the
               drop of the host's MemAvailable (kernel memory too: the
               namespaces, mount tables, cgroups; noisier on a shared host)
+  page tables the VmPTE of the server and every process under it, minus
+              the same with one sandbox: KiB per sandbox (kernel memory
+              PSS does not show: a pid 1 cloned from a big server copies
+              its page tables)
   fds         /proc/SERVER/fd, minus the count with one sandbox
 
-then destroys them all and checks nothing is left (no process under the
+then, with --churn K, at the largest size K times destroys a random
+sandbox, creates one in its place and runs /bin/true in a random one (a
+server's life: pid 1s that were copies of it keep stale copies of the
+pages it writes afterwards) and measures memory again; then destroys them
+all and checks nothing is left (no process under the
 server).  Prints medians and 90th percentiles per size, the spread over the
 runs, and summary lines for bench/summary.py:
 
@@ -25,6 +34,7 @@ runs, and summary lines for bench/summary.py:
   density_exec_ratio_1000     exec at 1,000 / at 100
   density_kib_per_sandbox     PSS per sandbox at the largest size
   density_fds_per_sandbox     descriptors per sandbox at the largest size
+  density_pte_kib_per_sandbox page tables per sandbox at the largest size
   (and _5000 for the ratios when that size ran)
 
 Where this process may (CAP_SYS_RESOURCE), it raises RLIMIT_NOFILE, soft
@@ -130,6 +140,17 @@ def pss_kib(pid):
     return 0
 
 
+def pte_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmPTE:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def mem_available_kib():
     with open("/proc/meminfo") as f:
         for line in f:
@@ -143,6 +164,7 @@ def snapshot(srv):
     kids = descendants(pid)
     return {
         "pss": pss_kib(pid) + sum(pss_kib(k) for k in kids),
+        "pte": pte_kib(pid) + sum(pte_kib(k) for k in kids),
         "procs": len(kids),
         "fds": len(os.listdir("/proc/%d/fd" % pid)),
         "avail": mem_available_kib(),
@@ -205,9 +227,26 @@ def one_run(args, sizes, nofile, failures):
                 "create": ct, "exec": et,
                 "kib": (s["pss"] - base["pss"]) / k,
                 "avail_kib": (base["avail"] - s["avail"]) / k,
+                "pte_kib": (s["pte"] - base["pte"]) / k,
                 "fds": (s["fds"] - base["fds"]) / k,
                 "procs": s["procs"],
             }
+        if args.churn:
+            for _ in range(args.churn):
+                k = random.randrange(1, len(ids))
+                m = srv.call("sandbox.destroy", {"sandbox": ids.pop(k)})
+                if "result" not in m:
+                    failures.append(m)
+                if create() is None:
+                    sys.exit("density: sandbox.create failed in the churn: %s" % failures[-1])
+                m = srv.call("sandbox.exec", {"sandbox": random.choice(ids), "argv": ["/bin/true"]})
+                if m.get("result", {}).get("status") != 0:
+                    failures.append(m)
+            time.sleep(0.3)
+            s = snapshot(srv)
+            k = len(ids) - 1
+            out["churn"] = {"kib": (s["pss"] - base["pss"]) / k,
+                            "pte_kib": (s["pte"] - base["pte"]) / k}
         dt = []
         for sb in ids:
             t0 = time.perf_counter()
@@ -238,6 +277,7 @@ def main():
     ap.add_argument("--sizes", default="100,1000,5000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sample", type=int, default=40)
+    ap.add_argument("--churn", type=int, default=0)
     args = ap.parse_args()
     sizes = sorted(int(x) for x in args.sizes.split(","))
     # What the server can hold: root raises the limit for it (a service
@@ -277,20 +317,24 @@ def main():
         v = [f(run) for run in runs]
         return "%.3g (%.3g-%.3g)" % (statistics.median(v), min(v), max(v))
 
-    print("%-6s %-26s %-26s %-20s %-20s %s" % ("N", "create ms median (range)",
-                                              "exec ms median (range)", "KiB PSS/sandbox",
-                                              "MemAvailable KiB/sb", "fds/sandbox"))
+    print("%-6s %-26s %-26s %-20s %-20s %-20s %s" % (
+        "N", "create ms median (range)", "exec ms median (range)", "KiB PSS/sandbox",
+        "page tables KiB/sb", "MemAvailable KiB/sb", "fds/sandbox"))
     for i, run in enumerate(runs):  # each run's own figures, for a table across invocations
         for n in sizes:
             print("# run %d: %d sandboxes: create %.2f ms, exec %.2f ms (medians), %.0f KiB PSS, "
-                  "%.0f KiB MemAvailable, %.2f fds each" % (
+                  "%.1f KiB page tables, %.0f KiB MemAvailable, %.2f fds each" % (
                       i + 1, n, ms(run[n]["create"]), ms(run[n]["exec"]), run[n]["kib"],
-                      run[n]["avail_kib"], run[n]["fds"]))
+                      run[n]["pte_kib"], run[n]["avail_kib"], run[n]["fds"]))
     for n in sizes:
-        print("%-6d %-26s %-26s %-20s %-20s %s" % (
+        print("%-6d %-26s %-26s %-20s %-20s %-20s %s" % (
             n, spread(lambda r: ms(r[n]["create"])), spread(lambda r: ms(r[n]["exec"])),
-            spread(lambda r: r[n]["kib"]), spread(lambda r: r[n]["avail_kib"]),
-            spread(lambda r: r[n]["fds"])))
+            spread(lambda r: r[n]["kib"]), spread(lambda r: r[n]["pte_kib"]),
+            spread(lambda r: r[n]["avail_kib"]), spread(lambda r: r[n]["fds"])))
+    if args.churn:
+        print("after %d destroy+create+exec at %d: %s KiB PSS, %s KiB page tables per sandbox" % (
+            args.churn, sizes[-1], spread(lambda r: r["churn"]["kib"]),
+            spread(lambda r: r["churn"]["pte_kib"])))
     print("p90 at %d: create %.2f ms, exec %.2f ms; destroy median %.2f ms; left after: %s" % (
         sizes[-1], 1000 * pct(runs[0][sizes[-1]]["create"], .9),
         1000 * pct(runs[0][sizes[-1]]["exec"], .9), ms(runs[0]["destroy"]),
@@ -304,6 +348,7 @@ def main():
                 n, med(lambda r: ms(r[n]["exec"]) / ms(r[sizes[0]]["exec"]))))
     print("summary\tdensity_kib_per_sandbox\t%.1f" % med(lambda r: r[sizes[-1]]["kib"]))
     print("summary\tdensity_fds_per_sandbox\t%.2f" % med(lambda r: r[sizes[-1]]["fds"]))
+    print("summary\tdensity_pte_kib_per_sandbox\t%.1f" % med(lambda r: r[sizes[-1]]["pte_kib"]))
     if failures:
         print("density: %d failure(s), first: %s" % (len(failures), failures[0]))
         return 1

@@ -286,8 +286,8 @@ struct jail_idmap_cache {
  * descriptors).  Free with jail_prep_free() once pid 1 has its copy. */
 struct jail_prep {
 	struct jail_plan plan;
-	char **strings;
-	size_t nstrings, capstrings;
+	struct prep_chunk *chunks; /* the plan's strings and arrays (plan.c) */
+	bool dontfork;		   /* jail_prep_dontfork() ran */
 	int fds[JAIL_MAX_OPS + 8];
 	int nfds;
 	struct jail_op scratch;		     /* where operations past JAIL_MAX_OPS go */
@@ -324,6 +324,11 @@ void jail_build_reap(struct jail_prep *prep);
  * plan's strings stay (errors and --print-plan read them). */
 void jail_prep_release_sources(struct jail_prep *prep);
 void jail_prep_free(struct jail_prep *prep);
+/* Once pid 1 exists (it has its copy): keep the prep and everything its
+ * plan points to out of every process cloned later without CLONE_VM
+ * (MADV_DONTFORK).  The caller still reads it; such a later child must
+ * never touch it (it is not mapped there). */
+void jail_prep_dontfork(struct jail_prep *prep);
 /* The plan as text, one operation per line, paths as the jail sees them:
  * what `warden run --print-plan` shows.  A new string, free with free(). */
 char *jail_plan_text(const struct jail_prep *prep);

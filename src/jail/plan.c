@@ -18,9 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define SANDBOX_ID 1000
 
@@ -76,17 +78,70 @@ jail_op_name(enum jail_op_kind kind)
 	return (unsigned)kind < WD_ARRAY_SIZE(names) ? names[kind] : "?";
 }
 
-/* ---- storage owned by the prep ---- */
+/* ---- storage owned by the prep: mappings of its own ----
+ *
+ * The prep (~30 KiB, nearly all of it the operations) and every string and
+ * array its plan points to live in anonymous mappings of their own rather
+ * than on the heap, so that jail_prep_dontfork() can keep them out of every
+ * process cloned later without CLONE_VM.  On the heap, each live sandbox's
+ * plan was copied (page tables and copy-on-write pages) into every later
+ * pid 1 for that pid 1's whole life: ~30 KiB per live sandbox in each new
+ * one, quadratic in the host's memory over a server's sandboxes. */
 
-static const char *
+struct prep_chunk {
+	struct prep_chunk *next;
+	size_t len, used;
+};
+#define PREP_CHUNK_MIN (16u * 1024u)
+
+static size_t
+page_round(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return (n + pg - 1) / pg * pg;
+}
+
+static void *
+map_anon(size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		abort(); /* as wd_xcalloc on exhaustion */
+	return m;
+}
+
+/* n zeroed bytes owned by the prep, 16-aligned, freed with it. */
+static void *
+prep_alloc(struct jail_prep *p, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	struct prep_chunk *c = p->chunks;
+	size_t hdr = (sizeof(*c) + 15) & ~(size_t)15;
+	if (!c || c->len - c->used < n) {
+		size_t len = page_round(hdr + n > PREP_CHUNK_MIN ? hdr + n : PREP_CHUNK_MIN);
+		c = map_anon(len);
+		c->len = len;
+		c->used = hdr;
+		c->next = p->chunks;
+		p->chunks = c;
+		/* the same fate as the rest once the prep is kept from forks */
+		if (p->dontfork)
+			madvise(c, len, MADV_DONTFORK);
+	}
+	void *r = (char *)c + c->used;
+	c->used += n;
+	return r;
+}
+
+/* A copy of s owned by the prep; s is freed. */
+static char *
 keep(struct jail_prep *p, char *s)
 {
-	if (p->nstrings == p->capstrings) {
-		p->capstrings = p->capstrings ? p->capstrings * 2 : 64;
-		p->strings = wd_xrealloc(p->strings, p->capstrings * sizeof(char *));
-	}
-	p->strings[p->nstrings++] = s;
-	return s;
+	size_t n = strlen(s) + 1;
+	char *d = prep_alloc(p, n);
+	memcpy(d, s, n);
+	free(s);
+	return d;
 }
 
 /* A formatted string owned by the prep, writable (execve's argv type). */
@@ -94,13 +149,16 @@ static char *sdup(struct jail_prep *p, const char *f, ...) WD_PRINTF(2, 3);
 static char *
 sdup(struct jail_prep *p, const char *f, ...)
 {
-	va_list ap;
-	char *s = NULL;
+	va_list ap, ap2;
 	va_start(ap, f);
-	if (vasprintf(&s, f, ap) < 0)
-		abort();
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, f, ap);
 	va_end(ap);
-	keep(p, s);
+	if (n < 0)
+		abort();
+	char *s = prep_alloc(p, (size_t)n + 1);
+	vsnprintf(s, (size_t)n + 1, f, ap2);
+	va_end(ap2);
 	return s;
 }
 
@@ -541,7 +599,7 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 		}
 		char *bundle = wd_xasprintf("%s%s", host_bundle ? host_bundle : "", cfg->ca_pem);
 		free(host_bundle);
-		keep(p, bundle);
+		bundle = keep(p, bundle);
 		op = add_op(p, JAIL_OP_WRITE, sdup(p, "%s/etc/ssl/warden-ca.pem", R));
 		op->data = cfg->ca_pem;
 		op->len = strlen(cfg->ca_pem);
@@ -811,8 +869,7 @@ plan_env(struct jail_prep *p, const struct jail_config *cfg)
 {
 	struct jail_plan *pl = &p->plan;
 	size_t ne = 0, cap = 6 + 16 + 4 + cfg->nenv + 1;
-	pl->envp = wd_xcalloc(cap, sizeof(char *));
-	keep(p, (char *)pl->envp);
+	pl->envp = prep_alloc(p, cap * sizeof(char *));
 	/* the process level has no mount namespace to put a home in: the
 	 * workspace, as before */
 	const char *home = cfg->home	    ? cfg->home
@@ -884,8 +941,7 @@ plan_landlock(struct jail_prep *p, const struct jail_config *cfg)
 	static const char *const dev_paths[] = {"/dev/null", "/dev/zero",   "/dev/full",
 						"/dev/tty",  "/dev/random", "/dev/urandom",
 						"/dev/pts",  NULL};
-	const char **rw = wd_xcalloc(cfg->nbinds + 6, sizeof(char *));
-	keep(p, (char *)rw);
+	const char **rw = prep_alloc(p, (cfg->nbinds + 6) * sizeof(char *));
 	size_t nrw = 0;
 	rw[nrw++] = cfg->container ? "/workspace" : sdup(p, "%s", cfg->workspace);
 	rw[nrw++] = "/tmp";
@@ -903,8 +959,7 @@ plan_landlock(struct jail_prep *p, const struct jail_config *cfg)
 	pl->landlock.ro_paths = ro_paths;
 	pl->landlock.rw_paths = rw;
 	pl->landlock.dev_paths = dev_paths;
-	uint16_t *ports = wd_xcalloc(cfg->nports + 2, sizeof(uint16_t));
-	keep(p, (char *)ports);
+	uint16_t *ports = prep_alloc(p, (cfg->nports + 2) * sizeof(uint16_t));
 	if (cfg->nports) /* memcpy from a NULL source is undefined even for 0 bytes */
 		memcpy(ports, cfg->ports, cfg->nports * sizeof(uint16_t));
 	size_t nports = cfg->nports;
@@ -921,7 +976,7 @@ plan_landlock(struct jail_prep *p, const struct jail_config *cfg)
 int
 jail_plan_build(const struct jail_config *cfg, struct jail_prep **out, struct wd_err *err)
 {
-	struct jail_prep *p = wd_xcalloc(1, sizeof(*p));
+	struct jail_prep *p = map_anon(page_round(sizeof(*p))); /* zeroed */
 	struct jail_plan *pl = &p->plan;
 	int rc;
 
@@ -1040,10 +1095,24 @@ jail_prep_free(struct jail_prep *p)
 	for (int i = 0; i < p->nfds; i++)
 		close(p->fds[i]);
 
-	for (size_t i = 0; i < p->nstrings; i++)
-		free(p->strings[i]);
-	free(p->strings);
-	free(p);
+	for (struct prep_chunk *c = p->chunks, *next; c; c = next) {
+		next = c->next;
+		munmap(c, c->len);
+	}
+	munmap(p, page_round(sizeof(*p)));
+}
+
+void
+jail_prep_dontfork(struct jail_prep *p)
+{
+	if (!p || p->dontfork)
+		return;
+	/* Best effort: madvise fails only for a range that is not a
+	 * mapping of ours, and then the prep is merely copied as before. */
+	madvise(p, page_round(sizeof(*p)), MADV_DONTFORK);
+	for (struct prep_chunk *c = p->chunks; c; c = c->next)
+		madvise(c, c->len, MADV_DONTFORK);
+	p->dontfork = true;
 }
 
 /* ---- the plan as text (warden run --print-plan) ---- */
