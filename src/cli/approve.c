@@ -1,10 +1,13 @@
-/* cli/approve: warden approve ID [--ttl SECONDS] [--audit FILE] [--json]
+/* cli/approve: warden approve ID [--ttl SECONDS] [--audit FILE] [--json] [--yes]
  * Record a single-use approval for a paused command. */
 #include "cli/policy_cli.h"
 
+#include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "usage: warden approve ID [--ttl SECONDS] [--audit FILE] [--json]\n"
@@ -12,22 +15,106 @@ static const char usage_text[] =
     "Approve, once, the paused command with this id (or a unique prefix of 8+ digits).\n"
     "The approval covers exactly that argv, working directory, environment, workspace\n"
     "and policy; re-running the identical command consumes it.  It expires after\n"
-    "--ttl seconds (default: the policy's approvals.ttl, 600).\n"
+    "--ttl seconds (default: the policy's approvals.ttl, 600).  At a terminal it\n"
+    "first shows the command the id stands for and asks; nothing is recorded\n"
+    "unless the answer is yes.\n"
     "\n"
     "  --ttl SECONDS   lifetime of the approval (1 to 604800)\n"
     "  --audit FILE    log approval.granted here (default: the log of the pause)\n"
     "  --json          the grant as one JSON object: id, argv, cwd, workspace,\n"
-    "                  policy, policy_source, rule, reason, ttl, granted, expires\n";
+    "                  policy, policy_source, rule, reason, ttl, granted, expires\n"
+    "  -y, --yes       grant without asking (what a script without a terminal does)\n";
 
-enum { OPT_TTL = 256, OPT_AUDIT, OPT_JSON, OPT_HELP };
+enum { OPT_TTL = 256, OPT_AUDIT, OPT_JSON, OPT_HELP, OPT_YES = 'y' };
 
 static const struct option long_opts[] = {
-    {"ttl", required_argument, NULL, OPT_TTL},
-    {"audit", required_argument, NULL, OPT_AUDIT},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
+    {"ttl", required_argument, NULL, OPT_TTL}, {"audit", required_argument, NULL, OPT_AUDIT},
+    {"json", no_argument, NULL, OPT_JSON},     {"help", no_argument, NULL, OPT_HELP},
+    {"yes", no_argument, NULL, OPT_YES},       {NULL, 0, NULL, 0},
 };
+
+/* The one waiting command whose id starts with id, or NULL (none, or more
+ * than one: the grant then says which). */
+static json_t *
+waiting(json_t *all, const char *id)
+{
+	size_t i, n = strlen(id);
+	json_t *e, *found = NULL;
+	json_array_foreach(all, i, e)
+	{
+		const char *full = json_string_value(json_object_get(e, "id"));
+		if (!full || strncasecmp(full, id, n))
+			continue;
+		if (found)
+			return NULL;
+		found = e;
+	}
+	return found;
+}
+
+static void
+field(FILE *f, const char *name, json_t *v)
+{
+	fprintf(f, "\n  %-10s ", name);
+	cli_policy_word(f, json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* Why ask before granting: the id is what the model hands the human ("run
+ * warden approve 3f2a9c01, it only lists the files"), and a grant by id
+ * alone approved whatever that id was paused for, the summary shown only
+ * after it was recorded.  At a terminal the human reads the command the
+ * id stands for (every word escaped: the model chose them) and nothing is
+ * recorded unless the answer is yes.  Asked on /dev/tty, and only when
+ * stdin is a terminal: a script's approve (stdin a pipe or a file) grants
+ * as before, as does --yes.  1 grant, 0 declined. */
+static int
+confirm(const char *id)
+{
+	if (!isatty(0))
+		return 1;
+	char *list = NULL;
+	struct wd_err e = {0};
+	if (wd_approval_list(&list, &e) < 0)
+		return 1; /* the grant reads the same store and says why */
+	json_t *all = json_loads(list, 0, NULL);
+	free(list);
+	json_t *w = waiting(all, id);
+	if (!w) {
+		json_decref(all);
+		return 1; /* unknown or ambiguous: the grant refuses it, naming why */
+	}
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	FILE *f = fd >= 0 ? fdopen(fd, "r+") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		json_decref(all);
+		return 1;
+	}
+	fprintf(f, "warden: approve: the command %s waits for:\n  argv:     ",
+		json_string_value(json_object_get(w, "id")));
+	size_t i;
+	json_t *a;
+	json_array_foreach(json_object_get(w, "argv"), i, a)
+	{
+		fputc(' ', f);
+		cli_policy_word(f, json_is_string(a) ? json_string_value(a) : "");
+	}
+	field(f, "cwd:", json_object_get(w, "cwd"));
+	field(f, "workspace:", json_object_get(w, "workspace"));
+	field(f, "rule:", json_object_get(w, "rule"));
+	fprintf(f, "\n  %-10s ", "reason:");
+	cli_policy_text(f, json_string_value(json_object_get(w, "reason")));
+	fprintf(f, "\nApprove this exact command, once? [y/N] ");
+	fflush(f);
+	char line[64] = "";
+	int yes = 0;
+	if (fgets(line, sizeof(line), f))
+		yes = !strcmp(line, "y\n") || !strcmp(line, "yes\n") || !strcmp(line, "Y\n");
+	fclose(f);
+	json_decref(all);
+	return yes;
+}
 
 int
 cli_approve(int argc, char **argv)
@@ -35,11 +122,11 @@ cli_approve(int argc, char **argv)
 	const char *audit_path = NULL;
 	uint64_t ttl = 0;
 	struct wd_err e = {0};
-	bool json = false;
+	bool json = false, yes = false;
 	int c;
 
 	cli_opts_begin(argc, argv);
-	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "y", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_TTL:
 			if (wd_parse_u64(optarg, &ttl) < 0 || ttl < 1 || ttl > 604800)
@@ -55,6 +142,9 @@ cli_approve(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_YES:
+			yes = true;
+			break;
 		case OPT_HELP:
 			fputs(usage_text, stdout);
 			return 0;
@@ -64,7 +154,11 @@ cli_approve(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_fail("approve", "expected one approval id (usage: warden approve ID "
-					   "[--ttl SECONDS] [--audit FILE] [--json])");
+					   "[--ttl SECONDS] [--audit FILE] [--json] [--yes])");
+	if (!yes && !confirm(argv[optind])) {
+		fprintf(stderr, "warden: approve: not approved; nothing recorded\n");
+		return 1;
+	}
 	wd_audit *audit = NULL;
 	if (audit_path && wd_audit_open(audit_path, &audit, &e) < 0)
 		return cli_fail("approve", "--audit: %s", e.msg);

@@ -99,4 +99,56 @@ rc=$?
 expect_in "$T/tty" "not approved" "tty: says nothing ran"
 expect_rc 123 "--approve=tty without a terminal falls back to the id" setsid "$WARDEN" run "${P[@]}" --approve=tty -- echo publish now
 expect_in "$T/audit.jsonl" '"approval.refused"' "audit has approval.refused"
+
+# warden approve ID at a terminal shows what the id stands for and asks
+# before anything is recorded: the id is what the model hands the human
+approve_tty() { # ANSWER ARG...: warden approve under a pty (stdin the terminal)
+	local answer=$1
+	shift
+	python3 - "$answer" "$WARDEN" approve "$@" <<'PY'
+import os, pty, sys, time, select
+answer = sys.argv[1].encode()
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+out = b""
+sent = False
+deadline = time.time() + 20
+while time.time() < deadline:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    if not sent and b"[y/N]" in out:
+        os.write(fd, answer + b"\n")
+        sent = True
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(st))
+PY
+}
+"$WARDEN" run "${P[@]}" -- echo publish "$(printf 'x\033[2Jy')" 2>"$T/err"
+id3=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
+approve_tty n "${id3:0:12}" >"$T/tty" 2>&1
+rc=$?
+[ $rc = 1 ] && ok "approve at a terminal, answered no: exit 1" || not_ok "approve answered no: exit $rc"
+expect_in "$T/tty" "'echo' 'publish' 'x\\x1b[2Jy'" "approve: shows the argv the id stands for, escaped, before granting"
+expect_in "$T/tty" "nothing recorded" "approve: says nothing was recorded"
+expect_rc 123 "... and the command still pauses" "$WARDEN" run "${P[@]}" -- echo publish "$(printf 'x\033[2Jy')"
+approve_tty y "${id3:0:12}" >"$T/tty" 2>&1
+rc=$?
+[ $rc = 0 ] && ok "approve at a terminal, answered yes: exit 0" || not_ok "approve answered yes: exit $rc"
+expect_rc 0 "... and the command runs once" "$WARDEN" run "${P[@]}" -- echo publish "$(printf 'x\033[2Jy')"
+"$WARDEN" run "${P[@]}" -- echo publish again 2>"$T/err"
+id4=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
+approve_tty n --yes "$id4" >"$T/tty" 2>&1
+rc=$?
+[ $rc = 0 ] && ok "approve --yes at a terminal grants without asking: exit 0" || not_ok "approve --yes: exit $rc"
+expect_not_in "$T/tty" "y/N" "... no question asked"
+expect_rc 0 "... and the command runs" "$WARDEN" run "${P[@]}" -- echo publish again
 finish
