@@ -66,9 +66,11 @@ field(FILE *f, const char *name, json_t *v)
  * id stands for (every word escaped: the model chose them) and nothing is
  * recorded unless the answer is yes.  Asked on /dev/tty, and only when
  * stdin is a terminal: a script's approve (stdin a pipe or a file) grants
- * as before, as does --yes.  1 grant, 0 declined. */
+ * as before, as does --yes.  1 grant, 0 declined; shown gets the whole id
+ * of what was shown, so that the grant is of that one (a prefix could
+ * stand for another pause made in between). */
 static int
-confirm(const char *id)
+confirm(const char *id, char shown[static 65])
 {
 	if (!isatty(0))
 		return 1;
@@ -105,6 +107,7 @@ confirm(const char *id)
 	field(f, "rule:", json_object_get(w, "rule"));
 	fprintf(f, "\n  %-10s ", "reason:");
 	cli_policy_text(f, json_string_value(json_object_get(w, "reason")));
+	snprintf(shown, 65, "%s", json_string_value(json_object_get(w, "id")));
 	fprintf(f, "\nApprove this exact command, once? [y/N] ");
 	fflush(f);
 	char line[64] = "";
@@ -155,7 +158,8 @@ cli_approve(int argc, char **argv)
 	if (optind + 1 != argc)
 		return cli_fail("approve", "expected one approval id (usage: warden approve ID "
 					   "[--ttl SECONDS] [--audit FILE] [--json] [--yes])");
-	if (!yes && !confirm(argv[optind])) {
+	char shown[65] = "";
+	if (!yes && !confirm(argv[optind], shown)) {
 		fprintf(stderr, "warden: approve: not approved; nothing recorded\n");
 		return 1;
 	}
@@ -163,8 +167,9 @@ cli_approve(int argc, char **argv)
 	if (audit_path && wd_audit_open(audit_path, &audit, &e) < 0)
 		return cli_fail("approve", "--audit: %s", e.msg);
 	char *summary = NULL;
-	int rc = json ? wd_approval_grant_json(argv[optind], (unsigned)ttl, audit, &summary, &e)
-		      : wd_approval_grant(argv[optind], (unsigned)ttl, audit, &summary, &e);
+	const char *id = shown[0] ? shown : argv[optind];
+	int rc = json ? wd_approval_grant_json(id, (unsigned)ttl, audit, &summary, &e)
+		      : wd_approval_grant(id, (unsigned)ttl, audit, &summary, &e);
 	wd_audit_close(audit);
 	if (rc < 0)
 		return cli_fail("approve", "%s", e.msg);
