@@ -102,6 +102,17 @@ confirm(const char *id, char shown[static 65])
 		fputc(' ', f);
 		cli_policy_word(f, json_is_string(a) ? json_string_value(a) : "");
 	}
+	/* the environment the request sets is covered by the id and changes
+	 * what runs (HOME, XDG_CONFIG_HOME: which config git reads) */
+	fprintf(f, "\n  %-10s", "env:");
+	json_t *env = json_object_get(w, "env");
+	json_array_foreach(env, i, a)
+	{
+		fputc(' ', f);
+		cli_policy_word(f, json_is_string(a) ? json_string_value(a) : "");
+	}
+	if (!json_array_size(env))
+		fputs(" (none set by the request)", f);
 	field(f, "cwd:", json_object_get(w, "cwd"));
 	field(f, "workspace:", json_object_get(w, "workspace"));
 	field(f, "rule:", json_object_get(w, "rule"));

@@ -532,6 +532,13 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	json_object_set_new(o, "argv",
 			    argv_json(d->d.words.argc, d->d.words.argv, audit_json_text));
 	json_object_set_new(o, "cwd", audit_json_text(r->cwd ? r->cwd : "."));
+	/* The environment the request sets, values included: the id covers
+	 * it and it changes what the command does (XDG_CONFIG_HOME or HOME
+	 * point git at a config the model wrote, whose pushInsteadOf sends
+	 * an approved push elsewhere), so the human approving must see it;
+	 * two pauses differing only here looked the same.  The record stays
+	 * in the user's own state directory; the audit log keeps names only */
+	json_object_set_new(o, "env", argv_json((int)r->nenv, r->env, audit_json_text));
 	json_object_set_new(o, "workspace", audit_json_text(r->workspace ? r->workspace : ""));
 	json_object_set_new(o, "rule", audit_json_text(d->d.rule));
 	json_object_set_new(o, "reason", audit_json_text(d->d.reason));
@@ -640,6 +647,13 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 			const char *s = json_string_value(v);
 			if (i)
 				fputc(' ', lf);
+			wd_esc_text_put(lf, s ? s : "", s ? strlen(s) : 0, WD_ESC_WORD, 0);
+		}
+		json_array_foreach(json_object_get(info, "env"), i, v)
+		{
+			/* the environment the id covers (pending_info) */
+			const char *s = json_string_value(v);
+			fputs(i ? " " : "\n  env       ", lf);
 			wd_esc_text_put(lf, s ? s : "", s ? strlen(s) : 0, WD_ESC_WORD, 0);
 		}
 		if (fclose(lf) != 0 || !line)

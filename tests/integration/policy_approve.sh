@@ -144,6 +144,17 @@ approve_tty y "${id3:0:12}" >"$T/tty" 2>&1
 rc=$?
 [ $rc = 0 ] && ok "approve at a terminal, answered yes: exit 0" || not_ok "approve answered yes: exit $rc"
 expect_rc 0 "... and the command runs once" "$WARDEN" run "${P[@]}" -- echo publish "$(printf 'x\033[2Jy')"
+# The id covers the environment the request set as well (git reads
+# XDG_CONFIG_HOME/git/config, where url.*.pushInsteadOf sends a push
+# elsewhere): two pauses that differ only in it looked the same, and the
+# human approved the one the model named without seeing what it sets
+"$WARDEN" run "${P[@]}" --setenv "XDG_CONFIG_HOME=/workspace/$(printf 'c\033[2Kfg')" -- echo publish env 2>"$T/err"
+id5=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
+approve_tty n "$id5" >"$T/tty" 2>&1
+expect_in "$T/tty" "env:" "approve: shows the environment the id covers"
+expect_in "$T/tty" "'XDG_CONFIG_HOME=/workspace/c\\x1b[2Kfg'" "... each variable and its value, escaped"
+expect_rc 0 "approve without a terminal" "$WARDEN" approve "$id5" </dev/null
+expect_in "$T/out" "XDG_CONFIG_HOME=/workspace/c" "... its summary shows the environment too"
 "$WARDEN" run "${P[@]}" -- echo publish again 2>"$T/err"
 id4=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
 approve_tty n --yes "$id4" >"$T/tty" 2>&1
