@@ -563,6 +563,22 @@ option_denied(const struct config_policy *p, const struct policy_request *req,
 	}
 	if (o.judge && path_denied(p, req, pg, o.judge, d))
 		return true;
+	if (o.eq_short && o.takes == POLICY_OPT_VALUE) {
+		/* Why refused: getopt (sort, cp, grep, patch, make) reads
+		 * "-o=x" as the file "=x", argparse (pytest) as "x", and only
+		 * "x" was judged: a link "=x" to outside let `sort -o=x`
+		 * write through it.  Judging one reading misses the other;
+		 * the spellings every parser reads alike are named instead */
+		char rule[96], adv[sizeof(d->advice)];
+		snprintf(rule, sizeof(rule), "%s.value_options", pg->rule);
+		snprintf(adv, sizeof(adv),
+			 "write %.2s VALUE or %.2sVALUE (or the long option with '=')", a, a);
+		deny(d, rule, adv,
+		     "option '%s' of %s names a file, and programs disagree whether its value is "
+		     "'%s' or '%s'",
+		     a, pg->name, a + 2, a + 3);
+		return true;
+	}
 	if (o.suffix && o.value && suffix_denied(pg, a, o.value, d))
 		return true;
 	if (o.takes == POLICY_OPT_FLAG)

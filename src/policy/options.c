@@ -224,9 +224,10 @@ policy_option_scan(const struct config_program *pg, bool before_sub, const char 
 		return;
 	}
 	if (n == 2 && eq && named(&l, w, n)) {
-		/* "-o=x": -o with its value (getopt would include the '=';
-		 * judging without it errs towards refusing) */
+		/* "-o=x": getopt's value is "=x", argparse's "x"; marked so
+		 * that a path's value is refused (decide.c, option_denied) */
 		long_option(&l, w, n, eq, o);
+		o->eq_short = true;
 		return;
 	}
 	cluster(&l, w, o);

@@ -179,6 +179,7 @@ struct policy_opt {
 			    * if it takes DATA) is a file name suffix */
 	bool chdir;	   /* a chdir_options option: its value is the directory the
 			    * program resolves its other relative paths from */
+	bool eq_short;	   /* spelled "-o=x": "=x" to getopt, "x" to argparse */
 };
 /* What option word w (starting with '-', not "-" or "--") means under pg's
  * lists; before_sub: it comes before the subcommand. */

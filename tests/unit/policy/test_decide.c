@@ -531,6 +531,60 @@ Test(policy_decide, chdir_options_move_where_paths_are_judged)
 	policy_decision_fini(&d);
 }
 
+/* "-o=x": getopt (sort, cp, patch, make) takes "=x" as -o's value, a file
+ * named "=x"; argparse (pytest) takes "x".  The policy judged "x" alone, so
+ * a link "=out" to outside let `sort -o=out f` write through it, and
+ * `make -C=dir -f x` read from the directory "=dir" leads to.  Which one
+ * a program means is its parser's choice, so a path option spelled so is
+ * refused, naming the spellings that are unambiguous. */
+Test(policy_decide, short_option_with_equals_is_refused_for_paths)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/=out", fx_ws);
+	cr_assert_eq(symlink("../outside", p), 0);
+	snprintf(p, sizeof(p), "%s/=dir", fx_ws);
+	cr_assert_eq(symlink("..", p), 0);
+	static const struct {
+		struct config_policy **pol;
+		const char *cmd;
+		enum policy_kind kind;
+		const char *rule;
+	} t[] = {
+	    {&pol_default, "sort -o=out file.txt", X, "programs.sort.value_options"},
+	    {&pol_default, "sort -o=file.txt file.txt", X, "programs.sort.value_options"},
+	    {&pol_default, "grep -f=out x file.txt", X, "programs.grep.value_options"},
+	    {&pol_preset, "make -C=dir -f file.txt", X, "programs.make.value_options"},
+	    {&pol_preset, "patch -d=dir -i file.txt", X, "programs.patch.value_options"},
+	    {&pol_preset, "cp -t=out file.txt", X, "programs.cp.value_options"},
+	    /* the spellings every parser reads alike still pass */
+	    {&pol_default, "sort -o out.txt file.txt", A, "programs.sort"},
+	    {&pol_default, "sort -oout.txt file.txt", A, "programs.sort"},
+	    {&pol_default, "sort --output=out.txt file.txt", A, "programs.sort"},
+	    {&pol_default, "sort -bo=x file.txt", A, "programs.sort"},
+	    {&pol_default, "sort -o =out file.txt", X, "workspace.containment"},
+	    {&pol_default, "sort -bo=out file.txt", X, "workspace.containment"},
+	    /* a data value is not a path: no file is named by it */
+	    {&pol_default, "head -n=5 file.txt", A, "programs.head"},
+	};
+	struct policy_decision d;
+	policy_decision_init(&d);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct policy_request r = req_for(t[i].cmd);
+		cr_assert_eq(policy_decide(*t[i].pol, &r, &d, NULL), 0, "%s", t[i].cmd);
+		cr_expect_eq(d.kind, t[i].kind, "%s: %s", t[i].cmd, d.reason);
+		cr_expect_str_eq(d.rule, t[i].rule, "%s: %s", t[i].cmd, d.reason);
+	}
+	struct policy_request r = req_for("sort -o=out file.txt");
+	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
+	cr_expect(strstr(d.reason, "'-o=out'") && strstr(d.advice, "-o VALUE"), "%s / %s",
+		  d.reason, d.advice);
+	policy_decision_fini(&d);
+	snprintf(p, sizeof(p), "%s/=out", fx_ws);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/=dir", fx_ws);
+	unlink(p);
+}
+
 Test(policy_decide, no_workspace_fd_means_no_path_checks)
 {
 	struct policy_decision d;
