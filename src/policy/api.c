@@ -694,8 +694,8 @@ wd_approval_grant_json(const char *id, unsigned ttl_s, wd_audit *audit, char **j
 	 * this object sees what was approved and cannot be driven by it. */
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(full));
-	const char *copy[] = {"argv", "cwd",	"workspace", "policy", "policy_source",
-			      "rule", "reason", "granted",   "expires"};
+	const char *copy[] = {"argv",	       "env",  "cwd",	 "workspace", "policy",
+			      "policy_source", "rule", "reason", "granted",   "expires"};
 	for (size_t k = 0; k < WD_ARRAY_SIZE(copy); k++) {
 		json_t *v = json_object_get(info, copy[k]);
 		json_object_set(o, copy[k], v ? v : json_null());

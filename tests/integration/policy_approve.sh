@@ -155,6 +155,10 @@ expect_in "$T/tty" "env:" "approve: shows the environment the id covers"
 expect_in "$T/tty" "'XDG_CONFIG_HOME=/workspace/c\\x1b[2Kfg'" "... each variable and its value, escaped"
 expect_rc 0 "approve without a terminal" "$WARDEN" approve "$id5" </dev/null
 expect_in "$T/out" "XDG_CONFIG_HOME=/workspace/c" "... its summary shows the environment too"
+"$WARDEN" run "${P[@]}" --setenv HOME=/workspace -- echo publish env 2>"$T/err"
+id6=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
+expect_rc 0 "approve --json" "$WARDEN" approve --json "$id6" </dev/null
+expect_in "$T/out" '"env":["HOME=/workspace"]' "... its object has the environment"
 "$WARDEN" run "${P[@]}" -- echo publish again 2>"$T/err"
 id4=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
 approve_tty n --yes "$id4" >"$T/tty" 2>&1
