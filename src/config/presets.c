@@ -45,6 +45,11 @@
  * another directory no path check sees; such a suffix is refused
  * (policy/decide.c, suffix_denied).  patch -Y's basename prefix is one
  * too: it goes in each patched file's directory, which the diff names.
+ * SIMPLE_BACKUP_SUFFIX sets the same suffix from the environment (GNU
+ * patch 2.7.6 takes it as it is: with a directory "f.." made first,
+ * SIMPLE_BACKUP_SUFFIX=../../../x patch -b f wrote x above the
+ * workspace), so cp, mv and patch refuse it (coreutils 9.1 ignores one
+ * with '/', others need not).
  * patch -d and make -C are chdir_options: the program changes into that
  * directory before it opens its other files (-i, -o, -r, -B; -f, -I), so
  * those are judged from there as well as from the current directory
@@ -90,9 +95,11 @@ static const struct program set_edit[] = {
     {"echo", "{\"paths\": \"none\"}"},
     {"mkdir", "{\"data_options\": [\"-m\", \"--mode\"]}"},
     {"cp", "{\"value_options\": [\"-t\", \"--target-directory\"], \"data_options\": [\"-S\","
-    " \"--suffix\", \"--sparse\", \"--no-preserve\"], \"suffix_options\": [\"-S\", \"--suffix\"]}"},
+    " \"--suffix\", \"--sparse\", \"--no-preserve\"], \"suffix_options\": [\"-S\", \"--suffix\"],"
+    " \"deny_env\": [\"SIMPLE_BACKUP_SUFFIX\"]}"},
     {"mv", "{\"value_options\": [\"-t\", \"--target-directory\"], \"data_options\": [\"-S\","
-    " \"--suffix\"], \"suffix_options\": [\"-S\", \"--suffix\"]}"},
+    " \"--suffix\"], \"suffix_options\": [\"-S\", \"--suffix\"],"
+    " \"deny_env\": [\"SIMPLE_BACKUP_SUFFIX\"]}"},
     {"touch", "{\"value_options\": [\"-r\", \"--reference\"], \"data_options\": [\"-d\","
     " \"--date\", \"-t\", \"--time\"]}"},
     {"patch", "{\"deny_options\": [\"-g\", \"--get\", \"-e\", \"--ed\"], \"value_options\": [\"-i\","
@@ -102,7 +109,7 @@ static const struct program set_edit[] = {
     " \"--version-control\", \"-D\", \"--ifdef\","
     " \"--quoting-style\", \"--read-only\", \"--reject-format\", \"-x\", \"--debug\"],"
     " \"suffix_options\": [\"-z\", \"--suffix\", \"-Y\", \"--basename-prefix\"],"
-    " \"chdir_options\": [\"-d\", \"--directory\"], \"deny_env\": [\"PATCH_GET\"], \"advice\": \"patch applies a diff to workspace files: patch -p1 -i FILE.diff\"}"},
+    " \"chdir_options\": [\"-d\", \"--directory\"], \"deny_env\": [\"PATCH_GET\", \"SIMPLE_BACKUP_SUFFIX\"], \"advice\": \"patch applies a diff to workspace files: patch -p1 -i FILE.diff\"}"},
     {NULL, NULL},
 };
 

@@ -576,13 +576,47 @@ Test(policy_decide, short_option_with_equals_is_refused_for_paths)
 	}
 	struct policy_request r = req_for("sort -o=out file.txt");
 	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
-	cr_expect(strstr(d.reason, "'-o=out'") && strstr(d.advice, "-o VALUE"), "%s / %s",
-		  d.reason, d.advice);
+	cr_expect(strstr(d.reason, "'-o=out'") && strstr(d.advice, "-o VALUE"), "%s / %s", d.reason,
+		  d.advice);
 	policy_decision_fini(&d);
 	snprintf(p, sizeof(p), "%s/=out", fx_ws);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/=dir", fx_ws);
 	unlink(p);
+}
+
+/* A backup suffix from the environment: GNU patch 2.7.6 appends
+ * SIMPLE_BACKUP_SUFFIX as it is, so with a directory "f.." made first
+ * `patch -b f d.diff` under SIMPLE_BACKUP_SUFFIX=../../../x wrote x above
+ * the workspace, where `patch -z ../../../x` is refused (suffix_options).
+ * coreutils 9.1's cp and mv fall back to "~" for a suffix with '/'; other
+ * versions need not, so they refuse it alike. */
+Test(policy_decide, backup_suffix_from_the_environment)
+{
+	static const struct {
+		const char *env, *cmd;
+		enum policy_kind kind;
+		const char *rule;
+	} t[] = {
+	    {"SIMPLE_BACKUP_SUFFIX=../../../x", "patch -b file.txt", X, "programs.patch.deny_env"},
+	    {"SIMPLE_BACKUP_SUFFIX=.orig", "patch -b file.txt", X, "programs.patch.deny_env"},
+	    {"SIMPLE_BACKUP_SUFFIX=../../../x", "cp -b ok.py file.txt", X, "programs.cp.deny_env"},
+	    {"SIMPLE_BACKUP_SUFFIX=../../../x", "mv -b ok.py file.txt", X, "programs.mv.deny_env"},
+	    {"LANG=C", "patch -b file.txt", A, "programs.patch"},
+	    {"LANG=C", "cp -b ok.py file.txt", A, "programs.cp"},
+	};
+	struct policy_decision d;
+	policy_decision_init(&d);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const char *env[] = {t[i].env, NULL};
+		struct policy_request r = req_for(t[i].cmd);
+		r.env = env;
+		r.nenv = 1;
+		cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0, "%s", t[i].cmd);
+		cr_expect_eq(d.kind, t[i].kind, "%s %s: %s", t[i].env, t[i].cmd, d.reason);
+		cr_expect_str_eq(d.rule, t[i].rule, "%s %s: %s", t[i].env, t[i].cmd, d.reason);
+	}
+	policy_decision_fini(&d);
 }
 
 Test(policy_decide, no_workspace_fd_means_no_path_checks)
