@@ -467,6 +467,7 @@ struct scan {
 	char dir[PATH_MAX];
 	char moved_by[64];
 	bool again;
+	int first_operand; /* argv index of the first operand, 0: none yet */
 };
 
 /* Word k from byte at on is a data option's value: a glob there is the
@@ -649,6 +650,8 @@ words_pass(const struct config_policy *p, const struct policy_request *req,
 			continue;
 		}
 		st->operands++;
+		if (!st->first_operand)
+			st->first_operand = i;
 		/* skip_first: the first operand is data (grep's pattern), unless an
 		 * option with a value came first (grep -e PATTERN FILE...): then
 		 * every operand is judged, erring towards refusal. */
@@ -661,6 +664,41 @@ words_pass(const struct config_policy *p, const struct policy_request *req,
 	return false;
 }
 
+/* Whether the request's environment sets POSIXLY_CORRECT (any value, as
+ * getopt asks getenv). */
+static bool
+posixly_correct(const struct policy_request *req)
+{
+	static const char name[] = "POSIXLY_CORRECT";
+	for (size_t i = 0; i < req->nenv; i++)
+		if (!strncmp(req->env[i], name, sizeof(name) - 1) &&
+		    (req->env[i][sizeof(name) - 1] == '=' || !req->env[i][sizeof(name) - 1]))
+			return true;
+	return false;
+}
+
+/* Under POSIXLY_CORRECT getopt stops at the first operand: every word after
+ * it is an operand, a file the program opens, whatever the lists make of
+ * it (`cp file.txt --sparse /outside` copied into /outside: the policy had
+ * read /outside as --sparse's data).  The options were judged as options
+ * already (a parser that ignores the variable, git's or argparse, still
+ * reads them so); here each such word is judged as a path as well, from
+ * the working directory and from where a chdir option leads.  Returns
+ * true if refused. */
+static bool
+posix_operands_denied(const struct config_policy *p, const struct policy_request *req,
+		      const struct config_program *pg, int argc, char *const *argv, int first,
+		      const char *moved, struct policy_decision *d)
+{
+	struct policy_request there = *req;
+	there.cwd = moved && moved[0] ? moved : ".";
+	for (int i = first + 1; i < argc; i++)
+		if (path_denied(p, req, pg, argv[i], d) ||
+		    (moved && path_denied(p, &there, pg, argv[i], d)))
+			return true;
+	return false;
+}
+
 static bool
 words_denied(const struct config_policy *p, const struct policy_request *req,
 	     const struct config_program *pg, int argc, char *const *argv,
@@ -668,6 +706,12 @@ words_denied(const struct config_policy *p, const struct policy_request *req,
 {
 	struct scan st = {0};
 	bool denied = words_pass(p, req, pg, argc, argv, &st, d);
+	if (!denied && st.first_operand && posixly_correct(req)) {
+		char moved[PATH_MAX];
+		memcpy(moved, st.dir, sizeof(moved));
+		denied = posix_operands_denied(p, req, pg, argc, argv, st.first_operand,
+					       st.moved_by[0] ? moved : NULL, d);
+	}
 	if (!denied && st.moved_by[0]) {
 		/* Why a second pass: patch opens -i's file and make reads -f's
 		 * after they changed directory, whatever order the words come

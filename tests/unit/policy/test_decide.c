@@ -619,6 +619,46 @@ Test(policy_decide, backup_suffix_from_the_environment)
 	policy_decision_fini(&d);
 }
 
+/* POSIXLY_CORRECT in the request's environment: getopt stops at the first
+ * operand, so every word after it is an operand to the program, a file it
+ * reads or writes, whatever the policy's lists say about it.  `cp file.txt
+ * --sparse /outside` (with a file "--sparse" made first) copied both into
+ * /outside: the policy read /outside as --sparse's data. */
+Test(policy_decide, posixly_correct_ends_options_at_the_first_operand)
+{
+	static const struct {
+		const char *env;
+		const char *cmd;
+		enum policy_kind kind;
+		const char *rule;
+	} t[] = {
+	    {"POSIXLY_CORRECT=1", "cp file.txt --sparse /etc", X, "workspace.containment"},
+	    {"POSIXLY_CORRECT=", "cp file.txt --sparse ../x", X, "workspace.containment"},
+	    {"POSIXLY_CORRECT=1", "sort file.txt -k /etc/passwd", X, "workspace.containment"},
+	    {"POSIXLY_CORRECT=1", "grep x file.txt -e ../y", X, "workspace.containment"},
+	    {"POSIXLY_CORRECT=1", "sort -k 1 file.txt -k 2", A, "programs.sort"},
+	    {"POSIXLY_CORRECT=1", "cp -t sub file.txt", A, "programs.cp"},
+	    /* an option refused stays refused after an operand */
+	    {"POSIXLY_CORRECT=1", "sort file.txt --compress-program=sh", X,
+	     "programs.sort.deny_options"},
+	    /* without it, getopt reads those words as options */
+	    {"LANG=C", "cp file.txt --sparse /etc", A, "programs.cp"},
+	    {"LANG=C", "sort file.txt -k /etc/passwd", A, "programs.sort"},
+	};
+	struct policy_decision d;
+	policy_decision_init(&d);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const char *env[] = {t[i].env, NULL};
+		struct policy_request r = req_for(t[i].cmd);
+		r.env = env;
+		r.nenv = 1;
+		cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0, "%s", t[i].cmd);
+		cr_expect_eq(d.kind, t[i].kind, "%s %s: %s", t[i].env, t[i].cmd, d.reason);
+		cr_expect_str_eq(d.rule, t[i].rule, "%s %s: %s", t[i].env, t[i].cmd, d.reason);
+	}
+	policy_decision_fini(&d);
+}
+
 Test(policy_decide, no_workspace_fd_means_no_path_checks)
 {
 	struct policy_decision d;
