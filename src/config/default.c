@@ -28,7 +28,10 @@
  *    writes a file, --ext-diff runs the external diff driver,
  *    --show-signature and --signed run gpg, --upload-pack, --receive-pack
  *    and --exec name programs to run, --pathspec-from-file reads a file;
- *    GIT_* variables do all of these from the environment, PAGER too;
+ *    GIT_* variables do all of these from the environment, PAGER too,
+ *    and HOME and XDG_CONFIG_HOME name the global config git reads
+ *    (~/.gitconfig, a file the model writes: its diff.external ran a
+ *    program on `git diff`), SSH_ASKPASS a program a push runs;
  *  - tail -f/-F/--follow never end;
  *  - pytest --basetemp empties the directory it names first (`--basetemp=.`
  *    would delete the workspace), -o/--override-ini sets any ini option
@@ -84,7 +87,7 @@ const char *const config_default_json_parts[] = {
     " \"-S\", \"-G\", \"--diff-filter\","
     " \"--word-diff-regex\", \"--find-object\", \"--anchored\", \"--src-prefix\","
     " \"--dst-prefix\", \"--line-prefix\", \"--push-option\"],\n"
-    "      \"deny_env\": [\"GIT_*\", \"PAGER\"],\n"
+    "      \"deny_env\": [\"GIT_*\", \"PAGER\", \"HOME\", \"XDG_CONFIG_HOME\", \"SSH_ASKPASS\"],\n"
     "      \"approve\": [{\"match\": [\"push\"], \"reason\": \"pushing publishes commits outside"
     " the sandbox\"}],\n"
     "      \"advice\": \"git here is read-only: status, diff, log, show; git push needs"

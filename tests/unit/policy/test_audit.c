@@ -196,6 +196,13 @@ static const struct acase cases[] = {
 	{"GIT_EXTERNAL_DIFF=sh", "git diff", X, "programs.git.deny_env"},
 	{"GIT_CONFIG_COUNT=1", "git log", X, "programs.git.deny_env"},
 	{"PAGER=sh", "git log", X, "programs.git.deny_env"},
+	/* git reads $XDG_CONFIG_HOME/git/config and ~/.gitconfig: a config the
+	 * model wrote, whose diff.external ran a program on `git diff` (as
+	 * -c diff.external=... would, which is refused) */
+	{"HOME=/workspace", "git diff", X, "programs.git.deny_env"},
+	{"XDG_CONFIG_HOME=/workspace/cfg", "git log", X, "programs.git.deny_env"},
+	{"SSH_ASKPASS=/workspace/x", "git status", X, "programs.git.deny_env"},
+	{"HOME=/workspace", "ls", A, "programs.ls"},
 	{"PYTEST_ADDOPTS=--basetemp=.", "pytest", X, "programs.pytest.deny_env"},
 	{"PYTEST_PLUGINS=x", "pytest", X, "programs.pytest.deny_env"},
 	{"LD_PRELOAD=/workspace/x.so", "cat file.txt", X, "env.deny"},
