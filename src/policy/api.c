@@ -9,9 +9,11 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 struct wd_policy {
@@ -302,14 +304,25 @@ wd_request_set_argv(wd_request *r, int argc, const char *const argv[], struct wd
 WD_API int
 wd_request_set_workspace(wd_request *r, const char *dir, struct wd_err *err)
 {
-	char real[PATH_MAX];
-	if (!dir || !realpath(dir, real))
-		return wd_err_sys(err, dir ? errno : EINVAL, "workspace %s", dir ? dir : "");
+	/* resolved from the directory opened (wd_dir_realpath): a link put
+	 * in the path while it is resolved is not followed into it */
+	wd_autofree char *real = NULL;
+	int e = dir ? -wd_dir_realpath(dir, &real) : EINVAL;
+	if (e == ESTALE)
+		return wd_err_set(err, WD_E_INVAL,
+				  "workspace %s changed while it was resolved (a link put in its "
+				  "path?): refused rather than followed",
+				  dir);
+	if (e)
+		return wd_err_sys(err, e, "workspace %s", dir ? dir : "");
 	/* The same rule as `warden run`'s: what check allows, run may run. */
 	int rc = policy_workspace_validate(real, err);
 	if (rc < 0)
 		return rc;
-	int fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* real has no link: one there now was put since, and is not followed */
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, real, &how, sizeof(how));
 	if (fd < 0)
 		return wd_err_sys(err, errno, "workspace %s", real);
 	struct stat st;

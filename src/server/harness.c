@@ -481,8 +481,15 @@ h_policy_check(struct call *c, struct rpc_err *e)
 			: err_set(&err, EINVAL, "'argv' must be a non-empty array of strings");
 		free(v);
 	}
-	if (rc == 0)
-		rc = wd_request_set_workspace(req, wd_workspace_path(s->ws), &err);
+	if (rc == 0) {
+		/* the directory the server holds, as its sandboxes get it (run.c) */
+		char held[32];
+		int hfd = rc = srv_workspace_hold(s, held, &err);
+		if (hfd >= 0) {
+			rc = wd_request_set_workspace(req, held, &err);
+			close(hfd);
+		}
+	}
 	if (rc == 0 && cwd)
 		rc = wd_request_set_cwd(req, cwd, &err);
 	json_t *res = NULL;
