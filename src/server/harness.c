@@ -340,7 +340,7 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 		snprintf(rnd, sizeof(rnd), "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
 			 r[3], r[4], r[5], r[6], r[7]);
 		if (anon)
-			srv_anon_name(name, sizeof(name), rnd);
+			srv_anon_name(s, name, sizeof(name), rnd);
 		else
 			snprintf(name, sizeof(name), "serve-%s", rnd);
 		struct wd_session_params sp = {

@@ -254,18 +254,14 @@ srv_workspace_hold(struct srv *s, char name[static 32], struct wd_err *err)
 	}
 	if (held >= 0)
 		close(held);
-	if (err) {
-		err->code = WD_E_INVAL;
-		err->sys_errno = now < 0 ? e : 0;
-		snprintf(err->msg, sizeof(err->msg),
-			 "the server's workspace '%.1000s' no longer leads to the directory the "
-			 "server started on (%s); refused rather than followed: put the "
-			 "directory back or restart the server",
-			 path,
-			 now < 0 && e == ELOOP ? "a symbolic link in its path"
-			 : now < 0	       ? strerror(e)
-					       : "another directory in its place");
-	}
+	err_set(err, now < 0 ? e : 0,
+		"the server's workspace '%s' no longer leads to the directory the server "
+		"started on (%s); refused rather than followed: put the directory back or "
+		"restart the server",
+		path,
+		now < 0 && e == ELOOP ? "a symbolic link in its path"
+		: now < 0	      ? strerror(e)
+				      : "another directory in its place");
 	return -EINVAL;
 }
 
