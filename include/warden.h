@@ -394,6 +394,10 @@ int wd_ctx_set_policy(wd_ctx *ctx, const char *path, struct wd_policy *p, struct
  * $XDG_STATE_HOME/warden, else /var/lib/warden (root) or
  * ~/.local/state/warden.  -EINVAL naming what is wrong with dir. */
 int wd_ctx_set_state_dir(wd_ctx *ctx, const char *dir, struct wd_err *err);
+/* The context's state directory as it is used now (the one set, else the
+ * default above, made if missing), into out (cap bytes): for a front end
+ * that keeps files of its own beside the sessions.  -EINVAL as above. */
+int wd_ctx_state_dir(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err);
 
 /* ---------------------------------------------------------------- images
  * A root filesystem built from Debian packages with mmdebstrap, stored
@@ -1038,7 +1042,8 @@ int wd_approval_pending(const wd_policy *p, const wd_request *req, const wd_deci
 int wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summary,
 		      struct wd_err *err);
 /* The same grant; *json (new, free with free()) is one object: "id",
- * "argv", "cwd", "workspace", "policy", "policy_source", "rule", "reason",
+ * "argv", "cwd", "workspace", "system" (an image's rootfs, or "host"),
+ * "policy", "policy_source", "rule", "reason",
  * "granted" and "expires" (Unix seconds), "ttl" (seconds). */
 int wd_approval_grant_json(const char *id, unsigned ttl_s, wd_audit *audit, char **json,
 			   struct wd_err *err);
@@ -1053,7 +1058,7 @@ int wd_approval_consume(const wd_policy *p, const wd_request *req, const wd_deci
 /* Whether an unexpired approval is recorded for d, without consuming it. */
 bool wd_approval_recorded(const wd_decision *d);
 /* The paused commands waiting for a human, oldest first, as a JSON array
- * of {"id", "argv", "cwd", "workspace", "rule", "reason", "policy",
+ * of {"id", "argv", "cwd", "workspace", "system", "rule", "reason", "policy",
  * "policy_source", "created", "ttl", "approved"} ("approved": an
  * unexpired approval is recorded and not yet consumed).  For a human's
  * channel only: it shows what the agent tried.  *out is new, free with

@@ -13,16 +13,16 @@ static const char usage_text[] =
     "usage: warden approve ID [--ttl SECONDS] [--audit FILE] [--json]\n"
     "\n"
     "Approve, once, the paused command with this id (or a unique prefix of 8+ digits).\n"
-    "The approval covers exactly that argv, working directory, environment, workspace\n"
-    "and policy; re-running the identical command consumes it.  It expires after\n"
-    "--ttl seconds (default: the policy's approvals.ttl, 600).  At a terminal it\n"
-    "first shows the command the id stands for and asks; nothing is recorded\n"
-    "unless the answer is yes.\n"
+    "The approval covers exactly that argv, working directory, environment, workspace,\n"
+    "policy and system (the --image, or the host); re-running the identical command\n"
+    "consumes it.  It expires after --ttl seconds (default: the policy's\n"
+    "approvals.ttl, 600).  At a terminal it first shows the command the id stands\n"
+    "for and asks; nothing is recorded unless the answer is yes.\n"
     "\n"
     "  --ttl SECONDS   lifetime of the approval (1 to 604800)\n"
     "  --audit FILE    log approval.granted here (default: the log of the pause)\n"
     "  --json          the grant as one JSON object: id, argv, cwd, workspace,\n"
-    "                  policy, policy_source, rule, reason, ttl, granted, expires\n"
+    "                  system, policy, policy_source, rule, reason, ttl, granted, expires\n"
     "  -y, --yes       grant without asking (what a script without a terminal does)\n";
 
 enum { OPT_TTL = 256, OPT_AUDIT, OPT_JSON, OPT_HELP, OPT_YES = 'y' };
@@ -115,6 +115,7 @@ confirm(const char *id, char shown[static 65])
 		fputs(" (none set by the request)", f);
 	field(f, "cwd:", json_object_get(w, "cwd"));
 	field(f, "workspace:", json_object_get(w, "workspace"));
+	field(f, "system:", json_object_get(w, "system"));
 	field(f, "rule:", json_object_get(w, "rule"));
 	fprintf(f, "\n  %-10s ", "reason:");
 	cli_policy_text(f, json_string_value(json_object_get(w, "reason")));

@@ -26,6 +26,12 @@ wd_ctx_set_state_dir(wd_ctx *ctx, const char *dir, struct wd_err *err)
 	return 0;
 }
 
+WD_API int
+wd_ctx_state_dir(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err)
+{
+	return ctx_state_root(ctx, out, cap, err);
+}
+
 int
 ctx_state_root(wd_ctx *ctx, char *out, size_t cap, struct wd_err *err)
 {

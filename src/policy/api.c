@@ -9,9 +9,11 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 struct wd_policy {
@@ -28,6 +30,7 @@ struct wd_request {
 	int wfd;
 	char *cwd;
 	char *system_root; /* an image's rootfs, or NULL: the host */
+	char *system_id;   /* "dev:ino:realpath" of system_root, for approvals */
 	char **env;
 	size_t nenv;
 };
@@ -265,6 +268,7 @@ wd_request_free(wd_request *r)
 		close(r->wfd);
 	free(r->cwd);
 	free(r->system_root);
+	free(r->system_id);
 	for (size_t i = 0; i < r->nenv; i++)
 		free(r->env[i]);
 	free(r->env);
@@ -300,14 +304,25 @@ wd_request_set_argv(wd_request *r, int argc, const char *const argv[], struct wd
 WD_API int
 wd_request_set_workspace(wd_request *r, const char *dir, struct wd_err *err)
 {
-	char real[PATH_MAX];
-	if (!dir || !realpath(dir, real))
-		return wd_err_sys(err, dir ? errno : EINVAL, "workspace %s", dir ? dir : "");
+	/* resolved from the directory opened (wd_dir_realpath): a link put
+	 * in the path while it is resolved is not followed into it */
+	wd_autofree char *real = NULL;
+	int e = dir ? -wd_dir_realpath(dir, &real) : EINVAL;
+	if (e == ESTALE)
+		return wd_err_set(err, WD_E_INVAL,
+				  "workspace %s changed while it was resolved (a link put in its "
+				  "path?): refused rather than followed",
+				  dir);
+	if (e)
+		return wd_err_sys(err, e, "workspace %s", dir ? dir : "");
 	/* The same rule as `warden run`'s: what check allows, run may run. */
 	int rc = policy_workspace_validate(real, err);
 	if (rc < 0)
 		return rc;
-	int fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* real has no link: one there now was put since, and is not followed */
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, real, &how, sizeof(how));
 	if (fd < 0)
 		return wd_err_sys(err, errno, "workspace %s", real);
 	struct stat st;
@@ -342,10 +357,20 @@ WD_API int
 wd_request_set_system_root(wd_request *r, const char *root, struct wd_err *err)
 {
 	struct stat st;
-	if (!root || root[0] != '/' || stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
+	char real[PATH_MAX];
+	if (!root || root[0] != '/' || stat(root, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    !realpath(root, real))
 		return wd_err_set(err, WD_E_INVAL, "system root must be an absolute directory");
 	free(r->system_root);
 	r->system_root = wd_xstrdup(root);
+	free(r->system_id);
+	/* The approval id covers the system the command runs on: the same
+	 * words under another image run other programs.  Device, inode and
+	 * resolved path: a store's path names the image's content digest
+	 * (sha256-HEX/rootfs), and an image rebuilt, or removed and imported
+	 * again, is another directory. */
+	r->system_id = wd_xasprintf("%llu:%llu:%s", (unsigned long long)st.st_dev,
+				    (unsigned long long)st.st_ino, real);
 	return 0;
 }
 
@@ -391,6 +416,7 @@ to_internal(const wd_request *r, struct policy_request *pr)
 	    .nenv = r->nenv,
 	    .workspace_id = r->workspace_id,
 	    .system_root = r->system_root,
+	    .system_id = r->system_id,
 	};
 }
 
@@ -540,6 +566,8 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	 * in the user's own state directory; the audit log keeps names only */
 	json_object_set_new(o, "env", argv_json((int)r->nenv, r->env, audit_json_text));
 	json_object_set_new(o, "workspace", audit_json_text(r->workspace ? r->workspace : ""));
+	/* what the programs come from: an image's rootfs, or the host */
+	json_object_set_new(o, "system", audit_json_text(r->system_root ? r->system_root : "host"));
 	json_object_set_new(o, "rule", audit_json_text(d->d.rule));
 	json_object_set_new(o, "reason", audit_json_text(d->d.reason));
 	json_object_set_new(o, "policy", audit_json_text(p->cfg->digest));
@@ -658,7 +686,8 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 		}
 		if (fclose(lf) != 0 || !line)
 			abort();
-		const char *fields[] = {"workspace", "cwd", "policy_source", "policy", "reason"};
+		const char *fields[] = {"workspace",	 "cwd",	   "system",
+					"policy_source", "policy", "reason"};
 		char *shown[WD_ARRAY_SIZE(fields)];
 		for (size_t k = 0; k < WD_ARRAY_SIZE(fields); k++) {
 			const char *s = json_string_value(json_object_get(info, fields[k]));
@@ -666,9 +695,10 @@ wd_approval_grant(const char *id, unsigned ttl_s, wd_audit *audit, char **summar
 		}
 		*summary = wd_xasprintf(
 		    "approved once, for %llu s: %s\n  id        %s\n  workspace %s\n  cwd       "
-		    "%s\n  policy    %s (%s)\n  reason    %s",
-		    (unsigned long long)ttl, line, full, shown[0], shown[1], shown[2], shown[3],
-		    shown[4]);
+		    "%s\n  system    %s\n  policy    %s (%s)\n  reason    %s",
+		    (unsigned long long)ttl, line, full, shown[0], shown[1],
+		    /* a pending record from before the field has none */
+		    shown[2][0] ? shown[2] : "host", shown[3], shown[4], shown[5]);
 		for (size_t k = 0; k < WD_ARRAY_SIZE(fields); k++)
 			free(shown[k]);
 		free(line);
@@ -694,7 +724,7 @@ wd_approval_grant_json(const char *id, unsigned ttl_s, wd_audit *audit, char **j
 	 * this object sees what was approved and cannot be driven by it. */
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(full));
-	const char *copy[] = {"argv",	       "env",  "cwd",	 "workspace", "policy",
+	const char *copy[] = {"argv",	       "env",  "cwd",	 "workspace", "system", "policy",
 			      "policy_source", "rule", "reason", "granted",   "expires"};
 	for (size_t k = 0; k < WD_ARRAY_SIZE(copy); k++) {
 		json_t *v = json_object_get(info, copy[k]);

@@ -1,16 +1,22 @@
 /* approval.c - approval ids and the single-use approval store.
  *
  * An escape (a "pause") never widens the policy: a human approves one exact
- * request, once, for a while.  The id is a SHA-256 over five field digests:
+ * request, once, for a while.  The id is a SHA-256 over six field digests:
  *
- *   id = SHA-256("warden-approval-v1" 0x00 || H(argv) || H(cwd) || H(env)
- *                || H(workspace identity) || policy digest)
+ *   id = SHA-256("warden-approval-v2" 0x00 || H(argv) || H(cwd) || H(env)
+ *                || H(workspace identity) || policy digest
+ *                || H(system identity))
  *
  * Each H() is over length-prefixed items (8-byte little-endian length, then
  * the bytes), so ["ab","c"] and ["a","bc"] differ.  Any change to one
  * argument, the working directory, the environment passed in, the workspace
- * (device, inode and path) or the effective policy gives another id, which
- * the recorded approval does not cover.
+ * (device, inode and path), the effective policy or the system the command
+ * runs on (an image's rootfs by device, inode and path, or "host") gives
+ * another id, which the recorded approval does not cover: the same words
+ * under another image run other programs (its git, its python3's
+ * site-packages), so a grant under one image must not be spent under
+ * another the model picks.  v2: v1 ids had no system field; an approval
+ * or pending record from v1 no longer matches anything.
  *
  * The store is a directory (0700) under $WARDEN_STATE_DIR, else
  * $XDG_STATE_HOME/warden, else /var/lib/warden for root, else
@@ -37,8 +43,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-const char *const policy_id_field_names[POLICY_ID_FIELDS] = {"argv", "cwd", "env", "workspace",
-							     "policy"};
+const char *const policy_id_field_names[POLICY_ID_FIELDS] = {"argv",	  "cwd",    "env",
+							     "workspace", "policy", "system"};
 
 static void
 feed_item(struct wd_sha256 *c, const char *s)
@@ -87,7 +93,13 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 	memcpy(f[4], p->digest, 65);
 
 	wd_sha256_init(c);
-	wd_sha256_update(c, "warden-approval-v1", sizeof("warden-approval-v1"));
+	feed_item(c, req->system_id	? req->system_id
+		     : req->system_root ? req->system_root
+					: "host");
+	finish(c, f[5]);
+
+	wd_sha256_init(c);
+	wd_sha256_update(c, "warden-approval-v2", sizeof("warden-approval-v2"));
 	for (int i = 0; i < POLICY_ID_FIELDS; i++)
 		wd_sha256_update(c, f[i], 64);
 	finish(c, id);

@@ -94,6 +94,11 @@ struct policy_request {
 	/* host path of the tree the jail's system directories come from (an
 	 * image's rootfs); NULL: the host's own */
 	const char *system_root;
+	/* its identity for approvals ("dev:ino:realpath" of the rootfs: a
+	 * store's path names the content digest, and an image rebuilt or
+	 * imported again is another directory); NULL: system_root, or "host"
+	 * when that is NULL too */
+	const char *system_id;
 };
 
 struct policy_decision {
@@ -209,11 +214,12 @@ int policy_open_beneath(int workspace_fd, const char *path, int flags, mode_t mo
 /* ---- approvals ---- */
 
 /* The approval id of a request: SHA-256 (hex) over the length-prefixed
- * argv, cwd, environment (names and values, in order), workspace identity
- * and policy digest.  Also returns the per-field digests (each 64 hex +
- * NUL) if fields is not NULL, in the order argv, cwd, env, workspace,
- * policy, so a mismatch can say which field differs. */
-#define POLICY_ID_FIELDS 5
+ * argv, cwd, environment (names and values, in order), workspace identity,
+ * policy digest and system identity (the image, or the host).  Also
+ * returns the per-field digests (each 64 hex + NUL) if fields is not NULL,
+ * in the order argv, cwd, env, workspace, policy, system, so a mismatch
+ * can say which field differs. */
+#define POLICY_ID_FIELDS 6
 extern const char *const policy_id_field_names[POLICY_ID_FIELDS];
 void policy_approval_id(const struct config_policy *p, const struct policy_request *req, int argc,
 			const char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65]);

@@ -340,7 +340,7 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 		snprintf(rnd, sizeof(rnd), "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
 			 r[3], r[4], r[5], r[6], r[7]);
 		if (anon)
-			srv_anon_name(name, sizeof(name), rnd);
+			srv_anon_name(s, name, sizeof(name), rnd);
 		else
 			snprintf(name, sizeof(name), "serve-%s", rnd);
 		struct wd_session_params sp = {
@@ -481,8 +481,15 @@ h_policy_check(struct call *c, struct rpc_err *e)
 			: err_set(&err, EINVAL, "'argv' must be a non-empty array of strings");
 		free(v);
 	}
-	if (rc == 0)
-		rc = wd_request_set_workspace(req, wd_workspace_path(s->ws), &err);
+	if (rc == 0) {
+		/* the directory the server holds, as its sandboxes get it (run.c) */
+		char held[32];
+		int hfd = rc = srv_workspace_hold(s, held, &err);
+		if (hfd >= 0) {
+			rc = wd_request_set_workspace(req, held, &err);
+			close(hfd);
+		}
+	}
 	if (rc == 0 && cwd)
 		rc = wd_request_set_cwd(req, cwd, &err);
 	json_t *res = NULL;

@@ -1103,8 +1103,10 @@ server_run(const struct server_opts *o)
 		 * listens: a client that sees the socket or the port finds them */
 		if (s->activated)
 			srv_restore(s);
-		if (geteuid() != 0)
+		if (geteuid() != 0) {
+			srv_anon_lock(s);  /* before the sweep: another's sees it */
 			srv_sweep_anon(s); /* an ordinary user's, of a server killed */
+		}
 		rc = setup(s);
 	}
 	if (rc == 0)

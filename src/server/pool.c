@@ -167,11 +167,15 @@ srv_pool_fits(struct srv *s, bool judged, const struct route *rt)
 int
 srv_pool_run(struct srv *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err)
 {
-	/* the path is resolved again by the pool: it must still lead to the
-	 * server's directory (run.c) */
-	if (srv_workspace_check(s, err) < 0)
+	/* the path must still lead to the server's directory, and the pool
+	 * gets that directory, not the path (run.c) */
+	char held[32];
+	int hfd = srv_workspace_hold(s, held, err);
+	if (hfd < 0)
 		return -EINVAL;
-	return wd_pool_run(s->pool->pool, wd_workspace_path(s->ws), cmd, out, err);
+	int rc = wd_pool_run(s->pool->pool, held, cmd, out, err);
+	close(hfd);
+	return rc;
 }
 
 /* Wait until the first instance is ready, or a build failed with none

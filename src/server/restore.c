@@ -32,10 +32,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -466,16 +468,143 @@ proc_start(pid_t pid)
 	return 0;
 }
 
-void
-srv_anon_name(char *buf, size_t n, const char *rnd)
+/* Whether s starts with n lowercase hex digits (hex_id: is exactly them). */
+static bool
+hex_head(const char *s, size_t n)
 {
-	snprintf(buf, n, "serve.%d.%llu.%s", (int)getpid(), proc_start(getpid()), rnd);
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* STATE/serve-anon: the ordinary user's servers' locks, beside the
+ * sessions they name; NULL (logged) when it cannot be used. */
+static char *
+anon_dir(struct srv *s)
+{
+	char state[PATH_MAX];
+	struct wd_err err = {0};
+	if (wd_ctx_state_dir(s->ctx, state, sizeof(state), &err) < 0) {
+		srv_log(s, WD_LOG_WARN, "the state directory: %s", err.msg);
+		return NULL;
+	}
+	char *dir = xasprintf("%s/serve-anon", state);
+	struct stat st;
+	/* Why the owner and mode: whoever could write it could make a live
+	 * server's sandboxes look orphaned (no lock file) or keep a dead
+	 * one's for ever */
+	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || lstat(dir, &st) < 0 ||
+	    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		srv_log(s, WD_LOG_WARN,
+			"%s: not a directory of the server's user with mode 0700; "
+			"sandboxes are told from orphans by pid and start time",
+			dir);
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+void
+srv_anon_lock(struct srv *s)
+{
+	/* Why a lock and not only the pid and start time in the name: a
+	 * server in another pid namespace (a container of the same user, a
+	 * pod on the same volume) has pids this one cannot see, or sees as
+	 * another process, so each took the other's live sandboxes for
+	 * orphans.  A flock is on the file, whatever the namespace, and
+	 * goes with the process however it dies (SIGKILL). */
+	char *dir = anon_dir(s);
+	if (!dir)
+		return;
+	unsigned char r[8];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		abort();
+	char id[17];
+	for (int i = 0; i < 8; i++)
+		snprintf(id + 2 * i, 3, "%02x", r[i]);
+	/* locked under a name the sweep ignores, then renamed into place: a
+	 * sweep never finds an ID.lock that is not locked by a live server,
+	 * nor unlinks one in the instant between its creation and flock */
+	char *tmp = xasprintf("%s/.%s.tmp", dir, id), *final = xasprintf("%s/%s.lock", dir, id);
+	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, final) < 0) {
+		srv_log(s, WD_LOG_WARN,
+			"%s: %s; sandboxes are told from orphans by pid and start time", final,
+			strerror(errno));
+		if (fd >= 0) {
+			unlink(tmp);
+			close(fd);
+		}
+		free(tmp);
+		free(final);
+		free(dir);
+		return;
+	}
+	free(tmp);
+	free(dir);
+	s->anon_lock = fd;
+	s->anon_lock_path = final;
+	memcpy(s->anon_id, id, sizeof(id));
+}
+
+void
+srv_anon_name(struct srv *s, char *buf, size_t n, const char *rnd)
+{
+	if (s->anon_lock >= 0)
+		snprintf(buf, n, "serve.lk.%s.%s", s->anon_id, rnd);
+	else
+		snprintf(buf, n, "serve.%d.%llu.%s", (int)getpid(), proc_start(getpid()), rnd);
+}
+
+/* Whether the server of lock ID lives: its lock file is there and held.
+ * Unsure (the file cannot be opened for another reason): alive, left. */
+static bool
+anon_alive(const char *dir, const char *id)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%.16s.lock", dir, id);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT;
+	bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return held;
+}
+
+/* Lock files no server holds (a server SIGKILLed, its sandboxes swept):
+ * removed.  One another sweep has just locked to test is only unlinked
+ * if free; a live server's never is (it holds it from before its name). */
+static void
+anon_tidy(struct srv *s, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *n = de->d_name;
+		bool lock = strlen(n) == 21 && hex_head(n, 16) && !strcmp(n + 16, ".lock");
+		bool tmp = strlen(n) == 21 && n[0] == '.' && hex_head(n + 1, 16) &&
+			   !strcmp(n + 17, ".tmp");
+		if (!(lock || tmp) || (s->anon_lock >= 0 && !memcmp(n + !lock, s->anon_id, 16)))
+			continue;
+		int fd = openat(dirfd(d), n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			unlinkat(dirfd(d), n, 0);
+		close(fd);
+	}
+	closedir(d);
 }
 
 void
 srv_sweep_anon(struct srv *s)
 {
 	json_t *known = library_sessions(s);
+	char *dir = anon_dir(s);
 	const char *id;
 	json_t *name;
 	json_object_foreach(known, id, name)
@@ -483,17 +612,26 @@ srv_sweep_anon(struct srv *s)
 		const char *nm = json_string_value(name);
 		int pid = 0, end = 0;
 		unsigned long long start = 0;
-		/* the whole shape srv_anon_name writes, 16 hex digits last: a
-		 * human's session of the same directory named "serve.1.1.notes"
-		 * is not one (remove_orphans says why) */
-		if (!nm || sscanf(nm, "serve.%d.%llu.%n", &pid, &start, &end) != 2 || end == 0 ||
-		    pid <= 0 || !hex_id(nm + end, 16))
-			continue;
-		/* Why both: a pid is reused; its start time tells a live
-		 * server (this one, or another on the same directory) from a
-		 * new process that got the number */
-		if (proc_start((pid_t)pid) == start)
-			continue;
+		if (nm && !strncmp(nm, "serve.lk.", 9) && strlen(nm) == 42 &&
+		    hex_head(nm + 9, 16) && nm[25] == '.' && hex_id(nm + 26, 16)) {
+			/* a server with a lock: alive while it holds it (this
+			 * one's own included), in whatever pid namespace */
+			if (!dir || anon_alive(dir, nm + 9))
+				continue;
+		} else {
+			/* the whole shape srv_anon_name writes, 16 hex digits
+			 * last: a human's session of the same directory named
+			 * "serve.1.1.notes" is not one (remove_orphans says why) */
+			if (!nm || sscanf(nm, "serve.%d.%llu.%n", &pid, &start, &end) != 2 ||
+			    end == 0 || pid <= 0 || !hex_id(nm + end, 16))
+				continue;
+			/* a server without a lock (an older one, or a state
+			 * directory that could not have one).  Why both: a pid
+			 * is reused; its start time tells a live server from a
+			 * new process that got the number */
+			if (proc_start((pid_t)pid) == start)
+				continue;
+		}
 		struct wd_err err = {0};
 		if (wd_session_remove(s->ctx, id, &err) < 0)
 			srv_log(s, WD_LOG_WARN, "sandbox %s of a server that is gone: %s", id,
@@ -502,4 +640,7 @@ srv_sweep_anon(struct srv *s)
 			srv_log(s, WD_LOG_INFO, "sandbox %s of a server that is gone: removed", id);
 	}
 	json_decref(known);
+	if (dir)
+		anon_tidy(s, dir);
+	free(dir);
 }

@@ -220,45 +220,48 @@ srv_run_image(const struct srv *s, const struct route *rt)
 }
 
 int
-srv_workspace_check(struct srv *s, struct wd_err *err)
+srv_workspace_hold(struct srv *s, char name[static 32], struct wd_err *err)
 {
 	/* Why: the server keeps its workspace as a path, canonical at start,
-	 * and each sandbox it makes names that path, which the library
-	 * resolves again (wd_spec_set_workspace, wd_pool_run).  A sandbox
-	 * over a directory above it (a one-shot `warden run` over the
-	 * project, another server) can rename a component and leave a link
-	 * to any host directory in its place: followed, every later command
-	 * ran with that directory bound read-write as /workspace.  So the
-	 * path must still lead, link-free, to the very directory the server
-	 * holds (its file tools' view); the jail then opens the resolved
-	 * path without following links either (jail/build.c). */
+	 * and each sandbox it makes names the workspace to the library.  A
+	 * sandbox over a directory above it (a one-shot `warden run` over
+	 * the project, another server) can rename a component and leave a
+	 * link to any host directory in its place: followed, every later
+	 * command ran with that directory bound read-write as /workspace.
+	 * So the path must still lead, link-free, to the very directory the
+	 * server holds (its file tools' view), else the call is refused with
+	 * a message a human can act on.  And what the library gets is that
+	 * held directory (/proc/self/fd/N), not the path: the library used
+	 * to walk the path again after this check, following a link planted
+	 * in between; from the descriptor it takes the directory's own name
+	 * and checks that it leads there link-free (wd_spec_set_workspace);
+	 * the jail then opens that name without following links either
+	 * (jail/build.c). */
 	const char *path = wd_workspace_path(s->ws);
 	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	int now = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	int e = errno;
 	int held = wd_workspace_openat(s->ws, ".", O_PATH, NULL);
 	struct stat a, b;
 	bool same = now >= 0 && held >= 0 && fstat(now, &a) == 0 && fstat(held, &b) == 0 &&
 		    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-	int e = errno;
 	if (now >= 0)
 		close(now);
+	if (same) {
+		snprintf(name, 32, "/proc/self/fd/%d", held);
+		return held;
+	}
 	if (held >= 0)
 		close(held);
-	if (same)
-		return 0;
-	if (err) {
-		err->code = WD_E_INVAL;
-		err->sys_errno = now < 0 ? e : 0;
-		snprintf(err->msg, sizeof(err->msg),
-			 "the server's workspace '%.1000s' no longer leads to the directory the "
-			 "server started on (%s); refused rather than followed: put the "
-			 "directory back or restart the server",
-			 path,
-			 now < 0 && e == ELOOP ? "a symbolic link in its path"
-			 : now < 0	       ? strerror(e)
-					       : "another directory in its place");
-	}
+	err_set(err, now < 0 ? e : 0,
+		"the server's workspace '%s' no longer leads to the directory the server "
+		"started on (%s); refused rather than followed: put the directory back or "
+		"restart the server",
+		path,
+		now < 0 && e == ELOOP ? "a symbolic link in its path"
+		: now < 0	      ? strerror(e)
+				      : "another directory in its place");
 	return -EINVAL;
 }
 
@@ -280,8 +283,12 @@ run_spec(struct srv *s, const struct wd_limits *lim, const char *image, char *di
 	}
 	if (digest)
 		snprintf(digest, SRV_DIGEST_LEN, "%s", image ? d : "");
-	if (srv_workspace_check(s, err) < 0 ||
-	    wd_spec_set_workspace(spec, wd_workspace_path(s->ws), err) < 0) {
+	char held[32];
+	int hfd = srv_workspace_hold(s, held, err);
+	int rc = hfd < 0 ? hfd : wd_spec_set_workspace(spec, held, err);
+	if (hfd >= 0)
+		close(hfd);
+	if (rc < 0) {
 		wd_spec_free(spec);
 		return NULL;
 	}

@@ -31,11 +31,13 @@ json_t *result_for_model(struct srv *s, const wd_result *r);
  * when not NULL; NULL: the host's /usr). */
 wd_spec *run_spec(struct srv *s, const struct wd_limits *lim, const char *image, char *digest,
 		  struct wd_err *err);
-/* 0 when the server's workspace path still leads, with no symbolic link
+/* When the server's workspace path still leads, with no symbolic link
  * on the way, to the directory the server started on (the one its file
- * tools hold); else -EINVAL with err saying so.  Every sandbox the server
- * makes names the workspace by that path. */
-int srv_workspace_check(struct srv *s, struct wd_err *err);
+ * tools hold): a descriptor of that directory (the caller closes it) and
+ * name set to "/proc/self/fd/N", what the server hands the library for
+ * the workspace, which resolves it from the directory itself, never by
+ * walking the path again; else -EINVAL with err saying so. */
+int srv_workspace_hold(struct srv *s, char name[static 32], struct wd_err *err);
 /* ref's digest in the store now, as "sha256:HEX" (wd_image_inspect). */
 int srv_image_digest(struct srv *s, const char *ref, char *out, struct wd_err *err);
 /* A command's wall clock when none is asked: the server's --timeout, else

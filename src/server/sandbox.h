@@ -38,10 +38,15 @@ struct live *live_get(struct live *l);
 /* A live sandbox over library session id (restore.c). */
 struct live *live_new_session(struct srv *s, const char *id, bool cow, bool kept);
 /* An ordinary user's anonymous cow sandbox (a library session no record
- * names): its name says which server made it ("serve.PID.START.RND"), so
- * that a server started later on the state directory removes those whose
- * server is gone (srv_sweep_anon, at start). */
-void srv_anon_name(char *buf, size_t n, const char *rnd);
+ * names): its name says which server made it ("serve.lk.ID.RND", ID the
+ * server's lock, srv_anon_lock; "serve.PID.START.RND" when it has none),
+ * so that a server started later on the state directory removes those
+ * whose server is gone (srv_sweep_anon, at start). */
+void srv_anon_name(struct srv *s, char *buf, size_t n, const char *rnd);
+/* An ordinary user's server: take STATE/serve-anon/ID.lock (a new random
+ * ID), flocked for the server's life; logged and left without (the
+ * pid-and-start-time names) when the directory cannot have it. */
+void srv_anon_lock(struct srv *s);
 /* One server per --state-dir: DIR/serve/lock, flocked (exclusive) for
  * the server's life, before anything is made on the directory; -EBUSY
  * (logged, naming the option, the path and the holder's pid) when

@@ -524,6 +524,7 @@ srv_init(struct srv *s, const struct server_opts *o)
 {
 	s->o = *o;
 	s->state_lock = -1;
+	s->anon_lock = -1;
 	s->owner_uid = geteuid();
 	pthread_mutex_init(&s->qlock, NULL);
 	pthread_mutex_init(&s->wlock, NULL);
@@ -786,6 +787,13 @@ srv_fini(struct srv *s)
 	free(s->rec_dir);
 	if (s->state_lock >= 0)
 		close(s->state_lock);
+	/* its sandboxes are gone (or, left by a failure, orphans the next
+	 * server's sweep takes: no lock file is no server) */
+	if (s->anon_lock >= 0) {
+		unlink(s->anon_lock_path);
+		close(s->anon_lock);
+	}
+	free(s->anon_lock_path);
 	int fds[] = {s->ep, s->wake_fd, s->sig_fd, s->timer_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)

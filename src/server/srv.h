@@ -196,6 +196,11 @@ struct srv {
 	bool keep_sessions;
 	/* DIR/serve/lock (--state-dir), flocked for the server's life, or -1 */
 	int state_lock;
+	/* an ordinary user's server: STATE/serve-anon/ID.lock, flocked for
+	 * the server's life (restore.c), or -1; anon_id: ID, 16 hex digits */
+	int anon_lock;
+	char anon_id[17];
+	char *anon_lock_path;
 	/* the warm pool (pool.c), or NULL */
 	struct srv_pool *pool;
 	struct conn *conns;

@@ -188,13 +188,28 @@ spec_is_system_dir(const char *real)
 WD_API int
 wd_spec_set_workspace(wd_spec *s, const char *dir, struct wd_err *err)
 {
-	char *real = realpath(dir, NULL);
-	if (!real) {
-		int rc = wd_err_sys(err, errno, "workspace '%s'", dir);
+	/* Resolved from the directory opened, not by a second walk of the
+	 * path: a caller that checked the path (the server, against the
+	 * directory it holds, handing /proc/self/fd/N of it) would otherwise
+	 * have a link planted between its check and this walk followed. */
+	char *real = NULL;
+	int e = dir ? -wd_dir_realpath(dir, &real) : EINVAL;
+	if (e) {
+		int rc = e == ESTALE
+			     ? wd_err_set(err, WD_E_INVAL,
+					  "workspace '%s' changed while it was resolved (a "
+					  "link put in its path?): refused rather than followed",
+					  dir)
+			 : e == ENOTDIR
+			     ? wd_err_set(err, WD_E_INVAL, "workspace '%s' is not a directory", dir)
+			     : wd_err_sys(err, e, "workspace '%s'", dir ? dir : "");
 		if (err)
 			err->code = WD_E_INVAL;
 		return rc;
 	}
+	/* a directory handed by descriptor is named by its path */
+	if (!strncmp(dir, "/proc/self/fd/", 14))
+		dir = real;
 	/* The workspace is writable by the sandbox, and as root it is
 	 * idmapped so the sandbox writes as its owner: a system directory
 	 * there would hand the sandbox the host (/etc/passwd, /usr/bin). */

@@ -10,9 +10,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* Open dfd/name as a directory we may empty.  An ordinary user has no
  * CAP_DAC_OVERRIDE: a directory left mode 000 or 0555 (a Go module cache,
@@ -90,4 +95,44 @@ int
 wd_rm_tree_at(int dfd, const char *name)
 {
 	return rm_tree(dfd, name, 0);
+}
+
+int
+wd_dir_realpath(const char *dir, char **out)
+{
+	*out = NULL;
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char link[64], real[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, real, sizeof(real) - 1);
+	if (n < 0) {
+		int e = errno;
+		close(fd);
+		if (e != ENOENT)
+			return -e;
+		/* no /proc: the walk realpath() does, as before */
+		*out = realpath(dir, NULL);
+		return *out ? 0 : -errno;
+	}
+	real[n] = '\0';
+	/* The kernel's name of the directory held: a directory removed, one
+	 * outside this process's root or mount namespace has a name that
+	 * is no path ("/x (deleted)", "", "net:[...]"); reopened below, it
+	 * leads elsewhere or nowhere and is refused. */
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int again =
+	    real[0] == '/' ? (int)syscall(SYS_openat2, AT_FDCWD, real, &how, sizeof(how)) : -1;
+	struct stat a, b;
+	bool same = again >= 0 && fstat(fd, &a) == 0 && fstat(again, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	close(fd);
+	if (again >= 0)
+		close(again);
+	if (!same)
+		return -ESTALE;
+	*out = wd_xstrdup(real);
+	return 0;
 }

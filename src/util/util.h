@@ -194,6 +194,18 @@ int wd_helper_program(const char *env_var, const char *name, const char *install
 #define WD_RM_TREE_DEPTH 512
 int wd_rm_tree_at(int dfd, const char *name);
 
+/* The real path of directory dir, with no window between resolving it and
+ * naming it: dir is opened (links in it followed, as realpath() does, and
+ * /proc/self/fd/N is directory N itself, no path walked), the kernel's
+ * name for the open directory read back, and that name opened again
+ * following no link and checked to be the same directory (device and
+ * inode).  So a link planted in the path while it is resolved is never
+ * followed into the result, as it was between a caller's check of a path
+ * and realpath()'s walk of it.  Without /proc, realpath().  0 with *out a
+ * new string; -errno (-ENOTDIR, -ENOENT, -ESTALE: the name no longer
+ * leads, link-free, to the directory). */
+int wd_dir_realpath(const char *dir, char **out);
+
 /* ---- the state directory (util.c) ----
  * Where warden keeps sandboxes, approvals and images when the caller
  * names none (wd_ctx_set_state_dir): $WARDEN_STATE_DIR, else

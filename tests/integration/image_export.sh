@@ -15,6 +15,9 @@
 #   - export: two exports give the same manifest digest; umoci unpacks it
 #     and its config.json has the Entrypoint, Cmd, Env and User set; warden
 #     imports it again and runs it; --add is a second layer owned by root
+#   - an approval granted for a command under one image does not cover it
+#     under another image or the host (the audit names the system), and
+#     does under another name of the same image
 #   - hostile layers: a link in one layer and a file through it in the
 #     next, whiteouts of a host file (relative, absolute, opaque), a hard
 #     link in layer 2 through a layer-1 link to /etc: nothing outside the
@@ -100,6 +103,37 @@ expect_out "^ok uid 1000/1000/1000" "the command still runs as uid 1000"
 RC=$?
 expect_out "^node:x:1000:1000:" "a session made with the image keeps the name (its meta.json)"
 "$WARDEN" rm usersess >/dev/null 2>&1
+
+# ---- an approval covers the image: the same words under another image
+# run other programs.  Two images with the same (empty) config Env, so the
+# system is the only difference: the probe alone, and the probe with an etc/
+python3 "$OCI" "$T/oci-pa" probe "$WD_PROBE"
+python3 "$OCI" "$T/oci-pb" probe-etc "$WD_PROBE"
+img import appr-a "$T/oci-pa" --json
+d_pa=$(json_get 'j["digest"]')
+img import appr-b "$T/oci-pb" --json
+check "two images" test -n "$d_pa" -a "$(json_get 'j["digest"]')" != "$d_pa"
+cat >"$T/appr.json" <<'J'
+{"version": 1, "programs": {"wd-probe": {"approve": [["ids"]]}}}
+J
+AP=(--policy "$T/appr.json" --audit "$T/appr.jsonl")
+wd "${AP[@]}" --image appr-a -- wd-probe ids
+expect_rc 123 "a paused command under image appr-a"
+appr_id=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$ERR" | head -n 1)
+"$WARDEN" approve --yes "$appr_id" >"$OUT" 2>"$ERR" </dev/null
+RC=$?
+expect_rc 0 "approved"
+expect_out "^  system    $STORE/sha256-$d_pa/rootfs$" "the summary names the image's rootfs"
+wd "${AP[@]}" --image appr-b -- wd-probe ids
+expect_rc 123 "not covered under image appr-b: it pauses again"
+expect_out 'differ in system"' "the audit names the system, and only it, as the difference" "$T/appr.jsonl"
+wd "${AP[@]}" -- wd-probe ids
+expect_rc 123 "nor on the host's system"
+img import appr-a2 "$T/oci-pa" --json
+check "appr-a2 is appr-a" test "$(json_get 'j["digest"]')" = "$d_pa"
+wd "${AP[@]}" --image appr-a2 -- wd-probe ids
+expect_rc 0 "under another name of the same image it runs"
+expect_out "^ok uid 1000" "... the approved command ran"
 python3 "$OCI" "$T/oci-root" probe-root "$WD_PROBE"
 img import rootuser "$T/oci-root"
 wd --image rootuser -- cat /etc/passwd

@@ -73,7 +73,7 @@ MAN3=(
 	wd_cmd_set_stream wd_cmd_set_timeout wd_cmd_set_tool wd_cmd_setenv
 	wd_ctx_cancel wd_ctx_check_spec wd_ctx_free wd_ctx_new wd_ctx_run wd_ctx_set_approver
 	wd_ctx_set_audit_file wd_ctx_set_event_handler wd_ctx_set_log_handler
-	wd_ctx_set_policy wd_ctx_set_policy_file wd_ctx_set_state_dir
+	wd_ctx_set_policy wd_ctx_set_policy_file wd_ctx_set_state_dir wd_ctx_state_dir
 	wd_decision_advice wd_decision_approval_id wd_decision_argv wd_decision_free
 	wd_decision_json wd_decision_kind wd_decision_policy wd_decision_reason wd_decision_rule
 	wd_doctor wd_doctor_pod

@@ -65,13 +65,14 @@ def approve(warden, env, ws):
         g = json.loads(p.stdout)
     except ValueError:
         g = {}
-    tap(p.returncode == 0 and set(g) == {"id", "argv", "cwd", "workspace", "policy",
+    tap(p.returncode == 0 and set(g) == {"id", "argv", "cwd", "workspace", "system", "policy",
                                          "policy_source", "rule", "reason", "granted",
                                          "expires", "ttl"},
         "approve --json: one object with the grant's fields",
         "status %d\nstdout %r\nstderr %r" % (p.returncode, p.stdout, p.stderr))
     tap(g.get("id") == full and g.get("argv") == ["git", "push", "origin", "main"]
         and g.get("cwd") == "." and g.get("workspace") == os.path.realpath(ws)
+        and g.get("system") == "host"
         and g.get("policy") == d.get("policy") and g.get("ttl") == 600
         and g.get("expires", 0) - g.get("granted", 0) == 600
         and abs(g.get("granted", 0) - time.time()) < 3600,

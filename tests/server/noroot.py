@@ -12,7 +12,9 @@ sandbox.apply on the owner's socket writes the reviewed file; a "disk"
 asked under --best-effort is said to be none; sandbox_destroy and the
 server's exit (stdin closed with a sandbox still live) leave no process of
 the uid, no mount and no entry in the state directory; a session left by a
-SIGKILLed server is removed by the next server on the directory; --pool
+SIGKILLed server is removed by the next server on the directory, and
+one of a live server in another pid namespace is not (each server holds a
+lock file for its life, which the sweep asks); --pool
 and --disk are refused at start (125, naming the option and root).
 (root, to switch to the uid; skips without it)."""
 import atexit
@@ -265,5 +267,66 @@ srv3.stop()
 r = run_user("rm", "serve.1.1.notes")
 ok(r.returncode == 0 and sandboxes() == [], "the user's session removed (%s)" % r.stderr.strip())
 ok(wait(lambda: user_procs() == ""), "no process of the uid is left (%s)" % user_procs())
+
+# Two servers of the uid, one in a pid namespace of its own (a container
+# of the same user on the same state directory): each holds a lock for
+# its life, and neither's sweep takes the other's sandboxes.  Judged by
+# pid and start time, each took the other's for orphans (the other's pid
+# is not there, or is another process, in its namespace).
+pidns = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
+r = subprocess.run([*pidns, *as_user, "/bin/sh", "-c", "echo $$"], capture_output=True,
+                   text=True, timeout=30)
+if r.returncode != 0 or r.stdout.strip() != "1":
+    ok(True, "# SKIP no pid namespace here for the uid's second server (%s)" % r.stderr.strip())
+else:
+    srv_a = Server(env, "--best-effort", stdio=True, prefix=(*as_user,))
+    mcp_a = LineClient(srv_a)
+    mcp_a.initialize()
+    sa = call("sandbox_create", {}, mcp_a).get("structuredContent", {}).get("sandbox")
+    srv_b = Server(env, "--best-effort", stdio=True, prefix=(*pidns, *as_user))
+    mcp_b = LineClient(srv_b)
+    mcp_b.initialize()
+    sb = call("sandbox_create", {}, mcp_b).get("structuredContent", {}).get("sandbox")
+    # (judged by pid, each sweep tried to remove the other's sandbox; here
+    # that failed only at the other's monitor, which reset the connection)
+    ok(sa and sb and sandboxes() == sorted([sa, sb])
+       and "of a server that is gone" not in srv_b.stderr(),
+       "a server in another pid namespace started (its sweep ran) and did not touch the "
+       "first one's sandbox (%s %s)" % (sandboxes(), srv_b.stderr()[-300:]))
+    srv_c = Server(env, "--best-effort", stdio=True, prefix=(*as_user,))
+    LineClient(srv_c).initialize()
+    srv_c.p.stdin.close()
+    srv_c.stop()
+    ok(sandboxes() == sorted([sa, sb]) and "of a server that is gone" not in srv_c.stderr(),
+       "a third server's sweep (the first one's namespace) leaves both (%s %s)"
+       % (sandboxes(), srv_c.stderr()[-300:]))
+    rb = call("run_command", {"sandbox": sb, "command": "ls"}, mcp_b)
+    ra = call("run_command", {"sandbox": sa, "command": "ls"}, mcp_a)
+    ok(not rb.get("isError") and not ra.get("isError"),
+       "... and both servers still run commands in their own (%s %s)"
+       % (text(rb)[:200], text(ra)[:200]))
+    # SIGKILL to the server, the namespace's init (setpriv's change of
+    # uid clears --kill-child's parent-death signal): its monitors end too
+    kids = [int(d) for d in os.listdir("/proc") if d.isdigit()
+            and open("/proc/%s/stat" % d).read().rsplit(")", 1)[-1].split()[1]
+            == str(srv_b.p.pid)]
+    for k in kids:
+        os.kill(k, 9)
+    srv_b.stop(9)
+    srv_d = Server(env, "--best-effort", stdio=True, prefix=(*as_user,))
+    LineClient(srv_d).initialize()
+    ok(wait(lambda: sandboxes() == [sa]),
+       "the killed one's sandbox is an orphan to the next server: removed (%s)" % sandboxes())
+    srv_d.p.stdin.close()
+    srv_d.stop()
+    mcp_a.close()
+    srv_a.p.stdin.close()
+    ok(srv_a.stop() == 0 and wait(lambda: sandboxes() == []),
+       "the first server ends, its sandbox with it (%s)" % sandboxes())
+    anon = os.path.join(env.state, "serve-anon")
+    ok(wait(lambda: os.listdir(anon) == []),
+       "no lock file is left: the servers' own removed, the killed one's tidied (%s)"
+       % os.listdir(anon))
+    ok(wait(lambda: user_procs() == ""), "no process of the uid is left (%s)" % user_procs())
 env.close()
 done()

@@ -12,7 +12,11 @@ Proves (each write landed in the linked host directory before the fix):
 with the link in place, run_command (fresh, and from --pool) is refused
 with an error naming the workspace, and the host directory the link
 names is byte for byte as it was; put back, run_command writes the
-server's own workspace again."""
+server's own workspace again.  And the library is handed the directory
+the server holds (/proc/self/fd/N), not the path it would walk again:
+what it records (the audit's start and decision events) still names the
+real workspace, never /proc."""
+import json
 import os
 import subprocess
 import sys
@@ -65,15 +69,38 @@ def tool(c, command):
     return res, text + str(r.get("error") or "")
 
 
+def workspaces(path):
+    """Every "workspace" value of the audit log's events."""
+    found = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k == "workspace" and isinstance(v, str):
+                    found.append(v)
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    with open(path) as f:
+        for line in f:
+            walk(json.loads(line))
+    return found
+
+
 def main():
     write = "python3 -c \"open('planted.txt', 'w').write(open('mine.txt').read())\""
     for args, what in (((), "fresh"), (("--pool", "1"), "pooled")):
-        srv = Server(env, "-w", sub, *args, stdio=True, workspace=False)
+        audit = os.path.join(env.top, "audit-%s.jsonl" % what)
+        srv = Server(env, "-w", sub, "--audit", audit, *args, stdio=True, workspace=False)
         mcp = LineClient(srv)
         mcp.initialize()
         res, text = tool(mcp, "cat mine.txt")
         ok(res.get("structuredContent", {}).get("stdout") == "the server's own\n",
            "%s: run_command reads the server's workspace (%s)" % (what, text[:200]))
+        named = workspaces(audit)
+        ok(named and set(named) == {sub},
+           "%s: the audit names the real workspace (%s)" % (what, sorted(set(named))))
         ok(parent_sandbox("mv a a.old && ln -s '%s' a" % outside) and os.path.islink(
             os.path.join(proj, "a")), "%s: a sandbox over the parent swapped a for a link" % what)
         res, text = tool(mcp, write)

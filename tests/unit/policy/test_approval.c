@@ -117,6 +117,24 @@ Test(policy_approval_id, each_field_changes_the_id)
 	cr_expect_str_neq(id, base);
 	cr_expect_str_neq(f[3], f0[3]);
 
+	/* the system: an image's rootfs (by identity, else by path) or the
+	 * host; the same words elsewhere run other programs */
+	r = base_req();
+	r.system_root = "/images/a/rootfs";
+	id_of(pol, r, 4, argv, id, f);
+	cr_expect_str_neq(id, base);
+	cr_expect_str_neq(f[5], f0[5]);
+	cr_expect_str_eq(f[0], f0[0]);
+	char ida[65];
+	memcpy(ida, id, 65);
+	r.system_id = "1:2:/images/a/rootfs";
+	id_of(pol, r, 4, argv, id, f);
+	cr_expect_str_neq(id, ida);
+	char idb[65];
+	r.system_id = "1:3:/images/a/rootfs";
+	id_of(pol, r, 4, argv, idb, f);
+	cr_expect_str_neq(idb, id);
+
 	/* the policy: one more program changes its digest */
 	struct config_policy *p2 = NULL;
 	static const char j[] = "{\"version\":1,\"programs\":{\"git\":{\"subcommands\":[\"push\"],"
@@ -344,6 +362,110 @@ Test(wd_approval, pause_approve_consume)
 	wd_decision_free(d2);
 	wd_request_free(r);
 	wd_request_free(r2);
+	wd_policy_free(p);
+}
+
+/* An approval granted for a command under one image does not cover it
+ * under another image or the host, and still covers it under the same
+ * image: each request's system root is a directory holding its own git. */
+static wd_request *
+git_push_on(const char *image)
+{
+	struct wd_err e = {0};
+	wd_request *r = wd_request_new();
+	cr_assert_eq(wd_request_set_command(r, "git push origin main", &e), 0);
+	cr_assert_eq(wd_request_set_workspace(r, fx_ws, &e), 0, "%s", e.msg);
+	if (image) {
+		char root[PATH_MAX];
+		fx_path(root, image);
+		cr_assert_eq(wd_request_set_system_root(r, root, &e), 0, "%s", e.msg);
+	}
+	return r;
+}
+
+Test(wd_approval, image_is_part_of_the_id)
+{
+	struct wd_err e = {0};
+	wd_policy *p = NULL;
+	cr_assert_eq(wd_policy_load(NULL, &p, &e), 0, "%s", e.msg);
+	const char *imgs[] = {"img-a", "img-b"};
+	for (size_t i = 0; i < 2; i++) {
+		char rel[64];
+		fx_dir(imgs[i]);
+		snprintf(rel, sizeof(rel), "%s/usr", imgs[i]);
+		fx_dir(rel);
+		snprintf(rel, sizeof(rel), "%s/usr/bin", imgs[i]);
+		fx_dir(rel);
+		snprintf(rel, sizeof(rel), "%s/usr/bin/git", imgs[i]);
+		fx_file(rel, i ? "#!/bin/sh\n# b's git\n" : "#!/bin/sh\n# a's git\n");
+		char path[PATH_MAX];
+		fx_path(path, rel);
+		cr_assert_eq(chmod(path, 0755), 0);
+	}
+	wd_request *ra = git_push_on("img-a"), *rb = git_push_on("img-b"), *rh = git_push_on(NULL);
+	wd_decision *da = NULL, *db = NULL, *dh = NULL;
+	cr_assert_eq(wd_policy_decide(p, ra, &da, &e), 0, "%s", e.msg);
+	cr_assert_eq(wd_policy_decide(p, rb, &db, &e), 0, "%s", e.msg);
+	cr_assert_eq(wd_policy_decide(p, rh, &dh, &e), 0, "%s", e.msg);
+	cr_assert_eq(wd_decision_kind(da), WD_DECISION_PAUSE);
+	cr_assert_eq(wd_decision_kind(db), WD_DECISION_PAUSE);
+	cr_assert_eq(wd_decision_kind(dh), WD_DECISION_PAUSE);
+	cr_expect_str_neq(wd_decision_approval_id(da), wd_decision_approval_id(db));
+	cr_expect_str_neq(wd_decision_approval_id(da), wd_decision_approval_id(dh));
+	cr_expect_str_neq(wd_decision_approval_id(db), wd_decision_approval_id(dh));
+
+	char logp[PATH_MAX];
+	fx_path(logp, "audit.log");
+	wd_audit *a = NULL;
+	cr_assert_eq(wd_audit_open(logp, &a, &e), 0, "%s", e.msg);
+	cr_assert_eq(wd_approval_pending(p, ra, da, logp, &e), 0, "%s", e.msg);
+	char *summary = NULL;
+	cr_assert_eq(wd_approval_grant(wd_decision_approval_id(da), 0, NULL, &summary, &e), 0, "%s",
+		     e.msg);
+	/* the human is shown which system the grant is for */
+	char rootfs[PATH_MAX], want[PATH_MAX + 16];
+	fx_path(rootfs, "img-a");
+	snprintf(want, sizeof(want), "system    %s\n", rootfs);
+	cr_expect_not_null(strstr(summary, want), "%s", summary);
+	free(summary);
+
+	/* another image, then the host: not covered, named as a near miss */
+	cr_expect_eq(wd_approval_consume(p, rb, db, a, &e), 0);
+	cr_expect_eq(wd_approval_consume(p, rh, dh, a, &e), 0);
+	/* the image it was granted for: covered, once */
+	cr_expect_eq(wd_approval_consume(p, ra, da, a, &e), 1);
+	cr_expect_eq(wd_approval_consume(p, ra, da, a, &e), 0);
+	wd_audit_close(a);
+	FILE *f = fopen(logp, "r");
+	cr_assert_not_null(f);
+	char line[4096];
+	int mism = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "approval.mismatched") && strstr(line, "differ in system"))
+			mism++;
+	fclose(f);
+	cr_expect_eq(mism, 2, "two mismatches naming the system: got %d", mism);
+
+	/* the same path with another directory (an image removed and
+	 * imported again): another id */
+	char old[PATH_MAX], moved[PATH_MAX];
+	fx_path(old, "img-a");
+	fx_path(moved, "img-a.old");
+	cr_assert_eq(rename(old, moved), 0);
+	fx_dir("img-a");
+	wd_request *ra2 = git_push_on("img-a");
+	wd_decision *da2 = NULL;
+	cr_assert_eq(wd_policy_decide(p, ra2, &da2, &e), 0, "%s", e.msg);
+	cr_expect_str_neq(wd_decision_approval_id(da2), wd_decision_approval_id(da));
+
+	wd_decision_free(da);
+	wd_decision_free(db);
+	wd_decision_free(dh);
+	wd_decision_free(da2);
+	wd_request_free(ra);
+	wd_request_free(rb);
+	wd_request_free(rh);
+	wd_request_free(ra2);
 	wd_policy_free(p);
 }
 

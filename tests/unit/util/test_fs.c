@@ -1,8 +1,11 @@
-/* wd_rm_tree_at: rm -r beneath a directory descriptor, no link followed. */
+/* wd_rm_tree_at: rm -r beneath a directory descriptor, no link followed;
+ * wd_dir_realpath: a directory named by itself, not by a second walk. */
 #include "util/util.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -132,4 +135,72 @@ Test(wd_rm_tree_at, bounded_depth)
 	cr_expect_eq(wd_rm_tree_at(t, "d"), 0);
 	close(t);
 	cr_expect_eq(rmdir(top), 0);
+}
+
+/* wd_dir_realpath: a path is resolved as realpath() resolves it, and a
+ * directory handed by descriptor (/proc/self/fd/N) is named by where it
+ * is, never by a walk of the path it was opened by: a component of that
+ * path renamed and replaced by a link to another directory (the window
+ * between a caller's check of its path and the resolution) leads the
+ * walk there, and the descriptor's name does not. */
+Test(wd_dir_realpath, held_directory_not_the_planted_link)
+{
+	char base[PATH_MAX], p[PATH_MAX + 64], q[PATH_MAX + 64], want[PATH_MAX + 64];
+	mk_top();
+	cr_assert_not_null(realpath(top, base));
+	const char *dirs[] = {"proj", "proj/a", "proj/a/sub", "outside", "outside/sub"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", base, dirs[i]);
+		cr_assert_eq(mkdir(p, 0700), 0, "mkdir %s: %s", p, strerror(errno));
+	}
+	snprintf(p, sizeof(p), "%s/lnk", base);
+	snprintf(q, sizeof(q), "%s/proj", base);
+	cr_assert_eq(symlink(q, p), 0);
+
+	/* a path with a link in it: what realpath() gives */
+	char *out = NULL;
+	snprintf(p, sizeof(p), "%s/lnk/a/sub", base);
+	cr_assert_eq(wd_dir_realpath(p, &out), 0);
+	snprintf(want, sizeof(want), "%s/proj/a/sub", base);
+	cr_expect_str_eq(out, want);
+	free(out);
+	snprintf(p, sizeof(p), "%s/proj/nothing", base);
+	cr_expect_eq(wd_dir_realpath(p, &out), -ENOENT);
+	cr_expect_null(out);
+
+	/* held, then a renamed and a link planted in its path */
+	snprintf(p, sizeof(p), "%s/proj/a/sub", base);
+	int held = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(held, 0);
+	snprintf(p, sizeof(p), "%s/proj/a", base);
+	snprintf(q, sizeof(q), "%s/proj/a.old", base);
+	cr_assert_eq(rename(p, q), 0);
+	snprintf(q, sizeof(q), "%s/outside", base);
+	cr_assert_eq(symlink(q, p), 0);
+	char byfd[64];
+	snprintf(byfd, sizeof(byfd), "/proc/self/fd/%d", held);
+	cr_assert_eq(wd_dir_realpath(byfd, &out), 0);
+	snprintf(want, sizeof(want), "%s/proj/a.old/sub", base);
+	cr_expect_str_eq(out, want, "the held directory, where it is now");
+	free(out);
+	/* what a second walk of the old path gives: the planted link's */
+	snprintf(p, sizeof(p), "%s/proj/a/sub", base);
+	char walked[PATH_MAX];
+	cr_assert_not_null(realpath(p, walked));
+	snprintf(want, sizeof(want), "%s/outside/sub", base);
+	cr_expect_str_eq(walked, want);
+
+	/* removed while held: its name leads nowhere, refused */
+	snprintf(p, sizeof(p), "%s/proj/a.old/sub", base);
+	cr_assert_eq(rmdir(p), 0);
+	cr_expect_eq(wd_dir_realpath(byfd, &out), -ESTALE);
+	cr_expect_null(out);
+	close(held);
+	/* not a directory */
+	snprintf(p, sizeof(p), "%s/f", base);
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_expect_eq(wd_dir_realpath(p, &out), -ENOTDIR);
+	cr_assert_eq(wd_rm_tree_at(AT_FDCWD, base), 0);
 }
