@@ -65,7 +65,7 @@ def approve(warden, env, ws):
         g = json.loads(p.stdout)
     except ValueError:
         g = {}
-    tap(p.returncode == 0 and set(g) == {"id", "argv", "cwd", "workspace", "system", "policy",
+    tap(p.returncode == 0 and set(g) == {"id", "argv", "env", "cwd", "workspace", "system", "policy",
                                          "policy_source", "rule", "reason", "granted",
                                          "expires", "ttl"},
         "approve --json: one object with the grant's fields",
