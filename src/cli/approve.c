@@ -2,7 +2,6 @@
  * Record a single-use approval for a paused command. */
 #include "cli/policy_cli.h"
 
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -85,11 +84,8 @@ confirm(const char *id, char shown[static 65])
 		json_decref(all);
 		return 1; /* unknown or ambiguous: the grant refuses it, naming why */
 	}
-	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
-	FILE *f = fd >= 0 ? fdopen(fd, "r+") : NULL;
+	FILE *f = cli_tty_open();
 	if (!f) {
-		if (fd >= 0)
-			close(fd);
 		json_decref(all);
 		return 1;
 	}
@@ -120,13 +116,7 @@ confirm(const char *id, char shown[static 65])
 	fprintf(f, "\n  %-10s ", "reason:");
 	cli_policy_text(f, json_string_value(json_object_get(w, "reason")));
 	snprintf(shown, 65, "%s", json_string_value(json_object_get(w, "id")));
-	fprintf(f, "\nApprove this exact command, once? [y/N] ");
-	fflush(f);
-	char line[64] = "";
-	int yes = 0;
-	if (fgets(line, sizeof(line), f))
-		yes = !strcmp(line, "y\n") || !strcmp(line, "yes\n") || !strcmp(line, "Y\n");
-	fclose(f);
+	bool yes = cli_tty_yes(f, "\nApprove this exact command, once? [y/N] ");
 	json_decref(all);
 	return yes;
 }

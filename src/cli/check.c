@@ -2,10 +2,12 @@
  * Print the policy decision for a command without running anything. */
 #include "cli/policy_cli.h"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "usage: warden check [OPTIONS] (-- PROGRAM [ARGS...] | --command STRING)\n"
@@ -49,6 +51,31 @@ cli_policy_text(FILE *f, const char *text)
 	char *vis = wd_esc_text(text, strlen(text), 0, 0);
 	fputs(vis, f);
 	free(vis);
+}
+
+FILE *
+cli_tty_open(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "r+");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+bool
+cli_tty_yes(FILE *tty, const char *question)
+{
+	fputs(question, tty);
+	fflush(tty);
+	char line[64] = "";
+	bool yes = false;
+	if (fgets(line, sizeof(line), tty))
+		yes = !strcmp(line, "y\n") || !strcmp(line, "yes\n") || !strcmp(line, "Y\n");
+	fclose(tty);
+	return yes;
 }
 
 static void

@@ -25,6 +25,14 @@ void cli_policy_word(FILE *f, const char *word);
  * escaped as \xNN, for the same reason. */
 void cli_policy_text(FILE *f, const char *text);
 
+/* The controlling terminal, read and written: where a human is asked,
+ * never the command's stdin (which may be the model's own pipe).  NULL
+ * when there is none. */
+FILE *cli_tty_open(void);
+/* Print question on the terminal, read the answer and close it: true for
+ * "y", "Y" or "yes". */
+bool cli_tty_yes(FILE *tty, const char *question);
+
 /* Print a decision for a human (to f). */
 void cli_policy_print(FILE *f, const wd_decision *d, bool approved);
 

@@ -647,14 +647,9 @@ int
 cli_ask_tty(const wd_decision *d, void *data)
 {
 	(void)data;
-	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
+	FILE *f = cli_tty_open();
+	if (!f)
 		return -1;
-	FILE *f = fdopen(fd, "r+");
-	if (!f) {
-		close(fd);
-		return -1;
-	}
 	int argc = 0;
 	const char *const *argv = wd_decision_argv(d, &argc);
 	fprintf(f, "warden: approval needed: ");
@@ -670,15 +665,8 @@ cli_ask_tty(const wd_decision *d, void *data)
 	 * where it runs, escaped as every field */
 	fprintf(f, "\n  cwd:     ");
 	cli_policy_word(f, ask_cwd ? ask_cwd : ".");
-	fprintf(f, "\n  id:      %s\nRun this exact command once? [y/N] ",
-		wd_decision_approval_id(d));
-	fflush(f);
-	char line[64] = "";
-	int yes = 0;
-	if (fgets(line, sizeof(line), f))
-		yes = !strcmp(line, "y\n") || !strcmp(line, "yes\n") || !strcmp(line, "Y\n");
-	fclose(f);
-	return yes;
+	fprintf(f, "\n  id:      %s", wd_decision_approval_id(d));
+	return cli_tty_yes(f, "\nRun this exact command once? [y/N] ");
 }
 
 static void
