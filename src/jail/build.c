@@ -99,6 +99,11 @@ static int
 build_bind(struct jail_prep *p, struct jail_op *op, struct wd_err *err)
 {
 	int sfd = jail_open_nofollow(op->src);
+	if (sfd == -ELOOP)
+		return wd_err_set(err, WD_E_INVAL,
+				  "%s '%s': a symbolic link in its path; refused rather than "
+				  "followed",
+				  what(op), op->src);
 	if (sfd < 0) {
 		int rc = wd_err_sys(err, -sfd, "%s '%s'", what(op), op->src);
 		if (err && sfd != -EIO)

@@ -630,31 +630,15 @@ plan_container(struct jail_prep *p, const struct jail_config *cfg, struct wd_err
 			add_op(p, JAIL_OP_MKDIR, sdup(p, "%s/workspace", R));
 			continue;
 		}
-		if (i > 0 && cfg->binds[i - 1].exact) {
-			/* Why: the source was checked link-free when the session
-			 * started (spec_from_json); a link on it now was planted
-			 * since by a sandbox writing a directory above, and
-			 * jail_safe_resolve would follow it outside the writable
-			 * roots.  Refused here; the build opens it with
-			 * RESOLVE_NO_SYMLINKS as well, for a swap after this. */
-			int fd = jail_open_nofollow(src);
-			if (fd < 0) {
-				rc = fd == -ELOOP
-					 ? wd_err_set(
-					       err, WD_E_INVAL,
-					       "%s source '%s': a symbolic link in its path "
-					       "appeared after it was checked; refused rather "
-					       "than followed",
-					       what, src)
-					 : wd_err_sys(err, -fd, "%s source '%s'", what, src);
-				if (err)
-					err->code = WD_E_INVAL;
-				goto fail;
-			}
-			close(fd);
-		}
 		if (i > 0) {
 			char resolved[PATH_MAX];
+			/* Why no resolve for an exact source: it was checked
+			 * link-free when the session started (spec_from_json); a
+			 * link on it now was planted since by a sandbox writing a
+			 * directory above, which jail_safe_resolve would follow
+			 * outside the writable roots.  Taken as it is: the build
+			 * opens every bind source with RESOLVE_NO_SYMLINKS
+			 * (build_bind), which refuses such a link. */
 			if (cfg->binds[i - 1].exact)
 				snprintf(resolved, sizeof(resolved), "%s", src);
 			else if ((rc = jail_safe_resolve(src, roots, nroots, resolved, err)) < 0) {

@@ -49,18 +49,19 @@ for ev in approval.granted approval.consumed approval.expired approval.mismatche
 done
 expect_rc 0 "audit chain intact" "$WARDEN" audit verify "$T/audit.jsonl"
 
-# --approve=tty: a pty is the controlling terminal; stdin is /dev/null
-tty_run() { # ANSWER [RUN OPTION...]: run under a pty, answer, print the transcript
-	local answer=$1
-	shift
-	python3 - "$answer" "$WARDEN" run "${P[@]}" --approve=tty "$@" -- echo publish now <<'PY'
+# pty_answer STDIN ANSWER CMD...: run CMD under a pty (its controlling
+# terminal; STDIN "null" gives it /dev/null for stdin, "tty" the pty),
+# answer the first [y/N] question, print the transcript, exit as CMD did
+pty_answer() {
+	python3 - "$@" <<'PY'
 import os, pty, sys, time, select
-answer = sys.argv[1].encode()
+stdin, answer = sys.argv[1], sys.argv[2].encode()
 pid, fd = pty.fork()
 if pid == 0:
-    null = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(null, 0)
-    os.execv(sys.argv[2], sys.argv[2:])
+    if stdin == "null":
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+    os.execv(sys.argv[3], sys.argv[3:])
 out = b""
 sent = False
 deadline = time.time() + 20
@@ -81,6 +82,13 @@ _, st = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors="replace"))
 sys.exit(os.waitstatus_to_exitcode(st))
 PY
+}
+
+# --approve=tty: a pty is the controlling terminal; stdin is /dev/null
+tty_run() { # ANSWER [RUN OPTION...]: run under a pty, answer, print the transcript
+	local answer=$1
+	shift
+	pty_answer null "$answer" "$WARDEN" run "${P[@]}" --approve=tty "$@" -- echo publish now
 }
 tty_run y >"$T/tty" 2>&1
 rc=$?
@@ -105,32 +113,7 @@ expect_in "$T/audit.jsonl" '"approval.refused"' "audit has approval.refused"
 approve_tty() { # ANSWER ARG...: warden approve under a pty (stdin the terminal)
 	local answer=$1
 	shift
-	python3 - "$answer" "$WARDEN" approve "$@" <<'PY'
-import os, pty, sys, time, select
-answer = sys.argv[1].encode()
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-out = b""
-sent = False
-deadline = time.time() + 20
-while time.time() < deadline:
-    r, _, _ = select.select([fd], [], [], 0.2)
-    if r:
-        try:
-            data = os.read(fd, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
-    if not sent and b"[y/N]" in out:
-        os.write(fd, answer + b"\n")
-        sent = True
-_, st = os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace"))
-sys.exit(os.waitstatus_to_exitcode(st))
-PY
+	pty_answer tty "$answer" "$WARDEN" approve "$@"
 }
 "$WARDEN" run "${P[@]}" -- echo publish "$(printf 'x\033[2Jy')" 2>"$T/err"
 id3=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)

@@ -481,6 +481,28 @@ Test(policy_decide, cwd_inside_workspace)
 	policy_decision_fini(&d);
 }
 
+/* Decide cmd under pol (with env set and cwd, each when not NULL) and
+ * expect kind and rule. */
+static void
+expect_decision(const struct config_policy *pol, const char *env, const char *cwd, const char *cmd,
+		enum policy_kind kind, const char *rule)
+{
+	const char *envv[] = {env, NULL};
+	struct policy_decision d;
+	policy_decision_init(&d);
+	struct policy_request r = req_for(cmd);
+	if (env) {
+		r.env = envv;
+		r.nenv = 1;
+	}
+	if (cwd)
+		r.cwd = cwd;
+	cr_assert_eq(policy_decide(pol, &r, &d, NULL), 0, "%s", cmd);
+	cr_expect_eq(d.kind, kind, "%s %s: %s", env ? env : "", cmd, d.reason);
+	cr_expect_str_eq(d.rule, rule, "%s %s: %s", env ? env : "", cmd, d.reason);
+	policy_decision_fini(&d);
+}
+
 /* patch -d and make -C change directory before the program opens its
  * other files, whatever order the words come in: those paths are judged
  * from there too.  From sub, `make -C .. -f ../x` reads the workspace's
@@ -513,15 +535,10 @@ Test(policy_decide, chdir_options_move_where_paths_are_judged)
 	    {"patch -d .. -i file.txt", A, "programs.patch"},
 	    {"patch -d .. -p1 -i sub/inner.txt", A, "programs.patch"},
 	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		expect_decision(pol_preset, NULL, "sub", t[i].cmd, t[i].kind, t[i].rule);
 	struct policy_decision d;
 	policy_decision_init(&d);
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct policy_request r = req_for(t[i].cmd);
-		r.cwd = "sub";
-		cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0, "%s", t[i].cmd);
-		cr_expect_eq(d.kind, t[i].kind, "%s: %s", t[i].cmd, d.reason);
-		cr_expect_str_eq(d.rule, t[i].rule, "%s", t[i].cmd);
-	}
 	/* the reason says where the path was judged from, and by which word */
 	struct policy_request r = req_for("make -C .. -f ../x");
 	r.cwd = "sub";
@@ -566,14 +583,10 @@ Test(policy_decide, short_option_with_equals_is_refused_for_paths)
 	    /* a data value is not a path: no file is named by it */
 	    {&pol_default, "head -n=5 file.txt", A, "programs.head"},
 	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		expect_decision(*t[i].pol, NULL, NULL, t[i].cmd, t[i].kind, t[i].rule);
 	struct policy_decision d;
 	policy_decision_init(&d);
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct policy_request r = req_for(t[i].cmd);
-		cr_assert_eq(policy_decide(*t[i].pol, &r, &d, NULL), 0, "%s", t[i].cmd);
-		cr_expect_eq(d.kind, t[i].kind, "%s: %s", t[i].cmd, d.reason);
-		cr_expect_str_eq(d.rule, t[i].rule, "%s: %s", t[i].cmd, d.reason);
-	}
 	struct policy_request r = req_for("sort -o=out file.txt");
 	cr_assert_eq(policy_decide(pol_default, &r, &d, NULL), 0);
 	cr_expect(strstr(d.reason, "'-o=out'") && strstr(d.advice, "-o VALUE"), "%s / %s", d.reason,
@@ -605,18 +618,8 @@ Test(policy_decide, backup_suffix_from_the_environment)
 	    {"LANG=C", "patch -b file.txt", A, "programs.patch"},
 	    {"LANG=C", "cp -b ok.py file.txt", A, "programs.cp"},
 	};
-	struct policy_decision d;
-	policy_decision_init(&d);
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		const char *env[] = {t[i].env, NULL};
-		struct policy_request r = req_for(t[i].cmd);
-		r.env = env;
-		r.nenv = 1;
-		cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0, "%s", t[i].cmd);
-		cr_expect_eq(d.kind, t[i].kind, "%s %s: %s", t[i].env, t[i].cmd, d.reason);
-		cr_expect_str_eq(d.rule, t[i].rule, "%s %s: %s", t[i].env, t[i].cmd, d.reason);
-	}
-	policy_decision_fini(&d);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		expect_decision(pol_preset, t[i].env, NULL, t[i].cmd, t[i].kind, t[i].rule);
 }
 
 /* POSIXLY_CORRECT in the request's environment: getopt stops at the first
@@ -645,18 +648,8 @@ Test(policy_decide, posixly_correct_ends_options_at_the_first_operand)
 	    {"LANG=C", "cp file.txt --sparse /etc", A, "programs.cp"},
 	    {"LANG=C", "sort file.txt -k /etc/passwd", A, "programs.sort"},
 	};
-	struct policy_decision d;
-	policy_decision_init(&d);
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		const char *env[] = {t[i].env, NULL};
-		struct policy_request r = req_for(t[i].cmd);
-		r.env = env;
-		r.nenv = 1;
-		cr_assert_eq(policy_decide(pol_preset, &r, &d, NULL), 0, "%s", t[i].cmd);
-		cr_expect_eq(d.kind, t[i].kind, "%s %s: %s", t[i].env, t[i].cmd, d.reason);
-		cr_expect_str_eq(d.rule, t[i].rule, "%s %s: %s", t[i].env, t[i].cmd, d.reason);
-	}
-	policy_decision_fini(&d);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		expect_decision(pol_preset, t[i].env, NULL, t[i].cmd, t[i].kind, t[i].rule);
 }
 
 Test(policy_decide, no_workspace_fd_means_no_path_checks)
