@@ -18,7 +18,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srvlib import WARDEN, Env, LineClient, Server, done, ok  # noqa: E402
+from srvlib import WARDEN, Env, LineClient, Server, done, ok, proc_children  # noqa: E402
 
 N = 24
 FDS_PER_SANDBOX = 3
@@ -40,19 +40,7 @@ def nfds():
 
 def pid1s():
     """The server's children that are a sandbox's pid 1 (warden-init)."""
-    out = set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        rest = st[st.rindex(")") + 2:].split()
-        if int(rest[1]) == srv.p.pid and "(warden-init)" in st:
-            out.add(int(d))
-    return out
+    return set(proc_children(srv.p.pid, "warden-init"))
 
 
 def rss_anon_kib(pid):

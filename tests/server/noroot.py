@@ -27,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srvlib import WARDEN, Env, LineClient, Server, done, ok, skip  # noqa: E402
+from srvlib import WARDEN, Env, LineClient, Server, done, ok, proc_children, skip  # noqa: E402
 
 if os.geteuid() != 0:
     skip("needs root to run the server as another uid")
@@ -307,11 +307,12 @@ else:
        % (text(rb)[:200], text(ra)[:200]))
     # SIGKILL to the server, the namespace's init (setpriv's change of
     # uid clears --kill-child's parent-death signal): its monitors end too
-    kids = [int(d) for d in os.listdir("/proc") if d.isdigit()
-            and open("/proc/%s/stat" % d).read().rsplit(")", 1)[-1].split()[1]
-            == str(srv_b.p.pid)]
+    kids = proc_children(srv_b.p.pid)
     for k in kids:
-        os.kill(k, 9)
+        try:
+            os.kill(k, 9)
+        except ProcessLookupError:  # it ended on its own meanwhile
+            pass
     srv_b.stop(9)
     srv_d = Server(env, "--best-effort", stdio=True, prefix=(*as_user,))
     LineClient(srv_d).initialize()

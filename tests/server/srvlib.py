@@ -42,6 +42,27 @@ def skip(why):
     sys.exit(1 if MUST_WORK else 77)
 
 
+def proc_children(ppid, comm=None):
+    """The pids whose parent is ppid (and whose name is comm, if given).
+
+    A process can end between the listing of /proc and the reading of
+    its stat file; such a process is no longer anyone's child: skipped."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        name = st[st.index("(") + 1:st.rindex(")")]
+        rest = st[st.rindex(")") + 2:].split()
+        if int(rest[1]) == ppid and (comm is None or name == comm):
+            out.append(int(d))
+    return out
+
+
 class Env:
     """A scratch directory: a workspace (a git repository with a file and
     a test), a state directory for approvals, a token for HTTP."""
