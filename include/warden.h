@@ -345,13 +345,14 @@ char *wd_result_protections_json(const wd_result *r);
  * wd_esc_text: len bytes of s with control bytes shown as \xNN, C1, bidi,
  * zero-width and other invisible characters (tag characters, variation
  * selectors, the soft hyphen) as <U+XXXX>, invalid UTF-8 bytes as \xNN;
- * tabs kept.  flags: WD_ESC_LINES keeps newlines, WD_ESC_WORD renders one
- * argument in single quotes.  max: bytes of a line kept before
- * "... (N more bytes)" ends it; 0 for no cap.
+ * tabs kept (but in a word).  flags: WD_ESC_LINES keeps newlines,
+ * WD_ESC_WORD renders one argument in single quotes, a tab as \x09.
+ * max: bytes of a line kept before "... (N more bytes)" ends it; 0 for
+ * no cap.
  *
  * Both return a new string, free with free(); thread-safe. */
 #define WD_ESC_LINES 0x1u /* keep '\n' (text of several lines); else shown as \x0a */
-#define WD_ESC_WORD 0x2u  /* one argv word: in single quotes, ' and \ as \x27, \x5c */
+#define WD_ESC_WORD 0x2u  /* one argv word: in single quotes, ' \ and tab as \x27 \x5c \x09 */
 char *wd_esc_path(const char *name);
 char *wd_esc_text(const char *s, size_t len, unsigned flags, size_t max);
 

@@ -84,11 +84,16 @@ confirm(const char *id, char shown[static 65])
 		json_decref(all);
 		return 1; /* unknown or ambiguous: the grant refuses it, naming why */
 	}
-	FILE *f = cli_tty_open();
-	if (!f) {
+	FILE *tty = cli_tty_open();
+	if (!tty) {
 		json_decref(all);
 		return 1;
 	}
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	if (!f)
+		abort();
 	fprintf(f, "warden: approve: the command %s waits for:\n  argv:     ",
 		json_string_value(json_object_get(w, "id")));
 	size_t i;
@@ -116,7 +121,10 @@ confirm(const char *id, char shown[static 65])
 	fprintf(f, "\n  %-10s ", "reason:");
 	cli_policy_text(f, json_string_value(json_object_get(w, "reason")));
 	snprintf(shown, 65, "%s", json_string_value(json_object_get(w, "id")));
-	bool yes = cli_tty_yes(f, "\nApprove this exact command, once? [y/N] ");
+	if (fclose(f) != 0 || !text)
+		abort();
+	bool yes = cli_tty_ask(tty, text, tlen, "\nApprove this exact command, once? [y/N] ");
+	free(text);
 	json_decref(all);
 	return yes;
 }

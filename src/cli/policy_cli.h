@@ -32,6 +32,9 @@ FILE *cli_tty_open(void);
 /* Print question on the terminal, read the answer and close it: true for
  * "y", "Y" or "yes". */
 bool cli_tty_yes(FILE *tty, const char *question);
+/* Print len bytes of text (what the human decides on) on the terminal,
+ * with a note when it is taller than the screen, then as cli_tty_yes. */
+bool cli_tty_ask(FILE *tty, const char *text, size_t len, const char *question);
 
 /* Print a decision for a human (to f). */
 void cli_policy_print(FILE *f, const wd_decision *d, bool approved);

@@ -647,9 +647,14 @@ int
 cli_ask_tty(const wd_decision *d, void *data)
 {
 	(void)data;
-	FILE *f = cli_tty_open();
-	if (!f)
+	FILE *tty = cli_tty_open();
+	if (!tty)
 		return -1;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
 	int argc = 0;
 	const char *const *argv = wd_decision_argv(d, &argc);
 	fprintf(f, "warden: approval needed: ");
@@ -666,7 +671,11 @@ cli_ask_tty(const wd_decision *d, void *data)
 	fprintf(f, "\n  cwd:     ");
 	cli_policy_word(f, ask_cwd ? ask_cwd : ".");
 	fprintf(f, "\n  id:      %s", wd_decision_approval_id(d));
-	return cli_tty_yes(f, "\nRun this exact command once? [y/N] ");
+	if (fclose(f) != 0 || !text)
+		abort();
+	bool yes = cli_tty_ask(tty, text, len, "\nRun this exact command once? [y/N] ");
+	free(text);
+	return yes;
 }
 
 static void

@@ -187,8 +187,11 @@ wd_esc_text_put(FILE *f, const char *text, size_t len, unsigned flags, size_t ma
 			fprintf(f, "\\x%02x", s[i]);
 			line += 4;
 			i++;
-		} else if ((cp < 0x20 && cp != '\t') || cp == 0x7f ||
+		} else if ((cp < 0x20 && (cp != '\t' || (flags & WD_ESC_WORD))) || cp == 0x7f ||
 			   ((flags & WD_ESC_WORD) && (cp == '\'' || cp == '\\'))) {
+			/* In one argv word a tab is shown as \x09: raw, a
+			 * terminal renders it as spaces, and 'a<TAB>b' read as
+			 * 'a   b' is another file name than the one approved. */
 			fprintf(f, "\\x%02x", (unsigned)cp);
 			line += 4;
 			i += l;

@@ -127,6 +127,20 @@ approve_tty y "${id3:0:12}" >"$T/tty" 2>&1
 rc=$?
 [ $rc = 0 ] && ok "approve at a terminal, answered yes: exit 0" || not_ok "approve answered yes: exit $rc"
 expect_rc 0 "... and the command runs once" "$WARDEN" run "${P[@]}" -- echo publish "$(printf 'x\033[2Jy')"
+expect_not_in "$T/tty" "scrolled off" "approve: a command that fits the screen gets no scroll note"
+# A model can make the command longer than the screen: the argv line
+# scrolls off and only the reason is left above the question.  And a tab
+# in a word, shown raw, reads as spaces: another file name.
+# (a hundred words of 200 bytes: a word longer than a path is refused)
+long=()
+for i in $(seq 100); do long+=("$(head -c 200 /dev/zero | tr '\0' z)"); done
+"$WARDEN" run "${P[@]}" -- echo publish "$(printf 'a\tb')" "${long[@]}" 2>"$T/err"
+id7=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
+approve_tty n "$id7" >"$T/tty" 2>&1
+expect_in "$T/tty" "its start has scrolled off: scroll back and read it all" "approve: a command longer than the screen is said to have scrolled off, by the question"
+expect_in "$T/tty" "'a\\x09b'" "approve: a tab in a word is shown as \\x09"
+pty_answer null n "$WARDEN" run "${P[@]}" --approve=tty -- echo publish "${long[@]}" >"$T/tty" 2>&1
+expect_in "$T/tty" "its start has scrolled off" "--approve=tty: the same note by its question"
 # The id covers the environment the request set as well (git reads
 # XDG_CONFIG_HOME/git/config, where url.*.pushInsteadOf sends a push
 # elsewhere): two pauses that differ only in it looked the same, and the

@@ -108,6 +108,18 @@ Test(wd_esc_text, word_is_quoted)
 	free(got);
 }
 
+/* a tab in a word is not shown as the spaces a terminal makes of it: the
+ * file 'a<TAB>b' would read as 'a   b'; in text it stays a tab */
+Test(wd_esc_text, word_shows_its_tab)
+{
+	char *got = wd_esc_text("a\tb", 3, WD_ESC_WORD, 0);
+	cr_expect_str_eq(got, "'a\\x09b'");
+	free(got);
+	got = wd_esc_text("a\tb", 3, 0, 0);
+	cr_expect_str_eq(got, "a\tb");
+	free(got);
+}
+
 Test(wd_esc_text, nul_bytes_inside_len)
 {
 	const char in[] = "a\0b";
