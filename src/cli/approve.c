@@ -13,15 +13,17 @@ static const char usage_text[] =
     "\n"
     "Approve, once, the paused command with this id (or a unique prefix of 8+ digits).\n"
     "The approval covers exactly that argv, working directory, environment, workspace,\n"
-    "policy and system (the --image, or the host); re-running the identical command\n"
-    "consumes it.  It expires after --ttl seconds (default: the policy's\n"
+    "policy, system (the --image, or the host) and the state of the files the command\n"
+    "can read (any change before the retry pauses it again); re-running the identical\n"
+    "command consumes it.  It expires after --ttl seconds (default: the policy's\n"
     "approvals.ttl, 600).  At a terminal it first shows the command the id stands\n"
     "for and asks; nothing is recorded unless the answer is yes.\n"
     "\n"
     "  --ttl SECONDS   lifetime of the approval (1 to 604800)\n"
     "  --audit FILE    log approval.granted here (default: the log of the pause)\n"
     "  --json          the grant as one JSON object: id, argv, cwd, workspace,\n"
-    "                  system, policy, policy_source, rule, reason, ttl, granted, expires\n"
+    "                  system, state, policy, policy_source, rule, reason, ttl, granted,\n"
+    "                  expires\n"
     "  -y, --yes       grant without asking (what a script without a terminal does)\n";
 
 enum { OPT_TTL = 256, OPT_AUDIT, OPT_JSON, OPT_HELP, OPT_YES = 'y' };
@@ -117,6 +119,19 @@ confirm(const char *id, char shown[static 65])
 	field(f, "cwd:", json_object_get(w, "cwd"));
 	field(f, "workspace:", json_object_get(w, "workspace"));
 	field(f, "system:", json_object_get(w, "system"));
+	/* what else the id covers: the files as they are now */
+	json_t *st = json_object_get(w, "state");
+	fprintf(f, "\n  %-10s ", "state:");
+	if (json_is_false(json_object_get(st, "complete"))) {
+		fputs("not all of it could be read (", f);
+		cli_policy_word(f, json_string_value(json_object_get(st, "unseen")));
+		fputs("): no approval can cover it", f);
+	} else {
+		fprintf(f,
+			"the files it can read as they are now (%lld entries); a change to any "
+			"before the retry pauses it again",
+			(long long)json_integer_value(json_object_get(st, "entries")));
+	}
 	field(f, "rule:", json_object_get(w, "rule"));
 	fprintf(f, "\n  %-10s ", "reason:");
 	cli_policy_text(f, json_string_value(json_object_get(w, "reason")));

@@ -124,6 +124,10 @@ struct gate {
 	unsigned require;	  /* WD_REQUIRE_* the policy asks for */
 	char digest[65];
 	bool audited; /* the decision is in the audit trail: a result must follow */
+	/* where the state a paused command's approval covers is (the
+	 * placement's state_roots, with its door); NULL: the workspace */
+	int (*state_roots)(void *arg, const char **labels, int *fds, int max);
+	void *state_arg;
 };
 /* Fail closed when the sandbox lacks a protection the policy requires
  * (require: WD_REQUIRE_* bits): -ENOTSUP naming it, nothing run. */
@@ -156,6 +160,7 @@ struct door {
 			       * sandbox.require is checked on it */
 	const char *detached; /* set by exec for a background command: the
 			       * result event says so instead of a result */
+	int (*state_hook)(struct door *d, const char **labels, int *fds, int max);
 };
 struct placement {
 	const char *name;
@@ -166,6 +171,12 @@ struct placement {
 	/* 0 with *r (or with d->detached set and *r NULL) */
 	int (*exec)(struct door *d, wd_result **r, struct wd_err *err);
 	void (*release)(struct door *d); /* whatever prepare and acquire took */
+	/* optional, after prepare: the trees whose state a paused
+	 * command's approval covers, when the command sees more than the
+	 * host workspace (a cow view, a session's home and /tmp): up to max
+	 * directory descriptors (the caller's to close) with their labels,
+	 * their count, or -errno (then no approval can match) */
+	int (*state_roots)(struct door *d, const char **labels, int *fds, int max);
 };
 /* Run cmd through the stages in the placement pl (state: its own).  0 with
  * *out: a result (ran, denied or paused; NULL for a detached command);

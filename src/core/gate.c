@@ -456,6 +456,10 @@ gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *
 	}
 	if ((rc = build_request(g->spec ? g->spec : spec, workspace, cmd, &req, err)) < 0)
 		goto out;
+	/* the state an approval covers: the placement's trees when the
+	 * command sees more than the host workspace (policy/approval.c) */
+	if (g->state_roots)
+		policy_request_state_roots(req, g->state_roots, g->state_arg);
 	if ((rc = wd_policy_decide(pol->p, req, &d, err)) < 0)
 		goto out;
 	/* The audit log is opened here, by warden, outside the jail; if it

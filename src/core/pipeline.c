@@ -67,6 +67,15 @@ cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 		x->output_limit = g->limits.output_limit;
 }
 
+/* The gate's view of a placement's state_roots (called only when an
+ * approval id is computed: a pause, a retry). */
+static int
+door_state_roots(void *arg, const char **labels, int *fds, int max)
+{
+	struct door *d = arg;
+	return d->state_hook(d, labels, fds, max);
+}
+
 static int
 decide(wd_ctx *ctx, const wd_spec *spec, const wd_cmd *cmd, const char *id, struct gate *g,
        char *const **argv, wd_result **refused, struct wd_err *err)
@@ -174,6 +183,11 @@ pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_cmd 
 	 * rewrite is refused, not used (state.c) */
 	if ((rc = ctx_records_check(ctx, d.spec, err)) < 0)
 		goto out;
+	if (pl->state_roots) {
+		d.g.state_roots = door_state_roots;
+		d.g.state_arg = &d;
+		d.state_hook = pl->state_roots;
+	}
 	rc = decide(ctx, d.spec, cmd, d.id, &d.g, &argv, &r, err);
 	if (rc < 0 && d.g.audited)
 		goto fail; /* decided and recorded, then failed: say so */

@@ -98,7 +98,7 @@ wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct wd_
 static int
 live_prepare(struct door *d, struct wd_err *err)
 {
-	struct sandbox *sb = d->p;
+	struct sandbox *sb = ((wd_sandbox *)d->p)->sb;
 	(void)err;
 	snprintf(d->id, sizeof(d->id), "%s", sb->id);
 	d->spec = sb->spec;
@@ -110,8 +110,31 @@ live_acquire(struct door *d, struct wd_err *err)
 {
 	/* its limits and mounts were fixed when it was built; its egress
 	 * is checked against what the policy asks now */
-	d->sb = d->p;
+	d->sb = ((wd_sandbox *)d->p)->sb;
 	return pipeline_net_fits(d, d->sb->spec, "sandbox", err);
+}
+
+/* A paused command's approval covers the workspace as the sandbox sees
+ * it: a cow sandbox's overlay holds what the model wrote, which the host
+ * directory does not show (policy/approval.c).  Its /tmp and home are
+ * its own tmpfs, gone with it, not walked (docs/threat-model.md). */
+static int
+live_state_roots(struct door *d, const char **labels, int *fds, int max)
+{
+	wd_sandbox *s = d->p;
+	wd_workspace *v = NULL;
+	if (max < 1 || wd_sandbox_workspace(s, &v, NULL) < 0)
+		return -EIO;
+	const char *real = NULL;
+	const char *const *protect = NULL;
+	size_t n = 0;
+	int fd = fcntl(ws_files_parts(v, &real, &protect, &n), F_DUPFD_CLOEXEC, 3);
+	wd_workspace_close(v);
+	if (fd < 0)
+		return -errno;
+	labels[0] = "workspace";
+	fds[0] = fd;
+	return 1;
 }
 
 static int
@@ -125,12 +148,13 @@ static const struct placement live = {
     .prepare = live_prepare,
     .acquire = live_acquire,
     .exec = live_exec,
+    .state_roots = live_state_roots,
 };
 
 WD_API int
 wd_sandbox_exec(wd_sandbox *s, const wd_cmd *cmd, wd_result **out, struct wd_err *err)
 {
-	return pipeline_run(s->ctx, &live, s->sb, cmd, out, err);
+	return pipeline_run(s->ctx, &live, s, cmd, out, err);
 }
 
 WD_API void

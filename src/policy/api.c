@@ -33,10 +33,18 @@ struct wd_request {
 	char *system_id;   /* "dev:ino:realpath" of system_root, for approvals */
 	char **env;
 	size_t nenv;
+	/* where the state the command reads is (policy_request_state_roots) */
+	int (*state_roots)(void *arg, const char **labels, int *fds, int max);
+	void *state_arg;
 };
 
 struct wd_decision {
 	struct policy_decision d;
+	/* the print of the request's state, walked once for this decision
+	 * (its id, its pending record and a retry's "near" check agree):
+	 * kept with the decision, never the request, which a caller may
+	 * reuse later when the files have changed */
+	struct policy_state state;
 	char digest[65];
 	char *command; /* the string form, for the audit */
 };
@@ -417,7 +425,17 @@ to_internal(const wd_request *r, struct policy_request *pr)
 	    .workspace_id = r->workspace_id,
 	    .system_root = r->system_root,
 	    .system_id = r->system_id,
+	    .state_roots = r->state_roots,
+	    .state_arg = r->state_arg,
 	};
+}
+
+void
+policy_request_state_roots(struct wd_request *r,
+			   int (*fn)(void *arg, const char **labels, int *fds, int max), void *arg)
+{
+	r->state_roots = fn;
+	r->state_arg = arg;
 }
 
 /* ---- decisions ---- */
@@ -433,6 +451,7 @@ wd_policy_decide(const wd_policy *p, const wd_request *r, wd_decision **out, str
 	struct policy_request pr;
 	to_internal(r, &pr);
 	wd_decision *d = wd_xcalloc(1, sizeof(*d));
+	pr.state = &d->state;
 	policy_decision_init(&d->d);
 	rc = policy_decide(p->cfg, &pr, &d->d, err);
 	if (rc < 0) {
@@ -550,6 +569,7 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	struct policy_request pr;
 	char id[65], fields[POLICY_ID_FIELDS][65];
 	to_internal(r, &pr);
+	pr.state = (struct policy_state *)(uintptr_t)&d->state; /* the decision's own print */
 	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id,
 			   fields);
 	json_t *o = json_object();
@@ -568,6 +588,15 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	json_object_set_new(o, "workspace", audit_json_text(r->workspace ? r->workspace : ""));
 	/* what the programs come from: an image's rootfs, or the host */
 	json_object_set_new(o, "system", audit_json_text(r->system_root ? r->system_root : "host"));
+	/* what the state print saw: the human is told the approval covers
+	 * these files as they are, and when a walk could not see them all
+	 * (then no approval can match, and saying why saves a retry loop) */
+	json_t *st = json_object();
+	json_object_set_new(st, "entries", json_integer((json_int_t)d->state.entries));
+	json_object_set_new(st, "complete", json_boolean(d->state.complete));
+	if (!d->state.complete)
+		json_object_set_new(st, "unseen", audit_json_text(d->state.unseen));
+	json_object_set_new(o, "state", st);
 	json_object_set_new(o, "rule", audit_json_text(d->d.rule));
 	json_object_set_new(o, "reason", audit_json_text(d->d.reason));
 	json_object_set_new(o, "policy", audit_json_text(p->cfg->digest));
@@ -724,8 +753,8 @@ wd_approval_grant_json(const char *id, unsigned ttl_s, wd_audit *audit, char **j
 	 * this object sees what was approved and cannot be driven by it. */
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(full));
-	const char *copy[] = {"argv",	       "env",  "cwd",	 "workspace", "system", "policy",
-			      "policy_source", "rule", "reason", "granted",   "expires"};
+	const char *copy[] = {"argv",	"env",		 "cwd",	 "workspace", "system",	 "state",
+			      "policy", "policy_source", "rule", "reason",    "granted", "expires"};
 	for (size_t k = 0; k < WD_ARRAY_SIZE(copy); k++) {
 		json_t *v = json_object_get(info, copy[k]);
 		json_object_set(o, copy[k], v ? v : json_null());
@@ -770,15 +799,20 @@ wd_approval_consume(const wd_policy *p, const wd_request *r, const wd_decision *
 	struct policy_request pr;
 	char id[65], fields[POLICY_ID_FIELDS][65], near_id[65], differs[128];
 	to_internal(r, &pr);
+	pr.state = (struct policy_state *)(uintptr_t)&d->state;
 	policy_approval_id(p->cfg, &pr, d->d.words.argc, (const char *const *)d->d.words.argv, id,
 			   fields);
 	if (policy_approval_near(state, fields, d->d.words.argc,
 				 (const char *const *)d->d.words.argv, near_id, differs,
 				 sizeof(differs))) {
-		char detail[256];
+		char detail[512];
 		snprintf(detail, sizeof(detail),
-			 "approval %s does not cover request %s: they differ in %s", near_id,
-			 d->d.approval_id, differs);
+			 "approval %s does not cover request %s: they differ in %s%s", near_id,
+			 d->d.approval_id, differs,
+			 strstr(differs, "state")
+			     ? " (a file the command can read changed after the pause; what "
+			       "was approved is not what would run)"
+			     : "");
 		rc = wd_audit_approval(audit, "mismatched", near_id, detail, err);
 		if (rc < 0)
 			return rc;

@@ -3,9 +3,9 @@
  * An escape (a "pause") never widens the policy: a human approves one exact
  * request, once, for a while.  The id is a SHA-256 over six field digests:
  *
- *   id = SHA-256("warden-approval-v2" 0x00 || H(argv) || H(cwd) || H(env)
+ *   id = SHA-256("warden-approval-v3" 0x00 || H(argv) || H(cwd) || H(env)
  *                || H(workspace identity) || policy digest
- *                || H(system identity))
+ *                || H(system identity) || state print)
  *
  * Each H() is over length-prefixed items (8-byte little-endian length, then
  * the bytes), so ["ab","c"] and ["a","bc"] differ.  Any change to one
@@ -17,6 +17,16 @@
  * site-packages), so a grant under one image must not be spent under
  * another the model picks.  v2: v1 ids had no system field; an approval
  * or pending record from v1 no longer matches anything.
+ *
+ * v3: the state.  The human reads build.py and approves `python3
+ * build.py`; between the pause and the retry the model could rewrite
+ * build.py (another allowed command, a file tool, a detached command, a
+ * sitecustomize.py in a session's home), and the words alone still
+ * matched.  The state print (util/tree.c) covers every entry of the trees
+ * the command reads that persist and that the model can write: the
+ * workspace as the command sees it and, in a session, its home and /tmp.
+ * Any change between the pause and the retry is another id: it pauses
+ * again.  A walk that could not see everything matches nothing.
  *
  * The store is a directory (0700) under $WARDEN_STATE_DIR, else
  * $XDG_STATE_HOME/warden, else /var/lib/warden for root, else
@@ -42,9 +52,43 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-const char *const policy_id_field_names[POLICY_ID_FIELDS] = {"argv",	  "cwd",    "env",
-							     "workspace", "policy", "system"};
+const char *const policy_id_field_names[POLICY_ID_FIELDS] = {
+    "argv", "cwd", "env", "workspace", "policy", "system", "state"};
+
+const struct policy_state *
+policy_request_state(const struct policy_request *req, struct policy_state *scratch)
+{
+	struct policy_state *st = req->state ? req->state : scratch;
+	if (st->done)
+		return st;
+	struct wd_tree_print t;
+	wd_tree_print_init(&t);
+	if (req->state_roots) {
+		const char *labels[POLICY_STATE_ROOTS_MAX];
+		int fds[POLICY_STATE_ROOTS_MAX];
+		int n = req->state_roots(req->state_arg, labels, fds, POLICY_STATE_ROOTS_MAX);
+		if (n < 0)
+			wd_tree_print_add(&t, "(the sandbox's state)", -1, NULL);
+		for (int i = 0; i < n; i++) {
+			/* a session's home holds its detached commands'
+			 * logs (session/monitor.c), which grow as they run */
+			wd_tree_print_add(&t, labels[i], fds[i],
+					  !strcmp(labels[i], "home") ? ".warden" : NULL);
+			if (fds[i] >= 0)
+				close(fds[i]);
+		}
+	} else if (req->workspace_fd >= 0) {
+		wd_tree_print_add(&t, "workspace", req->workspace_fd, NULL);
+	}
+	wd_tree_print_final(&t, st->hex);
+	st->entries = t.entries;
+	st->complete = t.complete;
+	snprintf(st->unseen, sizeof(st->unseen), "%s", t.unseen);
+	st->done = true;
+	return st;
+}
 
 static void
 feed_item(struct wd_sha256 *c, const char *s)
@@ -98,8 +142,11 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 					: "host");
 	finish(c, f[5]);
 
+	struct policy_state scratch = {0};
+	memcpy(f[6], policy_request_state(req, &scratch)->hex, 65);
+
 	wd_sha256_init(c);
-	wd_sha256_update(c, "warden-approval-v2", sizeof("warden-approval-v2"));
+	wd_sha256_update(c, "warden-approval-v3", sizeof("warden-approval-v3"));
 	for (int i = 0; i < POLICY_ID_FIELDS; i++)
 		wd_sha256_update(c, f[i], 64);
 	finish(c, id);

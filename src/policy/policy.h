@@ -99,7 +99,26 @@ struct policy_request {
 	 * imported again is another directory); NULL: system_root, or "host"
 	 * when that is NULL too */
 	const char *system_id;
+	/* The state the command will read (the approval field "state"),
+	 * walked only when an approval id is computed (a pause, a retry):
+	 * the trees state_roots hands out (each fd is closed after its
+	 * walk; a negative return: none could be had, which no approval
+	 * matches), or, with no state_roots, the workspace.  state, when
+	 * not NULL, keeps the print for the rest of the request. */
+	int (*state_roots)(void *arg, const char **labels, int *fds, int max);
+	void *state_arg;
+	struct policy_state *state;
 };
+
+/* What the walk of a request's state found (see policy_request). */
+struct policy_state {
+	bool done;
+	bool complete;	  /* every entry seen (else no approval can match) */
+	uint64_t entries; /* entries walked */
+	char unseen[256]; /* the first place not seen when !complete (model's name) */
+	char hex[65];
+};
+#define POLICY_STATE_ROOTS_MAX 8
 
 struct policy_decision {
 	enum policy_kind kind;
@@ -217,12 +236,21 @@ int policy_open_beneath(int workspace_fd, const char *path, int flags, mode_t mo
  * argv, cwd, environment (names and values, in order), workspace identity,
  * policy digest and system identity (the image, or the host).  Also
  * returns the per-field digests (each 64 hex + NUL) if fields is not NULL,
- * in the order argv, cwd, env, workspace, policy, system, so a mismatch
- * can say which field differs. */
-#define POLICY_ID_FIELDS 6
+ * in the order argv, cwd, env, workspace, policy, system, state, so a
+ * mismatch can say which field differs. */
+#define POLICY_ID_FIELDS 7
 extern const char *const policy_id_field_names[POLICY_ID_FIELDS];
 void policy_approval_id(const struct config_policy *p, const struct policy_request *req, int argc,
 			const char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65]);
+/* The print of req's state (walked once per request when req->state is
+ * set): what policy_approval_id folds in as "state". */
+const struct policy_state *policy_request_state(const struct policy_request *req,
+						struct policy_state *scratch);
+/* Where a request's state is (core: a session's view, home and /tmp);
+ * without it, the workspace. */
+void policy_request_state_roots(struct wd_request *r,
+				int (*fn)(void *arg, const char **labels, int *fds, int max),
+				void *arg);
 
 /* ---- for the context's event stream (src/core) ---- */
 /* The members of a "decision" event (the request without environment

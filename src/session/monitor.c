@@ -666,6 +666,46 @@ do_view(int conn)
 	wd_workspace_close(v);
 }
 
+/* {"op":"state","root":R}: one of the trees a paused command's approval
+ * covers (its state print, walked by the caller): R "workspace" is the
+ * view the command sees at /workspace (a cow session's overlay), "home"
+ * and "tmp" the session's home directory and /tmp where they persist on
+ * its disk or in an ordinary user's layers.  The directory's descriptor
+ * (O_PATH), or none when the session keeps no such tree.  Peer-checked as
+ * every request: only the owner, never a sandboxed process. */
+static void
+do_state(int conn, json_t *q)
+{
+	const char *root = json_string_value(json_object_get(q, "root"));
+	if (!root) {
+		reply_error(conn, EINVAL, "no root");
+		return;
+	}
+	if (!strcmp(root, "workspace")) {
+		wd_workspace *v = cp_view(conn);
+		if (!v)
+			return;
+		const char *real = NULL;
+		const char *const *protect = NULL;
+		size_t n = 0;
+		int fd = ws_files_parts(v, &real, &protect, &n);
+		mp_send(conn, "{\"ok\":true}", &fd, 1);
+		wd_workspace_close(v);
+		return;
+	}
+	if (strcmp(root, "home") != 0 && strcmp(root, "tmp") != 0) {
+		reply_error(conn, EINVAL, "unknown root");
+		return;
+	}
+	struct ws *w = M.sb->box ? M.sb->box->ws : NULL;
+	wd_autoclose int fd =
+	    w && w->disk >= 0 ? ws_open_beneath(w->disk, root, O_PATH | O_DIRECTORY) : -1;
+	if (fd >= 0)
+		mp_send(conn, "{\"ok\":true}", &fd, 1);
+	else
+		reply_ok(conn, NULL, NULL, 0);
+}
+
 /* {"op":"get","path":P,"stat":bool}: P's type, size and mode; a regular
  * file's fd (opened O_NOFOLLOW | O_NONBLOCK: a FIFO never blocks the
  * monitor, and is no regular file) unless stat; a directory's entries
@@ -1078,8 +1118,8 @@ conn_thread(void *arg)
 	/* what keeps a session from its idle timeout: anything but a look at
 	 * it (warden ls asks every running session for its info; warden logs
 	 * --follow reads a log until its command ends) */
-	activity =
-	    op && strcmp(op, "info") != 0 && strcmp(op, "logs") != 0 && strcmp(op, "log") != 0;
+	activity = op && strcmp(op, "info") != 0 && strcmp(op, "logs") != 0 &&
+		   strcmp(op, "log") != 0 && strcmp(op, "state") != 0;
 	if (activity) {
 		pthread_mutex_lock(&M.lock);
 		M.working++;
@@ -1104,6 +1144,8 @@ conn_thread(void *arg)
 		do_get(conn, q);
 	} else if (!strcmp(op, "view")) {
 		do_view(conn);
+	} else if (!strcmp(op, "state")) {
+		do_state(conn, q);
 	} else if (!strcmp(op, "logs")) {
 		do_logs(conn);
 	} else if (!strcmp(op, "log")) {

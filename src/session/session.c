@@ -770,12 +770,49 @@ sess_release(struct door *d)
 	session_where_fini(&q->w);
 }
 
+/* A paused command's approval covers what the session keeps that the
+ * command reads (policy/approval.c): its workspace view (a cow session's
+ * overlay holds what the model wrote), and its home and /tmp where they
+ * persist (its disk, an ordinary user's layers).  The monitor hands each
+ * over as a descriptor (its "state" request). */
+static int
+sess_state_roots(struct door *d, const char **labels, int *fds, int max)
+{
+	struct sess *q = d->p;
+	static const char *const roots[] = {"workspace", "home", "tmp"};
+	int n = 0;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(roots) && n < max; i++) {
+		char req[64];
+		snprintf(req, sizeof(req), "{\"op\":\"state\",\"root\":\"%s\"}", roots[i]);
+		int fd = -1;
+		json_t *resp = NULL;
+		struct wd_err e = {0};
+		int rc = session_call_fd(q->w.sbdir, req, NULL, 0, &resp, &fd, &e);
+		json_decref(resp);
+		if (rc < 0 || (i == 0 && fd < 0)) {
+			/* no view: nothing to approve against (the caller
+			 * folds the failure in: no approval matches) */
+			for (int k = 0; k < n; k++)
+				close(fds[k]);
+			if (fd >= 0)
+				close(fd);
+			return rc < 0 ? rc : -EIO;
+		}
+		if (fd < 0)
+			continue; /* the session keeps no such tree */
+		labels[n] = roots[i];
+		fds[n++] = fd;
+	}
+	return n;
+}
+
 static const struct placement session = {
     .name = "session",
     .prepare = sess_prepare,
     .acquire = sess_acquire,
     .exec = sess_exec,
     .release = sess_release,
+    .state_roots = sess_state_roots,
 };
 
 /* A background command: the same stages; the result event records that
@@ -786,6 +823,7 @@ static const struct placement detached = {
     .acquire = sess_acquire,
     .exec = sess_detach,
     .release = sess_release,
+    .state_roots = sess_state_roots,
 };
 
 WD_API int

@@ -4,6 +4,7 @@
 #define WD_UTIL_H
 
 #include "warden.h"
+#include "util/sha256.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -205,6 +206,30 @@ int wd_rm_tree_at(int dfd, const char *name);
  * new string; -errno (-ENOTDIR, -ENOENT, -ESTALE: the name no longer
  * leads, link-free, to the directory). */
 int wd_dir_realpath(const char *dir, char **out);
+
+/* ---- the state of a tree, for approvals (tree.c) ----
+ * A SHA-256 over every entry below the directories added, in name order:
+ * path, mode, owner, size, inode, links, device number, mtime and ctime,
+ * a link's target; no content (a write always moves ctime, which no
+ * process can set back).  Nothing is followed.  A walk that could not see
+ * everything (unlistable, vanished, too deep) folds in random bytes, so
+ * it matches no other walk: complete is false and unseen names the first
+ * place (the model's name: escape it before showing it). */
+struct wd_tree_print {
+	struct wd_sha256 sha;
+	uint64_t entries;
+	bool complete;
+	char unseen[256];
+	const char *logs; /* the tree being added's log directory, or NULL */
+};
+void wd_tree_print_init(struct wd_tree_print *t);
+/* label: what the tree is ("workspace", "home"), part of the print;
+ * dirfd: the directory (O_PATH is enough), -1 for one that is missing;
+ * logs: a directory below it (".warden") whose detached-N.log files
+ * count by name and inode only (warden writes them while a detached
+ * command runs), or NULL */
+void wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd, const char *logs);
+void wd_tree_print_final(struct wd_tree_print *t, char hex[65]);
 
 /* ---- the state directory (util.c) ----
  * Where warden keeps sandboxes, approvals and images when the caller

@@ -1,0 +1,211 @@
+/* util/tree: a fingerprint of a directory tree's state, for approvals.
+ *
+ * A human approves a paused command after reading what it will read (the
+ * script `python3 build.py` runs); the approval must not then be spent on
+ * another state of those files.  The fingerprint is a SHA-256 over every
+ * entry below a directory, in name order: its path, type and mode, owner,
+ * size, inode, link count, device number, modification and change times
+ * (ns) and a link's target.  No content is read: a write always moves the
+ * change time, which no process can set back (utimensat sets the
+ * modification time, not ctime), so a same-size rewrite with the old
+ * mtime is still seen.  Nothing is followed (links are named, never
+ * entered).
+ *
+ * A walk that cannot see everything (a directory it may not list, an
+ * entry gone between the listing and its stat, a tree deeper than
+ * TREE_MAX_DEPTH) must never match a later walk that saw other content:
+ * it folds in 16 random bytes, so that state can be approved by no one
+ * (a pause again, never a run of what nobody saw), and says so. */
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TREE_MAX_DEPTH 256
+
+static void
+feed_u64(struct wd_sha256 *c, uint64_t v)
+{
+	unsigned char le[8];
+	for (int i = 0; i < 8; i++)
+		le[i] = (unsigned char)(v >> (8 * i));
+	wd_sha256_update(c, le, sizeof(le));
+}
+
+static void
+feed_str(struct wd_sha256 *c, const char *s, size_t n)
+{
+	feed_u64(c, n);
+	wd_sha256_update(c, s, n);
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+incomplete(struct wd_tree_print *t, const char *path)
+{
+	unsigned char nonce[16];
+	size_t got = 0;
+	while (got < sizeof(nonce)) {
+		ssize_t n = getrandom(nonce + got, sizeof(nonce) - got, 0);
+		if (n < 0 && errno != EINTR)
+			abort(); /* no randomness: no fingerprint that could be trusted */
+		if (n > 0)
+			got += (size_t)n;
+	}
+	wd_sha256_update(&t->sha, "incomplete", 10);
+	wd_sha256_update(&t->sha, nonce, sizeof(nonce));
+	if (t->complete)
+		snprintf(t->unseen, sizeof(t->unseen), "%s", path[0] ? path : ".");
+	t->complete = false;
+}
+
+/* name in directory dir is "detached-N.log" and dir is logs */
+static bool
+is_log(const char *logs, const char *dir, const char *name)
+{
+	if (strcmp(dir, logs) != 0 || strncmp(name, "detached-", 9) != 0)
+		return false;
+	const char *p = name + 9;
+	if (*p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !strcmp(p, ".log");
+}
+
+/* dfd: an open directory; path: its path below the root ("" for the root) */
+static void
+walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
+{
+	if (depth > TREE_MAX_DEPTH) {
+		incomplete(t, path);
+		return;
+	}
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		incomplete(t, path);
+		return;
+	}
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	errno = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			names = wd_xrealloc(names, cap * sizeof(*names));
+		}
+		names[n++] = wd_xstrdup(e->d_name);
+	}
+	if (errno)
+		incomplete(t, path);
+	qsort(names, n, sizeof(*names), by_name);
+	for (size_t i = 0; i < n; i++) {
+		char *sub = path[0] ? wd_xasprintf("%s/%s", path, names[i]) : wd_xstrdup(names[i]);
+		struct stat st;
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			incomplete(t, sub);
+			free(sub);
+			continue;
+		}
+		t->entries++;
+		feed_str(&t->sha, sub, strlen(sub));
+		if (t->logs && S_ISREG(st.st_mode) && is_log(t->logs, path, names[i])) {
+			/* a detached command's log, written by warden while it
+			 * runs: its name, type and inode only (what it holds
+			 * is output, which no program reads as code; with its
+			 * size, a session running a dev server could never
+			 * have a command approved) */
+			feed_u64(&t->sha, st.st_mode);
+			feed_u64(&t->sha, st.st_ino);
+			continue;
+		}
+		uint64_t rec[] = {st.st_mode,
+				  st.st_uid,
+				  st.st_gid,
+				  (uint64_t)st.st_size,
+				  st.st_ino,
+				  st.st_nlink,
+				  st.st_rdev,
+				  (uint64_t)st.st_mtim.tv_sec,
+				  (uint64_t)st.st_mtim.tv_nsec,
+				  (uint64_t)st.st_ctim.tv_sec,
+				  (uint64_t)st.st_ctim.tv_nsec};
+		for (size_t k = 0; k < WD_ARRAY_SIZE(rec); k++)
+			feed_u64(&t->sha, rec[k]);
+		if (S_ISLNK(st.st_mode)) {
+			char target[4096];
+			ssize_t l = readlinkat(dirfd(d), names[i], target, sizeof(target));
+			if (l < 0)
+				incomplete(t, sub);
+			else
+				feed_str(&t->sha, target, (size_t)l);
+		} else if (S_ISDIR(st.st_mode)) {
+			int sfd = openat(dirfd(d), names[i],
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sfd < 0)
+				incomplete(t, sub);
+			else
+				walk(t, sfd, sub, depth + 1);
+		}
+		free(sub);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+}
+
+void
+wd_tree_print_init(struct wd_tree_print *t)
+{
+	memset(t, 0, sizeof(*t));
+	wd_sha256_init(&t->sha);
+	t->complete = true;
+}
+
+void
+wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd, const char *logs)
+{
+	t->logs = logs;
+	feed_str(&t->sha, label, strlen(label));
+	/* dirfd may be O_PATH: open the directory itself for reading */
+	int fd = dirfd < 0 ? -1 : openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		incomplete(t, label);
+		return;
+	}
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		uint64_t rec[] = {st.st_mode, st.st_uid, st.st_gid, st.st_ino,
+				  (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec,
+				  (uint64_t)st.st_ctim.tv_sec, (uint64_t)st.st_ctim.tv_nsec};
+		for (size_t k = 0; k < WD_ARRAY_SIZE(rec); k++)
+			feed_u64(&t->sha, rec[k]);
+	}
+	walk(t, fd, "", 0);
+}
+
+void
+wd_tree_print_final(struct wd_tree_print *t, char hex[65])
+{
+	feed_u64(&t->sha, t->entries);
+	unsigned char md[32];
+	wd_sha256_final(&t->sha, md);
+	wd_sha256_hex(md, hex);
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# An approval covers the state of the files the command reads, not only its
+# words: the human reads build.py and approves `cat build.py` (think
+# `python3 build.py`); the model rewrites build.py before the retry (another
+# allowed command, same size, its old mtime put back).  The retry pauses
+# again, and the audit says the state differs.  In a cow session the change
+# lives in the session's overlay, and in its home directory (a
+# sitecustomize.py under ~/.local), which the host directory never shows.
+. "$(dirname "$0")/policy_lib.sh"
+need_run
+cd "$WS"
+cat >"$T/p.json" <<'J'
+{"version": 1, "programs": {"cat": {"approve": [["build.py"]]},
+ "python3": {}}}
+J
+P=(--policy "$T/p.json" --audit "$T/audit.jsonl")
+printf 'print("reviewed")\n' >build.py
+# rewrite NAME TEXT: as the model would (an allowed command in the
+# sandbox), the same size, the old modification time put back
+rewrite='import os,sys; p=sys.argv[1]; st=os.stat(p); open(p,"w").write(sys.argv[2]); os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))'
+pause_id() { sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1; }
+
+# ---- a one-shot run in the workspace ----
+expect_rc 123 "one-shot: cat build.py pauses" "$WARDEN" run "${P[@]}" -- cat build.py
+id=$(pause_id)
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["state"]; assert s["complete"] and s["entries"] >= 1, s' \
+	"$WARDEN_STATE_DIR/pending/$id.json" && ok "the pending record says what state it covers" ||
+	not_ok "the pending record's state"
+expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
+expect_rc 0 "... the retry with nothing changed runs" "$WARDEN" run "${P[@]}" -- cat build.py
+expect_in "$T/out" 'print("reviewed")' "... and printed what was reviewed"
+expect_rc 123 "it pauses again (single use)" "$WARDEN" run "${P[@]}" -- cat build.py
+id=$(pause_id)
+expect_rc 0 "approved again" "$WARDEN" approve --yes "$id"
+expect_rc 0 "the model rewrites build.py, same size, old mtime" \
+	"$WARDEN" run "${P[@]}" -- python3 -c "$rewrite" build.py 'print("rewrite!!")'
+[ "$(stat -c %s build.py)" = 18 ] && ok "... the same size" || not_ok "size changed"
+expect_rc 123 "the retry after the rewrite pauses again" "$WARDEN" run "${P[@]}" -- cat build.py
+expect_not_in "$T/out" 'rewrite!' "... and nothing the human did not read ran"
+expect_in "$T/audit.jsonl" 'they differ in state (a file the command can read changed' \
+	"the audit says the approval does not cover it: the state differs"
+
+# ---- a cow session: the change lives in its overlay and its home ----
+printf 'print("reviewed")\n' >build.py
+S=pstate$$
+if "$WARDEN" create "$S" -w "$WS" --workspace-mode cow >"$T/out" 2>"$T/err" </dev/null; then
+	trap '"$WARDEN" rm "$S" >/dev/null 2>&1; rm -rf "$T"' EXIT
+	ok "cow session created"
+	expect_rc 123 "session: cat build.py pauses" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	id=$(pause_id)
+	expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
+	expect_rc 0 "... the retry with nothing changed runs" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	expect_rc 123 "pauses again" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	id=$(pause_id)
+	expect_rc 0 "approved again" "$WARDEN" approve --yes "$id"
+	expect_rc 0 "the model rewrites build.py in the session (its overlay)" \
+		"$WARDEN" exec "${P[@]}" "$S" -- python3 -c "$rewrite" build.py 'print("rewrite!!")'
+	grep -q reviewed build.py && ok "... the host's build.py is unchanged (cow)" || not_ok "host file changed"
+	expect_rc 123 "the retry pauses again: the session's view changed" \
+		"$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	expect_not_in "$T/out" 'rewrite!' "... and nothing the human did not read ran"
+	id=$(pause_id)
+	expect_rc 0 "approved as it is now" "$WARDEN" approve --yes "$id"
+	expect_rc 0 "the model writes ~/.local/lib/sitecustomize.py in the session's home" \
+		"$WARDEN" exec "${P[@]}" "$S" -- python3 -c 'import os; d=os.path.expanduser("~/.local/lib"); os.makedirs(d, exist_ok=True); open(d+"/sitecustomize.py","w").write("x=1\n")'
+	expect_rc 123 "the retry pauses again: the session's home changed" \
+		"$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	# a detached command's log grows while it runs (warden writes it in
+	# the session's home): that alone must not make approvals impossible
+	expect_rc 0 "a detached command that keeps writing output" "$WARDEN" exec "${P[@]}" --detach "$S" -- \
+		python3 -c 'import time
+for i in range(600):
+    print(i, flush=True); time.sleep(0.05)'
+	expect_rc 123 "... pause" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	id=$(pause_id)
+	expect_rc 0 "... approve" "$WARDEN" approve --yes "$id"
+	expect_rc 0 "... the retry runs while the log grows" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	"$WARDEN" rm "$S" >/dev/null 2>&1
+else
+	not_ok "cow session: $(head -c 300 "$T/err")"
+fi
+finish

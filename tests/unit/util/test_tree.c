@@ -1,0 +1,146 @@
+/* wd_tree_print: the state an approval covers.  A change the model can make
+ * between a pause and the retry changes the print; reading does not; a
+ * walk that could not see everything matches nothing. */
+#include "util/util.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char top[64];
+static int dfd = -1;
+
+static void
+setup(void)
+{
+	snprintf(top, sizeof(top), "/tmp/wd-unit-tree.XXXXXX");
+	cr_assert_not_null(mkdtemp(top));
+	dfd = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(dfd, 0);
+}
+
+static void
+teardown(void)
+{
+	wd_rm_tree_at(AT_FDCWD, top);
+	close(dfd);
+}
+
+static void
+print(const char *logs, char hex[65], bool *complete)
+{
+	struct wd_tree_print t;
+	wd_tree_print_init(&t);
+	wd_tree_print_add(&t, "workspace", dfd, logs);
+	wd_tree_print_final(&t, hex);
+	if (complete)
+		*complete = t.complete;
+}
+
+static void
+write_at(const char *name, const char *text)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/%s", top, name);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+TestSuite(wd_tree_print, .init = setup, .fini = teardown);
+
+Test(wd_tree_print, reading_changes_nothing)
+{
+	write_at("build.py", "print(1)\n");
+	char a[65], b[65];
+	print(NULL, a, NULL);
+	char buf[64];
+	int fd = openat(dfd, "build.py", O_RDONLY | O_CLOEXEC);
+	cr_assert_gt(read(fd, buf, sizeof(buf)), 0);
+	close(fd);
+	print(NULL, b, NULL);
+	cr_expect_str_eq(a, b);
+}
+
+/* the same size, the old modification time put back: ctime still moves */
+Test(wd_tree_print, rewrite_with_old_mtime_is_seen)
+{
+	write_at("build.py", "print(1)\n");
+	char path[128], a[65], b[65];
+	snprintf(path, sizeof(path), "%s/build.py", top);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	print(NULL, a, NULL);
+	usleep(20000);
+	write_at("build.py", "print(2)\n");
+	struct timespec ts[2] = {st.st_atim, st.st_mtim};
+	cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+	print(NULL, b, NULL);
+	cr_expect_str_neq(a, b);
+}
+
+Test(wd_tree_print, link_target_and_deep_file_are_seen)
+{
+	cr_assert_eq(mkdirat(dfd, "a", 0755), 0);
+	cr_assert_eq(mkdirat(dfd, "a/b", 0755), 0);
+	write_at("a/b/c.py", "x\n");
+	cr_assert_eq(symlinkat("one", dfd, "l"), 0);
+	char a[65], b[65], c[65];
+	print(NULL, a, NULL);
+	cr_assert_eq(unlinkat(dfd, "l", 0), 0);
+	cr_assert_eq(symlinkat("two", dfd, "l"), 0);
+	print(NULL, b, NULL);
+	cr_expect_str_neq(a, b, "a link's new target");
+	usleep(20000);
+	write_at("a/b/c.py", "y\n");
+	print(NULL, c, NULL);
+	cr_expect_str_neq(b, c, "a file two directories down");
+}
+
+/* warden's own logs of detached commands grow while they run: by name
+ * and inode only in the directory named, every other file in full */
+Test(wd_tree_print, detached_logs_count_by_name)
+{
+	cr_assert_eq(mkdirat(dfd, ".warden", 0755), 0);
+	write_at(".warden/detached-1.log", "a\n");
+	write_at(".warden/notes.log", "a\n");
+	char a[65], b[65], c[65];
+	print(".warden", a, NULL);
+	usleep(20000);
+	write_at(".warden/detached-1.log", "a\nb\n");
+	print(".warden", b, NULL);
+	cr_expect_str_eq(a, b, "a growing detached-N.log");
+	write_at(".warden/notes.log", "a\nb\n");
+	print(".warden", c, NULL);
+	cr_expect_str_neq(b, c, "another file beside it");
+	print(NULL, a, NULL);
+	usleep(20000);
+	write_at(".warden/detached-1.log", "a\nb\nc\n");
+	print(NULL, b, NULL);
+	cr_expect_str_neq(a, b, "outside the named directory, a log counts in full");
+}
+
+/* too deep to walk: not complete, and no two prints are equal */
+Test(wd_tree_print, incomplete_matches_nothing)
+{
+	char rel[4096] = "";
+	for (int i = 0; i < 300; i++) {
+		strcat(rel, i ? "/d" : "d");
+		cr_assert_eq(mkdirat(dfd, rel, 0755), 0, "%d", i);
+	}
+	char a[65], b[65];
+	bool complete = true;
+	print(NULL, a, &complete);
+	cr_expect(!complete);
+	print(NULL, b, NULL);
+	cr_expect_str_neq(a, b);
+	struct wd_tree_print t;
+	wd_tree_print_init(&t);
+	wd_tree_print_add(&t, "missing", -1, NULL);
+	cr_expect(!t.complete, "a tree that could not be had");
+	wd_tree_print_final(&t, a);
+}
