@@ -15,9 +15,9 @@
 static json_t *
 listed(const char *state, const char *id, json_t *rec)
 {
-	static const char *const keep[] = {"argv",	    "env",     "cwd",	 "workspace",
-					   "system",	    "rule",    "reason", "policy",
-					   "policy_source", "created", "ttl"};
+	static const char *const keep[] = {"argv",   "env",	      "cwd",	 "workspace",
+					   "system", "state",	      "rule",	 "reason",
+					   "policy", "policy_source", "created", "ttl"};
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(id));
 	for (size_t i = 0; i < WD_ARRAY_SIZE(keep); i++) {

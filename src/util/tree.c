@@ -192,9 +192,14 @@ wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd, const c
 	}
 	struct stat st;
 	if (fstat(fd, &st) == 0) {
-		uint64_t rec[] = {st.st_mode, st.st_uid, st.st_gid, st.st_ino,
-				  (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec,
-				  (uint64_t)st.st_ctim.tv_sec, (uint64_t)st.st_ctim.tv_nsec};
+		uint64_t rec[] = {st.st_mode,
+				  st.st_uid,
+				  st.st_gid,
+				  st.st_ino,
+				  (uint64_t)st.st_mtim.tv_sec,
+				  (uint64_t)st.st_mtim.tv_nsec,
+				  (uint64_t)st.st_ctim.tv_sec,
+				  (uint64_t)st.st_ctim.tv_nsec};
 		for (size_t k = 0; k < WD_ARRAY_SIZE(rec); k++)
 			feed_u64(&t->sha, rec[k]);
 	}
