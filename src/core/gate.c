@@ -213,8 +213,11 @@ settle_pause(wd_ctx *ctx, struct policy_ref **pol, const wd_request *req, const 
 				      .policy_stage = "on"};
 		ctx_emit(ctx, &ev);
 	} else if (wd_decision_kind(again) == WD_DECISION_PAUSE) {
+		/* the decision again walks the state too: a file changed
+		 * while the human was asked is another id */
 		on_approval((void *)(uintptr_t)h, "mismatched", id,
-			    "the policy changed after the approval");
+			    "the policy, or the files the command can read, changed after "
+			    "the approval");
 	}
 	return 0;
 }
