@@ -131,6 +131,13 @@ confirm(const char *id, char shown[static 65])
 			"the files it can read as they are now (%lld entries); a change to any "
 			"before the retry pauses it again",
 			(long long)json_integer_value(json_object_get(st, "entries")));
+		const char *where = json_string_value(json_object_get(st, "where"));
+		if (where && strcmp(where, "workspace") != 0) {
+			/* a live sandbox's or session's own: it runs there,
+			 * with that sandbox's home, and nowhere else */
+			fprintf(f, "\n  %-10s ", "in:");
+			cli_policy_word(f, where);
+		}
 	}
 	field(f, "rule:", json_object_get(w, "rule"));
 	fprintf(f, "\n  %-10s ", "reason:");

@@ -161,6 +161,8 @@ struct door {
 	const char *detached; /* set by exec for a background command: the
 			       * result event says so instead of a result */
 	int (*state_hook)(struct door *d, const char **labels, int *fds, int max);
+	const char *placement; /* the placement's name */
+	char state_where[96];  /* "workspace (live ID)": the state's first label */
 };
 struct placement {
 	const char *name;

@@ -26,7 +26,11 @@
 #include "policy/policy.h"
 #include "workspace/workspace.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static bool
 cmd_needs_policy(const wd_cmd *cmd)
@@ -67,13 +71,64 @@ cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 		x->output_limit = g->limits.output_limit;
 }
 
-/* The gate's view of a placement's state_roots (called only when an
- * approval id is computed: a pause, a retry). */
+/* The trees a paused command's approval covers (called only when an
+ * approval id is computed: a pause, a retry; policy/approval.c): the
+ * placement's (a cow view, a session's home and /tmp), else the
+ * workspace; then the source of every writable --bind, which the command
+ * reads and the model writes as it does the workspace. */
 static int
 door_state_roots(void *arg, const char **labels, int *fds, int max)
 {
 	struct door *d = arg;
-	return d->state_hook(d, labels, fds, max);
+	int n;
+	if (d->state_hook) {
+		n = d->state_hook(d, labels, fds, max);
+		/* Which sandbox, too: a live sandbox or a session keeps its own
+		 * home and /tmp (a tmpfs the host cannot walk), where the model
+		 * can put a .gitconfig whose pushInsteadOf sends an approved
+		 * `git push` elsewhere; a pause in a fresh sandbox, or in
+		 * another, must not be spent in this one.  One-shot and pooled
+		 * sandboxes are new each time: named by the workspace alone. */
+		if (n > 0) {
+			snprintf(d->state_where, sizeof(d->state_where), "%s (%s %s)", labels[0],
+				 d->placement, d->id);
+			labels[0] = d->state_where;
+		}
+	} else {
+		wd_autofree char *cwd = d->spec->workspace ? NULL : getcwd(NULL, 0);
+		const char *ws = d->spec->workspace ? d->spec->workspace : cwd;
+		/* canonical when the spec was made: a link in it now was put
+		 * since, and is not followed */
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		int fd = ws ? (int)syscall(SYS_openat2, AT_FDCWD, ws, &how, sizeof(how)) : -1;
+		if (fd < 0 || max < 1) {
+			if (fd >= 0)
+				close(fd);
+			return -EIO;
+		}
+		labels[0] = "workspace";
+		fds[0] = fd;
+		n = 1;
+	}
+	for (size_t i = 0; n >= 0 && i < d->spec->nbinds; i++) {
+		const struct spec_bind *b = &d->spec->binds[i];
+		if (!b->rw)
+			continue;
+		/* the tree the jail binds: where a session's start found it,
+		 * else the source as the jail resolves it */
+		int fd = open(b->real ? b->real : b->src, O_PATH | O_CLOEXEC);
+		if (fd < 0 || n >= max) {
+			if (fd >= 0)
+				close(fd);
+			for (int k = 0; k < n; k++)
+				close(fds[k]);
+			return -EIO; /* not walked: no approval can match */
+		}
+		labels[n] = b->dst;
+		fds[n++] = fd;
+	}
+	return n;
 }
 
 static int
@@ -183,11 +238,10 @@ pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_cmd 
 	 * rewrite is refused, not used (state.c) */
 	if ((rc = ctx_records_check(ctx, d.spec, err)) < 0)
 		goto out;
-	if (pl->state_roots) {
-		d.g.state_roots = door_state_roots;
-		d.g.state_arg = &d;
-		d.state_hook = pl->state_roots;
-	}
+	d.g.state_roots = door_state_roots;
+	d.g.state_arg = &d;
+	d.state_hook = pl->state_roots;
+	d.placement = pl->name;
 	rc = decide(ctx, d.spec, cmd, d.id, &d.g, &argv, &r, err);
 	if (rc < 0 && d.g.audited)
 		goto fail; /* decided and recorded, then failed: say so */

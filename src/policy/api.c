@@ -594,6 +594,9 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	json_t *st = json_object();
 	json_object_set_new(st, "entries", json_integer((json_int_t)d->state.entries));
 	json_object_set_new(st, "complete", json_boolean(d->state.complete));
+	/* the sandbox or session the state belongs to ("workspace (live
+	 * ID)"): its home is its own, and the human approves it there */
+	json_object_set_new(st, "where", audit_json_text(d->state.where));
 	if (!d->state.complete)
 		json_object_set_new(st, "unseen", audit_json_text(d->state.unseen));
 	json_object_set_new(o, "state", st);

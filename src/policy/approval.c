@@ -71,6 +71,8 @@ policy_request_state(const struct policy_request *req, struct policy_state *scra
 		int n = req->state_roots(req->state_arg, labels, fds, POLICY_STATE_ROOTS_MAX);
 		if (n < 0)
 			wd_tree_print_add(&t, "(the sandbox's state)", -1, NULL);
+		if (n > 0)
+			snprintf(st->where, sizeof(st->where), "%s", labels[0]);
 		for (int i = 0; i < n; i++) {
 			/* a session's home holds its detached commands'
 			 * logs (session/monitor.c), which grow as they run */
@@ -80,6 +82,7 @@ policy_request_state(const struct policy_request *req, struct policy_state *scra
 				close(fds[i]);
 		}
 	} else if (req->workspace_fd >= 0) {
+		snprintf(st->where, sizeof(st->where), "workspace");
 		wd_tree_print_add(&t, "workspace", req->workspace_fd, NULL);
 	}
 	wd_tree_print_final(&t, st->hex);

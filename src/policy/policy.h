@@ -116,9 +116,11 @@ struct policy_state {
 	bool complete;	  /* every entry seen (else no approval can match) */
 	uint64_t entries; /* entries walked */
 	char unseen[256]; /* the first place not seen when !complete (model's name) */
+	char where[128];  /* the first tree's label: "workspace", or with the
+			   * sandbox or session it belongs to */
 	char hex[65];
 };
-#define POLICY_STATE_ROOTS_MAX 8
+#define POLICY_STATE_ROOTS_MAX 16
 
 struct policy_decision {
 	enum policy_kind kind;

@@ -186,6 +186,24 @@ wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd, const c
 	feed_str(&t->sha, label, strlen(label));
 	/* dirfd may be O_PATH: open the directory itself for reading */
 	int fd = dirfd < 0 ? -1 : openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat one;
+	if (fd < 0 && dirfd >= 0 && errno == ENOTDIR && fstat(dirfd, &one) == 0) {
+		/* a single file (a --bind of one file): its own entry */
+		uint64_t rec[] = {one.st_mode,
+				  one.st_uid,
+				  one.st_gid,
+				  (uint64_t)one.st_size,
+				  one.st_ino,
+				  one.st_nlink,
+				  (uint64_t)one.st_mtim.tv_sec,
+				  (uint64_t)one.st_mtim.tv_nsec,
+				  (uint64_t)one.st_ctim.tv_sec,
+				  (uint64_t)one.st_ctim.tv_nsec};
+		for (size_t k = 0; k < WD_ARRAY_SIZE(rec); k++)
+			feed_u64(&t->sha, rec[k]);
+		t->entries++;
+		return;
+	}
 	if (fd < 0) {
 		incomplete(t, label);
 		return;

@@ -70,11 +70,25 @@ S=pstate$$
 if "$WARDEN" create "$S" -w "$WS" --workspace-mode cow >"$T/out" 2>"$T/err" </dev/null; then
 	trap '"$WARDEN" rm "$S" >/dev/null 2>&1; rm -rf "$T"' EXIT
 	ok "cow session created"
+	# an approval is bound to where it paused: a session keeps its own
+	# home (a .gitconfig there redirects an approved push), so a pause in
+	# a fresh sandbox is not spent in the session
+	expect_rc 123 "one-shot pause" "$WARDEN" run "${P[@]}" -- cat build.py
+	id=$(pause_id)
+	expect_rc 0 "approved for the one-shot run" "$WARDEN" approve --yes "$id"
+	expect_rc 123 "the same words in the session pause: another sandbox" \
+		"$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	expect_in "$T/audit.jsonl" "they differ in state" "... the audit says the approval does not cover it"
+	expect_rc 0 "... and the approval still covers the one-shot run" "$WARDEN" run "${P[@]}" -- cat build.py
 	expect_rc 123 "session: cat build.py pauses" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
 	id=$(pause_id)
 	expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
 	expect_rc 0 "... the retry with nothing changed runs" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
 	expect_rc 123 "pauses again" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	id=$(pause_id)
+	python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["state"]["where"]; assert w.startswith("workspace (session "), w' \
+		"$WARDEN_STATE_DIR/pending/$id.json" && ok "the pending record names the session the approval is for" ||
+		not_ok "the pending record's state.where"
 	id=$(pause_id)
 	expect_rc 0 "approved again" "$WARDEN" approve --yes "$id"
 	expect_rc 0 "the model rewrites build.py in the session (its overlay)" \
