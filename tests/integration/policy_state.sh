@@ -64,6 +64,18 @@ expect_not_in "$T/out" 'rewrite!' "... and nothing the human did not read ran"
 expect_in "$T/audit.jsonl" 'they differ in state (a file the command can read changed' \
 	"the audit says the approval does not cover it: the state differs"
 
+# ---- a writable --bind: the command reads it as it reads the workspace ----
+mkdir -p "$T/lib"
+printf 'x = 1\n' >"$T/lib/helper.py"
+B=(--bind "$T/lib:/home/sandbox/lib")
+expect_rc 123 "with a writable --bind: pauses" "$WARDEN" run "${P[@]}" "${B[@]}" -- cat build.py
+id=$(pause_id)
+expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
+expect_rc 0 "the model rewrites the bound helper.py (same size, old mtime)" \
+	"$WARDEN" run "${P[@]}" "${B[@]}" -- python3 -c 'import os; p=os.path.expanduser("~/lib/helper.py"); st=os.stat(p); open(p,"w").write("x = 2\n"); os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))'
+expect_rc 123 "the retry pauses again: the bound tree changed" \
+	"$WARDEN" run "${P[@]}" "${B[@]}" -- cat build.py
+
 # ---- a cow session: the change lives in its overlay and its home ----
 printf 'print("reviewed")\n' >build.py
 S=pstate$$
