@@ -1160,6 +1160,31 @@ session_secrets_check(const wd_spec *spec, struct wd_err *err)
 	return 0;
 }
 
+/* warden check --session: the request `warden exec REF` judges, from
+ * the session's meta.json as the exec's policy stage reads it
+ * (sess_prepare), so the decision and the approval id are the exec's. */
+WD_API int
+wd_session_request(wd_ctx *ctx, const char *ref, wd_request *req, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	wd_spec *spec = NULL;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc == 0) {
+		rc = session_spec_read(w.sbdir, &spec, NULL, err);
+		session_where_fini(&w);
+	}
+	/* the workspace the gate judges against: the spec's (pipeline.c) */
+	if (rc == 0 && spec->workspace &&
+	    (rc = wd_request_set_workspace(req, spec->workspace, err)) < 0)
+		wd_err_prefix(err, "the session's workspace");
+	if (rc == 0)
+		rc = wd_request_set_spec(req, spec, err);
+	wd_spec_free(spec);
+	CTX_LEAVE();
+	return rc;
+}
+
 int
 session_spec_read(int sbdir, wd_spec **spec, json_t **meta_out, struct wd_err *err)
 {
