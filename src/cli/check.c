@@ -292,6 +292,52 @@ session_request(const char *name, wd_request *req)
 	return rc < 0 ? cli_fail("check", "--session: %s", e.msg) : 0;
 }
 
+/* An image's digest (wd_image_inspect), into d; 0 or -1. */
+static int
+image_digest(wd_ctx *ctx, const char *ref, char d[65])
+{
+	char *js = NULL;
+	struct wd_err e = {0};
+	if (wd_image_inspect(ctx, ref, &js, &e) < 0)
+		return -1;
+	/* the library's own object: "digest" then 64 hex digits (the
+	 * image's names and files cannot hold a quote unescaped) */
+	const char *k = strstr(js, "\"digest\"");
+	if (k) {
+		k += strlen("\"digest\"");
+		k += strspn(k, " \t\n:");
+	}
+	int rc = k && *k == '"' && strspn(k + 1, "0123456789abcdef") == 64 && k[65] == '"' ? 0 : -1;
+	if (rc == 0)
+		snprintf(d, 65, "%.64s", k + 1);
+	free(js);
+	return rc;
+}
+
+/* --image with a tool that has its own image: the run refuses the pair
+ * unless they are one image (the decision would be made in one /usr and
+ * the program run from another's), so check refuses it too, rather than
+ * report a decision no run makes.  0 or an exit status. */
+static int
+tool_image_check(const wd_policy *pol, const char *tool, const char *image)
+{
+	const char *timg = tool ? wd_policy_tool_image(pol, tool) : NULL;
+	if (!timg)
+		return 0;
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	char a[65] = "", b[65] = "";
+	bool same = wd_ctx_new(&ctx, &e) == 0 && image_digest(ctx, timg, a) == 0 &&
+		    image_digest(ctx, image, b) == 0 && !strcmp(a, b);
+	wd_ctx_free(ctx);
+	if (same)
+		return 0;
+	return cli_fail("check",
+			"--image: tool '%s' runs in image %s (the policy's tools.%s.image), not in "
+			"%s; warden run refuses the pair",
+			tool, timg, tool, image);
+}
+
 enum { OPT_CWD = 256, OPT_SETENV, OPT_TOOL, OPT_AUDIT, OPT_JSON, OPT_HELP, OPT_IMAGE, OPT_SESSION };
 
 static const struct option long_opts[] = {
@@ -321,7 +367,7 @@ cli_check(int argc, char **argv)
 	/* what the run's sandbox would give the command: its image and its
 	 * environment, in the order the options gave them (wd_request_set_spec) */
 	wd_spec *spec = wd_spec_new();
-	bool image_given = false;
+	const char *image = NULL;
 	wd_policy *pol = NULL;
 	wd_decision *d = NULL;
 	wd_audit *audit = NULL;
@@ -377,7 +423,7 @@ cli_check(int argc, char **argv)
 				rc = cli_fail("check", "--image: %s", e.msg);
 				goto out;
 			}
-			image_given = true;
+			image = optarg;
 			break;
 		case OPT_SESSION:
 			session = optarg;
@@ -406,12 +452,14 @@ cli_check(int argc, char **argv)
 	}
 	/* the session's own image and workspace are what its exec judges in:
 	 * another given here would report what no exec of it does */
-	if (session && (image_given || workspace)) {
+	if (session && (image || workspace)) {
 		rc = cli_fail("check", "--session and %s are exclusive (the session has its own)",
-			      image_given ? "--image" : "--workspace");
+			      image ? "--image" : "--workspace");
 		goto out;
 	}
 	if ((rc = cli_policy_load("check", policy, &pol)))
+		goto out;
+	if (image && (rc = tool_image_check(pol, tool, image)))
 		goto out;
 	if (tool && !command && !have_argv) {
 		rc = route(pol, tool, json);
@@ -436,7 +484,7 @@ cli_check(int argc, char **argv)
 		rc = cli_fail("check", "--cwd: %s", e.msg);
 		goto out;
 	}
-	if (!image_given && !session && (rc = policy_image(pol, tool, spec)))
+	if (!image && !session && (rc = policy_image(pol, tool, spec)))
 		goto out;
 	/* with --session: the session's variables first, then --setenv, as
 	 * exec's own --setenv follow the session's */

@@ -6,8 +6,9 @@
 #     pauses with (the image's Env in it, --setenv in the options' order),
 #     and that id, approved, lets the run run; check without --image
 #     prints another (the host's system)
-#   - the policy's sandbox.image: check with no --image judges in it, as
-#     the run does
+#   - the policy's sandbox.image and a tool's tools.NAME.image: check with
+#     no --image judges in it, as the run does; --image of another image
+#     than the tool's is refused (125) as the run refuses it
 #   - a program the image's /usr/bin links into the workspace: check
 #     --image refuses it with the run's rule, where the host's check
 #     allows it
@@ -52,6 +53,9 @@ pending() { ls "$WARDEN_STATE_DIR/pending" 2>/dev/null | wc -l; }
 python3 "$OCI" "$T/oci" probe-config "$WD_PROBE"
 cmd image import pc "$T/oci"
 expect_rc 0 "import of an OCI layout whose config sets Env"
+python3 "$OCI" "$T/oci-alias" probe-alias "$WD_PROBE"
+cmd image import alias "$T/oci-alias"
+expect_rc 0 "import of an image whose /usr/bin/cat links to /workspace/cat"
 cat >"$T/p.json" <<'J'
 {"version": 1, "programs": {"wd-probe": {"approve": [["ids"]]}, "cat": {}}}
 J
@@ -92,10 +96,26 @@ expect_rc 123 "run under a policy with sandbox.image: a pause"
 same_id "$id_check" "$(run_id)" "check under sandbox.image prints the run's id"
 check "... not the host's" test "$id_check" != "$id_host"
 
+# ---- a tool's image (tools.NAME.image): the run's without --image, and
+# --image of another refused as the run refuses it ----
+cat >"$T/tool.json" <<'J'
+{"version": 1, "programs": {"wd-probe": {"approve": [["ids"]]}},
+ "tools": {"tb": {"class": "sandbox", "image": "pc"}}}
+J
+T_=(--policy "$T/tool.json" --workspace "$WS" --tool tb)
+cmd check "${T_[@]}" -- wd-probe ids
+id_check=$(check_id)
+cmd run "${T_[@]}" -- wd-probe ids
+expect_rc 123 "run --tool tb (its image pc): a pause"
+same_id "$id_check" "$(run_id)" "check --tool tb prints the id the run in the tool's image pauses with"
+cmd run "${T_[@]}" --image alias -- wd-probe ids
+expect_rc 125 "run --tool tb --image alias: refused"
+cmd check "${T_[@]}" --image alias -- wd-probe ids
+expect_rc 125 "check --tool tb --image alias: refused as the run is"
+expect_out "^warden: check: --image: tool 'tb' runs in image pc" "... naming --image and the tool's image" "$ERR"
+check "... before printing anything" test ! -s "$OUT"
+
 # ---- the decision: programs are looked up in the image ----
-python3 "$OCI" "$T/oci-alias" probe-alias "$WD_PROBE"
-cmd image import alias "$T/oci-alias"
-expect_rc 0 "import of an image whose /usr/bin/cat links to /workspace/cat"
 cmd check "${P[@]}" -- cat notes
 expect_rc 0 "check on the host: cat allowed"
 cmd check "${P[@]}" --image alias -- cat notes
