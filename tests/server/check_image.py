@@ -12,7 +12,9 @@ milliseconds each): imga holds /usr/bin/probe-a, imgb /usr/bin/probe-b
     --image);
   - "image": "imgb" (offered): the id of a run in imgb, another; a live
     sandbox made in imgb with "env": "sandbox" gives the id sandbox.exec
-    in it pauses with (its image and its variables), another again;
+    in it pauses with (its image and its variables), another again; so
+    does a cow sandbox of a named socket session (a library session: its
+    meta.json);
   - "image" not offered (imgc, stored; "../x"): -32602 naming it and
     --allow-image; "sandbox" with "image": -32602; a sandbox not of this
     connection: -32001.
@@ -126,6 +128,26 @@ ex = h.call("sandbox.exec", dict(CMD, sandbox=sb, stream=False)).get("result")
 same(id_sb, paused_id(ex, "sandbox.exec in it"),
      "policy.check with the sandbox gives the id sandbox.exec in it pauses with")
 ok(id_sb != id_b, "... not the bare image's (the sandbox's WD_CHECK is in it)")
+
+# ---- a library session (a cow sandbox of a named socket session): its
+# image and variables from its meta.json ----
+k = LineClient(path=sock)
+k.call("session.open")
+r = k.call("sandbox.create", {"workspace_mode": "cow", "image": "imgb",
+                              "env": {"WD_CHECK": "2"}})
+ks = (r.get("result") or {}).get("sandbox")
+if ks:
+    r = k.call("policy.check", dict(CMD, sandbox=ks))
+    id_ks = (r.get("result") or {}).get("approval_id")
+    ex = k.call("sandbox.exec", dict(CMD, sandbox=ks, stream=False)).get("result")
+    same(id_ks, paused_id(ex, "sandbox.exec in the session's cow sandbox"),
+         "policy.check with a session's sandbox gives the id its exec pauses with")
+    ok(id_ks not in (id_sb, id_b), "... its own (WD_CHECK=2)")
+    k.call("sandbox.destroy", {"sandbox": ks})
+else:
+    # a cow workspace needs overlayfs and, as root, loop devices
+    print("# a cow sandbox cannot be made here (%s): the session's side not run" % r)
+k.close()
 
 # ---- bad input ----
 for name in ("imgc", "../x"):
