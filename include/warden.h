@@ -586,6 +586,13 @@ int wd_sandbox_create(wd_ctx *ctx, const wd_spec *spec, wd_sandbox **out, struct
  * whatever the command did (ran, denied, paused); a negative return means
  * warden failed and the command did not run (or not to its end). */
 int wd_sandbox_exec(wd_sandbox *sb, const wd_cmd *cmd, wd_result **out, struct wd_err *err);
+struct wd_request;
+/* What wd_sandbox_exec() judges a command in sb against, set on req: its
+ * workspace, image and environment (wd_request_set_spec()) and the state
+ * an approval would cover (this sandbox's view of its workspace, its
+ * writable binds), so the decision and approval id wd_policy_decide()
+ * then gives are the exec's.  sb must outlive req's decisions. */
+int wd_sandbox_request(wd_sandbox *sb, struct wd_request *req, struct wd_err *err);
 /* End the sandbox: every process in it, its cgroup, its egress proxy.
  * No process of it is left to the caller once this returns. */
 void wd_sandbox_destroy(wd_sandbox *sb);
@@ -721,6 +728,14 @@ struct wd_session_update {
 };
 int wd_session_update(wd_ctx *ctx, const char *ref, const struct wd_session_update *u,
 		      char **report, struct wd_err *err);
+struct wd_request; /* wd_request, below (policy) */
+/* What wd_session_exec() judges a command of session ref against, set
+ * on req: the session's workspace, its image's rootfs as the system root
+ * and its environment (wd_request_set_spec()); the command's own words,
+ * cwd and variables are the caller's to set after.  The decision and
+ * approval id wd_policy_decide() then gives are the exec's.  -ENOENT no
+ * such session. */
+int wd_session_request(wd_ctx *ctx, const char *ref, struct wd_request *req, struct wd_err *err);
 /* Run cmd in the session and wait for it: the policy stage, audit and
  * timeout as for wd_ctx_run(), in the caller's context; the command runs
  * in the session's jail.  The stream descriptors of cmd get the output
@@ -1004,6 +1019,13 @@ int wd_request_set_system_root(wd_request *req, const char *root, struct wd_err 
 /* NAME=VALUE passed to the command: covered by the approval id, never
  * written to the audit log (names only). */
 int wd_request_setenv(wd_request *req, const char *name, const char *value, struct wd_err *err);
+/* What spec gives the command, as a run's policy stage sets it: the
+ * system root (spec's image's rootfs, wd_spec_set_image(); none: the
+ * host's) and spec's environment in its order (the image's variables
+ * among the caller's).  A front end that only asks (warden check) judges
+ * with the decision and approval id the run of that spec would get.
+ * The workspace is not taken from spec (wd_request_set_workspace). */
+int wd_request_set_spec(wd_request *req, const wd_spec *spec, struct wd_err *err);
 
 /* Decide.  *out is a new decision (free with wd_decision_free()); a
  * negative return means no decision could be made (bad request). */

@@ -22,6 +22,12 @@ static const char usage_text[] =
     "  -c, --command STRING    the command as one string (split without a shell)\n"
     "      --cwd DIR           working directory inside the workspace (default: .)\n"
     "      --setenv NAME=VALUE environment passed to the command (part of the approval id)\n"
+    "      --image NAME        judge as `warden run --image NAME` runs: programs looked\n"
+    "                          up in the image's /usr, its variables in the environment\n"
+    "                          (default: the policy's image for the tool or sandbox.image,\n"
+    "                          else the host's)\n"
+    "      --session NAME      judge as `warden exec NAME` does: the session's image,\n"
+    "                          environment and workspace (not with --image, -w)\n"
     "      --tool NAME         print the tool's class and resource profile\n"
     "      --audit FILE        also append the decision to this audit log\n"
     "      --json              print one JSON object\n"
@@ -299,25 +305,115 @@ route(const wd_policy *pol, const char *tool, bool json)
 	return rc == 0 && k != WD_TOOL_BLOCKED ? CLI_EXIT_ALLOW : CLI_EXIT_DENY;
 }
 
-enum { OPT_CWD = 256, OPT_SETENV, OPT_TOOL, OPT_AUDIT, OPT_JSON, OPT_HELP };
+/* No --image: the image the run would get from the policy, as its
+ * policy stage chooses one (the tool's tools.NAME.image, else
+ * sandbox.image): a check on the host's /usr would report another
+ * decision and another approval id than the run's.  0 or an exit status. */
+static int
+policy_image(const wd_policy *pol, const char *tool, wd_spec *spec)
+{
+	struct wd_policy_sandbox ps;
+	wd_policy_sandbox(pol, &ps);
+	const char *timg = tool ? wd_policy_tool_image(pol, tool) : NULL;
+	const char *ref = timg ? timg : ps.image;
+	struct wd_err e = {0};
+	if (ref && wd_spec_set_image(spec, ref, &e) < 0) {
+		if (timg)
+			return cli_fail("check", "policy tools.%s.image: %s", tool, e.msg);
+		return cli_fail("check", "policy sandbox.image: %s", e.msg);
+	}
+	return 0;
+}
+
+/* --session NAME: the session's side of the request.  0 or an exit status. */
+static int
+session_request(const char *name, wd_request *req)
+{
+	struct wd_err e = {0};
+	wd_ctx *ctx = NULL;
+	int rc = wd_ctx_new(&ctx, &e);
+	if (rc == 0)
+		rc = wd_session_request(ctx, name, req, &e);
+	wd_ctx_free(ctx);
+	return rc < 0 ? cli_fail("check", "--session: %s", e.msg) : 0;
+}
+
+/* An image's digest (wd_image_inspect), into d; 0 or -1. */
+static int
+image_digest(wd_ctx *ctx, const char *ref, char d[65])
+{
+	char *js = NULL;
+	struct wd_err e = {0};
+	if (wd_image_inspect(ctx, ref, &js, &e) < 0)
+		return -1;
+	/* the library's own object: "digest" then 64 hex digits (the
+	 * image's names and files cannot hold a quote unescaped) */
+	const char *k = strstr(js, "\"digest\"");
+	if (k) {
+		k += strlen("\"digest\"");
+		k += strspn(k, " \t\n:");
+	}
+	int rc = k && *k == '"' && strspn(k + 1, "0123456789abcdef") == 64 && k[65] == '"' ? 0 : -1;
+	if (rc == 0)
+		snprintf(d, 65, "%.64s", k + 1);
+	free(js);
+	return rc;
+}
+
+/* --image with a tool that has its own image: the run refuses the pair
+ * unless they are one image (the decision would be made in one /usr and
+ * the program run from another's), so check refuses it too, rather than
+ * report a decision no run makes.  0 or an exit status. */
+static int
+tool_image_check(const wd_policy *pol, const char *tool, const char *image)
+{
+	const char *timg = tool ? wd_policy_tool_image(pol, tool) : NULL;
+	if (!timg)
+		return 0;
+	wd_ctx *ctx = NULL;
+	struct wd_err e = {0};
+	char a[65] = "", b[65] = "";
+	bool same = wd_ctx_new(&ctx, &e) == 0 && image_digest(ctx, timg, a) == 0 &&
+		    image_digest(ctx, image, b) == 0 && !strcmp(a, b);
+	wd_ctx_free(ctx);
+	if (same)
+		return 0;
+	return cli_fail("check",
+			"--image: tool '%s' runs in image %s (the policy's tools.%s.image), not in "
+			"%s; warden run refuses the pair",
+			tool, timg, tool, image);
+}
+
+enum { OPT_CWD = 256, OPT_SETENV, OPT_TOOL, OPT_AUDIT, OPT_JSON, OPT_HELP, OPT_IMAGE, OPT_SESSION };
 
 static const struct option long_opts[] = {
-    {"policy", required_argument, NULL, 'p'},	     {"workspace", required_argument, NULL, 'w'},
-    {"command", required_argument, NULL, 'c'},	     {"cwd", required_argument, NULL, OPT_CWD},
-    {"setenv", required_argument, NULL, OPT_SETENV}, {"tool", required_argument, NULL, OPT_TOOL},
-    {"audit", required_argument, NULL, OPT_AUDIT},   {"json", no_argument, NULL, OPT_JSON},
-    {"help", no_argument, NULL, OPT_HELP},	     {NULL, 0, NULL, 0},
+    {"policy", required_argument, NULL, 'p'},
+    {"workspace", required_argument, NULL, 'w'},
+    {"command", required_argument, NULL, 'c'},
+    {"cwd", required_argument, NULL, OPT_CWD},
+    {"setenv", required_argument, NULL, OPT_SETENV},
+    {"tool", required_argument, NULL, OPT_TOOL},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"session", required_argument, NULL, OPT_SESSION},
+    {NULL, 0, NULL, 0},
 };
 
 int
 cli_check(int argc, char **argv)
 {
 	const char *policy = NULL, *workspace = NULL, *command = NULL, *cwd = NULL, *tool = NULL,
-		   *audit_path = NULL;
+		   *audit_path = NULL, *session = NULL;
 	bool json = false;
 	struct wd_err e = {0};
 	int c, rc = 0;
 	wd_request *req = wd_request_new();
+	/* what the run's sandbox would give the command: its image and its
+	 * environment, in the order the options gave them (wd_request_set_spec) */
+	wd_spec *spec = wd_spec_new();
+	const char *image = NULL;
 	wd_policy *pol = NULL;
 	wd_decision *d = NULL;
 	wd_audit *audit = NULL;
@@ -357,7 +453,7 @@ cli_check(int argc, char **argv)
 				goto out;
 			}
 			char *n = strndup(optarg, (size_t)(eq - optarg));
-			int r2 = wd_request_setenv(req, n, eq + 1, &e);
+			int r2 = wd_spec_setenv(spec, n, eq + 1, &e);
 			free(n);
 			if (r2 < 0) {
 				rc = cli_fail("check", "--setenv: %s", e.msg);
@@ -365,6 +461,19 @@ cli_check(int argc, char **argv)
 			}
 			break;
 		}
+		case OPT_IMAGE:
+			/* resolved as warden run resolves it (same store, same
+			 * names): a bad one is refused here, before anything is
+			 * decided or recorded */
+			if (wd_spec_set_image(spec, optarg, &e) < 0) {
+				rc = cli_fail("check", "--image: %s", e.msg);
+				goto out;
+			}
+			image = optarg;
+			break;
+		case OPT_SESSION:
+			session = optarg;
+			break;
 		case OPT_HELP:
 			fputs(usage_text, stdout);
 			goto out;
@@ -387,7 +496,16 @@ cli_check(int argc, char **argv)
 				       "[ARGS...] | --command STRING | --tool NAME)");
 		goto out;
 	}
+	/* the session's own image and workspace are what its exec judges in:
+	 * another given here would report what no exec of it does */
+	if (session && (image || workspace)) {
+		rc = cli_fail("check", "--session and %s are exclusive (the session has its own)",
+			      image ? "--image" : "--workspace");
+		goto out;
+	}
 	if ((rc = cli_policy_load("check", policy, &pol)))
+		goto out;
+	if (image && (rc = tool_image_check(pol, tool, image)))
 		goto out;
 	if (tool && !command && !have_argv) {
 		rc = route(pol, tool, json);
@@ -401,12 +519,23 @@ cli_check(int argc, char **argv)
 		rc = cli_fail("check", "%s", e.msg);
 		goto out;
 	}
-	if (wd_request_set_workspace(req, workspace ? workspace : ".", &e) < 0) {
+	if (session) {
+		if ((rc = session_request(session, req)))
+			goto out;
+	} else if (wd_request_set_workspace(req, workspace ? workspace : ".", &e) < 0) {
 		rc = cli_fail("check", "--workspace: %s", e.msg);
 		goto out;
 	}
 	if (cwd && wd_request_set_cwd(req, cwd, &e) < 0) {
 		rc = cli_fail("check", "--cwd: %s", e.msg);
+		goto out;
+	}
+	if (!image && !session && (rc = policy_image(pol, tool, spec)))
+		goto out;
+	/* with --session: the session's variables first, then --setenv, as
+	 * exec's own --setenv follow the session's */
+	if (wd_request_set_spec(req, spec, &e) < 0) {
+		rc = cli_fail("check", "%s", e.msg);
 		goto out;
 	}
 	if (wd_policy_decide(pol, req, &d, &e) < 0) {
@@ -457,5 +586,6 @@ out:
 	wd_decision_free(d);
 	wd_policy_free(pol);
 	wd_request_free(req);
+	wd_spec_free(spec);
 	return rc;
 }

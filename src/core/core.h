@@ -180,6 +180,14 @@ struct placement {
 	 * their count, or -errno (then no approval can match) */
 	int (*state_roots)(struct door *d, const char **labels, int *fds, int max);
 };
+/* The state a paused command's approval covers, shared with `warden
+ * check --session` (session.c) so that its id is the exec's: the first
+ * tree's label with the sandbox it belongs to ("workspace (session ID)"),
+ * and after the n trees in fds, the spec's writable --bind sources (the
+ * new count, or -EIO with every fd closed). */
+void core_state_where(char *out, size_t cap, const char *label, const char *placement,
+		      const char *id);
+int core_state_binds(const wd_spec *spec, const char **labels, int *fds, int n, int max);
 /* Run cmd through the stages in the placement pl (state: its own).  0 with
  * *out: a result (ran, denied or paused; NULL for a detached command);
  * -errno with err. */

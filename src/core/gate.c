@@ -56,6 +56,35 @@ on_approval(void *data, const char *what, const char *id, const char *detail)
 }
 
 static int
+request_env(wd_request *req, const char *kv, struct wd_err *err)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq)
+		return 0;
+	char *n = strndup(kv, (size_t)(eq - kv));
+	int rc = wd_request_setenv(req, n, eq + 1, err);
+	free(n);
+	return rc;
+}
+
+/* The one place a request learns the sandbox it is judged for: the gate
+ * below, and the front ends that only ask (warden check, the server's
+ * policy.check), so that the decision and the approval id they report
+ * are the run's. */
+WD_API int
+wd_request_set_spec(wd_request *req, const wd_spec *spec, struct wd_err *err)
+{
+	/* programs are looked up where the jail will find them: the image's
+	 * /usr when there is one */
+	int rc = spec->image_root ? wd_request_set_system_root(req, spec->image_root, err) : 0;
+	/* the approval id covers the whole environment the command gets, in
+	 * the spec's order (the image's variables among the caller's) */
+	for (size_t i = 0; rc == 0 && i < spec->nenv; i++)
+		rc = request_env(req, spec->env[i], err);
+	return rc;
+}
+
+static int
 build_request(const wd_spec *spec, const char *workspace, const wd_cmd *cmd, wd_request **out,
 	      struct wd_err *err)
 {
@@ -67,20 +96,10 @@ build_request(const wd_spec *spec, const char *workspace, const wd_cmd *cmd, wd_
 		wd_err_prefix(err, "--workspace");
 	if (rc == 0 && cmd->cwd)
 		rc = wd_request_set_cwd(req, cmd->cwd, err);
-	/* programs are looked up where the jail will find them: the image's
-	 * /usr when there is one */
-	if (rc == 0 && spec->image_root)
-		rc = wd_request_set_system_root(req, spec->image_root, err);
-	/* the approval id covers the whole environment the command gets */
-	for (size_t i = 0; rc == 0 && i < spec->nenv + cmd->nenv; i++) {
-		const char *kv = i < spec->nenv ? spec->env[i] : cmd->env[i - spec->nenv];
-		const char *eq = strchr(kv, '=');
-		if (!eq)
-			continue;
-		char *n = strndup(kv, (size_t)(eq - kv));
-		rc = wd_request_setenv(req, n, eq + 1, err);
-		free(n);
-	}
+	if (rc == 0)
+		rc = wd_request_set_spec(req, spec, err);
+	for (size_t i = 0; rc == 0 && i < cmd->nenv; i++)
+		rc = request_env(req, cmd->env[i], err);
 	if (rc < 0) {
 		wd_request_free(req);
 		return rc;
@@ -462,7 +481,7 @@ gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *
 	/* the state an approval covers: the placement's trees when the
 	 * command sees more than the host workspace (policy/approval.c) */
 	if (g->state_roots)
-		policy_request_state_roots(req, g->state_roots, g->state_arg);
+		policy_request_state_roots(req, g->state_roots, g->state_arg, NULL);
 	if ((rc = wd_policy_decide(pol->p, req, &d, err)) < 0)
 		goto out;
 	/* The audit log is opened here, by warden, outside the jail; if it

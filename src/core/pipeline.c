@@ -71,6 +71,12 @@ cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 		x->output_limit = g->limits.output_limit;
 }
 
+void
+core_state_where(char *out, size_t cap, const char *label, const char *placement, const char *id)
+{
+	snprintf(out, cap, "%s (%s %s)", label, placement, id);
+}
+
 /* The trees a paused command's approval covers (called only when an
  * approval id is computed: a pause, a retry; policy/approval.c): the
  * placement's (a cow view, a session's home and /tmp), else the
@@ -90,8 +96,8 @@ door_state_roots(void *arg, const char **labels, int *fds, int max)
 		 * another, must not be spent in this one.  One-shot and pooled
 		 * sandboxes are new each time: named by the workspace alone. */
 		if (n > 0) {
-			snprintf(d->state_where, sizeof(d->state_where), "%s (%s %s)", labels[0],
-				 d->placement, d->id);
+			core_state_where(d->state_where, sizeof(d->state_where), labels[0],
+					 d->placement, d->id);
 			labels[0] = d->state_where;
 		}
 	} else {
@@ -111,8 +117,14 @@ door_state_roots(void *arg, const char **labels, int *fds, int max)
 		fds[0] = fd;
 		n = 1;
 	}
-	for (size_t i = 0; n >= 0 && i < d->spec->nbinds; i++) {
-		const struct spec_bind *b = &d->spec->binds[i];
+	return n < 0 ? n : core_state_binds(d->spec, labels, fds, n, max);
+}
+
+int
+core_state_binds(const wd_spec *spec, const char **labels, int *fds, int n, int max)
+{
+	for (size_t i = 0; i < spec->nbinds; i++) {
+		const struct spec_bind *b = &spec->binds[i];
 		if (!b->rw)
 			continue;
 		/* the tree the jail binds: where a session's start found it,

@@ -1,6 +1,7 @@
 /* core/sandbox: the public sandbox (create, exec many times, destroy), the
  * one-call wd_run(), and the plan printer. */
 #include "core/core.h"
+#include "policy/policy.h"
 #include "jail/jail.h"
 #include "workspace/workspace.h"
 
@@ -118,10 +119,11 @@ live_acquire(struct door *d, struct wd_err *err)
  * it: a cow sandbox's overlay holds what the model wrote, which the host
  * directory does not show (policy/approval.c).  Its /tmp and home are
  * its own tmpfs, gone with it, not walked (docs/threat-model.md). */
+static const struct placement live;
+
 static int
-live_state_roots(struct door *d, const char **labels, int *fds, int max)
+live_roots(wd_sandbox *s, const char **labels, int *fds, int max)
 {
-	wd_sandbox *s = d->p;
 	wd_workspace *v = NULL;
 	if (max < 1 || wd_sandbox_workspace(s, &v, NULL) < 0)
 		return -EIO;
@@ -135,6 +137,50 @@ live_state_roots(struct door *d, const char **labels, int *fds, int max)
 	labels[0] = "workspace";
 	fds[0] = fd;
 	return 1;
+}
+
+static int
+live_state_roots(struct door *d, const char **labels, int *fds, int max)
+{
+	return live_roots(d->p, labels, fds, max);
+}
+
+/* A request's hold on a live sandbox's state (wd_sandbox_request): the
+ * trees and label the exec's door gives (live_state_roots,
+ * door_state_roots), so that the id is the exec's. */
+struct sb_state {
+	wd_sandbox *s;
+	char where[96];
+};
+
+static int
+sb_request_roots(void *arg, const char **labels, int *fds, int max)
+{
+	struct sb_state *st = arg;
+	int n = live_roots(st->s, labels, fds, max);
+	if (n > 0) {
+		core_state_where(st->where, sizeof(st->where), labels[0], live.name, st->s->sb->id);
+		labels[0] = st->where;
+	}
+	return n < 0 ? n : core_state_binds(st->s->sb->spec, labels, fds, n, max);
+}
+
+WD_API int
+wd_sandbox_request(wd_sandbox *s, wd_request *req, struct wd_err *err)
+{
+	const wd_spec *spec = s->sb->spec;
+	int rc = 0;
+	/* the workspace the gate judges against: the spec's (pipeline.c) */
+	if (spec->workspace && (rc = wd_request_set_workspace(req, spec->workspace, err)) < 0)
+		wd_err_prefix(err, "the sandbox's workspace");
+	if (rc == 0)
+		rc = wd_request_set_spec(req, spec, err);
+	if (rc == 0) {
+		struct sb_state *st = wd_xcalloc(1, sizeof(*st));
+		st->s = s;
+		policy_request_state_roots(req, sb_request_roots, st, free);
+	}
+	return rc;
 }
 
 static int

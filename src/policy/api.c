@@ -36,6 +36,7 @@ struct wd_request {
 	/* where the state the command reads is (policy_request_state_roots) */
 	int (*state_roots)(void *arg, const char **labels, int *fds, int max);
 	void *state_arg;
+	void (*state_free)(void *arg); /* the request owns state_arg when set */
 };
 
 struct wd_decision {
@@ -277,6 +278,8 @@ wd_request_free(wd_request *r)
 	free(r->cwd);
 	free(r->system_root);
 	free(r->system_id);
+	if (r->state_free)
+		r->state_free(r->state_arg);
 	for (size_t i = 0; i < r->nenv; i++)
 		free(r->env[i]);
 	free(r->env);
@@ -432,10 +435,14 @@ to_internal(const wd_request *r, struct policy_request *pr)
 
 void
 policy_request_state_roots(struct wd_request *r,
-			   int (*fn)(void *arg, const char **labels, int *fds, int max), void *arg)
+			   int (*fn)(void *arg, const char **labels, int *fds, int max), void *arg,
+			   void (*free_arg)(void *arg))
 {
+	if (r->state_free)
+		r->state_free(r->state_arg);
 	r->state_roots = fn;
 	r->state_arg = arg;
+	r->state_free = free_arg;
 }
 
 /* ---- decisions ---- */

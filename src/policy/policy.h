@@ -249,10 +249,11 @@ void policy_approval_id(const struct config_policy *p, const struct policy_reque
 const struct policy_state *policy_request_state(const struct policy_request *req,
 						struct policy_state *scratch);
 /* Where a request's state is (core: a session's view, home and /tmp);
- * without it, the workspace. */
+ * without it, the workspace.  free_arg, when not NULL, makes arg the
+ * request's, freed with it. */
 void policy_request_state_roots(struct wd_request *r,
 				int (*fn)(void *arg, const char **labels, int *fds, int max),
-				void *arg);
+				void *arg, void (*free_arg)(void *arg));
 
 /* ---- for the context's event stream (src/core) ---- */
 /* The members of a "decision" event (the request without environment

@@ -256,6 +256,7 @@ live_put(struct live *l)
 		pthread_cond_destroy(&l->cv);
 		pthread_mutex_destroy(&l->lock);
 		free(l->image);
+		wd_spec_free(l->spec);
 		free(l);
 	}
 }
@@ -660,9 +661,11 @@ admit(struct srv *s, struct peer *p, const struct method *m, json_t *params, str
 				   m->name, m->fn == run_harness ? "" : " with 'argv'") == 0;
 	if (m->fn == mcp_tools_call)
 		session_admit(p, c); /* a tool's "sandbox" argument */
-	if (!(m->flags & M_LIVE))
+	if (!(m->flags & (M_LIVE | M_LIVE_OPT)))
 		return true;
 	json_t *sid = json_object_get(params, "sandbox");
+	if (!sid && (m->flags & M_LIVE_OPT))
+		return true;
 	if (!json_is_string(sid))
 		return rpc_err_set(e, RPC_INVALID_PARAMS,
 				   "Invalid params: 'sandbox' (a sandbox id) is required") == 0;

@@ -223,7 +223,8 @@ srv_images_offered(const struct srv *s)
  * caller's string is compared with the operator's names and never looked
  * up itself.  *out: the image (NULL: the host's /usr). */
 static bool
-create_image(struct srv *s, json_t *params, const char **out, struct rpc_err *e)
+create_image(struct srv *s, json_t *params, const char *nothing, const char **out,
+	     struct rpc_err *e)
 {
 	const char *want = NULL;
 	*out = s->o.image;
@@ -247,9 +248,9 @@ create_image(struct srv *s, json_t *params, const char **out, struct rpc_err *e)
 	json_decref(offered);
 	rpc_err_set(e, RPC_INVALID_PARAMS,
 		    "Invalid params: image %.120s%s is not offered by this server; nothing was "
-		    "created. The operator offers an image with warden serve --image NAME (the "
+		    "%s. The operator offers an image with warden serve --image NAME (the "
 		    "default) or --allow-image NAME; this server offers %s",
-		    q ? q : "(not a string)", q && strlen(q) > 120 ? "..." : "",
+		    q ? q : "(not a string)", q && strlen(q) > 120 ? "..." : "", nothing,
 		    list ? list : "none: every sandbox runs on the host's /usr");
 	free(q);
 	free(list);
@@ -275,7 +276,8 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	const char *image = NULL;
 	char digest[SRV_DIGEST_LEN] = "";
 	if (!p_only(params, keys, e) || !create_limits(s, params, &l, e) ||
-	    !p_bool(params, "reproducible", &repro, e) || !create_image(s, params, &image, e))
+	    !p_bool(params, "reproducible", &repro, e) ||
+	    !create_image(s, params, "created", &image, e))
 		return NULL;
 	wd_spec *spec = run_spec(s, &l, image, digest, &err);
 	if (!spec) {
@@ -354,7 +356,6 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 	} else {
 		rc = wd_sandbox_create(s->ctx, spec, &sb, &err);
 	}
-	wd_spec_free(spec);
 	/* -ENOTSUP: the host cannot give this sandbox what it asks (a cow
 	 * workspace needs container isolation and overlayfs, and as root loop
 	 * devices; a disk needs root) */
@@ -365,9 +366,15 @@ sandbox_create_with(struct call *c, json_t *params, struct rpc_err *e)
 			  : sid[0] ? live_new_session(s, sid, cow, !anon)
 				   : live_new(s, sb, cow, e);
 	if (!lv) {
+		wd_spec_free(spec);
 		atomic_fetch_sub(&s->nlive, 1);
 		return NULL;
 	}
+	/* a session's is in its meta.json (wd_session_request) */
+	if (sid[0])
+		wd_spec_free(spec);
+	else
+		lv->spec = spec;
 	lv->image = image ? xstrdup(image) : NULL;
 	snprintf(lv->digest, sizeof(lv->digest), "%s", digest);
 	c->created = lv; /* the loop puts it in the peer's table (dispatch_deliver) */
@@ -450,13 +457,53 @@ parse_json_text(char *text)
 	return o ? o : json_object();
 }
 
+/* What the command would run in, on req: the live sandbox "sandbox" names
+ * (its image and environment; a session's from its meta.json), else
+ * image (the caller's "image", an offered one as sandbox.create takes it,
+ * or the server's --image), else the policy's sandbox.image, as a run's
+ * policy stage chooses.  Without it the answer was the host's: another
+ * decision (programs looked up in another /usr) and an approval id no run
+ * in the image ever pauses with. */
+static int
+check_sandbox(struct call *c, const wd_policy *p, const char *image, wd_request *req,
+	      struct wd_err *err)
+{
+	struct srv *s = c->srv;
+	struct live *l = c->live;
+	if (l && l->sess)
+		return wd_session_request(s->ctx, l->id, req, err);
+	/* an in-process sandbox: also the state an approval would cover
+	 * there (its own view and label), or the id is not its exec's */
+	if (l && l->sb)
+		return wd_sandbox_request(l->sb, req, err);
+	if (l)
+		return l->spec ? wd_request_set_spec(req, l->spec, err)
+			       : err_set(err, EINVAL,
+					 "sandbox %s: what it was made from is not "
+					 "known here",
+					 l->id);
+	wd_spec *spec = run_spec(s, NULL, image, NULL, err);
+	if (!spec)
+		return -EINVAL;
+	struct wd_policy_sandbox ps;
+	wd_policy_sandbox(p, &ps);
+	int rc = 0;
+	struct wd_err ie = {0};
+	if (!image && ps.image && (rc = wd_spec_set_image(spec, ps.image, &ie)) < 0)
+		err_set(err, EINVAL, "policy sandbox.image: %s", ie.msg);
+	if (rc == 0)
+		rc = wd_request_set_spec(req, spec, err);
+	wd_spec_free(spec);
+	return rc;
+}
+
 json_t *
 h_policy_check(struct call *c, struct rpc_err *e)
 {
-	static const char *const keys[] = {"command", "argv", "cwd", NULL};
+	static const char *const keys[] = {"command", "argv", "cwd", "sandbox", "image", NULL};
 	struct srv *s = c->srv;
 	struct wd_err err = {0};
-	const char *command = NULL, *cwd = NULL;
+	const char *command = NULL, *cwd = NULL, *image = NULL;
 	json_t *argv = json_object_get(c->params, "argv");
 	if (!p_only(c->params, keys, e) || !p_str(c->params, "command", false, &command, e) ||
 	    !p_str(c->params, "cwd", false, &cwd, e))
@@ -467,6 +514,16 @@ h_policy_check(struct call *c, struct rpc_err *e)
 		    "Invalid params: give either 'command' (a string) or 'argv' (an array)");
 		return NULL;
 	}
+	/* a live sandbox has its image: another named here would answer for
+	 * a sandbox that is not the one its commands run in */
+	if (c->live && json_object_get(c->params, "image")) {
+		rpc_err_set(e, RPC_INVALID_PARAMS,
+			    "Invalid params: give 'sandbox' or 'image', not both (a sandbox runs "
+			    "in the image it was created with)");
+		return NULL;
+	}
+	if (!c->live && !create_image(s, c->params, "judged", &image, e))
+		return NULL;
 	wd_request *req = wd_request_new();
 	int rc = 0;
 	if (command) {
@@ -497,6 +554,8 @@ h_policy_check(struct call *c, struct rpc_err *e)
 	wd_decision *d = NULL;
 	if (rc < 0)
 		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: %s", err.msg);
+	else if (p && check_sandbox(c, p, image, req, &err) < 0)
+		rpc_err_set(e, SRV_E_FAILED, "%s", err.msg);
 	else if (p && wd_policy_decide(p, req, &d, &err) < 0)
 		rpc_err_set(e, RPC_INVALID_PARAMS, "Invalid params: %s", err.msg);
 	else if (p) {

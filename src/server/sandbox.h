@@ -26,6 +26,7 @@ struct live {
 	bool kept;   /* ... named by a record: only stopped when the server stops */
 	char *image; /* the image it was made in, as the caller named it, or NULL */
 	char digest[SRV_DIGEST_LEN]; /* ... resolved once, at create: its digest */
+	wd_spec *spec;		     /* what it was made from (in-process ones): policy.check's */
 	struct srv *srv;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;

@@ -66,7 +66,7 @@ static const struct method methods[] = {
 	{"sandbox.apply", M_LIVE | M_ANY_PEER | M_NOT_MODEL, apply_harness},
 	{"sandbox.discard", M_LIVE | M_ANY_PEER, discard_harness},
 	{"sandbox.destroy", M_LIVE | M_TAKE_LIVE, h_sandbox_destroy},
-	{"policy.check", 0, h_policy_check},
+	{"policy.check", M_LIVE_OPT, h_policy_check},
 	{"tool.route", 0, h_tool_route},
 	{"approval.list", M_HUMAN, h_approval_list},
 	{"approval.grant", M_HUMAN, h_approval_grant},

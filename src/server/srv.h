@@ -125,6 +125,7 @@ enum {
 	M_NOT_MODEL = 0x40, /* refused on an MCP session: a human's decision (apply) */
 	M_ARGV = 0x80,	    /* takes "argv": on an MCP session refused (sandbox.run), or
 			     * refused with "argv" (sandbox.exec) */
+	M_LIVE_OPT = 0x100, /* params.sandbox, if given, names one as for M_LIVE */
 };
 
 struct method {

@@ -12,6 +12,7 @@
 #include "session/session.h"
 #include "jail/jail.h"
 #include "net/net.h"
+#include "policy/policy.h"
 #include "util/escape.h"
 #include "util/json.h"
 #include "workspace/workspace.h"
@@ -776,9 +777,8 @@ sess_release(struct door *d)
  * persist (its disk, an ordinary user's layers).  The monitor hands each
  * over as a descriptor (its "state" request). */
 static int
-sess_state_roots(struct door *d, const char **labels, int *fds, int max)
+monitor_state_roots(int sbdir, const char **labels, int *fds, int max)
 {
-	struct sess *q = d->p;
 	static const char *const roots[] = {"workspace", "home", "tmp"};
 	int n = 0;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(roots) && n < max; i++) {
@@ -787,7 +787,7 @@ sess_state_roots(struct door *d, const char **labels, int *fds, int max)
 		int fd = -1;
 		json_t *resp = NULL;
 		struct wd_err e = {0};
-		int rc = session_call_fd(q->w.sbdir, req, NULL, 0, &resp, &fd, &e);
+		int rc = session_call_fd(sbdir, req, NULL, 0, &resp, &fd, &e);
 		json_decref(resp);
 		if (rc < 0 || (i == 0 && fd < 0)) {
 			/* no view: nothing to approve against (the caller
@@ -804,6 +804,13 @@ sess_state_roots(struct door *d, const char **labels, int *fds, int max)
 		fds[n++] = fd;
 	}
 	return n;
+}
+
+static int
+sess_state_roots(struct door *d, const char **labels, int *fds, int max)
+{
+	struct sess *q = d->p;
+	return monitor_state_roots(q->w.sbdir, labels, fds, max);
 }
 
 static const struct placement session = {
@@ -1196,6 +1203,73 @@ session_secrets_check(const wd_spec *spec, struct wd_err *err)
 		}
 	}
 	return 0;
+}
+
+/* A request's hold on a session's state (wd_session_request). */
+struct req_state {
+	int sbdir;
+	wd_spec *spec;
+	char id[17];
+	char where[96];
+};
+
+static int
+req_state_roots(void *arg, const char **labels, int *fds, int max)
+{
+	struct req_state *st = arg;
+	int n = monitor_state_roots(st->sbdir, labels, fds, max);
+	if (n > 0) {
+		core_state_where(st->where, sizeof(st->where), labels[0], "session", st->id);
+		labels[0] = st->where;
+	}
+	return n < 0 ? n : core_state_binds(st->spec, labels, fds, n, max);
+}
+
+static void
+req_state_free(void *arg)
+{
+	struct req_state *st = arg;
+	if (st->sbdir >= 0)
+		close(st->sbdir);
+	wd_spec_free(st->spec);
+	free(st);
+}
+
+/* warden check --session: the request `warden exec REF` judges, from
+ * the session's meta.json as the exec's policy stage reads it
+ * (sess_prepare), so the decision and the approval id are the exec's. */
+WD_API int
+wd_session_request(wd_ctx *ctx, const char *ref, wd_request *req, struct wd_err *err)
+{
+	CTX_ENTER(ctx);
+	struct where w;
+	wd_spec *spec = NULL;
+	int rc = session_locate(ctx, ref, &w, err);
+	if (rc < 0) {
+		CTX_LEAVE();
+		return rc;
+	}
+	rc = session_spec_read(w.sbdir, &spec, NULL, err);
+	/* the workspace the gate judges against: the spec's (pipeline.c) */
+	if (rc == 0 && spec->workspace &&
+	    (rc = wd_request_set_workspace(req, spec->workspace, err)) < 0)
+		wd_err_prefix(err, "the session's workspace");
+	if (rc == 0)
+		rc = wd_request_set_spec(req, spec, err);
+	/* the state an approval covers, as the exec's door gives it
+	 * (sess_state_roots, door_state_roots): the same id */
+	if (rc == 0) {
+		struct req_state *st = wd_xcalloc(1, sizeof(*st));
+		st->sbdir = fcntl(w.sbdir, F_DUPFD_CLOEXEC, 3);
+		st->spec = spec;
+		snprintf(st->id, sizeof(st->id), "%s", w.id);
+		spec = NULL;
+		policy_request_state_roots(req, req_state_roots, st, req_state_free);
+	}
+	session_where_fini(&w);
+	wd_spec_free(spec);
+	CTX_LEAVE();
+	return rc;
 }
 
 int

@@ -9,7 +9,8 @@ CASE is the layer: "probe-etc" (the probe with a full etc/: etc_tree),
 or at usr/bin/NAME with a fourth argument NAME; with bin -> usr/bin, an
 etc/, and directories and a file of mode 0777 and 0666 that only a
 read-only mount protects), "probe-config" (the same, its config setting
-Env, User 1001:1001 and WorkingDir), "probe-user" (the same with the
+Env, User 1001:1001 and WorkingDir), "probe-alias" (the same, with
+usr/bin/cat a link to /workspace/cat), "probe-user" (the same with the
 host's cat and its libraries, its config's User "node"; "probe-root":
 User "root", a WorkingDir with an escape byte), or a hostile one:
 "device" (a character device node),
@@ -152,7 +153,8 @@ def layers(case, arg, name="wd-probe"):
 
     def one(tf):
         base(tf)
-        if case in ("probe", "probe-config", "probe-user", "probe-root", "probe-etc"):
+        if case in ("probe", "probe-config", "probe-user", "probe-root", "probe-etc",
+                    "probe-alias"):
             with open(arg, "rb") as f:
                 add_file(tf, "usr/bin/" + name, f.read(), 0o755)
             add_file(tf, "etc/imported", b"from an OCI layout\n")
@@ -183,6 +185,10 @@ def layers(case, arg, name="wd-probe"):
                         add_file(tf, rel, f.read(), 0o755)
             if case == "probe-etc":
                 etc_tree(tf)
+            if case == "probe-alias":
+                # the host's cat is a system program; this image's runs
+                # whatever the sandbox wrote at /workspace/cat
+                add_link(tf, "usr/bin/cat", "/workspace/cat")
         elif case == "device":
             ti = tarfile.TarInfo("etc/null2")
             ti.type = tarfile.CHRTYPE

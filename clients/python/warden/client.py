@@ -433,10 +433,18 @@ class Client:
         return Sandbox(self, sandbox_id, "cow", owned=False)
 
     # ---- the policy, approvals, audit ----
-    def check(self, command=None, argv=None, cwd=None):
+    def check(self, command=None, argv=None, cwd=None, image=None, sandbox=None):
+        """The policy's decision, nothing run, for the sandbox the command
+        would run in: the live sandbox `sandbox` (an id), else `image` (one
+        the server offers), else the server's default image or the host's,
+        so the approval id is the one that run pauses with."""
         p = {"command": command} if command is not None else {"argv": list(argv)}
         if cwd:
             p["cwd"] = cwd
+        if image is not None:
+            p["image"] = image
+        if sandbox is not None:
+            p["sandbox"] = getattr(sandbox, "id", sandbox)
         return self.call("policy.check", p)
 
     def route(self, tool):
