@@ -65,9 +65,10 @@ def approve(warden, env, ws):
         g = json.loads(p.stdout)
     except ValueError:
         g = {}
-    tap(p.returncode == 0 and set(g) == {"id", "argv", "env", "cwd", "workspace", "system", "policy",
-                                         "policy_source", "rule", "reason", "granted",
-                                         "expires", "ttl"},
+    tap(p.returncode == 0 and set(g) == {"id", "argv", "env", "cwd", "workspace", "system", "state",
+                                         "policy", "policy_source", "rule", "reason",
+                                         "granted", "expires", "ttl"}
+        and g["state"].get("complete") is True,
         "approve --json: one object with the grant's fields",
         "status %d\nstdout %r\nstderr %r" % (p.returncode, p.stdout, p.stderr))
     tap(g.get("id") == full and g.get("argv") == ["git", "push", "origin", "main"]
