@@ -119,7 +119,7 @@ if "$WARDEN" create "$S" -w "$WS" --workspace-mode cow >"$T/out" 2>"$T/err" </de
 	# the session's home): that alone must not make approvals impossible
 	expect_rc 0 "a detached command that keeps writing output" "$WARDEN" exec "${P[@]}" --detach "$S" -- \
 		python3 -c 'import time
-for i in range(600):
+for i in range(200):
     print(i, flush=True); time.sleep(0.05)'
 	expect_rc 123 "... pause" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
 	id=$(pause_id)
