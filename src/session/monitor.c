@@ -667,10 +667,10 @@ do_view(int conn)
 }
 
 /* {"op":"state","root":R}: one of the trees a paused command's approval
- * covers (its state print, walked by the caller): R "workspace" is the
- * view the command sees at /workspace (a cow session's overlay), "home"
- * and "tmp" the session's home directory and /tmp where they persist on
- * its disk or in an ordinary user's layers.  The directory's descriptor
+ * covers besides the workspace view (its state print, walked by the
+ * caller; the view is "view"'s): R "home" and "tmp", the session's home
+ * directory and /tmp where they persist on its disk or in an ordinary
+ * user's layers.  The directory's descriptor
  * (O_PATH), or none when the session keeps no such tree.  Peer-checked as
  * every request: only the owner, never a sandboxed process. */
 static void
@@ -679,18 +679,6 @@ do_state(int conn, json_t *q)
 	const char *root = json_string_value(json_object_get(q, "root"));
 	if (!root) {
 		reply_error(conn, EINVAL, "no root");
-		return;
-	}
-	if (!strcmp(root, "workspace")) {
-		wd_workspace *v = cp_view(conn);
-		if (!v)
-			return;
-		const char *real = NULL;
-		const char *const *protect = NULL;
-		size_t n = 0;
-		int fd = ws_files_parts(v, &real, &protect, &n);
-		mp_send(conn, "{\"ok\":true}", &fd, 1);
-		wd_workspace_close(v);
 		return;
 	}
 	if (strcmp(root, "home") != 0 && strcmp(root, "tmp") != 0) {

@@ -783,7 +783,11 @@ monitor_state_roots(int sbdir, const char **labels, int *fds, int max)
 	int n = 0;
 	for (size_t i = 0; i < WD_ARRAY_SIZE(roots) && n < max; i++) {
 		char req[64];
-		snprintf(req, sizeof(req), "{\"op\":\"state\",\"root\":\"%s\"}", roots[i]);
+		/* the workspace: the view the command sees (a cow overlay) */
+		if (i == 0)
+			snprintf(req, sizeof(req), "{\"op\":\"view\"}");
+		else
+			snprintf(req, sizeof(req), "{\"op\":\"state\",\"root\":\"%s\"}", roots[i]);
 		int fd = -1;
 		json_t *resp = NULL;
 		struct wd_err e = {0};

@@ -46,6 +46,25 @@ feed_str(struct wd_sha256 *c, const char *s, size_t n)
 	wd_sha256_update(c, s, n);
 }
 
+/* What an entry's stat says of its state (see the header comment) */
+static void
+feed_stat(struct wd_sha256 *c, const struct stat *st)
+{
+	uint64_t rec[] = {st->st_mode,
+			  st->st_uid,
+			  st->st_gid,
+			  (uint64_t)st->st_size,
+			  st->st_ino,
+			  st->st_nlink,
+			  st->st_rdev,
+			  (uint64_t)st->st_mtim.tv_sec,
+			  (uint64_t)st->st_mtim.tv_nsec,
+			  (uint64_t)st->st_ctim.tv_sec,
+			  (uint64_t)st->st_ctim.tv_nsec};
+	for (size_t k = 0; k < WD_ARRAY_SIZE(rec); k++)
+		feed_u64(c, rec[k]);
+}
+
 static int
 by_name(const void *a, const void *b)
 {
@@ -135,19 +154,7 @@ walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 			feed_u64(&t->sha, st.st_ino);
 			continue;
 		}
-		uint64_t rec[] = {st.st_mode,
-				  st.st_uid,
-				  st.st_gid,
-				  (uint64_t)st.st_size,
-				  st.st_ino,
-				  st.st_nlink,
-				  st.st_rdev,
-				  (uint64_t)st.st_mtim.tv_sec,
-				  (uint64_t)st.st_mtim.tv_nsec,
-				  (uint64_t)st.st_ctim.tv_sec,
-				  (uint64_t)st.st_ctim.tv_nsec};
-		for (size_t k = 0; k < WD_ARRAY_SIZE(rec); k++)
-			feed_u64(&t->sha, rec[k]);
+		feed_stat(&t->sha, &st);
 		if (S_ISLNK(st.st_mode)) {
 			char target[4096];
 			ssize_t l = readlinkat(dirfd(d), names[i], target, sizeof(target));
@@ -189,18 +196,7 @@ wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd, const c
 	struct stat one;
 	if (fd < 0 && dirfd >= 0 && errno == ENOTDIR && fstat(dirfd, &one) == 0) {
 		/* a single file (a --bind of one file): its own entry */
-		uint64_t rec[] = {one.st_mode,
-				  one.st_uid,
-				  one.st_gid,
-				  (uint64_t)one.st_size,
-				  one.st_ino,
-				  one.st_nlink,
-				  (uint64_t)one.st_mtim.tv_sec,
-				  (uint64_t)one.st_mtim.tv_nsec,
-				  (uint64_t)one.st_ctim.tv_sec,
-				  (uint64_t)one.st_ctim.tv_nsec};
-		for (size_t k = 0; k < WD_ARRAY_SIZE(rec); k++)
-			feed_u64(&t->sha, rec[k]);
+		feed_stat(&t->sha, &one);
 		t->entries++;
 		return;
 	}
@@ -209,18 +205,8 @@ wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd, const c
 		return;
 	}
 	struct stat st;
-	if (fstat(fd, &st) == 0) {
-		uint64_t rec[] = {st.st_mode,
-				  st.st_uid,
-				  st.st_gid,
-				  st.st_ino,
-				  (uint64_t)st.st_mtim.tv_sec,
-				  (uint64_t)st.st_mtim.tv_nsec,
-				  (uint64_t)st.st_ctim.tv_sec,
-				  (uint64_t)st.st_ctim.tv_nsec};
-		for (size_t k = 0; k < WD_ARRAY_SIZE(rec); k++)
-			feed_u64(&t->sha, rec[k]);
-	}
+	if (fstat(fd, &st) == 0)
+		feed_stat(&t->sha, &st); /* the root's own (its mode, owner, times) */
 	walk(t, fd, "", 0);
 }
 

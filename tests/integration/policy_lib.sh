@@ -55,6 +55,40 @@ need_run() {
 	"$WARDEN" run -w "$WS" -- /bin/true >/dev/null 2>&1 ||
 		skip "warden run does not work on this host ('warden doctor' says why)"
 }
+# pty_answer STDIN ANSWER CMD...: run CMD under a pty (its controlling
+# terminal; STDIN "null" gives it /dev/null for stdin, "tty" the pty),
+# answer the first [y/N] question, print the transcript, exit as CMD did
+pty_answer() {
+	python3 - "$@" <<'PY'
+import os, pty, sys, time, select
+stdin, answer = sys.argv[1], sys.argv[2].encode()
+pid, fd = pty.fork()
+if pid == 0:
+    if stdin == "null":
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+    os.execv(sys.argv[3], sys.argv[3:])
+out = b""
+sent = False
+deadline = time.time() + 20
+while time.time() < deadline:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    if not sent and b"[y/N]" in out:
+        os.write(fd, answer + b"\n")
+        sent = True
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(st))
+PY
+}
 finish() {
 	[ "$failures" = 0 ] && exit 0
 	echo "$failures failed"

@@ -27,27 +27,7 @@ python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["state"]; assert s["
 	"$WARDEN_STATE_DIR/pending/$id.json" && ok "the pending record says what state it covers" ||
 	not_ok "the pending record's state"
 # at a terminal the human is told what else the approval covers
-python3 - "$WARDEN" "$id" >"$T/tty" 2>&1 <<'PY'
-import os, pty, sys, time, select
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[1], [sys.argv[1], "approve", sys.argv[2]])
-out, end = b"", time.time() + 20
-while time.time() < end:
-    r, _, _ = select.select([fd], [], [], 0.2)
-    if r:
-        try:
-            data = os.read(fd, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
-        if b"[y/N]" in out:
-            os.write(fd, b"n\n")
-os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace"))
-PY
+pty_answer tty n "$WARDEN" approve "$id" >"$T/tty" 2>&1
 expect_in "$T/tty" "state:     the files it can read as they are now ($(find "$WS" -mindepth 1 | wc -l) entries)" \
 	"approve at a terminal: says the approval covers the files as they are, with their count"
 expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
