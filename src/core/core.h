@@ -188,6 +188,11 @@ struct placement {
 void core_state_where(char *out, size_t cap, const char *label, const char *placement,
 		      const char *id);
 int core_state_binds(const wd_spec *spec, const char **labels, int *fds, int n, int max);
+/* A container-level sandbox's own trees that outlive a command (home,
+ * /tmp, /dev/shm), opened through its pid 1's root, as labels and fds (-1
+ * for one that could not be opened: no approval matches); their count,
+ * 0 at other levels (sandbox.c). */
+int core_own_trees(const struct sandbox *sb, const char **labels, int *fds, int max);
 /* Run cmd through the stages in the placement pl (state: its own).  0 with
  * *out: a result (ran, denied or paused; NULL for a detached command);
  * -errno with err. */

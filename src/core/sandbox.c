@@ -121,6 +121,37 @@ live_acquire(struct door *d, struct wd_err *err)
  * its own tmpfs, gone with it, not walked (docs/threat-model.md). */
 static const struct placement live;
 
+/* A container-level sandbox's own trees that outlive a command: its home,
+ * /tmp and /dev/shm (tmpfs mounts of its own, or a session's disk),
+ * walked as its processes see them, through its pid 1's root.  A
+ * usercustomize.py there, or a link to one, is code python runs; a
+ * failure to open one is returned as -1 (no approval can match).  Other
+ * levels: none (the process level's /tmp and /dev/shm are the host's,
+ * gVisor's are inside its own kernel; docs/threat-model.md). */
+int
+core_own_trees(const struct sandbox *sb, const char **labels, int *fds, int max)
+{
+	static const char *const trees[][2] = {
+	    {"home", "/home/sandbox"}, {"tmp", "/tmp"}, {"shm", "/dev/shm"}};
+	if (!sb->spec || sb->spec->isolation != WD_ISOLATION_CONTAINER || sb->pid <= 0)
+		return 0;
+	/* An ordinary user's server or monitor may not enter its pid 1's
+	 * root (pid 1 is not dumpable to it): then none, and the caller
+	 * walks what it holds (a session's layers: home and /tmp); the
+	 * rest is in docs/threat-model.md's "not covered" */
+	int probe = wd_tree_open_in(sb->pid, "/");
+	if (probe == -EACCES || probe == -EPERM)
+		return 0;
+	if (probe >= 0)
+		close(probe);
+	int n = 0;
+	for (size_t i = 0; i < WD_ARRAY_SIZE(trees) && n < max; i++) {
+		labels[n] = trees[i][0];
+		fds[n++] = wd_tree_open_in(sb->pid, trees[i][1]);
+	}
+	return n;
+}
+
 static int
 live_roots(wd_sandbox *s, const char **labels, int *fds, int max)
 {
@@ -136,7 +167,7 @@ live_roots(wd_sandbox *s, const char **labels, int *fds, int max)
 		return -errno;
 	labels[0] = "workspace";
 	fds[0] = fd;
-	return 1;
+	return 1 + core_own_trees(s->sb, labels + 1, fds + 1, max - 1);
 }
 
 static int

@@ -70,20 +70,17 @@ policy_request_state(const struct policy_request *req, struct policy_state *scra
 		int fds[POLICY_STATE_ROOTS_MAX];
 		int n = req->state_roots(req->state_arg, labels, fds, POLICY_STATE_ROOTS_MAX);
 		if (n < 0)
-			wd_tree_print_add(&t, "(the sandbox's state)", -1, NULL);
+			wd_tree_print_add(&t, "(the sandbox's state)", -1);
 		if (n > 0)
 			snprintf(st->where, sizeof(st->where), "%s", labels[0]);
 		for (int i = 0; i < n; i++) {
-			/* a session's home holds its detached commands'
-			 * logs (session/monitor.c), which grow as they run */
-			wd_tree_print_add(&t, labels[i], fds[i],
-					  !strcmp(labels[i], "home") ? ".warden" : NULL);
+			wd_tree_print_add(&t, labels[i], fds[i]);
 			if (fds[i] >= 0)
 				close(fds[i]);
 		}
 	} else if (req->workspace_fd >= 0) {
 		snprintf(st->where, sizeof(st->where), "workspace");
-		wd_tree_print_add(&t, "workspace", req->workspace_fd, NULL);
+		wd_tree_print_add(&t, "workspace", req->workspace_fd);
 	}
 	wd_tree_print_final(&t, st->hex);
 	st->entries = t.entries;

@@ -666,32 +666,48 @@ do_view(int conn)
 	wd_workspace_close(v);
 }
 
-/* {"op":"state","root":R}: one of the trees a paused command's approval
- * covers besides the workspace view (its state print, walked by the
- * caller; the view is "view"'s): R "home" and "tmp", the session's home
- * directory and /tmp where they persist on its disk or in an ordinary
- * user's layers.  The directory's descriptor
- * (O_PATH), or none when the session keeps no such tree.  Peer-checked as
+/* {"op":"state"}: the session's own trees that outlive a command and
+ * that a paused command's approval covers besides the workspace view
+ * (its state print, walked by the caller; the view is "view"'s): at the
+ * container level its home, /tmp and /dev/shm as its processes see them
+ * (core_own_trees: its disk's, or its own tmpfs), else home and /tmp on
+ * its disk or in an ordinary user's layers.  The labels in the reply,
+ * the descriptors (O_PATH) with it; one that could not be opened is
+ * named in "missing" (then no approval can match).  Peer-checked as
  * every request: only the owner, never a sandboxed process. */
 static void
-do_state(int conn, json_t *q)
+do_state(int conn)
 {
-	const char *root = json_string_value(json_object_get(q, "root"));
-	if (!root) {
-		reply_error(conn, EINVAL, "no root");
-		return;
-	}
-	if (strcmp(root, "home") != 0 && strcmp(root, "tmp") != 0) {
-		reply_error(conn, EINVAL, "unknown root");
-		return;
-	}
+	const char *labels[MP_MAX_FDS];
+	int fds[MP_MAX_FDS], n = core_own_trees(M.sb->sb, labels, fds, MP_MAX_FDS);
 	struct ws *w = M.sb->box ? M.sb->box->ws : NULL;
-	wd_autoclose int fd =
-	    w && w->disk >= 0 ? ws_open_beneath(w->disk, root, O_PATH | O_DIRECTORY) : -1;
-	if (fd >= 0)
-		mp_send(conn, "{\"ok\":true}", &fd, 1);
+	static const char *const disk[] = {"home", "tmp"};
+	for (size_t i = 0; n == 0 && w && w->disk >= 0 && i < WD_ARRAY_SIZE(disk); i++) {
+		labels[i] = disk[i];
+		fds[i] = ws_open_beneath(w->disk, disk[i], O_PATH | O_DIRECTORY);
+	}
+	if (n == 0 && w && w->disk >= 0)
+		n = (int)WD_ARRAY_SIZE(disk);
+	json_t *have = json_array(), *missing = json_array();
+	int send[MP_MAX_FDS], ns = 0;
+	for (int i = 0; i < n; i++) {
+		if (fds[i] >= 0) {
+			json_array_append_new(have, json_string(labels[i]));
+			send[ns++] = fds[i];
+		} else {
+			json_array_append_new(missing, json_string(labels[i]));
+		}
+	}
+	json_t *r = json_pack("{s:b, s:o, s:o}", "ok", 1, "roots", have, "missing", missing);
+	char *t = r ? json_dumps(r, JSON_COMPACT) : NULL;
+	if (t)
+		mp_send(conn, t, send, ns);
 	else
-		reply_ok(conn, NULL, NULL, 0);
+		reply_error(conn, ENOMEM, "state");
+	free(t);
+	json_decref(r);
+	for (int i = 0; i < ns; i++)
+		close(send[i]);
 }
 
 /* {"op":"get","path":P,"stat":bool}: P's type, size and mode; a regular
@@ -1133,7 +1149,7 @@ conn_thread(void *arg)
 	} else if (!strcmp(op, "view")) {
 		do_view(conn);
 	} else if (!strcmp(op, "state")) {
-		do_state(conn, q);
+		do_state(conn);
 	} else if (!strcmp(op, "logs")) {
 		do_logs(conn);
 	} else if (!strcmp(op, "log")) {

@@ -776,38 +776,72 @@ sess_release(struct door *d)
  * overlay holds what the model wrote), and its home and /tmp where they
  * persist (its disk, an ordinary user's layers).  The monitor hands each
  * over as a descriptor (its "state" request). */
+static const char *
+tree_label(const char *name)
+{
+	static const char *const known[] = {"home", "tmp", "shm"};
+	for (size_t i = 0; name && i < WD_ARRAY_SIZE(known); i++)
+		if (!strcmp(name, known[i]))
+			return known[i];
+	return NULL;
+}
+
 static int
 monitor_state_roots(int sbdir, const char **labels, int *fds, int max)
 {
-	static const char *const roots[] = {"workspace", "home", "tmp"};
-	int n = 0;
-	for (size_t i = 0; i < WD_ARRAY_SIZE(roots) && n < max; i++) {
-		char req[64];
-		/* the workspace: the view the command sees (a cow overlay) */
-		if (i == 0)
-			snprintf(req, sizeof(req), "{\"op\":\"view\"}");
-		else
-			snprintf(req, sizeof(req), "{\"op\":\"state\",\"root\":\"%s\"}", roots[i]);
-		int fd = -1;
-		json_t *resp = NULL;
-		struct wd_err e = {0};
-		int rc = session_call_fd(sbdir, req, NULL, 0, &resp, &fd, &e);
-		json_decref(resp);
-		if (rc < 0 || (i == 0 && fd < 0)) {
-			/* no view: nothing to approve against (the caller
-			 * folds the failure in: no approval matches) */
-			for (int k = 0; k < n; k++)
-				close(fds[k]);
-			if (fd >= 0)
-				close(fd);
-			return rc < 0 ? rc : -EIO;
-		}
-		if (fd < 0)
-			continue; /* the session keeps no such tree */
-		labels[n] = roots[i];
-		fds[n++] = fd;
+	int n = 0, fd = -1;
+	json_t *resp = NULL;
+	struct wd_err e = {0};
+	/* the workspace: the view the command sees (a cow overlay) */
+	int rc = session_call_fd(sbdir, "{\"op\":\"view\"}", NULL, 0, &resp, &fd, &e);
+	json_decref(resp);
+	if (rc < 0 || fd < 0 || max < 1) {
+		if (fd >= 0)
+			close(fd);
+		return rc < 0 ? rc : -EIO;
 	}
-	return n;
+	labels[n] = "workspace";
+	fds[n++] = fd;
+	/* its own trees (home, /tmp, /dev/shm), several descriptors in one
+	 * reply; one it could not open is named "missing": kept as -1, so
+	 * no approval matches */
+	int s = connect_monitor(sbdir, &e), got[MP_MAX_FDS], ng = 0;
+	char *text = NULL;
+	if (s < 0 || mp_send(s, "{\"op\":\"state\"}", NULL, 0) < 0 ||
+	    mp_recv(s, &text, got, &ng, 30000) < 0) {
+		if (s >= 0)
+			close(s);
+		goto fail;
+	}
+	close(s);
+	json_t *j = json_loads(text, 0, NULL);
+	free(text);
+	json_t *have = json_object_get(j, "roots"), *missing = json_object_get(j, "missing");
+	bool good = json_is_true(json_object_get(j, "ok")) && json_array_size(have) == (size_t)ng &&
+		    n + ng + (int)json_array_size(missing) <= max;
+	for (int i = 0; i < ng; i++) {
+		const char *l = tree_label(json_string_value(json_array_get(have, (size_t)i)));
+		if (!good || !l) {
+			good = false;
+			close(got[i]);
+			continue;
+		}
+		labels[n] = l;
+		fds[n++] = got[i];
+	}
+	for (size_t i = 0; good && i < json_array_size(missing); i++) {
+		const char *l = tree_label(json_string_value(json_array_get(missing, i)));
+		labels[n] = l ? l : "(unknown)";
+		fds[n++] = -1;
+	}
+	json_decref(j);
+	if (good)
+		return n;
+fail:
+	for (int k = 0; k < n; k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
+	return -EIO;
 }
 
 static int

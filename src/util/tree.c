@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define TREE_MAX_DEPTH 256
@@ -90,20 +92,6 @@ incomplete(struct wd_tree_print *t, const char *path)
 	t->complete = false;
 }
 
-/* name in directory dir is "detached-N.log" and dir is logs */
-static bool
-is_log(const char *logs, const char *dir, const char *name)
-{
-	if (strcmp(dir, logs) != 0 || strncmp(name, "detached-", 9) != 0)
-		return false;
-	const char *p = name + 9;
-	if (*p < '0' || *p > '9')
-		return false;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return !strcmp(p, ".log");
-}
-
 /* dfd: an open directory; path: its path below the root ("" for the root) */
 static void
 walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
@@ -144,16 +132,6 @@ walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 		}
 		t->entries++;
 		feed_str(&t->sha, sub, strlen(sub));
-		if (t->logs && S_ISREG(st.st_mode) && is_log(t->logs, path, names[i])) {
-			/* a detached command's log, written by warden while it
-			 * runs: its name, type and inode only (what it holds
-			 * is output, which no program reads as code; with its
-			 * size, a session running a dev server could never
-			 * have a command approved) */
-			feed_u64(&t->sha, st.st_mode);
-			feed_u64(&t->sha, st.st_ino);
-			continue;
-		}
 		feed_stat(&t->sha, &st);
 		if (S_ISLNK(st.st_mode)) {
 			char target[4096];
@@ -187,9 +165,8 @@ wd_tree_print_init(struct wd_tree_print *t)
 }
 
 void
-wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd, const char *logs)
+wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd)
 {
-	t->logs = logs;
 	feed_str(&t->sha, label, strlen(label));
 	/* dirfd may be O_PATH: open the directory itself for reading */
 	int fd = dirfd < 0 ? -1 : openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -217,4 +194,23 @@ wd_tree_print_final(struct wd_tree_print *t, char hex[65])
 	unsigned char md[32];
 	wd_sha256_final(&t->sha, md);
 	wd_sha256_hex(md, hex);
+}
+
+int
+wd_tree_open_in(pid_t pid, const char *path)
+{
+	char root[64];
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	/* resolved inside the sandbox's root, no link followed: the tree
+	 * its processes see at path, never one a link there points to */
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve =
+				   RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	int e = errno;
+	close(rfd);
+	return fd < 0 ? -e : fd;
 }

@@ -220,15 +220,15 @@ struct wd_tree_print {
 	uint64_t entries;
 	bool complete;
 	char unseen[256];
-	const char *logs; /* the tree being added's log directory, or NULL */
 };
 void wd_tree_print_init(struct wd_tree_print *t);
 /* label: what the tree is ("workspace", "home"), part of the print;
- * dirfd: the directory (O_PATH is enough), -1 for one that is missing;
- * logs: a directory below it (".warden") whose detached-N.log files
- * count by name and inode only (warden writes them while a detached
- * command runs), or NULL */
-void wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd, const char *logs);
+ * dirfd: the directory (O_PATH is enough), -1 for one that is missing */
+void wd_tree_print_add(struct wd_tree_print *t, const char *label, int dirfd);
+/* The directory path as process pid sees it (its root, its mounts: a
+ * sandbox's own tmpfs home, /tmp, /dev/shm), O_PATH, no link followed on
+ * the way; -errno. */
+int wd_tree_open_in(pid_t pid, const char *path);
 void wd_tree_print_final(struct wd_tree_print *t, char hex[65]);
 
 /* ---- the state directory (util.c) ----

@@ -95,16 +95,28 @@ if "$WARDEN" create "$S" -w "$WS" --workspace-mode cow >"$T/out" 2>"$T/err" </de
 		"$WARDEN" exec "${P[@]}" "$S" -- python3 -c 'import os; d=os.path.expanduser("~/.local/lib"); os.makedirs(d, exist_ok=True); open(d+"/sitecustomize.py","w").write("x=1\n")'
 	expect_rc 123 "the retry pauses again: the session's home changed" \
 		"$WARDEN" exec "${P[@]}" "$S" -- cat build.py
-	# a detached command's log grows while it runs (warden writes it in
-	# the session's home): that alone must not make approvals impossible
-	expect_rc 0 "a detached command that keeps writing output" "$WARDEN" exec "${P[@]}" --detach "$S" -- \
-		python3 -c 'import time
-for i in range(200):
-    print(i, flush=True); time.sleep(0.05)'
-	expect_rc 123 "... pause" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	# /dev/shm is the session's own and outlives a command: a
+	# usercustomize.py that links there is code python runs (an attack
+	# pass): covered as the home and /tmp are
+	expect_rc 123 "pause" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
 	id=$(pause_id)
-	expect_rc 0 "... approve" "$WARDEN" approve --yes "$id"
-	expect_rc 0 "... the retry runs while the log grows" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
+	expect_rc 0 "the model writes /dev/shm/u.py in the session" \
+		"$WARDEN" exec "${P[@]}" "$S" -- python3 -c 'open("/dev/shm/u.py", "w").write("pass\n")'
+	expect_rc 123 "the retry pauses again: the session's /dev/shm changed" \
+		"$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	# a detached command's output lands in ~/.warden/detached-N.log, in
+	# the walked home: a link there from a usercustomize.py runs it, so it
+	# counts as every file does (a running writer pauses approvals again)
+	expect_rc 0 "a detached command writes a line and ends" "$WARDEN" exec "${P[@]}" --detach "$S" -- \
+		python3 -c 'print("x = 1")'
+	expect_rc 123 "pause" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	id=$(pause_id)
+	expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
+	expect_rc 0 "the model rewrites the detached command's log in place" \
+		"$WARDEN" exec "${P[@]}" "$S" -- python3 -c 'import glob, os; p = glob.glob(os.path.expanduser("~/.warden/detached-*.log"))[0]; open(p, "r+").write("y")'
+	expect_rc 123 "the retry pauses again: the log is walked in full" \
+		"$WARDEN" exec "${P[@]}" "$S" -- cat build.py
 	"$WARDEN" rm "$S" >/dev/null 2>&1
 else
 	not_ok "cow session: $(head -c 300 "$T/err")"

@@ -80,6 +80,23 @@ if pend:
         where = json.load(f)["state"]["where"]
     ok(where.startswith("workspace (live ") and sb in where,
        "the pending record names the sandbox a grant would be spent in (%s)" % where)
+# approved where it paused, in the live sandbox, unchanged: it runs there
+# (its own home, /tmp and /dev/shm walked through its pid 1's root)
+g = subprocess.run([WARDEN, "approve", "--yes", pend or "none"], capture_output=True, text=True,
+                   env=env.env, stdin=subprocess.DEVNULL)
+r = tool(mcp, "run_command", {"sandbox": sb, "command": "git push origin main"})
+ok(g.returncode == 0 and r.get("outcome") == "ran",
+   "approved for the live sandbox, the retry there runs (%s)" % r.get("outcome"))
+# ... and a file put in its /dev/shm after the approval pauses it again
+p = tool(mcp, "run_command", {"sandbox": sb, "command": "git push origin main"})
+g = subprocess.run([WARDEN, "approve", "--yes", p.get("approval_id") or "none"],
+                   capture_output=True, text=True, env=env.env, stdin=subprocess.DEVNULL)
+tool(mcp, "run_command", {"sandbox": sb,
+                          "command": "python3 -c \"open('/dev/shm/u.py', 'w').write('pass')\""})
+r = tool(mcp, "run_command", {"sandbox": sb, "command": "git push origin main"})
+ok(r.get("outcome") == "paused",
+   "a file put in the live sandbox's /dev/shm after the approval: pauses again (%s)"
+   % r.get("outcome"))
 r = tool(mcp, "run_command", {"command": "git push origin main"})
 ok(r.get("outcome") == "ran",
    "the approval still serves the fresh run it was given for (%s)" % json.dumps(r)[:600])

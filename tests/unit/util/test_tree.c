@@ -30,11 +30,11 @@ teardown(void)
 }
 
 static void
-print(const char *logs, char hex[65], bool *complete)
+print(char hex[65], bool *complete)
 {
 	struct wd_tree_print t;
 	wd_tree_print_init(&t);
-	wd_tree_print_add(&t, "workspace", dfd, logs);
+	wd_tree_print_add(&t, "workspace", dfd);
 	wd_tree_print_final(&t, hex);
 	if (complete)
 		*complete = t.complete;
@@ -57,12 +57,12 @@ Test(wd_tree_print, reading_changes_nothing)
 {
 	write_at("build.py", "print(1)\n");
 	char a[65], b[65];
-	print(NULL, a, NULL);
+	print(a, NULL);
 	char buf[64];
 	int fd = openat(dfd, "build.py", O_RDONLY | O_CLOEXEC);
 	cr_assert_gt(read(fd, buf, sizeof(buf)), 0);
 	close(fd);
-	print(NULL, b, NULL);
+	print(b, NULL);
 	cr_expect_str_eq(a, b);
 }
 
@@ -74,12 +74,12 @@ Test(wd_tree_print, rewrite_with_old_mtime_is_seen)
 	snprintf(path, sizeof(path), "%s/build.py", top);
 	struct stat st;
 	cr_assert_eq(stat(path, &st), 0);
-	print(NULL, a, NULL);
+	print(a, NULL);
 	usleep(20000);
 	write_at("build.py", "print(2)\n");
 	struct timespec ts[2] = {st.st_atim, st.st_mtim};
 	cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
-	print(NULL, b, NULL);
+	print(b, NULL);
 	cr_expect_str_neq(a, b);
 }
 
@@ -90,38 +90,29 @@ Test(wd_tree_print, link_target_and_deep_file_are_seen)
 	write_at("a/b/c.py", "x\n");
 	cr_assert_eq(symlinkat("one", dfd, "l"), 0);
 	char a[65], b[65], c[65];
-	print(NULL, a, NULL);
+	print(a, NULL);
 	cr_assert_eq(unlinkat(dfd, "l", 0), 0);
 	cr_assert_eq(symlinkat("two", dfd, "l"), 0);
-	print(NULL, b, NULL);
+	print(b, NULL);
 	cr_expect_str_neq(a, b, "a link's new target");
 	usleep(20000);
 	write_at("a/b/c.py", "y\n");
-	print(NULL, c, NULL);
+	print(c, NULL);
 	cr_expect_str_neq(b, c, "a file two directories down");
 }
 
-/* warden's own logs of detached commands grow while they run: by name
- * and inode only in the directory named, every other file in full */
-Test(wd_tree_print, detached_logs_count_by_name)
+/* a detached command's log counts in full: python runs a usercustomize.py
+ * that links to it (an attack pass), so no file is exempt */
+Test(wd_tree_print, detached_logs_count_in_full)
 {
 	cr_assert_eq(mkdirat(dfd, ".warden", 0755), 0);
-	write_at(".warden/detached-1.log", "a\n");
-	write_at(".warden/notes.log", "a\n");
-	char a[65], b[65], c[65];
-	print(".warden", a, NULL);
+	write_at(".warden/detached-1.log", "pass\n");
+	char a[65], b[65];
+	print(a, NULL);
 	usleep(20000);
-	write_at(".warden/detached-1.log", "a\nb\n");
-	print(".warden", b, NULL);
-	cr_expect_str_eq(a, b, "a growing detached-N.log");
-	write_at(".warden/notes.log", "a\nb\n");
-	print(".warden", c, NULL);
-	cr_expect_str_neq(b, c, "another file beside it");
-	print(NULL, a, NULL);
-	usleep(20000);
-	write_at(".warden/detached-1.log", "a\nb\nc\n");
-	print(NULL, b, NULL);
-	cr_expect_str_neq(a, b, "outside the named directory, a log counts in full");
+	write_at(".warden/detached-1.log", "import os\n");
+	print(b, NULL);
+	cr_expect_str_neq(a, b);
 }
 
 /* too deep to walk: not complete, and no two prints are equal */
@@ -134,13 +125,13 @@ Test(wd_tree_print, incomplete_matches_nothing)
 	}
 	char a[65], b[65];
 	bool complete = true;
-	print(NULL, a, &complete);
+	print(a, &complete);
 	cr_expect(!complete);
-	print(NULL, b, NULL);
+	print(b, NULL);
 	cr_expect_str_neq(a, b);
 	struct wd_tree_print t;
 	wd_tree_print_init(&t);
-	wd_tree_print_add(&t, "missing", -1, NULL);
+	wd_tree_print_add(&t, "missing", -1);
 	cr_expect(!t.complete, "a tree that could not be had");
 	wd_tree_print_final(&t, a);
 }
