@@ -121,7 +121,8 @@ walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 	}
 	if (errno)
 		incomplete(t, path);
-	qsort(names, n, sizeof(*names), by_name);
+	if (n > 1) /* qsort of NULL, 0 is undefined */
+		qsort(names, n, sizeof(*names), by_name);
 	for (size_t i = 0; i < n; i++) {
 		char *sub = path[0] ? wd_xasprintf("%s/%s", path, names[i]) : wd_xstrdup(names[i]);
 		struct stat st;
