@@ -27,7 +27,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* check.c calls cli_fail() on its error paths, which the escapers never
+/* human.c calls cli_fail() on its error paths, which the escapers never
  * reach; main.c, its home, would bring in every subcommand. */
 int
 cli_fail(const char *sub, const char *fmt, ...)
