@@ -180,14 +180,15 @@ struct placement {
 	 * their count, or -errno (then no approval can match) */
 	int (*state_roots)(struct door *d, const char **labels, int *fds, int max);
 };
-/* The state a paused command's approval covers, shared with `warden
- * check --session` (session.c) so that its id is the exec's: the first
- * tree's label with the sandbox it belongs to ("workspace (session ID)"),
- * and after the n trees in fds, the spec's writable --bind sources (the
- * new count, or -EIO with every fd closed). */
-void core_state_where(char *out, size_t cap, const char *label, const char *placement,
-		      const char *id);
-int core_state_binds(const wd_spec *spec, const char **labels, int *fds, int n, int max);
+/* The state a paused command's approval covers in a live sandbox or a
+ * session, shared with `warden check --session` and policy.check
+ * (session.c, sandbox.c) so that their id is the exec's: the n trees
+ * in fds (n < 0: returned as is), the first one's label named with the
+ * sandbox it belongs to (into where: "workspace (session ID)"), then
+ * the spec's writable --bind sources.  The new count, or -EIO with
+ * every fd closed. */
+int core_state_sandbox(int n, const char **labels, int *fds, int max, char *where, size_t cap,
+		       const char *placement, const char *id, const wd_spec *spec);
 /* A container-level sandbox's own trees that outlive a command (home,
  * /tmp, /dev/shm), opened through its pid 1's root, as labels and fds (-1
  * for one that could not be opened: no approval matches); their count,

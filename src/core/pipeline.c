@@ -71,10 +71,19 @@ cmd_limits(const wd_spec *spec, const struct gate *g, struct exec_req *x)
 		x->output_limit = g->limits.output_limit;
 }
 
-void
-core_state_where(char *out, size_t cap, const char *label, const char *placement, const char *id)
+static int state_binds(const wd_spec *spec, const char **labels, int *fds, int n, int max);
+
+int
+core_state_sandbox(int n, const char **labels, int *fds, int max, char *where, size_t cap,
+		   const char *placement, const char *id, const wd_spec *spec)
 {
-	snprintf(out, cap, "%s (%s %s)", label, placement, id);
+	if (n < 0)
+		return n;
+	if (n > 0) {
+		snprintf(where, cap, "%s (%s %s)", labels[0], placement, id);
+		labels[0] = where;
+	}
+	return state_binds(spec, labels, fds, n, max);
 }
 
 /* The trees a paused command's approval covers (called only when an
@@ -86,42 +95,35 @@ static int
 door_state_roots(void *arg, const char **labels, int *fds, int max)
 {
 	struct door *d = arg;
-	int n;
-	if (d->state_hook) {
-		n = d->state_hook(d, labels, fds, max);
+	if (d->state_hook)
 		/* Which sandbox, too: a live sandbox or a session keeps its own
-		 * home and /tmp (a tmpfs the host cannot walk), where the model
-		 * can put a .gitconfig whose pushInsteadOf sends an approved
-		 * `git push` elsewhere; a pause in a fresh sandbox, or in
-		 * another, must not be spent in this one.  One-shot and pooled
-		 * sandboxes are new each time: named by the workspace alone. */
-		if (n > 0) {
-			core_state_where(d->state_where, sizeof(d->state_where), labels[0],
-					 d->placement, d->id);
-			labels[0] = d->state_where;
-		}
-	} else {
-		wd_autofree char *cwd = d->spec->workspace ? NULL : getcwd(NULL, 0);
-		const char *ws = d->spec->workspace ? d->spec->workspace : cwd;
-		/* canonical when the spec was made: a link in it now was put
-		 * since, and is not followed */
-		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-				       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-		int fd = ws ? (int)syscall(SYS_openat2, AT_FDCWD, ws, &how, sizeof(how)) : -1;
-		if (fd < 0 || max < 1) {
-			if (fd >= 0)
-				close(fd);
-			return -EIO;
-		}
-		labels[0] = "workspace";
-		fds[0] = fd;
-		n = 1;
+		 * home and /tmp, where the model can put a .gitconfig whose
+		 * pushInsteadOf sends an approved `git push` elsewhere; a pause
+		 * in a fresh sandbox, or in another, must not be spent in this
+		 * one.  One-shot and pooled sandboxes are new each time: named
+		 * by the workspace alone. */
+		return core_state_sandbox(d->state_hook(d, labels, fds, max), labels, fds, max,
+					  d->state_where, sizeof(d->state_where), d->placement,
+					  d->id, d->spec);
+	wd_autofree char *cwd = d->spec->workspace ? NULL : getcwd(NULL, 0);
+	const char *ws = d->spec->workspace ? d->spec->workspace : cwd;
+	/* canonical when the spec was made: a link in it now was put since,
+	 * and is not followed */
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = ws ? (int)syscall(SYS_openat2, AT_FDCWD, ws, &how, sizeof(how)) : -1;
+	if (fd < 0 || max < 1) {
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
 	}
-	return n < 0 ? n : core_state_binds(d->spec, labels, fds, n, max);
+	labels[0] = "workspace";
+	fds[0] = fd;
+	return state_binds(d->spec, labels, fds, 1, max);
 }
 
-int
-core_state_binds(const wd_spec *spec, const char **labels, int *fds, int n, int max)
+static int
+state_binds(const wd_spec *spec, const char **labels, int *fds, int n, int max)
 {
 	for (size_t i = 0; i < spec->nbinds; i++) {
 		const struct spec_bind *b = &spec->binds[i];

@@ -115,10 +115,6 @@ live_acquire(struct door *d, struct wd_err *err)
 	return pipeline_net_fits(d, d->sb->spec, "sandbox", err);
 }
 
-/* A paused command's approval covers the workspace as the sandbox sees
- * it: a cow sandbox's overlay holds what the model wrote, which the host
- * directory does not show (policy/approval.c).  Its /tmp and home are
- * its own tmpfs, gone with it, not walked (docs/threat-model.md). */
 static const struct placement live;
 
 /* A container-level sandbox's own trees that outlive a command: its home,
@@ -152,6 +148,9 @@ core_own_trees(const struct sandbox *sb, const char **labels, int *fds, int max)
 	return n;
 }
 
+/* A paused command's approval covers the workspace as the sandbox sees
+ * it (a cow sandbox's overlay holds what the model wrote, which the host
+ * directory does not show; policy/approval.c) and its own trees. */
 static int
 live_roots(wd_sandbox *s, const char **labels, int *fds, int max)
 {
@@ -188,12 +187,8 @@ static int
 sb_request_roots(void *arg, const char **labels, int *fds, int max)
 {
 	struct sb_state *st = arg;
-	int n = live_roots(st->s, labels, fds, max);
-	if (n > 0) {
-		core_state_where(st->where, sizeof(st->where), labels[0], live.name, st->s->sb->id);
-		labels[0] = st->where;
-	}
-	return n < 0 ? n : core_state_binds(st->s->sb->spec, labels, fds, n, max);
+	return core_state_sandbox(live_roots(st->s, labels, fds, max), labels, fds, max, st->where,
+				  sizeof(st->where), live.name, st->s->sb->id, st->s->sb->spec);
 }
 
 WD_API int

@@ -1255,12 +1255,9 @@ static int
 req_state_roots(void *arg, const char **labels, int *fds, int max)
 {
 	struct req_state *st = arg;
-	int n = monitor_state_roots(st->sbdir, labels, fds, max);
-	if (n > 0) {
-		core_state_where(st->where, sizeof(st->where), labels[0], "session", st->id);
-		labels[0] = st->where;
-	}
-	return n < 0 ? n : core_state_binds(st->spec, labels, fds, n, max);
+	return core_state_sandbox(monitor_state_roots(st->sbdir, labels, fds, max), labels, fds,
+				  max, st->where, sizeof(st->where), session.name, st->id,
+				  st->spec);
 }
 
 static void
