@@ -122,6 +122,16 @@ status=0
 		fi
 	fi
 	"$BUILD/bench/tls_bench" || status=1
+	# The same parties with every process on CPU 0: spread over the two
+	# vCPUs of a quiet VM, a keep-alive request's added latency is mostly
+	# the wake-ups of an idle vCPU (35-40 us each, docs/performance.md);
+	# on one CPU it is each proxy's own work.  Small bodies: the
+	# throughput there is each pipeline's CPU per MiB, shown as such.
+	echo
+	echo "## TLS interception against Squid and mitmproxy, every party on CPU 0"
+	TLS_BENCH_BODIES=${TLS_BENCH_BODIES:-8} taskset -c 0 "$BUILD/bench/tls_bench" |
+		sed -E -e 's/^summary\t([a-z_]+)/summary\t\1_1cpu/' \
+			-e 's/^peer\t([^\t]+)/peer\t\1, one CPU/' || status=1
 	echo
 	echo "## density: live sandboxes in one warden serve --stdio"
 	# 100 and 1,000 live sandboxes, and 5,000 where the descriptor limit
