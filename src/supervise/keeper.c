@@ -117,36 +117,8 @@ struct keeper {
 
 /* ---- the keeper process: system calls only ---- */
 
-#define KEEP_TABLE (1u << 20) /* NUL-separated directory names, append-only */
-
-struct table {
-	char *p;
-	size_t len;
-};
-
-KEEPER_FN static void
-table_add(struct table *t, const char *dir, size_t n)
-{
-	if (t->len + n + 1 > KEEP_TABLE)
-		return; /* more live cgroups than we can note: the next start sweeps */
-	memcpy(t->p + t->len, dir, n);
-	t->p[t->len + n] = '\0';
-	t->len += n + 1;
-}
-
-/* Forget dir: blank its entry (the first byte becomes NUL). */
-KEEPER_FN static void
-table_del(struct table *t, const char *dir, size_t n)
-{
-	for (size_t i = 0; i < t->len;) {
-		size_t l = strlen(t->p + i);
-		if (l == n && !memcmp(t->p + i, dir, n)) {
-			memset(t->p + i, 0, l);
-			return;
-		}
-		i += l + 1;
-	}
-}
+#define KT_FN KEEPER_FN
+#include "supervise/keeper_table.h"
 
 KEEPER_FN static void
 sleep_ms(long ms)
@@ -255,13 +227,14 @@ keeper_main(int rfd)
 	K4(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, sizeof(all));
 	K2(SYS_prctl, 15 /* PR_SET_NAME */, "warden-keeper");
 
-	struct table t = {(char *)k_sys(SYS_mmap, 0, KEEP_TABLE, PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-			  0};
-	if ((unsigned long)t.p > -4096UL)
+	char *map = (char *)k_sys(SYS_mmap, 0, KT_MAP_SIZE, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if ((unsigned long)map > -4096UL)
 		k_exit(1);
 	/* the program's forks need none of it (see keeper_start) */
-	K3(SYS_madvise, t.p, KEEP_TABLE, MADV_DONTFORK);
+	K3(SYS_madvise, map, KT_MAP_SIZE, MADV_DONTFORK);
+	struct kt t;
+	kt_init(&t, map);
 	char buf[8192];
 	size_t have = 0;
 	bool goodbye = false;
@@ -278,9 +251,9 @@ keeper_main(int rfd)
 			if (len == 1 && line[0] == 'q')
 				goodbye = true;
 			else if (len > 1 && line[0] == '+')
-				table_add(&t, line + 1, len - 1);
+				(void)kt_add(&t, line + 1, len - 1);
 			else if (len > 1 && line[0] == '-')
-				table_del(&t, line + 1, len - 1);
+				kt_del(&t, line + 1, len - 1);
 			line = nl + 1;
 		}
 		have -= (size_t)(line - buf);
@@ -291,20 +264,15 @@ keeper_main(int rfd)
 	/* every directory thawed first: the freezer's may come after the
 	 * memory controller's in the table, whose removal waits for the
 	 * processes to die */
-	for (size_t i = 0; !goodbye && i < t.len;) {
-		size_t l = strlen(t.p + i);
-		if (l)
-			thaw_dir(t.p + i);
-		i += l ? l + 1 : 1;
-	}
-	for (size_t i = 0; !goodbye && i < t.len;) {
-		size_t l = strlen(t.p + i);
-		if (l)
-			remove_dir(t.p + i);
-		i += l ? l + 1 : 1;
-	}
+	const char *dir;
+	size_t at = 0;
+	while (!goodbye && (dir = kt_next(&t, &at)))
+		thaw_dir(dir);
+	at = 0;
+	while (!goodbye && (dir = kt_next(&t, &at)))
+		remove_dir(dir);
 	/* the mapping is the program's too when memory is shared */
-	K2(SYS_munmap, t.p, KEEP_TABLE);
+	K2(SYS_munmap, map, KT_MAP_SIZE);
 	k_exit(0);
 }
 
