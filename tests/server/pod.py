@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from srvlib import WARDEN, Env, LineClient, Server, done, http_post, ok, skip
+from srvlib import WARDEN, Env, LineClient, Server, done, http_post, ok, scaled, skip
 
 env = Env()
 env.require_sandboxes()
@@ -247,9 +247,13 @@ ok(pids and not [d for d in cgroups if os.path.exists(d)] and
 a.close()
 
 # ---- an HTTP session's sandboxes outlive its connections, within --session-idle ----
-# (10 s: the checks between the connection's close and the look at the
-# sandbox took over 3 s beside a parallel build, and it had ended)
-srv = Server(env, "--listen", "127.0.0.1:0", "--token-file", env.token, "--session-idle", "10")
+# Each idle window below must outlast the checks the test makes inside it
+# (beside a parallel build, those between an HTTP connection's close and
+# the look at its sandbox took over 3 s, and the sandbox had ended): each
+# is stretched for a loaded host or a sanitizer build (srvlib.scaled).
+IDLE_HTTP, IDLE_SOCK, IDLE_RESTART = scaled(5), scaled(3), scaled(2)
+srv = Server(env, "--listen", "127.0.0.1:0", "--token-file", env.token,
+             "--session-idle", str(IDLE_HTTP))
 tok = env.token_value()
 V = {"MCP-Protocol-Version": "2025-06-18"}
 
@@ -283,8 +287,8 @@ ok(st == 200 and box not in json.dumps(r), "session B does not see it in sandbox
 st, r = tool(sb, "run_command", {"sandbox": box, "command": "ls"})
 ok(r.get("isError") is True and r.get("structuredContent", {}).get("sandbox_id") != box,
    "... nor run in it")
-ok(until(lambda: not init_pids(srv), timeout=60),
-   "idle past --session-idle 10: the session's sandbox ended")
+ok(until(lambda: not init_pids(srv), timeout=60 + IDLE_HTTP),
+   "idle past --session-idle %d: the session's sandbox ended" % IDLE_HTTP)
 st, r = tool(sa, "sandbox_list", {})
 ok(st == 404, "... and the session with it: 404 (%d)" % st)
 ok(srv.stop() == 0, "... stopped with 0")
@@ -292,7 +296,8 @@ ok(srv.stop() == 0, "... stopped with 0")
 # ---- a named socket session: its sandboxes outlive the connection ----
 sock = os.path.join(env.top, "c.sock")
 os.chmod(env.top, 0o755)
-srv = Server(env, "--socket", sock, "--session-idle", "3", "--allow-group", "nogroup", "-v")
+srv = Server(env, "--socket", sock, "--session-idle", str(IDLE_SOCK), "--allow-group", "nogroup",
+             "-v")
 a = LineClient(path=sock)
 r = a.call("session.open")
 sname = r.get("result", {}).get("session", "")
@@ -323,8 +328,8 @@ ok(r.get("result", {}).get("sandboxes") == [box],
 r = c.call("sandbox.read_file", {"sandbox": box, "path": "kept.txt"})
 ok("kept" in json.dumps(r.get("result", {})), "... with what was written in it")
 c.close()
-ok(until(lambda: not init_pids(srv), timeout=60),
-   "no connection for --session-idle 3: the sandbox ended")
+ok(until(lambda: not init_pids(srv), timeout=60 + IDLE_SOCK),
+   "no connection for --session-idle %d: the sandbox ended" % IDLE_SOCK)
 d = LineClient(path=sock)
 r = d.call("session.open", {"session": sname})
 ok(r.get("error", {}).get("code") == -32602, "... and the session with it")
@@ -370,7 +375,7 @@ for n in ("serve-0123456789abcdef", "mine"):
                        text=True, env=senv, timeout=120)
     made[n] = json.loads(r.stdout or "{}").get("id")
 srv = Server(env, "--socket", sock2, "--state-dir", st2, "--allow-group", "nogroup",
-             "--session-idle", "2")
+             "--session-idle", str(IDLE_RESTART))
 ok(all(made.values()) and session_state(made["serve-0123456789abcdef"]) is None and
    session_state(made["mine"]) is not None,
    "a new server on the directory removes a server's session no record names, keeps the "
@@ -410,7 +415,7 @@ ok(r.get("result", {}).get("destroyed") is True and session_state(box) is None a
 c.close()
 idle_record = os.path.join(st2, "serve", idle_name + ".json")
 ok(idle_box and until(lambda: session_state(idle_box) is None and
-                      not os.path.exists(idle_record), timeout=60),
+                      not os.path.exists(idle_record), timeout=60 + IDLE_RESTART),
    "the session never resumed ends after --session-idle: its sandbox and record removed")
 ok(srv.stop() == 0 and not [l for l in open("/proc/self/mountinfo") if st2 in l],
    "... stopped with 0, nothing mounted from its state directory")

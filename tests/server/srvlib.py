@@ -25,6 +25,36 @@ MUST_WORK = os.environ.get("WD_MUST_WORK") == "1"
 failures = 0
 
 
+def _slowdown():
+    """How much slower than a quiet host this one is, as tests/integration's
+    lib.sh reckons it: 1 + the 1-minute load per CPU when the test starts
+    (at most 20), and 3x for a sanitizer build of warden."""
+    try:
+        with open("/proc/loadavg") as f:
+            load = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        load = 0.0
+    f = min(1 + load / (os.cpu_count() or 1), 20)
+    try:
+        with open(WARDEN, "rb") as w:
+            data = w.read()
+        if b"__asan_init" in data or b"__tsan_init" in data:
+            f *= 3
+    except OSError:
+        pass
+    return f
+
+
+SLOWDOWN = _slowdown()
+
+
+def scaled(seconds):
+    """A window or deadline of SECONDS on a quiet host, stretched for this
+    one (SLOWDOWN): for a test that must give the server a fixed time, an
+    idle window say, which a loaded host can overrun before the test looks."""
+    return int(seconds * SLOWDOWN + 0.999)
+
+
 def ok(cond, what):
     global failures
     print(("ok - " if cond else "not ok - ") + what, flush=True)
