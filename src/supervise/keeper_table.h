@@ -49,6 +49,7 @@ struct kt {
 	size_t len;  /* arena bytes in use */
 	size_t live; /* records not removed */
 	size_t used; /* slots not empty: live records and tombstones */
+	size_t dead; /* arena bytes of removed records */
 };
 
 /* The table over a fresh (zeroed) mapping of KT_MAP_SIZE bytes. */
@@ -57,7 +58,7 @@ kt_init(struct kt *t, void *map)
 {
 	t->arena = map;
 	t->slot = (uint32_t *)(void *)((char *)map + KT_ARENA);
-	t->len = t->live = t->used = 0;
+	t->len = t->live = t->used = t->dead = 0;
 }
 
 KT_FN __attribute__((unused)) static uint32_t
@@ -122,6 +123,7 @@ kt_rebuild(struct kt *t)
 		off += size;
 	}
 	t->len = to;
+	t->dead = 0;
 	memset(t->slot, 0, KT_SLOTS * sizeof(uint32_t));
 	t->used = 0;
 	for (size_t off = 0; off < t->len; off += 2 + kt_rec_len(t, off) + 1)
@@ -140,7 +142,10 @@ kt_add(struct kt *t, const char *name, size_t n)
 	if (kt_find(t, name, n) >= 0)
 		return true;
 	size_t size = 2 + n + 1;
-	if (t->len + size > KT_ARENA || t->used + 1 > KT_SLOTS / 2)
+	/* a rebuild only where it frees something: a table full of live
+	 * names would otherwise be rebuilt on every add it refuses */
+	if ((t->len + size > KT_ARENA || t->used + 1 > KT_SLOTS / 2) &&
+	    (t->dead > 0 || t->used > t->live))
 		kt_rebuild(t);
 	if (t->len + size > KT_ARENA || t->used + 1 > KT_SLOTS / 2)
 		return false;
@@ -166,6 +171,7 @@ kt_del(struct kt *t, const char *name, size_t n)
 	memcpy(t->arena + off, &v, sizeof(v));
 	t->slot[i] = KT_TOMB;
 	t->live--;
+	t->dead += 2 + (v & ~KT_DEAD) + 1;
 }
 
 /* The live names in the order they were added: *off starts at 0; each
