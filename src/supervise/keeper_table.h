@@ -36,10 +36,10 @@
 #define KT_FN
 #endif
 
-#define KT_ARENA (4u << 20)			       /* bytes of records */
-#define KT_SLOTS (1u << 18)			       /* index slots, a power of two */
+#define KT_ARENA (4u << 20)				     /* bytes of records */
+#define KT_SLOTS (1u << 18)				     /* index slots, a power of two */
 #define KT_MAP_SIZE (KT_ARENA + KT_SLOTS * sizeof(uint32_t)) /* the caller's mapping */
-#define KT_MAX_NAME 4095			       /* a path: longer is not a cgroup */
+#define KT_MAX_NAME 4095				     /* a path: longer is not a cgroup */
 #define KT_TOMB UINT32_MAX
 #define KT_DEAD 0x8000u
 

@@ -72,7 +72,8 @@ Test(keeper_table, a_long_life_reuses_what_removals_free)
 	for (unsigned long id = 0; id < MADE; id++) {
 		for (int h = 0; h < 4; h++) {
 			size_t n = name(buf, sizeof(buf), id, h);
-			cr_assert(kt_add(&t, buf, n), "sandbox %lu, hierarchy %d: not watched", id, h);
+			cr_assert(kt_add(&t, buf, n), "sandbox %lu, hierarchy %d: not watched", id,
+				  h);
 		}
 		if (id >= LIVE) /* the oldest goes: LIVE stay live */
 			for (int h = 0; h < 4; h++) {
