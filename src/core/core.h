@@ -128,6 +128,9 @@ struct gate {
 	 * placement's state_roots, with its door); NULL: the workspace */
 	int (*state_roots)(void *arg, const char **labels, int *fds, int max);
 	void *state_arg;
+	/* the workspace as the command sees it, for the path checks (the
+	 * placement's view, with state_arg, its door); NULL: the workspace */
+	int (*view)(void *arg, char *why, size_t cap);
 };
 /* Fail closed when the sandbox lacks a protection the policy requires
  * (require: WD_REQUIRE_* bits): -ENOTSUP naming it, nothing run. */
@@ -161,6 +164,7 @@ struct door {
 	const char *detached; /* set by exec for a background command: the
 			       * result event says so instead of a result */
 	int (*state_hook)(struct door *d, const char **labels, int *fds, int max);
+	int (*view_hook)(struct door *d, char *why, size_t cap);
 	const char *placement; /* the placement's name */
 	char state_where[96];  /* "workspace (live ID)": the state's first label */
 };
@@ -179,6 +183,11 @@ struct placement {
 	 * directory descriptors (the caller's to close) with their labels,
 	 * their count, or -errno (then no approval can match) */
 	int (*state_roots)(struct door *d, const char **labels, int *fds, int max);
+	/* optional, after prepare: the workspace as the command will see it
+	 * (a cow view, which holds what the model wrote), for the policy's
+	 * path checks: an O_PATH directory fd the caller closes, or -errno
+	 * with why filled; NULL: the host workspace is what it sees */
+	int (*view)(struct door *d, char *why, size_t cap);
 };
 /* The state a paused command's approval covers in a live sandbox or a
  * session, shared with `warden check --session` and policy.check

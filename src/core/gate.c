@@ -482,6 +482,9 @@ gate_run(wd_ctx *ctx, const wd_spec *spec, const char *workspace, const wd_cmd *
 	 * command sees more than the host workspace (policy/approval.c) */
 	if (g->state_roots)
 		policy_request_state_roots(req, g->state_roots, g->state_arg, NULL);
+	/* the paths it names are judged where it will run (policy/path.c) */
+	if (g->view)
+		policy_request_view_hook(req, g->view, g->state_arg);
 	if ((rc = wd_policy_decide(pol->p, req, &d, err)) < 0)
 		goto out;
 	/* The audit log is opened here, by warden, outside the jail; if it

@@ -122,6 +122,21 @@ door_state_roots(void *arg, const char **labels, int *fds, int max)
 	return state_binds(d->spec, labels, fds, 1, max);
 }
 
+/* The workspace the command will see, for the policy's path checks
+ * (policy/path.c): the placement's (a cow view).  Named in the message
+ * when it cannot be had, which refuses the path (never judged on the
+ * host directory instead). */
+static int
+door_view(void *arg, char *why, size_t cap)
+{
+	struct door *d = arg;
+	int fd = d->view_hook(d, why, cap);
+	if (fd < 0 && !why[0])
+		snprintf(why, cap, "the workspace of %s %s cannot be opened: %s", d->placement,
+			 d->id, strerror(-fd));
+	return fd;
+}
+
 static int
 state_binds(const wd_spec *spec, const char **labels, int *fds, int n, int max)
 {
@@ -255,6 +270,9 @@ pipeline_run(wd_ctx *ctx, const struct placement *pl, void *state, const wd_cmd 
 	d.g.state_roots = door_state_roots;
 	d.g.state_arg = &d;
 	d.state_hook = pl->state_roots;
+	d.view_hook = pl->view;
+	if (pl->view)
+		d.g.view = door_view;
 	d.placement = pl->name;
 	rc = decide(ctx, d.spec, cmd, d.id, &d.g, &argv, &r, err);
 	if (rc < 0 && d.g.audited)

@@ -175,6 +175,39 @@ live_state_roots(struct door *d, const char **labels, int *fds, int max)
 	return live_roots(d->p, labels, fds, max);
 }
 
+/* The workspace as the sandbox's commands see it (its cow overlay, or
+ * the host directory in direct mode), for the policy's path checks: a
+ * link the model made in the overlay is judged there. */
+static int
+live_view_fd(wd_sandbox *s, char *why, size_t cap)
+{
+	wd_workspace *v = NULL;
+	struct wd_err e = {0};
+	if (wd_sandbox_workspace(s, &v, &e) < 0) {
+		snprintf(why, cap, "the workspace of sandbox %s cannot be opened: %s", s->sb->id,
+			 e.msg[0] ? e.msg : "no view");
+		return -EIO;
+	}
+	const char *real = NULL;
+	const char *const *protect = NULL;
+	size_t n = 0;
+	int fd = fcntl(ws_files_parts(v, &real, &protect, &n), F_DUPFD_CLOEXEC, 3);
+	int e2 = errno;
+	wd_workspace_close(v);
+	if (fd < 0) {
+		snprintf(why, cap, "the workspace of sandbox %s cannot be opened: %s", s->sb->id,
+			 strerror(e2));
+		return -e2;
+	}
+	return fd;
+}
+
+static int
+live_view(struct door *d, char *why, size_t cap)
+{
+	return live_view_fd(d->p, why, cap);
+}
+
 /* A request's hold on a live sandbox's state (wd_sandbox_request): the
  * trees and label the exec's door gives (live_state_roots,
  * door_state_roots), so that the id is the exec's. */
@@ -191,6 +224,13 @@ sb_request_roots(void *arg, const char **labels, int *fds, int max)
 				  sizeof(st->where), live.name, st->s->sb->id, st->s->sb->spec);
 }
 
+static int
+sb_request_view(void *arg, char *why, size_t cap)
+{
+	struct sb_state *st = arg;
+	return live_view_fd(st->s, why, cap);
+}
+
 WD_API int
 wd_sandbox_request(wd_sandbox *s, wd_request *req, struct wd_err *err)
 {
@@ -205,6 +245,8 @@ wd_sandbox_request(wd_sandbox *s, wd_request *req, struct wd_err *err)
 		struct sb_state *st = wd_xcalloc(1, sizeof(*st));
 		st->s = s;
 		policy_request_state_roots(req, sb_request_roots, st, free);
+		/* its paths judged in the sandbox's view, as the exec's are */
+		policy_request_view_hook(req, sb_request_view, st);
 	}
 	return rc;
 }
@@ -221,6 +263,7 @@ static const struct placement live = {
     .acquire = live_acquire,
     .exec = live_exec,
     .state_roots = live_state_roots,
+    .view = live_view,
 };
 
 WD_API int

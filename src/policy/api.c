@@ -37,6 +37,9 @@ struct wd_request {
 	int (*state_roots)(void *arg, const char **labels, int *fds, int max);
 	void *state_arg;
 	void (*state_free)(void *arg); /* the request owns state_arg when set */
+	/* the workspace as the command sees it (policy_request_view_hook) */
+	int (*view)(void *arg, char *why, size_t cap);
+	void *view_arg;
 };
 
 struct wd_decision {
@@ -430,7 +433,17 @@ to_internal(const wd_request *r, struct policy_request *pr)
 	    .system_id = r->system_id,
 	    .state_roots = r->state_roots,
 	    .state_arg = r->state_arg,
+	    .view = r->view,
+	    .view_arg = r->view_arg,
 	};
+}
+
+void
+policy_request_view_hook(struct wd_request *r, int (*fn)(void *arg, char *why, size_t cap),
+			 void *arg)
+{
+	r->view = fn;
+	r->view_arg = arg;
 }
 
 void
@@ -459,8 +472,14 @@ wd_policy_decide(const wd_policy *p, const wd_request *r, wd_decision **out, str
 	to_internal(r, &pr);
 	wd_decision *d = wd_xcalloc(1, sizeof(*d));
 	pr.state = &d->state;
+	/* the view the path checks judge in, had once for this decision and
+	 * not kept: a caller may reuse the request after the files changed */
+	struct policy_view view = {.fd = -1};
+	pr.view_cache = &view;
 	policy_decision_init(&d->d);
 	rc = policy_decide(p->cfg, &pr, &d->d, err);
+	if (view.fd >= 0)
+		close(view.fd);
 	if (rc < 0) {
 		wd_decision_free(d);
 		return rc;

@@ -226,10 +226,37 @@ static bool
 path_denied(const struct config_policy *p, const struct policy_request *req,
 	    const struct config_program *pg, const char *arg, struct policy_decision *d)
 {
-	if (req->workspace_fd < 0 || pg->paths == CONFIG_PATHS_NONE)
+	if (req->workspace_fd < 0 || pg->paths == CONFIG_PATHS_NONE || !*arg)
 		return false;
-	int rc = policy_path_check(req->workspace_fd, req->workspace, p->mount, req->cwd, arg,
-				   d->reason, sizeof(d->reason));
+	/* Judged in the workspace the command will see: in a cow sandbox or
+	 * session, its overlay, where the model may have made a link out
+	 * that the host directory does not hold.  An absolute path outside
+	 * the workspace is outside wherever it is judged: decided without
+	 * the view, which may cost a round trip to a session's monitor. */
+	int fd = req->workspace_fd, rc;
+	const char *why = NULL;
+	bool lexical = arg[0] == '/' && !policy_path_below(p->mount, req->workspace, arg);
+	if (!lexical && req->view && policy_request_view(req, &fd, &why) < 0) {
+		/* Fail closed: judging on the host directory instead would tell
+		 * the human a path is contained that the command may see as a
+		 * link out. */
+		d->kind = POLICY_DENY;
+		snprintf(d->rule, sizeof(d->rule), "%s", "workspace.view");
+		snprintf(d->reason, sizeof(d->reason),
+			 "path '%s' cannot be checked: %s; refused rather than judged on the "
+			 "host directory",
+			 arg, why);
+		snprintf(d->advice, sizeof(d->advice), "%s",
+			 "the sandbox's workspace could not be opened to check this path; "
+			 "retry, or run it in another sandbox");
+		return true;
+	}
+	if (req->view && !lexical)
+		rc = policy_path_check_view(fd, req->workspace, p->mount, req->cwd, arg, d->reason,
+					    sizeof(d->reason));
+	else
+		rc = policy_path_check(fd, req->workspace, p->mount, req->cwd, arg, d->reason,
+				       sizeof(d->reason));
 	if (rc == 0)
 		return false;
 	d->kind = POLICY_DENY;

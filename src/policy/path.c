@@ -31,12 +31,14 @@
  */
 #include "policy/policy.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 static int
 sys_openat2(int dirfd, const char *path, struct open_how *how)
@@ -170,9 +172,69 @@ policy_path_below(const char *mount, const char *workspace, const char *arg)
 	return r ? r : below(arg, workspace);
 }
 
-int
-policy_path_check(int workspace_fd, const char *workspace, const char *mount, const char *cwd,
-		  const char *arg, char *reason, size_t cap)
+/* Where rel (relative to the workspace ws) resolves in the view under
+ * fd, for the message only: each component walked from the workspace,
+ * each link read in the view (a cow overlay holds links the host
+ * directory does not), never on the host; once the walk leaves the
+ * workspace the rest is applied lexically, as for an absolute argument
+ * (the jail's /etc or /dev/shm need not be the host's). */
+static void
+view_resolve(int fd, const char *ws, const char *rel, char *out, size_t cap)
+{
+	char cur[PATH_MAX], todo[PATH_MAX], t[PATH_MAX], next[PATH_MAX * 2];
+	if (snprintf(cur, sizeof(cur), "%s", ws) >= (int)sizeof(cur) ||
+	    snprintf(todo, sizeof(todo), "%s", rel) >= (int)sizeof(todo)) {
+		snprintf(out, cap, "%s/%s", ws, rel);
+		return;
+	}
+	int links = 0;
+	const char *p = todo;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		char comp[NAME_MAX + 1];
+		if (n > NAME_MAX)
+			break;
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		p += n;
+		apply_lexical(cur, sizeof(cur), comp);
+		const char *r = below(cur, ws);
+		if (!r)
+			break; /* outside: the rest is lexical */
+		struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+				       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+		int lfd = sys_openat2(fd, *r ? r : ".", &how);
+		ssize_t k = lfd >= 0 ? readlinkat(lfd, "", t, sizeof(t) - 1) : -1;
+		if (lfd >= 0)
+			close(lfd);
+		if (k <= 0)
+			continue; /* not a link (or not there): stays as walked */
+		t[k] = '\0';
+		if (++links > 40)
+			break;
+		/* the link's target, then what was left after it */
+		snprintf(next, sizeof(next), "%s/%s", t, p);
+		if (strlen(next) >= sizeof(todo))
+			break;
+		memcpy(todo, next, strlen(next) + 1);
+		p = todo;
+		if (t[0] == '/')
+			strcpy(cur, "/");
+		else
+			apply_lexical(cur, sizeof(cur), "..");
+	}
+	apply_lexical(cur, sizeof(cur), p);
+	snprintf(out, cap, "%s", cur);
+}
+
+static int
+check(int workspace_fd, bool in_view, const char *workspace, const char *mount, const char *cwd,
+      const char *arg, char *reason, size_t cap)
 {
 	char rel[PATH_MAX], probe[PATH_MAX], where[PATH_MAX];
 	const char *ws = workspace ? workspace : ".";
@@ -234,8 +296,12 @@ policy_path_check(int workspace_fd, const char *workspace, const char *mount, co
 		}
 		if (fd == -EXDEV) {
 			char full[PATH_MAX * 2];
-			snprintf(full, sizeof(full), "%s/%s", ws, rel);
-			host_resolve(full, where, sizeof(where));
+			if (in_view) {
+				view_resolve(workspace_fd, ws, rel, where, sizeof(where));
+			} else {
+				snprintf(full, sizeof(full), "%s/%s", ws, rel);
+				host_resolve(full, where, sizeof(where));
+			}
 			if (in_mount)
 				jail_view(mount, rel, where, sizeof(where));
 			snprintf(reason, cap, "path '%s' resolves to %s, outside the workspace %s",
@@ -269,8 +335,12 @@ policy_path_check(int workspace_fd, const char *workspace, const char *mount, co
 			depth++;
 		if (depth < 0) {
 			char full[PATH_MAX * 2];
-			snprintf(full, sizeof(full), "%s/%s", ws, rel);
-			host_resolve(full, where, sizeof(where));
+			if (in_view) {
+				view_resolve(workspace_fd, ws, rel, where, sizeof(where));
+			} else {
+				snprintf(full, sizeof(full), "%s/%s", ws, rel);
+				host_resolve(full, where, sizeof(where));
+			}
 			if (in_mount)
 				jail_view(mount, rel, where, sizeof(where));
 			snprintf(reason, cap,
@@ -286,4 +356,50 @@ policy_path_check(int workspace_fd, const char *workspace, const char *mount, co
 too_long:
 	snprintf(reason, cap, "path '%.64s...' is too long to check", arg);
 	return 2;
+}
+
+int
+policy_path_check(int workspace_fd, const char *workspace, const char *mount, const char *cwd,
+		  const char *arg, char *reason, size_t cap)
+{
+	return check(workspace_fd, false, workspace, mount, cwd, arg, reason, cap);
+}
+
+int
+policy_path_check_view(int view_fd, const char *workspace, const char *mount, const char *cwd,
+		       const char *arg, char *reason, size_t cap)
+{
+	return check(view_fd, true, workspace, mount, cwd, arg, reason, cap);
+}
+
+int
+policy_request_view(const struct policy_request *req, int *fd, const char **why)
+{
+	*fd = req->workspace_fd;
+	*why = NULL;
+	if (!req->view || req->workspace_fd < 0)
+		return 0;
+	struct policy_view *v = req->view_cache;
+	/* a view hook with nowhere to keep what it gave: refused, never
+	 * asked per path (descriptors would leak) nor skipped */
+	if (!v) {
+		*why = "the sandbox's view of the workspace has no place in this request";
+		return -EINVAL;
+	}
+	if (!v->done) {
+		v->why[0] = '\0';
+		int r = req->view(req->view_arg, v->why, sizeof(v->why));
+		v->done = true;
+		v->fd = r >= 0 ? r : -1;
+		v->err = r >= 0 ? 0 : r;
+		if (r < 0 && !v->why[0])
+			snprintf(v->why, sizeof(v->why), "the sandbox's view of the workspace: %s",
+				 strerror(-r));
+	}
+	if (v->err) {
+		*why = v->why;
+		return v->err;
+	}
+	*fd = v->fd;
+	return 0;
 }

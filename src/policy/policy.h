@@ -108,7 +108,35 @@ struct policy_request {
 	int (*state_roots)(void *arg, const char **labels, int *fds, int max);
 	void *state_arg;
 	struct policy_state *state;
+	/* The workspace as the command will see it, for the path checks
+	 * (containment of its operands, a program given by a path): a cow
+	 * sandbox's or session's overlay, where the model may have put a
+	 * link the host directory does not hold (or removed one it does).
+	 * NULL: workspace_fd is what the command sees (a one-shot sandbox
+	 * starts from the host directory).  Asked at most once per decision
+	 * (view_cache), and only when a path is checked: a round trip to a
+	 * session's monitor is paid by the requests that need it.  Returns
+	 * an O_PATH directory fd, or -errno with why filled (naming the
+	 * session or sandbox); then every path check is refused, never made
+	 * on the host directory instead. */
+	int (*view)(void *arg, char *why, size_t cap);
+	void *view_arg;
+	struct policy_view *view_cache; /* required with view; closed by its owner */
 };
+
+/* What a request's view hook gave, once per decision (policy_request). */
+struct policy_view {
+	bool done;
+	int fd; /* -1 until done, or when it failed */
+	int err;
+	char why[256];
+};
+
+/* The directory the path checks of req judge in: its view when it has
+ * one (obtained now if not yet), else workspace_fd (-1: no workspace,
+ * no path checks).  0 with *fd set, or -errno with *why (the view could
+ * not be had: refuse, do not judge on the host directory). */
+int policy_request_view(const struct policy_request *req, int *fd, const char **why);
 
 /* What the walk of a request's state found (see policy_request). */
 struct policy_state {
@@ -221,6 +249,11 @@ bool policy_option_matches(const char *want, const char *arg);
  * (or below the host workspace path) are taken relative to the workspace. */
 int policy_path_check(int workspace_fd, const char *workspace, const char *mount, const char *cwd,
 		      const char *arg, char *reason, size_t reason_cap);
+/* The same, in a sandbox's view of the workspace (view_fd: its cow
+ * overlay): a link there is read there, for the message too, never in
+ * the host directory, which need not hold it. */
+int policy_path_check_view(int view_fd, const char *workspace, const char *mount, const char *cwd,
+			   const char *arg, char *reason, size_t reason_cap);
 
 /* For an absolute arg below mount (the jail's view) or workspace (the
  * host's), the rest of it, relative to the workspace ("" for the
@@ -254,6 +287,10 @@ const struct policy_state *policy_request_state(const struct policy_request *req
 void policy_request_state_roots(struct wd_request *r,
 				int (*fn)(void *arg, const char **labels, int *fds, int max),
 				void *arg, void (*free_arg)(void *arg));
+/* The workspace as the command sees it (policy_request's view); arg is
+ * not owned (the state's arg, or the caller's door, outlives r's use) */
+void policy_request_view_hook(struct wd_request *r, int (*fn)(void *arg, char *why, size_t cap),
+			      void *arg);
 
 /* ---- for the context's event stream (src/core) ---- */
 /* The members of a "decision" event (the request without environment

@@ -143,6 +143,17 @@ stat_workspace(int wfd, const char *rel, bool last, char *target, size_t cap)
 	return n;
 }
 
+static enum node
+workspace_node(const struct policy_request *req, const char *rel, bool last, char *target,
+	       size_t cap)
+{
+	int fd;
+	const char *why;
+	if (policy_request_view(req, &fd, &why) < 0)
+		return NODE_ERROR;
+	return stat_workspace(fd, rel, last, target, cap);
+}
+
 /* A system path as the jail sees it: in the image's rootfs when there is
  * one, never the host's file of the same name: the host's
  * /usr/bin/cat says nothing of what the image's is (a link to the
@@ -271,7 +282,10 @@ resolve(const struct policy_request *req, const char *mount, const char *prog,
 		if (a == AREA_ANCESTOR)
 			nd = NODE_DIR;
 		else if (a == AREA_WORKSPACE)
-			nd = stat_workspace(req->workspace_fd, rel, last, target, sizeof(target));
+			/* in the workspace the command sees (a cow overlay's
+			 * links are not the host directory's); a view that
+			 * cannot be had resolves nothing */
+			nd = workspace_node(req, rel, last, target, sizeof(target));
 		else
 			nd = stat_system(req->system_root, cand, target, sizeof(target));
 		switch (nd) {

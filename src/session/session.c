@@ -851,6 +851,35 @@ sess_state_roots(struct door *d, const char **labels, int *fds, int max)
 	return monitor_state_roots(q->w.sbdir, labels, fds, max);
 }
 
+/* The workspace as the session's commands see it (a cow session's
+ * overlay, else the host directory), for the policy's path checks: the
+ * monitor's "view", the descriptor its file methods work on.  One round
+ * trip, paid only by a command whose policy checks a path it names. */
+static int
+monitor_view(int sbdir, const char *id, char *why, size_t cap)
+{
+	json_t *resp = NULL;
+	struct wd_err e = {0};
+	int fd = -1;
+	int rc = session_call_fd(sbdir, "{\"op\":\"view\"}", NULL, 0, &resp, &fd, &e);
+	json_decref(resp);
+	struct stat st;
+	if (rc == 0 && fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	snprintf(why, cap, "the workspace of session %s cannot be had from its monitor: %s", id,
+		 rc < 0 && e.msg[0] ? e.msg : "no directory in its reply");
+	return rc < 0 ? rc : -EIO;
+}
+
+static int
+sess_view(struct door *d, char *why, size_t cap)
+{
+	struct sess *q = d->p;
+	return monitor_view(q->w.sbdir, q->w.id, why, cap);
+}
+
 static const struct placement session = {
     .name = "session",
     .prepare = sess_prepare,
@@ -858,6 +887,7 @@ static const struct placement session = {
     .exec = sess_exec,
     .release = sess_release,
     .state_roots = sess_state_roots,
+    .view = sess_view,
 };
 
 /* A background command: the same stages; the result event records that
@@ -869,6 +899,7 @@ static const struct placement detached = {
     .exec = sess_detach,
     .release = sess_release,
     .state_roots = sess_state_roots,
+    .view = sess_view,
 };
 
 WD_API int
@@ -1260,6 +1291,13 @@ req_state_roots(void *arg, const char **labels, int *fds, int max)
 				  st->spec);
 }
 
+static int
+req_view(void *arg, char *why, size_t cap)
+{
+	struct req_state *st = arg;
+	return monitor_view(st->sbdir, st->id, why, cap);
+}
+
 static void
 req_state_free(void *arg)
 {
@@ -1300,6 +1338,8 @@ wd_session_request(wd_ctx *ctx, const char *ref, wd_request *req, struct wd_err 
 		snprintf(st->id, sizeof(st->id), "%s", w.id);
 		spec = NULL;
 		policy_request_state_roots(req, req_state_roots, st, req_state_free);
+		/* its paths judged in the session's view, as the exec's are */
+		policy_request_view_hook(req, req_view, st);
 	}
 	session_where_fini(&w);
 	wd_spec_free(spec);
