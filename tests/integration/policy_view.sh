@@ -13,7 +13,8 @@
 need_run
 cd "$WS"
 cat >"$T/p.json" <<'J'
-{"version": 1, "programs": {"cat": {}, "python3": {}}}
+{"version": 1, "programs": {"cat": {}, "python3": {},
+ "head": {"approve": [["new.txt"]]}}}
 J
 P=(--policy "$T/p.json" --audit "$T/audit.jsonl")
 printf 'print("host copy")\n' >build.py
@@ -71,6 +72,16 @@ expect_rc 0 "session: cat new.txt (only in the overlay) runs" \
 expect_in "$T/out" "made in the overlay" "... and printed it"
 expect_rc 0 "check --session: allowed too" \
 	"$WARDEN" check --policy "$T/p.json" --session "$S" -- cat new.txt
+
+# the approval id check gives is the exec's (the same view, the same
+# state), and a pause on a path in the overlay names no other
+expect_rc 123 "check --session --json: head new.txt pauses" \
+	"$WARDEN" check --policy "$T/p.json" --session "$S" --json -- head new.txt
+cid=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["decision"], d["approval_id"])' "$T/out")
+expect_rc 123 "exec: head new.txt pauses" "$WARDEN" exec "${P[@]}" "$S" -- head new.txt
+eid=$(sed -n 's/.*warden approve \([0-9a-f]\{64\}\).*/\1/p' "$T/err" | head -n 1)
+[ "$cid" = "pause $eid" ] && [ -n "$eid" ] && ok "... under the id check gave ($eid)" ||
+	not_ok "check said '$cid', exec paused as '$eid'"
 
 # 4. no view to judge in (the session stopped, its monitor gone): the
 # path is refused, naming the session, not judged on the host directory

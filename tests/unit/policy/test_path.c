@@ -192,3 +192,158 @@ Test(policy_open_beneath, refuses_magic_links)
 		close(fd);
 	close(procfd);
 }
+
+/* ---- a sandbox's view of the workspace (a cow overlay) ----
+ * The command sees the view, not the host directory: a link the model
+ * made there is judged there, with the message saying where it leads in
+ * the view; a view that cannot be had refuses the path. */
+TestSuite(policy_view, .init = fx_setup, .fini = fx_teardown);
+
+static void
+fx_view(void)
+{
+	/* ROOT/view: what the sandbox sees.  file.txt a link out there (a
+	 * plain file on the host), d/up -> /etc, a relative climb, a chain */
+	fx_dir("view");
+	fx_dir("view/d");
+	fx_dir("view/sub");
+	fx_link("/etc/passwd", "view/file.txt");
+	fx_link("/etc", "view/d/up");
+	fx_link("../../outside/secret", "view/sub/esc");
+	fx_link("c2", "view/c1");
+	fx_link("d/up", "view/c2");
+	fx_file("view/mine.txt", "made in the view\n");
+}
+
+static int
+open_view(void)
+{
+	char p[PATH_MAX];
+	fx_path(p, "view");
+	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+Test(policy_view, links_read_in_the_view)
+{
+	fx_view();
+	int vfd = open_view();
+	char reason[512], outside[PATH_MAX + 32];
+	struct {
+		const char *arg, *where;
+	} cases[] = {
+	    {"file.txt", "resolves to /etc/passwd, outside"},
+	    {"/workspace/file.txt", "resolves to /etc/passwd, outside"},
+	    {"d/up/passwd", "resolves to /etc/passwd, outside"},
+	    {"c1/shadow", "resolves to /etc/shadow, outside"},
+	    {"sub/esc", NULL}, /* ROOT/outside/secret: checked below */
+	};
+	for (size_t i = 0; i < WD_ARRAY_SIZE(cases); i++) {
+		reason[0] = '\0';
+		int rc = policy_path_check_view(vfd, fx_ws, "/workspace", NULL, cases[i].arg,
+						reason, sizeof(reason));
+		cr_expect_eq(rc, 1, "'%s' in the view: %d (%s)", cases[i].arg, rc, reason);
+		if (cases[i].where)
+			cr_expect_not_null(strstr(reason, cases[i].where), "'%s': %s", cases[i].arg,
+					   reason);
+		/* the host path names the workspace in the message */
+		cr_expect_not_null(strstr(reason, fx_ws), "%s", reason);
+	}
+	fx_path(outside, "outside/secret");
+	policy_path_check_view(vfd, fx_ws, "/workspace", NULL, "sub/esc", reason, sizeof(reason));
+	cr_expect_not_null(strstr(reason, outside), "the climb said where it leads: %s", reason);
+	/* in the view: a file the host does not have, and a name neither has */
+	cr_expect_eq(policy_path_check_view(vfd, fx_ws, "/workspace", NULL, "mine.txt", reason,
+					    sizeof(reason)),
+		     0, "%s", reason);
+	cr_expect_eq(policy_path_check_view(vfd, fx_ws, "/workspace", NULL, "new/out.txt", reason,
+					    sizeof(reason)),
+		     0, "%s", reason);
+	/* the host directory judges file.txt (a plain file there) inside:
+	 * what a check on it instead of the view wrongly said */
+	cr_expect_eq(policy_path_check(fx_wfd, fx_ws, "/workspace", NULL, "file.txt", reason,
+				       sizeof(reason)),
+		     0);
+	close(vfd);
+}
+
+struct hook {
+	int calls;
+	int fail; /* -errno to return */
+};
+
+static int
+view_hook(void *arg, char *why, size_t cap)
+{
+	struct hook *h = arg;
+	h->calls++;
+	if (h->fail) {
+		snprintf(why, cap, "the workspace of session 0123 cannot be had");
+		return h->fail;
+	}
+	return open_view();
+}
+
+static wd_decision *
+decide_with(wd_policy *p, const char *command, struct hook *h)
+{
+	struct wd_err e = {0};
+	wd_request *r = wd_request_new();
+	cr_assert_eq(wd_request_set_command(r, command, &e), 0, "%s", e.msg);
+	cr_assert_eq(wd_request_set_workspace(r, fx_ws, &e), 0, "%s", e.msg);
+	if (h)
+		policy_request_view_hook(r, view_hook, h);
+	wd_decision *d = NULL;
+	cr_assert_eq(wd_policy_decide(p, r, &d, &e), 0, "%s", e.msg);
+	wd_request_free(r);
+	return d;
+}
+
+Test(policy_view, decided_in_the_view_once_and_only_for_paths)
+{
+	fx_view();
+	struct wd_err e = {0};
+	wd_policy *p = NULL;
+	cr_assert_eq(wd_policy_load(NULL, &p, &e), 0, "%s", e.msg);
+	/* on the host directory: file.txt is a plain file, allowed */
+	wd_decision *d = decide_with(p, "cat file.txt", NULL);
+	cr_expect_eq(wd_decision_kind(d), WD_DECISION_ALLOW, "%s", wd_decision_reason(d));
+	wd_decision_free(d);
+	/* in the view: a link to /etc/passwd, refused; the view asked once
+	 * for several paths */
+	struct hook h = {0};
+	d = decide_with(p, "cat mine.txt sub/inner.txt file.txt", &h);
+	cr_expect_eq(wd_decision_kind(d), WD_DECISION_DENY);
+	cr_expect_str_eq(wd_decision_rule(d), "workspace.containment");
+	cr_expect_not_null(strstr(wd_decision_reason(d), "resolves to /etc/passwd"), "%s",
+			   wd_decision_reason(d));
+	cr_expect_eq(h.calls, 1, "the view was asked %d times", h.calls);
+	wd_decision_free(d);
+	/* no path to check (no operand, or one outside wherever it is
+	 * judged): the view is not asked */
+	h.calls = 0;
+	d = decide_with(p, "cat", &h);
+	wd_decision_free(d);
+	d = decide_with(p, "cat /etc/passwd", &h);
+	cr_expect_eq(wd_decision_kind(d), WD_DECISION_DENY);
+	wd_decision_free(d);
+	cr_expect_eq(h.calls, 0, "the view was asked %d times", h.calls);
+	/* a view that cannot be had: refused, naming it, not judged on the
+	 * host directory (where mine.txt is missing, file.txt plain) */
+	struct hook bad = {.fail = -EIO};
+	d = decide_with(p, "cat file.txt", &bad);
+	cr_expect_eq(wd_decision_kind(d), WD_DECISION_DENY);
+	cr_expect_str_eq(wd_decision_rule(d), "workspace.view");
+	cr_expect_not_null(strstr(wd_decision_reason(d), "session 0123 cannot be had"), "%s",
+			   wd_decision_reason(d));
+	wd_decision_free(d);
+	/* a program given by a path is resolved in the view too (./file.txt
+	 * is a link to /etc/passwd there): the view is asked for it */
+	h.calls = 0;
+	d = decide_with(p, "./file.txt", &h);
+	cr_expect_eq(wd_decision_kind(d), WD_DECISION_DENY);
+	cr_expect_eq(h.calls, 1);
+	wd_decision_free(d);
+	wd_policy_free(p);
+}
