@@ -337,6 +337,16 @@ program_by_path(const struct config_policy *p, const struct policy_request *req,
 	case POLICY_PROG_OTHER:
 		break;
 	}
+	if (r.no_view) {
+		/* fail closed, as for a path operand (path_denied) */
+		deny(d, "workspace.view",
+		     "the sandbox's workspace could not be opened to resolve this program; "
+		     "retry, or run it in another sandbox",
+		     "program '%s' cannot be resolved: %s; refused rather than resolved in the "
+		     "host directory",
+		     prog, r.why);
+		return NULL;
+	}
 	deny(d, "programs.path",
 	     "call the program by its name (e.g. pytest): it is looked up in the system "
 	     "directories",

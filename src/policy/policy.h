@@ -206,7 +206,8 @@ struct policy_prog {
 	char name[NAME_MAX + 1];
 	char rel[PATH_MAX];
 	char where[PATH_MAX]; /* what it resolves to, in the jail's view */
-	const char *why;      /* static */
+	const char *why;      /* static, or the request's view_cache->why */
+	bool no_view;	      /* why: the sandbox's view could not be had */
 	/* the walk ended at a name that does not exist in a system
 	 * directory (never set once it entered the workspace) */
 	bool missing;

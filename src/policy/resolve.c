@@ -143,17 +143,6 @@ stat_workspace(int wfd, const char *rel, bool last, char *target, size_t cap)
 	return n;
 }
 
-static enum node
-workspace_node(const struct policy_request *req, const char *rel, bool last, char *target,
-	       size_t cap)
-{
-	int fd;
-	const char *why;
-	if (policy_request_view(req, &fd, &why) < 0)
-		return NODE_ERROR;
-	return stat_workspace(fd, rel, last, target, cap);
-}
-
 /* A system path as the jail sees it: in the image's rootfs when there is
  * one, never the host's file of the same name: the host's
  * /usr/bin/cat says nothing of what the image's is (a link to the
@@ -281,12 +270,18 @@ resolve(const struct policy_request *req, const char *mount, const char *prog,
 		out->via_workspace |= a == AREA_WORKSPACE;
 		if (a == AREA_ANCESTOR)
 			nd = NODE_DIR;
-		else if (a == AREA_WORKSPACE)
+		else if (a == AREA_WORKSPACE) {
 			/* in the workspace the command sees (a cow overlay's
 			 * links are not the host directory's); a view that
-			 * cannot be had resolves nothing */
-			nd = workspace_node(req, rel, last, target, sizeof(target));
-		else
+			 * cannot be had resolves nothing, and says why */
+			int wfd;
+			const char *why;
+			if (policy_request_view(req, &wfd, &why) < 0) {
+				out->no_view = true;
+				return other(out, cand, why);
+			}
+			nd = stat_workspace(wfd, rel, last, target, sizeof(target));
+		} else
 			nd = stat_system(req->system_root, cand, target, sizeof(target));
 		switch (nd) {
 		case NODE_DIR:
@@ -328,6 +323,6 @@ policy_program_resolve(const struct policy_request *req, const char *mount, cons
 	out->kind = POLICY_PROG_OTHER;
 	out->name[0] = out->rel[0] = out->where[0] = '\0';
 	out->why = NULL;
-	out->missing = out->via_workspace = false;
+	out->missing = out->via_workspace = out->no_view = false;
 	(void)resolve(req, mount, prog, out);
 }

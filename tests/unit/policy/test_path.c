@@ -338,6 +338,12 @@ Test(policy_view, decided_in_the_view_once_and_only_for_paths)
 	cr_expect_not_null(strstr(wd_decision_reason(d), "session 0123 cannot be had"), "%s",
 			   wd_decision_reason(d));
 	wd_decision_free(d);
+	/* and a program given by a path in the workspace likewise */
+	d = decide_with(p, "./file.txt", &bad);
+	cr_expect_str_eq(wd_decision_rule(d), "workspace.view");
+	cr_expect_not_null(strstr(wd_decision_reason(d), "session 0123 cannot be had"), "%s",
+			   wd_decision_reason(d));
+	wd_decision_free(d);
 	/* a program given by a path is resolved in the view too (./file.txt
 	 * is a link to /etc/passwd there): the view is asked for it */
 	h.calls = 0;
