@@ -122,7 +122,13 @@ confirm(const char *id, char shown[static 65])
 	/* what else the id covers: the files as they are now */
 	json_t *st = json_object_get(w, "state");
 	fprintf(f, "\n  %-10s ", "state:");
-	if (json_is_false(json_object_get(st, "complete"))) {
+	json_t *bound = json_object_get(st, "bound");
+	if (json_is_integer(bound)) {
+		fprintf(f,
+			"more than %lld entries, the policy's approvals.max_state_entries: no "
+			"approval can cover it",
+			(long long)json_integer_value(bound));
+	} else if (json_is_false(json_object_get(st, "complete"))) {
 		fputs("not all of it could be read (", f);
 		cli_policy_word(f, json_string_value(json_object_get(st, "unseen")));
 		fputs("): no approval can cover it", f);

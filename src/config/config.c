@@ -191,7 +191,7 @@ load_tools(struct vctx *v, json_t *val, struct config_policy *p)
 static int
 load_approvals(struct vctx *v, json_t *val, struct config_policy *p)
 {
-	static const char *const ak[] = {"ttl", NULL};
+	static const char *const ak[] = {"ttl", "max_state_entries", NULL};
 	int rc = config_want_type(v, val, JSON_OBJECT, "an object");
 	if (rc < 0)
 		return rc;
@@ -200,6 +200,19 @@ load_approvals(struct vctx *v, json_t *val, struct config_policy *p)
 	json_object_foreach(val, k, v2)
 	{
 		vctx_push_key(v, k);
+		if (!strcmp(k, "max_state_entries")) {
+			/* the bound of the state walk on every pause and retry
+			 * (util/tree.c): below 1,000 a small project could be
+			 * approved never; above 100,000,000 one pause could walk
+			 * for minutes on the host */
+			if (!json_is_integer(v2) || json_integer_value(v2) < 1000 ||
+			    json_integer_value(v2) > 100000000)
+				return vctx_fail(v, false,
+						 "expected a whole number from 1000 to 100000000");
+			p->approval_max_state_entries = (uint64_t)json_integer_value(v2);
+			vctx_pop(v);
+			continue;
+		}
 		if (strcmp(k, "ttl"))
 			return vctx_unknown_key(v, k, ak);
 		if (!json_is_integer(v2) || json_integer_value(v2) <= 0 ||
@@ -297,6 +310,8 @@ load_root(struct vctx *v, json_t *root, struct config_policy *p)
 		p->mount = wd_xstrdup("/workspace");
 	if (!p->approval_ttl_s)
 		p->approval_ttl_s = 600;
+	if (!p->approval_max_state_entries)
+		p->approval_max_state_entries = CONFIG_MAX_STATE_ENTRIES;
 
 	/* "cat, diff, find, ..." for the advice of a refused program. */
 	size_t need = 1;

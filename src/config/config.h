@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #define CONFIG_VERSION 1
-#define CONFIG_MAX_FILE (1u << 20) /* a policy larger than 1 MiB is a mistake */
+#define CONFIG_MAX_FILE (1u << 20)	 /* a policy larger than 1 MiB is a mistake */
+#define CONFIG_MAX_STATE_ENTRIES 1000000 /* approvals.max_state_entries: 2-5 s of walk */
 
 /* A list of owned strings. */
 struct config_strv {
@@ -156,7 +157,8 @@ struct config_policy {
 	struct config_profile *profiles; /* built-ins first, then the document's */
 	size_t nprofiles;
 	uint64_t approval_ttl_s;
-	char *audit_path; /* NULL: no audit unless --audit */
+	uint64_t approval_max_state_entries; /* approvals.max_state_entries */
+	char *audit_path;		     /* NULL: no audit unless --audit */
 	struct config_network net;
 	struct config_secret *secrets; /* in document order */
 	size_t nsecrets;

@@ -238,7 +238,9 @@ config_policy_to_json(const struct config_policy *p)
 	}
 	json_object_set_new(root, "profiles", profs);
 	json_object_set_new(root, "approvals",
-			    json_pack("{s:I}", "ttl", (json_int_t)p->approval_ttl_s));
+			    json_pack("{s:I, s:I}", "ttl", (json_int_t)p->approval_ttl_s,
+				      "max_state_entries",
+				      (json_int_t)p->approval_max_state_entries));
 	if (p->audit_path)
 		json_object_set_new(root, "audit", json_pack("{s:s}", "path", p->audit_path));
 	json_t *net = network_json(&p->net);

@@ -625,6 +625,10 @@ pending_info(const wd_policy *p, const wd_request *r, const wd_decision *d, cons
 	json_object_set_new(st, "where", audit_json_text(d->state.where));
 	if (!d->state.complete)
 		json_object_set_new(st, "unseen", audit_json_text(d->state.unseen));
+	/* the walk stopped at approvals.max_state_entries: the human is told
+	 * which bound, in warden's words (unseen may be a model's name) */
+	if (d->state.bound)
+		json_object_set_new(st, "bound", json_integer((json_int_t)d->state.bound));
 	json_object_set_new(o, "state", st);
 	json_object_set_new(o, "rule", audit_json_text(d->d.rule));
 	json_object_set_new(o, "reason", audit_json_text(d->d.reason));

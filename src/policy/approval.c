@@ -58,13 +58,15 @@ const char *const policy_id_field_names[POLICY_ID_FIELDS] = {
     "argv", "cwd", "env", "workspace", "policy", "system", "state"};
 
 const struct policy_state *
-policy_request_state(const struct policy_request *req, struct policy_state *scratch)
+policy_request_state(const struct policy_request *req, uint64_t max_entries,
+		     struct policy_state *scratch)
 {
 	struct policy_state *st = req->state ? req->state : scratch;
 	if (st->done)
 		return st;
 	struct wd_tree_print t;
 	wd_tree_print_init(&t);
+	t.max_entries = max_entries;
 	if (req->state_roots) {
 		const char *labels[POLICY_STATE_ROOTS_MAX];
 		int fds[POLICY_STATE_ROOTS_MAX];
@@ -85,6 +87,7 @@ policy_request_state(const struct policy_request *req, struct policy_state *scra
 	wd_tree_print_final(&t, st->hex);
 	st->entries = t.entries;
 	st->complete = t.complete;
+	st->bound = t.stopped ? max_entries : 0;
 	snprintf(st->unseen, sizeof(st->unseen), "%s", t.unseen);
 	st->done = true;
 	return st;
@@ -143,7 +146,7 @@ policy_approval_id(const struct config_policy *p, const struct policy_request *r
 	finish(c, f[5]);
 
 	struct policy_state scratch = {0};
-	memcpy(f[6], policy_request_state(req, &scratch)->hex, 65);
+	memcpy(f[6], policy_request_state(req, p->approval_max_state_entries, &scratch)->hex, 65);
 
 	wd_sha256_init(c);
 	wd_sha256_update(c, "warden-approval-v3", sizeof("warden-approval-v3"));

@@ -143,6 +143,7 @@ struct policy_state {
 	bool done;
 	bool complete;	  /* every entry seen (else no approval can match) */
 	uint64_t entries; /* entries walked */
+	uint64_t bound;	  /* approvals.max_state_entries when the walk stopped there, else 0 */
 	char unseen[256]; /* the first place not seen when !complete (model's name) */
 	char where[128];  /* the first tree's label: "workspace", or with the
 			   * sandbox or session it belongs to */
@@ -279,9 +280,10 @@ extern const char *const policy_id_field_names[POLICY_ID_FIELDS];
 void policy_approval_id(const struct config_policy *p, const struct policy_request *req, int argc,
 			const char *const *argv, char id[65], char fields[POLICY_ID_FIELDS][65]);
 /* The print of req's state (walked once per request when req->state is
- * set): what policy_approval_id folds in as "state". */
+ * set): what policy_approval_id folds in as "state".  max_entries bounds
+ * the walk (approvals.max_state_entries); past it the state is incomplete. */
 const struct policy_state *policy_request_state(const struct policy_request *req,
-						struct policy_state *scratch);
+						uint64_t max_entries, struct policy_state *scratch);
 /* Where a request's state is (core: a session's view, home and /tmp);
  * without it, the workspace.  free_arg, when not NULL, makes arg the
  * request's, freed with it. */

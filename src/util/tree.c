@@ -15,7 +15,14 @@
  * entry gone between the listing and its stat, a tree deeper than
  * TREE_MAX_DEPTH) must never match a later walk that saw other content:
  * it folds in 16 random bytes, so that state can be approved by no one
- * (a pause again, never a run of what nobody saw), and says so. */
+ * (a pause again, never a run of what nobody saw), and says so.
+ *
+ * The walk is bounded (max_entries over every tree of one print): the
+ * model chooses how many files there are, and each pause and retry walks
+ * them all on the host, outside any sandbox's limits.  Past the bound the
+ * walk stops, incomplete: a state too big to print can be approved by no
+ * one (fail closed), and no pause costs the host more than the bound's
+ * walk. */
 #include "util/util.h"
 
 #include <dirent.h>
@@ -92,10 +99,29 @@ incomplete(struct wd_tree_print *t, const char *path)
 	t->complete = false;
 }
 
+/* Is the bound reached?  Then the print is incomplete once, and stopped. */
+static bool
+at_bound(struct wd_tree_print *t)
+{
+	if (t->stopped)
+		return true;
+	if (!t->max_entries || t->entries < t->max_entries)
+		return false;
+	char what[64];
+	snprintf(what, sizeof(what), "more than %llu entries", (unsigned long long)t->max_entries);
+	incomplete(t, what);
+	t->stopped = true;
+	return true;
+}
+
 /* dfd: an open directory; path: its path below the root ("" for the root) */
 static void
 walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 {
+	if (t->stopped) {
+		close(dfd);
+		return;
+	}
 	if (depth > TREE_MAX_DEPTH) {
 		incomplete(t, path);
 		return;
@@ -113,6 +139,10 @@ walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
+		/* one name past the bound is enough to know it is passed: a
+		 * directory of millions is not read whole into memory */
+		if (t->max_entries && t->entries + n > t->max_entries)
+			break;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
 			names = wd_xrealloc(names, cap * sizeof(*names));
@@ -123,7 +153,7 @@ walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 		incomplete(t, path);
 	if (n > 1) /* qsort of NULL, 0 is undefined */
 		qsort(names, n, sizeof(*names), by_name);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !at_bound(t); i++) {
 		char *sub = path[0] ? wd_xasprintf("%s/%s", path, names[i]) : wd_xstrdup(names[i]);
 		struct stat st;
 		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {

@@ -218,7 +218,11 @@ int wd_dir_realpath(const char *dir, char **out);
 struct wd_tree_print {
 	struct wd_sha256 sha;
 	uint64_t entries;
+	/* at most this many entries over every tree added (0: no bound):
+	 * past it the walk stops and is incomplete ("more than N entries") */
+	uint64_t max_entries;
 	bool complete;
+	bool stopped; /* the bound was reached: nothing more is walked */
 	char unseen[256];
 };
 void wd_tree_print_init(struct wd_tree_print *t);

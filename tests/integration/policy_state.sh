@@ -121,4 +121,33 @@ if "$WARDEN" create "$S" -w "$WS" --workspace-mode cow >"$T/out" 2>"$T/err" </de
 else
 	not_ok "cow session: $(head -c 300 "$T/err")"
 fi
+
+# ---- the walk is bounded: the model chooses how many files there are ----
+# every pause and retry walks them on the host; past
+# approvals.max_state_entries the walk stops and no approval can cover
+# the state (fail closed), whatever the model makes
+cat >"$T/pb.json" <<'J'
+{"version": 1, "approvals": {"max_state_entries": 1000},
+ "programs": {"cat": {"approve": [["build.py"]]}, "python3": {}}}
+J
+PB=(--policy "$T/pb.json" --audit "$T/audit.jsonl")
+expect_rc 0 "the model makes 1,500 files in the workspace" "$WARDEN" run "${PB[@]}" -- \
+	python3 -c 'import os; os.makedirs("many", exist_ok=True); [open("many/f%04d" % i, "w").close() for i in range(1500)]'
+expect_rc 123 "bounded: cat build.py pauses" "$WARDEN" run "${PB[@]}" -- cat build.py
+id=$(pause_id)
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["state"]; assert not s["complete"] and s["bound"] == 1000 and s["entries"] <= 1000, s' \
+	"$WARDEN_STATE_DIR/pending/$id.json" && ok "the walk stopped at the bound and says so" ||
+	not_ok "the bounded walk's state: $(head -c 400 "$WARDEN_STATE_DIR/pending/$id.json")"
+pty_answer tty n "$WARDEN" approve "$id" >"$T/tty" 2>&1
+expect_in "$T/tty" "state:     more than 1000 entries, the policy's approvals.max_state_entries: no approval can cover it" \
+	"approve at a terminal: says no approval can cover a state past the bound"
+expect_rc 0 "approved anyway" "$WARDEN" approve --yes "$id"
+expect_rc 123 "the retry pauses again: a state past the bound matches nothing" \
+	"$WARDEN" run "${PB[@]}" -- cat build.py
+expect_not_in "$T/out" 'reviewed' "... and nothing ran"
+rm -rf many
+expect_rc 123 "below the bound again: pauses" "$WARDEN" run "${PB[@]}" -- cat build.py
+id=$(pause_id)
+expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
+expect_rc 0 "... and the retry runs" "$WARDEN" run "${PB[@]}" -- cat build.py
 finish

@@ -75,6 +75,12 @@ static const struct bad_case bad[] = {
 	/* approvals, audit, workspace, network */
 	{"{\"version\": 1, \"approvals\": {\"ttl\": 0}}", "approvals.ttl: expected whole seconds"},
 	{"{\"version\": 1, \"approvals\": {\"ttl\": 1.5}}", "approvals.ttl: expected whole seconds"},
+	{"{\"version\": 1, \"approvals\": {\"max_state_entries\": 999}}",
+	 "approvals.max_state_entries: expected a whole number from 1000 to 100000000"},
+	{"{\"version\": 1, \"approvals\": {\"max_state_entries\": 100000001}}",
+	 "approvals.max_state_entries: expected a whole number from 1000 to 100000000"},
+	{"{\"version\": 1, \"approvals\": {\"max_state_entries\": \"1e6\"}}",
+	 "approvals.max_state_entries: expected a whole number"},
 	{"{\"version\": 1, \"approvals\": {\"tll\": 5}}", "approvals.tll: unknown key 'tll' (did you mean 'ttl'?)"},
 	{"{\"version\": 1, \"audit\": {\"path\": \"\"}}", "audit.path: must not be empty"},
 	{"{\"version\": 1, \"audit\": {\"file\": \"x\"}}", "audit.file: unknown key"},
@@ -208,6 +214,7 @@ Test(config_load_default, loads_and_has_the_coding_allowlist)
 	cr_expect(config_program_find(p, "python3", 7)->interpreter);
 	cr_expect_str_eq(p->mount, "/workspace");
 	cr_expect_eq(p->approval_ttl_s, 600);
+	cr_expect_eq(p->approval_max_state_entries, 1000000);
 	cr_expect_eq(strlen(p->digest), 64);
 	config_policy_free(p);
 }

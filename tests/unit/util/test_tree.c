@@ -135,3 +135,38 @@ Test(wd_tree_print, incomplete_matches_nothing)
 	cr_expect(!t.complete, "a tree that could not be had");
 	wd_tree_print_final(&t, a);
 }
+
+/* the walk is bounded: the model chooses how many files there are, and
+ * every pause walks them on the host.  Past the bound it stops, says so
+ * and matches nothing; at the bound exactly it is complete. */
+Test(wd_tree_print, bounded_walk_stops_and_matches_nothing)
+{
+	cr_assert_eq(mkdirat(dfd, "d", 0755), 0);
+	for (int i = 0; i < 30; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "d/f%02d", i);
+		write_at(name, "");
+	}
+	/* 31 entries: d and its 30 files */
+	char a[65], b[65];
+	struct wd_tree_print t;
+	wd_tree_print_init(&t);
+	t.max_entries = 31;
+	wd_tree_print_add(&t, "workspace", dfd);
+	wd_tree_print_final(&t, a);
+	cr_expect(t.complete, "exactly at the bound: complete");
+	cr_expect(!t.stopped);
+	cr_expect_eq(t.entries, 31);
+	for (int round = 0; round < 2; round++) {
+		wd_tree_print_init(&t);
+		t.max_entries = 10;
+		wd_tree_print_add(&t, "workspace", dfd);
+		wd_tree_print_add(&t, "home", dfd); /* a second tree: not walked */
+		wd_tree_print_final(&t, round ? b : a);
+		cr_expect(!t.complete);
+		cr_expect(t.stopped);
+		cr_expect_eq(t.entries, 10, "walked %llu", (unsigned long long)t.entries);
+		cr_expect_str_eq(t.unseen, "more than 10 entries");
+	}
+	cr_expect_str_neq(a, b, "a state past the bound matches nothing");
+}
