@@ -231,7 +231,7 @@ count_sandbox() {
 # only: a wait that passes returns as soon as its event happens.
 WD_SLOWDOWN=$(awk -v cpus="$(nproc)" '{ f = 1 + $1 / cpus; print (f > 20 ? 20 : f) }' /proc/loadavg)
 if grep -qa -e __asan_init -e __tsan_init "$WARDEN" 2>/dev/null ||
-	ldd "$WARDEN" 2>/dev/null | grep -q -e libasan -e libtsan; then
+	ldd "$WARDEN" 2>/dev/null | grep -e libasan -e libtsan >/dev/null; then
 	WD_SLOWDOWN=$(awk -v f="$WD_SLOWDOWN" 'BEGIN { print 3 * f }')
 fi
 scaled() {

@@ -320,7 +320,12 @@ if [ "$(id -u)" = 0 ] && [ "$LEVEL" = container ]; then
 	# ASan's runtime copies the environment at start-up into a mapping of
 	# its own, which pid 1 inherits; the value from env:VAR is then there
 	# as every other variable is (a sanitizer build only)
-	ldd "$WARDEN" 2>/dev/null | grep -q libasan && env_pid1=0
+	# (grep without -q: under pipefail, grep -q leaving early can kill
+	# ldd with SIGPIPE mid-listing and fail the pipeline at random)
+	if grep -qa __asan_init "$WARDEN" 2>/dev/null ||
+		ldd "$WARDEN" 2>/dev/null | grep libasan >/dev/null; then
+		env_pid1=0
+	fi
 	if [ -n "$pid1" ] && [ "${in_warden:-0}" -gt 0 ] && [ "$in_pid1" = 0 ] && [ "$env_pid1" = 0 ]; then
 		ok "the sandbox's pid 1 holds no value (warden holds it $in_warden times)"
 	else
