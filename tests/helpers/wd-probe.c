@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <unistd.h>
@@ -815,6 +816,29 @@ do_stubborn(unsigned long n)
 	return 0;
 }
 
+/* Spin until this process has used MS of CPU time by its own clock: a
+ * fixed amount of CPU work on any machine, where a fixed count of loop
+ * turns is ~0.2 s on a fast one and ~0.7 s on a slow one. */
+static int
+do_burn(unsigned long ms)
+{
+	struct timespec t;
+	volatile unsigned long spin = 0;
+
+	for (;;) {
+		for (int i = 0; i < 100000; i++)
+			spin++;
+		if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) {
+			perror("clock_gettime");
+			return 1;
+		}
+		if ((unsigned long)t.tv_sec * 1000 + (unsigned long)t.tv_nsec / 1000000 >= ms)
+			break;
+	}
+	printf("burn: %lu ms of CPU used\n", ms);
+	return 0;
+}
+
 /* --------------------------------------------------------------- driver */
 
 static void
@@ -855,7 +879,8 @@ usage(void)
 	      "      [--no-netif] [--no-passwd] [--no-mounts] [--host-ia32 works|faults]\n"
 	      "  ia32                 what int 0x80 does here: works, faults or refused\n"
 	      "workloads:\n"
-	      "  flood BYTES  memhog [MIB]  forkbomb [MAX]  fill PATH  stubborn [N] [MARKER]\n",
+	      "  flood BYTES  memhog [MIB]  forkbomb [MAX]  fill PATH  stubborn [N] [MARKER]\n"
+	      "  burn MS (spin until MS of CPU time is used)\n",
 	      stderr);
 }
 
@@ -1163,6 +1188,8 @@ main(int argc, char **argv)
 		return do_forkbomb(n > 0 ? (unsigned long)num(a[0]) : 100000);
 	else if (strcmp(cmd, "fill") == 0 && n == 1)
 		return do_fill(a[0]);
+	else if (strcmp(cmd, "burn") == 0 && n == 1)
+		return do_burn((unsigned long)num(a[0]));
 	else if (strcmp(cmd, "stubborn") == 0)
 		return do_stubborn(n > 0 ? (unsigned long)num(a[0]) : 4);
 	else {
