@@ -203,6 +203,9 @@ int core_state_sandbox(int n, const char **labels, int *fds, int max, char *wher
  * for one that could not be opened: no approval matches); their count,
  * 0 at other levels (sandbox.c). */
 int core_own_trees(const struct sandbox *sb, const char **labels, int *fds, int max);
+/* The label core_own_trees gives (with -1) while a process other than
+ * pid 1 runs in the sandbox: no approval can cover it then. */
+extern const char core_running_label[];
 /* Run cmd through the stages in the placement pl (state: its own).  0 with
  * *out: a result (ran, denied or paused; NULL for a detached command);
  * -errno with err. */

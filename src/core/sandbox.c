@@ -5,6 +5,7 @@
 #include "jail/jail.h"
 #include "workspace/workspace.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -124,6 +125,37 @@ static const struct placement live;
  * failure to open one is returned as -1 (no approval can match).  Other
  * levels: none (the process level's /tmp and /dev/shm are the host's,
  * gVisor's are inside its own kernel; docs/threat-model.md). */
+const char core_running_label[] = "a process still running in the sandbox, whose writes "
+				  "through a shared mapping would not be seen";
+
+/* Does a process besides pid 1 live in the sandbox?  Every process there
+ * is a descendant of its pid 1 (an orphan is given to the namespace's
+ * init), so pid 1 having a child says so.  A list that cannot be read
+ * counts as one (fail closed). */
+static bool
+core_running(pid_t pid)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return true;
+	bool any = false;
+	struct dirent *e;
+	while (!any && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		char b[16];
+		any = fd < 0 || read(fd, b, sizeof(b)) != 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+	return any;
+}
+
 int
 core_own_trees(const struct sandbox *sb, const char **labels, int *fds, int max)
 {
@@ -131,6 +163,20 @@ core_own_trees(const struct sandbox *sb, const char **labels, int *fds, int max)
 	    {"home", "/home/sandbox"}, {"tmp", "/tmp"}, {"shm", "/dev/shm"}};
 	if (!sb->spec || sb->spec->isolation != WD_ISOLATION_CONTAINER || sb->pid <= 0)
 		return 0;
+	/* Why a running process makes the state unprintable: a write through
+	 * a shared mapping (mmap MAP_SHARED) changes a file's bytes without
+	 * moving its change time (on tmpfs never; on ext4 not until the page
+	 * is written back), and the print reads times, not bytes.  A process
+	 * left running (a detached command, one that called setsid) could
+	 * change a file after the human approved it and the retry's print
+	 * would still match: an attack pass ran code nobody reviewed that
+	 * way.  So no approval covers a sandbox while a process other than
+	 * its pid 1 runs in it (fail closed: the retry pauses again). */
+	if (max > 0 && core_running(sb->pid)) {
+		labels[0] = core_running_label;
+		fds[0] = -1;
+		return 1;
+	}
 	/* An ordinary user's server or monitor may not enter its pid 1's
 	 * root (pid 1 is not dumpable to it): then none, and the caller
 	 * walks what it holds (a session's layers: home and /tmp); the

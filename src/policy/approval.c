@@ -87,7 +87,7 @@ policy_request_state(const struct policy_request *req, uint64_t max_entries,
 	wd_tree_print_final(&t, st->hex);
 	st->entries = t.entries;
 	st->complete = t.complete;
-	st->bound = t.stopped ? max_entries : 0;
+	st->bound = t.bounded ? max_entries : 0;
 	snprintf(st->unseen, sizeof(st->unseen), "%s", t.unseen);
 	st->done = true;
 	return st;

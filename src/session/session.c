@@ -779,7 +779,7 @@ sess_release(struct door *d)
 static const char *
 tree_label(const char *name)
 {
-	static const char *const known[] = {"home", "tmp", "shm"};
+	static const char *const known[] = {"home", "tmp", "shm", core_running_label};
 	for (size_t i = 0; name && i < WD_ARRAY_SIZE(known); i++)
 		if (!strcmp(name, known[i]))
 			return known[i];

@@ -3,19 +3,22 @@
  * A human approves a paused command after reading what it will read (the
  * script `python3 build.py` runs); the approval must not then be spent on
  * another state of those files.  The fingerprint is a SHA-256 over every
- * entry below a directory, in name order: its path, type and mode, owner,
- * size, inode, link count, device number, modification and change times
- * (ns) and a link's target.  No content is read: a write always moves the
- * change time, which no process can set back (utimensat sets the
- * modification time, not ctime), so a same-size rewrite with the old
- * mtime is still seen.  Nothing is followed (links are named, never
- * entered).
+ * entry below a directory, in name order: its depth and name (the tree's
+ * shape, as a walk in that order gives it: a path is never hashed whole,
+ * so a deep chain of long names costs no more per entry than a flat
+ * directory), type and mode, owner, size, inode, link count, device
+ * number, modification and change times (ns) and a link's target.  No content is read: a write
+ * always moves the change time, which no process can set back (utimensat sets the modification
+ * time, not ctime), so a same-size rewrite with the old mtime is still seen.  Nothing is followed
+ * (links are named, never entered).
  *
  * A walk that cannot see everything (a directory it may not list, an
  * entry gone between the listing and its stat, a tree deeper than
  * TREE_MAX_DEPTH) must never match a later walk that saw other content:
  * it folds in 16 random bytes, so that state can be approved by no one
- * (a pause again, never a run of what nobody saw), and says so.
+ * (a pause again, never a run of what nobody saw), says so, and stops:
+ * nothing walked after that could make the print match, and a model
+ * that made many places unreadable must not make the host walk on.
  *
  * The walk is bounded (max_entries over every tree of one print): the
  * model chooses how many files there are, and each pause and retry walks
@@ -97,6 +100,16 @@ incomplete(struct wd_tree_print *t, const char *path)
 	if (t->complete)
 		snprintf(t->unseen, sizeof(t->unseen), "%s", path[0] ? path : ".");
 	t->complete = false;
+	t->stopped = true;
+}
+
+/* Entry name of directory path could not be seen */
+static void
+unseen(struct wd_tree_print *t, const char *path, const char *name)
+{
+	char *sub = path[0] ? wd_xasprintf("%s/%s", path, name) : wd_xstrdup(name);
+	incomplete(t, sub);
+	free(sub);
 }
 
 /* Is the bound reached?  Then the print is incomplete once, and stopped. */
@@ -110,7 +123,7 @@ at_bound(struct wd_tree_print *t)
 	char what[64];
 	snprintf(what, sizeof(what), "more than %llu entries", (unsigned long long)t->max_entries);
 	incomplete(t, what);
-	t->stopped = true;
+	t->bounded = true;
 	return true;
 }
 
@@ -123,6 +136,7 @@ walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 		return;
 	}
 	if (depth > TREE_MAX_DEPTH) {
+		close(dfd);
 		incomplete(t, path);
 		return;
 	}
@@ -136,7 +150,7 @@ walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 	size_t n = 0, cap = 0;
 	struct dirent *e;
 	errno = 0;
-	while ((e = readdir(d))) {
+	while (!t->stopped && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		/* one name past the bound is enough to know it is passed: a
@@ -154,32 +168,43 @@ walk(struct wd_tree_print *t, int dfd, const char *path, int depth)
 	if (n > 1) /* qsort of NULL, 0 is undefined */
 		qsort(names, n, sizeof(*names), by_name);
 	for (size_t i = 0; i < n && !at_bound(t); i++) {
-		char *sub = path[0] ? wd_xasprintf("%s/%s", path, names[i]) : wd_xstrdup(names[i]);
 		struct stat st;
+		/* Why every name counts before its stat: a name whose stat
+		 * fails (a directory listable but not searchable) must cost
+		 * the bound too, or such directories would be walked free */
+		t->entries++;
 		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			incomplete(t, sub);
-			free(sub);
+			unseen(t, path, names[i]);
 			continue;
 		}
-		t->entries++;
-		feed_str(&t->sha, sub, strlen(sub));
+		/* the depth and the name, never the whole path: the walk's
+		 * order makes (depth, name) in sequence the tree's shape, and
+		 * a path of 250 levels of 255-byte names would make each entry
+		 * below them cost 64 KiB of hashing */
+		feed_u64(&t->sha, (uint64_t)depth);
+		feed_str(&t->sha, names[i], strlen(names[i]));
 		feed_stat(&t->sha, &st);
 		if (S_ISLNK(st.st_mode)) {
 			char target[4096];
 			ssize_t l = readlinkat(dirfd(d), names[i], target, sizeof(target));
 			if (l < 0)
-				incomplete(t, sub);
+				unseen(t, path, names[i]);
 			else
 				feed_str(&t->sha, target, (size_t)l);
 		} else if (S_ISDIR(st.st_mode)) {
 			int sfd = openat(dirfd(d), names[i],
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sfd < 0)
-				incomplete(t, sub);
-			else
+			if (sfd < 0) {
+				unseen(t, path, names[i]);
+			} else {
+				/* a directory's path is made for its own walk (what
+				 * it names when it cannot be seen), not per entry */
+				char *sub = path[0] ? wd_xasprintf("%s/%s", path, names[i])
+						    : wd_xstrdup(names[i]);
 				walk(t, sfd, sub, depth + 1);
+				free(sub);
+			}
 		}
-		free(sub);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);

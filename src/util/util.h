@@ -222,7 +222,8 @@ struct wd_tree_print {
 	 * past it the walk stops and is incomplete ("more than N entries") */
 	uint64_t max_entries;
 	bool complete;
-	bool stopped; /* the bound was reached: nothing more is walked */
+	bool stopped; /* incomplete (below): nothing more is walked */
+	bool bounded; /* stopped because max_entries was reached */
 	char unseen[256];
 };
 void wd_tree_print_init(struct wd_tree_print *t);

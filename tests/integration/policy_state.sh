@@ -59,6 +59,30 @@ expect_rc 123 "the retry pauses again: the bound tree changed" \
 # ---- a cow session: the change lives in its overlay and its home ----
 printf 'print("reviewed")\n' >build.py
 S=pstate$$
+# a process of the session whose command line holds TEXT: a python3 run
+# in the session (the policy allows it) scans its /proc
+running='import os, sys
+me = str(os.getpid())
+sys.exit(not any(p != me and sys.argv[1].encode() in open("/proc/%s/cmdline" % p, "rb").read()
+                 for p in os.listdir("/proc") if p.isdigit()))'
+# (a name, not a path: an argument outside the workspace is refused)
+exists='import os, sys; sys.exit(not os.path.exists("/dev/shm/" + sys.argv[1]))'
+# until_true CODE ARG / until_gone TEXT: wait for the event, at most 120 s
+# (a bound on a failure only: each returns when the event happens)
+until_true() {
+	local end=$((SECONDS + 120))
+	until "$WARDEN" exec "${P[@]}" "$S" -- python3 -c "$1" "$2" >/dev/null 2>&1; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.2
+	done
+}
+until_gone() {
+	local end=$((SECONDS + 120))
+	while "$WARDEN" exec "${P[@]}" "$S" -- python3 -c "$running" "$1" >/dev/null 2>&1; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.2
+	done
+}
 if "$WARDEN" create "$S" -w "$WS" --workspace-mode cow >"$T/out" 2>"$T/err" </dev/null; then
 	trap '"$WARDEN" rm "$S" >/dev/null 2>&1; rm -rf "$T"' EXIT
 	ok "cow session created"
@@ -110,6 +134,9 @@ if "$WARDEN" create "$S" -w "$WS" --workspace-mode cow >"$T/out" 2>"$T/err" </de
 	# counts as every file does (a running writer pauses approvals again)
 	expect_rc 0 "a detached command writes a line and ends" "$WARDEN" exec "${P[@]}" --detach "$S" -- \
 		python3 -c 'print("x = 1")'
+	# (ended: a process still running would make the state unprintable,
+	# below, and this is about the log)
+	until_gone 'print("x = 1")' && ok "... it ended" || not_ok "the detached command did not end"
 	expect_rc 123 "pause" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
 	id=$(pause_id)
 	expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
@@ -117,6 +144,56 @@ if "$WARDEN" create "$S" -w "$WS" --workspace-mode cow >"$T/out" 2>"$T/err" </de
 		"$WARDEN" exec "${P[@]}" "$S" -- python3 -c 'import glob, os; p = glob.glob(os.path.expanduser("~/.warden/detached-*.log"))[0]; open(p, "r+").write("y")'
 	expect_rc 123 "the retry pauses again: the log is walked in full" \
 		"$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	# A write through a shared mapping moves a file's change time at the
+	# page's first write fault only: once the page is dirty and writable,
+	# later writes change its bytes and no time (until writeback, on ext4;
+	# never, on tmpfs), and the print reads times.  An attack pass: a
+	# detached process maps a file and dirties it, the human approves, the
+	# process writes through the mapping again, the retry's print matched
+	# and ran code nobody read.  While a
+	# process other than pid 1 runs in the session, no approval covers
+	# it.  The process is set off by a read (the access time of
+	# /dev/shm/go1, then go2, moves; no other command can signal it:
+	# Landlock scopes signals to each command), which the print does not
+	# see, as the model would do it.
+	expect_rc 0 "a detached command maps /dev/shm/m.py shared and waits" \
+		"$WARDEN" exec "${P[@]}" --detach "$S" -- python3 -c 'import mmap, os, time
+def made(n):
+    open(n, "w").close(); return os.stat(n).st_atime_ns
+def until_read(n, t):
+    while os.stat(n).st_atime_ns == t: time.sleep(0.05)
+f = open("/dev/shm/m.py", "w+b"); f.write(b"pass  #\n"); f.flush()
+m = mmap.mmap(f.fileno(), 8)
+m[7:8] = b"\n"  # the first write fault: the times move now, not later
+t1, t2 = made("/dev/shm/go1"), made("/dev/shm/go2")
+until_read("/dev/shm/go1", t1)
+m[0:8] = b"EVIL=1\n\n"
+until_read("/dev/shm/go2", t2)  # mapped-writer'
+	until_true "$exists" go2 && ok "... it runs, the page dirty" || not_ok "the mapped writer did not start"
+	expect_rc 123 "pause while it runs" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	id=$(pause_id)
+	python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["state"]; assert not s["complete"] and "still running" in s["unseen"] and "bound" not in s, s' \
+		"$WARDEN_STATE_DIR/pending/$id.json" && ok "the pending record says a process still runs there" ||
+		not_ok "the pending state: $(head -c 400 "$WARDEN_STATE_DIR/pending/$id.json")"
+	pty_answer tty n "$WARDEN" approve "$id" >"$T/tty" 2>&1
+	expect_in "$T/tty" "a process still running in the sandbox" "approve at a terminal: says why no approval can cover it"
+	expect_rc 0 "approved anyway" "$WARDEN" approve --yes "$id"
+	expect_rc 0 "the model reads /dev/shm/go1: the process writes through its mapping" \
+		"$WARDEN" exec "${P[@]}" "$S" -- python3 -c 'import sys, time
+open("/dev/shm/go1").read()
+for _ in range(2400):
+    if b"EVIL" in open("/dev/shm/m.py", "rb").read(): sys.exit(0)
+    time.sleep(0.05)
+sys.exit(1)'
+	expect_rc 123 "the retry pauses again: a process runs in the session" \
+		"$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	expect_rc 0 "the model reads /dev/shm/go2: the process ends" "$WARDEN" exec "${P[@]}" "$S" -- \
+		python3 -c 'open("/dev/shm/go2").read()'
+	until_gone mapped-writer && ok "... it ended" || not_ok "the mapped writer did not end"
+	expect_rc 123 "nothing runs there now: pause" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
+	id=$(pause_id)
+	expect_rc 0 "approved" "$WARDEN" approve --yes "$id"
+	expect_rc 0 "... and the retry runs" "$WARDEN" exec "${P[@]}" "$S" -- cat build.py
 	"$WARDEN" rm "$S" >/dev/null 2>&1
 else
 	not_ok "cow session: $(head -c 300 "$T/err")"

@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char top[64];
@@ -165,8 +167,62 @@ Test(wd_tree_print, bounded_walk_stops_and_matches_nothing)
 		wd_tree_print_final(&t, round ? b : a);
 		cr_expect(!t.complete);
 		cr_expect(t.stopped);
+		cr_expect(t.bounded);
 		cr_expect_eq(t.entries, 10, "walked %llu", (unsigned long long)t.entries);
 		cr_expect_str_eq(t.unseen, "more than 10 entries");
 	}
 	cr_expect_str_neq(a, b, "a state past the bound matches nothing");
+}
+
+/* A place the walk cannot see ends it: the print can match nothing after
+ * that, and a model that made many directories listable but not
+ * searchable (mode 0444: readdir works, every stat fails) must not make
+ * the host list them all for free.  Walked as an ordinary user, for whom
+ * the mode holds (root's stat passes it). */
+Test(wd_tree_print, first_unseen_place_stops_the_walk)
+{
+	cr_assert_eq(fchmodat(AT_FDCWD, top, 0755, 0), 0);
+	for (int k = 0; k < 3; k++) {
+		char dir[32];
+		snprintf(dir, sizeof(dir), "r%d", k);
+		cr_assert_eq(mkdirat(dfd, dir, 0755), 0);
+		for (int i = 0; i < 40; i++) {
+			char name[48];
+			snprintf(name, sizeof(name), "%s/f%02d", dir, i);
+			write_at(name, "");
+		}
+		char path[128];
+		snprintf(path, sizeof(path), "%s/%s", top, dir);
+		cr_assert_eq(chmod(path, 0444), 0);
+	}
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct wd_tree_print t;
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(3);
+		wd_tree_print_init(&t);
+		wd_tree_print_add(&t, "workspace", dfd);
+		unsigned long long r[3] = {t.entries, t.complete, t.stopped && !t.bounded};
+		_exit(write(p[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 4);
+	}
+	close(p[1]);
+	unsigned long long r[3] = {0};
+	cr_assert_eq(read(p[0], r, sizeof(r)), (ssize_t)sizeof(r));
+	close(p[0]);
+	int status = 0;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	cr_expect(!r[1], "not complete");
+	cr_expect(r[2], "stopped at the first place it could not see, not at the bound");
+	/* r0 and its first name: the other 119 names are never stat'ed */
+	cr_expect_eq(r[0], 2, "%llu entries counted", r[0]);
+	for (int k = 0; k < 3; k++) {
+		char path[128];
+		snprintf(path, sizeof(path), "%s/r%d", top, k);
+		chmod(path, 0755);
+	}
 }
