@@ -118,13 +118,6 @@ live_acquire(struct door *d, struct wd_err *err)
 
 static const struct placement live;
 
-/* A container-level sandbox's own trees that outlive a command: its home,
- * /tmp and /dev/shm (tmpfs mounts of its own, or a session's disk),
- * walked as its processes see them, through its pid 1's root.  A
- * usercustomize.py there, or a link to one, is code python runs; a
- * failure to open one is returned as -1 (no approval can match).  Other
- * levels: none (the process level's /tmp and /dev/shm are the host's,
- * gVisor's are inside its own kernel; docs/threat-model.md). */
 const char core_running_label[] = "a process still running in the sandbox, whose writes "
 				  "through a shared mapping would not be seen";
 
@@ -156,6 +149,13 @@ core_running(pid_t pid)
 	return any;
 }
 
+/* A container-level sandbox's own trees that outlive a command: its home,
+ * /tmp and /dev/shm (tmpfs mounts of its own, or a session's disk),
+ * walked as its processes see them, through its pid 1's root.  A
+ * usercustomize.py there, or a link to one, is code python runs; a
+ * failure to open one is returned as -1 (no approval can match).  Other
+ * levels: none (the process level's /tmp and /dev/shm are the host's,
+ * gVisor's are inside its own kernel; docs/threat-model.md). */
 int
 core_own_trees(const struct sandbox *sb, const char **labels, int *fds, int max)
 {

@@ -7,10 +7,14 @@
  * shape, as a walk in that order gives it: a path is never hashed whole,
  * so a deep chain of long names costs no more per entry than a flat
  * directory), type and mode, owner, size, inode, link count, device
- * number, modification and change times (ns) and a link's target.  No content is read: a write
- * always moves the change time, which no process can set back (utimensat sets the modification
- * time, not ctime), so a same-size rewrite with the old mtime is still seen.  Nothing is followed
- * (links are named, never entered).
+ * number, modification and change times (ns) and a link's target.
+ * No content is read: a write moves the change time, which no process
+ * can set back (utimensat sets the modification time, not ctime), so a
+ * same-size rewrite with the old mtime is still seen.  A write through a
+ * shared mapping moves it at the page's first write fault only: the
+ * caller refuses to print a sandbox in which a process still runs
+ * (core_own_trees).  Nothing is followed (links are named, never
+ * entered).
  *
  * A walk that cannot see everything (a directory it may not list, an
  * entry gone between the listing and its stat, a tree deeper than
